@@ -1,0 +1,79 @@
+#pragma once
+// A YAML document as a tree whose every node remembers where it came from (file:line:column) and the comment
+// that trails it on its line (configs put a value's source there). We convert yaml-cpp's nodes into this form
+// once, so that merges and `--set` overrides keep the origin of each value and errors can always name it.
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tpusim/core/diagnostics.h"
+
+namespace tpusim {
+
+class ConfigNode {
+ public:
+  enum class Kind { null, scalar, map, seq };
+
+  struct Entry;  // a map entry: key, where the key is, value
+
+  ConfigNode() = default;
+  static ConfigNode make_scalar(std::string text, SourceLoc loc);
+  static ConfigNode make_map(SourceLoc loc);
+
+  [[nodiscard]] Kind kind() const { return kind_; }
+  [[nodiscard]] bool is_null() const { return kind_ == Kind::null; }
+  [[nodiscard]] bool is_scalar() const { return kind_ == Kind::scalar; }
+  [[nodiscard]] bool is_map() const { return kind_ == Kind::map; }
+  [[nodiscard]] bool is_seq() const { return kind_ == Kind::seq; }
+  [[nodiscard]] const SourceLoc& loc() const { return loc_; }
+  [[nodiscard]] const std::string& scalar() const { return scalar_; }
+  // The text of a trailing "# ..." comment on the value's line, trimmed; empty if none.
+  [[nodiscard]] const std::string& comment() const { return comment_; }
+  [[nodiscard]] const std::vector<Entry>& entries() const { return entries_; }
+  [[nodiscard]] std::vector<Entry>& entries() { return entries_; }
+  [[nodiscard]] const std::vector<ConfigNode>& items() const { return items_; }
+
+  [[nodiscard]] const ConfigNode* find(std::string_view key) const;
+  [[nodiscard]] ConfigNode* find(std::string_view key);
+  [[nodiscard]] std::vector<std::string> keys() const;
+  // Inserts or replaces a map entry (the node must be a map).
+  ConfigNode& set(const std::string& key, SourceLoc key_loc, ConfigNode value);
+  void erase(std::string_view key);
+  // Describes the node for "found:" in errors: "a map", "a list", "'100 GB'", "nothing".
+  [[nodiscard]] std::string describe() const;
+
+ private:
+  friend class ConfigLoader;
+  Kind kind_ = Kind::null;
+  SourceLoc loc_;
+  std::string scalar_;
+  std::string comment_;
+  std::vector<Entry> entries_;
+  std::vector<ConfigNode> items_;
+};
+
+struct ConfigNode::Entry {
+  std::string key;
+  SourceLoc key_loc;
+  ConfigNode value;
+};
+
+// Reads a YAML file. Malformed YAML, a missing file and duplicate keys are reported into diags; the returned
+// node is null when the file could not be parsed.
+[[nodiscard]] ConfigNode load_yaml_file(const std::filesystem::path& path, Diagnostics& diags);
+// Parses YAML text; `origin` names it in locations (a file name or "--set ...").
+[[nodiscard]] ConfigNode load_yaml_string(std::string_view text, const std::string& origin, Diagnostics& diags);
+
+// Overlays `overlay` onto `base`: maps merge key by key, anything else replaces.
+void merge_into(ConfigNode& base, const ConfigNode& overlay);
+
+// Applies `--set dotted.path=value`. The value is parsed as YAML (so lists like [4,4,4] work) and replaces
+// or creates the node at the path; intermediate maps are created as needed. Whether the key is allowed is
+// decided later by the schema, which names the override as the origin of any error.
+void apply_override(ConfigNode& root, std::string_view assignment, Diagnostics& diags);
+
+// Splits "a.b.c=value" at the first '='; false when there is none.
+bool split_assignment(std::string_view assignment, std::string& path, std::string& value);
+
+}  // namespace tpusim

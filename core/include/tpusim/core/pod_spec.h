@@ -1,0 +1,37 @@
+#pragma once
+// The resolved description of a pod or slice: which chip, the torus/mesh shape, wraparound per axis, optional
+// twist, and the cube size joined through optical circuit switches (v4/v5p). Built from configs/pods/*.yaml.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tpusim/core/config_tree.h"
+#include "tpusim/core/fields.h"
+
+namespace tpusim {
+
+struct PodSpec {
+  std::string name;
+  std::string chip;              // the chip's bundled name or path, as written
+  std::vector<int> shape;        // chips per axis, 1 to 3 axes
+  std::vector<int> wraparound;   // per axis: 1 = torus link closes the ring, 0 = mesh edge (bools as ints)
+  bool twisted = false;          // twisted 3D torus wiring (v4 slices that allow it)
+  std::vector<int> cube;         // OCS block shape (e.g. [4,4,4]); empty = all links electrical, no OCS
+  std::vector<int> host_shape;   // chips per host along each axis (e.g. [2,2,1])
+  Seconds ocs_reconfiguration;   // time to remap an OCS (not published; a parameter)
+  int pods = 1;                  // multislice: number of such slices joined by the DCN
+  std::map<std::string, FieldOrigin> origins;
+
+  [[nodiscard]] long long chip_count() const {
+    long long n = 1;
+    for (int d : shape) n *= d;
+    return n * pods;
+  }
+};
+
+[[nodiscard]] const FieldTable<PodSpec>& pod_fields();
+
+// Cross-field rules: wraparound and host_shape have one entry per axis; a cube divides the shape.
+[[nodiscard]] PodSpec resolve_pod(const ConfigNode& root, const std::string& path, Diagnostics& diags);
+
+}  // namespace tpusim

@@ -1,0 +1,82 @@
+#pragma once
+// A scenario: pod + workload + options, fully resolved. load_scenario() composes the scenario YAML with the
+// bundled pod, chip and model it names, merges inline overrides, applies `--set` overrides, and validates the
+// whole tree at once. Nothing downstream sees YAML.
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tpusim/core/chip_spec.h"
+#include "tpusim/core/config_tree.h"
+#include "tpusim/core/pod_spec.h"
+
+namespace tpusim {
+
+enum class DType { bf16, f32, int8, fp8 };
+[[nodiscard]] int dtype_bytes(DType t);
+[[nodiscard]] std::string_view dtype_name(DType t);
+
+enum class ModelKind { gemm, mlp };
+enum class Activation { relu, gelu };
+
+struct GemmModel {
+  std::int64_t m = 0, k = 0, n = 0;  // C[m,n] = A[m,k] x B[k,n]
+};
+
+// A stack of dense layers: widths[0] inputs, then one layer per following width.
+struct MlpModel {
+  std::vector<int> widths;
+  Activation activation = Activation::gelu;
+};
+
+struct ModelSpec {
+  std::string name;
+  ModelKind kind = ModelKind::mlp;
+  GemmModel gemm;
+  MlpModel mlp;
+  std::map<std::string, FieldOrigin> origins;
+};
+
+enum class StepKind { forward, train };
+enum class Optimizer { sgd, adam };
+
+struct WorkloadSpec {
+  ModelSpec model;
+  std::int64_t batch = 0;  // examples per step (MLP); ignored by a raw GEMM
+  StepKind step = StepKind::train;
+  DType dtype = DType::bf16;
+  Optimizer optimizer = Optimizer::adam;
+};
+
+enum class MxuFidelity { fast, cycle };
+
+struct FidelitySpec {
+  MxuFidelity mxu = MxuFidelity::fast;
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::int64_t seed = 1;
+  PodSpec pod;
+  ChipSpec chip;
+  WorkloadSpec workload;
+  FidelitySpec fidelity;
+  // The composed tree after merges and overrides (for the record); the typed fields above are the truth.
+  ConfigNode tree;
+  std::map<std::string, FieldOrigin> origins;  // top-level scenario fields
+};
+
+// Resolves a scenario given as a bundled name (scenarios/NAME.yaml) or a path. Throws ConfigError with
+// every problem found.
+[[nodiscard]] Scenario load_scenario(const std::string& name_or_path, const std::vector<std::string>& overrides);
+
+// The resolved scenario as a flat, ordered list of (dotted key, value with units) for reports.
+[[nodiscard]] std::vector<std::pair<std::string, std::string>> render_scenario(const Scenario& s);
+
+// Loads a bundled or user chip / pod / model by name or path (used by `tpusim describe`).
+[[nodiscard]] ChipSpec load_chip(const std::string& name_or_path);
+[[nodiscard]] PodSpec load_pod(const std::string& name_or_path);
+
+}  // namespace tpusim

@@ -1,0 +1,111 @@
+#pragma once
+// Physical quantities as types. Every modelling number that has a unit travels in one of these; the YAML
+// carries the unit in its text ("1200 GB/s", "16 MiB", "1.05 GHz") and parse_quantity() turns it into one.
+//
+// Conventions: decimal prefixes (KB, MB, GB, TB; Kb/s ...; GFLOP/s ...) are powers of 1000, binary prefixes
+// (KiB, MiB, GiB, TiB) powers of 1024. Rates in bits per second are stored as bytes per second (/8).
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace tpusim {
+
+// A double-valued quantity in SI base units, tagged by dimension so that different dimensions never mix.
+template <class Tag>
+class Quantity {
+ public:
+  constexpr Quantity() = default;
+  constexpr explicit Quantity(double si_value) : value_(si_value) {}
+  [[nodiscard]] constexpr double value() const { return value_; }
+
+  constexpr Quantity operator+(Quantity o) const { return Quantity(value_ + o.value_); }
+  constexpr Quantity operator-(Quantity o) const { return Quantity(value_ - o.value_); }
+  constexpr Quantity operator*(double f) const { return Quantity(value_ * f); }
+  constexpr Quantity operator/(double f) const { return Quantity(value_ / f); }
+  constexpr double operator/(Quantity o) const { return value_ / o.value_; }
+  constexpr Quantity& operator+=(Quantity o) { value_ += o.value_; return *this; }
+  constexpr Quantity& operator-=(Quantity o) { value_ -= o.value_; return *this; }
+  constexpr bool operator==(Quantity o) const { return value_ == o.value_; }
+  constexpr bool operator!=(Quantity o) const { return value_ != o.value_; }
+  constexpr bool operator<(Quantity o) const { return value_ < o.value_; }
+  constexpr bool operator<=(Quantity o) const { return value_ <= o.value_; }
+  constexpr bool operator>(Quantity o) const { return value_ > o.value_; }
+  constexpr bool operator>=(Quantity o) const { return value_ >= o.value_; }
+
+ private:
+  double value_ = 0.0;
+};
+
+struct SecondsTag {};
+struct HertzTag {};
+struct BytesPerSecondTag {};
+struct FlopsPerSecondTag {};
+struct WattsTag {};
+
+using Seconds = Quantity<SecondsTag>;
+using Hertz = Quantity<HertzTag>;
+using BytesPerSecond = Quantity<BytesPerSecondTag>;
+using FlopsPerSecond = Quantity<FlopsPerSecondTag>;  // also used for integer ops/s (TOP/s)
+using Watts = Quantity<WattsTag>;
+
+// A byte count; integral because buffers and transfers are whole bytes.
+class Bytes {
+ public:
+  constexpr Bytes() = default;
+  constexpr explicit Bytes(std::uint64_t n) : n_(n) {}
+  [[nodiscard]] constexpr std::uint64_t count() const { return n_; }
+  [[nodiscard]] constexpr double as_double() const { return static_cast<double>(n_); }
+  constexpr Bytes operator+(Bytes o) const { return Bytes(n_ + o.n_); }
+  constexpr Bytes operator-(Bytes o) const { return Bytes(n_ - o.n_); }
+  constexpr Bytes operator*(std::uint64_t f) const { return Bytes(n_ * f); }
+  constexpr Bytes& operator+=(Bytes o) { n_ += o.n_; return *this; }
+  constexpr bool operator==(Bytes o) const { return n_ == o.n_; }
+  constexpr bool operator!=(Bytes o) const { return n_ != o.n_; }
+  constexpr bool operator<(Bytes o) const { return n_ < o.n_; }
+  constexpr bool operator<=(Bytes o) const { return n_ <= o.n_; }
+  constexpr bool operator>(Bytes o) const { return n_ > o.n_; }
+  constexpr bool operator>=(Bytes o) const { return n_ >= o.n_; }
+
+ private:
+  std::uint64_t n_ = 0;
+};
+
+constexpr Bytes KiB(std::uint64_t n) { return Bytes(n << 10); }
+constexpr Bytes MiB(std::uint64_t n) { return Bytes(n << 20); }
+constexpr Bytes GiB(std::uint64_t n) { return Bytes(n << 30); }
+
+// Cross-dimension arithmetic that has a physical meaning.
+constexpr Seconds operator/(Bytes b, BytesPerSecond r) { return Seconds(b.as_double() / r.value()); }
+constexpr Seconds cycles_to_time(double cycles, Hertz clock) { return Seconds(cycles / clock.value()); }
+constexpr double time_to_cycles(Seconds t, Hertz clock) { return t.value() * clock.value(); }
+
+// The dimension a YAML value is expected to have; used in errors ("expected a bandwidth, found a size").
+enum class Dimension { bytes, bytes_per_second, seconds, hertz, flops_per_second, watts };
+
+[[nodiscard]] std::string_view dimension_name(Dimension d);     // "size", "bandwidth", ...
+[[nodiscard]] std::string_view dimension_example(Dimension d);  // "16 MiB", "1200 GB/s", ...
+
+struct ParsedQuantity {
+  double si_value;  // in bytes, bytes/s, s, Hz, FLOP/s or W
+  Dimension dimension;
+};
+
+// Parses "<number> <unit>" (the space is optional). Returns nullopt for text that is not a number followed
+// by a known unit; the caller reports the error with its location.
+[[nodiscard]] std::optional<ParsedQuantity> parse_quantity(std::string_view text);
+
+// The units accepted for a dimension, for error messages ("B, KiB, MiB, ...").
+[[nodiscard]] std::string units_for(Dimension d);
+
+// Human-readable rendering with a sensible prefix ("1.2 TB/s", "16 MiB", "1.05 GHz", "499.6 us"). Output is
+// deterministic (fixed precision) so it can appear in summary.json.
+[[nodiscard]] std::string format_bytes(Bytes b);
+[[nodiscard]] std::string format_bandwidth(BytesPerSecond r);
+[[nodiscard]] std::string format_time(Seconds t);
+[[nodiscard]] std::string format_frequency(Hertz f);
+[[nodiscard]] std::string format_flops(FlopsPerSecond f);
+[[nodiscard]] std::string format_watts(Watts w);
+
+}  // namespace tpusim

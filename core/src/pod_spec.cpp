@@ -1,0 +1,82 @@
+#include "tpusim/core/pod_spec.h"
+
+#include <fmt/format.h>
+
+namespace tpusim {
+
+const FieldTable<PodSpec>& pod_fields() {
+  using S = PodSpec;
+  static const FieldTable<PodSpec> table = [] {
+    FieldTable<PodSpec> t;
+    t.add<std::string>("name", [](S& s) -> std::string& { return s.name; }, std::nullopt, "pod or slice name");
+    t.add<std::string>("chip", [](S& s) -> std::string& { return s.chip; }, std::nullopt,
+                       "bundled chip name (configs/chips) or path to a chip YAML");
+    t.add<std::vector<int>>("shape", [](S& s) -> std::vector<int>& { return s.shape; }, std::nullopt,
+                            "chips per torus axis", positive_list(1, 3));
+    t.add<std::vector<int>>("wraparound", [](S& s) -> std::vector<int>& { return s.wraparound; }, std::nullopt,
+                            "per axis, 1 if the axis closes into a ring (torus), 0 for a mesh edge");
+    t.add<bool>("twisted", [](S& s) -> bool& { return s.twisted; }, "false", "twisted 3D torus wiring");
+    t.add<std::vector<int>>("cube", [](S& s) -> std::vector<int>& { return s.cube; }, "[]",
+                            "block of chips with electrical links, joined to others by OCS; [] = no OCS");
+    t.add<std::vector<int>>("host_shape", [](S& s) -> std::vector<int>& { return s.host_shape; }, std::nullopt,
+                            "chips per host along each axis", positive_list(1, 3));
+    t.add<Seconds>("ocs_reconfiguration", [](S& s) -> Seconds& { return s.ocs_reconfiguration; }, "100 ms",
+                   "time to remap an optical circuit switch (assumption: not published reliably)",
+                   non_negative<Seconds>());
+    t.add<int>("pods", [](S& s) -> int& { return s.pods; }, "1", "slices joined by the data-center network",
+               at_least(1));
+    return t;
+  }();
+  return table;
+}
+
+PodSpec resolve_pod(const ConfigNode& root, const std::string& path, Diagnostics& diags) {
+  PodSpec spec;
+  const std::size_t before = diags.size();
+  pod_fields().resolve(root, path, spec, diags, &spec.origins);
+  if (diags.size() != before) return spec;
+
+  auto err = [&](const std::string& key, const std::string& msg, const std::string& expected,
+                 const std::string& found) {
+    const auto it = spec.origins.find(key);
+    diags.error(it != spec.origins.end() ? it->second.loc : root.loc(), path.empty() ? key : path + "." + key,
+                msg, expected, found);
+  };
+  const std::size_t axes = spec.shape.size();
+  if (spec.wraparound.size() != axes) {
+    err("wraparound", "needs one entry per axis of shape", fmt::format("{} entries of 0 or 1", axes),
+        format_value(spec.wraparound));
+  }
+  for (int w : spec.wraparound) {
+    if (w != 0 && w != 1) err("wraparound", "entries must be 0 or 1", "0 or 1", format_value(spec.wraparound));
+  }
+  if (spec.host_shape.size() != axes) {
+    err("host_shape", "needs one entry per axis of shape", fmt::format("{} entries", axes),
+        format_value(spec.host_shape));
+  } else {
+    for (std::size_t i = 0; i < axes; ++i) {
+      if (spec.shape[i] % spec.host_shape[i] != 0) {
+        err("host_shape", "must divide the shape on every axis", fmt::format("a divisor of {}", spec.shape[i]),
+            format_value(spec.host_shape));
+        break;
+      }
+    }
+  }
+  if (!spec.cube.empty()) {
+    if (spec.cube.size() != axes) {
+      err("cube", "needs one entry per axis of shape", fmt::format("{} entries", axes), format_value(spec.cube));
+    } else {
+      for (std::size_t i = 0; i < axes; ++i) {
+        if (spec.cube[i] < 1 || spec.shape[i] % spec.cube[i] != 0) {
+          err("cube", "must divide the shape on every axis", fmt::format("divisors of {}", format_value(spec.shape)),
+              format_value(spec.cube));
+          break;
+        }
+      }
+    }
+  }
+  if (spec.twisted && axes != 3) err("twisted", "twisting applies to 3D tori only", "false", "true");
+  return spec;
+}
+
+}  // namespace tpusim

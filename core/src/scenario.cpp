@@ -1,0 +1,310 @@
+#include "tpusim/core/scenario.h"
+
+#include <fmt/format.h>
+
+#include "tpusim/core/data_paths.h"
+
+namespace tpusim {
+namespace fs = std::filesystem;
+
+int dtype_bytes(DType t) {
+  switch (t) {
+    case DType::bf16: return 2;
+    case DType::f32: return 4;
+    case DType::int8: return 1;
+    case DType::fp8: return 1;
+  }
+  return 2;
+}
+
+std::string_view dtype_name(DType t) {
+  switch (t) {
+    case DType::bf16: return "bf16";
+    case DType::f32: return "f32";
+    case DType::int8: return "int8";
+    case DType::fp8: return "fp8";
+  }
+  return "?";
+}
+
+namespace {
+
+const std::vector<std::pair<std::string, ModelKind>> kModelKinds{{"gemm", ModelKind::gemm}, {"mlp", ModelKind::mlp}};
+
+FieldTable<ModelSpec> model_base_fields() {
+  using S = ModelSpec;
+  FieldTable<ModelSpec> t;
+  t.add<std::string>("name", [](S& s) -> std::string& { return s.name; }, "unnamed", "model name");
+  t.add_choice<ModelKind>("kind", [](S& s) -> ModelKind& { return s.kind; }, kModelKinds, std::nullopt,
+                          "model family");
+  return t;
+}
+
+const FieldTable<ModelSpec>& gemm_fields() {
+  using S = ModelSpec;
+  static const FieldTable<ModelSpec> table = [] {
+    auto t = model_base_fields();
+    t.add<std::int64_t>("m", [](S& s) -> std::int64_t& { return s.gemm.m; }, std::nullopt, "rows of A and C",
+                        positive<std::int64_t>());
+    t.add<std::int64_t>("k", [](S& s) -> std::int64_t& { return s.gemm.k; }, std::nullopt,
+                        "contraction dimension", positive<std::int64_t>());
+    t.add<std::int64_t>("n", [](S& s) -> std::int64_t& { return s.gemm.n; }, std::nullopt, "columns of B and C",
+                        positive<std::int64_t>());
+    return t;
+  }();
+  return table;
+}
+
+const FieldTable<ModelSpec>& mlp_fields() {
+  using S = ModelSpec;
+  static const FieldTable<ModelSpec> table = [] {
+    auto t = model_base_fields();
+    t.add<std::vector<int>>("widths", [](S& s) -> std::vector<int>& { return s.mlp.widths; }, std::nullopt,
+                            "input width, then the width of each layer", positive_list(2, 1024));
+    t.add_choice<Activation>("activation", [](S& s) -> Activation& { return s.mlp.activation; },
+                             {{"relu", Activation::relu}, {"gelu", Activation::gelu}}, "gelu",
+                             "activation after each hidden layer");
+    return t;
+  }();
+  return table;
+}
+
+const FieldTable<WorkloadSpec>& workload_fields() {
+  using S = WorkloadSpec;
+  static const FieldTable<WorkloadSpec> table = [] {
+    FieldTable<WorkloadSpec> t;
+    t.add<std::int64_t>("batch", [](S& s) -> std::int64_t& { return s.batch; }, "1",
+                        "examples per step (global batch)", positive<std::int64_t>());
+    t.add_choice<StepKind>("step", [](S& s) -> StepKind& { return s.step; },
+                           {{"forward", StepKind::forward}, {"train", StepKind::train}}, "train",
+                           "forward pass only, or a training step (forward, backward, optimizer update)");
+    t.add_choice<DType>("dtype", [](S& s) -> DType& { return s.dtype; },
+                        {{"bf16", DType::bf16}, {"f32", DType::f32}, {"int8", DType::int8}, {"fp8", DType::fp8}},
+                        "bf16", "matmul operand type");
+    t.add_choice<Optimizer>("optimizer", [](S& s) -> Optimizer& { return s.optimizer; },
+                            {{"sgd", Optimizer::sgd}, {"adam", Optimizer::adam}}, "adam",
+                            "optimizer of a training step");
+    return t;
+  }();
+  return table;
+}
+
+const FieldTable<FidelitySpec>& fidelity_fields() {
+  using S = FidelitySpec;
+  static const FieldTable<FidelitySpec> table = [] {
+    FieldTable<FidelitySpec> t;
+    t.add_choice<MxuFidelity>("mxu", [](S& s) -> MxuFidelity& { return s.mxu; },
+                              {{"fast", MxuFidelity::fast}, {"cycle", MxuFidelity::cycle}}, "fast",
+                              "MXU timing: closed-form fast model, or cycle-stepped reference (small shapes)");
+    return t;
+  }();
+  return table;
+}
+
+const FieldTable<Scenario>& scenario_fields() {
+  using S = Scenario;
+  static const FieldTable<Scenario> table = [] {
+    FieldTable<Scenario> t;
+    t.add<std::string>("name", [](S& s) -> std::string& { return s.name; }, std::nullopt, "scenario name");
+    t.add<std::string>("description", [](S& s) -> std::string& { return s.description; }, "",
+                       "one line on what the scenario shows");
+    t.add<std::int64_t>("seed",
+                        [](S& s) -> std::int64_t& { return s.seed; }, "1",
+                        "random seed (faults, jitter); same seed, same output", non_negative<std::int64_t>());
+    return t;
+  }();
+  return table;
+}
+
+bool is_reference_override(const std::string& assignment) {
+  std::string path, value;
+  if (!split_assignment(assignment, path, value)) return false;
+  return path == "pod" || path == "chip" || path == "workload.model";
+}
+
+// Replaces a scalar reference at `key` of `parent` by the loaded file it names.
+void expand_reference(ConfigNode& parent, const std::string& key, const std::string& folder,
+                      const fs::path& relative_to, const std::string& key_path, Diagnostics& diags,
+                      fs::path* loaded_from = nullptr) {
+  ConfigNode* ref = parent.find(key);
+  if (ref == nullptr || !ref->is_scalar()) return;
+  const auto file = resolve_data_file(folder, ref->scalar(), relative_to, ref->loc(), key_path, diags);
+  if (!file) {
+    *ref = ConfigNode::make_map(ref->loc());  // keep going so other errors are reported too
+    return;
+  }
+  ConfigNode loaded = load_yaml_file(*file, diags);
+  if (loaded_from) *loaded_from = *file;
+  if (!loaded.is_map()) {
+    if (!loaded.is_null() || diags.empty()) {
+      diags.error(SourceLoc{file->string(), 1, 1}, key_path, "wrong type", "a YAML map", loaded.describe());
+    }
+    loaded = ConfigNode::make_map(SourceLoc{file->string(), 1, 1});
+  }
+  *ref = std::move(loaded);
+}
+
+ModelSpec resolve_model(const ConfigNode& node, const std::string& path, Diagnostics& diags) {
+  ModelSpec spec;
+  if (!node.is_map()) {
+    diags.error(node.loc(), path, "wrong type", "a model name or a map with 'kind'", node.describe());
+    return spec;
+  }
+  const ConfigNode* kind = node.find("kind");
+  std::vector<std::string> names;
+  for (const auto& k : kModelKinds) names.push_back(k.first);
+  if (kind == nullptr || !kind->is_scalar()) {
+    diags.error(kind ? kind->loc() : node.loc(), path + ".kind", "missing required key",
+                "one of: gemm, mlp", kind ? kind->describe() : "nothing");
+    return spec;
+  }
+  if (kind->scalar() == "gemm") {
+    gemm_fields().resolve(node, path, spec, diags, &spec.origins);
+  } else if (kind->scalar() == "mlp") {
+    mlp_fields().resolve(node, path, spec, diags, &spec.origins);
+  } else {
+    diags.error(kind->loc(), path + ".kind", fmt::format("unknown model kind '{}'", kind->scalar()),
+                "one of: gemm, mlp", kind->scalar(), suggestion(kind->scalar(), names));
+  }
+  return spec;
+}
+
+template <class Spec>
+void append_rendered(std::vector<std::pair<std::string, std::string>>& out, const std::string& prefix,
+                     const FieldTable<Spec>& table, const Spec& spec) {
+  for (auto& [k, v] : table.render(spec)) out.emplace_back(prefix.empty() ? k : prefix + "." + k, v);
+}
+
+ConfigNode load_root(const std::string& folder, const std::string& name_or_path, const std::string& what,
+                     Diagnostics& diags, fs::path& file) {
+  const auto path = resolve_data_file(folder, name_or_path, {}, SourceLoc{"(command line)", 0, 0}, what, diags);
+  diags.throw_if_any();
+  file = *path;
+  ConfigNode root = load_yaml_file(*path, diags);
+  diags.throw_if_any();
+  return root;
+}
+
+}  // namespace
+
+Scenario load_scenario(const std::string& name_or_path, const std::vector<std::string>& overrides) {
+  Diagnostics diags;
+  fs::path scenario_file;
+  ConfigNode tree = load_root("scenarios", name_or_path, "scenario", diags, scenario_file);
+  if (!tree.is_map()) {
+    diags.error(tree.loc().line ? tree.loc() : SourceLoc{scenario_file.string(), 1, 1}, "", "wrong type",
+                "a scenario map (name, pod, workload, ...)", tree.describe());
+    diags.throw_if_any();
+  }
+  const fs::path base = scenario_file.parent_path();
+
+  // References (pod, chip, workload.model) may themselves be overridden before they are expanded.
+  for (const auto& o : overrides) {
+    if (is_reference_override(o)) apply_override(tree, o, diags);
+  }
+
+  // Compose: pod file (which names the chip), chip file merged with inline chip overrides, model file.
+  fs::path pod_file = base;
+  if (tree.find("pod") == nullptr) {
+    diags.error(tree.loc(), "pod", "missing required key", "a bundled pod name or a path to a pod YAML",
+                "nothing", fmt::format("bundled pods: {}", fmt::join(bundled_names("configs/pods"), ", ")));
+  } else {
+    fs::path loaded;
+    expand_reference(tree, "pod", "configs/pods", base, "pod", diags, &loaded);
+    if (!loaded.empty()) pod_file = loaded.parent_path();
+  }
+  ConfigNode* pod = tree.find("pod");
+  ConfigNode chip_overlay;
+  if (ConfigNode* inline_chip = tree.find("chip"); inline_chip != nullptr) {
+    if (inline_chip->is_scalar()) {
+      // A chip name in the scenario replaces the pod's chip.
+      if (pod != nullptr && pod->is_map()) pod->set("chip", inline_chip->loc(), *inline_chip);
+    } else {
+      chip_overlay = *inline_chip;
+    }
+  }
+  ConfigNode chip;
+  if (pod != nullptr && pod->is_map()) {
+    if (const ConfigNode* chip_ref = pod->find("chip"); chip_ref != nullptr && chip_ref->is_scalar()) {
+      ConfigNode holder = ConfigNode::make_map(pod->loc());
+      holder.set("chip", chip_ref->loc(), *chip_ref);
+      expand_reference(holder, "chip", "configs/chips", pod_file, "pod.chip", diags);
+      chip = *holder.find("chip");
+    }
+  }
+  if (!chip_overlay.is_null()) {
+    if (chip.is_null()) chip = ConfigNode::make_map(chip_overlay.loc());
+    merge_into(chip, chip_overlay);
+  }
+  tree.set("chip", chip.loc(), chip);
+
+  if (ConfigNode* workload = tree.find("workload"); workload != nullptr && workload->is_map()) {
+    expand_reference(*workload, "model", "configs/models", base, "workload.model", diags);
+  }
+
+  for (const auto& o : overrides) {
+    if (!is_reference_override(o)) apply_override(tree, o, diags);
+  }
+  diags.throw_if_any();
+
+  Scenario s;
+  scenario_fields().resolve(tree, "", s, diags, &s.origins, {"pod", "chip", "workload", "fidelity"});
+  if (pod != nullptr) s.pod = resolve_pod(*tree.find("pod"), "pod", diags);
+  s.chip = resolve_chip(*tree.find("chip"), "chip", diags);
+  const ConfigNode* workload = tree.find("workload");
+  if (workload == nullptr) {
+    diags.error(tree.loc(), "workload", "missing required key", "a workload map (model, batch, step, ...)",
+                "nothing");
+  } else {
+    workload_fields().resolve(*workload, "workload", s.workload, diags, nullptr, {"model"});
+    const ConfigNode* model = workload->is_map() ? workload->find("model") : nullptr;
+    if (model == nullptr) {
+      if (workload->is_map()) {
+        diags.error(workload->loc(), "workload.model", "missing required key",
+                    fmt::format("a bundled model name ({}) or an inline model map",
+                                fmt::join(bundled_names("configs/models"), ", ")),
+                    "nothing");
+      }
+    } else {
+      s.workload.model = resolve_model(*model, "workload.model", diags);
+    }
+  }
+  const ConfigNode* fidelity = tree.find("fidelity");
+  const ConfigNode empty = ConfigNode::make_map(tree.loc());
+  fidelity_fields().resolve(fidelity ? *fidelity : empty, "fidelity", s.fidelity, diags);
+  diags.throw_if_any();
+  s.tree = std::move(tree);
+  return s;
+}
+
+std::vector<std::pair<std::string, std::string>> render_scenario(const Scenario& s) {
+  std::vector<std::pair<std::string, std::string>> out;
+  append_rendered(out, "", scenario_fields(), s);
+  append_rendered(out, "pod", pod_fields(), s.pod);
+  append_rendered(out, "chip", chip_fields(), s.chip);
+  append_rendered(out, "workload", workload_fields(), s.workload);
+  append_rendered(out, "workload.model",
+                  s.workload.model.kind == ModelKind::gemm ? gemm_fields() : mlp_fields(), s.workload.model);
+  append_rendered(out, "fidelity", fidelity_fields(), s.fidelity);
+  return out;
+}
+
+ChipSpec load_chip(const std::string& name_or_path) {
+  Diagnostics diags;
+  fs::path file;
+  const ConfigNode root = load_root("configs/chips", name_or_path, "chip", diags, file);
+  ChipSpec spec = resolve_chip(root, "", diags);
+  diags.throw_if_any();
+  return spec;
+}
+
+PodSpec load_pod(const std::string& name_or_path) {
+  Diagnostics diags;
+  fs::path file;
+  const ConfigNode root = load_root("configs/pods", name_or_path, "pod", diags, file);
+  PodSpec spec = resolve_pod(root, "", diags);
+  diags.throw_if_any();
+  return spec;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,174 @@
+#include "tpusim/core/units.h"
+
+#include <array>
+#include <cctype>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+namespace tpusim {
+namespace {
+
+struct UnitDef {
+  std::string_view symbol;
+  double factor;  // multiply the number by this to get SI base units
+  Dimension dimension;
+};
+
+constexpr double kK = 1e3, kM = 1e6, kG = 1e9, kT = 1e12, kP = 1e15;
+constexpr double kKi = 1024.0, kMi = kKi * 1024.0, kGi = kMi * 1024.0, kTi = kGi * 1024.0;
+
+constexpr std::array<UnitDef, 40> kUnits{{
+    {"B", 1, Dimension::bytes},
+    {"KiB", kKi, Dimension::bytes},
+    {"MiB", kMi, Dimension::bytes},
+    {"GiB", kGi, Dimension::bytes},
+    {"TiB", kTi, Dimension::bytes},
+    {"KB", kK, Dimension::bytes},
+    {"kB", kK, Dimension::bytes},
+    {"MB", kM, Dimension::bytes},
+    {"GB", kG, Dimension::bytes},
+    {"TB", kT, Dimension::bytes},
+    {"B/s", 1, Dimension::bytes_per_second},
+    {"KB/s", kK, Dimension::bytes_per_second},
+    {"MB/s", kM, Dimension::bytes_per_second},
+    {"GB/s", kG, Dimension::bytes_per_second},
+    {"TB/s", kT, Dimension::bytes_per_second},
+    {"KiB/s", kKi, Dimension::bytes_per_second},
+    {"MiB/s", kMi, Dimension::bytes_per_second},
+    {"GiB/s", kGi, Dimension::bytes_per_second},
+    {"b/s", 1.0 / 8, Dimension::bytes_per_second},
+    {"Kb/s", kK / 8, Dimension::bytes_per_second},
+    {"Mb/s", kM / 8, Dimension::bytes_per_second},
+    {"Gb/s", kG / 8, Dimension::bytes_per_second},
+    {"Tb/s", kT / 8, Dimension::bytes_per_second},
+    {"ps", 1e-12, Dimension::seconds},
+    {"ns", 1e-9, Dimension::seconds},
+    {"us", 1e-6, Dimension::seconds},
+    {"ms", 1e-3, Dimension::seconds},
+    {"s", 1, Dimension::seconds},
+    {"Hz", 1, Dimension::hertz},
+    {"kHz", kK, Dimension::hertz},
+    {"MHz", kM, Dimension::hertz},
+    {"GHz", kG, Dimension::hertz},
+    {"FLOP/s", 1, Dimension::flops_per_second},
+    {"GFLOP/s", kG, Dimension::flops_per_second},
+    {"TFLOP/s", kT, Dimension::flops_per_second},
+    {"PFLOP/s", kP, Dimension::flops_per_second},
+    {"TOP/s", kT, Dimension::flops_per_second},
+    {"W", 1, Dimension::watts},
+    {"kW", kK, Dimension::watts},
+    {"mW", 1e-3, Dimension::watts},
+}};
+
+// Renders v / scale with up to 6 significant digits and no trailing zeros: deterministic and round-trippable
+// for the values configs use.
+std::string compact(double v) {
+  std::string s = fmt::format("{:.6g}", v);
+  return s;
+}
+
+struct Prefix {
+  double scale;
+  std::string_view symbol;
+};
+
+template <std::size_t N>
+std::string format_with(double v, const std::array<Prefix, N>& prefixes) {
+  // Pick the largest prefix that keeps the mantissa >= 1.
+  const Prefix* chosen = &prefixes[0];
+  for (const auto& p : prefixes) {
+    if (std::fabs(v) >= p.scale) chosen = &p;
+  }
+  return compact(v / chosen->scale) + " " + std::string(chosen->symbol);
+}
+
+}  // namespace
+
+std::string_view dimension_name(Dimension d) {
+  switch (d) {
+    case Dimension::bytes: return "size";
+    case Dimension::bytes_per_second: return "bandwidth";
+    case Dimension::seconds: return "duration";
+    case Dimension::hertz: return "frequency";
+    case Dimension::flops_per_second: return "compute rate";
+    case Dimension::watts: return "power";
+  }
+  return "quantity";
+}
+
+std::string_view dimension_example(Dimension d) {
+  switch (d) {
+    case Dimension::bytes: return "16 MiB";
+    case Dimension::bytes_per_second: return "1200 GB/s";
+    case Dimension::seconds: return "1.5 us";
+    case Dimension::hertz: return "1.05 GHz";
+    case Dimension::flops_per_second: return "275 TFLOP/s";
+    case Dimension::watts: return "192 W";
+  }
+  return "";
+}
+
+std::optional<ParsedQuantity> parse_quantity(std::string_view text) {
+  std::string s(text);
+  const char* begin = s.c_str();
+  char* end = nullptr;
+  double number = std::strtod(begin, &end);
+  if (end == begin) return std::nullopt;
+  std::string_view rest(end);
+  while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.front()))) rest.remove_prefix(1);
+  while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.back()))) rest.remove_suffix(1);
+  for (const auto& u : kUnits) {
+    if (rest == u.symbol) return ParsedQuantity{number * u.factor, u.dimension};
+  }
+  return std::nullopt;
+}
+
+std::string units_for(Dimension d) {
+  std::string out;
+  for (const auto& u : kUnits) {
+    if (u.dimension != d) continue;
+    if (!out.empty()) out += ", ";
+    out += u.symbol;
+  }
+  return out;
+}
+
+std::string format_bytes(Bytes b) {
+  const std::uint64_t n = b.count();
+  static constexpr std::array<std::pair<std::uint64_t, std::string_view>, 4> kBinary{
+      {{1ULL << 40, "TiB"}, {1ULL << 30, "GiB"}, {1ULL << 20, "MiB"}, {1ULL << 10, "KiB"}}};
+  for (const auto& [scale, sym] : kBinary) {
+    if (n >= scale && n % scale == 0) return fmt::format("{} {}", n / scale, sym);
+  }
+  if (n >= 1'000'000'000 && n % 1'000'000'000 == 0) return fmt::format("{} GB", n / 1'000'000'000);
+  return fmt::format("{} B", n);
+}
+
+std::string format_bandwidth(BytesPerSecond r) {
+  static constexpr std::array<Prefix, 5> kPrefixes{{{1, "B/s"}, {kK, "KB/s"}, {kM, "MB/s"}, {kG, "GB/s"}, {kT, "TB/s"}}};
+  return format_with(r.value(), kPrefixes);
+}
+
+std::string format_time(Seconds t) {
+  static constexpr std::array<Prefix, 5> kPrefixes{{{1e-12, "ps"}, {1e-9, "ns"}, {1e-6, "us"}, {1e-3, "ms"}, {1, "s"}}};
+  if (t.value() == 0) return "0 s";
+  return format_with(t.value(), kPrefixes);
+}
+
+std::string format_frequency(Hertz f) {
+  static constexpr std::array<Prefix, 4> kPrefixes{{{1, "Hz"}, {kK, "kHz"}, {kM, "MHz"}, {kG, "GHz"}}};
+  return format_with(f.value(), kPrefixes);
+}
+
+std::string format_flops(FlopsPerSecond f) {
+  static constexpr std::array<Prefix, 4> kPrefixes{{{1, "FLOP/s"}, {kG, "GFLOP/s"}, {kT, "TFLOP/s"}, {kP, "PFLOP/s"}}};
+  return format_with(f.value(), kPrefixes);
+}
+
+std::string format_watts(Watts w) {
+  static constexpr std::array<Prefix, 2> kPrefixes{{{1, "W"}, {kK, "kW"}}};
+  return format_with(w.value(), kPrefixes);
+}
+
+}  // namespace tpusim

@@ -1,0 +1,108 @@
+#pragma once
+// The program IR: the contract between the lowering library (kernels/) and the hardware models (models/).
+//
+// SPMD like XLA: one Program per distinct role; every chip of a role runs the same Program, so memory is
+// O(programs + chips), never O(chips x instructions). A Program is a DAG in topological order: an
+// instruction's dependencies always have smaller indices. Each instruction runs on one unit queue of one
+// TensorCore (or of the chip, for DMA/ICI/host); a unit starts its queue's instructions in program order, each
+// once its dependencies have completed, so overlap is exactly what the lowering's dependencies allow.
+//
+// Every instruction carries the model FLOPs and hardware FLOPs it stands for and the bytes it moves, so MFU,
+// HFU and rooflines come from the program itself.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tpusim/core/scenario.h"  // DType
+
+namespace tpusim::ir {
+
+enum class OpKind : std::uint8_t { matmul, vector, dma, collective, send, recv, host, barrier };
+enum class VectorOp : std::uint8_t { elementwise, transcendental, reduction, transpose };
+enum class Memory : std::uint8_t { hbm, vmem, cmem, host, remote };
+enum class DmaPattern : std::uint8_t { contiguous, strided, gather };
+enum class CollectiveKind : std::uint8_t { all_reduce, reduce_scatter, all_gather, all_to_all, permute };
+enum class HostOp : std::uint8_t { infeed, outfeed, checkpoint };
+
+// The unit queue an instruction is issued to. Derived from the kind (see unit_of()).
+enum class UnitKind : std::uint8_t { mxu, vpu, dma, ici, host, sync };
+inline constexpr int kUnitKinds = 6;
+
+struct Instruction {
+  OpKind kind = OpKind::barrier;
+  std::uint8_t core = 0;          // TensorCore that issues it (matmul/vector); 0 for chip-level units
+  DType dtype = DType::bf16;
+  // matmul: C[m,n] (+)= A[m,k] x B[k,n].
+  std::int64_t m = 0, k = 0, n = 0;
+  // vector: op over `elements` values.
+  VectorOp vector_op = VectorOp::elementwise;
+  std::int64_t elements = 0;
+  // dma / collective / send / recv / host: payload.
+  Memory src = Memory::hbm, dst = Memory::vmem;
+  DmaPattern pattern = DmaPattern::contiguous;
+  CollectiveKind collective = CollectiveKind::all_reduce;
+  std::uint32_t mesh_axes = 0;    // collective: bit i set = mesh axis i takes part
+  std::int32_t peer = 0;          // send/recv: mesh offset along the first axis in mesh_axes
+  HostOp host_op = HostOp::infeed;
+  std::uint64_t bytes = 0;
+  // VMEM accounting (per TensorCore): bytes allocated when the instruction starts, and freed when it ends.
+  std::uint64_t vmem_alloc = 0;
+  std::uint64_t vmem_free = 0;
+  // What it represents.
+  double model_flops = 0;         // useful FLOPs (for MFU)
+  double hardware_flops = 0;      // FLOPs the hardware executes, incl. recomputation (for HFU)
+  // Dependencies: indices [dep_begin, dep_begin + dep_count) into Program::deps.
+  std::uint32_t dep_begin = 0;
+  std::uint32_t dep_count = 0;
+  std::uint32_t label = 0;        // index into Program::labels ("layer3.fwd.matmul")
+};
+
+[[nodiscard]] UnitKind unit_of(OpKind k);
+[[nodiscard]] std::string_view op_name(OpKind k);
+[[nodiscard]] std::string_view unit_name(UnitKind u);
+
+class Program {
+ public:
+  explicit Program(std::string name = "main");
+
+  // Appends an instruction depending on `deps` (indices of earlier instructions); returns its index.
+  std::uint32_t add(Instruction ins, const std::vector<std::uint32_t>& deps, const std::string& label);
+
+  [[nodiscard]] const std::string& name() const { return name_; }
+  [[nodiscard]] std::size_t size() const { return instrs_.size(); }
+  [[nodiscard]] const Instruction& operator[](std::size_t i) const { return instrs_[i]; }
+  [[nodiscard]] const std::vector<Instruction>& instructions() const { return instrs_; }
+  [[nodiscard]] const std::uint32_t* deps_of(const Instruction& ins) const { return deps_.data() + ins.dep_begin; }
+  [[nodiscard]] const std::vector<std::uint32_t>& deps() const { return deps_; }
+  [[nodiscard]] const std::string& label_of(const Instruction& ins) const { return labels_[ins.label]; }
+  [[nodiscard]] const std::vector<std::string>& labels() const { return labels_; }
+  [[nodiscard]] int cores_used() const;  // 1 + highest core index
+
+  // Totals over the program.
+  [[nodiscard]] double model_flops() const;
+  [[nodiscard]] double hardware_flops() const;
+  [[nodiscard]] std::uint64_t dma_bytes() const;
+
+  // Rebuilds a program from serialized parts (program_io); checks the DAG order and indices.
+  static Program from_parts(std::string name, std::vector<Instruction> instrs, std::vector<std::uint32_t> deps,
+                            std::vector<std::string> labels);
+
+ private:
+  std::uint32_t intern(const std::string& label);
+
+  std::string name_;
+  std::vector<Instruction> instrs_;
+  std::vector<std::uint32_t> deps_;
+  std::vector<std::string> labels_;
+};
+
+// All programs of a run and which one each chip executes.
+struct ProgramSet {
+  std::vector<Program> programs;
+  std::vector<std::uint16_t> role_of_chip;  // empty = every chip runs programs[0]
+  [[nodiscard]] const Program& program_for(std::uint32_t chip) const {
+    return programs[role_of_chip.empty() ? 0 : role_of_chip[chip]];
+  }
+};
+
+}  // namespace tpusim::ir

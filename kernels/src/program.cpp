@@ -1,0 +1,128 @@
+#include "tpusim/kernels/program.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace tpusim::ir {
+
+UnitKind unit_of(OpKind k) {
+  switch (k) {
+    case OpKind::matmul: return UnitKind::mxu;
+    case OpKind::vector: return UnitKind::vpu;
+    case OpKind::dma: return UnitKind::dma;
+    case OpKind::collective:
+    case OpKind::send:
+    case OpKind::recv: return UnitKind::ici;
+    case OpKind::host: return UnitKind::host;
+    case OpKind::barrier: return UnitKind::sync;
+  }
+  return UnitKind::sync;
+}
+
+std::string_view op_name(OpKind k) {
+  switch (k) {
+    case OpKind::matmul: return "matmul";
+    case OpKind::vector: return "vector";
+    case OpKind::dma: return "dma";
+    case OpKind::collective: return "collective";
+    case OpKind::send: return "send";
+    case OpKind::recv: return "recv";
+    case OpKind::host: return "host";
+    case OpKind::barrier: return "barrier";
+  }
+  return "?";
+}
+
+std::string_view unit_name(UnitKind u) {
+  switch (u) {
+    case UnitKind::mxu: return "mxu";
+    case UnitKind::vpu: return "vpu";
+    case UnitKind::dma: return "dma";
+    case UnitKind::ici: return "ici";
+    case UnitKind::host: return "host";
+    case UnitKind::sync: return "sync";
+  }
+  return "?";
+}
+
+Program::Program(std::string name) : name_(std::move(name)) {}
+
+std::uint32_t Program::intern(const std::string& label) {
+  // Labels repeat per layer and tile; a linear scan over the last few keeps this cheap without a map.
+  const std::size_t from = labels_.size() > 16 ? labels_.size() - 16 : 0;
+  for (std::size_t i = labels_.size(); i-- > from;) {
+    if (labels_[i] == label) return static_cast<std::uint32_t>(i);
+  }
+  labels_.push_back(label);
+  return static_cast<std::uint32_t>(labels_.size() - 1);
+}
+
+std::uint32_t Program::add(Instruction ins, const std::vector<std::uint32_t>& deps, const std::string& label) {
+  const auto index = static_cast<std::uint32_t>(instrs_.size());
+  for (std::uint32_t d : deps) {
+    if (d >= index) {
+      throw std::logic_error(fmt::format("program {}: instruction {} depends on {}, which is not earlier",
+                                         name_, index, d));
+    }
+  }
+  ins.dep_begin = static_cast<std::uint32_t>(deps_.size());
+  ins.dep_count = static_cast<std::uint32_t>(deps.size());
+  deps_.insert(deps_.end(), deps.begin(), deps.end());
+  ins.label = intern(label);
+  instrs_.push_back(ins);
+  return index;
+}
+
+int Program::cores_used() const {
+  int cores = 1;
+  for (const auto& i : instrs_) cores = std::max(cores, i.core + 1);
+  return cores;
+}
+
+double Program::model_flops() const {
+  double f = 0;
+  for (const auto& i : instrs_) f += i.model_flops;
+  return f;
+}
+
+double Program::hardware_flops() const {
+  double f = 0;
+  for (const auto& i : instrs_) f += i.hardware_flops;
+  return f;
+}
+
+std::uint64_t Program::dma_bytes() const {
+  std::uint64_t b = 0;
+  for (const auto& i : instrs_) {
+    if (i.kind == OpKind::dma) b += i.bytes;
+  }
+  return b;
+}
+
+Program Program::from_parts(std::string name, std::vector<Instruction> instrs, std::vector<std::uint32_t> deps,
+                            std::vector<std::string> labels) {
+  Program p(std::move(name));
+  for (std::size_t i = 0; i < instrs.size(); ++i) {
+    const auto& ins = instrs[i];
+    if (static_cast<std::size_t>(ins.dep_begin) + ins.dep_count > deps.size()) {
+      throw std::invalid_argument(fmt::format("instruction {}: dependency range out of bounds", i));
+    }
+    for (std::uint32_t k = 0; k < ins.dep_count; ++k) {
+      if (deps[ins.dep_begin + k] >= i) {
+        throw std::invalid_argument(fmt::format("instruction {}: depends on {}, which is not earlier", i,
+                                                deps[ins.dep_begin + k]));
+      }
+    }
+    if (ins.label >= labels.size() && !(labels.empty() && ins.label == 0)) {
+      throw std::invalid_argument(fmt::format("instruction {}: label index out of bounds", i));
+    }
+  }
+  if (labels.empty()) labels.emplace_back("");
+  p.instrs_ = std::move(instrs);
+  p.deps_ = std::move(deps);
+  p.labels_ = std::move(labels);
+  return p;
+}
+
+}  // namespace tpusim::ir
