@@ -34,7 +34,7 @@ bool parse_quantity_node(const ConfigNode& n, Dimension want, double& out, std::
     expected += fmt::format("; '{}' is a {}", n.scalar(), dimension_name(q->dimension));
     return false;
   }
-  out = q->si_value;
+  out = q->si;
   return true;
 }
 
@@ -91,7 +91,7 @@ bool parse_scalar(const ConfigNode& n, std::string& out, std::string& expected) 
 bool parse_scalar(const ConfigNode& n, Bytes& out, std::string& expected) {
   double v = 0;
   if (!parse_quantity_node(n, Dimension::bytes, v, expected)) return false;
-  if (v < 0 || v != std::floor(v)) {
+  if (v < 0 || v != std::floor(v) || v >= 18446744073709551616.0) {
     expected = "a whole, non-negative number of bytes";
     return false;
   }
@@ -185,6 +185,7 @@ template Constraint<Hertz> positive<Hertz>();
 template Constraint<FlopsPerSecond> positive<FlopsPerSecond>();
 template Constraint<Watts> positive<Watts>();
 template Constraint<int> non_negative<int>();
+template Constraint<std::int64_t> non_negative<std::int64_t>();
 template Constraint<double> non_negative<double>();
 template Constraint<Seconds> non_negative<Seconds>();
 template Constraint<Bytes> non_negative<Bytes>();

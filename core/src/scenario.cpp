@@ -308,3 +308,17 @@ PodSpec load_pod(const std::string& name_or_path) {
 }
 
 }  // namespace tpusim
+
+namespace tpusim {
+
+std::vector<std::pair<std::string, std::vector<FieldInfo>>> all_field_tables() {
+  return {{"scenario", scenario_fields().infos()},
+          {"pod", pod_fields().infos()},
+          {"chip", chip_fields().infos()},
+          {"workload", workload_fields().infos()},
+          {"workload.model (kind: gemm)", gemm_fields().infos()},
+          {"workload.model (kind: mlp)", mlp_fields().infos()},
+          {"fidelity", fidelity_fields().infos()}};
+}
+
+}  // namespace tpusim

@@ -114,7 +114,7 @@ std::optional<ParsedQuantity> parse_quantity(std::string_view text) {
   const char* begin = s.c_str();
   char* end = nullptr;
   double number = std::strtod(begin, &end);
-  if (end == begin) return std::nullopt;
+  if (end == begin || !std::isfinite(number)) return std::nullopt;
   std::string_view rest(end);
   while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.front()))) rest.remove_prefix(1);
   while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.back()))) rest.remove_suffix(1);
@@ -135,14 +135,20 @@ std::string units_for(Dimension d) {
 }
 
 std::string format_bytes(Bytes b) {
+  // The exact form with the smallest number: 32 GiB stays binary, 16 GB (v5e HBM) stays decimal.
   const std::uint64_t n = b.count();
-  static constexpr std::array<std::pair<std::uint64_t, std::string_view>, 4> kBinary{
-      {{1ULL << 40, "TiB"}, {1ULL << 30, "GiB"}, {1ULL << 20, "MiB"}, {1ULL << 10, "KiB"}}};
-  for (const auto& [scale, sym] : kBinary) {
-    if (n >= scale && n % scale == 0) return fmt::format("{} {}", n / scale, sym);
+  static constexpr std::array<std::pair<std::uint64_t, std::string_view>, 8> kForms{
+      {{1ULL << 40, "TiB"}, {1'000'000'000'000ULL, "TB"}, {1ULL << 30, "GiB"}, {1'000'000'000ULL, "GB"},
+       {1ULL << 20, "MiB"}, {1'000'000ULL, "MB"}, {1ULL << 10, "KiB"}, {1'000ULL, "KB"}}};
+  std::uint64_t best = n;
+  std::string_view unit = "B";
+  for (const auto& [scale, sym] : kForms) {
+    if (n >= scale && n % scale == 0 && n / scale < best) {
+      best = n / scale;
+      unit = sym;
+    }
   }
-  if (n >= 1'000'000'000 && n % 1'000'000'000 == 0) return fmt::format("{} GB", n / 1'000'000'000);
-  return fmt::format("{} B", n);
+  return fmt::format("{} {}", best, unit);
 }
 
 std::string format_bandwidth(BytesPerSecond r) {

@@ -160,7 +160,12 @@ class FieldTable {
           diags.error(where, full, "missing required key", fmt_expected(f.info), "nothing");
           continue;
         }
-        const ConfigNode def = ConfigNode::make_scalar(*f.info.default_text, SourceLoc{"(default)", 0, 0});
+        // Defaults are YAML text too ("[]", "1 us"), parsed like a value from a file; "" is an empty text.
+        Diagnostics ignored_diags;
+        const SourceLoc default_loc{"(default)", 0, 0};
+        const ConfigNode def = f.info.default_text->empty()
+                                   ? ConfigNode::make_scalar("", default_loc)
+                                   : load_yaml_string(*f.info.default_text, default_loc.file, ignored_diags);
         if (!f.parse(spec, def, expected)) {
           diags.error(def.loc(), full, "bad built-in default (a bug)", expected, def.describe());
         }

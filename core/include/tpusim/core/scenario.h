@@ -80,3 +80,9 @@ struct Scenario {
 [[nodiscard]] PodSpec load_pod(const std::string& name_or_path);
 
 }  // namespace tpusim
+
+namespace tpusim {
+// Every declared field of every spec, grouped by section ("chip", "pod", "workload", ...), for
+// `tpusim describe params` and the generated docs.
+[[nodiscard]] std::vector<std::pair<std::string, std::vector<FieldInfo>>> all_field_tables();
+}  // namespace tpusim

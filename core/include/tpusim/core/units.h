@@ -17,7 +17,7 @@ template <class Tag>
 class Quantity {
  public:
   constexpr Quantity() = default;
-  constexpr explicit Quantity(double si_value) : value_(si_value) {}
+  constexpr explicit Quantity(double si) : value_(si) {}
   [[nodiscard]] constexpr double value() const { return value_; }
 
   constexpr Quantity operator+(Quantity o) const { return Quantity(value_ + o.value_); }
@@ -88,7 +88,7 @@ enum class Dimension { bytes, bytes_per_second, seconds, hertz, flops_per_second
 [[nodiscard]] std::string_view dimension_example(Dimension d);  // "16 MiB", "1200 GB/s", ...
 
 struct ParsedQuantity {
-  double si_value;  // in bytes, bytes/s, s, Hz, FLOP/s or W
+  double si;  // in bytes, bytes/s, s, Hz, FLOP/s or W
   Dimension dimension;
 };
 

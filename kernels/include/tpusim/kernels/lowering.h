@@ -1,29 +1,88 @@
 #pragma once
 // The lowering library's entry points: a model + batch + step on a chip becomes per-role programs, tiled to
 // the chip's MXU shape and VMEM size.
+//
+// VMEM contract (per TensorCore). An instruction's vmem_alloc is taken when it starts and its vmem_free given
+// back when it ends; instructions that touch a TensorCore's VMEM (matmul, vector, and the DMAs into or out of
+// it) carry that core in Instruction::core. Every stage below bounds its live bytes by dependencies alone, so
+// the bound holds for any execution order the DAG allows, however the hardware models time it:
+//   - a GEMM stage uses at most kGemmVmemFraction of a core's VMEM, a vector pass at most
+//     kVectorVmemFraction; lower_workload orders GEMMs after GEMMs and vector passes after vector passes, so
+//     at most one of each is live per core and the rest of VMEM stays free as headroom.
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "tpusim/core/chip_spec.h"
 #include "tpusim/core/scenario.h"
 #include "tpusim/kernels/program.h"
 
 namespace tpusim::kernels {
 
+inline constexpr double kGemmVmemFraction = 0.75;
+inline constexpr double kVectorVmemFraction = 0.125;
+
 // How a GEMM was tiled (for tests and `tpusim lower`).
 struct GemmTiling {
   std::int64_t tm = 0, tk = 0, tn = 0;  // tile of C (tm x tn) and of the contraction (tk)
-  std::uint64_t vmem_peak = 0;          // bytes live in one TensorCore's VMEM at the worst point
+  std::uint64_t vmem_peak = 0;          // bound on bytes live in one TensorCore's VMEM (see tile_gemm)
 };
 
-// Lowers C[m,n] = A[m,k] x B[k,n] (all in HBM) into DMA-in / matmul / DMA-out tiles, double-buffered,
-// split across the chip's TensorCores. Appends to `prog`; returns the indices of the final instructions
-// (those that later work must depend on). `after` are dependencies for the first instructions.
+// Chooses the tiling lower_gemm uses. tm and tk are multiples of the MXU rows, tn of the MXU columns, each a
+// power-of-two multiple or else the whole dimension (so a problem no larger than a tile is one tile). Among
+// the tilings whose VMEM bound fits kGemmVmemFraction of a core's VMEM it takes the lowest estimated time
+// (roofline max of MXU time on the busiest core and HBM time, plus the exposed first loads and last store,
+// plus a per-step overhead), then the fewest HBM bytes, then the fewest steps. The VMEM bound is
+//   min(2, k-steps on a core) x (tm*tk + tk*tn) * dtype_bytes  +  min(2, C tiles on a core) x tm*tn*4
+// (double-buffered A/B tiles and double-buffered f32 accumulators). Throws std::invalid_argument for a
+// non-positive dimension, ConfigError when even the smallest tile does not fit the chip's VMEM.
+[[nodiscard]] GemmTiling tile_gemm(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::int64_t n,
+                                   DType dtype);
+
+// A stage's final instructions: later work that consumes the stage's output depends on all of them.
 struct GemmLowering {
   std::vector<std::uint32_t> done;
   GemmTiling tiling;
 };
+
+// Lowers C[m,n] = A[m,k] x B[k,n] (A, B and C in HBM, C in `dtype`, f32 accumulation) with tile_gemm's
+// tiling. C tiles go round-robin to the TensorCores (row-major tile order); per C tile and k step: DMA of the
+// A tile and of the B tile into VMEM, then a matmul {tm,tk,tn} depending on both and on the core's previous
+// matmul; after the last k step, one DMA of C back to HBM. Buffer reuse is expressed as dependencies: the
+// loads of a core's step s+2 wait for its matmul of step s, the first matmul of its C tile t+2 waits for the
+// store of tile t. A is read ceil(n/tn) times, B ceil(m/tm) times, C written once. Instructions are issued
+// in a software-pipelined order (the loads of step s+1 before the matmul of step s, cores interleaved) so
+// in-order unit queues overlap DMA with compute. The first loads depend on `after`. Appends to `prog`.
 GemmLowering lower_gemm(ir::Program& prog, const ChipSpec& chip, std::int64_t m, std::int64_t k, std::int64_t n,
                         DType dtype, const std::vector<std::uint32_t>& after, const std::string& label);
 
-// The whole workload of a scenario for a single chip (issue 2): a GEMM, or an MLP forward / training step.
+// A streaming vector pass: `elements` values of each input tensor are read from HBM, `ops_per_element`
+// vector operations of kind `op` are applied per value, and `elements` values of each output tensor are
+// written to HBM. Chunked to kVectorVmemFraction of VMEM (double-buffered, whole 8x128 vregs), chunks
+// round-robin over TensorCores, with the same buffer-reuse dependencies as lower_gemm. A vector instruction's
+// `elements` counts element-operations (chunk x ops_per_element). Vector work carries no model or hardware
+// FLOPs (MFU and HFU count MXU work).
+struct VectorPass {
+  std::int64_t elements = 0;
+  std::vector<DType> inputs;   // one entry per input tensor
+  std::vector<DType> outputs;  // one entry per output tensor
+  ir::VectorOp op = ir::VectorOp::elementwise;
+  int ops_per_element = 1;
+  DType compute_dtype = DType::bf16;
+};
+std::vector<std::uint32_t> lower_vector_pass(ir::Program& prog, const ChipSpec& chip, const VectorPass& pass,
+                                             const std::vector<std::uint32_t>& after, const std::string& label);
+
+// The whole workload of a scenario for a single chip: one program that every chip runs.
+//  - gemm: one lower_gemm.
+//  - mlp forward: per layer l = 1..L a GEMM [B, w(l-1)] x [w(l-1), w(l)], then (except after the last layer)
+//    the activation as an unfused vector pass Z -> X (gelu: transcendental, relu: elementwise).
+//  - mlp train adds, per layer from L down to 1: dX(l-1) = dZ(l) W(l)^T (skipped for l = 1), dW(l) =
+//    X(l-1)^T dZ(l), the activation gradient dZ(l-1) = dX(l-1) * act'(Z(l-1)) (vector pass reading both), and
+//    the optimizer update of W(l) (sgd: read W and dW, 1 op, write W; adam: read W, dW and two f32 moments,
+//    10 ops, write W and the moments). Model FLOPs = 6 B sum(w(l-1) w(l)) - 2 B w0 w1.
+// Not modelled: biases, the loss and its gradient (O(B w(L)) vector work), layouts/transposes (the DMA
+// engine and MXU handle transposed tiles at full rate).
 [[nodiscard]] ir::ProgramSet lower_workload(const WorkloadSpec& workload, const ChipSpec& chip);
 
 }  // namespace tpusim::kernels

@@ -30,7 +30,9 @@ inline constexpr int kUnitKinds = 6;
 
 struct Instruction {
   OpKind kind = OpKind::barrier;
-  std::uint8_t core = 0;          // TensorCore that issues it (matmul/vector); 0 for chip-level units
+  // TensorCore that issues it (matmul/vector) or whose VMEM a dma reads or writes (its vmem_alloc/vmem_free
+  // count against that core); 0 for other chip-level work.
+  std::uint8_t core = 0;
   DType dtype = DType::bf16;
   // matmul: C[m,n] (+)= A[m,k] x B[k,n].
   std::int64_t m = 0, k = 0, n = 0;

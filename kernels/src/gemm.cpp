@@ -1,0 +1,154 @@
+// GEMM tiling and lowering (contracts in lowering.h).
+#include <algorithm>
+#include <stdexcept>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "pipeline.h"
+#include "tpusim/core/diagnostics.h"
+#include "tpusim/kernels/lowering.h"
+
+namespace tpusim::kernels {
+
+namespace {
+
+// Cost of one pipeline step beyond its data movement and MXU time, used only to rank tilings: "each grid
+// step has an overhead of about 0.35 us" (JAX Pallas TPU pipelining docs) [U]. It keeps the search from
+// choosing many tiny k steps to shave the exposed first load.
+constexpr double kStepOverheadSeconds = 0.35e-6;
+// The MXU consumes LHS rows 8 at a time (bf16[8,128] per push, tpu-specs.md), so rows pad to 8.
+constexpr std::int64_t kRowGranule = 8;
+constexpr std::uint64_t kAccumulatorBytes = 4;  // f32 (int32 for int8) accumulation
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
+
+// Tile sizes tried along a dimension: power-of-two multiples of the granule below the dimension, and the
+// whole dimension.
+std::vector<std::int64_t> candidates(std::int64_t dim, std::int64_t granule) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t t = granule; t < dim; t *= 2) out.push_back(t);
+  out.push_back(dim);
+  return out;
+}
+
+// Sum over the tiles of a dimension of the tile size padded to the hardware granule.
+std::int64_t padded_extent(std::int64_t dim, std::int64_t tile, std::int64_t granule) {
+  const std::int64_t full = dim / tile, rest = dim % tile;
+  return full * round_up(tile, granule) + (rest > 0 ? round_up(rest, granule) : 0);
+}
+
+void check_chip(const ChipSpec& chip) {
+  if (chip.tensorcores < 1 || chip.mxu.per_core < 1 || chip.mxu.rows < 1 || chip.mxu.cols < 1 ||
+      chip.vmem.capacity.count() == 0 || chip.clock.value() <= 0 || chip.hbm.bandwidth.value() <= 0) {
+    throw std::invalid_argument(fmt::format(
+        "chip '{}': lowering needs tensorcores, mxu per_core/rows/cols, vmem capacity, clock and hbm bandwidth",
+        chip.name));
+  }
+}
+
+struct Counts {
+  std::int64_t nm, nn, nk, tiles_per_core, steps_per_core;
+};
+
+Counts counts(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t tm,
+              std::int64_t tk, std::int64_t tn) {
+  Counts c{ceil_div(m, tm), ceil_div(n, tn), ceil_div(k, tk), 0, 0};
+  c.tiles_per_core = ceil_div(c.nm * c.nn, chip.tensorcores);
+  c.steps_per_core = c.tiles_per_core * c.nk;
+  return c;
+}
+
+}  // namespace
+
+GemmTiling tile_gemm(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::int64_t n, DType dtype) {
+  if (m < 1 || k < 1 || n < 1) throw std::invalid_argument(fmt::format("gemm {}x{}x{}: empty", m, k, n));
+  check_chip(chip);
+  const auto eb = static_cast<std::uint64_t>(dtype_bytes(dtype));
+  const auto budget = static_cast<std::uint64_t>(chip.vmem.capacity.as_double() * kGemmVmemFraction);
+  const double bw = chip.hbm.bandwidth.value() * (chip.hbm.efficiency > 0 ? chip.hbm.efficiency : 1.0);
+  const double core_macs_per_s =
+      static_cast<double>(chip.mxu.per_core) * chip.mxu.rows * chip.mxu.cols * chip.clock.value();
+
+  GemmTiling best;
+  std::tuple<double, double, std::int64_t> best_key{0, 0, 0};
+  std::uint64_t smallest = 0;
+  for (std::int64_t tm : candidates(m, chip.mxu.rows)) {
+    for (std::int64_t tn : candidates(n, chip.mxu.cols)) {
+      for (std::int64_t tk : candidates(k, chip.mxu.rows)) {
+        const Counts c = counts(chip, m, k, n, tm, tk, tn);
+        const std::uint64_t vmem =
+            static_cast<std::uint64_t>(std::min<std::int64_t>(2, c.steps_per_core) * (tm * tk + tk * tn)) * eb +
+            static_cast<std::uint64_t>(std::min<std::int64_t>(2, c.tiles_per_core) * tm * tn) * kAccumulatorBytes;
+        if (smallest == 0 || vmem < smallest) smallest = vmem;
+        if (vmem > budget) continue;
+        const double hbm = static_cast<double>(eb) * (static_cast<double>(m) * k * c.nn +
+                                                      static_cast<double>(k) * n * c.nm + static_cast<double>(m) * n);
+        // The busiest core's share of the padded MACs, assuming tiles of average size.
+        const double padded_macs = static_cast<double>(padded_extent(m, tm, kRowGranule)) *
+                                   padded_extent(k, tk, chip.mxu.rows) * padded_extent(n, tn, chip.mxu.cols);
+        const double mxu_s =
+            padded_macs * static_cast<double>(c.tiles_per_core) / static_cast<double>(c.nm * c.nn) / core_macs_per_s;
+        const double exposed_s = static_cast<double>((tm * tk + tk * tn + tm * tn) * eb) / bw;
+        const double time = std::max(mxu_s, hbm / bw) + exposed_s + c.steps_per_core * kStepOverheadSeconds;
+        const std::tuple<double, double, std::int64_t> key{time, hbm, c.steps_per_core};
+        if (best.tm == 0 || key < best_key) {
+          best = GemmTiling{tm, tk, tn, vmem};
+          best_key = key;
+        }
+      }
+    }
+  }
+  if (best.tm == 0) {
+    const auto needed = static_cast<std::uint64_t>(static_cast<double>(smallest) / kGemmVmemFraction) + 1;
+    throw ConfigError({Diagnostic{SourceLoc{chip.name}, "chip.vmem.capacity",
+                                  fmt::format("VMEM too small for the smallest tile of a {}x{}x{} GEMM", m, k, n),
+                                  fmt::format("at least {} (a GEMM may use {}% of VMEM)", format_bytes(Bytes(needed)),
+                                              kGemmVmemFraction * 100),
+                                  format_bytes(chip.vmem.capacity), ""}});
+  }
+  return best;
+}
+
+GemmLowering lower_gemm(ir::Program& prog, const ChipSpec& chip, std::int64_t m, std::int64_t k, std::int64_t n,
+                        DType dtype, const std::vector<std::uint32_t>& after, const std::string& label) {
+  const GemmTiling t = tile_gemm(chip, m, k, n, dtype);
+  const Counts c = counts(chip, m, k, n, t.tm, t.tk, t.tn);
+  const int cores = chip.tensorcores;
+  const auto eb = static_cast<std::uint64_t>(dtype_bytes(dtype));
+  const std::int64_t tiles = c.nm * c.nn;
+
+  std::vector<std::int64_t> steps(cores);
+  for (int core = 0; core < cores; ++core) {
+    steps[core] = (tiles > core ? ceil_div(tiles - core, cores) : 0) * c.nk;
+  }
+  // A tile spanning whole rows of its row-major matrix is one contiguous block.
+  auto pattern = [](std::int64_t cols, std::int64_t row_len) {
+    return cols == row_len ? ir::DmaPattern::contiguous : ir::DmaPattern::strided;
+  };
+  auto step_of = [&](int core, std::int64_t s) {
+    const std::int64_t tile = core + (s / c.nk) * cores, ks = s % c.nk;
+    const std::int64_t i = tile / c.nn, j = tile % c.nn;
+    const std::int64_t rows = std::min(t.tm, m - i * t.tm), cols = std::min(t.tn, n - j * t.tn),
+                       depth = std::min(t.tk, k - ks * t.tk);
+    detail::Step st;
+    const auto a = static_cast<std::uint64_t>(rows * depth) * eb, b = static_cast<std::uint64_t>(depth * cols) * eb;
+    st.loads = {{"load_a", a, a, pattern(depth, k)}, {"load_b", b, b, pattern(cols, n)}};
+    st.compute.kind = ir::OpKind::matmul;
+    st.compute.dtype = dtype;
+    st.compute.m = rows;
+    st.compute.k = depth;
+    st.compute.n = cols;
+    st.compute.model_flops = st.compute.hardware_flops = 2.0 * static_cast<double>(rows * depth) * cols;
+    st.first_of_group = ks == 0;
+    st.last_of_group = ks == c.nk - 1;
+    st.group_vmem = static_cast<std::uint64_t>(rows * cols) * kAccumulatorBytes;
+    // The store casts the f32 accumulator to `dtype` on the way out (no separate VPU pass).
+    st.stores = {{"store_c", static_cast<std::uint64_t>(rows * cols) * eb, st.group_vmem, pattern(cols, n)}};
+    return st;
+  };
+  return GemmLowering{detail::emit_pipeline(prog, steps, step_of, after, label, "matmul"), t};
+}
+
+}  // namespace tpusim::kernels

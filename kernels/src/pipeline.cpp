@@ -1,0 +1,101 @@
+#include "pipeline.h"
+
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+
+namespace tpusim::kernels::detail {
+
+namespace {
+
+// What a core's stream remembers: the last two steps (pending steps, their loads and computes) and the
+// stores of the last two groups, indexed modulo 2.
+struct CoreStream {
+  std::array<Step, 2> step;
+  std::array<std::vector<std::uint32_t>, 2> loads;
+  std::array<std::uint32_t, 2> compute{};
+  std::array<std::vector<std::uint32_t>, 2> group_stores;
+  std::int64_t groups = 0;  // groups opened so far
+};
+
+}  // namespace
+
+std::vector<std::uint32_t> emit_pipeline(ir::Program& prog, const std::vector<std::int64_t>& steps_per_core,
+                                         const std::function<Step(int core, std::int64_t step)>& step_of,
+                                         const std::vector<std::uint32_t>& after, const std::string& label,
+                                         std::string_view compute_name) {
+  std::vector<CoreStream> cores(steps_per_core.size());
+  std::vector<std::uint32_t> done;
+
+  auto emit_loads = [&](int c, std::int64_t s) {
+    CoreStream& cs = cores[c];
+    Step& st = cs.step[s % 2];
+    st = step_of(c, s);
+    if (st.loads.empty()) throw std::logic_error("pipeline step without loads");
+    const std::vector<std::uint32_t> deps = s < 2 ? after : std::vector<std::uint32_t>{cs.compute[s % 2]};
+    auto& ids = cs.loads[s % 2];
+    ids.clear();
+    for (const Transfer& t : st.loads) {
+      ir::Instruction ins;
+      ins.kind = ir::OpKind::dma;
+      ins.core = static_cast<std::uint8_t>(c);
+      ins.src = ir::Memory::hbm;
+      ins.dst = ir::Memory::vmem;
+      ins.pattern = t.pattern;
+      ins.bytes = t.bytes;
+      ins.vmem_alloc = t.vmem;
+      ids.push_back(prog.add(ins, deps, label + "." + std::string(t.name)));
+    }
+  };
+
+  auto emit_compute = [&](int c, std::int64_t s) {
+    CoreStream& cs = cores[c];
+    const Step& st = cs.step[s % 2];
+    std::vector<std::uint32_t> deps = cs.loads[s % 2];
+    if (s > 0) deps.push_back(cs.compute[(s - 1) % 2]);
+    if (st.first_of_group) {
+      if (cs.groups >= 2) {
+        const auto& old = cs.group_stores[cs.groups % 2];
+        deps.insert(deps.end(), old.begin(), old.end());
+      }
+      ++cs.groups;
+    }
+    ir::Instruction ins = st.compute;
+    ins.core = static_cast<std::uint8_t>(c);
+    ins.vmem_alloc = st.first_of_group ? st.group_vmem : 0;
+    ins.vmem_free = 0;
+    for (const Transfer& t : st.loads) ins.vmem_free += t.vmem;
+    const std::uint32_t id = prog.add(ins, deps, label + "." + std::string(compute_name));
+    cs.compute[s % 2] = id;
+    if (!st.last_of_group) return;
+    auto& stores = cs.group_stores[(cs.groups - 1) % 2];
+    stores.clear();
+    for (const Transfer& t : st.stores) {
+      ir::Instruction out;
+      out.kind = ir::OpKind::dma;
+      out.core = static_cast<std::uint8_t>(c);
+      out.src = ir::Memory::vmem;
+      out.dst = ir::Memory::hbm;
+      out.pattern = t.pattern;
+      out.bytes = t.bytes;
+      out.vmem_free = t.vmem;
+      stores.push_back(prog.add(out, {id}, label + "." + std::string(t.name)));
+      done.push_back(stores.back());
+    }
+  };
+
+  const int ncores = static_cast<int>(steps_per_core.size());
+  const std::int64_t rounds = *std::max_element(steps_per_core.begin(), steps_per_core.end());
+  for (int c = 0; c < ncores; ++c) {
+    if (steps_per_core[c] > 0) emit_loads(c, 0);
+  }
+  for (std::int64_t r = 0; r < rounds; ++r) {
+    for (int c = 0; c < ncores; ++c) {
+      if (r + 1 < steps_per_core[c]) emit_loads(c, r + 1);
+      if (r < steps_per_core[c]) emit_compute(c, r);
+    }
+  }
+  return done;
+}
+
+}  // namespace tpusim::kernels::detail

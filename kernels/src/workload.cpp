@@ -1,0 +1,139 @@
+// Vector passes and whole-workload lowering (contracts in lowering.h).
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "pipeline.h"
+#include "tpusim/core/diagnostics.h"
+#include "tpusim/kernels/lowering.h"
+
+namespace tpusim::kernels {
+
+namespace {
+
+std::uint64_t bytes_per_element(const std::vector<DType>& tensors) {
+  std::uint64_t b = 0;
+  for (DType t : tensors) b += static_cast<std::uint64_t>(dtype_bytes(t));
+  return b;
+}
+
+// Sorted union: a stage waits for the data it reads and for the previous stage of its kind (VMEM budget).
+std::vector<std::uint32_t> join(std::vector<std::uint32_t> a, const std::vector<std::uint32_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  std::sort(a.begin(), a.end());
+  a.erase(std::unique(a.begin(), a.end()), a.end());
+  return a;
+}
+
+}  // namespace
+
+std::vector<std::uint32_t> lower_vector_pass(ir::Program& prog, const ChipSpec& chip, const VectorPass& pass,
+                                             const std::vector<std::uint32_t>& after, const std::string& label) {
+  if (pass.elements < 0 || pass.inputs.empty() || pass.outputs.empty() || pass.ops_per_element < 1) {
+    throw std::invalid_argument(fmt::format("vector pass {}: needs elements >= 0, inputs, outputs, ops >= 1", label));
+  }
+  if (pass.elements == 0) return after;
+  const std::uint64_t in_b = bytes_per_element(pass.inputs), out_b = bytes_per_element(pass.outputs);
+  // Chunks are whole vregs (sublanes x lanes values), double-buffered on both sides.
+  const std::int64_t vreg = chip.vpu.lanes > 0 && chip.vpu.sublanes > 0
+                                ? static_cast<std::int64_t>(chip.vpu.lanes) * chip.vpu.sublanes
+                                : 1024;
+  const auto budget = static_cast<std::uint64_t>(chip.vmem.capacity.as_double() * kVectorVmemFraction);
+  const std::int64_t fit = static_cast<std::int64_t>(budget / (2 * (in_b + out_b))) / vreg * vreg;
+  if (fit == 0) {
+    throw ConfigError({Diagnostic{SourceLoc{chip.name}, "chip.vmem.capacity",
+                                  fmt::format("VMEM too small for one vreg chunk of vector pass {}", label),
+                                  fmt::format("at least {}", format_bytes(Bytes(static_cast<std::uint64_t>(
+                                                                 2 * (in_b + out_b) * vreg / kVectorVmemFraction)))),
+                                  format_bytes(chip.vmem.capacity), ""}});
+  }
+  const int cores = std::max(1, chip.tensorcores);
+  // Small passes still spread over every core.
+  const std::int64_t per_core = (pass.elements + cores - 1) / cores;
+  const std::int64_t chunk = std::min(fit, (per_core + vreg - 1) / vreg * vreg);
+  const std::int64_t chunks = (pass.elements + chunk - 1) / chunk;
+
+  std::vector<std::int64_t> steps(cores);
+  for (int c = 0; c < cores; ++c) steps[c] = chunks > c ? (chunks - c + cores - 1) / cores : 0;
+  auto step_of = [&](int core, std::int64_t s) {
+    const std::int64_t index = core + s * cores;
+    const std::int64_t count = std::min(chunk, pass.elements - index * chunk);
+    detail::Step st;
+    for (DType t : pass.inputs) {
+      const auto b = static_cast<std::uint64_t>(count * dtype_bytes(t));
+      st.loads.push_back({"load", b, b, ir::DmaPattern::contiguous});
+    }
+    st.compute.kind = ir::OpKind::vector;
+    st.compute.vector_op = pass.op;
+    st.compute.dtype = pass.compute_dtype;
+    st.compute.elements = count * pass.ops_per_element;
+    st.first_of_group = st.last_of_group = true;
+    st.group_vmem = static_cast<std::uint64_t>(count) * out_b;
+    for (DType t : pass.outputs) {
+      const auto b = static_cast<std::uint64_t>(count * dtype_bytes(t));
+      st.stores.push_back({"store", b, b, ir::DmaPattern::contiguous});
+    }
+    return st;
+  };
+  return detail::emit_pipeline(prog, steps, step_of, after, label, "op");
+}
+
+ir::ProgramSet lower_workload(const WorkloadSpec& workload, const ChipSpec& chip) {
+  const ModelSpec& model = workload.model;
+  ir::Program prog(model.name.empty() ? "main" : model.name);
+  const DType dt = workload.dtype;
+
+  if (model.kind == ModelKind::gemm) {
+    lower_gemm(prog, chip, model.gemm.m, model.gemm.k, model.gemm.n, dt, {}, "gemm");
+  } else {
+    const std::vector<int>& w = model.mlp.widths;
+    const std::int64_t batch = workload.batch;
+    if (w.size() < 2 || batch < 1 || *std::min_element(w.begin(), w.end()) < 1) {
+      throw std::invalid_argument(fmt::format("mlp {}: needs >= 2 positive widths and a positive batch", model.name));
+    }
+    const auto layers = static_cast<int>(w.size()) - 1;
+    const bool gelu = model.mlp.activation == Activation::gelu;
+    const ir::VectorOp act_op = gelu ? ir::VectorOp::transcendental : ir::VectorOp::elementwise;
+    // GEMMs follow GEMMs and vector passes follow vector passes (see the VMEM contract in lowering.h).
+    std::vector<std::uint32_t> last_gemm, last_vector;
+    auto gemm = [&](std::int64_t m, std::int64_t k, std::int64_t n, const std::vector<std::uint32_t>& reads,
+                    const std::string& label) {
+      last_gemm = lower_gemm(prog, chip, m, k, n, dt, join(reads, last_gemm), label).done;
+      return last_gemm;
+    };
+    auto vector = [&](const VectorPass& pass, const std::vector<std::uint32_t>& reads, const std::string& label) {
+      last_vector = lower_vector_pass(prog, chip, pass, join(reads, last_vector), label);
+      return last_vector;
+    };
+
+    std::vector<std::uint32_t> x;  // the current activation is ready once these are done
+    for (int l = 1; l <= layers; ++l) {
+      x = gemm(batch, w[l - 1], w[l], x, fmt::format("layer{}.fwd", l));
+      if (l < layers) x = vector({batch * w[l], {dt}, {dt}, act_op, 1, dt}, x, fmt::format("layer{}.act", l));
+    }
+    if (workload.step == StepKind::train) {
+      std::vector<std::uint32_t> dz = x;  // the loss gradient is not modelled: dZ(L) is ready with the output
+      for (int l = layers; l >= 1; --l) {
+        std::vector<std::uint32_t> dx;
+        if (l > 1) dx = gemm(batch, w[l], w[l - 1], dz, fmt::format("layer{}.bwd.dx", l));
+        const std::vector<std::uint32_t> dw = gemm(w[l - 1], batch, w[l], dz, fmt::format("layer{}.bwd.dw", l));
+        if (l > 1) {
+          dz = vector({batch * w[l - 1], {dt, dt}, {dt}, act_op, 1, dt}, dx, fmt::format("layer{}.bwd.act", l - 1));
+        }
+        const std::int64_t params = static_cast<std::int64_t>(w[l - 1]) * w[l];
+        const VectorPass update = workload.optimizer == Optimizer::sgd
+                                      ? VectorPass{params, {dt, dt}, {dt}, ir::VectorOp::elementwise, 1, dt}
+                                      : VectorPass{params, {dt, dt, DType::f32, DType::f32},
+                                                   {dt, DType::f32, DType::f32}, ir::VectorOp::elementwise, 10,
+                                                   DType::f32};
+        vector(update, dw, fmt::format("layer{}.update", l));
+      }
+    }
+  }
+  ir::ProgramSet set;
+  set.programs.push_back(std::move(prog));
+  return set;
+}
+
+}  // namespace tpusim::kernels

@@ -1,0 +1,41 @@
+#pragma once
+// The entry point of the hardware models: elaborate a pod of chips, run one step of their programs on the
+// SystemC kernel, and return the statistics.
+//
+// A SystemC kernel cannot be restarted: call simulate() at most once per process.
+#include <cstdint>
+#include <functional>
+
+#include "tpusim/core/scenario.h"
+#include "tpusim/kernels/program.h"
+#include "tpusim/models/errors.h"
+#include "tpusim/models/sim_result.h"
+
+namespace tpusim::models {
+
+// One executed instruction, for timelines (Perfetto / Chrome trace). The label is
+// programs.program_for(chip).label_of(programs.program_for(chip)[instruction]).
+struct TraceSpan {
+  std::uint32_t chip = 0;
+  std::uint8_t core = 0;  // the instruction's TensorCore (0 for chip-level units)
+  ir::UnitKind unit = ir::UnitKind::sync;
+  std::uint32_t instruction = 0;
+  Seconds start;  // when the unit started it (DMA: issued, including the path latency)
+  Seconds end;    // when it completed (DMA: retired)
+};
+
+struct SimOptions {
+  // Optional; called from inside the simulation with the simulated time, at most about once per wall second.
+  std::function<void(double sim_seconds)> progress;
+  // Optional; called as each instruction completes (per chip in completion order; chips interleave). Costs
+  // one branch per instruction when unset. Filter chips in the callback for big pods.
+  std::function<void(const TraceSpan&)> trace;
+};
+
+// Runs every chip of scenario.pod (chips are independent until the interconnect is modelled) on the program
+// its role names, until all have finished. Throws SimulationError for a program that does not fit the chip
+// (VMEM overflow, a TensorCore the chip lacks, a unit not modelled yet). Also sets
+// SYSTEMC_DISABLE_COPYRIGHT_MESSAGE (without overwriting) before the kernel starts.
+[[nodiscard]] SimResult simulate(const Scenario& scenario, const ir::ProgramSet& programs, const SimOptions& options);
+
+}  // namespace tpusim::models

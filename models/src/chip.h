@@ -1,0 +1,100 @@
+#pragma once
+// One TPU chip: its TensorCores (MXU group, VPU, VMEM each), the DMA engine and HBM they share, and the
+// host interface (PCIe), running one program.
+//
+// Timing: one SC_METHOD and one sc_event per chip. The units keep their own next-event times (an MXU's
+// finish, a DMA latency expiry, the HBM's next completion); the process advances them all to the current
+// time, completes what has finished, starts what may start, and re-arms the event at the earliest next time.
+// This is the "local queue behind one kernel event" of DESIGN.md: the kernel holds one pending event per
+// chip, whatever the number of units and transfers. Other modules (the interconnect, later) can wake the
+// chip by notifying wake().
+//
+// Sequencing: each unit queue starts its instructions in program order, each once its dependencies have
+// completed (see ProgramIndex for the counter scheme). Barriers complete as soon as their dependencies have
+// (chip-local; cross-chip barriers need the interconnect).
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <systemc>
+
+#include "bandwidth_server.h"
+#include "program_index.h"
+#include "run_control.h"
+#include "tensor_core.h"
+#include "tpusim/core/chip_spec.h"
+#include "tpusim/models/sim_result.h"
+#include "tpusim/models/timing.h"
+#include "transfer_engine.h"
+
+namespace tpusim::models {
+
+// Assumption: the host interface moves one infeed/outfeed/checkpoint transfer at a time per chip (an input
+// pipeline with prefetch is future work).
+inline constexpr int kHostTransfersInFlight = 1;
+
+// Raw per-chip counters; turned into ChipResult and SimResult by the pod.
+struct ChipCounters {
+  Tick finish = 0;
+  Tick compute = 0, memory_stall = 0, host_stall = 0, idle = 0;  // up to `finish`
+  Tick mxu_busy = 0, vpu_busy = 0;  // summed over TensorCores
+  Tick dma_busy = 0, hbm_busy = 0, host_busy = 0;
+  double useful_macs = 0;
+  std::uint64_t hbm_read = 0, hbm_written = 0, dma_bytes = 0, host_bytes = 0;
+  std::uint64_t vmem_peak = 0;
+  std::array<std::uint64_t, ir::kUnitKinds> executed{};
+};
+
+class Chip : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(Chip);
+  Chip(const sc_core::sc_module_name& name, std::uint32_t id, const ChipSpec& spec, const ProgramIndex& program,
+       const MxuDataflowModel& dataflow, RunControl& control);
+
+  [[nodiscard]] bool finished() const { return remaining_ == 0; }
+  // The chip's statistics, gathered from its modules (call after the run).
+  [[nodiscard]] ChipCounters collect() const;
+  [[nodiscard]] sc_core::sc_event& wake() { return wake_; }
+
+ private:
+  void run();
+  void activate(Tick now);
+  void account(Tick now);
+  void advance_paths(Tick now);
+  bool complete_finished(Tick now);
+  bool try_issue(int queue, Tick now);
+  [[nodiscard]] bool dependencies_done(const ir::Instruction& ins) const;
+  void start(std::uint32_t instr, Tick now);
+  void start_transfer(std::uint32_t instr, const ir::Instruction& ins, Tick now);
+  void complete(std::uint32_t instr, Tick started, Tick now);
+  [[nodiscard]] Tick next_wake() const;
+  [[noreturn]] void fail(std::uint32_t instr, const std::string& what) const;
+
+  std::uint32_t id_;
+  const ChipSpec& spec_;
+  const ProgramIndex& index_;
+  const ir::Program& program_;
+  const MxuDataflowModel& dataflow_;
+  RunControl& control_;
+
+  struct QueueState {
+    std::uint32_t cursor = 0;     // next instruction of the queue to start
+    std::uint32_t completed = 0;  // instructions of the queue completed (always a prefix)
+  };
+  std::vector<QueueState> queues_;
+  std::vector<TensorCore> cores_;
+  BandwidthServer hbm_;
+  BandwidthServer pcie_in_;   // host -> chip
+  BandwidthServer pcie_out_;  // chip -> host
+  BandwidthServer cmem_;
+  BandwidthServer vmem_copy_;
+  TransferEngine dma_;
+  TransferEngine host_;
+  std::size_t remaining_;
+  Tick last_account_ = 0;
+  ChipCounters counters_;
+  sc_core::sc_event wake_;
+};
+
+}  // namespace tpusim::models

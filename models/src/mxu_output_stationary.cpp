@@ -1,0 +1,46 @@
+// Output-stationary dataflow (each processing element keeps one output element and accumulates over k).
+//
+// The m x n output is cut into ceil(m/R) x ceil(n/C) output tiles of R x C, dealt round-robin to the
+// TensorCore's MXUs. For a tile, row i of the array receives A[i, :] from the left and column j receives
+// B[:, j] from the top, one k-slice per cycle, skewed by one cycle per row and column; after k slices every
+// PE holds its dot product. The finished accumulators are shifted out through the bottom (R cycles) from a
+// second accumulator bank while the next tile accumulates, so a tile costs max(k, R) cycles.
+//
+// On an array holding T tiles:
+//   cycles = (T - 1) * max(k, R) + k + (R - 1) + (C - 1) + R
+// i.e. max(k, R) per tile plus, once per instruction, the skew through the array and the final drain of
+// the last tile's accumulators. This is the weight-stationary formula with the roles of m (streamed rows)
+// and k (accumulation depth) exchanged, and no weight preload.
+#include "tpusim/models/timing.h"
+
+#include <algorithm>
+
+namespace tpusim::models {
+namespace {
+
+class OutputStationary final : public MxuDataflowModel {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "output_stationary"; }
+
+  [[nodiscard]] std::int64_t tiles(const MxuSpec& mxu, MatmulShape s) const override {
+    if (s.m <= 0 || s.k <= 0 || s.n <= 0) return 0;
+    return ceil_div(s.m, mxu.rows) * ceil_div(s.n, mxu.cols);
+  }
+
+  [[nodiscard]] std::int64_t bf16_cycles(const MxuSpec& mxu, MatmulShape s) const override {
+    const std::int64_t total = tiles(mxu, s);
+    if (total == 0) return 0;
+    const std::int64_t per_array = ceil_div(total, mxu.per_core);
+    const std::int64_t r = mxu.rows;
+    const std::int64_t c = mxu.cols;
+    return (per_array - 1) * std::max(s.k, r) + s.k + (r - 1) + (c - 1) + r;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<const MxuDataflowModel> make_output_stationary_dataflow() {
+  return std::make_unique<OutputStationary>();
+}
+
+}  // namespace tpusim::models

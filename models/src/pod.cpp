@@ -1,0 +1,170 @@
+#include "pod.h"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+namespace tpusim::models {
+
+RunControl::RunControl(std::function<void(double)> progress, std::function<void(const TraceSpan&)> trace,
+                       std::uint32_t chips)
+    : progress_(std::move(progress)),
+      trace_(std::move(trace)),
+      last_report_(std::chrono::steady_clock::now()),
+      unfinished_(chips) {}
+
+void RunControl::on_activation(Tick now) {
+  ++activations_;
+  constexpr std::uint64_t kClockCheckInterval = 4096;  // activations between reads of the wall clock
+  if (!progress_ || activations_ % kClockCheckInterval != 0) return;
+  const auto wall = std::chrono::steady_clock::now();
+  if (wall - last_report_ < std::chrono::seconds(1)) return;
+  last_report_ = wall;
+  progress_(to_seconds(now).value());
+}
+
+void RunControl::fail(std::exception_ptr error) {
+  if (!error_) error_ = std::move(error);
+}
+
+Pod::Pod(const sc_core::sc_module_name& name, const Scenario& scenario, const ir::ProgramSet& programs,
+         RunControl& control)
+    : sc_core::sc_module(name),
+      scenario_(scenario),
+      programs_(programs),
+      dataflow_(make_mxu_dataflow(scenario.chip.mxu.dataflow)) {
+  const long long chips = scenario.pod.chip_count();
+  if (programs.programs.empty()) throw std::invalid_argument("no program to simulate");
+  if (!programs.role_of_chip.empty() && static_cast<long long>(programs.role_of_chip.size()) != chips) {
+    throw std::invalid_argument(fmt::format("the program set assigns roles to {} chips, the pod has {}",
+                                            programs.role_of_chip.size(), chips));
+  }
+  indexes_.resize(programs.programs.size());
+  chips_.reserve(static_cast<std::size_t>(chips));
+  for (long long c = 0; c < chips; ++c) {
+    const auto id = static_cast<std::uint32_t>(c);
+    const std::size_t role = programs.role_of_chip.empty() ? 0 : programs.role_of_chip[id];
+    if (role >= programs.programs.size()) {
+      throw std::invalid_argument(fmt::format("chip {} runs program {}, which does not exist", id, role));
+    }
+    if (!indexes_[role]) {
+      indexes_[role] = std::make_unique<ProgramIndex>(programs.programs[role], scenario.chip, id);
+    }
+    const std::string chip_name = "chip" + std::to_string(id);
+    chips_.push_back(
+        std::make_unique<Chip>(chip_name.c_str(), id, scenario.chip, *indexes_[role], *dataflow_, control));
+  }
+}
+
+namespace {
+
+Spread spread_of(const std::vector<double>& values) {
+  Spread s;
+  if (values.empty()) return s;
+  s.min = std::numeric_limits<double>::infinity();
+  s.max = -std::numeric_limits<double>::infinity();
+  for (double v : values) {
+    s.mean += v;
+    s.min = std::min(s.min, v);
+    s.max = std::max(s.max, v);
+  }
+  s.mean /= static_cast<double>(values.size());
+  return s;
+}
+
+double ratio(double num, double den) { return den > 0 ? num / den : 0.0; }
+
+}  // namespace
+
+SimResult Pod::collect() const {
+  const ChipSpec& spec = scenario_.chip;
+  SimResult r;
+  std::vector<ChipCounters> counters;
+  counters.reserve(chips_.size());
+  Tick step = 0;
+  for (const auto& chip : chips_) {
+    counters.push_back(chip->collect());
+    step = std::max(step, counters.back().finish);
+  }
+  r.step_time = to_seconds(step);
+  r.chips_simulated = chips_.size();
+  r.peak_flops = spec.peak_bf16 * static_cast<double>(chips_.size());
+  const double step_s = r.step_time.value();
+  const double step_cycles = step_s * spec.clock.value();
+  const double cores = spec.tensorcores;
+
+  std::vector<double> program_model_flops(programs_.programs.size(), -1.0);
+  std::vector<double> program_hardware_flops(programs_.programs.size(), -1.0);
+  std::array<std::vector<double>, kHwUnits> utilization;
+  std::array<double, kHwUnits> busy_sum{};
+  std::uint64_t hbm_read = 0, hbm_written = 0, dma_bytes = 0, host_bytes = 0;
+
+  r.chips.reserve(chips_.size());
+  for (std::size_t i = 0; i < chips_.size(); ++i) {
+    const ChipCounters& c = counters[i];
+    const std::size_t role = programs_.role_of_chip.empty() ? 0 : programs_.role_of_chip[i];
+    if (program_model_flops[role] < 0) {
+      program_model_flops[role] = programs_.programs[role].model_flops();
+      program_hardware_flops[role] = programs_.programs[role].hardware_flops();
+    }
+    r.model_flops += program_model_flops[role];
+    r.hardware_flops += program_hardware_flops[role];
+
+    ChipResult cr;
+    cr.finish = to_seconds(c.finish);
+    cr.breakdown.compute = to_seconds(c.compute);
+    cr.breakdown.memory_stall = to_seconds(c.memory_stall);
+    cr.breakdown.host_stall = to_seconds(c.host_stall);
+    cr.breakdown.idle = to_seconds(c.idle + (step - c.finish));
+    const auto set = [&](HwUnit u, Seconds busy, double util) {
+      cr.busy[static_cast<std::size_t>(u)] = busy;
+      cr.utilization[static_cast<std::size_t>(u)] = util;
+      busy_sum[static_cast<std::size_t>(u)] += busy.value();
+      utilization[static_cast<std::size_t>(u)].push_back(util);
+    };
+    const Seconds mxu_busy = to_seconds(c.mxu_busy) / cores;
+    const Seconds vpu_busy = to_seconds(c.vpu_busy) / cores;
+    set(HwUnit::mxu, mxu_busy,
+        ratio(c.useful_macs, static_cast<double>(spec.mxu.rows) * spec.mxu.cols * spec.mxu.per_core * cores *
+                                 step_cycles));
+    set(HwUnit::vpu, vpu_busy, ratio(vpu_busy.value(), step_s));
+    set(HwUnit::dma, to_seconds(c.dma_busy), ratio(to_seconds(c.dma_busy).value(), step_s));
+    set(HwUnit::hbm, to_seconds(c.hbm_busy),
+        ratio(static_cast<double>(c.hbm_read + c.hbm_written), spec.hbm.bandwidth.value() * step_s));
+    set(HwUnit::host, to_seconds(c.host_busy), ratio(to_seconds(c.host_busy).value(), step_s));
+    cr.vmem_peak = Bytes(c.vmem_peak);
+    r.chips.push_back(cr);
+
+    r.breakdown.compute += cr.breakdown.compute;
+    r.breakdown.memory_stall += cr.breakdown.memory_stall;
+    r.breakdown.host_stall += cr.breakdown.host_stall;
+    r.breakdown.idle += cr.breakdown.idle;
+    for (std::size_t u = 0; u < c.executed.size(); ++u) {
+      r.instructions_per_unit[u] += c.executed[u];
+      r.instructions_executed += c.executed[u];
+    }
+    hbm_read += c.hbm_read;
+    hbm_written += c.hbm_written;
+    dma_bytes += c.dma_bytes;
+    host_bytes += c.host_bytes;
+  }
+  const double n = chips_.empty() ? 1.0 : static_cast<double>(chips_.size());
+  r.breakdown.compute = r.breakdown.compute / n;
+  r.breakdown.memory_stall = r.breakdown.memory_stall / n;
+  r.breakdown.host_stall = r.breakdown.host_stall / n;
+  r.breakdown.idle = r.breakdown.idle / n;
+  for (std::size_t u = 0; u < kHwUnits; ++u) {
+    r.units[u].busy = Seconds(busy_sum[u] / n);
+    r.units[u].utilization = spread_of(utilization[u]);
+  }
+  r.hbm_read = Bytes(hbm_read);
+  r.hbm_written = Bytes(hbm_written);
+  r.dma_bytes = Bytes(dma_bytes);
+  r.host_bytes = Bytes(host_bytes);
+  return r;
+}
+
+}  // namespace tpusim::models

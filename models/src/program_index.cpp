@@ -1,0 +1,75 @@
+#include "program_index.h"
+
+#include <fmt/format.h>
+
+#include "tpusim/models/errors.h"
+
+namespace tpusim::models {
+
+int QueueLayout::queue(ir::UnitKind unit, int core) const {
+  switch (unit) {
+    case ir::UnitKind::mxu: return core;
+    case ir::UnitKind::vpu: return cores_ + core;
+    case ir::UnitKind::dma: return 2 * cores_;
+    case ir::UnitKind::ici: return 2 * cores_ + 1;
+    case ir::UnitKind::host: return 2 * cores_ + 2;
+    case ir::UnitKind::sync: return 2 * cores_ + 3;
+  }
+  return 2 * cores_ + 3;
+}
+
+ir::UnitKind QueueLayout::unit(int queue) const {
+  if (queue < cores_) return ir::UnitKind::mxu;
+  if (queue < 2 * cores_) return ir::UnitKind::vpu;
+  switch (queue - 2 * cores_) {
+    case 0: return ir::UnitKind::dma;
+    case 1: return ir::UnitKind::ici;
+    case 2: return ir::UnitKind::host;
+    default: return ir::UnitKind::sync;
+  }
+}
+
+int QueueLayout::core(int queue) const { return queue < 2 * cores_ ? queue % cores_ : 0; }
+
+namespace {
+
+bool touches(const ir::Instruction& ins, ir::Memory m) { return ins.src == m || ins.dst == m; }
+
+}  // namespace
+
+ProgramIndex::ProgramIndex(const ir::Program& program, const ChipSpec& chip, std::uint32_t first_chip)
+    : program_(program), layout_(chip.tensorcores) {
+  const std::size_t n = program.size();
+  queue_of_.resize(n);
+  position_.resize(n);
+  queues_.resize(static_cast<std::size_t>(layout_.count()));
+  for (std::size_t i = 0; i < n; ++i) {
+    const ir::Instruction& ins = program[i];
+    const auto fail = [&](const std::string& what) {
+      throw SimulationError(first_chip, ins.core, static_cast<std::uint32_t>(i), program.label_of(ins), what);
+    };
+    const ir::UnitKind unit = ir::unit_of(ins.kind);
+    const bool uses_vmem = ins.vmem_alloc > 0 || ins.vmem_free > 0 ||
+                           (ins.kind == ir::OpKind::dma && touches(ins, ir::Memory::vmem));
+    if ((unit == ir::UnitKind::mxu || unit == ir::UnitKind::vpu || uses_vmem) && ins.core >= chip.tensorcores) {
+      fail(fmt::format("{} on TensorCore {}, but the chip has {}", ir::op_name(ins.kind), ins.core,
+                       chip.tensorcores));
+    }
+    if (unit == ir::UnitKind::ici) {
+      fail(fmt::format("{} needs the ICI interconnect model, which is not available yet", ir::op_name(ins.kind)));
+    }
+    if (ins.kind == ir::OpKind::dma) {
+      if (touches(ins, ir::Memory::remote)) fail("DMA to or from a remote chip needs the ICI interconnect model");
+      if (touches(ins, ir::Memory::cmem) && chip.cmem.capacity.count() == 0) {
+        fail(fmt::format("DMA uses CMEM, but chip {} has none", chip.name));
+      }
+    }
+    const int q = layout_.queue(unit, unit == ir::UnitKind::mxu || unit == ir::UnitKind::vpu ? ins.core : 0);
+    auto& queue = queues_[static_cast<std::size_t>(q)];
+    queue_of_[i] = static_cast<std::uint8_t>(q);
+    position_[i] = static_cast<std::uint32_t>(queue.size());
+    queue.push_back(static_cast<std::uint32_t>(i));
+  }
+}
+
+}  // namespace tpusim::models

@@ -1,0 +1,49 @@
+#pragma once
+// Per-program lookup tables shared by every chip that runs the program: which unit queue each instruction
+// goes to and its position there. Chips then keep only a cursor and a completion count per queue, and an
+// instruction's dependency d is done exactly when completed[queue_of(d)] > position(d), because every queue
+// completes its instructions in program order. This keeps per-chip state O(queues), not O(instructions).
+#include <cstdint>
+#include <vector>
+
+#include "tpusim/core/chip_spec.h"
+#include "tpusim/kernels/program.h"
+
+namespace tpusim::models {
+
+// The unit queues of one chip: an MXU and a VPU queue per TensorCore, then the chip-level DMA, ICI, host and
+// sync (barrier) queues.
+class QueueLayout {
+ public:
+  explicit QueueLayout(int cores) : cores_(cores) {}
+  [[nodiscard]] int cores() const { return cores_; }
+  [[nodiscard]] int count() const { return 2 * cores_ + 4; }
+  [[nodiscard]] int queue(ir::UnitKind unit, int core) const;
+  [[nodiscard]] ir::UnitKind unit(int queue) const;
+  [[nodiscard]] int core(int queue) const;  // the TensorCore of an MXU/VPU queue; 0 for chip-level queues
+
+ private:
+  int cores_;
+};
+
+class ProgramIndex {
+ public:
+  // Checks that the program fits the chip (TensorCores, modelled units and memories) and throws
+  // SimulationError naming `chip` (the first chip running it) and the offending instruction otherwise.
+  ProgramIndex(const ir::Program& program, const ChipSpec& chip, std::uint32_t first_chip);
+
+  [[nodiscard]] const ir::Program& program() const { return program_; }
+  [[nodiscard]] const QueueLayout& layout() const { return layout_; }
+  [[nodiscard]] int queue_of(std::uint32_t instr) const { return queue_of_[instr]; }
+  [[nodiscard]] std::uint32_t position(std::uint32_t instr) const { return position_[instr]; }
+  [[nodiscard]] const std::vector<std::uint32_t>& queue(int q) const { return queues_[static_cast<std::size_t>(q)]; }
+
+ private:
+  const ir::Program& program_;
+  QueueLayout layout_;
+  std::vector<std::uint8_t> queue_of_;
+  std::vector<std::uint32_t> position_;
+  std::vector<std::vector<std::uint32_t>> queues_;
+};
+
+}  // namespace tpusim::models

@@ -1,0 +1,44 @@
+#pragma once
+// State of one simulation run shared by its chips: progress reporting, the count of unfinished chips, and
+// the first error. Owned by the Pod and passed to each chip by reference (no globals).
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <functional>
+
+#include "ticks.h"
+#include "tpusim/models/simulate.h"
+
+namespace tpusim::models {
+
+class RunControl {
+ public:
+  RunControl(std::function<void(double)> progress, std::function<void(const TraceSpan&)> trace,
+             std::uint32_t chips);
+
+  // Every chip process activation calls this once; it counts events and reports progress about once per
+  // wall second (the clock is read every few thousand activations only).
+  void on_activation(Tick now);
+  void chip_finished() { --unfinished_; }
+  // Records the first failure (an exception must not unwind through the SystemC kernel). Chips stop re-arming
+  // their events once failed() is true, so the kernel runs out of events within one activation per chip;
+  // this avoids sc_stop(), which prints reports on the user's terminal.
+  void fail(std::exception_ptr error);
+  [[nodiscard]] bool failed() const { return static_cast<bool>(error_); }
+
+  [[nodiscard]] std::uint64_t activations() const { return activations_; }
+  [[nodiscard]] std::uint32_t unfinished() const { return unfinished_; }
+  [[nodiscard]] const std::exception_ptr& error() const { return error_; }
+  [[nodiscard]] bool tracing() const { return static_cast<bool>(trace_); }
+  void trace(const TraceSpan& span) const { trace_(span); }
+
+ private:
+  std::function<void(double)> progress_;
+  std::function<void(const TraceSpan&)> trace_;
+  std::chrono::steady_clock::time_point last_report_;
+  std::uint64_t activations_ = 0;
+  std::uint32_t unfinished_;
+  std::exception_ptr error_;
+};
+
+}  // namespace tpusim::models

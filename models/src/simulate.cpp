@@ -1,0 +1,51 @@
+#include "tpusim/models/simulate.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <stdexcept>
+
+#include <systemc>
+
+#include "pod.h"
+#include "run_control.h"
+#include "tpusim/core/logging.h"
+
+namespace tpusim::models {
+
+SimResult simulate(const Scenario& scenario, const ir::ProgramSet& programs, const SimOptions& options) {
+  // Must precede the first SystemC call, which prints the banner otherwise; the caller's choice wins.
+  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
+  const auto wall_start = std::chrono::steady_clock::now();
+  if (sc_core::sc_get_status() != sc_core::SC_ELABORATION) {
+    throw std::logic_error("simulate() runs at most once per process: a SystemC kernel cannot be restarted");
+  }
+  if (sc_core::sc_get_time_resolution() != sc_core::sc_time(1, sc_core::SC_PS)) {
+    throw std::logic_error("the models count time in picoseconds, SystemC's default resolution");
+  }
+
+  const auto chips = static_cast<std::uint32_t>(scenario.pod.chip_count());
+  RunControl control(options.progress, options.trace, chips);
+  auto pod = std::make_unique<Pod>("pod", scenario, programs, control);
+  sc_core::sc_start();
+  if (control.error()) std::rethrow_exception(control.error());
+  if (control.unfinished() > 0) {
+    throw std::logic_error("the simulation ran out of events before every chip finished");
+  }
+
+  SimResult result = pod->collect();
+  result.kernel_events = control.activations();
+  result.delta_cycles = sc_core::sc_delta_count();
+  result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  logger_for("pod")->debug("simulated {} chips: step {} s, {} kernel events, {:.3f} s wall",
+                           result.chips_simulated, result.step_time.value(), result.kernel_events,
+                           result.wall_seconds);
+  return result;
+}
+
+}  // namespace tpusim::models
+
+// libsystemc.so defines main() and calls sc_main() from it, so every executable linking SystemC needs an
+// sc_main symbol even though its own main() runs instead. This is the only definition in tpusim; do not add
+// another.
+int sc_main(int /*argc*/, char* /*argv*/[]) { return 1; }

@@ -1,0 +1,45 @@
+#include "transfer_engine.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace tpusim::models {
+
+TransferEngine::TransferEngine(int window, std::uint8_t id) : ring_(static_cast<std::size_t>(window)), id_(id) {
+  if (window < 1) throw std::invalid_argument("transfer engine window must be at least 1");
+}
+
+void TransferEngine::issue(Tick now, std::uint32_t instr, BandwidthServer& path, Tick latency, double bytes) {
+  if (full()) throw std::logic_error("transfer engine issued beyond its window");
+  const std::size_t index = (head_ + count_) % ring_.size();
+  ring_[index] = Slot{instr, Phase::latency, now, now + latency, bytes, &path};
+  ++count_;
+  start_ready(now);
+}
+
+void TransferEngine::start_ready(Tick now) {
+  for (std::size_t i = 0; i < count_; ++i) {
+    const std::size_t index = (head_ + i) % ring_.size();
+    Slot& s = ring_[index];
+    if (s.phase != Phase::latency || s.ready > now) continue;
+    if (s.bytes <= 0) {
+      s.phase = Phase::done;
+      continue;
+    }
+    s.phase = Phase::transfer;
+    s.path->add(now, (static_cast<std::uint32_t>(id_) << 24) | static_cast<std::uint32_t>(index), s.bytes);
+  }
+}
+
+void TransferEngine::on_done(std::uint32_t tag) { ring_[tag & 0xffffffu].phase = Phase::done; }
+
+Tick TransferEngine::next_event() const {
+  Tick next = kNever;
+  for (std::size_t i = 0; i < count_; ++i) {
+    const Slot& s = ring_[(head_ + i) % ring_.size()];
+    if (s.phase == Phase::latency) next = std::min(next, s.ready);
+  }
+  return next;
+}
+
+}  // namespace tpusim::models

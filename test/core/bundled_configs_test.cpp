@@ -1,0 +1,398 @@
+// The bundled hardware configs (configs/chips, configs/pods, configs/models) resolve with no diagnostics,
+// agree with the reference sheet (shared/reference/tpu-specs.md), and cite a source for every value they set.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <set>
+
+#include "tpusim/core/chip_spec.h"
+#include "tpusim/core/data_paths.h"
+#include "tpusim/core/pod_spec.h"
+#include "tpusim/core/scenario.h"
+
+#include <gtest/gtest.h>
+
+namespace tpusim {
+namespace {
+
+// gtest parameter names allow only letters, digits and '_'.
+std::string param_name(const testing::TestParamInfo<std::string>& info) {
+  std::string s = info.param;
+  for (char& c : s) {
+    if (c == '-') c = '_';
+  }
+  return s;
+}
+
+std::optional<ChipSpec> load_chip_or_fail(const std::string& name) {
+  try {
+    return load_chip(name);
+  } catch (const ConfigError& e) {
+    ADD_FAILURE() << "chip '" << name << "' does not resolve:\n" << e.what();
+    return std::nullopt;
+  }
+}
+
+// ---- chips ----------------------------------------------------------------------------------------------------
+
+TEST(BundledChips, AreTheSixGenerations) {
+  EXPECT_EQ(bundled_names("configs/chips"), (std::vector<std::string>{"v2", "v3", "v4", "v5e", "v5p", "v6e"}));
+}
+
+class BundledChip : public testing::TestWithParam<std::string> {};
+
+TEST_P(BundledChip, ResolvesWithNoDiagnostics) {
+  const auto chip = load_chip_or_fail(GetParam());
+  ASSERT_TRUE(chip.has_value());
+  EXPECT_EQ(chip->name, GetParam());
+  EXPECT_EQ(chip->generation, GetParam());
+}
+
+TEST_P(BundledChip, EveryFieldCitesASourceOrIsDefaulted) {
+  const auto chip = load_chip_or_fail(GetParam());
+  ASSERT_TRUE(chip.has_value());
+  for (const auto& info : chip_fields().infos()) {
+    const auto it = chip->origins.find(info.key);
+    ASSERT_NE(it, chip->origins.end()) << "no origin recorded for " << info.key;
+    const FieldOrigin& o = it->second;
+    EXPECT_TRUE(o.defaulted || !o.comment.empty())
+        << GetParam() << ": " << info.key << " at " << o.loc.str() << " has no source comment";
+  }
+}
+
+TEST_P(BundledChip, ValuesNotOnTheSheetAreLabelledAssumptions) {
+  const auto chip = load_chip_or_fail(GetParam());
+  ASSERT_TRUE(chip.has_value());
+  for (const char* key : {"vmem.bandwidth", "hbm.latency", "ici.hop_latency"}) {
+    const std::string& comment = chip->origins.at(key).comment;
+    EXPECT_EQ(comment.rfind("assumption", 0), 0u) << GetParam() << ": " << key << ": '" << comment << "'";
+  }
+}
+
+TEST_P(BundledChip, PublishedPeakMatchesTheArrayArithmeticWithinThreePercent) {
+  const auto chip = load_chip_or_fail(GetParam());
+  ASSERT_TRUE(chip.has_value());
+  const double derived = chip->derived_peak_bf16().value();
+  EXPECT_NEAR(derived, chip->peak_bf16.value(), 0.03 * chip->peak_bf16.value());
+}
+
+TEST_P(BundledChip, Int8PeakFollowsTheInt8RateOfTheMxu) {
+  const auto chip = load_chip_or_fail(GetParam());
+  ASSERT_TRUE(chip.has_value());
+  const double expected = chip->peak_bf16.value() * chip->mxu.int8_rate;
+  EXPECT_NEAR(chip->peak_int8.value(), expected, 0.01 * std::max(expected, 1.0));
+}
+
+INSTANTIATE_TEST_SUITE_P(Configs, BundledChip, testing::Values("v2", "v3", "v4", "v5e", "v5p", "v6e"),
+                         param_name);
+
+struct SheetRow {
+  double peak_tflops;
+  int tensorcores, mxus, mxu_dim;
+  double hbm_gbps;
+  std::uint64_t hbm_bytes;
+  int ici_links;
+  double link_gbps;
+  int chips_per_host;
+  double pcie_gbps;
+  std::uint64_t vmem_bytes;
+};
+
+// tpu-specs.md chip table, plus the per-link rates and VMEM sizes chosen in the brief for the configs.
+const std::map<std::string, SheetRow>& sheet() {
+  static const std::map<std::string, SheetRow> rows{
+      {"v2", {45, 2, 1, 128, 700, 16ULL << 30, 4, 62, 4, 16, 16ULL << 20}},
+      {"v3", {123, 2, 2, 128, 900, 32ULL << 30, 4, 100, 4, 16, 16ULL << 20}},
+      {"v4", {275, 2, 4, 128, 1200, 32ULL << 30, 6, 45, 4, 16, 16ULL << 20}},
+      {"v5e", {197, 1, 4, 128, 819, 16'000'000'000ULL, 4, 50, 8, 16, 128ULL << 20}},
+      {"v5p", {459, 2, 4, 128, 2765, 95ULL << 30, 6, 90, 4, 16, 64ULL << 20}},
+      {"v6e", {918, 1, 4, 256, 1638, 32'000'000'000ULL, 4, 100, 8, 32, 128ULL << 20}},
+  };
+  return rows;
+}
+
+TEST_P(BundledChip, CarriesTheSheetsNumbers) {
+  const auto chip = load_chip_or_fail(GetParam());
+  ASSERT_TRUE(chip.has_value());
+  const SheetRow& row = sheet().at(GetParam());
+  EXPECT_EQ(chip->peak_bf16.value(), row.peak_tflops * 1e12);
+  EXPECT_EQ(chip->tensorcores, row.tensorcores);
+  EXPECT_EQ(chip->mxu.per_core, row.mxus);
+  EXPECT_EQ(chip->mxu.rows, row.mxu_dim);
+  EXPECT_EQ(chip->mxu.cols, row.mxu_dim);
+  EXPECT_EQ(chip->hbm.bandwidth.value(), row.hbm_gbps * 1e9);
+  EXPECT_EQ(chip->hbm.capacity.count(), row.hbm_bytes);
+  EXPECT_EQ(chip->ici.links, row.ici_links);
+  EXPECT_EQ(chip->ici.link_bandwidth.value(), row.link_gbps * 1e9);
+  EXPECT_EQ(chip->host.chips_per_host, row.chips_per_host);
+  EXPECT_EQ(chip->host.pcie_bandwidth.value(), row.pcie_gbps * 1e9);
+  EXPECT_EQ(chip->vmem.capacity.count(), row.vmem_bytes);
+  EXPECT_EQ(chip->vpu.lanes, 128);
+  EXPECT_EQ(chip->vpu.sublanes, 8);
+  EXPECT_DOUBLE_EQ(chip->hbm.latency.value(), 500e-9);
+  EXPECT_EQ(chip->ici.hop_latency.value(), 1e-6);
+}
+
+TEST(BundledChips, DerivedPeaksMatchThePublishedFiguresWithinOnePercent) {
+  const std::map<std::string, double> published{{"v4", 275e12}, {"v5p", 459e12}, {"v5e", 197e12}, {"v3", 123e12}};
+  for (const auto& [name, peak] : published) {
+    const auto chip = load_chip_or_fail(name);
+    ASSERT_TRUE(chip.has_value());
+    EXPECT_NEAR(chip->derived_peak_bf16().value(), peak, 0.01 * peak) << name;
+  }
+}
+
+TEST(BundledChips, V4PeakIsTwoCoresTimesFourMxusAt1050MHz) {
+  const auto chip = load_chip_or_fail("v4");
+  ASSERT_TRUE(chip.has_value());
+  EXPECT_EQ(chip->clock.value(), 1.05e9);
+  EXPECT_EQ(chip->macs_per_cycle(), 131072.0);
+  EXPECT_EQ(chip->derived_peak_bf16().value(), 2.0 * 131072 * 1.05e9);
+}
+
+TEST(BundledChips, OnlyV4HasCmem) {
+  for (const std::string name : {"v2", "v3", "v4", "v5e", "v5p", "v6e"}) {
+    const auto chip = load_chip_or_fail(name);
+    ASSERT_TRUE(chip.has_value());
+    if (name == "v4") {
+      EXPECT_EQ(chip->cmem.capacity, MiB(128));
+      EXPECT_GT(chip->cmem.bandwidth.value(), 0.0);
+    } else {
+      EXPECT_EQ(chip->cmem.capacity.count(), 0u) << name;
+      EXPECT_TRUE(chip->origins.at("cmem.capacity").defaulted) << name;
+    }
+  }
+}
+
+TEST(BundledChips, Int8RatesFollowTheSheet) {
+  const std::map<std::string, std::pair<double, double>> int8{
+      {"v2", {0, 0}}, {"v3", {123e12, 1}}, {"v4", {275e12, 1}}, {"v5e", {393e12, 2}}, {"v5p", {918e12, 2}},
+      {"v6e", {1836e12, 2}}};
+  for (const auto& [name, want] : int8) {
+    const auto chip = load_chip_or_fail(name);
+    ASSERT_TRUE(chip.has_value());
+    EXPECT_EQ(chip->peak_int8.value(), want.first) << name;
+    EXPECT_EQ(chip->mxu.int8_rate, want.second) << name;
+  }
+}
+
+TEST(BundledChips, V6eLabelsItsMxuCountAndClockAsAssumptions) {
+  const auto chip = load_chip_or_fail("v6e");
+  ASSERT_TRUE(chip.has_value());
+  EXPECT_EQ(chip->origins.at("mxu.per_core").comment.rfind("assumption", 0), 0u);
+  EXPECT_EQ(chip->origins.at("clock").comment.rfind("assumption", 0), 0u);
+}
+
+TEST(BundledChips, V5pAndV6eVmemSizesAreLabelledAssumptions) {
+  for (const std::string name : {"v5p", "v6e"}) {
+    const auto chip = load_chip_or_fail(name);
+    ASSERT_TRUE(chip.has_value());
+    EXPECT_EQ(chip->origins.at("vmem.capacity").comment.rfind("assumption", 0), 0u) << name;
+  }
+}
+
+TEST(BundledChips, OriginsPointIntoTheChipFile) {
+  const auto chip = load_chip_or_fail("v4");
+  ASSERT_TRUE(chip.has_value());
+  const FieldOrigin& clock = chip->origins.at("clock");
+  EXPECT_EQ(std::filesystem::path(clock.loc.file).filename(), "v4.yaml");
+  EXPECT_GT(clock.loc.line, 0);
+  EXPECT_NE(clock.comment.find("tpu-specs.md"), std::string::npos);
+}
+
+// ---- pods -----------------------------------------------------------------------------------------------------
+
+const std::map<std::string, long long>& expected_pods() {
+  static const std::map<std::string, long long> pods{
+      {"v2-2x2", 4},          {"v2-4x4", 16},        {"v2-16x16", 256},     {"v3-4x4", 16},
+      {"v3-32x32", 1024},     {"v4-1x1x1", 1},       {"v4-2x2x1", 4},       {"v4-2x2x4", 16},
+      {"v4-4x4x4", 64},       {"v4-8x8x8", 512},     {"v4-16x16x16", 4096}, {"v5e-1x1", 1},
+      {"v5e-2x2", 4},         {"v5e-4x4", 16},       {"v5e-16x16", 256},    {"v5p-2x2x1", 4},
+      {"v5p-4x4x4", 64},      {"v5p-8x8x8", 512},    {"v5p-16x16x24", 6144}, {"v5p-16x20x28", 8960},
+      {"v6e-2x2", 4},         {"v6e-16x16", 256},
+  };
+  return pods;
+}
+
+std::vector<std::string> pod_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, count] : expected_pods()) names.push_back(name);
+  return names;
+}
+
+TEST(BundledPods, IncludeEverySliceOfTheBrief) {
+  const auto names = bundled_names("configs/pods");
+  const std::set<std::string> have(names.begin(), names.end());
+  for (const auto& [name, count] : expected_pods()) EXPECT_EQ(have.count(name), 1u) << name;
+}
+
+// Loads a bundled pod; a failure to resolve is a test failure that shows every diagnostic.
+std::optional<PodSpec> load_pod_checked(const std::string& name) {
+  try {
+    return load_pod(name);
+  } catch (const ConfigError& e) {
+    ADD_FAILURE() << "pod '" << name << "' does not resolve:\n" << e.what();
+    return std::nullopt;
+  }
+}
+
+class BundledPod : public testing::TestWithParam<std::string> {
+ protected:
+  std::optional<PodSpec> load() { return load_pod_checked(GetParam()); }
+};
+
+#define LOAD_POD_OR_RETURN(var) \
+  const auto var = load();      \
+  if (!var) return
+
+TEST_P(BundledPod, ResolvesWithNoDiagnostics) {
+  LOAD_POD_OR_RETURN(pod);
+  EXPECT_EQ(pod->name, GetParam());
+}
+
+TEST_P(BundledPod, HasTheExpectedChipCount) {
+  LOAD_POD_OR_RETURN(pod);
+  EXPECT_EQ(pod->chip_count(), expected_pods().at(GetParam()));
+  EXPECT_EQ(pod->pods, 1);
+}
+
+TEST_P(BundledPod, NamesItsShapeAndChip) {
+  LOAD_POD_OR_RETURN(pod);
+  std::string name = pod->chip + "-";
+  for (std::size_t i = 0; i < pod->shape.size(); ++i) name += (i ? "x" : "") + std::to_string(pod->shape[i]);
+  EXPECT_EQ(name, GetParam());
+  EXPECT_TRUE(load_chip_or_fail(pod->chip).has_value());
+}
+
+TEST_P(BundledPod, HostsHoldNoMoreChipsThanTheChipSpecSays) {
+  LOAD_POD_OR_RETURN(pod);
+  const auto chip = load_chip_or_fail(pod->chip);
+  ASSERT_TRUE(chip.has_value());
+  const int per_host = std::accumulate(pod->host_shape.begin(), pod->host_shape.end(), 1, std::multiplies<>());
+  EXPECT_LE(per_host, chip->host.chips_per_host);
+  if (pod->chip_count() >= chip->host.chips_per_host) {
+    EXPECT_EQ(per_host, chip->host.chips_per_host);
+  }
+}
+
+TEST_P(BundledPod, WrapsAroundPerTheSheetsRule) {
+  LOAD_POD_OR_RETURN(pod);
+  const std::string& gen = pod->chip;
+  ASSERT_EQ(pod->wraparound.size(), pod->shape.size());
+  if (gen == "v4" || gen == "v5p") {
+    // A multiple of a full 4x4x4 cube wraps around through the OCS; smaller slices are meshes.
+    bool full_cubes = true;
+    for (int d : pod->shape) full_cubes &= d % 4 == 0;
+    EXPECT_EQ(pod->wraparound, std::vector<int>(3, full_cubes ? 1 : 0));
+    EXPECT_EQ(pod->cube, full_cubes ? (std::vector<int>{4, 4, 4}) : std::vector<int>{});
+  } else if (gen == "v5e" || gen == "v6e") {
+    for (std::size_t i = 0; i < pod->shape.size(); ++i) EXPECT_EQ(pod->wraparound[i], pod->shape[i] == 16 ? 1 : 0);
+    EXPECT_TRUE(pod->cube.empty());
+  } else {
+    // v2/v3: the full pod is a 2D torus; sub-pod slices are meshes (an assumption).
+    const bool full_pod = pod->chip_count() == (gen == "v2" ? 256 : 1024);
+    EXPECT_EQ(pod->wraparound, std::vector<int>(2, full_pod ? 1 : 0));
+    EXPECT_TRUE(pod->cube.empty());
+  }
+}
+
+TEST_P(BundledPod, EverySetFieldCitesASource) {
+  LOAD_POD_OR_RETURN(pod);
+  for (const auto& [key, origin] : pod->origins) {
+    EXPECT_TRUE(origin.defaulted || !origin.comment.empty()) << GetParam() << ": " << key;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Configs, BundledPod, testing::ValuesIn(pod_names()), param_name);
+
+TEST(BundledPods, FullPodsHaveThePublishedChipCounts) {
+  for (const auto& [name, count] : std::map<std::string, long long>{
+           {"v4-16x16x16", 4096}, {"v5p-16x20x28", 8960}, {"v3-32x32", 1024}, {"v2-16x16", 256},
+           {"v5e-16x16", 256}, {"v6e-16x16", 256}, {"v5p-16x16x24", 6144}}) {
+    const auto pod = load_pod_checked(name);
+    ASSERT_TRUE(pod.has_value()) << name;
+    EXPECT_EQ(pod->chip_count(), count) << name;
+  }
+}
+
+// ---- models ---------------------------------------------------------------------------------------------------
+
+TEST(BundledModels, AreTheFourOfTheBrief) {
+  EXPECT_EQ(bundled_names("configs/models"),
+            (std::vector<std::string>{"gemm-4096", "gemm-skinny", "mlp-quickstart", "mlp-small"}));
+}
+
+// Resolves a bundled model through a scenario, the way users reach it.
+Scenario scenario_with_model(const std::string& model) {
+  const auto path = std::filesystem::temp_directory_path() / ("tpusim_model_" + model + ".yaml");
+  {
+    std::ofstream out(path);
+    out << "name: model-check\npod: v4-4x4x4\nworkload:\n  model: " << model << "\n  batch: 8\n";
+  }
+  try {
+    Scenario s = load_scenario(path.string(), {});
+    std::filesystem::remove(path);
+    return s;
+  } catch (...) {
+    std::filesystem::remove(path);
+    throw;
+  }
+}
+
+TEST(BundledModels, ResolveThroughAScenario) {
+  struct Want {
+    ModelKind kind;
+    std::vector<int> widths;
+    GemmModel gemm;
+  };
+  const std::map<std::string, Want> want{
+      {"mlp-quickstart", {ModelKind::mlp, {4096, 8192, 8192, 8192, 4096}, {}}},
+      {"mlp-small", {ModelKind::mlp, {256, 512, 256}, {}}},
+      {"gemm-4096", {ModelKind::gemm, {}, {4096, 4096, 4096}}},
+      {"gemm-skinny", {ModelKind::gemm, {}, {8, 4096, 4096}}},
+  };
+  for (const auto& [name, w] : want) {
+    try {
+      const Scenario s = scenario_with_model(name);
+      const ModelSpec& m = s.workload.model;
+      EXPECT_EQ(m.name, name);
+      EXPECT_EQ(m.kind, w.kind) << name;
+      if (w.kind == ModelKind::mlp) {
+        EXPECT_EQ(m.mlp.widths, w.widths) << name;
+      } else {
+        EXPECT_EQ(m.gemm.m, w.gemm.m) << name;
+        EXPECT_EQ(m.gemm.k, w.gemm.k) << name;
+        EXPECT_EQ(m.gemm.n, w.gemm.n) << name;
+      }
+    } catch (const ConfigError& e) {
+      ADD_FAILURE() << "model '" << name << "' does not resolve:\n" << e.what();
+    }
+  }
+}
+
+TEST(BundledModels, QuickstartTrainingStepIsUnderTensOfMillisecondsAtV4Peak) {
+  // 6 FLOP per weight per example for forward + backward; batch 1024 at v4's 275 TFLOP/s.
+  const std::vector<int> widths{4096, 8192, 8192, 8192, 4096};
+  double weights = 0;
+  for (std::size_t i = 1; i < widths.size(); ++i) weights += static_cast<double>(widths[i - 1]) * widths[i];
+  EXPECT_EQ(weights, 201326592.0);
+  const double seconds = 6.0 * weights * 1024 / 275e12;
+  EXPECT_LT(seconds, 0.05);
+}
+
+TEST(BundledModels, EveryValueLineCitesItsOrigin) {
+  for (const auto& name : bundled_names("configs/models")) {
+    Diagnostics diags;
+    const auto path = resolve_data_file("configs/models", name, {}, SourceLoc{}, "model", diags);
+    ASSERT_TRUE(path.has_value()) << diags.str();
+    const ConfigNode root = load_yaml_file(*path, diags);
+    ASSERT_TRUE(diags.empty()) << diags.str();
+    for (const auto& e : root.entries()) EXPECT_FALSE(e.value.comment().empty()) << name << ": " << e.key;
+  }
+}
+
+}  // namespace
+}  // namespace tpusim

@@ -1,0 +1,289 @@
+// The config tree: YAML converted once into nodes that remember file:line:column (1-based) and the comment
+// trailing each value (where configs cite their source), plus the merge and `--set` override operations
+// scenarios are composed with.
+#include "tpusim/core/config_tree.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace tpusim {
+namespace {
+
+ConfigNode load_ok(std::string_view text, const std::string& origin = "test.yaml") {
+  Diagnostics diags;
+  ConfigNode n = load_yaml_string(text, origin, diags);
+  EXPECT_TRUE(diags.empty()) << diags.str();
+  return n;
+}
+
+// Follows a dotted path through maps; null when any step is missing.
+const ConfigNode* at(const ConfigNode& root, const std::string& dotted) {
+  const ConfigNode* n = &root;
+  std::size_t start = 0;
+  while (n != nullptr) {
+    const auto dot = dotted.find('.', start);
+    n = n->find(dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return n;
+}
+
+constexpr std::string_view kNested =
+    "name: v4\n"
+    "hbm:\n"
+    "  capacity: 32 GiB   # tpu-specs.md [P]\n"
+    "  timing:\n"
+    "    latency: 500 ns  # assumption: not published\n"
+    "shape: [4, 4, 4]     # three axes\n";
+
+TEST(ConfigTree, NestedValuesRecordOneBasedLineAndColumn) {
+  const ConfigNode root = load_ok(kNested);
+  ASSERT_TRUE(root.is_map());
+  const ConfigNode* latency = at(root, "hbm.timing.latency");
+  ASSERT_NE(latency, nullptr);
+  EXPECT_EQ(latency->scalar(), "500 ns");
+  EXPECT_EQ(latency->loc().file, "test.yaml");
+  EXPECT_EQ(latency->loc().line, 5);
+  EXPECT_EQ(latency->loc().column, 14);
+  EXPECT_EQ(latency->loc().str(), "test.yaml:5:14");
+
+  const ConfigNode* name = at(root, "name");
+  ASSERT_NE(name, nullptr);
+  EXPECT_EQ(name->loc().line, 1);
+  EXPECT_EQ(name->loc().column, 7);
+}
+
+TEST(ConfigTree, MapEntriesRecordWhereTheirKeyIs) {
+  const ConfigNode root = load_ok(kNested);
+  const ConfigNode* timing = at(root, "hbm.timing");
+  ASSERT_NE(timing, nullptr);
+  ASSERT_EQ(timing->entries().size(), 1u);
+  EXPECT_EQ(timing->entries()[0].key, "latency");
+  EXPECT_EQ(timing->entries()[0].key_loc.line, 5);
+  EXPECT_EQ(timing->entries()[0].key_loc.column, 5);
+  EXPECT_EQ(root.keys(), (std::vector<std::string>{"name", "hbm", "shape"}));
+}
+
+TEST(ConfigTree, TrailingCommentIsCapturedTrimmed) {
+  const ConfigNode root = load_ok(kNested);
+  EXPECT_EQ(at(root, "hbm.capacity")->comment(), "tpu-specs.md [P]");
+  EXPECT_EQ(at(root, "hbm.timing.latency")->comment(), "assumption: not published");
+  EXPECT_EQ(at(root, "shape")->comment(), "three axes");
+  EXPECT_EQ(at(root, "name")->comment(), "");
+}
+
+TEST(ConfigTree, HashInsideAValueDoesNotStartAComment) {
+  const ConfigNode root = load_ok("tag: a#b   # the source\n");
+  EXPECT_EQ(at(root, "tag")->scalar(), "a#b");
+  EXPECT_EQ(at(root, "tag")->comment(), "the source");
+}
+
+TEST(ConfigTree, FlowListsBecomeSequencesWithLocatedItems) {
+  const ConfigNode root = load_ok(kNested);
+  const ConfigNode* shape = at(root, "shape");
+  ASSERT_TRUE(shape->is_seq());
+  ASSERT_EQ(shape->items().size(), 3u);
+  EXPECT_EQ(shape->items()[2].scalar(), "4");
+  EXPECT_EQ(shape->items()[2].loc().line, 6);
+  EXPECT_EQ(shape->items()[2].loc().column, 15);
+  EXPECT_EQ(shape->describe(), "a list");
+}
+
+TEST(ConfigTree, DescribeNamesWhatANodeIsForErrors) {
+  const ConfigNode root = load_ok("a: 100 GB\nb:\n");
+  EXPECT_EQ(at(root, "a")->describe(), "'100 GB'");
+  EXPECT_EQ(root.describe(), "a map");
+  EXPECT_TRUE(at(root, "b")->is_null());
+}
+
+TEST(ConfigTree, DuplicateKeyIsAnErrorAtTheSecondKey) {
+  Diagnostics diags;
+  const ConfigNode root = load_yaml_string("hbm:\n  capacity: 1 GiB\n  capacity: 2 GiB\n", "dup.yaml", diags);
+  ASSERT_EQ(diags.size(), 1u);
+  const Diagnostic& d = diags.items()[0];
+  EXPECT_EQ(d.message, "duplicate key");
+  EXPECT_EQ(d.key_path, "hbm.capacity");
+  EXPECT_EQ(d.loc.file, "dup.yaml");
+  EXPECT_EQ(d.loc.line, 3);
+  EXPECT_EQ(d.loc.column, 3);
+  // The first value is kept.
+  EXPECT_EQ(at(root, "hbm.capacity")->scalar(), "1 GiB");
+}
+
+TEST(ConfigTree, MalformedYamlIsOneErrorWithItsLine) {
+  Diagnostics diags;
+  const ConfigNode root = load_yaml_string("a: 1\nb: [1, 2\nc: 3\n", "bad.yaml", diags);
+  EXPECT_TRUE(root.is_null());
+  ASSERT_EQ(diags.size(), 1u);
+  const Diagnostic& d = diags.items()[0];
+  EXPECT_EQ(d.message, "malformed YAML");
+  EXPECT_EQ(d.loc.file, "bad.yaml");
+  EXPECT_GE(d.loc.line, 2);  // yaml-cpp reports where it gave up: on or after the unclosed list
+  EXPECT_LE(d.loc.line, 4);
+  EXPECT_FALSE(d.found.empty());
+}
+
+TEST(ConfigTree, BadIndentationIsReportedWithItsLine) {
+  Diagnostics diags;
+  (void)load_yaml_string("a:\n  b: 1\n c: 2\n", "indent.yaml", diags);
+  ASSERT_EQ(diags.size(), 1u);
+  EXPECT_EQ(diags.items()[0].message, "malformed YAML");
+  EXPECT_EQ(diags.items()[0].loc.line, 3);
+}
+
+TEST(ConfigTree, MissingFileIsAnErrorNamingTheFile) {
+  Diagnostics diags;
+  const ConfigNode root = load_yaml_file("/nonexistent/tpusim/none.yaml", diags);
+  EXPECT_TRUE(root.is_null());
+  ASSERT_EQ(diags.size(), 1u);
+  EXPECT_EQ(diags.items()[0].loc.file, "/nonexistent/tpusim/none.yaml");
+  EXPECT_EQ(diags.items()[0].message, "cannot open file");
+}
+
+TEST(ConfigTree, LoadedFilesAreNamedByTheirPath) {
+  const auto path = std::filesystem::temp_directory_path() / "tpusim_config_tree_test.yaml";
+  {
+    std::ofstream out(path);
+    out << "# header\nclock: 1.05 GHz  # [S]\n";
+  }
+  Diagnostics diags;
+  const ConfigNode root = load_yaml_file(path, diags);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(diags.empty()) << diags.str();
+  EXPECT_EQ(at(root, "clock")->loc().str(), path.string() + ":2:8");
+  EXPECT_EQ(at(root, "clock")->comment(), "[S]");
+}
+
+TEST(MergeInto, MapsMergeKeyByKeyAndOtherValuesReplace) {
+  ConfigNode base = load_ok("hbm:\n  capacity: 32 GiB\n  bandwidth: 1200 GB/s\nshape: 4\n", "base.yaml");
+  const ConfigNode overlay =
+      load_ok("hbm:\n  bandwidth: 2 TB/s\n  latency: 1 us\nshape: [4, 4]\n", "overlay.yaml");
+  merge_into(base, overlay);
+  EXPECT_EQ(at(base, "hbm.capacity")->scalar(), "32 GiB");
+  EXPECT_EQ(at(base, "hbm.capacity")->loc().file, "base.yaml");
+  EXPECT_EQ(at(base, "hbm.bandwidth")->scalar(), "2 TB/s");
+  EXPECT_EQ(at(base, "hbm.bandwidth")->loc().file, "overlay.yaml");  // the origin follows the value
+  EXPECT_EQ(at(base, "hbm.latency")->scalar(), "1 us");
+  ASSERT_TRUE(at(base, "shape")->is_seq());
+  EXPECT_EQ(at(base, "shape")->items().size(), 2u);
+  EXPECT_EQ(at(base, "hbm")->keys(), (std::vector<std::string>{"capacity", "bandwidth", "latency"}));
+}
+
+TEST(SplitAssignment, SplitsAtTheFirstEqualsAndTrimsThePath) {
+  std::string path, value;
+  ASSERT_TRUE(split_assignment(" chip.hbm.bandwidth =2TB/s", path, value));
+  EXPECT_EQ(path, "chip.hbm.bandwidth");
+  EXPECT_EQ(value, "2TB/s");
+  ASSERT_TRUE(split_assignment("a=b=c", path, value));
+  EXPECT_EQ(path, "a");
+  EXPECT_EQ(value, "b=c");
+  EXPECT_FALSE(split_assignment("no-equals", path, value));
+}
+
+TEST(ApplyOverride, CreatesIntermediateMapsAndNamesTheOverrideAsOrigin) {
+  ConfigNode root = ConfigNode::make_map(SourceLoc{"s.yaml", 1, 1});
+  Diagnostics diags;
+  apply_override(root, "chip.hbm.bandwidth=2TB/s", diags);
+  ASSERT_TRUE(diags.empty()) << diags.str();
+  const ConfigNode* bw = at(root, "chip.hbm.bandwidth");
+  ASSERT_NE(bw, nullptr);
+  EXPECT_EQ(bw->scalar(), "2TB/s");
+  EXPECT_EQ(bw->loc().file, "--set chip.hbm.bandwidth=2TB/s");
+  EXPECT_TRUE(at(root, "chip")->is_map());
+  EXPECT_TRUE(at(root, "chip.hbm")->is_map());
+}
+
+TEST(ApplyOverride, ReplacesAScalarWithAList) {
+  ConfigNode root = load_ok("pod:\n  shape: 4\n  name: x\n");
+  Diagnostics diags;
+  apply_override(root, "pod.shape=[8, 8, 8]", diags);
+  ASSERT_TRUE(diags.empty()) << diags.str();
+  const ConfigNode* shape = at(root, "pod.shape");
+  ASSERT_TRUE(shape->is_seq());
+  ASSERT_EQ(shape->items().size(), 3u);
+  EXPECT_EQ(shape->items()[0].scalar(), "8");
+  EXPECT_EQ(shape->loc().file, "--set pod.shape=[8, 8, 8]");
+  EXPECT_EQ(at(root, "pod.name")->scalar(), "x");  // siblings untouched
+}
+
+TEST(ApplyOverride, ReplacesAnExistingScalarInPlace) {
+  ConfigNode root = load_ok("a:\n  b: 1\n  c: 2\n");
+  Diagnostics diags;
+  apply_override(root, "a.b=3", diags);
+  ASSERT_TRUE(diags.empty());
+  EXPECT_EQ(at(root, "a.b")->scalar(), "3");
+  EXPECT_EQ(at(root, "a")->keys(), (std::vector<std::string>{"b", "c"}));
+}
+
+TEST(ApplyOverride, TurnsAScalarOnThePathIntoAMap) {
+  ConfigNode root = load_ok("a: 1\n");
+  Diagnostics diags;
+  apply_override(root, "a.b=2", diags);
+  ASSERT_TRUE(diags.empty());
+  EXPECT_EQ(at(root, "a.b")->scalar(), "2");
+}
+
+TEST(ApplyOverride, WithoutAnEqualsSignIsAnError) {
+  ConfigNode root = ConfigNode::make_map(SourceLoc{});
+  Diagnostics diags;
+  apply_override(root, "chip.clock", diags);
+  ASSERT_EQ(diags.size(), 1u);
+  EXPECT_EQ(diags.items()[0].message, "malformed override");
+  EXPECT_EQ(diags.items()[0].loc.file, "--set chip.clock");
+  EXPECT_TRUE(root.entries().empty());
+}
+
+TEST(ConfigNodeSet, InsertsThenReplacesAndEraseRemoves) {
+  ConfigNode m = ConfigNode::make_map(SourceLoc{"m", 1, 1});
+  m.set("a", SourceLoc{}, ConfigNode::make_scalar("1", SourceLoc{}));
+  m.set("b", SourceLoc{}, ConfigNode::make_scalar("2", SourceLoc{}));
+  m.set("a", SourceLoc{}, ConfigNode::make_scalar("3", SourceLoc{}));
+  EXPECT_EQ(m.keys(), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(m.find("a")->scalar(), "3");
+  m.erase("a");
+  EXPECT_EQ(m.find("a"), nullptr);
+  EXPECT_EQ(m.keys(), (std::vector<std::string>{"b"}));
+}
+
+TEST(SourceLocStr, OmitsLineAndColumnWhenUnknown) {
+  EXPECT_EQ((SourceLoc{"f.yaml", 3, 7}).str(), "f.yaml:3:7");
+  EXPECT_EQ((SourceLoc{"--set a=b", 0, 0}).str(), "--set a=b");
+}
+
+TEST(DiagnosticStr, ShowsWhereWhatExpectedFoundAndHint) {
+  const Diagnostic d{SourceLoc{"c.yaml", 4, 14}, "chip.hbm.bandwith", "unknown key 'bandwith'", "a known key",
+                     "bandwith", "did you mean 'bandwidth'?"};
+  EXPECT_EQ(d.str(),
+            "c.yaml:4:14: error: chip.hbm.bandwith: unknown key 'bandwith'\n"
+            "    expected: a known key\n"
+            "    found:    bandwith\n"
+            "    hint:     did you mean 'bandwidth'?");
+}
+
+TEST(Diagnostics, ThrowIfAnyCarriesEveryError) {
+  Diagnostics diags;
+  EXPECT_NO_THROW(diags.throw_if_any());
+  diags.error(SourceLoc{"a", 1, 1}, "x", "first");
+  diags.error(SourceLoc{"a", 2, 1}, "y", "second");
+  try {
+    diags.throw_if_any();
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.diagnostics().size(), 2u);
+    EXPECT_EQ(std::string(e.what()), "a:1:1: error: x: first\na:2:1: error: y: second");
+  }
+}
+
+TEST(Suggestion, OffersTheClosestKeyForATypo) {
+  const std::vector<std::string> keys{"capacity", "bandwidth", "latency"};
+  EXPECT_EQ(suggestion("bandwith", keys), "did you mean 'bandwidth'?");
+  EXPECT_EQ(suggestion("zzz", keys), "expected one of: capacity, bandwidth, latency");
+  EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
+  EXPECT_EQ(closest_match("qwertyuiop", keys), "");
+}
+
+}  // namespace
+}  // namespace tpusim

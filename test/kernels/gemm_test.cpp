@@ -1,0 +1,201 @@
+#include <map>
+
+#include "kernels_test_support.h"
+#include "tpusim/core/diagnostics.h"
+#include "tpusim/kernels/lowering.h"
+// After the tpusim headers: gtest pulls in <signal.h>, whose si_value macro breaks core/units.h.
+#include <gtest/gtest.h>
+
+namespace tpusim::kernels {
+namespace {
+
+using testing::v4_like;
+using testing::v5e_like;
+using testing::worst_vmem_peak;
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+TEST(LowerGemm, A128CubeIsOneTileOfTwoLoadsOneMatmulOneStore) {
+  ir::Program p;
+  const GemmLowering g = lower_gemm(p, v4_like(), 128, 128, 128, DType::bf16, {}, "g");
+  EXPECT_EQ(g.tiling.tm, 128);
+  EXPECT_EQ(g.tiling.tk, 128);
+  EXPECT_EQ(g.tiling.tn, 128);
+  // Two 32 KiB bf16 operand tiles and a 64 KiB f32 accumulator.
+  EXPECT_EQ(g.tiling.vmem_peak, 128u * 1024);
+  ASSERT_EQ(p.size(), 4u);
+
+  for (std::uint32_t i : {0u, 1u}) {
+    EXPECT_EQ(p[i].kind, ir::OpKind::dma);
+    EXPECT_EQ(p[i].src, ir::Memory::hbm);
+    EXPECT_EQ(p[i].dst, ir::Memory::vmem);
+    EXPECT_EQ(p[i].pattern, ir::DmaPattern::contiguous);
+    EXPECT_EQ(p[i].bytes, 32768u);
+    EXPECT_EQ(p[i].vmem_alloc, 32768u);
+    EXPECT_EQ(p[i].dep_count, 0u);
+  }
+  EXPECT_EQ(p.label_of(p[0]), "g.load_a");
+  EXPECT_EQ(p.label_of(p[1]), "g.load_b");
+
+  const ir::Instruction& mm = p[2];
+  EXPECT_EQ(mm.kind, ir::OpKind::matmul);
+  EXPECT_EQ(mm.m, 128);
+  EXPECT_EQ(mm.k, 128);
+  EXPECT_EQ(mm.n, 128);
+  EXPECT_EQ(mm.model_flops, 2.0 * 128 * 128 * 128);
+  EXPECT_EQ(mm.hardware_flops, mm.model_flops);
+  EXPECT_EQ(mm.vmem_alloc, 65536u);
+  EXPECT_EQ(mm.vmem_free, 65536u);
+  ASSERT_EQ(mm.dep_count, 2u);
+  EXPECT_EQ(p.deps_of(mm)[0], 0u);
+  EXPECT_EQ(p.deps_of(mm)[1], 1u);
+
+  const ir::Instruction& out = p[3];
+  EXPECT_EQ(out.kind, ir::OpKind::dma);
+  EXPECT_EQ(out.src, ir::Memory::vmem);
+  EXPECT_EQ(out.dst, ir::Memory::hbm);
+  EXPECT_EQ(out.bytes, 32768u);  // C written back in bf16
+  EXPECT_EQ(out.vmem_free, 65536u);
+  ASSERT_EQ(out.dep_count, 1u);
+  EXPECT_EQ(p.deps_of(out)[0], 2u);
+
+  EXPECT_EQ(g.done, std::vector<std::uint32_t>{3});
+  EXPECT_EQ(p.dma_bytes(), 3u * 32768);
+  EXPECT_EQ(worst_vmem_peak(p), 128u * 1024);
+}
+
+TEST(LowerGemm, FirstLoadsDependOnAfter) {
+  ir::Program p;
+  ir::Instruction barrier;
+  const std::uint32_t before = p.add(barrier, {}, "before");
+  (void)lower_gemm(p, v4_like(), 128, 128, 128, DType::bf16, {before}, "g");
+  EXPECT_EQ(p[1].dep_count, 1u);
+  EXPECT_EQ(p.deps_of(p[1])[0], before);
+  EXPECT_EQ(p.deps_of(p[2])[0], before);
+}
+
+TEST(LowerGemm, OddShapeFlopsAreExactlyTwoMkn) {
+  for (const ChipSpec& chip : {v4_like(), v5e_like()}) {
+    ir::Program p;
+    (void)lower_gemm(p, chip, 129, 129, 129, DType::bf16, {}, "g");
+    EXPECT_EQ(p.model_flops(), 2.0 * 129 * 129 * 129) << chip.name;
+    EXPECT_EQ(p.hardware_flops(), 2.0 * 129 * 129 * 129) << chip.name;
+  }
+  ir::Program p;
+  (void)lower_gemm(p, v4_like(), 1000, 3001, 517, DType::f32, {}, "g");
+  EXPECT_EQ(p.model_flops(), 2.0 * 1000 * 3001 * 517);
+}
+
+TEST(LowerGemm, TilesAreMxuMultiplesOrTheWholeDimension) {
+  const ChipSpec chip = v4_like();
+  for (auto [m, k, n] : {std::tuple{129, 129, 129}, {4096, 4096, 4096}, {8192, 1024, 300}, {100, 20000, 50}}) {
+    const GemmTiling t = tile_gemm(chip, m, k, n, DType::bf16);
+    EXPECT_TRUE(t.tm % 128 == 0 || t.tm == m) << t.tm;
+    EXPECT_TRUE(t.tk % 128 == 0 || t.tk == k) << t.tk;
+    EXPECT_TRUE(t.tn % 128 == 0 || t.tn == n) << t.tn;
+    EXPECT_LE(t.tm, m);
+    EXPECT_LE(t.tk, k);
+    EXPECT_LE(t.tn, n);
+  }
+}
+
+TEST(LowerGemm, Cube4096OnV4UsesMegabyteTilesAndMovesTheClosedFormBytes) {
+  const ChipSpec chip = v4_like();
+  ir::Program p;
+  const GemmLowering g = lower_gemm(p, chip, 4096, 4096, 4096, DType::bf16, {}, "g");
+  // 16 C tiles of 1024x1024, 8 per core; double-buffered 1024x512 + 512x1024 bf16 operand tiles (4 MiB) and
+  // two 4 MiB f32 accumulators: exactly the 12 MiB GEMM budget (3/4 of 16 MiB).
+  EXPECT_EQ(g.tiling.tm, 1024);
+  EXPECT_EQ(g.tiling.tk, 512);
+  EXPECT_EQ(g.tiling.tn, 1024);
+  EXPECT_EQ(g.tiling.vmem_peak, 12u << 20);
+  // A read n/tn = 4 times, B m/tm = 4 times, C written once: 2 B x 4096^2 x (4 + 4 + 1).
+  const std::uint64_t s = 4096ull * 4096;
+  EXPECT_EQ(p.dma_bytes(), 2 * s * (4 + 4 + 1));
+  EXPECT_EQ(g.done.size(), 16u);
+  EXPECT_EQ(p.size(), 16u * 8 * 3 + 16);
+}
+
+TEST(LowerGemm, HbmBytesFollowTheReReadClosedForm) {
+  for (const ChipSpec& chip : {v4_like(), v5e_like()}) {
+    for (auto [m, k, n] : {std::tuple{4096, 4096, 4096}, {1000, 3001, 517}, {129, 129, 129}}) {
+      ir::Program p;
+      const GemmLowering g = lower_gemm(p, chip, m, k, n, DType::bf16, {}, "g");
+      const std::uint64_t expect = 2ull * (static_cast<std::uint64_t>(m) * k * ceil_div(n, g.tiling.tn) +
+                                           static_cast<std::uint64_t>(k) * n * ceil_div(m, g.tiling.tm) +
+                                           static_cast<std::uint64_t>(m) * n);
+      EXPECT_EQ(p.dma_bytes(), expect) << chip.name << " " << m << "x" << k << "x" << n;
+    }
+  }
+}
+
+TEST(LowerGemm, VmemStaysWithinItsBoundAndCapacityOnEveryChip) {
+  for (const ChipSpec& chip : {v4_like(), v5e_like()}) {
+    for (auto [m, k, n] : {std::tuple{4096, 4096, 4096}, {129, 129, 129}, {8192, 512, 8192}, {64, 65536, 64}}) {
+      ir::Program p;
+      const GemmLowering g = lower_gemm(p, chip, m, k, n, DType::bf16, {}, "g");
+      EXPECT_LE(g.tiling.vmem_peak, chip.vmem.capacity.count() * 3 / 4) << chip.name;
+      EXPECT_LE(worst_vmem_peak(p), g.tiling.vmem_peak) << chip.name << " " << m << "x" << k << "x" << n;
+      std::map<int, std::int64_t> balance;
+      for (const auto& ins : p.instructions()) {
+        balance[ins.core] += static_cast<std::int64_t>(ins.vmem_alloc) - static_cast<std::int64_t>(ins.vmem_free);
+      }
+      for (const auto& [core, b] : balance) EXPECT_EQ(b, 0) << "core " << core;
+    }
+  }
+}
+
+TEST(LowerGemm, EveryMatmulDependsOnItsOperandLoadsAndThePreviousMatmulOfItsCore) {
+  const ChipSpec chip = v4_like();
+  ir::Program p;
+  const GemmTiling t = lower_gemm(p, chip, 3000, 2000, 1500, DType::bf16, {}, "g").tiling;
+  std::map<int, std::int64_t> last_matmul;
+  int matmuls = 0;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    const ir::Instruction& ins = p[i];
+    const std::uint32_t* deps = p.deps_of(ins);
+    if (ins.kind == ir::OpKind::matmul) {
+      ++matmuls;
+      bool a = false, b = false, prev = !last_matmul.count(ins.core);
+      for (std::uint32_t d = 0; d < ins.dep_count; ++d) {
+        const ir::Instruction& dep = p[deps[d]];
+        const bool load = dep.kind == ir::OpKind::dma && dep.dst == ir::Memory::vmem && dep.core == ins.core;
+        a = a || (load && dep.bytes == static_cast<std::uint64_t>(ins.m * ins.k) * 2);
+        b = b || (load && dep.bytes == static_cast<std::uint64_t>(ins.k * ins.n) * 2);
+        prev = prev || static_cast<std::int64_t>(deps[d]) == last_matmul[ins.core];
+      }
+      EXPECT_TRUE(a && b && prev) << "matmul " << i;
+      last_matmul[ins.core] = static_cast<std::int64_t>(i);
+    } else if (ins.src == ir::Memory::vmem) {
+      ASSERT_EQ(ins.dep_count, 1u);
+      EXPECT_EQ(p[deps[0]].kind, ir::OpKind::matmul);
+      EXPECT_EQ(p[deps[0]].core, ins.core);
+    }
+  }
+  EXPECT_EQ(matmuls, ceil_div(3000, t.tm) * ceil_div(2000, t.tk) * ceil_div(1500, t.tn));
+}
+
+TEST(LowerGemm, CTilesAreSplitEvenlyAcrossTensorCores) {
+  ir::Program p;
+  (void)lower_gemm(p, v4_like(), 4096, 4096, 4096, DType::bf16, {}, "g");
+  double flops[2] = {0, 0};
+  for (const auto& ins : p.instructions()) flops[ins.core] += ins.model_flops;
+  EXPECT_EQ(flops[0], flops[1]);
+  EXPECT_EQ(p.cores_used(), 2);
+}
+
+TEST(LowerGemm, VmemTooSmallForOneTileIsAConfigErrorNamingTheCapacity) {
+  ChipSpec chip = v4_like();
+  chip.vmem.capacity = KiB(64);
+  try {
+    (void)tile_gemm(chip, 1024, 1024, 1024, DType::bf16);
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    ASSERT_EQ(e.diagnostics().size(), 1u);
+    EXPECT_EQ(e.diagnostics()[0].key_path, "chip.vmem.capacity");
+    EXPECT_EQ(e.diagnostics()[0].found, "64 KiB");
+  }
+}
+
+}  // namespace
+}  // namespace tpusim::kernels

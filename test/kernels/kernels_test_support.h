@@ -1,0 +1,76 @@
+#pragma once
+// Hand-built chips and program checkers shared by the kernels tests.
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "tpusim/core/chip_spec.h"
+#include "tpusim/kernels/program.h"
+
+namespace tpusim::kernels::testing {
+
+// v4-like numbers from docs/tpu-specs.md: 2 TensorCores of 4 128x128 MXUs, 16 MiB VMEM each, 1200 GB/s HBM.
+inline ChipSpec v4_like() {
+  ChipSpec c;
+  c.name = "v4-like";
+  c.tensorcores = 2;
+  c.clock = Hertz(1.05e9);
+  c.mxu = MxuSpec{4, 128, 128, MxuDataflow::weight_stationary, 1, 0};
+  c.vpu = VpuSpec{128, 8, 1, 1};
+  c.vmem = MemorySpec{MiB(16), BytesPerSecond(0)};
+  c.hbm.capacity = GiB(32);
+  c.hbm.bandwidth = BytesPerSecond(1200e9);
+  return c;
+}
+
+// v5e-like: 1 TensorCore, 128 MiB VMEM, 819 GB/s HBM.
+inline ChipSpec v5e_like() {
+  ChipSpec c = v4_like();
+  c.name = "v5e-like";
+  c.tensorcores = 1;
+  c.clock = Hertz(1.5e9);
+  c.vmem = MemorySpec{MiB(128), BytesPerSecond(0)};
+  c.hbm.capacity = GiB(16);
+  c.hbm.bandwidth = BytesPerSecond(819e9);
+  return c;
+}
+
+// Peak live VMEM per core when every instruction starts as soon as its dependencies end (unlimited units)
+// and takes a random duration: the most overlap the DAG allows, so a program whose VMEM contract holds by
+// dependencies stays within it for every seed. Allocations count from an instruction's start, frees from
+// its end; at equal times frees come first (the freeing instruction ended before the next one started).
+inline std::vector<std::uint64_t> asap_vmem_peak(const ir::Program& p, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> duration(1, 100);
+  std::vector<std::int64_t> end(p.size());
+  std::vector<std::tuple<std::int64_t, int, int, std::int64_t>> events;  // time, free first, core, delta
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    const ir::Instruction& ins = p[i];
+    std::int64_t start = 0;
+    for (std::uint32_t d = 0; d < ins.dep_count; ++d) start = std::max(start, end[p.deps_of(ins)[d]]);
+    end[i] = start + duration(rng);
+    events.emplace_back(start, 1, ins.core, static_cast<std::int64_t>(ins.vmem_alloc));
+    events.emplace_back(end[i], 0, ins.core, -static_cast<std::int64_t>(ins.vmem_free));
+  }
+  std::sort(events.begin(), events.end());
+  std::vector<std::int64_t> live(p.cores_used(), 0);
+  std::vector<std::uint64_t> peak(p.cores_used(), 0);
+  for (const auto& [time, order, core, delta] : events) {
+    live[core] += delta;
+    peak[core] = std::max(peak[core], static_cast<std::uint64_t>(std::max<std::int64_t>(live[core], 0)));
+  }
+  return peak;
+}
+
+// The largest asap_vmem_peak over cores and a few seeds.
+inline std::uint64_t worst_vmem_peak(const ir::Program& p) {
+  std::uint64_t worst = 0;
+  for (std::uint32_t seed = 1; seed <= 5; ++seed) {
+    for (std::uint64_t v : asap_vmem_peak(p, seed)) worst = std::max(worst, v);
+  }
+  return worst;
+}
+
+}  // namespace tpusim::kernels::testing

@@ -1,0 +1,186 @@
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "kernels_test_support.h"
+#include "tpusim/core/diagnostics.h"
+#include "tpusim/kernels/lowering.h"
+#include "tpusim/kernels/program_io.h"
+// After the tpusim headers: gtest pulls in <signal.h>, whose si_value macro breaks core/units.h.
+#include <gtest/gtest.h>
+
+namespace tpusim::ir {
+namespace {
+
+std::string to_json(const ProgramSet& set) {
+  std::ostringstream out;
+  write_program_json(set, out);
+  return out.str();
+}
+
+ProgramSet training_step() {
+  WorkloadSpec w;
+  w.model.name = "mlp";
+  w.model.mlp.widths = {256, 512, 128};
+  w.batch = 64;
+  return kernels::lower_workload(w, kernels::testing::v4_like());
+}
+
+// The diagnostics of parsing `text`; fails the test when it parses.
+std::vector<Diagnostic> errors_of(const std::string& text) {
+  try {
+    (void)parse_program_json(text, "bad.json");
+  } catch (const ConfigError& e) {
+    return e.diagnostics();
+  }
+  ADD_FAILURE() << "parsed without error:\n" << text;
+  return {};
+}
+
+std::string file_with(const std::string& instructions, const std::string& version = "1") {
+  return R"({"format": "tpusim-program", "version": )" + version +
+         R"(, "role_of_chip": [], "programs": [{"name": "p", "instructions": [)" + instructions + "]}]}";
+}
+
+TEST(ProgramJson, TinyProgramHasTheDocumentedLayout) {
+  Program p("tiny");
+  Instruction load;
+  load.kind = OpKind::dma;
+  load.bytes = 4096;
+  load.vmem_alloc = 4096;
+  const auto a = p.add(load, {}, "load");
+  Instruction mm;
+  mm.kind = OpKind::matmul;
+  mm.m = mm.k = mm.n = 16;
+  mm.model_flops = mm.hardware_flops = 8192;
+  mm.vmem_free = 4096;
+  mm.core = 1;
+  p.add(mm, {a}, "mm");
+  ProgramSet set;
+  set.programs.push_back(p);
+  EXPECT_EQ(to_json(set),
+            "{\n"
+            "  \"format\": \"tpusim-program\",\n"
+            "  \"version\": 1,\n"
+            "  \"role_of_chip\": [],\n"
+            "  \"programs\": [\n"
+            "    {\n"
+            "      \"name\": \"tiny\",\n"
+            "      \"instructions\": [\n"
+            "        {\"op\":\"dma\",\"label\":\"load\",\"src\":\"hbm\",\"dst\":\"vmem\",\"pattern\":\"contiguous\","
+            "\"bytes\":4096,\"vmem_alloc\":4096,\"deps\":[]},\n"
+            "        {\"op\":\"matmul\",\"label\":\"mm\",\"core\":1,\"m\":16,\"k\":16,\"n\":16,\"dtype\":\"bf16\","
+            "\"vmem_free\":4096,\"model_flops\":8192.0,\"hardware_flops\":8192.0,\"deps\":[0]}\n"
+            "      ]\n"
+            "    }\n"
+            "  ]\n"
+            "}\n");
+}
+
+TEST(ProgramJson, RoundTripOfALoweredTrainingStepIsByteIdentical) {
+  const ProgramSet set = training_step();
+  const std::string first = to_json(set);
+  EXPECT_EQ(to_json(set), first);  // deterministic
+  const ProgramSet back = parse_program_json(first, "mem");
+  EXPECT_EQ(to_json(back), first);
+  const Program& a = set.programs[0];
+  const Program& b = back.programs[0];
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(a.model_flops(), b.model_flops());
+  EXPECT_EQ(a.dma_bytes(), b.dma_bytes());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a.label_of(a[i]), b.label_of(b[i]));
+    ASSERT_EQ(a[i].dep_count, b[i].dep_count);
+    for (std::uint32_t d = 0; d < a[i].dep_count; ++d) EXPECT_EQ(a.deps_of(a[i])[d], b.deps_of(b[i])[d]);
+  }
+}
+
+TEST(ProgramJson, EveryOpKindAndRolesRoundTripThroughAFile) {
+  const std::string text = R"({"format": "tpusim-program", "version": 1, "role_of_chip": [0, 1, 1, 0],
+    "programs": [
+      {"name": "a", "instructions": [
+        {"op": "host", "host_op": "infeed", "bytes": 100, "deps": []},
+        {"op": "vector", "vector_op": "reduction", "elements": 1024, "dtype": "f32", "deps": [0]},
+        {"op": "collective", "collective": "reduce_scatter", "dtype": "bf16", "bytes": 8, "mesh_axes": [0, 2],
+         "deps": [1]},
+        {"op": "send", "bytes": 64, "mesh_axes": [1], "peer": -1, "deps": []},
+        {"op": "recv", "bytes": 64, "mesh_axes": [1], "peer": 1, "deps": [3]},
+        {"op": "barrier", "deps": [2, 4]}]},
+      {"name": "b", "instructions": []}]})";
+  const ProgramSet set = parse_program_json(text, "mem");
+  ASSERT_EQ(set.programs.size(), 2u);
+  EXPECT_EQ(set.role_of_chip, (std::vector<std::uint16_t>{0, 1, 1, 0}));
+  const Program& a = set.programs[0];
+  EXPECT_EQ(a[2].collective, CollectiveKind::reduce_scatter);
+  EXPECT_EQ(a[2].mesh_axes, 0b101u);
+  EXPECT_EQ(a[3].peer, -1);
+  EXPECT_EQ(a[1].vector_op, VectorOp::reduction);
+
+  const auto path = std::filesystem::temp_directory_path() / "tpusim_program_io_test.json";
+  {
+    std::ofstream out(path);
+    write_program_json(set, out);
+  }
+  const ProgramSet back = read_program_json(path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(to_json(back), to_json(set));
+}
+
+TEST(ProgramJson, WrongVersionIsRejectedWithExpectedAndFound) {
+  const auto errors = errors_of(file_with("", "2"));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].key_path, "/version");
+  EXPECT_EQ(errors[0].expected, "1");
+  EXPECT_EQ(errors[0].found, "2");
+  EXPECT_EQ(errors[0].loc.file, "bad.json");
+}
+
+TEST(ProgramJson, UnknownOpNamesItsPointerAndSuggestsTheClosestName) {
+  const auto errors = errors_of(file_with(R"({"op": "barrier", "deps": []}, {"op": "matmull", "deps": []})"));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].key_path, "/programs/0/instructions/1/op");
+  EXPECT_EQ(errors[0].found, "\"matmull\"");
+  EXPECT_EQ(errors[0].hint, "did you mean 'matmul'?");
+}
+
+TEST(ProgramJson, DependencyOnALaterInstructionIsRejected) {
+  const auto errors = errors_of(file_with(R"({"op": "barrier", "deps": [0]})"));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].key_path, "/programs/0/instructions/0/deps/0");
+  EXPECT_EQ(errors[0].expected, "an index below 0");
+  EXPECT_EQ(errors[0].found, "0");
+}
+
+TEST(ProgramJson, MissingAndUnknownFieldsAreAllReportedAtOnce) {
+  const auto errors = errors_of(file_with(
+      R"({"op": "dma", "src": "hbm", "dst": "vmem", "pattern": "contiguous", "deps": []},
+         {"op": "barrier", "deps": [], "lable": "x"})"));
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_EQ(errors[0].key_path, "/programs/0/instructions/0/bytes");
+  EXPECT_EQ(errors[0].message, "missing field");
+  EXPECT_EQ(errors[1].key_path, "/programs/0/instructions/1/lable");
+  EXPECT_EQ(errors[1].hint, "did you mean 'label'?");
+}
+
+TEST(ProgramJson, RoleNamingAMissingProgramIsRejected) {
+  const auto errors = errors_of(
+      R"({"format": "tpusim-program", "version": 1, "role_of_chip": [0, 3],
+          "programs": [{"name": "p", "instructions": []}]})");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].key_path, "/role_of_chip/1");
+}
+
+TEST(ProgramJson, SyntaxErrorCarriesLineAndColumn) {
+  const auto errors = errors_of("{\n  \"format\": \"tpusim-program\",\n  \"version\": 1,,\n}");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].message, "malformed JSON");
+  EXPECT_EQ(errors[0].loc.line, 3);
+  EXPECT_EQ(errors[0].loc.column, 16);  // the second comma
+}
+
+TEST(ProgramJson, UnreadableFileIsAConfigError) {
+  EXPECT_THROW((void)read_program_json("/nonexistent/program.json"), ConfigError);
+}
+
+}  // namespace
+}  // namespace tpusim::ir

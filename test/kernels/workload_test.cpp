@@ -1,0 +1,204 @@
+#include <string>
+
+#include "kernels_test_support.h"
+#include "tpusim/kernels/lowering.h"
+// After the tpusim headers: gtest pulls in <signal.h>, whose si_value macro breaks core/units.h.
+#include <gtest/gtest.h>
+
+namespace tpusim::kernels {
+namespace {
+
+using testing::v4_like;
+using testing::v5e_like;
+using testing::worst_vmem_peak;
+
+WorkloadSpec mlp(std::vector<int> widths, std::int64_t batch, StepKind step, Optimizer opt = Optimizer::adam,
+                 Activation act = Activation::gelu) {
+  WorkloadSpec w;
+  w.model.name = "mlp";
+  w.model.kind = ModelKind::mlp;
+  w.model.mlp.widths = std::move(widths);
+  w.model.mlp.activation = act;
+  w.batch = batch;
+  w.step = step;
+  w.optimizer = opt;
+  return w;
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+// Sums over the instructions whose label starts with `prefix`.
+struct Totals {
+  int count = 0, matmuls = 0, vectors = 0;
+  std::int64_t elements = 0;
+  std::uint64_t dma_bytes = 0;
+  double flops = 0;
+};
+Totals totals(const ir::Program& p, const std::string& prefix) {
+  Totals t;
+  for (const auto& ins : p.instructions()) {
+    if (!starts_with(p.label_of(ins), prefix)) continue;
+    ++t.count;
+    t.matmuls += ins.kind == ir::OpKind::matmul;
+    t.vectors += ins.kind == ir::OpKind::vector;
+    if (ins.kind == ir::OpKind::vector) t.elements += ins.elements;
+    if (ins.kind == ir::OpKind::dma) t.dma_bytes += ins.bytes;
+    t.flops += ins.model_flops;
+  }
+  return t;
+}
+
+std::vector<std::uint32_t> with_prefix(const ir::Program& p, const std::string& prefix) {
+  std::vector<std::uint32_t> out;
+  for (std::uint32_t i = 0; i < p.size(); ++i) {
+    if (starts_with(p.label_of(p[i]), prefix)) out.push_back(i);
+  }
+  return out;
+}
+
+// True when instruction `later` transitively depends on `earlier`.
+bool depends_on(const ir::Program& p, std::uint32_t later, std::uint32_t earlier) {
+  std::vector<bool> seen(p.size());
+  std::vector<std::uint32_t> stack{later};
+  while (!stack.empty()) {
+    const std::uint32_t i = stack.back();
+    stack.pop_back();
+    if (i == earlier) return true;
+    if (seen[i] || i < earlier) continue;
+    seen[i] = true;
+    for (std::uint32_t d = 0; d < p[i].dep_count; ++d) stack.push_back(p.deps_of(p[i])[d]);
+  }
+  return false;
+}
+
+// Every instruction labelled `later` depends on every instruction labelled `earlier`.
+void expect_ordered(const ir::Program& p, const std::string& later, const std::string& earlier) {
+  const auto a = with_prefix(p, later), b = with_prefix(p, earlier);
+  ASSERT_FALSE(a.empty()) << later;
+  ASSERT_FALSE(b.empty()) << earlier;
+  // Checking the first instruction of `later` (all others follow it) against the stores of `earlier`
+  // suffices: each stage's stores are its final instructions.
+  for (std::uint32_t e : b) {
+    if (p[e].kind == ir::OpKind::dma && p[e].src == ir::Memory::vmem) {
+      EXPECT_TRUE(depends_on(p, a.front(), e)) << later << " does not wait for " << earlier << " #" << e;
+    }
+  }
+}
+
+TEST(LowerWorkload, GemmModelIsOneLowerGemmInOneProgramForEveryChip) {
+  WorkloadSpec w;
+  w.model.kind = ModelKind::gemm;
+  w.model.gemm = GemmModel{4096, 4096, 4096};
+  const ir::ProgramSet set = lower_workload(w, v4_like());
+  ASSERT_EQ(set.programs.size(), 1u);
+  EXPECT_TRUE(set.role_of_chip.empty());
+  ir::Program direct;
+  (void)lower_gemm(direct, v4_like(), 4096, 4096, 4096, DType::bf16, {}, "gemm");
+  EXPECT_EQ(set.programs[0].size(), direct.size());
+  EXPECT_EQ(set.programs[0].model_flops(), 2.0 * 4096 * 4096 * 4096);
+  EXPECT_EQ(set.programs[0].dma_bytes(), direct.dma_bytes());
+}
+
+TEST(LowerWorkload, MlpForwardIsOneGemmPerLayerAndActivationsBetweenThem) {
+  const ir::ProgramSet set = lower_workload(mlp({512, 1024, 256}, 64, StepKind::forward), v4_like());
+  const ir::Program& p = set.programs[0];
+  EXPECT_EQ(p.model_flops(), 2.0 * 64 * (512 * 1024 + 1024 * 256));
+  const Totals act = totals(p, "layer1.act");
+  EXPECT_EQ(act.elements, 64 * 1024);
+  EXPECT_EQ(act.dma_bytes, 2u * 64 * 1024 * 2);  // read Z, write X, bf16
+  EXPECT_EQ(totals(p, "layer2.act").count, 0);   // no activation after the last layer
+  for (const auto& ins : p.instructions()) {
+    if (ins.kind == ir::OpKind::vector) {
+      EXPECT_EQ(ins.vector_op, ir::VectorOp::transcendental);
+    }
+  }
+  expect_ordered(p, "layer1.act", "layer1.fwd");
+  expect_ordered(p, "layer2.fwd", "layer1.act");
+}
+
+TEST(LowerWorkload, ReluIsElementwise) {
+  const ir::Program p =
+      lower_workload(mlp({256, 256, 256}, 32, StepKind::train, Optimizer::sgd, Activation::relu), v4_like()).programs[0];
+  for (const auto& ins : p.instructions()) {
+    if (ins.kind == ir::OpKind::vector) {
+      EXPECT_EQ(ins.vector_op, ir::VectorOp::elementwise);
+    }
+  }
+}
+
+TEST(LowerWorkload, MlpTrainingFlopsAreSixBSumMinusTheSkippedFirstLayerDx) {
+  const std::int64_t b = 256;
+  const std::vector<int> w{784, 1024, 512, 10};
+  const ir::Program p = lower_workload(mlp(w, b, StepKind::train), v4_like()).programs[0];
+  const double sum = 784.0 * 1024 + 1024.0 * 512 + 512.0 * 10;
+  EXPECT_EQ(p.model_flops(), 6.0 * b * sum - 2.0 * b * 784 * 1024);
+  EXPECT_EQ(p.hardware_flops(), p.model_flops());
+  EXPECT_EQ(totals(p, "layer3.bwd.dw").flops, 2.0 * b * 512 * 10);
+  EXPECT_EQ(totals(p, "layer3.bwd.dx").flops, 2.0 * b * 512 * 10);
+  EXPECT_EQ(totals(p, "layer1.bwd.dx").count, 0);
+  // Activation gradients for the two hidden layers: read dX and Z, write dZ.
+  EXPECT_EQ(totals(p, "layer2.bwd.act").dma_bytes, 3u * b * 512 * 2);
+  EXPECT_EQ(totals(p, "layer1.bwd.act").elements, b * 1024);
+  EXPECT_EQ(totals(p, "layer3.bwd.act").count, 0);
+}
+
+TEST(LowerWorkload, AdamReadsParamsGradsAndTwoF32MomentsAndWritesThreeBack) {
+  const ir::Program p = lower_workload(mlp({512, 1024, 256}, 64, StepKind::train), v4_like()).programs[0];
+  for (auto [layer, params] : {std::pair{1, 512 * 1024}, {2, 1024 * 256}}) {
+    const Totals u = totals(p, "layer" + std::to_string(layer) + ".update");
+    EXPECT_EQ(u.elements, 10 * params);
+    EXPECT_EQ(u.dma_bytes, static_cast<std::uint64_t>(params) * ((2 + 2 + 4 + 4) + (2 + 4 + 4)));
+    EXPECT_EQ(u.flops, 0);
+  }
+}
+
+TEST(LowerWorkload, SgdIsOneElementwisePassOverParams) {
+  const ir::Program p =
+      lower_workload(mlp({512, 1024, 256}, 64, StepKind::train, Optimizer::sgd), v4_like()).programs[0];
+  const Totals u = totals(p, "layer1.update");
+  EXPECT_EQ(u.elements, 512 * 1024);
+  EXPECT_EQ(u.dma_bytes, 512u * 1024 * 3 * 2);  // read W and dW, write W, bf16
+}
+
+TEST(LowerWorkload, TrainingFollowsTheDataflow) {
+  const ir::Program p = lower_workload(mlp({256, 512, 384, 128}, 64, StepKind::train), v4_like()).programs[0];
+  expect_ordered(p, "layer2.fwd", "layer1.act");
+  expect_ordered(p, "layer3.fwd", "layer2.act");
+  expect_ordered(p, "layer3.bwd.dx", "layer3.fwd");
+  expect_ordered(p, "layer3.bwd.dw", "layer3.fwd");
+  expect_ordered(p, "layer2.bwd.act", "layer3.bwd.dx");
+  expect_ordered(p, "layer2.bwd.dw", "layer2.bwd.act");
+  expect_ordered(p, "layer2.bwd.dx", "layer2.bwd.act");
+  expect_ordered(p, "layer1.bwd.dw", "layer1.bwd.act");
+  expect_ordered(p, "layer1.bwd.act", "layer2.bwd.dx");
+  for (int l = 1; l <= 3; ++l) {
+    expect_ordered(p, "layer" + std::to_string(l) + ".update", "layer" + std::to_string(l) + ".bwd.dw");
+  }
+}
+
+TEST(LowerWorkload, TrainingStepVmemStaysWithinCapacityOnEveryChip) {
+  for (const ChipSpec& chip : {v4_like(), v5e_like()}) {
+    for (const auto& w : {mlp({784, 1024, 512, 10}, 256, StepKind::train),
+                          mlp({4096, 8192, 4096}, 1024, StepKind::train)}) {
+      const ir::Program p = lower_workload(w, chip).programs[0];
+      EXPECT_LE(worst_vmem_peak(p), chip.vmem.capacity.count()) << chip.name;
+    }
+  }
+}
+
+TEST(LowerVectorPass, ChunksAreWholeVregsSpreadOverCores) {
+  ir::Program p;
+  const VectorPass pass{10000, {DType::bf16}, {DType::bf16}, ir::VectorOp::elementwise, 1, DType::bf16};
+  const auto done = lower_vector_pass(p, v4_like(), pass, {}, "v");
+  // 10000 elements over 2 cores: one chunk each of 5120 (5 vregs) and 4880 elements.
+  ASSERT_EQ(p.size(), 6u);
+  EXPECT_EQ(done.size(), 2u);
+  EXPECT_EQ(p[2].elements, 5120);
+  EXPECT_EQ(p[2].core, 0);
+  EXPECT_EQ(p[4].elements, 4880);
+  EXPECT_EQ(p[4].core, 1);
+  EXPECT_EQ(p.dma_bytes(), 2u * 10000 * 2);
+}
+
+}  // namespace
+}  // namespace tpusim::kernels

@@ -1,0 +1,309 @@
+// One chip (or a few independent chips) under SystemC: each test calls simulate() exactly once, and ctest
+// runs every test case in its own process (gtest_discover_tests), because a SystemC kernel cannot restart.
+//
+// Expected times come from the closed forms in timing.h; the simulator rounds each duration up to a whole
+// picosecond, so sums of a few durations agree within a few picoseconds.
+#include <gtest/gtest.h>
+
+#include "test_chips.h"
+#include "tpusim/models/simulate.h"
+#include "tpusim/models/timing.h"
+
+namespace tpusim::models {
+namespace {
+
+using testing::scenario_for;
+using testing::v4_like;
+
+constexpr double kPicosecond = 1e-12;
+
+ir::Instruction matmul(int core, std::int64_t m, std::int64_t k, std::int64_t n) {
+  ir::Instruction i;
+  i.kind = ir::OpKind::matmul;
+  i.core = static_cast<std::uint8_t>(core);
+  i.m = m;
+  i.k = k;
+  i.n = n;
+  i.model_flops = i.hardware_flops = 2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
+  return i;
+}
+
+ir::Instruction dma(ir::Memory src, ir::Memory dst, std::uint64_t bytes, int core = 0) {
+  ir::Instruction i;
+  i.kind = ir::OpKind::dma;
+  i.core = static_cast<std::uint8_t>(core);
+  i.src = src;
+  i.dst = dst;
+  i.bytes = bytes;
+  return i;
+}
+
+ir::Instruction vector(int core, ir::VectorOp op, std::int64_t elements) {
+  ir::Instruction i;
+  i.kind = ir::OpKind::vector;
+  i.core = static_cast<std::uint8_t>(core);
+  i.vector_op = op;
+  i.elements = elements;
+  return i;
+}
+
+ir::ProgramSet single(ir::Program p) {
+  ir::ProgramSet set;
+  set.programs.push_back(std::move(p));
+  return set;
+}
+
+double matmul_seconds(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::int64_t n) {
+  const auto df = make_mxu_dataflow(chip.mxu.dataflow);
+  return static_cast<double>(matmul_cycles(*df, chip.mxu, MatmulShape{m, k, n}, DType::bf16)) / chip.clock.value();
+}
+
+double hbm_seconds(const ChipSpec& chip, double bytes) {
+  return bytes / (chip.hbm.bandwidth.value() * chip.hbm.efficiency);
+}
+
+TEST(ChipSimulation, TwoTensorCoresSplittingA4096CubedMatmulRunAtPeakPlusFillAndDrain) {
+  const ChipSpec chip = v4_like();
+  ir::Program p;
+  p.add(matmul(0, 4096, 4096, 2048), {}, "gemm.core0");
+  p.add(matmul(1, 4096, 4096, 2048), {}, "gemm.core1");
+  const SimResult r = simulate(scenario_for(chip), single(std::move(p)), {});
+
+  const double ideal = 2.0 * 4096.0 * 4096.0 * 4096.0 / 275.25e12;
+  EXPECT_NEAR(r.step_time.value(), (128.0 * 4096 + 382) / 1.05e9, kPicosecond);
+  EXPECT_NEAR(r.step_time.value() / ideal, 1.0, 1e-3);
+  // Utilization counts MACs against the array arithmetic (275.2512 TFLOP/s); MFU against the published peak.
+  const double at_array_rate = 2.0 * 4096.0 * 4096.0 * 4096.0 / chip.derived_peak_bf16().value();
+  EXPECT_NEAR(r.unit(HwUnit::mxu).utilization.mean, at_array_rate / r.step_time.value(), 1e-9);
+  EXPECT_NEAR(r.mfu(), ideal / r.step_time.value(), 1e-9);
+  EXPECT_DOUBLE_EQ(r.model_flops, 2.0 * 4096.0 * 4096.0 * 4096.0);
+  EXPECT_EQ(r.instructions_executed, 2u);
+  EXPECT_EQ(r.instructions_per_unit[static_cast<std::size_t>(ir::UnitKind::mxu)], 2u);
+  EXPECT_NEAR(r.breakdown.compute.value(), r.step_time.value(), kPicosecond);
+  EXPECT_EQ(r.breakdown.memory_stall.value(), 0.0);
+  EXPECT_GT(r.kernel_events, 0u);
+}
+
+TEST(ChipSimulation, TwoConcurrentDmasEachGetHalfTheHbmBandwidth) {
+  const ChipSpec chip = v4_like();
+  const std::uint64_t bytes = 48ull << 20;
+  ir::Program p;
+  p.add(dma(ir::Memory::hbm, ir::Memory::vmem, bytes), {}, "load.a");
+  p.add(dma(ir::Memory::hbm, ir::Memory::vmem, bytes), {}, "load.b");
+  const SimResult r = simulate(scenario_for(chip), single(std::move(p)), {});
+
+  // Both move at bandwidth / 2 for their whole life: they end together, as one transfer of twice the bytes.
+  const double expected = chip.hbm.latency.value() + hbm_seconds(chip, 2.0 * static_cast<double>(bytes));
+  EXPECT_NEAR(r.step_time.value(), expected, kPicosecond);
+  EXPECT_EQ(r.hbm_read.count(), 2 * bytes);
+  EXPECT_EQ(r.dma_bytes.count(), 2 * bytes);
+  EXPECT_NEAR(r.unit(HwUnit::hbm).busy.value(), hbm_seconds(chip, 2.0 * static_cast<double>(bytes)), kPicosecond);
+  EXPECT_NEAR(r.unit(HwUnit::dma).utilization.mean, 1.0, 1e-9);
+  EXPECT_NEAR(r.breakdown.memory_stall.value(), r.step_time.value(), kPicosecond);
+}
+
+TEST(ChipSimulation, HbmEfficiencyScalesTheAchievedBandwidth) {
+  ChipSpec chip = v4_like();
+  chip.hbm.efficiency = 0.8;
+  ir::Program p;
+  p.add(dma(ir::Memory::vmem, ir::Memory::hbm, 12ull << 20), {}, "store");
+  const SimResult r = simulate(scenario_for(chip), single(std::move(p)), {});
+  EXPECT_NEAR(r.step_time.value(),
+              transfer_time(MiB(12), chip.hbm.latency, chip.hbm.bandwidth, chip.hbm.efficiency).value(), kPicosecond);
+  EXPECT_EQ(r.hbm_written.count(), 12ull << 20);
+  EXPECT_NEAR(r.unit(HwUnit::hbm).utilization.mean, 0.8 * hbm_seconds(chip, 12.0 * (1 << 20)) / r.step_time.value(),
+              1e-9);
+}
+
+// Four 1024^3 matmul steps, each needing 2 MiB loaded into VMEM first.
+constexpr int kSteps = 4;
+constexpr std::uint64_t kTileBytes = 2ull << 20;
+
+TEST(ChipSimulation, DependentLoadAndMatmulChainSerializes) {
+  const ChipSpec chip = v4_like();
+  ir::Program p;
+  std::uint32_t prev = 0;
+  for (int s = 0; s < kSteps; ++s) {
+    ir::Instruction load = dma(ir::Memory::hbm, ir::Memory::vmem, kTileBytes);
+    load.vmem_alloc = kTileBytes;
+    std::vector<std::uint32_t> after;
+    if (s > 0) after.push_back(prev);
+    const std::uint32_t l = p.add(load, after, "load");
+    ir::Instruction mm = matmul(0, 1024, 1024, 1024);
+    mm.vmem_free = kTileBytes;
+    prev = p.add(mm, {l}, "matmul");
+  }
+  const SimResult r = simulate(scenario_for(chip), single(std::move(p)), {});
+
+  const double load = chip.hbm.latency.value() + hbm_seconds(chip, kTileBytes);
+  const double mm = matmul_seconds(chip, 1024, 1024, 1024);
+  EXPECT_NEAR(r.step_time.value(), kSteps * (load + mm), 4 * kSteps * kPicosecond);
+  EXPECT_NEAR(r.breakdown.memory_stall.value(), kSteps * load, 4 * kSteps * kPicosecond);
+  EXPECT_NEAR(r.breakdown.compute.value(), kSteps * mm, 4 * kSteps * kPicosecond);
+  EXPECT_EQ(r.chips[0].vmem_peak.count(), kTileBytes);
+}
+
+TEST(ChipSimulation, DoubleBufferedLoadsHideBehindTheMatmuls) {
+  const ChipSpec chip = v4_like();
+  ir::Program p;
+  std::vector<std::uint32_t> mms;
+  for (int s = 0; s < kSteps; ++s) {
+    ir::Instruction load = dma(ir::Memory::hbm, ir::Memory::vmem, kTileBytes);
+    load.vmem_alloc = kTileBytes;
+    std::vector<std::uint32_t> after;
+    if (s >= 2) after.push_back(mms[static_cast<std::size_t>(s - 2)]);  // reuses the buffer of step s - 2
+    const std::uint32_t l = p.add(load, after, "load");
+    ir::Instruction mm = matmul(0, 1024, 1024, 1024);
+    mm.vmem_free = kTileBytes;
+    mms.push_back(p.add(mm, {l}, "matmul"));
+  }
+  const SimResult r = simulate(scenario_for(chip), single(std::move(p)), {});
+
+  // The first two loads share HBM and land together; every later load runs under a matmul (2 us < 16 us).
+  const double first_two = chip.hbm.latency.value() + hbm_seconds(chip, 2.0 * kTileBytes);
+  const double mm = matmul_seconds(chip, 1024, 1024, 1024);
+  EXPECT_NEAR(r.step_time.value(), first_two + kSteps * mm, 4 * kSteps * kPicosecond);
+  EXPECT_NEAR(r.breakdown.memory_stall.value(), first_two, 4 * kPicosecond);
+  EXPECT_EQ(r.chips[0].vmem_peak.count(), 2 * kTileBytes);
+  const double chained = kSteps * (chip.hbm.latency.value() + hbm_seconds(chip, kTileBytes) + mm);
+  EXPECT_LT(r.step_time.value(), chained);
+}
+
+TEST(ChipSimulation, DmasRetireInIssueOrder) {
+  const ChipSpec chip = v4_like();
+  ir::Program p;
+  p.add(dma(ir::Memory::hbm, ir::Memory::vmem, 95ull << 20), {}, "big");
+  const std::uint32_t small = p.add(dma(ir::Memory::hbm, ir::Memory::vmem, 1ull << 20), {}, "small");
+  p.add(matmul(0, 1024, 1024, 1024), {small}, "consumer");
+  const SimResult r = simulate(scenario_for(chip), single(std::move(p)), {});
+  // The small transfer finishes first but retires behind the big one (96 MiB moved in all).
+  const double expected =
+      chip.hbm.latency.value() + hbm_seconds(chip, 96.0 * (1 << 20)) + matmul_seconds(chip, 1024, 1024, 1024);
+  EXPECT_NEAR(r.step_time.value(), expected, 4 * kPicosecond);
+}
+
+TEST(ChipSimulation, VmemOverflowNamesTheInstruction) {
+  const ChipSpec chip = v4_like();
+  ir::Program p;
+  for (const char* label : {"weights.load", "acts.load", "overflowing.load"}) {
+    ir::Instruction load = dma(ir::Memory::hbm, ir::Memory::vmem, 6ull << 20, 1);
+    load.vmem_alloc = 6ull << 20;  // 3 x 6 MiB > 16 MiB
+    p.add(load, {}, label);
+  }
+  try {
+    (void)simulate(scenario_for(chip), single(std::move(p)), {});
+    FAIL() << "expected a VMEM overflow";
+  } catch (const SimulationError& e) {
+    EXPECT_EQ(e.chip(), 0u);
+    EXPECT_EQ(e.core(), 1);
+    EXPECT_EQ(e.instruction(), 2u);
+    EXPECT_EQ(e.label(), "overflowing.load");
+    EXPECT_NE(std::string(e.what()).find("VMEM overflow"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("instruction 2 'overflowing.load'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ChipSimulation, ElementwiseOpRunsAtTheVpuRate) {
+  const ChipSpec chip = v4_like();
+  ir::Program p;
+  p.add(vector(0, ir::VectorOp::elementwise, 1 << 24), {}, "gelu");
+  const SimResult r = simulate(scenario_for(chip), single(std::move(p)), {});
+  // 2^24 elements / (128 lanes x 8 sublanes x 1 ALU) = 16384 cycles.
+  EXPECT_NEAR(r.step_time.value(), 16384 / 1.05e9, kPicosecond);
+  EXPECT_NEAR(r.unit(HwUnit::vpu).utilization.mean, 0.5, 1e-9);  // one of the two TensorCores' VPUs
+  EXPECT_NEAR(r.breakdown.compute.value(), r.step_time.value(), kPicosecond);
+}
+
+TEST(ChipSimulation, InputBoundStepShowsTheTpuWaitingOnTheHost) {
+  const ChipSpec chip = v4_like();
+  ir::Program p;
+  ir::Instruction infeed;
+  infeed.kind = ir::OpKind::host;
+  infeed.host_op = ir::HostOp::infeed;
+  infeed.bytes = 16'000'000;
+  const std::uint32_t in = p.add(infeed, {}, "infeed");
+  p.add(matmul(0, 1024, 1024, 1024), {in}, "step");
+  const SimResult r = simulate(scenario_for(chip), single(std::move(p)), {});
+
+  const double host = kPcieLatency.value() + 16e6 / 16e9;
+  const double mm = matmul_seconds(chip, 1024, 1024, 1024);
+  EXPECT_NEAR(r.step_time.value(), host + mm, 4 * kPicosecond);
+  EXPECT_NEAR(r.breakdown.host_stall.value(), host, 4 * kPicosecond);
+  EXPECT_NEAR(r.breakdown.compute.value(), mm, 4 * kPicosecond);
+  EXPECT_EQ(r.host_bytes.count(), 16'000'000u);
+  EXPECT_LT(r.unit(HwUnit::mxu).utilization.mean, 0.01);
+}
+
+TEST(ChipSimulation, ChipsOfAPodRunTheirProgramIndependently) {
+  const ChipSpec chip = v4_like();
+  ir::Program p;
+  const std::uint32_t l = p.add(dma(ir::Memory::hbm, ir::Memory::vmem, kTileBytes), {}, "load");
+  p.add(matmul(0, 1024, 1024, 1024), {l}, "matmul");
+  const SimResult r = simulate(scenario_for(chip, {2, 2}), single(std::move(p)), {});
+  ASSERT_EQ(r.chips.size(), 4u);
+  const double expected =
+      chip.hbm.latency.value() + hbm_seconds(chip, kTileBytes) + matmul_seconds(chip, 1024, 1024, 1024);
+  EXPECT_NEAR(r.step_time.value(), expected, 4 * kPicosecond);
+  for (const ChipResult& c : r.chips) EXPECT_EQ(c.finish.value(), r.step_time.value());
+  EXPECT_EQ(r.instructions_executed, 8u);
+  EXPECT_DOUBLE_EQ(r.model_flops, 4 * 2.0 * 1024 * 1024 * 1024);
+  EXPECT_EQ(r.hbm_read.count(), 4 * kTileBytes);
+}
+
+TEST(ChipSimulation, BarrierCompletesWithItsDependencies) {
+  const ChipSpec chip = v4_like();
+  ir::Program p;
+  const std::uint32_t a = p.add(matmul(0, 512, 512, 512), {}, "a");
+  const std::uint32_t b = p.add(matmul(1, 1024, 1024, 1024), {}, "b");
+  ir::Instruction barrier;
+  barrier.kind = ir::OpKind::barrier;
+  const std::uint32_t sync = p.add(barrier, {a, b}, "sync");
+  p.add(vector(0, ir::VectorOp::elementwise, 1024), {sync}, "after");
+  const SimResult r = simulate(scenario_for(chip), single(std::move(p)), {});
+  EXPECT_NEAR(r.step_time.value(), matmul_seconds(chip, 1024, 1024, 1024) + 1 / 1.05e9, 4 * kPicosecond);
+  EXPECT_EQ(r.instructions_per_unit[static_cast<std::size_t>(ir::UnitKind::sync)], 1u);
+}
+
+TEST(ChipSimulation, TraceReportsEveryInstructionWithItsUnitAndTimes) {
+  const ChipSpec chip = v4_like();
+  ir::Program p;
+  const std::uint32_t l = p.add(dma(ir::Memory::hbm, ir::Memory::vmem, kTileBytes, 1), {}, "load");
+  p.add(matmul(1, 1024, 1024, 1024), {l}, "matmul");
+  std::vector<TraceSpan> spans;
+  SimOptions options;
+  options.trace = [&spans](const TraceSpan& s) { spans.push_back(s); };
+  const SimResult r = simulate(scenario_for(chip), single(std::move(p)), options);
+  ASSERT_EQ(spans.size(), 2u);
+  EXPECT_EQ(spans[0].unit, ir::UnitKind::dma);
+  EXPECT_EQ(spans[0].instruction, 0u);
+  EXPECT_EQ(spans[0].start.value(), 0.0);
+  EXPECT_NEAR(spans[0].end.value(), chip.hbm.latency.value() + hbm_seconds(chip, kTileBytes), kPicosecond);
+  EXPECT_EQ(spans[1].unit, ir::UnitKind::mxu);
+  EXPECT_EQ(spans[1].core, 1);
+  EXPECT_EQ(spans[1].start.value(), spans[0].end.value());
+  EXPECT_EQ(spans[1].end.value(), r.step_time.value());
+}
+
+TEST(ChipSimulation, CollectivesAreRejectedUntilTheInterconnectIsModelled) {
+  ir::Program p;
+  ir::Instruction ar;
+  ar.kind = ir::OpKind::collective;
+  ar.bytes = 1 << 20;
+  p.add(ar, {}, "grads.all_reduce");
+  try {
+    (void)simulate(scenario_for(v4_like()), single(std::move(p)), {});
+    FAIL() << "expected an error";
+  } catch (const SimulationError& e) {
+    EXPECT_EQ(e.label(), "grads.all_reduce");
+    EXPECT_NE(std::string(e.what()).find("ICI"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ChipSimulation, InstructionOnAMissingTensorCoreIsRejected) {
+  ir::Program p;
+  p.add(matmul(2, 128, 128, 128), {}, "third.core");
+  EXPECT_THROW((void)simulate(scenario_for(v4_like()), single(std::move(p)), {}), SimulationError);
+}
+
+}  // namespace
+}  // namespace tpusim::models

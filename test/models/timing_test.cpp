@@ -1,0 +1,98 @@
+// Closed-form timing of the units, without SystemC. Exact integers where the formula is exact.
+#include "tpusim/models/timing.h"
+
+#include <gtest/gtest.h>
+
+#include "test_chips.h"
+
+namespace tpusim::models {
+namespace {
+
+using testing::v4_like;
+
+std::int64_t ws_cycles(const MxuSpec& mxu, std::int64_t m, std::int64_t k, std::int64_t n) {
+  return make_mxu_dataflow(MxuDataflow::weight_stationary)->bf16_cycles(mxu, MatmulShape{m, k, n});
+}
+
+TEST(WeightStationary, LargeMatmulCostsMaxOfRowsAndArrayPerTilePlusOneFillAndDrain) {
+  const MxuSpec mxu = v4_like().mxu;
+  // 4096 x 4096 x 2048: 32 x 16 = 512 weight tiles, 128 per MXU, each streaming 4096 rows.
+  // R + (T - 1) x m + m + R + C - 2 = 128 x 4096 + 128 + 128 + 128 - 2.
+  EXPECT_EQ(ws_cycles(mxu, 4096, 4096, 2048), 128 * 4096 + 382);
+}
+
+TEST(WeightStationary, SkinnyMatmulIsBoundByWeightLoads) {
+  const MxuSpec mxu = v4_like().mxu;
+  // m = 8 < R: every tile waits R = 128 cycles for the next weights, 16x longer than its 8 rows.
+  // 1024 x 1024 weights = 64 tiles, 16 per MXU: 128 + 15 x 128 + 8 + 254.
+  const std::int64_t cycles = ws_cycles(mxu, 8, 1024, 1024);
+  EXPECT_EQ(cycles, 128 + 15 * 128 + 8 + 254);
+  const double utilization = 8.0 * 1024 * 1024 / mxu_mac_capacity(mxu, DType::bf16, cycles);
+  EXPECT_LT(utilization, 8.0 / 128.0);  // below m / R, the bound set by weight loading alone
+  EXPECT_DOUBLE_EQ(utilization, 8.0 * 1024 * 1024 / (128.0 * 128 * 4 * 2310));  // 0.0554
+}
+
+TEST(WeightStationary, OneRowPastTheArrayPaysForAWholeTile) {
+  const MxuSpec mxu = v4_like().mxu;
+  // 129^3: k and n both spill one row/column into a second tile: 2 x 2 = 4 tiles, one per MXU.
+  const auto df = make_mxu_dataflow(MxuDataflow::weight_stationary);
+  EXPECT_EQ(df->tiles(mxu, MatmulShape{129, 129, 129}), 4);
+  EXPECT_EQ(ws_cycles(mxu, 129, 129, 129), 128 + 129 + 254);
+  // The tiles stream all m rows through full 128 x 128 arrays: the useful share of the MACs they perform is
+  // exactly (129 / 256)^2 (m is streamed, not padded).
+  const double performed = 4.0 * 128 * 128 * 129;
+  EXPECT_DOUBLE_EQ(129.0 * 129 * 129 / performed, (129.0 / 256) * (129.0 / 256));
+  // Against the core's capacity over the instruction (fill and drain included): 2146689 / (65536 x 511).
+  EXPECT_NEAR(129.0 * 129 * 129 / mxu_mac_capacity(mxu, DType::bf16, 511), 0.0641, 1e-4);
+}
+
+TEST(WeightStationary, ZeroSizedMatmulTakesNoTime) {
+  EXPECT_EQ(ws_cycles(v4_like().mxu, 0, 128, 128), 0);
+  EXPECT_EQ(ws_cycles(v4_like().mxu, 128, 0, 128), 0);
+}
+
+TEST(MatmulCycles, Int8RunsAtTheChipsInt8Rate) {
+  MxuSpec mxu = v4_like().mxu;
+  mxu.int8_rate = 2;
+  const auto df = make_mxu_dataflow(MxuDataflow::weight_stationary);
+  const MatmulShape s{1024, 1024, 1024};
+  EXPECT_EQ(matmul_cycles(*df, mxu, s, DType::int8), (df->bf16_cycles(mxu, s) + 1) / 2);
+  EXPECT_EQ(matmul_cycles(*df, mxu, s, DType::bf16), df->bf16_cycles(mxu, s));
+  // No fp8 path on this chip: fp8 runs at the bf16 rate.
+  EXPECT_EQ(matmul_cycles(*df, mxu, s, DType::fp8), df->bf16_cycles(mxu, s));
+}
+
+TEST(OutputStationary, CostsMaxOfDepthAndArrayPerOutputTilePlusSkewAndDrain) {
+  const MxuSpec mxu = v4_like().mxu;
+  const auto df = make_mxu_dataflow(MxuDataflow::output_stationary);
+  EXPECT_EQ(df->name(), "output_stationary");
+  // 1024 x 512 x 1024: 8 x 8 = 64 output tiles, 16 per MXU, each accumulating k = 512.
+  EXPECT_EQ(df->bf16_cycles(mxu, MatmulShape{1024, 512, 1024}), 15 * 512 + 512 + 127 + 127 + 128);
+  // A shallow k is bound by draining the accumulators (R cycles per tile).
+  EXPECT_EQ(df->bf16_cycles(mxu, MatmulShape{128, 16, 128}), 16 + 127 + 127 + 128);
+  EXPECT_EQ(df->bf16_cycles(mxu, MatmulShape{1024, 16, 1024}), 15 * 128 + 16 + 127 + 127 + 128);
+}
+
+TEST(Vpu, ElementwiseProcessesLanesTimesSublanesTimesAlusPerCycle) {
+  VpuSpec vpu = v4_like().vpu;
+  EXPECT_EQ(vpu_cycles(vpu, ir::VectorOp::elementwise, 1 << 20), (1 << 20) / 1024);
+  EXPECT_EQ(vpu_cycles(vpu, ir::VectorOp::elementwise, 1025), 2);
+  vpu.alus = 4;
+  EXPECT_EQ(vpu_cycles(vpu, ir::VectorOp::elementwise, 1 << 20), (1 << 20) / 4096);
+}
+
+TEST(Vpu, TranscendentalReductionAndTransposeHaveTheirDocumentedCosts) {
+  const VpuSpec vpu = v4_like().vpu;
+  EXPECT_EQ(vpu_cycles(vpu, ir::VectorOp::transcendental, 1 << 20), 4 * 1024);  // rate 0.25
+  EXPECT_EQ(vpu_cycles(vpu, ir::VectorOp::reduction, 1 << 20), 1024 + 10);     // + log2(1024) tree
+  EXPECT_EQ(vpu_cycles(vpu, ir::VectorOp::transpose, 1 << 20), (1 << 20) / 128);
+  EXPECT_EQ(vpu_cycles(vpu, ir::VectorOp::elementwise, 0), 0);
+}
+
+TEST(Transfer, TakesLatencyPlusBytesOverEfficientBandwidth) {
+  const Seconds t = transfer_time(MiB(12), Seconds(500e-9), BytesPerSecond(1200e9), 0.8);
+  EXPECT_DOUBLE_EQ(t.value(), 500e-9 + 12.0 * 1024 * 1024 / (1200e9 * 0.8));
+}
+
+}  // namespace
+}  // namespace tpusim::models

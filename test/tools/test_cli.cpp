@@ -1,0 +1,227 @@
+// The tpusim command line as a user meets it: bad input gives exit code 2 and an error naming file:line and
+// the key; good input gives complete, byte-identical output.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() / (std::string("tpusim-cli-") + info->name() + "-" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path write(const std::string& name, const std::string& text) {
+    const fs::path p = dir_ / name;
+    std::ofstream(p, std::ios::binary) << text;
+    return p;
+  }
+
+  Outcome tpusim(const std::string& args) {
+    const fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
+    const std::string cmd = std::string(TPUSIM_BIN) + " " + args + " >" + out.string() + " 2>" + err.string();
+    const int status = std::system(cmd.c_str());
+    Outcome o;
+    o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    o.out = slurp(out);
+    o.err = slurp(err);
+    return o;
+  }
+
+  fs::path dir_;
+};
+
+// A minimal valid scenario; tests break one thing at a time.
+const char* kGood = R"(name: t
+pod: v4-1x1x1
+workload:
+  model: mlp-small
+  batch: 8
+  step: forward
+)";
+
+}  // namespace
+
+TEST_F(Cli, VersionPrintsTheReleaseVersion) {
+  const Outcome o = tpusim("--version");
+  EXPECT_EQ(o.exit_code, 0);
+  EXPECT_NE(o.out.find("tpusim 0.1.0"), std::string::npos) << o.out;
+}
+
+TEST_F(Cli, EverySubcommandHasHelp) {
+  for (const char* sub : {"run", "validate", "describe", "lower", "topo"}) {
+    const Outcome o = tpusim(std::string(sub) + " --help");
+    EXPECT_EQ(o.exit_code, 0) << sub;
+    EXPECT_NE(o.out.find("Usage"), std::string::npos) << sub << ": " << o.out;
+  }
+}
+
+TEST_F(Cli, ValidScenarioValidates) {
+  const Outcome o = tpusim("validate " + write("s.yaml", kGood).string());
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("t: ok"), std::string::npos) << o.out;
+}
+
+TEST_F(Cli, UnknownKeyNamesFileLineKeyAndSuggestsTheRightOne) {
+  const fs::path s = write("s.yaml", "name: t\npod: v4-1x1x1\nworkload:\n  modle: mlp-small\n");
+  const Outcome o = tpusim("validate " + s.string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find(s.string() + ":4:3"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("workload.modle"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("did you mean 'model'?"), std::string::npos) << o.err;
+}
+
+TEST_F(Cli, MissingRequiredKeyIsNamed) {
+  const fs::path s = write("s.yaml", "pod: v4-1x1x1\nworkload:\n  model: mlp-small\n");
+  const Outcome o = tpusim("validate " + s.string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find(s.string() + ":1:1"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("name: missing required key"), std::string::npos) << o.err;
+}
+
+TEST_F(Cli, WrongTypeIsReportedWithExpectedAndFound) {
+  const fs::path s = write("s.yaml", std::string(kGood) + "  optimizer: [adam]\n");
+  const Outcome o = tpusim("validate " + s.string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find(s.string() + ":7:14"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("workload.optimizer"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("found:    a list"), std::string::npos) << o.err;
+}
+
+TEST_F(Cli, SizeWhereBandwidthIsExpectedIsAUnitError) {
+  const fs::path s = write("s.yaml", std::string(kGood) + "chip:\n  hbm:\n    bandwidth: 100 GB\n");
+  const Outcome o = tpusim("validate " + s.string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find(s.string() + ":9:16"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("chip.hbm.bandwidth"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("'100 GB' is a size"), std::string::npos) << o.err;
+}
+
+TEST_F(Cli, ZeroAndNegativeSizesAreRejected) {
+  const fs::path zero = write("z.yaml", std::string(kGood) + "chip:\n  vmem:\n    capacity: 0 MiB\n");
+  Outcome o = tpusim("validate " + zero.string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find(zero.string() + ":9:15"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("chip.vmem.capacity"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("greater than zero"), std::string::npos) << o.err;
+
+  const fs::path neg = write("n.yaml", std::string(kGood) + "chip:\n  hbm:\n    capacity: -4 GiB\n");
+  o = tpusim("validate " + neg.string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("chip.hbm.capacity"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("non-negative"), std::string::npos) << o.err;
+}
+
+TEST_F(Cli, UnknownPodAndChipNamesSuggestBundledOnes) {
+  const fs::path pod = write("p.yaml", "name: t\npod: v4-4x4x5\nworkload:\n  model: mlp-small\n");
+  Outcome o = tpusim("validate " + pod.string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find(pod.string() + ":2:6"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("unknown name 'v4-4x4x5'"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("did you mean 'v4-4x4x4'?"), std::string::npos) << o.err;
+
+  o = tpusim("describe chip v44");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("did you mean"), std::string::npos) << o.err;
+}
+
+TEST_F(Cli, MalformedYamlGivesTheLine) {
+  const fs::path s = write("s.yaml", "name: t\npod: v4-1x1x1\nworkload: [unclosed\n  model: x\n");
+  const Outcome o = tpusim("validate " + s.string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find(s.string() + ":"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("malformed YAML"), std::string::npos) << o.err;
+}
+
+TEST_F(Cli, SetOnAMissingKeyIsAnErrorNamingTheOverride) {
+  const fs::path s = write("s.yaml", kGood);
+  const Outcome o = tpusim("validate " + s.string() + " --set chip.hbm.bandwdth=2TB/s");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("--set chip.hbm.bandwdth=2TB/s"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("did you mean 'bandwidth'?"), std::string::npos) << o.err;
+}
+
+TEST_F(Cli, SetOverridesAreCheckedLikeTheFile) {
+  const fs::path s = write("s.yaml", kGood);
+  Outcome o = tpusim("validate " + s.string() + " --set chip.hbm.bandwidth=2TB");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("'2TB' is a size"), std::string::npos) << o.err;
+  o = tpusim("validate " + s.string() + " --set chip.hbm.bandwidth=2TB/s --set workload.batch=16");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+}
+
+TEST_F(Cli, AllErrorsAreReportedAtOnce) {
+  const fs::path s = write("s.yaml", "name: t\npod: v4-1x1x1\nwrkload: 1\nseed: x\n");
+  const Outcome o = tpusim("validate " + s.string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("unknown key 'wrkload'"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("seed"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("workload: missing required key"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("3 errors"), std::string::npos) << o.err;
+}
+
+TEST_F(Cli, BadInputToRunSimulatesNothingAndWritesNothing) {
+  const fs::path s = write("s.yaml", "name: t\npod: v4-1x1x1\nworkload:\n  modle: x\n");
+  const Outcome o = tpusim("run " + s.string() + " -o " + (dir_ / "out").string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+  EXPECT_NE(o.err.find("nothing was simulated"), std::string::npos) << o.err;
+}
+
+TEST_F(Cli, DescribeChipShowsUnitsAndSources) {
+  const Outcome o = tpusim("describe chip v4");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("1.2 TB/s"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("tpu-specs.md"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("assumption"), std::string::npos) << o.out;
+}
+
+TEST_F(Cli, RunWritesASummaryThatIsByteIdenticalAcrossRuns) {
+  const fs::path s = write("s.yaml", kGood);
+  const Outcome a = tpusim("run -q " + s.string() + " -o " + (dir_ / "a").string());
+  const Outcome b = tpusim("run -q " + s.string() + " -o " + (dir_ / "b").string());
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const std::string sa = slurp(dir_ / "a" / "summary.json");
+  ASSERT_FALSE(sa.empty());
+  EXPECT_EQ(sa, slurp(dir_ / "b" / "summary.json"));
+  EXPECT_EQ(slurp(dir_ / "a" / "chips.csv"), slurp(dir_ / "b" / "chips.csv"));
+
+  const auto j = nlohmann::json::parse(sa);
+  EXPECT_EQ(j["tpusim_version"], "0.1.0");
+  EXPECT_EQ(j["status"], "complete");
+  EXPECT_EQ(j["scenario"]["pod"]["name"], "v4-1x1x1");
+  EXPECT_EQ(j["scenario"]["chip"]["hbm"]["bandwidth"], "1.2 TB/s");
+  EXPECT_EQ(j["scenario"]["workload"]["batch"], 8);
+  for (const char* key : {"step_time_s", "model_flops", "hardware_flops", "mfu", "hfu", "examples_per_s"}) {
+    EXPECT_TRUE(j["metrics"].contains(key)) << key;
+  }
+  EXPECT_GT(j["metrics"]["step_time_s"].get<double>(), 0.0);
+}

@@ -1,0 +1,272 @@
+#include "tools/src/commands.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "tools/src/report.h"
+#include "tools/src/simulation_report.h"
+#include "tpusim/core/data_paths.h"
+#include "tpusim/core/scenario.h"
+#include "tpusim/kernels/lowering.h"
+#include "tpusim/kernels/program_io.h"
+#include "tpusim/models/simulate.h"
+#include "tpusim/topology/describe.h"
+#include "tpusim/topology/topology.h"
+
+namespace tpusim::tools {
+namespace fs = std::filesystem;
+namespace {
+
+void print_config_error(const ConfigError& e) {
+  std::cerr << e.what() << "\n";
+  std::cerr << fmt::format("tpusim: {} error{} in the input; nothing was simulated\n", e.diagnostics().size(),
+                           e.diagnostics().size() == 1 ? "" : "s");
+}
+
+// Writes a run's files into a fresh sibling folder and renames it into place only when everything is written,
+// so an interrupted or failed run never leaves output that looks complete.
+class OutputFolder {
+ public:
+  explicit OutputFolder(fs::path final_dir)
+      : final_(std::move(final_dir)),
+        staging_(final_.parent_path() / fmt::format(".{}.partial-{}", final_.filename().string(), getpid())) {
+    fs::remove_all(staging_);
+    fs::create_directories(staging_);
+  }
+  ~OutputFolder() {
+    std::error_code ec;
+    if (!committed_) fs::remove_all(staging_, ec);
+  }
+  OutputFolder(const OutputFolder&) = delete;
+  OutputFolder& operator=(const OutputFolder&) = delete;
+
+  [[nodiscard]] fs::path file(const std::string& name) const { return staging_ / name; }
+  void commit() {
+    fs::remove_all(final_);
+    fs::rename(staging_, final_);
+    committed_ = true;
+  }
+
+ private:
+  fs::path final_;
+  fs::path staging_;
+  bool committed_ = false;
+};
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) throw std::runtime_error(fmt::format("cannot write {}", path.string()));
+}
+
+double peak_rss_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+}  // namespace
+
+int run_command(const RunArgs& args) {
+  Scenario scenario;
+  ir::ProgramSet programs;
+  try {
+    scenario = load_scenario(args.scenario, args.overrides);
+    programs = kernels::lower_workload(scenario.workload, scenario.chip);
+  } catch (const ConfigError& e) {
+    print_config_error(e);
+    return 2;
+  }
+  const fs::path out_dir = args.out_dir.empty() ? fs::path("out") / scenario.name : fs::path(args.out_dir);
+
+  const bool interactive = isatty(STDERR_FILENO) != 0;
+  const auto wall_start = std::chrono::steady_clock::now();
+  models::SimOptions options;
+  options.progress = [&](double sim_seconds) {
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    if (wall < 2.0) return;  // quiet for short runs
+    std::cerr << fmt::format("{}tpusim: simulated {} in {:.1f} s wall{}", interactive ? "\r" : "",
+                             format_time(Seconds(sim_seconds)), wall, interactive ? "   " : "\n");
+  };
+
+  RunReport report;
+  try {
+    const models::SimResult result = models::simulate(scenario, programs, options);
+    report = make_report(scenario, programs, result);
+    if (args.perf) {
+      std::cerr << fmt::format(
+          "tpusim perf: wall {:.3f} s, {} kernel events ({:.3g} events/s), {} instructions simulated "
+          "({:.3g} instr/s), peak memory {:.1f} MiB\n",
+          result.wall_seconds, result.kernel_events, result.kernel_events / std::max(result.wall_seconds, 1e-9),
+          result.instructions_executed, result.instructions_executed / std::max(result.wall_seconds, 1e-9),
+          peak_rss_mib());
+    }
+  } catch (const ConfigError& e) {
+    print_config_error(e);
+    return 2;
+  } catch (const std::exception& e) {
+    if (interactive) std::cerr << "\n";
+    std::cerr << "tpusim: simulation failed: " << e.what() << "\n";
+    std::cerr << "tpusim: no output was written\n";
+    return 1;
+  }
+  if (interactive && std::chrono::steady_clock::now() - wall_start > std::chrono::seconds(2)) std::cerr << "\n";
+
+  try {
+    OutputFolder folder(out_dir);
+    write_text(folder.file("summary.json"), summary_json(scenario, report).dump(2) + "\n");
+    std::ofstream csv(folder.file("chips.csv"), std::ios::binary);
+    write_chips_csv(report, csv);
+    csv.close();
+    folder.commit();
+  } catch (const std::exception& e) {
+    std::cerr << "tpusim: cannot write the output folder " << out_dir.string() << ": " << e.what() << "\n";
+    return 1;
+  }
+  if (!args.quiet) {
+    print_table(scenario, report, std::cout);
+    std::cout << "\n  wrote " << (out_dir / "summary.json").string() << " and chips.csv\n";
+  }
+  return 0;
+}
+
+int validate_command(const std::string& scenario_name, const std::vector<std::string>& overrides) {
+  try {
+    const Scenario s = load_scenario(scenario_name, overrides);
+    const ir::ProgramSet programs = kernels::lower_workload(s.workload, s.chip);
+    std::size_t instructions = 0;
+    for (const auto& p : programs.programs) instructions += p.size();
+    std::cout << fmt::format("{}: ok ({} on {}, {} chips, {} program{} of {} instructions)\n", s.name,
+                             s.workload.model.name, s.pod.name, s.pod.chip_count(), programs.programs.size(),
+                             programs.programs.size() == 1 ? "" : "s", instructions);
+    return 0;
+  } catch (const ConfigError& e) {
+    print_config_error(e);
+    return 2;
+  }
+}
+
+namespace {
+
+std::string source_text(const std::map<std::string, FieldOrigin>& origins, const FieldInfo& info) {
+  const auto it = origins.find(info.key);
+  if (it == origins.end()) return "";
+  if (it->second.defaulted) {
+    const bool assumption = info.doc.find("assumption") != std::string::npos;
+    return assumption ? "default [assumption]" : "default";
+  }
+  std::string text = it->second.comment.empty() ? it->second.loc.str() : it->second.comment;
+  return text;
+}
+
+template <class Spec>
+void print_spec(const std::string& title, const FieldTable<Spec>& table, const Spec& spec,
+                const std::map<std::string, FieldOrigin>& origins) {
+  std::cout << title << "\n";
+  const auto rendered = table.render(spec);
+  const auto infos = table.infos();
+  std::size_t key_w = 4, val_w = 5;
+  for (const auto& [k, v] : rendered) {
+    key_w = std::max(key_w, k.size());
+    val_w = std::max(val_w, v.size());
+  }
+  std::cout << fmt::format("  {:<{}}  {:<{}}  {}\n", "field", key_w, "value", val_w, "source");
+  for (std::size_t i = 0; i < rendered.size(); ++i) {
+    std::cout << fmt::format("  {:<{}}  {:<{}}  {}\n", rendered[i].first, key_w, rendered[i].second, val_w,
+                             source_text(origins, infos[i]));
+  }
+}
+
+}  // namespace
+
+int describe_command(const std::string& what, const std::string& name) {
+  try {
+    if (what == "params") {
+      for (const auto& [section, infos] : all_field_tables()) {
+        std::cout << section << "\n";
+        for (const auto& f : infos) {
+          std::cout << fmt::format("  {:<28} {:<16} {:<18} {}\n", f.key, f.kind,
+                                   f.default_text ? "default " + *f.default_text : "required", f.doc);
+        }
+      }
+      return 0;
+    }
+    if (name.empty()) {
+      std::cerr << fmt::format("tpusim describe {}: a name is required (bundled: {})\n", what,
+                               fmt::join(bundled_names(what == "chip"        ? "configs/chips"
+                                                       : what == "pod"       ? "configs/pods"
+                                                                             : "scenarios"),
+                                         ", "));
+      return 2;
+    }
+    if (what == "chip") {
+      const ChipSpec chip = load_chip(name);
+      print_spec(fmt::format("chip {} (derived peak bf16 {})", chip.name, format_flops(chip.derived_peak_bf16())),
+                 chip_fields(), chip, chip.origins);
+    } else if (what == "pod") {
+      const PodSpec pod = load_pod(name);
+      print_spec(fmt::format("pod {} ({} chips)", pod.name, pod.chip_count()), pod_fields(), pod, pod.origins);
+    } else {
+      const Scenario s = load_scenario(name, {});
+      std::cout << "scenario " << s.name << " (resolved)\n";
+      for (const auto& [k, v] : render_scenario(s)) std::cout << fmt::format("  {:<32} {}\n", k, v);
+    }
+    return 0;
+  } catch (const ConfigError& e) {
+    print_config_error(e);
+    return 2;
+  }
+}
+
+int lower_command(const std::string& scenario_name, const std::vector<std::string>& overrides,
+                  const std::string& out) {
+  try {
+    const Scenario s = load_scenario(scenario_name, overrides);
+    const ir::ProgramSet programs = kernels::lower_workload(s.workload, s.chip);
+    if (out.empty()) {
+      ir::write_program_json(programs, std::cout);
+    } else {
+      std::ofstream f(out, std::ios::binary);
+      ir::write_program_json(programs, f);
+      if (!f) {
+        std::cerr << "tpusim: cannot write " << out << "\n";
+        return 1;
+      }
+    }
+    return 0;
+  } catch (const ConfigError& e) {
+    print_config_error(e);
+    return 2;
+  }
+}
+
+int topo_command(const std::string& name, const std::string& dot_path) {
+  try {
+    const PodSpec pod = load_pod(name);
+    const ChipSpec chip = load_chip(pod.chip);
+    const Topology topo = build_topology(pod, chip);
+    std::cout << describe_topology(topo);
+    if (!dot_path.empty()) {
+      std::ofstream f(dot_path, std::ios::binary);
+      write_dot(topo, f);
+      std::cout << "wrote " << dot_path << "\n";
+    }
+    return 0;
+  } catch (const ConfigError& e) {
+    print_config_error(e);
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "tpusim topo: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace tpusim::tools

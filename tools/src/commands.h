@@ -1,0 +1,22 @@
+#pragma once
+// The tpusim subcommands. Each returns the process exit code: 0 success, 1 simulation failure, 2 bad input.
+#include <string>
+#include <vector>
+
+namespace tpusim::tools {
+
+struct RunArgs {
+  std::string scenario = "quickstart";
+  std::string out_dir;  // default: out/<scenario name>
+  std::vector<std::string> overrides;
+  bool perf = false;    // print events/s, wall time and peak memory to stderr
+  bool quiet = false;   // no table on stdout
+};
+
+int run_command(const RunArgs& args);
+int validate_command(const std::string& scenario, const std::vector<std::string>& overrides);
+int describe_command(const std::string& what, const std::string& name);
+int lower_command(const std::string& scenario, const std::vector<std::string>& overrides, const std::string& out);
+int topo_command(const std::string& name, const std::string& dot_path);
+
+}  // namespace tpusim::tools

@@ -1,0 +1,101 @@
+// tpusim: the command-line front end. Parses arguments with CLI11 and dispatches to the subcommands.
+#include <cstdlib>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "tools/src/commands.h"
+#include "tools/src/sweep.h"
+#include "tpusim/core/diagnostics.h"
+#include "tpusim/core/logging.h"
+#include "tpusim/core/version.h"
+
+int main(int argc, char** argv) {
+  // The SystemC kernel prints a banner on stdout when it starts; stdout belongs to our reports.
+  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+
+  CLI::App app{"tpusim: a discrete-event simulator of Google TPU pods (v2, v3, v4, v5e, v5p, v6e)."};
+  app.set_version_flag("--version", std::string("tpusim ") + std::string(tpusim::version()) + " (SystemC 2.3.4)");
+  app.require_subcommand(1);
+  std::string log_level = "warn";
+  app.add_option("--log-level", log_level,
+                 "log levels by module path, longest prefix wins: 'info' or 'warn,pod.chip0.hbm=debug'")
+      ->capture_default_str();
+
+  tpusim::tools::RunArgs run;
+  auto* run_cmd = app.add_subcommand("run", "simulate a scenario and write summary.json, chips.csv and a table");
+  run_cmd->add_option("scenario", run.scenario,
+                      "bundled scenario name (scenarios/NAME.yaml) or path to a scenario YAML")
+      ->capture_default_str();
+  run_cmd->add_option("-o,--out", run.out_dir, "output folder (default: out/<scenario name>); replaced on success");
+  run_cmd->add_option("--set", run.overrides,
+                      "override any resolved field by dotted path, e.g. --set chip.hbm.bandwidth=2TB/s")
+      ->allow_extra_args(false);
+  run_cmd->add_flag("--perf", run.perf, "print wall time, kernel events/s and peak memory to stderr");
+  run_cmd->add_flag("-q,--quiet", run.quiet, "do not print the result table");
+
+  std::string validate_scenario;
+  std::vector<std::string> validate_overrides;
+  auto* validate_cmd = app.add_subcommand("validate", "check a scenario and everything it names; simulate nothing");
+  validate_cmd->add_option("scenario", validate_scenario, "bundled scenario name or path")->required();
+  validate_cmd->add_option("--set", validate_overrides, "override a field by dotted path")->allow_extra_args(false);
+
+  std::string describe_what, describe_name;
+  auto* describe_cmd = app.add_subcommand(
+      "describe", "print a resolved spec with units and the source of every value; 'describe params' lists all fields");
+  describe_cmd->add_option("what", describe_what, "chip, pod, scenario or params")
+      ->required()
+      ->check(CLI::IsMember({"chip", "pod", "scenario", "params"}));
+  describe_cmd->add_option("name", describe_name, "bundled name or path (not needed for params)");
+
+  std::string lower_scenario, lower_out;
+  std::vector<std::string> lower_overrides;
+  auto* lower_cmd = app.add_subcommand("lower", "lower a scenario's workload and write its programs as JSON");
+  lower_cmd->add_option("scenario", lower_scenario, "bundled scenario name or path")->required();
+  lower_cmd->add_option("-o,--out", lower_out, "output file (default: stdout)");
+  lower_cmd->add_option("--set", lower_overrides, "override a field by dotted path")->allow_extra_args(false);
+
+  std::string topo_name, topo_dot;
+  auto* topo_cmd = app.add_subcommand("topo", "print a pod's chips, links, diameter and bisection");
+  topo_cmd->add_option("pod", topo_name, "bundled pod name or path")->required();
+  topo_cmd->add_option("--dot", topo_dot, "also write a Graphviz DOT file (small topologies)");
+
+  tpusim::tools::SweepArgs sweep;
+  auto* sweep_cmd = app.add_subcommand(
+      "sweep", "run a grid of overrides over a scenario, one process per point, and tabulate the results");
+  sweep_cmd->add_option("sweep", sweep.sweep, "bundled sweep name (sweeps/NAME.yaml) or path")->required();
+  sweep_cmd->add_option("-o,--out", sweep.out_dir, "output folder (default: out/<sweep name>)");
+  sweep_cmd->add_option("-j,--jobs", sweep.jobs, "points run at once (default: every core)");
+  sweep_cmd->add_flag("--emit-commands", sweep.emit_commands,
+                      "print one command per point not yet done (for GNU parallel or a Slurm job array)");
+  sweep_cmd->add_flag("--collect", sweep.collect_only, "run nothing; build the table from finished points");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+
+  tpusim::Diagnostics diags;
+  tpusim::configure_logging(log_level, diags);
+  if (!diags.empty()) {
+    std::cerr << diags.str();
+    return 2;
+  }
+
+  using namespace tpusim::tools;
+  if (run_cmd->parsed()) return run_command(run);
+  if (validate_cmd->parsed()) return validate_command(validate_scenario, validate_overrides);
+  if (describe_cmd->parsed()) return describe_command(describe_what, describe_name);
+  if (lower_cmd->parsed()) return lower_command(lower_scenario, lower_overrides, lower_out);
+  if (topo_cmd->parsed()) return topo_command(topo_name, topo_dot);
+  if (sweep_cmd->parsed()) return sweep_command(sweep, "/proc/self/exe");
+  return 2;
+}

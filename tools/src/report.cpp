@@ -1,0 +1,154 @@
+#include "tools/src/report.h"
+
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "tpusim/core/version.h"
+
+namespace tpusim::tools {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+json scalar_json(const std::string& v) {
+  if (v == "true") return true;
+  if (v == "false") return false;
+  if (!v.empty() && (std::isdigit(static_cast<unsigned char>(v[0])) || v[0] == '-')) {
+    char* end = nullptr;
+    const long long n = std::strtoll(v.c_str(), &end, 10);
+    if (*end == '\0') return n;
+  }
+  if (v.size() >= 2 && v.front() == '[' && v.back() == ']') {
+    json arr = json::array();
+    std::string inner = v.substr(1, v.size() - 2);
+    std::size_t start = 0;
+    while (start < inner.size()) {
+      const auto comma = inner.find(',', start);
+      const std::string item = inner.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      arr.push_back(std::strtoll(item.c_str(), nullptr, 10));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    return arr;
+  }
+  return v;
+}
+
+json spread_json(const Spread& s) { return json{{"mean", s.mean}, {"min", s.min}, {"max", s.max}}; }
+
+double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
+
+// Four significant digits: enough to read, few enough to scan a column.
+std::string short_time(double s) { return format_time(Seconds(std::stod(fmt::format("{:.4g}", s)))); }
+
+}  // namespace
+
+json nest_rendered(const std::vector<std::pair<std::string, std::string>>& flat) {
+  json root = json::object();
+  for (const auto& [key, value] : flat) {
+    json* node = &root;
+    std::size_t start = 0;
+    while (true) {
+      const auto dot = key.find('.', start);
+      const std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+      if (dot == std::string::npos) {
+        (*node)[part] = scalar_json(value);
+        break;
+      }
+      node = &(*node)[part];
+      start = dot + 1;
+    }
+  }
+  return root;
+}
+
+json summary_json(const Scenario& scenario, const RunReport& r) {
+  json j;
+  j["format"] = "tpusim-summary";
+  j["schema_version"] = 1;
+  j["tpusim_version"] = std::string(version());
+  j["seed"] = scenario.seed;
+  j["status"] = "complete";
+  j["scenario"] = nest_rendered(render_scenario(scenario));
+
+  const double step = r.step_time_s;
+  json m;
+  m["step_time_s"] = step;
+  m["model_flops"] = r.model_flops;
+  m["hardware_flops"] = r.hardware_flops;
+  m["peak_flops_per_s"] = r.peak_flops_per_s;
+  m["mfu"] = ratio(r.model_flops, step * r.peak_flops_per_s);
+  m["hfu"] = ratio(r.hardware_flops, step * r.peak_flops_per_s);
+  m["chips"] = r.chips;
+  if (r.examples_per_step > 0) m["examples_per_s"] = ratio(r.examples_per_step, step);
+  j["metrics"] = m;
+
+  json b = json::object();
+  for (const auto& [k, v] : r.breakdown_s) b[k + "_s"] = v;
+  j["breakdown"] = b;
+
+  json units = json::object();
+  for (const auto& u : r.units) {
+    units[u.name] = json{{"busy_s", spread_json(u.busy_s)},
+                         {"utilization", spread_json(u.utilization)},
+                         {"bytes", u.bytes},
+                         {"instructions", u.instructions}};
+  }
+  j["units"] = units;
+  j["bytes"] = json{{"hbm_read", r.hbm_bytes_read}, {"hbm_written", r.hbm_bytes_written}};
+  j["program"] = json{{"programs", r.programs}, {"instructions", r.instructions}};
+  // No interconnect is modelled by a single-chip run yet; the keys are part of the contract.
+  j["links"] = json{{"count", 0}, {"utilization", json{{"mean", 0.0}, {"max", 0.0}}}};
+  j["faults"] = json{{"timeline", json::array()}};
+  j["notes"] = r.notes;
+  return j;
+}
+
+void write_chips_csv(const RunReport& r, std::ostream& out) {
+  std::vector<std::string> unit_names, categories;
+  if (!r.chip_rows.empty()) {
+    for (const auto& [k, v] : r.chip_rows.front().busy_s) unit_names.push_back(k);
+    for (const auto& kv : r.chip_rows.front().breakdown_s) categories.push_back(kv.first);
+  }
+  out << "chip,finish_s";
+  for (const auto& u : unit_names) out << "," << u << "_busy_s," << u << "_utilization";
+  for (const auto& c : categories) out << "," << c << "_s";
+  out << "\n";
+  for (const auto& row : r.chip_rows) {
+    out << row.chip << "," << fmt::format("{:.9g}", row.finish_s);
+    for (const auto& u : unit_names) {
+      out << "," << fmt::format("{:.9g}", row.busy_s.at(u)) << "," << fmt::format("{:.6f}", row.utilization.at(u));
+    }
+    for (const auto& kv : row.breakdown_s) out << "," << fmt::format("{:.9g}", kv.second);
+    out << "\n";
+  }
+}
+
+void print_table(const Scenario& s, const RunReport& r, std::ostream& out) {
+  const double step = r.step_time_s;
+  out << fmt::format("tpusim {} | scenario {} | {} on {} ({} chip{})\n", version(), s.name,
+                     s.workload.model.name, s.pod.name, r.chips, r.chips == 1 ? "" : "s");
+  out << fmt::format("  {:<22}{}\n", "step time", short_time(step));
+  out << fmt::format("  {:<22}{:.4g} TFLOP ({:.4g} TFLOP executed)\n", "model FLOPs", r.model_flops / 1e12,
+                     r.hardware_flops / 1e12);
+  out << fmt::format("  {:<22}{:.1f}%   (peak {})\n", "MFU", 100 * ratio(r.model_flops, step * r.peak_flops_per_s),
+                     format_flops(FlopsPerSecond(r.peak_flops_per_s)));
+  if (r.examples_per_step > 0) {
+    out << fmt::format("  {:<22}{:.6g}\n", "examples/s", ratio(r.examples_per_step, step));
+  }
+  out << fmt::format("  {:<22}{} read, {} written\n", "HBM traffic",
+                     format_bytes(Bytes(r.hbm_bytes_read)), format_bytes(Bytes(r.hbm_bytes_written)));
+  out << "\n  unit   busy (mean)   utilization mean/min/max\n";
+  for (const auto& u : r.units) {
+    out << fmt::format("  {:<6} {:>11}   {:5.1f}% / {:5.1f}% / {:5.1f}%\n", u.name, short_time(u.busy_s.mean),
+                       100 * u.utilization.mean, 100 * u.utilization.min, 100 * u.utilization.max);
+  }
+  out << "\n  where the time went (mean over chips)\n";
+  for (const auto& [k, v] : r.breakdown_s) {
+    out << fmt::format("  {:<14}{:>11}  {:5.1f}%\n", k, short_time(v), 100 * ratio(v, step));
+  }
+  for (const auto& n : r.notes) out << "  note: " << n << "\n";
+}
+
+}  // namespace tpusim::tools

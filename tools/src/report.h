@@ -1,0 +1,61 @@
+#pragma once
+// Report writers: summary.json (the documented, versioned contract in docs/summary-format.md), per-chip CSV,
+// and the table on stdout. They format; they compute nothing that the simulation did not measure.
+#include <filesystem>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tpusim/core/scenario.h"
+
+namespace tpusim::tools {
+
+struct Spread {
+  double mean = 0, min = 0, max = 0;
+};
+
+struct UnitReport {
+  std::string name;  // "mxu", "vpu", "dma", "hbm", ...
+  Spread busy_s;
+  Spread utilization;
+  std::uint64_t bytes = 0;
+  std::uint64_t instructions = 0;
+};
+
+struct ChipRow {
+  std::uint32_t chip = 0;
+  double finish_s = 0;
+  std::map<std::string, double> busy_s;       // per unit kind
+  std::map<std::string, double> utilization;  // per unit kind
+  std::vector<std::pair<std::string, double>> breakdown_s;  // compute, memory_stall, host_stall, idle
+};
+
+// Everything a run measured, in report form.
+struct RunReport {
+  double step_time_s = 0;
+  double model_flops = 0;     // per step, all chips
+  double hardware_flops = 0;  // per step, all chips
+  double peak_flops_per_s = 0;  // all chips
+  long long chips = 0;
+  double examples_per_step = 0;  // 0 when it does not apply (raw GEMM)
+  std::vector<std::pair<std::string, double>> breakdown_s;  // mean over chips, in a fixed order
+  std::vector<UnitReport> units;
+  std::vector<ChipRow> chip_rows;
+  std::uint64_t hbm_bytes_read = 0, hbm_bytes_written = 0;
+  std::uint64_t instructions = 0;   // per program
+  std::size_t programs = 0;
+  std::vector<std::string> notes;   // e.g. "input-bound: the TPU waited for the host 40% of the step"
+};
+
+[[nodiscard]] nlohmann::ordered_json summary_json(const Scenario& scenario, const RunReport& report);
+void write_chips_csv(const RunReport& report, std::ostream& out);
+void print_table(const Scenario& scenario, const RunReport& report, std::ostream& out);
+
+// Builds a nested JSON object from dotted keys with string values; integers, booleans and integer lists
+// become JSON numbers, booleans and arrays, everything else (quantities with units) stays a string.
+[[nodiscard]] nlohmann::ordered_json nest_rendered(const std::vector<std::pair<std::string, std::string>>& flat);
+
+}  // namespace tpusim::tools

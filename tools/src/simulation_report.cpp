@@ -1,0 +1,105 @@
+#include "tools/src/simulation_report.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace tpusim::tools {
+namespace {
+
+constexpr double kFindingThreshold = 0.2;  // a category above this share of the step is called out
+
+Spread spread_of(const std::vector<double>& values) {
+  Spread s;
+  if (values.empty()) return s;
+  s.min = *std::min_element(values.begin(), values.end());
+  s.max = *std::max_element(values.begin(), values.end());
+  double sum = 0;
+  for (double v : values) sum += v;
+  s.mean = sum / static_cast<double>(values.size());
+  return s;
+}
+
+}  // namespace
+
+RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, const models::SimResult& r) {
+  using models::HwUnit;
+  RunReport rep;
+  rep.step_time_s = r.step_time.value();
+  rep.model_flops = r.model_flops;
+  rep.hardware_flops = r.hardware_flops;
+  rep.peak_flops_per_s = r.peak_flops.value();
+  rep.chips = static_cast<long long>(r.chips_simulated);
+  if (scenario.workload.model.kind == ModelKind::mlp) {
+    rep.examples_per_step = static_cast<double>(scenario.workload.batch);
+  }
+  rep.breakdown_s = {{"compute", r.breakdown.compute.value()},
+                     {"memory_stall", r.breakdown.memory_stall.value()},
+                     {"host_stall", r.breakdown.host_stall.value()},
+                     {"idle", r.breakdown.idle.value()}};
+  rep.hbm_bytes_read = r.hbm_read.count();
+  rep.hbm_bytes_written = r.hbm_written.count();
+  rep.programs = programs.programs.size();
+  for (const auto& p : programs.programs) rep.instructions += p.size();
+
+  auto instr = [&r](ir::UnitKind u) { return r.instructions_per_unit[static_cast<std::size_t>(u)]; };
+  for (int u = 0; u < models::kHwUnits; ++u) {
+    const auto unit = static_cast<HwUnit>(u);
+    UnitReport ur;
+    ur.name = std::string(models::hw_unit_name(unit));
+    std::vector<double> busy;
+    busy.reserve(r.chips.size());
+    for (const auto& c : r.chips) busy.push_back(c.busy[static_cast<std::size_t>(u)].value());
+    ur.busy_s = spread_of(busy);
+    const auto& usage = r.unit(unit);
+    ur.utilization = Spread{usage.utilization.mean, usage.utilization.min, usage.utilization.max};
+    switch (unit) {
+      case HwUnit::mxu: ur.instructions = instr(ir::UnitKind::mxu); break;
+      case HwUnit::vpu: ur.instructions = instr(ir::UnitKind::vpu); break;
+      case HwUnit::dma:
+        ur.instructions = instr(ir::UnitKind::dma);
+        ur.bytes = r.dma_bytes.count();
+        break;
+      case HwUnit::hbm: ur.bytes = r.hbm_read.count() + r.hbm_written.count(); break;
+      case HwUnit::host:
+        ur.instructions = instr(ir::UnitKind::host);
+        ur.bytes = r.host_bytes.count();
+        break;
+    }
+    rep.units.push_back(ur);
+  }
+
+  for (std::size_t i = 0; i < r.chips.size(); ++i) {
+    const auto& c = r.chips[i];
+    ChipRow row;
+    row.chip = static_cast<std::uint32_t>(i);
+    row.finish_s = c.finish.value();
+    for (int u = 0; u < models::kHwUnits; ++u) {
+      const std::string name(models::hw_unit_name(static_cast<HwUnit>(u)));
+      row.busy_s[name] = c.busy[static_cast<std::size_t>(u)].value();
+      row.utilization[name] = c.utilization[static_cast<std::size_t>(u)];
+    }
+    row.breakdown_s = {{"compute", c.breakdown.compute.value()},
+                       {"memory_stall", c.breakdown.memory_stall.value()},
+                       {"host_stall", c.breakdown.host_stall.value()},
+                       {"idle", c.breakdown.idle.value()}};
+    rep.chip_rows.push_back(std::move(row));
+  }
+
+  const double step = rep.step_time_s;
+  if (step > 0) {
+    const double host_share = r.breakdown.host_stall.value() / step;
+    const double mem_share = r.breakdown.memory_stall.value() / step;
+    if (host_share > kFindingThreshold) {
+      rep.notes.push_back(fmt::format(
+          "input-bound: the TPU waited for the host (PCIe / input pipeline) {:.0f}% of the step", 100 * host_share));
+    }
+    if (mem_share > kFindingThreshold) {
+      rep.notes.push_back(fmt::format("memory-bound: compute waited on HBM transfers {:.0f}% of the step",
+                                      100 * mem_share));
+    }
+  }
+  return rep;
+}
+
+}  // namespace tpusim::tools
