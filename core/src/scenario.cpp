@@ -7,6 +7,17 @@
 namespace tpusim {
 namespace fs = std::filesystem;
 
+std::string_view collective_name(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::all_reduce: return "all_reduce";
+    case CollectiveKind::reduce_scatter: return "reduce_scatter";
+    case CollectiveKind::all_gather: return "all_gather";
+    case CollectiveKind::all_to_all: return "all_to_all";
+    case CollectiveKind::permute: return "permute";
+  }
+  return "?";
+}
+
 int dtype_bytes(DType t) {
   switch (t) {
     case DType::bf16: return 2;
@@ -29,7 +40,8 @@ std::string_view dtype_name(DType t) {
 
 namespace {
 
-const std::vector<std::pair<std::string, ModelKind>> kModelKinds{{"gemm", ModelKind::gemm}, {"mlp", ModelKind::mlp}};
+const std::vector<std::pair<std::string, ModelKind>> kModelKinds{
+    {"gemm", ModelKind::gemm}, {"mlp", ModelKind::mlp}, {"collective", ModelKind::collective}};
 
 FieldTable<ModelSpec> model_base_fields() {
   using S = ModelSpec;
@@ -69,6 +81,28 @@ const FieldTable<ModelSpec>& mlp_fields() {
   return table;
 }
 
+const FieldTable<ModelSpec>& collective_fields() {
+  using S = ModelSpec;
+  static const FieldTable<ModelSpec> table = [] {
+    auto t = model_base_fields();
+    t.add_choice<CollectiveKind>("op", [](S& s) -> CollectiveKind& { return s.collective.op; },
+                                 {{"all_reduce", CollectiveKind::all_reduce},
+                                  {"reduce_scatter", CollectiveKind::reduce_scatter},
+                                  {"all_gather", CollectiveKind::all_gather},
+                                  {"all_to_all", CollectiveKind::all_to_all},
+                                  {"permute", CollectiveKind::permute}},
+                                 std::nullopt, "the collective");
+    t.add<Bytes>("bytes", [](S& s) -> Bytes& { return s.collective.bytes; }, std::nullopt,
+                 "buffer size per chip", positive<Bytes>());
+    t.add<std::vector<int>>("axes", [](S& s) -> std::vector<int>& { return s.collective.axes; }, "[]",
+                            "torus axes taking part (0-based); [] = every axis");
+    t.add<std::string>("algorithm", [](S& s) -> std::string& { return s.collective.algorithm; }, "auto",
+                       "collective algorithm by name; auto = the default for the op and topology");
+    return t;
+  }();
+  return table;
+}
+
 const FieldTable<WorkloadSpec>& workload_fields() {
   using S = WorkloadSpec;
   static const FieldTable<WorkloadSpec> table = [] {
@@ -96,6 +130,11 @@ const FieldTable<FidelitySpec>& fidelity_fields() {
     t.add_choice<MxuFidelity>("mxu", [](S& s) -> MxuFidelity& { return s.mxu; },
                               {{"fast", MxuFidelity::fast}, {"cycle", MxuFidelity::cycle}}, "fast",
                               "MXU timing: closed-form fast model, or cycle-stepped reference (small shapes)");
+    t.add_choice<LinkFidelity>("links", [](S& s) -> LinkFidelity& { return s.links; },
+                               {{"chunked", LinkFidelity::chunked}, {"flow", LinkFidelity::flow}}, "chunked",
+                               "ICI links: chunked store-and-forward with contention, or max-min fair flows");
+    t.add<Bytes>("link_chunk", [](S& s) -> Bytes& { return s.link_chunk; }, "1 MiB",
+                 "transfer chunk of the chunked link model", positive<Bytes>());
     return t;
   }();
   return table;
@@ -144,6 +183,15 @@ void expand_reference(ConfigNode& parent, const std::string& key, const std::str
   *ref = std::move(loaded);
 }
 
+const FieldTable<ModelSpec>& model_fields(ModelKind kind) {
+  switch (kind) {
+    case ModelKind::gemm: return gemm_fields();
+    case ModelKind::mlp: return mlp_fields();
+    case ModelKind::collective: return collective_fields();
+  }
+  return mlp_fields();
+}
+
 ModelSpec resolve_model(const ConfigNode& node, const std::string& path, Diagnostics& diags) {
   ModelSpec spec;
   if (!node.is_map()) {
@@ -155,16 +203,18 @@ ModelSpec resolve_model(const ConfigNode& node, const std::string& path, Diagnos
   for (const auto& k : kModelKinds) names.push_back(k.first);
   if (kind == nullptr || !kind->is_scalar()) {
     diags.error(kind ? kind->loc() : node.loc(), path + ".kind", "missing required key",
-                "one of: gemm, mlp", kind ? kind->describe() : "nothing");
+                "one of: gemm, mlp, collective", kind ? kind->describe() : "nothing");
     return spec;
   }
   if (kind->scalar() == "gemm") {
     gemm_fields().resolve(node, path, spec, diags, &spec.origins);
   } else if (kind->scalar() == "mlp") {
     mlp_fields().resolve(node, path, spec, diags, &spec.origins);
+  } else if (kind->scalar() == "collective") {
+    collective_fields().resolve(node, path, spec, diags, &spec.origins);
   } else {
     diags.error(kind->loc(), path + ".kind", fmt::format("unknown model kind '{}'", kind->scalar()),
-                "one of: gemm, mlp", kind->scalar(), suggestion(kind->scalar(), names));
+                "one of: gemm, mlp, collective", kind->scalar(), suggestion(kind->scalar(), names));
   }
   return spec;
 }
@@ -283,8 +333,7 @@ std::vector<std::pair<std::string, std::string>> render_scenario(const Scenario&
   append_rendered(out, "pod", pod_fields(), s.pod);
   append_rendered(out, "chip", chip_fields(), s.chip);
   append_rendered(out, "workload", workload_fields(), s.workload);
-  append_rendered(out, "workload.model",
-                  s.workload.model.kind == ModelKind::gemm ? gemm_fields() : mlp_fields(), s.workload.model);
+  append_rendered(out, "workload.model", model_fields(s.workload.model.kind), s.workload.model);
   append_rendered(out, "fidelity", fidelity_fields(), s.fidelity);
   return out;
 }
@@ -318,6 +367,7 @@ std::vector<std::pair<std::string, std::vector<FieldInfo>>> all_field_tables() {
           {"workload", workload_fields().infos()},
           {"workload.model (kind: gemm)", gemm_fields().infos()},
           {"workload.model (kind: mlp)", mlp_fields().infos()},
+          {"workload.model (kind: collective)", collective_fields().infos()},
           {"fidelity", fidelity_fields().infos()}};
 }
 

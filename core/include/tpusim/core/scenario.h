@@ -17,7 +17,7 @@ enum class DType { bf16, f32, int8, fp8 };
 [[nodiscard]] int dtype_bytes(DType t);
 [[nodiscard]] std::string_view dtype_name(DType t);
 
-enum class ModelKind { gemm, mlp };
+enum class ModelKind { gemm, mlp, collective };
 enum class Activation { relu, gelu };
 
 struct GemmModel {
@@ -30,11 +30,24 @@ struct MlpModel {
   Activation activation = Activation::gelu;
 };
 
+enum class CollectiveKind : std::uint8_t { all_reduce, reduce_scatter, all_gather, all_to_all, permute };
+[[nodiscard]] std::string_view collective_name(CollectiveKind k);
+
+// One collective over the pod, for interconnect studies: `bytes` per chip (the input buffer of each chip),
+// over the listed torus axes (empty = every axis), with a named algorithm ("auto" picks the default).
+struct CollectiveModel {
+  CollectiveKind op = CollectiveKind::all_reduce;
+  Bytes bytes;
+  std::vector<int> axes;
+  std::string algorithm = "auto";
+};
+
 struct ModelSpec {
   std::string name;
   ModelKind kind = ModelKind::mlp;
   GemmModel gemm;
   MlpModel mlp;
+  CollectiveModel collective;
   std::map<std::string, FieldOrigin> origins;
 };
 
@@ -50,9 +63,14 @@ struct WorkloadSpec {
 };
 
 enum class MxuFidelity { fast, cycle };
+// ICI link model: chunked store-and-forward transfers with per-link FIFO contention, or flow level with
+// max-min fair bandwidth sharing (faster; no per-chunk events).
+enum class LinkFidelity { chunked, flow };
 
 struct FidelitySpec {
   MxuFidelity mxu = MxuFidelity::fast;
+  LinkFidelity links = LinkFidelity::chunked;
+  Bytes link_chunk = MiB(1);  // chunk size of the chunked link model
 };
 
 struct Scenario {

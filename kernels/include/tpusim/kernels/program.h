@@ -21,7 +21,7 @@ enum class OpKind : std::uint8_t { matmul, vector, dma, collective, send, recv, 
 enum class VectorOp : std::uint8_t { elementwise, transcendental, reduction, transpose };
 enum class Memory : std::uint8_t { hbm, vmem, cmem, host, remote };
 enum class DmaPattern : std::uint8_t { contiguous, strided, gather };
-enum class CollectiveKind : std::uint8_t { all_reduce, reduce_scatter, all_gather, all_to_all, permute };
+using CollectiveKind = tpusim::CollectiveKind;  // declared with the scenario specs (core)
 enum class HostOp : std::uint8_t { infeed, outfeed, checkpoint };
 
 // The unit queue an instruction is issued to. Derived from the kind (see unit_of()).
