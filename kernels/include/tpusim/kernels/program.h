@@ -44,6 +44,7 @@ struct Instruction {
   DmaPattern pattern = DmaPattern::contiguous;
   CollectiveKind collective = CollectiveKind::all_reduce;
   std::uint32_t mesh_axes = 0;    // collective: bit i set = mesh axis i takes part
+  std::uint8_t algorithm = 0;     // collective: index in the algorithm registry (kernels/collectives.h); 0 = auto
   std::int32_t peer = 0;          // send/recv: mesh offset along the first axis in mesh_axes
   HostOp host_op = HostOp::infeed;
   std::uint64_t bytes = 0;
