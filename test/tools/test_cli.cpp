@@ -2,6 +2,7 @@
 // the key; good input gives complete, byte-identical output.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -224,4 +225,89 @@ TEST_F(Cli, RunWritesASummaryThatIsByteIdenticalAcrossRuns) {
     EXPECT_TRUE(j["metrics"].contains(key)) << key;
   }
   EXPECT_GT(j["metrics"]["step_time_s"].get<double>(), 0.0);
+}
+
+TEST_F(Cli, TopoPrintsChipsLinksDiameterAndBisection) {
+  const Outcome o = tpusim("topo v4-4x4x4");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("chips: 64"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("384 directed"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("diameter: 6 hops"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("bisection: 32 links"), std::string::npos) << o.out;
+}
+
+TEST_F(Cli, TopoRefusesToDrawAFullPodAndWritesNothing) {
+  const Outcome o = tpusim("topo v4-16x16x16 --dot " + (dir_ / "pod.dot").string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_FALSE(fs::exists(dir_ / "pod.dot"));
+  EXPECT_NE(o.err.find("limited to 512 chips"), std::string::npos) << o.err;
+}
+
+TEST_F(Cli, TopoWritesDotForASmallSlice) {
+  const Outcome o = tpusim("topo v4-2x2x1 --dot " + (dir_ / "s.dot").string());
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  const std::string dot = slurp(dir_ / "s.dot");
+  EXPECT_EQ(dot.rfind("digraph", 0) == 0 || dot.rfind("graph", 0) == 0, true) << dot.substr(0, 80);
+}
+
+TEST_F(Cli, TraceHoldsOneSpanPerInstructionOfTheTracedChip) {
+  const fs::path s = write("s.yaml", kGood);
+  const Outcome run = tpusim("run -q --trace " + s.string() + " -o " + (dir_ / "t").string());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const Outcome lower = tpusim("lower " + s.string() + " -o " + (dir_ / "p.json").string());
+  ASSERT_EQ(lower.exit_code, 0) << lower.err;
+  const auto program = nlohmann::json::parse(slurp(dir_ / "p.json"));
+  const auto trace = nlohmann::json::parse(slurp(dir_ / "t" / "trace.json"));
+  std::size_t spans = 0;
+  for (const auto& e : trace["traceEvents"]) spans += e["ph"] == "X" ? 1 : 0;
+  ASSERT_EQ(program["programs"].size(), 1u);
+  EXPECT_EQ(spans, program["programs"][0]["instructions"].size());
+}
+
+TEST_F(Cli, LowerWritesTheVersionedProgramFormat) {
+  const Outcome o = tpusim("lower " + write("s.yaml", kGood).string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j["format"], "tpusim-program");
+  EXPECT_EQ(j["version"], 1);
+}
+
+TEST_F(Cli, SweepRunsEveryPointOnceAndResumes) {
+  const fs::path scenario = write("s.yaml", kGood);
+  const fs::path sweep = write("w.yaml", "name: w\nscenario: s.yaml\ngrid:\n  workload.batch: [8, 16]\n");
+  const fs::path out = dir_ / "sw";
+  Outcome o = tpusim("sweep " + sweep.string() + " -j 2 -o " + out.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.err.find("2 points, 0 already done, running 2"), std::string::npos) << o.err;
+  const std::string table = slurp(out / "table.csv");
+  EXPECT_NE(table.find("0,\"8\",ok,"), std::string::npos) << table;
+  EXPECT_NE(table.find("1,\"16\",ok,"), std::string::npos) << table;
+  // Each point's summary is that of a plain run with the override.
+  const auto j = nlohmann::json::parse(slurp(out / "points" / "00001" / "summary.json"));
+  EXPECT_EQ(j["scenario"]["workload"]["batch"], 16);
+
+  o = tpusim("sweep " + sweep.string() + " -o " + out.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.err.find("2 already done, running 0"), std::string::npos) << o.err;
+  o = tpusim("sweep " + sweep.string() + " --emit-commands -o " + out.string());
+  EXPECT_EQ(o.exit_code, 0);
+  EXPECT_EQ(o.out, "");  // nothing left to run
+}
+
+TEST_F(Cli, SweepEmitsOneCommandPerPointForAnExternalScheduler) {
+  write("s.yaml", kGood);
+  const fs::path sweep = write("w.yaml", "name: w\nscenario: s.yaml\ngrid:\n  workload.batch: [8, 16, 32]\n");
+  const Outcome o = tpusim("sweep " + sweep.string() + " --emit-commands -o " + (dir_ / "sw").string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 3);
+  EXPECT_NE(o.out.find("'--set' 'workload.batch=32'"), std::string::npos) << o.out;
+}
+
+TEST_F(Cli, SweepWithABadGridKeyRunsNothing) {
+  write("s.yaml", kGood);
+  const fs::path sweep = write("w.yaml", "name: w\nscenario: s.yaml\ngrid:\n  workload.bach: [8, 16]\n");
+  const Outcome o = tpusim("sweep " + sweep.string() + " -o " + (dir_ / "sw").string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("did you mean 'batch'?"), std::string::npos) << o.err;
+  EXPECT_FALSE(fs::exists(dir_ / "sw"));
 }

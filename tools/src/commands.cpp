@@ -7,11 +7,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
+#include <sstream>
 
 #include <fmt/format.h>
 
 #include "tools/src/report.h"
 #include "tools/src/simulation_report.h"
+#include "tools/src/trace.h"
 #include "tpusim/core/data_paths.h"
 #include "tpusim/core/scenario.h"
 #include "tpusim/kernels/lowering.h"
@@ -86,6 +89,19 @@ int run_command(const RunArgs& args) {
   }
   const fs::path out_dir = args.out_dir.empty() ? fs::path("out") / scenario.name : fs::path(args.out_dir);
 
+  // Enough spans for a detailed one-chip timeline; a bigger trace would not open in a browser anyway.
+  constexpr std::size_t kMaxTraceSpans = 2'000'000;
+  std::optional<TraceRecorder> tracer;
+  if (args.trace) {
+    Diagnostics diags;
+    auto chips = parse_chip_list(args.trace_chips, diags);
+    if (!diags.empty()) {
+      std::cerr << diags.str();
+      return 2;
+    }
+    tracer.emplace(std::move(chips), kMaxTraceSpans);
+  }
+
   const bool interactive = isatty(STDERR_FILENO) != 0;
   const auto wall_start = std::chrono::steady_clock::now();
   models::SimOptions options;
@@ -96,6 +112,8 @@ int run_command(const RunArgs& args) {
     std::cerr << fmt::format("{}tpusim: simulated {} in {:.1f} s wall{}", interactive ? "\r" : "",
                              format_time(Seconds(sim_seconds)), wall, interactive ? "   " : "\n");
   };
+
+  if (tracer) options.trace = [&tracer](const models::TraceSpan& s) { tracer->record(s); };
 
   RunReport report;
   try {
@@ -126,6 +144,14 @@ int run_command(const RunArgs& args) {
     std::ofstream csv(folder.file("chips.csv"), std::ios::binary);
     write_chips_csv(report, csv);
     csv.close();
+    if (tracer) {
+      std::ofstream trace(folder.file("trace.json"), std::ios::binary);
+      tracer->write(programs, trace);
+      if (tracer->dropped() > 0) {
+        std::cerr << fmt::format("tpusim: trace.json holds the first {} instructions; {} more were not traced\n",
+                                 kMaxTraceSpans, tracer->dropped());
+      }
+    }
     folder.commit();
   } catch (const std::exception& e) {
     std::cerr << "tpusim: cannot write the output folder " << out_dir.string() << ": " << e.what() << "\n";
@@ -248,22 +274,45 @@ int lower_command(const std::string& scenario_name, const std::vector<std::strin
   }
 }
 
-int topo_command(const std::string& name, const std::string& dot_path) {
+int topo_command(const std::string& name, const std::string& dot_path, const std::string& svg_path) {
   try {
     const PodSpec pod = load_pod(name);
     const ChipSpec chip = load_chip(pod.chip);
     const Topology topo = build_topology(pod, chip);
+    const bool drawing = !dot_path.empty() || !svg_path.empty();
+    if (drawing && topo.chip_count() > kDotChipLimit) {
+      std::cerr << fmt::format("tpusim topo: {} has {} chips; drawings (--dot, --svg) are limited to {} chips\n",
+                               pod.name, topo.chip_count(), kDotChipLimit);
+      return 2;
+    }
+    std::string dot;
+    if (drawing) {
+      std::ostringstream ss;
+      write_dot(topo, ss);
+      dot = ss.str();
+    }
     std::cout << describe_topology(topo);
     if (!dot_path.empty()) {
-      std::ofstream f(dot_path, std::ios::binary);
-      write_dot(topo, f);
+      write_text(dot_path, dot);
       std::cout << "wrote " << dot_path << "\n";
+    }
+    if (!svg_path.empty()) {
+      // Graphviz lays the drawing out; scripts/install-deps.sh installs it.
+      const std::string cmd = "dot -Tsvg -o '" + svg_path + "'";
+      FILE* pipe = popen(cmd.c_str(), "w");
+      const bool ok = pipe != nullptr && std::fwrite(dot.data(), 1, dot.size(), pipe) == dot.size();
+      const int status = pipe != nullptr ? pclose(pipe) : -1;
+      if (!ok || status != 0) {
+        std::cerr << "tpusim topo: Graphviz 'dot' failed to write " << svg_path << " (is graphviz installed?)\n";
+        return 1;
+      }
+      std::cout << "wrote " << svg_path << "\n";
     }
     return 0;
   } catch (const ConfigError& e) {
     print_config_error(e);
     return 2;
-  } catch (const std::exception& e) {
+  } catch (const std::invalid_argument& e) {
     std::cerr << "tpusim topo: " << e.what() << "\n";
     return 2;
   }

@@ -11,12 +11,14 @@ struct RunArgs {
   std::vector<std::string> overrides;
   bool perf = false;    // print events/s, wall time and peak memory to stderr
   bool quiet = false;   // no table on stdout
+  bool trace = false;   // write trace.json (Chrome trace format) for the chips in trace_chips
+  std::string trace_chips = "0-3";
 };
 
 int run_command(const RunArgs& args);
 int validate_command(const std::string& scenario, const std::vector<std::string>& overrides);
 int describe_command(const std::string& what, const std::string& name);
 int lower_command(const std::string& scenario, const std::vector<std::string>& overrides, const std::string& out);
-int topo_command(const std::string& name, const std::string& dot_path);
+int topo_command(const std::string& name, const std::string& dot_path, const std::string& svg_path);
 
 }  // namespace tpusim::tools

@@ -33,6 +33,9 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false);
   run_cmd->add_flag("--perf", run.perf, "print wall time, kernel events/s and peak memory to stderr");
   run_cmd->add_flag("-q,--quiet", run.quiet, "do not print the result table");
+  run_cmd->add_flag("--trace", run.trace,
+                    "write trace.json, a timeline of every instruction (open in ui.perfetto.dev)");
+  run_cmd->add_option("--trace-chips", run.trace_chips, "chips to trace, e.g. 0-3,8")->capture_default_str();
 
   std::string validate_scenario;
   std::vector<std::string> validate_overrides;
@@ -55,10 +58,11 @@ int main(int argc, char** argv) {
   lower_cmd->add_option("-o,--out", lower_out, "output file (default: stdout)");
   lower_cmd->add_option("--set", lower_overrides, "override a field by dotted path")->allow_extra_args(false);
 
-  std::string topo_name, topo_dot;
+  std::string topo_name, topo_dot, topo_svg;
   auto* topo_cmd = app.add_subcommand("topo", "print a pod's chips, links, diameter and bisection");
   topo_cmd->add_option("pod", topo_name, "bundled pod name or path")->required();
-  topo_cmd->add_option("--dot", topo_dot, "also write a Graphviz DOT file (small topologies)");
+  topo_cmd->add_option("--dot", topo_dot, "also write a Graphviz DOT file (up to 512 chips)");
+  topo_cmd->add_option("--svg", topo_svg, "also draw the topology as SVG with Graphviz (up to 512 chips)");
 
   tpusim::tools::SweepArgs sweep;
   auto* sweep_cmd = app.add_subcommand(
@@ -95,7 +99,7 @@ int main(int argc, char** argv) {
   if (validate_cmd->parsed()) return validate_command(validate_scenario, validate_overrides);
   if (describe_cmd->parsed()) return describe_command(describe_what, describe_name);
   if (lower_cmd->parsed()) return lower_command(lower_scenario, lower_overrides, lower_out);
-  if (topo_cmd->parsed()) return topo_command(topo_name, topo_dot);
+  if (topo_cmd->parsed()) return topo_command(topo_name, topo_dot, topo_svg);
   if (sweep_cmd->parsed()) return sweep_command(sweep, "/proc/self/exe");
   return 2;
 }

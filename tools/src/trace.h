@@ -1,0 +1,35 @@
+#pragma once
+// Timeline output: collects the instructions of selected chips as they complete and writes them in the Chrome
+// trace-event format, which Perfetto (ui.perfetto.dev) and chrome://tracing open. One process per chip, one
+// thread per (TensorCore, unit) queue.
+#include <cstdint>
+#include <ostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tpusim/core/diagnostics.h"
+#include "tpusim/kernels/program.h"
+#include "tpusim/models/simulate.h"
+
+namespace tpusim::tools {
+
+// Parses a chip list such as "0-3,8,12-13"; errors go to diags under the key "--trace-chips".
+[[nodiscard]] std::set<std::uint32_t> parse_chip_list(const std::string& text, Diagnostics& diags);
+
+class TraceRecorder {
+ public:
+  // Spans beyond `limit` are dropped (and counted) so a huge run cannot exhaust memory.
+  TraceRecorder(std::set<std::uint32_t> chips, std::size_t limit);
+  void record(const models::TraceSpan& span);
+  void write(const ir::ProgramSet& programs, std::ostream& out) const;
+  [[nodiscard]] std::size_t dropped() const { return dropped_; }
+
+ private:
+  std::set<std::uint32_t> chips_;
+  std::size_t limit_;
+  std::vector<models::TraceSpan> spans_;
+  std::size_t dropped_ = 0;
+};
+
+}  // namespace tpusim::tools
