@@ -311,3 +311,15 @@ TEST_F(Cli, SweepWithABadGridKeyRunsNothing) {
   EXPECT_NE(o.err.find("did you mean 'batch'?"), std::string::npos) << o.err;
   EXPECT_FALSE(fs::exists(dir_ / "sw"));
 }
+
+TEST_F(Cli, ParameterDocsMatchTheFieldTablesInTheCode) {
+  const Outcome o = tpusim("describe params");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const std::string doc = slurp(fs::path(TPUSIM_SOURCE_DIR) / "docs" / "parameters.md");
+  const auto open = doc.find("```\n");
+  const auto close = doc.rfind("```");
+  ASSERT_NE(open, std::string::npos);
+  ASSERT_NE(close, open);
+  EXPECT_EQ(doc.substr(open + 4, close - open - 4), o.out)
+      << "docs/parameters.md is stale: run scripts/gen-docs.sh";
+}

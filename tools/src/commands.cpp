@@ -219,8 +219,10 @@ int describe_command(const std::string& what, const std::string& name) {
       for (const auto& [section, infos] : all_field_tables()) {
         std::cout << section << "\n";
         for (const auto& f : infos) {
-          std::cout << fmt::format("  {:<28} {:<16} {:<18} {}\n", f.key, f.kind,
-                                   f.default_text ? "default " + *f.default_text : "required", f.doc);
+          const std::string def = !f.default_text            ? "required"
+                                  : f.default_text->empty() ? "default \"\""
+                                                            : "default " + *f.default_text;
+          std::cout << fmt::format("  {:<28} {:<17} {:<18} {}\n", f.key, f.kind, def, f.doc);
         }
       }
       return 0;
