@@ -323,3 +323,11 @@ TEST_F(Cli, ParameterDocsMatchTheFieldTablesInTheCode) {
   EXPECT_EQ(doc.substr(open + 4, close - open - 4), o.out)
       << "docs/parameters.md is stale: run scripts/gen-docs.sh";
 }
+
+TEST_F(Cli, APodTheChipCannotFormIsBadInput) {
+  // A 3D slice needs 6 ICI ports per chip; a chip overridden to 4 cannot form it.
+  const fs::path s = write("s.yaml", std::string(kGood) + "chip:\n  ici:\n    links: 4\n");
+  const Outcome o = tpusim("validate " + s.string() + " --set pod=v4-4x4x4");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("the pod cannot be built with this chip"), std::string::npos) << o.err;
+}

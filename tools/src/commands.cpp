@@ -27,6 +27,20 @@ namespace tpusim::tools {
 namespace fs = std::filesystem;
 namespace {
 
+// Builds the pod's topology once to check that the pod and chip fit together (axes vs ICI ports, cube
+// divisibility, twist rules); a mismatch is bad input, reported before anything runs.
+void check_topology(const Scenario& s) {
+  try {
+    (void)build_topology(s.pod, s.chip);
+  } catch (const std::invalid_argument& e) {
+    const auto it = s.pod.origins.find("shape");
+    Diagnostics diags;
+    diags.error(it != s.pod.origins.end() ? it->second.loc : SourceLoc{"(pod)", 0, 0}, "pod",
+                "the pod cannot be built with this chip", "a pod the chip can form", e.what());
+    diags.throw_if_any();
+  }
+}
+
 void print_config_error(const ConfigError& e) {
   std::cerr << e.what() << "\n";
   std::cerr << fmt::format("tpusim: {} error{} in the input; nothing was simulated\n", e.diagnostics().size(),
@@ -82,6 +96,7 @@ int run_command(const RunArgs& args) {
   ir::ProgramSet programs;
   try {
     scenario = load_scenario(args.scenario, args.overrides);
+    check_topology(scenario);
     programs = kernels::lower_workload(scenario.workload, scenario.chip);
   } catch (const ConfigError& e) {
     print_config_error(e);
@@ -167,6 +182,7 @@ int run_command(const RunArgs& args) {
 int validate_command(const std::string& scenario_name, const std::vector<std::string>& overrides) {
   try {
     const Scenario s = load_scenario(scenario_name, overrides);
+    check_topology(s);
     const ir::ProgramSet programs = kernels::lower_workload(s.workload, s.chip);
     std::size_t instructions = 0;
     for (const auto& p : programs.programs) instructions += p.size();
