@@ -58,7 +58,15 @@ const FieldTable<ChipSpec>& chip_fields() {
     t.add<double>("hbm.efficiency", [](S& s) -> double& { return s.hbm.efficiency; }, "1",
                   "achievable fraction of peak bandwidth for long streams", fraction());
     t.add<int>("dma.outstanding", [](S& s) -> int& { return s.dma.outstanding; }, "8",
-               "DMA transfers in flight per chip (assumption)", at_least(1));
+               "DMA transfers in flight per descriptor queue; one queue per TensorCore (assumption)", at_least(1));
+    t.add<double>("dma.strided_efficiency", [](S& s) -> double& { return s.dma.strided_efficiency; }, "1",
+                  "fraction of path bandwidth a strided DMA achieves (assumption: tile rows of >= 512 B fill "
+                  "whole HBM bursts)",
+                  fraction());
+    t.add<double>("dma.gather_efficiency", [](S& s) -> double& { return s.dma.gather_efficiency; }, "0.5",
+                  "fraction of path bandwidth a gather DMA achieves (assumption: rows of a few hundred bytes, "
+                  "about half of each burst used)",
+                  fraction());
     t.add<int>("ici.links", [](S& s) -> int& { return s.ici.links; }, std::nullopt, "ICI ports per chip",
                at_least(0));
     t.add<BytesPerSecond>("ici.link_bandwidth", [](S& s) -> BytesPerSecond& { return s.ici.link_bandwidth; },

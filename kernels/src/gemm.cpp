@@ -13,10 +13,12 @@ namespace tpusim::kernels {
 
 namespace {
 
-// Cost of one pipeline step beyond its data movement and MXU time, used only to rank tilings: "each grid
-// step has an overhead of about 0.35 us" (JAX Pallas TPU pipelining docs) [U]. It keeps the search from
-// choosing many tiny k steps to shave the exposed first load.
-constexpr double kStepOverheadSeconds = 0.35e-6;
+// A ranking-only cost per pipeline step. The hardware models charge no per-step overhead (back-to-back
+// matmuls pipeline, DMAs overlap), but many small steps make the schedule more fragile than the estimate
+// below sees (a C tile's write-back queued ahead of operand loads, HBM latency barely hidden), so a tiling
+// with more steps must win by more than this per step. Assumption: 50 ns, well below the ~0.35 us grid-step
+// overhead that the JAX Pallas TPU docs give for real kernels [U].
+constexpr double kStepRankingSeconds = 50e-9;
 // The MXU consumes LHS rows 8 at a time (bf16[8,128] per push, tpu-specs.md), so rows pad to 8.
 constexpr std::int64_t kRowGranule = 8;
 constexpr std::uint64_t kAccumulatorBytes = 4;  // f32 (int32 for int8) accumulation
@@ -33,12 +35,6 @@ std::vector<std::int64_t> candidates(std::int64_t dim, std::int64_t granule) {
   return out;
 }
 
-// Sum over the tiles of a dimension of the tile size padded to the hardware granule.
-std::int64_t padded_extent(std::int64_t dim, std::int64_t tile, std::int64_t granule) {
-  const std::int64_t full = dim / tile, rest = dim % tile;
-  return full * round_up(tile, granule) + (rest > 0 ? round_up(rest, granule) : 0);
-}
-
 void check_chip(const ChipSpec& chip) {
   if (chip.tensorcores < 1 || chip.mxu.per_core < 1 || chip.mxu.rows < 1 || chip.mxu.cols < 1 ||
       chip.vmem.capacity.count() == 0 || chip.clock.value() <= 0 || chip.hbm.bandwidth.value() <= 0) {
@@ -47,6 +43,8 @@ void check_chip(const ChipSpec& chip) {
         chip.name));
   }
 }
+
+std::int64_t cores_of(const ChipSpec& chip) { return chip.tensorcores; }
 
 struct Counts {
   std::int64_t nm, nn, nk, tiles_per_core, steps_per_core;
@@ -68,35 +66,53 @@ GemmTiling tile_gemm(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::
   const auto eb = static_cast<std::uint64_t>(dtype_bytes(dtype));
   const auto budget = static_cast<std::uint64_t>(chip.vmem.capacity.as_double() * kGemmVmemFraction);
   const double bw = chip.hbm.bandwidth.value() * (chip.hbm.efficiency > 0 ? chip.hbm.efficiency : 1.0);
-  const double core_macs_per_s =
-      static_cast<double>(chip.mxu.per_core) * chip.mxu.rows * chip.mxu.cols * chip.clock.value();
+  const double latency = chip.hbm.latency.value();
+  const std::int64_t r = chip.mxu.rows, cols = chip.mxu.cols;
 
   GemmTiling best;
-  std::tuple<double, double, std::int64_t> best_key{0, 0, 0};
+  std::tuple<double, double, std::int64_t, int> best_key{0, 0, 0, 0};
   std::uint64_t smallest = 0;
   for (std::int64_t tm : candidates(m, chip.mxu.rows)) {
     for (std::int64_t tn : candidates(n, chip.mxu.cols)) {
       for (std::int64_t tk : candidates(k, chip.mxu.rows)) {
+       for (int buffers = 2; buffers <= detail::kMaxOperandBuffers; ++buffers) {
         const Counts c = counts(chip, m, k, n, tm, tk, tn);
         const std::uint64_t vmem =
-            static_cast<std::uint64_t>(std::min<std::int64_t>(2, c.steps_per_core) * (tm * tk + tk * tn)) * eb +
+            static_cast<std::uint64_t>(std::min<std::int64_t>(buffers, c.steps_per_core) * (tm * tk + tk * tn)) *
+                eb +
             static_cast<std::uint64_t>(std::min<std::int64_t>(2, c.tiles_per_core) * tm * tn) * kAccumulatorBytes;
         if (smallest == 0 || vmem < smallest) smallest = vmem;
         if (vmem > budget) continue;
         const double hbm = static_cast<double>(eb) * (static_cast<double>(m) * k * c.nn +
                                                       static_cast<double>(k) * n * c.nm + static_cast<double>(m) * n);
-        // The busiest core's share of the padded MACs, assuming tiles of average size.
-        const double padded_macs = static_cast<double>(padded_extent(m, tm, kRowGranule)) *
-                                   padded_extent(k, tk, chip.mxu.rows) * padded_extent(n, tn, chip.mxu.cols);
-        const double mxu_s =
-            padded_macs * static_cast<double>(c.tiles_per_core) / static_cast<double>(c.nm * c.nn) / core_macs_per_s;
-        const double exposed_s = static_cast<double>((tm * tk + tk * tn + tm * tn) * eb) / bw;
-        const double time = std::max(mxu_s, hbm / bw) + exposed_s + c.steps_per_core * kStepOverheadSeconds;
-        const std::tuple<double, double, std::int64_t> key{time, hbm, c.steps_per_core};
+        // Weight-stationary MXU time of one full step: its R x C weight tiles dealt over the core's arrays,
+        // max(rows, R) cycles each (rows padded to the 8-row granule); back-to-back steps pipeline, so the
+        // busiest core pays that per step plus one fill and drain (2R + C) at the end.
+        const std::int64_t step_tiles = ceil_div(ceil_div(tk, r) * ceil_div(tn, cols), chip.mxu.per_core);
+        const double step_cycles = static_cast<double>(step_tiles * std::max(round_up(tm, kRowGranule), r));
+        const double drain_s = static_cast<double>(2 * r + cols) / chip.clock.value();
+        const double active = static_cast<double>(std::min<std::int64_t>(cores_of(chip), c.nm * c.nn));
+        // With D operand buffers, the loads of step s+D start when the matmul of step s has drained, and
+        // must land before step s+D streams; they overlap the loads already in flight, so D steps last at
+        // least drain + HBM latency + one step's loads of every core + one step's matmul.
+        const double step_mxu_s = step_cycles / chip.clock.value();
+        const double step_hbm_s = active * static_cast<double>((tm * tk + tk * tn) * eb) / bw;
+        const double step_s =
+            std::max({step_mxu_s, step_hbm_s, (drain_s + latency + step_hbm_s + step_mxu_s) / buffers});
+        const double mxu_s = static_cast<double>(c.steps_per_core) * step_s;
+        // Exposed: the first step's loads of every core (nothing to hide them behind) and, at the end, the
+        // last step's matmul and the last C tiles' stores.
+        const double head_s = latency + active * static_cast<double>((tm * tk + tk * tn) * eb) / bw;
+        const double tail_s = step_cycles / chip.clock.value() + drain_s + latency +
+                              active * static_cast<double>(tm * tn * eb) / bw;
+        const double time = std::max(mxu_s, hbm / bw) + head_s + tail_s +
+                            static_cast<double>(c.steps_per_core) * kStepRankingSeconds;
+        const std::tuple<double, double, std::int64_t, int> key{time, hbm, c.steps_per_core, buffers};
         if (best.tm == 0 || key < best_key) {
-          best = GemmTiling{tm, tk, tn, vmem};
+          best = GemmTiling{tm, tk, tn, vmem, buffers};
           best_key = key;
         }
+       }
       }
     }
   }
@@ -148,7 +164,7 @@ GemmLowering lower_gemm(ir::Program& prog, const ChipSpec& chip, std::int64_t m,
     st.stores = {{"store_c", static_cast<std::uint64_t>(rows * cols) * eb, st.group_vmem, pattern(cols, n)}};
     return st;
   };
-  return GemmLowering{detail::emit_pipeline(prog, steps, step_of, after, label, "matmul"), t};
+  return GemmLowering{detail::emit_pipeline(prog, steps, step_of, after, label, "matmul", t.buffers), t};
 }
 
 }  // namespace tpusim::kernels

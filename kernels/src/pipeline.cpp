@@ -11,11 +11,14 @@ namespace {
 // What a core's stream remembers: the last two steps (pending steps, their loads and computes) and the
 // stores of the last two groups, indexed modulo 2.
 struct CoreStream {
-  std::array<Step, 2> step;
-  std::array<std::vector<std::uint32_t>, 2> loads;
-  std::array<std::uint32_t, 2> compute{};
+  std::array<Step, kMaxOperandBuffers> step;
+  std::array<std::vector<std::uint32_t>, kMaxOperandBuffers> loads;
+  std::array<std::uint32_t, kMaxOperandBuffers> compute{};
   std::array<std::vector<std::uint32_t>, 2> group_stores;
   std::int64_t groups = 0;  // groups opened so far
+  bool store_pending = false;   // the stores of the group closed by `pending_compute` are not emitted yet
+  Step pending_step;
+  std::uint32_t pending_compute = 0;
 };
 
 }  // namespace
@@ -23,17 +26,21 @@ struct CoreStream {
 std::vector<std::uint32_t> emit_pipeline(ir::Program& prog, const std::vector<std::int64_t>& steps_per_core,
                                          const std::function<Step(int core, std::int64_t step)>& step_of,
                                          const std::vector<std::uint32_t>& after, const std::string& label,
-                                         std::string_view compute_name) {
+                                         std::string_view compute_name, int operand_buffers) {
+  if (operand_buffers < 2 || operand_buffers > kMaxOperandBuffers) {
+    throw std::invalid_argument("pipeline: operand buffers must be 2 or 3");
+  }
+  const std::int64_t depth = operand_buffers;
   std::vector<CoreStream> cores(steps_per_core.size());
   std::vector<std::uint32_t> done;
 
   auto emit_loads = [&](int c, std::int64_t s) {
     CoreStream& cs = cores[c];
-    Step& st = cs.step[s % 2];
+    Step& st = cs.step[s % depth];
     st = step_of(c, s);
     if (st.loads.empty()) throw std::logic_error("pipeline step without loads");
-    const std::vector<std::uint32_t> deps = s < 2 ? after : std::vector<std::uint32_t>{cs.compute[s % 2]};
-    auto& ids = cs.loads[s % 2];
+    const std::vector<std::uint32_t> deps = s < depth ? after : std::vector<std::uint32_t>{cs.compute[s % depth]};
+    auto& ids = cs.loads[s % depth];
     ids.clear();
     for (const Transfer& t : st.loads) {
       ir::Instruction ins;
@@ -50,9 +57,9 @@ std::vector<std::uint32_t> emit_pipeline(ir::Program& prog, const std::vector<st
 
   auto emit_compute = [&](int c, std::int64_t s) {
     CoreStream& cs = cores[c];
-    const Step& st = cs.step[s % 2];
-    std::vector<std::uint32_t> deps = cs.loads[s % 2];
-    if (s > 0) deps.push_back(cs.compute[(s - 1) % 2]);
+    const Step& st = cs.step[s % depth];
+    std::vector<std::uint32_t> deps = cs.loads[s % depth];
+    if (s > 0) deps.push_back(cs.compute[(s - 1) % depth]);
     if (st.first_of_group) {
       if (cs.groups >= 2) {
         const auto& old = cs.group_stores[cs.groups % 2];
@@ -66,8 +73,19 @@ std::vector<std::uint32_t> emit_pipeline(ir::Program& prog, const std::vector<st
     ins.vmem_free = 0;
     for (const Transfer& t : st.loads) ins.vmem_free += t.vmem;
     const std::uint32_t id = prog.add(ins, deps, label + "." + std::string(compute_name));
-    cs.compute[s % 2] = id;
+    cs.compute[s % depth] = id;
     if (!st.last_of_group) return;
+    cs.store_pending = true;
+    cs.pending_step = st;
+    cs.pending_compute = id;
+  };
+
+  auto emit_stores = [&](int c) {
+    CoreStream& cs = cores[c];
+    if (!cs.store_pending) return;
+    cs.store_pending = false;
+    const Step& st = cs.pending_step;
+    const std::uint32_t id = cs.pending_compute;
     auto& stores = cs.group_stores[(cs.groups - 1) % 2];
     stores.clear();
     for (const Transfer& t : st.stores) {
@@ -86,15 +104,19 @@ std::vector<std::uint32_t> emit_pipeline(ir::Program& prog, const std::vector<st
 
   const int ncores = static_cast<int>(steps_per_core.size());
   const std::int64_t rounds = *std::max_element(steps_per_core.begin(), steps_per_core.end());
-  for (int c = 0; c < ncores; ++c) {
-    if (steps_per_core[c] > 0) emit_loads(c, 0);
+  for (std::int64_t s = 0; s + 1 < depth; ++s) {
+    for (int c = 0; c < ncores; ++c) {
+      if (s < steps_per_core[c]) emit_loads(c, s);
+    }
   }
   for (std::int64_t r = 0; r < rounds; ++r) {
     for (int c = 0; c < ncores; ++c) {
-      if (r + 1 < steps_per_core[c]) emit_loads(c, r + 1);
+      if (r + depth - 1 < steps_per_core[c]) emit_loads(c, r + depth - 1);
+      emit_stores(c);
       if (r < steps_per_core[c]) emit_compute(c, r);
     }
   }
+  for (int c = 0; c < ncores; ++c) emit_stores(c);
   return done;
 }
 

@@ -5,12 +5,13 @@
 // that frees those operands when it ends, and belongs to a group whose result buffer (an accumulator or an
 // output chunk) the group's first compute allocates and the group's stores, after its last compute, free.
 // Dependencies, per core (s = step, g = group):
-//   loads(s)          <- `after` for s < 2, else compute(s-2)          (two operand buffers)
+//   loads(s)          <- `after` for s < D, else compute(s-D)          (D = 2 or 3 operand buffers)
 //   compute(s)        <- loads(s), compute(s-1), and stores(g-2) when s opens group g   (two result buffers)
 //   stores(g)         <- compute(last step of g)
-// Because computes are chained, loads(s) starting implies every compute up to s-2 has ended, and compute(s)
-// starting implies every store of groups up to g-2 has ended; so a core never holds more than two steps'
-// operands and two groups' results, whatever the timing.
+// Because computes are chained (and complete in order), loads(s) starting implies every compute up to s-D
+// has ended, and compute(s) starting implies every store of groups up to g-2 has ended; so a core never
+// holds more than D steps' operands and two groups' results, whatever the timing. A third operand buffer
+// hides HBM latency and the MXU drain behind steps that are short next to them.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -20,6 +21,8 @@
 #include "tpusim/kernels/program.h"
 
 namespace tpusim::kernels::detail {
+
+inline constexpr int kMaxOperandBuffers = 3;
 
 struct Transfer {
   std::string_view name;        // label suffix ("load_a")
@@ -38,11 +41,13 @@ struct Step {
 };
 
 // Emits every core's steps, interleaved in the order an in-order unit queue needs to overlap DMA with
-// compute: loads(0) of every core, then per round r and core: loads(r+1), compute(r), stores. Returns the
-// indices of all stores (the stage's final instructions).
+// compute: loads(0..D-2) of every core, then per round r and core: loads(r+D-1), the stores of the group that
+// compute(r-1) closed, compute(r); the last stores after the last round. A group's stores come after the
+// next step's loads so that, in a DMA descriptor queue served in order, a result write-back never delays
+// the operands the MXU needs next. Returns the indices of all stores (the stage's final instructions).
 std::vector<std::uint32_t> emit_pipeline(ir::Program& prog, const std::vector<std::int64_t>& steps_per_core,
                                          const std::function<Step(int core, std::int64_t step)>& step_of,
                                          const std::vector<std::uint32_t>& after, const std::string& label,
-                                         std::string_view compute_name);
+                                         std::string_view compute_name, int operand_buffers = 2);
 
 }  // namespace tpusim::kernels::detail

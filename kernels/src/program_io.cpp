@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tpusim/core/diagnostics.h"
+#include "tpusim/kernels/collectives.h"
 
 namespace tpusim::ir {
 
@@ -118,6 +119,10 @@ ordered_json instruction_json(const Program& p, const Instruction& ins) {
     else if (f == "peer") j[f] = ins.peer;
     else if (f == "host_op") j[f] = name_of(kHostOps, ins.host_op);
   }
+  // Optional (version 1 files without it mean "auto"), so written only when not auto.
+  if (ins.kind == OpKind::collective && ins.algorithm != 0) {
+    j["algorithm"] = std::string(kernels::algorithm_name(static_cast<kernels::CollectiveAlgorithm>(ins.algorithm)));
+  }
   if (ins.vmem_alloc != 0) j["vmem_alloc"] = ins.vmem_alloc;
   if (ins.vmem_free != 0) j["vmem_free"] = ins.vmem_free;
   if (ins.model_flops != 0) j["model_flops"] = ins.model_flops;
@@ -212,6 +217,7 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
   std::vector<std::string> allowed = kCommonFields;
   const auto& fields = op_fields(ins.kind);
   allowed.insert(allowed.end(), fields.begin(), fields.end());
+  if (ins.kind == OpKind::collective) allowed.emplace_back("algorithm");  // optional, default "auto"
   r.object(v, ptr, allowed);
 
   auto at = [&](const std::string& f) { return ptr + "/" + f; };
@@ -267,6 +273,18 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
           if (const auto u = r.uint((*x)[a], fmt::format("{}/{}", p, a), 31)) ins.mesh_axes |= 1u << *u;
         }
       }
+    }
+  }
+
+  if (const auto it = v.find("algorithm"); ins.kind == OpKind::collective && it != v.end()) {
+    const std::optional<kernels::CollectiveAlgorithm> a =
+        it->is_string() ? kernels::algorithm_by_name(it->get<std::string>()) : std::nullopt;
+    if (a) {
+      ins.algorithm = static_cast<std::uint8_t>(*a);
+    } else {
+      const std::vector<std::string> all = kernels::algorithm_names();
+      r.error(at("algorithm"), "unknown collective algorithm", fmt::format("one of: {}", fmt::join(all, ", ")),
+              Reader::describe(*it), it->is_string() ? suggestion(it->get<std::string>(), all) : std::string());
     }
   }
 

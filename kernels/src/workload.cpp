@@ -6,6 +6,7 @@
 
 #include "pipeline.h"
 #include "tpusim/core/diagnostics.h"
+#include "tpusim/kernels/collectives.h"
 #include "tpusim/kernels/lowering.h"
 
 namespace tpusim::kernels {
@@ -81,6 +82,7 @@ std::vector<std::uint32_t> lower_vector_pass(ir::Program& prog, const ChipSpec& 
 
 ir::ProgramSet lower_workload(const WorkloadSpec& workload, const ChipSpec& chip) {
   const ModelSpec& model = workload.model;
+  if (model.kind == ModelKind::collective) return lower_collective(workload);  // collective_lowering.cpp
   ir::Program prog(model.name.empty() ? "main" : model.name);
   const DType dt = workload.dtype;
 

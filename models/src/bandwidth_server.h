@@ -1,8 +1,11 @@
 #pragma once
-// A shared-bandwidth resource (HBM, a PCIe direction, CMEM) under processor sharing: the transfers it serves
-// split its rate equally, and every arrival or departure re-divides it. This is the flow-level model that
-// DESIGN.md asks for (never per byte); it has no queueing of its own, so how many transfers compete is set
-// by the engines feeding it (DMA outstanding limit).
+// A shared-bandwidth resource (HBM, a PCIe direction, CMEM) at flow level (DESIGN.md: never per byte).
+// Transfers belong to a class, the engine (DMA descriptor queue) that issued them, given by the top byte of
+// their tag (TransferEngine::owner_of). The classes with work split the rate equally (processor sharing
+// between queues); inside a class the transfers are served one after the other in issue order, as a DMA
+// engine works through its descriptors, so a prefetch issued behind the transfer a compute unit waits for
+// does not slow it down. Every arrival or departure re-divides the rate. How many transfers are outstanding
+// is set by the engines feeding it (chip.dma.outstanding per queue).
 //
 // The server has no SystemC process: its owner advances it to the current time at every activation and asks
 // for next_completion() to schedule its single wake-up event.
@@ -19,8 +22,10 @@ class BandwidthServer {
   // `bytes_per_second` is the usable rate (peak x efficiency); 0 means the path does not exist.
   explicit BandwidthServer(double bytes_per_second);
 
-  // Starts serving `bytes` (> 0) for the transfer tagged `tag`. The server must have been advanced to `now`.
-  void add(Tick now, std::uint32_t tag, double bytes);
+  // Starts serving `bytes` (> 0) for the transfer tagged `tag`; `order` ranks it within its class (the
+  // engine's issue order: a transfer whose latency expired first is still served after older ones). The
+  // server must have been advanced to `now`.
+  void add(Tick now, std::uint32_t tag, double bytes, std::uint64_t order = 0);
 
   // Serves everything up to `now` and calls done(tag) for each transfer that has finished, in arrival order.
   template <class Done>
@@ -37,10 +42,16 @@ class BandwidthServer {
   struct Flow {
     std::uint32_t tag;
     double remaining;  // bytes
+    std::uint64_t order;
   };
+  [[nodiscard]] static std::uint8_t class_of(std::uint32_t tag) { return static_cast<std::uint8_t>(tag >> 24); }
+  // Flags the flows being served (the lowest order of each class) in served_; returns how many classes have
+  // work.
+  std::size_t mark_served() const;
 
   double rate_;  // bytes per tick
-  std::vector<Flow> flows_;
+  std::vector<Flow> flows_;  // in arrival order
+  mutable std::vector<char> served_;
   Tick last_ = 0;
   Tick busy_ = 0;
   double accepted_ = 0;
@@ -52,7 +63,7 @@ void BandwidthServer::advance(Tick now, Done&& done) {
     last_ = std::max(last_, now);
     return;
   }
-  const double share = rate_ / static_cast<double>(flows_.size());
+  const double share = rate_ / static_cast<double>(mark_served());
   const double served = share * static_cast<double>(now - last_);
   busy_ += now - last_;
   last_ = now;
@@ -62,7 +73,7 @@ void BandwidthServer::advance(Tick now, Done&& done) {
   std::size_t kept = 0;
   for (std::size_t i = 0; i < flows_.size(); ++i) {
     Flow f = flows_[i];
-    f.remaining -= served;
+    if (served_[i]) f.remaining -= served;
     if (f.remaining <= tolerance) {
       done(f.tag);
     } else {

@@ -5,35 +5,37 @@
 
 #include <fmt/format.h>
 
+#include "net/interconnect.h"
 #include "tpusim/models/errors.h"
 
 namespace tpusim::models {
 namespace {
 
-constexpr std::uint8_t kDmaEngineId = 0;
-constexpr std::uint8_t kHostEngineId = 1;
+// Engine ids (the top byte of path tags): the DMA descriptor queues take 0, 1, ... (one per TensorCore).
+constexpr std::uint8_t kHostEngineId = 255;
 
 bool touches(const ir::Instruction& ins, ir::Memory m) { return ins.src == m || ins.dst == m; }
 
 }  // namespace
 
 Chip::Chip(const sc_core::sc_module_name& name, std::uint32_t id, const ChipSpec& spec, const ProgramIndex& program,
-           const MxuDataflowModel& dataflow, RunControl& control)
+           const MxuDataflowModel& dataflow, MxuFidelity mxu_fidelity, RunControl& control)
     : sc_core::sc_module(name),
       id_(id),
       spec_(spec),
       index_(program),
       program_(program.program()),
       dataflow_(dataflow),
+      mxu_timer_(dataflow, spec.mxu, mxu_fidelity),
       control_(control),
       queues_(static_cast<std::size_t>(program.layout().count())),
-      cores_(static_cast<std::size_t>(spec.tensorcores), TensorCore(spec.vmem.capacity.count())),
+      cores_(static_cast<std::size_t>(spec.tensorcores), TensorCore(spec.vmem.capacity.count(), spec.mxu.per_core)),
       hbm_(spec.hbm.bandwidth.value() * spec.hbm.efficiency),
       pcie_in_(spec.host.pcie_bandwidth.value()),
       pcie_out_(spec.host.pcie_bandwidth.value()),
       cmem_(spec.cmem.bandwidth.value()),
       vmem_copy_(spec.vmem.bandwidth.value()),
-      dma_(spec.dma.outstanding, kDmaEngineId),
+      dma_(spec.tensorcores, spec.dma.outstanding),
       host_(kHostTransfersInFlight, kHostEngineId),
       remaining_(program_.size()) {
   SC_METHOD(run);
@@ -66,6 +68,8 @@ void Chip::activate(Tick now) {
     return;
   }
   const Tick next = next_wake();
+  // A running collective has no local deadline: the interconnect wakes the chip when it completes.
+  if (next == kNever && ici_ != nullptr && ici_->busy(id_)) return;
   if (next == kNever) {
     // Cannot happen for a program in topological order (the lowest-index blocked head always has its
     // dependencies issued); kept as a guard against an inconsistent program.
@@ -85,6 +89,8 @@ void Chip::account(Tick now) {
   const bool computing = std::any_of(cores_.begin(), cores_.end(), [](const TensorCore& c) { return c.computing(); });
   if (computing) {
     counters_.compute += dt;
+  } else if (ici_ != nullptr && ici_->busy(id_)) {
+    counters_.communication += dt;
   } else if (dma_.busy()) {
     counters_.memory_stall += dt;
   } else if (host_.busy()) {
@@ -102,7 +108,11 @@ void Chip::account(Tick now) {
 
 void Chip::advance_paths(Tick now) {
   const auto done = [this](std::uint32_t tag) {
-    (TransferEngine::owner_of(tag) == kDmaEngineId ? dma_ : host_).on_done(tag);
+    if (TransferEngine::owner_of(tag) == kHostEngineId) {
+      host_.on_done(tag);
+    } else {
+      dma_.on_done(tag);
+    }
   };
   for (BandwidthServer* path : {&hbm_, &pcie_in_, &pcie_out_, &cmem_, &vmem_copy_}) path->advance(now, done);
   dma_.start_ready(now);
@@ -112,25 +122,42 @@ void Chip::advance_paths(Tick now) {
 bool Chip::complete_finished(Tick now) {
   bool any = false;
   for (TensorCore& c : cores_) {
-    for (ExecUnit* unit : {&c.mxu, &c.vpu}) {
-      if (unit->busy() && unit->finish() <= now) {
-        unit->finish_current();
-        complete(unit->instr(), unit->started(), now);
-        any = true;
-      }
+    while (c.mxu.busy() && c.mxu.finish() <= now) {
+      const std::uint32_t instr = c.mxu.instr();
+      const Tick started = c.mxu.started();
+      c.mxu.finish_current();
+      complete(instr, started, now);
+      any = true;
+    }
+    if (c.vpu.busy() && c.vpu.finish() <= now) {
+      c.vpu.finish_current();
+      complete(c.vpu.instr(), c.vpu.started(), now);
+      any = true;
     }
   }
   const auto retire = [this, now](std::uint32_t instr, Tick issued) { complete(instr, issued, now); };
   any = dma_.retire(retire) || any;
   any = host_.retire(retire) || any;
+  std::uint32_t ici_instr = 0;
+  Tick ici_started = 0;
+  if (ici_ != nullptr && ici_->take_completed(id_, ici_instr, ici_started)) {
+    complete(ici_instr, ici_started, now);
+    any = true;
+  }
   return any;
 }
 
-bool Chip::dependencies_done(const ir::Instruction& ins) const {
+// A matmul's dependency on an earlier matmul of its own MXU queue is an ordering (accumulation) dependency:
+// the in-order MXU pipeline honours it (a matmul's result reaches another matmul's operands only through a
+// vector op or a DMA), so it does not hold the matmul back; that is what lets back-to-back matmuls pipeline.
+bool Chip::dependencies_done(const ir::Instruction& ins, int queue) const {
+  const bool pipelined = ir::unit_of(ins.kind) == ir::UnitKind::mxu;
   const std::uint32_t* deps = program_.deps_of(ins);
   for (std::uint32_t k = 0; k < ins.dep_count; ++k) {
     const std::uint32_t d = deps[k];
-    if (queues_[static_cast<std::size_t>(index_.queue_of(d))].completed <= index_.position(d)) return false;
+    const int dq = index_.queue_of(d);
+    if (pipelined && dq == queue) continue;
+    if (queues_[static_cast<std::size_t>(dq)].completed <= index_.position(d)) return false;
   }
   return true;
 }
@@ -143,21 +170,23 @@ bool Chip::try_issue(int q, Tick now) {
   const ir::Instruction& ins = program_[instr];
   switch (ir::unit_of(ins.kind)) {
     case ir::UnitKind::mxu:
-      if (cores_[ins.core].mxu.busy()) return false;
+      if (cores_[ins.core].mxu.full()) return false;
       break;
     case ir::UnitKind::vpu:
       if (cores_[ins.core].vpu.busy()) return false;
       break;
     case ir::UnitKind::dma:
-      if (dma_.full()) return false;
+      if (dma_.full(ins.core)) return false;
       break;
     case ir::UnitKind::host:
       if (host_.full()) return false;
       break;
     case ir::UnitKind::ici:
+      if (ici_ != nullptr && ici_->busy(id_)) return false;
+      break;
     case ir::UnitKind::sync: break;
   }
-  if (!dependencies_done(ins)) return false;
+  if (!dependencies_done(ins, q)) return false;
   if (ins.vmem_alloc > 0) {
     Vmem& vmem = cores_[ins.core].vmem;
     if (!vmem.allocate(ins.vmem_alloc)) {
@@ -175,11 +204,12 @@ void Chip::start(std::uint32_t instr, Tick now) {
   ++counters_.executed[static_cast<std::size_t>(ir::unit_of(ins.kind))];
   switch (ins.kind) {
     case ir::OpKind::matmul: {
-      const MatmulShape shape{ins.m, ins.k, ins.n};
-      const std::int64_t cycles = matmul_cycles(dataflow_, spec_.mxu, shape, ins.dtype);
       TensorCore& core = cores_[ins.core];
       core.useful_macs += static_cast<double>(ins.m) * static_cast<double>(ins.k) * static_cast<double>(ins.n);
-      core.mxu.start(now, instr, cycles_to_ticks(cycles, spec_.clock));
+      const MatmulShape shape{ins.m, ins.k, ins.n};
+      if (const std::string why = mxu_timer_.unsupported(shape); !why.empty()) fail(instr, why);
+      const std::int64_t issue = core.mxu.issue_cycle(now, spec_.clock);
+      core.mxu.push(now, instr, mxu_timer_.schedule(shape, ins.dtype, issue, core.mxu), spec_.clock);
       return;
     }
     case ir::OpKind::vector: {
@@ -191,8 +221,11 @@ void Chip::start(std::uint32_t instr, Tick now) {
     case ir::OpKind::host: start_transfer(instr, ins, now); return;
     case ir::OpKind::barrier: complete(instr, now, now); return;
     case ir::OpKind::collective:
+      if (ici_ == nullptr) fail(instr, "no interconnect attached to run a collective");
+      ici_->start(id_, instr, now);
+      return;
     case ir::OpKind::send:
-    case ir::OpKind::recv: fail(instr, "the ICI interconnect is not modelled yet");
+    case ir::OpKind::recv: fail(instr, "send/recv are not modelled yet");
   }
 }
 
@@ -203,28 +236,35 @@ void Chip::start(std::uint32_t instr, Tick now) {
 //   VMEM <-> VMEM           VMEM bandwidth, kOnChipCopyLatency.
 // Assumption: a host transfer into HBM is limited by PCIe alone (16 GB/s against ~1 TB/s of HBM), so it does
 // not take a share of the HBM server.
+// A DMA goes to the descriptor queue of its TensorCore (Instruction::core). Its pattern scales the bytes a
+// path must carry: strided and gather transfers move bytes / dma.strided_efficiency (or gather_efficiency)
+// worth of the path's time (dma_pattern_efficiency()).
 void Chip::start_transfer(std::uint32_t instr, const ir::Instruction& ins, Tick now) {
   const auto bytes = static_cast<double>(ins.bytes);
-  TransferEngine& engine = ins.kind == ir::OpKind::host ? host_ : dma_;
   if (ins.kind == ir::OpKind::host) {
     counters_.host_bytes += ins.bytes;
     BandwidthServer& path = ins.host_op == ir::HostOp::infeed ? pcie_in_ : pcie_out_;
-    engine.issue(now, instr, path, to_ticks(kPcieLatency), bytes);
+    host_.issue(now, instr, path, to_ticks(kPcieLatency), bytes);
     return;
   }
+  const auto issue = [&](BandwidthServer& path, Tick latency, double moved) {
+    dma_.issue(now, ins.core, instr, path, latency, moved / dma_pattern_efficiency(spec_.dma, ins.pattern));
+  };
   counters_.dma_bytes += ins.bytes;
   if (touches(ins, ir::Memory::host)) {
     counters_.host_bytes += ins.bytes;
-    engine.issue(now, instr, ins.src == ir::Memory::host ? pcie_in_ : pcie_out_, to_ticks(kPcieLatency), bytes);
+    issue(ins.src == ir::Memory::host ? pcie_in_ : pcie_out_, to_ticks(kPcieLatency), bytes);
   } else if (touches(ins, ir::Memory::hbm)) {
     if (ins.src == ir::Memory::hbm) counters_.hbm_read += ins.bytes;
     if (ins.dst == ir::Memory::hbm) counters_.hbm_written += ins.bytes;
     const double moved = ins.src == ins.dst ? 2 * bytes : bytes;
-    engine.issue(now, instr, hbm_, to_ticks(spec_.hbm.latency), moved);
+    // Assumption: writes into HBM are posted (the engine is done once HBM has accepted the last byte), so
+    // hbm.latency, a read round trip, applies to transfers that read HBM.
+    issue(hbm_, ins.src == ir::Memory::hbm ? to_ticks(spec_.hbm.latency) : 0, moved);
   } else if (touches(ins, ir::Memory::cmem)) {
-    engine.issue(now, instr, cmem_, to_ticks(kOnChipCopyLatency), bytes);
+    issue(cmem_, to_ticks(kOnChipCopyLatency), bytes);
   } else {
-    engine.issue(now, instr, vmem_copy_, to_ticks(kOnChipCopyLatency), bytes);
+    issue(vmem_copy_, to_ticks(kOnChipCopyLatency), bytes);
   }
 }
 
@@ -261,6 +301,7 @@ ChipCounters Chip::collect() const {
   c.dma_busy = dma_.busy_ticks();
   c.hbm_busy = hbm_.busy_ticks();
   c.host_busy = host_.busy_ticks();
+  if (ici_ != nullptr) c.vpu_busy += ici_->reduce_ticks(id_);  // collective reductions run on a VPU
   return c;
 }
 

@@ -30,6 +30,10 @@
 
 namespace tpusim::models {
 
+namespace net {
+class Interconnect;
+}
+
 // Assumption: the host interface moves one infeed/outfeed/checkpoint transfer at a time per chip (an input
 // pipeline with prefetch is future work).
 inline constexpr int kHostTransfersInFlight = 1;
@@ -38,6 +42,7 @@ inline constexpr int kHostTransfersInFlight = 1;
 struct ChipCounters {
   Tick finish = 0;
   Tick compute = 0, memory_stall = 0, host_stall = 0, idle = 0;  // up to `finish`
+  Tick communication = 0;  // no compute; a collective in flight (counted before memory_stall)
   Tick mxu_busy = 0, vpu_busy = 0;  // summed over TensorCores
   Tick dma_busy = 0, hbm_busy = 0, host_busy = 0;
   double useful_macs = 0;
@@ -50,12 +55,15 @@ class Chip : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Chip);
   Chip(const sc_core::sc_module_name& name, std::uint32_t id, const ChipSpec& spec, const ProgramIndex& program,
-       const MxuDataflowModel& dataflow, RunControl& control);
+       const MxuDataflowModel& dataflow, MxuFidelity mxu_fidelity, RunControl& control);
 
   [[nodiscard]] bool finished() const { return remaining_ == 0; }
   // The chip's statistics, gathered from its modules (call after the run).
   [[nodiscard]] ChipCounters collect() const;
   [[nodiscard]] sc_core::sc_event& wake() { return wake_; }
+  // The pod's interconnect, which runs this chip's ICI queue (collectives); without one, an ICI instruction
+  // fails the run. The interconnect wakes the chip (wake()) when the running instruction completes.
+  void attach_ici(net::Interconnect& ici) { ici_ = &ici; }
 
  private:
   void run();
@@ -64,7 +72,7 @@ class Chip : public sc_core::sc_module {
   void advance_paths(Tick now);
   bool complete_finished(Tick now);
   bool try_issue(int queue, Tick now);
-  [[nodiscard]] bool dependencies_done(const ir::Instruction& ins) const;
+  [[nodiscard]] bool dependencies_done(const ir::Instruction& ins, int queue) const;
   void start(std::uint32_t instr, Tick now);
   void start_transfer(std::uint32_t instr, const ir::Instruction& ins, Tick now);
   void complete(std::uint32_t instr, Tick started, Tick now);
@@ -76,6 +84,7 @@ class Chip : public sc_core::sc_module {
   const ProgramIndex& index_;
   const ir::Program& program_;
   const MxuDataflowModel& dataflow_;
+  MxuTimer mxu_timer_;
   RunControl& control_;
 
   struct QueueState {
@@ -89,11 +98,12 @@ class Chip : public sc_core::sc_module {
   BandwidthServer pcie_out_;  // chip -> host
   BandwidthServer cmem_;
   BandwidthServer vmem_copy_;
-  TransferEngine dma_;
+  DmaEngine dma_;
   TransferEngine host_;
   std::size_t remaining_;
   Tick last_account_ = 0;
   ChipCounters counters_;
+  net::Interconnect* ici_ = nullptr;
   sc_core::sc_event wake_;
 };
 

@@ -30,8 +30,24 @@ void RunControl::fail(std::exception_ptr error) {
   if (!error_) error_ = std::move(error);
 }
 
+namespace {
+
+bool uses_ici(const ir::ProgramSet& programs) {
+  for (std::size_t p = 0; p < programs.programs.size(); ++p) {
+    bool used = programs.role_of_chip.empty() ? p == 0 : false;
+    for (std::size_t c = 0; !used && c < programs.role_of_chip.size(); ++c) used = programs.role_of_chip[c] == p;
+    if (!used) continue;
+    for (const ir::Instruction& ins : programs.programs[p].instructions()) {
+      if (ir::unit_of(ins.kind) == ir::UnitKind::ici) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 Pod::Pod(const sc_core::sc_module_name& name, const Scenario& scenario, const ir::ProgramSet& programs,
-         RunControl& control)
+         RunControl& control, const net::CollectivePlanner& planner)
     : sc_core::sc_module(name),
       scenario_(scenario),
       programs_(programs),
@@ -55,7 +71,16 @@ Pod::Pod(const sc_core::sc_module_name& name, const Scenario& scenario, const ir
     }
     const std::string chip_name = "chip" + std::to_string(id);
     chips_.push_back(
-        std::make_unique<Chip>(chip_name.c_str(), id, scenario.chip, *indexes_[role], *dataflow_, control));
+        std::make_unique<Chip>(chip_name.c_str(), id, scenario.chip, *indexes_[role], *dataflow_,
+                               scenario.fidelity.mxu, control));
+  }
+  if (uses_ici(programs)) {
+    topology_ = std::make_unique<Topology>(build_topology(scenario.pod, scenario.chip));
+    interconnect_ = std::make_unique<net::Interconnect>("ici", *topology_, scenario, programs, planner, control);
+    for (std::uint32_t c = 0; c < chips_.size(); ++c) {
+      interconnect_->attach_chip(c, chips_[c]->wake());
+      chips_[c]->attach_ici(*interconnect_);
+    }
   }
 }
 
@@ -116,6 +141,7 @@ SimResult Pod::collect() const {
     ChipResult cr;
     cr.finish = to_seconds(c.finish);
     cr.breakdown.compute = to_seconds(c.compute);
+    cr.breakdown.communication = to_seconds(c.communication);
     cr.breakdown.memory_stall = to_seconds(c.memory_stall);
     cr.breakdown.host_stall = to_seconds(c.host_stall);
     cr.breakdown.idle = to_seconds(c.idle + (step - c.finish));
@@ -139,6 +165,7 @@ SimResult Pod::collect() const {
     r.chips.push_back(cr);
 
     r.breakdown.compute += cr.breakdown.compute;
+    r.breakdown.communication += cr.breakdown.communication;
     r.breakdown.memory_stall += cr.breakdown.memory_stall;
     r.breakdown.host_stall += cr.breakdown.host_stall;
     r.breakdown.idle += cr.breakdown.idle;
@@ -153,6 +180,7 @@ SimResult Pod::collect() const {
   }
   const double n = chips_.empty() ? 1.0 : static_cast<double>(chips_.size());
   r.breakdown.compute = r.breakdown.compute / n;
+  r.breakdown.communication = r.breakdown.communication / n;
   r.breakdown.memory_stall = r.breakdown.memory_stall / n;
   r.breakdown.host_stall = r.breakdown.host_stall / n;
   r.breakdown.idle = r.breakdown.idle / n;
@@ -164,6 +192,7 @@ SimResult Pod::collect() const {
   r.hbm_written = Bytes(hbm_written);
   r.dma_bytes = Bytes(dma_bytes);
   r.host_bytes = Bytes(host_bytes);
+  if (interconnect_) interconnect_->collect(r, step);
   return r;
 }
 

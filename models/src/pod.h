@@ -1,13 +1,16 @@
 #pragma once
 // The pod: the composition root of a simulation. It builds one ProgramIndex per program in use, the MXU
 // dataflow model, and one Chip per chip of scenario.pod, wires them to the run's RunControl, and turns the
-// chips' counters into a SimResult at the end. Chips are independent until the interconnect is modelled.
+// chips' counters into a SimResult at the end. When a program in use has an ICI instruction it also builds the
+// topology (topology/) and the Interconnect (net/), plans the collectives, and attaches every chip's ICI queue
+// to it; otherwise the chips are independent and no topology is needed.
 #include <memory>
 #include <vector>
 
 #include <systemc>
 
 #include "chip.h"
+#include "net/interconnect.h"
 #include "program_index.h"
 #include "run_control.h"
 #include "tpusim/core/scenario.h"
@@ -20,7 +23,10 @@ namespace tpusim::models {
 class Pod : public sc_core::sc_module {
  public:
   Pod(const sc_core::sc_module_name& name, const Scenario& scenario, const ir::ProgramSet& programs,
-      RunControl& control);
+      RunControl& control, const net::CollectivePlanner& planner);
+
+  // The interconnect, or nullptr when no program uses ICI.
+  [[nodiscard]] net::Interconnect* interconnect() { return interconnect_.get(); }
 
   // Statistics of the finished run (wall time and kernel counters are the caller's).
   [[nodiscard]] SimResult collect() const;
@@ -31,6 +37,8 @@ class Pod : public sc_core::sc_module {
   std::unique_ptr<const MxuDataflowModel> dataflow_;
   std::vector<std::unique_ptr<ProgramIndex>> indexes_;  // by program; built for programs some chip runs
   std::vector<std::unique_ptr<Chip>> chips_;
+  std::unique_ptr<Topology> topology_;
+  std::unique_ptr<net::Interconnect> interconnect_;
 };
 
 }  // namespace tpusim::models

@@ -10,26 +10,26 @@ int QueueLayout::queue(ir::UnitKind unit, int core) const {
   switch (unit) {
     case ir::UnitKind::mxu: return core;
     case ir::UnitKind::vpu: return cores_ + core;
-    case ir::UnitKind::dma: return 2 * cores_;
-    case ir::UnitKind::ici: return 2 * cores_ + 1;
-    case ir::UnitKind::host: return 2 * cores_ + 2;
-    case ir::UnitKind::sync: return 2 * cores_ + 3;
+    case ir::UnitKind::dma: return 2 * cores_ + core;
+    case ir::UnitKind::ici: return 3 * cores_;
+    case ir::UnitKind::host: return 3 * cores_ + 1;
+    case ir::UnitKind::sync: return 3 * cores_ + 2;
   }
-  return 2 * cores_ + 3;
+  return 3 * cores_ + 2;
 }
 
 ir::UnitKind QueueLayout::unit(int queue) const {
   if (queue < cores_) return ir::UnitKind::mxu;
   if (queue < 2 * cores_) return ir::UnitKind::vpu;
-  switch (queue - 2 * cores_) {
-    case 0: return ir::UnitKind::dma;
-    case 1: return ir::UnitKind::ici;
-    case 2: return ir::UnitKind::host;
+  if (queue < 3 * cores_) return ir::UnitKind::dma;
+  switch (queue - 3 * cores_) {
+    case 0: return ir::UnitKind::ici;
+    case 1: return ir::UnitKind::host;
     default: return ir::UnitKind::sync;
   }
 }
 
-int QueueLayout::core(int queue) const { return queue < 2 * cores_ ? queue % cores_ : 0; }
+int QueueLayout::core(int queue) const { return queue < 3 * cores_ ? queue % cores_ : 0; }
 
 namespace {
 
@@ -55,8 +55,8 @@ ProgramIndex::ProgramIndex(const ir::Program& program, const ChipSpec& chip, std
       fail(fmt::format("{} on TensorCore {}, but the chip has {}", ir::op_name(ins.kind), ins.core,
                        chip.tensorcores));
     }
-    if (unit == ir::UnitKind::ici) {
-      fail(fmt::format("{} needs the ICI interconnect model, which is not available yet", ir::op_name(ins.kind)));
+    if (ins.kind == ir::OpKind::send || ins.kind == ir::OpKind::recv) {
+      fail(fmt::format("{} is not modelled yet (collectives are)", ir::op_name(ins.kind)));
     }
     if (ins.kind == ir::OpKind::dma) {
       if (touches(ins, ir::Memory::remote)) fail("DMA to or from a remote chip needs the ICI interconnect model");
@@ -64,7 +64,12 @@ ProgramIndex::ProgramIndex(const ir::Program& program, const ChipSpec& chip, std
         fail(fmt::format("DMA uses CMEM, but chip {} has none", chip.name));
       }
     }
-    const int q = layout_.queue(unit, unit == ir::UnitKind::mxu || unit == ir::UnitKind::vpu ? ins.core : 0);
+    const bool per_core = unit == ir::UnitKind::mxu || unit == ir::UnitKind::vpu || unit == ir::UnitKind::dma;
+    if (unit == ir::UnitKind::dma && ins.core >= chip.tensorcores) {
+      fail(fmt::format("DMA on the descriptor queue of TensorCore {}, but the chip has {}", ins.core,
+                       chip.tensorcores));
+    }
+    const int q = layout_.queue(unit, per_core ? ins.core : 0);
     auto& queue = queues_[static_cast<std::size_t>(q)];
     queue_of_[i] = static_cast<std::uint8_t>(q);
     position_[i] = static_cast<std::uint32_t>(queue.size());

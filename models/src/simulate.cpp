@@ -7,6 +7,7 @@
 
 #include <systemc>
 
+#include "net/simulate_with_planner.h"
 #include "pod.h"
 #include "run_control.h"
 #include "tpusim/core/logging.h"
@@ -14,6 +15,11 @@
 namespace tpusim::models {
 
 SimResult simulate(const Scenario& scenario, const ir::ProgramSet& programs, const SimOptions& options) {
+  return net::simulate_with_planner(scenario, programs, options, net::default_collective_planner());
+}
+
+SimResult net::simulate_with_planner(const Scenario& scenario, const ir::ProgramSet& programs,
+                                     const SimOptions& options, const net::CollectivePlanner& planner) {
   // Must precede the first SystemC call, which prints the banner otherwise; the caller's choice wins.
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
   const auto wall_start = std::chrono::steady_clock::now();
@@ -26,7 +32,7 @@ SimResult simulate(const Scenario& scenario, const ir::ProgramSet& programs, con
 
   const auto chips = static_cast<std::uint32_t>(scenario.pod.chip_count());
   RunControl control(options.progress, options.trace, chips);
-  auto pod = std::make_unique<Pod>("pod", scenario, programs, control);
+  auto pod = std::make_unique<Pod>("pod", scenario, programs, control, planner);
   sc_core::sc_start();
   if (control.error()) std::rethrow_exception(control.error());
   if (control.unfinished() > 0) {

@@ -53,23 +53,29 @@ struct TileRef {
 
 class Array {
  public:
+  // `issue` and `state` say when the instruction is issued and what the earlier instructions of a
+  // back-to-back run still hold the array for (see MxuArrayState).
   Array(const MxuSpec& mxu, MatmulShape s, const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b,
-        std::vector<TileRef> tiles)
+        std::vector<TileRef> tiles, std::int64_t issue, MxuArrayState state)
       : r_(mxu.rows), c_(mxu.cols), s_(s), a_(a), b_(b), tiles_(std::move(tiles)),
-        pes_(static_cast<std::size_t>(r_ * c_)) {}
+        pes_(static_cast<std::size_t>(r_ * c_)), issue_(issue), initial_(state) {}
 
-  // Runs until every tile has streamed and the array is empty; accumulates outputs into `out`.
-  std::int64_t run(std::vector<std::int64_t>& out) {
+  // Runs until every tile has streamed and the array is empty; accumulates outputs into `out`. Returns the
+  // end cycle (0 for an array without tiles) and leaves the array's state for the next instruction in `state`.
+  std::int64_t run(std::vector<std::int64_t>& out, MxuArrayState& state) {
     const auto total = static_cast<std::int64_t>(tiles_.size());
     if (total == 0) return 0;
-    const std::int64_t stall_limit = 4 * (total * (s_.m + r_) + r_ + c_ + 16);
+    const std::int64_t first = std::max(issue_, initial_.load_free);
+    const std::int64_t stall_limit = first + 4 * (total * (s_.m + r_) + r_ + c_ + 16);
     std::int64_t end = 0;
-    for (std::int64_t cycle = 0;; ++cycle) {
+    for (std::int64_t cycle = first;; ++cycle) {
       if (cycle > stall_limit) throw std::logic_error("systolic reference: schedule stalled");
       control(cycle);
       const bool busy = step(cycle, out, end);
       if (!busy && streams() == total && cycle > stream_start_.back() + r_ + s_.m) break;
     }
+    state.load_free = std::max(load_start_.back() + r_, stream_start_.back());
+    state.stream_free = stream_start_.back() + s_.m;
     return end;
   }
 
@@ -82,12 +88,13 @@ class Array {
     const std::int64_t q = streams();
     if (q < loads()) {
       const bool weights_ready = cycle >= load_start_[q] + r_;
-      const bool port_free = q == 0 || cycle >= stream_start_[q - 1] + s_.m;
+      const bool port_free = q == 0 ? cycle >= initial_.stream_free : cycle >= stream_start_[q - 1] + s_.m;
       if (weights_ready && port_free) stream_start_.push_back(cycle);
     }
     const std::int64_t next = loads();
     if (next < total) {
-      const bool port_free = next == 0 || cycle >= load_start_[next - 1] + r_;
+      const bool port_free =
+          next == 0 ? cycle >= std::max(issue_, initial_.load_free) : cycle >= load_start_[next - 1] + r_;
       const bool buffer_free = next == 0 || streams() >= next;
       if (port_free && buffer_free) load_start_.push_back(cycle);
     }
@@ -188,18 +195,33 @@ class Array {
   std::vector<Pe> pes_;
   std::vector<std::int64_t> load_start_;
   std::vector<std::int64_t> stream_start_;
+  std::int64_t issue_;
+  MxuArrayState initial_;
 };
 
 }  // namespace
 
 SystolicRun run_weight_stationary_reference(const MxuSpec& mxu, MatmulShape s, const std::vector<std::int64_t>& a,
                                             const std::vector<std::int64_t>& b) {
+  std::vector<MxuArrayState> idle(static_cast<std::size_t>(std::max(mxu.per_core, 0)));
+  return run_weight_stationary_reference(mxu, s, a, b, 0, idle);
+}
+
+SystolicRun run_weight_stationary_reference(const MxuSpec& mxu, MatmulShape s, const std::vector<std::int64_t>& a,
+                                            const std::vector<std::int64_t>& b, std::int64_t issue,
+                                            std::vector<MxuArrayState>& arrays) {
+  if (static_cast<int>(arrays.size()) != mxu.per_core) {
+    throw std::invalid_argument("systolic reference: one array state per MXU expected");
+  }
   if (static_cast<std::int64_t>(a.size()) != s.m * s.k || static_cast<std::int64_t>(b.size()) != s.k * s.n) {
     throw std::invalid_argument("systolic reference: operand sizes do not match the shape");
   }
   SystolicRun run;
   run.c.assign(static_cast<std::size_t>(s.m * s.n), 0);
-  if (s.m <= 0 || s.k <= 0 || s.n <= 0) return run;
+  if (s.m <= 0 || s.k <= 0 || s.n <= 0) {
+    run.cycles = issue;
+    return run;
+  }
 
   // Deal the weight tiles round-robin over the arrays, as the fast model assumes.
   std::vector<std::vector<TileRef>> per_array(static_cast<std::size_t>(mxu.per_core));
@@ -209,9 +231,10 @@ SystolicRun run_weight_stationary_reference(const MxuSpec& mxu, MatmulShape s, c
       per_array[static_cast<std::size_t>(index++ % mxu.per_core)].push_back(TileRef{kb, nb});
     }
   }
-  for (auto& tiles : per_array) {
-    Array array(mxu, s, a, b, std::move(tiles));
-    run.cycles = std::max(run.cycles, array.run(run.c));
+  run.cycles = issue;
+  for (std::size_t i = 0; i < per_array.size(); ++i) {
+    Array array(mxu, s, a, b, std::move(per_array[i]), issue, arrays[i]);
+    run.cycles = std::max(run.cycles, array.run(run.c, arrays[i]));
   }
   return run;
 }

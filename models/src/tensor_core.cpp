@@ -1,8 +1,63 @@
 #include "tensor_core.h"
 
 #include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "tpusim/models/systolic_reference.h"
 
 namespace tpusim::models {
+
+std::int64_t MxuPipeline::issue_cycle(Tick now, Hertz clock) {
+  if (inflight_.empty()) {
+    epoch_ = now;
+    last_end_ = 0;
+    std::fill(arrays_.begin(), arrays_.end(), MxuArrayState{});
+    return 0;
+  }
+  // Rounded up to the next whole cycle of the run.
+  const double cycles = static_cast<double>(now - epoch_) * clock.value() / kTicksPerSecond;
+  return static_cast<std::int64_t>(std::ceil(cycles - 1e-9));
+}
+
+std::string MxuTimer::unsupported(const MatmulShape& s) const {
+  if (fidelity_ != MxuFidelity::cycle) return {};
+  if (mxu_.dataflow != MxuDataflow::weight_stationary) {
+    return "fidelity.mxu: cycle has a cycle reference for the weight_stationary dataflow only";
+  }
+  const double pe_cycles = static_cast<double>(dataflow_.bf16_cycles(mxu_, s)) * mxu_.rows * mxu_.cols * mxu_.per_core;
+  if (pe_cycles > kCycleReferencePeCycleLimit) {
+    return fmt::format(
+        "fidelity.mxu: cycle: matmul {}x{}x{} needs {:.3g} processing-element cycles in the cycle reference, above "
+        "the limit of {:.3g}; use fidelity.mxu: fast for this workload, or smaller shapes",
+        s.m, s.k, s.n, pe_cycles, kCycleReferencePeCycleLimit);
+  }
+  return {};
+}
+
+std::int64_t MxuTimer::schedule(const MatmulShape& s, DType dtype, std::int64_t issue, MxuPipeline& pipe) const {
+  std::vector<MxuArrayState>& arrays = pipe.arrays();
+  if (mxu_dtype_rate(mxu_, dtype) != 1.0) {
+    const std::int64_t start = std::max(issue, pipe.last_end_cycle());
+    const std::int64_t end = start + matmul_cycles(dataflow_, mxu_, s, dtype);
+    std::fill(arrays.begin(), arrays.end(), MxuArrayState{end, end});
+    return end;
+  }
+  if (fidelity_ == MxuFidelity::fast) return dataflow_.schedule(mxu_, s, issue, arrays);
+  // Timing only: the reference needs operands, and zeros exercise the same schedule.
+  const std::vector<std::int64_t> a(static_cast<std::size_t>(s.m * s.k), 0);
+  const std::vector<std::int64_t> b(static_cast<std::size_t>(s.k * s.n), 0);
+  return run_weight_stationary_reference(mxu_, s, a, b, issue, arrays).cycles;
+}
+
+void MxuPipeline::push(Tick now, std::uint32_t instr, std::int64_t end_cycle, Hertz clock) {
+  // In-order completion, whatever the dataflow's arithmetic says about arrays the instruction left idle.
+  last_end_ = std::max(last_end_, end_cycle);
+  const Tick end = std::max(now, epoch_ + cycles_to_ticks(last_end_, clock));
+  inflight_.push_back(InFlight{instr, now, end});
+  ++executed_;
+}
 
 bool Vmem::allocate(std::uint64_t bytes) {
   if (bytes > capacity_ - used_) return false;

@@ -16,6 +16,11 @@ std::unique_ptr<const MxuDataflowModel> make_mxu_dataflow(MxuDataflow dataflow) 
   return make_weight_stationary_dataflow();
 }
 
+std::int64_t tiles_on_array(const MxuSpec& mxu, std::int64_t total, int array) {
+  if (total <= array || mxu.per_core < 1) return 0;
+  return ceil_div(total - array, mxu.per_core);
+}
+
 double mxu_dtype_rate(const MxuSpec& mxu, DType dtype) {
   switch (dtype) {
     case DType::bf16:
@@ -55,6 +60,15 @@ std::int64_t vpu_cycles(const VpuSpec& vpu, ir::VectorOp op, std::int64_t elemen
     case ir::VectorOp::transpose: return ceil_div(elements, vpu.lanes);
   }
   return ceil_div(elements, per_cycle);
+}
+
+double dma_pattern_efficiency(const DmaSpec& dma, ir::DmaPattern pattern) {
+  switch (pattern) {
+    case ir::DmaPattern::contiguous: return 1.0;
+    case ir::DmaPattern::strided: return dma.strided_efficiency > 0 ? dma.strided_efficiency : 1.0;
+    case ir::DmaPattern::gather: return dma.gather_efficiency > 0 ? dma.gather_efficiency : 1.0;
+  }
+  return 1.0;
 }
 
 Seconds transfer_time(Bytes bytes, Seconds latency, BytesPerSecond bandwidth, double efficiency) {

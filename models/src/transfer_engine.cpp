@@ -12,7 +12,7 @@ TransferEngine::TransferEngine(int window, std::uint8_t id) : ring_(static_cast<
 void TransferEngine::issue(Tick now, std::uint32_t instr, BandwidthServer& path, Tick latency, double bytes) {
   if (full()) throw std::logic_error("transfer engine issued beyond its window");
   const std::size_t index = (head_ + count_) % ring_.size();
-  ring_[index] = Slot{instr, Phase::latency, now, now + latency, bytes, &path};
+  ring_[index] = Slot{instr, Phase::latency, now, now + latency, bytes, &path, issued_++};
   ++count_;
   start_ready(now);
 }
@@ -27,7 +27,7 @@ void TransferEngine::start_ready(Tick now) {
       continue;
     }
     s.phase = Phase::transfer;
-    s.path->add(now, (static_cast<std::uint32_t>(id_) << 24) | static_cast<std::uint32_t>(index), s.bytes);
+    s.path->add(now, (static_cast<std::uint32_t>(id_) << 24) | static_cast<std::uint32_t>(index), s.bytes, s.order);
   }
 }
 
@@ -39,6 +39,26 @@ Tick TransferEngine::next_event() const {
     const Slot& s = ring_[(head_ + i) % ring_.size()];
     if (s.phase == Phase::latency) next = std::min(next, s.ready);
   }
+  return next;
+}
+
+DmaEngine::DmaEngine(int queues, int window) {
+  if (queues < 1 || queues > 128) throw std::invalid_argument("DMA engine needs 1 to 128 descriptor queues");
+  queues_.reserve(static_cast<std::size_t>(queues));
+  for (int q = 0; q < queues; ++q) queues_.emplace_back(window, static_cast<std::uint8_t>(q));
+}
+
+bool DmaEngine::busy() const {
+  return std::any_of(queues_.begin(), queues_.end(), [](const TransferEngine& q) { return q.busy(); });
+}
+
+void DmaEngine::start_ready(Tick now) {
+  for (TransferEngine& q : queues_) q.start_ready(now);
+}
+
+Tick DmaEngine::next_event() const {
+  Tick next = kNever;
+  for (const TransferEngine& q : queues_) next = std::min(next, q.next_event());
   return next;
 }
 

@@ -56,12 +56,46 @@ class TransferEngine {
     Tick ready = 0;
     double bytes = 0;
     BandwidthServer* path = nullptr;
+    std::uint64_t order = 0;  // issue order, which the path serves the queue's transfers in
   };
 
   std::vector<Slot> ring_;
   std::size_t head_ = 0;
   std::size_t count_ = 0;
+  std::uint64_t issued_ = 0;
   std::uint8_t id_;
+  BusyTime busy_;
+};
+
+// The chip's DMA engine: one descriptor queue (a TransferEngine with ids 0, 1, ...) per TensorCore, each
+// keeping chip.dma.outstanding transfers in flight and retiring in its own issue order. The queues share
+// the paths (HBM, CMEM, PCIe), which split their bandwidth between the queues with work.
+class DmaEngine {
+ public:
+  DmaEngine(int queues, int window);
+
+  [[nodiscard]] bool full(int queue) const { return queues_[static_cast<std::size_t>(queue)].full(); }
+  [[nodiscard]] bool busy() const;
+  void issue(Tick now, int queue, std::uint32_t instr, BandwidthServer& path, Tick latency, double bytes) {
+    queues_[static_cast<std::size_t>(queue)].issue(now, instr, path, latency, bytes);
+  }
+  void start_ready(Tick now);
+  // For a tag of one of this engine's queues (owner_of(tag) < queue count).
+  void on_done(std::uint32_t tag) { queues_[TransferEngine::owner_of(tag)].on_done(tag); }
+  template <class Retire>
+  bool retire(Retire&& retire) {
+    bool any = false;
+    for (TransferEngine& q : queues_) any = q.retire(retire) || any;
+    return any;
+  }
+  [[nodiscard]] Tick next_event() const;
+  // Busy while any queue has a transfer issued and not retired.
+  void account(Tick now) { busy_.advance(now, busy()); }
+  [[nodiscard]] Tick busy_ticks() const { return busy_.total(); }
+  [[nodiscard]] int queues() const { return static_cast<int>(queues_.size()); }
+
+ private:
+  std::vector<TransferEngine> queues_;
   BusyTime busy_;
 };
 

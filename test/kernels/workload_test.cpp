@@ -190,13 +190,16 @@ TEST(LowerVectorPass, ChunksAreWholeVregsSpreadOverCores) {
   ir::Program p;
   const VectorPass pass{10000, {DType::bf16}, {DType::bf16}, ir::VectorOp::elementwise, 1, DType::bf16};
   const auto done = lower_vector_pass(p, v4_like(), pass, {}, "v");
-  // 10000 elements over 2 cores: one chunk each of 5120 (5 vregs) and 4880 elements.
+  // 10000 elements over 2 cores: one chunk each of 5120 (5 vregs) and 4880 elements. Order: both loads,
+  // both ops, then both stores (a group's stores follow the next round's loads).
   ASSERT_EQ(p.size(), 6u);
   EXPECT_EQ(done.size(), 2u);
   EXPECT_EQ(p[2].elements, 5120);
   EXPECT_EQ(p[2].core, 0);
-  EXPECT_EQ(p[4].elements, 4880);
-  EXPECT_EQ(p[4].core, 1);
+  EXPECT_EQ(p[3].elements, 4880);
+  EXPECT_EQ(p[3].core, 1);
+  EXPECT_EQ(p[4].kind, ir::OpKind::dma);
+  EXPECT_EQ(p[4].dst, ir::Memory::hbm);
   EXPECT_EQ(p.dma_bytes(), 2u * 10000 * 2);
 }
 

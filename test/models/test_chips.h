@@ -50,6 +50,7 @@ inline Scenario scenario_for(const ChipSpec& chip, std::vector<int> shape = {1})
   s.pod.name = "test-slice";
   s.pod.shape = std::move(shape);
   s.pod.wraparound.assign(s.pod.shape.size(), 0);
+  s.pod.host_shape.assign(s.pod.shape.size(), 1);
   return s;
 }
 

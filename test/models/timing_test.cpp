@@ -46,6 +46,52 @@ TEST(WeightStationary, OneRowPastTheArrayPaysForAWholeTile) {
   EXPECT_NEAR(129.0 * 129 * 129 / mxu_mac_capacity(mxu, DType::bf16, 511), 0.0641, 1e-4);
 }
 
+TEST(WeightStationary, ScheduleFromIdleIsTheClosedForm) {
+  const MxuSpec mxu = v4_like().mxu;
+  const auto df = make_mxu_dataflow(MxuDataflow::weight_stationary);
+  for (const MatmulShape s : {MatmulShape{8, 1024, 1024}, MatmulShape{129, 129, 129}, MatmulShape{4096, 4096, 2048}}) {
+    std::vector<MxuArrayState> arrays(4);
+    EXPECT_EQ(df->schedule(mxu, s, 0, arrays), df->bf16_cycles(mxu, s));
+  }
+}
+
+TEST(WeightStationary, BackToBackInstructionsPayFillAndDrainOnce) {
+  const MxuSpec mxu = v4_like().mxu;
+  const auto df = make_mxu_dataflow(MxuDataflow::weight_stationary);
+  std::vector<MxuArrayState> arrays(4);
+  // 1024^3: 64 tiles, 16 per array, 1024 rows each. Both issued at cycle 0: the second's first weights load
+  // while the first streams its last tile, so it ends 16 x 1024 cycles after the first.
+  const std::int64_t first = df->schedule(mxu, MatmulShape{1024, 1024, 1024}, 0, arrays);
+  const std::int64_t second = df->schedule(mxu, MatmulShape{1024, 1024, 1024}, 0, arrays);
+  EXPECT_EQ(first, 128 + 16 * 1024 + 254);
+  EXPECT_EQ(second, first + 16 * 1024);
+  // Issued after the arrays went quiet, an instruction pays its own fill again.
+  const std::int64_t late = df->schedule(mxu, MatmulShape{1024, 1024, 1024}, second + 1000, arrays);
+  EXPECT_EQ(late, second + 1000 + df->bf16_cycles(mxu, MatmulShape{1024, 1024, 1024}));
+  // m < R: the next tile still waits R cycles for its weights.
+  std::vector<MxuArrayState> skinny(4);
+  const std::int64_t a = df->schedule(mxu, MatmulShape{8, 1024, 1024}, 0, skinny);
+  EXPECT_EQ(df->schedule(mxu, MatmulShape{8, 1024, 1024}, 0, skinny), a + 16 * 128);
+}
+
+TEST(OutputStationary, BackToBackInstructionsPaySkewAndDrainOnce) {
+  const MxuSpec mxu = v4_like().mxu;
+  const auto df = make_mxu_dataflow(MxuDataflow::output_stationary);
+  std::vector<MxuArrayState> arrays(4);
+  const MatmulShape s{1024, 512, 1024};
+  EXPECT_EQ(df->schedule(mxu, s, 0, arrays), df->bf16_cycles(mxu, s));
+  EXPECT_EQ(df->schedule(mxu, s, 0, arrays), df->bf16_cycles(mxu, s) + 16 * 512);
+}
+
+TEST(DmaPattern, StridedAndGatherTransfersRunAtTheirEfficiency) {
+  DmaSpec dma;
+  dma.strided_efficiency = 0.9;
+  dma.gather_efficiency = 0.5;
+  EXPECT_EQ(dma_pattern_efficiency(dma, ir::DmaPattern::contiguous), 1.0);
+  EXPECT_EQ(dma_pattern_efficiency(dma, ir::DmaPattern::strided), 0.9);
+  EXPECT_EQ(dma_pattern_efficiency(dma, ir::DmaPattern::gather), 0.5);
+}
+
 TEST(WeightStationary, ZeroSizedMatmulTakesNoTime) {
   EXPECT_EQ(ws_cycles(v4_like().mxu, 0, 128, 128), 0);
   EXPECT_EQ(ws_cycles(v4_like().mxu, 128, 0, 128), 0);

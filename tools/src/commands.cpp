@@ -29,15 +29,15 @@ namespace {
 
 // Builds the pod's topology once to check that the pod and chip fit together (axes vs ICI ports, cube
 // divisibility, twist rules); a mismatch is bad input, reported before anything runs.
-void check_topology(const Scenario& s) {
+Topology check_topology(const Scenario& s) {
   try {
-    (void)build_topology(s.pod, s.chip);
+    return build_topology(s.pod, s.chip);
   } catch (const std::invalid_argument& e) {
     const auto it = s.pod.origins.find("shape");
     Diagnostics diags;
     diags.error(it != s.pod.origins.end() ? it->second.loc : SourceLoc{"(pod)", 0, 0}, "pod",
                 "the pod cannot be built with this chip", "a pod the chip can form", e.what());
-    diags.throw_if_any();
+    throw ConfigError(diags.items());
   }
 }
 
@@ -94,9 +94,10 @@ double peak_rss_mib() {
 int run_command(const RunArgs& args) {
   Scenario scenario;
   ir::ProgramSet programs;
+  std::optional<Topology> topology;
   try {
     scenario = load_scenario(args.scenario, args.overrides);
-    check_topology(scenario);
+    topology.emplace(check_topology(scenario));
     programs = kernels::lower_workload(scenario.workload, scenario.chip);
   } catch (const ConfigError& e) {
     print_config_error(e);
@@ -133,7 +134,7 @@ int run_command(const RunArgs& args) {
   RunReport report;
   try {
     const models::SimResult result = models::simulate(scenario, programs, options);
-    report = make_report(scenario, programs, result);
+    report = make_report(scenario, programs, result, &*topology);
     if (args.perf) {
       std::cerr << fmt::format(
           "tpusim perf: wall {:.3f} s, {} kernel events ({:.3g} events/s), {} instructions simulated "
@@ -159,6 +160,10 @@ int run_command(const RunArgs& args) {
     std::ofstream csv(folder.file("chips.csv"), std::ios::binary);
     write_chips_csv(report, csv);
     csv.close();
+    if (!report.links.empty()) {
+      std::ofstream links(folder.file("links.csv"), std::ios::binary);
+      write_links_csv(report, links);
+    }
     if (tracer) {
       std::ofstream trace(folder.file("trace.json"), std::ios::binary);
       tracer->write(programs, trace);
@@ -182,7 +187,7 @@ int run_command(const RunArgs& args) {
 int validate_command(const std::string& scenario_name, const std::vector<std::string>& overrides) {
   try {
     const Scenario s = load_scenario(scenario_name, overrides);
-    check_topology(s);
+    (void)check_topology(s);
     const ir::ProgramSet programs = kernels::lower_workload(s.workload, s.chip);
     std::size_t instructions = 0;
     for (const auto& p : programs.programs) instructions += p.size();

@@ -98,8 +98,28 @@ json summary_json(const Scenario& scenario, const RunReport& r) {
   j["units"] = units;
   j["bytes"] = json{{"hbm_read", r.hbm_bytes_read}, {"hbm_written", r.hbm_bytes_written}};
   j["program"] = json{{"programs", r.programs}, {"instructions", r.instructions}};
-  // No interconnect is modelled by a single-chip run yet; the keys are part of the contract.
-  j["links"] = json{{"count", 0}, {"utilization", json{{"mean", 0.0}, {"max", 0.0}}}};
+  double link_bytes = 0;
+  for (const auto& l : r.links) link_bytes += l.bytes;
+  j["links"] = json{{"model", r.link_model},
+                    {"count", r.links.size()},
+                    {"bytes", link_bytes},
+                    {"utilization", json{{"mean", r.link_utilization.mean}, {"max", r.link_utilization.max}}}};
+  json colls = json::array();
+  for (const auto& c : r.collectives) {
+    colls.push_back(json{{"program", c.program},
+                         {"instruction", c.instruction},
+                         {"op", c.op},
+                         {"algorithm", c.algorithm},
+                         {"participants", c.participants},
+                         {"steps", c.steps},
+                         {"bytes_per_chip", c.bytes_per_chip},
+                         {"time_s", c.time_s},
+                         {"ideal_time_s", c.ideal_s},
+                         {"efficiency", ratio(c.ideal_s, c.time_s)},
+                         {"algorithm_bandwidth_bytes_per_s", c.algorithm_bandwidth},
+                         {"bus_bandwidth_bytes_per_s", c.bus_bandwidth}});
+  }
+  j["collectives"] = colls;
   j["faults"] = json{{"timeline", json::array()}};
   j["notes"] = r.notes;
   return j;
@@ -125,6 +145,14 @@ void write_chips_csv(const RunReport& r, std::ostream& out) {
   }
 }
 
+void write_links_csv(const RunReport& r, std::ostream& out) {
+  out << "link,src_chip,dst_chip,axis,direction,kind,bytes,busy_s,utilization,queueing_s\n";
+  for (const auto& l : r.links) {
+    out << fmt::format("{},{},{},{},{},{},{:.0f},{:.9g},{:.6f},{:.9g}\n", l.link, l.src, l.dst, l.axis, l.direction,
+                       l.kind, l.bytes, l.busy_s, l.utilization, l.queueing_s);
+  }
+}
+
 void print_table(const Scenario& s, const RunReport& r, std::ostream& out) {
   const double step = r.step_time_s;
   out << fmt::format("tpusim {} | scenario {} | {} on {} ({} chip{})\n", version(), s.name,
@@ -143,6 +171,18 @@ void print_table(const Scenario& s, const RunReport& r, std::ostream& out) {
   for (const auto& u : r.units) {
     out << fmt::format("  {:<6} {:>11}   {:5.1f}% / {:5.1f}% / {:5.1f}%\n", u.name, short_time(u.busy_s.mean),
                        100 * u.utilization.mean, 100 * u.utilization.min, 100 * u.utilization.max);
+  }
+  if (!r.links.empty()) {
+    out << fmt::format("\n  ICI links ({}, {} directed): utilization mean {:.1f}%, max {:.1f}%\n", r.link_model,
+                       r.links.size(), 100 * r.link_utilization.mean, 100 * r.link_utilization.max);
+  }
+  if (!r.collectives.empty()) {
+    out << "\n  collective       algorithm            chips    size/chip        time       ideal   bus bw\n";
+    for (const auto& c : r.collectives) {
+      out << fmt::format("  {:<16} {:<19} {:>6} {:>12} {:>11} {:>11}   {}\n", c.op, c.algorithm, c.participants,
+                         format_bytes(Bytes(static_cast<std::uint64_t>(c.bytes_per_chip))), short_time(c.time_s),
+                         short_time(c.ideal_s), format_bandwidth(BytesPerSecond(c.bus_bandwidth)));
+    }
   }
   out << "\n  where the time went (mean over chips)\n";
   for (const auto& [k, v] : r.breakdown_s) {

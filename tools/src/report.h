@@ -33,6 +33,24 @@ struct ChipRow {
   std::vector<std::pair<std::string, double>> breakdown_s;  // compute, memory_stall, host_stall, idle
 };
 
+struct LinkRow {
+  std::uint32_t link = 0;
+  std::uint32_t src = 0, dst = 0;
+  int axis = 0, direction = 0;
+  std::string kind;  // electrical / optical
+  double bytes = 0, busy_s = 0, utilization = 0, queueing_s = 0;
+};
+
+struct CollectiveRow {
+  std::uint32_t program = 0, instruction = 0;
+  std::string op, algorithm;
+  int participants = 0;
+  std::uint64_t steps = 0;
+  double bytes_per_chip = 0;
+  double time_s = 0, ideal_s = 0;
+  double algorithm_bandwidth = 0, bus_bandwidth = 0;  // bytes/s
+};
+
 // Everything a run measured, in report form.
 struct RunReport {
   double step_time_s = 0;
@@ -48,10 +66,16 @@ struct RunReport {
   std::uint64_t instructions = 0;   // per program
   std::size_t programs = 0;
   std::vector<std::string> notes;   // e.g. "input-bound: the TPU waited for the host 40% of the step"
+  // Interconnect (empty when the run has no ICI traffic).
+  std::string link_model;
+  Spread link_utilization;
+  std::vector<LinkRow> links;
+  std::vector<CollectiveRow> collectives;
 };
 
 [[nodiscard]] nlohmann::ordered_json summary_json(const Scenario& scenario, const RunReport& report);
 void write_chips_csv(const RunReport& report, std::ostream& out);
+void write_links_csv(const RunReport& report, std::ostream& out);
 void print_table(const Scenario& scenario, const RunReport& report, std::ostream& out);
 
 // Builds a nested JSON object from dotted keys with string values; integers, booleans and integer lists

@@ -22,7 +22,8 @@ Spread spread_of(const std::vector<double>& values) {
 
 }  // namespace
 
-RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, const models::SimResult& r) {
+RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, const models::SimResult& r,
+                      const Topology* topology) {
   using models::HwUnit;
   RunReport rep;
   rep.step_time_s = r.step_time.value();
@@ -34,6 +35,7 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
     rep.examples_per_step = static_cast<double>(scenario.workload.batch);
   }
   rep.breakdown_s = {{"compute", r.breakdown.compute.value()},
+                     {"communication", r.breakdown.communication.value()},
                      {"memory_stall", r.breakdown.memory_stall.value()},
                      {"host_stall", r.breakdown.host_stall.value()},
                      {"idle", r.breakdown.idle.value()}};
@@ -80,14 +82,39 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
       row.utilization[name] = c.utilization[static_cast<std::size_t>(u)];
     }
     row.breakdown_s = {{"compute", c.breakdown.compute.value()},
+                       {"communication", c.breakdown.communication.value()},
                        {"memory_stall", c.breakdown.memory_stall.value()},
                        {"host_stall", c.breakdown.host_stall.value()},
                        {"idle", c.breakdown.idle.value()}};
     rep.chip_rows.push_back(std::move(row));
   }
 
+  rep.link_model = r.link_model;
+  rep.link_utilization = Spread{r.link_utilization.mean, r.link_utilization.min, r.link_utilization.max};
+  if (topology != nullptr) {
+    for (std::size_t i = 0; i < r.links.size() && i < topology->link_count(); ++i) {
+      const auto& usage = r.links[i];
+      const Link& l = topology->link(LinkId(static_cast<std::uint32_t>(i)));
+      rep.links.push_back(LinkRow{static_cast<std::uint32_t>(i), l.src.value(), l.dst.value(), l.axis, l.direction,
+                                  link_kind_name(l.kind), usage.bytes.as_double(), usage.busy.value(),
+                                  usage.utilization, usage.queueing.value()});
+    }
+  }
+  for (const auto& c : r.collectives) {
+    rep.collectives.push_back(CollectiveRow{c.program, c.instruction, std::string(collective_name(c.kind)),
+                                            std::string(kernels::algorithm_name(c.algorithm)), c.participants,
+                                            c.steps, c.bytes_per_chip.as_double(), c.time.value(),
+                                            c.ideal_time.value(), c.algorithm_bandwidth.value(),
+                                            c.bus_bandwidth.value()});
+  }
+
   const double step = rep.step_time_s;
   if (step > 0) {
+    const double comm_share = r.breakdown.communication.value() / step;
+    if (comm_share > kFindingThreshold) {
+      rep.notes.push_back(fmt::format("communication-bound: {:.0f}% of the step is exposed collective time",
+                                      100 * comm_share));
+    }
     const double host_share = r.breakdown.host_stall.value() / step;
     const double mem_share = r.breakdown.memory_stall.value() / step;
     if (host_share > kFindingThreshold) {

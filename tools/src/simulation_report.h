@@ -4,10 +4,12 @@
 #include "tools/src/report.h"
 #include "tpusim/kernels/program.h"
 #include "tpusim/models/sim_result.h"
+#include "tpusim/topology/topology.h"
 
 namespace tpusim::tools {
 
+// `topology` (may be null) labels the per-link rows with their ends, axis and kind.
 [[nodiscard]] RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs,
-                                    const models::SimResult& result);
+                                    const models::SimResult& result, const Topology* topology);
 
 }  // namespace tpusim::tools

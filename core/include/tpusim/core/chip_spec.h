@@ -42,7 +42,9 @@ struct HbmSpec {
 };
 
 struct DmaSpec {
-  int outstanding = 0;  // transfers in flight per engine
+  int outstanding = 0;              // transfers in flight per descriptor queue (one queue per TensorCore)
+  double strided_efficiency = 1.0;  // achieved fraction of a path's bandwidth for strided transfers
+  double gather_efficiency = 1.0;   // same for gathers (many small rows)
 };
 
 struct IciSpec {

@@ -11,6 +11,49 @@
 // lengths, wraparound), the operation, the size and the algorithm; it never routes. The network model turns
 // each send into a route (DOR, or fault-aware) and moves the bytes over ICI links, or over the DCN for steps
 // that cross pods.
+//
+// Sizes. `bytes_per_chip` is each chip's INPUT buffer: all_reduce S -> S; reduce_scatter S -> S / n;
+// all_gather S -> n S (so an all-gather of S moves the same as the second half of an all-reduce of n S);
+// all_to_all S -> S (S / n to every peer); permute S -> S. Plans work in whole elements of the dtype
+// (bytes rounded up to a whole element); a split that does not divide evenly is padded up (ceil), as XLA pads
+// a sharded dimension, so a chip may send a few bytes more than the exact share.
+//
+// Multi-axis decomposition (ring_bidirectional, ring_unidirectional, halving_doubling). With k participating
+// axes (length > 1) the buffer is cut into k x D sub-buffers, D = 2 directions for ring_bidirectional and
+// halving_doubling (the two halves go opposite ways: offsets + and -), D = 1 for ring_unidirectional (+ only).
+// Sub-buffer (r, dir) reduce-scatters axis by axis in the rotated order axes[r], axes[r+1], ... (sizes shrink:
+// c, c / N0, c / (N0 N1), ...), and all-gathers in the reverse order (sizes grow back). At any moment the k
+// rotations sit on k different axes, so every link of the chip carries traffic, as the multi-axis formula of
+// the JAX scaling book assumes (time / number of axes). The k x D step lists all have the same length (each
+// sub-buffer visits every axis once per phase) and are merged step by step: step s of the plan holds step s of
+// every sub-buffer (sends to the same offset are summed). Per axis of length N:
+//   ring:             reduce-scatter N - 1 steps, each sending ceil(c / N) to dir x (+1) and reducing it;
+//                     all-gather N - 1 steps, each forwarding one block of c;
+//   halving_doubling: reduce-scatter log2 N steps at distances 1, 2, 4, ..., N/2 sending half of what is
+//                     left (c/2, c/4, ...: the cyclic form of recursive halving, which needs only fixed
+//                     offsets); all-gather the mirror image (distances N/2, ..., 1, doubling the data).
+// direct: reduce-scatter = one step sending ceil(S / P) to each of the P - 1 peers of the group (every
+// combination of offsets on the participating axes), all-gather = one step sending S to each peer,
+// all-reduce = both, all_to_all = one step sending ceil(S / P) to each peer.
+// permute: one step, S to offset +1 on the first participating axis (every algorithm gives this plan).
+// No extra pipelining slices: the network model already chunks every send.
+//
+// Across pods (topo.pods() = M > 1), hierarchically, the DCN only ever carries the smallest data:
+//   all_reduce:     reduce-scatter in the pod, all-reduce of the shard across pods, all-gather in the pod;
+//   reduce_scatter: reduce-scatter in the pod, then across pods;
+//   all_gather:     all-gather across pods, then in the pod (of M x S);
+//   all_to_all:     one DCN step (S / M to the same chip of every other pod), then the in-pod all_to_all;
+//   permute:        stays in the pod (+1 across pods only when no in-pod axis takes part).
+// The DCN stage is a unidirectional ring over pods (pod_offset +1; the DCN is switched, so one send and one
+// receive per chip use both directions of its attachment) with M - 1 steps per phase, or one direct step per
+// phase (pod_offsets 1 .. M-1) when the algorithm is `direct`.
+//
+// Automatic choice (CollectiveAlgorithm::automatic): all_to_all -> direct; permute -> ring_unidirectional;
+// all_reduce / reduce_scatter / all_gather -> direct when bytes_per_chip <= kAutoDirectMaxBytes and the
+// in-pod group has at most kAutoDirectMaxPeers chips (latency-bound: 2 steps of at most a diameter of hops
+// instead of 2 (N-1) ring steps per axis; alpha-beta estimates with 1 us hops and 45 GB/s links put the
+// break-even near 200 KiB on a 16-ring and 400 KiB on a 4x4x4 torus, so 64 KiB is on the safe side), else
+// ring_bidirectional.
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -20,6 +63,7 @@
 
 #include "tpusim/core/scenario.h"
 #include "tpusim/core/units.h"
+#include "tpusim/kernels/program.h"
 #include "tpusim/topology/topology.h"
 
 namespace tpusim::kernels {
@@ -70,8 +114,47 @@ struct CollectivePlan {
 // (bit i = axis i; 0 = every axis of length > 1), across every pod when the topology has several (a DCN stage).
 // Throws ConfigError naming the algorithm when it cannot run on these axes (e.g. halving_doubling on a
 // length that is not a power of two) with the algorithms that can in the hint.
+// Also throws ConfigError (key workload.model.axes) for an axis the topology does not have, and (key
+// chip.host.dcn_bandwidth) for a multi-pod plan on a chip without DCN bandwidth. An empty group (no axis of
+// length > 1, one pod) or zero bytes gives a plan without steps.
 [[nodiscard]] CollectivePlan plan_collective(const Topology& topo, CollectiveKind kind,
                                              std::uint64_t bytes_per_chip, DType dtype, std::uint32_t axes_mask,
                                              CollectiveAlgorithm algorithm);
+
+// The algorithm `automatic` resolves to (rule at the top of this file); any other value is returned as is.
+inline constexpr std::uint64_t kAutoDirectMaxBytes = 64 * 1024;
+inline constexpr int kAutoDirectMaxPeers = 64;
+[[nodiscard]] CollectiveAlgorithm resolve_algorithm(CollectiveAlgorithm requested, CollectiveKind kind,
+                                                    std::uint64_t bytes_per_chip, int pod_group_size);
+
+// The time of a bandwidth-optimal schedule (CollectivePlan::ideal_time; independent of the algorithm).
+// S = bytes_per_chip, B = link rate one way, a = hop latency, for the participating axes of lengths N_i:
+// r_i = 2B on an axis with wraparound (two ring directions), B on a mesh axis (the ring is embedded in the
+// line, so each direction carries twice the traffic); R = sum r_i; P = prod N_i; L = sum (N_i - 1).
+//   all_reduce      2 (P-1)/P x S / R + 2 L a     (one axis: 2 (N-1)/N x S / (2B), tpu-specs.md; several
+//   reduce_scatter    (P-1)/P x S / R +   L a      axes: the scaling book's "divide by the number of axes",
+//   all_gather        (P-1)   x S / R +   L a      all links busy; the S, S/N0, S/(N0 N1) terms telescope)
+//   all_to_all      max_i floor(N_i^2 / 4) x S / (N_i r_i) + diameter x a  (the per-link load of minimal
+//                   routing: a chip sends S/P to each peer; on a bidirectional ring N S / (8B) for even N,
+//                   1/4 of an all-gather of S, as the scaling book states)
+//   permute         S / B + h a, h = 1 hop (N - 1 on a mesh axis of length > 2, the way back along the line)
+// Pods (M > 1, D = DCN bandwidth per chip = per host / chips per host): all_reduce adds 2 (M-1)/M x (S/P)/D
+// to the in-pod reduce-scatter of S and all-gather of S/P; reduce_scatter adds (M-1)/M x (S/P)/D;
+// all_gather = (M-1) S / D + the in-pod all-gather of M S; all_to_all adds (M-1)/M x S / D. The DCN's own
+// latency is the network model's and is not included. Throws as plan_collective does.
+[[nodiscard]] Seconds ideal_collective_time(const Topology& topo, CollectiveKind kind,
+                                            std::uint64_t bytes_per_chip, std::uint32_t axes_mask);
+
+// bus_factor of CollectivePlan for n participants, relative to bytes_per_chip (NCCL's busbw = algbw x factor,
+// rewritten for an input-sized buffer): all_reduce 2 (n-1)/n, reduce_scatter (n-1)/n, all_gather n-1
+// (NCCL's size is the n S output), all_to_all (n-1)/n, permute 1.
+[[nodiscard]] double bus_factor(CollectiveKind kind, int participants);
+
+// lower_workload for ModelKind::collective: one program with one collective instruction (bytes, dtype,
+// mesh_axes from the listed axes, the algorithm's registry index), no dependencies, model FLOPs 0. Throws
+// ConfigError for an unknown algorithm name (key workload.model.algorithm, did-you-mean) and for an axis
+// outside [0, kMaxAxes) or listed twice (key workload.model.axes); the pod is not known here, so whether the
+// axis exists is checked by plan_collective.
+[[nodiscard]] ir::ProgramSet lower_collective(const WorkloadSpec& workload);
 
 }  // namespace tpusim::kernels

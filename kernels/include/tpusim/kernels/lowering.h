@@ -26,15 +26,19 @@ inline constexpr double kVectorVmemFraction = 0.125;
 struct GemmTiling {
   std::int64_t tm = 0, tk = 0, tn = 0;  // tile of C (tm x tn) and of the contraction (tk)
   std::uint64_t vmem_peak = 0;          // bound on bytes live in one TensorCore's VMEM (see tile_gemm)
+  int buffers = 2;                      // operand buffers per core: 2 (double) or 3 (deeper prefetch)
 };
 
 // Chooses the tiling lower_gemm uses. tm and tk are multiples of the MXU rows, tn of the MXU columns, each a
 // power-of-two multiple or else the whole dimension (so a problem no larger than a tile is one tile). Among
 // the tilings whose VMEM bound fits kGemmVmemFraction of a core's VMEM it takes the lowest estimated time
-// (roofline max of MXU time on the busiest core and HBM time, plus the exposed first loads and last store,
-// plus a per-step overhead), then the fewest HBM bytes, then the fewest steps. The VMEM bound is
-//   min(2, k-steps on a core) x (tm*tk + tk*tn) * dtype_bytes  +  min(2, C tiles on a core) x tm*tn*4
-// (double-buffered A/B tiles and double-buffered f32 accumulators). Throws std::invalid_argument for a
+// (roofline max of the busiest core's weight-stationary MXU time, with back-to-back matmuls pipelined, and
+// HBM time, a step lasting at least what refilling its double buffer takes; plus the exposed first loads of
+// every core, and the last step's matmul, drain and stores; plus a ranking-only 50 ns per step), then the
+// fewest HBM bytes, then the fewest steps, then the fewest buffers. It also picks D = 2 or 3 operand buffers
+// (3 prefetches one step deeper, hiding HBM latency behind short steps). The VMEM bound is
+//   min(D, k-steps on a core) x (tm*tk + tk*tn) * dtype_bytes  +  min(2, C tiles on a core) x tm*tn*4
+// (D-buffered A/B tiles and double-buffered f32 accumulators). Throws std::invalid_argument for a
 // non-positive dimension, ConfigError when even the smallest tile does not fit the chip's VMEM.
 [[nodiscard]] GemmTiling tile_gemm(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::int64_t n,
                                    DType dtype);
@@ -49,7 +53,7 @@ struct GemmLowering {
 // tiling. C tiles go round-robin to the TensorCores (row-major tile order); per C tile and k step: DMA of the
 // A tile and of the B tile into VMEM, then a matmul {tm,tk,tn} depending on both and on the core's previous
 // matmul; after the last k step, one DMA of C back to HBM. Buffer reuse is expressed as dependencies: the
-// loads of a core's step s+2 wait for its matmul of step s, the first matmul of its C tile t+2 waits for the
+// loads of a core's step s+D wait for its matmul of step s (D = tiling.buffers), the first matmul of its C tile t+2 waits for the
 // store of tile t. A is read ceil(n/tn) times, B ceil(m/tm) times, C written once. Instructions are issued
 // in a software-pipelined order (the loads of step s+1 before the matmul of step s, cores interleaved) so
 // in-order unit queues overlap DMA with compute. The first loads depend on `after`. Appends to `prog`.

@@ -3,10 +3,12 @@
 // No formatting here; tools/ writes summary.json, tables and CSV from this struct.
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "tpusim/core/units.h"
+#include "tpusim/kernels/collectives.h"
 #include "tpusim/kernels/program.h"
 
 namespace tpusim::models {
@@ -36,8 +38,9 @@ struct UnitUsage {
 // Where a chip's step went; the four parts add up to the step time (the slowest chip's finish).
 struct TimeBreakdown {
   Seconds compute;       // an MXU or VPU of the chip is busy
-  Seconds memory_stall;  // no compute; DMA transfers in flight (HBM latency and bandwidth)
-  Seconds host_stall;    // no compute and no DMA; host transfers over PCIe in flight
+  Seconds communication;  // no compute; a collective in flight on the ICI unit (exposed communication)
+  Seconds memory_stall;  // no compute, no collective; DMA transfers in flight (HBM latency and bandwidth)
+  Seconds host_stall;    // none of the above; host transfers over PCIe in flight
   Seconds idle;          // nothing in flight (incl. after the chip finished, until the slowest chip)
 };
 
@@ -47,6 +50,34 @@ struct ChipResult {
   std::array<Seconds, kHwUnits> busy{};
   std::array<double, kHwUnits> utilization{};
   Bytes vmem_peak;  // highest VMEM occupancy over the chip's TensorCores
+};
+
+// One directed ICI link (or one direction of a host's DCN NIC) over the step.
+struct LinkUsage {
+  Bytes bytes;               // payload carried
+  Seconds busy;              // moving data: chunked, the sum of chunk service times; flow, time with >= 1 flow
+  double utilization = 0;    // bytes / (link bandwidth x step_time)
+  Seconds queueing;          // chunked: summed over chunks, time waiting for the link (0 in flow mode)
+  std::uint64_t chunks = 0;  // chunked: chunks served (0 in flow mode)
+};
+
+// One collective instruction of one program, over the chips that ran it.
+struct CollectiveUsage {
+  std::uint32_t program = 0;      // index in the ProgramSet
+  std::uint32_t instruction = 0;  // index in that program
+  CollectiveKind kind = CollectiveKind::all_reduce;
+  kernels::CollectiveAlgorithm algorithm = kernels::CollectiveAlgorithm::automatic;  // as planned
+  std::uint32_t axes_mask = 0;    // as planned
+  int participants = 0;           // chips per group
+  std::uint64_t steps = 0;
+  Bytes bytes_per_chip;
+  std::uint64_t executions = 0;   // chips that ran it
+  Seconds start;                  // first chip started it
+  Seconds end;                    // last chip completed it
+  Seconds time;                   // the longest start-to-completion of one chip
+  BytesPerSecond algorithm_bandwidth;  // bytes_per_chip / time
+  BytesPerSecond bus_bandwidth;        // algorithm_bandwidth x plan.bus_factor (NCCL convention)
+  Seconds ideal_time;                  // the plan's bandwidth-optimal closed form
 };
 
 struct SimResult {
@@ -64,6 +95,15 @@ struct SimResult {
   Bytes hbm_written;
   Bytes dma_bytes;      // every DMA instruction's payload
   Bytes host_bytes;     // PCIe traffic of host instructions (infeed, outfeed, checkpoint)
+
+  // Interconnect; empty (links, collectives) or zero when no program has an ICI instruction.
+  std::string link_model;               // "chunked" or "flow" (fidelity.links)
+  std::vector<LinkUsage> links;         // by LinkId of the pod topology
+  Spread link_utilization;              // LinkUsage::utilization over all directed ICI links
+  std::vector<LinkUsage> dcn_egress;    // by HostId, multislice (pods > 1) only
+  std::vector<LinkUsage> dcn_ingress;   // by HostId, multislice only
+  std::vector<CollectiveUsage> collectives;  // in (program, instruction) order
+  std::uint64_t ici_transfers = 0;      // point-to-point sends started (ICI and DCN)
 
   TimeBreakdown breakdown;        // mean over chips
   std::vector<ChipResult> chips;  // indexed by chip id

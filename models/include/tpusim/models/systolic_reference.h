@@ -23,4 +23,15 @@ struct SystolicRun {
                                                           const std::vector<std::int64_t>& a,
                                                           const std::vector<std::int64_t>& b);
 
+// The same instruction issued at cycle `issue` of a back-to-back run, on arrays (mxu.per_core states) that
+// earlier instructions still hold as `arrays` says; `cycles` is then the end cycle of the run, and `arrays`
+// is updated, as MxuDataflowModel::schedule() does. The arrays start empty of data: an earlier instruction's
+// partial sums are ahead of this one's operands by construction (its rows entered every row of the array
+// first), so only the controller's rules carry over. An idle start ({0, 0} states, issue 0) is the overload
+// above.
+[[nodiscard]] SystolicRun run_weight_stationary_reference(const MxuSpec& mxu, MatmulShape s,
+                                                          const std::vector<std::int64_t>& a,
+                                                          const std::vector<std::int64_t>& b, std::int64_t issue,
+                                                          std::vector<MxuArrayState>& arrays);
+
 }  // namespace tpusim::models

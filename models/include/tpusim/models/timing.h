@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "tpusim/core/chip_spec.h"
 #include "tpusim/core/scenario.h"
@@ -16,6 +17,13 @@ struct MatmulShape {
   std::int64_t m = 0, k = 0, n = 0;
 };
 
+// What one systolic array of a TensorCore still owes the instructions before the next one, in MXU cycles
+// since the TensorCore's arrays last went idle. An idle array is {0, 0}.
+struct MxuArrayState {
+  std::int64_t load_free = 0;    // first cycle the next tile may start loading into the array (its buffer is free)
+  std::int64_t stream_free = 0;  // first cycle the next tile may start streaming operands through the array
+};
+
 // How a matmul maps onto a TensorCore's systolic arrays: the variation point for MXU dataflows. One variant
 // per file (mxu_weight_stationary.cpp, mxu_output_stationary.cpp), chosen by make_mxu_dataflow().
 //
@@ -24,6 +32,13 @@ struct MatmulShape {
 // round-robin over the core's mxu.per_core arrays (so the busiest array sets the time). A shape with a zero
 // dimension takes zero cycles. Partial tiles cost as much as full ones (that is the padding waste).
 // Implementations are stateless and thread-safe.
+//
+// Contract of schedule(): places the instruction's tiles on arrays that may still be working on earlier
+// instructions of the same TensorCore (back-to-back matmuls pipeline: the next instruction's first weights
+// load while the previous one streams its last tile, so fill and drain are paid once per back-to-back run,
+// not once per instruction). `arrays` has mxu.per_core entries; tiles are dealt round-robin from array 0, as
+// for bf16_cycles(). Returns the cycle the instruction's last output leaves and updates `arrays`. Issued at
+// cycle 0 on idle arrays it returns exactly bf16_cycles().
 class MxuDataflowModel {
  public:
   virtual ~MxuDataflowModel() = default;
@@ -31,7 +46,12 @@ class MxuDataflowModel {
   // Array-sized tiles the instruction is cut into (weight tiles or output tiles, per the dataflow).
   [[nodiscard]] virtual std::int64_t tiles(const MxuSpec& mxu, MatmulShape s) const = 0;
   [[nodiscard]] virtual std::int64_t bf16_cycles(const MxuSpec& mxu, MatmulShape s) const = 0;
+  [[nodiscard]] virtual std::int64_t schedule(const MxuSpec& mxu, MatmulShape s, std::int64_t issue,
+                                              std::vector<MxuArrayState>& arrays) const = 0;
 };
+
+// Tiles of an instruction that land on array `array` when `total` tiles are dealt round-robin from array 0.
+[[nodiscard]] std::int64_t tiles_on_array(const MxuSpec& mxu, std::int64_t total, int array);
 
 // The composition root for dataflows (explicit, no static registration).
 [[nodiscard]] std::unique_ptr<const MxuDataflowModel> make_mxu_dataflow(MxuDataflow dataflow);
@@ -65,6 +85,10 @@ class MxuDataflowModel {
 // Time of one transfer alone on its path: latency + bytes / (bandwidth * efficiency). Concurrent transfers
 // share the bandwidth equally (the HBM model), which this closed form does not capture.
 [[nodiscard]] Seconds transfer_time(Bytes bytes, Seconds latency, BytesPerSecond bandwidth, double efficiency);
+
+// Fraction of a path's bandwidth a DMA of this access pattern achieves: 1 for contiguous, dma.strided_efficiency
+// or dma.gather_efficiency otherwise (a transfer of B bytes occupies the path like B / efficiency bytes).
+[[nodiscard]] double dma_pattern_efficiency(const DmaSpec& dma, ir::DmaPattern pattern);
 
 // Assumption: a host<->chip DMA over PCIe sees about 1 us of setup latency (typical Gen3 host DMA round
 // trip; not published for TPU hosts).

@@ -1,0 +1,364 @@
+// Collective plans: the registry, the automatic choice, the multi-axis composition, the DCN stage and the
+// closed forms (contracts in tpusim/kernels/collectives.h; the variants in collective_<name>.cpp).
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "collective_algorithm.h"
+#include "tpusim/core/diagnostics.h"
+
+namespace tpusim::kernels {
+
+namespace detail {
+
+std::vector<AlgorithmVariant> collective_algorithms() {
+  // Explicit, in CollectiveAlgorithm order (index i + 1); a static registration would vanish in a static library.
+  return {ring_bidirectional_algorithm(), ring_unidirectional_algorithm(), halving_doubling_algorithm(),
+          direct_algorithm()};
+}
+
+CollectiveSend axis_send(int axis, int distance, std::uint64_t bytes) {
+  CollectiveSend s;
+  s.offset[static_cast<std::size_t>(axis)] = distance;
+  s.bytes = bytes;
+  return s;
+}
+
+std::vector<std::array<int, kMaxAxes>> peer_offsets(const std::vector<GroupAxis>& axes) {
+  std::vector<std::array<int, kMaxAxes>> out;
+  std::array<int, kMaxAxes> offset{};
+  while (true) {
+    // Mixed-radix increment, first group axis fastest; stops after wrapping back to all zeros.
+    std::size_t i = 0;
+    for (; i < axes.size(); ++i) {
+      int& o = offset[static_cast<std::size_t>(axes[i].axis)];
+      if (++o < axes[i].length) break;
+      o = 0;
+    }
+    if (i == axes.size()) break;
+    out.push_back(offset);
+  }
+  return out;
+}
+
+PhasePlan compose_per_axis(Phase phase, const std::vector<GroupAxis>& axes, std::uint64_t elements,
+                           int dtype_bytes, int directions, AxisPhaseFn fn) {
+  PhasePlan plan;
+  const std::size_t k = axes.size();
+  const std::size_t parts = k * static_cast<std::size_t>(directions);
+  std::vector<std::vector<CollectiveStep>> lists(parts);
+  for (std::size_t j = 0; j < parts; ++j) {
+    const std::size_t rotation = j / static_cast<std::size_t>(directions);
+    const int dir = j % static_cast<std::size_t>(directions) == 0 ? 1 : -1;
+    // Equal shares; the first (elements mod parts) sub-buffers take one element more.
+    std::uint64_t c = elements / parts + (j < elements % parts ? 1 : 0);
+    for (std::size_t t = 0; t < k; ++t) {
+      const std::size_t pos = phase == Phase::reduce_scatter ? t : k - 1 - t;
+      c = fn(phase, axes[(rotation + pos) % k], dir, c, dtype_bytes, lists[j]);
+    }
+    plan.elements_out += c;
+  }
+  // Every sub-buffer visits every axis once, so the lists have equal lengths; merge them step by step.
+  const std::size_t length = lists.empty() ? 0 : lists.front().size();
+  for (std::size_t s = 0; s < length; ++s) {
+    CollectiveStep merged;
+    for (auto& list : lists) {
+      if (list.size() != length) throw std::logic_error("compose_per_axis: sub-buffer step lists differ in length");
+      merged.reduce_elements += list[s].reduce_elements;
+      for (const CollectiveSend& send : list[s].sends) {
+        if (send.bytes == 0) continue;
+        const auto same = std::find_if(merged.sends.begin(), merged.sends.end(), [&](const CollectiveSend& m) {
+          return m.offset == send.offset && m.pod_offset == send.pod_offset;
+        });
+        if (same != merged.sends.end()) same->bytes += send.bytes;
+        else merged.sends.push_back(send);
+      }
+    }
+    if (!merged.sends.empty()) plan.steps.push_back(std::move(merged));
+  }
+  return plan;
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::AlgorithmVariant;
+using detail::ceil_div;
+using detail::GroupAxis;
+using detail::Phase;
+
+constexpr std::string_view kAuto = "auto";
+const std::string kAxesKey = "workload.model.axes";
+const std::string kAlgorithmKey = "workload.model.algorithm";
+
+[[noreturn]] void fail(const std::string& key, std::string message, std::string expected, std::string found,
+                       std::string hint = {}) {
+  throw ConfigError({Diagnostic{SourceLoc{"collective plan"}, key, std::move(message), std::move(expected),
+                                std::move(found), std::move(hint)}});
+}
+
+// The participating axes of length > 1, ascending; throws for an axis the topology lacks.
+std::vector<GroupAxis> group_axes(const Topology& topo, std::uint32_t mask) {
+  const std::uint32_t all = (1u << topo.axes()) - 1;
+  if ((mask & ~all) != 0) {
+    std::vector<int> bad;
+    for (int i = topo.axes(); i < 32; ++i) {
+      if (mask & (1u << i)) bad.push_back(i);
+    }
+    fail(kAxesKey, "collective over an axis the pod does not have",
+         fmt::format("axes in [0, {}) ({} is {}-dimensional)", topo.axes(), topo.name(), topo.axes()),
+         fmt::format("axis {}", fmt::join(bad, ", ")));
+  }
+  if (mask == 0) mask = all;
+  std::vector<GroupAxis> axes;
+  for (int i = 0; i < topo.axes(); ++i) {
+    const int n = topo.shape()[static_cast<std::size_t>(i)];
+    if ((mask & (1u << i)) && n > 1) axes.push_back({i, n, topo.wraps(i)});
+  }
+  return axes;
+}
+
+int group_size(const std::vector<GroupAxis>& axes) {
+  int p = 1;
+  for (const GroupAxis& a : axes) p *= a.length;
+  return p;
+}
+
+// Per-chip DCN bandwidth (each direction); throws when a multi-pod collective has none.
+BytesPerSecond dcn_per_chip(const Topology& topo) {
+  const BytesPerSecond d = topo.dcn_bandwidth_per_host() / static_cast<double>(topo.chips_per_host());
+  if (d.value() <= 0) {
+    fail("chip.host.dcn_bandwidth", fmt::format("a collective across {} pods needs DCN bandwidth", topo.pods()),
+         "a positive bandwidth", format_bandwidth(d));
+  }
+  return d;
+}
+
+// The DCN stage: one phase over M pods, as a unidirectional ring (pod_offset +1) or one direct step.
+std::uint64_t dcn_phase(Phase phase, int pods, bool direct, std::uint64_t elements, int dtype_bytes,
+                        std::vector<CollectiveStep>& out) {
+  const auto m = static_cast<std::uint64_t>(pods);
+  const auto bytes = static_cast<std::uint64_t>(dtype_bytes);
+  const std::uint64_t block = phase == Phase::reduce_scatter ? ceil_div(elements, m) : elements;
+  const std::uint64_t reduce = phase == Phase::reduce_scatter ? block : 0;
+  if (direct) {
+    CollectiveStep step;
+    for (int p = 1; p < pods; ++p) step.sends.push_back(CollectiveSend{{}, p, block * bytes});
+    step.reduce_elements = reduce * (m - 1);
+    out.push_back(std::move(step));
+  } else {
+    for (int p = 1; p < pods; ++p) {
+      CollectiveStep step;
+      step.sends.push_back(CollectiveSend{{}, 1, block * bytes});
+      step.reduce_elements = reduce;
+      out.push_back(std::move(step));
+    }
+  }
+  return phase == Phase::reduce_scatter ? block : elements * m;
+}
+
+void append(std::vector<CollectiveStep>& to, std::vector<CollectiveStep> from) {
+  for (auto& s : from) to.push_back(std::move(s));
+}
+
+// The algorithms that can run `kind` over `axes`, for the hint of a rejection.
+std::vector<std::string> valid_algorithms(CollectiveKind kind, const std::vector<GroupAxis>& axes) {
+  std::vector<std::string> names{std::string(kAuto)};
+  for (const AlgorithmVariant& v : detail::collective_algorithms()) {
+    if (v.unsupported(kind, axes).empty()) names.emplace_back(v.name);
+  }
+  return names;
+}
+
+// Closed forms of the in-pod part (see ideal_collective_time in collectives.h).
+Seconds in_pod_ideal(const Topology& topo, CollectiveKind kind, double s, const std::vector<GroupAxis>& axes) {
+  if (axes.empty() || s == 0) return Seconds(0);
+  const double b = topo.link_bandwidth().value();
+  const double hop = topo.hop_latency().value();
+  if (b <= 0) {
+    fail("chip.ici.link_bandwidth", "a collective over ICI needs link bandwidth", "a positive bandwidth",
+         format_bandwidth(topo.link_bandwidth()));
+  }
+  double rate = 0, ring_steps = 0, diameter = 0, all_to_all = 0;
+  double p = 1;
+  for (const GroupAxis& a : axes) {
+    const double n = a.length;
+    const double r = a.wraps ? 2 * b : b;
+    rate += r;
+    p *= n;
+    ring_steps += n - 1;
+    diameter += a.wraps ? std::floor(n / 2) : n - 1;
+    all_to_all = std::max(all_to_all, std::floor(n * n / 4) * s / (n * r));
+  }
+  switch (kind) {
+    case CollectiveKind::all_reduce: return Seconds(2 * (p - 1) / p * s / rate + 2 * ring_steps * hop);
+    case CollectiveKind::reduce_scatter: return Seconds((p - 1) / p * s / rate + ring_steps * hop);
+    case CollectiveKind::all_gather: return Seconds((p - 1) * s / rate + ring_steps * hop);
+    case CollectiveKind::all_to_all: return Seconds(all_to_all + diameter * hop);
+    case CollectiveKind::permute: {
+      const GroupAxis& a = axes.front();
+      const int hops = a.wraps || a.length == 2 ? 1 : a.length - 1;
+      return Seconds(s / b + hops * hop);
+    }
+  }
+  return Seconds(0);
+}
+
+}  // namespace
+
+std::string_view algorithm_name(CollectiveAlgorithm a) {
+  if (a == CollectiveAlgorithm::automatic) return kAuto;
+  for (const AlgorithmVariant& v : detail::collective_algorithms()) {
+    if (v.id == a) return v.name;
+  }
+  return "?";
+}
+
+std::vector<std::string> algorithm_names() {
+  std::vector<std::string> names{std::string(kAuto)};
+  for (const AlgorithmVariant& v : detail::collective_algorithms()) names.emplace_back(v.name);
+  return names;
+}
+
+std::optional<CollectiveAlgorithm> algorithm_by_name(std::string_view name) {
+  if (name == kAuto) return CollectiveAlgorithm::automatic;
+  for (const AlgorithmVariant& v : detail::collective_algorithms()) {
+    if (v.name == name) return v.id;
+  }
+  return std::nullopt;
+}
+
+CollectiveAlgorithm resolve_algorithm(CollectiveAlgorithm requested, CollectiveKind kind,
+                                      std::uint64_t bytes_per_chip, int pod_group_size) {
+  if (requested != CollectiveAlgorithm::automatic) return requested;
+  switch (kind) {
+    case CollectiveKind::all_to_all: return CollectiveAlgorithm::direct;
+    case CollectiveKind::permute: return CollectiveAlgorithm::ring_unidirectional;
+    default:
+      return bytes_per_chip <= kAutoDirectMaxBytes && pod_group_size <= kAutoDirectMaxPeers
+                 ? CollectiveAlgorithm::direct
+                 : CollectiveAlgorithm::ring_bidirectional;
+  }
+}
+
+double bus_factor(CollectiveKind kind, int participants) {
+  const double n = participants;
+  if (n < 1) return 0;
+  switch (kind) {
+    case CollectiveKind::all_reduce: return 2 * (n - 1) / n;
+    case CollectiveKind::reduce_scatter:
+    case CollectiveKind::all_to_all: return (n - 1) / n;
+    case CollectiveKind::all_gather: return n - 1;
+    case CollectiveKind::permute: return 1;
+  }
+  return 1;
+}
+
+Seconds ideal_collective_time(const Topology& topo, CollectiveKind kind, std::uint64_t bytes_per_chip,
+                              std::uint32_t axes_mask) {
+  const std::vector<GroupAxis> axes = group_axes(topo, axes_mask);
+  const auto s = static_cast<double>(bytes_per_chip);
+  const int m = topo.pods();
+  if (m == 1 || s == 0) return in_pod_ideal(topo, kind, s, axes);
+  if (kind == CollectiveKind::permute && !axes.empty()) return in_pod_ideal(topo, kind, s, axes);
+  const double d = dcn_per_chip(topo).value();
+  const double p = group_size(axes), pods = m;
+  switch (kind) {
+    case CollectiveKind::all_reduce:
+      return in_pod_ideal(topo, CollectiveKind::reduce_scatter, s, axes) + Seconds(2 * (pods - 1) / pods * (s / p) / d) +
+             in_pod_ideal(topo, CollectiveKind::all_gather, s / p, axes);
+    case CollectiveKind::reduce_scatter:
+      return in_pod_ideal(topo, kind, s, axes) + Seconds((pods - 1) / pods * (s / p) / d);
+    case CollectiveKind::all_gather:
+      return Seconds((pods - 1) * s / d) + in_pod_ideal(topo, kind, pods * s, axes);
+    case CollectiveKind::all_to_all:
+      return Seconds((pods - 1) / pods * s / d) + in_pod_ideal(topo, kind, s, axes);
+    case CollectiveKind::permute: return Seconds(s / d);
+  }
+  return Seconds(0);
+}
+
+CollectivePlan plan_collective(const Topology& topo, CollectiveKind kind, std::uint64_t bytes_per_chip, DType dtype,
+                               std::uint32_t axes_mask, CollectiveAlgorithm algorithm) {
+  const std::vector<GroupAxis> axes = group_axes(topo, axes_mask);
+  const int pods = topo.pods();
+  const int in_pod = group_size(axes);
+
+  CollectivePlan plan;
+  plan.kind = kind;
+  plan.algorithm = resolve_algorithm(algorithm, kind, bytes_per_chip, in_pod);
+  for (const GroupAxis& a : axes) plan.axes_mask |= 1u << a.axis;
+  plan.participants = in_pod * pods;
+  plan.bytes_per_chip = bytes_per_chip;
+  plan.bus_factor = bus_factor(kind, plan.participants);
+
+  const std::vector<AlgorithmVariant> registry = detail::collective_algorithms();
+  const auto variant = std::find_if(registry.begin(), registry.end(),
+                                    [&](const AlgorithmVariant& v) { return v.id == plan.algorithm; });
+  if (variant == registry.end()) {
+    fail(kAlgorithmKey, "unknown collective algorithm index", fmt::format("one of: {}", fmt::join(algorithm_names(), ", ")),
+         std::to_string(static_cast<int>(algorithm)));
+  }
+  // Permute is the same single send for every algorithm, so nothing is rejected for it.
+  if (kind != CollectiveKind::permute) {
+    if (const std::string why = variant->unsupported(kind, axes); !why.empty()) {
+      fail(kAlgorithmKey,
+           fmt::format("{} cannot run {} on {}", variant->name, collective_name(kind), topo.name()),
+           fmt::format("an algorithm that can run {} here", collective_name(kind)), why,
+           fmt::format("algorithms that can: {}", fmt::join(valid_algorithms(kind, axes), ", ")));
+    }
+  }
+  plan.ideal_time = ideal_collective_time(topo, kind, bytes_per_chip, axes_mask);
+  if (bytes_per_chip == 0 || (axes.empty() && pods == 1)) return plan;
+
+  const int dbytes = dtype_bytes(dtype);
+  const std::uint64_t elements = ceil_div(bytes_per_chip, static_cast<std::uint64_t>(dbytes));
+  const bool direct_dcn = plan.algorithm == CollectiveAlgorithm::direct;
+  auto in_pod_phase = [&](Phase phase, std::uint64_t e) {
+    if (axes.empty()) return e;
+    detail::PhasePlan p = variant->phase(phase, axes, e, dbytes);
+    append(plan.steps, std::move(p.steps));
+    return p.elements_out;
+  };
+  auto dcn = [&](Phase phase, std::uint64_t e) {
+    return pods > 1 ? dcn_phase(phase, pods, direct_dcn, e, dbytes, plan.steps) : e;
+  };
+
+  switch (kind) {
+    case CollectiveKind::all_reduce: {
+      std::uint64_t shard = in_pod_phase(Phase::reduce_scatter, elements);
+      shard = dcn(Phase::reduce_scatter, shard);
+      in_pod_phase(Phase::all_gather, dcn(Phase::all_gather, shard));
+      break;
+    }
+    case CollectiveKind::reduce_scatter: dcn(Phase::reduce_scatter, in_pod_phase(Phase::reduce_scatter, elements)); break;
+    case CollectiveKind::all_gather: in_pod_phase(Phase::all_gather, dcn(Phase::all_gather, elements)); break;
+    case CollectiveKind::all_to_all: {
+      if (pods > 1) {
+        // Each chip first sends to the same chip of every other pod the 1/M of its buffer bound for that pod.
+        CollectiveStep step;
+        const std::uint64_t block = ceil_div(elements, static_cast<std::uint64_t>(pods));
+        for (int p = 1; p < pods; ++p) {
+          step.sends.push_back(CollectiveSend{{}, p, block * static_cast<std::uint64_t>(dbytes)});
+        }
+        plan.steps.push_back(std::move(step));
+      }
+      if (!axes.empty()) append(plan.steps, variant->all_to_all(axes, elements, dbytes));
+      break;
+    }
+    case CollectiveKind::permute: {
+      CollectiveStep step;
+      if (axes.empty()) step.sends.push_back(CollectiveSend{{}, 1, elements * static_cast<std::uint64_t>(dbytes)});
+      else step.sends.push_back(detail::axis_send(axes.front().axis, 1, elements * static_cast<std::uint64_t>(dbytes)));
+      plan.steps.push_back(std::move(step));
+      break;
+    }
+  }
+  return plan;
+}
+
+}  // namespace tpusim::kernels

@@ -1,0 +1,30 @@
+// ring_bidirectional: per axis two rings, one each way, each carrying half the buffer, so both directions of
+// every ring link are busy: the bandwidth-optimal all-reduce on a torus, 2 (N-1)/N x S / (2B) per axis
+// (tpu-specs.md, "Useful derived checks"). The default for all_reduce, reduce_scatter and all_gather above the
+// automatic rule's direct threshold. Decomposition in collectives.h with D = 2.
+#include "collective_algorithm.h"
+
+namespace tpusim::kernels::detail {
+
+namespace {
+
+std::string unsupported(CollectiveKind kind, const std::vector<GroupAxis>& /*axes*/) {
+  return kind == CollectiveKind::all_to_all ? "all_to_all (only direct plans it)" : "";
+}
+
+PhasePlan phase(Phase p, const std::vector<GroupAxis>& axes, std::uint64_t elements, int dtype_bytes) {
+  return compose_per_axis(p, axes, elements, dtype_bytes, 2, ring_axis_phase);
+}
+
+}  // namespace
+
+AlgorithmVariant ring_bidirectional_algorithm() {
+  AlgorithmVariant v;
+  v.id = CollectiveAlgorithm::ring_bidirectional;
+  v.name = "ring_bidirectional";
+  v.unsupported = unsupported;
+  v.phase = phase;
+  return v;
+}
+
+}  // namespace tpusim::kernels::detail

@@ -1,0 +1,253 @@
+// The flow link model (fidelity.links = flow).
+//
+// Every transfer is one flow over all channels of its path at once. Flow rates are max-min fair (progressive
+// filling: repeatedly find the channel with the smallest fair share capacity_left / unfrozen_flows, fix that
+// share for its unfrozen flows, and subtract it along their paths). Rates are recomputed whenever a flow starts
+// or drains, but only for the flows connected to the change through shared channels (a ring collective on a
+// torus is thousands of independent one-hop components, so one change costs O(component), not O(flows)).
+// A flow drains its bytes at its current rate; it is delivered sum(latency over its path) after it has
+// drained (the tail's propagation). Alone on idle channels: t0 + sum(latency) + ceil(bytes / min(rate)).
+//
+// Rate changes at one tick are batched: starts and drains only mark channels dirty; rates are settled once
+// before time moves on (next_event() and advance() settle).
+#include <algorithm>
+#include <limits>
+#include <queue>
+
+#include "link_model.h"
+
+namespace tpusim::models::net {
+namespace {
+
+// A floor on a flow's rate (bytes per tick) against rounding leaving a bottleneck channel at zero capacity.
+constexpr double kMinRate = 1e-12;
+
+class FlowLinkModel final : public LinkModel {
+ public:
+  explicit FlowLinkModel(std::vector<Channel> channels)
+      : channels_(std::move(channels)), ports_(channels_.size()), stats_(channels_.size()) {}
+
+  const char* name() const override { return "flow"; }
+
+  void start(Tick now, TransferId id, const std::uint32_t* path, std::uint32_t hops, std::uint64_t bytes) override {
+    if (now > now_) {  // the owner skipped advance(now): settle earlier changes at their own time first
+      settle();
+      now_ = now;
+    }
+    if (id >= flows_.size()) flows_.resize(static_cast<std::size_t>(id) + 1);
+    Flow& f = flows_[id];
+    const std::uint32_t version = f.version + 1;  // ids are reused: stale events of the last use must not match
+    f = Flow{};
+    f.version = version;
+    f.path = path;
+    f.hops = hops;
+    f.remaining = static_cast<double>(bytes);
+    f.last = now;
+    for (std::uint32_t h = 0; h < hops; ++h) f.latency += channels_[path[h]].latency;
+    if (bytes == 0) {
+      schedule(now + f.latency, Kind::deliver, id, f.version);
+      return;
+    }
+    f.active = true;
+    for (std::uint32_t h = 0; h < hops; ++h) {
+      const std::uint32_t c = path[h];
+      Port& p = ports_[c];
+      if (p.flows.empty()) p.busy_since = now;
+      p.flows.push_back(id);
+      stats_[c].bytes += bytes;
+      mark_dirty(c);
+    }
+  }
+
+  void advance(Tick now, std::vector<TransferId>& delivered) override {
+    settle();
+    while (!events_.empty() && events_.top().time <= now) {
+      const Tick t = events_.top().time;
+      while (!events_.empty() && events_.top().time == t) {
+        const Event e = events_.top();
+        events_.pop();
+        Flow& f = flows_[e.id];
+        if (e.version != f.version) continue;  // superseded by a rate change
+        if (e.kind == Kind::drained) {
+          drain(t, e.id);
+          if (f.latency == 0) {
+            delivered.push_back(e.id);
+          } else {
+            schedule(t + f.latency, Kind::deliver, e.id, f.version);
+          }
+        } else {
+          delivered.push_back(e.id);
+        }
+      }
+      now_ = t;
+      settle();
+    }
+    now_ = std::max(now_, now);
+  }
+
+  Tick next_event() override {
+    settle();
+    while (!events_.empty() && events_.top().version != flows_[events_.top().id].version) events_.pop();
+    return events_.empty() ? kNever : events_.top().time;
+  }
+
+  std::vector<ChannelStats> stats(Tick now) const override {
+    std::vector<ChannelStats> s = stats_;
+    for (std::size_t c = 0; c < s.size(); ++c) {
+      if (!ports_[c].flows.empty()) s[c].busy += now - ports_[c].busy_since;
+    }
+    return s;
+  }
+
+ private:
+  enum class Kind : std::uint8_t { drained, deliver };
+  struct Event {
+    Tick time;
+    std::uint64_t seq;
+    Kind kind;
+    TransferId id;
+    std::uint32_t version;  // the flow's version when scheduled; stale entries are skipped
+    bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+  };
+  struct Flow {
+    const std::uint32_t* path = nullptr;
+    std::uint32_t hops = 0;
+    std::uint32_t version = 0;
+    bool active = false;     // draining (holds bandwidth on its channels)
+    std::uint32_t mark = 0;  // epoch of the last settle that visited it
+    double remaining = 0;    // bytes at `last`
+    double rate = 0;         // bytes per tick
+    Tick last = 0;
+    Tick latency = 0;        // sum over the path
+  };
+  struct Port {
+    std::vector<TransferId> flows;  // active flows through the channel
+    Tick busy_since = 0;
+    std::uint32_t mark = 0;         // epoch of the last settle that visited it
+    bool dirty = false;
+    std::uint32_t unfrozen = 0;     // progressive filling scratch
+    double left = 0;
+  };
+
+  void schedule(Tick time, Kind kind, TransferId id, std::uint32_t version) {
+    events_.push(Event{time, seq_++, kind, id, version});
+  }
+
+  void mark_dirty(std::uint32_t c) {
+    if (!ports_[c].dirty) {
+      ports_[c].dirty = true;
+      dirty_.push_back(c);
+    }
+  }
+
+  void drain(Tick now, TransferId id) {
+    Flow& f = flows_[id];
+    f.active = false;
+    f.remaining = 0;
+    ++f.version;
+    for (std::uint32_t h = 0; h < f.hops; ++h) {
+      const std::uint32_t c = f.path[h];
+      Port& p = ports_[c];
+      const auto it = std::find(p.flows.begin(), p.flows.end(), id);
+      *it = p.flows.back();
+      p.flows.pop_back();
+      if (p.flows.empty()) stats_[c].busy += now - p.busy_since;
+      mark_dirty(c);
+    }
+  }
+
+  // Recomputes the rates of every flow connected to a dirty channel, at time now_.
+  void settle() {
+    if (dirty_.empty()) return;
+    ++epoch_;
+    comp_channels_.clear();
+    comp_flows_.clear();
+    for (std::uint32_t c : dirty_) {
+      ports_[c].dirty = false;
+      visit_channel(c);
+    }
+    dirty_.clear();
+    for (std::size_t i = 0; i < comp_channels_.size(); ++i) {
+      for (TransferId id : ports_[comp_channels_[i]].flows) {
+        Flow& f = flows_[id];
+        if (f.mark == epoch_) continue;
+        f.mark = epoch_;
+        comp_flows_.push_back(id);
+        for (std::uint32_t h = 0; h < f.hops; ++h) visit_channel(f.path[h]);
+      }
+    }
+    // Bring every affected flow to now_ at its old rate, then refill.
+    for (TransferId id : comp_flows_) {
+      Flow& f = flows_[id];
+      f.remaining = std::max(0.0, f.remaining - f.rate * static_cast<double>(now_ - f.last));
+      f.last = now_;
+      f.rate = -1;  // unfrozen
+    }
+    for (std::uint32_t c : comp_channels_) {
+      Port& p = ports_[c];
+      p.left = channels_[c].bytes_per_tick;
+      p.unfrozen = static_cast<std::uint32_t>(p.flows.size());
+    }
+    std::size_t frozen = 0;
+    while (frozen < comp_flows_.size()) {
+      double share = std::numeric_limits<double>::infinity();
+      for (std::uint32_t c : comp_channels_) {
+        const Port& p = ports_[c];
+        if (p.unfrozen > 0) share = std::min(share, p.left / p.unfrozen);
+      }
+      // Freeze the flows of every channel at the bottleneck share (relative slack for rounding).
+      const double limit = share * (1 + 1e-12);
+      for (std::uint32_t c : comp_channels_) {
+        const Port& p = ports_[c];
+        if (p.unfrozen == 0 || p.left / p.unfrozen > limit) continue;
+        for (TransferId id : p.flows) {
+          Flow& f = flows_[id];
+          if (f.rate >= 0) continue;
+          f.rate = std::max(share, kMinRate);
+          ++frozen;
+          for (std::uint32_t h = 0; h < f.hops; ++h) {
+            Port& q = ports_[f.path[h]];
+            q.left = std::max(0.0, q.left - share);
+            --q.unfrozen;
+          }
+        }
+      }
+    }
+    for (TransferId id : comp_flows_) {
+      Flow& f = flows_[id];
+      ++f.version;
+      schedule(now_ + ceil_ticks(f.remaining / f.rate), Kind::drained, id, f.version);
+    }
+  }
+
+  void visit_channel(std::uint32_t c) {
+    if (ports_[c].mark == epoch_) return;
+    ports_[c].mark = epoch_;
+    comp_channels_.push_back(c);
+  }
+
+  std::vector<Channel> channels_;
+  std::vector<Port> ports_;
+  std::vector<ChannelStats> stats_;
+  std::vector<Flow> flows_;
+  std::vector<std::uint32_t> dirty_;
+  std::vector<std::uint32_t> comp_channels_;
+  std::vector<TransferId> comp_flows_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::uint64_t seq_ = 0;
+  std::uint32_t epoch_ = 0;
+  Tick now_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<LinkModel> make_flow_link_model(std::vector<Channel> channels) {
+  return std::make_unique<FlowLinkModel>(std::move(channels));
+}
+
+std::unique_ptr<LinkModel> make_link_model(const FidelitySpec& fidelity, std::vector<Channel> channels) {
+  if (fidelity.links == LinkFidelity::flow) return make_flow_link_model(std::move(channels));
+  return make_chunked_link_model(std::move(channels), fidelity.link_chunk.count());
+}
+
+}  // namespace tpusim::models::net

@@ -1,0 +1,75 @@
+#pragma once
+// The variation point for ICI (and DCN) link timing: one small interface, one .cpp per variant
+// (link_chunked.cpp, link_flow.cpp), chosen by make_link_model() from fidelity.links.
+//
+// A link model moves transfers over paths of channels. A channel is one direction of one physical resource
+// with a rate and a latency: a directed ICI link (bandwidth = chip.ici.link_bandwidth, latency =
+// chip.ici.hop_latency), or one direction of a host's DCN NIC. Optical ICI links are channels like electrical
+// ones (the OCS holds a circuit; it adds no switching delay).
+//
+// Contract shared by the variants:
+// - The model has no SystemC process. Its owner calls advance(now) with non-decreasing `now`, then start()s
+//   new transfers at `now`, and schedules its one kernel event at next_event().
+// - A transfer of B bytes over a path of H channels started alone at t0 on idle channels is delivered at
+//     flow:    t0 + sum(latency) + ceil(B / min(rate))
+//     chunked: t0 + sum(latency) + sum over chunks of ceil(chunk / rate) on the slowest channel
+//              + (H - 1) x ceil(C / rate) of pipeline fill, C = min(chunk, B), for equal-rate channels
+//   (times in integer picosecond ticks; see each variant for the exact form under contention).
+// - Zero-byte transfers are delivered after the path latency alone.
+// - Stats per channel: bytes carried, busy ticks (time the channel was moving data), and (chunked only)
+//   queueing ticks summed over chunks and the chunk count.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "../ticks.h"
+#include "tpusim/core/scenario.h"
+
+namespace tpusim::models::net {
+
+struct Channel {
+  double bytes_per_tick = 0;  // > 0
+  Tick latency = 0;           // added after the channel has carried a byte (propagation + switching)
+};
+
+struct ChannelStats {
+  std::uint64_t bytes = 0;
+  Tick busy = 0;
+  Tick queueing = 0;         // chunked: sum over chunks of (service start - arrival at the channel)
+  std::uint64_t chunks = 0;  // chunked: chunks served
+};
+
+using TransferId = std::uint32_t;
+
+class LinkModel {
+ public:
+  virtual ~LinkModel() = default;
+  [[nodiscard]] virtual const char* name() const = 0;
+
+  // Starts `transfer` of `bytes` at `now` along `path` (`hops` >= 1 channel indices). The path must stay valid
+  // until the transfer is delivered; `transfer` must not be in flight already.
+  virtual void start(Tick now, TransferId transfer, const std::uint32_t* path, std::uint32_t hops,
+                     std::uint64_t bytes) = 0;
+
+  // Processes every event up to and including `now`; appends the transfers delivered by then to `delivered`
+  // in delivery order (ties in start order).
+  virtual void advance(Tick now, std::vector<TransferId>& delivered) = 0;
+
+  // The tick of the next internal event; kNever when nothing is in flight. Not const: a model may settle
+  // changes batched at the current tick first (the flow model recomputes rates here).
+  [[nodiscard]] virtual Tick next_event() = 0;
+
+  // Statistics up to `now` (the end of the run); closes open busy intervals.
+  [[nodiscard]] virtual std::vector<ChannelStats> stats(Tick now) const = 0;
+};
+
+// Chunked: transfers are cut into chunks of `chunk_bytes`; each channel serves chunks one at a time, FIFO.
+[[nodiscard]] std::unique_ptr<LinkModel> make_chunked_link_model(std::vector<Channel> channels,
+                                                                 std::uint64_t chunk_bytes);
+// Flow: every transfer is one flow; rates are max-min fair over the channels, recomputed on each start/end.
+[[nodiscard]] std::unique_ptr<LinkModel> make_flow_link_model(std::vector<Channel> channels);
+
+// The composition root for link models (explicit, no static registration).
+[[nodiscard]] std::unique_ptr<LinkModel> make_link_model(const FidelitySpec& fidelity, std::vector<Channel> channels);
+
+}  // namespace tpusim::models::net
