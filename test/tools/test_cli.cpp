@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -330,4 +331,36 @@ TEST_F(Cli, APodTheChipCannotFormIsBadInput) {
   const Outcome o = tpusim("validate " + s.string() + " --set pod=v4-4x4x4");
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("the pod cannot be built with this chip"), std::string::npos) << o.err;
+}
+
+TEST_F(Cli, RooflineSweepPutsTheRidgeWithinFivePercentOfPeakOverHbmBandwidth) {
+  // tpu-specs.md: v4 turns compute-bound at 275 TFLOP/s / 1.2 TB/s = 229 FLOP/B. The sweep runs GEMMs of
+  // rising m and measures the ridge as best achieved FLOP/s over best achieved HBM bandwidth.
+  const fs::path out = dir_ / "rf";
+  const Outcome o = tpusim("sweep roofline-v4 -o " + out.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  std::istringstream csv(slurp(out / "roofline.csv"));
+  std::string header, row;
+  std::getline(csv, header);
+  std::getline(csv, row);
+  const double error = std::stod(row.substr(row.rfind(',') + 1));
+  EXPECT_LT(std::fabs(error), 0.05) << row;
+  EXPECT_NE(slurp(out / "roofline.svg").find("<polyline"), std::string::npos);
+  EXPECT_NE(slurp(out / "step_time.svg").find("<polyline"), std::string::npos);
+}
+
+TEST_F(Cli, CollectiveRunReportsLinksAndTheCollective) {
+  const Outcome o = tpusim("run -q allreduce-v4-4x4x4 -o " + (dir_ / "ar").string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto j = nlohmann::json::parse(slurp(dir_ / "ar" / "summary.json"));
+  EXPECT_EQ(j["links"]["count"], 384);
+  ASSERT_EQ(j["collectives"].size(), 1u);
+  EXPECT_EQ(j["collectives"][0]["op"], "all_reduce");
+  EXPECT_EQ(j["collectives"][0]["participants"], 64);
+  // Within 10% of the bandwidth-optimal closed form (the VPU reductions and hop latencies make up the rest).
+  EXPECT_GT(j["collectives"][0]["efficiency"].get<double>(), 0.9);
+  EXPECT_LE(j["collectives"][0]["efficiency"].get<double>(), 1.0);
+  EXPECT_NE(slurp(dir_ / "ar" / "links.svg").find("<rect"), std::string::npos);
+  const std::string links = slurp(dir_ / "ar" / "links.csv");
+  EXPECT_EQ(std::count(links.begin(), links.end(), '\n'), 385);  // a header and one row per directed link
 }

@@ -14,6 +14,7 @@
 
 #include "tools/src/report.h"
 #include "tools/src/simulation_report.h"
+#include "tools/src/svg.h"
 #include "tools/src/trace.h"
 #include "tpusim/core/data_paths.h"
 #include "tpusim/core/scenario.h"
@@ -163,6 +164,11 @@ int run_command(const RunArgs& args) {
     if (!report.links.empty()) {
       std::ofstream links(folder.file("links.csv"), std::ios::binary);
       write_links_csv(report, links);
+      std::vector<double> utilization;
+      for (const auto& l : report.links) utilization.push_back(l.utilization);
+      std::ofstream svg(folder.file("links.svg"), std::ios::binary);
+      write_link_heatmap_svg(*topology, utilization,
+                             fmt::format("{}: ICI link utilization ({})", scenario.name, scenario.pod.name), svg);
     }
     if (tracer) {
       std::ofstream trace(folder.file("trace.json"), std::ios::binary);

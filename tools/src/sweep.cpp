@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -18,6 +19,7 @@
 #include "tpusim/core/config_tree.h"
 #include "tpusim/core/data_paths.h"
 #include "tpusim/core/scenario.h"
+#include "tools/src/svg.h"
 
 namespace tpusim::tools {
 namespace fs = std::filesystem;
@@ -223,7 +225,7 @@ void write_table(const SweepSpec& spec, const std::vector<Row>& rows, const fs::
 
 // Per group of points (all axes but the last), the measured ridge point: best achieved FLOP/s over best
 // achieved HBM bandwidth, against the chip's peak / HBM bandwidth.
-void roofline(const std::vector<Row>& rows, const fs::path& path, std::ostream& out) {
+void roofline(const std::vector<Row>& rows, const fs::path& path, const fs::path& chart, std::ostream& out) {
   std::map<std::string, std::vector<const Row*>> groups;
   for (const auto& r : rows) {
     if (r.status != "ok") continue;
@@ -235,7 +237,9 @@ void roofline(const std::vector<Row>& rows, const fs::path& path, std::ostream& 
   csv << "group,chip,peak_flops_per_s,hbm_bytes_per_s,expected_ridge,best_flops_per_s,best_hbm_bytes_per_s,"
          "measured_ridge,ridge_error\n";
   out << fmt::format("  {:<22} {:>14} {:>14} {:>8}\n", "roofline group", "expected ridge", "measured ridge", "error");
+  std::vector<Series> series;
   for (const auto& [group, members] : groups) {
+    Series line{group, {}, {}};
     double best_flops = 0, best_bw = 0, peak = 0, hbm = 0;
     std::string chip;
     for (const Row* r : members) {
@@ -245,6 +249,10 @@ void roofline(const std::vector<Row>& rows, const fs::path& path, std::ostream& 
       const double chips = std::max(1.0, num(m, "chips"));
       if (step <= 0) continue;
       best_flops = std::max(best_flops, num(m, "model_flops") / step / chips);
+      if (bytes > 0) {
+        line.x.push_back(num(m, "model_flops") / bytes);
+        line.y.push_back(num(m, "model_flops") / step / chips);
+      }
       best_bw = std::max(best_bw, bytes / step / chips);
       peak = num(m, "peak_flops_per_s") / chips;
       hbm = quantity(r->summary["scenario"]["chip"]["hbm"]["bandwidth"]);
@@ -256,7 +264,44 @@ void roofline(const std::vector<Row>& rows, const fs::path& path, std::ostream& 
     csv << fmt::format("\"{}\",{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.4f}\n", group, chip, peak, hbm,
                        expected, best_flops, best_bw, measured, error);
     out << fmt::format("  {:<22} {:>9.1f} F/B {:>9.1f} F/B {:>7.1f}%\n", group, expected, measured, 100 * error);
+    series.push_back(std::move(line));
   }
+  std::ofstream svg(chart, std::ios::binary);
+  write_line_chart_svg(series, "roofline: achieved FLOP/s per chip", "arithmetic intensity (FLOP per HBM byte)",
+                       "FLOP/s per chip", true, true, svg);
+}
+
+// A grid value as a number for plotting ("4096", "1 MiB", "2 TB/s"), or nullopt.
+std::optional<double> numeric(const std::string& v) {
+  char* end = nullptr;
+  const double d = std::strtod(v.c_str(), &end);
+  if (end != v.c_str() && *end == '\0') return d;
+  if (const auto q = parse_quantity(v)) return q->si;
+  return std::nullopt;
+}
+
+// When the innermost axis is numeric: step time against it, one line per combination of the other axes.
+void plot_step_time(const SweepSpec& spec, const std::vector<Row>& rows, const fs::path& path) {
+  std::map<std::string, Series> groups;
+  double lo = INFINITY, hi = 0;
+  for (const auto& r : rows) {
+    const auto x = numeric(r.point->values.back());
+    if (!x) return;
+    if (r.status != "ok") continue;
+    std::string key;
+    for (std::size_t i = 0; i + 1 < r.point->values.size(); ++i) key += (i ? " " : "") + r.point->values[i];
+    Series& s = groups[key];
+    s.name = key.empty() ? spec.name : key;
+    s.x.push_back(*x);
+    s.y.push_back(num(r.summary["metrics"], "step_time_s"));
+    lo = std::min(lo, *x);
+    hi = std::max(hi, *x);
+  }
+  std::vector<Series> series;
+  for (auto& [k, s] : groups) series.push_back(std::move(s));
+  const bool log = lo > 0 && hi / lo >= 100;
+  std::ofstream out(path, std::ios::binary);
+  write_line_chart_svg(series, spec.name + ": step time", spec.grid.back().key, "step time (s)", log, log, out);
 }
 
 }  // namespace
@@ -312,6 +357,7 @@ int sweep_command(const SweepArgs& args, const std::string& self_exe) {
     }
     std::cerr << fmt::format("tpusim sweep {}: {} points, {} already done, running {} on {} worker{}\n", spec.name,
                              points.size(), points.size() - todo.size(), todo.size(), jobs, jobs == 1 ? "" : "s");
+    const bool interactive = isatty(STDERR_FILENO) != 0;
     std::map<pid_t, std::size_t> running;
     std::size_t next = 0, finished = 0;
     while (next < todo.size() || !running.empty()) {
@@ -328,8 +374,12 @@ int sweep_command(const SweepArgs& args, const std::string& self_exe) {
       exit_codes[it->second] = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
       running.erase(it);
       ++finished;
-      std::cerr << fmt::format("\rtpusim sweep {}: {}/{} points run", spec.name, finished, todo.size())
-                << (finished == todo.size() ? "\n" : "");
+      // A live counter on a terminal; in logs, one line at the end instead of hundreds.
+      if (interactive || finished == todo.size()) {
+        std::cerr << fmt::format("{}tpusim sweep {}: {}/{} points run", interactive ? "\r" : "", spec.name, finished,
+                                 todo.size())
+                  << (finished == todo.size() ? "\n" : "");
+      }
     }
   }
 
@@ -350,11 +400,12 @@ int sweep_command(const SweepArgs& args, const std::string& self_exe) {
     rows.push_back(std::move(r));
   }
   write_table(spec, rows, out / "table.csv");
+  plot_step_time(spec, rows, out / "step_time.svg");
   std::cout << fmt::format("sweep {}: {} points, {} ok, {} not ok; table: {}\n", spec.name, points.size(),
                            points.size() - failed, failed, (out / "table.csv").string());
   if (spec.analysis == Analysis::roofline) {
-    roofline(rows, out / "roofline.csv", std::cout);
-    std::cout << "  roofline: " << (out / "roofline.csv").string() << "\n";
+    roofline(rows, out / "roofline.csv", out / "roofline.svg", std::cout);
+    std::cout << "  roofline: " << (out / "roofline.csv").string() << ", " << (out / "roofline.svg").string() << "\n";
   }
   if (failed > 0) {
     std::cerr << fmt::format("tpusim sweep: {} point{} did not complete; see {}/*.log\n", failed,
