@@ -57,6 +57,10 @@ const FieldTable<ChipSpec>& chip_fields() {
                    "HBM access latency seen by a DMA", non_negative<Seconds>());
     t.add<double>("hbm.efficiency", [](S& s) -> double& { return s.hbm.efficiency; }, "1",
                   "achievable fraction of peak bandwidth for long streams", fraction());
+    t.add<double>("hbm.turnaround", [](S& s) -> double& { return s.hbm.turnaround; }, "0",
+                  "fraction of bandwidth lost while reads and writes are both in flight (bus turnarounds); "
+                  "0 = none",
+                  [](const double& v) { return v >= 0 && v < 1 ? std::string() : std::string("in [0, 1)"); });
     t.add<int>("dma.outstanding", [](S& s) -> int& { return s.dma.outstanding; }, "8",
                "DMA transfers in flight per descriptor queue; one queue per TensorCore (assumption)", at_least(1));
     t.add<double>("dma.strided_efficiency", [](S& s) -> double& { return s.dma.strided_efficiency; }, "1",
@@ -80,6 +84,15 @@ const FieldTable<ChipSpec>& chip_fields() {
                           positive<BytesPerSecond>());
     t.add<BytesPerSecond>("host.dcn_bandwidth", [](S& s) -> BytesPerSecond& { return s.host.dcn_bandwidth; },
                           "0 B/s", "data-center network bandwidth per chip (between pods)");
+    t.add<Seconds>("host.round_trip", [](S& s) -> Seconds& { return s.host.round_trip; }, "20 us",
+                   "one host sync: the host waits for the chip and answers (assumption: PCIe round trip plus "
+                   "runtime overhead, tens of us; not published)",
+                   non_negative<Seconds>());
+    t.add<BytesPerSecond>("host.storage_bandwidth",
+                          [](S& s) -> BytesPerSecond& { return s.host.storage_bandwidth; }, "1 GB/s",
+                          "checkpoint write bandwidth from one host to storage (assumption: one VM's share of a "
+                          "distributed file system; not published)",
+                          positive<BytesPerSecond>());
     return t;
   }();
   return table;

@@ -118,6 +118,28 @@ const FieldTable<WorkloadSpec>& workload_fields() {
     t.add_choice<Optimizer>("optimizer", [](S& s) -> Optimizer& { return s.optimizer; },
                             {{"sgd", Optimizer::sgd}, {"adam", Optimizer::adam}}, "adam",
                             "optimizer of a training step");
+    t.add<double>("input.examples_per_s_per_host", [](S& s) -> double& { return s.input.examples_per_s_per_host; },
+                  "0",
+                  "examples per second the host's input pipeline produces (shared by its chip.host.chips_per_host "
+                  "chips); 0 = no limit",
+                  non_negative<double>());
+    t.add<Bytes>("input.bytes_per_example", [](S& s) -> Bytes& { return s.input.bytes_per_example; }, "0 B",
+                 "bytes of one example sent host -> chip over PCIe (MLP: an infeed of batch x this per step); "
+                 "0 = none",
+                 non_negative<Bytes>());
+    t.add<int>("input.prefetch", [](S& s) -> int& { return s.input.prefetch; }, "2",
+               "steps of input the host prepares ahead; > 0 overlaps the next step's input with this step, 0 = "
+               "the step waits for its input",
+               at_least(0));
+    t.add<Seconds>("step_launch_overhead", [](S& s) -> Seconds& { return s.step_launch_overhead; }, "0 s",
+                   "host time to launch the step before the chip starts it", non_negative<Seconds>());
+    t.add<int>("host_syncs", [](S& s) -> int& { return s.host_syncs; }, "0",
+               "host round trips (chip.host.round_trip each) at the end of the step, e.g. fetching the loss",
+               at_least(0));
+    t.add<int>("checkpoint.every_steps", [](S& s) -> int& { return s.checkpoint.every_steps; }, "0",
+               "write parameters and optimizer state to storage every N training steps, amortised per step; 0 = "
+               "never",
+               at_least(0));
     return t;
   }();
   return table;
@@ -135,6 +157,10 @@ const FieldTable<FidelitySpec>& fidelity_fields() {
                                "ICI links: chunked store-and-forward with contention, or max-min fair flows");
     t.add<Bytes>("link_chunk", [](S& s) -> Bytes& { return s.link_chunk; }, "1 MiB",
                  "transfer chunk of the chunked link model", positive<Bytes>());
+    t.add_choice<RoutingPolicy>("routing", [](S& s) -> RoutingPolicy& { return s.routing; },
+                                {{"dor", RoutingPolicy::dor}, {"fault_aware", RoutingPolicy::fault_aware}}, "dor",
+                                "ICI routing: dimension-order, or fault-aware (shortest surviving path around "
+                                "failed links and chips; DOR where it is unaffected)");
     return t;
   }();
   return table;

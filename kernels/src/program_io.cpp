@@ -123,6 +123,8 @@ ordered_json instruction_json(const Program& p, const Instruction& ins) {
   if (ins.kind == OpKind::collective && ins.algorithm != 0) {
     j["algorithm"] = std::string(kernels::algorithm_name(static_cast<kernels::CollectiveAlgorithm>(ins.algorithm)));
   }
+  // Optional (files without it mean no host-side time), so written only when set.
+  if (ins.kind == OpKind::host && ins.host_seconds != 0) j["host_seconds"] = ins.host_seconds;
   if (ins.vmem_alloc != 0) j["vmem_alloc"] = ins.vmem_alloc;
   if (ins.vmem_free != 0) j["vmem_free"] = ins.vmem_free;
   if (ins.model_flops != 0) j["model_flops"] = ins.model_flops;
@@ -218,6 +220,7 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
   const auto& fields = op_fields(ins.kind);
   allowed.insert(allowed.end(), fields.begin(), fields.end());
   if (ins.kind == OpKind::collective) allowed.emplace_back("algorithm");  // optional, default "auto"
+  if (ins.kind == OpKind::host) allowed.emplace_back("host_seconds");   // optional, default 0
   r.object(v, ptr, allowed);
 
   auto at = [&](const std::string& f) { return ptr + "/" + f; };
@@ -233,6 +236,10 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
   opt_uint("core", std::numeric_limits<std::uint8_t>::max(), ins.core);
   opt_uint("vmem_alloc", std::numeric_limits<std::uint64_t>::max(), ins.vmem_alloc);
   opt_uint("vmem_free", std::numeric_limits<std::uint64_t>::max(), ins.vmem_free);
+  if (const auto it = v.find("host_seconds"); ins.kind == OpKind::host && it != v.end()) {
+    if (it->is_number() && it->get<double>() >= 0) ins.host_seconds = it->get<double>();
+    else r.error(at("host_seconds"), "bad value", "a number of seconds >= 0", Reader::describe(*it));
+  }
   for (const char* f : {"model_flops", "hardware_flops"}) {
     if (const auto it = v.find(f); it != v.end()) {
       if (const auto x = r.flops(*it, at(f))) (f[0] == 'm' ? ins.model_flops : ins.hardware_flops) = *x;

@@ -1,5 +1,6 @@
 // Vector passes and whole-workload lowering (contracts in lowering.h).
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -27,7 +28,46 @@ std::vector<std::uint32_t> join(std::vector<std::uint32_t> a, const std::vector<
   return a;
 }
 
+ir::Instruction host_op(ir::HostOp op, std::uint64_t bytes, double host_seconds) {
+  ir::Instruction ins;
+  ins.kind = ir::OpKind::host;
+  ins.host_op = op;
+  ins.bytes = bytes;
+  ins.host_seconds = host_seconds;
+  return ins;
+}
+
+// Parameters plus optimizer state of an MLP, as the checkpoint writes them.
+std::uint64_t mlp_state_bytes(const WorkloadSpec& workload) {
+  const std::vector<int>& w = workload.model.mlp.widths;
+  std::uint64_t params = 0;
+  for (std::size_t l = 1; l < w.size(); ++l) params += static_cast<std::uint64_t>(w[l - 1]) * w[l];
+  const std::uint64_t per_param = static_cast<std::uint64_t>(dtype_bytes(workload.dtype)) +
+                                  (workload.optimizer == Optimizer::adam ? 2 * sizeof(float) : 0);
+  return params * per_param;
+}
+
 }  // namespace
+
+HostStepCosts host_step_costs(const WorkloadSpec& workload, const ChipSpec& chip) {
+  HostStepCosts c;
+  const double chips_per_host = std::max(1, chip.host.chips_per_host);
+  if (workload.model.kind == ModelKind::mlp) {
+    const auto batch = static_cast<double>(std::max<std::int64_t>(workload.batch, 0));
+    c.infeed_bytes = static_cast<std::uint64_t>(batch * workload.input.bytes_per_example.as_double());
+    if (workload.input.examples_per_s_per_host > 0) {
+      c.input_seconds = batch * chips_per_host / workload.input.examples_per_s_per_host;
+    }
+    if (workload.step == StepKind::train && workload.checkpoint.every_steps > 0) {
+      const double every = workload.checkpoint.every_steps;
+      const auto state = static_cast<double>(mlp_state_bytes(workload));
+      c.checkpoint_bytes = static_cast<std::uint64_t>(std::ceil(state / every));
+      const double storage = chip.host.storage_bandwidth.value();
+      c.checkpoint_seconds = storage > 0 ? state * chips_per_host / storage / every : 0.0;
+    }
+  }
+  return c;
+}
 
 std::vector<std::uint32_t> lower_vector_pass(ir::Program& prog, const ChipSpec& chip, const VectorPass& pass,
                                              const std::vector<std::uint32_t>& after, const std::string& label) {
@@ -85,9 +125,25 @@ ir::ProgramSet lower_workload(const WorkloadSpec& workload, const ChipSpec& chip
   if (model.kind == ModelKind::collective) return lower_collective(workload);  // collective_lowering.cpp
   ir::Program prog(model.name.empty() ? "main" : model.name);
   const DType dt = workload.dtype;
+  const HostStepCosts host = host_step_costs(workload, chip);
+
+  // The step starts once the host has launched it; its work depends on the launch (and, without prefetch,
+  // on the infeed).
+  std::vector<std::uint32_t> start;
+  if (workload.step_launch_overhead.value() > 0) {
+    start.push_back(prog.add(host_op(ir::HostOp::infeed, 0, workload.step_launch_overhead.value()), {},
+                             "host.launch"));
+  }
+  if (host.infeed_bytes > 0 || host.input_seconds > 0) {
+    const std::uint32_t infeed =
+        prog.add(host_op(ir::HostOp::infeed, host.infeed_bytes, host.input_seconds), start,
+                 workload.input.prefetch > 0 ? "host.infeed.next_step" : "host.infeed");
+    if (workload.input.prefetch == 0) start.push_back(infeed);
+  }
+  std::vector<std::uint32_t> sinks = start;  // instructions nothing else depends on (the end of the step)
 
   if (model.kind == ModelKind::gemm) {
-    lower_gemm(prog, chip, model.gemm.m, model.gemm.k, model.gemm.n, dt, {}, "gemm");
+    sinks = lower_gemm(prog, chip, model.gemm.m, model.gemm.k, model.gemm.n, dt, start, "gemm").done;
   } else {
     const std::vector<int>& w = model.mlp.widths;
     const std::int64_t batch = workload.batch;
@@ -109,7 +165,7 @@ ir::ProgramSet lower_workload(const WorkloadSpec& workload, const ChipSpec& chip
       return last_vector;
     };
 
-    std::vector<std::uint32_t> x;  // the current activation is ready once these are done
+    std::vector<std::uint32_t> x = start;  // the current activation is ready once these are done
     for (int l = 1; l <= layers; ++l) {
       x = gemm(batch, w[l - 1], w[l], x, fmt::format("layer{}.fwd", l));
       if (l < layers) x = vector({batch * w[l], {dt}, {dt}, act_op, 1, dt}, x, fmt::format("layer{}.act", l));
@@ -132,6 +188,14 @@ ir::ProgramSet lower_workload(const WorkloadSpec& workload, const ChipSpec& chip
         vector(update, dw, fmt::format("layer{}.update", l));
       }
     }
+    sinks = join(last_gemm, last_vector);  // every stage is chained behind the last one of its kind
+    if (host.checkpoint_bytes > 0) {
+      sinks = {prog.add(host_op(ir::HostOp::checkpoint, host.checkpoint_bytes, host.checkpoint_seconds), sinks,
+                        "host.checkpoint")};
+    }
+  }
+  for (int s = 0; s < workload.host_syncs; ++s) {
+    sinks = {prog.add(host_op(ir::HostOp::outfeed, 0, chip.host.round_trip.value()), sinks, "host.sync")};
   }
   ir::ProgramSet set;
   set.programs.push_back(std::move(prog));

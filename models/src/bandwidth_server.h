@@ -17,15 +17,23 @@
 
 namespace tpusim::models {
 
+// Read/write turnaround (HBM): while the flows being served include both reads and writes, the server runs at
+// rate x (1 - turnaround), the share of time a DRAM bus loses switching direction (write-to-read and
+// read-to-write gaps) when the two streams interleave. A single-direction stream, however long, runs at the
+// full rate (bandwidth x efficiency for HBM).
+enum class FlowDirection : std::uint8_t { read, write };
+
 class BandwidthServer {
  public:
-  // `bytes_per_second` is the usable rate (peak x efficiency); 0 means the path does not exist.
-  explicit BandwidthServer(double bytes_per_second);
+  // `bytes_per_second` is the usable rate (peak x efficiency); 0 means the path does not exist. `turnaround`
+  // in [0, 1) is the fraction lost while reads and writes are both served.
+  explicit BandwidthServer(double bytes_per_second, double turnaround = 0.0);
 
   // Starts serving `bytes` (> 0) for the transfer tagged `tag`; `order` ranks it within its class (the
   // engine's issue order: a transfer whose latency expired first is still served after older ones). The
   // server must have been advanced to `now`.
-  void add(Tick now, std::uint32_t tag, double bytes, std::uint64_t order = 0);
+  void add(Tick now, std::uint32_t tag, double bytes, std::uint64_t order = 0,
+           FlowDirection direction = FlowDirection::read);
 
   // Serves everything up to `now` and calls done(tag) for each transfer that has finished, in arrival order.
   template <class Done>
@@ -43,13 +51,17 @@ class BandwidthServer {
     std::uint32_t tag;
     double remaining;  // bytes
     std::uint64_t order;
+    FlowDirection direction;
   };
   [[nodiscard]] static std::uint8_t class_of(std::uint32_t tag) { return static_cast<std::uint8_t>(tag >> 24); }
   // Flags the flows being served (the lowest order of each class) in served_; returns how many classes have
   // work.
   std::size_t mark_served() const;
+  // The rate of each served class now: rate / classes, less the turnaround when directions mix.
+  [[nodiscard]] double share() const;
 
   double rate_;  // bytes per tick
+  double turnaround_;
   std::vector<Flow> flows_;  // in arrival order
   mutable std::vector<char> served_;
   Tick last_ = 0;
@@ -63,7 +75,7 @@ void BandwidthServer::advance(Tick now, Done&& done) {
     last_ = std::max(last_, now);
     return;
   }
-  const double share = rate_ / static_cast<double>(mark_served());
+  const double share = this->share();
   const double served = share * static_cast<double>(now - last_);
   busy_ += now - last_;
   last_ = now;

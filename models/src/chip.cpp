@@ -30,7 +30,7 @@ Chip::Chip(const sc_core::sc_module_name& name, std::uint32_t id, const ChipSpec
       control_(control),
       queues_(static_cast<std::size_t>(program.layout().count())),
       cores_(static_cast<std::size_t>(spec.tensorcores), TensorCore(spec.vmem.capacity.count(), spec.mxu.per_core)),
-      hbm_(spec.hbm.bandwidth.value() * spec.hbm.efficiency),
+      hbm_(spec.hbm.bandwidth.value() * spec.hbm.efficiency, spec.hbm.turnaround),
       pcie_in_(spec.host.pcie_bandwidth.value()),
       pcie_out_(spec.host.pcie_bandwidth.value()),
       cmem_(spec.cmem.bandwidth.value()),
@@ -38,6 +38,11 @@ Chip::Chip(const sc_core::sc_module_name& name, std::uint32_t id, const ChipSpec
       dma_(spec.tensorcores, spec.dma.outstanding),
       host_(kHostTransfersInFlight, kHostEngineId),
       remaining_(program_.size()) {
+  for (HwUnit u : {HwUnit::mxu, HwUnit::vpu, HwUnit::dma, HwUnit::host}) {
+    const std::size_t instances = u == HwUnit::mxu || u == HwUnit::vpu ? cores_.size() : 1;
+    phase_[static_cast<std::size_t>(u)].resize(instances);
+    counters_.unit_times[static_cast<std::size_t>(u)].resize(instances);
+  }
   SC_METHOD(run);
   sensitive << wake_;
 }
@@ -67,6 +72,7 @@ void Chip::activate(Tick now) {
     control_.chip_finished();
     return;
   }
+  classify_units();
   const Tick next = next_wake();
   // A running collective has no local deadline: the interconnect wakes the chip when it completes.
   if (next == kNever && ici_ != nullptr && ici_->busy(id_)) return;
@@ -104,6 +110,74 @@ void Chip::account(Tick now) {
   }
   dma_.account(now);
   host_.account(now);
+  for (std::size_t u = 0; u < phase_.size(); ++u) {
+    for (std::size_t i = 0; i < phase_[u].size(); ++i) {
+      const UnitPhase& ph = phase_[u][i];
+      UnitTimes& t = counters_.unit_times[u][i];
+      if (ph.busy) t.busy += dt;
+      if (ph.slots) t.queue_slots += dt;
+      if (ph.reason >= 0) t.stalled[static_cast<std::size_t>(ph.reason)] += dt;
+    }
+  }
+}
+
+// Per unit instance: busy if any of its queues has work in flight; then `slots` if a queue's next instruction
+// waits for a free slot, else (not busy) the reason the first waiting queue's next instruction cannot start.
+// ICI (reported per link and collective) and barriers are not classified.
+void Chip::classify_units() {
+  for (auto& instances : phase_) std::fill(instances.begin(), instances.end(), UnitPhase{});
+  const QueueLayout& layout = index_.layout();
+  for (int q = 0; q < layout.count(); ++q) {
+    const ir::UnitKind unit = layout.unit(q);
+    const int core = layout.core(q);
+    HwUnit hw = HwUnit::host;
+    std::size_t instance = 0;
+    bool busy = false, full = false;
+    switch (unit) {
+      case ir::UnitKind::mxu:
+        hw = HwUnit::mxu;
+        instance = static_cast<std::size_t>(core);
+        busy = cores_[instance].mxu.busy();
+        full = cores_[instance].mxu.full();
+        break;
+      case ir::UnitKind::vpu:
+        hw = HwUnit::vpu;
+        instance = static_cast<std::size_t>(core);
+        busy = full = cores_[instance].vpu.busy();
+        break;
+      case ir::UnitKind::dma:
+        hw = HwUnit::dma;
+        busy = dma_.busy(core);
+        full = dma_.full(core);
+        break;
+      case ir::UnitKind::host:
+        busy = host_.busy();
+        full = host_.full();
+        break;
+      case ir::UnitKind::ici:
+      case ir::UnitKind::sync: continue;
+    }
+    UnitPhase& ph = phase_[static_cast<std::size_t>(hw)][instance];
+    ph.busy = ph.busy || busy;
+    const auto& queue = index_.queue(q);
+    const QueueState& state = queues_[static_cast<std::size_t>(q)];
+    if (state.cursor >= queue.size()) continue;
+    if (full) {
+      ph.slots = true;
+    } else if (ph.reason < 0) {
+      const int blocker = blocking_queue(program_[queue[state.cursor]], q);
+      if (blocker >= 0) ph.reason = static_cast<int>(layout.unit(blocker));  // StallReason::dep_<unit>
+    }
+  }
+  for (auto& instances : phase_) {
+    for (UnitPhase& ph : instances) {
+      if (ph.busy) {
+        ph.reason = -1;
+      } else {
+        ph.slots = false;
+      }
+    }
+  }
 }
 
 void Chip::advance_paths(Tick now) {
@@ -150,16 +224,18 @@ bool Chip::complete_finished(Tick now) {
 // A matmul's dependency on an earlier matmul of its own MXU queue is an ordering (accumulation) dependency:
 // the in-order MXU pipeline honours it (a matmul's result reaches another matmul's operands only through a
 // vector op or a DMA), so it does not hold the matmul back; that is what lets back-to-back matmuls pipeline.
-bool Chip::dependencies_done(const ir::Instruction& ins, int queue) const {
+bool Chip::dependencies_done(const ir::Instruction& ins, int queue) const { return blocking_queue(ins, queue) < 0; }
+
+int Chip::blocking_queue(const ir::Instruction& ins, int queue) const {
   const bool pipelined = ir::unit_of(ins.kind) == ir::UnitKind::mxu;
   const std::uint32_t* deps = program_.deps_of(ins);
   for (std::uint32_t k = 0; k < ins.dep_count; ++k) {
     const std::uint32_t d = deps[k];
     const int dq = index_.queue_of(d);
     if (pipelined && dq == queue) continue;
-    if (queues_[static_cast<std::size_t>(dq)].completed <= index_.position(d)) return false;
+    if (queues_[static_cast<std::size_t>(dq)].completed <= index_.position(d)) return dq;
   }
-  return true;
+  return -1;
 }
 
 bool Chip::try_issue(int q, Tick now) {
@@ -221,17 +297,20 @@ void Chip::start(std::uint32_t instr, Tick now) {
     case ir::OpKind::host: start_transfer(instr, ins, now); return;
     case ir::OpKind::barrier: complete(instr, now, now); return;
     case ir::OpKind::collective:
-      if (ici_ == nullptr) fail(instr, "no interconnect attached to run a collective");
+    case ir::OpKind::send:
+    case ir::OpKind::recv:
+      if (ici_ == nullptr) fail(instr, "no interconnect attached to run an ICI instruction");
       ici_->start(id_, instr, now);
       return;
-    case ir::OpKind::send:
-    case ir::OpKind::recv: fail(instr, "send/recv are not modelled yet");
   }
 }
 
 // Picks the transfer's path (the resource that limits it) and its latency:
-//   host <-> chip           PCIe, one server per direction, kPcieLatency;
+//   host instruction        host_seconds of host-side work, then (with bytes) kPcieLatency and the PCIe
+//                           server of its direction (host_op_latency_seconds in timing.h);
+//   host <-> chip DMA       PCIe, one server per direction, kPcieLatency;
 //   anything <-> HBM        HBM at bandwidth x efficiency, hbm.latency (HBM -> HBM moves the bytes twice);
+//                           x (1 - hbm.turnaround) while reads and writes are both in flight;
 //   VMEM <-> CMEM           CMEM bandwidth, kOnChipCopyLatency;
 //   VMEM <-> VMEM           VMEM bandwidth, kOnChipCopyLatency.
 // Assumption: a host transfer into HBM is limited by PCIe alone (16 GB/s against ~1 TB/s of HBM), so it does
@@ -244,11 +323,15 @@ void Chip::start_transfer(std::uint32_t instr, const ir::Instruction& ins, Tick 
   if (ins.kind == ir::OpKind::host) {
     counters_.host_bytes += ins.bytes;
     BandwidthServer& path = ins.host_op == ir::HostOp::infeed ? pcie_in_ : pcie_out_;
-    host_.issue(now, instr, path, to_ticks(kPcieLatency), bytes);
+    host_.issue(now, instr, path, to_ticks(host_op_latency_seconds(Seconds(ins.host_seconds), ins.bytes)), bytes);
     return;
   }
+  // A transfer into HBM writes it; anything else reads its path (an HBM -> HBM copy counts as a read).
+  const FlowDirection direction =
+      ins.dst == ir::Memory::hbm && ins.src != ir::Memory::hbm ? FlowDirection::write : FlowDirection::read;
   const auto issue = [&](BandwidthServer& path, Tick latency, double moved) {
-    dma_.issue(now, ins.core, instr, path, latency, moved / dma_pattern_efficiency(spec_.dma, ins.pattern));
+    dma_.issue(now, ins.core, instr, path, latency, moved / dma_pattern_efficiency(spec_.dma, ins.pattern),
+               direction);
   };
   counters_.dma_bytes += ins.bytes;
   if (touches(ins, ir::Memory::host)) {
@@ -303,6 +386,40 @@ ChipCounters Chip::collect() const {
   c.host_busy = host_.busy_ticks();
   if (ici_ != nullptr) c.vpu_busy += ici_->reduce_ticks(id_);  // collective reductions run on a VPU
   return c;
+}
+
+void add_unit_stall_stats(const std::vector<const Chip*>& chips, SimResult& r) {
+  const double n = chips.empty() ? 1.0 : static_cast<double>(chips.size());
+  std::array<double, kHwUnits> busy{}, slots{};
+  std::array<std::array<double, kStallReasons>, kHwUnits> stalled{};
+  std::array<bool, kHwUnits> queued{};
+  for (const Chip* chip : chips) {
+    const ChipCounters c = chip->collect();
+    for (std::size_t u = 0; u < kHwUnits; ++u) {
+      const auto& instances = c.unit_times[u];
+      if (instances.empty()) continue;
+      queued[u] = true;
+      const double share = 1.0 / (static_cast<double>(instances.size()) * n);  // mean over instances and chips
+      for (const UnitTimes& t : instances) {
+        busy[u] += to_seconds(t.busy).value() * share;
+        slots[u] += to_seconds(t.queue_slots).value() * share;
+        for (std::size_t k = 0; k < kStallReasons; ++k) stalled[u][k] += to_seconds(t.stalled[k]).value() * share;
+      }
+    }
+  }
+  const double step = r.step_time.value();
+  for (std::size_t u = 0; u < kHwUnits; ++u) {
+    UnitUsage& usage = r.units[u];
+    double total = 0;
+    for (std::size_t k = 0; k < kStallReasons; ++k) {
+      usage.stalled_by[k] = Seconds(stalled[u][k]);
+      total += stalled[u][k];
+    }
+    usage.stalled = Seconds(total);
+    usage.queue_slots = Seconds(slots[u]);
+    const double in_flight = queued[u] ? busy[u] : usage.busy.value();
+    usage.idle = Seconds(std::max(0.0, step - in_flight - total));
+  }
 }
 
 void Chip::fail(std::uint32_t instr, const std::string& what) const {

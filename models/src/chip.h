@@ -34,9 +34,17 @@ namespace net {
 class Interconnect;
 }
 
-// Assumption: the host interface moves one infeed/outfeed/checkpoint transfer at a time per chip (an input
-// pipeline with prefetch is future work).
+// Assumption: the host serves one host instruction (launch, infeed, checkpoint, sync) of a chip at a time, in
+// program order; prefetching is expressed by the lowering (the next step's infeed runs beside the step).
 inline constexpr int kHostTransfersInFlight = 1;
+
+// Time one unit instance (a TensorCore's MXU group or VPU, the DMA engine, the host interface) spent in each
+// state, up to the chip's finish (see UnitUsage in sim_result.h for the definitions).
+struct UnitTimes {
+  Tick busy = 0;
+  Tick queue_slots = 0;
+  std::array<Tick, kStallReasons> stalled{};  // indexed by StallReason
+};
 
 // Raw per-chip counters; turned into ChipResult and SimResult by the pod.
 struct ChipCounters {
@@ -49,6 +57,7 @@ struct ChipCounters {
   std::uint64_t hbm_read = 0, hbm_written = 0, dma_bytes = 0, host_bytes = 0;
   std::uint64_t vmem_peak = 0;
   std::array<std::uint64_t, ir::kUnitKinds> executed{};
+  std::array<std::vector<UnitTimes>, kHwUnits> unit_times;  // by HwUnit, per instance; none for HBM
 };
 
 class Chip : public sc_core::sc_module {
@@ -61,6 +70,7 @@ class Chip : public sc_core::sc_module {
   // The chip's statistics, gathered from its modules (call after the run).
   [[nodiscard]] ChipCounters collect() const;
   [[nodiscard]] sc_core::sc_event& wake() { return wake_; }
+  [[nodiscard]] std::uint32_t id() const { return id_; }
   // The pod's interconnect, which runs this chip's ICI queue (collectives); without one, an ICI instruction
   // fails the run. The interconnect wakes the chip (wake()) when the running instruction completes.
   void attach_ici(net::Interconnect& ici) { ici_ = &ici; }
@@ -77,6 +87,10 @@ class Chip : public sc_core::sc_module {
   void start_transfer(std::uint32_t instr, const ir::Instruction& ins, Tick now);
   void complete(std::uint32_t instr, Tick started, Tick now);
   [[nodiscard]] Tick next_wake() const;
+  // The first dependency of `ins` (in queue `queue`) not yet completed, as its queue; -1 if none.
+  [[nodiscard]] int blocking_queue(const ir::Instruction& ins, int queue) const;
+  // Sets each unit instance's state for the interval starting now (after the activation's issues).
+  void classify_units();
   [[noreturn]] void fail(std::uint32_t instr, const std::string& what) const;
 
   std::uint32_t id_;
@@ -103,8 +117,18 @@ class Chip : public sc_core::sc_module {
   std::size_t remaining_;
   Tick last_account_ = 0;
   ChipCounters counters_;
+  struct UnitPhase {
+    bool busy = false;
+    bool slots = false;  // busy, next instruction waiting for a slot
+    int reason = -1;     // not busy, next instruction waiting: a StallReason; -1 = idle
+  };
+  std::array<std::vector<UnitPhase>, kHwUnits> phase_;  // by HwUnit, per instance, since the last activation
   net::Interconnect* ici_ = nullptr;
   sc_core::sc_event wake_;
 };
+
+// Adds the per-unit stall statistics (UnitUsage::stalled, stalled_by, queue_slots, idle) of a finished run's
+// chips to `r`, whose step_time must be set.
+void add_unit_stall_stats(const std::vector<const Chip*>& chips, SimResult& r);
 
 }  // namespace tpusim::models

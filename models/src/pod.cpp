@@ -47,7 +47,7 @@ bool uses_ici(const ir::ProgramSet& programs) {
 }  // namespace
 
 Pod::Pod(const sc_core::sc_module_name& name, const Scenario& scenario, const ir::ProgramSet& programs,
-         RunControl& control, const net::CollectivePlanner& planner)
+         RunControl& control, const net::InterconnectOptions& network)
     : sc_core::sc_module(name),
       scenario_(scenario),
       programs_(programs),
@@ -76,7 +76,7 @@ Pod::Pod(const sc_core::sc_module_name& name, const Scenario& scenario, const ir
   }
   if (uses_ici(programs)) {
     topology_ = std::make_unique<Topology>(build_topology(scenario.pod, scenario.chip));
-    interconnect_ = std::make_unique<net::Interconnect>("ici", *topology_, scenario, programs, planner, control);
+    interconnect_ = std::make_unique<net::Interconnect>("ici", *topology_, scenario, programs, network, control);
     for (std::uint32_t c = 0; c < chips_.size(); ++c) {
       interconnect_->attach_chip(c, chips_[c]->wake());
       chips_[c]->attach_ici(*interconnect_);

@@ -23,7 +23,7 @@ namespace tpusim::models {
 class Pod : public sc_core::sc_module {
  public:
   Pod(const sc_core::sc_module_name& name, const Scenario& scenario, const ir::ProgramSet& programs,
-      RunControl& control, const net::CollectivePlanner& planner);
+      RunControl& control, const net::InterconnectOptions& network);
 
   // The interconnect, or nullptr when no program uses ICI.
   [[nodiscard]] net::Interconnect* interconnect() { return interconnect_.get(); }

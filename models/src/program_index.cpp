@@ -55,9 +55,6 @@ ProgramIndex::ProgramIndex(const ir::Program& program, const ChipSpec& chip, std
       fail(fmt::format("{} on TensorCore {}, but the chip has {}", ir::op_name(ins.kind), ins.core,
                        chip.tensorcores));
     }
-    if (ins.kind == ir::OpKind::send || ins.kind == ir::OpKind::recv) {
-      fail(fmt::format("{} is not modelled yet (collectives are)", ir::op_name(ins.kind)));
-    }
     if (ins.kind == ir::OpKind::dma) {
       if (touches(ins, ir::Memory::remote)) fail("DMA to or from a remote chip needs the ICI interconnect model");
       if (touches(ins, ir::Memory::cmem) && chip.cmem.capacity.count() == 0) {

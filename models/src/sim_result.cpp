@@ -13,6 +13,19 @@ std::string_view hw_unit_name(HwUnit u) {
   return "?";
 }
 
+std::string_view stall_reason_name(StallReason r) {
+  switch (r) {
+    case StallReason::dep_mxu: return "dependency_mxu";
+    case StallReason::dep_vpu: return "dependency_vpu";
+    case StallReason::dep_dma: return "dependency_dma";
+    case StallReason::dep_ici: return "dependency_ici";
+    case StallReason::dep_host: return "dependency_host";
+    case StallReason::dep_sync: return "dependency_barrier";
+    case StallReason::vmem: return "vmem";
+  }
+  return "?";
+}
+
 double SimResult::mfu() const {
   const double den = step_time.value() * peak_flops.value();
   return den > 0 ? model_flops / den : 0.0;

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <memory>
 #include <stdexcept>
+#include <vector>
 
 #include <systemc>
 
@@ -15,11 +16,11 @@
 namespace tpusim::models {
 
 SimResult simulate(const Scenario& scenario, const ir::ProgramSet& programs, const SimOptions& options) {
-  return net::simulate_with_planner(scenario, programs, options, net::default_collective_planner());
+  return net::simulate_with_network(scenario, programs, options, net::InterconnectOptions{});
 }
 
-SimResult net::simulate_with_planner(const Scenario& scenario, const ir::ProgramSet& programs,
-                                     const SimOptions& options, const net::CollectivePlanner& planner) {
+SimResult net::simulate_with_network(const Scenario& scenario, const ir::ProgramSet& programs,
+                                     const SimOptions& options, const net::InterconnectOptions& network) {
   // Must precede the first SystemC call, which prints the banner otherwise; the caller's choice wins.
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
   const auto wall_start = std::chrono::steady_clock::now();
@@ -32,7 +33,7 @@ SimResult net::simulate_with_planner(const Scenario& scenario, const ir::Program
 
   const auto chips = static_cast<std::uint32_t>(scenario.pod.chip_count());
   RunControl control(options.progress, options.trace, chips);
-  auto pod = std::make_unique<Pod>("pod", scenario, programs, control, planner);
+  auto pod = std::make_unique<Pod>("pod", scenario, programs, control, network);
   sc_core::sc_start();
   if (control.error()) std::rethrow_exception(control.error());
   if (control.unfinished() > 0) {
@@ -40,6 +41,12 @@ SimResult net::simulate_with_planner(const Scenario& scenario, const ir::Program
   }
 
   SimResult result = pod->collect();
+  // The per-unit stall statistics come from the chips, the pod's SystemC children (in chip id order).
+  std::vector<const Chip*> chip_modules;
+  for (const sc_core::sc_object* child : pod->get_child_objects()) {
+    if (const auto* chip = dynamic_cast<const Chip*>(child)) chip_modules.push_back(chip);
+  }
+  add_unit_stall_stats(chip_modules, result);
   result.kernel_events = control.activations();
   result.delta_cycles = sc_core::sc_delta_count();
   result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();

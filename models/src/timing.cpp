@@ -75,4 +75,8 @@ Seconds transfer_time(Bytes bytes, Seconds latency, BytesPerSecond bandwidth, do
   return latency + Seconds(bytes.as_double() / (bandwidth.value() * efficiency));
 }
 
+Seconds host_op_latency_seconds(Seconds host_seconds, std::uint64_t bytes) {
+  return bytes > 0 ? host_seconds + kPcieLatency : host_seconds;
+}
+
 }  // namespace tpusim::models

@@ -9,10 +9,11 @@ TransferEngine::TransferEngine(int window, std::uint8_t id) : ring_(static_cast<
   if (window < 1) throw std::invalid_argument("transfer engine window must be at least 1");
 }
 
-void TransferEngine::issue(Tick now, std::uint32_t instr, BandwidthServer& path, Tick latency, double bytes) {
+void TransferEngine::issue(Tick now, std::uint32_t instr, BandwidthServer& path, Tick latency, double bytes,
+                           FlowDirection direction) {
   if (full()) throw std::logic_error("transfer engine issued beyond its window");
   const std::size_t index = (head_ + count_) % ring_.size();
-  ring_[index] = Slot{instr, Phase::latency, now, now + latency, bytes, &path, issued_++};
+  ring_[index] = Slot{instr, Phase::latency, now, now + latency, bytes, &path, issued_++, direction};
   ++count_;
   start_ready(now);
 }
@@ -27,7 +28,7 @@ void TransferEngine::start_ready(Tick now) {
       continue;
     }
     s.phase = Phase::transfer;
-    s.path->add(now, (static_cast<std::uint32_t>(id_) << 24) | static_cast<std::uint32_t>(index), s.bytes, s.order);
+    s.path->add(now, (static_cast<std::uint32_t>(id_) << 24) | static_cast<std::uint32_t>(index), s.bytes, s.order, s.direction);
   }
 }
 

@@ -26,7 +26,8 @@ class TransferEngine {
   [[nodiscard]] bool busy() const { return count_ > 0; }
 
   // Issues a transfer of `bytes` over `path` after `latency`. Zero bytes finish after the latency alone.
-  void issue(Tick now, std::uint32_t instr, BandwidthServer& path, Tick latency, double bytes);
+  void issue(Tick now, std::uint32_t instr, BandwidthServer& path, Tick latency, double bytes,
+             FlowDirection direction = FlowDirection::read);
 
   // Hands transfers whose latency has expired by `now` to their path (already advanced to `now`).
   void start_ready(Tick now);
@@ -57,6 +58,7 @@ class TransferEngine {
     double bytes = 0;
     BandwidthServer* path = nullptr;
     std::uint64_t order = 0;  // issue order, which the path serves the queue's transfers in
+    FlowDirection direction = FlowDirection::read;
   };
 
   std::vector<Slot> ring_;
@@ -76,8 +78,10 @@ class DmaEngine {
 
   [[nodiscard]] bool full(int queue) const { return queues_[static_cast<std::size_t>(queue)].full(); }
   [[nodiscard]] bool busy() const;
-  void issue(Tick now, int queue, std::uint32_t instr, BandwidthServer& path, Tick latency, double bytes) {
-    queues_[static_cast<std::size_t>(queue)].issue(now, instr, path, latency, bytes);
+  [[nodiscard]] bool busy(int queue) const { return queues_[static_cast<std::size_t>(queue)].busy(); }
+  void issue(Tick now, int queue, std::uint32_t instr, BandwidthServer& path, Tick latency, double bytes,
+             FlowDirection direction = FlowDirection::read) {
+    queues_[static_cast<std::size_t>(queue)].issue(now, instr, path, latency, bytes, direction);
   }
   void start_ready(Tick now);
   // For a tag of one of this engine's queues (owner_of(tag) < queue count).

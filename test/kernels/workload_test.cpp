@@ -1,3 +1,4 @@
+#include <cmath>
 #include <string>
 
 #include "kernels_test_support.h"
@@ -201,6 +202,100 @@ TEST(LowerVectorPass, ChunksAreWholeVregsSpreadOverCores) {
   EXPECT_EQ(p[4].kind, ir::OpKind::dma);
   EXPECT_EQ(p[4].dst, ir::Memory::hbm);
   EXPECT_EQ(p.dma_bytes(), 2u * 10000 * 2);
+}
+
+
+// ---- host work -----------------------------------------------------------------------------------------------
+
+ChipSpec v4_with_host() {
+  ChipSpec c = v4_like();
+  c.host.chips_per_host = 4;
+  c.host.pcie_bandwidth = BytesPerSecond(16e9);
+  c.host.round_trip = Seconds(20e-6);
+  c.host.storage_bandwidth = BytesPerSecond(1e9);
+  return c;
+}
+
+TEST(HostStepCosts, InputTimeIsTheHostsBatchOverItsPipelineRate) {
+  WorkloadSpec w = mlp({1024, 1024}, 512, StepKind::train);
+  w.input.examples_per_s_per_host = 1e5;
+  w.input.bytes_per_example = Bytes(4096);
+  const HostStepCosts c = host_step_costs(w, v4_with_host());
+  EXPECT_EQ(c.infeed_bytes, 512u * 4096);
+  // 512 examples for each of the host's 4 chips at 1e5 examples/s.
+  EXPECT_DOUBLE_EQ(c.input_seconds, 512.0 * 4 / 1e5);
+  EXPECT_EQ(c.checkpoint_bytes, 0u);
+}
+
+TEST(HostStepCosts, CheckpointIsTheStateOverStorageBandwidthAmortisedOverItsInterval) {
+  WorkloadSpec w = mlp({1024, 2048}, 8, StepKind::train, Optimizer::adam);
+  w.checkpoint.every_steps = 100;
+  const HostStepCosts c = host_step_costs(w, v4_with_host());
+  // 2 Mi parameters x (2 B bf16 + 2 x 4 B Adam moments) = 20 MiB; / 100 steps; x 4 chips / 1 GB/s.
+  const double state = 1024.0 * 2048 * 10;
+  EXPECT_EQ(c.checkpoint_bytes, static_cast<std::uint64_t>(std::ceil(state / 100)));
+  EXPECT_DOUBLE_EQ(c.checkpoint_seconds, state * 4 / 1e9 / 100);
+  EXPECT_EQ(c.infeed_bytes, 0u);
+  EXPECT_EQ(c.input_seconds, 0.0);
+}
+
+TEST(HostStepCosts, DefaultWorkloadHasNoHostWorkAndLowersWithoutHostInstructions) {
+  const WorkloadSpec w = mlp({256, 256}, 64, StepKind::train);
+  const HostStepCosts c = host_step_costs(w, v4_with_host());
+  EXPECT_EQ(c.infeed_bytes + c.checkpoint_bytes, 0u);
+  EXPECT_EQ(c.input_seconds + c.checkpoint_seconds, 0.0);
+  const ir::ProgramSet set = lower_workload(w, v4_with_host());
+  EXPECT_TRUE(with_prefix(set.programs[0], "host.").empty());
+}
+
+TEST(HostLowering, WithoutPrefetchTheFirstLayerWaitsForTheInfeedBehindTheLaunch) {
+  WorkloadSpec w = mlp({256, 256, 256}, 64, StepKind::forward);
+  w.input.examples_per_s_per_host = 1e4;
+  w.input.bytes_per_example = Bytes(512);
+  w.input.prefetch = 0;
+  w.step_launch_overhead = Seconds(50e-6);
+  const ir::Program p = lower_workload(w, v4_with_host()).programs[0];
+  const auto launch = with_prefix(p, "host.launch"), infeed = with_prefix(p, "host.infeed");
+  ASSERT_EQ(launch.size(), 1u);
+  ASSERT_EQ(infeed.size(), 1u);
+  EXPECT_EQ(p.label_of(p[infeed[0]]), "host.infeed");
+  EXPECT_DOUBLE_EQ(p[launch[0]].host_seconds, 50e-6);
+  EXPECT_EQ(p[launch[0]].bytes, 0u);
+  EXPECT_EQ(p[infeed[0]].bytes, 64u * 512);
+  EXPECT_DOUBLE_EQ(p[infeed[0]].host_seconds, 64.0 * 4 / 1e4);
+  EXPECT_TRUE(depends_on(p, infeed[0], launch[0]));
+  EXPECT_TRUE(depends_on(p, with_prefix(p, "layer1.fwd")[0], infeed[0]));
+}
+
+TEST(HostLowering, WithPrefetchTheNextStepsInfeedRunsBesideTheStep) {
+  WorkloadSpec w = mlp({256, 256, 256}, 64, StepKind::forward);
+  w.input.bytes_per_example = Bytes(512);
+  w.input.prefetch = 2;
+  w.step_launch_overhead = Seconds(50e-6);
+  const ir::Program p = lower_workload(w, v4_with_host()).programs[0];
+  const auto launch = with_prefix(p, "host.launch"), infeed = with_prefix(p, "host.infeed.next_step");
+  ASSERT_EQ(infeed.size(), 1u);
+  EXPECT_EQ(p[infeed[0]].host_seconds, 0.0);  // no pipeline rate: only the PCIe transfer
+  EXPECT_TRUE(depends_on(p, infeed[0], launch[0]));
+  for (std::uint32_t i = 0; i < p.size(); ++i) EXPECT_FALSE(i != infeed[0] && depends_on(p, i, infeed[0])) << i;
+  EXPECT_TRUE(depends_on(p, with_prefix(p, "layer1.fwd")[0], launch[0]));
+}
+
+TEST(HostLowering, CheckpointFollowsTheUpdatesAndSyncsEndTheStep) {
+  WorkloadSpec w = mlp({256, 256, 256}, 64, StepKind::train, Optimizer::sgd);
+  w.checkpoint.every_steps = 10;
+  w.host_syncs = 2;
+  const ir::Program p = lower_workload(w, v4_with_host()).programs[0];
+  const auto ckpt = with_prefix(p, "host.checkpoint"), syncs = with_prefix(p, "host.sync");
+  ASSERT_EQ(ckpt.size(), 1u);
+  ASSERT_EQ(syncs.size(), 2u);
+  EXPECT_EQ(p[ckpt[0]].host_op, ir::HostOp::checkpoint);
+  EXPECT_EQ(p[ckpt[0]].bytes, (2u * 256 * 256 * 2 + 9) / 10);  // 2 layers of bf16 weights, sgd: no moments
+  for (const std::uint32_t u : with_prefix(p, "layer")) EXPECT_TRUE(depends_on(p, ckpt[0], u)) << u;
+  EXPECT_TRUE(depends_on(p, syncs[1], syncs[0]));
+  EXPECT_TRUE(depends_on(p, syncs[0], ckpt[0]));
+  EXPECT_DOUBLE_EQ(p[syncs[0]].host_seconds, 20e-6);
+  EXPECT_EQ(syncs.back(), p.size() - 1);
 }
 
 }  // namespace

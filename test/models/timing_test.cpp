@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
+#include "bandwidth_server.h"
 #include "test_chips.h"
 
 namespace tpusim::models {
@@ -138,6 +141,53 @@ TEST(Vpu, TranscendentalReductionAndTransposeHaveTheirDocumentedCosts) {
 TEST(Transfer, TakesLatencyPlusBytesOverEfficientBandwidth) {
   const Seconds t = transfer_time(MiB(12), Seconds(500e-9), BytesPerSecond(1200e9), 0.8);
   EXPECT_DOUBLE_EQ(t.value(), 500e-9 + 12.0 * 1024 * 1024 / (1200e9 * 0.8));
+}
+
+
+// ---- HBM read/write turnaround (BandwidthServer, no SystemC) -----------------------------------------------
+
+// Serves everything on `server` to completion from tick 0; returns the tick each tag finished.
+std::map<std::uint32_t, Tick> drain(BandwidthServer& server) {
+  std::map<std::uint32_t, Tick> done;
+  for (Tick t = server.next_completion(); t != kNever; t = server.next_completion()) {
+    server.advance(t, [&](std::uint32_t tag) { done[tag] = t; });
+  }
+  return done;
+}
+
+constexpr double kHbmRate = 1.2e12 * 0.9;  // bandwidth x efficiency, bytes/s
+constexpr double kStreamBytes = 12e6;
+constexpr std::uint32_t kQueue1 = 1u << 24;  // a tag of the second DMA queue (another sharing class)
+
+TEST(HbmTurnaround, ALongSingleDirectionStreamReachesBandwidthTimesEfficiency) {
+  BandwidthServer hbm(kHbmRate, 0.1);
+  hbm.add(0, 0, kStreamBytes, 0, FlowDirection::read);
+  hbm.add(0, kQueue1, kStreamBytes, 0, FlowDirection::read);
+  const auto done = drain(hbm);
+  // 24 MB at 1.08 TB/s = 22.222 us, no turnaround loss.
+  EXPECT_NEAR(static_cast<double>(done.at(0)), 2 * kStreamBytes / kHbmRate * 1e12, 1.0);
+  EXPECT_EQ(done.at(0), done.at(kQueue1));
+}
+
+TEST(HbmTurnaround, MixedReadAndWriteStreamsLoseTheTurnaroundFraction) {
+  BandwidthServer hbm(kHbmRate, 0.1);
+  hbm.add(0, 0, kStreamBytes, 0, FlowDirection::read);
+  hbm.add(0, kQueue1, kStreamBytes, 0, FlowDirection::write);
+  const auto done = drain(hbm);
+  // Both directions all along: 24 MB at 1.08 TB/s x (1 - 0.1) = 24.691 us.
+  EXPECT_NEAR(static_cast<double>(done.at(0)), 2 * kStreamBytes / (kHbmRate * 0.9) * 1e12, 1.0);
+  EXPECT_EQ(done.at(0), done.at(kQueue1));
+}
+
+TEST(HbmTurnaround, TheLossLastsOnlyWhileBothDirectionsAreServed) {
+  BandwidthServer hbm(kHbmRate, 0.1);
+  hbm.add(0, 0, kStreamBytes, 0, FlowDirection::read);
+  hbm.add(0, kQueue1, 2 * kStreamBytes, 0, FlowDirection::write);
+  const auto done = drain(hbm);
+  // Mixed until the read ends (24 MB served at 0.9 x rate), then the rest of the write alone at the full rate.
+  const double mixed = 2 * kStreamBytes / (kHbmRate * 0.9);
+  EXPECT_NEAR(static_cast<double>(done.at(0)), mixed * 1e12, 1.0);
+  EXPECT_NEAR(static_cast<double>(done.at(kQueue1)), (mixed + kStreamBytes / kHbmRate) * 1e12, 2.0);
 }
 
 }  // namespace

@@ -90,10 +90,16 @@ json summary_json(const Scenario& scenario, const RunReport& r) {
 
   json units = json::object();
   for (const auto& u : r.units) {
+    json stalled_by = json::object();
+    for (const auto& [reason, v] : u.stalled_by_s) stalled_by[reason] = v;
     units[u.name] = json{{"busy_s", spread_json(u.busy_s)},
                          {"utilization", spread_json(u.utilization)},
                          {"bytes", u.bytes},
-                         {"instructions", u.instructions}};
+                         {"instructions", u.instructions},
+                         {"stalled_s", u.stalled_s},
+                         {"stalled_by_s", stalled_by},
+                         {"queue_slots_s", u.queue_slots_s},
+                         {"idle_s", u.idle_s}};
   }
   j["units"] = units;
   j["bytes"] = json{{"hbm_read", r.hbm_bytes_read}, {"hbm_written", r.hbm_bytes_written}};
@@ -104,6 +110,11 @@ json summary_json(const Scenario& scenario, const RunReport& r) {
                     {"count", r.links.size()},
                     {"bytes", link_bytes},
                     {"utilization", json{{"mean", r.link_utilization.mean}, {"max", r.link_utilization.max}}}};
+  if (r.dcn_nics > 0) {
+    j["links"]["dcn"] = json{{"nics", r.dcn_nics},
+                             {"bytes", r.dcn_bytes},
+                             {"utilization", json{{"mean", r.dcn_utilization.mean}, {"max", r.dcn_utilization.max}}}};
+  }
   json colls = json::array();
   for (const auto& c : r.collectives) {
     colls.push_back(json{{"program", c.program},
@@ -167,14 +178,28 @@ void print_table(const Scenario& s, const RunReport& r, std::ostream& out) {
   }
   out << fmt::format("  {:<22}{} read, {} written\n", "HBM traffic",
                      format_bytes(Bytes(r.hbm_bytes_read)), format_bytes(Bytes(r.hbm_bytes_written)));
-  out << "\n  unit   busy (mean)   utilization mean/min/max\n";
+  out << "\n  unit   busy (mean)   utilization mean/min/max     stalled   (mostly on)\n";
   for (const auto& u : r.units) {
-    out << fmt::format("  {:<6} {:>11}   {:5.1f}% / {:5.1f}% / {:5.1f}%\n", u.name, short_time(u.busy_s.mean),
-                       100 * u.utilization.mean, 100 * u.utilization.min, 100 * u.utilization.max);
+    std::string on;
+    double most = 0;
+    for (const auto& [reason, v] : u.stalled_by_s) {
+      if (v > most) {
+        most = v;
+        on = reason;
+      }
+    }
+    out << fmt::format("  {:<6} {:>11}   {:5.1f}% / {:5.1f}% / {:5.1f}%   {:>11}   {}\n", u.name,
+                       short_time(u.busy_s.mean), 100 * u.utilization.mean, 100 * u.utilization.min,
+                       100 * u.utilization.max, short_time(u.stalled_s), on);
   }
   if (!r.links.empty()) {
     out << fmt::format("\n  ICI links ({}, {} directed): utilization mean {:.1f}%, max {:.1f}%\n", r.link_model,
                        r.links.size(), 100 * r.link_utilization.mean, 100 * r.link_utilization.max);
+  }
+  if (r.dcn_nics > 0) {
+    out << fmt::format("  DCN ({} host NICs): {} sent, utilization mean {:.1f}%, max {:.1f}%\n", r.dcn_nics,
+                       format_bytes(Bytes(static_cast<std::uint64_t>(r.dcn_bytes))), 100 * r.dcn_utilization.mean,
+                       100 * r.dcn_utilization.max);
   }
   if (!r.collectives.empty()) {
     out << "\n  collective       algorithm            chips    size/chip        time       ideal   bus bw\n";

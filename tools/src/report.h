@@ -23,6 +23,12 @@ struct UnitReport {
   Spread utilization;
   std::uint64_t bytes = 0;
   std::uint64_t instructions = 0;
+  // Means over chips (see models::UnitUsage): nothing in flight with the next instruction waiting, by reason;
+  // busy with the next instruction waiting for a slot; idle.
+  double stalled_s = 0;
+  std::vector<std::pair<std::string, double>> stalled_by_s;  // reasons with a non-zero time
+  double queue_slots_s = 0;
+  double idle_s = 0;
 };
 
 struct ChipRow {
@@ -70,6 +76,10 @@ struct RunReport {
   std::string link_model;
   Spread link_utilization;
   std::vector<LinkRow> links;
+  // DCN (multislice only): host NICs, bytes sent over them, utilization over the 2 x nics NIC directions.
+  std::size_t dcn_nics = 0;
+  double dcn_bytes = 0;
+  Spread dcn_utilization;
   std::vector<CollectiveRow> collectives;
 };
 

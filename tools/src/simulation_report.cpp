@@ -55,6 +55,13 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
     ur.busy_s = spread_of(busy);
     const auto& usage = r.unit(unit);
     ur.utilization = Spread{usage.utilization.mean, usage.utilization.min, usage.utilization.max};
+    ur.stalled_s = usage.stalled.value();
+    for (int k = 0; k < models::kStallReasons; ++k) {
+      const double v = usage.stalled_by[static_cast<std::size_t>(k)].value();
+      if (v > 0) ur.stalled_by_s.emplace_back(models::stall_reason_name(static_cast<models::StallReason>(k)), v);
+    }
+    ur.queue_slots_s = usage.queue_slots.value();
+    ur.idle_s = usage.idle.value();
     switch (unit) {
       case HwUnit::mxu: ur.instructions = instr(ir::UnitKind::mxu); break;
       case HwUnit::vpu: ur.instructions = instr(ir::UnitKind::vpu); break;
@@ -99,6 +106,19 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
                                   link_kind_name(l.kind), usage.bytes.as_double(), usage.busy.value(),
                                   usage.utilization, usage.queueing.value()});
     }
+  }
+  rep.dcn_nics = r.dcn_egress.size();
+  if (rep.dcn_nics > 0) {
+    rep.dcn_utilization = Spread{0, r.dcn_egress.front().utilization, r.dcn_egress.front().utilization};
+    for (const auto* side : {&r.dcn_egress, &r.dcn_ingress}) {
+      for (const auto& nic : *side) {
+        rep.dcn_utilization.mean += nic.utilization;
+        rep.dcn_utilization.min = std::min(rep.dcn_utilization.min, nic.utilization);
+        rep.dcn_utilization.max = std::max(rep.dcn_utilization.max, nic.utilization);
+      }
+    }
+    rep.dcn_utilization.mean /= static_cast<double>(2 * rep.dcn_nics);
+    for (const auto& nic : r.dcn_egress) rep.dcn_bytes += nic.bytes.as_double();
   }
   for (const auto& c : r.collectives) {
     rep.collectives.push_back(CollectiveRow{c.program, c.instruction, std::string(collective_name(c.kind)),

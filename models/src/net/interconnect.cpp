@@ -35,6 +35,29 @@ std::vector<Channel> channels_of(const Topology& topo, std::uint32_t hosts) {
 
 bool is_ici(ir::OpKind k) { return ir::unit_of(k) == ir::UnitKind::ici; }
 
+std::unique_ptr<Router> make_router(const Topology& topo, RoutingPolicy policy, const FaultSet& faults) {
+  switch (policy) {
+    case RoutingPolicy::dor:
+      if (!faults.links.empty() || !faults.chips.empty()) {
+        throw std::invalid_argument(fmt::format(
+            "{} failed links and {} failed chips given, but fidelity.routing is dor, which ignores them: "
+            "set fidelity.routing: fault_aware",
+            faults.links.size(), faults.chips.size()));
+      }
+      return make_dor_router(topo);
+    case RoutingPolicy::fault_aware: return make_fault_aware_router(topo, faults);
+  }
+  throw std::logic_error("unknown routing policy");
+}
+
+std::string describe_chip(const Topology& topo, ChipId chip) {
+  const ChipCoord c = topo.coord(chip);
+  std::string at = fmt::format("{}", c.pos[0]);
+  for (int a = 1; a < topo.axes(); ++a) at += fmt::format(",{}", c.pos[static_cast<std::size_t>(a)]);
+  return topo.pods() > 1 ? fmt::format("chip {} (pod {}, {})", chip.value(), c.pod, at)
+                         : fmt::format("chip {} ({})", chip.value(), at);
+}
+
 }  // namespace
 
 // Plans with the collective library (kernels/collectives.h).
@@ -46,13 +69,14 @@ CollectivePlanner default_collective_planner() {
 }
 
 Interconnect::Interconnect(const sc_core::sc_module_name& name, const Topology& topo, const Scenario& scenario,
-                           const ir::ProgramSet& programs, const CollectivePlanner& planner, RunControl& control)
+                           const ir::ProgramSet& programs, const InterconnectOptions& options, RunControl& control)
     : sc_core::sc_module(name),
       topo_(topo),
       scenario_(scenario),
       programs_(programs),
       control_(control),
-      router_(make_dor_router(topo)),
+      faults_(options.faults),
+      router_(make_router(topo, scenario.fidelity.routing, faults_)),
       ocs_(topo, scenario.pod.ocs_reconfiguration),
       dcn_base_(static_cast<std::uint32_t>(topo.link_count())),
       model_(make_link_model(scenario.fidelity, channels_of(topo, static_cast<std::uint32_t>(topo.host_count())))),
@@ -62,6 +86,7 @@ Interconnect::Interconnect(const sc_core::sc_module_name& name, const Topology& 
   std::vector<bool> used(programs.programs.size(), programs.role_of_chip.empty());
   for (std::uint16_t role : programs.role_of_chip) used[role] = true;
   plan_of_instr_.resize(programs.programs.size());
+  p2p_of_instr_.resize(programs.programs.size());
   instr_stats_.resize(programs.programs.size());
   for (std::size_t p = 0; p < programs.programs.size(); ++p) {
     if (!used[p]) continue;
@@ -69,14 +94,16 @@ Interconnect::Interconnect(const sc_core::sc_module_name& name, const Topology& 
     for (std::uint32_t i = 0; i < program.size(); ++i) {
       const ir::Instruction& ins = program[i];
       if (!is_ici(ins.kind)) continue;
-      if (ins.kind != ir::OpKind::collective) {
-        throw SimulationError(0, ins.core, i, program.label_of(ins), "send/recv are not modelled yet");
-      }
       if (plan_of_instr_[p].empty()) {
         plan_of_instr_[p].assign(program.size(), kIdle);
+        p2p_of_instr_[p].assign(program.size(), kIdle);
         instr_stats_[p].resize(program.size());
       }
-      plan_of_instr_[p][i] = plan_for(p, i, ins, planner);
+      if (ins.kind != ir::OpKind::collective) {
+        p2p_of_instr_[p][i] = p2p_target(p, i, ins);
+        continue;
+      }
+      plan_of_instr_[p][i] = plan_for(p, i, ins, options.planner);
       instr_stats_[p][i].plan = plan_of_instr_[p][i];
     }
   }
@@ -103,7 +130,7 @@ std::uint32_t Interconnect::plan_for(std::size_t program, std::uint32_t instr, c
         throw SimulationError(0, ins.core, instr, p.label_of(ins),
                               "the collective crosses pods but the chip has no DCN bandwidth (chip.host.dcn_bandwidth)");
       }
-      targets.push_back(target_index(t));
+      targets.push_back(target_index(t, Origin{program, instr}));
       // Offsets are the same for every chip, so a send that stays on its chip does so everywhere.
       if (destination(0, t) != ChipId(0)) ++receives;
     }
@@ -116,10 +143,42 @@ std::uint32_t Interconnect::plan_for(std::size_t program, std::uint32_t instr, c
   return id;
 }
 
-std::uint32_t Interconnect::target_index(const Target& t) {
+std::uint32_t Interconnect::target_index(const Target& t, Origin origin) {
   const auto [it, inserted] = target_by_key_.emplace(t, static_cast<std::uint32_t>(targets_.size()));
-  if (inserted) targets_.push_back(t);
+  if (inserted) {
+    targets_.push_back(t);
+    target_origin_.push_back(origin);
+  }
   return it->second;
+}
+
+// The target of a send (+peer) or of the source of a recv (+peer as well: the chip it receives from), along
+// the first axis in mesh_axes (see the header).
+std::uint32_t Interconnect::p2p_target(std::size_t program, std::uint32_t instr, const ir::Instruction& ins) {
+  const ir::Program& p = programs_.programs[program];
+  const auto fail = [&](const std::string& what) {
+    throw SimulationError(0, ins.core, instr, p.label_of(ins), what);
+  };
+  int axis = -1;
+  if (ins.mesh_axes != 0) {
+    while ((ins.mesh_axes & (1u << ++axis)) == 0) {
+    }
+    if (axis >= topo_.axes()) {
+      fail(fmt::format("{} along axis {}, but {} has {} axes", ir::op_name(ins.kind), axis, topo_.name(),
+                       topo_.axes()));
+    }
+  } else {
+    for (int a = 0; a < topo_.axes() && axis < 0; ++a) {
+      if (topo_.shape()[static_cast<std::size_t>(a)] > 1) axis = a;
+    }
+  }
+  if (axis < 0 || wrap(ins.peer, topo_.shape()[static_cast<std::size_t>(axis)]) == 0) {
+    fail(fmt::format("{} with peer offset {} along axis {} of {} names the chip itself", ir::op_name(ins.kind),
+                     ins.peer, std::max(axis, 0), topo_.name()));
+  }
+  Target t;
+  t.offset[static_cast<std::size_t>(axis)] = ins.peer;
+  return target_index(t, Origin{program, instr});
 }
 
 std::optional<ChipId> Interconnect::destination(std::uint32_t chip, const Target& t) const {
@@ -135,8 +194,14 @@ std::optional<ChipId> Interconnect::destination(std::uint32_t chip, const Target
   return topo_.chip_at(c);
 }
 
-bool Interconnect::route(std::uint32_t chip, const Target& t, std::vector<std::uint32_t>& out) {
+// Deadlock freedom is assumed, not simulated (topology/routing.h): DOR routes use two virtual channels per
+// ring with a dateline; the fault-aware router's rerouted (non-DOR) paths run on adaptive VCs with an
+// up*/down* escape VC on a spanning tree of the surviving graph (Duato's protocol), so a detour may close a
+// cycle of channel dependencies without deadlocking. Neither VC class is a separate resource here: a path's
+// links are shared as if its packets always make progress.
+bool Interconnect::route(std::uint32_t chip, std::uint32_t target, std::vector<std::uint32_t>& out) {
   out.clear();
+  const Target& t = targets_[target];
   const ChipId dst = *destination(chip, t);
   if (dst == ChipId(chip)) return false;
   if (t.pod_offset != 0) {
@@ -145,7 +210,20 @@ bool Interconnect::route(std::uint32_t chip, const Target& t, std::vector<std::u
     return true;
   }
   const std::optional<Path> path = router_->route(ChipId(chip), dst);
-  if (!path) throw std::runtime_error(fmt::format("no ICI route from chip {} to chip {}", chip, dst.value()));
+  if (!path) {
+    const Origin& o = target_origin_[target];
+    const ir::Program& p = programs_.programs[o.program];
+    const ir::Instruction& ins = p[o.instr];
+    const auto down = [&](ChipId c) {
+      return std::find(faults_.chips.begin(), faults_.chips.end(), c) != faults_.chips.end() ? " (down)" : "";
+    };
+    throw SimulationError(chip, ins.core, o.instr, p.label_of(ins),
+                          fmt::format("no ICI route from {}{} to {}{}: the {} router finds no path around {} "
+                                      "failed links and {} failed chips",
+                                      describe_chip(topo_, ChipId(chip)), down(ChipId(chip)),
+                                      describe_chip(topo_, dst), down(dst), router_->name(), faults_.links.size(),
+                                      faults_.chips.size()));
+  }
   for (LinkId l : *path) out.push_back(l.value());
   return true;
 }
@@ -160,7 +238,7 @@ void Interconnect::cache_routes(std::uint32_t target) {
   std::vector<std::uint32_t> path;
   for (std::uint32_t c = 0; c < chips_.size(); ++c) {
     begin.push_back(static_cast<std::uint32_t>(links.size()));
-    route(c, targets_[target], path);
+    route(c, target, path);
     links.insert(links.end(), path.begin(), path.end());
   }
   begin.push_back(static_cast<std::uint32_t>(links.size()));
@@ -209,13 +287,26 @@ void Interconnect::arm(Tick now) {
 
 void Interconnect::start(std::uint32_t chip, std::uint32_t instr, Tick now) {
   sync(now);
+  starting_ = chip;
+  start_instruction(chip, instr, now);
+  starting_ = kIdle;
+  arm(now);
+}
+
+void Interconnect::start_instruction(std::uint32_t chip, std::uint32_t instr, Tick now) {
   ChipState& s = chips_[chip];
   const std::size_t program = programs_.role_of_chip.empty() ? 0 : programs_.role_of_chip[chip];
   s.instr = instr;
-  s.plan = plan_of_instr_[program][instr];
-  s.step = 0;
   s.started = now;
   s.done = false;
+  const ir::Instruction& ins = programs_.programs[program][instr];
+  if (ins.kind != ir::OpKind::collective) {
+    start_p2p(chip, ins, p2p_of_instr_[program][instr], now);
+    return;
+  }
+  s.op = Op::collective;
+  s.plan = plan_of_instr_[program][instr];
+  s.step = 0;
   const PlanInfo& info = plans_[s.plan];
   s.arrived.assign(info.plan.steps.size(), 0);
   const std::uint32_t seq = s.seq++;
@@ -230,12 +321,34 @@ void Interconnect::start(std::uint32_t chip, std::uint32_t instr, Tick now) {
   }
   s.early.resize(kept);
   if (info.plan.steps.empty()) {
-    s.done = true;
-    wake_[chip]->notify(sc_core::SC_ZERO_TIME);
+    finish(chip);
   } else {
     begin_step(chip, now);
   }
-  arm(now);
+}
+
+void Interconnect::start_p2p(std::uint32_t chip, const ir::Instruction& ins, std::uint32_t target, Tick now) {
+  ChipState& s = chips_[chip];
+  if (ins.kind == ir::OpKind::send) {
+    s.op = Op::send;
+    s.sends_pending = 1;
+    send(chip, target, ins.bytes, now);
+    return;
+  }
+  s.op = Op::recv;
+  s.peer = destination(chip, targets_[target])->value();
+  for (Arrivals& a : s.p2p) {
+    if (a.source == s.peer && a.count > 0) {
+      --a.count;
+      finish(chip);
+      return;
+    }
+  }
+}
+
+void Interconnect::finish(std::uint32_t chip) {
+  chips_[chip].done = true;
+  if (chip != starting_) wake_[chip]->notify(sc_core::SC_ZERO_TIME);
 }
 
 bool Interconnect::take_completed(std::uint32_t chip, std::uint32_t& instr, Tick& started) {
@@ -256,41 +369,47 @@ void Interconnect::begin_step(std::uint32_t chip, Tick now) {
   s.sends_pending = 0;
   for (std::size_t i = 0; i < step.sends.size(); ++i) {
     const std::uint32_t t = targets[i];
-    const ChipId dst = *destination(chip, targets_[t]);
-    if (dst == ChipId(chip)) continue;
-    TransferId id;
-    if (free_transfers_.empty()) {
-      id = static_cast<TransferId>(transfers_.size());
-      transfers_.emplace_back();
-    } else {
-      id = free_transfers_.back();
-      free_transfers_.pop_back();
-    }
-    Transfer& tr = transfers_[id];
-    tr.src = chip;
-    tr.dst = dst.value();
+    if (*destination(chip, targets_[t]) == ChipId(chip)) continue;
+    ++s.sends_pending;
+    Transfer& tr = transfers_[send(chip, t, step.sends[i].bytes, now)];
     tr.seq = s.seq - 1;
     tr.step = s.step;
-    const std::uint32_t* path;
-    std::uint32_t hops;
-    if (!route_begin_[t].empty()) {
-      path = route_links_[t].data() + route_begin_[t][chip];
-      hops = route_begin_[t][chip + 1] - route_begin_[t][chip];
-    } else {
-      route(chip, targets_[t], tr.path);
-      path = tr.path.data();
-      hops = static_cast<std::uint32_t>(tr.path.size());
-    }
-    ++s.sends_pending;
-    ++transfers_started_;
-    model_->start(now, id, path, hops, step.sends[i].bytes);
   }
   check_step(chip, now);
 }
 
+// The destination must be another chip.
+TransferId Interconnect::send(std::uint32_t chip, std::uint32_t t, std::uint64_t bytes, Tick now) {
+  TransferId id;
+  if (free_transfers_.empty()) {
+    id = static_cast<TransferId>(transfers_.size());
+    transfers_.emplace_back();
+  } else {
+    id = free_transfers_.back();
+    free_transfers_.pop_back();
+  }
+  Transfer& tr = transfers_[id];
+  tr.src = chip;
+  tr.dst = destination(chip, targets_[t])->value();
+  tr.p2p = chips_[chip].op != Op::collective;
+  const std::uint32_t* path;
+  std::uint32_t hops;
+  if (!route_begin_[t].empty()) {
+    path = route_links_[t].data() + route_begin_[t][chip];
+    hops = route_begin_[t][chip + 1] - route_begin_[t][chip];
+  } else {
+    route(chip, t, tr.path);
+    path = tr.path.data();
+    hops = static_cast<std::uint32_t>(tr.path.size());
+  }
+  ++transfers_started_;
+  model_->start(now, id, path, hops, bytes);
+  return id;
+}
+
 void Interconnect::check_step(std::uint32_t chip, Tick now) {
   ChipState& s = chips_[chip];
-  if (s.instr == kIdle || s.done || s.reducing || s.sends_pending > 0) return;
+  if (s.instr == kIdle || s.done || s.op != Op::collective || s.reducing || s.sends_pending > 0) return;
   const PlanInfo& info = plans_[s.plan];
   if (s.arrived[s.step] < info.receives[s.step]) return;
   const std::uint64_t elements = info.plan.steps[s.step].reduce_elements;
@@ -313,28 +432,40 @@ void Interconnect::end_step(std::uint32_t chip, Tick now) {
     begin_step(chip, now);
     return;
   }
-  s.done = true;
   const std::size_t program = programs_.role_of_chip.empty() ? 0 : programs_.role_of_chip[chip];
   InstrStats& st = instr_stats_[program][s.instr];
   ++st.executions;
   st.first_start = std::min(st.first_start, s.started);
   st.last_end = std::max(st.last_end, now);
   st.longest = std::max(st.longest, now - s.started);
-  wake_[chip]->notify(sc_core::SC_ZERO_TIME);
+  finish(chip);
 }
 
 void Interconnect::on_delivered(TransferId id, Tick now) {
   const Transfer& tr = transfers_[id];
   const std::uint32_t src = tr.src, dst = tr.dst, seq = tr.seq, step = tr.step;
+  const bool p2p = tr.p2p;
   free_transfers_.push_back(id);
   --chips_[src].sends_pending;
-  check_step(src, now);  // may start transfers (and grow transfers_)
-  receive(dst, seq, step, 1, now);
+  if (!p2p) {
+    check_step(src, now);  // may start transfers (and grow transfers_)
+    receive(dst, seq, step, 1, now);
+    return;
+  }
+  finish(src);  // the send is delivered
+  ChipState& d = chips_[dst];
+  if (d.instr != kIdle && !d.done && d.op == Op::recv && d.peer == src) {
+    finish(dst);
+    return;
+  }
+  const auto a = std::find_if(d.p2p.begin(), d.p2p.end(), [&](const Arrivals& x) { return x.source == src; });
+  if (a != d.p2p.end()) ++a->count;
+  else d.p2p.push_back(Arrivals{src, 1});
 }
 
 void Interconnect::receive(std::uint32_t chip, std::uint32_t seq, std::uint32_t step, std::uint32_t count, Tick now) {
   ChipState& s = chips_[chip];
-  if (s.instr != kIdle && !s.done && s.seq - 1 == seq) {
+  if (s.instr != kIdle && !s.done && s.op == Op::collective && s.seq - 1 == seq) {
     s.arrived[step] += count;
     if (step == s.step) check_step(chip, now);
     return;

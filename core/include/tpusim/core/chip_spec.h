@@ -39,6 +39,7 @@ struct HbmSpec {
   BytesPerSecond bandwidth;
   Seconds latency;
   double efficiency = 1.0;  // achievable fraction of peak for long sequential streams
+  double turnaround = 0.0;  // fraction of bandwidth lost while reads and writes interleave
 };
 
 struct DmaSpec {
@@ -57,6 +58,8 @@ struct HostLinkSpec {
   int chips_per_host = 0;
   BytesPerSecond pcie_bandwidth;  // per chip, each direction
   BytesPerSecond dcn_bandwidth;   // per chip, to other pods
+  Seconds round_trip;                // one host <-> chip synchronisation (host sync)
+  BytesPerSecond storage_bandwidth;  // per host, checkpoint writes to storage
 };
 
 struct ChipSpec {

@@ -54,23 +54,43 @@ struct ModelSpec {
 enum class StepKind { forward, train };
 enum class Optimizer { sgd, adam };
 
+// The host's input pipeline (tf.data / grain on the host CPU) feeding each step's batch to the chips. The
+// lowering turns it into a host infeed (see lower_workload in kernels/lowering.h).
+struct InputSpec {
+  double examples_per_s_per_host = 0;  // examples the pipeline produces per second per host; 0 = no limit
+  Bytes bytes_per_example;             // host -> chip bytes per example; 0 (and no rate) = no infeed
+  int prefetch = 2;                    // steps of input buffered ahead; 0 = the step waits for its input
+};
+
+struct CheckpointSpec {
+  int every_steps = 0;  // write the parameters and optimizer state every N steps (amortised); 0 = never
+};
+
 struct WorkloadSpec {
   ModelSpec model;
   std::int64_t batch = 0;  // examples per step (MLP); ignored by a raw GEMM
   StepKind step = StepKind::train;
   DType dtype = DType::bf16;
   Optimizer optimizer = Optimizer::adam;
+  InputSpec input;
+  Seconds step_launch_overhead;  // host time to launch the step's program, before anything runs
+  int host_syncs = 0;            // host round trips at the end of the step (e.g. fetching the loss)
+  CheckpointSpec checkpoint;
 };
 
 enum class MxuFidelity { fast, cycle };
 // ICI link model: chunked store-and-forward transfers with per-link FIFO contention, or flow level with
 // max-min fair bandwidth sharing (faster; no per-chunk events).
 enum class LinkFidelity { chunked, flow };
+// ICI routing policy (topology/routing.h): dimension-order routes, or fault-aware routes that keep DOR where
+// it avoids every failed link and chip and take a shortest surviving path elsewhere.
+enum class RoutingPolicy { dor, fault_aware };
 
 struct FidelitySpec {
   MxuFidelity mxu = MxuFidelity::fast;
   LinkFidelity links = LinkFidelity::chunked;
   Bytes link_chunk = MiB(1);  // chunk size of the chunked link model
+  RoutingPolicy routing = RoutingPolicy::dor;
 };
 
 struct Scenario {

@@ -87,6 +87,40 @@ std::vector<std::uint32_t> lower_vector_pass(ir::Program& prog, const ChipSpec& 
 //    10 ops, write W and the moments). Model FLOPs = 6 B sum(w(l-1) w(l)) - 2 B w0 w1.
 // Not modelled: biases, the loss and its gradient (O(B w(L)) vector work), layouts/transposes (the DMA
 // engine and MXU handle transposed tiles at full rate).
+//
+// Host work (gemm and mlp; host instructions carry their host-side time in Instruction::host_seconds, then
+// move their bytes over PCIe; see host_step_costs for the numbers):
+//  - workload.step_launch_overhead > 0: a "host.launch" instruction (no bytes) that all other work of the
+//    step depends on.
+//  - an input pipeline (input.bytes_per_example or input.examples_per_s_per_host set, mlp only): one infeed
+//    of batch x bytes_per_example into HBM whose host side takes input_seconds. With input.prefetch = 0 it is
+//    "host.infeed" and the first layer depends on it (the step waits for the host to produce and send its
+//    batch). With prefetch > 0 the program models the steady state of a pipelined input: this step's batch is
+//    already in HBM, and "host.infeed.next_step" produces and sends the next step's batch concurrently with
+//    this step (depending only on the launch); the step ends when both are done, so the input exposed per
+//    step is max(0, input_seconds + PCIe time - the rest of the step). A deeper buffer (prefetch > 1) only
+//    absorbs jitter, which is not modelled, so every prefetch > 0 behaves alike.
+//  - checkpoint.every_steps = N > 0 (train): a "host.checkpoint" after the optimizer updates, carrying 1/N of
+//    the parameters and optimizer state over PCIe and 1/N of the host's storage write (amortised per step).
+//  - host_syncs = S: S chained "host.sync" instructions (chip.host.round_trip each, no bytes) at the very end.
 [[nodiscard]] ir::ProgramSet lower_workload(const WorkloadSpec& workload, const ChipSpec& chip);
+
+// Host-side costs of one step on one chip (a pure function of the specs, for tests and lower_workload):
+//   infeed_bytes       = batch x input.bytes_per_example
+//   input_seconds      = batch x chip.host.chips_per_host / input.examples_per_s_per_host (0 when no rate):
+//                        the host's pipeline prepares the batch of every chip it feeds (each chip's program runs
+//                        the whole batch; assumption: every host is fully populated, so a one-chip run stands
+//                        for one chip of a full host)
+//   checkpoint_bytes   = ceil(state / N), state = parameters x dtype bytes (+ 2 f32 moments per parameter for
+//                        adam): assumption: every chip writes its whole state (no sharding is lowered yet)
+//   checkpoint_seconds = state x chips_per_host / chip.host.storage_bandwidth / N
+// gemm and collective workloads have no input pipeline and no checkpoint (all zero).
+struct HostStepCosts {
+  std::uint64_t infeed_bytes = 0;
+  double input_seconds = 0;
+  std::uint64_t checkpoint_bytes = 0;
+  double checkpoint_seconds = 0;
+};
+[[nodiscard]] HostStepCosts host_step_costs(const WorkloadSpec& workload, const ChipSpec& chip);
 
 }  // namespace tpusim::kernels

@@ -48,6 +48,9 @@ struct Instruction {
   std::int32_t peer = 0;          // send/recv: mesh offset along the first axis in mesh_axes
   HostOp host_op = HostOp::infeed;
   std::uint64_t bytes = 0;
+  // host: seconds of host-side work before the PCIe transfer of `bytes` (the input pipeline producing the
+  // batch, a step launch, a host round trip, a storage write); the lowering computes it from the workload.
+  double host_seconds = 0;
   // VMEM accounting (per TensorCore): bytes allocated when the instruction starts, and freed when it ends.
   std::uint64_t vmem_alloc = 0;
   std::uint64_t vmem_free = 0;

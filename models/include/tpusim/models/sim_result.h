@@ -22,6 +22,14 @@ struct Spread {
   double mean = 0, min = 0, max = 0;
 };
 
+// What a unit with nothing in flight waited on before its next instruction could start: a dependency on an
+// instruction of another unit queue (indexed like ir::UnitKind: mxu, vpu, dma, ici, host, sync), or VMEM
+// space (0 today: an allocation that does not fit fails the run).
+enum class StallReason : std::uint8_t { dep_mxu, dep_vpu, dep_dma, dep_ici, dep_host, dep_sync, vmem };
+inline constexpr int kStallReasons = 7;
+// "dependency_mxu", ..., "dependency_barrier", "vmem".
+[[nodiscard]] std::string_view stall_reason_name(StallReason r);
+
 // How one unit kind was used, over all chips.
 //   busy: seconds the unit was busy, averaged over its instances on a chip (the TensorCores for MXU and VPU)
 //         and then over chips. HBM counts time with at least one transfer moving data; DMA counts time with at
@@ -30,9 +38,20 @@ struct Spread {
 //     mxu:  useful MACs / (rows x cols x MXUs x TensorCores x clock cycles of the step), at the bf16 rate;
 //     vpu, dma, host: busy / step_time;
 //     hbm:  bytes moved / (peak bandwidth x step_time), so efficiency < 1 caps it below 1.
+//   stalled, stalled_by, queue_slots, idle: the unit's queue, averaged like busy (per TensorCore for MXU and
+//     VPU; the DMA engine and the host interface as one unit each; HBM has no queue and is never stalled):
+//     stalled:     nothing in flight while the next instruction of the queue waited; stalled_by splits it by
+//                  reason and adds up to it;
+//     queue_slots: work in flight and the next instruction waited for a free slot (MXU instruction buffer,
+//                  DMA descriptors, the host interface); part of the busy time, not of stalled;
+//     idle:        step_time - time with work in flight - stalled (nothing to do, incl. after the chip ended).
 struct UnitUsage {
   Seconds busy;
   Spread utilization;
+  Seconds stalled;
+  std::array<Seconds, kStallReasons> stalled_by{};  // indexed by StallReason
+  Seconds queue_slots;
+  Seconds idle;
 };
 
 // Where a chip's step went; the four parts add up to the step time (the slowest chip's finish).

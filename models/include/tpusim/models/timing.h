@@ -93,6 +93,11 @@ class MxuDataflowModel {
 // Assumption: a host<->chip DMA over PCIe sees about 1 us of setup latency (typical Gen3 host DMA round
 // trip; not published for TPU hosts).
 inline constexpr Seconds kPcieLatency{1e-6};
+// Time before a host instruction's bytes start moving over PCIe: its host-side work (Instruction::
+// host_seconds: input pipeline, launch, sync, storage write), plus kPcieLatency when it has bytes to move. A
+// host instruction without bytes (a launch, a sync) takes exactly its host_seconds.
+[[nodiscard]] Seconds host_op_latency_seconds(Seconds host_seconds, std::uint64_t bytes);
+
 // Assumption: on-chip copies (VMEM<->VMEM, VMEM<->CMEM) start without extra latency beyond their bandwidth
 // term; their latency is tens of cycles, below the resolution that matters next to HBM latency.
 inline constexpr Seconds kOnChipCopyLatency{0.0};

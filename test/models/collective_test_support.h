@@ -1,0 +1,121 @@
+#pragma once
+// Shared by the collective and network simulation tests: hand-built pods of a v4-like chip, one-instruction
+// programs, the plan the interconnect will run (kernels::plan_collective, the same call as
+// default_collective_planner()), the VPU time its reductions cost, and a fork() helper so a test can compare
+// two simulations (a SystemC kernel runs once per process).
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <stdexcept>
+#include <vector>
+
+#include "net/simulate_with_planner.h"
+#include "test_chips.h"
+#include "ticks.h"
+#include "tpusim/kernels/collectives.h"
+#include "tpusim/models/timing.h"
+#include "tpusim/topology/topology.h"
+
+namespace tpusim::models::net::nettest {
+
+inline constexpr double kLinkRate = 45e9;  // v4, one direction (tpu-specs.md)
+inline constexpr double kHop = 1e-6;       // the scaling book's assumed hop latency (tpu-specs.md)
+inline constexpr std::uint64_t k256MiB = 256ULL << 20;
+
+// A pod of v4-like chips (one chip per host) of `shape`; wraparound on every axis when `wrap`.
+inline Scenario pod_scenario(std::vector<int> shape, bool wrap, LinkFidelity links = LinkFidelity::chunked,
+                             Bytes chunk = MiB(1)) {
+  ChipSpec chip = models::testing::v4_like();
+  chip.ici.link_bandwidth = BytesPerSecond(kLinkRate);
+  chip.ici.hop_latency = Seconds(kHop);
+  Scenario s = models::testing::scenario_for(chip, shape);
+  s.pod.wraparound.assign(shape.size(), wrap ? 1 : 0);
+  s.pod.host_shape.assign(shape.size(), 1);
+  s.fidelity.links = links;
+  s.fidelity.link_chunk = chunk;
+  return s;
+}
+
+// One program of one collective instruction (bf16, every axis unless `axes` says otherwise).
+inline ir::ProgramSet one_collective(CollectiveKind kind, std::uint64_t bytes,
+                                     kernels::CollectiveAlgorithm algorithm = kernels::CollectiveAlgorithm::automatic,
+                                     std::uint32_t axes = 0) {
+  ir::Instruction ins;
+  ins.kind = ir::OpKind::collective;
+  ins.collective = kind;
+  ins.bytes = bytes;
+  ins.dtype = DType::bf16;
+  ins.mesh_axes = axes;
+  ins.algorithm = static_cast<std::uint8_t>(algorithm);
+  ir::Program p("collective");
+  p.add(ins, {}, "grads.collective");
+  ir::ProgramSet set;
+  set.programs.push_back(std::move(p));
+  return set;
+}
+
+// The plan the interconnect runs for the program's first instruction.
+inline kernels::CollectivePlan plan_of(const Scenario& s, const ir::ProgramSet& programs) {
+  const Topology topo = build_topology(s.pod, s.chip);
+  return default_collective_planner()(topo, programs.programs.at(0)[0]);
+}
+
+// VPU time of the plan's reductions on one chip: the interconnect reduces each step's reduce_elements after
+// the step's receives, before the next step, at the elementwise rate (net/interconnect.h).
+inline double reduction_seconds(const kernels::CollectivePlan& plan, const ChipSpec& chip) {
+  Tick t = 0;
+  for (const kernels::CollectiveStep& step : plan.steps) {
+    if (step.reduce_elements == 0) continue;
+    t += cycles_to_ticks(
+        vpu_cycles(chip.vpu, ir::VectorOp::elementwise, static_cast<std::int64_t>(step.reduce_elements)), chip.clock);
+  }
+  return to_seconds(t).value();
+}
+
+struct CollectiveRun {
+  SimResult result;
+  kernels::CollectivePlan plan;
+  double reduce = 0;  // reduction_seconds(plan)
+  [[nodiscard]] double time() const { return result.step_time.value(); }
+  [[nodiscard]] double ideal() const { return plan.ideal_time.value(); }
+};
+
+inline CollectiveRun run_collective(const Scenario& s, const ir::ProgramSet& programs) {
+  CollectiveRun r;
+  r.plan = plan_of(s, programs);
+  r.reduce = reduction_seconds(r.plan, s.chip);
+  r.result = simulate(s, programs, {});
+  return r;
+}
+
+// Runs `f` (returning a number) in a forked child, so the parent can run its own simulation. Returns -1 when
+// the child fails. NET_NO_FORK=1 runs it in place (for a debugger; the parent's own simulation then fails).
+inline double in_child(const std::function<double()>& f) {
+  if (std::getenv("NET_NO_FORK") != nullptr) return f();
+  int fds[2];
+  if (pipe(fds) != 0) throw std::runtime_error("pipe");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    double v = -1;
+    try {
+      v = f();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "child failed: %s\n", e.what());
+    }
+    if (write(fds[1], &v, sizeof v) != static_cast<ssize_t>(sizeof v)) _exit(2);
+    _exit(0);
+  }
+  close(fds[1]);
+  double v = -1;
+  if (read(fds[0], &v, sizeof v) != static_cast<ssize_t>(sizeof v)) v = -1;
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return v;
+}
+
+}  // namespace tpusim::models::net::nettest

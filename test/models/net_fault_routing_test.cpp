@@ -1,0 +1,107 @@
+// fidelity.routing = fault_aware on the SystemC pod: an all-reduce on a 4x4 torus with one failed cable
+// routes around it and is slower by the stated amount; an unreachable chip is a SimulationError naming the
+// chips; faults under DOR are rejected. The failed components come in through InterconnectOptions::faults (the
+// test-only entry until the scenario's `faults` input exists). One simulation per test process.
+#include <string>
+
+#include "collective_test_support.h"
+#include "tpusim/topology/routing.h"
+// After the tpusim headers: gtest pulls in <signal.h>, whose si_value macro breaks core/units.h.
+#include <gtest/gtest.h>
+
+namespace tpusim::models::net {
+namespace {
+
+using namespace nettest;
+
+Scenario torus4x4(RoutingPolicy routing) {
+  Scenario s = pod_scenario({4, 4}, true, LinkFidelity::flow);
+  s.fidelity.routing = routing;
+  return s;
+}
+
+// The + link of the cable from chip `src` along axis 0.
+LinkId cable_from(const Topology& topo, std::uint32_t src) {
+  for (std::uint32_t l = 0; l < topo.link_count(); ++l) {
+    const Link& link = topo.link(LinkId(l));
+    if (link.src == ChipId(src) && link.axis == 0 && link.direction == 1) return LinkId(l);
+  }
+  throw std::logic_error("no such link");
+}
+
+SimResult run(const Scenario& s, const FaultSet& faults) {
+  InterconnectOptions network;
+  network.faults = faults;
+  return simulate_with_network(s, one_collective(CollectiveKind::all_reduce, k256MiB), {}, network);
+}
+
+// The cable between chips (0,0) and (1,0) is cut, both directions. The ring all-reduce's +x send of chip 0
+// (and -x send of chip 1) now takes a 3-hop shortest path through a neighbouring row (e.g. (0,0) -> (0,1) ->
+// (1,1) -> (1,0)), whose three links each also carry one of the step's one-hop sends, so those transfers run
+// at half rate. The two detours use disjoint directed links, so no link carries more than two transfers and
+// no step takes more than twice its bytes / B plus 3 hop latencies:
+//   healthy < faulty <= 2 (ideal - 12 a) + 12 x 3 a + R        (R = the VPU reductions, as when healthy).
+// The bound is also the expected time: every one of the 12 steps has an axis-0 sub-buffer crossing the cut
+// (rotation 0 in steps 1-3 and 10-12, rotation 1 in 4-9), with as many bytes as the step's largest send, so
+// the detour is on every step's critical path. Expected: the bound within 0.5%, about 1.96x the healthy time
+// (the flow model; recorded as `slowdown`).
+TEST(FaultAwareRouting, AllReduceOnA4x4TorusWithOneFailedCableRoutesAroundItAndIsSlower) {
+  const Scenario s = torus4x4(RoutingPolicy::fault_aware);
+  const double healthy = in_child([&] { return run(s, {}).step_time.value(); });
+  ASSERT_GT(healthy, 0);
+
+  const Topology topo = build_topology(s.pod, s.chip);
+  const LinkId cut = cable_from(topo, 0);
+  FaultSet faults;
+  faults.add_cable(topo, cut);
+  ASSERT_EQ(faults.links.size(), 2u);
+  const SimResult r = run(s, faults);
+
+  // Nothing crosses the failed cable; its neighbours carry the detour.
+  EXPECT_EQ(r.links.at(cut.value()).bytes.count(), 0u);
+  EXPECT_EQ(r.links.at(topo.link(cut).reverse.value()).bytes.count(), 0u);
+  ASSERT_EQ(r.collectives.size(), 1u);
+  EXPECT_EQ(r.collectives[0].executions, 16u);
+
+  const kernels::CollectivePlan plan = plan_of(s, one_collective(CollectiveKind::all_reduce, k256MiB));
+  const double ideal = plan.ideal_time.value();
+  const double reduce = reduction_seconds(plan, s.chip);
+  const double bound = 2 * (ideal - 12 * kHop) + 12 * 3 * kHop + reduce;
+  const double t = r.step_time.value();
+  EXPECT_GT(t, 1.05 * healthy);
+  EXPECT_NEAR(t, bound, 0.005 * bound);
+  ::testing::Test::RecordProperty("slowdown", std::to_string(t / healthy));
+}
+
+// Without faults the fault-aware router keeps every DOR route: the same time as DOR.
+TEST(FaultAwareRouting, WithoutFaultsMatchesDor) {
+  const double dor = in_child([] { return run(torus4x4(RoutingPolicy::dor), {}).step_time.value(); });
+  const SimResult r = run(torus4x4(RoutingPolicy::fault_aware), {});
+  EXPECT_EQ(r.step_time.value(), dor);
+}
+
+// A failed chip cannot be reached by anyone: the run stops before simulating, naming both chips.
+TEST(FaultAwareRouting, UnreachableDestinationIsASimulationErrorNamingTheChips) {
+  const Scenario s = torus4x4(RoutingPolicy::fault_aware);
+  FaultSet faults;
+  faults.chips.push_back(ChipId(5));  // (1,1)
+  try {
+    (void)run(s, faults);
+    FAIL() << "expected a SimulationError";
+  } catch (const SimulationError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("no ICI route from chip 4 (0,1) to chip 5 (1,1) (down)"), std::string::npos) << what;
+    EXPECT_EQ(e.label(), "grads.collective");
+  }
+}
+
+TEST(FaultAwareRouting, FaultsUnderDorRoutingAreRejected) {
+  const Scenario s = torus4x4(RoutingPolicy::dor);
+  const Topology topo = build_topology(s.pod, s.chip);
+  FaultSet faults;
+  faults.add_cable(topo, cable_from(topo, 0));
+  EXPECT_THROW((void)run(s, faults), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tpusim::models::net

@@ -1,0 +1,98 @@
+// Point-to-point send / recv over ICI (net/interconnect.h): peer = offset along the first axis in mesh_axes;
+// a send completes when delivered, a recv (whose peer names its source) when the matching send has arrived.
+// One simulation per test process.
+#include <string>
+
+#include "collective_test_support.h"
+// After the tpusim headers: gtest pulls in <signal.h>, whose si_value macro breaks core/units.h.
+#include <gtest/gtest.h>
+
+namespace tpusim::models::net {
+namespace {
+
+using namespace nettest;
+
+constexpr std::uint64_t kBytes = 8ULL << 20;
+const double kOneHop = static_cast<double>(kBytes) / kLinkRate + kHop;  // one link, 1 MiB chunks, no fill
+
+ir::Instruction p2p(ir::OpKind kind, int peer, std::uint64_t bytes = kBytes) {
+  ir::Instruction ins;
+  ins.kind = kind;
+  ins.peer = peer;
+  ins.bytes = kind == ir::OpKind::send ? bytes : 0;
+  return ins;
+}
+
+ir::ProgramSet single(ir::Program p) {
+  ir::ProgramSet set;
+  set.programs.push_back(std::move(p));
+  return set;
+}
+
+// The SPMD shift: every chip sends to +1 and receives from -1; both complete after one link time and one hop.
+TEST(SendRecv, RingShiftCompletesAfterOneLinkTimeAndOneHop) {
+  ir::Program p("shift");
+  p.add(p2p(ir::OpKind::send, +1), {}, "shift.send");
+  p.add(p2p(ir::OpKind::recv, -1), {}, "shift.recv");
+  const SimResult r = simulate(pod_scenario({16}, true), single(std::move(p)), {});
+  EXPECT_NEAR(r.step_time.value(), kOneHop, 1e-4 * kOneHop);
+  EXPECT_EQ(r.ici_transfers, 16u);
+  EXPECT_EQ(r.instructions_executed, 32u);
+}
+
+// A forward that depends on the receive: two shifts in sequence take twice as long.
+TEST(SendRecv, ForwardingAfterTheReceiveTakesTwoHopTimes) {
+  ir::Program p("relay");
+  const std::uint32_t s0 = p.add(p2p(ir::OpKind::send, +1), {}, "relay.send0");
+  const std::uint32_t r0 = p.add(p2p(ir::OpKind::recv, -1), {s0}, "relay.recv0");
+  const std::uint32_t s1 = p.add(p2p(ir::OpKind::send, +1), {r0}, "relay.send1");
+  p.add(p2p(ir::OpKind::recv, -1), {s1}, "relay.recv1");
+  const SimResult r = simulate(pod_scenario({4}, true), single(std::move(p)), {});
+  EXPECT_NEAR(r.step_time.value(), 2 * kOneHop, 1e-4 * kOneHop);
+}
+
+// Roles: chip 0 computes for 1 ms before sending to chip 1 along axis 1 (mesh_axes = 0b10); chip 1 posts its
+// recv at once and waits for the send; the others do nothing. Chip 1 finishes at 1 ms + one hop time.
+TEST(SendRecv, RecvWaitsForTheMatchingSendAlongTheNamedAxis) {
+  const Scenario s = pod_scenario({2, 4}, true);
+  ir::Instruction compute;
+  compute.kind = ir::OpKind::vector;
+  compute.vector_op = ir::VectorOp::elementwise;
+  compute.elements = 1024LL * 1'050'000;  // 1.05e6 cycles of a 128 x 8 VPU at 1.05 GHz = 1 ms
+  ir::Program sender("sender");
+  const std::uint32_t c = sender.add(compute, {}, "stage0.compute");
+  ir::Instruction send = p2p(ir::OpKind::send, +1);
+  send.mesh_axes = 0b10;
+  sender.add(send, {c}, "stage0.send");
+  ir::Program receiver("receiver");
+  ir::Instruction recv = p2p(ir::OpKind::recv, -1);
+  recv.mesh_axes = 0b10;
+  receiver.add(recv, {}, "stage1.recv");
+  ir::Program idle("idle");
+  idle.add(ir::Instruction{}, {}, "idle.barrier");
+
+  ir::ProgramSet set;
+  set.programs = {std::move(sender), std::move(receiver), std::move(idle)};
+  set.role_of_chip.assign(8, 2);
+  set.role_of_chip[0] = 0;  // (0,0)
+  set.role_of_chip[2] = 1;  // (0,1): +1 along axis 1
+  const SimResult r = simulate(s, set, {});
+  EXPECT_NEAR(r.chips.at(2).finish.value(), 1e-3 + kOneHop, 1e-4 * kOneHop);
+  EXPECT_NEAR(r.step_time.value(), 1e-3 + kOneHop, 1e-4 * kOneHop);
+  EXPECT_EQ(r.ici_transfers, 1u);
+}
+
+TEST(SendRecv, SendToTheChipItselfIsRejectedNamingTheInstruction) {
+  ir::Program p("self");
+  p.add(p2p(ir::OpKind::send, 16), {}, "self.send");  // 16 mod 16 = 0
+  try {
+    (void)simulate(pod_scenario({16}, true), single(std::move(p)), {});
+    FAIL() << "expected a SimulationError";
+  } catch (const SimulationError& e) {
+    EXPECT_EQ(e.label(), "self.send");
+    EXPECT_NE(std::string(e.what()).find("names the chip itself"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace tpusim::models::net
