@@ -364,3 +364,37 @@ TEST_F(Cli, CollectiveRunReportsLinksAndTheCollective) {
   const std::string links = slurp(dir_ / "ar" / "links.csv");
   EXPECT_EQ(std::count(links.begin(), links.end(), '\n'), 385);  // a header and one row per directed link
 }
+
+// Issue "foundation", done-when: the bundled v4 chip through the real binary. Closed forms:
+//   compute bound = 2 * 4096^3 FLOP / (2 cores x 4 MXUs x 128 x 128 MACs x 2 x 1.05 GHz) = 499.3 us,
+//   plus one pipeline fill and drain of R + C + min(m, R) - 2 = 382 cycles = 0.364 us;
+//   tolerance 2% for the first operand loads and the last write-back that no schedule can hide.
+TEST_F(Cli, Gemm4096OnV4RunsWithinTwoPercentOfFlopsOverPeakPlusFillAndDrain) {
+  const Outcome o = tpusim("run -q gemm-v4 -o " + (dir_ / "g").string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto j = nlohmann::json::parse(slurp(dir_ / "g" / "summary.json"));
+  const double flops = 2.0 * 4096.0 * 4096.0 * 4096.0;
+  const double peak = 2.0 * 4 * 128 * 128 * 2 * 1.05e9;
+  const double bound = flops / peak + 382 / 1.05e9;
+  const double step = j["metrics"]["step_time_s"].get<double>();
+  EXPECT_GE(step, bound);
+  EXPECT_LE(step, 1.02 * bound);
+  // MFU comes from the program's FLOPs and the published peak.
+  EXPECT_EQ(j["metrics"]["model_flops"].get<double>(), flops);
+  EXPECT_DOUBLE_EQ(j["metrics"]["mfu"].get<double>(), flops / (step * 275e12));
+}
+
+// An 8 x 4096 x 4096 GEMM reuses each weight 8 times: it must move A, B and C once through HBM at 1.2 TB/s,
+// (8*4096 + 4096*4096 + 8*4096) * 2 bytes / 1.2e12 B/s = 28.07 us; tolerance 5% (the HBM latency before the
+// first tile and the last tile's matmul and drain).
+TEST_F(Cli, SkinnyGemmOnV4IsBoundByHbmBandwidth) {
+  const Outcome o = tpusim("run -q gemm-skinny-v4 -o " + (dir_ / "g").string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto j = nlohmann::json::parse(slurp(dir_ / "g" / "summary.json"));
+  const double bytes = (8.0 * 4096 + 4096.0 * 4096 + 8.0 * 4096) * 2;
+  const double bound = bytes / 1.2e12;
+  const double step = j["metrics"]["step_time_s"].get<double>();
+  EXPECT_GE(step, bound);
+  EXPECT_LE(step, 1.05 * bound);
+  EXPECT_LT(j["metrics"]["mfu"].get<double>(), 0.05);  // far below the ridge: the MXUs mostly wait
+}
