@@ -61,6 +61,10 @@ const FieldTable<ChipSpec>& chip_fields() {
                   "fraction of bandwidth lost while reads and writes are both in flight (bus turnarounds); "
                   "0 = none",
                   [](const double& v) { return v >= 0 && v < 1 ? std::string() : std::string("in [0, 1)"); });
+    t.add<int>("hbm.channels", [](S& s) -> int& { return s.hbm.channels; }, "1",
+               "HBM channels per chip, each 1/channels of the bandwidth; a transfer is striped over "
+               "min(channels, ceil(bytes / 256 B)) of them (timing.h)",
+               at_least(1));
     t.add<int>("dma.outstanding", [](S& s) -> int& { return s.dma.outstanding; }, "8",
                "DMA transfers in flight per descriptor queue; one queue per TensorCore (assumption)", at_least(1));
     t.add<double>("dma.strided_efficiency", [](S& s) -> double& { return s.dma.strided_efficiency; }, "1",

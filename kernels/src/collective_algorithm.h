@@ -32,7 +32,7 @@ struct AlgorithmVariant {
   CollectiveAlgorithm id = CollectiveAlgorithm::automatic;
   std::string_view name;
   // Empty when the variant can run `kind` over `axes` (never empty), else why not, in a few words naming
-  // the offending axis (becomes the ConfigError's "found").
+  // the offending axis or operation (becomes the ConfigError's "found").
   std::string (*unsupported)(CollectiveKind kind, const std::vector<GroupAxis>& axes) = nullptr;
   // reduce_scatter / all_gather over non-empty `axes` (all_reduce = one then the other).
   PhasePlan (*phase)(Phase phase, const std::vector<GroupAxis>& axes, std::uint64_t elements,
@@ -41,6 +41,10 @@ struct AlgorithmVariant {
   std::vector<CollectiveStep> (*all_to_all)(const std::vector<GroupAxis>& axes, std::uint64_t elements,
                                             int dtype_bytes) = nullptr;
 };
+
+// The `unsupported` answer of every variant but ring_unidirectional for permute: a +1 shift has one plan
+// (collectives.h says why there is no alternative), named ring_unidirectional.
+inline constexpr std::string_view kPermuteHasOnePlan = "permute (a single +1 shift has one plan, ring_unidirectional)";
 
 // The variants (one per .cpp).
 [[nodiscard]] AlgorithmVariant ring_bidirectional_algorithm();
@@ -68,6 +72,24 @@ using AxisPhaseFn = std::uint64_t (*)(Phase phase, const GroupAxis& axis, int di
 // ceil(c / N)); all_gather N - 1 steps each forwarding one block of c (the result is N c).
 std::uint64_t ring_axis_phase(Phase phase, const GroupAxis& axis, int dir, std::uint64_t elements, int dtype_bytes,
                               std::vector<CollectiveStep>& out);
+
+// The ring all-to-all on one axis of length N for one sub-buffer of `elements`, cut into N blocks of
+// b = ceil(elements / N) (block j is bound for the chip j steps ahead): appends its steps to `out` (no
+// reductions) and returns N b, the elements the chip holds afterwards. Each step, every chip sends to its ring
+// neighbour the blocks still in transit and keeps the one that has arrived.
+//   both_directions = false: N - 1 steps, step i sending N - i blocks to +1 (N (N-1) / 2 blocks in all);
+//   both_directions = true:  a block goes the shorter way round: distances 1 .. h = floor((N-1)/2) to +1,
+//     as many to -1, and for even N the opposite block (distance N/2) is split, ceil(b/2) + and floor(b/2) -.
+//     floor(N/2) steps, step i sending max(0, h - i + 1) blocks, plus the opposite half-block for even N, to
+//     each of +1 and -1: N^2/8 blocks per direction for even N, (N^2 - 1)/8 for odd N.
+std::uint64_t ring_axis_all_to_all(const GroupAxis& axis, bool both_directions, std::uint64_t elements,
+                                   int dtype_bytes, std::vector<CollectiveStep>& out);
+
+// The multi-axis ring all-to-all (collectives.h): `elements` cut into axes.size() sub-buffers, sub-buffer r
+// exchanged axis by axis in the rotated order axes[r], axes[r+1], ... with ring_axis_all_to_all, the step lists
+// merged step by step (compose_per_axis with one direction and the reduce-scatter axis order).
+[[nodiscard]] std::vector<CollectiveStep> ring_all_to_all(const std::vector<GroupAxis>& axes, std::uint64_t elements,
+                                                          int dtype_bytes, bool both_directions);
 
 // A send of `bytes` to `distance` along `axis` (taken modulo the axis length by the network model).
 [[nodiscard]] CollectiveSend axis_send(int axis, int distance, std::uint64_t bytes);

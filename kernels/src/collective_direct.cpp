@@ -1,6 +1,8 @@
 // direct: every chip sends straight to every peer of its group in one step per phase; the network routes each
-// send over several hops. Latency-optimal (one step, at most a diameter of hops) and the only all_to_all plan;
-// for reductions it loads links like an all_to_all of the buffer (about N/4 times the ring's bytes per link on
+// send over several hops. Latency-optimal (one step, at most a diameter of hops) and the automatic all_to_all
+// plan; on a torus with even axes DOR sends every tie (the opposite chip) the + way, so its all_to_all loads the
+// + links up to 3/2 of ideal_time's bandwidth term (4-rings; 9/8 on 16-rings), which ring_bidirectional avoids.
+// For reductions it loads links like an all_to_all of the buffer (about N/4 times the ring's bytes per link on
 // a ring of N), so the automatic rule uses it only for small buffers and small groups. A step holds P - 1
 // sends, so plans grow with the group: fine for a pod's all_to_all (8,959 sends on a v5p pod), not something
 // to pick for large all-reduces.
@@ -29,7 +31,9 @@ CollectiveStep to_every_peer(const std::vector<GroupAxis>& axes, std::uint64_t b
   return step;
 }
 
-std::string unsupported(CollectiveKind /*kind*/, const std::vector<GroupAxis>& /*axes*/) { return ""; }
+std::string unsupported(CollectiveKind kind, const std::vector<GroupAxis>& /*axes*/) {
+  return kind == CollectiveKind::permute ? std::string(kPermuteHasOnePlan) : "";
+}
 
 PhasePlan phase(Phase p, const std::vector<GroupAxis>& axes, std::uint64_t elements, int dtype_bytes) {
   const std::uint64_t n = group_size(axes);

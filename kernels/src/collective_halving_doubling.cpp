@@ -19,7 +19,9 @@ namespace {
 bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
 
 std::string unsupported(CollectiveKind kind, const std::vector<GroupAxis>& axes) {
-  if (kind == CollectiveKind::all_to_all) return "all_to_all (only direct plans it)";
+  // Bruck's log-step all-to-all would be this variant's counterpart; it is not implemented.
+  if (kind == CollectiveKind::all_to_all) return "all_to_all (halving_doubling has no all-to-all plan)";
+  if (kind == CollectiveKind::permute) return std::string(kPermuteHasOnePlan);
   for (const GroupAxis& a : axes) {
     if (!power_of_two(a.length)) {
       return fmt::format("axis {} of length {}, not a power of two", a.axis, a.length);

@@ -94,6 +94,11 @@ using detail::Phase;
 constexpr std::string_view kAuto = "auto";
 const std::string kAxesKey = "workload.model.axes";
 const std::string kAlgorithmKey = "workload.model.algorithm";
+// Why permute has no alternative algorithm (collectives.h, "permute").
+constexpr std::string_view kPermuteNoAlternative =
+    ". A +1 shift already fills the + direction of every link of its axis; the only spare capacity (the - "
+    "direction of a torus axis) is N - 1 hops the long way round and would gain at most N/(N-1), nothing on a "
+    "mesh axis, so there is no alternative plan (kernels/README.md)";
 
 [[noreturn]] void fail(const std::string& key, std::string message, std::string expected, std::string found,
                        std::string hint = {}) {
@@ -236,7 +241,11 @@ CollectiveAlgorithm resolve_algorithm(CollectiveAlgorithm requested, CollectiveK
                                       std::uint64_t bytes_per_chip, int pod_group_size) {
   if (requested != CollectiveAlgorithm::automatic) return requested;
   switch (kind) {
-    case CollectiveKind::all_to_all: return CollectiveAlgorithm::direct;
+    case CollectiveKind::all_to_all:
+      // sweeps/alltoall-algorithms-v4-4x4x4.yaml: direct wins by ~2% up to 64 KiB (one step of latency), the
+      // bidirectional ring from 256 KiB on (neighbour links only, no DOR tie imbalance: 1.5x at 64 MiB).
+      return bytes_per_chip <= kAutoDirectMaxBytes ? CollectiveAlgorithm::direct
+                                                   : CollectiveAlgorithm::ring_bidirectional;
     case CollectiveKind::permute: return CollectiveAlgorithm::ring_unidirectional;
     default:
       return bytes_per_chip <= kAutoDirectMaxBytes && pod_group_size <= kAutoDirectMaxPeers
@@ -303,14 +312,11 @@ CollectivePlan plan_collective(const Topology& topo, CollectiveKind kind, std::u
     fail(kAlgorithmKey, "unknown collective algorithm index", fmt::format("one of: {}", fmt::join(algorithm_names(), ", ")),
          std::to_string(static_cast<int>(algorithm)));
   }
-  // Permute is the same single send for every algorithm, so nothing is rejected for it.
-  if (kind != CollectiveKind::permute) {
-    if (const std::string why = variant->unsupported(kind, axes); !why.empty()) {
-      fail(kAlgorithmKey,
-           fmt::format("{} cannot run {} on {}", variant->name, collective_name(kind), topo.name()),
-           fmt::format("an algorithm that can run {} here", collective_name(kind)), why,
-           fmt::format("algorithms that can: {}", fmt::join(valid_algorithms(kind, axes), ", ")));
-    }
+  if (const std::string why = variant->unsupported(kind, axes); !why.empty()) {
+    std::string hint = fmt::format("algorithms that can: {}", fmt::join(valid_algorithms(kind, axes), ", "));
+    if (kind == CollectiveKind::permute) hint += kPermuteNoAlternative;
+    fail(kAlgorithmKey, fmt::format("{} cannot run {} on {}", variant->name, collective_name(kind), topo.name()),
+         fmt::format("an algorithm that can run {} here", collective_name(kind)), why, std::move(hint));
   }
   plan.ideal_time = ideal_collective_time(topo, kind, bytes_per_chip, axes_mask);
   if (bytes_per_chip == 0 || (axes.empty() && pods == 1)) return plan;

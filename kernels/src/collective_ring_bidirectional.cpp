@@ -2,6 +2,9 @@
 // every ring link are busy: the bandwidth-optimal all-reduce on a torus, 2 (N-1)/N x S / (2B) per axis
 // (tpu-specs.md, "Useful derived checks"). The default for all_reduce, reduce_scatter and all_gather above the
 // automatic rule's direct threshold. Decomposition in collectives.h with D = 2.
+// All-to-all: per axis floor(N/2) neighbour steps, each block going the shorter way round (ring_axis_all_to_all);
+// with only one-hop sends on distinct links it meets ideal_time exactly on a torus (collectives.h), where
+// direct loses to DOR sending every tie the + way.
 #include "collective_algorithm.h"
 
 namespace tpusim::kernels::detail {
@@ -9,11 +12,16 @@ namespace tpusim::kernels::detail {
 namespace {
 
 std::string unsupported(CollectiveKind kind, const std::vector<GroupAxis>& /*axes*/) {
-  return kind == CollectiveKind::all_to_all ? "all_to_all (only direct plans it)" : "";
+  return kind == CollectiveKind::permute ? std::string(kPermuteHasOnePlan) : "";
 }
 
 PhasePlan phase(Phase p, const std::vector<GroupAxis>& axes, std::uint64_t elements, int dtype_bytes) {
   return compose_per_axis(p, axes, elements, dtype_bytes, 2, ring_axis_phase);
+}
+
+std::vector<CollectiveStep> all_to_all(const std::vector<GroupAxis>& axes, std::uint64_t elements,
+                                       int dtype_bytes) {
+  return ring_all_to_all(axes, elements, dtype_bytes, true);
 }
 
 }  // namespace
@@ -24,6 +32,7 @@ AlgorithmVariant ring_bidirectional_algorithm() {
   v.name = "ring_bidirectional";
   v.unsupported = unsupported;
   v.phase = phase;
+  v.all_to_all = all_to_all;
   return v;
 }
 

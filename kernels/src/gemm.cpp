@@ -127,6 +127,12 @@ GemmTiling tile_gemm(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::
   return best;
 }
 
+bool weights_fit_cmem(const ChipSpec& chip, std::int64_t k, std::int64_t n, DType dtype) {
+  if (chip.cmem.capacity.count() == 0 || chip.cmem.bandwidth.value() <= 0 || k < 1 || n < 1) return false;
+  const double bytes = static_cast<double>(k) * static_cast<double>(n) * dtype_bytes(dtype);
+  return bytes <= chip.cmem.capacity.as_double() * kGemmCmemFraction;
+}
+
 GemmLowering lower_gemm(ir::Program& prog, const ChipSpec& chip, std::int64_t m, std::int64_t k, std::int64_t n,
                         DType dtype, const std::vector<std::uint32_t>& after, const std::string& label) {
   const GemmTiling t = tile_gemm(chip, m, k, n, dtype);
@@ -134,6 +140,7 @@ GemmLowering lower_gemm(ir::Program& prog, const ChipSpec& chip, std::int64_t m,
   const int cores = chip.tensorcores;
   const auto eb = static_cast<std::uint64_t>(dtype_bytes(dtype));
   const std::int64_t tiles = c.nm * c.nn;
+  const bool stage_b = weights_fit_cmem(chip, k, n, dtype) && c.nm > 1;
 
   std::vector<std::int64_t> steps(cores);
   for (int core = 0; core < cores; ++core) {
@@ -151,6 +158,21 @@ GemmLowering lower_gemm(ir::Program& prog, const ChipSpec& chip, std::int64_t m,
     detail::Step st;
     const auto a = static_cast<std::uint64_t>(rows * depth) * eb, b = static_cast<std::uint64_t>(depth * cols) * eb;
     st.loads = {{"load_a", a, a, pattern(depth, k)}, {"load_b", b, b, pattern(cols, n)}};
+    if (stage_b) {
+      // B tile (ks, j): staged HBM -> CMEM by its first user (C tile row 0, emitted before every later row),
+      // then every user loads it CMEM -> VMEM, contiguous in CMEM.
+      const std::int64_t key = ks * c.nn + j;
+      if (i == 0) {
+        detail::Transfer stage{"stage_b", b, 0, pattern(cols, n)};
+        stage.dst = ir::Memory::cmem;
+        stage.records = key;
+        st.stages.push_back(stage);
+      }
+      detail::Transfer& load_b = st.loads[1];
+      load_b.src = ir::Memory::cmem;
+      load_b.pattern = ir::DmaPattern::contiguous;
+      load_b.waits_for = key;
+    }
     st.compute.kind = ir::OpKind::matmul;
     st.compute.dtype = dtype;
     st.compute.m = rows;
@@ -164,7 +186,7 @@ GemmLowering lower_gemm(ir::Program& prog, const ChipSpec& chip, std::int64_t m,
     st.stores = {{"store_c", static_cast<std::uint64_t>(rows * cols) * eb, st.group_vmem, pattern(cols, n)}};
     return st;
   };
-  return GemmLowering{detail::emit_pipeline(prog, steps, step_of, after, label, "matmul", t.buffers), t};
+  return GemmLowering{detail::emit_pipeline(prog, steps, step_of, after, label, "matmul", t.buffers), t, stage_b};
 }
 
 }  // namespace tpusim::kernels

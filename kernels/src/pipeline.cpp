@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace tpusim::kernels::detail {
 
@@ -33,6 +34,7 @@ std::vector<std::uint32_t> emit_pipeline(ir::Program& prog, const std::vector<st
   const std::int64_t depth = operand_buffers;
   std::vector<CoreStream> cores(steps_per_core.size());
   std::vector<std::uint32_t> done;
+  std::unordered_map<std::int64_t, std::uint32_t> staged;  // Transfer::records -> instruction
 
   auto emit_loads = [&](int c, std::int64_t s) {
     CoreStream& cs = cores[c];
@@ -40,18 +42,31 @@ std::vector<std::uint32_t> emit_pipeline(ir::Program& prog, const std::vector<st
     st = step_of(c, s);
     if (st.loads.empty()) throw std::logic_error("pipeline step without loads");
     const std::vector<std::uint32_t> deps = s < depth ? after : std::vector<std::uint32_t>{cs.compute[s % depth]};
-    auto& ids = cs.loads[s % depth];
-    ids.clear();
-    for (const Transfer& t : st.loads) {
+    auto dma = [&](const Transfer& t) {
       ir::Instruction ins;
       ins.kind = ir::OpKind::dma;
       ins.core = static_cast<std::uint8_t>(c);
-      ins.src = ir::Memory::hbm;
-      ins.dst = ir::Memory::vmem;
+      ins.src = t.src;
+      ins.dst = t.dst;
       ins.pattern = t.pattern;
       ins.bytes = t.bytes;
       ins.vmem_alloc = t.vmem;
-      ids.push_back(prog.add(ins, deps, label + "." + std::string(t.name)));
+      return ins;
+    };
+    for (const Transfer& t : st.stages) {
+      const std::uint32_t id = prog.add(dma(t), after, label + "." + std::string(t.name));
+      if (t.records >= 0) staged[t.records] = id;
+    }
+    auto& ids = cs.loads[s % depth];
+    ids.clear();
+    for (const Transfer& t : st.loads) {
+      std::vector<std::uint32_t> load_deps = deps;
+      if (t.waits_for >= 0) {
+        const auto it = staged.find(t.waits_for);
+        if (it == staged.end()) throw std::logic_error("pipeline: a load waits for a stage not emitted yet");
+        load_deps.push_back(it->second);
+      }
+      ids.push_back(prog.add(dma(t), load_deps, label + "." + std::string(t.name)));
     }
   };
 

@@ -26,12 +26,22 @@ inline constexpr int kMaxOperandBuffers = 3;
 
 struct Transfer {
   std::string_view name;        // label suffix ("load_a")
-  std::uint64_t bytes = 0;      // moved over HBM
+  std::uint64_t bytes = 0;      // moved
   std::uint64_t vmem = 0;       // VMEM bytes it allocates (load) or frees (store)
   ir::DmaPattern pattern = ir::DmaPattern::contiguous;
+  // Memories: a load defaults to HBM -> VMEM, a store is always VMEM -> HBM.
+  ir::Memory src = ir::Memory::hbm;
+  ir::Memory dst = ir::Memory::vmem;
+  // Staging (keys are the caller's, unique per stage): a stage records its instruction under `records`; a
+  // load with `waits_for` >= 0 depends on the stage recorded under that key, which must have been emitted.
+  std::int64_t records = -1;
+  std::int64_t waits_for = -1;
 };
 
 struct Step {
+  // Copies that do not touch VMEM (HBM -> CMEM), emitted just before the step's loads in the core's DMA
+  // queue; they depend on `after` only (they hold no operand buffer).
+  std::vector<Transfer> stages;
   std::vector<Transfer> loads;  // at least one
   ir::Instruction compute;      // matmul or vector; core, VMEM and deps are filled in by the emitter
   std::uint64_t group_vmem = 0;

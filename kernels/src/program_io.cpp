@@ -119,6 +119,8 @@ ordered_json instruction_json(const Program& p, const Instruction& ins) {
     else if (f == "peer") j[f] = ins.peer;
     else if (f == "host_op") j[f] = name_of(kHostOps, ins.host_op);
   }
+  // Optional: the VMEM operand bytes of a vector op (0 = none declared: no VMEM bound).
+  if (ins.kind == OpKind::vector && ins.bytes != 0) j["bytes"] = ins.bytes;
   // Optional (version 1 files without it mean "auto"), so written only when not auto.
   if (ins.kind == OpKind::collective && ins.algorithm != 0) {
     j["algorithm"] = std::string(kernels::algorithm_name(static_cast<kernels::CollectiveAlgorithm>(ins.algorithm)));
@@ -221,6 +223,7 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
   allowed.insert(allowed.end(), fields.begin(), fields.end());
   if (ins.kind == OpKind::collective) allowed.emplace_back("algorithm");  // optional, default "auto"
   if (ins.kind == OpKind::host) allowed.emplace_back("host_seconds");   // optional, default 0
+  if (ins.kind == OpKind::vector) allowed.emplace_back("bytes");        // optional VMEM operand bytes, default 0
   r.object(v, ptr, allowed);
 
   auto at = [&](const std::string& f) { return ptr + "/" + f; };
@@ -239,6 +242,9 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
   if (const auto it = v.find("host_seconds"); ins.kind == OpKind::host && it != v.end()) {
     if (it->is_number() && it->get<double>() >= 0) ins.host_seconds = it->get<double>();
     else r.error(at("host_seconds"), "bad value", "a number of seconds >= 0", Reader::describe(*it));
+  }
+  if (const auto it = v.find("bytes"); ins.kind == OpKind::vector && it != v.end()) {
+    if (const auto u = r.uint(*it, at("bytes"))) ins.bytes = *u;
   }
   for (const char* f : {"model_flops", "hardware_flops"}) {
     if (const auto it = v.find(f); it != v.end()) {

@@ -109,6 +109,8 @@ std::vector<std::uint32_t> lower_vector_pass(ir::Program& prog, const ChipSpec& 
     st.compute.vector_op = pass.op;
     st.compute.dtype = pass.compute_dtype;
     st.compute.elements = count * pass.ops_per_element;
+    // VMEM operands: each input read and each output written once (the ops in between stay in vregs).
+    st.compute.bytes = static_cast<std::uint64_t>(count) * (in_b + out_b);
     st.first_of_group = st.last_of_group = true;
     st.group_vmem = static_cast<std::uint64_t>(count) * out_b;
     for (DType t : pass.outputs) {

@@ -7,6 +7,12 @@
 // does not slow it down. Every arrival or departure re-divides the rate. How many transfers are outstanding
 // is set by the engines feeding it (chip.dma.outstanding per queue).
 //
+// A transfer may be capped at a fraction of the rate (HBM: a transfer striped over fewer channels than the
+// chip has, hbm_channel_share in timing.h). The rate is then divided max-min fairly: a class may use at most
+// the sum of its transfers' caps, and what a class cannot use goes to the others; inside a class the rate
+// goes to the transfers in issue order, each up to its cap (so a queue of small transfers keeps several
+// moving, each on its own channels). Uncapped transfers (cap 1) give exactly the scheme above.
+//
 // The server has no SystemC process: its owner advances it to the current time at every activation and asks
 // for next_completion() to schedule its single wake-up event.
 #include <algorithm>
@@ -33,7 +39,7 @@ class BandwidthServer {
   // engine's issue order: a transfer whose latency expired first is still served after older ones). The
   // server must have been advanced to `now`.
   void add(Tick now, std::uint32_t tag, double bytes, std::uint64_t order = 0,
-           FlowDirection direction = FlowDirection::read);
+           FlowDirection direction = FlowDirection::read, double cap = 1.0);
 
   // Serves everything up to `now` and calls done(tag) for each transfer that has finished, in arrival order.
   template <class Done>
@@ -52,18 +58,25 @@ class BandwidthServer {
     double remaining;  // bytes
     std::uint64_t order;
     FlowDirection direction;
+    double cap;  // at most this fraction of the rate
   };
   [[nodiscard]] static std::uint8_t class_of(std::uint32_t tag) { return static_cast<std::uint8_t>(tag >> 24); }
-  // Flags the flows being served (the lowest order of each class) in served_; returns how many classes have
-  // work.
-  std::size_t mark_served() const;
-  // The rate of each served class now: rate / classes, less the turnaround when directions mix.
-  [[nodiscard]] double share() const;
+  // Sets rates_[i], each flow's bytes per tick now (see the class comment), less the turnaround when the
+  // flows moving data include reads and writes.
+  void allocate() const;
 
   double rate_;  // bytes per tick
   double turnaround_;
   std::vector<Flow> flows_;  // in arrival order
-  mutable std::vector<char> served_;
+  struct Class {  // the flows of one class: scratch_[begin, end), in issue order
+    std::size_t begin, end;
+    double demand;  // sum of their caps (fractions of the rate)
+  };
+  // Scratch space of allocate(), kept to avoid allocating on every activation.
+  mutable std::vector<double> rates_;
+  mutable std::vector<std::size_t> scratch_;
+  mutable std::vector<Class> classes_;
+  mutable std::vector<std::size_t> by_demand_;
   Tick last_ = 0;
   Tick busy_ = 0;
   double accepted_ = 0;
@@ -75,18 +88,17 @@ void BandwidthServer::advance(Tick now, Done&& done) {
     last_ = std::max(last_, now);
     return;
   }
-  const double share = this->share();
-  const double served = share * static_cast<double>(now - last_);
+  allocate();
+  const auto dt = static_cast<double>(now - last_);
   busy_ += now - last_;
   last_ = now;
-  // Completion times are rounded up to whole ticks, so a finished flow is at or just below zero; half a
-  // tick of service absorbs the floating-point error.
-  const double tolerance = share * 0.5;
   std::size_t kept = 0;
   for (std::size_t i = 0; i < flows_.size(); ++i) {
     Flow f = flows_[i];
-    if (served_[i]) f.remaining -= served;
-    if (f.remaining <= tolerance) {
+    f.remaining -= rates_[i] * dt;
+    // Completion times are rounded up to whole ticks, so a finished flow is at or just below zero; half a
+    // tick of service absorbs the floating-point error.
+    if (rates_[i] > 0 && f.remaining <= rates_[i] * 0.5) {
       done(f.tag);
     } else {
       flows_[kept++] = f;

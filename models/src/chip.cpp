@@ -244,7 +244,7 @@ bool Chip::try_issue(int q, Tick now) {
   if (state.cursor >= queue.size()) return false;
   const std::uint32_t instr = queue[state.cursor];
   const ir::Instruction& ins = program_[instr];
-  switch (ir::unit_of(ins.kind)) {
+  switch (queue_unit(ins)) {
     case ir::UnitKind::mxu:
       if (cores_[ins.core].mxu.full()) return false;
       break;
@@ -284,16 +284,39 @@ void Chip::start(std::uint32_t instr, Tick now) {
       core.useful_macs += static_cast<double>(ins.m) * static_cast<double>(ins.k) * static_cast<double>(ins.n);
       const MatmulShape shape{ins.m, ins.k, ins.n};
       if (const std::string why = mxu_timer_.unsupported(shape); !why.empty()) fail(instr, why);
+      for (int a = 0; a < spec_.mxu.per_core; ++a) {
+        core.array_macs[static_cast<std::size_t>(a)] += matmul_array_macs(spec_.mxu, shape, a);
+      }
+      const std::uint64_t vmem_bytes = matmul_vmem_bytes(spec_.mxu, shape, ins.dtype);
+      core.mxu_vmem_bytes += vmem_bytes;
       const std::int64_t issue = core.mxu.issue_cycle(now, spec_.clock);
-      core.mxu.push(now, instr, mxu_timer_.schedule(shape, ins.dtype, issue, core.mxu), spec_.clock);
+      const std::int64_t compute_end = mxu_timer_.schedule(shape, ins.dtype, issue, core.mxu);
+      const std::int64_t vmem_end = core.mxu.stream_vmem(
+          issue, vmem_bound_cycles(static_cast<double>(vmem_bytes), spec_.vmem.bandwidth, spec_.clock));
+      core.mxu.push(now, instr, std::max(compute_end, vmem_end), spec_.clock);
       return;
     }
     case ir::OpKind::vector: {
-      const std::int64_t cycles = vpu_cycles(spec_.vpu, ins.vector_op, ins.elements);
-      cores_[ins.core].vpu.start(now, instr, cycles_to_ticks(cycles, spec_.clock));
+      TensorCore& core = cores_[ins.core];
+      const std::uint64_t vmem_bytes = ins.bytes;  // declared VMEM operand bytes (timing.h)
+      core.vpu_vmem_bytes += vmem_bytes;
+      const std::int64_t cycles =
+          std::max(vpu_cycles(spec_.vpu, ins.vector_op, ins.elements),
+                   vmem_bound_cycles(static_cast<double>(vmem_bytes), spec_.vmem.bandwidth, spec_.clock));
+      core.vpu.start(now, instr, cycles_to_ticks(cycles, spec_.clock));
       return;
     }
     case ir::OpKind::dma:
+      if (is_remote_put(ins)) {
+        // A one-sided put over ICI (net/interconnect.h). Assumption: the local read of its source is not a
+        // limit (HBM or VMEM run ~10-100x faster than an ICI link), so it takes no share of the HBM server.
+        if (ici_ == nullptr) fail(instr, "no interconnect attached to run a remote DMA");
+        counters_.dma_bytes += ins.bytes;
+        ici_->start(id_, instr, now);
+        return;
+      }
+      start_transfer(instr, ins, now);
+      return;
     case ir::OpKind::host: start_transfer(instr, ins, now); return;
     case ir::OpKind::barrier: complete(instr, now, now); return;
     case ir::OpKind::collective:
@@ -310,7 +333,9 @@ void Chip::start(std::uint32_t instr, Tick now) {
 //                           server of its direction (host_op_latency_seconds in timing.h);
 //   host <-> chip DMA       PCIe, one server per direction, kPcieLatency;
 //   anything <-> HBM        HBM at bandwidth x efficiency, hbm.latency (HBM -> HBM moves the bytes twice);
-//                           x (1 - hbm.turnaround) while reads and writes are both in flight;
+//                           x (1 - hbm.turnaround) while reads and writes are both in flight; one transfer
+//                           at most x hbm_channel_share (a transfer below hbm.channels x kHbmStripe bytes
+//                           uses fewer channels);
 //   VMEM <-> CMEM           CMEM bandwidth, kOnChipCopyLatency;
 //   VMEM <-> VMEM           VMEM bandwidth, kOnChipCopyLatency.
 // Assumption: a host transfer into HBM is limited by PCIe alone (16 GB/s against ~1 TB/s of HBM), so it does
@@ -329,9 +354,9 @@ void Chip::start_transfer(std::uint32_t instr, const ir::Instruction& ins, Tick 
   // A transfer into HBM writes it; anything else reads its path (an HBM -> HBM copy counts as a read).
   const FlowDirection direction =
       ins.dst == ir::Memory::hbm && ins.src != ir::Memory::hbm ? FlowDirection::write : FlowDirection::read;
-  const auto issue = [&](BandwidthServer& path, Tick latency, double moved) {
+  const auto issue = [&](BandwidthServer& path, Tick latency, double moved, double cap = 1.0) {
     dma_.issue(now, ins.core, instr, path, latency, moved / dma_pattern_efficiency(spec_.dma, ins.pattern),
-               direction);
+               direction, cap);
   };
   counters_.dma_bytes += ins.bytes;
   if (touches(ins, ir::Memory::host)) {
@@ -343,7 +368,9 @@ void Chip::start_transfer(std::uint32_t instr, const ir::Instruction& ins, Tick 
     const double moved = ins.src == ins.dst ? 2 * bytes : bytes;
     // Assumption: writes into HBM are posted (the engine is done once HBM has accepted the last byte), so
     // hbm.latency, a read round trip, applies to transfers that read HBM.
-    issue(hbm_, ins.src == ir::Memory::hbm ? to_ticks(spec_.hbm.latency) : 0, moved);
+    // Striped over min(channels, ceil(bytes / kHbmStripe)) HBM channels (hbm_channel_share).
+    issue(hbm_, ins.src == ir::Memory::hbm ? to_ticks(spec_.hbm.latency) : 0, moved,
+          hbm_channel_share(spec_.hbm, bytes));
   } else if (touches(ins, ir::Memory::cmem)) {
     issue(cmem_, to_ticks(kOnChipCopyLatency), bytes);
   } else {
@@ -379,6 +406,9 @@ ChipCounters Chip::collect() const {
     c.mxu_busy += core.mxu.busy_ticks();
     c.vpu_busy += core.vpu.busy_ticks();
     c.useful_macs += core.useful_macs;
+    c.mxu_vmem_bytes += core.mxu_vmem_bytes;
+    c.vpu_vmem_bytes += core.vpu_vmem_bytes;
+    c.array_macs.insert(c.array_macs.end(), core.array_macs.begin(), core.array_macs.end());
     c.vmem_peak = std::max(c.vmem_peak, core.vmem.peak());
   }
   c.dma_busy = dma_.busy_ticks();
@@ -393,8 +423,17 @@ void add_unit_stall_stats(const std::vector<const Chip*>& chips, SimResult& r) {
   std::array<double, kHwUnits> busy{}, slots{};
   std::array<std::array<double, kStallReasons>, kHwUnits> stalled{};
   std::array<bool, kHwUnits> queued{};
+  std::uint64_t mxu_bytes = 0, vpu_bytes = 0;
+  std::vector<double> array_utilization;
   for (const Chip* chip : chips) {
     const ChipCounters c = chip->collect();
+    mxu_bytes += c.mxu_vmem_bytes;
+    vpu_bytes += c.vpu_vmem_bytes;
+    // An array's utilization: its useful MACs / (rows x cols x clock cycles of the step), at the bf16 rate.
+    const ChipSpec& spec = chip->spec();
+    const double capacity = static_cast<double>(spec.mxu.rows) * spec.mxu.cols * r.step_time.value() *
+                            spec.clock.value();
+    for (double macs : c.array_macs) array_utilization.push_back(capacity > 0 ? macs / capacity : 0.0);
     for (std::size_t u = 0; u < kHwUnits; ++u) {
       const auto& instances = c.unit_times[u];
       if (instances.empty()) continue;
@@ -406,6 +445,16 @@ void add_unit_stall_stats(const std::vector<const Chip*>& chips, SimResult& r) {
         for (std::size_t k = 0; k < kStallReasons; ++k) stalled[u][k] += to_seconds(t.stalled[k]).value() * share;
       }
     }
+  }
+  r.units[static_cast<std::size_t>(HwUnit::mxu)].bytes = Bytes(mxu_bytes);
+  r.units[static_cast<std::size_t>(HwUnit::vpu)].bytes = Bytes(vpu_bytes);
+  if (!array_utilization.empty()) {
+    Spread& s = r.mxu_array_utilization;
+    s.min = *std::min_element(array_utilization.begin(), array_utilization.end());
+    s.max = *std::max_element(array_utilization.begin(), array_utilization.end());
+    double sum = 0;
+    for (double v : array_utilization) sum += v;
+    s.mean = sum / static_cast<double>(array_utilization.size());
   }
   const double step = r.step_time.value();
   for (std::size_t u = 0; u < kHwUnits; ++u) {

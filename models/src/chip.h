@@ -9,6 +9,10 @@
 // chip, whatever the number of units and transfers. Other modules (the interconnect, later) can wake the
 // chip by notifying wake().
 //
+// Memory hierarchy: a matmul or vector instruction lasts at least its VMEM bytes / vmem.bandwidth (timing.h);
+// a DMA through HBM is striped over hbm.channels; CMEM is a path of its own; a DMA to a remote chip is a
+// one-sided put that the interconnect runs on the chip's ICI queue (queue_unit in program_index.h).
+//
 // Sequencing: each unit queue starts its instructions in program order, each once its dependencies have
 // completed (see ProgramIndex for the counter scheme). Barriers complete as soon as their dependencies have
 // (chip-local; cross-chip barriers need the interconnect).
@@ -56,6 +60,8 @@ struct ChipCounters {
   double useful_macs = 0;
   std::uint64_t hbm_read = 0, hbm_written = 0, dma_bytes = 0, host_bytes = 0;
   std::uint64_t vmem_peak = 0;
+  std::uint64_t mxu_vmem_bytes = 0, vpu_vmem_bytes = 0;  // operand bytes through VMEM, summed over TensorCores
+  std::vector<double> array_macs;  // useful MACs per MXU array, TensorCore-major (core x mxu.per_core + array)
   std::array<std::uint64_t, ir::kUnitKinds> executed{};
   std::array<std::vector<UnitTimes>, kHwUnits> unit_times;  // by HwUnit, per instance; none for HBM
 };
@@ -71,6 +77,7 @@ class Chip : public sc_core::sc_module {
   [[nodiscard]] ChipCounters collect() const;
   [[nodiscard]] sc_core::sc_event& wake() { return wake_; }
   [[nodiscard]] std::uint32_t id() const { return id_; }
+  [[nodiscard]] const ChipSpec& spec() const { return spec_; }
   // The pod's interconnect, which runs this chip's ICI queue (collectives); without one, an ICI instruction
   // fails the run. The interconnect wakes the chip (wake()) when the running instruction completes.
   void attach_ici(net::Interconnect& ici) { ici_ = &ici; }
@@ -127,8 +134,9 @@ class Chip : public sc_core::sc_module {
   sc_core::sc_event wake_;
 };
 
-// Adds the per-unit stall statistics (UnitUsage::stalled, stalled_by, queue_slots, idle) of a finished run's
-// chips to `r`, whose step_time must be set.
+// Adds the per-unit statistics gathered from a finished run's chip modules to `r`, whose step_time must be
+// set: stalls (UnitUsage::stalled, stalled_by, queue_slots, idle), the MXU and VPU VMEM operand bytes
+// (UnitUsage::bytes) and the spread of per-array MXU utilization (SimResult::mxu_array_utilization).
 void add_unit_stall_stats(const std::vector<const Chip*>& chips, SimResult& r);
 
 }  // namespace tpusim::models

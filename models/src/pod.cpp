@@ -38,7 +38,7 @@ bool uses_ici(const ir::ProgramSet& programs) {
     for (std::size_t c = 0; !used && c < programs.role_of_chip.size(); ++c) used = programs.role_of_chip[c] == p;
     if (!used) continue;
     for (const ir::Instruction& ins : programs.programs[p].instructions()) {
-      if (ir::unit_of(ins.kind) == ir::UnitKind::ici) return true;
+      if (queue_unit(ins) == ir::UnitKind::ici) return true;  // collectives, send/recv, remote DMAs
     }
   }
   return false;

@@ -31,6 +31,10 @@ ir::UnitKind QueueLayout::unit(int queue) const {
 
 int QueueLayout::core(int queue) const { return queue < 3 * cores_ ? queue % cores_ : 0; }
 
+ir::UnitKind queue_unit(const ir::Instruction& ins) {
+  return is_remote_put(ins) ? ir::UnitKind::ici : ir::unit_of(ins.kind);
+}
+
 namespace {
 
 bool touches(const ir::Instruction& ins, ir::Memory m) { return ins.src == m || ins.dst == m; }
@@ -48,7 +52,7 @@ ProgramIndex::ProgramIndex(const ir::Program& program, const ChipSpec& chip, std
     const auto fail = [&](const std::string& what) {
       throw SimulationError(first_chip, ins.core, static_cast<std::uint32_t>(i), program.label_of(ins), what);
     };
-    const ir::UnitKind unit = ir::unit_of(ins.kind);
+    const ir::UnitKind unit = queue_unit(ins);
     const bool uses_vmem = ins.vmem_alloc > 0 || ins.vmem_free > 0 ||
                            (ins.kind == ir::OpKind::dma && touches(ins, ir::Memory::vmem));
     if ((unit == ir::UnitKind::mxu || unit == ir::UnitKind::vpu || uses_vmem) && ins.core >= chip.tensorcores) {
@@ -56,13 +60,19 @@ ProgramIndex::ProgramIndex(const ir::Program& program, const ChipSpec& chip, std
                        chip.tensorcores));
     }
     if (ins.kind == ir::OpKind::dma) {
-      if (touches(ins, ir::Memory::remote)) fail("DMA to or from a remote chip needs the ICI interconnect model");
+      if (ins.src == ir::Memory::remote) {
+        fail("a DMA from a remote chip (a one-sided get) is not modelled: issue a put (dst: remote) on the "
+             "chip that holds the data, or a send/recv pair");
+      }
+      if (is_remote_put(ins) && (ins.src == ir::Memory::host || ins.src == ir::Memory::remote)) {
+        fail("a remote DMA reads local HBM, VMEM or CMEM");
+      }
       if (touches(ins, ir::Memory::cmem) && chip.cmem.capacity.count() == 0) {
         fail(fmt::format("DMA uses CMEM, but chip {} has none", chip.name));
       }
     }
     const bool per_core = unit == ir::UnitKind::mxu || unit == ir::UnitKind::vpu || unit == ir::UnitKind::dma;
-    if (unit == ir::UnitKind::dma && ins.core >= chip.tensorcores) {
+    if (ir::unit_of(ins.kind) == ir::UnitKind::dma && ins.core >= chip.tensorcores) {
       fail(fmt::format("DMA on the descriptor queue of TensorCore {}, but the chip has {}", ins.core,
                        chip.tensorcores));
     }

@@ -27,6 +27,13 @@ class QueueLayout {
   int cores_;
 };
 
+// The unit queue an instruction goes to: ir::unit_of(kind), except a DMA to a remote chip (dst: remote), a
+// one-sided put that the chip's ICI unit runs like a send (see net/interconnect.h).
+[[nodiscard]] ir::UnitKind queue_unit(const ir::Instruction& ins);
+[[nodiscard]] inline bool is_remote_put(const ir::Instruction& ins) {
+  return ins.kind == ir::OpKind::dma && ins.dst == ir::Memory::remote;
+}
+
 class ProgramIndex {
  public:
   // Checks that the program fits the chip (TensorCores, modelled units and memories) and throws

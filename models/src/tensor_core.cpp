@@ -13,6 +13,7 @@ std::int64_t MxuPipeline::issue_cycle(Tick now, Hertz clock) {
   if (inflight_.empty()) {
     epoch_ = now;
     last_end_ = 0;
+    vmem_free_ = 0;
     std::fill(arrays_.begin(), arrays_.end(), MxuArrayState{});
     return 0;
   }
@@ -49,6 +50,11 @@ std::int64_t MxuTimer::schedule(const MatmulShape& s, DType dtype, std::int64_t 
   const std::vector<std::int64_t> a(static_cast<std::size_t>(s.m * s.k), 0);
   const std::vector<std::int64_t> b(static_cast<std::size_t>(s.k * s.n), 0);
   return run_weight_stationary_reference(mxu_, s, a, b, issue, arrays).cycles;
+}
+
+std::int64_t MxuPipeline::stream_vmem(std::int64_t issue, std::int64_t cycles) {
+  vmem_free_ = std::max(issue, vmem_free_) + cycles;
+  return vmem_free_;
 }
 
 void MxuPipeline::push(Tick now, std::uint32_t instr, std::int64_t end_cycle, Hertz clock) {

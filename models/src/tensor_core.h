@@ -71,6 +71,10 @@ class MxuPipeline {
   [[nodiscard]] std::int64_t issue_cycle(Tick now, Hertz clock);
   [[nodiscard]] std::vector<MxuArrayState>& arrays() { return arrays_; }
   [[nodiscard]] std::int64_t last_end_cycle() const { return last_end_; }
+  // VMEM streaming of an instruction issued at cycle `issue` needing `cycles` of VMEM time: it starts when
+  // both the instruction is issued and the previous instruction's VMEM traffic of this run is done. Returns
+  // the cycle it ends (the instruction cannot end earlier).
+  [[nodiscard]] std::int64_t stream_vmem(std::int64_t issue, std::int64_t cycles);
   // Records an instruction issued at `now` whose last output leaves at `end_cycle` of the current run.
   void push(Tick now, std::uint32_t instr, std::int64_t end_cycle, Hertz clock);
 
@@ -89,6 +93,7 @@ class MxuPipeline {
   std::deque<InFlight> inflight_;
   Tick epoch_ = 0;
   std::int64_t last_end_ = 0;
+  std::int64_t vmem_free_ = 0;  // cycle of the run at which the VMEM traffic of earlier instructions ends
   std::uint64_t executed_ = 0;
   BusyTime busy_time_;
 };
@@ -137,11 +142,15 @@ class Vmem {
 };
 
 struct TensorCore {
-  TensorCore(std::uint64_t vmem_capacity, int mxus) : mxu(mxus), vmem(vmem_capacity) {}
+  TensorCore(std::uint64_t vmem_capacity, int mxus)
+      : mxu(mxus), vmem(vmem_capacity), array_macs(static_cast<std::size_t>(mxus), 0.0) {}
   MxuPipeline mxu;
   ExecUnit vpu;
   Vmem vmem;
   double useful_macs = 0;  // m x k x n summed over the matmuls this core ran
+  std::vector<double> array_macs;  // useful MACs per MXU array (matmul_array_macs), summed over the matmuls
+  std::uint64_t mxu_vmem_bytes = 0;  // operand bytes the MXUs read from and wrote to VMEM (matmul_vmem_bytes)
+  std::uint64_t vpu_vmem_bytes = 0;  // same for the VPU (Instruction::bytes)
 
   [[nodiscard]] bool computing() const { return mxu.busy() || vpu.busy(); }
 };

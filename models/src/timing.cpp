@@ -1,5 +1,6 @@
 #include "tpusim/models/timing.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace tpusim::models {
@@ -73,6 +74,64 @@ double dma_pattern_efficiency(const DmaSpec& dma, ir::DmaPattern pattern) {
 
 Seconds transfer_time(Bytes bytes, Seconds latency, BytesPerSecond bandwidth, double efficiency) {
   return latency + Seconds(bytes.as_double() / (bandwidth.value() * efficiency));
+}
+
+std::uint64_t matmul_vmem_bytes(const MxuSpec& mxu, MatmulShape s, DType dtype) {
+  if (s.m <= 0 || s.k <= 0 || s.n <= 0 || mxu.rows < 1 || mxu.cols < 1) return 0;
+  const auto in = static_cast<std::uint64_t>(dtype_bytes(dtype));
+  const auto m = static_cast<std::uint64_t>(s.m), k = static_cast<std::uint64_t>(s.k),
+             n = static_cast<std::uint64_t>(s.n);
+  const auto col_tiles = static_cast<std::uint64_t>(ceil_div(s.n, mxu.cols));
+  const auto acc = static_cast<std::uint64_t>(kMxuAccumulatorBytes);
+  switch (mxu.dataflow) {
+    case MxuDataflow::weight_stationary: {
+      const auto k_tiles = static_cast<std::uint64_t>(ceil_div(s.k, mxu.rows));
+      return k * n * in + m * k * col_tiles * in + m * n * k_tiles * acc;
+    }
+    case MxuDataflow::output_stationary: {
+      const auto row_tiles = static_cast<std::uint64_t>(ceil_div(s.m, mxu.rows));
+      return m * k * col_tiles * in + k * n * row_tiles * in + m * n * acc;
+    }
+  }
+  return 0;
+}
+
+std::int64_t vmem_bound_cycles(double bytes, BytesPerSecond vmem_bandwidth, Hertz clock) {
+  if (bytes <= 0 || vmem_bandwidth.value() <= 0) return 0;
+  return static_cast<std::int64_t>(std::ceil(bytes * clock.value() / vmem_bandwidth.value() - 1e-9));
+}
+
+double matmul_array_macs(const MxuSpec& mxu, MatmulShape s, int array) {
+  if (s.m <= 0 || s.k <= 0 || s.n <= 0 || mxu.per_core < 1 || array < 0 || array >= mxu.per_core) return 0;
+  // The tile grid: `outer` x `inner` tiles along dimensions of length outer_len (cut by rows) and inner_len
+  // (cut by cols); every tile also spans `depth` of the third dimension.
+  const bool ws = mxu.dataflow == MxuDataflow::weight_stationary;
+  const std::int64_t outer_len = ws ? s.k : s.m, inner_len = s.n, depth = ws ? s.m : s.k;
+  const std::int64_t outer = ceil_div(outer_len, mxu.rows), inner = ceil_div(inner_len, mxu.cols);
+  double macs = 0;
+  for (std::int64_t t = array; t < outer * inner; t += mxu.per_core) {
+    const std::int64_t i = t / inner, j = t % inner;
+    const std::int64_t rows = std::min<std::int64_t>(mxu.rows, outer_len - i * mxu.rows);
+    const std::int64_t cols = std::min<std::int64_t>(mxu.cols, inner_len - j * mxu.cols);
+    macs += static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(depth);
+  }
+  return macs;
+}
+
+int hbm_channels_used(const HbmSpec& hbm, double bytes) {
+  const int channels = std::max(1, hbm.channels);
+  if (bytes <= 0) return 0;
+  const double stripes = std::ceil(bytes / static_cast<double>(kHbmStripe) - 1e-9);
+  return stripes >= channels ? channels : static_cast<int>(stripes);
+}
+
+double hbm_channel_share(const HbmSpec& hbm, double bytes) {
+  return static_cast<double>(std::max(1, hbm_channels_used(hbm, bytes))) / std::max(1, hbm.channels);
+}
+
+Seconds hbm_transfer_time(const HbmSpec& hbm, Bytes bytes, Seconds latency) {
+  const double efficiency = hbm.efficiency > 0 ? hbm.efficiency : 1.0;
+  return transfer_time(bytes, latency, hbm.bandwidth, efficiency * hbm_channel_share(hbm, bytes.as_double()));
 }
 
 Seconds host_op_latency_seconds(Seconds host_seconds, std::uint64_t bytes) {

@@ -10,10 +10,10 @@ TransferEngine::TransferEngine(int window, std::uint8_t id) : ring_(static_cast<
 }
 
 void TransferEngine::issue(Tick now, std::uint32_t instr, BandwidthServer& path, Tick latency, double bytes,
-                           FlowDirection direction) {
+                           FlowDirection direction, double cap) {
   if (full()) throw std::logic_error("transfer engine issued beyond its window");
   const std::size_t index = (head_ + count_) % ring_.size();
-  ring_[index] = Slot{instr, Phase::latency, now, now + latency, bytes, &path, issued_++, direction};
+  ring_[index] = Slot{instr, Phase::latency, now, now + latency, bytes, &path, issued_++, direction, cap};
   ++count_;
   start_ready(now);
 }
@@ -28,7 +28,8 @@ void TransferEngine::start_ready(Tick now) {
       continue;
     }
     s.phase = Phase::transfer;
-    s.path->add(now, (static_cast<std::uint32_t>(id_) << 24) | static_cast<std::uint32_t>(index), s.bytes, s.order, s.direction);
+    s.path->add(now, (static_cast<std::uint32_t>(id_) << 24) | static_cast<std::uint32_t>(index), s.bytes, s.order, s.direction,
+                 s.cap);
   }
 }
 

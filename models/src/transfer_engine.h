@@ -25,9 +25,10 @@ class TransferEngine {
   [[nodiscard]] bool full() const { return count_ == ring_.size(); }
   [[nodiscard]] bool busy() const { return count_ > 0; }
 
-  // Issues a transfer of `bytes` over `path` after `latency`. Zero bytes finish after the latency alone.
+  // Issues a transfer of `bytes` over `path` after `latency`, using at most `cap` of the path's rate (see
+  // BandwidthServer). Zero bytes finish after the latency alone.
   void issue(Tick now, std::uint32_t instr, BandwidthServer& path, Tick latency, double bytes,
-             FlowDirection direction = FlowDirection::read);
+             FlowDirection direction = FlowDirection::read, double cap = 1.0);
 
   // Hands transfers whose latency has expired by `now` to their path (already advanced to `now`).
   void start_ready(Tick now);
@@ -59,6 +60,7 @@ class TransferEngine {
     BandwidthServer* path = nullptr;
     std::uint64_t order = 0;  // issue order, which the path serves the queue's transfers in
     FlowDirection direction = FlowDirection::read;
+    double cap = 1.0;
   };
 
   std::vector<Slot> ring_;
@@ -80,8 +82,8 @@ class DmaEngine {
   [[nodiscard]] bool busy() const;
   [[nodiscard]] bool busy(int queue) const { return queues_[static_cast<std::size_t>(queue)].busy(); }
   void issue(Tick now, int queue, std::uint32_t instr, BandwidthServer& path, Tick latency, double bytes,
-             FlowDirection direction = FlowDirection::read) {
-    queues_[static_cast<std::size_t>(queue)].issue(now, instr, path, latency, bytes, direction);
+             FlowDirection direction = FlowDirection::read, double cap = 1.0) {
+    queues_[static_cast<std::size_t>(queue)].issue(now, instr, path, latency, bytes, direction, cap);
   }
   void start_ready(Tick now);
   // For a tag of one of this engine's queues (owner_of(tag) < queue count).

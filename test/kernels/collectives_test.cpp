@@ -1,6 +1,8 @@
 // Collective plans: exact steps, bytes and reductions per algorithm, the closed forms, the automatic rule,
 // the DCN stage, and the collective workload's lowering and file format.
 #include <algorithm>
+#include <cstdlib>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -11,6 +13,7 @@
 #include "tpusim/kernels/collectives.h"
 #include "tpusim/kernels/lowering.h"
 #include "tpusim/kernels/program_io.h"
+#include "tpusim/topology/routing.h"
 #include "tpusim/topology/topology.h"
 // After the tpusim headers: gtest pulls in <signal.h>, whose si_value macro breaks core/units.h.
 #include <gtest/gtest.h>
@@ -215,10 +218,161 @@ TEST(CollectivePlan, DirectAllToAllSendsOneBlockToEveryPeerInOneStep) {
   EXPECT_EQ(p.steps[0].reduce_elements, 0u);
 }
 
-TEST(CollectivePlan, RingsDoNotPlanAllToAll) {
+// Ring all-to-all (collectives.h, "Ring all-to-all"): 1024 bf16 elements on a 16-ring = 16 blocks of 64.
+TEST(CollectivePlan, BidirectionalRingAllToAllSendsEveryBlockTheShorterWayAndHalvesTheOppositeOne) {
+  const std::uint64_t s = 1024 * 2;
+  const CollectivePlan p = plan_collective(ring16(), Kind::all_to_all, s, DType::bf16, 0, Algo::ring_bidirectional);
+  EXPECT_EQ(p.algorithm, Algo::ring_bidirectional);
+  ASSERT_EQ(p.steps.size(), 8u);  // floor(16 / 2)
+  for (std::size_t i = 1; i <= 8; ++i) {
+    const CollectiveStep& step = p.steps[i - 1];
+    ASSERT_EQ(step.sends.size(), 2u);
+    EXPECT_EQ(step.sends[0].offset, along(0, 1));
+    EXPECT_EQ(step.sends[1].offset, along(0, -1));
+    // Blocks for distances i .. 7 each way, plus half of the distance-8 block.
+    EXPECT_EQ(step.sends[0].bytes, ((8 - i) * 64 + 32) * 2) << "step " << i;
+    EXPECT_EQ(step.sends[1].bytes, ((8 - i) * 64 + 32) * 2) << "step " << i;
+    EXPECT_EQ(step.reduce_elements, 0u);
+  }
+  EXPECT_EQ(bytes_sent(p), 2 * (16 * s / 8));  // N S / 8 per direction
+}
+
+TEST(CollectivePlan, UnidirectionalRingAllToAllForwardsTheBlocksStillInTransit) {
+  const std::uint64_t s = 1024 * 2;
+  const CollectivePlan p = plan_collective(ring16(), Kind::all_to_all, s, DType::bf16, 0, Algo::ring_unidirectional);
+  ASSERT_EQ(p.steps.size(), 15u);
+  for (std::size_t i = 1; i <= 15; ++i) {
+    ASSERT_EQ(p.steps[i - 1].sends.size(), 1u);
+    EXPECT_EQ(p.steps[i - 1].sends[0].offset, along(0, 1));
+    EXPECT_EQ(p.steps[i - 1].sends[0].bytes, (16 - i) * 64 * 2) << "step " << i;
+  }
+  EXPECT_EQ(bytes_sent(p), 15 * s / 2);  // (N - 1) / 2 x S
+}
+
+TEST(CollectivePlan, OddRingAllToAllHasNoOppositeBlockToSplit) {
+  const Topology five = build_topology(make_pod({5}, {1}, {1}), make_chip("c", 2, 45));
+  const CollectivePlan p = plan_collective(five, Kind::all_to_all, 40 * 2, DType::bf16, 0, Algo::ring_bidirectional);
+  ASSERT_EQ(p.steps.size(), 2u);
+  const std::uint64_t blocks[] = {2, 1};  // distances 1 and 2, then 2
+  for (std::size_t i = 0; i < 2; ++i) {
+    ASSERT_EQ(p.steps[i].sends.size(), 2u);
+    EXPECT_EQ(p.steps[i].sends[0].bytes, blocks[i] * 8 * 2);
+    EXPECT_EQ(p.steps[i].sends[1].bytes, blocks[i] * 8 * 2);
+  }
+}
+
+TEST(CollectivePlan, ThreeDimensionalRingAllToAllRunsThreeRotatedSubBuffersOnAllSixLinks) {
+  // 192 bf16 elements = 3 sub-buffers of 64 = 4 blocks of 16 per axis: step 1 of an axis sends 1.5 blocks each
+  // way (distance 1 and half of distance 2), step 2 the remaining half block.
+  const std::uint64_t s = 192 * 2;
+  const CollectivePlan p = plan_collective(torus4x4x4(), Kind::all_to_all, s, DType::bf16, 0, Algo::ring_bidirectional);
+  ASSERT_EQ(p.steps.size(), 6u);
+  for (std::size_t i = 0; i < p.steps.size(); ++i) {
+    ASSERT_EQ(p.steps[i].sends.size(), 6u) << "step " << i;
+    std::set<std::array<int, kMaxAxes>> offsets;
+    for (const auto& send : p.steps[i].sends) {
+      offsets.insert(send.offset);
+      EXPECT_EQ(send.bytes, (i % 2 == 0 ? 24u : 8u) * 2) << "step " << i;
+    }
+    EXPECT_EQ(offsets, (std::set<std::array<int, kMaxAxes>>{along(0, 1), along(0, -1), along(1, 1), along(1, -1),
+                                                              along(2, 1), along(2, -1)}));
+  }
+  EXPECT_EQ(bytes_sent(p), 3 * s);  // S / 2 on each of the 6 link directions
+}
+
+// Alpha-beta time of a plan whose sends are all one hop on links of their own: each step lasts its largest send
+// at B plus one hop.
+double one_hop_plan_time(const CollectivePlan& p) {
+  double t = 0;
+  for (const CollectiveStep& step : p.steps) {
+    std::uint64_t largest = 0;
+    for (const CollectiveSend& send : step.sends) largest = std::max(largest, send.bytes);
+    t += static_cast<double>(largest) / kB + kHop;
+  }
+  return t;
+}
+
+TEST(CollectivePlan, BidirectionalRingAllToAllMeetsTheIdealTimeOnATorus) {
+  const Topology five = build_topology(make_pod({5}, {1}, {1}), make_chip("c", 2, 45));
+  const Topology r = ring16(), t2 = torus4x4(), t3 = torus4x4x4();
+  const Topology* topologies[] = {&r, &t2, &t3, &five};
+  const std::uint64_t sizes[] = {1024 * 2, 128 * 2, 192 * 2, 40 * 2};  // whole blocks for every sub-buffer
+  for (std::size_t i = 0; i < 4; ++i) {
+    const CollectivePlan p =
+        plan_collective(*topologies[i], Kind::all_to_all, sizes[i], DType::bf16, 0, Algo::ring_bidirectional);
+    for (const CollectiveStep& step : p.steps) {
+      for (const CollectiveSend& send : step.sends) {
+        int hops = 0;
+        for (int d : send.offset) hops += std::abs(d);
+        EXPECT_EQ(hops, 1) << topologies[i]->name();
+      }
+    }
+    EXPECT_NEAR(one_hop_plan_time(p), p.ideal_time.value(), 1e-12 * p.ideal_time.value()) << topologies[i]->name();
+  }
+}
+
+// Bytes per directed link when every chip runs `p` with dimension-order routes (the network model's default).
+std::map<std::uint32_t, std::uint64_t> dor_link_load(const Topology& t, const CollectivePlan& p) {
+  std::map<std::uint32_t, std::uint64_t> load;
+  for (std::uint32_t c = 0; c < t.chip_count(); ++c) {
+    const ChipCoord from = t.coord(ChipId(c));
+    for (const CollectiveStep& step : p.steps) {
+      for (const CollectiveSend& send : step.sends) {
+        ChipCoord to = from;
+        for (std::size_t a = 0; a < kMaxAxes; ++a) {
+          const int n = t.shape()[a];
+          to.pos[a] = ((to.pos[a] + send.offset[a]) % n + n) % n;
+        }
+        const std::optional<Path> path = dor_route(t, ChipId(c), t.chip_at(to));
+        for (const LinkId l : path.value()) load[l.value()] += send.bytes;
+      }
+    }
+  }
+  return load;
+}
+
+std::uint64_t max_load(const std::map<std::uint32_t, std::uint64_t>& load) {
+  std::uint64_t m = 0;
+  for (const auto& [link, bytes] : load) m = std::max(m, bytes);
+  return m;
+}
+
+// The reason to pick the ring: direct's distance-2 sends on each 4-ring all go the + way under DOR, so its
+// busiest link carries 16 x (1 + 2) blocks of S/64 = 3/4 S, against S / 2 on every link for the ring.
+TEST(CollectivePlan, OnA4x4x4TorusDirectAllToAllLoadsItsBusiestLinkThreeHalvesOfTheRingsUnderDor) {
+  const Topology t = torus4x4x4();
+  const std::uint64_t s = 192 * 2;
+  const auto ring = dor_link_load(t, plan_collective(t, Kind::all_to_all, s, DType::bf16, 0, Algo::ring_bidirectional));
+  const auto direct = dor_link_load(t, plan_collective(t, Kind::all_to_all, s, DType::bf16, 0, Algo::direct));
+  EXPECT_EQ(ring.size(), t.link_count());
+  for (const auto& [link, bytes] : ring) EXPECT_EQ(bytes, s / 2) << "link " << link;
+  EXPECT_EQ(max_load(direct), 3 * s / 4);
+  // 16-ring: sum_{d=1..8} d = 36 blocks of S/16 on the + links against N^2/8 = 32 for the ring.
+  const Topology r = ring16();
+  const std::uint64_t s16 = 1024 * 2;
+  auto busiest = [&](Algo a) {
+    return max_load(dor_link_load(r, plan_collective(r, Kind::all_to_all, s16, DType::bf16, 0, a)));
+  };
+  EXPECT_EQ(busiest(Algo::direct), 36 * s16 / 16);
+  EXPECT_EQ(busiest(Algo::ring_bidirectional), 32 * s16 / 16);
+}
+
+TEST(CollectivePlan, HalvingDoublingDoesNotPlanAllToAll) {
   const Diagnostic d = config_error(
-      [] { (void)plan_collective(ring16(), Kind::all_to_all, 1024, DType::bf16, 0, Algo::ring_bidirectional); });
-  EXPECT_EQ(d.hint, "algorithms that can: auto, direct");
+      [] { (void)plan_collective(ring16(), Kind::all_to_all, 1024, DType::bf16, 0, Algo::halving_doubling); });
+  EXPECT_EQ(d.key_path, "workload.model.algorithm");
+  EXPECT_EQ(d.found, "all_to_all (halving_doubling has no all-to-all plan)");
+  EXPECT_EQ(d.hint, "algorithms that can: auto, ring_bidirectional, ring_unidirectional, direct");
+}
+
+TEST(CollectivePlan, AcrossPodsARingAllToAllFollowsTheDcnStep) {
+  const Topology two = build_topology(make_pod({4}, {1}, {2}, {}, 2), make_chip("c", 2, 45, 6.25));
+  const CollectivePlan p = plan_collective(two, Kind::all_to_all, 16 * 2, DType::bf16, 0, Algo::ring_bidirectional);
+  ASSERT_EQ(p.steps.size(), 3u);  // one DCN step, then floor(4 / 2) ring steps
+  EXPECT_EQ(p.steps[0].sends.at(0).pod_offset, 1);
+  EXPECT_EQ(p.steps[0].sends.at(0).bytes, 8u * 2);  // half the buffer is bound for the other pod
+  EXPECT_EQ(p.steps[1].sends.at(0).bytes, 6u * 2);  // blocks of 4: one whole and half the opposite one
+  EXPECT_EQ(p.steps[2].sends.at(0).bytes, 2u * 2);
 }
 
 TEST(CollectivePlan, DirectAllReduceIsAReduceScatterStepAndAnAllGatherStep) {
@@ -257,6 +411,20 @@ TEST(CollectivePlan, PermuteSendsTheBufferToTheNextChipOfTheFirstParticipatingAx
   EXPECT_EQ(p.steps[0].sends[0].offset, along(1, 1));
   EXPECT_EQ(p.steps[0].sends[0].bytes, 4096u);
   EXPECT_EQ(p.participants, 4);
+}
+
+// Permute has one plan (collectives.h says why there is no alternative); the others say so in the hint.
+TEST(CollectivePlan, PermuteHasOnePlanAndOtherAlgorithmsAreRejectedWithTheReason) {
+  const CollectivePlan p = plan_collective(ring16(), Kind::permute, 4096, DType::bf16, 0, Algo::ring_unidirectional);
+  ASSERT_EQ(p.steps.size(), 1u);
+  EXPECT_EQ(p.steps[0].sends.at(0).offset, along(0, 1));
+  for (Algo a : {Algo::ring_bidirectional, Algo::halving_doubling, Algo::direct}) {
+    const Diagnostic d = config_error([&] { (void)plan_collective(ring16(), Kind::permute, 4096, DType::bf16, 0, a); });
+    EXPECT_EQ(d.key_path, "workload.model.algorithm");
+    EXPECT_EQ(d.found, "permute (a single +1 shift has one plan, ring_unidirectional)");
+    EXPECT_EQ(d.hint.rfind("algorithms that can: auto, ring_unidirectional. A +1 shift", 0), 0u) << d.hint;
+    EXPECT_NE(d.hint.find("at most N/(N-1)"), std::string::npos) << d.hint;
+  }
 }
 
 TEST(CollectivePlan, AcrossPodsReducesTheInPodShardOverTheDcn) {
@@ -313,7 +481,9 @@ TEST(CollectiveAuto, DirectForSmallBuffersInSmallGroupsElseTheBidirectionalRing)
   EXPECT_EQ(resolve_algorithm(Algo::automatic, Kind::all_reduce, kAutoDirectMaxBytes + 1, 64),
             Algo::ring_bidirectional);
   EXPECT_EQ(resolve_algorithm(Algo::automatic, Kind::all_gather, 1024, 4096), Algo::ring_bidirectional);
-  EXPECT_EQ(resolve_algorithm(Algo::automatic, Kind::all_to_all, 1 << 30, 4096), Algo::direct);
+  EXPECT_EQ(resolve_algorithm(Algo::automatic, Kind::all_to_all, kAutoDirectMaxBytes, 4096), Algo::direct);
+  EXPECT_EQ(resolve_algorithm(Algo::automatic, Kind::all_to_all, kAutoDirectMaxBytes + 1, 4096),
+            Algo::ring_bidirectional);
   EXPECT_EQ(resolve_algorithm(Algo::automatic, Kind::permute, 1 << 30, 4096), Algo::ring_unidirectional);
   EXPECT_EQ(resolve_algorithm(Algo::halving_doubling, Kind::all_reduce, 1, 4), Algo::halving_doubling);
   EXPECT_EQ(plan_collective(torus4x4x4(), Kind::all_reduce, 64 << 20, DType::bf16, 0, Algo::automatic).algorithm,

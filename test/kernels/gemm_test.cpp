@@ -202,3 +202,68 @@ TEST(LowerGemm, VmemTooSmallForOneTileIsAConfigErrorNamingTheCapacity) {
 
 }  // namespace
 }  // namespace tpusim::kernels
+
+namespace tpusim::kernels {
+namespace {
+
+ChipSpec v4_with_cmem(Bytes capacity) {
+  ChipSpec chip = testing::v4_like();
+  chip.cmem = MemorySpec{capacity, BytesPerSecond(2400e9)};
+  return chip;
+}
+
+std::uint64_t bytes_between(const ir::Program& p, ir::Memory src, ir::Memory dst, std::size_t* count = nullptr) {
+  std::uint64_t b = 0;
+  std::size_t n = 0;
+  for (const ir::Instruction& ins : p.instructions()) {
+    if (ins.kind == ir::OpKind::dma && ins.src == src && ins.dst == dst) {
+      b += ins.bytes;
+      ++n;
+    }
+  }
+  if (count != nullptr) *count = n;
+  return b;
+}
+
+// 4096^3 on a v4-like chip with 128 MiB of CMEM: the tiling is the one without CMEM (512 x 1024 x 512), B
+// (32 MiB) fits and is re-read 8 times, so each of its 4 x 8 tiles is staged HBM -> CMEM once and every one
+// of the 64 x 4 B loads reads CMEM. HBM reads: A 8 times + B once = 2 B x 4096^2 x 9.
+TEST(LowerGemm, ReReadWeightsAreStagedInCmemOnceAndLoadedFromThere) {
+  const ChipSpec chip = v4_with_cmem(MiB(128));
+  ir::Program p;
+  const GemmLowering g = lower_gemm(p, chip, 4096, 4096, 4096, DType::bf16, {}, "g");
+  EXPECT_TRUE(g.weights_in_cmem);
+  EXPECT_EQ(g.tiling.tm, 512);
+  const std::uint64_t s = 4096ull * 4096;
+  std::size_t stages = 0, cmem_loads = 0;
+  EXPECT_EQ(bytes_between(p, ir::Memory::hbm, ir::Memory::cmem, &stages), 2 * s);
+  EXPECT_EQ(stages, 4u * 8);
+  EXPECT_EQ(bytes_between(p, ir::Memory::cmem, ir::Memory::vmem, &cmem_loads), 2 * s * 8);
+  EXPECT_EQ(cmem_loads, 64u * 4);
+  EXPECT_EQ(bytes_between(p, ir::Memory::hbm, ir::Memory::vmem), 2 * s * 8);  // A only
+  // Every CMEM load depends on the stage of its tile, which comes first in the program.
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    const ir::Instruction& ins = p[i];
+    if (ins.kind != ir::OpKind::dma || ins.src != ir::Memory::cmem) continue;
+    bool staged = false;
+    for (std::uint32_t d = 0; d < ins.dep_count; ++d) {
+      const ir::Instruction& dep = p[p.deps_of(ins)[d]];
+      staged = staged || (dep.kind == ir::OpKind::dma && dep.dst == ir::Memory::cmem && dep.bytes == ins.bytes);
+    }
+    EXPECT_TRUE(staged) << "instruction " << i;
+  }
+}
+
+TEST(LowerGemm, WeightsAreNotStagedWhenTheyDoNotFitOrAreReadOnce) {
+  ir::Program big;
+  EXPECT_FALSE(lower_gemm(big, v4_with_cmem(MiB(16)), 4096, 4096, 4096, DType::bf16, {}, "g").weights_in_cmem);
+  ir::Program once;  // m = 8: one row of C tiles reads B once
+  EXPECT_FALSE(lower_gemm(once, v4_with_cmem(MiB(128)), 8, 4096, 4096, DType::bf16, {}, "g").weights_in_cmem);
+  ir::Program none;
+  EXPECT_FALSE(lower_gemm(none, testing::v4_like(), 4096, 4096, 4096, DType::bf16, {}, "g").weights_in_cmem);
+  EXPECT_TRUE(weights_fit_cmem(v4_with_cmem(MiB(32)), 4096, 4096, DType::bf16));
+  EXPECT_FALSE(weights_fit_cmem(v4_with_cmem(MiB(32)), 4096, 4097, DType::bf16));
+}
+
+}  // namespace
+}  // namespace tpusim::kernels

@@ -1,8 +1,10 @@
 #include <cmath>
+#include <sstream>
 #include <string>
 
 #include "kernels_test_support.h"
 #include "tpusim/kernels/lowering.h"
+#include "tpusim/kernels/program_io.h"
 // After the tpusim headers: gtest pulls in <signal.h>, whose si_value macro breaks core/units.h.
 #include <gtest/gtest.h>
 
@@ -150,6 +152,27 @@ TEST(LowerWorkload, AdamReadsParamsGradsAndTwoF32MomentsAndWritesThreeBack) {
     EXPECT_EQ(u.elements, 10 * params);
     EXPECT_EQ(u.dma_bytes, static_cast<std::uint64_t>(params) * ((2 + 2 + 4 + 4) + (2 + 4 + 4)));
     EXPECT_EQ(u.flops, 0);
+  }
+}
+
+// A vector op declares the VMEM operand bytes it reads and writes (the models bound it by vmem.bandwidth):
+// its chunk's inputs and outputs, the same bytes its loads and stores move; they survive the program file.
+TEST(LowerWorkload, VectorOpsDeclareTheirVmemOperandBytes) {
+  const ir::ProgramSet set = lower_workload(mlp({512, 1024, 256}, 64, StepKind::train), v4_like());
+  std::uint64_t vector_bytes = 0, vector_dma = 0;
+  for (const ir::Instruction& ins : set.programs[0].instructions()) {
+    if (ins.kind == ir::OpKind::vector) vector_bytes += ins.bytes;
+  }
+  for (const char* stage : {"layer1.act", "layer1.bwd.act", "layer1.update", "layer2.update"}) {
+    vector_dma += totals(set.programs[0], stage).dma_bytes;
+  }
+  EXPECT_GT(vector_bytes, 0u);
+  EXPECT_EQ(vector_bytes, vector_dma);
+  std::ostringstream out;
+  ir::write_program_json(set, out);
+  const ir::ProgramSet back = ir::parse_program_json(out.str(), "test");
+  for (std::size_t i = 0; i < set.programs[0].size(); ++i) {
+    EXPECT_EQ(back.programs[0][i].bytes, set.programs[0][i].bytes) << i;
   }
 }
 

@@ -22,7 +22,8 @@ TEST(CollectiveOps, ReduceScatterOnA4x4x4TorusIsIdealPlusReductions) {
   EXPECT_NEAR(r.time(), r.ideal() + r.reduce, 0.005 * r.ideal());
 }
 
-// All-to-all (direct, the automatic choice) of 64 MiB per chip on a 4x4x4 torus: one step, S / 64 = 1 MiB to
+// All-to-all (direct, named: the automatic choice for 64 MiB is the bidirectional ring) of 64 MiB per chip on a
+// 4x4x4 torus: one step, S / 64 = 1 MiB to
 // each of the 63 peers, all at once. The ideal assumes minimal routing that splits the distance-2 peers of
 // each 4-ring evenly over both directions: per axis 16 x (1 + 2 + 1) blocks on 2 directions = 32 blocks per
 // link direction, i.e. S / (2B). DOR sends every tie the + way, so the + links carry 16 x (1 + 2) = 48 blocks
@@ -32,7 +33,7 @@ TEST(CollectiveOps, ReduceScatterOnA4x4x4TorusIsIdealPlusReductions) {
 //   ideal <= t <= 1.5 x (ideal - 6 a) + 6 a + 5 x C / B       (measured 1.585 x ideal, 0.96 x the bound).
 TEST(CollectiveOps, AllToAllOnA4x4x4TorusIsWithinTheDorLoadBound) {
   const CollectiveRun r = run_collective(pod_scenario({4, 4, 4}, true),
-                                         one_collective(CollectiveKind::all_to_all, 64ULL << 20));
+                                         one_collective(CollectiveKind::all_to_all, 64ULL << 20, Algo::direct));
   EXPECT_EQ(r.plan.algorithm, Algo::direct);
   ASSERT_EQ(r.plan.steps.size(), 1u);
   EXPECT_EQ(r.plan.steps[0].sends.size(), 63u);

@@ -100,6 +100,10 @@ json summary_json(const Scenario& scenario, const RunReport& r) {
                          {"stalled_by_s", stalled_by},
                          {"queue_slots_s", u.queue_slots_s},
                          {"idle_s", u.idle_s}};
+    if (u.name == "mxu") {
+      units[u.name]["per_array_utilization"] =
+          json{{"min", r.mxu_array_utilization.min}, {"max", r.mxu_array_utilization.max}};
+    }
   }
   j["units"] = units;
   j["bytes"] = json{{"hbm_read", r.hbm_bytes_read}, {"hbm_written", r.hbm_bytes_written}};
@@ -191,6 +195,10 @@ void print_table(const Scenario& s, const RunReport& r, std::ostream& out) {
     out << fmt::format("  {:<6} {:>11}   {:5.1f}% / {:5.1f}% / {:5.1f}%   {:>11}   {}\n", u.name,
                        short_time(u.busy_s.mean), 100 * u.utilization.mean, 100 * u.utilization.min,
                        100 * u.utilization.max, short_time(u.stalled_s), on);
+  }
+  if (r.mxu_array_utilization.max > 0) {
+    out << fmt::format("  MXU arrays: utilization min {:.1f}%, max {:.1f}% (single arrays, over all chips)\n",
+                       100 * r.mxu_array_utilization.min, 100 * r.mxu_array_utilization.max);
   }
   if (!r.links.empty()) {
     out << fmt::format("\n  ICI links ({}, {} directed): utilization mean {:.1f}%, max {:.1f}%\n", r.link_model,

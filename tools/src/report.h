@@ -67,6 +67,7 @@ struct RunReport {
   double examples_per_step = 0;  // 0 when it does not apply (raw GEMM)
   std::vector<std::pair<std::string, double>> breakdown_s;  // mean over chips, in a fixed order
   std::vector<UnitReport> units;
+  Spread mxu_array_utilization;  // over every MXU array of every chip (models::SimResult)
   std::vector<ChipRow> chip_rows;
   std::uint64_t hbm_bytes_read = 0, hbm_bytes_written = 0;
   std::uint64_t instructions = 0;   // per program

@@ -63,8 +63,14 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
     ur.queue_slots_s = usage.queue_slots.value();
     ur.idle_s = usage.idle.value();
     switch (unit) {
-      case HwUnit::mxu: ur.instructions = instr(ir::UnitKind::mxu); break;
-      case HwUnit::vpu: ur.instructions = instr(ir::UnitKind::vpu); break;
+      case HwUnit::mxu:
+        ur.instructions = instr(ir::UnitKind::mxu);
+        ur.bytes = usage.bytes.count();
+        break;
+      case HwUnit::vpu:
+        ur.instructions = instr(ir::UnitKind::vpu);
+        ur.bytes = usage.bytes.count();
+        break;
       case HwUnit::dma:
         ur.instructions = instr(ir::UnitKind::dma);
         ur.bytes = r.dma_bytes.count();
@@ -77,6 +83,9 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
     }
     rep.units.push_back(ur);
   }
+
+  rep.mxu_array_utilization =
+      Spread{r.mxu_array_utilization.mean, r.mxu_array_utilization.min, r.mxu_array_utilization.max};
 
   for (std::size_t i = 0; i < r.chips.size(); ++i) {
     const auto& c = r.chips[i];

@@ -33,7 +33,7 @@ std::vector<Channel> channels_of(const Topology& topo, std::uint32_t hosts) {
   return ch;
 }
 
-bool is_ici(ir::OpKind k) { return ir::unit_of(k) == ir::UnitKind::ici; }
+bool is_ici(const ir::Instruction& ins) { return queue_unit(ins) == ir::UnitKind::ici; }
 
 std::unique_ptr<Router> make_router(const Topology& topo, RoutingPolicy policy, const FaultSet& faults) {
   switch (policy) {
@@ -93,7 +93,7 @@ Interconnect::Interconnect(const sc_core::sc_module_name& name, const Topology& 
     const ir::Program& program = programs.programs[p];
     for (std::uint32_t i = 0; i < program.size(); ++i) {
       const ir::Instruction& ins = program[i];
-      if (!is_ici(ins.kind)) continue;
+      if (!is_ici(ins)) continue;
       if (plan_of_instr_[p].empty()) {
         plan_of_instr_[p].assign(program.size(), kIdle);
         p2p_of_instr_[p].assign(program.size(), kIdle);
@@ -329,8 +329,8 @@ void Interconnect::start_instruction(std::uint32_t chip, std::uint32_t instr, Ti
 
 void Interconnect::start_p2p(std::uint32_t chip, const ir::Instruction& ins, std::uint32_t target, Tick now) {
   ChipState& s = chips_[chip];
-  if (ins.kind == ir::OpKind::send) {
-    s.op = Op::send;
+  if (ins.kind == ir::OpKind::send || is_remote_put(ins)) {
+    s.op = ins.kind == ir::OpKind::send ? Op::send : Op::put;
     s.sends_pending = 1;
     send(chip, target, ins.bytes, now);
     return;
@@ -452,7 +452,9 @@ void Interconnect::on_delivered(TransferId id, Tick now) {
     receive(dst, seq, step, 1, now);
     return;
   }
-  finish(src);  // the send is delivered
+  const bool put = chips_[src].op == Op::put;
+  finish(src);  // the send (or put) is delivered
+  if (put) return;  // one-sided: nothing for the destination to match
   ChipState& d = chips_[dst];
   if (d.instr != kIdle && !d.done && d.op == Op::recv && d.peer == src) {
     finish(dst);

@@ -30,6 +30,10 @@
 // matches the k-th send from S to D; it completes when that send has been delivered (at once if it already
 // was). A send or recv whose peer is the chip itself is rejected at elaboration.
 //
+// Remote DMA (a dma with dst: remote, issued to the ICI queue, see queue_unit in program_index.h): a one-sided
+// put of `bytes` to the chip at +peer along the same axis rule as a send. It travels and completes like a
+// send (when delivered), but the destination runs nothing and nothing matches it (no recv).
+//
 // Routing (fidelity.routing): `dor`, or `fault_aware` around the failed links and chips of
 // InterconnectOptions::faults. Every route is computed (or looked up) when a send starts; a destination the
 // router cannot reach is a SimulationError naming both chips.
@@ -43,6 +47,7 @@
 
 #include <systemc>
 
+#include "../program_index.h"
 #include "../run_control.h"
 #include "../ticks.h"
 #include "link_model.h"
@@ -122,7 +127,7 @@ class Interconnect : public sc_core::sc_module {
   struct Arrivals {  // point-to-point sends from `source` delivered but not yet taken by a recv
     std::uint32_t source, count;
   };
-  enum class Op : std::uint8_t { collective, send, recv };
+  enum class Op : std::uint8_t { collective, send, recv, put };
   struct Origin {  // the first instruction that uses a target, for error messages
     std::size_t program = 0;
     std::uint32_t instr = 0;

@@ -40,6 +40,7 @@ struct HbmSpec {
   Seconds latency;
   double efficiency = 1.0;  // achievable fraction of peak for long sequential streams
   double turnaround = 0.0;  // fraction of bandwidth lost while reads and writes interleave
+  int channels = 1;         // independent channels sharing the peak bandwidth evenly (striped transfers)
 };
 
 struct DmaSpec {

@@ -35,7 +35,37 @@
 // direct: reduce-scatter = one step sending ceil(S / P) to each of the P - 1 peers of the group (every
 // combination of offsets on the participating axes), all-gather = one step sending S to each peer,
 // all-reduce = both, all_to_all = one step sending ceil(S / P) to each peer.
-// permute: one step, S to offset +1 on the first participating axis (every algorithm gives this plan).
+//
+// Ring all-to-all (ring_bidirectional, ring_unidirectional): dimension by dimension, with the rotation of the
+// multi-axis decomposition (k sub-buffers S' = S/k, D = 1; sub-buffer r exchanges along axes[r], axes[r+1],
+// ...; after the exchange on an axis a chip holds what the chips of its line had for destinations sharing its
+// coordinate on that axis, so after k exchanges every block is home; the buffer stays S' throughout). Per
+// axis the buffer is N blocks b = S'/N; each step every chip sends its ring neighbour the blocks still in
+// transit and keeps the one that has arrived; only one-hop sends, so DOR never has to break a tie.
+//   ring_unidirectional: N - 1 steps to +1, step i carrying N - i blocks: (N-1)/2 x S' per link, 4 (N-1)/N
+//     times the ideal's bandwidth term on a torus axis.
+//   ring_bidirectional: each block goes the shorter way; for even N the opposite block is halved over both
+//     ways. floor(N/2) steps, step i carrying (h - i + 1) b + b/2 [even N] each way, h = floor((N-1)/2):
+//     N^2/8 b = N S'/8 per direction for even N, (N^2-1)/(8N) S' for odd N, exactly floor(N^2/4) S'/(2N):
+//     the ideal's all_to_all term with r = 2B. Alpha-beta time (each step: its largest send / B + one hop):
+//       one wrapped axis:  floor(N^2/4) S / (2 N B) + floor(N/2) a  = ideal_time;
+//       k wrapped axes:    the k rotations sit on k different axes at every step when the lengths are equal
+//                          (4x4x4: 6 steps, S/2 per link direction, S / (2B) + 6 a = ideal_time); with
+//                          unequal lengths the step lists are merged by index, so the rotations no longer
+//                          line up and the balance is approximate (not derived here);
+//       mesh axis:         the wrap send of the embedded ring goes back N - 1 hops over the links the other
+//                          direction uses, so each link direction carries twice N S'/8 = the ideal's mesh term
+//                          (r = B), but every step waits N - 1 hops: floor(N/2) (N - 1) a instead of (N - 1) a.
+//     direct (the automatic all_to_all) needs one step of at most a diameter of hops, the same latency, but
+//     DOR sends every tie the + way, so on even torus axes its + links carry sum_{d=1..N/2} d blocks instead
+//     of N^2/8: 3/2 of the ideal's bandwidth term on a 4-ring (and a 4x4x4 torus), 9/8 on a 16-ring.
+// permute: one step, S to offset +1 on the first participating axis. It has one plan, named
+// ring_unidirectional (the others are rejected with a ConfigError saying so). No alternative: the +1 sends of
+// all chips fill the + direction of every link of the axis; the only capacity left is the - direction of a
+// torus axis, which reaches the +1 chip only the long way round (N - 1 hops, as a relay of N - 1
+// store-and-forward steps, since sends name a destination and the network routes it the short way): a fraction
+// 1/N sent that way would gain at most N/(N-1) in the bandwidth term (7% on a 16-ring) for N - 1 more hop
+// latencies and pipeline fill; on a mesh axis the - direction already carries the last chip's way back.
 // No extra pipelining slices: the network model already chunks every send.
 //
 // Across pods (topo.pods() = M > 1), hierarchically, the DCN only ever carries the smallest data:
@@ -48,7 +78,8 @@
 // receive per chip use both directions of its attachment) with M - 1 steps per phase, or one direct step per
 // phase (pod_offsets 1 .. M-1) when the algorithm is `direct`.
 //
-// Automatic choice (CollectiveAlgorithm::automatic): all_to_all -> direct; permute -> ring_unidirectional;
+// Automatic choice (CollectiveAlgorithm::automatic): all_to_all -> direct up to kAutoDirectMaxBytes (one step),
+// else ring_bidirectional (neighbour links only; faster for large buffers, see above); permute -> ring_unidirectional;
 // all_reduce / reduce_scatter / all_gather -> direct when bytes_per_chip <= kAutoDirectMaxBytes and the
 // in-pod group has at most kAutoDirectMaxPeers chips (latency-bound: 2 steps of at most a diameter of hops
 // instead of 2 (N-1) ring steps per axis; alpha-beta estimates with 1 us hops and 45 GB/s links put the
@@ -72,10 +103,11 @@ namespace tpusim::kernels {
 // the index (ir::Instruction::algorithm).
 enum class CollectiveAlgorithm : std::uint8_t {
   automatic = 0,
-  ring_bidirectional,    // per axis, data halved over both ring directions (bandwidth-optimal on a torus)
-  ring_unidirectional,   // per axis, one direction only
+  ring_bidirectional,    // per axis, data halved over both ring directions (bandwidth-optimal on a torus;
+                         // all_to_all: each block the shorter way round)
+  ring_unidirectional,   // per axis, one direction only (and the one permute plan)
   halving_doubling,      // recursive halving / doubling (log2 steps at distances 1, 2, 4, ...; power-of-two axes)
-  direct,                // one step: every chip sends straight to every peer (latency-optimal, all-to-all)
+  direct,                // one step: every chip sends straight to every peer (latency-optimal; auto all-to-all)
 };
 
 [[nodiscard]] std::string_view algorithm_name(CollectiveAlgorithm a);
@@ -103,8 +135,9 @@ struct CollectivePlan {
   int participants = 0;            // chips in one group (product of the participating axis lengths x pods)
   std::uint64_t bytes_per_chip = 0;
   std::vector<CollectiveStep> steps;
-  // Bandwidth-optimal closed form for this op on these axes (link-rate bound, plus hop latencies), for tests
-  // and for the `ideal` column of reports.
+  // Bandwidth-optimal closed form for this op on these axes (link-rate bound, plus the hop latencies of the
+  // ring schedule), for tests and for the `ideal` column of reports. Not a lower bound on small buffers: a
+  // latency-optimal plan (direct: one step per phase, at most a diameter of hops) can beat it there.
   Seconds ideal_time;
   // Bus bandwidth convention (as in NCCL): bus_bytes / time; e.g. all-reduce moves 2 (n-1)/n x size per chip.
   double bus_factor = 1.0;
@@ -127,7 +160,9 @@ inline constexpr int kAutoDirectMaxPeers = 64;
 [[nodiscard]] CollectiveAlgorithm resolve_algorithm(CollectiveAlgorithm requested, CollectiveKind kind,
                                                     std::uint64_t bytes_per_chip, int pod_group_size);
 
-// The time of a bandwidth-optimal schedule (CollectivePlan::ideal_time; independent of the algorithm).
+// The time of the bandwidth-optimal schedule (CollectivePlan::ideal_time; independent of the algorithm): the
+// link-rate bound plus the hop latencies of the bandwidth-optimal ring schedule (one per ring step). Latency
+// terms are that schedule's, not the least possible: direct beats them on small buffers (efficiency > 1).
 // S = bytes_per_chip, B = link rate one way, a = hop latency, for the participating axes of lengths N_i:
 // r_i = 2B on an axis with wraparound (two ring directions), B on a mesh axis (the ring is embedded in the
 // line, so each direction carries twice the traffic); R = sum r_i; P = prod N_i; L = sum (N_i - 1).

@@ -47,7 +47,14 @@ struct GemmTiling {
 struct GemmLowering {
   std::vector<std::uint32_t> done;
   GemmTiling tiling;
+  bool weights_in_cmem = false;  // B was staged in CMEM (see lower_gemm)
 };
+
+// Share of chip.cmem.capacity one GEMM may fill with staged weights. GEMM stages run one after the other
+// (see the VMEM contract above), so one GEMM's weights at a time live in CMEM and may take all of it.
+inline constexpr double kGemmCmemFraction = 1.0;
+// Whether B[k,n] in `dtype` fits the chip's CMEM for staging (false on a chip without CMEM).
+[[nodiscard]] bool weights_fit_cmem(const ChipSpec& chip, std::int64_t k, std::int64_t n, DType dtype);
 
 // Lowers C[m,n] = A[m,k] x B[k,n] (A, B and C in HBM, C in `dtype`, f32 accumulation) with tile_gemm's
 // tiling. C tiles go round-robin to the TensorCores (row-major tile order); per C tile and k step: DMA of the
@@ -57,6 +64,11 @@ struct GemmLowering {
 // store of tile t. A is read ceil(n/tn) times, B ceil(m/tm) times, C written once. Instructions are issued
 // in a software-pipelined order (the loads of step s+1 before the matmul of step s, cores interleaved) so
 // in-order unit queues overlap DMA with compute. The first loads depend on `after`. Appends to `prog`.
+// CMEM staging (chips with CMEM, v4): when B fits (weights_fit_cmem) and is re-read (ceil(m/tm) > 1), each B
+// tile is copied HBM -> CMEM once ("stage_b", in the DMA queue of its first user, C tile row 0, depending on
+// `after` only) and every load of it goes CMEM -> VMEM, depending on its stage. HBM then reads B once: the
+// HBM bytes drop from eb x (m k ceil(n/tn) + k n ceil(m/tm)) + C to eb x (m k ceil(n/tn) + k n) + C. The
+// tiling is chosen as without CMEM (tile_gemm does not model it).
 GemmLowering lower_gemm(ir::Program& prog, const ChipSpec& chip, std::int64_t m, std::int64_t k, std::int64_t n,
                         DType dtype, const std::vector<std::uint32_t>& after, const std::string& label);
 
@@ -64,7 +76,8 @@ GemmLowering lower_gemm(ir::Program& prog, const ChipSpec& chip, std::int64_t m,
 // vector operations of kind `op` are applied per value, and `elements` values of each output tensor are
 // written to HBM. Chunked to kVectorVmemFraction of VMEM (double-buffered, whole 8x128 vregs), chunks
 // round-robin over TensorCores, with the same buffer-reuse dependencies as lower_gemm. A vector instruction's
-// `elements` counts element-operations (chunk x ops_per_element). Vector work carries no model or hardware
+// `elements` counts element-operations (chunk x ops_per_element); its `bytes` are the VMEM operand bytes,
+// chunk x (input + output bytes per element). Vector work carries no model or hardware
 // FLOPs (MFU and HFU count MXU work).
 struct VectorPass {
   std::int64_t elements = 0;

@@ -45,8 +45,11 @@ inline constexpr int kStallReasons = 7;
 //     queue_slots: work in flight and the next instruction waited for a free slot (MXU instruction buffer,
 //                  DMA descriptors, the host interface); part of the busy time, not of stalled;
 //     idle:        step_time - time with work in flight - stalled (nothing to do, incl. after the chip ended).
+//   bytes (mxu, vpu): operand bytes the unit read from and wrote to VMEM, summed over TensorCores and chips
+//     (matmul_vmem_bytes, a vector op's declared Instruction::bytes); 0 for the other units (their bytes are in SimResult).
 struct UnitUsage {
   Seconds busy;
+  Bytes bytes;
   Spread utilization;
   Seconds stalled;
   std::array<Seconds, kStallReasons> stalled_by{};  // indexed by StallReason
@@ -110,6 +113,10 @@ struct SimResult {
   std::array<std::uint64_t, ir::kUnitKinds> instructions_per_unit{};  // indexed by ir::UnitKind
 
   std::array<UnitUsage, kHwUnits> units{};  // indexed by HwUnit
+  // Utilization of each MXU array (useful MACs on that array / (rows x cols x clock cycles of the step)), over
+  // every array of every TensorCore of every chip: arrays dealt fewer tiles (a tile count that is not a
+  // multiple of mxu.per_core) sit below the chip's MXU utilization. The mean equals units[mxu] utilization mean.
+  Spread mxu_array_utilization;
   Bytes hbm_read;       // over all chips
   Bytes hbm_written;
   Bytes dma_bytes;      // every DMA instruction's payload

@@ -79,12 +79,54 @@ class MxuDataflowModel {
 //   reduction:      elementwise pass + ceil(log2(lanes * sublanes))
 //   transpose:      ceil(elements / lanes)
 // The dtype does not change the rate (VPU registers hold 32-bit values; bf16 is unpacked). VMEM bandwidth
-// is not a limit here (not modelled).
+// is applied on top (vmem_bound_cycles of the instruction's declared bytes, below).
 [[nodiscard]] std::int64_t vpu_cycles(const VpuSpec& vpu, ir::VectorOp op, std::int64_t elements);
+
+// VMEM traffic of the compute units (chip.vmem.bandwidth, per TensorCore).
+//
+// An MXU or VPU instruction takes max(its compute cycles, vmem_bound_cycles(its VMEM bytes)); back-to-back
+// matmuls chain their VMEM time (MxuPipeline), so a run of VMEM-bound matmuls lasts the sum of their VMEM
+// times. Assumption: the MXU group and the VPU of a TensorCore each see the whole vmem.bandwidth (their
+// contention, and the VMEM port cycles that DMAs take, are not modelled).
+//
+// Assumption: the MXU accumulates in f32 (int32 for int8), 4 bytes per partial sum.
+inline constexpr std::int64_t kMxuAccumulatorBytes = 4;
+// VMEM bytes one matmul reads and writes, in = dtype_bytes(dtype):
+//   weight-stationary: weights k*n*in (each loaded once) + LHS m*k*ceil(n/C)*in (A streams once per column
+//                      of weight tiles) + partial sums m*n*ceil(k/R)*4 (one result row per streamed row and
+//                      weight tile, accumulated outside the array);
+//   output-stationary: A m*k*ceil(n/C)*in + B k*n*ceil(m/R)*in (streamed once per output tile) + m*n*4.
+// Per array and cycle, weight-stationary streams one LHS row and writes one result row: R*in + C*4 bytes
+// (768 B for a 128x128 bf16 array), plus the next tile's weights, R*C*in per max(m, R) cycles.
+[[nodiscard]] std::uint64_t matmul_vmem_bytes(const MxuSpec& mxu, MatmulShape s, DType dtype);
+// A vector instruction's VMEM bytes are the operand bytes it declares in Instruction::bytes (the lowering
+// sets them: every input read and every output written once); 0 (hand-written programs that leave it out)
+// puts no VMEM bound on it, since `elements` counts element-operations, not operands.
+// Cycles to move `bytes` through VMEM: ceil(bytes / (vmem.bandwidth / clock)); 0 for no bytes.
+[[nodiscard]] std::int64_t vmem_bound_cycles(double bytes, BytesPerSecond vmem_bandwidth, Hertz clock);
+
+// Useful MACs of one matmul that land on MXU array `array` of its TensorCore: the dataflow's tiles are dealt
+// round-robin from array 0 in row-major order over the tile grid (weight-stationary: k tiles outer, n tiles
+// inner, a tile doing m x rows x cols MACs; output-stationary: m tiles outer, n inner, rows x cols x k), so
+// partial tiles count what they really compute.
+[[nodiscard]] double matmul_array_macs(const MxuSpec& mxu, MatmulShape s, int array);
 
 // Time of one transfer alone on its path: latency + bytes / (bandwidth * efficiency). Concurrent transfers
 // share the bandwidth equally (the HBM model), which this closed form does not capture.
 [[nodiscard]] Seconds transfer_time(Bytes bytes, Seconds latency, BytesPerSecond bandwidth, double efficiency);
+
+// HBM channels (chip.hbm.channels, the peak bandwidth split evenly). A transfer is striped over the channels
+// in kHbmStripe units, so it occupies min(channels, ceil(bytes / kHbmStripe)) of them and moves at most at
+// that fraction of bandwidth x efficiency: a transfer of at least channels x kHbmStripe bytes gets the full
+// rate, a smaller one less (a 1 KiB transfer on 32 channels gets 1/32). Concurrent transfers share what the
+// channels give (the BandwidthServer's per-transfer cap).
+// Assumption: 256 B stripes (the address-interleaving granule; HBM2's 32 B bursts x 8, not published for TPU).
+inline constexpr std::uint64_t kHbmStripe = 256;
+[[nodiscard]] int hbm_channels_used(const HbmSpec& hbm, double bytes);
+// The fraction of the HBM rate one transfer of `bytes` can use: hbm_channels_used / channels.
+[[nodiscard]] double hbm_channel_share(const HbmSpec& hbm, double bytes);
+// transfer_time for one HBM transfer alone: latency + bytes / (bandwidth * efficiency * hbm_channel_share).
+[[nodiscard]] Seconds hbm_transfer_time(const HbmSpec& hbm, Bytes bytes, Seconds latency);
 
 // Fraction of a path's bandwidth a DMA of this access pattern achieves: 1 for contiguous, dma.strided_efficiency
 // or dma.gather_efficiency otherwise (a transfer of B bytes occupies the path like B / efficiency bytes).
