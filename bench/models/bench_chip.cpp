@@ -16,7 +16,6 @@
 #include "tpusim/core/scenario.h"
 #include "tpusim/kernels/lowering.h"
 #include "tpusim/models/simulate.h"
-// After the tpusim headers: <sys/wait.h> pulls in <signal.h>, whose si_value macro breaks core/units.h.
 #include <sys/wait.h>
 #include <unistd.h>
 

@@ -15,7 +15,6 @@
 #include "tpusim/kernels/program_io.h"
 #include "tpusim/topology/routing.h"
 #include "tpusim/topology/topology.h"
-// After the tpusim headers: gtest pulls in <signal.h>, whose si_value macro breaks core/units.h.
 #include <gtest/gtest.h>
 
 namespace tpusim::kernels {

@@ -3,7 +3,6 @@
 #include "kernels_test_support.h"
 #include "tpusim/core/diagnostics.h"
 #include "tpusim/kernels/lowering.h"
-// After the tpusim headers: gtest pulls in <signal.h>, whose si_value macro breaks core/units.h.
 #include <gtest/gtest.h>
 
 namespace tpusim::kernels {

@@ -6,7 +6,6 @@
 #include "tpusim/core/diagnostics.h"
 #include "tpusim/kernels/lowering.h"
 #include "tpusim/kernels/program_io.h"
-// After the tpusim headers: gtest pulls in <signal.h>, whose si_value macro breaks core/units.h.
 #include <gtest/gtest.h>
 
 namespace tpusim::ir {

@@ -5,7 +5,6 @@
 #include "kernels_test_support.h"
 #include "tpusim/kernels/lowering.h"
 #include "tpusim/kernels/program_io.h"
-// After the tpusim headers: gtest pulls in <signal.h>, whose si_value macro breaks core/units.h.
 #include <gtest/gtest.h>
 
 namespace tpusim::kernels {

@@ -5,57 +5,23 @@
 // picosecond, so sums of a few durations agree within a few picoseconds.
 #include <gtest/gtest.h>
 
+#include "support/in_child.h"
 #include "test_chips.h"
 #include "tpusim/kernels/lowering.h"
 #include "tpusim/models/simulate.h"
 #include "tpusim/models/timing.h"
-// After the tpusim headers: <sys/wait.h> pulls in <signal.h>, whose si_value macro breaks core/units.h.
-#include <sys/wait.h>
-#include <unistd.h>
 
 namespace tpusim::models {
 namespace {
 
 using testing::scenario_for;
 using testing::v4_like;
+using testing::dma;
+using testing::matmul;
+using testing::single;
+using testing::vector;
 
 constexpr double kPicosecond = 1e-12;
-
-ir::Instruction matmul(int core, std::int64_t m, std::int64_t k, std::int64_t n) {
-  ir::Instruction i;
-  i.kind = ir::OpKind::matmul;
-  i.core = static_cast<std::uint8_t>(core);
-  i.m = m;
-  i.k = k;
-  i.n = n;
-  i.model_flops = i.hardware_flops = 2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
-  return i;
-}
-
-ir::Instruction dma(ir::Memory src, ir::Memory dst, std::uint64_t bytes, int core = 0) {
-  ir::Instruction i;
-  i.kind = ir::OpKind::dma;
-  i.core = static_cast<std::uint8_t>(core);
-  i.src = src;
-  i.dst = dst;
-  i.bytes = bytes;
-  return i;
-}
-
-ir::Instruction vector(int core, ir::VectorOp op, std::int64_t elements) {
-  ir::Instruction i;
-  i.kind = ir::OpKind::vector;
-  i.core = static_cast<std::uint8_t>(core);
-  i.vector_op = op;
-  i.elements = elements;
-  return i;
-}
-
-ir::ProgramSet single(ir::Program p) {
-  ir::ProgramSet set;
-  set.programs.push_back(std::move(p));
-  return set;
-}
 
 double matmul_seconds(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::int64_t n) {
   const auto df = make_mxu_dataflow(chip.mxu.dataflow);
@@ -384,25 +350,7 @@ TEST(ChipSimulation, InstructionOnAMissingTensorCoreIsRejected) {
 // The step time of another simulation, run in a forked child: a SystemC kernel runs once per process, and the
 // host tests compare a step with and without its host work. Call before this process's own simulate().
 double step_time_in_child(const Scenario& s, const ir::ProgramSet& programs) {
-  int fds[2];
-  if (pipe(fds) != 0) return -1;
-  const pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    double t = -1;
-    try {
-      t = simulate(s, programs, {}).step_time.value();
-    } catch (...) {
-    }
-    const ssize_t written = write(fds[1], &t, sizeof t);
-    _exit(written == sizeof t ? 0 : 1);
-  }
-  close(fds[1]);
-  double t = -1;
-  if (read(fds[0], &t, sizeof t) != sizeof t) t = -1;
-  close(fds[0]);
-  waitpid(pid, nullptr, 0);
-  return t;
+  return tpusim::testing::in_child<double>([&] { return simulate(s, programs, {}).step_time.value(); }, -1.0);
 }
 
 ChipSpec v4_with_host() {

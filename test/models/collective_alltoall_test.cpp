@@ -6,7 +6,6 @@
 // of 1 MiB chunks, so a step takes its largest send / B plus one hop latency and the only residual is rounding
 // to whole picoseconds per chunk. Bound: 0.5% (as the ring all-reduces in collective_ring_test.cpp).
 #include "collective_test_support.h"
-// After the tpusim headers: gtest pulls in <signal.h>, whose si_value macro breaks core/units.h.
 #include <gtest/gtest.h>
 
 namespace tpusim::models::net {

@@ -1,7 +1,6 @@
 // Reduce-scatter, all-to-all and permute on the SystemC pod with the collective library's plans, each within
 // its stated bound of plan.ideal_time (kernels/collectives.h). One simulation per test process.
 #include "collective_test_support.h"
-// After the tpusim headers: gtest pulls in <signal.h>, whose si_value macro breaks core/units.h.
 #include <gtest/gtest.h>
 
 namespace tpusim::models::net {

@@ -14,7 +14,6 @@
 // - Hop latencies. One per step, 2 (N - 1) per axis for an all-reduce: already in ideal_time.
 // So the large cases must land within 0.5% of ideal + reductions (all-gather: no reductions).
 #include "collective_test_support.h"
-// After the tpusim headers: gtest pulls in <signal.h>, whose si_value macro breaks core/units.h.
 #include <gtest/gtest.h>
 
 namespace tpusim::models::net {

@@ -3,16 +3,11 @@
 // programs, the plan the interconnect will run (kernels::plan_collective, the same call as
 // default_collective_planner()), the VPU time its reductions cost, and a fork() helper so a test can compare
 // two simulations (a SystemC kernel runs once per process).
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cstdio>
-#include <cstdlib>
 #include <functional>
-#include <stdexcept>
 #include <vector>
 
 #include "net/simulate_with_planner.h"
+#include "support/in_child.h"
 #include "test_chips.h"
 #include "ticks.h"
 #include "tpusim/kernels/collectives.h"
@@ -91,31 +86,8 @@ inline CollectiveRun run_collective(const Scenario& s, const ir::ProgramSet& pro
   return r;
 }
 
-// Runs `f` (returning a number) in a forked child, so the parent can run its own simulation. Returns -1 when
-// the child fails. NET_NO_FORK=1 runs it in place (for a debugger; the parent's own simulation then fails).
-inline double in_child(const std::function<double()>& f) {
-  if (std::getenv("NET_NO_FORK") != nullptr) return f();
-  int fds[2];
-  if (pipe(fds) != 0) throw std::runtime_error("pipe");
-  const pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    double v = -1;
-    try {
-      v = f();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "child failed: %s\n", e.what());
-    }
-    if (write(fds[1], &v, sizeof v) != static_cast<ssize_t>(sizeof v)) _exit(2);
-    _exit(0);
-  }
-  close(fds[1]);
-  double v = -1;
-  if (read(fds[0], &v, sizeof v) != static_cast<ssize_t>(sizeof v)) v = -1;
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return v;
-}
+// Runs `f` (returning a number) in a forked child, so the parent can run its own simulation; -1 when the
+// child fails (see test/support/in_child.h).
+inline double in_child(const std::function<double()>& f) { return tpusim::testing::in_child<double>(f, -1.0); }
 
 }  // namespace tpusim::models::net::nettest

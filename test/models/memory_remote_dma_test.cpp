@@ -5,7 +5,6 @@
 #include "collective_test_support.h"
 #include "memory_test_support.h"
 #include "tpusim/models/errors.h"
-// After the tpusim headers: gtest pulls in <signal.h>, whose si_value macro breaks core/units.h.
 #include <gtest/gtest.h>
 
 namespace tpusim::models::net {

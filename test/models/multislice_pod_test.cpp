@@ -2,7 +2,6 @@
 // DCN), lowered by the collective library and run on the SystemC pod. One simulation per test process.
 #include "collective_test_support.h"
 #include "tpusim/kernels/lowering.h"
-// After the tpusim headers: gtest pulls in <signal.h>, whose si_value macro breaks core/units.h.
 #include <gtest/gtest.h>
 
 namespace tpusim::models::net {

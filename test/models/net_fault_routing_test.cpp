@@ -6,7 +6,6 @@
 
 #include "collective_test_support.h"
 #include "tpusim/topology/routing.h"
-// After the tpusim headers: gtest pulls in <signal.h>, whose si_value macro breaks core/units.h.
 #include <gtest/gtest.h>
 
 namespace tpusim::models::net {

@@ -4,7 +4,6 @@
 #include <string>
 
 #include "collective_test_support.h"
-// After the tpusim headers: gtest pulls in <signal.h>, whose si_value macro breaks core/units.h.
 #include <gtest/gtest.h>
 
 namespace tpusim::models::net {

@@ -1,9 +1,12 @@
 #pragma once
 // Chip specs and scenarios built by hand for the models tests, so the tests do not depend on configs/.
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "tpusim/core/chip_spec.h"
 #include "tpusim/core/scenario.h"
+#include "tpusim/kernels/program.h"
 
 namespace tpusim::models::testing {
 
@@ -52,6 +55,44 @@ inline Scenario scenario_for(const ChipSpec& chip, std::vector<int> shape = {1})
   s.pod.wraparound.assign(s.pod.shape.size(), 0);
   s.pod.host_shape.assign(s.pod.shape.size(), 1);
   return s;
+}
+
+// Hand-built instructions for tests: a matmul on `core` counting 2mkn model FLOPs, a DMA, a vector op.
+inline ir::Instruction matmul(int core, std::int64_t m, std::int64_t k, std::int64_t n) {
+  ir::Instruction i;
+  i.kind = ir::OpKind::matmul;
+  i.core = static_cast<std::uint8_t>(core);
+  i.m = m;
+  i.k = k;
+  i.n = n;
+  i.model_flops = i.hardware_flops = 2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
+  return i;
+}
+
+inline ir::Instruction dma(ir::Memory src, ir::Memory dst, std::uint64_t bytes, int core = 0) {
+  ir::Instruction i;
+  i.kind = ir::OpKind::dma;
+  i.core = static_cast<std::uint8_t>(core);
+  i.src = src;
+  i.dst = dst;
+  i.bytes = bytes;
+  return i;
+}
+
+inline ir::Instruction vector(int core, ir::VectorOp op, std::int64_t elements) {
+  ir::Instruction i;
+  i.kind = ir::OpKind::vector;
+  i.core = static_cast<std::uint8_t>(core);
+  i.vector_op = op;
+  i.elements = elements;
+  return i;
+}
+
+// A program set in which every chip runs `p`.
+inline ir::ProgramSet single(ir::Program p) {
+  ir::ProgramSet set;
+  set.programs.push_back(std::move(p));
+  return set;
 }
 
 }  // namespace tpusim::models::testing

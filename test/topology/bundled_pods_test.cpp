@@ -23,7 +23,6 @@
 #include "tpusim/core/data_paths.h"
 #include "tpusim/core/scenario.h"
 #include "tpusim/topology/topology.h"
-// After the tpusim headers: gtest pulls in <signal.h>, whose si_value macro breaks core/units.h.
 #include <gtest/gtest.h>
 
 namespace tpusim {

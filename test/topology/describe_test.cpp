@@ -5,7 +5,6 @@
 #include "specs.h"
 #include "tpusim/topology/describe.h"
 
-// After the tpusim headers: gtest pulls in <signal.h>, whose si_value macro breaks core/units.h.
 #include <gtest/gtest.h>
 
 namespace tpusim {

@@ -7,7 +7,6 @@
 #include "specs.h"
 #include "tpusim/topology/topology.h"
 
-// After the tpusim headers: gtest pulls in <signal.h>, whose si_value macro breaks core/units.h.
 #include <gtest/gtest.h>
 
 namespace tpusim {
