@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
   // The SystemC kernel prints a banner on stdout when it starts; stdout belongs to our reports.
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
 
-  CLI::App app{"tpusim: a discrete-event simulator of Google TPU pods (v2, v3, v4, v5e, v5p, v6e)."};
+  CLI::App app{"tpusim: a discrete-event simulator of Google TPU pods (v2, v3, v4, v5e, v5p, v6e).", "tpusim"};
   app.set_version_flag("--version", std::string("tpusim ") + std::string(tpusim::version()) + " (SystemC 2.3.4)");
   app.require_subcommand(1);
   std::string log_level = "warn";
@@ -74,6 +74,10 @@ int main(int argc, char** argv) {
                       "print one command per point not yet done (for GNU parallel or a Slurm job array)");
   sweep_cmd->add_flag("--collect", sweep.collect_only, "run nothing; build the table from finished points");
 
+  if (argc == 1) {  // a bare `tpusim` is a request for orientation, not an error
+    std::cout << app.help();
+    return 0;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
