@@ -40,6 +40,11 @@ const FieldTable<ChipSpec>& chip_fields() {
     t.add<int>("vpu.alus", [](S& s) -> int& { return s.vpu.alus; }, "1", "ALUs per lane-sublane", at_least(1));
     t.add<double>("vpu.transcendental_rate", [](S& s) -> double& { return s.vpu.transcendental_rate; }, "0.25",
                   "transcendental throughput relative to elementwise (assumption)", fraction());
+    t.add<double>("vpu.result_pops_per_cycle", [](S& s) -> double& { return s.vpu.result_pops_per_cycle; }, "1",
+                  "vector registers of MXU results (lanes x sublanes f32 values) the VPU pops per cycle; a matmul "
+                  "of m x n outputs takes ceil(m*n / (lanes*sublanes*this)) VPU cycles (assumption: one per "
+                  "cycle, not published)",
+                  positive<double>());
     t.add<Bytes>("vmem.capacity", [](S& s) -> Bytes& { return s.vmem.capacity; }, std::nullopt,
                  "vector memory (unified buffer) per TensorCore", positive<Bytes>());
     t.add<BytesPerSecond>("vmem.bandwidth", [](S& s) -> BytesPerSecond& { return s.vmem.bandwidth; },

@@ -59,6 +59,7 @@ void Chip::run() {
 void Chip::activate(Tick now) {
   control_.on_activation(now);
   account(now);
+  for (TensorCore& c : cores_) c.pops.retire(now);
   advance_paths(now);
   bool progress = true;
   while (progress) {
@@ -72,8 +73,8 @@ void Chip::activate(Tick now) {
     control_.chip_finished();
     return;
   }
-  classify_units();
-  const Tick next = next_wake();
+  classify_units(now);
+  const Tick next = next_wake(now);
   // A running collective has no local deadline: the interconnect wakes the chip when it completes.
   if (next == kNever && ici_ != nullptr && ici_->busy(id_)) return;
   if (next == kNever) {
@@ -124,7 +125,7 @@ void Chip::account(Tick now) {
 // Per unit instance: busy if any of its queues has work in flight; then `slots` if a queue's next instruction
 // waits for a free slot, else (not busy) the reason the first waiting queue's next instruction cannot start.
 // ICI (reported per link and collective) and barriers are not classified.
-void Chip::classify_units() {
+void Chip::classify_units(Tick now) {
   for (auto& instances : phase_) std::fill(instances.begin(), instances.end(), UnitPhase{});
   const QueueLayout& layout = index_.layout();
   for (int q = 0; q < layout.count(); ++q) {
@@ -143,7 +144,7 @@ void Chip::classify_units() {
       case ir::UnitKind::vpu:
         hw = HwUnit::vpu;
         instance = static_cast<std::size_t>(core);
-        busy = full = cores_[instance].vpu.busy();
+        busy = full = cores_[instance].vpu_busy(now);
         break;
       case ir::UnitKind::dma:
         hw = HwUnit::dma;
@@ -249,7 +250,8 @@ bool Chip::try_issue(int q, Tick now) {
       if (cores_[ins.core].mxu.full()) return false;
       break;
     case ir::UnitKind::vpu:
-      if (cores_[ins.core].vpu.busy()) return false;
+      // In order behind the result pops reserved so far (ResultPops).
+      if (cores_[ins.core].vpu.busy() || cores_[ins.core].pops.pending()) return false;
       break;
     case ir::UnitKind::dma:
       if (dma_.full(ins.core)) return false;
@@ -293,7 +295,15 @@ void Chip::start(std::uint32_t instr, Tick now) {
       const std::int64_t compute_end = mxu_timer_.schedule(shape, ins.dtype, issue, core.mxu);
       const std::int64_t vmem_end = core.mxu.stream_vmem(
           issue, vmem_bound_cycles(static_cast<double>(vmem_bytes), spec_.vmem.bandwidth, spec_.clock));
-      core.mxu.push(now, instr, std::max(compute_end, vmem_end), spec_.clock);
+      // The VPU pops the results (result_pop_cycles) from the first results on, after what it already
+      // holds; the matmul completes no earlier than its last pop. Assumption: the first results come
+      // mxu_first_result_cycles after the issue, as on idle arrays (behind a pipelined predecessor they come
+      // later, but the predecessor's own pops, reserved first, then usually hold the VPU until then).
+      Tick first_results = now + cycles_to_ticks(mxu_first_result_cycles(spec_.mxu, shape), spec_.clock);
+      if (core.vpu.busy()) first_results = std::max(first_results, core.vpu.finish());
+      const Tick pops_end =
+          core.pops.reserve(first_results, cycles_to_ticks(result_pop_cycles(spec_.vpu, shape), spec_.clock));
+      core.mxu.push(now, instr, std::max(compute_end, vmem_end), spec_.clock, pops_end);
       return;
     }
     case ir::OpKind::vector: {
@@ -391,9 +401,9 @@ void Chip::complete(std::uint32_t instr, Tick started, Tick now) {
   --remaining_;
 }
 
-Tick Chip::next_wake() const {
+Tick Chip::next_wake(Tick now) const {
   Tick next = std::min(dma_.next_event(), host_.next_event());
-  for (const TensorCore& c : cores_) next = std::min({next, c.mxu.finish(), c.vpu.finish()});
+  for (const TensorCore& c : cores_) next = std::min({next, c.mxu.finish(), c.vpu.finish(), c.pops.next_boundary(now)});
   for (const BandwidthServer* path : {&hbm_, &pcie_in_, &pcie_out_, &cmem_, &vmem_copy_}) {
     next = std::min(next, path->next_completion());
   }
@@ -404,7 +414,7 @@ ChipCounters Chip::collect() const {
   ChipCounters c = counters_;
   for (const TensorCore& core : cores_) {
     c.mxu_busy += core.mxu.busy_ticks();
-    c.vpu_busy += core.vpu.busy_ticks();
+    c.vpu_busy += core.vpu_busy_ticks();
     c.useful_macs += core.useful_macs;
     c.mxu_vmem_bytes += core.mxu_vmem_bytes;
     c.vpu_vmem_bytes += core.vpu_vmem_bytes;

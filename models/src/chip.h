@@ -9,6 +9,10 @@
 // chip, whatever the number of units and transfers. Other modules (the interconnect, later) can wake the
 // chip by notifying wake().
 //
+// MXU results drain through the VPU: a matmul reserves result_pop_cycles (timing.h) of its TensorCore's VPU
+// from its first results on (ResultPops in tensor_core.h); the pops delay that VPU's vector instructions,
+// count in its busy time, and the matmul completes no earlier than its last pop.
+//
 // Memory hierarchy: a matmul or vector instruction lasts at least its VMEM bytes / vmem.bandwidth (timing.h);
 // a DMA through HBM is striped over hbm.channels; CMEM is a path of its own; a DMA to a remote chip is a
 // one-sided put that the interconnect runs on the chip's ICI queue (queue_unit in program_index.h).
@@ -93,11 +97,11 @@ class Chip : public sc_core::sc_module {
   void start(std::uint32_t instr, Tick now);
   void start_transfer(std::uint32_t instr, const ir::Instruction& ins, Tick now);
   void complete(std::uint32_t instr, Tick started, Tick now);
-  [[nodiscard]] Tick next_wake() const;
+  [[nodiscard]] Tick next_wake(Tick now) const;
   // The first dependency of `ins` (in queue `queue`) not yet completed, as its queue; -1 if none.
   [[nodiscard]] int blocking_queue(const ir::Instruction& ins, int queue) const;
   // Sets each unit instance's state for the interval starting now (after the activation's issues).
-  void classify_units();
+  void classify_units(Tick now);
   [[noreturn]] void fail(std::uint32_t instr, const std::string& what) const;
 
   std::uint32_t id_;

@@ -57,12 +57,34 @@ std::int64_t MxuPipeline::stream_vmem(std::int64_t issue, std::int64_t cycles) {
   return vmem_free_;
 }
 
-void MxuPipeline::push(Tick now, std::uint32_t instr, std::int64_t end_cycle, Hertz clock) {
+void MxuPipeline::push(Tick now, std::uint32_t instr, std::int64_t end_cycle, Hertz clock, Tick not_before) {
   // In-order completion, whatever the dataflow's arithmetic says about arrays the instruction left idle.
   last_end_ = std::max(last_end_, end_cycle);
-  const Tick end = std::max(now, epoch_ + cycles_to_ticks(last_end_, clock));
+  Tick end = std::max({now, epoch_ + cycles_to_ticks(last_end_, clock), not_before});
+  if (!inflight_.empty()) end = std::max(end, inflight_.back().end);
   inflight_.push_back(InFlight{instr, now, end});
   ++executed_;
+}
+
+Tick ResultPops::reserve(Tick earliest, Tick duration) {
+  if (duration == 0) return earliest;
+  const Tick start = pending_.empty() ? earliest : std::max(earliest, pending_.back().end);
+  total_ += duration;
+  if (!pending_.empty() && pending_.back().end == start) {
+    pending_.back().end += duration;
+  } else {
+    pending_.push_back(Interval{start, start + duration});
+  }
+  return pending_.back().end;
+}
+
+void ResultPops::retire(Tick now) {
+  while (!pending_.empty() && pending_.front().end <= now) pending_.pop_front();
+}
+
+Tick ResultPops::next_boundary(Tick now) const {
+  if (pending_.empty()) return kNever;
+  return pending_.front().start > now ? pending_.front().start : pending_.front().end;
 }
 
 bool Vmem::allocate(std::uint64_t bytes) {

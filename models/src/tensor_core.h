@@ -44,6 +44,36 @@ class ExecUnit {
   BusyTime busy_time_;
 };
 
+// The VPU time a TensorCore's matmuls reserve to pop their results out of the MXU result buffer
+// (result_pop_cycles in timing.h). The VPU is in order: a reservation starts no earlier than the matmul's
+// first results and after whatever the VPU already has (the running vector instruction, earlier
+// reservations), and a vector instruction starts only once every reservation made before it has ended, even
+// one still waiting for its matmul's first results (the gap is idle VPU time). The chip wakes at every
+// reservation's start and end so the VPU's state changes only at activations.
+class ResultPops {
+ public:
+  // Reserves `duration` ticks starting at max(earliest, end of the last reservation); returns its end.
+  Tick reserve(Tick earliest, Tick duration);
+  // Drops the reservations ended by `now`.
+  void retire(Tick now);
+  // A reservation is popping at `now` (call after retire(now)).
+  [[nodiscard]] bool active(Tick now) const { return !pending_.empty() && pending_.front().start <= now; }
+  // Reservations not yet ended (call after retire(now)): a vector instruction must wait.
+  [[nodiscard]] bool pending() const { return !pending_.empty(); }
+  // The next start or end of a reservation after `now`; kNever if none.
+  [[nodiscard]] Tick next_boundary(Tick now) const;
+  // Ticks reserved over the run (the reservations never overlap each other or a vector instruction).
+  [[nodiscard]] Tick busy_ticks() const { return total_; }
+
+ private:
+  struct Interval {
+    Tick start;
+    Tick end;
+  };
+  std::deque<Interval> pending_;  // in order, disjoint; back-to-back reservations merged
+  Tick total_ = 0;
+};
+
 // Assumption: the TensorCore's sequencer holds up to 4 matmul instructions issued to its MXUs and not yet
 // drained (an instruction buffer of a few entries; not published). Enough to keep the arrays streaming
 // back to back when each instruction has at least a few tiles per array.
@@ -75,8 +105,9 @@ class MxuPipeline {
   // both the instruction is issued and the previous instruction's VMEM traffic of this run is done. Returns
   // the cycle it ends (the instruction cannot end earlier).
   [[nodiscard]] std::int64_t stream_vmem(std::int64_t issue, std::int64_t cycles);
-  // Records an instruction issued at `now` whose last output leaves at `end_cycle` of the current run.
-  void push(Tick now, std::uint32_t instr, std::int64_t end_cycle, Hertz clock);
+  // Records an instruction issued at `now` whose last output leaves at `end_cycle` of the current run and
+  // which cannot complete before `not_before` (its last result pop).
+  void push(Tick now, std::uint32_t instr, std::int64_t end_cycle, Hertz clock, Tick not_before = 0);
 
   // Busy time is the union of the in-flight instructions' lifetimes (they overlap when pipelined).
   void account(Tick now) { busy_time_.advance(now, busy()); }
@@ -146,13 +177,19 @@ struct TensorCore {
       : mxu(mxus), vmem(vmem_capacity), array_macs(static_cast<std::size_t>(mxus), 0.0) {}
   MxuPipeline mxu;
   ExecUnit vpu;
+  ResultPops pops;  // the VPU's time popping MXU results, beside its vector instructions
   Vmem vmem;
   double useful_macs = 0;  // m x k x n summed over the matmuls this core ran
   std::vector<double> array_macs;  // useful MACs per MXU array (matmul_array_macs), summed over the matmuls
   std::uint64_t mxu_vmem_bytes = 0;  // operand bytes the MXUs read from and wrote to VMEM (matmul_vmem_bytes)
   std::uint64_t vpu_vmem_bytes = 0;  // same for the VPU (Instruction::bytes)
 
+  // Pops run only while their matmul is in flight, so they need no term here.
   [[nodiscard]] bool computing() const { return mxu.busy() || vpu.busy(); }
+  // The VPU runs a vector instruction or pops results at `now` (after pops.retire(now)).
+  [[nodiscard]] bool vpu_busy(Tick now) const { return vpu.busy() || pops.active(now); }
+  // VPU busy time: vector instructions plus result pops (disjoint).
+  [[nodiscard]] Tick vpu_busy_ticks() const { return vpu.busy_ticks() + pops.busy_ticks(); }
 };
 
 }  // namespace tpusim::models

@@ -63,6 +63,23 @@ std::int64_t vpu_cycles(const VpuSpec& vpu, ir::VectorOp op, std::int64_t elemen
   return ceil_div(elements, per_cycle);
 }
 
+std::int64_t result_pop_cycles(const VpuSpec& vpu, MatmulShape s) {
+  if (s.m <= 0 || s.n <= 0) return 0;
+  const double per_cycle = static_cast<double>(vpu.lanes) * vpu.sublanes *
+                           (vpu.result_pops_per_cycle > 0 ? vpu.result_pops_per_cycle : 1.0);
+  return static_cast<std::int64_t>(
+      std::ceil(static_cast<double>(s.m) * static_cast<double>(s.n) / per_cycle - 1e-9));
+}
+
+std::int64_t mxu_first_result_cycles(const MxuSpec& mxu, MatmulShape s) {
+  const std::int64_t r = mxu.rows, c = mxu.cols;
+  switch (mxu.dataflow) {
+    case MxuDataflow::weight_stationary: return 2 * r + c - 1;
+    case MxuDataflow::output_stationary: return s.k + r + c - 1;
+  }
+  return 2 * r + c - 1;
+}
+
 double dma_pattern_efficiency(const DmaSpec& dma, ir::DmaPattern pattern) {
   switch (pattern) {
     case ir::DmaPattern::contiguous: return 1.0;

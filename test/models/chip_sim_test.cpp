@@ -316,6 +316,73 @@ TEST(ChipSimulation, BackToBackMatmulsPayOneFillAndDrain) {
   EXPECT_LT(r.step_time.value(), 2 * matmul_seconds(chip, 1024, 1024, 1024));
 }
 
+// ---- MXU results drained through the VPU (result_pop_cycles) ------------------------------------------------
+
+TEST(ResultPops, ALoneMxuBoundMatmulKeepsItsVpuBusyPoppingItsResults) {
+  const ChipSpec chip = v4_like();
+  ir::Program p;
+  p.add(matmul(0, 1024, 1024, 1024), {}, "matmul");
+  const SimResult r = simulate(scenario_for(chip), single(std::move(p)), {});
+  // The step is the MXU's 16766 cycles; the 1024 pops (ceil(1024 x 1024 / (128 x 8))) run inside it.
+  EXPECT_NEAR(r.step_time.value(), matmul_seconds(chip, 1024, 1024, 1024), kPicosecond);
+  const double pops = 1024 / chip.clock.value();
+  // Means over the two TensorCores' VPUs; core 1's is idle.
+  EXPECT_NEAR(r.unit(HwUnit::vpu).busy.value(), pops / 2, 2 * kPicosecond);
+  EXPECT_NEAR(r.unit(HwUnit::vpu).utilization.mean, pops / 2 / r.step_time.value(), 1e-7);  // ticks round up
+  EXPECT_EQ(r.unit(HwUnit::vpu).stalled.value(), 0.0);
+  EXPECT_NEAR(r.breakdown.compute.value(), r.step_time.value(), kPicosecond);
+}
+
+TEST(ResultPops, AVectorOpIssuedWhileAMatmulsResultsArePoppedWaitsForThePops) {
+  const ChipSpec chip = v4_like();
+  ir::Program p;
+  const std::uint32_t l = p.add(dma(ir::Memory::hbm, ir::Memory::vmem, 1024), {}, "load");
+  p.add(matmul(0, 1024, 1024, 1024), {}, "matmul");
+  p.add(vector(0, ir::VectorOp::elementwise, 1 << 20), {l}, "op");  // 1024 cycles
+  std::vector<TraceSpan> spans;
+  SimOptions options;
+  options.trace = [&spans](const TraceSpan& s) { spans.push_back(s); };
+  const SimResult r = simulate(scenario_for(chip), single(std::move(p)), options);
+  ASSERT_EQ(spans.size(), 3u);
+  const double clock = chip.clock.value();
+  const double load = chip.hbm.latency.value() + hbm_seconds(chip, 1024);  // 500.85 ns = 525.9 cycles
+  // Pops from the first results (383 cycles) for 1024 cycles, to 1407 cycles (1340 ns): the op, ready at
+  // 500.85 ns, starts when they end and runs its 1024 cycles.
+  const TraceSpan& op = spans[1];
+  ASSERT_EQ(op.unit, ir::UnitKind::vpu);
+  EXPECT_NEAR(spans[0].end.value(), load, kPicosecond);
+  EXPECT_NEAR(op.start.value(), (383 + 1024) / clock, 2 * kPicosecond);
+  EXPECT_NEAR(op.end.value(), (383 + 1024 + 1024) / clock, 3 * kPicosecond);
+  // The matmul itself is MXU-bound and unchanged; the VPU of core 0 was busy for pops + op.
+  EXPECT_NEAR(r.step_time.value(), matmul_seconds(chip, 1024, 1024, 1024), kPicosecond);
+  EXPECT_NEAR(r.unit(HwUnit::vpu).busy.value(), 2048 / clock / 2, 4 * kPicosecond);
+}
+
+TEST(ResultPops, AMatmulWithAShallowContractionBecomesBoundByItsPops) {
+  ChipSpec chip = v4_like();
+  chip.vpu.result_pops_per_cycle = 0.25;  // a VPU popping one register every 4 cycles
+  ir::Program p;
+  p.add(matmul(0, 8192, 128, 8192), {}, "matmul");
+  const SimResult r = simulate(scenario_for(chip), single(std::move(p)), {});
+  // MXU: 64 tiles, 16 per array of 8192 rows: 16 x 8192 + 382 = 131454 cycles. Pops: 8192 x 8192 /
+  // (1024 x 0.25) = 262144 cycles from the first results at 383: the matmul ends at 383 + 262144 cycles.
+  const double clock = chip.clock.value();
+  EXPECT_NEAR(matmul_seconds(chip, 8192, 128, 8192), 131454 / clock, kPicosecond);
+  EXPECT_NEAR(r.step_time.value(), (383 + 262144) / clock, 2 * kPicosecond);
+  EXPECT_NEAR(r.unit(HwUnit::vpu).busy.value(), 262144 / clock / 2, 2 * kPicosecond);
+  EXPECT_NEAR(r.unit(HwUnit::mxu).busy.value(), r.step_time.value() / 2, 2 * kPicosecond);
+}
+
+TEST(ResultPops, AtOnePopPerCycleTheShallowContractionStaysMxuBound) {
+  const ChipSpec chip = v4_like();
+  ir::Program p;
+  p.add(matmul(0, 8192, 128, 8192), {}, "matmul");
+  const SimResult r = simulate(scenario_for(chip), single(std::move(p)), {});
+  // 65536 pops against 131454 MXU cycles: four 128-wide arrays emit 512 results a cycle, the VPU pops 1024.
+  EXPECT_NEAR(r.step_time.value(), 131454 / chip.clock.value(), kPicosecond);
+  EXPECT_NEAR(r.unit(HwUnit::vpu).busy.value(), 65536 / chip.clock.value() / 2, 2 * kPicosecond);
+}
+
 TEST(ChipSimulation, CycleFidelityMatchesTheFastModelOnSmallShapes) {
   ChipSpec chip = v4_like();
   const SimResult r = simulate_gemm(chip, 129, 129, 129, MxuFidelity::cycle);
@@ -467,8 +534,11 @@ TEST(UnitStats, AMatmulWaitingForItsLoadIsStalledOnTheDmaThenBusy) {
   EXPECT_NEAR(r.unit(HwUnit::dma).busy.value(), load, 4 * kPicosecond);
   EXPECT_EQ(r.unit(HwUnit::dma).stalled.value(), 0.0);
   EXPECT_NEAR(r.unit(HwUnit::dma).idle.value(), mm, 8 * kPicosecond);
-  // Units without instructions are idle the whole step; nothing waited on VMEM or on a slot.
-  EXPECT_NEAR(r.unit(HwUnit::vpu).idle.value(), r.step_time.value(), kPicosecond);
+  // Core 0's VPU pops the matmul's 1024 x 1024 results (1024 cycles); units without instructions are idle
+  // the whole step; nothing waited on VMEM or on a slot.
+  const double pops = 1024 / chip.clock.value();
+  EXPECT_NEAR(r.unit(HwUnit::vpu).busy.value(), pops / 2, 4 * kPicosecond);
+  EXPECT_NEAR(r.unit(HwUnit::vpu).idle.value(), r.step_time.value() - pops / 2, 4 * kPicosecond);
   EXPECT_NEAR(r.unit(HwUnit::host).idle.value(), r.step_time.value(), kPicosecond);
   EXPECT_NEAR(r.unit(HwUnit::hbm).idle.value(), r.step_time.value() - r.unit(HwUnit::hbm).busy.value(), kPicosecond);
   EXPECT_EQ(stalled_on(r, HwUnit::mxu, StallReason::vmem), 0.0);

@@ -138,6 +138,27 @@ TEST(Vpu, TranscendentalReductionAndTransposeHaveTheirDocumentedCosts) {
   EXPECT_EQ(vpu_cycles(vpu, ir::VectorOp::elementwise, 0), 0);
 }
 
+TEST(ResultPops, AMatmulPopsOneVectorRegisterOfItsOutputsPerCycle) {
+  VpuSpec vpu = v4_like().vpu;
+  // 128 lanes x 8 sublanes = 1024 f32 results per pop.
+  EXPECT_EQ(result_pop_cycles(vpu, MatmulShape{1024, 1024, 1024}), 1024);
+  EXPECT_EQ(result_pop_cycles(vpu, MatmulShape{8192, 128, 8192}), 65536);
+  EXPECT_EQ(result_pop_cycles(vpu, MatmulShape{1, 4096, 1}), 1);  // a partial register costs a whole pop
+  EXPECT_EQ(result_pop_cycles(vpu, MatmulShape{1025, 7, 1024}), 1025);
+  EXPECT_EQ(result_pop_cycles(vpu, MatmulShape{0, 128, 128}), 0);
+  vpu.result_pops_per_cycle = 0.25;
+  EXPECT_EQ(result_pop_cycles(vpu, MatmulShape{8192, 128, 8192}), 262144);
+}
+
+TEST(ResultPops, FirstResultsLeaveWhenAOneRowMatmulWouldEnd) {
+  MxuSpec mxu = v4_like().mxu;
+  // Weight-stationary: R (first weights) + R + C - 1 (one row through the array) = 383.
+  EXPECT_EQ(mxu_first_result_cycles(mxu, MatmulShape{1024, 1024, 1024}), 383);
+  EXPECT_EQ(mxu_first_result_cycles(mxu, MatmulShape{1024, 1024, 1024}), ws_cycles(mxu, 1, 128, 128));
+  mxu.dataflow = MxuDataflow::output_stationary;
+  EXPECT_EQ(mxu_first_result_cycles(mxu, MatmulShape{1024, 512, 1024}), 512 + 255);
+}
+
 TEST(Transfer, TakesLatencyPlusBytesOverEfficientBandwidth) {
   const Seconds t = transfer_time(MiB(12), Seconds(500e-9), BytesPerSecond(1200e9), 0.8);
   EXPECT_DOUBLE_EQ(t.value(), 500e-9 + 12.0 * 1024 * 1024 / (1200e9 * 0.8));

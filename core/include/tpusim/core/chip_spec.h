@@ -27,6 +27,7 @@ struct VpuSpec {
   int sublanes = 0;
   int alus = 1;  // ALUs per lane-sublane
   double transcendental_rate = 0;  // elements per cycle relative to elementwise
+  double result_pops_per_cycle = 1;  // MXU result registers (lanes x sublanes values) popped per cycle
 };
 
 struct MemorySpec {

@@ -34,6 +34,8 @@ inline constexpr int kStallReasons = 7;
 //   busy: seconds the unit was busy, averaged over its instances on a chip (the TensorCores for MXU and VPU)
 //         and then over chips. HBM counts time with at least one transfer moving data; DMA counts time with at
 //         least one transfer issued and not yet retired (latency included); host counts PCIe transfers.
+//         VPU counts its vector instructions plus the cycles it spends popping MXU results
+//         (result_pop_cycles in timing.h) and collective reductions.
 //   utilization, per chip over the step time, then spread over chips:
 //     mxu:  useful MACs / (rows x cols x MXUs x TensorCores x clock cycles of the step), at the bf16 rate;
 //     vpu, dma, host: busy / step_time;

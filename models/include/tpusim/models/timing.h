@@ -82,6 +82,20 @@ class MxuDataflowModel {
 // is applied on top (vmem_bound_cycles of the instruction's declared bytes, below).
 [[nodiscard]] std::int64_t vpu_cycles(const VpuSpec& vpu, ir::VectorOp op, std::int64_t elements);
 
+// Draining MXU results through the VPU. A matmul's f32 (int32 for int8) results leave the MXU result buffer
+// through the vector unit: the VPU pops them into vector registers, one register of lanes x sublanes values
+// per pop, and stores them to VMEM, so the pops take VPU issue slots. A matmul of m x n outputs costs
+//   result_pop_cycles = ceil(m * n / (lanes * sublanes * result_pops_per_cycle))
+// VPU cycles on its TensorCore's VPU (0 for an empty shape). Assumption: one pop per VPU cycle
+// (vpu.result_pops_per_cycle = 1; not published), and every output is popped once per instruction (partial
+// sums over k tiles accumulate in the result buffer).
+[[nodiscard]] std::int64_t result_pop_cycles(const VpuSpec& vpu, MatmulShape s);
+// MXU cycles from a matmul's issue on idle arrays until its first results reach the result buffer, the
+// earliest the VPU can pop them: weight-stationary, the first weight load (R), then the first LHS row
+// through R rows and C columns: 2R + C - 1 (the end of a one-row matmul); output-stationary, the first
+// tile's k slices through the array and the first accumulator row out: k + R + C - 1.
+[[nodiscard]] std::int64_t mxu_first_result_cycles(const MxuSpec& mxu, MatmulShape s);
+
 // VMEM traffic of the compute units (chip.vmem.bandwidth, per TensorCore).
 //
 // An MXU or VPU instruction takes max(its compute cycles, vmem_bound_cycles(its VMEM bytes)); back-to-back
