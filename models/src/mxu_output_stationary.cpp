@@ -12,7 +12,7 @@
 // the last tile's accumulators. This is the weight-stationary formula with the roles of m (streamed rows)
 // and k (accumulation depth) exchanged, and no weight preload.
 //
-// Back to back (schedule()): an array's next output tile may start accumulating once the previous tile has
+// Back to back (schedule_array(), which MxuDataflowModel::schedule() calls per array): an array's next output tile may start accumulating once the previous tile has
 // accumulated and its accumulator bank is free again, P = s_last + max(k, R), so with the new instruction
 // issued at t: s_0 = max(t, P), s_{q+1} = s_q + max(k, R), end = s_{T-1} + k + (R - 1) + (C - 1) + R. The skew
 // and final drain are paid once per back-to-back run. (No weights are preloaded: load_free is unused.)
@@ -32,32 +32,15 @@ class OutputStationary final : public MxuDataflowModel {
     return ceil_div(s.m, mxu.rows) * ceil_div(s.n, mxu.cols);
   }
 
-  [[nodiscard]] std::int64_t bf16_cycles(const MxuSpec& mxu, MatmulShape s) const override {
-    const std::int64_t total = tiles(mxu, s);
-    if (total == 0) return 0;
-    const std::int64_t per_array = ceil_div(total, mxu.per_core);
+  [[nodiscard]] std::int64_t schedule_array(const MxuSpec& mxu, MatmulShape s, std::int64_t count,
+                                            std::int64_t issue, MxuArrayState& st) const override {
     const std::int64_t r = mxu.rows;
     const std::int64_t c = mxu.cols;
-    return (per_array - 1) * std::max(s.k, r) + s.k + (r - 1) + (c - 1) + r;
-  }
-
-  [[nodiscard]] std::int64_t schedule(const MxuSpec& mxu, MatmulShape s, std::int64_t issue,
-                                      std::vector<MxuArrayState>& arrays) const override {
-    const std::int64_t total = tiles(mxu, s);
-    const std::int64_t r = mxu.rows;
-    const std::int64_t c = mxu.cols;
-    std::int64_t end = issue;
-    for (int a = 0; a < mxu.per_core && a < static_cast<int>(arrays.size()); ++a) {
-      const std::int64_t count = tiles_on_array(mxu, total, a);
-      if (count == 0) continue;
-      MxuArrayState& st = arrays[static_cast<std::size_t>(a)];
-      const std::int64_t first = std::max(issue, st.stream_free);
-      const std::int64_t last = first + (count - 1) * std::max(s.k, r);
-      end = std::max(end, last + s.k + (r - 1) + (c - 1) + r);
-      st.load_free = last;
-      st.stream_free = last + std::max(s.k, r);
-    }
-    return end;
+    const std::int64_t first = std::max(issue, st.stream_free);
+    const std::int64_t last = first + (count - 1) * std::max(s.k, r);
+    st.load_free = last;
+    st.stream_free = last + std::max(s.k, r);
+    return last + s.k + (r - 1) + (c - 1) + r;
   }
 };
 

@@ -15,7 +15,7 @@
 // i.e. max(m, R) per tile plus one fill and drain per instruction. systolic_reference.cpp steps every
 // processing element of this schedule and must agree exactly (test/models/timing_test.cpp).
 //
-// Back to back (schedule()): the same rules continue across instructions. With the array's state
+// Back to back (schedule_array(), which MxuDataflowModel::schedule() calls per array): the same rules continue across instructions. With the array's state
 // {L = load_free, P = stream_free} left by the previous instruction and the new one issued at cycle t:
 //   l_0 = max(t, L)                  (the shadow buffer is free once the previous last tile streams)
 //   s_0 = max(l_0 + R, P)            (P = previous last stream start + its m)
@@ -38,33 +38,16 @@ class WeightStationary final : public MxuDataflowModel {
     return ceil_div(s.k, mxu.rows) * ceil_div(s.n, mxu.cols);
   }
 
-  [[nodiscard]] std::int64_t bf16_cycles(const MxuSpec& mxu, MatmulShape s) const override {
-    const std::int64_t total = tiles(mxu, s);
-    if (total == 0) return 0;
-    const std::int64_t per_array = ceil_div(total, mxu.per_core);
+  [[nodiscard]] std::int64_t schedule_array(const MxuSpec& mxu, MatmulShape s, std::int64_t count,
+                                            std::int64_t issue, MxuArrayState& st) const override {
     const std::int64_t r = mxu.rows;
     const std::int64_t c = mxu.cols;
-    return r + (per_array - 1) * std::max(s.m, r) + s.m + r + c - 2;
-  }
-
-  [[nodiscard]] std::int64_t schedule(const MxuSpec& mxu, MatmulShape s, std::int64_t issue,
-                                      std::vector<MxuArrayState>& arrays) const override {
-    const std::int64_t total = tiles(mxu, s);
-    const std::int64_t r = mxu.rows;
-    const std::int64_t c = mxu.cols;
-    std::int64_t end = issue;
-    for (int a = 0; a < mxu.per_core && a < static_cast<int>(arrays.size()); ++a) {
-      const std::int64_t count = tiles_on_array(mxu, total, a);
-      if (count == 0) continue;
-      MxuArrayState& st = arrays[static_cast<std::size_t>(a)];
-      const std::int64_t first_load = std::max(issue, st.load_free);
-      const std::int64_t first_stream = std::max(first_load + r, st.stream_free);
-      const std::int64_t last_stream = first_stream + (count - 1) * std::max(s.m, r);
-      end = std::max(end, last_stream + s.m + r + c - 2);
-      st.load_free = last_stream;
-      st.stream_free = last_stream + s.m;
-    }
-    return end;
+    const std::int64_t first_load = std::max(issue, st.load_free);
+    const std::int64_t first_stream = std::max(first_load + r, st.stream_free);
+    const std::int64_t last_stream = first_stream + (count - 1) * std::max(s.m, r);
+    st.load_free = last_stream;
+    st.stream_free = last_stream + s.m;
+    return last_stream + s.m + r + c - 2;
   }
 };
 

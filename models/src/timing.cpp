@@ -22,6 +22,26 @@ std::int64_t tiles_on_array(const MxuSpec& mxu, std::int64_t total, int array) {
   return ceil_div(total - array, mxu.per_core);
 }
 
+std::int64_t MxuDataflowModel::bf16_cycles(const MxuSpec& mxu, MatmulShape s) const {
+  // Array 0 gets the most tiles (round-robin from array 0) and all arrays start idle, so it finishes last.
+  const std::int64_t count = tiles_on_array(mxu, tiles(mxu, s), 0);
+  if (count == 0) return 0;
+  MxuArrayState idle;
+  return schedule_array(mxu, s, count, 0, idle);
+}
+
+std::int64_t MxuDataflowModel::schedule(const MxuSpec& mxu, MatmulShape s, std::int64_t issue,
+                                        std::vector<MxuArrayState>& arrays) const {
+  const std::int64_t total = tiles(mxu, s);
+  std::int64_t end = issue;
+  for (int a = 0; a < mxu.per_core && a < static_cast<int>(arrays.size()); ++a) {
+    const std::int64_t count = tiles_on_array(mxu, total, a);
+    if (count == 0) continue;
+    end = std::max(end, schedule_array(mxu, s, count, issue, arrays[static_cast<std::size_t>(a)]));
+  }
+  return end;
+}
+
 double mxu_dtype_rate(const MxuSpec& mxu, DType dtype) {
   switch (dtype) {
     case DType::bf16:

@@ -45,9 +45,16 @@ class MxuDataflowModel {
   [[nodiscard]] virtual std::string_view name() const = 0;
   // Array-sized tiles the instruction is cut into (weight tiles or output tiles, per the dataflow).
   [[nodiscard]] virtual std::int64_t tiles(const MxuSpec& mxu, MatmulShape s) const = 0;
-  [[nodiscard]] virtual std::int64_t bf16_cycles(const MxuSpec& mxu, MatmulShape s) const = 0;
-  [[nodiscard]] virtual std::int64_t schedule(const MxuSpec& mxu, MatmulShape s, std::int64_t issue,
-                                              std::vector<MxuArrayState>& arrays) const = 0;
+  // The one thing a dataflow defines: places `count` (>= 1) of the instruction's tiles on one array after the
+  // array's earlier work `st`, issued at cycle `issue`; returns the cycle the last output leaves the array and
+  // updates `st`.
+  [[nodiscard]] virtual std::int64_t schedule_array(const MxuSpec& mxu, MatmulShape s, std::int64_t count,
+                                                    std::int64_t issue, MxuArrayState& st) const = 0;
+
+  // Defined once for every dataflow (timing.cpp) from tiles() and schedule_array(), per the contracts above.
+  [[nodiscard]] std::int64_t bf16_cycles(const MxuSpec& mxu, MatmulShape s) const;
+  [[nodiscard]] std::int64_t schedule(const MxuSpec& mxu, MatmulShape s, std::int64_t issue,
+                                      std::vector<MxuArrayState>& arrays) const;
 };
 
 // Tiles of an instruction that land on array `array` when `total` tiles are dealt round-robin from array 0.
