@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -78,10 +79,17 @@ class OutputFolder {
   bool committed_ = false;
 };
 
-void write_text(const fs::path& path, const std::string& text) {
+// Writes one output file through `fill`; any stream failure (a full disk, say) throws, so the output folder
+// is never committed with a truncated file in it.
+void write_file(const fs::path& path, const std::function<void(std::ostream&)>& fill) {
   std::ofstream out(path, std::ios::binary);
-  out << text;
+  fill(out);
+  out.flush();
   if (!out) throw std::runtime_error(fmt::format("cannot write {}", path.string()));
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  write_file(path, [&](std::ostream& out) { out << text; });
 }
 
 double peak_rss_mib() {
@@ -158,21 +166,18 @@ int run_command(const RunArgs& args) {
   try {
     OutputFolder folder(out_dir);
     write_text(folder.file("summary.json"), summary_json(scenario, report).dump(2) + "\n");
-    std::ofstream csv(folder.file("chips.csv"), std::ios::binary);
-    write_chips_csv(report, csv);
-    csv.close();
+    write_file(folder.file("chips.csv"), [&](std::ostream& out) { write_chips_csv(report, out); });
     if (!report.links.empty()) {
-      std::ofstream links(folder.file("links.csv"), std::ios::binary);
-      write_links_csv(report, links);
+      write_file(folder.file("links.csv"), [&](std::ostream& out) { write_links_csv(report, out); });
       std::vector<double> utilization;
       for (const auto& l : report.links) utilization.push_back(l.utilization);
-      std::ofstream svg(folder.file("links.svg"), std::ios::binary);
-      write_link_heatmap_svg(*topology, utilization,
-                             fmt::format("{}: ICI link utilization ({})", scenario.name, scenario.pod.name), svg);
+      write_file(folder.file("links.svg"), [&](std::ostream& out) {
+        write_link_heatmap_svg(*topology, utilization,
+                               fmt::format("{}: ICI link utilization ({})", scenario.name, scenario.pod.name), out);
+      });
     }
     if (tracer) {
-      std::ofstream trace(folder.file("trace.json"), std::ios::binary);
-      tracer->write(programs, trace);
+      write_file(folder.file("trace.json"), [&](std::ostream& out) { tracer->write(programs, out); });
       if (tracer->dropped() > 0) {
         std::cerr << fmt::format("tpusim: trace.json holds the first {} instructions; {} more were not traced\n",
                                  kMaxTraceSpans, tracer->dropped());
@@ -289,17 +294,15 @@ int lower_command(const std::string& scenario_name, const std::vector<std::strin
     if (out.empty()) {
       ir::write_program_json(programs, std::cout);
     } else {
-      std::ofstream f(out, std::ios::binary);
-      ir::write_program_json(programs, f);
-      if (!f) {
-        std::cerr << "tpusim: cannot write " << out << "\n";
-        return 1;
-      }
+      write_file(out, [&](std::ostream& f) { ir::write_program_json(programs, f); });
     }
     return 0;
   } catch (const ConfigError& e) {
     print_config_error(e);
     return 2;
+  } catch (const std::runtime_error& e) {
+    std::cerr << "tpusim: " << e.what() << "\n";
+    return 1;
   }
 }
 
@@ -344,6 +347,9 @@ int topo_command(const std::string& name, const std::string& dot_path, const std
   } catch (const std::invalid_argument& e) {
     std::cerr << "tpusim topo: " << e.what() << "\n";
     return 2;
+  } catch (const std::runtime_error& e) {
+    std::cerr << "tpusim topo: " << e.what() << "\n";
+    return 1;
   }
 }
 
