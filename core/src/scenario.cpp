@@ -107,6 +107,8 @@ const FieldTable<WorkloadSpec>& workload_fields() {
   using S = WorkloadSpec;
   static const FieldTable<WorkloadSpec> table = [] {
     FieldTable<WorkloadSpec> t;
+    t.add<std::string>("program", [](S& s) -> std::string& { return s.program; }, "",
+                       "path to a program file (tpusim lower's format) to run instead of a model");
     t.add<std::int64_t>("batch", [](S& s) -> std::int64_t& { return s.batch; }, "1",
                         "examples per step (global batch)", positive<std::int64_t>());
     t.add_choice<StepKind>("step", [](S& s) -> StepKind& { return s.step; },
@@ -334,7 +336,23 @@ Scenario load_scenario(const std::string& name_or_path, const std::vector<std::s
   } else {
     workload_fields().resolve(*workload, "workload", s.workload, diags, nullptr, {"model"});
     const ConfigNode* model = workload->is_map() ? workload->find("model") : nullptr;
-    if (model == nullptr) {
+    const ConfigNode* program = workload->is_map() ? workload->find("program") : nullptr;
+    if (program != nullptr && !s.workload.program.empty()) {
+      // A program file replaces the model; its path is relative to the file that names it.
+      const SourceLoc& at = program->loc();
+      fs::path path(s.workload.program);
+      if (path.is_relative() && at.line > 0) path = fs::path(at.file).parent_path() / path;
+      std::error_code ec;
+      if (!fs::is_regular_file(path, ec)) {
+        diags.error(at, "workload.program", "file not found", "a program file written by `tpusim lower`",
+                    s.workload.program);
+      }
+      s.workload.program = path.string();
+      if (model != nullptr) {
+        diags.error(model->loc(), "workload.model", "a workload runs a model or a program file, not both",
+                    "only one of workload.model and workload.program", "both");
+      }
+    } else if (model == nullptr) {
       if (workload->is_map()) {
         diags.error(workload->loc(), "workload.model", "missing required key",
                     fmt::format("a bundled model name ({}) or an inline model map",
@@ -359,7 +377,9 @@ std::vector<std::pair<std::string, std::string>> render_scenario(const Scenario&
   append_rendered(out, "pod", pod_fields(), s.pod);
   append_rendered(out, "chip", chip_fields(), s.chip);
   append_rendered(out, "workload", workload_fields(), s.workload);
-  append_rendered(out, "workload.model", model_fields(s.workload.model.kind), s.workload.model);
+  if (s.workload.program.empty()) {
+    append_rendered(out, "workload.model", model_fields(s.workload.model.kind), s.workload.model);
+  }
   append_rendered(out, "fidelity", fidelity_fields(), s.fidelity);
   return out;
 }

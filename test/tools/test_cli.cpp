@@ -398,3 +398,36 @@ TEST_F(Cli, SkinnyGemmOnV4IsBoundByHbmBandwidth) {
   EXPECT_LE(step, 1.05 * bound);
   EXPECT_LT(j["metrics"]["mfu"].get<double>(), 0.05);  // far below the ridge: the MXUs mostly wait
 }
+
+TEST_F(Cli, AProgramFileRunsLikeTheModelItWasLoweredFrom) {
+  const fs::path s = write("s.yaml", kGood);
+  ASSERT_EQ(tpusim("lower " + s.string() + " -o " + (dir_ / "p.json").string()).exit_code, 0);
+  // The program path is relative to the scenario file that names it.
+  const fs::path from_file = write("f.yaml", "name: f\npod: v4-1x1x1\nworkload:\n  program: p.json\n");
+  const Outcome a = tpusim("run -q " + s.string() + " -o " + (dir_ / "a").string());
+  const Outcome b = tpusim("run -q " + from_file.string() + " -o " + (dir_ / "b").string());
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const auto ja = nlohmann::json::parse(slurp(dir_ / "a" / "summary.json"));
+  const auto jb = nlohmann::json::parse(slurp(dir_ / "b" / "summary.json"));
+  EXPECT_EQ(ja["metrics"]["step_time_s"], jb["metrics"]["step_time_s"]);
+  EXPECT_EQ(ja["metrics"]["model_flops"], jb["metrics"]["model_flops"]);
+  EXPECT_EQ(jb["scenario"]["workload"]["program"], (dir_ / "p.json").string());
+}
+
+TEST_F(Cli, AMissingOrMalformedProgramFileIsBadInput) {
+  Outcome o = tpusim("validate " + write("m.yaml", "name: m\npod: v4-1x1x1\nworkload:\n  program: none.json\n").string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("workload.program: file not found"), std::string::npos) << o.err;
+
+  write("bad.json", R"({"format": "tpusim-program", "version": 7, "programs": []})");
+  o = tpusim("validate " + write("b.yaml", "name: b\npod: v4-1x1x1\nworkload:\n  program: bad.json\n").string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("bad.json"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("version"), std::string::npos) << o.err;
+
+  o = tpusim("validate " +
+             write("both.yaml", "name: b\npod: v4-1x1x1\nworkload:\n  program: bad.json\n  model: mlp-small\n").string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("not both"), std::string::npos) << o.err;
+}

@@ -43,6 +43,21 @@ Topology check_topology(const Scenario& s) {
   }
 }
 
+// The scenario's programs: a program file it names (checked like any input), or the lowered model.
+ir::ProgramSet programs_for(const Scenario& s) {
+  if (s.workload.program.empty()) return kernels::lower_workload(s.workload, s.chip);
+  ir::ProgramSet set = ir::read_program_json(s.workload.program);
+  const auto chips = static_cast<std::size_t>(s.pod.chip_count());
+  if (!set.role_of_chip.empty() && set.role_of_chip.size() != chips) {
+    Diagnostics diags;
+    diags.error(SourceLoc{s.workload.program, 0, 0}, "workload.program",
+                "the program file assigns roles to a different number of chips than the pod has",
+                fmt::format("{} roles (pod {})", chips, s.pod.name), fmt::format("{} roles", set.role_of_chip.size()));
+    throw ConfigError(diags.items());
+  }
+  return set;
+}
+
 void print_config_error(const ConfigError& e) {
   std::cerr << e.what() << "\n";
   std::cerr << fmt::format("tpusim: {} error{} in the input; nothing was simulated\n", e.diagnostics().size(),
@@ -107,7 +122,7 @@ int run_command(const RunArgs& args) {
   try {
     scenario = load_scenario(args.scenario, args.overrides);
     topology.emplace(check_topology(scenario));
-    programs = kernels::lower_workload(scenario.workload, scenario.chip);
+    programs = programs_for(scenario);
   } catch (const ConfigError& e) {
     print_config_error(e);
     return 2;
@@ -199,11 +214,12 @@ int validate_command(const std::string& scenario_name, const std::vector<std::st
   try {
     const Scenario s = load_scenario(scenario_name, overrides);
     (void)check_topology(s);
-    const ir::ProgramSet programs = kernels::lower_workload(s.workload, s.chip);
+    const ir::ProgramSet programs = programs_for(s);
     std::size_t instructions = 0;
     for (const auto& p : programs.programs) instructions += p.size();
     std::cout << fmt::format("{}: ok ({} on {}, {} chips, {} program{} of {} instructions)\n", s.name,
-                             s.workload.model.name, s.pod.name, s.pod.chip_count(), programs.programs.size(),
+                             s.workload.program.empty() ? s.workload.model.name : s.workload.program, s.pod.name,
+                             s.pod.chip_count(), programs.programs.size(),
                              programs.programs.size() == 1 ? "" : "s", instructions);
     return 0;
   } catch (const ConfigError& e) {
@@ -290,7 +306,7 @@ int lower_command(const std::string& scenario_name, const std::vector<std::strin
                   const std::string& out) {
   try {
     const Scenario s = load_scenario(scenario_name, overrides);
-    const ir::ProgramSet programs = kernels::lower_workload(s.workload, s.chip);
+    const ir::ProgramSet programs = programs_for(s);
     if (out.empty()) {
       ir::write_program_json(programs, std::cout);
     } else {

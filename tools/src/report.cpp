@@ -171,7 +171,8 @@ void write_links_csv(const RunReport& r, std::ostream& out) {
 void print_table(const Scenario& s, const RunReport& r, std::ostream& out) {
   const double step = r.step_time_s;
   out << fmt::format("tpusim {} | scenario {} | {} on {} ({} chip{})\n", version(), s.name,
-                     s.workload.model.name, s.pod.name, r.chips, r.chips == 1 ? "" : "s");
+                     s.workload.program.empty() ? s.workload.model.name : s.workload.program, s.pod.name, r.chips,
+                     r.chips == 1 ? "" : "s");
   out << fmt::format("  {:<22}{}\n", "step time", short_time(step));
   out << fmt::format("  {:<22}{:.4g} TFLOP ({:.4g} TFLOP executed)\n", "model FLOPs", r.model_flops / 1e12,
                      r.hardware_flops / 1e12);

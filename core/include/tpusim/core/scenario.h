@@ -68,6 +68,9 @@ struct CheckpointSpec {
 
 struct WorkloadSpec {
   ModelSpec model;
+  // A program file (the format `tpusim lower` writes, kernels/README.md) run instead of a lowered model: the
+  // path as resolved against the scenario's folder; empty when the workload is a model.
+  std::string program;
   std::int64_t batch = 0;  // examples per step (MLP); ignored by a raw GEMM
   StepKind step = StepKind::train;
   DType dtype = DType::bf16;
