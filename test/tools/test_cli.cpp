@@ -333,18 +333,45 @@ TEST_F(Cli, APodTheChipCannotFormIsBadInput) {
   EXPECT_NE(o.err.find("the pod cannot be built with this chip"), std::string::npos) << o.err;
 }
 
+// tpu-specs.md "Useful derived checks": a chip turns compute-bound at peak FLOP/s / HBM bandwidth (v4 229,
+// v5e 240, v5p 166 FLOP/B). sweeps/roofline.yaml runs GEMMs of rising m on one slice of each generation and
+// measures the ridge as best achieved FLOP/s over best achieved HBM bandwidth.
 TEST_F(Cli, RooflineSweepPutsTheRidgeWithinFivePercentOfPeakOverHbmBandwidth) {
-  // tpu-specs.md: v4 turns compute-bound at 275 TFLOP/s / 1.2 TB/s = 229 FLOP/B. The sweep runs GEMMs of
-  // rising m and measures the ridge as best achieved FLOP/s over best achieved HBM bandwidth.
   const fs::path out = dir_ / "rf";
-  const Outcome o = tpusim("sweep roofline-v4 -o " + out.string());
+  const Outcome o = tpusim("sweep roofline -o " + out.string());
   ASSERT_EQ(o.exit_code, 0) << o.err;
   std::istringstream csv(slurp(out / "roofline.csv"));
-  std::string header, row;
-  std::getline(csv, header);
-  std::getline(csv, row);
-  const double error = std::stod(row.substr(row.rfind(',') + 1));
-  EXPECT_LT(std::fabs(error), 0.05) << row;
+  std::string row;
+  std::getline(csv, row);  // header
+  int groups = 0;
+  while (std::getline(csv, row)) {
+    ++groups;
+    std::vector<std::string> cells;
+    std::istringstream cols(row);
+    for (std::string cell; std::getline(cols, cell, ',');) cells.push_back(cell);
+    ASSERT_EQ(cells.size(), 9u) << row;
+    if (cells[1] == "v2") continue;  // checked below
+    EXPECT_LT(std::fabs(std::stod(cells[8])), 0.05) << row;
+  }
+  EXPECT_EQ(groups, 6);
+
+  // v2 has one MXU per core. The model loads a weight tile one row per cycle (an assumption, see
+  // models/src/mxu_weight_stationary.cpp), so its skinny GEMMs are bound by weight loading, not by HBM: the
+  // m = 8 point loads (16384 / 128)^2 tiles over 2 MXUs at 128 cycles each, 8192 x 128 cycles at 686.6 MHz
+  // (1.527 ms, i.e. 512 MiB of weights at 351.5 GB/s, half of v2's 700 GB/s). Its measured ridge is therefore
+  // not peak / HBM bandwidth; this pins the reason (3% for the first load and the drain).
+  std::istringstream table(slurp(out / "table.csv"));
+  bool found = false;
+  while (std::getline(table, row)) {
+    if (row.find(",\"v2-2x2\",\"8\",ok,") == std::string::npos) continue;
+    found = true;
+    const std::size_t at = row.find(",ok,") + 4;
+    const double step = std::stod(row.substr(at, row.find(',', at) - at));
+    const double weight_bound = 8192.0 * 128 / 686.6e6;
+    EXPECT_GE(step, weight_bound) << row;
+    EXPECT_LE(step, 1.03 * weight_bound) << row;
+  }
+  EXPECT_TRUE(found);
   EXPECT_NE(slurp(out / "roofline.svg").find("<polyline"), std::string::npos);
   EXPECT_NE(slurp(out / "step_time.svg").find("<polyline"), std::string::npos);
 }

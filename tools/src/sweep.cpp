@@ -223,14 +223,25 @@ void write_table(const SweepSpec& spec, const std::vector<Row>& rows, const fs::
   }
 }
 
+// The label of a point's group: its values on every axis but the innermost, leaving out axes with a single
+// value (they are the same for every point and say nothing).
+std::string group_key(const SweepSpec& spec, const Point& p) {
+  std::string key;
+  for (std::size_t i = 0; i + 1 < p.values.size(); ++i) {
+    if (spec.grid[i].values.size() < 2) continue;
+    key += (key.empty() ? "" : " ") + p.values[i];
+  }
+  return key;
+}
+
 // Per group of points (all axes but the last), the measured ridge point: best achieved FLOP/s over best
 // achieved HBM bandwidth, against the chip's peak / HBM bandwidth.
-void roofline(const std::vector<Row>& rows, const fs::path& path, const fs::path& chart, std::ostream& out) {
+void roofline(const SweepSpec& spec, const std::vector<Row>& rows, const fs::path& path, const fs::path& chart,
+              std::ostream& out) {
   std::map<std::string, std::vector<const Row*>> groups;
   for (const auto& r : rows) {
     if (r.status != "ok") continue;
-    std::string key;
-    for (std::size_t i = 0; i + 1 < r.point->values.size(); ++i) key += (i ? " " : "") + r.point->values[i];
+    const std::string key = group_key(spec, *r.point);
     groups[key.empty() ? "all" : key].push_back(&r);
   }
   std::ofstream csv(path, std::ios::binary);
@@ -288,8 +299,7 @@ void plot_step_time(const SweepSpec& spec, const std::vector<Row>& rows, const f
     const auto x = numeric(r.point->values.back());
     if (!x) return;
     if (r.status != "ok") continue;
-    std::string key;
-    for (std::size_t i = 0; i + 1 < r.point->values.size(); ++i) key += (i ? " " : "") + r.point->values[i];
+    const std::string key = group_key(spec, *r.point);
     Series& s = groups[key];
     s.name = key.empty() ? spec.name : key;
     s.x.push_back(*x);
@@ -404,7 +414,7 @@ int sweep_command(const SweepArgs& args, const std::string& self_exe) {
   std::cout << fmt::format("sweep {}: {} points, {} ok, {} not ok; table: {}\n", spec.name, points.size(),
                            points.size() - failed, failed, (out / "table.csv").string());
   if (spec.analysis == Analysis::roofline) {
-    roofline(rows, out / "roofline.csv", out / "roofline.svg", std::cout);
+    roofline(spec, rows, out / "roofline.csv", out / "roofline.svg", std::cout);
     std::cout << "  roofline: " << (out / "roofline.csv").string() << ", " << (out / "roofline.svg").string() << "\n";
   }
   if (failed > 0) {
