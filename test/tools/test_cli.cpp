@@ -458,3 +458,12 @@ TEST_F(Cli, AMissingOrMalformedProgramFileIsBadInput) {
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("not both"), std::string::npos) << o.err;
 }
+
+TEST_F(Cli, DescribeAssumptionsListsTheModelConstantsWithTheirValues) {
+  const Outcome o = tpusim("describe assumptions");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("PCIe DMA latency"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("DCN latency                          10 us"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("MXU weight load"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("GEMM share of VMEM                   75%"), std::string::npos) << o.out;
+}

@@ -19,8 +19,10 @@
 #include "tools/src/trace.h"
 #include "tpusim/core/data_paths.h"
 #include "tpusim/core/scenario.h"
+#include "tpusim/kernels/assumptions.h"
 #include "tpusim/kernels/lowering.h"
 #include "tpusim/kernels/program_io.h"
+#include "tpusim/models/assumptions.h"
 #include "tpusim/models/simulate.h"
 #include "tpusim/topology/describe.h"
 #include "tpusim/topology/topology.h"
@@ -263,6 +265,18 @@ void print_spec(const std::string& title, const FieldTable<Spec>& table, const S
 
 int describe_command(const std::string& what, const std::string& name) {
   try {
+    if (what == "assumptions") {
+      std::cout << "Modelling numbers that no source gives and that are not spec fields (spec fields that are\n"
+                   "assumptions say so in `tpusim describe chip`):\n";
+      for (const auto& [layer, list] : {std::pair{"hardware models", models::model_assumptions()},
+                                        std::pair{"lowering library", kernels::lowering_assumptions()}}) {
+        std::cout << "\n" << layer << "\n";
+        for (const Assumption& a : list) {
+          std::cout << fmt::format("  {:<36} {}\n      {} ({})\n", a.name, a.value, a.why, a.where);
+        }
+      }
+      return 0;
+    }
     if (what == "params") {
       for (const auto& [section, infos] : all_field_tables()) {
         std::cout << section << "\n";
@@ -287,6 +301,7 @@ int describe_command(const std::string& what, const std::string& name) {
       const ChipSpec chip = load_chip(name);
       print_spec(fmt::format("chip {} (derived peak bf16 {})", chip.name, format_flops(chip.derived_peak_bf16())),
                  chip_fields(), chip, chip.origins);
+      std::cout << "(model constants that are assumptions: tpusim describe assumptions)\n";
     } else if (what == "pod") {
       const PodSpec pod = load_pod(name);
       print_spec(fmt::format("pod {} ({} chips)", pod.name, pod.chip_count()), pod_fields(), pod, pod.origins);

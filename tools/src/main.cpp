@@ -45,10 +45,12 @@ int main(int argc, char** argv) {
 
   std::string describe_what, describe_name;
   auto* describe_cmd = app.add_subcommand(
-      "describe", "print a resolved spec with units and the source of every value; 'describe params' lists all fields");
-  describe_cmd->add_option("what", describe_what, "chip, pod, scenario or params")
+      "describe",
+      "print a resolved spec with units and the source of every value; 'describe params' lists all fields, "
+      "'describe assumptions' the model constants no source gives");
+  describe_cmd->add_option("what", describe_what, "chip, pod, scenario, params or assumptions")
       ->required()
-      ->check(CLI::IsMember({"chip", "pod", "scenario", "params"}));
+      ->check(CLI::IsMember({"chip", "pod", "scenario", "params", "assumptions"}));
   describe_cmd->add_option("name", describe_name, "bundled name or path (not needed for params)");
 
   std::string lower_scenario, lower_out;
