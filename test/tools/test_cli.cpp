@@ -263,6 +263,7 @@ TEST_F(Cli, TraceHoldsOneSpanPerInstructionOfTheTracedChip) {
   for (const auto& e : trace["traceEvents"]) spans += e["ph"] == "X" ? 1 : 0;
   ASSERT_EQ(program["programs"].size(), 1u);
   EXPECT_EQ(spans, program["programs"][0]["instructions"].size());
+  EXPECT_NE(slurp(dir_ / "t" / "timeline.svg").find("<rect"), std::string::npos);
 }
 
 TEST_F(Cli, LowerWritesTheVersionedProgramFormat) {

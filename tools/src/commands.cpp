@@ -195,6 +195,9 @@ int run_command(const RunArgs& args) {
     }
     if (tracer) {
       write_file(folder.file("trace.json"), [&](std::ostream& out) { tracer->write(programs, out); });
+      write_file(folder.file("timeline.svg"), [&](std::ostream& out) {
+        tracer->write_timeline_svg(fmt::format("{}: unit timeline", scenario.name), out);
+      });
       if (tracer->dropped() > 0) {
         std::cerr << fmt::format("tpusim: trace.json holds the first {} instructions; {} more were not traced\n",
                                  kMaxTraceSpans, tracer->dropped());

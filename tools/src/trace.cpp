@@ -1,7 +1,9 @@
 #include "tools/src/trace.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -85,6 +87,67 @@ void TraceRecorder::write(const ir::ProgramSet& programs, std::ostream& out) con
                           {"args", args}});
   }
   out << json{{"displayTimeUnit", "ns"}, {"traceEvents", events}}.dump() << "\n";
+}
+
+void TraceRecorder::write_timeline_svg(const std::string& title, std::ostream& out) const {
+  constexpr double kLeft = 110, kPlotWidth = 1100, kLane = 22, kTop = 40;
+  std::uint32_t chip = UINT32_MAX;
+  double t_end = 0;
+  for (const auto& s : spans_) chip = std::min(chip, s.chip);
+  std::map<int, std::vector<std::pair<double, double>>> lanes;  // tid -> (start, end) in seconds
+  std::map<int, std::pair<int, ir::UnitKind>> lane_of;
+  for (const auto& s : spans_) {
+    if (s.chip != chip) continue;
+    const int tid = s.core * ir::kUnitKinds + static_cast<int>(s.unit);
+    lanes[tid].emplace_back(s.start.value(), s.end.value());
+    lane_of[tid] = {s.core, s.unit};
+    t_end = std::max(t_end, s.end.value());
+  }
+  const double height = kTop + kLane * static_cast<double>(lanes.size()) + 40;
+  out << fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{:.0f}" height="{:.0f}" font-family="sans-serif" font-size="11">)",
+                     kLeft + kPlotWidth + 60, height)
+      << "\n";
+  out << fmt::format(R"(<text x="10" y="18" font-size="14">{}</text>)", title) << "\n";
+  if (lanes.empty() || t_end <= 0) {
+    out << R"(<text x="10" y="40">no instructions were traced</text></svg>)" << "\n";
+    return;
+  }
+  const double scale = kPlotWidth / t_end;
+  static constexpr const char* kUnitColor[ir::kUnitKinds] = {"#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
+                                                             "#7f7f7f"};
+  int row = 0;
+  for (auto& [tid, spans] : lanes) {
+    const auto [core, unit] = lane_of[tid];
+    const double y = kTop + kLane * row++;
+    out << fmt::format(R"(<text x="10" y="{:.1f}">chip {} core {} {}</text>)", y + 14, chip, core, ir::unit_name(unit))
+        << "\n";
+    std::sort(spans.begin(), spans.end());
+    double bar_start = -1, bar_end = -1;
+    auto flush = [&] {
+      if (bar_start < 0) return;
+      out << fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="{:.2f}" height="{:.0f}" fill="{}"/>)",
+                         kLeft + bar_start * scale, y + 3, std::max(0.5, (bar_end - bar_start) * scale), kLane - 6,
+                         kUnitColor[static_cast<int>(unit)])
+          << "\n";
+    };
+    for (const auto& [start, end] : spans) {
+      if (bar_start >= 0 && (start - bar_end) * scale < 0.5) {
+        bar_end = std::max(bar_end, end);
+        continue;
+      }
+      flush();
+      bar_start = start;
+      bar_end = end;
+    }
+    flush();
+  }
+  const double axis_y = kTop + kLane * row + 14;
+  for (int i = 0; i <= 4; ++i) {
+    out << fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle">{}</text>)", kLeft + kPlotWidth * i / 4,
+                       axis_y, format_time(Seconds(std::stod(fmt::format("{:.3g}", t_end * i / 4)))))
+        << "\n";
+  }
+  out << "</svg>\n";
 }
 
 }  // namespace tpusim::tools

@@ -23,6 +23,9 @@ class TraceRecorder {
   TraceRecorder(std::set<std::uint32_t> chips, std::size_t limit);
   void record(const models::TraceSpan& span);
   void write(const ir::ProgramSet& programs, std::ostream& out) const;
+  // An SVG timeline of the lowest traced chip: one lane per (TensorCore, unit) queue, busy spans as bars.
+  // Spans closer than half a pixel merge into one bar, so the file stays small for long runs.
+  void write_timeline_svg(const std::string& title, std::ostream& out) const;
   [[nodiscard]] std::size_t dropped() const { return dropped_; }
 
  private:
