@@ -66,6 +66,23 @@ void print_config_error(const ConfigError& e) {
                            e.diagnostics().size() == 1 ? "" : "s");
 }
 
+// Runs a command's body and maps what it throws to the exit codes: bad input (ConfigError, or a spec the
+// layers below reject with std::invalid_argument) 2, anything else that fails (a write) 1.
+int with_exit_codes(const std::string& who, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const ConfigError& e) {
+    print_config_error(e);
+    return 2;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << who << ": " << e.what() << "\n";
+    return 2;
+  } catch (const std::runtime_error& e) {
+    std::cerr << who << ": " << e.what() << "\n";
+    return 1;
+  }
+}
+
 // Writes a run's files into a fresh sibling folder and renames it into place only when everything is written,
 // so an interrupted or failed run never leaves output that looks complete.
 class OutputFolder {
@@ -216,7 +233,7 @@ int run_command(const RunArgs& args) {
 }
 
 int validate_command(const std::string& scenario_name, const std::vector<std::string>& overrides) {
-  try {
+  return with_exit_codes("tpusim validate", [&] {
     const Scenario s = load_scenario(scenario_name, overrides);
     (void)check_topology(s);
     const ir::ProgramSet programs = programs_for(s);
@@ -227,10 +244,7 @@ int validate_command(const std::string& scenario_name, const std::vector<std::st
                              s.pod.chip_count(), programs.programs.size(),
                              programs.programs.size() == 1 ? "" : "s", instructions);
     return 0;
-  } catch (const ConfigError& e) {
-    print_config_error(e);
-    return 2;
-  }
+  });
 }
 
 namespace {
@@ -267,7 +281,7 @@ void print_spec(const std::string& title, const FieldTable<Spec>& table, const S
 }  // namespace
 
 int describe_command(const std::string& what, const std::string& name) {
-  try {
+  return with_exit_codes("tpusim describe", [&] {
     if (what == "assumptions") {
       std::cout << "Modelling numbers that no source gives and that are not spec fields (spec fields that are\n"
                    "assumptions say so in `tpusim describe chip`):\n";
@@ -314,15 +328,12 @@ int describe_command(const std::string& what, const std::string& name) {
       for (const auto& [k, v] : render_scenario(s)) std::cout << fmt::format("  {:<32} {}\n", k, v);
     }
     return 0;
-  } catch (const ConfigError& e) {
-    print_config_error(e);
-    return 2;
-  }
+  });
 }
 
 int lower_command(const std::string& scenario_name, const std::vector<std::string>& overrides,
                   const std::string& out) {
-  try {
+  return with_exit_codes("tpusim lower", [&] {
     const Scenario s = load_scenario(scenario_name, overrides);
     const ir::ProgramSet programs = programs_for(s);
     if (out.empty()) {
@@ -331,17 +342,11 @@ int lower_command(const std::string& scenario_name, const std::vector<std::strin
       write_file(out, [&](std::ostream& f) { ir::write_program_json(programs, f); });
     }
     return 0;
-  } catch (const ConfigError& e) {
-    print_config_error(e);
-    return 2;
-  } catch (const std::runtime_error& e) {
-    std::cerr << "tpusim: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }
 
 int topo_command(const std::string& name, const std::string& dot_path, const std::string& svg_path) {
-  try {
+  return with_exit_codes("tpusim topo", [&] {
     const PodSpec pod = load_pod(name);
     const ChipSpec chip = load_chip(pod.chip);
     const Topology topo = build_topology(pod, chip);
@@ -375,16 +380,7 @@ int topo_command(const std::string& name, const std::string& dot_path, const std
       std::cout << "wrote " << svg_path << "\n";
     }
     return 0;
-  } catch (const ConfigError& e) {
-    print_config_error(e);
-    return 2;
-  } catch (const std::invalid_argument& e) {
-    std::cerr << "tpusim topo: " << e.what() << "\n";
-    return 2;
-  } catch (const std::runtime_error& e) {
-    std::cerr << "tpusim topo: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }
 
 }  // namespace tpusim::tools
