@@ -13,11 +13,14 @@
 
 #include <fmt/format.h>
 
+#include "tools/src/graphviz.h"
+#include "tools/src/output_folder.h"
 #include "tools/src/report.h"
 #include "tools/src/simulation_report.h"
 #include "tools/src/svg.h"
 #include "tools/src/trace.h"
 #include "tpusim/core/data_paths.h"
+#include "tpusim/core/interrupt.h"
 #include "tpusim/core/scenario.h"
 #include "tpusim/kernels/assumptions.h"
 #include "tpusim/kernels/lowering.h"
@@ -66,60 +69,28 @@ void print_config_error(const ConfigError& e) {
                            e.diagnostics().size() == 1 ? "" : "s");
 }
 
-// Runs a command's body and maps what it throws to the exit codes: bad input (ConfigError, or a spec the
-// layers below reject with std::invalid_argument) 2, anything else that fails (a write) 1.
+// Runs a command's body and maps what it throws to the exit codes: bad input (ConfigError, a refused output
+// path, or a spec the layers below reject with std::invalid_argument) 2; a Ctrl-C or SIGTERM 128 + signal;
+// anything else that fails (a write) 1. main() catches what escapes this (out of memory, internal errors).
 int with_exit_codes(const std::string& who, const std::function<int()>& body) {
   try {
     return body();
   } catch (const ConfigError& e) {
     print_config_error(e);
     return 2;
+  } catch (const OutputRefused& e) {
+    std::cerr << who << ": " << e.what() << "\n";
+    return 2;
   } catch (const std::invalid_argument& e) {
     std::cerr << who << ": " << e.what() << "\n";
     return 2;
+  } catch (const Interrupted& e) {
+    std::cerr << who << ": " << e.what() << "; nothing was written\n";
+    return e.exit_code();
   } catch (const std::runtime_error& e) {
     std::cerr << who << ": " << e.what() << "\n";
     return 1;
   }
-}
-
-// Writes a run's files into a fresh sibling folder and renames it into place only when everything is written,
-// so an interrupted or failed run never leaves output that looks complete.
-class OutputFolder {
- public:
-  explicit OutputFolder(fs::path final_dir)
-      : final_(std::move(final_dir)),
-        staging_(final_.parent_path() / fmt::format(".{}.partial-{}", final_.filename().string(), getpid())) {
-    fs::remove_all(staging_);
-    fs::create_directories(staging_);
-  }
-  ~OutputFolder() {
-    std::error_code ec;
-    if (!committed_) fs::remove_all(staging_, ec);
-  }
-  OutputFolder(const OutputFolder&) = delete;
-  OutputFolder& operator=(const OutputFolder&) = delete;
-
-  [[nodiscard]] fs::path file(const std::string& name) const { return staging_ / name; }
-  void commit() {
-    fs::remove_all(final_);
-    fs::rename(staging_, final_);
-    committed_ = true;
-  }
-
- private:
-  fs::path final_;
-  fs::path staging_;
-  bool committed_ = false;
-};
-
-// Writes one output file through `fill`; any stream failure (a full disk, say) throws, so the output folder
-// is never committed with a truncated file in it.
-void write_file(const fs::path& path, const std::function<void(std::ostream&)>& fill) {
-  std::ofstream out(path, std::ios::binary);
-  fill(out);
-  out.flush();
-  if (!out) throw std::runtime_error(fmt::format("cannot write {}", path.string()));
 }
 
 void write_text(const fs::path& path, const std::string& text) {
@@ -138,15 +109,17 @@ int run_command(const RunArgs& args) {
   Scenario scenario;
   ir::ProgramSet programs;
   std::optional<Topology> topology;
-  try {
+  fs::path out_dir;
+  const int input = with_exit_codes("tpusim run", [&] {
     scenario = load_scenario(args.scenario, args.overrides);
+    // Before any work: a run that could not write its output is refused now, not after the simulation.
+    out_dir = args.out_dir.empty() ? default_output_dir(scenario.name) : fs::path(args.out_dir);
+    (void)check_output_folder(out_dir);
     topology.emplace(check_topology(scenario));
     programs = programs_for(scenario);
-  } catch (const ConfigError& e) {
-    print_config_error(e);
-    return 2;
-  }
-  const fs::path out_dir = args.out_dir.empty() ? fs::path("out") / scenario.name : fs::path(args.out_dir);
+    return 0;
+  });
+  if (input != 0) return input;
 
   // Enough spans for a detailed one-chip timeline; a bigger trace would not open in a browser anyway.
   constexpr std::size_t kMaxTraceSpans = 2'000'000;
@@ -189,6 +162,10 @@ int run_command(const RunArgs& args) {
   } catch (const ConfigError& e) {
     print_config_error(e);
     return 2;
+  } catch (const Interrupted& e) {
+    if (interactive) std::cerr << "\n";
+    std::cerr << "tpusim: " << e.what() << "; no output was written\n";
+    return e.exit_code();
   } catch (const std::exception& e) {
     if (interactive) std::cerr << "\n";
     std::cerr << "tpusim: simulation failed: " << e.what() << "\n";
@@ -221,6 +198,9 @@ int run_command(const RunArgs& args) {
       }
     }
     folder.commit();
+  } catch (const Interrupted& e) {
+    std::cerr << "tpusim: " << e.what() << "; " << out_dir.string() << " was left as it was\n";
+    return e.exit_code();
   } catch (const std::exception& e) {
     std::cerr << "tpusim: cannot write the output folder " << out_dir.string() << ": " << e.what() << "\n";
     return 1;
@@ -335,11 +315,13 @@ int lower_command(const std::string& scenario_name, const std::vector<std::strin
                   const std::string& out) {
   return with_exit_codes("tpusim lower", [&] {
     const Scenario s = load_scenario(scenario_name, overrides);
+    // A program file names its format in its first bytes; that is how tpusim knows it may replace one.
+    const fs::path target = out.empty() ? fs::path() : check_output_file(out, "\"format\": \"tpusim-program\"");
     const ir::ProgramSet programs = programs_for(s);
     if (out.empty()) {
       ir::write_program_json(programs, std::cout);
     } else {
-      write_file(out, [&](std::ostream& f) { ir::write_program_json(programs, f); });
+      write_file_atomically(target, [&](std::ostream& f) { ir::write_program_json(programs, f); });
     }
     return 0;
   });
@@ -351,6 +333,9 @@ int topo_command(const std::string& name, const std::string& dot_path, const std
     const ChipSpec chip = load_chip(pod.chip);
     const Topology topo = build_topology(pod, chip);
     const bool drawing = !dot_path.empty() || !svg_path.empty();
+    // Refused before any work when the paths are not tpusim's to write.
+    if (!dot_path.empty()) (void)check_output_file(dot_path, kWrittenByTpusim);
+    if (!svg_path.empty()) (void)check_output_file(svg_path, kWrittenByTpusim);
     if (drawing && topo.chip_count() > kDotChipLimit) {
       std::cerr << fmt::format("tpusim topo: {} has {} chips; drawings (--dot, --svg) are limited to {} chips\n",
                                pod.name, topo.chip_count(), kDotChipLimit);
@@ -364,19 +349,13 @@ int topo_command(const std::string& name, const std::string& dot_path, const std
     }
     std::cout << describe_topology(topo);
     if (!dot_path.empty()) {
-      write_text(dot_path, dot);
+      write_file_atomically(check_output_file(dot_path, kWrittenByTpusim),
+                            [&](std::ostream& out) { out << sign_drawing(dot, false); });
       std::cout << "wrote " << dot_path << "\n";
     }
     if (!svg_path.empty()) {
-      // Graphviz lays the drawing out; scripts/install-deps.sh installs it.
-      const std::string cmd = "dot -Tsvg -o '" + svg_path + "'";
-      FILE* pipe = popen(cmd.c_str(), "w");
-      const bool ok = pipe != nullptr && std::fwrite(dot.data(), 1, dot.size(), pipe) == dot.size();
-      const int status = pipe != nullptr ? pclose(pipe) : -1;
-      if (!ok || status != 0) {
-        std::cerr << "tpusim topo: Graphviz 'dot' failed to write " << svg_path << " (is graphviz installed?)\n";
-        return 1;
-      }
+      const std::string svg = sign_drawing(graphviz_svg(dot), true);
+      write_file_atomically(check_output_file(svg_path, kWrittenByTpusim), [&](std::ostream& out) { out << svg; });
       std::cout << "wrote " << svg_path << "\n";
     }
     return 0;

@@ -1,16 +1,20 @@
 // tpusim: the command-line front end. Parses arguments with CLI11 and dispatches to the subcommands.
 #include <cstdlib>
 #include <iostream>
+#include <new>
 
 #include <CLI/CLI.hpp>
 
 #include "tools/src/commands.h"
 #include "tools/src/sweep.h"
 #include "tpusim/core/diagnostics.h"
+#include "tpusim/core/interrupt.h"
 #include "tpusim/core/logging.h"
 #include "tpusim/core/version.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_main(int argc, char** argv) {
   // The SystemC kernel prints a banner on stdout when it starts; stdout belongs to our reports.
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
 
@@ -100,6 +104,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  tpusim::install_interrupt_handlers();
   using namespace tpusim::tools;
   if (run_cmd->parsed()) return run_command(run);
   if (validate_cmd->parsed()) return validate_command(validate_scenario, validate_overrides);
@@ -108,4 +113,24 @@ int main(int argc, char** argv) {
   if (topo_cmd->parsed()) return topo_command(topo_name, topo_dot, topo_svg);
   if (sweep_cmd->parsed()) return sweep_command(sweep, "/proc/self/exe");
   return 2;
+}
+
+}  // namespace
+
+// No exception leaves main: the commands map bad input to exit 2 and failures to 1 themselves; what reaches
+// here (out of memory, an internal error) is reported in one line, exit 1.
+int main(int argc, char** argv) {
+  try {
+    return run_main(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::cerr << "tpusim: out of memory; nothing was written (try a smaller workload or pod, or fidelity: fast)\n";
+  } catch (const tpusim::Interrupted& e) {
+    std::cerr << "tpusim: " << e.what() << "; nothing was written\n";
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::cerr << "tpusim: internal error: " << e.what() << "; nothing was written (please report this)\n";
+  } catch (...) {
+    std::cerr << "tpusim: internal error (unknown exception); nothing was written (please report this)\n";
+  }
+  return 1;
 }

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -19,7 +21,9 @@
 #include "tpusim/core/config_tree.h"
 #include "tpusim/core/data_paths.h"
 #include "tpusim/core/scenario.h"
+#include "tools/src/output_folder.h"
 #include "tools/src/svg.h"
+#include "tpusim/core/interrupt.h"
 
 namespace tpusim::tools {
 namespace fs = std::filesystem;
@@ -328,7 +332,13 @@ int sweep_command(const SweepArgs& args, const std::string& self_exe) {
     std::cerr << e.what() << "\ntpusim sweep: bad input; nothing was run\n";
     return 2;
   }
-  const fs::path out = args.out_dir.empty() ? fs::path("out") / spec.name : fs::path(args.out_dir);
+  fs::path out;
+  try {
+    out = check_output_folder(args.out_dir.empty() ? default_output_dir(spec.name) : fs::path(args.out_dir));
+  } catch (const OutputRefused& e) {
+    std::cerr << "tpusim sweep: " << e.what() << "\ntpusim sweep: bad input; nothing was run\n";
+    return 2;
+  }
   const fs::path points_dir = out / "points";
 
   json plan = json::array();
@@ -341,8 +351,9 @@ int sweep_command(const SweepArgs& args, const std::string& self_exe) {
         "delete it\n", out.string());
     return 2;
   }
+  (void)claim_output_folder(out);
   fs::create_directories(points_dir);
-  std::ofstream(plan_file, std::ios::binary) << plan_doc.dump(2) << "\n";
+  write_file_atomically(plan_file, [&](std::ostream& o) { o << plan_doc.dump(2) << "\n"; });
 
   auto done = [&](const Point& p) { return fs::exists(points_dir / point_dir_name(p.index) / "summary.json"); };
 
@@ -370,14 +381,22 @@ int sweep_command(const SweepArgs& args, const std::string& self_exe) {
     const bool interactive = isatty(STDERR_FILENO) != 0;
     std::map<pid_t, std::size_t> running;
     std::size_t next = 0, finished = 0;
-    while (next < todo.size() || !running.empty()) {
-      while (next < todo.size() && running.size() < static_cast<std::size_t>(jobs)) {
+    bool forwarded = false;
+    while ((next < todo.size() && !interrupt_requested()) || !running.empty()) {
+      if (interrupt_requested() && !forwarded) {
+        // Points stop cleanly on SIGTERM (removing their staged output); a Ctrl-C on a terminal reaches
+        // them directly, a SIGTERM sent to this process alone (a scheduler cancelling the job) does not.
+        for (const auto& [pid, index] : running) kill(pid, SIGTERM);
+        forwarded = true;
+      }
+      while (next < todo.size() && running.size() < static_cast<std::size_t>(jobs) && !interrupt_requested()) {
         const Point& p = *todo[next++];
         const fs::path dir = points_dir / point_dir_name(p.index);
         running[spawn(run_argv(self_exe, spec, p, dir), points_dir / (point_dir_name(p.index) + ".log"))] = p.index;
       }
       int status = 0;
       const pid_t pid = wait(&status);
+      if (pid < 0 && errno == EINTR) continue;  // a signal: the loop head looks at it
       if (pid < 0) break;
       const auto it = running.find(pid);
       if (it == running.end()) continue;
@@ -391,6 +410,12 @@ int sweep_command(const SweepArgs& args, const std::string& self_exe) {
                   << (finished == todo.size() ? "\n" : "");
       }
     }
+  }
+
+  if (interrupt_requested()) {
+    std::cerr << fmt::format("\ntpusim sweep: {}; finished points are kept in {}, run the sweep again to resume\n",
+                             Interrupted(interrupt_signal()).what(), points_dir.string());
+    return 128 + interrupt_signal();
   }
 
   std::vector<Row> rows;
