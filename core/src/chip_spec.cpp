@@ -14,7 +14,7 @@ const FieldTable<ChipSpec>& chip_fields() {
     t.add<std::string>("generation", [](S& s) -> std::string& { return s.generation; }, std::nullopt,
                        "TPU generation (v2, v3, v4, v5e, v5p, v6e)");
     t.add<int>("tensorcores", [](S& s) -> int& { return s.tensorcores; }, std::nullopt, "TensorCores per chip",
-               at_least(1));
+               in_range(1, 256));  // programs name a core in 8 bits (ir::Instruction::core)
     t.add<Hertz>("clock", [](S& s) -> Hertz& { return s.clock; }, std::nullopt, "core clock", positive<Hertz>());
     t.add<FlopsPerSecond>("peak_bf16", [](S& s) -> FlopsPerSecond& { return s.peak_bf16; }, std::nullopt,
                           "published peak bf16 rate per chip", positive<FlopsPerSecond>());

@@ -74,6 +74,15 @@ std::string ConfigNode::describe() const {
   return "?";
 }
 
+void ConfigNode::relocate(const SourceLoc& loc) {
+  loc_ = loc;
+  for (auto& e : entries_) {
+    e.key_loc = loc;
+    e.value.relocate(loc);
+  }
+  for (auto& item : items_) item.relocate(loc);
+}
+
 // Converts yaml-cpp nodes, attaching locations and trailing comments.
 class ConfigLoader {
  public:
@@ -216,16 +225,24 @@ bool split_assignment(std::string_view assignment, std::string& path, std::strin
   return true;
 }
 
-void apply_override(ConfigNode& root, std::string_view assignment, Diagnostics& diags) {
-  const std::string origin = fmt::format("--set {}", assignment);
+void apply_override(ConfigNode& root, const Override& override, Diagnostics& diags) {
+  const std::string origin = fmt::format("--set {}", override.assignment);
+  // Given on the command line, a value has no useful line: errors name the argument itself.
+  const bool from_file = !override.value.file.empty();
+  const SourceLoc key_loc = from_file ? override.key : SourceLoc{origin, 0, 0};
+  const SourceLoc value_loc = from_file ? override.value : SourceLoc{origin, 0, 0};
   std::string path, value;
-  if (!split_assignment(assignment, path, value) || path.empty()) {
-    diags.error(SourceLoc{origin, 0, 0}, "", "malformed override", "key.path=value",
-                fmt::format("'{}'", assignment));
+  if (!split_assignment(override.assignment, path, value) || path.empty()) {
+    diags.error(key_loc, "", "malformed override", "key.path=value", fmt::format("'{}'", override.assignment));
     return;
   }
-  ConfigNode parsed = load_yaml_string(value, origin, diags);
-  // Scalars parsed from the command line have no useful line; keep just the origin.
+  Diagnostics parse_diags;
+  ConfigNode parsed = load_yaml_string(value, origin, parse_diags);
+  for (Diagnostic d : parse_diags.items()) {
+    d.loc = value_loc;
+    diags.add(std::move(d));
+  }
+  parsed.relocate(value_loc);
   std::vector<std::string> parts;
   std::string part;
   for (char c : path) {
@@ -237,20 +254,23 @@ void apply_override(ConfigNode& root, std::string_view assignment, Diagnostics& 
     }
   }
   parts.push_back(part);
-  const SourceLoc loc{origin, 0, 0};
-  if (!root.is_map()) root = ConfigNode::make_map(loc);
+  if (!root.is_map()) root = ConfigNode::make_map(key_loc);
   ConfigNode* node = &root;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const bool last = i + 1 == parts.size();
     ConfigNode* child = node->find(parts[i]);
     if (last) {
-      if (parsed.is_null() && !value.empty()) parsed = ConfigNode::make_scalar(value, loc);
-      node->set(parts[i], loc, std::move(parsed));
+      if (parsed.is_null() && !value.empty()) parsed = ConfigNode::make_scalar(value, value_loc);
+      node->set(parts[i], key_loc, std::move(parsed));
       return;
     }
-    if (child == nullptr || !child->is_map()) child = &node->set(parts[i], loc, ConfigNode::make_map(loc));
+    if (child == nullptr || !child->is_map()) child = &node->set(parts[i], key_loc, ConfigNode::make_map(key_loc));
     node = child;
   }
+}
+
+void apply_override(ConfigNode& root, std::string_view assignment, Diagnostics& diags) {
+  apply_override(root, Override{std::string(assignment), {}, {}}, diags);
 }
 
 }  // namespace tpusim

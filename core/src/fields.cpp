@@ -28,6 +28,10 @@ bool parse_quantity_node(const ConfigNode& n, Dimension want, double& out, std::
     char* end = nullptr;
     (void)std::strtod(n.scalar().c_str(), &end);
     if (end != n.scalar().c_str() && *end == '\0') expected += "; a bare number has no unit";
+    if (quantity_out_of_range(n.scalar())) {
+      expected = fmt::format("a finite {}, e.g. '{}' (this value is out of range)", dimension_name(want),
+                             dimension_example(want));
+    }
     return false;
   }
   if (q->dimension != want) {
@@ -196,6 +200,25 @@ Constraint<double> fraction() {
 
 Constraint<int> at_least(int lo) {
   return [lo](const int& v) { return v >= lo ? std::string{} : fmt::format("an integer >= {}", lo); };
+}
+
+Constraint<int> in_range(int lo, int hi) {
+  return [lo, hi](const int& v) {
+    return v >= lo && v <= hi ? std::string{} : fmt::format("an integer in [{}, {}]", lo, hi);
+  };
+}
+
+Constraint<std::int64_t> in_range(std::int64_t lo, std::int64_t hi) {
+  return [lo, hi](const std::int64_t& v) {
+    return v >= lo && v <= hi ? std::string{} : fmt::format("an integer in [{}, {}]", lo, hi);
+  };
+}
+
+Constraint<Bytes> in_range(Bytes lo, Bytes hi) {
+  return [lo, hi](const Bytes& v) {
+    return v >= lo && v <= hi ? std::string{}
+                              : fmt::format("a size from {} to {}", format_bytes(lo), format_bytes(hi));
+  };
 }
 
 Constraint<std::string> one_of(std::vector<std::string> choices) {

@@ -1,5 +1,7 @@
 #include "tpusim/core/pod_spec.h"
 
+#include <climits>
+
 #include <fmt/format.h>
 
 namespace tpusim {
@@ -74,6 +76,13 @@ PodSpec resolve_pod(const ConfigNode& root, const std::string& path, Diagnostics
         }
       }
     }
+  }
+  if (spec.chip_count() > kMaxChips) {
+    // Named where the shape was written (a scenario's override or --set, else the pod file).
+    err("shape", "the pod has too many chips",
+        fmt::format("at most {} chips (shape x pods)", kMaxChips),
+        fmt::format("{} x {} pods{}", format_value(spec.shape), spec.pods,
+                    spec.chip_count() == LLONG_MAX ? " (beyond 64 bits)" : ""));
   }
   if (spec.twisted && axes != 3) err("twisted", "twisting applies to 3D tori only", "false", "true");
   return spec;

@@ -57,11 +57,11 @@ const FieldTable<ModelSpec>& gemm_fields() {
   static const FieldTable<ModelSpec> table = [] {
     auto t = model_base_fields();
     t.add<std::int64_t>("m", [](S& s) -> std::int64_t& { return s.gemm.m; }, std::nullopt, "rows of A and C",
-                        positive<std::int64_t>());
+                        in_range(std::int64_t{1}, kMaxDimension));
     t.add<std::int64_t>("k", [](S& s) -> std::int64_t& { return s.gemm.k; }, std::nullopt,
-                        "contraction dimension", positive<std::int64_t>());
+                        "contraction dimension", in_range(std::int64_t{1}, kMaxDimension));
     t.add<std::int64_t>("n", [](S& s) -> std::int64_t& { return s.gemm.n; }, std::nullopt, "columns of B and C",
-                        positive<std::int64_t>());
+                        in_range(std::int64_t{1}, kMaxDimension));
     return t;
   }();
   return table;
@@ -93,7 +93,7 @@ const FieldTable<ModelSpec>& collective_fields() {
                                   {"permute", CollectiveKind::permute}},
                                  std::nullopt, "the collective");
     t.add<Bytes>("bytes", [](S& s) -> Bytes& { return s.collective.bytes; }, std::nullopt,
-                 "buffer size per chip", positive<Bytes>());
+                 "buffer size per chip", in_range(Bytes(1), Bytes(std::uint64_t{1} << 48)));
     t.add<std::vector<int>>("axes", [](S& s) -> std::vector<int>& { return s.collective.axes; }, "[]",
                             "torus axes taking part (0-based); [] = every axis");
     t.add<std::string>("algorithm", [](S& s) -> std::string& { return s.collective.algorithm; }, "auto",
@@ -110,7 +110,7 @@ const FieldTable<WorkloadSpec>& workload_fields() {
     t.add<std::string>("program", [](S& s) -> std::string& { return s.program; }, "",
                        "path to a program file (tpusim lower's format) to run instead of a model");
     t.add<std::int64_t>("batch", [](S& s) -> std::int64_t& { return s.batch; }, "1",
-                        "examples per step (global batch)", positive<std::int64_t>());
+                        "examples per step (global batch)", in_range(std::int64_t{1}, kMaxDimension));
     t.add_choice<StepKind>("step", [](S& s) -> StepKind& { return s.step; },
                            {{"forward", StepKind::forward}, {"train", StepKind::train}}, "train",
                            "forward pass only, or a training step (forward, backward, optimizer update)");
@@ -128,7 +128,7 @@ const FieldTable<WorkloadSpec>& workload_fields() {
     t.add<Bytes>("input.bytes_per_example", [](S& s) -> Bytes& { return s.input.bytes_per_example; }, "0 B",
                  "bytes of one example sent host -> chip over PCIe (MLP: an infeed of batch x this per step); "
                  "0 = none",
-                 non_negative<Bytes>());
+                 in_range(Bytes(0), Bytes(std::uint64_t{1} << 32)));
     t.add<int>("input.prefetch", [](S& s) -> int& { return s.input.prefetch; }, "2",
                "steps of input the host prepares ahead; > 0 overlaps the next step's input with this step, 0 = "
                "the step waits for its input",
@@ -183,9 +183,9 @@ const FieldTable<Scenario>& scenario_fields() {
   return table;
 }
 
-bool is_reference_override(const std::string& assignment) {
+bool is_reference_override(const Override& o) {
   std::string path, value;
-  if (!split_assignment(assignment, path, value)) return false;
+  if (!split_assignment(o.assignment, path, value)) return false;
   return path == "pod" || path == "chip" || path == "workload.model";
 }
 
@@ -266,6 +266,13 @@ ConfigNode load_root(const std::string& folder, const std::string& name_or_path,
 }  // namespace
 
 Scenario load_scenario(const std::string& name_or_path, const std::vector<std::string>& overrides) {
+  std::vector<Override> located;
+  located.reserve(overrides.size());
+  for (const auto& o : overrides) located.push_back(Override{o, {}, {}});
+  return load_scenario_with_overrides(name_or_path, located);
+}
+
+Scenario load_scenario_with_overrides(const std::string& name_or_path, const std::vector<Override>& overrides) {
   Diagnostics diags;
   fs::path scenario_file;
   ConfigNode tree = load_root("scenarios", name_or_path, "scenario", diags, scenario_file);
@@ -349,7 +356,12 @@ Scenario load_scenario(const std::string& name_or_path, const std::vector<std::s
       }
       s.workload.program = path.string();
       if (model != nullptr) {
-        diags.error(model->loc(), "workload.model", "a workload runs a model or a program file, not both",
+        // Named where `model:` is written, not inside the model file it named.
+        SourceLoc where = model->loc();
+        for (const auto& e : workload->entries()) {
+          if (e.key == "model") where = e.key_loc;
+        }
+        diags.error(where, "workload.model", "a workload runs a model or a program file, not both",
                     "only one of workload.model and workload.program", "both");
       }
     } else if (model == nullptr) {

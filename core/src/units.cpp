@@ -109,19 +109,43 @@ std::string_view dimension_example(Dimension d) {
   return "";
 }
 
-std::optional<ParsedQuantity> parse_quantity(std::string_view text) {
+namespace {
+
+// Splits "<number> <unit>" into the number and its unit; false when the text is not of that form.
+bool split_quantity(std::string_view text, double& number, const UnitDef*& unit) {
   std::string s(text);
   const char* begin = s.c_str();
   char* end = nullptr;
-  double number = std::strtod(begin, &end);
-  if (end == begin || !std::isfinite(number)) return std::nullopt;
+  number = std::strtod(begin, &end);
+  if (end == begin) return false;
   std::string_view rest(end);
   while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.front()))) rest.remove_prefix(1);
   while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.back()))) rest.remove_suffix(1);
   for (const auto& u : kUnits) {
-    if (rest == u.symbol) return ParsedQuantity{number * u.factor, u.dimension};
+    if (rest == u.symbol) {
+      unit = &u;
+      return true;
+    }
   }
-  return std::nullopt;
+  return false;
+}
+
+}  // namespace
+
+std::optional<ParsedQuantity> parse_quantity(std::string_view text) {
+  double number = 0;
+  const UnitDef* unit = nullptr;
+  if (!split_quantity(text, number, unit)) return std::nullopt;
+  // A finite number times its unit can still overflow a double ("1e308 GHz"): that is no quantity either.
+  const double si = number * unit->factor;
+  if (!std::isfinite(number) || !std::isfinite(si)) return std::nullopt;
+  return ParsedQuantity{si, unit->dimension};
+}
+
+bool quantity_out_of_range(std::string_view text) {
+  double number = 0;
+  const UnitDef* unit = nullptr;
+  return split_quantity(text, number, unit) && !std::isfinite(number * unit->factor);
 }
 
 std::string units_for(Dimension d) {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "pipeline.h"
+#include "tpusim/core/checked.h"
 #include "tpusim/core/diagnostics.h"
 #include "tpusim/kernels/lowering.h"
 
@@ -23,14 +24,14 @@ constexpr double kStepRankingSeconds = 50e-9;
 constexpr std::int64_t kRowGranule = 8;
 constexpr std::uint64_t kAccumulatorBytes = 4;  // f32 (int32 for int8) accumulation
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
 std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
 
 // Tile sizes tried along a dimension: power-of-two multiples of the granule below the dimension, and the
 // whole dimension.
 std::vector<std::int64_t> candidates(std::int64_t dim, std::int64_t granule) {
   std::vector<std::int64_t> out;
-  for (std::int64_t t = granule; t < dim; t *= 2) out.push_back(t);
+  for (std::int64_t t = granule; t < dim; t = t <= dim / 2 ? t * 2 : dim) out.push_back(t);
   out.push_back(dim);
   return out;
 }
@@ -53,8 +54,9 @@ struct Counts {
 Counts counts(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t tm,
               std::int64_t tk, std::int64_t tn) {
   Counts c{ceil_div(m, tm), ceil_div(n, tn), ceil_div(k, tk), 0, 0};
-  c.tiles_per_core = ceil_div(c.nm * c.nn, chip.tensorcores);
-  c.steps_per_core = c.tiles_per_core * c.nk;
+  // Saturating: a tiling of absurdly many steps ranks last (and the resource estimate refuses it).
+  c.tiles_per_core = ceil_div(saturating_mul(c.nm, c.nn), chip.tensorcores);
+  c.steps_per_core = saturating_mul(c.tiles_per_core, c.nk);
   return c;
 }
 
@@ -71,40 +73,46 @@ GemmTiling tile_gemm(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::
 
   GemmTiling best;
   std::tuple<double, double, std::int64_t, int> best_key{0, 0, 0, 0};
-  std::uint64_t smallest = 0;
+  double smallest = 0;
   for (std::int64_t tm : candidates(m, chip.mxu.rows)) {
     for (std::int64_t tn : candidates(n, chip.mxu.cols)) {
       for (std::int64_t tk : candidates(k, chip.mxu.rows)) {
        for (int buffers = 2; buffers <= detail::kMaxOperandBuffers; ++buffers) {
         const Counts c = counts(chip, m, k, n, tm, tk, tn);
-        const std::uint64_t vmem =
-            static_cast<std::uint64_t>(std::min<std::int64_t>(buffers, c.steps_per_core) * (tm * tk + tk * tn)) *
-                eb +
-            static_cast<std::uint64_t>(std::min<std::int64_t>(2, c.tiles_per_core) * tm * tn) * kAccumulatorBytes;
-        if (smallest == 0 || vmem < smallest) smallest = vmem;
-        if (vmem > budget) continue;
+        // In double until it is known to fit (shapes up to kMaxDimension would overflow 64-bit integers).
+        const double tile_elements = static_cast<double>(tm) * static_cast<double>(tk) +
+                                     static_cast<double>(tk) * static_cast<double>(tn);
+        const double vmem_bytes =
+            static_cast<double>(std::min<std::int64_t>(buffers, c.steps_per_core)) * tile_elements *
+                static_cast<double>(eb) +
+            static_cast<double>(std::min<std::int64_t>(2, c.tiles_per_core)) * static_cast<double>(tm) *
+                static_cast<double>(tn) * kAccumulatorBytes;
+        if (smallest == 0 || vmem_bytes < smallest) smallest = vmem_bytes;
+        if (vmem_bytes > static_cast<double>(budget)) continue;
+        const auto vmem = static_cast<std::uint64_t>(vmem_bytes);
         const double hbm = static_cast<double>(eb) * (static_cast<double>(m) * k * c.nn +
                                                       static_cast<double>(k) * n * c.nm + static_cast<double>(m) * n);
         // Weight-stationary MXU time of one full step: its R x C weight tiles dealt over the core's arrays,
         // max(rows, R) cycles each (rows padded to the 8-row granule); back-to-back steps pipeline, so the
         // busiest core pays that per step plus one fill and drain (2R + C) at the end.
         const std::int64_t step_tiles = ceil_div(ceil_div(tk, r) * ceil_div(tn, cols), chip.mxu.per_core);
-        const double step_cycles = static_cast<double>(step_tiles * std::max(round_up(tm, kRowGranule), r));
+        const double step_cycles =
+            static_cast<double>(step_tiles) * static_cast<double>(std::max(round_up(tm, kRowGranule), r));
         const double drain_s = static_cast<double>(2 * r + cols) / chip.clock.value();
         const double active = static_cast<double>(std::min<std::int64_t>(cores_of(chip), c.nm * c.nn));
         // With D operand buffers, the loads of step s+D start when the matmul of step s has drained, and
         // must land before step s+D streams; they overlap the loads already in flight, so D steps last at
         // least drain + HBM latency + one step's loads of every core + one step's matmul.
         const double step_mxu_s = step_cycles / chip.clock.value();
-        const double step_hbm_s = active * static_cast<double>((tm * tk + tk * tn) * eb) / bw;
+        const double step_hbm_s = active * tile_elements * static_cast<double>(eb) / bw;
         const double step_s =
             std::max({step_mxu_s, step_hbm_s, (drain_s + latency + step_hbm_s + step_mxu_s) / buffers});
         const double mxu_s = static_cast<double>(c.steps_per_core) * step_s;
         // Exposed: the first step's loads of every core (nothing to hide them behind) and, at the end, the
         // last step's matmul and the last C tiles' stores.
-        const double head_s = latency + active * static_cast<double>((tm * tk + tk * tn) * eb) / bw;
+        const double head_s = latency + active * tile_elements * static_cast<double>(eb) / bw;
         const double tail_s = step_cycles / chip.clock.value() + drain_s + latency +
-                              active * static_cast<double>(tm * tn * eb) / bw;
+                              active * static_cast<double>(tm) * static_cast<double>(tn) * static_cast<double>(eb) / bw;
         const double time = std::max(mxu_s, hbm / bw) + head_s + tail_s +
                             static_cast<double>(c.steps_per_core) * kStepRankingSeconds;
         const std::tuple<double, double, std::int64_t, int> key{time, hbm, c.steps_per_core, buffers};
@@ -117,8 +125,8 @@ GemmTiling tile_gemm(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::
     }
   }
   if (best.tm == 0) {
-    const auto needed = static_cast<std::uint64_t>(static_cast<double>(smallest) / kGemmVmemFraction) + 1;
-    throw ConfigError({Diagnostic{SourceLoc{chip.name}, "chip.vmem.capacity",
+    const auto needed = static_cast<std::uint64_t>(std::min(smallest / kGemmVmemFraction + 1, 1.8e19));
+    throw ConfigError({Diagnostic{detail::vmem_capacity_origin(chip), "chip.vmem.capacity",
                                   fmt::format("VMEM too small for the smallest tile of a {}x{}x{} GEMM", m, k, n),
                                   fmt::format("at least {} (a GEMM may use {}% of VMEM)", format_bytes(Bytes(needed)),
                                               kGemmVmemFraction * 100),

@@ -7,6 +7,11 @@
 
 namespace tpusim::kernels::detail {
 
+SourceLoc vmem_capacity_origin(const ChipSpec& chip) {
+  const auto it = chip.origins.find("vmem.capacity");
+  return it != chip.origins.end() && !it->second.defaulted ? it->second.loc : SourceLoc{chip.name};
+}
+
 namespace {
 
 // What a core's stream remembers: the last two steps (pending steps, their loads and computes) and the

@@ -18,9 +18,14 @@
 #include <string_view>
 #include <vector>
 
+#include "tpusim/core/chip_spec.h"
 #include "tpusim/kernels/program.h"
 
 namespace tpusim::kernels::detail {
+
+// Where the chip's VMEM capacity was written (the chip file, a scenario override or a --set), for errors
+// about a VMEM too small for the work; the chip's name when the spec was built without origins.
+[[nodiscard]] SourceLoc vmem_capacity_origin(const ChipSpec& chip);
 
 inline constexpr int kMaxOperandBuffers = 3;
 

@@ -83,7 +83,7 @@ std::vector<std::uint32_t> lower_vector_pass(ir::Program& prog, const ChipSpec& 
   const auto budget = static_cast<std::uint64_t>(chip.vmem.capacity.as_double() * kVectorVmemFraction);
   const std::int64_t fit = static_cast<std::int64_t>(budget / (2 * (in_b + out_b))) / vreg * vreg;
   if (fit == 0) {
-    throw ConfigError({Diagnostic{SourceLoc{chip.name}, "chip.vmem.capacity",
+    throw ConfigError({Diagnostic{detail::vmem_capacity_origin(chip), "chip.vmem.capacity",
                                   fmt::format("VMEM too small for one vreg chunk of vector pass {}", label),
                                   fmt::format("at least {}", format_bytes(Bytes(static_cast<std::uint64_t>(
                                                                  2 * (in_b + out_b) * vreg / kVectorVmemFraction)))),

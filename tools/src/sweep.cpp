@@ -44,6 +44,8 @@ struct SweepSpec {
   fs::path scenario;  // resolved path of the base scenario
   std::vector<Axis> grid;
   Analysis analysis = Analysis::none;
+  // Where each "key=value" of the grid is written in the sweep file, so that a bad value is reported there.
+  std::map<std::string, Override> written_at;
 };
 
 struct Point {
@@ -121,7 +123,11 @@ SweepSpec load_sweep(const std::string& name_or_path) {
         continue;
       }
       Axis axis{e.key, {}};
-      for (const auto& v : e.value.items()) axis.values.push_back(yaml_text(v));
+      for (const auto& v : e.value.items()) {
+        axis.values.push_back(yaml_text(v));
+        const std::string assignment = e.key + "=" + axis.values.back();
+        spec.written_at.emplace(assignment, Override{assignment, e.key_loc, v.loc()});
+      }
       spec.grid.push_back(std::move(axis));
     }
   }
@@ -327,7 +333,11 @@ int sweep_command(const SweepArgs& args, const std::string& self_exe) {
     spec = load_sweep(args.sweep);
     points = expand(spec);
     // Every point must resolve before anything runs: a typo in the grid is bad input, not 40 failed runs.
-    for (const auto& p : points) (void)load_scenario(spec.scenario.string(), p.overrides);
+    for (const auto& p : points) {
+      std::vector<Override> located;
+      for (const auto& o : p.overrides) located.push_back(spec.written_at.at(o));
+      (void)load_scenario_with_overrides(spec.scenario.string(), located);
+    }
   } catch (const ConfigError& e) {
     std::cerr << e.what() << "\ntpusim sweep: bad input; nothing was run\n";
     return 2;

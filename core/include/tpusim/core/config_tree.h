@@ -42,6 +42,8 @@ class ConfigNode {
   void erase(std::string_view key);
   // Describes the node for "found:" in errors: "a map", "a list", "'100 GB'", "nothing".
   [[nodiscard]] std::string describe() const;
+  // Gives this node and everything below it the location `loc` (a value that came from elsewhere).
+  void relocate(const SourceLoc& loc);
 
  private:
   friend class ConfigLoader;
@@ -68,9 +70,19 @@ struct ConfigNode::Entry {
 // Overlays `overlay` onto `base`: maps merge key by key, anything else replaces.
 void merge_into(ConfigNode& base, const ConfigNode& overlay);
 
-// Applies `--set dotted.path=value`. The value is parsed as YAML (so lists like [4,4,4] work) and replaces
-// or creates the node at the path; intermediate maps are created as needed. Whether the key is allowed is
-// decided later by the schema, which names the override as the origin of any error.
+// An override "dotted.path=value" and where it was written: `key` and `value` locate it in a file (a sweep's
+// grid); left empty, it was given on the command line and errors name it as "--set dotted.path=value".
+struct Override {
+  std::string assignment;
+  SourceLoc key;
+  SourceLoc value;
+};
+
+// Applies an override. The value is parsed as YAML (so lists like [4,4,4] work) and replaces or creates the
+// node at the path; intermediate maps are created as needed. Whether the key is allowed is decided later by
+// the schema, which names the override's origin in any error.
+void apply_override(ConfigNode& root, const Override& override, Diagnostics& diags);
+// The same for a command-line `--set` argument.
 void apply_override(ConfigNode& root, std::string_view assignment, Diagnostics& diags);
 
 // Splits "a.b.c=value" at the first '='; false when there is none.

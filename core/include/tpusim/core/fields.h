@@ -55,6 +55,11 @@ template <class T> Constraint<T> positive();             // > 0 (sizes, rates, c
 template <class T> Constraint<T> non_negative();         // >= 0
 Constraint<double> fraction();                           // in (0, 1]
 Constraint<int> at_least(int lo);
+Constraint<int> in_range(int lo, int hi);                              // lo <= v <= hi
+Constraint<std::int64_t> in_range(std::int64_t lo, std::int64_t hi);   // lo <= v <= hi
+Constraint<Bytes> in_range(Bytes lo, Bytes hi);                        // lo <= v <= hi
+// Largest shape dimension (GEMM m, k, n; batch): any product of two stays far inside 64 bits.
+inline constexpr std::int64_t kMaxDimension = std::int64_t{1} << 31;
 Constraint<std::string> one_of(std::vector<std::string> choices);
 Constraint<std::vector<int>> positive_list(std::size_t min_len, std::size_t max_len);
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "tpusim/core/checked.h"
 #include "tpusim/core/config_tree.h"
 #include "tpusim/core/fields.h"
 
@@ -22,12 +23,17 @@ struct PodSpec {
   int pods = 1;                  // multislice: number of such slices joined by the DCN
   std::map<std::string, FieldOrigin> origins;
 
+  // Chips of all pods; saturates at LLONG_MAX for an absurd shape (resolve_pod rejects any above kMaxChips).
   [[nodiscard]] long long chip_count() const {
     long long n = 1;
-    for (int d : shape) n *= d;
-    return n * pods;
+    for (int d : shape) n = saturating_mul<long long>(n, d);
+    return saturating_mul<long long>(n, pods);
   }
 };
+
+// Chip ids are 32-bit and chip indices are ints: a pod (all its slices) has at most this many chips. The
+// resource guards refuse far smaller pods on real machines; this bound keeps the arithmetic exact.
+inline constexpr long long kMaxChips = (1LL << 31) - 1;
 
 [[nodiscard]] const FieldTable<PodSpec>& pod_fields();
 

@@ -112,6 +112,9 @@ struct Scenario {
 // Resolves a scenario given as a bundled name (scenarios/NAME.yaml) or a path. Throws ConfigError with
 // every problem found.
 [[nodiscard]] Scenario load_scenario(const std::string& name_or_path, const std::vector<std::string>& overrides);
+// The same with overrides that were written in a file (a sweep's grid): errors name that file and line.
+[[nodiscard]] Scenario load_scenario_with_overrides(const std::string& name_or_path,
+                                                   const std::vector<Override>& overrides);
 
 // The resolved scenario as a flat, ordered list of (dotted key, value with units) for reports.
 [[nodiscard]] std::vector<std::pair<std::string, std::string>> render_scenario(const Scenario& s);

@@ -93,8 +93,11 @@ struct ParsedQuantity {
 };
 
 // Parses "<number> <unit>" (the space is optional). Returns nullopt for text that is not a number followed
-// by a known unit; the caller reports the error with its location.
+// by a known unit, and for values that are not finite in SI units ("inf GB/s", "1e308 GHz"); the caller
+// reports the error with its location.
 [[nodiscard]] std::optional<ParsedQuantity> parse_quantity(std::string_view text);
+// True when `text` is a number with a known unit whose value is not finite ("1e308 GHz", "inf s").
+[[nodiscard]] bool quantity_out_of_range(std::string_view text);
 
 // The units accepted for a dimension, for error messages ("B, KiB, MiB, ...").
 [[nodiscard]] std::string units_for(Dimension d);
