@@ -1,9 +1,13 @@
 #include "tpusim/core/config_tree.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 namespace tpusim {
@@ -89,9 +93,21 @@ class ConfigLoader {
   ConfigLoader(std::string origin, std::vector<std::string> lines, Diagnostics& diags)
       : origin_(std::move(origin)), lines_(std::move(lines)), diags_(diags) {}
 
-  ConfigNode convert(const YAML::Node& y, const std::string& path) {
+  ConfigNode convert(const YAML::Node& y, const std::string& path, int depth = 0) {
     ConfigNode n;
     n.loc_ = loc_of(y.Mark());
+    // Aliases are expanded here (yaml-cpp shares the aliased node): bound what that can produce, so a file
+    // of nested aliases ("billion laughs") or an alias to its own ancestor is an error, not a crash.
+    if (exhausted_) return n;
+    if (++nodes_ > kMaxYamlNodes || depth > kMaxYamlDepth) {
+      exhausted_ = true;
+      diags_.error(n.loc_, path.size() > 60 ? path.substr(0, 57) + "..." : path,
+                   depth > kMaxYamlDepth ? fmt::format("nested more than {} levels deep", kMaxYamlDepth)
+                                         : fmt::format("more than {} values", kMaxYamlNodes),
+                   "a configuration of reasonable size",
+                   "a document that keeps growing here (nested or self-referencing aliases?)");
+      return n;
+    }
     switch (y.Type()) {
       case YAML::NodeType::Undefined:
       case YAML::NodeType::Null:
@@ -106,11 +122,12 @@ class ConfigLoader {
         n.kind_ = ConfigNode::Kind::seq;
         n.comment_ = trailing_comment(y.Mark());
         std::size_t i = 0;
-        for (const auto& item : y) n.items_.push_back(convert(item, fmt::format("{}[{}]", path, i++)));
+        for (const auto& item : y) n.items_.push_back(convert(item, fmt::format("{}[{}]", path, i++), depth + 1));
         break;
       }
       case YAML::NodeType::Map:
         n.kind_ = ConfigNode::Kind::map;
+        std::unordered_set<std::string> seen;
         for (const auto& kv : y) {
           const SourceLoc key_loc = loc_of(kv.first.Mark());
           if (!kv.first.IsScalar()) {
@@ -119,11 +136,11 @@ class ConfigLoader {
           }
           const std::string key = kv.first.Scalar();
           const std::string child_path = path.empty() ? key : path + "." + key;
-          if (n.find(key) != nullptr) {
+          if (!seen.insert(key).second) {
             diags_.error(key_loc, child_path, "duplicate key", "each key once", fmt::format("'{}' again", key));
             continue;
           }
-          n.entries_.push_back(ConfigNode::Entry{key, key_loc, convert(kv.second, child_path)});
+          n.entries_.push_back(ConfigNode::Entry{key, key_loc, convert(kv.second, child_path, depth + 1)});
         }
         break;
     }
@@ -138,15 +155,20 @@ class ConfigLoader {
 
   // The comment after the value on its line. Values in our configs never contain " #", so the first " #"
   // after the value's column starts the comment (yaml-cpp does not keep comments).
-  std::string trailing_comment(const YAML::Mark& m) const {
+  std::string trailing_comment(const YAML::Mark& m) {
     if (m.line < 0 || static_cast<std::size_t>(m.line) >= lines_.size()) return {};
     const std::string& line = lines_[static_cast<std::size_t>(m.line)];
     const std::size_t from = static_cast<std::size_t>(std::max(0, m.column));
-    std::size_t hash = line.find('#', from);
-    while (hash != std::string::npos && hash > 0 && line[hash - 1] != ' ' && line[hash - 1] != '\t') {
-      hash = line.find('#', hash + 1);
+    // Where comments may start on this line, found once per line (a long flow list has many values on one).
+    auto [it, fresh] = comment_starts_.try_emplace(m.line);
+    if (fresh) {
+      for (std::size_t h = line.find('#'); h != std::string::npos; h = line.find('#', h + 1)) {
+        if (h == 0 || line[h - 1] == ' ' || line[h - 1] == '\t') it->second.push_back(h);
+      }
     }
-    if (hash == std::string::npos) return {};
+    const auto start = std::lower_bound(it->second.begin(), it->second.end(), from);
+    if (start == it->second.end()) return {};
+    const std::size_t hash = *start;
     std::string c = line.substr(hash + 1);
     const auto first = c.find_first_not_of(" \t");
     const auto last = c.find_last_not_of(" \t\r");
@@ -156,6 +178,9 @@ class ConfigLoader {
   std::string origin_;
   std::vector<std::string> lines_;
   Diagnostics& diags_;
+  std::unordered_map<int, std::vector<std::size_t>> comment_starts_;
+  std::size_t nodes_ = 0;
+  bool exhausted_ = false;
 };
 
 namespace {
@@ -176,9 +201,18 @@ std::vector<std::string> split_lines(std::string_view text) {
 }  // namespace
 
 ConfigNode load_yaml_string(std::string_view text, const std::string& origin, Diagnostics& diags) {
+  if (text.size() > kMaxYamlBytes) {
+    diags.error(SourceLoc{origin, 0, 0}, "", "file too large for a configuration",
+                fmt::format("at most {} MiB", kMaxYamlBytes >> 20), fmt::format("{} bytes", text.size()));
+    return ConfigNode{};
+  }
   YAML::Node root;
   try {
     root = YAML::Load(std::string(text));
+  } catch (const YAML::DeepRecursion& e) {
+    diags.error(SourceLoc{origin, e.mark.line + 1, e.mark.column + 1}, "", "malformed YAML",
+                "a configuration of reasonable size", fmt::format("nesting deeper than {} levels", e.depth()));
+    return ConfigNode{};
   } catch (const YAML::Exception& e) {
     const int line = e.mark.line >= 0 ? e.mark.line + 1 : 0;
     const int col = e.mark.column >= 0 ? e.mark.column + 1 : 0;

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tpusim/core/diagnostics.h"
+#include "tpusim/core/fields.h"
 #include "tpusim/kernels/collectives.h"
 
 namespace tpusim::ir {
@@ -24,6 +25,10 @@ using nlohmann::json;
 using nlohmann::ordered_json;
 
 constexpr std::string_view kFormat = "tpusim-program";
+// Largest matmul dimension (products of two stay inside 64 bits) and largest element or byte count of one
+// instruction (256 Ti): beyond them the arithmetic of the hardware models would overflow.
+constexpr auto kMaxDim = static_cast<std::uint64_t>(kMaxDimension);
+constexpr std::uint64_t kMaxCount = std::uint64_t{1} << 48;
 constexpr int kVersion = 1;
 
 template <class E>
@@ -144,10 +149,23 @@ class Reader {
 
   void error(const std::string& ptr, std::string message, std::string expected, std::string found,
              std::string hint = {}) {
+    // A file of generated garbage can have millions of errors: the first ones say what is wrong.
+    if (diags_.size() >= kMaxErrors) {
+      ++omitted_;
+      return;
+    }
     diags_.error(SourceLoc{source_}, ptr, std::move(message), std::move(expected), std::move(found),
                  std::move(hint));
   }
   [[nodiscard]] const Diagnostics& diagnostics() const { return diags_; }
+  // The errors, with a last one counting those left out.
+  [[nodiscard]] std::vector<Diagnostic> finished() const {
+    std::vector<Diagnostic> out = diags_.items();
+    if (omitted_ > 0) {
+      out.push_back(Diagnostic{SourceLoc{source_}, "", fmt::format("... and {} more errors", omitted_), "", "", ""});
+    }
+    return out;
+  }
 
   // A required member; reports it missing otherwise.
   const json* need(const json& obj, const std::string& ptr, const std::string& key) {
@@ -204,8 +222,10 @@ class Reader {
   }
 
  private:
+  static constexpr std::size_t kMaxErrors = 50;
   std::string source_;
   Diagnostics diags_;
+  std::size_t omitted_ = 0;
 };
 
 // Reads one instruction's fields into `ins` and its dependencies into `deps`; false if anything was wrong.
@@ -237,14 +257,14 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
     else r.error(at("label"), "wrong type", "a string", Reader::describe(*it));
   }
   opt_uint("core", std::numeric_limits<std::uint8_t>::max(), ins.core);
-  opt_uint("vmem_alloc", std::numeric_limits<std::uint64_t>::max(), ins.vmem_alloc);
-  opt_uint("vmem_free", std::numeric_limits<std::uint64_t>::max(), ins.vmem_free);
+  opt_uint("vmem_alloc", kMaxCount, ins.vmem_alloc);
+  opt_uint("vmem_free", kMaxCount, ins.vmem_free);
   if (const auto it = v.find("host_seconds"); ins.kind == OpKind::host && it != v.end()) {
     if (it->is_number() && it->get<double>() >= 0) ins.host_seconds = it->get<double>();
     else r.error(at("host_seconds"), "bad value", "a number of seconds >= 0", Reader::describe(*it));
   }
   if (const auto it = v.find("bytes"); ins.kind == OpKind::vector && it != v.end()) {
-    if (const auto u = r.uint(*it, at("bytes"))) ins.bytes = *u;
+    if (const auto u = r.uint(*it, at("bytes"), kMaxCount)) ins.bytes = *u;
   }
   for (const char* f : {"model_flops", "hardware_flops"}) {
     if (const auto it = v.find(f); it != v.end()) {
@@ -252,19 +272,18 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
     }
   }
 
-  constexpr auto kI64 = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
   for (const std::string& f : fields) {
     const json* x = r.need(v, ptr, f);
     if (x == nullptr) continue;
     const std::string p = at(f);
-    auto set_int = [&](std::int64_t& dst) {
-      if (const auto u = r.uint(*x, p, kI64)) dst = static_cast<std::int64_t>(*u);
+    auto set_int = [&](std::int64_t& dst, std::uint64_t max) {
+      if (const auto u = r.uint(*x, p, max)) dst = static_cast<std::int64_t>(*u);
     };
-    if (f == "m") set_int(ins.m);
-    else if (f == "k") set_int(ins.k);
-    else if (f == "n") set_int(ins.n);
-    else if (f == "elements") set_int(ins.elements);
-    else if (f == "bytes") { if (const auto u = r.uint(*x, p)) ins.bytes = *u; }
+    if (f == "m") set_int(ins.m, kMaxDim);
+    else if (f == "k") set_int(ins.k, kMaxDim);
+    else if (f == "n") set_int(ins.n, kMaxDim);
+    else if (f == "elements") set_int(ins.elements, kMaxCount);
+    else if (f == "bytes") { if (const auto u = r.uint(*x, p, kMaxCount)) ins.bytes = *u; }
     else if (f == "dtype") { if (const auto e = r.enumeration(*x, p, kDTypes)) ins.dtype = *e; }
     else if (f == "vector_op") { if (const auto e = r.enumeration(*x, p, kVectorOps)) ins.vector_op = *e; }
     else if (f == "src") { if (const auto e = r.enumeration(*x, p, kMemories)) ins.src = *e; }
@@ -333,6 +352,111 @@ std::pair<int, int> line_column(std::string_view text, std::size_t byte) {
   return {line, column};
 }
 
+// Finds the value a JSON pointer names in `text` (valid JSON) without building a tree: the byte offset of the
+// value, or, for a pointer to a member that does not exist (a missing field), of the object lacking it.
+class PointerScanner {
+ public:
+  explicit PointerScanner(std::string_view text) : text_(text) {}
+
+  std::size_t find(std::string_view pointer) {
+    std::size_t pos = skip_ws(0);
+    std::size_t start = 0;
+    while (start < pointer.size()) {
+      // Tokens are separated by '/', with ~1 for '/' and ~0 for '~' (RFC 6901).
+      const std::size_t end = std::min(pointer.find('/', start + 1), pointer.size());
+      std::string token;
+      for (std::size_t i = start + 1; i < end; ++i) {
+        if (pointer[i] == '~' && i + 1 < end) {
+          token += pointer[i + 1] == '1' ? '/' : '~';
+          ++i;
+        } else {
+          token += pointer[i];
+        }
+      }
+      start = end;
+      const std::size_t inner = step(pos, token);
+      if (inner == std::string_view::npos) return pos;  // not there: the enclosing value
+      pos = inner;
+    }
+    return pos;
+  }
+
+ private:
+  std::size_t skip_ws(std::size_t p) const {
+    while (p < text_.size() && (text_[p] == ' ' || text_[p] == '\n' || text_[p] == '\t' || text_[p] == '\r')) ++p;
+    return p;
+  }
+  // The end of the string starting at p (on its opening quote), and its text with simple escapes decoded.
+  std::size_t skip_string(std::size_t p, std::string* decoded = nullptr) const {
+    for (++p; p < text_.size() && text_[p] != '"'; ++p) {
+      if (text_[p] == '\\' && p + 1 < text_.size()) ++p;
+      if (decoded) decoded->push_back(text_[p]);
+    }
+    return std::min(p + 1, text_.size());
+  }
+  std::size_t skip_value(std::size_t p) const {
+    if (p >= text_.size()) return p;
+    if (text_[p] == '"') return skip_string(p);
+    if (text_[p] != '{' && text_[p] != '[') {
+      while (p < text_.size() && text_[p] != ',' && text_[p] != '}' && text_[p] != ']') ++p;
+      return p;
+    }
+    int depth = 0;
+    for (; p < text_.size(); ++p) {
+      const char c = text_[p];
+      if (c == '"') {
+        p = skip_string(p) - 1;
+      } else if (c == '{' || c == '[') {
+        ++depth;
+      } else if ((c == '}' || c == ']') && --depth == 0) {
+        return p + 1;
+      }
+    }
+    return p;
+  }
+  // From the value at p (an object or array), the offset of its member or element `token`; npos if none.
+  std::size_t step(std::size_t p, const std::string& token) const {
+    if (p >= text_.size()) return std::string_view::npos;
+    if (text_[p] == '{') {
+      for (p = skip_ws(p + 1); p < text_.size() && text_[p] == '"';) {
+        std::string key;
+        p = skip_ws(skip_string(p, &key));
+        if (p >= text_.size() || text_[p] != ':') return std::string_view::npos;
+        p = skip_ws(p + 1);
+        if (key == token) return p;
+        p = skip_ws(skip_value(p));
+        if (p < text_.size() && text_[p] == ',') p = skip_ws(p + 1);
+      }
+      return std::string_view::npos;
+    }
+    if (text_[p] == '[') {
+      std::size_t index = 0;
+      if (token.empty() || token.size() > 18 || token.find_first_not_of("0123456789") != std::string::npos) {
+        return std::string_view::npos;
+      }
+      const std::size_t want = std::stoull(token);
+      for (p = skip_ws(p + 1); p < text_.size() && text_[p] != ']'; ++index) {
+        if (index == want) return p;
+        p = skip_ws(skip_value(p));
+        if (p < text_.size() && text_[p] == ',') p = skip_ws(p + 1);
+      }
+    }
+    return std::string_view::npos;
+  }
+
+  std::string_view text_;
+};
+
+// Gives each diagnostic (located by its JSON pointer) the line and column of that value in `text`.
+std::vector<Diagnostic> with_lines(std::string_view text, const std::string& source, std::vector<Diagnostic> diags) {
+  PointerScanner scanner(text);
+  for (Diagnostic& d : diags) {
+    const auto [line, column] = line_column(text, scanner.find(d.key_path));
+    d.loc = SourceLoc{source, line, column};
+  }
+  return diags;
+}
+
 }  // namespace
 
 void write_program_json(const ProgramSet& set, std::ostream& out) {
@@ -359,7 +483,11 @@ ProgramSet parse_program_json(std::string_view text, const std::string& source) 
     throw ConfigError({Diagnostic{SourceLoc{source, line, column}, "", "malformed JSON", "valid JSON", e.what(), ""}});
   }
   Reader r(source);
-  if (!r.object(root, "", {"format", "version", "role_of_chip", "programs"})) r.diagnostics().throw_if_any();
+  // Every error names the file, the line and column of the offending value, and its JSON pointer.
+  auto throw_if_any = [&] {
+    if (!r.diagnostics().empty()) throw ConfigError(with_lines(text, source, r.finished()));
+  };
+  if (!r.object(root, "", {"format", "version", "role_of_chip", "programs"})) throw_if_any();
   // A file of another format or version is not interpreted further: its other errors would be noise.
   if (const json* f = r.need(root, "", "format"); f && !(f->is_string() && f->get<std::string>() == kFormat)) {
     r.error("/format", "not a tpusim program file", json(std::string(kFormat)).dump(), Reader::describe(*f));
@@ -367,12 +495,14 @@ ProgramSet parse_program_json(std::string_view text, const std::string& source) 
   if (const json* v = r.need(root, "", "version"); v && !(v->is_number_unsigned() && v->get<std::uint64_t>() == 1)) {
     r.error("/version", "unsupported version", std::to_string(kVersion), Reader::describe(*v));
   }
-  r.diagnostics().throw_if_any();
+  throw_if_any();
 
   ProgramSet set;
   const json* programs = r.need(root, "", "programs");
   if (programs != nullptr && !programs->is_array()) {
     r.error("/programs", "wrong type", "an array of programs", Reader::describe(*programs));
+  } else if (programs != nullptr && programs->empty()) {
+    r.error("/programs", "no program to run", "at least one program", "an empty array");
   } else if (programs != nullptr) {
     for (std::size_t p = 0; p < programs->size(); ++p) {
       const std::string pptr = fmt::format("/programs/{}", p);
@@ -417,7 +547,7 @@ ProgramSet parse_program_json(std::string_view text, const std::string& source) 
       }
     }
   }
-  r.diagnostics().throw_if_any();
+  throw_if_any();
   return set;
 }
 

@@ -61,8 +61,14 @@ struct ConfigNode::Entry {
   ConfigNode value;
 };
 
-// Reads a YAML file. Malformed YAML, a missing file and duplicate keys are reported into diags; the returned
-// node is null when the file could not be parsed.
+// Bounds on what a configuration may expand to. Our configs are a few hundred values, a few levels deep;
+// the bounds stop a file of nested aliases or a huge input before it eats the machine's memory.
+inline constexpr std::size_t kMaxYamlBytes = std::size_t{1} << 20;
+inline constexpr std::size_t kMaxYamlNodes = 50'000;
+inline constexpr int kMaxYamlDepth = 64;
+
+// Reads a YAML file. Malformed YAML, a missing file, duplicate keys and a document beyond the bounds above
+// are reported into diags; the returned node is null when the file could not be parsed.
 [[nodiscard]] ConfigNode load_yaml_file(const std::filesystem::path& path, Diagnostics& diags);
 // Parses YAML text; `origin` names it in locations (a file name or "--set ...").
 [[nodiscard]] ConfigNode load_yaml_string(std::string_view text, const std::string& origin, Diagnostics& diags);
