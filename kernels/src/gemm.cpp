@@ -1,5 +1,6 @@
 // GEMM tiling and lowering (contracts in lowering.h).
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <tuple>
 
@@ -8,6 +9,7 @@
 #include "pipeline.h"
 #include "tpusim/core/checked.h"
 #include "tpusim/core/diagnostics.h"
+#include "tpusim/kernels/estimate.h"
 #include "tpusim/kernels/lowering.h"
 
 namespace tpusim::kernels {
@@ -133,6 +135,18 @@ GemmTiling tile_gemm(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::
                                   format_bytes(chip.vmem.capacity), ""}});
   }
   return best;
+}
+
+double gemm_instruction_count(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::int64_t n, DType dtype) {
+  const GemmTiling t = tile_gemm(chip, m, k, n, dtype);
+  // lower_gemm: per step two loads and a matmul; per C tile one store; with B staged in CMEM, one stage per
+  // B tile (by the steps of C tile row 0).
+  const double nm = std::ceil(static_cast<double>(m) / static_cast<double>(t.tm));
+  const double nn = std::ceil(static_cast<double>(n) / static_cast<double>(t.tn));
+  const double nk = std::ceil(static_cast<double>(k) / static_cast<double>(t.tk));
+  const double tiles = nm * nn;
+  const bool stage_b = weights_fit_cmem(chip, k, n, dtype) && nm > 1;
+  return 3 * tiles * nk + tiles + (stage_b ? nn * nk : 0);
 }
 
 bool weights_fit_cmem(const ChipSpec& chip, std::int64_t k, std::int64_t n, DType dtype) {

@@ -562,4 +562,14 @@ ProgramSet read_program_json(const std::filesystem::path& path) {
   return parse_program_json(text.str(), path.string());
 }
 
+SourceLoc program_file_location(const std::filesystem::path& path, const std::string& json_pointer) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in && !in.eof()) return SourceLoc{path.string()};
+  const std::string t = text.str();
+  const auto [line, column] = line_column(t, PointerScanner(t).find(json_pointer));
+  return SourceLoc{path.string(), line, column};
+}
+
 }  // namespace tpusim::ir

@@ -8,6 +8,7 @@
 #include "pipeline.h"
 #include "tpusim/core/diagnostics.h"
 #include "tpusim/kernels/collectives.h"
+#include "tpusim/kernels/estimate.h"
 #include "tpusim/kernels/lowering.h"
 
 namespace tpusim::kernels {
@@ -69,12 +70,11 @@ HostStepCosts host_step_costs(const WorkloadSpec& workload, const ChipSpec& chip
   return c;
 }
 
-std::vector<std::uint32_t> lower_vector_pass(ir::Program& prog, const ChipSpec& chip, const VectorPass& pass,
-                                             const std::vector<std::uint32_t>& after, const std::string& label) {
-  if (pass.elements < 0 || pass.inputs.empty() || pass.outputs.empty() || pass.ops_per_element < 1) {
-    throw std::invalid_argument(fmt::format("vector pass {}: needs elements >= 0, inputs, outputs, ops >= 1", label));
-  }
-  if (pass.elements == 0) return after;
+namespace {
+
+// The elements of one chunk of a vector pass (whole vregs that fit kVectorVmemFraction of VMEM, double-
+// buffered; small passes still spread over every core). Throws when not even one vreg fits.
+std::int64_t vector_chunk(const ChipSpec& chip, const VectorPass& pass, const std::string& label) {
   const std::uint64_t in_b = bytes_per_element(pass.inputs), out_b = bytes_per_element(pass.outputs);
   // Chunks are whole vregs (sublanes x lanes values), double-buffered on both sides.
   const std::int64_t vreg = chip.vpu.lanes > 0 && chip.vpu.sublanes > 0
@@ -90,9 +90,29 @@ std::vector<std::uint32_t> lower_vector_pass(ir::Program& prog, const ChipSpec& 
                                   format_bytes(chip.vmem.capacity), ""}});
   }
   const int cores = std::max(1, chip.tensorcores);
-  // Small passes still spread over every core.
   const std::int64_t per_core = (pass.elements + cores - 1) / cores;
-  const std::int64_t chunk = std::min(fit, (per_core + vreg - 1) / vreg * vreg);
+  return std::min(fit, (per_core + vreg - 1) / vreg * vreg);
+}
+
+}  // namespace
+
+double vector_pass_instruction_count(const ChipSpec& chip, const VectorPass& pass) {
+  if (pass.elements <= 0) return 0;
+  const double chunks =
+      std::ceil(static_cast<double>(pass.elements) / static_cast<double>(vector_chunk(chip, pass, "estimate")));
+  // Per chunk: a load per input, the vector op, a store per output.
+  return chunks * static_cast<double>(pass.inputs.size() + 1 + pass.outputs.size());
+}
+
+std::vector<std::uint32_t> lower_vector_pass(ir::Program& prog, const ChipSpec& chip, const VectorPass& pass,
+                                             const std::vector<std::uint32_t>& after, const std::string& label) {
+  if (pass.elements < 0 || pass.inputs.empty() || pass.outputs.empty() || pass.ops_per_element < 1) {
+    throw std::invalid_argument(fmt::format("vector pass {}: needs elements >= 0, inputs, outputs, ops >= 1", label));
+  }
+  if (pass.elements == 0) return after;
+  const std::uint64_t in_b = bytes_per_element(pass.inputs), out_b = bytes_per_element(pass.outputs);
+  const int cores = std::max(1, chip.tensorcores);
+  const std::int64_t chunk = vector_chunk(chip, pass, label);
   const std::int64_t chunks = (pass.elements + chunk - 1) / chunk;
 
   std::vector<std::int64_t> steps(cores);

@@ -7,19 +7,22 @@
 
 #include <fmt/format.h>
 
+#include "tpusim/core/interrupt.h"
+
 namespace tpusim::models {
 
 RunControl::RunControl(std::function<void(double)> progress, std::function<void(const TraceSpan&)> trace,
-                       std::uint32_t chips)
+                       std::uint32_t chips, std::uint64_t clock_check_interval)
     : progress_(std::move(progress)),
       trace_(std::move(trace)),
       last_report_(std::chrono::steady_clock::now()),
+      clock_check_interval_(std::max<std::uint64_t>(1, clock_check_interval)),
       unfinished_(chips) {}
 
 void RunControl::on_activation(Tick now) {
   ++activations_;
-  constexpr std::uint64_t kClockCheckInterval = 4096;  // activations between reads of the wall clock
-  if (!progress_ || activations_ % kClockCheckInterval != 0) return;
+  throw_if_interrupted();
+  if (!progress_ || activations_ % clock_check_interval_ != 0) return;
   const auto wall = std::chrono::steady_clock::now();
   if (wall - last_report_ < std::chrono::seconds(1)) return;
   last_report_ = wall;

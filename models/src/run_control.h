@@ -13,11 +13,13 @@ namespace tpusim::models {
 
 class RunControl {
  public:
+  // `clock_check_interval`: activations between reads of the wall clock; 1 when activations can be long
+  // (the cycle-level MXU reference steps a whole matmul in one), a few thousand otherwise.
   RunControl(std::function<void(double)> progress, std::function<void(const TraceSpan&)> trace,
-             std::uint32_t chips);
+             std::uint32_t chips, std::uint64_t clock_check_interval = 4096);
 
-  // Every chip process activation calls this once; it counts events and reports progress about once per
-  // wall second (the clock is read every few thousand activations only).
+  // Every chip process activation calls this once; it counts events, reports progress about once per wall
+  // second, and throws Interrupted after a Ctrl-C or SIGTERM (the chip records it through fail()).
   void on_activation(Tick now);
   void chip_finished() { --unfinished_; }
   // Records the first failure (an exception must not unwind through the SystemC kernel). Chips stop re-arming
@@ -37,6 +39,7 @@ class RunControl {
   std::function<void(const TraceSpan&)> trace_;
   std::chrono::steady_clock::time_point last_report_;
   std::uint64_t activations_ = 0;
+  std::uint64_t clock_check_interval_;
   std::uint32_t unfinished_;
   std::exception_ptr error_;
 };

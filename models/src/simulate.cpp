@@ -32,7 +32,8 @@ SimResult net::simulate_with_network(const Scenario& scenario, const ir::Program
   }
 
   const auto chips = static_cast<std::uint32_t>(scenario.pod.chip_count());
-  RunControl control(options.progress, options.trace, chips);
+  RunControl control(options.progress, options.trace, chips,
+                     scenario.fidelity.mxu == MxuFidelity::cycle ? 1 : 4096);
   auto pod = std::make_unique<Pod>("pod", scenario, programs, control, network);
   sc_core::sc_start();
   if (control.error()) std::rethrow_exception(control.error());

@@ -17,6 +17,8 @@
 // its operands.
 #include "tpusim/models/systolic_reference.h"
 
+#include "tpusim/core/interrupt.h"
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -70,6 +72,7 @@ class Array {
     std::int64_t end = 0;
     for (std::int64_t cycle = first;; ++cycle) {
       if (cycle > stall_limit) throw std::logic_error("systolic reference: schedule stalled");
+      if ((cycle & 0x3ff) == 0) throw_if_interrupted();  // one matmul can take many seconds here
       control(cycle);
       const bool busy = step(cycle, out, end);
       if (!busy && streams() == total && cycle > stream_start_.back() + r_ + s_.m) break;

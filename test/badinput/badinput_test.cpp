@@ -27,6 +27,7 @@ struct Case {
   std::vector<std::string> dirs;
   std::vector<std::pair<std::string, std::string>> links;
   std::string args;
+  std::string shell;  // instead of args: a shell script run with $TPUSIM set (signals, pipelines)
   int exit = 2;
   std::string at;
   std::vector<std::string> stderr_has;
@@ -60,7 +61,8 @@ std::vector<Case> load_cases() {
     if (n["links"]) {
       for (const auto& l : n["links"]) c.links.emplace_back(l.first.as<std::string>(), l.second.as<std::string>());
     }
-    c.args = n["args"].as<std::string>();
+    if (n["args"]) c.args = n["args"].as<std::string>();
+    if (n["shell"]) c.shell = n["shell"].as<std::string>();
     c.exit = n["exit"].as<int>();
     if (n["at"]) c.at = n["at"].as<std::string>();
     c.stderr_has = strings(n["stderr"]);
@@ -116,19 +118,34 @@ TEST_P(BadInput, IsRefusedAtTheRightPlaceAndLeavesNothingBehind) {
   for (const auto& [name, target] : c.links) fs::create_symlink(target, work / name);
   const auto before = snapshot(work);
 
-  const std::string cmd = "cd '" + work.string() + "' && '" + std::string(TPUSIM_BIN) + "' " + c.args + " >'" +
-                          (base / "stdout").string() + "' 2>'" + (base / "stderr").string() + "'";
+  std::string run = "'" + std::string(TPUSIM_BIN) + "' " + c.args;
+  if (!c.shell.empty()) {
+    std::ofstream(base / "case.sh") << c.shell << "\n";
+    run = "TPUSIM='" + std::string(TPUSIM_BIN) + "' sh '" + (base / "case.sh").string() + "'";
+  }
+  const std::string cmd = "cd '" + work.string() + "' && " + run + " >'" + (base / "stdout").string() + "' 2>'" +
+                          (base / "stderr").string() + "'";
   const int status = std::system(cmd.c_str());
   const std::string err = slurp(base / "stderr");
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 
-  EXPECT_EQ(code, c.exit) << "tpusim " << c.args << "\n" << err;
+  EXPECT_EQ(code, c.exit) << "tpusim " << c.args << c.shell << "\n" << err;
   if (!c.at.empty()) {
     EXPECT_NE(err.find(c.at), std::string::npos) << "expected the error at " << c.at << "\n" << err;
   }
   for (const auto& s : c.stderr_has) EXPECT_NE(err.find(s), std::string::npos) << "missing '" << s << "'\n" << err;
   for (const auto& s : c.stderr_lacks) EXPECT_EQ(err.find(s), std::string::npos) << "unexpected '" << s << "'\n" << err;
-  EXPECT_EQ(snapshot(work), before) << "the working folder changed: tpusim left output behind or removed a file";
+  const auto after = snapshot(work);
+  std::string changed;
+  for (const auto& [path, what] : before) {
+    const auto it = after.find(path);
+    if (it == after.end()) changed += "\n  removed: " + path;
+    else if (it->second != what) changed += "\n  changed: " + path;
+  }
+  for (const auto& [path, what] : after) {
+    if (before.count(path) == 0) changed += "\n  left behind: " + path;
+  }
+  EXPECT_TRUE(changed.empty()) << "the working folder changed:" << changed;
   fs::remove_all(base);
 }
 

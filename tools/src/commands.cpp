@@ -81,6 +81,9 @@ int with_exit_codes(const std::string& who, const std::function<int()>& body) {
   } catch (const OutputRefused& e) {
     std::cerr << who << ": " << e.what() << "\n";
     return 2;
+  } catch (const ResourceRefused& e) {
+    std::cerr << who << ": " << e.what() << "\n";
+    return 2;
   } catch (const std::invalid_argument& e) {
     std::cerr << who << ": " << e.what() << "\n";
     return 2;
@@ -115,8 +118,12 @@ int run_command(const RunArgs& args) {
     // Before any work: a run that could not write its output is refused now, not after the simulation.
     out_dir = args.out_dir.empty() ? default_output_dir(scenario.name) : fs::path(args.out_dir);
     (void)check_output_folder(out_dir);
+    guard_topology(scenario.pod, args.limits);
     topology.emplace(check_topology(scenario));
+    guard_lowering(scenario, args.limits);
     programs = programs_for(scenario);
+    check_programs(scenario, programs, *topology);
+    guard_simulation(scenario, programs, args.limits);
     return 0;
   });
   if (input != 0) return input;
@@ -212,17 +219,24 @@ int run_command(const RunArgs& args) {
   return 0;
 }
 
-int validate_command(const std::string& scenario_name, const std::vector<std::string>& overrides) {
+int validate_command(const std::string& scenario_name, const std::vector<std::string>& overrides,
+                     const Limits& limits) {
   return with_exit_codes("tpusim validate", [&] {
+    // The same checks as `run`, so that "ok" means the run will not be refused.
     const Scenario s = load_scenario(scenario_name, overrides);
-    (void)check_topology(s);
+    guard_topology(s.pod, limits);
+    const Topology topology = check_topology(s);
+    guard_lowering(s, limits);
     const ir::ProgramSet programs = programs_for(s);
+    check_programs(s, programs, topology);
+    guard_simulation(s, programs, limits);
     std::size_t instructions = 0;
     for (const auto& p : programs.programs) instructions += p.size();
-    std::cout << fmt::format("{}: ok ({} on {}, {} chips, {} program{} of {} instructions)\n", s.name,
-                             s.workload.program.empty() ? s.workload.model.name : s.workload.program, s.pod.name,
-                             s.pod.chip_count(), programs.programs.size(),
-                             programs.programs.size() == 1 ? "" : "s", instructions);
+    std::cout << fmt::format("{}: ok ({} on {}, {} chips, {} program{} of {} instructions; about {} of memory)\n",
+                             s.name, s.workload.program.empty() ? s.workload.model.name : s.workload.program,
+                             s.pod.name, s.pod.chip_count(), programs.programs.size(),
+                             programs.programs.size() == 1 ? "" : "s", instructions,
+                             format_bytes(Bytes(static_cast<std::uint64_t>(estimated_run_bytes(s, programs)) >> 20 << 20)));
     return 0;
   });
 }
@@ -312,9 +326,10 @@ int describe_command(const std::string& what, const std::string& name) {
 }
 
 int lower_command(const std::string& scenario_name, const std::vector<std::string>& overrides,
-                  const std::string& out) {
+                  const std::string& out, const Limits& limits) {
   return with_exit_codes("tpusim lower", [&] {
     const Scenario s = load_scenario(scenario_name, overrides);
+    guard_lowering(s, limits);
     // A program file names its format in its first bytes; that is how tpusim knows it may replace one.
     const fs::path target = out.empty() ? fs::path() : check_output_file(out, "\"format\": \"tpusim-program\"");
     const ir::ProgramSet programs = programs_for(s);
@@ -327,9 +342,11 @@ int lower_command(const std::string& scenario_name, const std::vector<std::strin
   });
 }
 
-int topo_command(const std::string& name, const std::string& dot_path, const std::string& svg_path) {
+int topo_command(const std::string& name, const std::string& dot_path, const std::string& svg_path,
+                 const Limits& limits) {
   return with_exit_codes("tpusim topo", [&] {
     const PodSpec pod = load_pod(name);
+    guard_topology(pod, limits);
     const ChipSpec chip = load_chip(pod.chip);
     const Topology topo = build_topology(pod, chip);
     const bool drawing = !dot_path.empty() || !svg_path.empty();

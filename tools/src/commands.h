@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/src/preflight.h"
+
 namespace tpusim::tools {
 
 struct RunArgs {
@@ -13,12 +15,15 @@ struct RunArgs {
   bool quiet = false;   // no table on stdout
   bool trace = false;   // write trace.json (Chrome trace format) for the chips in trace_chips
   std::string trace_chips = "0-3";
+  Limits limits = Limits::defaults();
 };
 
 int run_command(const RunArgs& args);
-int validate_command(const std::string& scenario, const std::vector<std::string>& overrides);
+int validate_command(const std::string& scenario, const std::vector<std::string>& overrides, const Limits& limits);
 int describe_command(const std::string& what, const std::string& name);
-int lower_command(const std::string& scenario, const std::vector<std::string>& overrides, const std::string& out);
-int topo_command(const std::string& name, const std::string& dot_path, const std::string& svg_path);
+int lower_command(const std::string& scenario, const std::vector<std::string>& overrides, const std::string& out,
+                  const Limits& limits);
+int topo_command(const std::string& name, const std::string& dot_path, const std::string& svg_path,
+                 const Limits& limits);
 
 }  // namespace tpusim::tools

@@ -21,6 +21,16 @@ int run_main(int argc, char** argv) {
   CLI::App app{"tpusim: a discrete-event simulator of Google TPU pods (v2, v3, v4, v5e, v5p, v6e).", "tpusim"};
   app.set_version_flag("--version", std::string("tpusim ") + std::string(tpusim::version()) + " (SystemC 2.3.4)");
   app.require_subcommand(1);
+  // Options of tpusim itself may also follow the subcommand: `tpusim run x --max-memory 8GiB`.
+  app.fallthrough();
+  std::string max_memory;
+  double max_pe_cycles = 0;
+  app.add_option("--max-memory", max_memory,
+                 "refuse work whose estimated memory is above SIZE, e.g. 8GiB (default: half of this machine's "
+                 "memory)");
+  app.add_option("--max-pe-cycles", max_pe_cycles,
+                 "refuse fidelity.mxu: cycle runs that would step more processing-element cycles (default 3e10, "
+                 "about 5 minutes)");
   std::string log_level = "warn";
   app.add_option("--log-level", log_level,
                  "log levels by module path, longest prefix wins: 'info' or 'warn,pod.chip0.hbm=debug'")
@@ -106,11 +116,19 @@ int run_main(int argc, char** argv) {
 
   tpusim::install_interrupt_handlers();
   using namespace tpusim::tools;
+  Limits limits;
+  try {
+    limits = limits_from(max_memory, max_pe_cycles);
+  } catch (const tpusim::ConfigError& e) {
+    std::cerr << e.what() << "\n";
+    return 2;
+  }
+  run.limits = limits;
   if (run_cmd->parsed()) return run_command(run);
-  if (validate_cmd->parsed()) return validate_command(validate_scenario, validate_overrides);
+  if (validate_cmd->parsed()) return validate_command(validate_scenario, validate_overrides, limits);
   if (describe_cmd->parsed()) return describe_command(describe_what, describe_name);
-  if (lower_cmd->parsed()) return lower_command(lower_scenario, lower_overrides, lower_out);
-  if (topo_cmd->parsed()) return topo_command(topo_name, topo_dot, topo_svg);
+  if (lower_cmd->parsed()) return lower_command(lower_scenario, lower_overrides, lower_out, limits);
+  if (topo_cmd->parsed()) return topo_command(topo_name, topo_dot, topo_svg, limits);
   if (sweep_cmd->parsed()) return sweep_command(sweep, "/proc/self/exe");
   return 2;
 }

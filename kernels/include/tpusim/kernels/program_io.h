@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "tpusim/core/diagnostics.h"
 #include "tpusim/kernels/program.h"
 
 namespace tpusim::ir {
@@ -24,5 +25,9 @@ void write_program_json(const ProgramSet& set, std::ostream& out);
 
 // The same from text; `source` names it in errors.
 [[nodiscard]] ProgramSet parse_program_json(std::string_view text, const std::string& source);
+
+// Where the value at `json_pointer` (e.g. /programs/0/instructions/7/algorithm) is in a program file: its
+// line and column, or the enclosing value's when it is absent; the file alone if it cannot be read.
+[[nodiscard]] SourceLoc program_file_location(const std::filesystem::path& path, const std::string& json_pointer);
 
 }  // namespace tpusim::ir

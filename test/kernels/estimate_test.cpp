@@ -1,0 +1,76 @@
+// The lowering estimate counts exactly what lower_workload emits, so resource guards refuse on real numbers.
+#include <gtest/gtest.h>
+
+#include "kernels_test_support.h"
+#include "tpusim/kernels/estimate.h"
+#include "tpusim/kernels/lowering.h"
+
+namespace tpusim::kernels {
+namespace {
+
+using testing::v4_like;
+using testing::v5e_like;
+
+WorkloadSpec gemm(std::int64_t m, std::int64_t k, std::int64_t n) {
+  WorkloadSpec w;
+  w.model.kind = ModelKind::gemm;
+  w.model.gemm = {m, k, n};
+  return w;
+}
+
+WorkloadSpec mlp(std::vector<int> widths, std::int64_t batch, StepKind step, Optimizer opt) {
+  WorkloadSpec w;
+  w.model.kind = ModelKind::mlp;
+  w.model.mlp.widths = std::move(widths);
+  w.batch = batch;
+  w.step = step;
+  w.optimizer = opt;
+  return w;
+}
+
+double lowered(const WorkloadSpec& w, const ChipSpec& chip) {
+  double n = 0;
+  for (const auto& p : lower_workload(w, chip).programs) n += static_cast<double>(p.size());
+  return n;
+}
+
+TEST(LoweringEstimate, CountsEveryInstructionOfGemmsOfEveryShape) {
+  ChipSpec with_cmem = v4_like();
+  with_cmem.cmem = MemorySpec{MiB(128), BytesPerSecond(1e12)};  // B staged in CMEM: one stage per B tile
+  for (const ChipSpec& chip : {v4_like(), v5e_like(), with_cmem}) {
+    for (auto [m, k, n] : {std::tuple{8, 4096, 4096}, {4096, 4096, 4096}, {1000, 333, 77}, {1, 1, 1},
+                           {8192, 256, 8192}}) {
+      const WorkloadSpec w = gemm(m, k, n);
+      EXPECT_EQ(estimate_lowering(w, chip).instructions, lowered(w, chip)) << chip.name << " " << m << "x" << k << "x" << n;
+    }
+  }
+}
+
+TEST(LoweringEstimate, CountsEveryInstructionOfMlpStepsWithHostWork) {
+  for (const ChipSpec& chip : {v4_like(), v5e_like()}) {
+    for (StepKind step : {StepKind::forward, StepKind::train}) {
+      for (Optimizer opt : {Optimizer::sgd, Optimizer::adam}) {
+        WorkloadSpec w = mlp({512, 2048, 1000, 512}, 96, step, opt);
+        EXPECT_EQ(estimate_lowering(w, chip).instructions, lowered(w, chip));
+        w.step_launch_overhead = Seconds(1e-5);
+        w.input.bytes_per_example = Bytes(4096);
+        w.host_syncs = 2;
+        w.checkpoint.every_steps = 10;
+        w.model.mlp.activation = Activation::relu;
+        EXPECT_EQ(estimate_lowering(w, chip).instructions, lowered(w, chip));
+      }
+    }
+  }
+}
+
+TEST(LoweringEstimate, AGemmTooBigForAnyMachineIsCountedWithoutLoweringIt) {
+  // 2^31 cubed on a v4: tiles of at most 16 MiB x 0.75 of VMEM, so more than (2^31 / 4096)^3 = 1.4e17 steps of
+  // three instructions each; counted without lowering (which would need exabytes).
+  const double n = estimate_lowering(gemm(kMaxDimension, kMaxDimension, kMaxDimension), v4_like()).instructions;
+  EXPECT_GT(n, 3 * 1.4e17);
+  // One tile: load A, load B, the matmul, store C.
+  EXPECT_EQ(estimate_lowering(gemm(8, 8, 8), v4_like()).bytes(), 4 * kBytesPerInstruction);
+}
+
+}  // namespace
+}  // namespace tpusim::kernels

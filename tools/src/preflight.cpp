@@ -1,0 +1,238 @@
+#include "tools/src/preflight.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "tpusim/core/diagnostics.h"
+#include "tpusim/core/units.h"
+#include "tpusim/kernels/collectives.h"
+#include "tpusim/kernels/estimate.h"
+#include "tpusim/kernels/program_io.h"
+#include "tpusim/models/estimate.h"
+
+namespace tpusim::tools {
+namespace fs = std::filesystem;
+namespace {
+
+// Memory of the pod graph itself (chips with coordinates and hosts, directed links): an estimate from the
+// sizes of topology.h's records, rounded up.
+constexpr double kTopologyBytesPerChip = 128;
+constexpr double kTopologyBytesPerLink = 64;
+// A program file's JSON tree in memory is about 16 times the file (nlohmann::json nodes and strings): an
+// estimate measured on `tpusim lower quickstart` output, rounded up.
+constexpr double kJsonBytesPerFileByte = 16;
+
+std::string bytes_text(double b) {
+  if (b >= 0x1p60) return fmt::format("{:.3g} EiB", b / 0x1p60);
+  if (b >= 0x1p50) return fmt::format("{:.3g} PiB", b / 0x1p50);
+  if (b >= 0x1p40) return fmt::format("{:.3g} TiB", b / 0x1p40);
+  if (b >= 0x1p30) return fmt::format("{:.3g} GiB", b / 0x1p30);
+  if (b >= 0x1p20) return fmt::format("{:.3g} MiB", b / 0x1p20);
+  return fmt::format("{:.3g} KiB", b / 0x1p10);
+}
+
+double topology_links(const PodSpec& pod) {
+  double axes = 0;
+  for (int d : pod.shape) axes += d > 1 ? 1 : 0;
+  return 2 * axes * static_cast<double>(pod.chip_count());  // two directed links per cable, a cable per chip and axis
+}
+
+double topology_bytes(const PodSpec& pod) {
+  return static_cast<double>(pod.chip_count()) * kTopologyBytesPerChip + topology_links(pod) * kTopologyBytesPerLink;
+}
+
+void refuse_memory(const std::string& what, double bytes, const Limits& limits, const std::string& way_out) {
+  if (bytes <= limits.max_memory) return;
+  throw ResourceRefused(fmt::format(
+      "refused: {} needs about {} of memory, above the limit of {} ({}). {}, or raise the limit with "
+      "--max-memory SIZE; nothing was run",
+      what, bytes_text(bytes), bytes_text(limits.max_memory), limits.memory_source, way_out));
+}
+
+// Where an error about program `p`, instruction `i` (field `field`) belongs: the program file's line, or the
+// model's field in the scenario when the program was lowered from a model.
+SourceLoc program_location(const Scenario& s, std::size_t p, std::size_t i, const std::string& field) {
+  if (!s.workload.program.empty()) {
+    return ir::program_file_location(s.workload.program,
+                                     fmt::format("/programs/{}/instructions/{}{}", p, i,
+                                                 field.empty() ? "" : "/" + field));
+  }
+  const auto it = s.workload.model.origins.find(field);
+  if (it != s.workload.model.origins.end() && !it->second.defaulted) return it->second.loc;
+  const auto kind = s.workload.model.origins.find("kind");
+  return kind != s.workload.model.origins.end() ? kind->second.loc : SourceLoc{s.name};
+}
+
+// The key an error about program `p`, instruction `i` names: the JSON pointer in a program file.
+std::string program_key(const Scenario& s, std::size_t p, std::size_t i, const std::string& field) {
+  if (s.workload.program.empty()) return field.empty() ? "workload" : "workload.model." + field;
+  return fmt::format("/programs/{}/instructions/{}{}", p, i, field.empty() ? "" : "/" + field);
+}
+
+// Re-anchors a plan error (located "collective plan") where the user wrote what it is about.
+Diagnostic relocate_plan_error(const Scenario& s, Diagnostic d, std::size_t p, std::size_t i) {
+  const std::string model_prefix = "workload.model.", chip_prefix = "chip.";
+  if (d.key_path.rfind(chip_prefix, 0) == 0) {
+    const auto it = s.chip.origins.find(d.key_path.substr(chip_prefix.size()));
+    if (it != s.chip.origins.end()) d.loc = it->second.loc;
+    return d;
+  }
+  const std::string field = d.key_path.rfind(model_prefix, 0) == 0 ? d.key_path.substr(model_prefix.size()) : "";
+  // A program file names the axes in mesh_axes.
+  const std::string in_file = field == "axes" ? "mesh_axes" : field;
+  d.loc = program_location(s, p, i, s.workload.program.empty() ? field : in_file);
+  if (!s.workload.program.empty()) d.hint += fmt::format("{}(program {}, instruction {})", d.hint.empty() ? "" : "; ", p, i);
+  return d;
+}
+
+}  // namespace
+
+Limits Limits::defaults() {
+  Limits l;
+  const double pages = static_cast<double>(sysconf(_SC_PHYS_PAGES));
+  const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
+  l.max_memory = pages > 0 && page > 0 ? pages * page / 2 : 0x1p32;
+  l.memory_source = "half of this machine's memory";
+  rlimit as{};
+  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY &&
+      static_cast<double>(as.rlim_cur) / 2 < l.max_memory) {
+    l.max_memory = static_cast<double>(as.rlim_cur) / 2;
+    l.memory_source = "half of the address-space limit (ulimit -v)";
+  }
+  l.max_pe_cycles = kDefaultMaxPeCycles;
+  return l;
+}
+
+Limits limits_from(const std::string& max_memory, double max_pe_cycles) {
+  Limits l = Limits::defaults();
+  if (!max_memory.empty()) {
+    const auto q = parse_quantity(max_memory);
+    if (!q || q->dimension != Dimension::bytes || q->si <= 0) {
+      throw ConfigError({Diagnostic{SourceLoc{"--max-memory " + max_memory}, "", "invalid value",
+                                    "a size with a unit, e.g. 8 GiB", max_memory, ""}});
+    }
+    l.max_memory = q->si;
+    l.memory_source = "--max-memory";
+  }
+  if (max_pe_cycles > 0) l.max_pe_cycles = max_pe_cycles;
+  return l;
+}
+
+void guard_topology(const PodSpec& pod, const Limits& limits) {
+  refuse_memory(fmt::format("the pod {} ({} chips, {:.0f} links)", pod.name, pod.chip_count(), topology_links(pod)),
+                topology_bytes(pod), limits, "Use a smaller pod (pod.shape, pod.pods)");
+}
+
+void guard_lowering(const Scenario& s, const Limits& limits) {
+  const double topology = topology_bytes(s.pod);
+  if (!s.workload.program.empty()) {
+    std::error_code ec;
+    const auto size = fs::file_size(s.workload.program, ec);
+    if (!ec) {
+      refuse_memory(fmt::format("reading the program file {} ({})", s.workload.program,
+                                bytes_text(static_cast<double>(size))),
+                    topology + static_cast<double>(size) * kJsonBytesPerFileByte, limits,
+                    "Use a smaller program file");
+    }
+    return;
+  }
+  const kernels::LoweringEstimate e = kernels::estimate_lowering(s.workload, s.chip);
+  refuse_memory(fmt::format("lowering {} ({:.3g} instructions)",
+                            s.workload.model.name.empty() ? "the model" : "model " + s.workload.model.name,
+                            e.instructions),
+                topology + e.bytes(), limits, "Use smaller shapes (workload.model, workload.batch)");
+}
+
+void check_programs(const Scenario& s, const ir::ProgramSet& programs, const Topology& topology) {
+  Diagnostics diags;
+  if (programs.programs.empty()) {
+    diags.error(SourceLoc{s.workload.program.empty() ? s.name : s.workload.program}, "workload",
+                "no program to run", "at least one program", "none");
+  }
+  std::map<std::tuple<int, std::uint64_t, int, std::uint32_t, int>, bool> planned;
+  for (std::size_t p = 0; p < programs.programs.size(); ++p) {
+    const ir::Program& prog = programs.programs[p];
+    std::map<int, std::pair<double, double>> vmem;  // core -> (allocated, freed) over the program
+    std::map<int, std::size_t> first_free;
+    for (std::size_t i = 0; i < prog.size(); ++i) {
+      const ir::Instruction& ins = prog[i];
+      if (ins.core >= s.chip.tensorcores && diags.size() < 20) {
+        diags.error(program_location(s, p, i, "core"), program_key(s, p, i, "core"), "the chip has no such TensorCore",
+                    fmt::format("a core below {} ({} has {})", s.chip.tensorcores, s.chip.name, s.chip.tensorcores),
+                    std::to_string(ins.core));
+      }
+      auto& [alloc, freed] = vmem[ins.core];
+      alloc += static_cast<double>(ins.vmem_alloc);
+      freed += static_cast<double>(ins.vmem_free);
+      if (ins.vmem_free > 0) first_free.try_emplace(ins.core, i);
+      if (ins.kind != ir::OpKind::collective) continue;
+      const auto key = std::tuple{static_cast<int>(ins.collective), ins.bytes, static_cast<int>(ins.dtype),
+                                  ins.mesh_axes, static_cast<int>(ins.algorithm)};
+      if (!planned.emplace(key, true).second) continue;
+      try {
+        (void)kernels::plan_collective(topology, ins.collective, ins.bytes, ins.dtype, ins.mesh_axes,
+                                       static_cast<kernels::CollectiveAlgorithm>(ins.algorithm));
+      } catch (const ConfigError& e) {
+        for (const Diagnostic& d : e.diagnostics()) diags.add(relocate_plan_error(s, d, p, i));
+      }
+    }
+    // Every byte a core frees must have been allocated on it: more frees than allocations over the whole
+    // program fail in any order the simulator could take.
+    for (const auto& [core, totals] : vmem) {
+      if (totals.second > totals.first) {
+        const std::size_t at = first_free.at(core);
+        diags.error(program_location(s, p, at, "vmem_free"), program_key(s, p, at, "vmem_free"),
+                    fmt::format("program {} frees more VMEM on core {} than it allocates", p, core),
+                    fmt::format("at most the {:.0f} bytes its instructions allocate there", totals.first),
+                    fmt::format("{:.0f} bytes freed", totals.second), "the first free is at this instruction");
+      }
+    }
+  }
+  diags.throw_if_any();
+  // A step the simulator's 64-bit picosecond clock cannot count.
+  const models::SimEstimate e = models::estimate_simulation(s, programs);
+  if (e.serial_seconds > models::kMaxSimulatedSeconds) {
+    const ir::Program& prog = programs.programs[e.program];
+    const std::string& label = prog.label_of(prog[e.longest_instruction]);
+    diags.error(program_location(s, e.program, e.longest_instruction, ""),
+                program_key(s, e.program, e.longest_instruction, ""),
+                "the step is longer than the simulator can count",
+                fmt::format("instructions that take at most {:.0e} s one after the other", models::kMaxSimulatedSeconds),
+                fmt::format("about {:.3g} s; instruction {}{} alone takes about {:.3g} s", e.serial_seconds,
+                            e.longest_instruction, label.empty() ? "" : " '" + label + "'", e.longest_seconds),
+                "smaller shapes or byte counts, or faster chip parameters");
+  }
+  diags.throw_if_any();
+}
+
+void guard_simulation(const Scenario& s, const ir::ProgramSet& programs, const Limits& limits) {
+  const models::SimEstimate e = models::estimate_simulation(s, programs);
+  double program_bytes = 0;
+  for (const auto& p : programs.programs) program_bytes += static_cast<double>(p.size()) * kernels::kBytesPerInstruction;
+  refuse_memory(fmt::format("simulating {} chips running {:.3g} instructions", e.chips, e.instructions),
+                topology_bytes(s.pod) + program_bytes + e.bytes, limits, "Use a smaller pod or workload");
+  if (e.pe_cycles > limits.max_pe_cycles) {
+    throw ResourceRefused(fmt::format(
+        "refused: fidelity.mxu: cycle would step {:.3g} processing-element cycles in the cycle-level MXU reference "
+        "(about {} at {:.0e} per second), above the limit of {:.3g}. Use fidelity.mxu: fast (the closed form it "
+        "equals), or smaller shapes, or raise the limit with --max-pe-cycles N; nothing was run",
+        e.pe_cycles, format_time(Seconds(e.pe_cycles / models::kReferencePeCyclesPerSecond)),
+        models::kReferencePeCyclesPerSecond, limits.max_pe_cycles));
+  }
+}
+
+double estimated_run_bytes(const Scenario& s, const ir::ProgramSet& programs) {
+  double program_bytes = 0;
+  for (const auto& p : programs.programs) program_bytes += static_cast<double>(p.size()) * kernels::kBytesPerInstruction;
+  return topology_bytes(s.pod) + program_bytes + models::estimate_simulation(s, programs).bytes;
+}
+
+}  // namespace tpusim::tools

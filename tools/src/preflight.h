@@ -1,0 +1,50 @@
+#pragma once
+// The checks every command makes before it does work, in the order they can fail:
+//   guard_topology    the pod's chips and links against the memory limit
+//   guard_lowering    what lowering the model will emit (or reading the program file) against the limit
+//   check_programs    a program that cannot run here is bad input (exit 2, at its file and line): a
+//                     collective its algorithm cannot run on these axes, a VMEM free no allocation covers,
+//                     a TensorCore the chip lacks, a step longer than the simulator can count
+//   guard_simulation  chips x programs in memory, and the cycle-level MXU reference's work, against limits
+// A refusal (ResourceRefused, exit 2) states the estimate, the limit and the way out; nothing has been
+// allocated for the work yet.
+#include <stdexcept>
+#include <string>
+
+#include "tpusim/core/scenario.h"
+#include "tpusim/kernels/program.h"
+#include "tpusim/topology/topology.h"
+
+namespace tpusim::tools {
+
+struct Limits {
+  double max_memory = 0;     // bytes
+  double max_pe_cycles = 0;  // fidelity.mxu: cycle
+  std::string memory_source;  // how max_memory was chosen, for messages
+
+  // Half the machine's physical memory (and of the address-space limit, if one is set), and 3e10 PE-cycles
+  // (about 5 minutes of the cycle reference).
+  [[nodiscard]] static Limits defaults();
+};
+
+inline constexpr double kDefaultMaxPeCycles = 3e10;
+
+// Limits from the command line: `max_memory` a size ("8 GiB"; empty: the default). Throws ConfigError naming
+// the flag for a malformed one.
+[[nodiscard]] Limits limits_from(const std::string& max_memory, double max_pe_cycles);
+
+// A run refused before it starts because it would exceed a limit; what() has the estimate and the way out.
+class ResourceRefused : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+void guard_topology(const PodSpec& pod, const Limits& limits);
+void guard_lowering(const Scenario& scenario, const Limits& limits);
+void check_programs(const Scenario& scenario, const ir::ProgramSet& programs, const Topology& topology);
+void guard_simulation(const Scenario& scenario, const ir::ProgramSet& programs, const Limits& limits);
+
+// The estimated peak memory of a run (topology, programs, simulation), for `validate`'s report.
+[[nodiscard]] double estimated_run_bytes(const Scenario& scenario, const ir::ProgramSet& programs);
+
+}  // namespace tpusim::tools
