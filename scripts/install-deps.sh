@@ -8,6 +8,9 @@ packages=(
   libsystemc-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libboost-graph-dev libcli11-dev
   nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
   graphviz python3
+  # The sanitizer build of the test suite and the fuzz targets (scripts/ci-checks.sh): clang with its
+  # sanitizer and libFuzzer runtimes, and llvm-symbolizer for readable reports.
+  clang libclang-rt-14-dev llvm
 )
 
 missing=()

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One-stop set-up for a fresh Debian 12 machine (run as root, or with sudo available):
 #   bash scripts/setup.sh        install packages, build, run the default scenario (quickstart)
-#   bash scripts/setup.sh test   install packages, build, run the whole test suite
+#   bash scripts/setup.sh test   install packages, build, run the whole test suite, then the same suite under
+#                                AddressSanitizer + UndefinedBehaviorSanitizer and a bounded run of every fuzz
+#                                target (scripts/ci-checks.sh; about 15 minutes on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,4 +23,5 @@ if [[ "$mode" == run ]]; then
   ./build/tools/tpusim run quickstart
 else
   ctest --test-dir build -j "$jobs" --output-on-failure
+  bash scripts/ci-checks.sh
 fi

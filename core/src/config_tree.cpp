@@ -203,7 +203,7 @@ std::vector<std::string> split_lines(std::string_view text) {
 ConfigNode load_yaml_string(std::string_view text, const std::string& origin, Diagnostics& diags) {
   if (text.size() > kMaxYamlBytes) {
     diags.error(SourceLoc{origin, 0, 0}, "", "file too large for a configuration",
-                fmt::format("at most {} MiB", kMaxYamlBytes >> 20), fmt::format("{} bytes", text.size()));
+                fmt::format("at most {} MiB", kMaxYamlBytes >> 20), fmt::format("more than {} MiB", kMaxYamlBytes >> 20));
     return ConfigNode{};
   }
   YAML::Node root;
@@ -230,9 +230,11 @@ ConfigNode load_yaml_file(const std::filesystem::path& path, Diagnostics& diags)
                 "no such file or not readable");
     return ConfigNode{};
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return load_yaml_string(ss.str(), path.string(), diags);
+  // Read at most one byte past the limit, so that a huge (or endless) file is refused, not read.
+  std::string text(kMaxYamlBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  return load_yaml_string(text, path.string(), diags);
 }
 
 void merge_into(ConfigNode& base, const ConfigNode& overlay) {

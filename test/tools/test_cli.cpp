@@ -468,3 +468,43 @@ TEST_F(Cli, DescribeAssumptionsListsTheModelConstantsWithTheirValues) {
   EXPECT_NE(o.out.find("MXU weight load"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("GEMM share of VMEM                   75%"), std::string::npos) << o.out;
 }
+
+// Issue 11: a folder or file tpusim wrote may be replaced by the next run; nothing else may (the refusals are
+// in test/badinput/cases.yaml).
+TEST_F(Cli, RunReplacesAFolderItWroteAndLeavesNoStagingBehind) {
+  const fs::path s = write("s.yaml", kGood);
+  const fs::path out = dir_ / "nested" / "o";
+  ASSERT_EQ(tpusim("run -q " + s.string() + " -o " + out.string()).exit_code, 0);
+  EXPECT_TRUE(fs::is_regular_file(out / ".tpusim-output"));
+  std::ofstream(out / "stale.txt") << "from an earlier run";
+  const Outcome again = tpusim("run -q " + s.string() + " -o " + out.string() + " --set workload.batch=16");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_FALSE(fs::exists(out / "stale.txt"));  // replaced as a whole
+  EXPECT_EQ(nlohmann::json::parse(slurp(out / "summary.json"))["scenario"]["workload"]["batch"], 16);
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(out.parent_path())) names.push_back(e.path().filename().string());
+  EXPECT_EQ(names, std::vector<std::string>{"o"});  // no .o.partial-* or .o.old-* left
+}
+
+TEST_F(Cli, LowerAndTopoReplaceTheFilesTheyWrote) {
+  const fs::path s = write("s.yaml", kGood);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(tpusim("lower " + s.string() + " -o " + (dir_ / "p.json").string()).exit_code, 0);
+    const Outcome topo = tpusim("topo v4-2x2x1 --dot " + (dir_ / "t.dot").string() + " --svg " + (dir_ / "t.svg").string());
+    EXPECT_EQ(topo.exit_code, 0) << topo.err;
+  }
+  EXPECT_NE(slurp(dir_ / "t.dot").find("written by tpusim"), std::string::npos);
+  EXPECT_NE(slurp(dir_ / "t.svg").find("<svg"), std::string::npos);
+}
+
+TEST_F(Cli, ASweepResumesInAFolderItWroteButNotInAnotherOne) {
+  write("s.yaml", kGood);
+  const fs::path sweep = write("w.yaml", "name: w\nscenario: s.yaml\ngrid:\n  workload.batch: [8]\n");
+  ASSERT_EQ(tpusim("sweep " + sweep.string() + " -o " + (dir_ / "sw").string()).exit_code, 0);
+  EXPECT_TRUE(fs::is_regular_file(dir_ / "sw" / ".tpusim-output"));
+  EXPECT_EQ(tpusim("sweep " + sweep.string() + " -o " + (dir_ / "sw").string()).exit_code, 0);
+  fs::create_directories(dir_ / "mine");
+  const Outcome o = tpusim("sweep " + sweep.string() + " -o " + (dir_ / "mine").string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_TRUE(fs::is_empty(dir_ / "mine"));
+}

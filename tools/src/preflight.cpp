@@ -49,6 +49,12 @@ double topology_bytes(const PodSpec& pod) {
   return static_cast<double>(pod.chip_count()) * kTopologyBytesPerChip + topology_links(pod) * kTopologyBytesPerLink;
 }
 
+double programs_bytes(const ir::ProgramSet& programs) {
+  double instructions = 0;
+  for (const auto& p : programs.programs) instructions += static_cast<double>(p.size());
+  return instructions * kernels::kBytesPerInstruction;
+}
+
 void refuse_memory(const std::string& what, double bytes, const Limits& limits, const std::string& way_out) {
   if (bytes <= limits.max_memory) return;
   throw ResourceRefused(fmt::format(
@@ -215,10 +221,8 @@ void check_programs(const Scenario& s, const ir::ProgramSet& programs, const Top
 
 void guard_simulation(const Scenario& s, const ir::ProgramSet& programs, const Limits& limits) {
   const models::SimEstimate e = models::estimate_simulation(s, programs);
-  double program_bytes = 0;
-  for (const auto& p : programs.programs) program_bytes += static_cast<double>(p.size()) * kernels::kBytesPerInstruction;
   refuse_memory(fmt::format("simulating {} chips running {:.3g} instructions", e.chips, e.instructions),
-                topology_bytes(s.pod) + program_bytes + e.bytes, limits, "Use a smaller pod or workload");
+                topology_bytes(s.pod) + programs_bytes(programs) + e.bytes, limits, "Use a smaller pod or workload");
   if (e.pe_cycles > limits.max_pe_cycles) {
     throw ResourceRefused(fmt::format(
         "refused: fidelity.mxu: cycle would step {:.3g} processing-element cycles in the cycle-level MXU reference "
@@ -230,9 +234,7 @@ void guard_simulation(const Scenario& s, const ir::ProgramSet& programs, const L
 }
 
 double estimated_run_bytes(const Scenario& s, const ir::ProgramSet& programs) {
-  double program_bytes = 0;
-  for (const auto& p : programs.programs) program_bytes += static_cast<double>(p.size()) * kernels::kBytesPerInstruction;
-  return topology_bytes(s.pod) + program_bytes + models::estimate_simulation(s, programs).bytes;
+  return topology_bytes(s.pod) + programs_bytes(programs) + models::estimate_simulation(s, programs).bytes;
 }
 
 }  // namespace tpusim::tools

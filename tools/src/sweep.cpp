@@ -113,6 +113,15 @@ SweepSpec load_sweep(const std::string& name_or_path) {
                 "none or roofline", analysis, suggestion(analysis, {"none", "roofline"}));
   }
   const ConfigNode* grid = root.find("grid");
+  double points = 1;  // counted before anything is expanded: a few long axes multiply to billions
+  if (grid != nullptr && grid->is_map()) {
+    for (const auto& e : grid->entries()) points *= e.value.is_seq() ? std::max<double>(1, e.value.items().size()) : 1;
+  }
+  if (points > kMaxSweepPoints) {
+    diags.error(grid->loc(), "grid", "too many points", fmt::format("at most {} points (the product of the axis lengths)", kMaxSweepPoints),
+                fmt::format("{:.0f} points", points), "split the sweep into several files");
+    diags.throw_if_any();
+  }
   if (grid == nullptr || !grid->is_map() || grid->entries().empty()) {
     diags.error(grid ? grid->loc() : root.loc(), "grid", grid ? "wrong type" : "missing required key",
                 "a map from a field path to a list of values", grid ? grid->describe() : "nothing");
@@ -326,18 +335,34 @@ void plot_step_time(const SweepSpec& spec, const std::vector<Row>& rows, const f
 
 }  // namespace
 
+namespace {
+
+// Every point must resolve before anything runs: a typo in the grid is bad input, not 40 failed runs.
+void check_points(const SweepSpec& spec, const std::vector<Point>& points) {
+  for (const auto& p : points) {
+    std::vector<Override> located;
+    for (const auto& o : p.overrides) located.push_back(spec.written_at.at(o));
+    (void)load_scenario_with_overrides(spec.scenario.string(), located);
+  }
+}
+
+}  // namespace
+
+std::size_t check_sweep(const std::string& name_or_path, std::size_t max_points) {
+  const SweepSpec spec = load_sweep(name_or_path);
+  std::vector<Point> points = expand(spec);
+  if (points.size() > max_points) points.resize(max_points);
+  check_points(spec, points);
+  return points.size();
+}
+
 int sweep_command(const SweepArgs& args, const std::string& self_exe) {
   SweepSpec spec;
   std::vector<Point> points;
   try {
     spec = load_sweep(args.sweep);
     points = expand(spec);
-    // Every point must resolve before anything runs: a typo in the grid is bad input, not 40 failed runs.
-    for (const auto& p : points) {
-      std::vector<Override> located;
-      for (const auto& o : p.overrides) located.push_back(spec.written_at.at(o));
-      (void)load_scenario_with_overrides(spec.scenario.string(), located);
-    }
+    check_points(spec, points);
   } catch (const ConfigError& e) {
     std::cerr << e.what() << "\ntpusim sweep: bad input; nothing was run\n";
     return 2;
