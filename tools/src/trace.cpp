@@ -117,7 +117,8 @@ void TraceRecorder::write_timeline_svg(const std::string& title, std::ostream& o
                                                              "#7f7f7f"};
   int row = 0;
   for (auto& [tid, spans] : lanes) {
-    const auto [core, unit] = lane_of[tid];
+    const auto [core, lane_unit] = lane_of[tid];
+    const ir::UnitKind unit = lane_unit;  // a plain variable: C++17 lambdas cannot capture structured bindings
     const double y = kTop + kLane * row++;
     out << fmt::format(R"(<text x="10" y="{:.1f}">chip {} core {} {}</text>)", y + 14, chip, core, ir::unit_name(unit))
         << "\n";
