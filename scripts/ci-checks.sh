@@ -62,7 +62,7 @@ for ((t = 0; t < ${#targets[@]}; t += jobs)); do
       tail -n 40 "$build/fuzz-${entry#*:}.log" >&2
       failed=1
     else
-      grep -h "stat::number_of_executed_runs" "$build/fuzz-${entry#*:}.log" | sed "s/^/fuzz_${entry#*:}: /"
+      echo "fuzz_${entry#*:}: $(grep -h "stat::number_of_executed_units" "$build/fuzz-${entry#*:}.log" || true)"
     fi
   done
 done
