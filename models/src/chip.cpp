@@ -1,6 +1,7 @@
 #include "chip.h"
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 
 #include <fmt/format.h>
@@ -37,6 +38,7 @@ Chip::Chip(const sc_core::sc_module_name& name, std::uint32_t id, const ChipSpec
       vmem_copy_(spec.vmem.bandwidth.value()),
       dma_(spec.tensorcores, spec.dma.outstanding),
       host_(kHostTransfersInFlight, kHostEngineId),
+      streams_(spec.tensorcores),
       remaining_(program_.size()) {
   for (HwUnit u : {HwUnit::mxu, HwUnit::vpu, HwUnit::dma, HwUnit::host}) {
     const std::size_t instances = u == HwUnit::mxu || u == HwUnit::vpu ? cores_.size() : 1;
@@ -74,6 +76,7 @@ void Chip::activate(Tick now) {
     return;
   }
   classify_units(now);
+  for (TensorCore& c : cores_) c.note(now);
   const Tick next = next_wake(now);
   // A running collective has no local deadline: the interconnect wakes the chip when it completes.
   if (next == kNever && ici_ != nullptr && ici_->busy(id_)) return;
@@ -98,7 +101,7 @@ void Chip::account(Tick now) {
     counters_.compute += dt;
   } else if (ici_ != nullptr && ici_->busy(id_)) {
     counters_.communication += dt;
-  } else if (dma_.busy()) {
+  } else if (dma_.busy() || streams_.busy()) {  // fused: waiting for a fused op's HBM stream is a memory stall
     counters_.memory_stall += dt;
   } else if (host_.busy()) {
     counters_.host_stall += dt;
@@ -185,6 +188,8 @@ void Chip::advance_paths(Tick now) {
   const auto done = [this](std::uint32_t tag) {
     if (TransferEngine::owner_of(tag) == kHostEngineId) {
       host_.on_done(tag);
+    } else if (FusedStreams::owns(tag)) {
+      streams_.on_done(tag);
     } else {
       dma_.on_done(tag);
     }
@@ -192,19 +197,21 @@ void Chip::advance_paths(Tick now) {
   for (BandwidthServer* path : {&hbm_, &pcie_in_, &pcie_out_, &cmem_, &vmem_copy_}) path->advance(now, done);
   dma_.start_ready(now);
   host_.start_ready(now);
+  streams_.start_ready(now);
 }
 
 bool Chip::complete_finished(Tick now) {
-  bool any = false;
+  // fused: an instruction completes once its HBM stream has too.
+  bool any = streams_.retire();
   for (TensorCore& c : cores_) {
-    while (c.mxu.busy() && c.mxu.finish() <= now) {
+    while (c.mxu.busy() && c.mxu.finish() <= now && !streams_.pending(c.mxu.instr())) {
       const std::uint32_t instr = c.mxu.instr();
       const Tick started = c.mxu.started();
       c.mxu.finish_current();
       complete(instr, started, now);
       any = true;
     }
-    if (c.vpu.busy() && c.vpu.finish() <= now) {
+    if (c.vpu.busy() && c.vpu.finish() <= now && !streams_.pending(c.vpu.instr())) {
       c.vpu.finish_current();
       complete(c.vpu.instr(), c.vpu.started(), now);
       any = true;
@@ -225,10 +232,11 @@ bool Chip::complete_finished(Tick now) {
 // A matmul's dependency on an earlier matmul of its own MXU queue is an ordering (accumulation) dependency:
 // the in-order MXU pipeline honours it (a matmul's result reaches another matmul's operands only through a
 // vector op or a DMA), so it does not hold the matmul back; that is what lets back-to-back matmuls pipeline.
+// fused: a fused matmul reads its operands from HBM, so its dependencies are all real.
 bool Chip::dependencies_done(const ir::Instruction& ins, int queue) const { return blocking_queue(ins, queue) < 0; }
 
 int Chip::blocking_queue(const ir::Instruction& ins, int queue) const {
-  const bool pipelined = ir::unit_of(ins.kind) == ir::UnitKind::mxu;
+  const bool pipelined = ir::unit_of(ins.kind) == ir::UnitKind::mxu && !ins.streams_hbm();
   const std::uint32_t* deps = program_.deps_of(ins);
   for (std::uint32_t k = 0; k < ins.dep_count; ++k) {
     const std::uint32_t d = deps[k];
@@ -248,6 +256,7 @@ bool Chip::try_issue(int q, Tick now) {
   switch (queue_unit(ins)) {
     case ir::UnitKind::mxu:
       if (cores_[ins.core].mxu.full()) return false;
+      if (ins.streams_hbm() && cores_[ins.core].mxu.busy()) return false;  // fused: alone on the MXUs
       break;
     case ir::UnitKind::vpu:
       // In order behind the result pops reserved so far (ResultPops).
@@ -283,15 +292,31 @@ void Chip::start(std::uint32_t instr, Tick now) {
   switch (ins.kind) {
     case ir::OpKind::matmul: {
       TensorCore& core = cores_[ins.core];
-      core.useful_macs += static_cast<double>(ins.m) * static_cast<double>(ins.k) * static_cast<double>(ins.n);
-      const MatmulShape shape{ins.m, ins.k, ins.n};
+      const double useful = matmul_useful_macs(ins);
+      core.useful_macs += useful;
+      const MatmulShape shape = matmul_timing_shape(spec_.mxu, ins);  // batch > 1: the products side by side
       if (const std::string why = mxu_timer_.unsupported(shape); !why.empty()) fail(instr, why);
+      // A batch's padding between products is not useful work.
+      const double useful_share =
+          ins.batch > 1 ? useful / (static_cast<double>(shape.m) * static_cast<double>(shape.k) * shape.n) : 1.0;
       for (int a = 0; a < spec_.mxu.per_core; ++a) {
-        core.array_macs[static_cast<std::size_t>(a)] += matmul_array_macs(spec_.mxu, shape, a);
+        const double macs = matmul_array_macs(spec_.mxu, shape, a);
+        core.array_macs[static_cast<std::size_t>(a)] += ins.batch > 1 ? macs * useful_share : macs;
       }
       const std::uint64_t vmem_bytes = matmul_vmem_bytes(spec_.mxu, shape, ins.dtype);
       core.mxu_vmem_bytes += vmem_bytes;
-      const std::int64_t issue = core.mxu.issue_cycle(now, spec_.clock);
+      // fused: the arrays start after the exposed first load, and the operands stream meanwhile.
+      Tick head = 0, tail = 0;
+      if (ins.streams_hbm()) {
+        head = FusedStreams::head_ticks(spec_.hbm, ins);
+        tail = FusedStreams::tail_ticks(spec_.hbm, ins);
+        counters_.hbm_read += ins.hbm_read;
+        counters_.hbm_written += ins.hbm_written;
+        streams_.start(now, instr, ins, hbm_, spec_.hbm);
+      }
+      const auto head_cycles = static_cast<std::int64_t>(
+          std::ceil(static_cast<double>(head) * spec_.clock.value() / kTicksPerSecond - 1e-9));
+      const std::int64_t issue = core.mxu.issue_cycle(now, spec_.clock) + head_cycles;
       const std::int64_t compute_end = mxu_timer_.schedule(shape, ins.dtype, issue, core.mxu);
       const std::int64_t vmem_end = core.mxu.stream_vmem(
           issue, vmem_bound_cycles(static_cast<double>(vmem_bytes), spec_.vmem.bandwidth, spec_.clock));
@@ -299,11 +324,14 @@ void Chip::start(std::uint32_t instr, Tick now) {
       // holds; the matmul completes no earlier than its last pop. Assumption: the first results come
       // mxu_first_result_cycles after the issue, as on idle arrays (behind a pipelined predecessor they come
       // later, but the predecessor's own pops, reserved first, then usually hold the VPU until then).
-      Tick first_results = now + cycles_to_ticks(mxu_first_result_cycles(spec_.mxu, shape), spec_.clock);
+      Tick first_results = now + head + cycles_to_ticks(mxu_first_result_cycles(spec_.mxu, shape), spec_.clock);
       if (core.vpu.busy()) first_results = std::max(first_results, core.vpu.finish());
+      // The pops (and a fused epilogue's VPU work) reserve the VPU (matmul_vpu_cycles).
       const Tick pops_end =
-          core.pops.reserve(first_results, cycles_to_ticks(result_pop_cycles(spec_.vpu, shape), spec_.clock));
-      core.mxu.push(now, instr, std::max(compute_end, vmem_end), spec_.clock, pops_end);
+          core.pops.reserve(first_results, cycles_to_ticks(matmul_vpu_cycles(spec_.vpu, ins), spec_.clock));
+      const std::int64_t end_cycle = std::max(compute_end, vmem_end);
+      const Tick not_before = tail > 0 ? std::max(pops_end, core.mxu.tick_of(end_cycle, spec_.clock) + tail) : pops_end;
+      core.mxu.push(now, instr, end_cycle, spec_.clock, not_before);
       return;
     }
     case ir::OpKind::vector: {
@@ -313,7 +341,14 @@ void Chip::start(std::uint32_t instr, Tick now) {
       const std::int64_t cycles =
           std::max(vpu_cycles(spec_.vpu, ins.vector_op, ins.elements),
                    vmem_bound_cycles(static_cast<double>(vmem_bytes), spec_.vmem.bandwidth, spec_.clock));
-      core.vpu.start(now, instr, cycles_to_ticks(cycles, spec_.clock));
+      Tick exposed = 0;  // fused: the first load before and the last store after the compute
+      if (ins.streams_hbm()) {
+        exposed = FusedStreams::head_ticks(spec_.hbm, ins) + FusedStreams::tail_ticks(spec_.hbm, ins);
+        counters_.hbm_read += ins.hbm_read;
+        counters_.hbm_written += ins.hbm_written;
+        streams_.start(now, instr, ins, hbm_, spec_.hbm);
+      }
+      core.vpu.start(now, instr, cycles_to_ticks(cycles, spec_.clock) + exposed);
       return;
     }
     case ir::OpKind::dma:
@@ -402,8 +437,12 @@ void Chip::complete(std::uint32_t instr, Tick started, Tick now) {
 }
 
 Tick Chip::next_wake(Tick now) const {
-  Tick next = std::min(dma_.next_event(), host_.next_event());
-  for (const TensorCore& c : cores_) next = std::min({next, c.mxu.finish(), c.vpu.finish(), c.pops.next_boundary(now)});
+  Tick next = std::min({dma_.next_event(), host_.next_event(), streams_.next_event()});
+  for (const TensorCore& c : cores_) {
+    // fused: a unit past its compute, waiting for its stream, wakes with the stream (the HBM server).
+    const Tick vpu_end = c.vpu.finish() > now ? c.vpu.finish() : kNever;
+    next = std::min({next, c.mxu.next_end_after(now), vpu_end, c.pops.next_boundary(now)});
+  }
   for (const BandwidthServer* path : {&hbm_, &pcie_in_, &pcie_out_, &cmem_, &vmem_copy_}) {
     next = std::min(next, path->next_completion());
   }

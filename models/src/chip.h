@@ -13,6 +13,10 @@
 // from its first results on (ResultPops in tensor_core.h); the pops delay that VPU's vector instructions,
 // count in its busy time, and the matmul completes no earlier than its last pop.
 //
+// Fused instructions (ir::Instruction::streams_hbm, contract in kernels/program.h) stream their operands
+// through HBM while they compute (FusedStreams); the pieces that differ from tile-level instructions are
+// marked "fused:" below.
+//
 // Memory hierarchy: a matmul or vector instruction lasts at least its VMEM bytes / vmem.bandwidth (timing.h);
 // a DMA through HBM is striped over hbm.channels; CMEM is a path of its own; a DMA to a remote chip is a
 // one-sided put that the interconnect runs on the chip's ICI queue (queue_unit in program_index.h).
@@ -28,6 +32,7 @@
 #include <systemc>
 
 #include "bandwidth_server.h"
+#include "fused_stream.h"
 #include "program_index.h"
 #include "run_control.h"
 #include "tensor_core.h"
@@ -125,6 +130,7 @@ class Chip : public sc_core::sc_module {
   BandwidthServer vmem_copy_;
   DmaEngine dma_;
   TransferEngine host_;
+  FusedStreams streams_;  // HBM streams of fused instructions (fused_stream.h)
   std::size_t remaining_;
   Tick last_account_ = 0;
   ChipCounters counters_;

@@ -57,6 +57,13 @@ std::int64_t MxuPipeline::stream_vmem(std::int64_t issue, std::int64_t cycles) {
   return vmem_free_;
 }
 
+Tick MxuPipeline::next_end_after(Tick now) const {
+  for (const InFlight& f : inflight_) {
+    if (f.end > now) return f.end;  // ends are non-decreasing in issue order
+  }
+  return kNever;
+}
+
 void MxuPipeline::push(Tick now, std::uint32_t instr, std::int64_t end_cycle, Hertz clock, Tick not_before) {
   // In-order completion, whatever the dataflow's arithmetic says about arrays the instruction left idle.
   last_end_ = std::max(last_end_, end_cycle);

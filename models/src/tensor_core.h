@@ -31,12 +31,18 @@ class ExecUnit {
   }
   void finish_current() { busy_ = false; }
 
-  void account(Tick now) { busy_time_.advance(now, busy_); }
+  // Busy time counts the unit computing: from its start until its duration ends. A fused instruction whose
+  // HBM stream outlasts its compute stays started (busy()) but no longer computes; note() records which, at
+  // the end of each activation, for the interval up to the next.
+  void note(Tick now) { computing_ = busy_ && finish_ > now; }
+  [[nodiscard]] bool computing() const { return computing_; }
+  void account(Tick now) { busy_time_.advance(now, computing_); }
   [[nodiscard]] Tick busy_ticks() const { return busy_time_.total(); }
   [[nodiscard]] std::uint64_t executed() const { return executed_; }
 
  private:
   bool busy_ = false;
+  bool computing_ = false;
   Tick start_ = 0;
   Tick finish_ = 0;
   std::uint32_t instr_ = 0;
@@ -109,8 +115,18 @@ class MxuPipeline {
   // which cannot complete before `not_before` (its last result pop).
   void push(Tick now, std::uint32_t instr, std::int64_t end_cycle, Hertz clock, Tick not_before = 0);
 
-  // Busy time is the union of the in-flight instructions' lifetimes (they overlap when pipelined).
-  void account(Tick now) { busy_time_.advance(now, busy()); }
+  // Cycle of the run (in ticks) at which `cycle` falls.
+  [[nodiscard]] Tick tick_of(std::int64_t cycle, Hertz clock) const { return epoch_ + cycles_to_ticks(cycle, clock); }
+  // The earliest end of an in-flight instruction after `now`; kNever if none (a fused instruction that
+  // ended its compute and waits for its HBM stream is not a future event of the pipeline).
+  [[nodiscard]] Tick next_end_after(Tick now) const;
+
+  // Busy time is the union of the in-flight instructions' lifetimes up to their ends (they overlap when
+  // pipelined); a fused instruction waiting for its HBM stream after its end does not count. note() records
+  // the state at the end of each activation, for the interval up to the next.
+  void note(Tick now) { computing_ = !inflight_.empty() && inflight_.back().end > now; }
+  [[nodiscard]] bool computing() const { return computing_; }
+  void account(Tick now) { busy_time_.advance(now, computing_); }
   [[nodiscard]] Tick busy_ticks() const { return busy_time_.total(); }
   [[nodiscard]] std::uint64_t executed() const { return executed_; }
 
@@ -125,6 +141,7 @@ class MxuPipeline {
   Tick epoch_ = 0;
   std::int64_t last_end_ = 0;
   std::int64_t vmem_free_ = 0;  // cycle of the run at which the VMEM traffic of earlier instructions ends
+  bool computing_ = false;
   std::uint64_t executed_ = 0;
   BusyTime busy_time_;
 };
@@ -184,8 +201,12 @@ struct TensorCore {
   std::uint64_t mxu_vmem_bytes = 0;  // operand bytes the MXUs read from and wrote to VMEM (matmul_vmem_bytes)
   std::uint64_t vpu_vmem_bytes = 0;  // same for the VPU (Instruction::bytes)
 
-  // Pops run only while their matmul is in flight, so they need no term here.
-  [[nodiscard]] bool computing() const { return mxu.busy() || vpu.busy(); }
+  // Pops run only while their matmul is in flight, so they need no term here. As noted at the last activation.
+  [[nodiscard]] bool computing() const { return mxu.computing() || vpu.computing(); }
+  void note(Tick now) {
+    mxu.note(now);
+    vpu.note(now);
+  }
   // The VPU runs a vector instruction or pops results at `now` (after pops.retire(now)).
   [[nodiscard]] bool vpu_busy(Tick now) const { return vpu.busy() || pops.active(now); }
   // VPU busy time: vector instructions plus result pops (disjoint).

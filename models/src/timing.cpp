@@ -91,6 +91,23 @@ std::int64_t result_pop_cycles(const VpuSpec& vpu, MatmulShape s) {
       std::ceil(static_cast<double>(s.m) * static_cast<double>(s.n) / per_cycle - 1e-9));
 }
 
+MatmulShape matmul_timing_shape(const MxuSpec& mxu, const ir::Instruction& ins) {
+  if (ins.batch <= 1) return MatmulShape{ins.m, ins.k, ins.n};
+  const std::int64_t cols = std::max(1, mxu.cols);
+  return MatmulShape{ins.m, ins.k, ins.batch * ceil_div(ins.n, cols) * cols};
+}
+
+double matmul_useful_macs(const ir::Instruction& ins) {
+  return static_cast<double>(std::max(1, ins.batch)) * static_cast<double>(ins.m) * static_cast<double>(ins.k) *
+         static_cast<double>(ins.n);
+}
+
+std::int64_t matmul_vpu_cycles(const VpuSpec& vpu, const ir::Instruction& ins) {
+  const std::int64_t outputs = ins.sum_batch ? 1 : std::max(1, ins.batch);
+  return outputs * result_pop_cycles(vpu, MatmulShape{ins.m, ins.k, ins.n}) +
+         vpu_cycles(vpu, ins.vector_op, ins.elements);
+}
+
 std::int64_t mxu_first_result_cycles(const MxuSpec& mxu, MatmulShape s) {
   const std::int64_t r = mxu.rows, c = mxu.cols;
   switch (mxu.dataflow) {
