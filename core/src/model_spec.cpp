@@ -62,8 +62,8 @@ const FieldTable<ModelSpec>& gemm_fields() {
                         "contraction dimension", positive<std::int64_t>());
     t.add<std::int64_t>("n", [](S& s) -> std::int64_t& { return s.gemm.n; }, std::nullopt, "columns of B and C",
                         positive<std::int64_t>());
-    t.add_choice<GemmLowering>("lowering", [](S& s) -> GemmLowering& { return s.gemm.lowering; },
-                               {{"tiled", GemmLowering::tiled}, {"fused", GemmLowering::fused}}, "tiled",
+    t.add_choice<GemmGranularity>("lowering", [](S& s) -> GemmGranularity& { return s.gemm.lowering; },
+                               {{"tiled", GemmGranularity::tiled}, {"fused", GemmGranularity::fused}}, "tiled",
                                "tiled: tile by tile with explicit DMAs; fused: one instruction per TensorCore "
                                "streaming its operands from HBM (the granularity of whole models)");
     return t;

@@ -24,11 +24,11 @@ enum class Activation { relu, gelu };
 
 // How a single GEMM is lowered: tile by tile with explicit DMAs (for single-op studies), or as one fused
 // instruction per TensorCore whose operands stream from HBM (the granularity whole models use).
-enum class GemmLowering { tiled, fused };
+enum class GemmGranularity { tiled, fused };
 
 struct GemmModel {
   std::int64_t m = 0, k = 0, n = 0;  // C[m,n] = A[m,k] x B[k,n]
-  GemmLowering lowering = GemmLowering::tiled;
+  GemmGranularity lowering = GemmGranularity::tiled;
 };
 
 // A stack of dense layers: widths[0] inputs, then one layer per following width.
