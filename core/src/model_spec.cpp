@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "model_kinds.h"
+#include "tpusim/core/data_paths.h"
 
 namespace tpusim {
 
@@ -133,6 +134,18 @@ SourceLoc origin_of(const std::map<std::string, FieldOrigin>& origins, const std
   if (const auto it = origins.find(key); it != origins.end() && !it->second.defaulted) return it->second.loc;
   if (const auto it = origins.find("kind"); it != origins.end()) return it->second.loc;
   return SourceLoc{"(model)", 0, 0};
+}
+
+ModelSpec load_model(const std::string& name_or_path) {
+  Diagnostics diags;
+  const auto file = resolve_data_file("configs/models", name_or_path, {}, SourceLoc{"(command line)", 0, 0}, "model",
+                                      diags);
+  diags.throw_if_any();
+  const ConfigNode root = load_yaml_file(*file, diags);
+  diags.throw_if_any();
+  ModelSpec spec = resolve_model(root, "", diags);
+  diags.throw_if_any();
+  return spec;
 }
 
 ModelSpec resolve_model(const ConfigNode& node, const std::string& path, Diagnostics& diags) {

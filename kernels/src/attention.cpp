@@ -18,13 +18,16 @@ double scores(const AttentionShape& s) {
 
 std::int64_t group(const AttentionShape& s) { return s.heads / std::max(1, s.kv_heads); }
 
-// Per score: scale, the causal mask, the relative bias, and the softmax itself.
-fused::VpuWork softmax_forward_work(const AttentionShape& s) {
-  fused::VpuWork w = kScale.per_element;
+// Flash forward: the scale applied to the queries, then per score the causal mask, the relative bias and the
+// online softmax.
+fused::VpuWork flash_forward_work(const AttentionShape& s) {
+  fused::VpuWork w;
   if (s.causal) w += kMask.per_element;
   if (s.relative_bias) w += kAdd.per_element;
-  w += kSoftmax.per_element;
-  return w.times(scores(s));
+  w += kOnlineSoftmax.per_element;
+  w = w.times(scores(s));
+  w += kScale.per_element.times(static_cast<double>(s.batch) * static_cast<double>(s.s_q) * s.heads * s.d_head);
+  return w;
 }
 
 }  // namespace
@@ -61,7 +64,7 @@ AttentionSaved attention_forward(Builder& b, const OpName& name, AttentionImpl i
     qk.m = rows, qk.k = s.d_head, qk.n = s.s_k, qk.batch = bkv, qk.dtype = dt;
     qk.a = {q}, qk.b = {k}, qk.outputs = {p};
     qk.a_times = 1.0, qk.b_times = nq * kv_times;
-    qk.epilogue = softmax_forward_work(s);
+    qk.epilogue = flash_forward_work(s);
     b.matmul(sub(name, "qk"), ir::OpClass::attention, qk);
     Builder::Matmul pv;
     pv.m = rows, pv.k = s.s_k, pv.n = s.d_head, pv.batch = bkv, pv.dtype = dt;
@@ -137,7 +140,7 @@ AttentionGrads attention_backward(Builder& b, const OpName& name, AttentionImpl 
              {{saved.o, 1}, {d_o, 1}}, {{rows_d, 1}});
     const TensorId p = b.on_chip(base + ".p"), ds = b.on_chip(base + ".ds");
     // Recompute P (hardware FLOPs only), then dS = P (dO V^T - D) in the next product's epilogue.
-    fused::VpuWork recompute = kScale.per_element;
+    fused::VpuWork recompute;
     if (s.causal) recompute += kMask.per_element;
     if (s.relative_bias) recompute += kAdd.per_element;
     recompute += kSoftmaxRecompute.per_element;

@@ -9,7 +9,8 @@
 //   live in HBM (fusion merges the scale/mask/bias into the scores matmul's epilogue; the softmax, a
 //   reduction, stays its own op).
 // flash (Dao et al. 2022): one kernel per direction, tiled in blocks of bq queries by bk keys held in VMEM:
-//   forward, Q K^T then P V with the online softmax on the VPU between them (S and P never reach HBM), K and
+//   forward, Q K^T then P V with the online softmax on the VPU between them (the scale applied to Q, the
+//   normalization to the output rows; S and P never reach HBM), K and
 //   V read once per query block, O and the softmax statistics (log-sum-exp per row, f32) written. Backward
 //   recomputes S and P from Q, K and the statistics (hardware FLOPs, not model FLOPs), then dP = dO V^T,
 //   dV = P^T dO, dS = P (dP - D), dQ = dS K, dK = dS^T Q; Q and dO are read once per key block.

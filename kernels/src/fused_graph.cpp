@@ -76,38 +76,35 @@ void fuse(Graph& g) {
     if (it == reader_groups.end()) return false;  // a step output
     return std::all_of(it->second.begin(), it->second.end(), [grp](std::size_t r) { return r == grp; });
   };
-  // Tensors written inside each group (their reads inside the group come from VMEM).
-  std::map<std::size_t, std::vector<TensorId>> produced;
-  for (std::size_t i = 0; i < n; ++i) {
-    for (const Access& w : ops[i].writes) produced[group[i]].push_back(w.tensor);
-  }
+  // Merge members into their group's head in program order. A member's read of a tensor an earlier member of
+  // the group wrote comes from VMEM; any other read (including an op reading what it overwrites in place, an
+  // optimizer update) streams from HBM. Two reads of the same tensor by members are one stream.
+  std::map<std::size_t, std::vector<TensorId>> produced;  // per group, written so far
+  std::map<std::size_t, std::vector<Access>> reads;       // per group, from HBM
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t grp = group[i];
+    auto& made = produced[grp];
+    auto& in = reads[grp];
+    for (const Access& r : ops[i].reads) {
+      if (std::find(made.begin(), made.end(), r.tensor) != made.end()) continue;
+      const auto same = std::find_if(in.begin(), in.end(), [&](const Access& a) { return a.tensor == r.tensor; });
+      if (same == in.end()) in.push_back(r);
+      else same->times = std::max(same->times, r.times);
+    }
+    for (const Access& w : ops[i].writes) made.push_back(w.tensor);
     if (grp == i) continue;
     Op& head = ops[grp];
     Op& member = ops[i];
     head.vpu += member.vpu;
     head.model_flops += member.model_flops;
     head.hardware_flops += member.hardware_flops;
-    for (const Access& r : member.reads) head.reads.push_back(r);
     for (const Access& w : member.writes) head.writes.push_back(w);
     member.merged = true;
   }
   for (std::size_t i = 0; i < n; ++i) {
     Op& op = ops[i];
-    if (op.merged || group[i] != i) continue;
-    const auto& made = produced[i];
-    auto made_here = [&](TensorId t) { return std::find(made.begin(), made.end(), t) != made.end(); };
-    // Reads of what the group itself produced come from VMEM; reads of the same tensor by two members are
-    // one stream.
-    std::vector<Access> reads;
-    for (const Access& r : op.reads) {
-      if (made_here(r.tensor)) continue;
-      const auto same = std::find_if(reads.begin(), reads.end(), [&](const Access& a) { return a.tensor == r.tensor; });
-      if (same == reads.end()) reads.push_back(r);
-      else same->times = std::max(same->times, r.times);
-    }
-    op.reads = std::move(reads);
+    if (op.merged) continue;
+    op.reads = std::move(reads[i]);
     std::vector<Access> writes;
     for (const Access& w : op.writes) {
       if (!internal(w.tensor, i)) writes.push_back(w);
@@ -130,23 +127,30 @@ Liveness activation_liveness(const Graph& g) {
     }
     for (const Access& r : ops[i].reads) {
       last[r.tensor] = std::max(last[r.tensor], i);
-      if (ops[i].phase == Phase::backward) backward_read[r.tensor] = true;
+      // A block recomputed for the backward pass reads what the forward pass kept, as the backward does.
+      if (ops[i].phase == Phase::backward || ops[i].phase == Phase::recompute) backward_read[r.tensor] = true;
     }
   }
-  // Sweep: +bytes at the first write, -bytes after the last access.
-  std::vector<double> delta(n + 1, 0.0);
-  Liveness l;
+  // Sweep: +bytes at the first write, -bytes after the last access; kept tensors also on their own sweep.
+  std::vector<double> delta(n + 1, 0.0), kept_delta(n + 1, 0.0);
   for (TensorId t = 0; t < g.tensors().size(); ++t) {
     const Tensor& tensor = g.tensor(t);
     if (tensor.kind != TensorKind::activation || first[t] == n) continue;
+    const std::size_t end = std::max(first[t], last[t]) + 1;
     delta[first[t]] += tensor.bytes();
-    delta[std::max(first[t], last[t]) + 1] -= tensor.bytes();
-    if (forward_written[t] && backward_read[t]) l.saved_for_backward += tensor.bytes();
+    delta[end] -= tensor.bytes();
+    if (forward_written[t] && backward_read[t]) {
+      kept_delta[first[t]] += tensor.bytes();
+      kept_delta[end] -= tensor.bytes();
+    }
   }
-  double live = 0;
+  Liveness l;
+  double live = 0, kept = 0;
   for (std::size_t i = 0; i < n; ++i) {
     live += delta[i];
+    kept += kept_delta[i];
     l.peak = std::max(l.peak, live);
+    l.saved_for_backward = std::max(l.saved_for_backward, kept);
   }
   return l;
 }

@@ -125,8 +125,9 @@ void fuse(Graph& g);
 [[nodiscard]] double read_bytes(const Graph& g, const Op& op);
 [[nodiscard]] double written_bytes(const Graph& g, const Op& op);
 
-// Activation memory over the step: the peak of live materialized activation bytes, and the bytes written in
-// the forward phase (or by the embedding) and still read in the backward phase (saved for the backward).
+// Activation memory over the step: the peak of live materialized activation bytes, and the peak of the live
+// bytes that the forward phase wrote for the backward phase (or a rematerialized block) to read, the
+// activations kept for the backward (with microbatches, one microbatch's at a time).
 struct Liveness {
   double peak = 0;
   double saved_for_backward = 0;

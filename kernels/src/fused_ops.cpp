@@ -10,7 +10,7 @@ namespace tpusim::kernels {
 std::vector<VpuCost> vpu_costs() {
   return {kLayerNormForward, kLayerNormBackward, kRmsNormForward, kRmsNormBackward, kGeluForward, kGeluBackward,
           kReluForward, kReluBackward, kSwigluForward, kSwigluBackward, kGegluForward, kGegluBackward, kScale, kMask,
-          kSoftmax, kSoftmaxRecompute, kSoftmaxBackward, kSoftmaxBackwardRows, kAttentionBackwardRows, kRotary, kAdd,
+          kSoftmax, kOnlineSoftmax, kSoftmaxRecompute, kSoftmaxBackward, kSoftmaxBackwardRows, kAttentionBackwardRows, kRotary, kAdd,
           kCrossEntropyForward, kCrossEntropyWithGradient, kSampling, kSgdUpdate, kAdamUpdate, kAdamWUpdate,
           kAdafactorUpdate, kGradientAccumulate, kRouter, kDispatch, kCombine, kBatchNormForward, kBatchNormBackward,
           kMaxPool, kAveragePool};

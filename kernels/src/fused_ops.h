@@ -43,6 +43,8 @@ inline constexpr VpuCost kGegluBackward{"geglu backward", {14, 1}, "gelu recompu
 inline constexpr VpuCost kScale{"attention score scale", {1, 0}, "multiply by 1/sqrt(d_head)"};
 inline constexpr VpuCost kMask{"causal mask", {2, 0}, "compare, select"};
 inline constexpr VpuCost kSoftmax{"softmax", {4, 1}, "max, subtract, exp, sum, normalize"};
+// Flash: the normalization by the row sum applies to the output rows, not to every score.
+inline constexpr VpuCost kOnlineSoftmax{"online softmax (flash)", {3, 1}, "running max, subtract, exp, sum"};
 inline constexpr VpuCost kSoftmaxRecompute{"softmax recompute (flash backward)", {2, 1},
                                            "subtract the log-sum-exp, exp"};
 inline constexpr VpuCost kSoftmaxBackward{"softmax backward", {2, 0}, "dS = P (dP - D): subtract, multiply"};

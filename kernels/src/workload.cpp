@@ -91,19 +91,20 @@ ConfigError does_not_fit(const WorkloadSpec& w, const ChipSpec& chip, const Memo
     if (b.count() > 0) found.push_back(fmt::format("{} {}", name, format_bytes_approx(b)));
   }
   std::vector<std::string> fits;
-  auto total_with = [&](WorkloadSpec alt) { return build_step(alt, chip).plan; };
+  auto plan_with = [&](WorkloadSpec alt) { return build_step(alt, chip).plan; };
+  std::optional<MemoryPlan> full_remat;
   if (w.step == StepKind::train && w.remat != Remat::full) {
     WorkloadSpec alt = w;
     alt.remat = Remat::full;
-    const MemoryPlan p = total_with(alt);
-    if (p.fits()) fits.push_back(fmt::format("remat: full ({})", format_bytes_approx(p.total())));
+    full_remat = plan_with(alt);
+    if (full_remat->fits()) fits.push_back(fmt::format("remat: full ({})", format_bytes_approx(full_remat->total())));
   }
   if (w.step == StepKind::train) {
     for (int m = w.microbatches * 2; m <= w.batch && m <= 1024; m *= 2) {
       if (w.batch % m != 0) continue;
       WorkloadSpec alt = w;
       alt.microbatches = m;
-      const MemoryPlan p = total_with(alt);
+      const MemoryPlan p = plan_with(alt);
       if (p.fits()) {
         fits.push_back(fmt::format("microbatches: {} ({})", m, format_bytes_approx(p.total())));
         break;
@@ -114,22 +115,30 @@ ConfigError does_not_fit(const WorkloadSpec& w, const ChipSpec& chip, const Memo
     for (std::int64_t b = w.batch / 2; b >= 1; b /= 2) {
       WorkloadSpec alt = w;
       alt.batch = b;
-      const MemoryPlan p = total_with(alt);
+      const MemoryPlan p = plan_with(alt);
       if (p.fits()) {
         fits.push_back(fmt::format("batch: {} ({})", b, format_bytes_approx(p.total())));
         break;
       }
     }
   }
-  // Sharding the persistent state over N chips (FSDP / ZeRO-3, not lowered yet) leaves the rest per chip.
+  // Sharding the persistent state over N chips (FSDP / ZeRO-3, not lowered yet) leaves the rest per chip; with
+  // full rematerialization when that keeps less.
+  auto rest_of = [](const MemoryPlan& p) { return (p.activations + p.kv_cache + p.workspace).as_double(); };
+  const bool use_remat = full_remat && rest_of(*full_remat) < rest_of(plan);
+  const double rest = use_remat ? rest_of(*full_remat) : rest_of(plan);
   const double state = (plan.weights + plan.gradients + plan.optimizer_state).as_double();
-  const double rest = (plan.activations + plan.kv_cache + plan.workspace).as_double();
   const double room = plan.capacity.as_double() - rest;
-  std::string chips = room > 0 ? fmt::format("about {} chips sharding the weights, gradients and optimizer state "
-                                             "(FSDP; sharding is not lowered yet)",
-                                             static_cast<long long>(std::ceil(state / room)))
-                               : "more chips sharding the activations too (the activations alone do not fit)";
-  fits.push_back(chips);
+  if (room > 0) {
+    fits.push_back(fmt::format("about {} chips sharding the weights{} (FSDP{}; sharding is not lowered yet)",
+                               static_cast<long long>(std::ceil(state / room)),
+                               w.step == StepKind::train ? ", gradients and optimizer state" : "",
+                               use_remat ? ", with remat: full" : ""));
+  } else {
+    fits.push_back(fmt::format("the {} alone exceed the chip: more chips sharding them too (data, sequence or "
+                               "tensor parallelism; sharding is not lowered yet)",
+                               w.inference() ? "KV cache and activations" : "activations"));
+  }
   SourceLoc at{"(workload)", 0, 0};
   for (const char* key : {"batch", "step"}) {
     const auto it = w.origins.find(key);

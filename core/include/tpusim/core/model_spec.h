@@ -149,6 +149,9 @@ struct ModelKindInfo {
 // Resolves a model map (with `kind`) at key path `path` ("workload.model", or "" for a model file).
 [[nodiscard]] ModelSpec resolve_model(const ConfigNode& node, const std::string& path, Diagnostics& diags);
 
+// Loads a bundled model (configs/models/NAME.yaml) or a model file by path (used by `tpusim describe model`).
+[[nodiscard]] ModelSpec load_model(const std::string& name_or_path);
+
 // Where a resolved field came from, for errors about it (its file:line, or the model's own location).
 [[nodiscard]] SourceLoc origin_of(const std::map<std::string, FieldOrigin>& origins, const std::string& key);
 
