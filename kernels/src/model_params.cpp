@@ -157,7 +157,12 @@ StepWork step_work(const WorkloadSpec& w, const ShardView& shard) {
 double closed_form_model_flops(const WorkloadSpec& w, const ShardView& shard) {
   const double batch = static_cast<double>(shard.batch);
   if (w.model.kind == ModelKind::resnet) {
-    return 2.0 * resnet_counts(w.model.resnet).macs * batch * (w.step == StepKind::train ? 3.0 : 1.0);
+    // Forward 2 x MACs; training 3 x that less the stem's input gradient (the images need none).
+    const ResnetModel& r = w.model.resnet;
+    const double fwd = 2.0 * resnet_counts(r).macs * batch;
+    if (w.step != StepKind::train) return fwd;
+    const double stem = 2.0 * r.channels * r.stem_width * 49.0 * (r.image_size / 2.0) * (r.image_size / 2.0) * batch;
+    return 3 * fwd - stem;
   }
   if (w.model.kind == ModelKind::mlp) {
     double n = 0;

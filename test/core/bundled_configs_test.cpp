@@ -208,7 +208,7 @@ TEST(BundledChips, OriginsPointIntoTheChipFile) {
 
 const std::map<std::string, long long>& expected_pods() {
   static const std::map<std::string, long long> pods{
-      {"v2-2x2", 4},          {"v2-4x4", 16},        {"v2-16x16", 256},     {"v3-4x4", 16},
+      {"v2-2x2", 4},          {"v2-4x4", 16},        {"v2-16x16", 256},     {"v3-1x1", 1},  {"v3-4x4", 16},
       {"v3-32x32", 1024},     {"v4-1x1x1", 1},       {"v4-2x2x1", 4},       {"v4-2x2x4", 16},
       {"v4-4x4x4", 64},       {"v4-8x8x8", 512},     {"v4-16x16x16", 4096}, {"v5e-1x1", 1},
       {"v5e-2x2", 4},         {"v5e-4x4", 16},       {"v5e-16x16", 256},    {"v5p-2x2x1", 4},

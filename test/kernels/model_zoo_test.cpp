@@ -176,6 +176,20 @@ TEST(ModelZoo, DecodeFlopsAreTwoNPerTokenPlusTheAttentionOverTheCache) {
   EXPECT_EQ(l.work.tokens, 3);
 }
 
+TEST(ModelZoo, Resnet50ForwardIsTwiceThePapersMultiplyAddsAndTrainingThriceLessTheStemsInputGradient) {
+  WorkloadSpec w = workload("resnet-50", StepKind::forward, 16, 0);
+  const LoweredWorkload fwd = lower(w, roomy());
+  const double per_image = fwd.programs.programs[0].model_flops() / 16 / 2;
+  EXPECT_NEAR(per_image / 3.8e9, 1.0, 0.02);  // He et al. 2016: 3.8 x 10^9 multiply-adds (models.md)
+  EXPECT_DOUBLE_EQ(fwd.programs.programs[0].model_flops(), fwd.closed_form_model_flops);
+  w.step = StepKind::train;
+  const LoweredWorkload train = lower(w, roomy());
+  const double stem = 2.0 * 3 * 64 * 49 * 112 * 112 * 16;
+  EXPECT_DOUBLE_EQ(train.programs.programs[0].model_flops(), 3 * fwd.programs.programs[0].model_flops() - stem);
+  EXPECT_DOUBLE_EQ(train.programs.programs[0].model_flops(), train.closed_form_model_flops);
+  EXPECT_EQ(train.work.examples, 16);
+}
+
 // ---- rematerialization -------------------------------------------------------------------------------------
 
 TEST(ModelZoo, FullRematRaisesHardwareFlopsByTheBlocksForwardFlops) {
