@@ -75,6 +75,13 @@ int main(int argc, char** argv) {
   sweep_cmd->add_flag("--emit-commands", sweep.emit_commands,
                       "print one command per point not yet done (for GNU parallel or a Slurm job array)");
   sweep_cmd->add_flag("--collect", sweep.collect_only, "run nothing; build the table from finished points");
+  sweep_cmd->add_flag("--retry-failed", sweep.retry_failed, "run points that failed before again");
+  sweep_cmd->add_flag("--slurm", sweep.slurm,
+                      "write OUT/slurm/sweep.sbatch, a Slurm job array whose tasks run shares of the points");
+  sweep_cmd->add_option("--tasks", sweep.slurm_tasks, "--slurm: array tasks (default: one per point, at most 32)");
+  sweep_cmd->add_option("--slurm-option", sweep.slurm_options, "--slurm: an extra #SBATCH line, e.g. --time=2:00:00")
+      ->allow_extra_args(false);
+  sweep_cmd->add_option("--share", sweep.share, "run only the pending points numbered K modulo N (K/N); no table");
 
   if (argc == 1) {  // a bare `tpusim` is a request for orientation, not an error
     std::cout << app.help();
@@ -106,6 +113,6 @@ int main(int argc, char** argv) {
   if (describe_cmd->parsed()) return describe_command(describe_what, describe_name);
   if (lower_cmd->parsed()) return lower_command(lower_scenario, lower_overrides, lower_out);
   if (topo_cmd->parsed()) return topo_command(topo_name, topo_dot, topo_svg);
-  if (sweep_cmd->parsed()) return sweep_command(sweep, "/proc/self/exe");
+  if (sweep_cmd->parsed()) return sweep_command(sweep);
   return 2;
 }

@@ -471,6 +471,21 @@ std::optional<std::vector<std::string>> expand_range(const std::string& text) {
   throw ExprError("a range ends with 'step S', 'x F', 'points N' or 'log points N'", dots + 2);
 }
 
+std::vector<Diagnostic> at_sweep_lines(const ConfigError& e, const std::vector<std::string>& overrides,
+                                       const std::vector<SourceLoc>& origins) {
+  std::vector<Diagnostic> out;
+  for (Diagnostic d : e.diagnostics()) {
+    for (std::size_t i = 0; i < overrides.size() && i < origins.size(); ++i) {
+      if (d.loc.file == "--set " + overrides[i]) {
+        d.loc = origins[i];
+        break;
+      }
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
 SweepPlan load_sweep_plan(const std::string& name_or_path) {
   Diagnostics diags;
   const auto file = resolve_data_file("sweeps", name_or_path, {}, SourceLoc{"(command line)", 0, 0}, "sweep", diags);
@@ -513,7 +528,11 @@ Expansion expand_plan(const SweepPlan& plan, const FieldLookup& lookup) {
     }
     const Expression::Lookup find = [&](const std::string& name) -> std::optional<Value> {
       if (const auto it = env.find(name); it != env.end()) return it->second;
-      if (auto text = lookup(c.overrides, name)) return value_from_text(*text);
+      try {
+        if (auto text = lookup(c.overrides, name)) return value_from_text(*text);
+      } catch (const ConfigError& e) {
+        throw ConfigError(at_sweep_lines(e, c.overrides, c.origins));
+      }
       return std::nullopt;
     };
     auto fail = [&](const SourceLoc& loc, const std::string& key, const std::string& what, const std::string& text) {

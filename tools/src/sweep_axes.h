@@ -105,6 +105,11 @@ using FieldLookup =
 // file:line) when an expression cannot be evaluated or a derived value has no unit a field takes.
 [[nodiscard]] Expansion expand_plan(const SweepPlan& plan, const FieldLookup& lookup);
 
+// The diagnostics of a scenario error, those caused by a sweep value pointed at the sweep file's line instead
+// of at "--set path=value". `origins` gives the location of each override.
+[[nodiscard]] std::vector<Diagnostic> at_sweep_lines(const ConfigError& e, const std::vector<std::string>& overrides,
+                                                     const std::vector<SourceLoc>& origins);
+
 // The values of a range such as "1 TB/s .. 4 TB/s x 2" (geometric), "128 .. 512 step 128" (arithmetic),
 // "1 .. 2 points 5" or "1 GB/s .. 1 TB/s log points 4", each rendered in the unit of the first bound.
 // nullopt when the text is no range (has no ".."); throws ExprError when it is a malformed one.
