@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tools/src/sweep_analysis.h"
 #include "tools/src/sweep_axes.h"
 #include "tools/src/sweep_expr.h"
 #include "tpusim/core/diagnostics.h"
@@ -255,6 +256,35 @@ TEST_F(SweepPlanTest, BadPlansNameTheLineOfTheProblem) {
   EXPECT_NE(pareto.find("did you mean 'step_time_s'?"), std::string::npos) << pareto;
   const std::string key = error("grid:\n  a: [1]\nseed: 3\n");
   EXPECT_NE(key.find("did you mean 'seeds'?"), std::string::npos) << key;
+}
+
+// ---- analyses ------------------------------------------------------------------------------------------------
+
+TEST(SweepPareto, TheFrontIsEveryRowNoOtherBeatsOnOneAndMatchesOnTheOther) {
+  // (x, y) per row; both lower is better unless asked otherwise. A row without a value is never on it.
+  const std::vector<std::pair<double, double>> xy{{1, 5}, {2, 3}, {3, 4}, {4, 1}, {2, 3}, {5, 1}};
+  std::vector<Config> configs(xy.size() + 1);
+  SweepTable t;
+  t.columns = {{"x", {}, Better::lower, "{}", ""}, {"y", {}, Better::lower, "{}", ""}};
+  for (std::size_t i = 0; i <= xy.size(); ++i) {
+    configs[i].index = i;
+    TableRow r;
+    r.config = &configs[i];
+    if (i < xy.size()) r.mean = {xy[i].first, xy[i].second};
+    else r.mean = {0.0, std::nullopt};  // a failed point: no y
+    t.rows.push_back(r);
+  }
+  auto indices = [](const std::vector<const TableRow*>& rows) {
+    std::vector<std::size_t> out;
+    for (const TableRow* r : rows) out.push_back(r->config->index);
+    return out;
+  };
+  // (3,4) loses to (2,3); (5,1) to (4,1); the two equal (2,3) rows do not beat each other.
+  EXPECT_EQ(indices(pareto_front(t, 0, false, 1, false)), (std::vector<std::size_t>{0, 1, 3, 4}));
+  // Lower x, higher y: (1,5) has the lowest x and the highest y, so it beats every other row.
+  EXPECT_EQ(indices(pareto_front(t, 0, false, 1, true)), (std::vector<std::size_t>{0}));
+  // Both higher: (2,3) loses to (3,4) and (4,1) to (5,1).
+  EXPECT_EQ(indices(pareto_front(t, 0, true, 1, true)), (std::vector<std::size_t>{0, 2, 5}));
 }
 
 }  // namespace

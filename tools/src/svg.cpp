@@ -108,12 +108,17 @@ class PlotFrame {
   [[nodiscard]] double py(double v) const { return kTop + ph() - (ty(v) - y0_) / (y1_ - y0_) * ph(); }
 
   // Fixes the ranges and writes the header, the frame, the ticks and the axis labels.
+  // `pad` leaves 5% of the range free on each side, so that markers on the extremes are drawn whole.
   void begin(const std::string& title, const std::string& x_label, const std::string& y_label, bool y_from_zero,
-             std::ostream& out) {
+             bool pad, std::ostream& out) {
     if (!std::isfinite(x0_)) x0_ = 0, x1_ = 1, y0_ = 0, y1_ = 1;
     if (x1_ == x0_) x1_ = x0_ + 1;
     if (y1_ == y0_) y1_ = y0_ + 1;
     if (!log_y_ && y_from_zero) y0_ = std::min(y0_, 0.0);
+    if (pad) {
+      const double dx = 0.05 * (x1_ - x0_), dy = 0.05 * (y1_ - y0_);
+      x0_ -= dx, x1_ += dx, y0_ -= dy, y1_ += dy;
+    }
     auto tick = [](double v, bool log) { return log ? fmt::format("{:.3g}", std::pow(10.0, v)) : fmt::format("{:.3g}", v); };
     out << fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="11">)", kW, kH)
         << "\n";
@@ -155,7 +160,7 @@ void write_line_chart_svg(const std::vector<Series>& series, const std::string& 
   for (const auto& s : series) {
     for (std::size_t i = 0; i < s.x.size(); ++i) frame.include(s.x[i], s.y[i]);
   }
-  frame.begin(title, x_label, y_label, true, out);
+  frame.begin(title, x_label, y_label, true, false, out);
   for (std::size_t s = 0; s < series.size(); ++s) {
     const char* color = kColors[s % 10];
     std::string points;
@@ -176,7 +181,7 @@ void write_scatter_svg(const std::vector<ScatterPoint>& points, const std::strin
                        const std::string& y_label, bool log_x, bool log_y, std::ostream& out) {
   PlotFrame frame(log_x, log_y);
   for (const auto& p : points) frame.include(p.x, p.y);
-  frame.begin(title, x_label, y_label, false, out);
+  frame.begin(title, x_label, y_label, false, true, out);
   // Every point in grey, then the highlighted ones joined in x order and labelled.
   std::vector<const ScatterPoint*> front;
   for (const auto& p : points) {

@@ -33,15 +33,19 @@ std::string join(const std::vector<std::string>& v) {
 }
 
 // Resolved scenario fields for derived values and filters, one resolution per distinct set of overrides.
+// A combination may not resolve before its derived values are set (an MXU shape disagrees with the chip's
+// peak until the derived peak is in): then the fields come from the scenario with only the overrides that
+// change what is composed (pod, chip, workload.model). The other overrides' values are the sweep's own and
+// are looked up before any resolved field, so the fields read this way are the ones they do not touch.
 class ScenarioFields {
  public:
-  ScenarioFields(const SweepPlan& plan) : plan_(plan) {}
+  explicit ScenarioFields(const SweepPlan& plan) : plan_(plan) {}
   std::optional<std::string> operator()(const std::vector<std::string>& overrides, const std::string& path) {
     const std::string key = join(overrides);
     auto it = cache_.find(key);
     if (it == cache_.end()) {
       std::map<std::string, std::string> fields;
-      for (auto& [k, v] : render_scenario(load_scenario(plan_.scenario.string(), overrides))) fields[k] = v;
+      for (auto& [k, v] : resolve(overrides)) fields[k] = v;
       it = cache_.emplace(key, std::move(fields)).first;
     }
     const auto f = it->second.find(path);
@@ -50,6 +54,24 @@ class ScenarioFields {
   }
 
  private:
+  std::vector<std::pair<std::string, std::string>> resolve(const std::vector<std::string>& overrides) const {
+    try {
+      return render_scenario(load_scenario(plan_.scenario.string(), overrides));
+    } catch (const ConfigError&) {
+      std::vector<std::string> references;
+      for (const auto& o : overrides) {
+        const std::string path = o.substr(0, o.find('='));
+        if (path == "pod" || path == "chip" || path == "workload.model") references.push_back(o);
+      }
+      if (references.size() == overrides.size()) throw;
+      try {
+        return render_scenario(load_scenario(plan_.scenario.string(), references));
+      } catch (const ConfigError&) {
+      }
+      throw;
+    }
+  }
+
   const SweepPlan& plan_;
   std::map<std::string, std::map<std::string, std::string>> cache_;
 };
@@ -247,12 +269,22 @@ int sweep_command(const SweepArgs& args) {
 
   if (!args.collect_only) {
     const int jobs = args.jobs > 0 ? args.jobs : static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
-    std::size_t share_total = 0;
-    for (const auto& r : ex.runs) share_total += static_cast<int>(r.index % share_n) == share_k ? 1 : 0;
-    std::cerr << fmt::format("tpusim sweep {}: {}{}, {} already done, running {} on {} worker{}\n", plan.name,
+    std::size_t share_total = 0, failed_before = 0;
+    for (const auto& r : ex.runs) {
+      if (static_cast<int>(r.index % share_n) != share_k) continue;
+      ++share_total;
+      if (!args.retry_failed && !fs::exists(points_dir / point_dir_name(r.index) / "summary.json") &&
+          fs::exists(failure_file(points_dir, r.index))) {
+        ++failed_before;
+      }
+    }
+    std::cerr << fmt::format("tpusim sweep {}: {}{}, {} already done{}, running {} on {} worker{}\n", plan.name,
                              describe_points(plan, ex),
                              args.share.empty() ? "" : fmt::format(", share {} has {}", args.share, share_total),
-                             share_total - todo.size(), todo.size(), jobs, jobs == 1 ? "" : "s");
+                             share_total - todo.size(),
+                             failed_before > 0 ? fmt::format(" ({} failed: --retry-failed runs them again)", failed_before)
+                                               : std::string(),
+                             todo.size(), jobs, jobs == 1 ? "" : "s");
     std::vector<PointTask> tasks;
     for (const Run* r : todo) {
       const fs::path dir = points_dir / point_dir_name(r->index);

@@ -56,7 +56,6 @@ std::string dim_label(const Dim& d) {
   static constexpr const char* kNames[] = {"B", "s", "FLOP", "W"};
   if (d == dim_of(Dimension::bytes_per_second)) return "B/s";
   if (d == dim_of(Dimension::flops_per_second)) return "FLOP/s";
-  if (d == dim_of(Dimension::hertz)) return "Hz";
   std::string num, den;
   for (int i = 0; i < 4; ++i) {
     const int e = d.e[i];
