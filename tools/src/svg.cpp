@@ -115,9 +115,11 @@ class PlotFrame {
     if (x1_ == x0_) x1_ = x0_ + 1;
     if (y1_ == y0_) y1_ = y0_ + 1;
     if (!log_y_ && y_from_zero) y0_ = std::min(y0_, 0.0);
-    if (pad) {
+    if (pad) {  // never below zero for data that is not
       const double dx = 0.05 * (x1_ - x0_), dy = 0.05 * (y1_ - y0_);
-      x0_ -= dx, x1_ += dx, y0_ -= dy, y1_ += dy;
+      x0_ = log_x_ || x0_ < 0 ? x0_ - dx : std::max(0.0, x0_ - dx);
+      y0_ = log_y_ || y0_ < 0 ? y0_ - dy : std::max(0.0, y0_ - dy);
+      x1_ += dx, y1_ += dy;
     }
     auto tick = [](double v, bool log) { return log ? fmt::format("{:.3g}", std::pow(10.0, v)) : fmt::format("{:.3g}", v); };
     out << fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="11">)", kW, kH)
@@ -284,7 +286,7 @@ void write_heatmap_svg(const Heatmap& map, std::ostream& out) {
   const std::string hi_text = std::isfinite(hi) ? fmt::format("{:.4g}", hi) : "-";
   out << fmt::format(R"(<text x="10" y="{:.0f}">{}</text><text x="230" y="{:.0f}" text-anchor="end">{}</text>)", ly + 26,
                      escape(lo_text), ly + 26, escape(hi_text))
-      << fmt::format(R"(<text x="240" y="{:.0f}">{}{}; grey: no result</text>)", ly + 10, escape(map.value_label),
+      << fmt::format(R"(<text x="240" y="{:.0f}">{}{}; grey: no result (failed, not run or filtered out)</text>)", ly + 10, escape(map.value_label),
                      log ? " (log colour scale)" : "")
       << "\n</svg>\n";
 }

@@ -229,16 +229,25 @@ class Parser {
     while (end < s_.size() && (std::isalpha(static_cast<unsigned char>(s_[end])) || s_[end] == '/')) ++end;
     for (std::size_t e = end; e > p; --e) {
       if (e < s_.size() && name_char(s_[e])) continue;  // a unit must end where a name could not go on
-      const std::string sym(s_.substr(p, e - p));
-      std::optional<Value> v;
-      if (sym == "FLOP" || sym == "FLOPs") v = Value::number(number, kFlop);
-      if (const auto q = parse_quantity("1 " + sym)) v = Value::number(number * q->si, dim_of(q->dimension));
-      if (v) {
+      if (auto v = unit(std::string(s_.substr(p, e - p)))) {
         pos_ = e;
-        return v;
+        return Value::number(number * v->si, v->dim);
       }
     }
     return std::nullopt;
+  }
+
+  // One of tpusim's units ("TB/s", "GHz", "MiB"), FLOP, or a ratio of two of them ("FLOP/B").
+  static std::optional<Value> unit(const std::string& sym) {
+    if (sym == "FLOP" || sym == "FLOPs") return Value::number(1, kFlop);
+    if (const auto q = parse_quantity("1 " + sym)) return Value::number(q->si, dim_of(q->dimension));
+    const auto slash = sym.find('/');
+    if (slash == std::string::npos || sym.find('/', slash + 1) != std::string::npos) return std::nullopt;
+    const auto num = unit(sym.substr(0, slash)), den = unit(sym.substr(slash + 1));
+    if (!num || !den) return std::nullopt;
+    Value v = Value::number(num->si / den->si);
+    for (int i = 0; i < 4; ++i) v.dim.e[i] = num->dim.e[i] - den->dim.e[i];
+    return v;
   }
 
   NodePtr parse_primary() {
