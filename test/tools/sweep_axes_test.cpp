@@ -6,12 +6,14 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "tools/src/sweep_analysis.h"
 #include "tools/src/sweep_axes.h"
 #include "tools/src/sweep_expr.h"
+#include "tools/src/sweep_runner.h"
 #include "tpusim/core/diagnostics.h"
 
 namespace fs = std::filesystem;
@@ -287,6 +289,23 @@ TEST(SweepPareto, TheFrontIsEveryRowNoOtherBeatsOnOneAndMatchesOnTheOther) {
   EXPECT_EQ(indices(pareto_front(t, 0, false, 1, true)), (std::vector<std::size_t>{0}));
   // Both higher: (2,3) loses to (3,4) and (4,1) to (5,1).
   EXPECT_EQ(indices(pareto_front(t, 0, true, 1, true)), (std::vector<std::size_t>{0, 2, 5}));
+}
+
+TEST(SweepProgress, DurationsReadAsAPersonWouldSayThem) {
+  EXPECT_EQ(format_duration(0.4), "0s");
+  EXPECT_EQ(format_duration(45), "45s");
+  EXPECT_EQ(format_duration(65), "1m05s");
+  EXPECT_EQ(format_duration(7380), "2h03m");
+}
+
+TEST(SweepProgress, ALogGetsALinePerTenthOfTheWorkWithAnEta) {
+  std::ostringstream out;
+  Progress p("w", 20, out, false);
+  for (std::size_t i = 1; i <= 20; ++i) p.update(i, i == 20 ? 1 : 0);
+  const std::string text = out.str();
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 10);  // at 2, 4, ..., 20 of 20
+  EXPECT_NE(text.find("tpusim sweep w: 2/20 points, 0s elapsed, ETA 0s\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("tpusim sweep w: 20/20 points, 1 failed, 0s elapsed\n"), std::string::npos) << text;
 }
 
 }  // namespace
