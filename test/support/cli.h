@@ -27,6 +27,16 @@ inline std::string slurp(const std::filesystem::path& p) {
   return ss.str();
 }
 
+// A minimal valid scenario: one forward pass of a tiny MLP on one v4 chip (milliseconds). Tests break or vary
+// one thing at a time.
+inline constexpr const char* kMinimalScenario = R"(name: t
+pod: v4-1x1x1
+workload:
+  model: mlp-small
+  batch: 8
+  step: forward
+)";
+
 class CliTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -25,14 +25,13 @@ using SweepCli = tpusim::test::CliTest;
 
 namespace {
 
-// One forward pass of a tiny MLP on one v4 chip (milliseconds per point).
-const char* kScenario = R"(name: t
-pod: v4-1x1x1
-workload:
-  model: mlp-small
-  batch: 8
-  step: forward
-)";
+const char* kScenario = tpusim::test::kMinimalScenario;
+
+// Both sweeps wrote the same table, byte for byte, in both forms.
+void expect_same_tables(const fs::path& a, const fs::path& b) {
+  EXPECT_EQ(slurp(a / "table.csv"), slurp(b / "table.csv"));
+  EXPECT_EQ(slurp(a / "table.json"), slurp(b / "table.json"));
+}
 
 std::vector<std::string> lines(const std::string& text) {
   std::vector<std::string> out;
@@ -193,13 +192,13 @@ TEST_F(SweepCli, AKilledSweepResumesWithOnlyTheMissingPointsAndTheSameTable) {
 
   Outcome o = tpusim("sweep " + sweep.string() + " -j 2 -o " + out.string());
   ASSERT_EQ(o.exit_code, 0) << o.err;
-  EXPECT_NE(o.err.find("6 points, " + std::to_string(done) + " already done, running " + std::to_string(6 - done)), std::string::npos) << o.err;
+  const std::string resumed = "6 points, " + std::to_string(done) + " already done, running " + std::to_string(6 - done);
+  EXPECT_NE(o.err.find(resumed), std::string::npos) << o.err;
 
   const fs::path fresh = dir_ / "fresh";
   o = tpusim("sweep " + sweep.string() + " -j 2 -o " + fresh.string());
   ASSERT_EQ(o.exit_code, 0) << o.err;
-  EXPECT_EQ(slurp(out / "table.csv"), slurp(fresh / "table.csv"));
-  EXPECT_EQ(slurp(out / "table.json"), slurp(fresh / "table.json"));
+  expect_same_tables(out, fresh);
 }
 
 TEST_F(SweepCli, SlurmArrayTasksRunSharesThatCollectIntoTheLocalTableByteForByte) {
@@ -234,8 +233,7 @@ TEST_F(SweepCli, SlurmArrayTasksRunSharesThatCollectIntoTheLocalTableByteForByte
   }
   o = tpusim("sweep " + sweep.string() + " --collect -o " + array.string());
   ASSERT_EQ(o.exit_code, 0) << o.err;
-  EXPECT_EQ(slurp(array / "table.csv"), slurp(local / "table.csv"));
-  EXPECT_EQ(slurp(array / "table.json"), slurp(local / "table.json"));
+  expect_same_tables(array, local);
 }
 
 TEST_F(SweepCli, ABadGridValueNamesTheSweepFilesLine) {

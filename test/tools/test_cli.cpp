@@ -23,14 +23,7 @@ using tpusim::test::Outcome;
 using tpusim::test::slurp;
 using Cli = tpusim::test::CliTest;
 
-// A minimal valid scenario; tests break one thing at a time.
-const char* kGood = R"(name: t
-pod: v4-1x1x1
-workload:
-  model: mlp-small
-  batch: 8
-  step: forward
-)";
+const char* kGood = tpusim::test::kMinimalScenario;
 
 }  // namespace
 

@@ -71,6 +71,17 @@ std::string yaml_text(const ConfigNode& n) {
   return "";
 }
 
+// A list's items, or the node itself: keys that take one entry or a list of them.
+std::vector<const ConfigNode*> items_of(const ConfigNode& n) {
+  std::vector<const ConfigNode*> items;
+  if (n.is_seq()) {
+    for (const auto& i : n.items()) items.push_back(&i);
+  } else {
+    items.push_back(&n);
+  }
+  return items;
+}
+
 // An expression error at a YAML scalar: the scalar's location moved to the column of the problem.
 SourceLoc at_column(SourceLoc loc, std::size_t column) {
   if (loc.line > 0) loc.column += static_cast<int>(column);
@@ -243,12 +254,7 @@ class PlanReader {
   }
 
   void read_filters(const ConfigNode& n, SweepPlan& plan) {
-    std::vector<const ConfigNode*> items;
-    if (n.is_seq()) {
-      for (const auto& i : n.items()) items.push_back(&i);
-    } else {
-      items.push_back(&n);
-    }
+    const std::vector<const ConfigNode*> items = items_of(n);
     for (const ConfigNode* i : items) {
       if (auto ex = expression(*i, "filter")) plan.filters.push_back({*ex, i->loc()});
     }
@@ -310,12 +316,7 @@ class PlanReader {
   }
 
   void read_analyses(const ConfigNode& n, SweepPlan& plan) {
-    std::vector<const ConfigNode*> items;
-    if (n.is_seq()) {
-      for (const auto& i : n.items()) items.push_back(&i);
-    } else {
-      items.push_back(&n);
-    }
+    const std::vector<const ConfigNode*> items = items_of(n);
     const std::vector<std::string> kinds{"none", "roofline", "heatmap", "pareto"};
     for (const ConfigNode* item : items) {
       std::string kind;

@@ -144,23 +144,31 @@ class Parser {
     return n;
   }
 
-  NodePtr parse_or() {
-    NodePtr l = parse_and();
+  using Level = NodePtr (Parser::*)();
+  struct BinaryOp {
+    const char* token;
+    ExprNode::Op op;
+  };
+  // One left-associative precedence level: operands parsed by `next`, joined by any of `ops`.
+  NodePtr left_assoc(Level next, std::initializer_list<BinaryOp> ops) {
+    NodePtr l = (this->*next)();
     for (;;) {
       skip();
       const std::size_t at = pos_;
-      if (!eat("or") && !eat("||")) return l;
-      l = node(ExprNode::Op::or_, at, {l, parse_and()});
+      const BinaryOp* hit = nullptr;
+      for (const auto& o : ops) {
+        if (eat(o.token)) {
+          hit = &o;
+          break;
+        }
+      }
+      if (hit == nullptr) return l;
+      l = node(hit->op, at, {l, (this->*next)()});
     }
   }
+  NodePtr parse_or() { return left_assoc(&Parser::parse_and, {{"or", ExprNode::Op::or_}, {"||", ExprNode::Op::or_}}); }
   NodePtr parse_and() {
-    NodePtr l = parse_not();
-    for (;;) {
-      skip();
-      const std::size_t at = pos_;
-      if (!eat("and") && !eat("&&")) return l;
-      l = node(ExprNode::Op::and_, at, {l, parse_not()});
-    }
+    return left_assoc(&Parser::parse_not, {{"and", ExprNode::Op::and_}, {"&&", ExprNode::Op::and_}});
   }
   NodePtr parse_not() {
     skip();
@@ -180,33 +188,9 @@ class Parser {
     }
     return l;
   }
-  NodePtr parse_add() {
-    NodePtr l = parse_mul();
-    for (;;) {
-      skip();
-      const std::size_t at = pos_;
-      if (eat("+")) {
-        l = node(ExprNode::Op::add, at, {l, parse_mul()});
-      } else if (eat("-")) {
-        l = node(ExprNode::Op::sub, at, {l, parse_mul()});
-      } else {
-        return l;
-      }
-    }
-  }
+  NodePtr parse_add() { return left_assoc(&Parser::parse_mul, {{"+", ExprNode::Op::add}, {"-", ExprNode::Op::sub}}); }
   NodePtr parse_mul() {
-    NodePtr l = parse_unary();
-    for (;;) {
-      skip();
-      const std::size_t at = pos_;
-      if (eat("*")) {
-        l = node(ExprNode::Op::mul, at, {l, parse_unary()});
-      } else if (eat("/")) {
-        l = node(ExprNode::Op::div, at, {l, parse_unary()});
-      } else {
-        return l;
-      }
-    }
+    return left_assoc(&Parser::parse_unary, {{"*", ExprNode::Op::mul}, {"/", ExprNode::Op::div}});
   }
   NodePtr parse_unary() {
     skip();

@@ -137,7 +137,6 @@ SweepTable build_table(const SweepPlan& plan, const Expansion& ex, const std::ve
   for (std::size_t i = 0; i < plan.columns.size(); ++i) {
     t.columns.push_back({plan.columns[i].name, dims[i], Better::lower, "{:.9g}", plan.columns[i].expr.text()});
   }
-  const std::size_t n_metrics = sweep_metrics().size();
   std::vector<std::vector<const RunRecord*>> by_config(ex.configs.size());
   for (const auto& r : runs) by_config[r.run->config].push_back(&r);
   for (const auto& c : ex.configs) {
@@ -185,7 +184,6 @@ SweepTable build_table(const SweepPlan& plan, const Expansion& ex, const std::ve
       row.mean.emplace_back(mean);
       row.spread.emplace_back(s.size() > 1 ? std::sqrt(sq / static_cast<double>(s.size() - 1)) : 0.0);
     }
-    (void)n_metrics;
     if (row.runs_ok == row.runs) {
       row.status = "ok";
     } else if (plan.seeds.empty()) {
