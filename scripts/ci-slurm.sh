@@ -15,6 +15,7 @@ tpusim=$(realpath "${1:-build/tools/tpusim}")
 sweep_file="$root_dir/test/tools/data/slurm-sweep.yaml"
 timeout_s=${TPUSIM_SLURM_TIMEOUT:-300}
 
+script_start=$(date +%s)
 log() { echo "ci-slurm: $*"; }
 fail() { echo "ci-slurm: FAILED: $*" >&2; exit 1; }
 
@@ -53,6 +54,7 @@ stop_daemons() {
     done
   fi
   rm -rf "$scratch"
+  log "daemons stopped; $(($(date +%s) - script_start)) s in all"
   exit "$status"
 }
 trap stop_daemons EXIT
@@ -139,4 +141,4 @@ for f in table.csv table.json; do
 done
 tasks=$(ls "$work"/slurm/slurm/*.out | wc -l)
 log "ok: $tasks array tasks; merged table.csv and table.json equal the local run's byte for byte" \
-  "($(($(date +%s) - start)) s in all)"
+  "($(($(date +%s) - start)) s from starting the daemons)"
