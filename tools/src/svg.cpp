@@ -159,16 +159,28 @@ constexpr const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "
 void write_line_chart_svg(const std::vector<Series>& series, const std::string& title, const std::string& x_label,
                           const std::string& y_label, bool log_x, bool log_y, std::ostream& out) {
   PlotFrame frame(log_x, log_y);
+  auto err = [](const Series& s, std::size_t i) { return i < s.err.size() ? s.err[i] : 0.0; };
   for (const auto& s : series) {
-    for (std::size_t i = 0; i < s.x.size(); ++i) frame.include(s.x[i], s.y[i]);
+    for (std::size_t i = 0; i < s.x.size(); ++i) {
+      frame.include(s.x[i], s.y[i] - err(s, i));
+      frame.include(s.x[i], s.y[i] + err(s, i));
+    }
   }
   frame.begin(title, x_label, y_label, true, false, out);
   for (std::size_t s = 0; s < series.size(); ++s) {
     const char* color = kColors[s % 10];
     std::string points;
     for (std::size_t i = 0; i < series[s].x.size(); ++i) {
-      if (!frame.shown(series[s].x[i], series[s].y[i])) continue;
-      points += fmt::format("{:.1f},{:.1f} ", frame.px(series[s].x[i]), frame.py(series[s].y[i]));
+      const double x = series[s].x[i], y = series[s].y[i], e = err(series[s], i);
+      if (!frame.shown(x, y)) continue;
+      points += fmt::format("{:.1f},{:.1f} ", frame.px(x), frame.py(y));
+      if (i < series[s].err.size() && frame.shown(x, y - e)) {
+        out << fmt::format(R"(<line x1="{0:.1f}" y1="{1:.1f}" x2="{0:.1f}" y2="{2:.1f}" stroke="{3}"/>)"
+                           R"(<line x1="{4:.1f}" y1="{1:.1f}" x2="{5:.1f}" y2="{1:.1f}" stroke="{3}"/>)"
+                           R"(<line x1="{4:.1f}" y1="{2:.1f}" x2="{5:.1f}" y2="{2:.1f}" stroke="{3}"/>)",
+                           frame.px(x), frame.py(y - e), frame.py(y + e), color, frame.px(x) - 4, frame.px(x) + 4)
+            << "\n";
+      }
     }
     out << fmt::format(R"(<polyline fill="none" stroke="{}" stroke-width="2" points="{}"/>)", color, points) << "\n";
     out << fmt::format(R"(<rect x="{}" y="{}" width="12" height="12" fill="{}"/><text x="{}" y="{}">{}</text>)",

@@ -18,9 +18,10 @@ void write_link_heatmap_svg(const Topology& topo, const std::vector<double>& lin
 struct Series {
   std::string name;
   std::vector<double> x, y;
+  std::vector<double> err;  // optional: a bar of y - err .. y + err at each point (noise over seeds)
 };
 
-// A line chart with optional logarithmic axes.
+// A line chart with optional logarithmic axes and error bars.
 void write_line_chart_svg(const std::vector<Series>& series, const std::string& title, const std::string& x_label,
                           const std::string& y_label, bool log_x, bool log_y, std::ostream& out);
 

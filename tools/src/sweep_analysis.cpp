@@ -59,7 +59,7 @@ void roofline(const SweepPlan& plan, const SweepTable& table, const fs::path& di
            "measured_ridge,ridge_error\n";
     out << fmt::format("  {:<22} {:>14} {:>14} {:>8}\n", "roofline group", "expected ridge", "measured ridge", "error");
     for (const auto& [group, members] : groups) {
-      Series line{group, {}, {}};
+      Series line{group, {}, {}, {}};
       double best_flops = 0, best_bw = 0, peak = 0, hbm = 0;
       std::string chip;
       for (const TableRow* r : members) {
@@ -123,6 +123,7 @@ void plot_step_time(const SweepPlan& plan, const SweepTable& table, const fs::pa
     s.name = key.empty() ? plan.name : key;
     s.x.push_back(x);
     s.y.push_back(*r.mean[step]);
+    if (!plan.seeds.empty()) s.err.push_back(r.spread[step].value_or(0.0));
     lo = std::min(lo, x);
     hi = std::max(hi, x);
   }
@@ -131,8 +132,11 @@ void plot_step_time(const SweepPlan& plan, const SweepTable& table, const fs::pa
   const bool log = lo > 0 && hi / lo >= 100;
   const Value unit_probe = value_from_text(inner.values.front()[0]);
   write_output_file(path, [&](std::ostream& out) {
-    write_line_chart_svg(series, plan.name + ": step time", inner.name + unit_suffix(unit_probe.dim), "step time (s)",
-                         log, log, out);
+    const std::string title =
+        plan.seeds.empty() ? plan.name + ": step time"
+                           : fmt::format("{}: step time, mean of {} seeds, bars +/- 1 sd", plan.name,
+                                         plan.seeds.size());
+    write_line_chart_svg(series, title, inner.name + unit_suffix(unit_probe.dim), "step time (s)", log, log, out);
   });
 }
 

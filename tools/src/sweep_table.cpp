@@ -176,11 +176,13 @@ SweepTable build_table(const SweepPlan& plan, const Expansion& ex, const std::ve
         row.spread.emplace_back();
         continue;
       }
+      // Shifted by the first sample, so that equal samples give exactly their value and a spread of 0.
       double sum = 0;
-      for (double v : s) sum += v;
-      const double mean = sum / static_cast<double>(s.size());
+      for (double v : s) sum += v - s.front();
+      const double shift = sum / static_cast<double>(s.size());
+      const double mean = s.front() + shift;
       double sq = 0;
-      for (double v : s) sq += (v - mean) * (v - mean);
+      for (double v : s) sq += (v - s.front() - shift) * (v - s.front() - shift);
       row.mean.emplace_back(mean);
       row.spread.emplace_back(s.size() > 1 ? std::sqrt(sq / static_cast<double>(s.size() - 1)) : 0.0);
     }
