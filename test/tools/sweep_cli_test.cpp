@@ -64,10 +64,14 @@ std::vector<std::string> cells(const std::string& row) {
   return ::testing::AssertionFailure() << "'" << row << "' does not start with '" << prefix << "'";
 }
 
+// Finished points: folders NNNNN with a summary (a run's staging folder, .NNNNN.partial-PID, is not one).
 std::size_t count_summaries(const fs::path& points) {
   std::size_t n = 0;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(points, ec)) n += fs::exists(e.path() / "summary.json") ? 1 : 0;
+  for (const auto& e : fs::directory_iterator(points, ec)) {
+    if (e.path().filename().string().front() == '.') continue;
+    n += fs::exists(e.path() / "summary.json") ? 1 : 0;
+  }
   return n;
 }
 
