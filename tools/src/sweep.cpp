@@ -172,9 +172,7 @@ int build_outputs(const SweepPlan& plan, const Expansion& ex, const fs::path& ou
   return 0;
 }
 
-}  // namespace
-
-int sweep_command(const SweepArgs& args) {
+int run_sweep(const SweepArgs& args) {
   int share_k = 0, share_n = 1;
   if (!args.share.empty() && !parse_share(args.share, share_k, share_n)) {
     std::cerr << fmt::format("tpusim sweep: --share expects K/N with 0 <= K < N, found '{}'\n", args.share);
@@ -302,9 +300,15 @@ int sweep_command(const SweepArgs& args) {
       return 0;
     }
   }
+  return build_outputs(plan, ex, out, points_dir);
+}
+
+}  // namespace
+
+int sweep_command(const SweepArgs& args) {
   try {
-    return build_outputs(plan, ex, out, points_dir);
-  } catch (const std::exception& e) {
+    return run_sweep(args);
+  } catch (const std::exception& e) {  // a folder or file that cannot be written, a failed fork
     std::cerr << "tpusim sweep: " << e.what() << "\n";
     return 1;
   }

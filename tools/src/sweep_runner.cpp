@@ -1,5 +1,6 @@
 #include "tools/src/sweep_runner.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -9,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <system_error>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -66,6 +68,7 @@ namespace {
 pid_t spawn(const std::vector<std::string>& argv, const fs::path& log) {
   const pid_t parent = getpid();
   const pid_t pid = fork();
+  if (pid < 0) throw std::system_error(errno, std::generic_category(), "cannot start a point's process");
   if (pid != 0) return pid;
   // Die with the sweep: a point must never outlive the process that would record it.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
