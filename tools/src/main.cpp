@@ -68,10 +68,13 @@ int main(int argc, char** argv) {
 
   tpusim::tools::SweepArgs sweep;
   auto* sweep_cmd = app.add_subcommand(
-      "sweep", "run a grid of overrides over a scenario, one process per point, and tabulate the results");
+      "sweep",
+      "run a plan of overrides over a scenario (grid, zipped axes, ranges, derived values, filters, seeds), one "
+      "process per point, and tabulate and chart the results (docs/sweeps.md)");
   sweep_cmd->add_option("sweep", sweep.sweep, "bundled sweep name (sweeps/NAME.yaml) or path")->required();
   sweep_cmd->add_option("-o,--out", sweep.out_dir, "output folder (default: out/<sweep name>)");
-  sweep_cmd->add_option("-j,--jobs", sweep.jobs, "points run at once (default: every core)");
+  sweep_cmd->add_option("-j,--jobs", sweep.jobs,
+                        "points run at once (default: every core; with --slurm: CPUs per array task, default 1)");
   sweep_cmd->add_flag("--emit-commands", sweep.emit_commands,
                       "print one command per point not yet done (for GNU parallel or a Slurm job array)");
   sweep_cmd->add_flag("--collect", sweep.collect_only, "run nothing; build the table from finished points");
