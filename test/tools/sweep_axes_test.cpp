@@ -258,6 +258,8 @@ TEST_F(SweepPlanTest, BadPlansNameTheLineOfTheProblem) {
   EXPECT_NE(heat.find("unknown axis 'c'"), std::string::npos) << heat;
   const std::string pareto = error("grid:\n  a: [1]\nanalysis:\n  - pareto: {x: chips, y: step_time}\n");
   EXPECT_NE(pareto.find("did you mean 'step_time_s'?"), std::string::npos) << pareto;
+  EXPECT_NE(error("grid:\n  a: [1]\nderive:\n  a: 2\n").find("a derived field is also an axis"), std::string::npos);
+  EXPECT_NE(error("grid:\n  a: [1]\ncolumns:\n  mfu: 2\n").find("cannot take the name of a metric"), std::string::npos);
   const std::string key = error("grid:\n  a: [1]\nseed: 3\n");
   EXPECT_NE(key.find("did you mean 'seeds'?"), std::string::npos) << key;
 }

@@ -140,6 +140,13 @@ class PlanReader {
     return n->scalar();
   }
 
+  static bool is_axis_path(const SweepPlan& plan, const std::string& path) {
+    for (const auto& a : plan.axes) {
+      if (a.name == path || std::find(a.paths.begin(), a.paths.end(), path) != a.paths.end()) return true;
+    }
+    return false;
+  }
+
   std::optional<Expression> expression(const ConfigNode& n, const std::string& key) {
     if (!n.is_scalar() || n.scalar().empty()) {
       diags_.error(n.loc(), key, "wrong type", "an expression, e.g. 2 FLOP * chip.clock", n.describe());
@@ -249,6 +256,10 @@ class PlanReader {
       return;
     }
     for (const auto& e : n.entries()) {
+      if (is_axis_path(plan, e.key)) {
+        diags_.error(e.key_loc, "derive." + e.key, "a derived field is also an axis", "a field no axis sets", e.key);
+        continue;
+      }
       if (auto ex = expression(e.value, "derive." + e.key)) plan.derived.push_back({e.key, *ex, e.value.loc()});
     }
   }
@@ -297,8 +308,9 @@ class PlanReader {
       return;
     }
     for (const auto& e : n.entries()) {
-      if (find_metric(e.key) != nullptr) {
-        diags_.error(e.key_loc, "columns." + e.key, "a column cannot take a metric's name", "a new name", e.key);
+      if (find_metric(e.key) != nullptr || is_axis_path(plan, e.key)) {
+        diags_.error(e.key_loc, "columns." + e.key, "a column cannot take the name of a metric or an axis", "a new name",
+                     e.key);
         continue;
       }
       if (auto ex = expression(e.value, "columns." + e.key)) plan.columns.push_back({e.key, *ex, e.value.loc()});
