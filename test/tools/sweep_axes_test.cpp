@@ -121,7 +121,8 @@ TEST(SweepRange, ArithmeticRangesLandOnTheirStepsExactly) {
 }
 
 TEST(SweepRange, MalformedRangesSayWhatIsWrong) {
-  EXPECT_EQ(expand_range("v4-2x2x1"), std::nullopt);  // no "..": not a range
+  EXPECT_EQ(expand_range("v4-2x2x1"), std::nullopt);            // no "..": not a range
+  EXPECT_EQ(expand_range("../programs/a.json"), std::nullopt);  // no number first: a path, not a range
   EXPECT_THROW((void)expand_range("1 TB/s .. 4 s x 2"), ExprError);
   EXPECT_THROW((void)expand_range("1 TB/s .. 4 TB/s"), ExprError);
   EXPECT_THROW((void)expand_range("1 .. 4 x 1"), ExprError);

@@ -413,6 +413,8 @@ std::optional<std::vector<std::string>> expand_range(const std::string& text) {
   const std::size_t dots = text.find("..");
   if (dots == std::string::npos) return std::nullopt;
   const std::string first = trim(text.substr(0, dots));
+  // A range starts with a number: "../programs/a.json" is a value.
+  if (value_from_text(first).kind != Value::Kind::number) return std::nullopt;
   const std::string rest = trim(text.substr(dots + 2));
   enum class Mode { step, factor, points, log_points };
   struct Form {
