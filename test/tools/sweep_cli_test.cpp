@@ -58,6 +58,12 @@ std::vector<std::string> cells(const std::string& row) {
   return out;
 }
 
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 // The row starts with `prefix` (a readable failure message when not).
 ::testing::AssertionResult starts_with(const std::string& row, const std::string& prefix) {
   if (row.rfind(prefix, 0) == 0) return ::testing::AssertionSuccess();
@@ -143,6 +149,8 @@ analysis:
   const std::string heat = slurp(out / "heatmap_step_time_s.svg");
   EXPECT_NE(heat.find("colour: step_time_s (s), mean over seeds"), std::string::npos);
   EXPECT_NE(heat.find("workload.batch = 32, shape = 256, 256: no result"), std::string::npos);
+  EXPECT_EQ(count_of(heat, "stroke=\"#d62728\" stroke-width=\"3\""), 1u);  // the best cell, outlined
+  EXPECT_NE(heat.find("red outline: lowest"), std::string::npos);
   EXPECT_NE(slurp(out / "step_time.svg").find("w: step time, mean of 2 seeds, bars +/- 1 sd"), std::string::npos);
   EXPECT_NE(slurp(out / "pareto_examples_per_s_step_time_s.svg").find("examples_per_s (1/s) (higher is better)"),
             std::string::npos);

@@ -243,7 +243,7 @@ void write_heatmap_svg(const Heatmap& map, std::ostream& out) {
   const double panel_w = kLeft + nx * kCellW + 30, panel_h = ny * kCellH + 70;
   const std::size_t cols = std::min<std::size_t>(map.panels.size(), 3);
   const std::size_t rows = (map.panels.size() + cols - 1) / std::max<std::size_t>(cols, 1);
-  const double width = std::max(cols * panel_w + 20, 420.0), height = rows * panel_h + kTop + 70;
+  const double width = std::max(cols * panel_w + 20, 560.0), height = rows * panel_h + kTop + 70;
   out << fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{:.0f}" height="{:.0f}" font-family="sans-serif" font-size="11">)",
                      width, height)
       << "\n";
@@ -257,6 +257,15 @@ void write_heatmap_svg(const Heatmap& map, std::ostream& out) {
           << "\n";
     }
     const double gx = ox + kLeft, gy = oy + 20;
+    std::optional<std::pair<std::size_t, std::size_t>> best;  // (y, x) of the panel's best cell
+    for (std::size_t y = 0; y < ny && map.better != 0; ++y) {
+      for (std::size_t x = 0; x < nx; ++x) {
+        const auto& v = map.panels[p].cells[y][x];
+        if (!v) continue;
+        const auto& b = best ? map.panels[p].cells[best->first][best->second] : std::optional<double>();
+        if (!b || (map.better < 0 ? *v < *b : *v > *b)) best = std::make_pair(y, x);
+      }
+    }
     for (std::size_t y = 0; y < ny; ++y) {
       // The first y value at the bottom, as on a chart.
       const double cy = gy + (ny - 1 - y) * kCellH;
@@ -275,6 +284,11 @@ void write_heatmap_svg(const Heatmap& map, std::ostream& out) {
                            cy + kCellH / 2 + 3, v && u < 0.6 ? "#ffffff" : "#000000",
                            v ? fmt::format("{:.3g}", *v) : std::string("-"))
             << "\n";
+        if (best && best->first == y && best->second == x) {
+          out << fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="none" stroke="#d62728" stroke-width="3"/>)",
+                             cx + 1, cy + 1, kCellW - 4, kCellH - 4)
+              << "\n";
+        }
       }
     }
     const double by = gy + ny * kCellH;
@@ -289,7 +303,7 @@ void write_heatmap_svg(const Heatmap& map, std::ostream& out) {
                        ox + 12, gy + ny * kCellH / 2, ox + 12, gy + ny * kCellH / 2, escape(map.y_label))
         << "\n";
   }
-  const double ly = height - 40;
+  const double ly = height - 56;
   for (int i = 0; i <= 10; ++i) {
     out << fmt::format(R"(<rect x="{}" y="{:.0f}" width="20" height="12" fill="{}"/>)", 10 + i * 20, ly, ramp(i / 10.0))
         << "\n";
@@ -298,8 +312,9 @@ void write_heatmap_svg(const Heatmap& map, std::ostream& out) {
   const std::string hi_text = std::isfinite(hi) ? fmt::format("{:.4g}", hi) : "-";
   out << fmt::format(R"(<text x="10" y="{:.0f}">{}</text><text x="230" y="{:.0f}" text-anchor="end">{}</text>)", ly + 26,
                      escape(lo_text), ly + 26, escape(hi_text))
-      << fmt::format(R"(<text x="240" y="{:.0f}">{}{}; grey: no result (failed, not run or filtered out)</text>)", ly + 10, escape(map.value_label),
-                     log ? " (log colour scale)" : "")
+      << fmt::format(R"(<text x="10" y="{:.0f}">{}{}; grey: no result (failed, not run or filtered out){}</text>)", ly + 44,
+                     escape(map.value_label), log ? " (log colour scale)" : "",
+                     map.better == 0 ? "" : map.better < 0 ? "; red outline: lowest" : "; red outline: highest")
       << "\n</svg>\n";
 }
 

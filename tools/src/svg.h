@@ -44,6 +44,7 @@ struct HeatmapPanel {
 };
 struct Heatmap {
   std::string title, x_label, y_label, value_label;  // labels carry their units
+  int better = 0;  // -1: the lowest value of each panel is outlined as its best, +1: the highest, 0: none
   std::vector<std::string> x_ticks, y_ticks;
   std::vector<HeatmapPanel> panels;
 };

@@ -156,6 +156,7 @@ void heatmap(const SweepPlan& plan, const SweepTable& table, const AnalysisSpec&
   Heatmap map;
   map.title = fmt::format("{}: {}", plan.name, table.columns[col].description);
   map.value_label = column_label(table.columns[col]) + (plan.seeds.empty() ? "" : ", mean over seeds");
+  map.better = table.columns[col].better == Better::lower ? -1 : table.columns[col].better == Better::higher ? 1 : 0;
   map.x_label = ax.name;
   map.y_label = ay.name;
   for (std::size_t i = 0; i < ax.values.size(); ++i) map.x_ticks.push_back(ax.label(i));
