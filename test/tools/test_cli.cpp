@@ -1,5 +1,7 @@
 // The tpusim command line as a user meets it: bad input gives exit code 2 and an error naming file:line and
 // the key; good input gives complete, byte-identical output.
+#include <sys/wait.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -11,23 +13,17 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "cli_fixture.h"
+#include "support/cli.h"
+
+namespace fs = std::filesystem;
 
 namespace {
 
-using tpusim::testing::Cli;
-using tpusim::testing::Outcome;
-using tpusim::testing::slurp;
-namespace fs = std::filesystem;
+using tpusim::test::Outcome;
+using tpusim::test::slurp;
+using Cli = tpusim::test::CliTest;
 
-// A minimal valid scenario; tests break one thing at a time.
-const char* kGood = R"(name: t
-pod: v4-1x1x1
-workload:
-  model: mlp-small
-  batch: 8
-  step: forward
-)";
+const char* kGood = tpusim::test::kMinimalScenario;
 
 }  // namespace
 

@@ -6,15 +6,15 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "cli_fixture.h"
+#include "support/cli.h"
 
 namespace {
 
-using tpusim::testing::Cli;
-using tpusim::testing::Outcome;
-using tpusim::testing::slurp;
+using tpusim::test::CliTest;
+using tpusim::test::Outcome;
+using tpusim::test::slurp;
 
-class ZooCli : public Cli {
+class ZooCli : public CliTest {
  protected:
   nlohmann::json summary(const std::string& args, const std::string& name) {
     const Outcome o = tpusim("run " + args + " -q -o " + (dir_ / name).string());
