@@ -103,6 +103,60 @@ std::size_t Builder::vector(const OpName& name, ir::OpClass cls, ir::VectorOp ki
   return graph_.add(std::move(op));
 }
 
+Param Builder::parameter(const std::string& name, std::int64_t rows, std::int64_t cols, const ParamStorage& storage) {
+  Param p;
+  const double shards = std::max(1, storage.shards);
+  p.elements = static_cast<double>(rows) * static_cast<double>(cols) / shards;
+  if (p.elements <= 0) return p;
+  p.w = graph_.tensor(name, p.elements, storage.dtype, fused::TensorKind::weight);
+  if (!storage.train) return p;
+  p.grad = graph_.tensor(name + ".grad", p.elements, storage.dtype, fused::TensorKind::gradient);
+  auto state = [&](const char* suffix, double elements) {
+    p.state.push_back(graph_.tensor(name + suffix, elements, DType::f32, fused::TensorKind::optimizer_state));
+  };
+  switch (storage.optimizer) {
+    case Optimizer::sgd: break;
+    case Optimizer::adam:
+    case Optimizer::adamw:
+      state(".m", p.elements);
+      state(".v", p.elements);
+      break;
+    case Optimizer::adafactor:
+      if (rows > 1 && cols > 1) state(".vr", static_cast<double>(rows + cols) / shards);
+      else state(".v", p.elements);
+      break;
+  }
+  return p;
+}
+
+void Builder::optimizer_update(const std::string& scope, const std::vector<const Param*>& params,
+                               Optimizer optimizer) {
+  const VpuCost& cost = optimizer == Optimizer::sgd     ? kSgdUpdate
+                        : optimizer == Optimizer::adam  ? kAdamUpdate
+                        : optimizer == Optimizer::adamw ? kAdamWUpdate
+                                                        : kAdafactorUpdate;
+  const char* name = optimizer == Optimizer::sgd     ? "sgd"
+                     : optimizer == Optimizer::adam  ? "adam"
+                     : optimizer == Optimizer::adamw ? "adamw"
+                                                     : "adafactor";
+  std::vector<fused::Access> reads, writes;
+  double elements = 0;
+  for (const Param* p : params) {
+    if (p->elements <= 0 || !p->grad) continue;
+    elements += p->elements;
+    reads.push_back({p->w, 1});
+    reads.push_back({*p->grad, 1});
+    writes.push_back({p->w, 1});
+    for (fused::TensorId s : p->state) {
+      reads.push_back({s, 1});
+      writes.push_back({s, 1});
+    }
+  }
+  if (elements <= 0) return;
+  vector(OpName{fused::Phase::optimizer, scope, name}, ir::OpClass::optimizer, ir::VectorOp::elementwise, elements,
+         cost, reads, writes);
+}
+
 void Builder::add_vpu(std::size_t op, double elements, const VpuCost& cost) {
   graph_.ops()[op].vpu += cost.per_element.times(elements);
 }

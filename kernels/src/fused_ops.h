@@ -78,6 +78,23 @@ inline constexpr VpuCost kAveragePool{"global average pool", {1, 0}, "one add pe
 // Every cost above, for `tpusim describe assumptions`.
 [[nodiscard]] std::vector<VpuCost> vpu_costs();
 
+// A parameter tensor with, to train, its gradient (in the parameter type) and its optimizer state.
+struct Param {
+  fused::TensorId w = 0;
+  std::optional<fused::TensorId> grad;
+  std::vector<fused::TensorId> state;
+  double elements = 0;  // on this chip
+};
+
+// How a step stores its parameters: their type, whether it trains (gradients, optimizer state) and with
+// which optimizer, and over how many chips FSDP shards them.
+struct ParamStorage {
+  DType dtype = DType::f32;
+  bool train = false;
+  Optimizer optimizer = Optimizer::adam;
+  int shards = 1;
+};
+
 // One op of a step, with its label parts.
 struct OpName {
   fused::Phase phase = fused::Phase::forward;
@@ -128,6 +145,14 @@ class Builder {
 
   // The GEMM tiling of one product (tile_gemm, memoized).
   [[nodiscard]] GemmTiling tiling(std::int64_t m, std::int64_t k, std::int64_t n, DType dtype);
+
+  // A parameter of rows x cols (stored 1/shards per chip), its gradient and its optimizer state: adam and adamw
+  // two f32 moments; adafactor the f32 row and column sums of a matrix's second moment (Shazeer & Stern
+  // 2018; a vector keeps a full second moment), no first moment (beta1 = 0, the paper's default); sgd none.
+  Param parameter(const std::string& name, std::int64_t rows, std::int64_t cols, const ParamStorage& storage);
+  // One optimizer update of `params` (those with a gradient) as a VPU op in phase optimizer: reads each
+  // weight, gradient and state, writes the weight and the state.
+  void optimizer_update(const std::string& scope, const std::vector<const Param*>& params, Optimizer optimizer);
 
   // Adds VPU work to an op already added (work done inside a kernel, such as flash attention's softmax).
   void add_vpu(std::size_t op, double elements, const VpuCost& cost);

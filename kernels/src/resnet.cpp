@@ -33,13 +33,6 @@ using fused::Phase;
 using fused::TensorId;
 using fused::TensorKind;
 
-struct Param {
-  TensorId w = 0;
-  std::optional<TensorId> grad;
-  std::vector<TensorId> state;
-  double elements = 0;
-};
-
 // One convolution, its batch norm and what the backward pass reads.
 struct Conv {
   std::string name;
@@ -61,7 +54,7 @@ class ResnetStep {
   fused::Graph build();
 
  private:
-  Param param(const std::string& name, double elements, std::int64_t rows, std::int64_t cols);
+  Param param(const std::string& name, std::int64_t rows, std::int64_t cols);
   // Output positions of a layer of height `size` in one microbatch.
   [[nodiscard]] double positions(std::int64_t size) const {
     return static_cast<double>(shard_.microbatch()) * static_cast<double>(size) * static_cast<double>(size);
@@ -70,7 +63,6 @@ class ResnetStep {
   TensorId conv_forward(Conv& c, TensorId x);
   // Gradient at z -> gradient at x (through the ReLU when the caller has not done it).
   TensorId conv_backward(const Conv& c, TensorId dz, bool first);
-  void optimizer(const std::string& scope, const std::vector<const Param*>& params);
 
   const WorkloadSpec& w_;
   const ResnetModel& r_;
@@ -81,25 +73,8 @@ class ResnetStep {
   std::string mbp_;  // microbatch prefix of tensor and op names ("mb1.")
 };
 
-Param ResnetStep::param(const std::string& name, double elements, std::int64_t rows, std::int64_t cols) {
-  Param p;
-  p.elements = elements / std::max(1, shard_.weight_shards);
-  p.w = b_.tensor(name, p.elements, wdt_, TensorKind::weight);
-  if (!train_) return p;
-  p.grad = b_.tensor(name + ".grad", p.elements, wdt_, TensorKind::gradient);
-  switch (w_.optimizer) {
-    case Optimizer::sgd: break;
-    case Optimizer::adam:
-    case Optimizer::adamw:
-      p.state.push_back(b_.tensor(name + ".m", p.elements, DType::f32, TensorKind::optimizer_state));
-      p.state.push_back(b_.tensor(name + ".v", p.elements, DType::f32, TensorKind::optimizer_state));
-      break;
-    case Optimizer::adafactor:
-      p.state.push_back(b_.tensor(name + ".v", rows > 1 && cols > 1 ? static_cast<double>(rows + cols) : p.elements,
-                                  DType::f32, TensorKind::optimizer_state));
-      break;
-  }
-  return p;
+Param ResnetStep::param(const std::string& name, std::int64_t rows, std::int64_t cols) {
+  return b_.parameter(name, rows, cols, ParamStorage{wdt_, train_, w_.optimizer, shard_.weight_shards});
 }
 
 TensorId ResnetStep::conv_forward(Conv& c, TensorId x) {
@@ -178,30 +153,6 @@ TensorId ResnetStep::conv_backward(const Conv& c, TensorId dz, bool first) {
   return dx;
 }
 
-void ResnetStep::optimizer(const std::string& scope, const std::vector<const Param*>& params) {
-  const VpuCost& cost = w_.optimizer == Optimizer::sgd     ? kSgdUpdate
-                        : w_.optimizer == Optimizer::adam  ? kAdamUpdate
-                        : w_.optimizer == Optimizer::adamw ? kAdamWUpdate
-                                                           : kAdafactorUpdate;
-  std::vector<Access> reads, writes;
-  double elements = 0;
-  for (const Param* p : params) {
-    if (!p->grad) continue;
-    elements += p->elements;
-    reads.push_back({p->w, 1});
-    reads.push_back({*p->grad, 1});
-    writes.push_back({p->w, 1});
-    for (TensorId s : p->state) {
-      reads.push_back({s, 1});
-      writes.push_back({s, 1});
-    }
-  }
-  if (elements > 0) {
-    b_.vector(OpName{Phase::optimizer, scope, "update"}, ir::OpClass::optimizer, ir::VectorOp::elementwise, elements,
-              cost, reads, writes);
-  }
-}
-
 fused::Graph ResnetStep::build() {
   if (shard_.batch < 1 || r_.blocks.size() != r_.widths.size()) {
     throw std::invalid_argument("resnet " + w_.model.name + ": needs a batch and one width per stage");
@@ -214,9 +165,8 @@ fused::Graph ResnetStep::build() {
     c.name = std::move(name);
     c.cin = cin, c.cout = cout, c.k = k, c.stride = stride, c.in_size = in_size, c.out_size = in_size / stride;
     c.relu = relu;
-    c.weights = param(c.name + ".w", static_cast<double>(k) * k * cin * cout, static_cast<std::int64_t>(k) * k * cin,
-                      cout);
-    c.norm = param(c.name + ".bn", 2.0 * cout, 1, 2 * cout);
+    c.weights = param(c.name + ".w", static_cast<std::int64_t>(k) * k * cin, cout);
+    c.norm = param(c.name + ".bn", 1, 2 * cout);
     convs.push_back(c);
     return convs.size() - 1;
   };
@@ -246,8 +196,8 @@ fused::Graph ResnetStep::build() {
       in = out;
     }
   }
-  const Param fc = param("head.fc", static_cast<double>(in) * r_.classes, in, r_.classes);
-  const Param fc_bias = param("head.fc_bias", r_.classes, 1, r_.classes);
+  const Param fc = param("head.fc", in, r_.classes);
+  const Param fc_bias = param("head.fc_bias", 1, r_.classes);
   const double b = static_cast<double>(shard_.microbatch());
   const int microbatches = train_ ? std::max(1, shard_.microbatches) : 1;
   for (int micro = 0; micro < microbatches; ++micro) {
@@ -362,7 +312,7 @@ fused::Graph ResnetStep::build() {
   std::vector<const Param*> group;
   group.push_back(&convs[stem].weights);
   group.push_back(&convs[stem].norm);
-  optimizer("stem", group);
+  b_.optimizer_update("stem", group, w_.optimizer);
   for (const Block& bl : blocks) {
     group.clear();
     for (std::size_t c : {bl.reduce, bl.conv3, bl.expand}) {
@@ -373,9 +323,9 @@ fused::Graph ResnetStep::build() {
       group.push_back(&convs[*bl.shortcut].weights);
       group.push_back(&convs[*bl.shortcut].norm);
     }
-    optimizer(bl.name, group);
+    b_.optimizer_update(bl.name, group, w_.optimizer);
   }
-  optimizer("head", {&fc, &fc_bias});
+  b_.optimizer_update("head", {&fc, &fc_bias}, w_.optimizer);
   return std::move(b_.graph());
 }
 

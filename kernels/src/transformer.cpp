@@ -26,14 +26,6 @@ using fused::Phase;
 using fused::TensorId;
 using fused::TensorKind;
 
-// A parameter tensor with its gradient and optimizer state (training).
-struct Param {
-  TensorId w = 0;
-  std::optional<TensorId> grad;
-  std::vector<TensorId> state;
-  double elements = 0;  // on this chip
-};
-
 struct BlockParams {
   Param norm1, qkv, qkv_bias, out, out_bias, norm2, up, up_bias, down, down_bias;
   // decoder of an encoder-decoder: cross-attention
@@ -115,6 +107,18 @@ class TransformerStep {
                          const Param& gamma, bool first_microbatch);
   TensorId mlp_backward(const OpName& base, int layer, TensorId dout, TensorId h, double tokens,
                         const BlockParams& p, const BlockFwd& f, bool first_microbatch);
+  // Mixture of experts: each local expert's buffer of `capacity` token rows (capacity = ceil(capacity_factor x
+  // tokens x top_k / experts)), of which `routed` (tokens x top_k x local / experts) carry tokens.
+  struct ExpertShape {
+    int experts = 0, local = 0, top_k = 0;
+    std::int64_t capacity = 0, fe = 0, fu = 0;
+    double routed = 0, buffer = 0;  // buffer: local x capacity x d_model elements
+  };
+  [[nodiscard]] ExpertShape expert_shape(double tokens) const;
+  // One batched matmul over the local experts; model FLOPs count the routed rows (useful_macs), hardware FLOPs
+  // the whole capacity. With `grad`, it writes that gradient (accumulating after the first microbatch).
+  void expert_matmul(const OpName& name, std::int64_t m, std::int64_t k, std::int64_t n, DType dtype,
+                     TensorId a, TensorId b, TensorId out, double useful_macs, const Param* grad, bool first);
   // dW = A^T dY as a matmul writing (or, after the first microbatch, accumulating into) the gradient.
   void weight_gradient(const OpName& name, ir::OpClass cls, std::int64_t m, std::int64_t k, std::int64_t n,
                        std::int64_t batch, std::vector<TensorId> a, std::vector<TensorId> dy, const Param& weight,
@@ -128,7 +132,6 @@ class TransformerStep {
   };
   HeadFwd head_forward(const std::string& mbp, TensorId x, double tokens, double x_times, Phase phase);
   TensorId head_backward(const std::string& mbp, const HeadFwd& h, bool first_microbatch);
-  void optimizer(const std::string& scope, const std::vector<const Param*>& params);
 
   [[nodiscard]] std::int64_t mb() const { return shard_.microbatch(); }
   [[nodiscard]] const VpuCost& norm_cost(bool backward) const {
@@ -160,32 +163,7 @@ class TransformerStep {
 };
 
 Param TransformerStep::param(const std::string& name, std::int64_t rows, std::int64_t cols) {
-  Param p;
-  const double shards = std::max(1, shard_.weight_shards);
-  p.elements = static_cast<double>(rows) * static_cast<double>(cols) / shards;
-  if (p.elements <= 0) return p;
-  p.w = b_.tensor(name, p.elements, wdt_, TensorKind::weight);
-  if (!train_) return p;
-  p.grad = b_.tensor(name + ".grad", p.elements, wdt_, TensorKind::gradient);
-  switch (w_.optimizer) {
-    case Optimizer::sgd: break;
-    case Optimizer::adam:
-    case Optimizer::adamw:
-      p.state.push_back(b_.tensor(name + ".m", p.elements, DType::f32, TensorKind::optimizer_state));
-      p.state.push_back(b_.tensor(name + ".v", p.elements, DType::f32, TensorKind::optimizer_state));
-      break;
-    case Optimizer::adafactor:
-      // Factored second moments of a matrix (row and column sums, Shazeer & Stern 2018); a vector keeps a
-      // full second moment; no first moment (beta1 = 0, the paper's default).
-      if (rows > 1 && cols > 1) {
-        p.state.push_back(b_.tensor(name + ".vr", static_cast<double>(rows + cols) / shards, DType::f32,
-                                    TensorKind::optimizer_state));
-      } else {
-        p.state.push_back(b_.tensor(name + ".v", p.elements, DType::f32, TensorKind::optimizer_state));
-      }
-      break;
-  }
-  return p;
+  return b_.parameter(name, rows, cols, ParamStorage{wdt_, train_, w_.optimizer, shard_.weight_shards});
 }
 
 BlockParams TransformerStep::block_params(const std::string& scope, bool cross, bool moe) {
@@ -354,11 +332,10 @@ TensorId TransformerStep::mlp_forward(const OpName& base, int layer, TensorId h,
   // Mixture of experts: router, top-k, dispatch into per-expert buffers of `capacity` tokens, the expert MLPs
   // as batched matmuls (one product per local expert), combine. Model FLOPs count the routed tokens (top_k
   // per token); hardware FLOPs the full capacity (padding included).
-  const int experts = m_.moe.experts, local = shard_.experts, k = m_.moe.top_k;
-  const auto capacity = static_cast<std::int64_t>(
-      std::ceil(m_.moe.capacity_factor * tokens * k / static_cast<double>(experts) - 1e-9));
-  const double routed = tokens * k * static_cast<double>(local) / experts;  // token copies on local experts
-  const std::int64_t fe = shard_.expert_d_ff, fu = up_width(true);
+  const ExpertShape e = expert_shape(tokens);
+  const int experts = e.experts, local = e.local, k = e.top_k;
+  const std::int64_t capacity = e.capacity, fe = e.fe, fu = e.fu;
+  const double buffer = e.buffer;
   f.router_logits = b_.activation(sc + ".router", tokens * experts, DType::f32);
   {
     Builder::Matmul r;
@@ -369,33 +346,20 @@ TensorId TransformerStep::mlp_forward(const OpName& base, int layer, TensorId h,
   f.gates = b_.activation(sc + ".gates", tokens * k * 2, DType::f32);  // weights and expert indices
   b_.vector(OpName{ph, base.scope, "top_k"}, ir::OpClass::other, ir::VectorOp::reduction, tokens * experts, kRouter,
             {{f.router_logits, 1}}, {{f.gates, 1}});
-  const double buffer = static_cast<double>(local) * static_cast<double>(capacity) * static_cast<double>(d_);
   f.dispatched = b_.activation(sc + ".dispatched", buffer);
   b_.vector(OpName{ph, base.scope, "dispatch"}, ir::OpClass::other, ir::VectorOp::elementwise, buffer, kDispatch,
             {{h, std::min<double>(k, static_cast<double>(local))}, {f.gates, 1}}, {{f.dispatched, 1}});
   const TensorId disp = points_.expert_dispatch(b_.graph(), layer, ph, f.dispatched);
   f.eu = b_.activation(sc + ".experts_up", static_cast<double>(local) * capacity * fu);
-  {
-    Builder::Matmul mm;
-    mm.m = capacity, mm.k = d_, mm.n = fu, mm.batch = local, mm.dtype = mm_dtype_;
-    mm.a = {disp}, mm.b = {weights(layer, ph, p.experts_up)}, mm.outputs = {f.eu};
-    const Builder::Flops full = Builder::matmul_flops(capacity, d_, fu, local, ph == Phase::recompute);
-    mm.flops = Builder::Flops{ph == Phase::recompute ? 0.0 : 2.0 * routed * d_ * fu, full.hardware};
-    b_.matmul(OpName{ph, base.scope, "experts_up"}, ir::OpClass::matmul, mm);
-  }
+  expert_matmul(OpName{ph, base.scope, "experts_up"}, capacity, d_, fu, mm_dtype_, disp,
+                weights(layer, ph, p.experts_up), f.eu, e.routed * d_ * fu, nullptr, true);
   const double ge = static_cast<double>(local) * capacity * fe;
   f.eg = b_.activation(sc + ".experts_act", ge);
   b_.vector(OpName{ph, base.scope, "experts_act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, ge, act,
             {{f.eu, 1}}, {{f.eg, 1}}, f.eu);
   f.eo = b_.activation(sc + ".experts_down", buffer);
-  {
-    Builder::Matmul mm;
-    mm.m = capacity, mm.k = fe, mm.n = d_, mm.batch = local, mm.dtype = mm_dtype_;
-    mm.a = {f.eg}, mm.b = {weights(layer, ph, p.experts_down)}, mm.outputs = {f.eo};
-    const Builder::Flops full = Builder::matmul_flops(capacity, fe, d_, local, ph == Phase::recompute);
-    mm.flops = Builder::Flops{ph == Phase::recompute ? 0.0 : 2.0 * routed * fe * d_, full.hardware};
-    b_.matmul(OpName{ph, base.scope, "experts_down"}, ir::OpClass::matmul, mm);
-  }
+  expert_matmul(OpName{ph, base.scope, "experts_down"}, capacity, fe, d_, mm_dtype_, f.eg,
+                weights(layer, ph, p.experts_down), f.eo, e.routed * fe * d_, nullptr, true);
   const TensorId eo = points_.expert_combine(b_.graph(), layer, ph, f.eo);
   const TensorId o = b_.activation(sc + ".combined", td);
   b_.vector(OpName{ph, base.scope, "combine"}, ir::OpClass::other, ir::VectorOp::elementwise, tokens * k * d_,
@@ -477,6 +441,33 @@ BlockFwd TransformerStep::forward_block(const Stack& st, int l, TensorId x, Phas
   return f;
 }
 
+TransformerStep::ExpertShape TransformerStep::expert_shape(double tokens) const {
+  ExpertShape e;
+  e.experts = m_.moe.experts;
+  e.local = shard_.experts;
+  e.top_k = m_.moe.top_k;
+  e.capacity = static_cast<std::int64_t>(
+      std::ceil(m_.moe.capacity_factor * tokens * e.top_k / static_cast<double>(e.experts) - 1e-9));
+  e.routed = tokens * e.top_k * static_cast<double>(e.local) / e.experts;
+  e.fe = shard_.expert_d_ff;
+  e.fu = up_width(true);
+  e.buffer = static_cast<double>(e.local) * static_cast<double>(e.capacity) * static_cast<double>(d_);
+  return e;
+}
+
+void TransformerStep::expert_matmul(const OpName& name, std::int64_t m, std::int64_t k, std::int64_t n, DType dtype,
+                                    TensorId a, TensorId b, TensorId out, double useful_macs, const Param* grad,
+                                    bool first) {
+  Builder::Matmul mm;
+  mm.m = m, mm.k = k, mm.n = n, mm.batch = shard_.experts, mm.dtype = dtype;
+  mm.a = {a}, mm.b = {b}, mm.outputs = {out};
+  const bool recompute = name.phase == Phase::recompute;
+  mm.flops = Builder::Flops{recompute ? 0.0 : 2.0 * useful_macs,
+                            Builder::matmul_flops(m, k, n, shard_.experts, recompute).hardware};
+  if (grad != nullptr && !first) mm.extra_reads.push_back({*grad->grad, 1});
+  b_.matmul(name, ir::OpClass::matmul, mm);
+}
+
 void TransformerStep::weight_gradient(const OpName& name, ir::OpClass cls, std::int64_t m, std::int64_t k,
                                       std::int64_t n, std::int64_t batch, std::vector<TensorId> a,
                                       std::vector<TensorId> dy, const Param& weight, const Param* bias,
@@ -545,52 +536,28 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
     return points_.after_row_parallel(b_.graph(), layer, ph, dh);
   }
   // Mixture of experts, in reverse.
-  const int experts = m_.moe.experts, local = shard_.experts, k = m_.moe.top_k;
-  const auto capacity = static_cast<std::int64_t>(
-      std::ceil(m_.moe.capacity_factor * tokens * k / static_cast<double>(experts) - 1e-9));
-  const double routed = tokens * k * static_cast<double>(local) / experts;
-  const std::int64_t fe = shard_.expert_d_ff, fu = up_width(true);
-  const double buffer = static_cast<double>(local) * static_cast<double>(capacity) * static_cast<double>(d_);
+  const ExpertShape e = expert_shape(tokens);
+  const int experts = e.experts, local = e.local, k = e.top_k;
+  const std::int64_t capacity = e.capacity, fe = e.fe, fu = e.fu;
+  const double buffer = e.buffer;
   const TensorId deo = b_.activation(sc + ".dexperts_out", buffer);
   const TensorId dgates = b_.activation(sc + ".dgates", tokens * k, DType::f32);
   b_.vector(OpName{ph, base.scope, "combine"}, ir::OpClass::other, ir::VectorOp::elementwise, tokens * k * d_,
             kCombine, {{dout, 1}, {f.eo, 1}, {f.gates, 1}}, {{deo, 1}, {dgates, 1}});
   const TensorId deo_local = points_.expert_combine(b_.graph(), layer, ph, deo);
   const TensorId deg = b_.activation(sc + ".dexperts_act", static_cast<double>(local) * capacity * fe);
-  {
-    Builder::Matmul mm;
-    mm.m = capacity, mm.k = d_, mm.n = fe, mm.batch = local, mm.dtype = mm_dtype_;
-    mm.a = {deo_local}, mm.b = {weights(layer, ph, p.experts_down)}, mm.outputs = {deg};
-    mm.flops = Builder::Flops{2.0 * routed * d_ * fe, Builder::matmul_flops(capacity, d_, fe, local, false).hardware};
-    b_.matmul(OpName{ph, base.scope, "experts_down.dx"}, ir::OpClass::matmul, mm);
-  }
+  expert_matmul(OpName{ph, base.scope, "experts_down.dx"}, capacity, d_, fe, mm_dtype_, deo_local,
+                weights(layer, ph, p.experts_down), deg, e.routed * d_ * fe, nullptr, true);
   const TensorId deu = b_.activation(sc + ".dexperts_up", static_cast<double>(local) * capacity * fu);
   b_.vector(OpName{ph, base.scope, "experts_act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
             static_cast<double>(local) * capacity * fe, act, {{deg, 1}, {f.eu, 1}}, {{deu, 1}}, deg);
-  {
-    Builder::Matmul mm;
-    mm.m = fe, mm.k = capacity, mm.n = d_, mm.batch = local, mm.dtype = w_.dtype;
-    mm.a = {f.eg}, mm.b = {deo_local}, mm.outputs = {*p.experts_down.grad};
-    mm.flops = Builder::Flops{2.0 * routed * d_ * fe, Builder::matmul_flops(fe, capacity, d_, local, false).hardware};
-    if (!first) mm.extra_reads.push_back({*p.experts_down.grad, 1});
-    b_.matmul(OpName{ph, base.scope, "experts_down.dw"}, ir::OpClass::matmul, mm);
-  }
+  expert_matmul(OpName{ph, base.scope, "experts_down.dw"}, fe, capacity, d_, w_.dtype, f.eg, deo_local,
+                *p.experts_down.grad, e.routed * d_ * fe, &p.experts_down, first);
   const TensorId ddisp = b_.activation(sc + ".ddispatched", buffer);
-  {
-    Builder::Matmul mm;
-    mm.m = capacity, mm.k = fu, mm.n = d_, mm.batch = local, mm.dtype = mm_dtype_;
-    mm.a = {deu}, mm.b = {weights(layer, ph, p.experts_up)}, mm.outputs = {ddisp};
-    mm.flops = Builder::Flops{2.0 * routed * d_ * fu, Builder::matmul_flops(capacity, fu, d_, local, false).hardware};
-    b_.matmul(OpName{ph, base.scope, "experts_up.dx"}, ir::OpClass::matmul, mm);
-  }
-  {
-    Builder::Matmul mm;
-    mm.m = d_, mm.k = capacity, mm.n = fu, mm.batch = local, mm.dtype = w_.dtype;
-    mm.a = {f.dispatched}, mm.b = {deu}, mm.outputs = {*p.experts_up.grad};
-    mm.flops = Builder::Flops{2.0 * routed * d_ * fu, Builder::matmul_flops(d_, capacity, fu, local, false).hardware};
-    if (!first) mm.extra_reads.push_back({*p.experts_up.grad, 1});
-    b_.matmul(OpName{ph, base.scope, "experts_up.dw"}, ir::OpClass::matmul, mm);
-  }
+  expert_matmul(OpName{ph, base.scope, "experts_up.dx"}, capacity, fu, d_, mm_dtype_, deu,
+                weights(layer, ph, p.experts_up), ddisp, e.routed * d_ * fu, nullptr, true);
+  expert_matmul(OpName{ph, base.scope, "experts_up.dw"}, d_, capacity, fu, w_.dtype, f.dispatched, deu,
+                *p.experts_up.grad, e.routed * d_ * fu, &p.experts_up, first);
   const TensorId ddisp_local = points_.expert_dispatch(b_.graph(), layer, ph, ddisp);
   const TensorId dh_experts = b_.activation(sc + ".dh_experts", td);
   b_.vector(OpName{ph, base.scope, "dispatch"}, ir::OpClass::other, ir::VectorOp::elementwise, buffer, kDispatch,
@@ -820,32 +787,6 @@ TensorId TransformerStep::head_backward(const std::string& mbp, const HeadFwd& h
   return norm_backward(OpName{ph, scope, "norm"}, dh, h.x, h.statsf, h.tokens, final_norm_, first);
 }
 
-void TransformerStep::optimizer(const std::string& scope, const std::vector<const Param*>& params) {
-  const VpuCost& cost = w_.optimizer == Optimizer::sgd     ? kSgdUpdate
-                        : w_.optimizer == Optimizer::adam  ? kAdamUpdate
-                        : w_.optimizer == Optimizer::adamw ? kAdamWUpdate
-                                                           : kAdafactorUpdate;
-  std::vector<Access> reads, writes;
-  double elements = 0;
-  for (const Param* p : params) {
-    if (p->elements <= 0 || !p->grad) continue;
-    elements += p->elements;
-    reads.push_back({p->w, 1});
-    reads.push_back({*p->grad, 1});
-    writes.push_back({p->w, 1});
-    for (TensorId s : p->state) {
-      reads.push_back({s, 1});
-      writes.push_back({s, 1});
-    }
-  }
-  if (elements <= 0) return;
-  b_.vector(OpName{Phase::optimizer, scope, w_.optimizer == Optimizer::sgd       ? "sgd"
-                                            : w_.optimizer == Optimizer::adam    ? "adam"
-                                            : w_.optimizer == Optimizer::adamw   ? "adamw"
-                                                                                 : "adafactor"},
-            ir::OpClass::optimizer, ir::VectorOp::elementwise, elements, cost, reads, writes);
-}
-
 fused::Graph TransformerStep::build() {
   if (heads_ < 1 || kv_ < 1 || dh_ < 1 || d_ < 1 || mb() < 1 || shard_.seq_len < 1) {
     throw std::invalid_argument(fmt::format("transformer {}: needs heads, a head width, a batch and a sequence",
@@ -1003,7 +944,8 @@ fused::Graph TransformerStep::build() {
   if (train_) {
     for (const Stack& st : stacks_) {
       for (std::size_t i = 0; i < st.params.size(); ++i) {
-        optimizer(fmt::format("{}{}", st.name, st.first + static_cast<int>(i)), st.params[i].all());
+        b_.optimizer_update(fmt::format("{}{}", st.name, st.first + static_cast<int>(i)), st.params[i].all(),
+                            w_.optimizer);
       }
     }
     std::vector<const Param*> rest;
@@ -1012,7 +954,7 @@ fused::Graph TransformerStep::build() {
       rest.push_back(p);
     }
     for (const Param& p : relative_) rest.push_back(&p);
-    optimizer("embedding_and_head", rest);
+    b_.optimizer_update("embedding_and_head", rest, w_.optimizer);
   }
   return std::move(b_.graph());
 }

@@ -99,28 +99,28 @@ ConfigError does_not_fit(const WorkloadSpec& w, const ChipSpec& chip, const Memo
     full_remat = plan_with(alt);
     if (full_remat->fits()) fits.push_back(fmt::format("remat: full ({})", format_bytes_approx(full_remat->total())));
   }
+  // The first of the alternatives (each one knob changed) that fits.
+  auto first_fitting = [&](const char* knob, const std::vector<std::int64_t>& values, auto set) {
+    for (const std::int64_t v : values) {
+      WorkloadSpec alt = w;
+      set(alt, v);
+      const MemoryPlan p = plan_with(alt);
+      if (!p.fits()) continue;
+      fits.push_back(fmt::format("{}: {} ({})", knob, v, format_bytes_approx(p.total())));
+      return;
+    }
+  };
   if (w.step == StepKind::train) {
-    for (int m = w.microbatches * 2; m <= w.batch && m <= 1024; m *= 2) {
-      if (w.batch % m != 0) continue;
-      WorkloadSpec alt = w;
-      alt.microbatches = m;
-      const MemoryPlan p = plan_with(alt);
-      if (p.fits()) {
-        fits.push_back(fmt::format("microbatches: {} ({})", m, format_bytes_approx(p.total())));
-        break;
-      }
+    std::vector<std::int64_t> counts;
+    for (std::int64_t m = w.microbatches * 2; m <= w.batch && m <= 1024; m *= 2) {
+      if (w.batch % m == 0) counts.push_back(m);
     }
+    first_fitting("microbatches", counts, [](WorkloadSpec& a, std::int64_t v) { a.microbatches = static_cast<int>(v); });
   }
-  if (w.inference() && w.batch > 1) {
-    for (std::int64_t b = w.batch / 2; b >= 1; b /= 2) {
-      WorkloadSpec alt = w;
-      alt.batch = b;
-      const MemoryPlan p = plan_with(alt);
-      if (p.fits()) {
-        fits.push_back(fmt::format("batch: {} ({})", b, format_bytes_approx(p.total())));
-        break;
-      }
-    }
+  if (w.inference()) {
+    std::vector<std::int64_t> batches;
+    for (std::int64_t b = w.batch / 2; b >= 1; b /= 2) batches.push_back(b);
+    first_fitting("batch", batches, [](WorkloadSpec& a, std::int64_t v) { a.batch = v; });
   }
   // Sharding the persistent state over N chips (FSDP / ZeRO-3, not lowered yet) leaves the rest per chip; with
   // full rematerialization when that keeps less.

@@ -280,6 +280,28 @@ TEST(ModelZoo, KvCacheHoldsKeysAndValuesOfEveryLayerForTheBatchAndContext) {
   EXPECT_EQ(p.gradients.count(), 0u);
 }
 
+TEST(ModelZoo, Int8WeightsHalveTheWeightBytesAndRunTheWeightMatmulsAtTheInt8Rate) {
+  ModelSpec m = load_model("llama2-7b");
+  m.transformer.layers = 2;
+  WorkloadSpec w = workload(m, StepKind::decode, 4, 1024);
+  const ir::Program bf16 = lower(w, roomy()).programs.programs[0];
+  w.weight_dtype = DType::int8;
+  const LoweredWorkload l = lower(w, roomy());
+  const ir::Program& int8 = l.programs.programs[0];
+  EXPECT_EQ(l.memory->weights.count(), static_cast<std::uint64_t>(parameter_count(m)));  // one byte each
+  auto read_of = [](const ir::Program& p, const std::string& label) {
+    std::uint64_t b = 0;
+    for (const auto& ins : p.instructions()) b += p.label_of(ins) == label ? ins.hbm_read : 0;
+    return b;
+  };
+  // The up-projection (4096 x 22016) streams its weights in int8: 4096 x 22016 bytes fewer.
+  EXPECT_EQ(read_of(bf16, "layer0.fwd.up") - read_of(int8, "layer0.fwd.up"), 4096u * 22016u);
+  for (const auto& ins : int8.instructions()) {
+    if (int8.label_of(ins) == "layer0.fwd.up") EXPECT_EQ(ins.dtype, DType::int8);
+    if (int8.label_of(ins) == "layer0.fwd.attention.qk") EXPECT_EQ(ins.dtype, DType::bf16);  // activations x cache
+  }
+}
+
 TEST(ModelZoo, AStepThatDoesNotFitIsBadInputNamingItsLargestCategoriesAndWhatWouldFit) {
   WorkloadSpec w = workload("gpt3-1.3b", StepKind::train, 8, 2048);
   try {
