@@ -3,6 +3,7 @@
 // rematerialization change, and the scale of the programs.
 #include <array>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -163,6 +164,57 @@ TEST(ModelZoo, LoweredModelFlopsEqualTheClosedFormForEveryFamilyAndStep) {
     EXPECT_GT(lowered, 0) << c.model;
     EXPECT_NEAR(lowered / l.closed_form_model_flops, 1.0, 0.01) << c.model << " step " << static_cast<int>(c.step);
   }
+}
+
+TEST(ModelZoo, ArchitectureVariantsKeepTheClosedFormAndTheirParameterCounts) {
+  // Parallel blocks (GPT-J, PaLM), multi-query attention, rotary with GeGLU, each on a 2-layer GPT-3 XL.
+  const std::vector<std::pair<std::string, std::function<void(TransformerModel&)>>> variants{
+      {"parallel block", [](TransformerModel& t) { t.block = BlockKind::parallel; }},
+      {"multi-query", [](TransformerModel& t) { t.kv_heads = 1; }},
+      {"rotary geglu rmsnorm", [](TransformerModel& t) {
+         t.position = PositionKind::rotary;
+         t.mlp = MlpKind::geglu;
+         t.norm = NormKind::rmsnorm;
+       }},
+  };
+  for (const auto& [name, change] : variants) {
+    ModelSpec m = load_model("gpt3-1.3b");
+    m.transformer.layers = 2;
+    change(m.transformer);
+    for (const StepKind step : {StepKind::train, StepKind::decode}) {
+      WorkloadSpec w = workload(m, step, 2, 512);
+      const LoweredWorkload l = lower(w, roomy());
+      EXPECT_NEAR(l.programs.programs[0].model_flops() / l.closed_form_model_flops, 1.0, 1e-9) << name;
+    }
+  }
+  // One norm per parallel block instead of two; a single K and V head shrinks the QKV projection.
+  ModelSpec serial = load_model("gpt3-1.3b"), parallel = serial, mqa = serial;
+  parallel.transformer.block = BlockKind::parallel;
+  mqa.transformer.kv_heads = 1;
+  EXPECT_EQ(parameter_count(serial) - parameter_count(parallel), 24.0 * 2 * 2048);
+  EXPECT_EQ(parameter_count(serial) - parameter_count(mqa), 24.0 * 2 * (2048 - 128) * (2048 + 1));
+}
+
+TEST(ModelZoo, SelectiveRematChangesNothingUnderFlashAttentionWhichRecomputesAlready) {
+  ModelSpec m = load_model("gpt3-1.3b");
+  m.transformer.layers = 2;
+  WorkloadSpec w = workload(m, StepKind::train, 1, 1024);
+  const ir::Program none = lower(w, roomy()).programs.programs[0];
+  w.remat = Remat::selective;
+  const ir::Program selective = lower(w, roomy()).programs.programs[0];
+  EXPECT_EQ(selective.size(), none.size());
+  EXPECT_EQ(selective.hardware_flops(), none.hardware_flops());
+}
+
+TEST(ModelZoo, AdafactorKeepsFactoredSecondMomentsAndSgdNone) {
+  WorkloadSpec w = workload(tiny(), StepKind::train, 2, 64);
+  w.optimizer = Optimizer::adafactor;
+  // Matrices keep row + column sums (f32): table 1024 + 128, qkv 128 + 384, out 128 + 128, up 128 + 512, down
+  // 512 + 128; the three norms (vectors) keep a full f32 second moment.
+  const double factored = (1024 + 128) + (128 + 384) + (128 + 128) + (128 + 512) + (512 + 128) + 3 * 128;
+  EXPECT_EQ(plan_memory(w, roomy())->optimizer_state.as_double(), factored * 4);
+  w.optimizer = Optimizer::sgd;
+  EXPECT_EQ(plan_memory(w, roomy())->optimizer_state.count(), 0u);
 }
 
 TEST(ModelZoo, DecodeFlopsAreTwoNPerTokenPlusTheAttentionOverTheCache) {
