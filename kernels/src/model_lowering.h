@@ -10,9 +10,25 @@
 
 namespace tpusim::kernels {
 
+using StepBuilder = fused::Graph (*)(const WorkloadSpec& workload, const ChipSpec& chip, const ShardView& shard,
+                                     CollectivePoints& points);
+
 [[nodiscard]] fused::Graph build_transformer_step(const WorkloadSpec& workload, const ChipSpec& chip,
                                                   const ShardView& shard, CollectivePoints& points);
 [[nodiscard]] fused::Graph build_resnet_step(const WorkloadSpec& workload, const ChipSpec& chip,
                                              const ShardView& shard, CollectivePoints& points);
+
+// The builder of a model kind lowered as a whole model (a new family adds its file and one line here);
+// nullptr for the kinds lowered otherwise (gemm, mlp, collective).
+[[nodiscard]] inline StepBuilder step_builder(ModelKind kind) {
+  switch (kind) {
+    case ModelKind::transformer: return &build_transformer_step;
+    case ModelKind::resnet: return &build_resnet_step;
+    case ModelKind::gemm:
+    case ModelKind::mlp:
+    case ModelKind::collective: return nullptr;
+  }
+  return nullptr;
+}
 
 }  // namespace tpusim::kernels

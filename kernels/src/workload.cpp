@@ -53,9 +53,7 @@ std::uint64_t state_bytes(const WorkloadSpec& workload) {
   return params * per_param;
 }
 
-bool whole_model(const WorkloadSpec& w) {
-  return w.model.kind == ModelKind::transformer || w.model.kind == ModelKind::resnet;
-}
+bool whole_model(const WorkloadSpec& w) { return step_builder(w.model.kind) != nullptr; }
 
 // A whole model's step: the graph (fused when workload.fusion is on) and its memory plan.
 struct BuiltStep {
@@ -66,9 +64,7 @@ struct BuiltStep {
 BuiltStep build_step(const WorkloadSpec& w, const ChipSpec& chip) {
   const ShardView shard = full_shard(w);
   CollectivePoints single_chip;  // inserts nothing
-  BuiltStep b{w.model.kind == ModelKind::transformer ? build_transformer_step(w, chip, shard, single_chip)
-                                                     : build_resnet_step(w, chip, shard, single_chip),
-              {}};
+  BuiltStep b{step_builder(w.model.kind)(w, chip, shard, single_chip), {}};
   if (w.fusion) fused::fuse(b.graph);
   const fused::Liveness live = fused::activation_liveness(b.graph);
   auto bytes = [](double v) { return Bytes(static_cast<std::uint64_t>(std::llround(v))); };
