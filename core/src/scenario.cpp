@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "tpusim/core/chip_blocks.h"
 #include "tpusim/core/data_paths.h"
 
 namespace tpusim {
@@ -375,7 +376,7 @@ std::vector<std::pair<std::string, std::string>> render_scenario(const Scenario&
   std::vector<std::pair<std::string, std::string>> out;
   append_rendered(out, "", scenario_fields(), s);
   append_rendered(out, "pod", pod_fields(), s.pod);
-  append_rendered(out, "chip", chip_fields(), s.chip);
+  for (auto& [k, v] : render_chip(s.chip)) out.emplace_back("chip." + k, v);
   append_rendered(out, "workload", workload_fields(), s.workload);
   if (s.workload.program.empty()) {
     append_rendered(out, "workload.model", model_fields(s.workload.model.kind), s.workload.model);
@@ -407,14 +408,15 @@ PodSpec load_pod(const std::string& name_or_path) {
 namespace tpusim {
 
 std::vector<std::pair<std::string, std::vector<FieldInfo>>> all_field_tables() {
-  return {{"scenario", scenario_fields().infos()},
-          {"pod", pod_fields().infos()},
-          {"chip", chip_fields().infos()},
-          {"workload", workload_fields().infos()},
-          {"workload.model (kind: gemm)", gemm_fields().infos()},
-          {"workload.model (kind: mlp)", mlp_fields().infos()},
-          {"workload.model (kind: collective)", collective_fields().infos()},
-          {"fidelity", fidelity_fields().infos()}};
+  std::vector<std::pair<std::string, std::vector<FieldInfo>>> out{{"scenario", scenario_fields().infos()},
+                                                                  {"pod", pod_fields().infos()}};
+  for (auto& section : chip_field_sections()) out.push_back(std::move(section));
+  out.insert(out.end(), {{"workload", workload_fields().infos()},
+                         {"workload.model (kind: gemm)", gemm_fields().infos()},
+                         {"workload.model (kind: mlp)", mlp_fields().infos()},
+                         {"workload.model (kind: collective)", collective_fields().infos()},
+                         {"fidelity", fidelity_fields().infos()}});
+  return out;
 }
 
 }  // namespace tpusim

@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 
+#include "tpusim/core/chip_blocks.h"
 #include "tpusim/core/chip_spec.h"
 #include "tpusim/core/data_paths.h"
 #include "tpusim/core/pod_spec.h"
@@ -54,13 +55,37 @@ TEST_P(BundledChip, ResolvesWithNoDiagnostics) {
 TEST_P(BundledChip, EveryFieldCitesASourceOrIsDefaulted) {
   const auto chip = load_chip_or_fail(GetParam());
   ASSERT_TRUE(chip.has_value());
-  for (const auto& info : chip_fields().infos()) {
-    const auto it = chip->origins.find(info.key);
-    ASSERT_NE(it, chip->origins.end()) << "no origin recorded for " << info.key;
+  std::vector<std::string> keys;
+  for (const auto& info : chip_fields().infos()) keys.push_back(info.key);
+  for (const ChipBlock& b : chip->blocks) {
+    keys.push_back(b.name + ".count");
+    for (const auto& info : block_kind(b.kind).fields->infos()) keys.push_back(b.name + "." + info.key);
+  }
+  EXPECT_GT(keys.size(), 30u);
+  for (const std::string& key : keys) {
+    const auto it = chip->origins.find(key);
+    ASSERT_NE(it, chip->origins.end()) << "no origin recorded for " << key;
     const FieldOrigin& o = it->second;
     EXPECT_TRUE(o.defaulted || !o.comment.empty())
-        << GetParam() << ": " << info.key << " at " << o.loc.str() << " has no source comment";
+        << GetParam() << ": " << key << " at " << o.loc.str() << " has no source comment";
   }
+}
+
+TEST_P(BundledChip, IsComposedOfTheStandardBlocksAndPaths) {
+  const auto chip = load_chip_or_fail(GetParam());
+  ASSERT_TRUE(chip.has_value());
+  for (BlockKind k : {BlockKind::tensorcore, BlockKind::mxu, BlockKind::vpu, BlockKind::vmem, BlockKind::hbm,
+                      BlockKind::dma, BlockKind::host, BlockKind::ici}) {
+    const ChipBlock* b = find_block(*chip, k);
+    ASSERT_NE(b, nullptr) << GetParam() << ": " << block_kind_name(k);
+    EXPECT_EQ(b->name, block_kind_name(k));
+  }
+  EXPECT_EQ(find_block(*chip, BlockKind::tensorcore)->count, chip->tensorcores);
+  EXPECT_EQ(find_block(*chip, BlockKind::mxu)->count, chip->mxu.per_core);
+  for (BlockKind memory : {BlockKind::vmem, BlockKind::hbm, BlockKind::host}) {
+    EXPECT_TRUE(has_path(*chip, BlockKind::dma, memory)) << GetParam() << ": dma -> " << block_kind_name(memory);
+  }
+  EXPECT_TRUE(has_path(*chip, BlockKind::mxu, BlockKind::vpu)) << GetParam();
 }
 
 TEST_P(BundledChip, ValuesNotOnTheSheetAreLabelledAssumptions) {
@@ -160,9 +185,10 @@ TEST(BundledChips, OnlyV4HasCmem) {
     if (name == "v4") {
       EXPECT_EQ(chip->cmem.capacity, MiB(128));
       EXPECT_GT(chip->cmem.bandwidth.value(), 0.0);
+      EXPECT_TRUE(has_path(*chip, BlockKind::dma, BlockKind::cmem));
     } else {
       EXPECT_EQ(chip->cmem.capacity.count(), 0u) << name;
-      EXPECT_TRUE(chip->origins.at("cmem.capacity").defaulted) << name;
+      EXPECT_EQ(find_block(*chip, BlockKind::cmem), nullptr) << name;
     }
   }
 }
@@ -182,7 +208,7 @@ TEST(BundledChips, Int8RatesFollowTheSheet) {
 TEST(BundledChips, V6eLabelsItsMxuCountAndClockAsAssumptions) {
   const auto chip = load_chip_or_fail("v6e");
   ASSERT_TRUE(chip.has_value());
-  EXPECT_EQ(chip->origins.at("mxu.per_core").comment.rfind("assumption", 0), 0u);
+  EXPECT_EQ(chip->origins.at("mxu.count").comment.rfind("assumption", 0), 0u);
   EXPECT_EQ(chip->origins.at("clock").comment.rfind("assumption", 0), 0u);
 }
 

@@ -1,0 +1,108 @@
+// The composed chip at the command line: `describe chip` shows its blocks and paths (text and SVG), and a
+// chip whose composition is wrong is bad input (exit 2) named by file and line.
+#include <algorithm>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "cli_support.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using tpusim::testing::Cli;
+using tpusim::testing::Outcome;
+using tpusim::testing::slurp;
+
+std::size_t occurrences(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST_F(Cli, DescribeChipShowsTheBlockTreeWithPathsAndEveryFieldWithItsSource) {
+  const Outcome o = tpusim("describe chip v4");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("+-- tensorcore x2"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("|   +-- mxu x4     128 x 128 systolic arrays, weight_stationary"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("results -> vpu"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("memory -> vmem, cmem, hbm, host"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("hbm.bandwidth              1.2 TB/s"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("tpu-specs.md [P]: HBM bandwidth / chip"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("default [assumption]"), std::string::npos) << o.out;
+}
+
+TEST_F(Cli, DescribeChipSvgDrawsOneBoxPerBlockAndOneArrowPerPath) {
+  const fs::path svg = dir_ / "v4.svg";
+  const Outcome o = tpusim("describe chip v4 --svg " + svg.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const std::string drawing = slurp(svg);
+  ASSERT_EQ(drawing.rfind("<svg", 0), 0u) << drawing.substr(0, 80);
+  // v4: tensorcore (the frame), mxu, vpu, vmem, cmem, hbm, dma, ici, host; paths dma -> 4 memories, mxu -> vpu.
+  EXPECT_EQ(occurrences(drawing, R"(font-weight="bold")"), 9u);
+  EXPECT_EQ(occurrences(drawing, "<line "), 5u);
+  EXPECT_NE(drawing.find("<title>dma -&gt; hbm (memory)</title>"), std::string::npos);
+  EXPECT_NE(drawing.find("<title>mxu -&gt; vpu (results)</title>"), std::string::npos);
+}
+
+TEST_F(Cli, DescribeSvgIsForChipsOnly) {
+  const Outcome o = tpusim("describe pod v4-1x1x1 --svg " + (dir_ / "p.svg").string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("--svg draws a chip only"), std::string::npos) << o.err;
+}
+
+TEST_F(Cli, AChipFileWithAnUnknownBlockKindIsBadInputAtItsLine) {
+  std::string chip = slurp(fs::path(TPUSIM_SOURCE_DIR) / "configs" / "chips" / "v5e.yaml");
+  const auto at = chip.find("  kind: hbm");
+  ASSERT_NE(at, std::string::npos);
+  chip.replace(at, 11, "  kind: hmb");
+  const auto line = 1 + std::count(chip.begin(), chip.begin() + static_cast<long>(at), '\n');
+  const fs::path file = write("odd.yaml", chip);
+  const Outcome o = tpusim("describe chip " + file.string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find(file.string() + ":" + std::to_string(line) + ":"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("hbm.kind"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("did you mean 'hbm'?"), std::string::npos) << o.err;
+}
+
+TEST_F(Cli, ADanglingPathInAScenarioOverrideIsBadInputAtTheScenarioLine) {
+  const fs::path s = write("s.yaml", R"(name: t
+pod: v5e-1x1
+chip:
+  paths: [dma -> vmem, dma -> hbm, dma -> host, mxu -> vpu,
+          dma -> cmem]
+workload:
+  model: mlp-small
+  batch: 8
+  step: forward
+)");
+  const Outcome o = tpusim("validate " + s.string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find(s.string() + ":5:"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("chip.paths[4]"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("dangling path: no block named 'cmem'"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("nothing was simulated"), std::string::npos) << o.err;
+}
+
+TEST_F(Cli, AMovedKeyInASetOverrideSaysWhereItWent) {
+  const fs::path s = write("s.yaml", "name: t\npod: v4-1x1x1\nworkload: {model: mlp-small, batch: 8, step: forward}\n");
+  const Outcome o = tpusim("validate " + s.string() + " --set chip.tensorcores=1");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("--set chip.tensorcores=1"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("did you mean 'tensorcore.count'?"), std::string::npos) << o.err;
+}
+
+TEST_F(Cli, ABlockFieldOverrideKeepsItsDottedPath) {
+  const fs::path s = write("s.yaml", "name: t\npod: v4-1x1x1\nworkload: {model: mlp-small, batch: 8, step: forward}\n");
+  const Outcome o = tpusim("describe scenario " + s.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("chip.hbm.bandwidth"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("chip.tensorcore.count"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("chip.paths"), std::string::npos) << o.out;
+  const Outcome set = tpusim("validate " + s.string() + " --set chip.hbm.bandwidth=2TB/s --set chip.tensorcore.count=1"
+                             " --set chip.peak_bf16=137.6TFLOP/s");
+  EXPECT_EQ(set.exit_code, 0) << set.err;
+}
+
+}  // namespace
