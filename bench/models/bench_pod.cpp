@@ -72,7 +72,9 @@ int elaborate_v5p() {
   const ir::ProgramSet programs = one_all_reduce(1ULL << 30);
   const auto t0 = std::chrono::steady_clock::now();
   RunControl control({}, {}, static_cast<std::uint32_t>(s.pod.chip_count()));
-  Pod pod("pod", s, programs, control, net::InterconnectOptions{});
+  BlockRegistry registry;
+  register_chip_blocks(registry);
+  Pod pod("pod", s, programs, control, net::InterconnectOptions{}, registry);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double rss = peak_rss_mib();
   std::printf("elaborate v5p 16x20x28 (%lld chips, %zu directed links, 1 GiB all-reduce planned and routed)\n",

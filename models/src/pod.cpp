@@ -47,10 +47,11 @@ bool uses_ici(const ir::ProgramSet& programs) {
 }  // namespace
 
 Pod::Pod(const sc_core::sc_module_name& name, const Scenario& scenario, const ir::ProgramSet& programs,
-         RunControl& control, const net::InterconnectOptions& network)
+         RunControl& control, const net::InterconnectOptions& network, const BlockRegistry& registry)
     : sc_core::sc_module(name),
       scenario_(scenario),
       programs_(programs),
+      chip_(standard_composition(scenario.chip)),
       dataflow_(make_mxu_dataflow(scenario.chip.mxu.dataflow)) {
   const long long chips = scenario.pod.chip_count();
   if (programs.programs.empty()) throw std::invalid_argument("no program to simulate");
@@ -67,12 +68,11 @@ Pod::Pod(const sc_core::sc_module_name& name, const Scenario& scenario, const ir
       throw std::invalid_argument(fmt::format("chip {} runs program {}, which does not exist", id, role));
     }
     if (!indexes_[role]) {
-      indexes_[role] = std::make_unique<ProgramIndex>(programs.programs[role], scenario.chip, id);
+      indexes_[role] = std::make_unique<ProgramIndex>(programs.programs[role], chip_, id);
     }
     const std::string chip_name = "chip" + std::to_string(id);
-    chips_.push_back(
-        std::make_unique<Chip>(chip_name.c_str(), id, scenario.chip, *indexes_[role], *dataflow_,
-                               scenario.fidelity.mxu, control));
+    chips_.push_back(std::make_unique<Chip>(chip_name.c_str(), id, chip_, *indexes_[role], *dataflow_,
+                                            scenario.fidelity.mxu, control, registry));
   }
   if (uses_ici(programs)) {
     topology_ = std::make_unique<Topology>(build_topology(scenario.pod, scenario.chip));

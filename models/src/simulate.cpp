@@ -8,6 +8,7 @@
 
 #include <systemc>
 
+#include "chip/simulate_with_blocks.h"
 #include "net/simulate_with_planner.h"
 #include "pod.h"
 #include "run_control.h"
@@ -15,12 +16,10 @@
 
 namespace tpusim::models {
 
-SimResult simulate(const Scenario& scenario, const ir::ProgramSet& programs, const SimOptions& options) {
-  return net::simulate_with_network(scenario, programs, options, net::InterconnectOptions{});
-}
+namespace {
 
-SimResult net::simulate_with_network(const Scenario& scenario, const ir::ProgramSet& programs,
-                                     const SimOptions& options, const net::InterconnectOptions& network) {
+SimResult run(const Scenario& scenario, const ir::ProgramSet& programs, const SimOptions& options,
+              const net::InterconnectOptions& network, const BlockRegistry& registry) {
   // Must precede the first SystemC call, which prints the banner otherwise; the caller's choice wins.
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
   const auto wall_start = std::chrono::steady_clock::now();
@@ -33,7 +32,7 @@ SimResult net::simulate_with_network(const Scenario& scenario, const ir::Program
 
   const auto chips = static_cast<std::uint32_t>(scenario.pod.chip_count());
   RunControl control(options.progress, options.trace, chips);
-  auto pod = std::make_unique<Pod>("pod", scenario, programs, control, network);
+  auto pod = std::make_unique<Pod>("pod", scenario, programs, control, network, registry);
   sc_core::sc_start();
   if (control.error()) std::rethrow_exception(control.error());
   if (control.unfinished() > 0) {
@@ -54,6 +53,28 @@ SimResult net::simulate_with_network(const Scenario& scenario, const ir::Program
                            result.chips_simulated, result.step_time.value(), result.kernel_events,
                            result.wall_seconds);
   return result;
+}
+
+BlockRegistry builtin_blocks() {
+  BlockRegistry registry;
+  register_chip_blocks(registry);
+  return registry;
+}
+
+}  // namespace
+
+SimResult simulate(const Scenario& scenario, const ir::ProgramSet& programs, const SimOptions& options) {
+  return run(scenario, programs, options, net::InterconnectOptions{}, builtin_blocks());
+}
+
+SimResult net::simulate_with_network(const Scenario& scenario, const ir::ProgramSet& programs,
+                                     const SimOptions& options, const net::InterconnectOptions& network) {
+  return run(scenario, programs, options, network, builtin_blocks());
+}
+
+SimResult simulate_with_blocks(const Scenario& scenario, const ir::ProgramSet& programs, const SimOptions& options,
+                               const BlockRegistry& registry) {
+  return run(scenario, programs, options, net::InterconnectOptions{}, registry);
 }
 
 }  // namespace tpusim::models

@@ -320,7 +320,7 @@ TEST_F(Cli, RooflineSweepPutsTheRidgeWithinFivePercentOfPeakOverHbmBandwidth) {
   EXPECT_EQ(groups, 6);
 
   // v2 has one MXU per core. The model loads a weight tile one row per cycle (an assumption, see
-  // models/src/mxu_weight_stationary.cpp), so its skinny GEMMs are bound by weight loading, not by HBM: the
+  // models/src/mxu/dataflow_weight_stationary.cpp), so its skinny GEMMs are bound by weight loading, not by HBM: the
   // m = 8 point loads (16384 / 128)^2 tiles over 2 MXUs at 128 cycles each, 8192 x 128 cycles at 686.6 MHz
   // (1.527 ms, i.e. 512 MiB of weights at 351.5 GB/s, half of v2's 700 GB/s). Its measured ridge is therefore
   // not peak / HBM bandwidth; this pins the reason (3% for the first load and the drain).

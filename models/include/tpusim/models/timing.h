@@ -25,7 +25,7 @@ struct MxuArrayState {
 };
 
 // How a matmul maps onto a TensorCore's systolic arrays: the variation point for MXU dataflows. One variant
-// per file (mxu_weight_stationary.cpp, mxu_output_stationary.cpp), chosen by make_mxu_dataflow().
+// per file (mxu/dataflow_weight_stationary.cpp, mxu/dataflow_output_stationary.cpp), chosen by make_mxu_dataflow().
 //
 // Contract: bf16_cycles() is the number of MXU clock cycles from the instruction's start on an idle TensorCore
 // until its last output has left the arrays, at the bf16 rate, with the instruction's array tiles spread

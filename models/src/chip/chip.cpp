@@ -1,0 +1,185 @@
+#include "chip/chip.h"
+
+#include <algorithm>
+#include <exception>
+#include <stdexcept>
+
+#include "chip/elaborator.h"
+#include "ici/ici_port.h"
+#include "vmem/vmem.h"
+
+namespace tpusim::models {
+namespace {
+
+// The unit queue kind a block of `kind` serves; sync (none) for blocks that run no instructions.
+ir::UnitKind unit_of_block(BlockKind kind) {
+  switch (kind) {
+    case BlockKind::mxu: return ir::UnitKind::mxu;
+    case BlockKind::vpu: return ir::UnitKind::vpu;
+    case BlockKind::dma: return ir::UnitKind::dma;
+    case BlockKind::host: return ir::UnitKind::host;
+    case BlockKind::ici: return ir::UnitKind::ici;
+    default: return ir::UnitKind::sync;
+  }
+}
+
+void collect_tree(const std::vector<std::unique_ptr<Block>>& blocks, std::vector<Block*>& out) {
+  for (const auto& b : blocks) {
+    out.push_back(b.get());
+    for (sc_core::sc_object* child : b->get_child_objects()) {
+      if (auto* block = dynamic_cast<Block*>(child)) out.push_back(block);
+    }
+  }
+}
+
+}  // namespace
+
+Chip::Chip(const sc_core::sc_module_name& name, std::uint32_t id, const ChipSpec& spec, const ProgramIndex& program,
+           const MxuDataflowModel& dataflow, MxuFidelity mxu_fidelity, RunControl& control,
+           const BlockRegistry& registry)
+    : sc_core::sc_module(name),
+      context_{id, spec, program.program(), control, dataflow, mxu_fidelity},
+      sequencer_(context_, program) {
+  if (spec.blocks.empty()) throw std::invalid_argument("chip spec without its composition (standard_composition)");
+  const Elaborator elaborator(context_, spec, registry, program.blocks_used());
+  blocks_ = elaborator.build(BlockScope::chip);
+  collect_tree(blocks_, all_);
+  elaborator.bind(all_);
+
+  // The sequencer's queues, each on the unit that serves it; the units in the order they retire: per
+  // TensorCore its MXU then its VPU, then the DMA engine, the host and the ICI ports (the order the trace
+  // lists completions of the same tick in).
+  const QueueLayout& layout = program.layout();
+  std::vector<std::pair<int, InstructionUnit*>> order;
+  const auto rank = [&](ir::UnitKind k, int instance) {
+    switch (k) {
+      case ir::UnitKind::mxu: return 2 * instance;
+      case ir::UnitKind::vpu: return 2 * instance + 1;
+      case ir::UnitKind::dma: return 1000;
+      case ir::UnitKind::host: return 1001;
+      default: return 1002;
+    }
+  };
+  for (Block* b : all_) {
+    if (auto* vmem = dynamic_cast<VmemSpace*>(b)) sequencer_.bind_vmem(b->instance(), vmem);
+    auto* unit = dynamic_cast<InstructionUnit*>(b);
+    const ir::UnitKind kind = unit_of_block(b->block_kind());
+    if (unit == nullptr || kind == ir::UnitKind::sync) continue;
+    if (kind == ir::UnitKind::dma) {
+      for (int core = 0; core < layout.cores(); ++core) sequencer_.bind(layout.queue(kind, core), unit, core);
+    } else {
+      const bool inside = kind == ir::UnitKind::mxu || kind == ir::UnitKind::vpu;
+      sequencer_.bind(layout.queue(kind, inside ? b->instance() : 0), unit, 0);
+    }
+    order.emplace_back(rank(kind, b->instance()), unit);
+  }
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [r, unit] : order) retire_order_.push_back(unit);
+  sequencer_.check_bound();
+
+  SC_METHOD(run);
+  sensitive << wake_;
+}
+
+void Chip::attach_ici(net::Interconnect& ici) {
+  for (Block* b : all_) {
+    if (auto* port = dynamic_cast<IciPort*>(b)) port->attach(ici);
+  }
+}
+
+void Chip::run() {
+  if (context_.control.failed()) return;
+  try {
+    activate(sc_core::sc_time_stamp().value());
+  } catch (...) {
+    context_.control.fail(std::current_exception());
+  }
+}
+
+void Chip::activate(Tick now) {
+  context_.control.on_activation(now);
+  Activity activity = Activity::idle;
+  for (const Block* b : all_) activity = std::max(activity, b->activity(now));
+  sequencer_.account(now, activity);
+  for (Block* b : all_) b->account(now);
+  for (Block* b : all_) b->advance(now);
+  sequencer_.run(now, retire_order_);
+  if (sequencer_.finished()) {
+    context_.control.chip_finished();
+    return;
+  }
+  sequencer_.classify(now);
+  Tick next = kNever;
+  bool waiting = false;
+  for (const Block* b : all_) {
+    next = std::min(next, b->next_event(now));
+    waiting = waiting || b->awaits_wake();
+  }
+  if (next == kNever) {
+    if (waiting) return;  // the interconnect wakes the chip when its instruction completes
+    sequencer_.deadlock();
+  }
+  wake_.notify(sc_core::sc_time::from_value(next - now));
+}
+
+ChipCounters Chip::collect() const {
+  ChipCounters c = sequencer_.counters();
+  for (const Block* b : all_) b->collect(c);
+  return c;
+}
+
+void add_unit_stall_stats(const std::vector<const Chip*>& chips, SimResult& r) {
+  const double n = chips.empty() ? 1.0 : static_cast<double>(chips.size());
+  std::array<double, kHwUnits> busy{}, slots{};
+  std::array<std::array<double, kStallReasons>, kHwUnits> stalled{};
+  std::array<bool, kHwUnits> queued{};
+  std::uint64_t mxu_bytes = 0, vpu_bytes = 0;
+  std::vector<double> array_utilization;
+  for (const Chip* chip : chips) {
+    const ChipCounters c = chip->collect();
+    mxu_bytes += c.mxu_vmem_bytes;
+    vpu_bytes += c.vpu_vmem_bytes;
+    // An array's utilization: its useful MACs / (rows x cols x clock cycles of the step), at the bf16 rate.
+    const ChipSpec& spec = chip->spec();
+    const double capacity = static_cast<double>(spec.mxu.rows) * spec.mxu.cols * r.step_time.value() *
+                            spec.clock.value();
+    for (double macs : c.array_macs) array_utilization.push_back(capacity > 0 ? macs / capacity : 0.0);
+    for (std::size_t u = 0; u < kHwUnits; ++u) {
+      const auto& instances = c.unit_times[u];
+      if (instances.empty()) continue;
+      queued[u] = true;
+      const double share = 1.0 / (static_cast<double>(instances.size()) * n);  // mean over instances and chips
+      for (const UnitTimes& t : instances) {
+        busy[u] += to_seconds(t.busy).value() * share;
+        slots[u] += to_seconds(t.queue_slots).value() * share;
+        for (std::size_t k = 0; k < kStallReasons; ++k) stalled[u][k] += to_seconds(t.stalled[k]).value() * share;
+      }
+    }
+  }
+  r.units[static_cast<std::size_t>(HwUnit::mxu)].bytes = Bytes(mxu_bytes);
+  r.units[static_cast<std::size_t>(HwUnit::vpu)].bytes = Bytes(vpu_bytes);
+  if (!array_utilization.empty()) {
+    Spread& s = r.mxu_array_utilization;
+    s.min = *std::min_element(array_utilization.begin(), array_utilization.end());
+    s.max = *std::max_element(array_utilization.begin(), array_utilization.end());
+    double sum = 0;
+    for (double v : array_utilization) sum += v;
+    s.mean = sum / static_cast<double>(array_utilization.size());
+  }
+  const double step = r.step_time.value();
+  for (std::size_t u = 0; u < kHwUnits; ++u) {
+    UnitUsage& usage = r.units[u];
+    double total = 0;
+    for (std::size_t k = 0; k < kStallReasons; ++k) {
+      usage.stalled_by[k] = Seconds(stalled[u][k]);
+      total += stalled[u][k];
+    }
+    usage.stalled = Seconds(total);
+    usage.queue_slots = Seconds(slots[u]);
+    const double in_flight = queued[u] ? busy[u] : usage.busy.value();
+    usage.idle = Seconds(std::max(0.0, step - in_flight - total));
+  }
+}
+
+
+}  // namespace tpusim::models
