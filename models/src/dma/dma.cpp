@@ -18,7 +18,7 @@
 #include "block/instruction_unit.h"
 #include "block/registry.h"
 #include "dma/transfer_engine.h"
-#include "memory/memory_block.h"
+#include "memory/transfer.h"
 
 namespace tpusim::models {
 namespace {
@@ -64,16 +64,16 @@ class Dma final : public Block, public InstructionUnit {
   }
 
   void connect(Block& to) override {
-    auto* memory = dynamic_cast<MemoryBlock*>(&to);
+    auto* memory = dynamic_cast<MemoryTarget*>(&to);
     if (memory == nullptr) {
       Block::connect(to);
       return;
     }
     const Route route{static_cast<int>(socket.size()), memory->nominal_bandwidth().value()};
-    socket.bind(memory->socket);
+    socket.bind(memory->target_socket());
     auto& by_core = routes_[static_cast<std::size_t>(memory->memory())];
     if (memory->memory() == ir::Memory::vmem) {
-      by_core[static_cast<std::size_t>(memory->instance())] = route;
+      by_core[static_cast<std::size_t>(memory->memory_instance())] = route;
     } else {
       std::fill(by_core.begin(), by_core.end(), route);
     }

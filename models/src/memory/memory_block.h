@@ -17,7 +17,7 @@
 
 namespace tpusim::models {
 
-class MemoryBlock : public Block, private TagSink {
+class MemoryBlock : public Block, public MemoryTarget, private TagSink {
  public:
   using Socket = tlm_utils::multi_passthrough_target_socket<MemoryBlock, 32, tlm::tlm_base_protocol_types, 0,
                                                               sc_core::SC_ZERO_OR_MORE_BOUND>;
@@ -28,8 +28,10 @@ class MemoryBlock : public Block, private TagSink {
   MemoryBlock(const sc_core::sc_module_name& name, BlockKind kind, std::string block, int instance,
               ir::Memory memory, BytesPerSecond nominal);
 
-  [[nodiscard]] ir::Memory memory() const { return memory_; }
-  [[nodiscard]] BytesPerSecond nominal_bandwidth() const { return nominal_; }
+  [[nodiscard]] ir::Memory memory() const override { return memory_; }
+  [[nodiscard]] BytesPerSecond nominal_bandwidth() const override { return nominal_; }
+  [[nodiscard]] int memory_instance() const override { return instance(); }
+  [[nodiscard]] TargetSocket& target_socket() override { return socket; }
 
   // The forward path for requests from the block's own module (the host's own work), answered through `bw`.
   [[nodiscard]] tlm::tlm_fw_transport_if<>& local_port(tlm::tlm_bw_transport_if<>& bw);

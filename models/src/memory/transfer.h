@@ -19,6 +19,7 @@
 
 #include <tlm>
 
+#include "tpusim/core/units.h"
 #include "tpusim/kernels/program.h"
 
 namespace tpusim::models {
@@ -42,5 +43,21 @@ inline constexpr std::uint8_t kSparseCoreEngine = 254;
 
 // Fills `gp` for a transfer sent to memory `target` (its command, length and a fresh response status).
 void prepare_transfer(tlm::tlm_generic_payload& gp, const Transfer& t, ir::Memory target);
+
+// What an engine binds to for a path "engine -> memory": any module with a TLM target socket that answers the
+// protocol above, and says which memory of the IR it is and its nominal bandwidth (an engine sends a
+// transfer between two memories to the slower one). MemoryBlock is the usual implementation; another memory
+// model implements this and registers for the kind (the engines do not change).
+class MemoryTarget {
+ public:
+  using TargetSocket =
+      tlm::tlm_base_target_socket_b<32, tlm::tlm_fw_transport_if<>, tlm::tlm_bw_transport_if<>>;
+  virtual ~MemoryTarget() = default;
+  [[nodiscard]] virtual ir::Memory memory() const = 0;
+  [[nodiscard]] virtual BytesPerSecond nominal_bandwidth() const = 0;
+  // The TensorCore a per-TensorCore memory (VMEM) belongs to; 0 for the others.
+  [[nodiscard]] virtual int memory_instance() const = 0;
+  [[nodiscard]] virtual TargetSocket& target_socket() = 0;
+};
 
 }  // namespace tpusim::models

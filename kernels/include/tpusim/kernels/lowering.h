@@ -53,7 +53,8 @@ struct GemmLowering {
 // Share of chip.cmem.capacity one GEMM may fill with staged weights. GEMM stages run one after the other
 // (see the VMEM contract above), so one GEMM's weights at a time live in CMEM and may take all of it.
 inline constexpr double kGemmCmemFraction = 1.0;
-// Whether B[k,n] in `dtype` fits the chip's CMEM for staging (false on a chip without CMEM).
+// Whether B[k,n] in `dtype` fits the chip's CMEM for staging (false on a chip without CMEM, or whose DMA engine
+// has no path to it).
 [[nodiscard]] bool weights_fit_cmem(const ChipSpec& chip, std::int64_t k, std::int64_t n, DType dtype);
 
 // Lowers C[m,n] = A[m,k] x B[k,n] (A, B and C in HBM, C in `dtype`, f32 accumulation) with tile_gemm's
