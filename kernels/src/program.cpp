@@ -16,6 +16,8 @@ UnitKind unit_of(OpKind k) {
     case OpKind::recv: return UnitKind::ici;
     case OpKind::host: return UnitKind::host;
     case OpKind::barrier: return UnitKind::sync;
+    case OpKind::gather:
+    case OpKind::scatter: return UnitKind::sparsecore;
   }
   return UnitKind::sync;
 }
@@ -30,6 +32,8 @@ std::string_view op_name(OpKind k) {
     case OpKind::recv: return "recv";
     case OpKind::host: return "host";
     case OpKind::barrier: return "barrier";
+    case OpKind::gather: return "gather";
+    case OpKind::scatter: return "scatter";
   }
   return "?";
 }
@@ -42,6 +46,7 @@ std::string_view unit_name(UnitKind u) {
     case UnitKind::ici: return "ici";
     case UnitKind::host: return "host";
     case UnitKind::sync: return "sync";
+    case UnitKind::sparsecore: return "sparsecore";
   }
   return "?";
 }

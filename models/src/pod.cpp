@@ -125,7 +125,7 @@ SimResult Pod::collect() const {
   std::vector<double> program_hardware_flops(programs_.programs.size(), -1.0);
   std::array<std::vector<double>, kHwUnits> utilization;
   std::array<double, kHwUnits> busy_sum{};
-  std::uint64_t hbm_read = 0, hbm_written = 0, dma_bytes = 0, host_bytes = 0;
+  std::uint64_t hbm_read = 0, hbm_written = 0, dma_bytes = 0, host_bytes = 0, sparsecore_bytes = 0;
 
   r.chips.reserve(chips_.size());
   for (std::size_t i = 0; i < chips_.size(); ++i) {
@@ -161,6 +161,7 @@ SimResult Pod::collect() const {
     set(HwUnit::hbm, to_seconds(c.hbm_busy),
         ratio(static_cast<double>(c.hbm_read + c.hbm_written), spec.hbm.bandwidth.value() * step_s));
     set(HwUnit::host, to_seconds(c.host_busy), ratio(to_seconds(c.host_busy).value(), step_s));
+    set(HwUnit::sparsecore, to_seconds(c.sparsecore_busy), ratio(to_seconds(c.sparsecore_busy).value(), step_s));
     cr.vmem_peak = Bytes(c.vmem_peak);
     r.chips.push_back(cr);
 
@@ -177,6 +178,7 @@ SimResult Pod::collect() const {
     hbm_written += c.hbm_written;
     dma_bytes += c.dma_bytes;
     host_bytes += c.host_bytes;
+    sparsecore_bytes += c.sparsecore_bytes;
   }
   const double n = chips_.empty() ? 1.0 : static_cast<double>(chips_.size());
   r.breakdown.compute = r.breakdown.compute / n;
@@ -192,6 +194,7 @@ SimResult Pod::collect() const {
   r.hbm_written = Bytes(hbm_written);
   r.dma_bytes = Bytes(dma_bytes);
   r.host_bytes = Bytes(host_bytes);
+  r.sparsecore_bytes = Bytes(sparsecore_bytes);
   if (interconnect_) interconnect_->collect(r, step);
   return r;
 }

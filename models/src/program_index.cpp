@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "tpusim/core/chip_blocks.h"
 #include "tpusim/models/errors.h"
 
 namespace tpusim::models {
@@ -14,6 +15,7 @@ int QueueLayout::queue(ir::UnitKind unit, int core) const {
     case ir::UnitKind::ici: return 3 * cores_;
     case ir::UnitKind::host: return 3 * cores_ + 1;
     case ir::UnitKind::sync: return 3 * cores_ + 2;
+    case ir::UnitKind::sparsecore: return 3 * cores_ + 3;
   }
   return 3 * cores_ + 2;
 }
@@ -25,7 +27,8 @@ ir::UnitKind QueueLayout::unit(int queue) const {
   switch (queue - 3 * cores_) {
     case 0: return ir::UnitKind::ici;
     case 1: return ir::UnitKind::host;
-    default: return ir::UnitKind::sync;
+    case 2: return ir::UnitKind::sync;
+    default: return ir::UnitKind::sparsecore;
   }
 }
 
@@ -66,6 +69,11 @@ void ProgramIndex::note_uses(const ir::Instruction& ins, ir::UnitKind unit) {
     case ir::UnitKind::ici: use(BlockKind::ici); break;
     case ir::UnitKind::host: use(BlockKind::host); break;
     case ir::UnitKind::sync: break;
+    case ir::UnitKind::sparsecore:
+      use(BlockKind::sparsecore);
+      use(memory_block(ins.src));
+      use(memory_block(ins.dst));
+      break;
   }
 }
 
@@ -106,6 +114,19 @@ ProgramIndex::ProgramIndex(const ir::Program& program, const ChipSpec& chip, std
       if (touches(ins, ir::Memory::host) && !dma_reaches_host) {
         fail(fmt::format("DMA uses host memory, but chip {}'s DMA engine does not reach it (no path dma -> host)",
                          chip.name));
+      }
+    }
+    if (unit == ir::UnitKind::sparsecore) {
+      if (find_block(chip, BlockKind::sparsecore) == nullptr) {
+        fail(fmt::format("{} runs on a SparseCore, but chip {} has none (the lowering runs lookups on the "
+                         "TensorCores of such a chip)",
+                         ir::op_name(ins.kind), chip.name));
+      }
+      for (const ir::Memory m : {ins.src, ins.dst}) {
+        if (!has_path(chip, BlockKind::sparsecore, memory_block(m))) {
+          fail(fmt::format("the SparseCore does not reach {} (no path sparsecore -> {})",
+                           block_kind_name(memory_block(m)), block_kind_name(memory_block(m))));
+        }
       }
     }
     const bool per_core = unit == ir::UnitKind::mxu || unit == ir::UnitKind::vpu || unit == ir::UnitKind::dma;

@@ -13,13 +13,13 @@
 namespace tpusim::models {
 
 // The unit queues of one chip: per TensorCore an MXU, a VPU and a DMA descriptor queue (the DMAs that
-// Instruction::core names; chip-level copies use core 0's), then the chip-level ICI, host and sync (barrier)
-// queues. Each queue starts its instructions in program order, independently of the others.
+// Instruction::core names; chip-level copies use core 0's), then the chip-level ICI, host, sync (barrier) and
+// SparseCore queues. Each queue starts its instructions in program order, independently of the others.
 class QueueLayout {
  public:
   explicit QueueLayout(int cores) : cores_(cores) {}
   [[nodiscard]] int cores() const { return cores_; }
-  [[nodiscard]] int count() const { return 3 * cores_ + 3; }
+  [[nodiscard]] int count() const { return 3 * cores_ + 4; }
   [[nodiscard]] int queue(ir::UnitKind unit, int core) const;
   [[nodiscard]] ir::UnitKind unit(int queue) const;
   [[nodiscard]] int core(int queue) const;  // the TensorCore of an MXU/VPU/DMA queue; 0 for chip-level queues

@@ -39,9 +39,10 @@ TEST_F(Cli, DescribeChipSvgDrawsOneBoxPerBlockAndOneArrowPerPath) {
   ASSERT_EQ(o.exit_code, 0) << o.err;
   const std::string drawing = slurp(svg);
   ASSERT_EQ(drawing.rfind("<svg", 0), 0u) << drawing.substr(0, 80);
-  // v4: tensorcore (the frame), mxu, vpu, vmem, cmem, hbm, dma, ici, host; paths dma -> 4 memories, mxu -> vpu.
-  EXPECT_EQ(occurrences(drawing, R"(font-weight="bold")"), 9u);
-  EXPECT_EQ(occurrences(drawing, "<line "), 5u);
+  // v4: tensorcore (the frame), mxu, vpu, vmem, cmem, hbm, dma, ici, host, sparsecore; paths dma -> 4 memories,
+  // mxu -> vpu, sparsecore -> hbm.
+  EXPECT_EQ(occurrences(drawing, R"(font-weight="bold")"), 10u);
+  EXPECT_EQ(occurrences(drawing, "<line "), 6u);
   EXPECT_NE(drawing.find("<title>dma -&gt; hbm (memory)</title>"), std::string::npos);
   EXPECT_NE(drawing.find("<title>mxu -&gt; vpu (results)</title>"), std::string::npos);
 }

@@ -25,9 +25,9 @@ struct ChipCounters {
   Tick compute = 0, memory_stall = 0, host_stall = 0, idle = 0;  // up to `finish`
   Tick communication = 0;  // no compute; a collective in flight (counted before memory_stall)
   Tick mxu_busy = 0, vpu_busy = 0;  // summed over TensorCores
-  Tick dma_busy = 0, hbm_busy = 0, host_busy = 0;
+  Tick dma_busy = 0, hbm_busy = 0, host_busy = 0, sparsecore_busy = 0;
   double useful_macs = 0;
-  std::uint64_t hbm_read = 0, hbm_written = 0, dma_bytes = 0, host_bytes = 0;
+  std::uint64_t hbm_read = 0, hbm_written = 0, dma_bytes = 0, host_bytes = 0, sparsecore_bytes = 0;
   std::uint64_t vmem_peak = 0;
   std::uint64_t mxu_vmem_bytes = 0, vpu_vmem_bytes = 0;  // operand bytes through VMEM, summed over TensorCores
   std::vector<double> array_macs;  // useful MACs per MXU array, TensorCore-major (core x mxu.per_core + array)

@@ -37,6 +37,7 @@ void register_chip_blocks(BlockRegistry& registry) {
   registry.add(BlockKind::dma, &make_dma_block);
   registry.add(BlockKind::host, &make_host_block);
   registry.add(BlockKind::ici, &make_ici_block);
+  registry.add(BlockKind::sparsecore, &make_sparsecore_block);
 }
 
 }  // namespace tpusim::models

@@ -46,5 +46,6 @@ std::unique_ptr<Block> make_hbm_block(const BlockBuild& b);         // hbm/hbm.c
 std::unique_ptr<Block> make_dma_block(const BlockBuild& b);         // dma/dma.cpp
 std::unique_ptr<Block> make_host_block(const BlockBuild& b);        // host/host.cpp
 std::unique_ptr<Block> make_ici_block(const BlockBuild& b);         // ici/ici_port.cpp
+std::unique_ptr<Block> make_sparsecore_block(const BlockBuild& b);  // sparsecore/sparsecore.cpp
 
 }  // namespace tpusim::models

@@ -19,6 +19,7 @@ ir::UnitKind unit_of_block(BlockKind kind) {
     case BlockKind::dma: return ir::UnitKind::dma;
     case BlockKind::host: return ir::UnitKind::host;
     case BlockKind::ici: return ir::UnitKind::ici;
+    case BlockKind::sparsecore: return ir::UnitKind::sparsecore;
     default: return ir::UnitKind::sync;
   }
 }
@@ -47,8 +48,8 @@ Chip::Chip(const sc_core::sc_module_name& name, std::uint32_t id, const ChipSpec
   elaborator.bind(all_);
 
   // The sequencer's queues, each on the unit that serves it; the units in the order they retire: per
-  // TensorCore its MXU then its VPU, then the DMA engine, the host and the ICI ports (the order the trace
-  // lists completions of the same tick in).
+  // TensorCore its MXU then its VPU, then the DMA engine, the host, the ICI ports and the SparseCores (the
+  // order the trace lists completions of the same tick in).
   const QueueLayout& layout = program.layout();
   std::vector<std::pair<int, InstructionUnit*>> order;
   const auto rank = [&](ir::UnitKind k, int instance) {
@@ -57,7 +58,8 @@ Chip::Chip(const sc_core::sc_module_name& name, std::uint32_t id, const ChipSpec
       case ir::UnitKind::vpu: return 2 * instance + 1;
       case ir::UnitKind::dma: return 1000;
       case ir::UnitKind::host: return 1001;
-      default: return 1002;
+      case ir::UnitKind::ici: return 1002;
+      default: return 1003;
     }
   };
   for (Block* b : all_) {

@@ -11,7 +11,9 @@ static_assert(static_cast<int>(StallReason::dep_mxu) == static_cast<int>(ir::Uni
                   static_cast<int>(StallReason::dep_dma) == static_cast<int>(ir::UnitKind::dma) &&
                   static_cast<int>(StallReason::dep_ici) == static_cast<int>(ir::UnitKind::ici) &&
                   static_cast<int>(StallReason::dep_host) == static_cast<int>(ir::UnitKind::host) &&
-                  static_cast<int>(StallReason::dep_sync) == static_cast<int>(ir::UnitKind::sync),
+                  static_cast<int>(StallReason::dep_sync) == static_cast<int>(ir::UnitKind::sync) &&
+                  static_cast<int>(StallReason::dep_sparsecore) == static_cast<int>(ir::UnitKind::sparsecore) &&
+                  static_cast<int>(StallReason::vmem) == ir::kUnitKinds,
               "StallReason::dep_<unit> is indexed like ir::UnitKind");
 
 Sequencer::Sequencer(const ChipContext& chip, const ProgramIndex& index)
@@ -22,7 +24,7 @@ Sequencer::Sequencer(const ChipContext& chip, const ProgramIndex& index)
       vmem_(static_cast<std::size_t>(chip.spec.tensorcores), nullptr),
       remaining_(program_.size()) {
   const auto cores = static_cast<std::size_t>(chip.spec.tensorcores);
-  for (HwUnit u : {HwUnit::mxu, HwUnit::vpu, HwUnit::dma, HwUnit::host}) {
+  for (HwUnit u : {HwUnit::mxu, HwUnit::vpu, HwUnit::dma, HwUnit::host, HwUnit::sparsecore}) {
     const std::size_t instances = u == HwUnit::mxu || u == HwUnit::vpu ? cores : 1;
     phase_[static_cast<std::size_t>(u)].resize(instances);
     counters_.unit_times[static_cast<std::size_t>(u)].resize(instances);
@@ -97,6 +99,7 @@ void Sequencer::classify(Tick now) {
       case ir::UnitKind::vpu: hw = HwUnit::vpu; instance = static_cast<std::size_t>(layout.core(q)); break;
       case ir::UnitKind::dma: hw = HwUnit::dma; break;
       case ir::UnitKind::host: break;
+      case ir::UnitKind::sparsecore: hw = HwUnit::sparsecore; break;
       case ir::UnitKind::ici:
       case ir::UnitKind::sync: continue;
     }

@@ -17,7 +17,7 @@
 
 namespace tpusim::ir {
 
-enum class OpKind : std::uint8_t { matmul, vector, dma, collective, send, recv, host, barrier };
+enum class OpKind : std::uint8_t { matmul, vector, dma, collective, send, recv, host, barrier, gather, scatter };
 enum class VectorOp : std::uint8_t { elementwise, transcendental, reduction, transpose };
 enum class Memory : std::uint8_t { hbm, vmem, cmem, host, remote };
 enum class DmaPattern : std::uint8_t { contiguous, strided, gather };
@@ -25,8 +25,8 @@ using CollectiveKind = tpusim::CollectiveKind;  // declared with the scenario sp
 enum class HostOp : std::uint8_t { infeed, outfeed, checkpoint };
 
 // The unit queue an instruction is issued to. Derived from the kind (see unit_of()).
-enum class UnitKind : std::uint8_t { mxu, vpu, dma, ici, host, sync };
-inline constexpr int kUnitKinds = 6;
+enum class UnitKind : std::uint8_t { mxu, vpu, dma, ici, host, sync, sparsecore };
+inline constexpr int kUnitKinds = 7;
 
 struct Instruction {
   OpKind kind = OpKind::barrier;
@@ -35,6 +35,10 @@ struct Instruction {
   std::uint8_t core = 0;
   DType dtype = DType::bf16;
   // matmul: C[m,n] (+)= A[m,k] x B[k,n].
+  // gather (embedding lookup, on the SparseCore): m rows of an embedding table of n values each, read from
+  //   `src`, summed into k pooled vectors (bags) of n values written to `dst`; bytes = m x n x dtype bytes.
+  // scatter (embedding update, on the SparseCore): k gradient vectors of n values read from `src`, each added
+  //   to its rows: m rows of n values of the table in `dst` read and written back; bytes as gather.
   std::int64_t m = 0, k = 0, n = 0;
   // vector: op over `elements` values.
   VectorOp vector_op = VectorOp::elementwise;
