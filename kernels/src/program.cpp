@@ -53,6 +53,13 @@ std::string_view unit_name(UnitKind u) {
 
 Program::Program(std::string name) : name_(std::move(name)) {}
 
+void Program::scale_flops(std::size_t begin, std::size_t end, double factor) {
+  for (std::size_t i = begin; i < end && i < instrs_.size(); ++i) {
+    instrs_[i].model_flops *= factor;
+    instrs_[i].hardware_flops *= factor;
+  }
+}
+
 std::uint32_t Program::intern(const std::string& label) {
   // Labels repeat per layer and tile; a linear scan over the last few keeps this cheap without a map.
   const std::size_t from = labels_.size() > 16 ? labels_.size() - 16 : 0;

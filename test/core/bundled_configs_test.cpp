@@ -346,9 +346,9 @@ TEST(BundledPods, FullPodsHaveThePublishedChipCounts) {
 
 // ---- models ---------------------------------------------------------------------------------------------------
 
-TEST(BundledModels, AreTheFourOfTheBrief) {
+TEST(BundledModels, AreTheFourOfTheBriefAndDlrm) {
   EXPECT_EQ(bundled_names("configs/models"),
-            (std::vector<std::string>{"gemm-4096", "gemm-skinny", "mlp-quickstart", "mlp-small"}));
+            (std::vector<std::string>{"dlrm-mlperf", "gemm-4096", "gemm-skinny", "mlp-quickstart", "mlp-small"}));
 }
 
 // Resolves a bundled model through a scenario, the way users reach it.
@@ -397,6 +397,20 @@ TEST(BundledModels, ResolveThroughAScenario) {
       ADD_FAILURE() << "model '" << name << "' does not resolve:\n" << e.what();
     }
   }
+}
+
+TEST(BundledModels, DlrmHasTheMlperfCriteoShape) {
+  const Scenario s = scenario_with_model("dlrm-mlperf");
+  ASSERT_EQ(s.workload.model.kind, ModelKind::dlrm);
+  const DlrmModel& m = s.workload.model.dlrm;
+  EXPECT_EQ(m.dense_features, 13);
+  EXPECT_EQ(m.bottom_mlp, (std::vector<int>{512, 256, 128}));
+  EXPECT_EQ(m.top_mlp, (std::vector<int>{1024, 1024, 512, 256, 1}));
+  EXPECT_EQ(m.tables, 26);
+  EXPECT_EQ(m.embedding_dim, 128);
+  EXPECT_EQ(m.lookups_per_table, 1);
+  // The tables fit one v4 chip's 32 GiB of HBM in bf16.
+  EXPECT_LT(26.0 * static_cast<double>(m.rows_per_table) * 128 * 2, 32.0 * (1ull << 30));
 }
 
 TEST(BundledModels, QuickstartTrainingStepIsUnderTensOfMillisecondsAtV4Peak) {

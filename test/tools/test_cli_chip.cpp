@@ -2,8 +2,10 @@
 // chip whose composition is wrong is bad input (exit 2) named by file and line.
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "cli_support.h"
 
@@ -104,6 +106,40 @@ TEST_F(Cli, ABlockFieldOverrideKeepsItsDottedPath) {
   const Outcome set = tpusim("validate " + s.string() + " --set chip.hbm.bandwidth=2TB/s --set chip.tensorcore.count=1"
                              " --set chip.peak_bf16=137.6TFLOP/s");
   EXPECT_EQ(set.exit_code, 0) << set.err;
+}
+
+}  // namespace
+
+namespace {
+
+double number_at(const nlohmann::json& j, const std::string& dotted) {
+  const nlohmann::json* node = &j;
+  std::size_t start = 0;
+  while (true) {
+    const auto dot = dotted.find('.', start);
+    node = &node->at(dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    if (dot == std::string::npos) return node->get<double>();
+    start = dot + 1;
+  }
+}
+
+TEST_F(Cli, DlrmLookupsRunOnTheSparseCoresWhenTheChipHasThemAndTheStepIsShorter) {
+  nlohmann::json with, without;
+  for (const auto& [name, out] : {std::pair{"dlrm-v4", &with}, std::pair{"dlrm-v4-no-sparsecore", &without}}) {
+    const fs::path dir = dir_ / name;
+    const Outcome o = tpusim(std::string("run -q ") + name + " -o " + dir.string());
+    ASSERT_EQ(o.exit_code, 0) << o.err;
+    *out = nlohmann::json::parse(slurp(dir / "summary.json"));
+  }
+  // 26 tables: a gather each and, in a training step, a scatter each; none without SparseCores.
+  EXPECT_EQ(number_at(with, "units.sparsecore.instructions"), 52);
+  EXPECT_GT(number_at(with, "units.sparsecore.busy_s.mean"), 0);
+  EXPECT_EQ(number_at(without, "units.sparsecore.instructions"), 0);
+  // The same model FLOPs and HBM bytes (whole 256-byte rows either way); the TensorCore path runs more DMAs.
+  EXPECT_EQ(number_at(with, "metrics.model_flops"), number_at(without, "metrics.model_flops"));
+  EXPECT_EQ(number_at(with, "bytes.hbm_read"), number_at(without, "bytes.hbm_read"));
+  EXPECT_GT(number_at(without, "units.dma.instructions"), number_at(with, "units.dma.instructions"));
+  EXPECT_LT(number_at(with, "metrics.step_time_s"), number_at(without, "metrics.step_time_s"));
 }
 
 }  // namespace

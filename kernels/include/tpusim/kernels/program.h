@@ -93,6 +93,10 @@ class Program {
   [[nodiscard]] double hardware_flops() const;
   [[nodiscard]] std::uint64_t dma_bytes() const;
 
+  // Multiplies the model and hardware FLOPs of instructions [begin, end) by `factor` (a lowering that pads
+  // its work says which part of it is useful).
+  void scale_flops(std::size_t begin, std::size_t end, double factor);
+
   // Rebuilds a program from serialized parts (program_io); checks the DAG order and indices.
   static Program from_parts(std::string name, std::vector<Instruction> instrs, std::vector<std::uint32_t> deps,
                             std::vector<std::string> labels);
