@@ -142,4 +142,14 @@ TEST_F(Cli, DlrmLookupsRunOnTheSparseCoresWhenTheChipHasThemAndTheStepIsShorter)
   EXPECT_LT(number_at(with, "metrics.step_time_s"), number_at(without, "metrics.step_time_s"));
 }
 
+TEST_F(Cli, AWhatIfChipComposedInAScenarioRunsItsExtraBlock) {
+  const fs::path dir = dir_ / "whatif";
+  const Outcome o = tpusim("run -q whatif-v5e-sparsecore -o " + dir.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto summary = nlohmann::json::parse(slurp(dir / "summary.json"));
+  EXPECT_EQ(number_at(summary, "units.sparsecore.instructions"), 52);  // v5e has none of its own
+  EXPECT_EQ(summary["scenario"]["chip"]["sparsecore"]["count"], 4);
+  EXPECT_EQ(summary["scenario"]["chip"]["paths"], "dma -> vmem, dma -> hbm, dma -> host, mxu -> vpu, sparsecore -> hbm");
+}
+
 }  // namespace
