@@ -52,6 +52,11 @@ SimResult run(const Scenario& scenario, const ir::ProgramSet& programs, const Si
   logger_for("pod")->debug("simulated {} chips: step {} s, {} kernel events, {:.3f} s wall",
                            result.chips_simulated, result.step_time.value(), result.kernel_events,
                            result.wall_seconds);
+  // The pod stays with the kernel, which cannot run again in this process: SystemC's registries remove a
+  // module, port or export by a linear search, so tearing down a pod of ~10^5 block modules would take
+  // seconds (quadratic) to free memory the process is about to return. The kernel's registries still reach
+  // it, so it is not a leak.
+  (void)pod.release();
   return result;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -14,7 +15,7 @@
 namespace tpusim::models {
 
 std::int64_t MxuPipeline::issue_cycle(Tick now, Hertz clock) {
-  if (inflight_.empty()) {
+  if (count_ == 0) {
     epoch_ = now;
     last_end_ = 0;
     vmem_free_ = 0;
@@ -35,8 +36,10 @@ void MxuPipeline::push(Tick now, std::uint32_t instr, std::int64_t end_cycle, He
   // In-order completion, whatever the dataflow's arithmetic says about arrays the instruction left idle.
   last_end_ = std::max(last_end_, end_cycle);
   Tick end = std::max({now, epoch_ + cycles_to_ticks(last_end_, clock), not_before});
-  if (!inflight_.empty()) end = std::max(end, inflight_.back().end);
-  inflight_.push_back(InFlight{instr, now, end});
+  if (count_ > 0) end = std::max(end, inflight_[(head_ + count_ - 1) % kMxuInstructionsInFlight].end);
+  if (count_ == kMxuInstructionsInFlight) throw std::logic_error("MXU pipeline issued beyond its depth");
+  inflight_[(head_ + count_) % kMxuInstructionsInFlight] = InFlight{instr, now, end};
+  ++count_;
 }
 
 std::string MxuTimer::unsupported(const MatmulShape& s) const {

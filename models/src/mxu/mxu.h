@@ -2,9 +2,9 @@
 // The MXU group of a TensorCore (the mxu block: `count` systolic arrays): a pipeline of matmul instructions
 // timed by the chip's dataflow (timing.h) or the cycle reference. Its results drain through the unit the path
 // "mxu -> vpu" names (vpu/vpu.h); without that path they leave without occupying a VPU.
+#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <string>
 #include <vector>
 
@@ -32,13 +32,16 @@ class MxuPipeline {
  public:
   explicit MxuPipeline(int arrays) : arrays_(static_cast<std::size_t>(arrays)) {}
 
-  [[nodiscard]] bool full() const { return inflight_.size() >= kMxuInstructionsInFlight; }
-  [[nodiscard]] bool busy() const { return !inflight_.empty(); }
+  [[nodiscard]] bool full() const { return count_ >= kMxuInstructionsInFlight; }
+  [[nodiscard]] bool busy() const { return count_ > 0; }
   // When the oldest instruction completes; kNever when idle.
-  [[nodiscard]] Tick finish() const { return inflight_.empty() ? kNever : inflight_.front().end; }
-  [[nodiscard]] std::uint32_t instr() const { return inflight_.front().instr; }
-  [[nodiscard]] Tick started() const { return inflight_.front().issued; }
-  void finish_current() { inflight_.pop_front(); }
+  [[nodiscard]] Tick finish() const { return count_ == 0 ? kNever : inflight_[head_].end; }
+  [[nodiscard]] std::uint32_t instr() const { return inflight_[head_].instr; }
+  [[nodiscard]] Tick started() const { return inflight_[head_].issued; }
+  void finish_current() {
+    head_ = (head_ + 1) % kMxuInstructionsInFlight;
+    --count_;
+  }
 
   // The MXU cycle (of the current run) an instruction issued at `now` is issued at; opens a new run, with
   // idle arrays, when nothing is in flight.
@@ -64,7 +67,9 @@ class MxuPipeline {
     Tick end;
   };
   std::vector<MxuArrayState> arrays_;
-  std::deque<InFlight> inflight_;
+  std::array<InFlight, kMxuInstructionsInFlight> inflight_{};  // a ring: count_ entries from head_, in issue order
+  std::size_t head_ = 0;
+  std::size_t count_ = 0;
   Tick epoch_ = 0;
   std::int64_t last_end_ = 0;
   std::int64_t vmem_free_ = 0;  // cycle of the run at which the VMEM traffic of earlier instructions ends

@@ -5,7 +5,8 @@
 // reservations), and a vector instruction starts only once every reservation made before it has ended, even
 // one still waiting for its matmul's first results (the gap is idle VPU time). The chip wakes at every
 // reservation's start and end so the VPU's state changes only at activations.
-#include <deque>
+#include <cstddef>
+#include <vector>
 
 #include "ticks.h"
 
@@ -18,9 +19,9 @@ class ResultPops {
   // Drops the reservations ended by `now`.
   void retire(Tick now);
   // A reservation is popping at `now` (call after retire(now)).
-  [[nodiscard]] bool active(Tick now) const { return !pending_.empty() && pending_.front().start <= now; }
+  [[nodiscard]] bool active(Tick now) const { return pending() && pending_[head_].start <= now; }
   // Reservations not yet ended (call after retire(now)): a vector instruction must wait.
-  [[nodiscard]] bool pending() const { return !pending_.empty(); }
+  [[nodiscard]] bool pending() const { return head_ < pending_.size(); }
   // The next start or end of a reservation after `now`; kNever if none.
   [[nodiscard]] Tick next_boundary(Tick now) const;
   // Ticks reserved over the run (the reservations never overlap each other or a vector instruction).
@@ -31,7 +32,8 @@ class ResultPops {
     Tick start;
     Tick end;
   };
-  std::deque<Interval> pending_;  // in order, disjoint; back-to-back reservations merged
+  std::vector<Interval> pending_;  // [head_, end): in order, disjoint; back-to-back reservations merged
+  std::size_t head_ = 0;
   Tick total_ = 0;
 };
 

@@ -11,9 +11,9 @@ namespace tpusim::models {
 
 Tick ResultPops::reserve(Tick earliest, Tick duration) {
   if (duration == 0) return earliest;
-  const Tick start = pending_.empty() ? earliest : std::max(earliest, pending_.back().end);
+  const Tick start = pending() ? std::max(earliest, pending_.back().end) : earliest;
   total_ += duration;
-  if (!pending_.empty() && pending_.back().end == start) {
+  if (pending() && pending_.back().end == start) {
     pending_.back().end += duration;
   } else {
     pending_.push_back(Interval{start, start + duration});
@@ -22,12 +22,19 @@ Tick ResultPops::reserve(Tick earliest, Tick duration) {
 }
 
 void ResultPops::retire(Tick now) {
-  while (!pending_.empty() && pending_.front().end <= now) pending_.pop_front();
+  while (pending() && pending_[head_].end <= now) ++head_;
+  if (!pending()) {  // drained: reuse the storage from its start
+    pending_.clear();
+    head_ = 0;
+  } else if (head_ >= 64 && 2 * head_ >= pending_.size()) {  // never drained: drop the retired half
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(head_));
+    head_ = 0;
+  }
 }
 
 Tick ResultPops::next_boundary(Tick now) const {
-  if (pending_.empty()) return kNever;
-  return pending_.front().start > now ? pending_.front().start : pending_.front().end;
+  if (!pending()) return kNever;
+  return pending_[head_].start > now ? pending_[head_].start : pending_[head_].end;
 }
 
 namespace {
