@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "tools/src/svg.h"
 #include "tpusim/core/chip_blocks.h"
 
 namespace tpusim::tools {
@@ -87,17 +88,6 @@ std::map<std::string, std::string> docs_of(const ChipSpec& chip) {
 }
 
 bool in_tensorcore(const ChipBlock& b) { return block_kind(b.kind).scope == BlockScope::tensorcore; }
-
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -208,8 +198,8 @@ void write_chip_svg(const ChipSpec& input, std::ostream& out) {
   out << R"(<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#444"/></marker></defs>)"
       << "\n";
   out << fmt::format(R"(<text x="{}" y="{}" font-size="15">chip {}: {} blocks, {} paths (derived peak bf16 {})</text>)",
-                     kMargin, kMargin + 14, escape(chip.name), chip.blocks.size(), chip.paths.size(),
-                     escape(format_flops(chip.derived_peak_bf16())))
+                     kMargin, kMargin + 14, svg_escape(chip.name), chip.blocks.size(), chip.paths.size(),
+                     svg_escape(format_flops(chip.derived_peak_bf16())))
       << "\n";
   if (tensorcore != nullptr) {
     // Stacked outlines behind the box stand for the other TensorCores.
@@ -222,7 +212,7 @@ void write_chip_svg(const ChipSpec& input, std::ostream& out) {
                        tc_x, tc_y, tc_w, tc_h)
         << "\n";
     out << fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-weight="bold">{}</text>)", tc_x + 8, tc_y + 16,
-                       escape(label(*tensorcore) + " (each holds the blocks below)"))
+                       svg_escape(label(*tensorcore) + " (each holds the blocks below)"))
         << "\n";
   }
   for (const ChipBlock& b : chip.blocks) {
@@ -234,7 +224,7 @@ void write_chip_svg(const ChipSpec& input, std::ostream& out) {
                        box.x, box.y, box.w, box.h, off ? "#eeeeee" : "#ffffff", off ? R"( stroke-dasharray="4 3")" : "")
         << "\n";
     out << fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-weight="bold">{}</text>)", box.x + 8, box.y + 17,
-                       escape(label(b)))
+                       svg_escape(label(b)))
         << "\n";
     // The summary on up to two lines of about 32 characters.
     std::string text = off ? "switched off (count 0)" : summary(b, rendered);
@@ -248,7 +238,7 @@ void write_chip_svg(const ChipSpec& input, std::ostream& out) {
     if (!text.empty()) lines.back() += " ...";
     for (std::size_t l = 0; l < lines.size(); ++l) {
       out << fmt::format(R"(<text x="{:.1f}" y="{:.1f}" fill="#444">{}</text>)", box.x + 8, box.y + 33 + 14 * l,
-                         escape(lines[l]))
+                         svg_escape(lines[l]))
           << "\n";
     }
   }
@@ -273,8 +263,8 @@ void write_chip_svg(const ChipSpec& input, std::ostream& out) {
     }
     const BlockPort* port = from != nullptr && to != nullptr ? port_to(from->kind, to->kind) : nullptr;
     out << fmt::format(R"svg(<line x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="#444" stroke-width="1.4" marker-end="url(#arrow)"><title>{} -&gt; {}{}</title></line>)svg",
-                       x1, y1, x2, y2, escape(p.from), escape(p.to),
-                       port != nullptr ? escape(fmt::format(" ({})", port->name)) : std::string())
+                       x1, y1, x2, y2, svg_escape(p.from), svg_escape(p.to),
+                       port != nullptr ? svg_escape(fmt::format(" ({})", port->name)) : std::string())
         << "\n";
   }
   out << fmt::format(R"(<text x="{}" y="{:.0f}" fill="#555">arrows: paths (an engine reaches a memory; the MXU's results drain into the VPU)</text>)",

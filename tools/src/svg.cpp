@@ -18,7 +18,9 @@ std::string ramp(double u) {
   return fmt::format("#{:02x}{:02x}{:02x}", mix(0), mix(1), mix(2));
 }
 
-std::string escape(const std::string& s) {
+}  // namespace
+
+std::string svg_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     if (c == '<') out += "&lt;";
@@ -28,8 +30,6 @@ std::string escape(const std::string& s) {
   }
   return out;
 }
-
-}  // namespace
 
 void write_link_heatmap_svg(const Topology& topo, const std::vector<double>& link_utilization,
                             const std::string& title, std::ostream& out) {
@@ -53,7 +53,7 @@ void write_link_heatmap_svg(const Topology& topo, const std::vector<double>& lin
   out << fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{:.0f}" height="{:.0f}" font-family="sans-serif" font-size="11">)",
                      width, height)
       << "\n";
-  out << fmt::format(R"(<text x="10" y="18" font-size="14">{}</text>)", escape(title)) << "\n";
+  out << fmt::format(R"(<text x="10" y="18" font-size="14">{}</text>)", svg_escape(title)) << "\n";
   for (int p = 0; p < panels; ++p) {
     const int pod = p / nz, z = p % nz;
     const double ox = 10 + (p % cols) * panel_w, oy = 30 + (p / cols) * panel_h;
@@ -112,7 +112,7 @@ void write_line_chart_svg(const std::vector<Series>& series, const std::string& 
 
   out << fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="11">)", kW, kH)
       << "\n";
-  out << fmt::format(R"(<text x="{}" y="20" font-size="14">{}</text>)", kLeft, escape(title)) << "\n";
+  out << fmt::format(R"(<text x="{}" y="20" font-size="14">{}</text>)", kLeft, svg_escape(title)) << "\n";
   out << fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#888"/>)", kLeft, kTop, pw, ph)
       << "\n";
   for (int i = 0; i <= 4; ++i) {
@@ -123,9 +123,9 @@ void write_line_chart_svg(const std::vector<Series>& series, const std::string& 
         << fmt::format(R"(<line x1="{:.1f}" y1="{}" x2="{:.1f}" y2="{:.1f}" stroke="#eee"/>)", gx, kTop, gx, kTop + ph)
         << "\n";
   }
-  out << fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle">{}</text>)", kLeft + pw / 2, kH - 12, escape(x_label))
+  out << fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle">{}</text>)", kLeft + pw / 2, kH - 12, svg_escape(x_label))
       << fmt::format(R"svg(<text x="16" y="{:.1f}" transform="rotate(-90 16 {:.1f})" text-anchor="middle">{}</text>)svg",
-                     kTop + ph / 2, kTop + ph / 2, escape(y_label))
+                     kTop + ph / 2, kTop + ph / 2, svg_escape(y_label))
       << "\n";
   static constexpr const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                             "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
@@ -139,7 +139,7 @@ void write_line_chart_svg(const std::vector<Series>& series, const std::string& 
     out << fmt::format(R"(<polyline fill="none" stroke="{}" stroke-width="2" points="{}"/>)", color, points) << "\n";
     out << fmt::format(R"(<rect x="{}" y="{}" width="12" height="12" fill="{}"/><text x="{}" y="{}">{}</text>)",
                        kW - kRight + 12, kTop + 18 * s, color, kW - kRight + 30, kTop + 18 * s + 10,
-                       escape(series[s].name))
+                       svg_escape(series[s].name))
         << "\n";
   }
   out << "</svg>\n";

@@ -16,11 +16,7 @@ class Cmem final : public MemoryBlock {
 
  private:
   Admission admit(const tlm::tlm_generic_payload& gp, const Transfer& t) override {
-    Admission a;
-    a.latency = to_ticks(kOnChipCopyLatency);
-    a.volume = t.volume;
-    a.direction = gp.is_write() ? FlowDirection::write : FlowDirection::read;
-    return a;
+    return plain(gp, t, to_ticks(kOnChipCopyLatency));
   }
 };
 

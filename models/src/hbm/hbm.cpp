@@ -26,14 +26,12 @@ class Hbm final : public MemoryBlock {
 
  private:
   Admission admit(const tlm::tlm_generic_payload& gp, const Transfer& t) override {
-    Admission a;
     const bool reads = t.src == ir::Memory::hbm;
     if (reads) read_ += t.bytes;
     if (t.dst == ir::Memory::hbm) written_ += t.bytes;
-    a.latency = reads ? to_ticks(spec_.latency) : 0;
-    a.volume = t.src == t.dst ? 2 * t.volume : t.volume;
+    Admission a = plain(gp, t, reads ? to_ticks(spec_.latency) : 0);
+    if (t.src == t.dst) a.volume *= 2;
     a.cap = hbm_channel_share(spec_, static_cast<double>(t.bytes));
-    a.direction = gp.is_write() ? FlowDirection::write : FlowDirection::read;
     return a;
   }
 

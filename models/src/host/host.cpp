@@ -65,11 +65,8 @@ class Host final : public MemoryBlock, public InstructionUnit, private tlm::tlm_
   // The link: into the chip on one direction, out of it on the other.
   Admission admit(const tlm::tlm_generic_payload& gp, const Transfer& t) override {
     bytes_ += t.bytes;
-    Admission a;
+    Admission a = plain(gp, t, to_ticks(kPcieLatency));
     a.scheduler = t.src == ir::Memory::host ? in_ : out_;
-    a.latency = to_ticks(kPcieLatency);
-    a.volume = t.volume;
-    a.direction = gp.is_write() ? FlowDirection::write : FlowDirection::read;
     return a;
   }
   // Answers to the host's own transfers.

@@ -47,6 +47,14 @@ void MemoryBlock::LocalPort::b_transport(tlm::tlm_generic_payload&, sc_core::sc_
   throw std::logic_error("memories take non-blocking transfers only (memory/transfer.h)");
 }
 
+MemoryBlock::Admission MemoryBlock::plain(const tlm::tlm_generic_payload& gp, const Transfer& t, Tick latency) {
+  Admission a;
+  a.latency = latency;
+  a.volume = t.volume;
+  a.direction = gp.is_write() ? FlowDirection::write : FlowDirection::read;
+  return a;
+}
+
 std::size_t MemoryBlock::add_scheduler(MemoryScheduler kind, double bytes_per_second, double turnaround) {
   schedulers_.push_back(make_bandwidth_scheduler(kind, bytes_per_second, turnaround));
   return schedulers_.size() - 1;

@@ -49,6 +49,9 @@ class MemoryBlock : public Block, public MemoryTarget, private TagSink {
   };
   // How this memory takes one transfer. Called once per request, when it arrives.
   virtual Admission admit(const tlm::tlm_generic_payload& gp, const Transfer& t) = 0;
+  // The plain admission: the transfer's whole volume on scheduler 0 after `latency`, uncapped, reading or
+  // writing as its command says.
+  [[nodiscard]] static Admission plain(const tlm::tlm_generic_payload& gp, const Transfer& t, Tick latency);
 
   std::size_t add_scheduler(MemoryScheduler kind, double bytes_per_second, double turnaround = 0.0);
   [[nodiscard]] const BandwidthScheduler& scheduler(std::size_t i) const { return *schedulers_[i]; }
