@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -235,7 +236,7 @@ std::string group_key(const SweepSpec& spec, const Point& p) {
 }
 
 // Per group of points (all axes but the last), the measured ridge point: best achieved FLOP/s over best
-// achieved HBM bandwidth, against the chip's peak / HBM bandwidth.
+// achieved HBM bandwidth, against the chip's peak / achievable HBM bandwidth (hbm.bandwidth x hbm.efficiency).
 void roofline(const SweepSpec& spec, const std::vector<Row>& rows, const fs::path& path, const fs::path& chart,
               std::ostream& out) {
   std::map<std::string, std::vector<const Row*>> groups;
@@ -266,7 +267,10 @@ void roofline(const SweepSpec& spec, const std::vector<Row>& rows, const fs::pat
       }
       best_bw = std::max(best_bw, bytes / step / chips);
       peak = num(m, "peak_flops_per_s") / chips;
-      hbm = quantity(r->summary["scenario"]["chip"]["hbm"]["bandwidth"]);
+      const json& h = r->summary["scenario"]["chip"]["hbm"];
+      const double efficiency =
+          h.contains("efficiency") && h["efficiency"].is_string() ? std::atof(h["efficiency"].get<std::string>().c_str()) : 1.0;
+      hbm = quantity(h["bandwidth"]) * (efficiency > 0 ? efficiency : 1.0);
       chip = r->summary["scenario"]["chip"]["name"].get<std::string>();
     }
     const double expected = hbm > 0 ? peak / hbm : 0;

@@ -54,6 +54,7 @@ struct IciSpec {
   int links = 0;
   BytesPerSecond link_bandwidth;  // per link, one direction
   Seconds hop_latency;
+  double link_efficiency = 1.0;   // achievable fraction of link_bandwidth (framing, flow control)
 };
 
 struct HostLinkSpec {
@@ -91,6 +92,28 @@ struct ChipSpec {
     return FlopsPerSecond(2.0 * macs_per_cycle() * clock.value());
   }
 };
+
+// Calibrated overheads: the defaults of chip fields that no datasheet gives, set once for every generation from
+// the calibration set (/work/shared/reference/measurements.md, C1-C3) with the reasoning below; each is listed
+// by `tpusim describe assumptions`. None is set per chip or per scenario (a chip file may override one only
+// with a source of its own).
+//
+// ICI link efficiency: the fraction of a link's one-way rate (chip.ici.link_bandwidth, the scaling book's
+// per-link figure) that data moves at once link-layer framing (packet headers, CRC) and credit-based flow
+// control are paid. C1's plateau (an 8x16 v5e all-gather of 256 MiB-4 GiB at ~90 GB/s, i.e. S (X-1) / (2 X t)
+// = 42.2 GB/s per link) is 94% of 45 GB/s; C3 (v2, one link) gives 96% of the recalled 62 GB/s. Serial links
+// typically lose 5-10% this way (PCIe Gen3 at 256 B payloads: ~94% after 128b/130b coding).
+inline constexpr double kIciLinkEfficiency = 0.94;
+// HBM efficiency: the fraction of peak a long single-direction stream reaches. All-bank refresh (JEDEC HBM2:
+// tRFC ~ 350 ns every tREFI = 3.9 us, partly hidden by the controller) and row activations on page changes
+// cost about 10%; GPUs' HBM read streams reach ~90% of peak the same way. Assumption (no TPU read-only
+// measurement in the calibration set).
+inline constexpr double kHbmEfficiency = 0.90;
+// HBM read/write turnaround: the fraction lost while reads and writes interleave (write-to-read and
+// read-to-write bus gaps). C2's v6e copy moves 32 MiB in and 32 MiB out at 1359.6 GB/s, 83.0% of 1638 GB/s;
+// with kHbmEfficiency that leaves 1 - 0.830 / 0.90 = 7.8% for the turnarounds, rounded to 7% after the
+// 0.5 us of read latency the copy also pays. Only the product is measured; the split is the assumption above.
+inline constexpr double kHbmTurnaround = 0.07;
 
 [[nodiscard]] const FieldTable<ChipSpec>& chip_fields();
 
