@@ -34,6 +34,11 @@ const FieldTable<ChipSpec>& chip_fields() {
                   "int8 MACs per cycle relative to bf16 (0 = unsupported)", non_negative<double>());
     t.add<double>("mxu.fp8_rate", [](S& s) -> double& { return s.mxu.fp8_rate; }, "0",
                   "fp8 MACs per cycle relative to bf16 (0 = unsupported)", non_negative<double>());
+    t.add<Seconds>("mxu.step_overhead", [](S& s) -> Seconds& { return s.mxu.step_overhead; },
+                   format_time(Seconds(kMxuStepOverheadSeconds)),
+                   "MXU idle time between two back-to-back matmul instructions, the per-step bookkeeping of a "
+                   "tiled kernel (calibrated assumption: JAX Pallas docs' ~0.35 us per grid step, chip_spec.h)",
+                   non_negative<Seconds>());
     t.add<int>("vpu.lanes", [](S& s) -> int& { return s.vpu.lanes; }, std::nullopt, "vector lanes", at_least(1));
     t.add<int>("vpu.sublanes", [](S& s) -> int& { return s.vpu.sublanes; }, std::nullopt, "vector sublanes",
                at_least(1));

@@ -34,6 +34,12 @@ std::vector<Assumption> model_assumptions() {
        "achievable fraction of a link's one-way rate after framing and flow control; C1's plateau (8x16 v5e "
        "all-gather, 256 MiB-4 GiB) moves 42.2 GB/s per link, 94% of the scaling book's 45 GB/s; C3 (v2) ~96% of "
        "62 GB/s; one value for every generation, no source says otherwise"},
+      {"MXU step overhead", fmt::format("{} (default of chip.mxu.step_overhead)",
+                                        format_time(Seconds(kMxuStepOverheadSeconds))),
+       "core/include/tpusim/core/chip_spec.h",
+       "the arrays idle between back-to-back matmul instructions (pipeline steps) while the scalar unit waits "
+       "on DMA semaphores and issues the next ones; the JAX Pallas TPU docs give ~0.35 us per grid step [U]. "
+       "A fixed time costs more on fast MXUs: v2 (C3) sustains 99.6% of peak on ~47 us steps, v6e (C2) 90%"},
       {"HBM efficiency", fmt::format("{} (default of chip.hbm.efficiency)", kHbmEfficiency),
        "core/include/tpusim/core/chip_spec.h",
        "long single-direction streams lose ~10% to refresh (HBM2 tRFC ~350 ns per 3.9 us) and row activations, "

@@ -1,6 +1,7 @@
 #include "chip.h"
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 
 #include <fmt/format.h>
@@ -26,7 +27,8 @@ Chip::Chip(const sc_core::sc_module_name& name, std::uint32_t id, const ChipSpec
       index_(program),
       program_(program.program()),
       dataflow_(dataflow),
-      mxu_timer_(dataflow, spec.mxu, mxu_fidelity),
+      mxu_timer_(dataflow, spec.mxu, mxu_fidelity,
+                 static_cast<std::int64_t>(std::ceil(spec.mxu.step_overhead.value() * spec.clock.value() - 1e-9))),
       control_(control),
       queues_(static_cast<std::size_t>(program.layout().count())),
       cores_(static_cast<std::size_t>(spec.tensorcores), TensorCore(spec.vmem.capacity.count(), spec.mxu.per_core)),

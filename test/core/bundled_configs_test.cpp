@@ -104,7 +104,7 @@ struct SheetRow {
 // tpu-specs.md chip table, plus the per-link rates and VMEM sizes chosen in the brief for the configs.
 const std::map<std::string, SheetRow>& sheet() {
   static const std::map<std::string, SheetRow> rows{
-      {"v2", {45, 2, 1, 128, 700, 16ULL << 30, 4, 62, 4, 16, 16ULL << 20}},
+      {"v2", {46, 2, 1, 128, 700, 16ULL << 30, 4, 62, 4, 16, 16ULL << 20}},
       {"v3", {123, 2, 2, 128, 900, 32ULL << 30, 4, 100, 4, 16, 16ULL << 20}},
       {"v4", {275, 2, 4, 128, 1200, 32ULL << 30, 6, 45, 4, 16, 16ULL << 20}},
       {"v5e", {197, 1, 4, 128, 819, 16'000'000'000ULL, 4, 45, 8, 16, 128ULL << 20}},

@@ -20,6 +20,7 @@ struct MxuSpec {
   MxuDataflow dataflow = MxuDataflow::weight_stationary;
   double int8_rate = 0;  // MACs per cycle relative to bf16; 0 = not supported
   double fp8_rate = 0;   // same for fp8
+  Seconds step_overhead;  // MXU idle time between two back-to-back matmul instructions (pipeline steps)
 };
 
 struct VpuSpec {
@@ -104,6 +105,12 @@ struct ChipSpec {
 // = 42.2 GB/s per link) is 94% of 45 GB/s; C3 (v2, one link) gives 96% of the recalled 62 GB/s. Serial links
 // typically lose 5-10% this way (PCIe Gen3 at 256 B payloads: ~94% after 128b/130b coding).
 inline constexpr double kIciLinkEfficiency = 0.94;
+// MXU step overhead: between two back-to-back matmul instructions (one per pipeline step of a tiled kernel) the
+// arrays idle while the TensorCore's scalar unit does the step's bookkeeping (waiting on the operand DMAs'
+// semaphores, issuing the next DMAs). The JAX Pallas TPU docs give ~0.35 us of fixed overhead per grid step.
+// A fixed time costs more on faster MXUs: it explains both calibration matmuls, v2 (C3) at 99.6% of its
+// 700 MHz peak over steps of ~47 us and v6e (C2) at 90% over steps of ~5 us. Source [U]: the docs, recalled.
+inline constexpr double kMxuStepOverheadSeconds = 0.35e-6;
 // HBM efficiency: the fraction of peak a long single-direction stream reaches. All-bank refresh (JEDEC HBM2:
 // tRFC ~ 350 ns every tREFI = 3.9 us, partly hidden by the controller) and row activations on page changes
 // cost about 10%; GPUs' HBM read streams reach ~90% of peak the same way. Assumption (no TPU read-only
