@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -78,7 +80,7 @@ TEST_F(Cli, VersionPrintsTheReleaseVersion) {
 }
 
 TEST_F(Cli, EverySubcommandHasHelp) {
-  for (const char* sub : {"run", "validate", "describe", "lower", "topo"}) {
+  for (const char* sub : {"run", "validate", "describe", "lower", "topo", "sweep", "calibrate"}) {
     const Outcome o = tpusim(std::string(sub) + " --help");
     EXPECT_EQ(o.exit_code, 0) << sub;
     EXPECT_NE(o.out.find("Usage"), std::string::npos) << sub << ": " << o.out;
@@ -485,4 +487,99 @@ TEST_F(Cli, DescribeAssumptionsListsTheModelConstantsWithTheirValues) {
             std::string::npos) << o.out;
   EXPECT_NE(o.out.find("collective start-up                  500 ns"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("collective step synchronisation      10 ns"), std::string::npos) << o.out;
+}
+
+// ---- tpusim calibrate (issue 13) --------------------------------------------------------------------------
+
+namespace {
+std::vector<std::vector<std::string>> csv_rows(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> cells;
+    std::string cell;
+    bool quoted = false;
+    for (char c : line) {
+      if (c == '"') quoted = !quoted;
+      else if (c == ',' && !quoted) cells.push_back(std::exchange(cell, {}));
+      else cell += c;
+    }
+    cells.push_back(cell);
+    rows.push_back(std::move(cells));
+  }
+  return rows;
+}
+}  // namespace
+
+// Issue 13, done-when: every entry of the calibration set, predicted against measured, within the issue's
+// bounds (written here, not read from the calibration file, so loosening a `within:` there cannot pass):
+// C1 within 10% from S = 512 KiB up and within a factor 1.5 below; C2's matmul and copy within 10%; C3's
+// matmul and reduce-scatter within 15%.
+TEST_F(Cli, CalibrateRunsTheCalibrationSetAndEveryPointIsWithinTheIssuesBounds) {
+  const Outcome o = tpusim("calibrate -o " + (dir_ / "cal").string());
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  const auto rows = csv_rows(slurp(dir_ / "cal" / "table.csv"));
+  ASSERT_EQ(rows.size(), 14u);  // a header and 13 points
+  ASSERT_EQ(rows[0][0], "id");
+  int c1 = 0, c2 = 0, c3 = 0;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    ASSERT_EQ(r.size(), 9u);
+    const double measured = std::stod(r[3]), predicted = std::stod(r[4]);
+    const double ratio = predicted / measured;
+    EXPECT_NEAR(std::stod(r[5]), ratio - 1, 1e-4) << r[1];
+    if (r[0] == "C1") {
+      ++c1;
+      const bool small = r[1] == "S = 8 KiB" || r[1] == "S = 128 KiB";
+      if (small) {
+        EXPECT_LE(ratio, 1.5) << r[1];
+        EXPECT_GE(ratio, 1 / 1.5) << r[1];
+      } else {
+        EXPECT_LE(std::fabs(ratio - 1), 0.10) << r[1];
+      }
+    } else if (r[0] == "C2") {
+      ++c2;
+      EXPECT_LE(std::fabs(ratio - 1), 0.10) << r[1];
+    } else {
+      ASSERT_EQ(r[0], "C3");
+      ++c3;
+      EXPECT_LE(std::fabs(ratio - 1), 0.15) << r[1];
+    }
+    EXPECT_EQ(r[7], "yes") << r[1];
+  }
+  EXPECT_EQ(c1, 9);
+  EXPECT_EQ(c2, 2);
+  EXPECT_EQ(c3, 2);
+  EXPECT_NE(o.out.find("13 within bound, 0 outside, 0 failed"), std::string::npos) << o.out;
+  EXPECT_NE(slurp(dir_ / "cal" / "C1.svg").find("<polyline"), std::string::npos);
+}
+
+// The C1 plateau in closed form: a bidirectional ring all-gather of S = 1 GiB over 16 v5e chips takes 15 steps,
+// each moving S / 32 per direction at 45 GB/s x ici.link_efficiency 0.94, plus one hop latency (1 us) and one
+// step synchronisation (10 ns) per step and the start-up (0.5 us): t = 15/16 S / (2 x 42.3 GB/s) + 15.65 us.
+TEST_F(Cli, CalibrateC1PlateauIsTheRingClosedFormAtTheAchievableLinkRate) {
+  const Outcome o = tpusim("run -q " + std::string(TPUSIM_SOURCE_DIR) +
+                           "/calibration/scenarios/c1-all-gather-v5e-8x16.yaml -o " + (dir_ / "c1").string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto j = nlohmann::json::parse(slurp(dir_ / "c1" / "summary.json"));
+  const double s = 1024.0 * 1024 * 1024;
+  const double t = 15.0 / 16 * s / (2 * 45e9 * 0.94) + 15 * (1e-6 + 10e-9) + 0.5e-6;
+  EXPECT_NEAR(j["collectives"][0]["time_s"].get<double>(), t, 1e-4 * t);
+  EXPECT_EQ(j["collectives"][0]["algorithm"], "ring_bidirectional");
+}
+
+TEST_F(Cli, CalibrateRejectsABadCalibrationFileWithFileLineAndSuggestion) {
+  const fs::path scenario = fs::path(TPUSIM_SOURCE_DIR) / "calibration/scenarios/c2-matmul-v6e.yaml";
+  const fs::path f = write("cal.yaml", "name: bad\nentries:\n  - id: X\n    scenario: " + scenario.string() +
+                                           "\n    metric: step_tme\n    points:\n"
+                                           "      - {label: a, measured: 1 ms, within: 10}\n"
+                                           "      - {label: b, measured: 1 GB/s, withn: 10%}\n");
+  const Outcome o = tpusim("calibrate " + f.string() + " -o " + (dir_ / "out").string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find(f.string() + ":5:13"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("did you mean 'step_time'?"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("entries[0].points[0].within"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("did you mean 'within'?"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("nothing was run"), std::string::npos) << o.err;
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
 }

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "tools/src/calibrate.h"
 #include "tools/src/commands.h"
 #include "tools/src/sweep.h"
 #include "tpusim/core/diagnostics.h"
@@ -76,6 +77,18 @@ int main(int argc, char** argv) {
                       "print one command per point not yet done (for GNU parallel or a Slurm job array)");
   sweep_cmd->add_flag("--collect", sweep.collect_only, "run nothing; build the table from finished points");
 
+  tpusim::tools::CalibrateArgs calibrate;
+  auto* calibrate_cmd = app.add_subcommand(
+      "calibrate",
+      "run the calibration set (published TPU measurements) and print predicted against measured with the error");
+  calibrate_cmd->add_option("set", calibrate.set, "bundled calibration set (calibration/NAME.yaml) or path")
+      ->capture_default_str();
+  calibrate_cmd->add_option("-o,--out", calibrate.out_dir, "output folder: table.csv, a chart per plotted entry")
+      ->capture_default_str();
+  calibrate_cmd->add_option("--set", calibrate.overrides, "override a field of every point, e.g. --set "
+                                                         "chip.ici.link_efficiency=0.9")
+      ->allow_extra_args(false);
+
   if (argc == 1) {  // a bare `tpusim` is a request for orientation, not an error
     std::cout << app.help();
     return 0;
@@ -107,5 +120,6 @@ int main(int argc, char** argv) {
   if (lower_cmd->parsed()) return lower_command(lower_scenario, lower_overrides, lower_out);
   if (topo_cmd->parsed()) return topo_command(topo_name, topo_dot, topo_svg);
   if (sweep_cmd->parsed()) return sweep_command(sweep, "/proc/self/exe");
+  if (calibrate_cmd->parsed()) return calibrate_command(calibrate, "/proc/self/exe");
   return 2;
 }

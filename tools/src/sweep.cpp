@@ -1,6 +1,5 @@
 #include "tools/src/sweep.h"
 
-#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +19,7 @@
 #include "tpusim/core/config_tree.h"
 #include "tpusim/core/data_paths.h"
 #include "tpusim/core/scenario.h"
+#include "tools/src/child_process.h"
 #include "tools/src/svg.h"
 
 namespace tpusim::tools {
@@ -160,22 +160,6 @@ std::string shell_quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
-}
-
-pid_t spawn(const std::vector<std::string>& argv, const fs::path& log) {
-  const pid_t pid = fork();
-  if (pid != 0) return pid;
-  const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd >= 0) {
-    dup2(fd, STDOUT_FILENO);
-    dup2(fd, STDERR_FILENO);
-    close(fd);
-  }
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  execv(args[0], args.data());
-  _exit(127);
 }
 
 json read_json(const fs::path& p) {
@@ -378,14 +362,15 @@ int sweep_command(const SweepArgs& args, const std::string& self_exe) {
       while (next < todo.size() && running.size() < static_cast<std::size_t>(jobs)) {
         const Point& p = *todo[next++];
         const fs::path dir = points_dir / point_dir_name(p.index);
-        running[spawn(run_argv(self_exe, spec, p, dir), points_dir / (point_dir_name(p.index) + ".log"))] = p.index;
+        running[spawn_logged(run_argv(self_exe, spec, p, dir), points_dir / (point_dir_name(p.index) + ".log"))] =
+            p.index;
       }
       int status = 0;
       const pid_t pid = wait(&status);
       if (pid < 0) break;
       const auto it = running.find(pid);
       if (it == running.end()) continue;
-      exit_codes[it->second] = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+      exit_codes[it->second] = exit_code_of(status);
       running.erase(it);
       ++finished;
       // A live counter on a terminal; in logs, one line at the end instead of hundreds.

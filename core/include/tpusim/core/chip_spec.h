@@ -107,9 +107,11 @@ struct ChipSpec {
 inline constexpr double kIciLinkEfficiency = 0.94;
 // MXU step overhead: between two back-to-back matmul instructions (one per pipeline step of a tiled kernel) the
 // arrays idle while the TensorCore's scalar unit does the step's bookkeeping (waiting on the operand DMAs'
-// semaphores, issuing the next DMAs). The JAX Pallas TPU docs give ~0.35 us of fixed overhead per grid step.
-// A fixed time costs more on faster MXUs: it explains both calibration matmuls, v2 (C3) at 99.6% of its
-// 700 MHz peak over steps of ~47 us and v6e (C2) at 90% over steps of ~5 us. Source [U]: the docs, recalled.
+// semaphores, issuing the next DMAs). The JAX Pallas TPU docs give ~0.35 us of fixed overhead per grid step
+// (source [U]: the docs, recalled). A fixed time costs more on faster MXUs; the calibration matmuls bound it:
+// v2 (C3) runs 96 ms against 95.9 ms at its 700 MHz peak (the model: 96.6 ms, steps of ~47 us), and v6e (C2)
+// 90% (the model: 96.7%, steps of 2048^3 = 18.7 us; the rest of v6e's gap is not explained, see
+// docs/calibration.md). No per-tile bubble beyond the dataflow's schedule: C3 leaves no room for one.
 inline constexpr double kMxuStepOverheadSeconds = 0.35e-6;
 // HBM efficiency: the fraction of peak a long single-direction stream reaches. All-bank refresh (JEDEC HBM2:
 // tRFC ~ 350 ns every tREFI = 3.9 us, partly hidden by the controller) and row activations on page changes
