@@ -1,5 +1,7 @@
 #include "tools/src/calibrate.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -13,9 +15,9 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "tools/src/child_process.h"
-#include "tools/src/output_file.h"
 #include "tools/src/svg.h"
+#include "tools/src/sweep_analysis.h"
+#include "tools/src/sweep_runner.h"
 #include "tpusim/core/config_tree.h"
 #include "tpusim/core/data_paths.h"
 #include "tpusim/core/scenario.h"
@@ -286,29 +288,39 @@ int calibrate_command(const CalibrateArgs& args, const std::string& self_exe) {
     fs::create_directories(points_dir);
     json plan = json::array();
     for (const CalibrationPoint& p : points) plan.push_back({{"id", p.id}, {"label", p.label}, {"set", p.overrides}});
-    write_file(out / "calibration.json", [&](std::ostream& f) {
+    write_output_file(out / "calibration.json", [&](std::ostream& f) {
       f << json{{"calibration", name}, {"points", plan}}.dump(2) << "\n";
     });
 
     std::cout << fmt::format("calibration {}: {} points, predicted against measured\n", name, points.size());
     std::cout << fmt::format("  {:<4} {:<32} {:>12} {:>12} {:>8} {:>6}\n", "id", "point", "measured", "predicted",
                              "error", "bound");
+    // Every point as its own `tpusim run` (sweep_runner.h), on every core; no progress line (a few seconds).
+    std::vector<PointTask> tasks;
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      PointTask t{i, {self_exe, "run", points[i].scenario.string(), "-q", "-o"}, points_dir / point_dir_name(i)};
+      t.argv.push_back(t.dir.string());
+      for (const std::string& o : points[i].overrides) {
+        t.argv.emplace_back("--set");
+        t.argv.push_back(o);
+      }
+      tasks.push_back(std::move(t));
+    }
+    std::ostream quiet(nullptr);
+    Progress progress(name, tasks.size(), quiet, false);
+    (void)run_points(tasks, static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN))), points_dir, progress);
+
     std::vector<std::optional<Outcome>> outcomes;
     std::size_t failed = 0, outside = 0;
     for (std::size_t i = 0; i < points.size(); ++i) {
       const CalibrationPoint& p = points[i];
-      const fs::path dir = points_dir / fmt::format("{:03d}", i);
-      std::vector<std::string> argv{self_exe, "run", p.scenario.string(), "-q", "-o", dir.string()};
-      for (const std::string& o : p.overrides) {
-        argv.emplace_back("--set");
-        argv.push_back(o);
-      }
-      const int code = run_logged(argv, points_dir / fmt::format("{:03d}.log", i));
-      std::optional<Outcome> o = code == 0 ? read_outcome(p, dir / "summary.json") : std::nullopt;
+      const std::optional<PointFailure> failure = read_failure(points_dir, i);
+      std::optional<Outcome> o = failure ? std::nullopt : read_outcome(p, tasks[i].dir / "summary.json");
       if (!o) {
         ++failed;
-        std::cout << fmt::format("  {:<4} {:<32} {:>12} {:>12}  run failed (exit {}), see {}\n", p.id, p.label,
-                                 p.measured_text, "-", code, (points_dir / fmt::format("{:03d}.log", i)).string());
+        std::cout << fmt::format("  {:<4} {:<32} {:>12} {:>12}  run failed: {} (see {})\n", p.id, p.label,
+                                 p.measured_text, "-", failure ? failure->error : "no result in summary.json",
+                                 (points_dir / (point_dir_name(i) + ".log")).string());
       } else {
         const bool ok = within(p, o->predicted);
         if (!ok) ++outside;
@@ -319,7 +331,7 @@ int calibrate_command(const CalibrateArgs& args, const std::string& self_exe) {
       outcomes.push_back(o);
     }
 
-    write_file(out / "table.csv", [&](std::ostream& f) {
+    write_output_file(out / "table.csv", [&](std::ostream& f) {
       f << "id,point,metric,measured,predicted,error,bound,within_bound,scenario\n";
       for (std::size_t i = 0; i < points.size(); ++i) {
         const CalibrationPoint& p = points[i];
@@ -335,14 +347,14 @@ int calibrate_command(const CalibrateArgs& args, const std::string& self_exe) {
       const CalibrationPoint& p = points[i];
       if (!p.plot || !outcomes[i]) continue;
       std::vector<Series>& s = charts[p.id];
-      if (s.empty()) s = {Series{"measured", {}, {}}, Series{"predicted (tpusim)", {}, {}}};
+      if (s.empty()) s = {Series{"measured", {}, {}, {}}, Series{"predicted (tpusim)", {}, {}, {}}};
       s[0].x.push_back(outcomes[i]->size);
       s[0].y.push_back(p.measured / 1e9);
       s[1].x.push_back(outcomes[i]->size);
       s[1].y.push_back(outcomes[i]->predicted / 1e9);
     }
     for (const auto& [id, series] : charts) {
-      write_file(out / (id + ".svg"), [&](std::ostream& f) {
+      write_output_file(out / (id + ".svg"), [&](std::ostream& f) {
         write_line_chart_svg(series, fmt::format("{}: measured and predicted bandwidth", id),
                              "gathered size S (bytes)", "bandwidth S / runtime (GB/s)", true, true, f);
       });

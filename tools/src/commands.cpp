@@ -13,7 +13,6 @@
 
 #include <fmt/format.h>
 
-#include "tools/src/output_file.h"
 #include "tools/src/report.h"
 #include "tools/src/simulation_report.h"
 #include "tools/src/svg.h"
@@ -113,6 +112,15 @@ class OutputFolder {
   fs::path staging_;
   bool committed_ = false;
 };
+
+// Writes one output file through `fill`; any stream failure (a full disk, say) throws, so the output folder
+// is never committed with a truncated file in it.
+void write_file(const fs::path& path, const std::function<void(std::ostream&)>& fill) {
+  std::ofstream out(path, std::ios::binary);
+  fill(out);
+  out.flush();
+  if (!out) throw std::runtime_error(fmt::format("cannot write {}", path.string()));
+}
 
 void write_text(const fs::path& path, const std::string& text) {
   write_file(path, [&](std::ostream& out) { out << text; });
