@@ -68,16 +68,6 @@ struct Outcome {
   double size = 0;  // gathered_bandwidth: S, the gathered bytes (the plot's x)
 };
 
-std::string yaml_text(const ConfigNode& n) {
-  if (n.is_scalar()) return n.scalar();
-  if (n.is_seq()) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < n.items().size(); ++i) s += (i ? ", " : "") + yaml_text(n.items()[i]);
-    return s + "]";
-  }
-  return "";
-}
-
 // Reads the calibration file; every problem is reported at once (ConfigError, exit 2).
 std::vector<CalibrationPoint> load_calibration(const std::string& name_or_path, std::string& set_name) {
   Diagnostics diags;
@@ -183,7 +173,7 @@ std::vector<CalibrationPoint> load_calibration(const std::string& name_or_path, 
         if (!set->is_map()) {
           diags.error(set->loc(), pp + "set", "wrong type", "a map from a field path to a value", set->describe());
         } else {
-          for (const auto& kv : set->entries()) p.overrides.push_back(kv.key + "=" + yaml_text(kv.value));
+          for (const auto& kv : set->entries()) p.overrides.push_back(kv.key + "=" + flow_text(kv.value));
         }
       }
       p.measured_text = text(pt, pp, "measured", true);
