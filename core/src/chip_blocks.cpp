@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 namespace tpusim {
 namespace {
 
@@ -23,6 +25,11 @@ FieldTable<ChipSpec> mxu_fields() {
                 "int8 MACs per cycle relative to bf16 (0 = unsupported)", non_negative<double>());
   t.add<double>("fp8_rate", [](S& s) -> double& { return s.mxu.fp8_rate; }, "0",
                 "fp8 MACs per cycle relative to bf16 (0 = unsupported)", non_negative<double>());
+  t.add<Seconds>("step_overhead", [](S& s) -> Seconds& { return s.mxu.step_overhead; },
+                 format_time(Seconds(kMxuStepOverheadSeconds)),
+                 "MXU idle time between two back-to-back matmul instructions, the per-step bookkeeping of a "
+                 "tiled kernel (calibrated assumption: JAX Pallas docs' ~0.35 us per grid step, chip_spec.h)",
+                 non_negative<Seconds>());
   return t;
 }
 
@@ -78,10 +85,13 @@ FieldTable<ChipSpec> hbm_fields() {
                         "HBM peak bandwidth per chip", positive<BytesPerSecond>());
   t.add<Seconds>("latency", [](S& s) -> Seconds& { return s.hbm.latency; }, std::nullopt,
                  "HBM access latency seen by a transfer that reads HBM", non_negative<Seconds>());
-  t.add<double>("efficiency", [](S& s) -> double& { return s.hbm.efficiency; }, "1",
-                "achievable fraction of peak bandwidth for long streams", fraction());
-  t.add<double>("turnaround", [](S& s) -> double& { return s.hbm.turnaround; }, "0",
-                "fraction of bandwidth lost while reads and writes are both in flight (bus turnarounds); 0 = none",
+  t.add<double>("efficiency", [](S& s) -> double& { return s.hbm.efficiency; }, fmt::format("{}", kHbmEfficiency),
+                "achievable fraction of peak bandwidth for long single-direction streams (calibrated assumption: "
+                "refresh and row activations, chip_spec.h)",
+                fraction());
+  t.add<double>("turnaround", [](S& s) -> double& { return s.hbm.turnaround; }, fmt::format("{}", kHbmTurnaround),
+                "fraction of bandwidth lost while reads and writes are both in flight, e.g. a copy (bus "
+                "turnarounds; calibrated on measurement C2's copy, chip_spec.h); 0 = none",
                 [](const double& v) { return v >= 0 && v < 1 ? std::string() : std::string("in [0, 1)"); });
   t.add<int>("channels", [](S& s) -> int& { return s.hbm.channels; }, "1",
              "HBM channels per chip, each 1/channels of the bandwidth; a transfer is striped over "
@@ -113,6 +123,11 @@ FieldTable<ChipSpec> ici_fields() {
                         std::nullopt, "ICI bandwidth per link, one direction", positive<BytesPerSecond>());
   t.add<Seconds>("hop_latency", [](S& s) -> Seconds& { return s.ici.hop_latency; }, std::nullopt,
                  "ICI latency per hop", non_negative<Seconds>());
+  t.add<double>("link_efficiency", [](S& s) -> double& { return s.ici.link_efficiency; },
+                fmt::format("{}", kIciLinkEfficiency),
+                "achievable fraction of ici.link_bandwidth after link-layer framing and flow control (calibrated "
+                "on measurement C1's plateau, chip_spec.h)",
+                fraction());
   return t;
 }
 

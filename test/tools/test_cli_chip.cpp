@@ -7,15 +7,15 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "cli_support.h"
+#include "support/cli.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-using tpusim::testing::Cli;
-using tpusim::testing::Outcome;
-using tpusim::testing::slurp;
+using tpusim::test::Outcome;
+using tpusim::test::slurp;
+using Cli = tpusim::test::CliTest;
 
 std::size_t occurrences(const std::string& text, const std::string& what) {
   std::size_t n = 0;

@@ -1,6 +1,7 @@
 // HBM: one bandwidth scheduler at bandwidth x efficiency, less hbm.turnaround while reads and writes mix. A
 // transfer that reads HBM waits hbm.latency first (writes are posted: the engine is done once HBM has taken
-// the last byte); an HBM -> HBM copy moves its bytes twice; a transfer is striped over
+// the last byte); an HBM -> HBM copy moves its bytes twice and pays the turnaround by itself; a transfer is
+// striped over
 // min(hbm.channels, ceil(bytes / kHbmStripe)) channels and moves at most at that share of the rate
 // (hbm_channel_share in timing.h).
 #include "block/counters.h"
@@ -30,7 +31,10 @@ class Hbm final : public MemoryBlock {
     if (reads) read_ += t.bytes;
     if (t.dst == ir::Memory::hbm) written_ += t.bytes;
     Admission a = plain(gp, t, reads ? to_ticks(spec_.latency) : 0);
-    if (t.src == t.dst) a.volume *= 2;
+    if (t.src == t.dst) {  // a copy reads and writes by itself: it pays hbm.turnaround alone
+      a.volume *= 2;
+      a.direction = FlowDirection::copy;
+    }
     a.cap = hbm_channel_share(spec_, static_cast<double>(t.bytes));
     return a;
   }
