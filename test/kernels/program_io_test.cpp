@@ -205,6 +205,5 @@ TEST(ProgramJson, EmbeddingGathersAndScattersRoundTripWithTheirShape) {
   EXPECT_EQ(to_json(parse_program_json(out.str(), "again")), to_json(set));
 }
 
-
 }  // namespace
 }  // namespace tpusim::ir
