@@ -102,6 +102,60 @@ Spread spread_of(const std::vector<double>& values) {
 
 double ratio(double num, double den) { return den > 0 ? num / den : 0.0; }
 
+// Adds the per-unit statistics of the chips' counters to `r`, whose step_time must be set: stalls
+// (UnitUsage::stalled, stalled_by, queue_slots, idle), the MXU and VPU VMEM operand bytes (UnitUsage::bytes)
+// and the spread of per-array MXU utilization (SimResult::mxu_array_utilization).
+void add_unit_stall_stats(const std::vector<ChipCounters>& chips, const ChipSpec& spec, SimResult& r) {
+  const double n = chips.empty() ? 1.0 : static_cast<double>(chips.size());
+  std::array<double, kHwUnits> busy{}, slots{};
+  std::array<std::array<double, kStallReasons>, kHwUnits> stalled{};
+  std::array<bool, kHwUnits> queued{};
+  std::uint64_t mxu_bytes = 0, vpu_bytes = 0;
+  std::vector<double> array_utilization;
+  for (const ChipCounters& c : chips) {
+    mxu_bytes += c.mxu_vmem_bytes;
+    vpu_bytes += c.vpu_vmem_bytes;
+    // An array's utilization: its useful MACs / (rows x cols x clock cycles of the step), at the bf16 rate.
+    const double capacity = static_cast<double>(spec.mxu.rows) * spec.mxu.cols * r.step_time.value() *
+                            spec.clock.value();
+    for (double macs : c.array_macs) array_utilization.push_back(capacity > 0 ? macs / capacity : 0.0);
+    for (std::size_t u = 0; u < kHwUnits; ++u) {
+      const auto& instances = c.unit_times[u];
+      if (instances.empty()) continue;
+      queued[u] = true;
+      const double share = 1.0 / (static_cast<double>(instances.size()) * n);  // mean over instances and chips
+      for (const UnitTimes& t : instances) {
+        busy[u] += to_seconds(t.busy).value() * share;
+        slots[u] += to_seconds(t.queue_slots).value() * share;
+        for (std::size_t k = 0; k < kStallReasons; ++k) stalled[u][k] += to_seconds(t.stalled[k]).value() * share;
+      }
+    }
+  }
+  r.units[static_cast<std::size_t>(HwUnit::mxu)].bytes = Bytes(mxu_bytes);
+  r.units[static_cast<std::size_t>(HwUnit::vpu)].bytes = Bytes(vpu_bytes);
+  if (!array_utilization.empty()) {
+    Spread& s = r.mxu_array_utilization;
+    s.min = *std::min_element(array_utilization.begin(), array_utilization.end());
+    s.max = *std::max_element(array_utilization.begin(), array_utilization.end());
+    double sum = 0;
+    for (double v : array_utilization) sum += v;
+    s.mean = sum / static_cast<double>(array_utilization.size());
+  }
+  const double step = r.step_time.value();
+  for (std::size_t u = 0; u < kHwUnits; ++u) {
+    UnitUsage& usage = r.units[u];
+    double total = 0;
+    for (std::size_t k = 0; k < kStallReasons; ++k) {
+      usage.stalled_by[k] = Seconds(stalled[u][k]);
+      total += stalled[u][k];
+    }
+    usage.stalled = Seconds(total);
+    usage.queue_slots = Seconds(slots[u]);
+    const double in_flight = queued[u] ? busy[u] : usage.busy.value();
+    usage.idle = Seconds(std::max(0.0, step - in_flight - total));
+  }
+}
+
 }  // namespace
 
 SimResult Pod::collect() const {
@@ -195,6 +249,7 @@ SimResult Pod::collect() const {
   r.dma_bytes = Bytes(dma_bytes);
   r.host_bytes = Bytes(host_bytes);
   r.sparsecore_bytes = Bytes(sparsecore_bytes);
+  add_unit_stall_stats(counters, spec, r);
   if (interconnect_) interconnect_->collect(r, step);
   return r;
 }

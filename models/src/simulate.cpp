@@ -40,12 +40,6 @@ SimResult run(const Scenario& scenario, const ir::ProgramSet& programs, const Si
   }
 
   SimResult result = pod->collect();
-  // The per-unit stall statistics come from the chips, the pod's SystemC children (in chip id order).
-  std::vector<const Chip*> chip_modules;
-  for (const sc_core::sc_object* child : pod->get_child_objects()) {
-    if (const auto* chip = dynamic_cast<const Chip*>(child)) chip_modules.push_back(chip);
-  }
-  add_unit_stall_stats(chip_modules, result);
   result.kernel_events = control.activations();
   result.delta_cycles = sc_core::sc_delta_count();
   result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();

@@ -64,9 +64,4 @@ class Chip : public sc_core::sc_module {
   sc_core::sc_event wake_;
 };
 
-// Adds the per-unit statistics gathered from a finished run's chip modules to `r`, whose step_time must be
-// set: stalls (UnitUsage::stalled, stalled_by, queue_slots, idle), the MXU and VPU VMEM operand bytes
-// (UnitUsage::bytes) and the spread of per-array MXU utilization (SimResult::mxu_array_utilization).
-void add_unit_stall_stats(const std::vector<const Chip*>& chips, SimResult& r);
-
 }  // namespace tpusim::models
