@@ -117,6 +117,7 @@ const std::vector<ModelKindInfo>& model_kinds() {
       {"collective", ModelKind::collective, &detail::collective_fields, nullptr},
       {"transformer", ModelKind::transformer, &detail::transformer_fields, &detail::check_transformer},
       {"resnet", ModelKind::resnet, &detail::resnet_fields, &detail::check_resnet},
+      {"dlrm", ModelKind::dlrm, &detail::dlrm_fields, &detail::check_dlrm},
   };
   return kinds;
 }

@@ -54,8 +54,8 @@ const FieldTable<ModelSpec>& transformer_fields() {
                            {"swiglu", MlpKind::swiglu},
                            {"geglu", MlpKind::geglu}},
                           "gelu", "MLP activation; swiglu and geglu are gated (two up-projections)");
-    t.add_choice<BlockKind>("block", [](S& s) -> BlockKind& { return s.transformer.block; },
-                            {{"serial", BlockKind::serial}, {"parallel", BlockKind::parallel}}, "serial",
+    t.add_choice<TransformerBlock>("block", [](S& s) -> TransformerBlock& { return s.transformer.block; },
+                            {{"serial", TransformerBlock::serial}, {"parallel", TransformerBlock::parallel}}, "serial",
                             "serial attention then MLP, or parallel attention + MLP from one norm");
     t.add<bool>("bias", [](S& s) -> bool& { return s.transformer.bias; }, "true",
                 "biases on every projection and on layer norms");

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "tpusim/core/chip_blocks.h"
 #include "tpusim/core/data_paths.h"
 #include "workload_checks.h"
 
@@ -287,7 +288,7 @@ std::vector<std::pair<std::string, std::string>> render_scenario(const Scenario&
   std::vector<std::pair<std::string, std::string>> out;
   append_rendered(out, "", scenario_fields(), s);
   append_rendered(out, "pod", pod_fields(), s.pod);
-  append_rendered(out, "chip", chip_fields(), s.chip);
+  for (auto& [k, v] : render_chip(s.chip)) out.emplace_back("chip." + k, v);
   append_rendered(out, "workload", workload_fields(), s.workload);
   if (s.workload.program.empty()) {
     append_rendered(out, "workload.model", model_kind_info(s.workload.model.kind).fields(), s.workload.model);
@@ -320,9 +321,9 @@ namespace tpusim {
 
 std::vector<std::pair<std::string, std::vector<FieldInfo>>> all_field_tables() {
   std::vector<std::pair<std::string, std::vector<FieldInfo>>> out{{"scenario", scenario_fields().infos()},
-                                                                    {"pod", pod_fields().infos()},
-                                                                    {"chip", chip_fields().infos()},
-                                                                    {"workload", workload_fields().infos()}};
+                                                                    {"pod", pod_fields().infos()}};
+  for (auto& section : chip_field_sections()) out.push_back(std::move(section));
+  out.emplace_back("workload", workload_fields().infos());
   for (const ModelKindInfo& k : model_kinds()) {
     out.emplace_back(fmt::format("workload.model (kind: {})", k.name), k.fields().infos());
   }

@@ -19,14 +19,15 @@ using StepBuilder = fused::Graph (*)(const WorkloadSpec& workload, const ChipSpe
                                              const ShardView& shard, CollectivePoints& points);
 
 // The builder of a model kind lowered as a whole model (a new family adds its file and one line here);
-// nullptr for the kinds lowered otherwise (gemm, mlp, collective).
+// nullptr for the kinds lowered otherwise (gemm, mlp, collective, dlrm).
 [[nodiscard]] inline StepBuilder step_builder(ModelKind kind) {
   switch (kind) {
     case ModelKind::transformer: return &build_transformer_step;
     case ModelKind::resnet: return &build_resnet_step;
     case ModelKind::gemm:
     case ModelKind::mlp:
-    case ModelKind::collective: return nullptr;
+    case ModelKind::collective:
+    case ModelKind::dlrm: return nullptr;  // dlrm.cpp lowers it tile by tile (lower_dlrm)
   }
   return nullptr;
 }

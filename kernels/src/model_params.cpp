@@ -99,7 +99,7 @@ std::vector<ParamGroup> parameter_groups(const ModelSpec& model) {
     if (t.architecture == Architecture::encoder_decoder) biases += dec * (hd + 2 * kvd + d);
     g.push_back({"biases", biases, false});
   }
-  const int norms_per_block = t.block == BlockKind::parallel ? 1 : 2;
+  const int norms_per_block = t.block == TransformerBlock::parallel ? 1 : 2;
   double norms = blocks * norms_per_block * norm + (t.architecture == Architecture::encoder_decoder ? dec * norm : 0);
   norms += norm * (t.architecture == Architecture::encoder_decoder ? 2 : 1);  // the final norm of each stack
   g.push_back({"norms", norms, false});
@@ -149,7 +149,8 @@ StepWork step_work(const WorkloadSpec& w, const ShardView& shard) {
     case ModelKind::gemm:
     case ModelKind::collective: s.examples = 0; break;
     case ModelKind::mlp:
-    case ModelKind::resnet: break;
+    case ModelKind::resnet:
+    case ModelKind::dlrm: break;
   }
   return s;
 }

@@ -172,7 +172,7 @@ BlockParams TransformerStep::block_params(const std::string& scope, bool cross, 
   p.norm1 = param(scope + ".norm1", 1, norm_params());
   p.qkv = param(scope + ".qkv", d_, qkv_width());
   p.out = param(scope + ".out", hd, d_);
-  if (m_.block == BlockKind::serial) p.norm2 = param(scope + ".norm2", 1, norm_params());
+  if (m_.block == TransformerBlock::serial) p.norm2 = param(scope + ".norm2", 1, norm_params());
   if (m_.bias) {
     p.qkv_bias = param(scope + ".qkv_bias", 1, qkv_width());
     p.out_bias = param(scope + ".out_bias", 1, d_);
@@ -378,7 +378,7 @@ BlockFwd TransformerStep::forward_block(const Stack& st, int l, TensorId x, Phas
   f.x = x;
   f.h1 = norm(OpName{phase, scope, "norm1"}, x, tokens, p.norm1, &f.stats1);
   const TensorId a = attention_sub(OpName{phase, scope, "attn"}, st, l, f.h1, tokens, p, f, enc_out);
-  if (m_.block == BlockKind::parallel && !st.cross) {
+  if (m_.block == TransformerBlock::parallel && !st.cross) {
     const TensorId o = mlp_forward(OpName{phase, scope, "mlp"}, l, f.h1, tokens, p, f);
     f.out = b_.activation(sc + ".out", td);
     b_.vector(OpName{phase, scope, "residual"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td,
@@ -669,7 +669,7 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
     return points_.after_row_parallel(b_.graph(), l, ph, dh1);
   };
 
-  if (m_.block == BlockKind::parallel && !st.cross) {
+  if (m_.block == TransformerBlock::parallel && !st.cross) {
     // out = x + attn(h) + mlp(h), h = norm1(x): dh = dh_attn + dh_mlp, dx = dout + norm1'(dh).
     const TensorId dh_mlp = mlp_backward(OpName{ph, scope, "mlp"}, l, dout, f.h1, tokens, p, f, first);
     const TensorId dh_attn = attention_backward_sub(dout, f.h1, f.x, f.stats1, p.norm1, false);

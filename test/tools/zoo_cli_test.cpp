@@ -65,8 +65,10 @@ TEST_F(ZooCli, DecodeOfAMemoryBoundModelRunsWithinTenPercentOfHbmBandwidth) {
   const double weights = (6738415616.0 - 32000.0 * 4096) * 2, cache = 32.0 * 4 * 1025 * 4096 * 2 * 2;
   EXPECT_GE(j["bytes"]["hbm_read"].get<double>(), weights + cache);
   EXPECT_LE(j["bytes"]["hbm_read"].get<double>(), 1.01 * (weights + cache));
-  EXPECT_GE(bytes / step, 0.9 * 819e9);
-  EXPECT_LE(bytes / step, 819e9);
+  // Within 10% of the bandwidth HBM achieves for long streams (peak x chip.hbm.efficiency).
+  const double achievable = 819e9 * std::stod(j["scenario"]["chip"]["hbm"]["efficiency"].get<std::string>());
+  EXPECT_GE(bytes / step, 0.9 * achievable);
+  EXPECT_LE(bytes / step, achievable);
   EXPECT_DOUBLE_EQ(j["metrics"]["time_per_output_token_s"].get<double>(), step);
   EXPECT_DOUBLE_EQ(j["metrics"]["tokens_per_s"].get<double>(), 4 / step);
 }

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "tools/src/describe_chip.h"
 #include "tools/src/model_info.h"
 #include "tools/src/op_classes.h"
 #include "tools/src/report.h"
@@ -291,10 +292,11 @@ void print_spec(const std::string& title, const FieldTable<Spec>& table, const S
 
 }  // namespace
 
-int describe_command(const std::string& what, const std::string& name) {
+int describe_command(const std::string& what, const std::string& name, const std::string& svg_path) {
   return with_exit_codes("tpusim describe", [&] {
     if (what == "assumptions") {
-      std::cout << "Modelling numbers that no source gives and that are not spec fields (spec fields that are\n"
+      std::cout << "Modelling numbers that no source gives: model and lowering constants, and the calibrated\n"
+                   "defaults of spec fields (`tpusim calibrate` checks them; other spec fields that are\n"
                    "assumptions say so in `tpusim describe chip`):\n";
       for (const auto& [layer, list] : {std::pair{"hardware models", models::model_assumptions()},
                                         std::pair{"lowering library", kernels::lowering_assumptions()}}) {
@@ -326,12 +328,19 @@ int describe_command(const std::string& what, const std::string& name) {
                                          ", "));
       return 2;
     }
+    if (!svg_path.empty() && what != "chip") {
+      std::cerr << "tpusim describe: --svg draws a chip only ('describe chip NAME --svg FILE')\n";
+      return 2;
+    }
     if (what == "model") return describe_model(name, std::cout);
     if (what == "chip") {
       const ChipSpec chip = load_chip(name);
-      print_spec(fmt::format("chip {} (derived peak bf16 {})", chip.name, format_flops(chip.derived_peak_bf16())),
-                 chip_fields(), chip, chip.origins);
+      print_chip_description(chip, std::cout);
       std::cout << "(model constants that are assumptions: tpusim describe assumptions)\n";
+      if (!svg_path.empty()) {
+        write_file(svg_path, [&](std::ostream& f) { write_chip_svg(chip, f); });
+        std::cout << "wrote " << svg_path << "\n";
+      }
     } else if (what == "pod") {
       const PodSpec pod = load_pod(name);
       print_spec(fmt::format("pod {} ({} chips)", pod.name, pod.chip_count()), pod_fields(), pod, pod.origins);

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "tools/src/calibrate.h"
 #include "tools/src/commands.h"
 #include "tools/src/sweep.h"
 #include "tpusim/core/diagnostics.h"
@@ -46,12 +47,15 @@ int main(int argc, char** argv) {
   std::string describe_what, describe_name;
   auto* describe_cmd = app.add_subcommand(
       "describe",
-      "print a resolved spec with units and the source of every value; 'describe model' a model's parameters by "
-      "component; 'describe params' lists all fields, 'describe assumptions' the model constants no source gives");
+      "print a resolved spec with units and the source of every value (a chip also as its block diagram); "
+      "'describe model' a model's parameters by component; 'describe params' lists all fields, 'describe "
+      "assumptions' the model constants no source gives");
   describe_cmd->add_option("what", describe_what, "chip, pod, model, scenario, params or assumptions")
       ->required()
       ->check(CLI::IsMember({"chip", "pod", "model", "scenario", "params", "assumptions"}));
   describe_cmd->add_option("name", describe_name, "bundled name or path (not needed for params)");
+  std::string describe_svg;
+  describe_cmd->add_option("--svg", describe_svg, "describe chip: also draw the composed chip (blocks, paths) as SVG");
 
   std::string lower_scenario, lower_out;
   std::vector<std::string> lower_overrides;
@@ -87,6 +91,18 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false);
   sweep_cmd->add_option("--share", sweep.share, "run only the pending points numbered K modulo N (K/N); no table");
 
+  tpusim::tools::CalibrateArgs calibrate;
+  auto* calibrate_cmd = app.add_subcommand(
+      "calibrate",
+      "run the calibration set (published TPU measurements) and print predicted against measured with the error");
+  calibrate_cmd->add_option("set", calibrate.set, "bundled calibration set (calibration/NAME.yaml) or path")
+      ->capture_default_str();
+  calibrate_cmd->add_option("-o,--out", calibrate.out_dir, "output folder: table.csv, a chart per plotted entry")
+      ->capture_default_str();
+  calibrate_cmd->add_option("--set", calibrate.overrides, "override a field of every point, e.g. --set "
+                                                         "chip.ici.link_efficiency=0.9")
+      ->allow_extra_args(false);
+
   if (argc == 1) {  // a bare `tpusim` is a request for orientation, not an error
     std::cout << app.help();
     return 0;
@@ -114,9 +130,10 @@ int main(int argc, char** argv) {
   using namespace tpusim::tools;
   if (run_cmd->parsed()) return run_command(run);
   if (validate_cmd->parsed()) return validate_command(validate_scenario, validate_overrides);
-  if (describe_cmd->parsed()) return describe_command(describe_what, describe_name);
+  if (describe_cmd->parsed()) return describe_command(describe_what, describe_name, describe_svg);
   if (lower_cmd->parsed()) return lower_command(lower_scenario, lower_overrides, lower_out);
   if (topo_cmd->parsed()) return topo_command(topo_name, topo_dot, topo_svg);
   if (sweep_cmd->parsed()) return sweep_command(sweep);
+  if (calibrate_cmd->parsed()) return calibrate_command(calibrate, "/proc/self/exe");
   return 2;
 }

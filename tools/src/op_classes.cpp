@@ -9,7 +9,8 @@ namespace {
 std::uint8_t tier_of(ir::UnitKind u) {
   switch (u) {
     case ir::UnitKind::mxu:
-    case ir::UnitKind::vpu: return 1;
+    case ir::UnitKind::vpu:
+    case ir::UnitKind::sparsecore: return 1;
     case ir::UnitKind::ici: return 2;
     case ir::UnitKind::dma: return 3;
     case ir::UnitKind::host: return 4;

@@ -85,6 +85,10 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
         ur.instructions = instr(ir::UnitKind::host);
         ur.bytes = r.host_bytes.count();
         break;
+      case HwUnit::sparsecore:
+        ur.instructions = instr(ir::UnitKind::sparsecore);
+        ur.bytes = r.sparsecore_bytes.count();
+        break;
     }
     rep.units.push_back(ur);
   }

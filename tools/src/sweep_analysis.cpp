@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -45,7 +46,7 @@ std::string group_key(const SweepPlan& plan, const Config& c, std::vector<std::s
 std::string column_label(const TableColumn& c) { return c.name + unit_suffix(c.dim); }
 
 // Per group of points (all axes but the last), the measured ridge point: best achieved FLOP/s over best
-// achieved HBM bandwidth, against the chip's peak / HBM bandwidth.
+// achieved HBM bandwidth, against the chip's peak / achievable HBM bandwidth (hbm.bandwidth x hbm.efficiency).
 void roofline(const SweepPlan& plan, const SweepTable& table, const fs::path& dir, std::ostream& out) {
   std::map<std::string, std::vector<const TableRow*>> groups;
   for (const auto& r : table.rows) {
@@ -76,9 +77,12 @@ void roofline(const SweepPlan& plan, const SweepTable& table, const fs::path& di
         }
         best_bw = std::max(best_bw, bytes / step / chips);
         peak = num(m, "peak_flops_per_s") / chips;
-        const json& bw = s["scenario"]["chip"]["hbm"]["bandwidth"];
-        const auto q = bw.is_string() ? parse_quantity(bw.get<std::string>()) : std::nullopt;
-        hbm = q ? q->si : 0.0;
+        const json& h = s["scenario"]["chip"]["hbm"];
+        const auto q = h["bandwidth"].is_string() ? parse_quantity(h["bandwidth"].get<std::string>()) : std::nullopt;
+        const double efficiency =
+            h.contains("efficiency") && h["efficiency"].is_string() ? std::atof(h["efficiency"].get<std::string>().c_str())
+                                                                    : 1.0;
+        hbm = q ? q->si * (efficiency > 0 ? efficiency : 1.0) : 0.0;
         chip = s["scenario"]["chip"]["name"].get<std::string>();
       }
       const double expected = hbm > 0 ? peak / hbm : 0;

@@ -61,16 +61,6 @@ std::string render(double si, const Bound& like) {
   return like.unit.empty() ? num : num + " " + like.unit;
 }
 
-std::string yaml_text(const ConfigNode& n) {
-  if (n.is_scalar()) return n.scalar();
-  if (n.is_seq()) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < n.items().size(); ++i) s += (i ? ", " : "") + yaml_text(n.items()[i]);
-    return s + "]";
-  }
-  return "";
-}
-
 // A list's items, or the node itself: keys that take one entry or a list of them.
 std::vector<const ConfigNode*> items_of(const ConfigNode& n) {
   std::vector<const ConfigNode*> items;
@@ -181,7 +171,7 @@ class PlanReader {
           return;
         }
       }
-      values.push_back(yaml_text(item));
+      values.push_back(flow_text(item));
       locs.push_back(item.loc());
     };
     if (n.is_seq()) {

@@ -19,7 +19,7 @@ enum class DType { bf16, f32, int8, fp8 };
 [[nodiscard]] int dtype_bytes(DType t);
 [[nodiscard]] std::string_view dtype_name(DType t);
 
-enum class ModelKind { gemm, mlp, collective, transformer, resnet };
+enum class ModelKind { gemm, mlp, collective, transformer, resnet, dlrm };
 enum class Activation { relu, gelu };
 
 // How a single GEMM is lowered: tile by tile with explicit DMAs (for single-op studies), or as one fused
@@ -49,6 +49,20 @@ struct CollectiveModel {
   std::string algorithm = "auto";
 };
 
+// A DLRM-style recommender (Naumov et al. 2019, arXiv:1906.00091): dense features through a bottom MLP,
+// categorical features looked up in embedding tables and sum-pooled, the pairwise dot products of the bottom
+// MLP's output and the pooled embeddings, and a top MLP over those and the bottom output. Lowered by
+// kernels/src/dlrm.cpp: lookups on the SparseCores when the chip has them, on the TensorCores otherwise.
+struct DlrmModel {
+  int dense_features = 0;           // inputs of the bottom MLP
+  std::vector<int> bottom_mlp;      // output widths of its layers; the last is embedding_dim
+  std::vector<int> top_mlp;         // output widths of the top MLP's layers; the last is the prediction
+  int tables = 0;                   // embedding tables, one per categorical feature
+  std::int64_t rows_per_table = 0;  // rows of each table
+  int embedding_dim = 0;            // values per row
+  int lookups_per_table = 1;        // rows pooled per table and example (the pooling factor)
+};
+
 // ---- transformer ---------------------------------------------------------------------------------------------
 enum class Architecture { decoder, encoder, encoder_decoder };
 enum class PositionKind { learned, rotary, relative, none };
@@ -58,7 +72,7 @@ enum class NormKind { layernorm, rmsnorm };
 enum class MlpKind { gelu, relu, swiglu, geglu };
 // Serial block: x + attn(norm(x)), then + mlp(norm(.)); parallel block (GPT-J, PaLM): x + attn(norm(x)) +
 // mlp(norm(x)) with one norm.
-enum class BlockKind { serial, parallel };
+enum class TransformerBlock { serial, parallel };
 
 // Mixture of experts in the MLP of every `every`-th layer (GShard / Switch / Mixtral style): a router
 // (d_model x experts), top-k dispatch with a capacity of capacity_factor x tokens x top_k / experts per
@@ -87,7 +101,7 @@ struct TransformerModel {
   PositionKind position = PositionKind::learned;
   NormKind norm = NormKind::layernorm;
   MlpKind mlp = MlpKind::gelu;
-  BlockKind block = BlockKind::serial;
+  TransformerBlock block = TransformerBlock::serial;
   bool bias = true;             // biases on every projection (and on layer norms)
   bool tied_embeddings = true;  // the vocabulary projection reuses the token embedding
   int relative_buckets = 32;    // position: relative (T5): buckets of the per-head bias, one table per stack
@@ -129,6 +143,7 @@ struct ModelSpec {
   CollectiveModel collective;
   TransformerModel transformer;
   ResnetModel resnet;
+  DlrmModel dlrm;
   std::map<std::string, FieldOrigin> origins;
 };
 
