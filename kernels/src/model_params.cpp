@@ -1,5 +1,7 @@
 #include "tpusim/kernels/model_params.h"
 
+#include "tpusim/kernels/lowering.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -172,6 +174,7 @@ double closed_form_model_flops(const WorkloadSpec& w, const ShardView& shard) {
     if (w.step != StepKind::train) return 2 * batch * n;
     return 6 * batch * n - 2 * batch * static_cast<double>(wd[0]) * wd[1];  // no input gradient
   }
+  if (w.model.kind == ModelKind::dlrm) return dlrm_model_flops(w.model.dlrm, shard.batch, w.step);
   if (w.model.kind == ModelKind::gemm) {
     return 2.0 * static_cast<double>(w.model.gemm.m) * static_cast<double>(w.model.gemm.k) * w.model.gemm.n;
   }

@@ -244,11 +244,11 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip) {
     out.programs = lower_collective(workload);  // collective_lowering.cpp
     return out;
   }
+  out.closed_form_model_flops = closed_form_model_flops(workload, shard);
   if (model.kind == ModelKind::dlrm) {
     out.programs = lower_dlrm(workload, chip);  // dlrm.cpp
     return out;
   }
-  out.closed_form_model_flops = closed_form_model_flops(workload, shard);
   std::optional<BuiltStep> built;
   if (whole_model(workload)) {
     built = build_step(workload, chip);
