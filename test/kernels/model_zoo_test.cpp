@@ -64,6 +64,21 @@ ModelSpec tiny() {
   return m;
 }
 
+// GPT-3 XL cut to `layers` blocks (fast to lower; the per-block numbers are the model's).
+ModelSpec gpt3_xl(int layers) {
+  ModelSpec m = load_model("gpt3-1.3b");
+  m.transformer.layers = layers;
+  return m;
+}
+
+// The program of `w` with one option changed, beside the original's.
+template <class Change>
+std::pair<ir::Program, ir::Program> before_after(WorkloadSpec w, Change change) {
+  ir::Program before = lower(w, roomy()).programs.programs[0];
+  change(w);
+  return {std::move(before), lower(w, roomy()).programs.programs[0]};
+}
+
 double hbm_bytes(const ir::Program& p) {
   double b = 0;
   for (const auto& ins : p.instructions()) b += static_cast<double>(ins.hbm_read + ins.hbm_written);
@@ -178,8 +193,7 @@ TEST(ModelZoo, ArchitectureVariantsKeepTheClosedFormAndTheirParameterCounts) {
        }},
   };
   for (const auto& [name, change] : variants) {
-    ModelSpec m = load_model("gpt3-1.3b");
-    m.transformer.layers = 2;
+    ModelSpec m = gpt3_xl(2);
     change(m.transformer);
     for (const StepKind step : {StepKind::train, StepKind::decode}) {
       WorkloadSpec w = workload(m, step, 2, 512);
@@ -196,12 +210,8 @@ TEST(ModelZoo, ArchitectureVariantsKeepTheClosedFormAndTheirParameterCounts) {
 }
 
 TEST(ModelZoo, SelectiveRematChangesNothingUnderFlashAttentionWhichRecomputesAlready) {
-  ModelSpec m = load_model("gpt3-1.3b");
-  m.transformer.layers = 2;
-  WorkloadSpec w = workload(m, StepKind::train, 1, 1024);
-  const ir::Program none = lower(w, roomy()).programs.programs[0];
-  w.remat = Remat::selective;
-  const ir::Program selective = lower(w, roomy()).programs.programs[0];
+  const auto [none, selective] = before_after(workload(gpt3_xl(2), StepKind::train, 1, 1024),
+                                              [](WorkloadSpec& w) { w.remat = Remat::selective; });
   EXPECT_EQ(selective.size(), none.size());
   EXPECT_EQ(selective.hardware_flops(), none.hardware_flops());
 }
@@ -245,12 +255,9 @@ TEST(ModelZoo, Resnet50ForwardIsTwiceThePapersMultiplyAddsAndTrainingThriceLessT
 // ---- rematerialization -------------------------------------------------------------------------------------
 
 TEST(ModelZoo, FullRematRaisesHardwareFlopsByTheBlocksForwardFlops) {
-  ModelSpec m = load_model("gpt3-1.3b");
-  m.transformer.layers = 3;
-  WorkloadSpec w = workload(m, StepKind::train, 2, 1024);
-  const ir::Program none = lower(w, roomy()).programs.programs[0];
+  WorkloadSpec w = workload(gpt3_xl(3), StepKind::train, 2, 1024);
+  const auto [none, full] = before_after(w, [](WorkloadSpec& x) { x.remat = Remat::full; });
   w.remat = Remat::full;
-  const ir::Program full = lower(w, roomy()).programs.programs[0];
   double block_forward = 0;
   for (const auto& ins : none.instructions()) {
     const std::string& label = none.label_of(ins);
@@ -268,14 +275,11 @@ TEST(ModelZoo, FullRematRaisesHardwareFlopsByTheBlocksForwardFlops) {
 }
 
 TEST(ModelZoo, SelectiveRematRecomputesTheUnfusedAttentionCoreAndDropsItsProbabilities) {
-  ModelSpec m = load_model("gpt3-1.3b");
-  m.transformer.layers = 2;
-  WorkloadSpec w = workload(m, StepKind::train, 1, 1024);
+  WorkloadSpec w = workload(gpt3_xl(2), StepKind::train, 1, 1024);
   w.attention = AttentionImpl::unfused;
-  const ir::Program none = lower(w, roomy()).programs.programs[0];
   const MemoryPlan plan_none = *plan_memory(w, roomy());
+  const auto [none, selective] = before_after(w, [](WorkloadSpec& x) { x.remat = Remat::selective; });
   w.remat = Remat::selective;
-  const ir::Program selective = lower(w, roomy()).programs.programs[0];
   const MemoryPlan plan_selective = *plan_memory(w, roomy());
   // Per block the scores Q K^T and P V again: 2 x 2 x T^2 x d.
   EXPECT_DOUBLE_EQ(selective.hardware_flops() - none.hardware_flops(), 2 * (4.0 * 1024 * 1024 * 2048));
@@ -387,13 +391,10 @@ TEST(ModelZoo, FusionOnMovesFewerHbmBytesByExactlyTheEliminatedRoundTrips) {
 }
 
 TEST(ModelZoo, UnfusedAttentionWritesItsScoresAndProbabilitiesToHbm) {
-  ModelSpec m = load_model("gpt3-1.3b");
-  m.transformer.layers = 1;
-  WorkloadSpec w = workload(m, StepKind::forward, 1, 2048);
   const ChipSpec chip = roomy();
-  const double flash = hbm_bytes(lower(w, chip).programs.programs[0]);
-  w.attention = AttentionImpl::unfused;
-  const double unfused = hbm_bytes(lower(w, chip).programs.programs[0]);
+  const auto [flash_program, unfused_program] = before_after(workload(gpt3_xl(1), StepKind::forward, 1, 2048),
+                                                             [](WorkloadSpec& w) { w.attention = AttentionImpl::unfused; });
+  const double flash = hbm_bytes(flash_program), unfused = hbm_bytes(unfused_program);
   // Unfused (scale and mask fused into the scores): the scores [16 heads, 2048, 2048] written and read by the
   // softmax, the probabilities written and read by P V; the two products re-read their operands as their
   // GEMM tiling does (per head), where flash reads Q, K and V once (one 2048-query block fits VMEM) and
