@@ -29,7 +29,7 @@ constexpr std::string_view kFormat = "tpusim-program";
 // instruction (256 Ti): beyond them the arithmetic of the hardware models would overflow.
 constexpr auto kMaxDim = static_cast<std::uint64_t>(kMaxDimension);
 constexpr std::uint64_t kMaxCount = std::uint64_t{1} << 48;
-constexpr int kVersion = 1;
+constexpr int kVersion = 2;  // version 1 files (no fused-op fields) read unchanged
 
 template <class E>
 struct Named {
@@ -40,7 +40,8 @@ struct Named {
 constexpr Named<OpKind> kOps[] = {{OpKind::matmul, "matmul"}, {OpKind::vector, "vector"},
                                   {OpKind::dma, "dma"},       {OpKind::collective, "collective"},
                                   {OpKind::send, "send"},     {OpKind::recv, "recv"},
-                                  {OpKind::host, "host"},     {OpKind::barrier, "barrier"}};
+                                  {OpKind::host, "host"},     {OpKind::barrier, "barrier"},
+                                  {OpKind::gather, "gather"}, {OpKind::scatter, "scatter"}};
 constexpr Named<VectorOp> kVectorOps[] = {{VectorOp::elementwise, "elementwise"},
                                           {VectorOp::transcendental, "transcendental"},
                                           {VectorOp::reduction, "reduction"},
@@ -56,6 +57,16 @@ constexpr Named<CollectiveKind> kCollectives[] = {{CollectiveKind::all_reduce, "
                                                   {CollectiveKind::permute, "permute"}};
 constexpr Named<HostOp> kHostOps[] = {
     {HostOp::infeed, "infeed"}, {HostOp::outfeed, "outfeed"}, {HostOp::checkpoint, "checkpoint"}};
+constexpr Named<OpClass> kOpClassNames[] = {{OpClass::other, "other"},
+                                         {OpClass::matmul, "matmul"},
+                                         {OpClass::attention, "attention"},
+                                         {OpClass::norm_activation, "norm_activation"},
+                                         {OpClass::optimizer, "optimizer"},
+                                         {OpClass::embedding, "embedding"},
+                                         {OpClass::loss, "loss"},
+                                         {OpClass::communication, "communication"},
+                                         {OpClass::host, "host"}};
+static_assert(std::size(kOpClassNames) == kOpClasses, "one name per OpClass");
 constexpr Named<DType> kDTypes[] = {
     {DType::bf16, "bf16"}, {DType::f32, "f32"}, {DType::int8, "int8"}, {DType::fp8, "fp8"}};
 
@@ -78,7 +89,8 @@ std::vector<std::string> names(const Named<E> (&table)[N]) {
 const std::vector<std::string>& op_fields(OpKind k) {
   static const std::vector<std::string> matmul{"m", "k", "n", "dtype"}, vector{"vector_op", "elements", "dtype"},
       dma{"src", "dst", "pattern", "bytes"}, collective{"collective", "dtype", "bytes", "mesh_axes"},
-      peer{"bytes", "mesh_axes", "peer"}, host{"host_op", "bytes"}, none{};
+      peer{"bytes", "mesh_axes", "peer"}, host{"host_op", "bytes"},
+      embedding{"rows", "width", "bags", "dtype", "src", "dst"}, none{};
   switch (k) {
     case OpKind::matmul: return matmul;
     case OpKind::vector: return vector;
@@ -88,6 +100,8 @@ const std::vector<std::string>& op_fields(OpKind k) {
     case OpKind::recv: return peer;
     case OpKind::host: return host;
     case OpKind::barrier: return none;
+    case OpKind::gather:
+    case OpKind::scatter: return embedding;
   }
   return none;
 }
@@ -109,9 +123,9 @@ ordered_json instruction_json(const Program& p, const Instruction& ins) {
   if (!p.label_of(ins).empty()) j["label"] = p.label_of(ins);
   if (ins.core != 0) j["core"] = ins.core;
   for (const std::string& f : op_fields(ins.kind)) {
-    if (f == "m") j[f] = ins.m;
-    else if (f == "k") j[f] = ins.k;
-    else if (f == "n") j[f] = ins.n;
+    if (f == "m" || f == "rows") j[f] = ins.m;
+    else if (f == "k" || f == "bags") j[f] = ins.k;
+    else if (f == "n" || f == "width") j[f] = ins.n;
     else if (f == "dtype") j[f] = name_of(kDTypes, ins.dtype);
     else if (f == "vector_op") j[f] = name_of(kVectorOps, ins.vector_op);
     else if (f == "elements") j[f] = ins.elements;
@@ -126,6 +140,21 @@ ordered_json instruction_json(const Program& p, const Instruction& ins) {
   }
   // Optional: the VMEM operand bytes of a vector op (0 = none declared: no VMEM bound).
   if (ins.kind == OpKind::vector && ins.bytes != 0) j["bytes"] = ins.bytes;
+  // Version 2, each optional and written only when not its default.
+  if (ins.op_class != OpClass::other) j["class"] = name_of(kOpClassNames, ins.op_class);
+  if (ins.kind == OpKind::matmul) {
+    if (ins.batch != 1) j["batch"] = ins.batch;
+    if (ins.sum_batch) j["sum_batch"] = true;
+    if (ins.elements != 0) {
+      j["vector_op"] = name_of(kVectorOps, ins.vector_op);
+      j["elements"] = ins.elements;
+    }
+  }
+  if (ins.kind == OpKind::matmul || ins.kind == OpKind::vector) {
+    if (ins.hbm_read != 0) j["hbm_read"] = ins.hbm_read;
+    if (ins.hbm_written != 0) j["hbm_written"] = ins.hbm_written;
+    if (ins.grid_steps != 0) j["grid_steps"] = ins.grid_steps;
+  }
   // Optional (version 1 files without it mean "auto"), so written only when not auto.
   if (ins.kind == OpKind::collective && ins.algorithm != 0) {
     j["algorithm"] = std::string(kernels::algorithm_name(static_cast<kernels::CollectiveAlgorithm>(ins.algorithm)));
@@ -229,8 +258,8 @@ class Reader {
 };
 
 // Reads one instruction's fields into `ins` and its dependencies into `deps`; false if anything was wrong.
-bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::size_t index, Instruction& ins,
-                      std::vector<std::uint32_t>& deps, std::string& label) {
+bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::size_t index, int version,
+                      Instruction& ins, std::vector<std::uint32_t>& deps, std::string& label) {
   if (!v.is_object()) return r.object(v, ptr, {});
   const std::size_t errors = r.diagnostics().size();
   const json* op = r.need(v, ptr, "op");
@@ -244,6 +273,15 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
   if (ins.kind == OpKind::collective) allowed.emplace_back("algorithm");  // optional, default "auto"
   if (ins.kind == OpKind::host) allowed.emplace_back("host_seconds");   // optional, default 0
   if (ins.kind == OpKind::vector) allowed.emplace_back("bytes");        // optional VMEM operand bytes, default 0
+  if (version >= 2) {                                                   // optional, see kernels/README.md
+    allowed.emplace_back("class");
+    if (ins.kind == OpKind::matmul) {
+      for (const char* f : {"batch", "sum_batch", "vector_op", "elements"}) allowed.emplace_back(f);
+    }
+    if (ins.kind == OpKind::matmul || ins.kind == OpKind::vector) {
+      for (const char* f : {"hbm_read", "hbm_written", "grid_steps"}) allowed.emplace_back(f);
+    }
+  }
   r.object(v, ptr, allowed);
 
   auto at = [&](const std::string& f) { return ptr + "/" + f; };
@@ -266,6 +304,34 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
   if (const auto it = v.find("bytes"); ins.kind == OpKind::vector && it != v.end()) {
     if (const auto u = r.uint(*it, at("bytes"), kMaxCount)) ins.bytes = *u;
   }
+  if (version >= 2) {
+    if (const auto it = v.find("class"); it != v.end()) {
+      if (const auto c = r.enumeration(*it, at("class"), kOpClassNames)) ins.op_class = *c;
+    }
+    opt_uint("hbm_read", kMaxCount, ins.hbm_read);
+    opt_uint("hbm_written", kMaxCount, ins.hbm_written);
+    opt_uint("grid_steps", std::numeric_limits<std::uint32_t>::max(), ins.grid_steps);
+    if (ins.kind == OpKind::matmul) {
+      if (const auto it = v.find("batch"); it != v.end()) {
+        if (const auto u = r.uint(*it, at("batch"), std::numeric_limits<std::int32_t>::max())) {
+          if (*u == 0) r.error(at("batch"), "bad value", "an integer >= 1", "0");
+          else ins.batch = static_cast<std::int32_t>(*u);
+        }
+      }
+      if (const auto it = v.find("sum_batch"); it != v.end()) {
+        if (it->is_boolean()) ins.sum_batch = it->get<bool>();
+        else r.error(at("sum_batch"), "wrong type", "true or false", Reader::describe(*it));
+      }
+      if (const auto it = v.find("vector_op"); it != v.end()) {
+        if (const auto e = r.enumeration(*it, at("vector_op"), kVectorOps)) ins.vector_op = *e;
+      }
+      if (const auto it = v.find("elements"); it != v.end()) {
+        if (const auto u = r.uint(*it, at("elements"), kMaxCount)) {
+          ins.elements = static_cast<std::int64_t>(*u);
+        }
+      }
+    }
+  }
   for (const char* f : {"model_flops", "hardware_flops"}) {
     if (const auto it = v.find(f); it != v.end()) {
       if (const auto x = r.flops(*it, at(f))) (f[0] == 'm' ? ins.model_flops : ins.hardware_flops) = *x;
@@ -279,9 +345,9 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
     auto set_int = [&](std::int64_t& dst, std::uint64_t max) {
       if (const auto u = r.uint(*x, p, max)) dst = static_cast<std::int64_t>(*u);
     };
-    if (f == "m") set_int(ins.m, kMaxDim);
-    else if (f == "k") set_int(ins.k, kMaxDim);
-    else if (f == "n") set_int(ins.n, kMaxDim);
+    if (f == "m" || f == "rows") set_int(ins.m, kMaxDim);
+    else if (f == "k" || f == "bags") set_int(ins.k, kMaxDim);
+    else if (f == "n" || f == "width") set_int(ins.n, kMaxDim);
     else if (f == "elements") set_int(ins.elements, kMaxCount);
     else if (f == "bytes") { if (const auto u = r.uint(*x, p, kMaxCount)) ins.bytes = *u; }
     else if (f == "dtype") { if (const auto e = r.enumeration(*x, p, kDTypes)) ins.dtype = *e; }
@@ -308,6 +374,13 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
     }
   }
 
+  if (ins.kind == OpKind::gather || ins.kind == OpKind::scatter) {  // the rows' bytes follow from the shape
+    std::uint64_t elements = 0;
+    if (__builtin_mul_overflow(static_cast<std::uint64_t>(ins.m), static_cast<std::uint64_t>(ins.n), &elements) ||
+        __builtin_mul_overflow(elements, static_cast<std::uint64_t>(dtype_bytes(ins.dtype)), &ins.bytes)) {
+      r.error(at("rows"), "bad value", "rows x width x dtype bytes below 2^64", fmt::format("{} x {}", ins.m, ins.n));
+    }
+  }
   if (const auto it = v.find("algorithm"); ins.kind == OpKind::collective && it != v.end()) {
     const std::optional<kernels::CollectiveAlgorithm> a =
         it->is_string() ? kernels::algorithm_by_name(it->get<std::string>()) : std::nullopt;
@@ -492,8 +565,12 @@ ProgramSet parse_program_json(std::string_view text, const std::string& source) 
   if (const json* f = r.need(root, "", "format"); f && !(f->is_string() && f->get<std::string>() == kFormat)) {
     r.error("/format", "not a tpusim program file", json(std::string(kFormat)).dump(), Reader::describe(*f));
   }
-  if (const json* v = r.need(root, "", "version"); v && !(v->is_number_unsigned() && v->get<std::uint64_t>() == 1)) {
-    r.error("/version", "unsupported version", std::to_string(kVersion), Reader::describe(*v));
+  int version = 0;
+  if (const json* v = r.need(root, "", "version"); v && v->is_number_unsigned() &&
+                                                     (v->get<std::uint64_t>() == 1 || v->get<std::uint64_t>() == 2)) {
+    version = static_cast<int>(v->get<std::uint64_t>());
+  } else if (v != nullptr) {
+    r.error("/version", "unsupported version", "1 or 2", Reader::describe(*v));
   }
   throw_if_any();
 
@@ -523,7 +600,8 @@ ProgramSet parse_program_json(std::string_view text, const std::string& source) 
           Instruction ins;
           std::vector<std::uint32_t> deps;
           std::string label;
-          ok = read_instruction(r, (*instrs)[i], fmt::format("{}/instructions/{}", pptr, i), i, ins, deps, label) &&
+          ok = read_instruction(r, (*instrs)[i], fmt::format("{}/instructions/{}", pptr, i), i, version, ins, deps,
+                                label) &&
                ok;
           if (ok) prog.add(ins, deps, label);
         }

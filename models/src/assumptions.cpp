@@ -2,21 +2,21 @@
 
 #include <fmt/format.h>
 
-#include "chip.h"
+#include "host/host.h"
+#include "mxu/mxu.h"
 #include "net/interconnect.h"
-#include "tensor_core.h"
 #include "tpusim/models/timing.h"
 
 namespace tpusim::models {
 
 std::vector<Assumption> model_assumptions() {
   return {
-      {"MXU weight load", "1 row per cycle (R cycles per R x C weight tile)", "models/src/mxu_weight_stationary.cpp",
+      {"MXU weight load", "1 row per cycle (R cycles per R x C weight tile)", "models/src/mxu/dataflow_weight_stationary.cpp",
        "the weight-load path of the MXU is not published; it bounds skinny GEMMs (e.g. v2's two MXUs load "
        "weights at about half its HBM rate)"},
       {"MXU accumulator width", fmt::format("{} B per partial sum", kMxuAccumulatorBytes),
        "models/include/tpusim/models/timing.h", "f32 (int32 for int8) accumulation, as XLA does on TPU"},
-      {"matmuls in flight per TensorCore", fmt::format("{}", kMxuInstructionsInFlight), "models/src/tensor_core.h",
+      {"matmuls in flight per TensorCore", fmt::format("{}", kMxuInstructionsInFlight), "models/src/mxu/mxu.h",
        "sequencer instruction buffer depth, not published; enough to stream back-to-back matmuls"},
       {"HBM stripe", format_bytes(Bytes(kHbmStripe)), "models/include/tpusim/models/timing.h",
        "address-interleaving granule across HBM channels (HBM2 32 B bursts x 8), not published for TPU"},
@@ -24,10 +24,43 @@ std::vector<Assumption> model_assumptions() {
        "typical PCIe Gen3 host DMA round trip, not published for TPU hosts"},
       {"on-chip copy latency", format_time(kOnChipCopyLatency), "models/include/tpusim/models/timing.h",
        "VMEM/CMEM copies cost tens of cycles, below what matters next to HBM latency"},
-      {"host instructions in flight per chip", fmt::format("{}", kHostTransfersInFlight), "models/src/chip.h",
+      {"host instructions in flight per chip", fmt::format("{}", kHostTransfersInFlight), "models/src/host/host.h",
        "the host serves a chip's host work in program order; prefetch is expressed by the lowering"},
+      {"fused op: exposed first load and last store", "hbm.latency + 1/grid_steps of its reads; 1/grid_steps of "
+       "its writes, at the full HBM rate", "models/src/memory/fused_stream.h",
+       "a fused kernel's first operand tiles arrive before its units start and its last results leave after "
+       "them; the rest of its stream overlaps its compute (one fused op per TensorCore unit at a time)"},
       {"DCN latency", format_time(net::kDcnLatency), "models/src/net/interconnect.h",
        "one way between hosts of different pods (NIC, a few switch hops, host stack); not published"},
+      // Calibrated on /work/shared/reference/measurements.md (C1-C3); `tpusim calibrate` checks them.
+      {"ICI link efficiency", fmt::format("{} (default of chip.ici.link_efficiency)", kIciLinkEfficiency),
+       "core/include/tpusim/core/chip_spec.h",
+       "achievable fraction of a link's one-way rate after framing and flow control; C1's plateau (8x16 v5e "
+       "all-gather, 256 MiB-4 GiB) moves 42.2 GB/s per link, 94% of the scaling book's 45 GB/s; C3 (v2) ~96% of "
+       "62 GB/s; one value for every generation, no source says otherwise"},
+      {"MXU step overhead", fmt::format("{} (default of chip.mxu.step_overhead)",
+                                        format_time(Seconds(kMxuStepOverheadSeconds))),
+       "core/include/tpusim/core/chip_spec.h",
+       "the arrays idle between back-to-back matmul instructions (pipeline steps) while the scalar unit waits "
+       "on DMA semaphores and issues the next ones; the JAX Pallas TPU docs give ~0.35 us per grid step [U]. "
+       "A fixed time costs more on fast MXUs: v2 (C3) runs at 99.9% of peak over a long run (the model 99.2%), "
+       "v6e (C2) at 90% "
+       "(the model 96.7%); no per-tile bubble beyond the dataflow's schedule, C3 leaves no room for one"},
+      {"HBM efficiency", fmt::format("{} (default of chip.hbm.efficiency)", kHbmEfficiency),
+       "core/include/tpusim/core/chip_spec.h",
+       "long single-direction streams lose ~10% to refresh (HBM2 tRFC ~350 ns per 3.9 us) and row activations, "
+       "as GPUs' HBM read streams do; no read-only TPU measurement in the calibration set"},
+      {"HBM read/write turnaround", fmt::format("{} (default of chip.hbm.turnaround)", kHbmTurnaround),
+       "core/include/tpusim/core/chip_spec.h",
+       "loss while reads and writes interleave (a copy); C2's v6e copy runs at 83.0% of peak, 0.90 x (1 - 0.07) "
+       "with its read latency; only the product is measured"},
+      {"collective start-up", format_time(net::kCollectiveStartup), "models/src/net/interconnect.h",
+       "before a collective's first byte leaves: the sequencer issues it and the DMA engines fetch its first "
+       "descriptors (a few hundred cycles); C1's latency floor (15 ring steps in ~15-16 us with the 1 us hop "
+       "latency) leaves under 1 us for start-up and step synchronisation together"},
+      {"collective step synchronisation", format_time(net::kCollectiveStepSync), "models/src/net/interconnect.h",
+       "per step, after its data has arrived: the waiting core sees the arrival semaphore (it travels behind the "
+       "data, no extra hop) and issues the next step's DMA, ~10-20 cycles; bounded by C1's floor as above"},
   };
 }
 

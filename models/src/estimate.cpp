@@ -47,14 +47,23 @@ double slowest(std::initializer_list<double> rates) {
 double instruction_seconds_bound(const ChipSpec& chip, const PodSpec& pod, const ir::Instruction& ins) {
   const double clock = chip.clock.value() > 0 ? chip.clock.value() : 1;
   const double bytes = static_cast<double>(ins.bytes);
+  // A fused instruction (program format 2) also streams its operands through HBM and pays the MXU's step
+  // overhead per grid step: both added to the compute bound (the model overlaps them; a sum bounds that).
+  const double hbm_rate = chip.hbm.bandwidth.value() * std::min(1.0, std::max(1e-6, chip.hbm.efficiency));
+  const double streamed = static_cast<double>(ins.hbm_read) + static_cast<double>(ins.hbm_written);
+  const double fused = (hbm_rate > 0 ? streamed / hbm_rate : 0) +
+                       static_cast<double>(ins.grid_steps) * std::max(0.0, chip.mxu.step_overhead.value());
   switch (ins.kind) {
-    case ir::OpKind::matmul: return matmul_cycles_bound(chip, ins) / clock;
+    case ir::OpKind::matmul:
+      return matmul_cycles_bound(chip, ins) * std::max(1, static_cast<int>(ins.batch)) / clock + fused;
     case ir::OpKind::vector: {
       const double per_cycle = static_cast<double>(std::max(1, chip.vpu.lanes)) * std::max(1, chip.vpu.sublanes) *
                                std::max(1, chip.vpu.alus) * std::min(1.0, std::max(1e-6, chip.vpu.transcendental_rate));
       const double vmem = chip.vmem.bandwidth.value() > 0 ? bytes / chip.vmem.bandwidth.value() : 0;
-      return std::max(static_cast<double>(ins.elements) / per_cycle / clock, vmem) + 64 / clock;
+      return std::max(static_cast<double>(ins.elements) / per_cycle / clock, vmem) + 64 / clock + fused;
     }
+    case ir::OpKind::gather:
+    case ir::OpKind::scatter:
     case ir::OpKind::dma:
     case ir::OpKind::host: {
       const double rate = slowest({chip.hbm.bandwidth.value(), chip.vmem.bandwidth.value(), chip.cmem.bandwidth.value(),
@@ -108,7 +117,7 @@ SimEstimate estimate_simulation(const Scenario& scenario, const ir::ProgramSet& 
         longest_at = static_cast<std::uint32_t>(i);
       }
       if (cycle && ins.kind == ir::OpKind::matmul && runs > 0) {
-        e.pe_cycles += runs * weight_stationary_cycles(chip, ins) * pes;
+        e.pe_cycles += runs * weight_stationary_cycles(chip, ins) * std::max(1, static_cast<int>(ins.batch)) * pes;
         reference_buffers = std::max(reference_buffers, (static_cast<double>(ins.m) * static_cast<double>(ins.k) +
                                                          static_cast<double>(ins.k) * static_cast<double>(ins.n)) * 8);
       }

@@ -3,11 +3,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <optional>
 #include <set>
 
+#include "tpusim/core/chip_blocks.h"
 #include "tpusim/core/chip_spec.h"
 #include "tpusim/core/data_paths.h"
 #include "tpusim/core/pod_spec.h"
@@ -54,13 +56,37 @@ TEST_P(BundledChip, ResolvesWithNoDiagnostics) {
 TEST_P(BundledChip, EveryFieldCitesASourceOrIsDefaulted) {
   const auto chip = load_chip_or_fail(GetParam());
   ASSERT_TRUE(chip.has_value());
-  for (const auto& info : chip_fields().infos()) {
-    const auto it = chip->origins.find(info.key);
-    ASSERT_NE(it, chip->origins.end()) << "no origin recorded for " << info.key;
+  std::vector<std::string> keys;
+  for (const auto& info : chip_fields().infos()) keys.push_back(info.key);
+  for (const ChipBlock& b : chip->blocks) {
+    keys.push_back(b.name + ".count");
+    for (const auto& info : block_kind(b.kind).fields->infos()) keys.push_back(b.name + "." + info.key);
+  }
+  EXPECT_GT(keys.size(), 30u);
+  for (const std::string& key : keys) {
+    const auto it = chip->origins.find(key);
+    ASSERT_NE(it, chip->origins.end()) << "no origin recorded for " << key;
     const FieldOrigin& o = it->second;
     EXPECT_TRUE(o.defaulted || !o.comment.empty())
-        << GetParam() << ": " << info.key << " at " << o.loc.str() << " has no source comment";
+        << GetParam() << ": " << key << " at " << o.loc.str() << " has no source comment";
   }
+}
+
+TEST_P(BundledChip, IsComposedOfTheStandardBlocksAndPaths) {
+  const auto chip = load_chip_or_fail(GetParam());
+  ASSERT_TRUE(chip.has_value());
+  for (BlockKind k : {BlockKind::tensorcore, BlockKind::mxu, BlockKind::vpu, BlockKind::vmem, BlockKind::hbm,
+                      BlockKind::dma, BlockKind::host, BlockKind::ici}) {
+    const ChipBlock* b = find_block(*chip, k);
+    ASSERT_NE(b, nullptr) << GetParam() << ": " << block_kind_name(k);
+    EXPECT_EQ(b->name, block_kind_name(k));
+  }
+  EXPECT_EQ(find_block(*chip, BlockKind::tensorcore)->count, chip->tensorcores);
+  EXPECT_EQ(find_block(*chip, BlockKind::mxu)->count, chip->mxu.per_core);
+  for (BlockKind memory : {BlockKind::vmem, BlockKind::hbm, BlockKind::host}) {
+    EXPECT_TRUE(has_path(*chip, BlockKind::dma, memory)) << GetParam() << ": dma -> " << block_kind_name(memory);
+  }
+  EXPECT_TRUE(has_path(*chip, BlockKind::mxu, BlockKind::vpu)) << GetParam();
 }
 
 TEST_P(BundledChip, ValuesNotOnTheSheetAreLabelledAssumptions) {
@@ -104,12 +130,12 @@ struct SheetRow {
 // tpu-specs.md chip table, plus the per-link rates and VMEM sizes chosen in the brief for the configs.
 const std::map<std::string, SheetRow>& sheet() {
   static const std::map<std::string, SheetRow> rows{
-      {"v2", {45, 2, 1, 128, 700, 16ULL << 30, 4, 62, 4, 16, 16ULL << 20}},
+      {"v2", {46, 2, 1, 128, 700, 16ULL << 30, 4, 62, 4, 16, 16ULL << 20}},
       {"v3", {123, 2, 2, 128, 900, 32ULL << 30, 4, 100, 4, 16, 16ULL << 20}},
       {"v4", {275, 2, 4, 128, 1200, 32ULL << 30, 6, 45, 4, 16, 16ULL << 20}},
-      {"v5e", {197, 1, 4, 128, 819, 16'000'000'000ULL, 4, 50, 8, 16, 128ULL << 20}},
+      {"v5e", {197, 1, 4, 128, 819, 16'000'000'000ULL, 4, 45, 8, 16, 128ULL << 20}},
       {"v5p", {459, 2, 4, 128, 2765, 95ULL << 30, 6, 90, 4, 16, 64ULL << 20}},
-      {"v6e", {918, 1, 4, 256, 1638, 32'000'000'000ULL, 4, 100, 8, 32, 128ULL << 20}},
+      {"v6e", {918, 1, 4, 256, 1638, 32'000'000'000ULL, 4, 90, 8, 32, 128ULL << 20}},
   };
   return rows;
 }
@@ -160,9 +186,10 @@ TEST(BundledChips, OnlyV4HasCmem) {
     if (name == "v4") {
       EXPECT_EQ(chip->cmem.capacity, MiB(128));
       EXPECT_GT(chip->cmem.bandwidth.value(), 0.0);
+      EXPECT_TRUE(has_path(*chip, BlockKind::dma, BlockKind::cmem));
     } else {
       EXPECT_EQ(chip->cmem.capacity.count(), 0u) << name;
-      EXPECT_TRUE(chip->origins.at("cmem.capacity").defaulted) << name;
+      EXPECT_EQ(find_block(*chip, BlockKind::cmem), nullptr) << name;
     }
   }
 }
@@ -182,7 +209,7 @@ TEST(BundledChips, Int8RatesFollowTheSheet) {
 TEST(BundledChips, V6eLabelsItsMxuCountAndClockAsAssumptions) {
   const auto chip = load_chip_or_fail("v6e");
   ASSERT_TRUE(chip.has_value());
-  EXPECT_EQ(chip->origins.at("mxu.per_core").comment.rfind("assumption", 0), 0u);
+  EXPECT_EQ(chip->origins.at("mxu.count").comment.rfind("assumption", 0), 0u);
   EXPECT_EQ(chip->origins.at("clock").comment.rfind("assumption", 0), 0u);
 }
 
@@ -207,7 +234,8 @@ TEST(BundledChips, OriginsPointIntoTheChipFile) {
 
 const std::map<std::string, long long>& expected_pods() {
   static const std::map<std::string, long long> pods{
-      {"v2-2x2", 4},          {"v2-4x4", 16},        {"v2-16x16", 256},     {"v3-4x4", 16},
+      {"v2-1x1", 1},          {"v5e-8x16", 128},     {"v6e-1x1", 1},
+      {"v2-2x2", 4},          {"v2-4x4", 16},        {"v2-16x16", 256},     {"v3-1x1", 1},  {"v3-4x4", 16},
       {"v3-32x32", 1024},     {"v4-1x1x1", 1},       {"v4-2x2x1", 4},       {"v4-2x2x4", 16},
       {"v4-4x4x4", 64},       {"v4-8x8x8", 512},     {"v4-16x16x16", 4096}, {"v5e-1x1", 1},
       {"v5e-2x2", 4},         {"v5e-4x4", 16},       {"v5e-16x16", 256},    {"v5p-2x2x1", 4},
@@ -320,9 +348,11 @@ TEST(BundledPods, FullPodsHaveThePublishedChipCounts) {
 
 // ---- models ---------------------------------------------------------------------------------------------------
 
-TEST(BundledModels, AreTheFourOfTheBrief) {
+TEST(BundledModels, AreTheSyntheticKernelsAndTheZoo) {
   EXPECT_EQ(bundled_names("configs/models"),
-            (std::vector<std::string>{"gemm-4096", "gemm-skinny", "mlp-quickstart", "mlp-small"}));
+            (std::vector<std::string>{"bert-large", "dlrm-mlperf", "gemm-4096", "gemm-skinny", "gpt3-1.3b", "gpt3-13b", "gpt3-175b",
+                                      "gpt3-6.7b", "llama2-13b", "llama2-70b", "llama2-7b", "mixtral-8x7b",
+                                      "mlp-quickstart", "mlp-small", "resnet-50", "t5-base"}));
 }
 
 // Resolves a bundled model through a scenario, the way users reach it.
@@ -357,6 +387,7 @@ TEST(BundledModels, ResolveThroughAScenario) {
   for (const auto& [name, w] : want) {
     try {
       const Scenario s = scenario_with_model(name);
+      ASSERT_EQ(s.workload.model.kind, w.kind) << name;
       const ModelSpec& m = s.workload.model;
       EXPECT_EQ(m.name, name);
       EXPECT_EQ(m.kind, w.kind) << name;
@@ -371,6 +402,54 @@ TEST(BundledModels, ResolveThroughAScenario) {
       ADD_FAILURE() << "model '" << name << "' does not resolve:\n" << e.what();
     }
   }
+}
+
+TEST(BundledModels, ZooModelsResolveWithTheirPublishedDimensions) {
+  struct Want {
+    std::int64_t layers, d_model, heads, kv_heads, d_head, d_ff, vocab;
+  };
+  const std::map<std::string, Want> want{
+      {"gpt3-1.3b", {24, 2048, 16, 16, 128, 8192, 50257}},     {"gpt3-6.7b", {32, 4096, 32, 32, 128, 16384, 50257}},
+      {"gpt3-13b", {40, 5120, 40, 40, 128, 20480, 50257}},     {"gpt3-175b", {96, 12288, 96, 96, 128, 49152, 50257}},
+      {"llama2-7b", {32, 4096, 32, 32, 128, 11008, 32000}},    {"llama2-13b", {40, 5120, 40, 40, 128, 13824, 32000}},
+      {"llama2-70b", {80, 8192, 64, 8, 128, 28672, 32000}},    {"bert-large", {24, 1024, 16, 16, 64, 4096, 30522}},
+      {"t5-base", {12, 768, 12, 12, 64, 3072, 32128}},         {"mixtral-8x7b", {32, 4096, 32, 8, 128, 14336, 32000}},
+  };
+  for (const auto& [name, w] : want) {
+    const Scenario s = scenario_with_model(name);
+    const TransformerModel& t = s.workload.model.transformer;
+    ASSERT_EQ(s.workload.model.kind, ModelKind::transformer) << name;
+    EXPECT_EQ(t.layers, w.layers) << name;
+    EXPECT_EQ(t.d_model, w.d_model) << name;
+    EXPECT_EQ(t.heads, w.heads) << name;
+    EXPECT_EQ(t.kv(), w.kv_heads) << name;
+    EXPECT_EQ(t.head_dim(), w.d_head) << name;
+    EXPECT_EQ(t.d_ff, w.d_ff) << name;
+    EXPECT_EQ(t.vocab, w.vocab) << name;
+  }
+  const Scenario mixtral = scenario_with_model("mixtral-8x7b");
+  EXPECT_EQ(mixtral.workload.model.transformer.moe.experts, 8);
+  EXPECT_EQ(mixtral.workload.model.transformer.moe.top_k, 2);
+  const Scenario t5 = scenario_with_model("t5-base");
+  EXPECT_EQ(t5.workload.model.transformer.encoder_depth(), 12);
+  EXPECT_EQ(t5.workload.model.transformer.decoder_depth(), 12);
+  const Scenario resnet = scenario_with_model("resnet-50");
+  EXPECT_EQ(resnet.workload.model.resnet.blocks, (std::vector<int>{3, 4, 6, 3}));
+  EXPECT_EQ(resnet.workload.model.resnet.widths, (std::vector<int>{64, 128, 256, 512}));
+}
+
+TEST(BundledModels, DlrmHasTheMlperfCriteoShape) {
+  const Scenario s = scenario_with_model("dlrm-mlperf");
+  ASSERT_EQ(s.workload.model.kind, ModelKind::dlrm);
+  const DlrmModel& m = s.workload.model.dlrm;
+  EXPECT_EQ(m.dense_features, 13);
+  EXPECT_EQ(m.bottom_mlp, (std::vector<int>{512, 256, 128}));
+  EXPECT_EQ(m.top_mlp, (std::vector<int>{1024, 1024, 512, 256, 1}));
+  EXPECT_EQ(m.tables, 26);
+  EXPECT_EQ(m.embedding_dim, 128);
+  EXPECT_EQ(m.lookups_per_table, 1);
+  // The tables fit one v4 chip's 32 GiB of HBM in bf16.
+  EXPECT_LT(26.0 * static_cast<double>(m.rows_per_table) * 128 * 2, 32.0 * (1ull << 30));
 }
 
 TEST(BundledModels, QuickstartTrainingStepIsUnderTensOfMillisecondsAtV4Peak) {
@@ -390,7 +469,18 @@ TEST(BundledModels, EveryValueLineCitesItsOrigin) {
     ASSERT_TRUE(path.has_value()) << diags.str();
     const ConfigNode root = load_yaml_file(*path, diags);
     ASSERT_TRUE(diags.empty()) << diags.str();
-    for (const auto& e : root.entries()) EXPECT_FALSE(e.value.comment().empty()) << name << ": " << e.key;
+    // Every leaf value (sections such as moe: hold leaves of their own).
+    std::function<void(const ConfigNode&, const std::string&)> check = [&](const ConfigNode& map,
+                                                                          const std::string& prefix) {
+      for (const auto& e : map.entries()) {
+        if (e.value.is_map()) {
+          check(e.value, prefix + e.key + ".");
+        } else {
+          EXPECT_FALSE(e.value.comment().empty()) << name << ": " << prefix << e.key;
+        }
+      }
+    };
+    check(root, "");
   }
 }
 

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels_test_support.h"
+#include "tpusim/core/scenario.h"
 #include "tpusim/kernels/estimate.h"
 #include "tpusim/kernels/lowering.h"
 
@@ -70,6 +71,43 @@ TEST(LoweringEstimate, AGemmTooBigForAnyMachineIsCountedWithoutLoweringIt) {
   EXPECT_GT(n, 3 * 1.4e17);
   // One tile: load A, load B, the matmul, store C.
   EXPECT_EQ(estimate_lowering(gemm(8, 8, 8), v4_like()).bytes(), 4 * kBytesPerInstruction);
+}
+
+}  // namespace
+}  // namespace tpusim::kernels
+
+namespace tpusim::kernels {
+namespace {
+
+// Whole models and DLRM are estimated by an upper bound: never below the real lowering (the guard must not
+// let a bigger run through), and within a factor of it (it must not refuse runs that would fit).
+TEST(LoweringEstimate, BoundsWholeModelsAndDlrmFromAbove) {
+  struct Case {
+    const char* scenario;
+    std::vector<std::string> overrides;
+  };
+  const std::vector<Case> cases{
+      {"gpt3-1.3b-train-v4", {}},
+      {"gpt3-1.3b-train-v4",
+       {"workload.fusion=off", "workload.remat=full", "workload.attention=unfused", "workload.microbatches=4"}},
+      {"bert-large-train-v4", {"workload.remat=selective"}},
+      {"llama2-7b-decode-v5e", {}},
+      {"llama2-7b-prefill-v5e", {}},
+      {"llama2-7b-prefill-v5e", {"workload.fusion=off", "workload.attention=unfused", "workload.batch=1"}},
+      {"moe-layer-v5p", {"workload.fusion=off"}},
+      {"resnet50-train-v3", {"workload.fusion=off"}},
+      {"dlrm-v4", {}},
+      {"dlrm-v4-no-sparsecore", {}},
+      {"whatif-v5e-sparsecore", {}},
+  };
+  for (const Case& c : cases) {
+    const Scenario s = load_scenario(c.scenario, c.overrides);
+    double real = 0;
+    for (const auto& p : lower_workload(s.workload, s.chip).programs) real += static_cast<double>(p.size());
+    const double estimate = estimate_lowering(s.workload, s.chip).instructions;
+    EXPECT_GE(estimate, real) << c.scenario;
+    EXPECT_LE(estimate, 12 * real) << c.scenario;
+  }
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 
 #include <map>
 
-#include "bandwidth_server.h"
+#include "memory/bandwidth_server.h"
 #include "test_chips.h"
 
 namespace tpusim::models {
@@ -209,6 +209,48 @@ TEST(HbmTurnaround, TheLossLastsOnlyWhileBothDirectionsAreServed) {
   const double mixed = 2 * kStreamBytes / (kHbmRate * 0.9);
   EXPECT_NEAR(static_cast<double>(done.at(0)), mixed * 1e12, 1.0);
   EXPECT_NEAR(static_cast<double>(done.at(kQueue1)), (mixed + kStreamBytes / kHbmRate) * 1e12, 2.0);
+}
+
+TEST(HbmTurnaround, ACopyAloneReadsAndWritesSoItLosesTheTurnaroundFraction) {
+  BandwidthServer hbm(kHbmRate, 0.1);
+  hbm.add(0, 0, 2 * kStreamBytes, 0, FlowDirection::copy);  // 12 MB read and 12 MB written
+  const auto done = drain(hbm);
+  EXPECT_NEAR(static_cast<double>(done.at(0)), 2 * kStreamBytes / (kHbmRate * 0.9) * 1e12, 1.0);
+}
+
+}  // namespace
+}  // namespace tpusim::models
+
+namespace tpusim::models {
+namespace {
+
+// The tile-by-tile sum matmul_array_macs stands for.
+double array_macs_by_tiles(const MxuSpec& mxu, MatmulShape s, int array) {
+  const bool ws = mxu.dataflow == MxuDataflow::weight_stationary;
+  const std::int64_t outer_len = ws ? s.k : s.m, inner_len = s.n, depth = ws ? s.m : s.k;
+  const std::int64_t outer = ceil_div(outer_len, mxu.rows), inner = ceil_div(inner_len, mxu.cols);
+  double macs = 0;
+  for (std::int64_t t = array; t < outer * inner; t += mxu.per_core) {
+    const std::int64_t rows = std::min<std::int64_t>(mxu.rows, outer_len - (t / inner) * mxu.rows);
+    const std::int64_t cols = std::min<std::int64_t>(mxu.cols, inner_len - (t % inner) * mxu.cols);
+    macs += static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(depth);
+  }
+  return macs;
+}
+
+TEST(ArrayMacs, ClosedFormEqualsTheTileByTileSumForEveryArrayAndEdge) {
+  for (const MxuDataflow df : {MxuDataflow::weight_stationary, MxuDataflow::output_stationary}) {
+    for (const int per_core : {1, 2, 3, 4}) {
+      MxuSpec mxu{per_core, 128, 128, df, 1, 0};
+      for (const MatmulShape s : {MatmulShape{100, 600, 300}, MatmulShape{128, 640, 128}, MatmulShape{7, 129, 257},
+                                  MatmulShape{2048, 12288, 36864}, MatmulShape{1, 1, 1}, MatmulShape{300, 5, 1000}}) {
+        for (int a = 0; a < per_core; ++a) {
+          EXPECT_EQ(matmul_array_macs(mxu, s, a), array_macs_by_tiles(mxu, s, a))
+              << s.m << "x" << s.k << "x" << s.n << " array " << a << " of " << per_core;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

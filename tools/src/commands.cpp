@@ -13,7 +13,10 @@
 
 #include <fmt/format.h>
 
+#include "tools/src/describe_chip.h"
 #include "tools/src/graphviz.h"
+#include "tools/src/model_info.h"
+#include "tools/src/op_classes.h"
 #include "tools/src/output_folder.h"
 #include "tools/src/report.h"
 #include "tools/src/simulation_report.h"
@@ -48,10 +51,13 @@ Topology check_topology(const Scenario& s) {
   }
 }
 
-// The scenario's programs: a program file it names (checked like any input), or the lowered model.
-ir::ProgramSet programs_for(const Scenario& s) {
-  if (s.workload.program.empty()) return kernels::lower_workload(s.workload, s.chip);
-  ir::ProgramSet set = ir::read_program_json(s.workload.program);
+// The scenario's programs: a program file it names (checked like any input), or the lowered model (with its
+// memory plan and step work).
+kernels::LoweredWorkload programs_for(const Scenario& s) {
+  if (s.workload.program.empty()) return kernels::lower(s.workload, s.chip);
+  kernels::LoweredWorkload lowered;
+  ir::ProgramSet& set = lowered.programs;
+  set = ir::read_program_json(s.workload.program);
   const auto chips = static_cast<std::size_t>(s.pod.chip_count());
   if (!set.role_of_chip.empty() && set.role_of_chip.size() != chips) {
     Diagnostics diags;
@@ -60,7 +66,7 @@ ir::ProgramSet programs_for(const Scenario& s) {
                 fmt::format("{} roles (pod {})", chips, s.pod.name), fmt::format("{} roles", set.role_of_chip.size()));
     throw ConfigError(diags.items());
   }
-  return set;
+  return lowered;
 }
 
 void print_config_error(const ConfigError& e) {
@@ -110,7 +116,7 @@ double peak_rss_mib() {
 
 int run_command(const RunArgs& args) {
   Scenario scenario;
-  ir::ProgramSet programs;
+  kernels::LoweredWorkload lowered;
   std::optional<Topology> topology;
   fs::path out_dir;
   const int input = with_exit_codes("tpusim run", [&] {
@@ -121,9 +127,9 @@ int run_command(const RunArgs& args) {
     guard_topology(scenario.pod, args.limits);
     topology.emplace(check_topology(scenario));
     guard_lowering(scenario, args.limits);
-    programs = programs_for(scenario);
-    check_programs(scenario, programs, *topology);
-    guard_simulation(scenario, programs, args.limits);
+    lowered = programs_for(scenario);
+    check_programs(scenario, lowered.programs, *topology);
+    guard_simulation(scenario, lowered.programs, args.limits);
     return 0;
   });
   if (input != 0) return input;
@@ -152,12 +158,18 @@ int run_command(const RunArgs& args) {
                              format_time(Seconds(sim_seconds)), wall, interactive ? "   " : "\n");
   };
 
-  if (tracer) options.trace = [&tracer](const models::TraceSpan& s) { tracer->record(s); };
+  const ir::ProgramSet& programs = lowered.programs;
+  OpClassRecorder classes(programs, static_cast<std::uint32_t>(scenario.pod.chip_count()));
+  options.trace = [&tracer, &classes](const models::TraceSpan& s) {
+    classes.record(s);
+    if (tracer) tracer->record(s);
+  };
 
   RunReport report;
   try {
     const models::SimResult result = models::simulate(scenario, programs, options);
-    report = make_report(scenario, programs, result, &*topology);
+    report = make_report(scenario, programs, result, &*topology,
+                         scenario.workload.program.empty() ? &lowered : nullptr, &classes);
     if (args.perf) {
       std::cerr << fmt::format(
           "tpusim perf: wall {:.3f} s, {} kernel events ({:.3g} events/s), {} instructions simulated "
@@ -227,7 +239,7 @@ int validate_command(const std::string& scenario_name, const std::vector<std::st
     guard_topology(s.pod, limits);
     const Topology topology = check_topology(s);
     guard_lowering(s, limits);
-    const ir::ProgramSet programs = programs_for(s);
+    const ir::ProgramSet programs = programs_for(s).programs;
     check_programs(s, programs, topology);
     guard_simulation(s, programs, limits);
     std::size_t instructions = 0;
@@ -274,10 +286,11 @@ void print_spec(const std::string& title, const FieldTable<Spec>& table, const S
 
 }  // namespace
 
-int describe_command(const std::string& what, const std::string& name) {
+int describe_command(const std::string& what, const std::string& name, const std::string& svg_path) {
   return with_exit_codes("tpusim describe", [&] {
     if (what == "assumptions") {
-      std::cout << "Modelling numbers that no source gives and that are not spec fields (spec fields that are\n"
+      std::cout << "Modelling numbers that no source gives: model and lowering constants, and the calibrated\n"
+                   "defaults of spec fields (`tpusim calibrate` checks them; other spec fields that are\n"
                    "assumptions say so in `tpusim describe chip`):\n";
       for (const auto& [layer, list] : {std::pair{"hardware models", models::model_assumptions()},
                                         std::pair{"lowering library", kernels::lowering_assumptions()}}) {
@@ -304,15 +317,28 @@ int describe_command(const std::string& what, const std::string& name) {
       std::cerr << fmt::format("tpusim describe {}: a name is required (bundled: {})\n", what,
                                fmt::join(bundled_names(what == "chip"        ? "configs/chips"
                                                        : what == "pod"       ? "configs/pods"
+                                                       : what == "model"     ? "configs/models"
                                                                              : "scenarios"),
                                          ", "));
       return 2;
     }
+    if (!svg_path.empty() && what != "chip") {
+      std::cerr << "tpusim describe: --svg draws a chip only ('describe chip NAME --svg FILE')\n";
+      return 2;
+    }
+    if (what == "model") return describe_model(name, std::cout);
     if (what == "chip") {
       const ChipSpec chip = load_chip(name);
-      print_spec(fmt::format("chip {} (derived peak bf16 {})", chip.name, format_flops(chip.derived_peak_bf16())),
-                 chip_fields(), chip, chip.origins);
+      // Refused before any output when the path is not tpusim's to write (output_folder.h).
+      const fs::path target = svg_path.empty() ? fs::path() : check_output_file(svg_path, kWrittenByTpusim);
+      print_chip_description(chip, std::cout);
       std::cout << "(model constants that are assumptions: tpusim describe assumptions)\n";
+      if (!svg_path.empty()) {
+        std::ostringstream svg;
+        write_chip_svg(chip, svg);
+        write_file_atomically(target, [&](std::ostream& f) { f << sign_drawing(svg.str(), true); });
+        std::cout << "wrote " << svg_path << "\n";
+      }
     } else if (what == "pod") {
       const PodSpec pod = load_pod(name);
       print_spec(fmt::format("pod {} ({} chips)", pod.name, pod.chip_count()), pod_fields(), pod, pod.origins);
@@ -332,12 +358,15 @@ int lower_command(const std::string& scenario_name, const std::vector<std::strin
     guard_lowering(s, limits);
     // A program file names its format in its first bytes; that is how tpusim knows it may replace one.
     const fs::path target = out.empty() ? fs::path() : check_output_file(out, "\"format\": \"tpusim-program\"");
-    const ir::ProgramSet programs = programs_for(s);
+    const kernels::LoweredWorkload lowered = programs_for(s);
     if (out.empty()) {
-      ir::write_program_json(programs, std::cout);
+      ir::write_program_json(lowered.programs, std::cout);
     } else {
-      write_file_atomically(target, [&](std::ostream& f) { ir::write_program_json(programs, f); });
+      write_file_atomically(target, [&](std::ostream& f) { ir::write_program_json(lowered.programs, f); });
     }
+    // The lowering's summary and memory plan: on stdout with -o, else on stderr beside the program.
+    std::ostream& info = out.empty() ? std::cerr : std::cout;
+    print_lowering_summary(s, lowered, info);
     return 0;
   });
 }

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "tools/src/calibrate.h"
 #include "tools/src/commands.h"
 #include "tools/src/sweep.h"
 #include "tpusim/core/diagnostics.h"
@@ -60,16 +61,20 @@ int run_main(int argc, char** argv) {
   std::string describe_what, describe_name;
   auto* describe_cmd = app.add_subcommand(
       "describe",
-      "print a resolved spec with units and the source of every value; 'describe params' lists all fields, "
-      "'describe assumptions' the model constants no source gives");
-  describe_cmd->add_option("what", describe_what, "chip, pod, scenario, params or assumptions")
+      "print a resolved spec with units and the source of every value (a chip also as its block diagram); "
+      "'describe model' a model's parameters by component; 'describe params' lists all fields, 'describe "
+      "assumptions' the model constants no source gives");
+  describe_cmd->add_option("what", describe_what, "chip, pod, model, scenario, params or assumptions")
       ->required()
-      ->check(CLI::IsMember({"chip", "pod", "scenario", "params", "assumptions"}));
+      ->check(CLI::IsMember({"chip", "pod", "model", "scenario", "params", "assumptions"}));
   describe_cmd->add_option("name", describe_name, "bundled name or path (not needed for params)");
+  std::string describe_svg;
+  describe_cmd->add_option("--svg", describe_svg, "describe chip: also draw the composed chip (blocks, paths) as SVG");
 
   std::string lower_scenario, lower_out;
   std::vector<std::string> lower_overrides;
-  auto* lower_cmd = app.add_subcommand("lower", "lower a scenario's workload and write its programs as JSON");
+  auto* lower_cmd = app.add_subcommand(
+      "lower", "lower a scenario's workload and write its programs as JSON, with a summary and the memory plan");
   lower_cmd->add_option("scenario", lower_scenario, "bundled scenario name or path")->required();
   lower_cmd->add_option("-o,--out", lower_out, "output file (default: stdout)");
   lower_cmd->add_option("--set", lower_overrides, "override a field by dotted path")->allow_extra_args(false);
@@ -82,13 +87,35 @@ int run_main(int argc, char** argv) {
 
   tpusim::tools::SweepArgs sweep;
   auto* sweep_cmd = app.add_subcommand(
-      "sweep", "run a grid of overrides over a scenario, one process per point, and tabulate the results");
+      "sweep",
+      "run a plan of overrides over a scenario (grid, zipped axes, ranges, derived values, filters, seeds), one "
+      "process per point, and tabulate and chart the results (docs/sweeps.md)");
   sweep_cmd->add_option("sweep", sweep.sweep, "bundled sweep name (sweeps/NAME.yaml) or path")->required();
   sweep_cmd->add_option("-o,--out", sweep.out_dir, "output folder (default: out/<sweep name>)");
-  sweep_cmd->add_option("-j,--jobs", sweep.jobs, "points run at once (default: every core)");
+  sweep_cmd->add_option("-j,--jobs", sweep.jobs,
+                        "points run at once (default: every core; with --slurm: CPUs per array task, default 1)");
   sweep_cmd->add_flag("--emit-commands", sweep.emit_commands,
                       "print one command per point not yet done (for GNU parallel or a Slurm job array)");
   sweep_cmd->add_flag("--collect", sweep.collect_only, "run nothing; build the table from finished points");
+  sweep_cmd->add_flag("--retry-failed", sweep.retry_failed, "run points that failed before again");
+  sweep_cmd->add_flag("--slurm", sweep.slurm,
+                      "write OUT/slurm/sweep.sbatch, a Slurm job array whose tasks run shares of the points");
+  sweep_cmd->add_option("--tasks", sweep.slurm_tasks, "--slurm: array tasks (default: one per point, at most 32)");
+  sweep_cmd->add_option("--slurm-option", sweep.slurm_options, "--slurm: an extra #SBATCH line, e.g. --time=2:00:00")
+      ->allow_extra_args(false);
+  sweep_cmd->add_option("--share", sweep.share, "run only the pending points numbered K modulo N (K/N); no table");
+
+  tpusim::tools::CalibrateArgs calibrate;
+  auto* calibrate_cmd = app.add_subcommand(
+      "calibrate",
+      "run the calibration set (published TPU measurements) and print predicted against measured with the error");
+  calibrate_cmd->add_option("set", calibrate.set, "bundled calibration set (calibration/NAME.yaml) or path")
+      ->capture_default_str();
+  calibrate_cmd->add_option("-o,--out", calibrate.out_dir, "output folder: table.csv, a chart per plotted entry")
+      ->capture_default_str();
+  calibrate_cmd->add_option("--set", calibrate.overrides, "override a field of every point, e.g. --set "
+                                                         "chip.ici.link_efficiency=0.9")
+      ->allow_extra_args(false);
 
   if (argc == 1) {  // a bare `tpusim` is a request for orientation, not an error
     std::cout << app.help();
@@ -126,10 +153,11 @@ int run_main(int argc, char** argv) {
   run.limits = limits;
   if (run_cmd->parsed()) return run_command(run);
   if (validate_cmd->parsed()) return validate_command(validate_scenario, validate_overrides, limits);
-  if (describe_cmd->parsed()) return describe_command(describe_what, describe_name);
+  if (describe_cmd->parsed()) return describe_command(describe_what, describe_name, describe_svg);
   if (lower_cmd->parsed()) return lower_command(lower_scenario, lower_overrides, lower_out, limits);
   if (topo_cmd->parsed()) return topo_command(topo_name, topo_dot, topo_svg, limits);
-  if (sweep_cmd->parsed()) return sweep_command(sweep, "/proc/self/exe");
+  if (sweep_cmd->parsed()) return sweep_command(sweep);
+  if (calibrate_cmd->parsed()) return calibrate_command(calibrate, "/proc/self/exe");
   return 2;
 }
 

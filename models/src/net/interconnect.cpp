@@ -19,11 +19,13 @@ int wrap(int a, int m) { return ((a % m) + m) % m; }
 // with more distinct targets (direct all-to-all on a big pod) route each send when it starts instead.
 constexpr std::size_t kRouteCacheEntries = std::size_t{1} << 24;
 
-std::vector<Channel> channels_of(const Topology& topo, std::uint32_t hosts) {
+// ICI channels move data at the link's rate x chip.ici.link_efficiency (framing and flow control); the DCN's
+// NIC rate is taken as achievable as given.
+std::vector<Channel> channels_of(const Topology& topo, std::uint32_t hosts, double link_efficiency) {
   std::vector<Channel> ch;
   ch.reserve(topo.link_count() + 2 * static_cast<std::size_t>(hosts));
   for (const Link& l : topo.links()) {
-    ch.push_back(Channel{l.bandwidth.value() / kTicksPerSecond, to_ticks(l.latency)});
+    ch.push_back(Channel{l.bandwidth.value() * link_efficiency / kTicksPerSecond, to_ticks(l.latency)});
   }
   // DCN NIC of each host: egress carries the DCN latency, ingress none (the latency counts once per send).
   // A zero rate (a chip without DCN) gets a tiny one; plans that would use it are rejected at elaboration.
@@ -79,7 +81,8 @@ Interconnect::Interconnect(const sc_core::sc_module_name& name, const Topology& 
       router_(make_router(topo, scenario.fidelity.routing, faults_)),
       ocs_(topo, scenario.pod.ocs_reconfiguration),
       dcn_base_(static_cast<std::uint32_t>(topo.link_count())),
-      model_(make_link_model(scenario.fidelity, channels_of(topo, static_cast<std::uint32_t>(topo.host_count())))),
+      model_(make_link_model(scenario.fidelity, channels_of(topo, static_cast<std::uint32_t>(topo.host_count()),
+                                                            scenario.chip.ici.link_efficiency))),
       chips_(topo.chip_count()),
       wake_(topo.chip_count(), nullptr) {
   // Plan each collective instruction of each program some chip runs, once.
@@ -267,10 +270,15 @@ void Interconnect::sync(Tick now) {
     delivered_.clear();
     bool timers = false;
     while (!timers_.empty() && timers_.top().time <= now) {
-      const std::uint32_t chip = timers_.top().chip;
+      const Timer timer = timers_.top();
       timers_.pop();
-      chips_[chip].reducing = false;
-      end_step(chip, now);
+      if (timer.start) {
+        chips_[timer.chip].starting = false;
+        begin_step(timer.chip, now);
+      } else {
+        chips_[timer.chip].reducing = false;
+        end_step(timer.chip, now);
+      }
       timers = true;
     }
     if (!deliveries && !timers && model_->next_event() > now) return;
@@ -322,6 +330,9 @@ void Interconnect::start_instruction(std::uint32_t chip, std::uint32_t instr, Ti
   s.early.resize(kept);
   if (info.plan.steps.empty()) {
     finish(chip);
+  } else if (kCollectiveStartup.value() > 0) {
+    s.starting = true;
+    timers_.push(Timer{now + to_ticks(kCollectiveStartup), timer_seq_++, chip, true});
   } else {
     begin_step(chip, now);
   }
@@ -409,18 +420,23 @@ TransferId Interconnect::send(std::uint32_t chip, std::uint32_t t, std::uint64_t
 
 void Interconnect::check_step(std::uint32_t chip, Tick now) {
   ChipState& s = chips_[chip];
-  if (s.instr == kIdle || s.done || s.op != Op::collective || s.reducing || s.sends_pending > 0) return;
+  if (s.instr == kIdle || s.done || s.op != Op::collective || s.starting || s.reducing || s.sends_pending > 0) {
+    return;
+  }
   const PlanInfo& info = plans_[s.plan];
   if (s.arrived[s.step] < info.receives[s.step]) return;
   const std::uint64_t elements = info.plan.steps[s.step].reduce_elements;
-  if (elements == 0) {
+  const ChipSpec& spec = scenario_.chip;
+  const Tick reduce =
+      elements == 0 ? 0
+                    : cycles_to_ticks(vpu_cycles(spec.vpu, ir::VectorOp::elementwise, static_cast<std::int64_t>(elements)),
+                                      spec.clock);
+  const Tick t = reduce + to_ticks(kCollectiveStepSync);
+  if (t == 0) {
     end_step(chip, now);
     return;
   }
-  const ChipSpec& spec = scenario_.chip;
-  const Tick t = cycles_to_ticks(vpu_cycles(spec.vpu, ir::VectorOp::elementwise, static_cast<std::int64_t>(elements)),
-                                 spec.clock);
-  s.reduce_ticks += t;
+  s.reduce_ticks += reduce;
   s.reducing = true;
   timers_.push(Timer{now + t, timer_seq_++, chip});
 }

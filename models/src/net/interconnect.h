@@ -65,6 +65,14 @@ namespace tpusim::models::net {
 // hops and the host stack; Google has not published a TPU DCN latency).
 inline constexpr Seconds kDcnLatency{10e-6};
 
+// Collective overheads of the runtime (calibrated on measurement C1; reasoning in `tpusim describe
+// assumptions`). A collective's first step starts kCollectiveStartup after the instruction starts, and every
+// step ends kCollectiveStepSync after its receives have arrived, its sends are delivered and its reduction is
+// done (the next step, or the instruction's completion, follows). Point-to-point send/recv and remote puts pay
+// neither (they are one DMA each).
+inline constexpr Seconds kCollectiveStartup{0.5e-6};
+inline constexpr Seconds kCollectiveStepSync{10e-9};
+
 // Plans one collective instruction on the topology. The default is kernels::plan_collective
 // (default_collective_planner()); tests pass hand-built plans.
 using CollectivePlanner = std::function<kernels::CollectivePlan(const Topology&, const ir::Instruction&)>;
@@ -140,7 +148,8 @@ class Interconnect : public sc_core::sc_module {
     std::uint32_t seq = 0;        // collectives started so far (the running one is seq - 1)
     std::uint32_t step = 0;
     std::uint32_t sends_pending = 0;
-    bool reducing = false;
+    bool starting = false;  // the collective's start-up (kCollectiveStartup) is pending
+    bool reducing = false;  // the step's reduction and synchronisation (kCollectiveStepSync) are pending
     bool done = false;
     Tick started = 0;
     Tick reduce_ticks = 0;
@@ -157,6 +166,7 @@ class Interconnect : public sc_core::sc_module {
     Tick time;
     std::uint64_t seq;
     std::uint32_t chip;
+    bool start = false;  // ends the start-up (begins step 0); else ends a step's reduction and sync
     bool operator>(const Timer& o) const { return time != o.time ? time > o.time : seq > o.seq; }
   };
   struct InstrStats {  // per (program, instruction)

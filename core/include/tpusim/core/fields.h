@@ -60,6 +60,9 @@ Constraint<std::int64_t> in_range(std::int64_t lo, std::int64_t hi);   // lo <= 
 Constraint<Bytes> in_range(Bytes lo, Bytes hi);                        // lo <= v <= hi
 // Largest shape dimension (GEMM m, k, n; batch): any product of two stays far inside 64 bits.
 inline constexpr std::int64_t kMaxDimension = std::int64_t{1} << 31;
+// Largest count of repeated structure (layers, heads, experts, tables, microbatches): input limits far above
+// any published model, so that counts times dimensions stay inside 64 bits.
+inline constexpr int kMaxRepeat = 1 << 16;
 Constraint<std::string> one_of(std::vector<std::string> choices);
 Constraint<std::vector<int>> positive_list(std::size_t min_len, std::size_t max_len);
 
