@@ -3,12 +3,12 @@
 #   1. the whole test suite again, built with AddressSanitizer + UndefinedBehaviorSanitizer (clang, build-asan/),
 #      failing on the first report;
 #   2. every libFuzzer target (fuzz/) for a bounded time, seeded from the bundled files; a crash fails.
-# Usage: bash scripts/ci-checks.sh          (TPUSIM_FUZZ_SECONDS=N sets the time per fuzz target, default 40)
+# Usage: bash scripts/ci-checks.sh          (TPUSIM_FUZZ_SECONDS=N sets the time per fuzz target, default 30)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 jobs=$(nproc)
-fuzz_seconds="${TPUSIM_FUZZ_SECONDS:-40}"
+fuzz_seconds="${TPUSIM_FUZZ_SECONDS:-30}"
 build=build-asan
 # abort_on_error: a report kills the process with SIGABRT, so a test driving the binary sees a crash, not an
 # exit code it might expect. detect_leaks: the SystemC kernel keeps its simulation context to the end.
@@ -30,14 +30,17 @@ test_s=$((SECONDS - start))
 start=$SECONDS
 corpus="$build/fuzz-corpus"
 rm -rf "$corpus" "$build/fuzz-crashes"
-mkdir -p "$corpus"/{scenario,chip_pod,units,set,program,sweep} "$build/fuzz-crashes"
+mkdir -p "$corpus"/{scenario,model,chip_pod,units,set,program,sweep} "$build/fuzz-crashes"
 cp scenarios/*.yaml "$corpus/scenario/"
 find test/badinput/cases -name '*.yaml' -size -64k | while read -r f; do cp "$f" "$corpus/scenario/$(echo "$f" | tr / _)"; done
 cp configs/chips/*.yaml configs/pods/*.yaml "$corpus/chip_pod/"
+cp configs/models/*.yaml "$corpus/model/"
 cp sweeps/*.yaml "$corpus/sweep/"
 cp test/badinput/cases/good/p.json "$corpus/program/mlp-small.json"
 "$build/tools/tpusim" lower gemm-skinny-v4 > "$corpus/program/gemm.json"
 "$build/tools/tpusim" lower allreduce-v4-4x4x4 > "$corpus/program/collective.json"
+"$build/tools/tpusim" lower moe-layer-v5p > "$corpus/program/fused-v2.json" 2>/dev/null
+"$build/tools/tpusim" lower dlrm-v4 --set workload.model.tables=2 > "$corpus/program/gather-v2.json" 2>/dev/null
 i=0; while IFS= read -r line; do printf '%s' "$line" > "$corpus/units/$i"; i=$((i + 1)); done < fuzz/seeds/units.txt
 i=0; while IFS= read -r line; do printf '%s' "$line" > "$corpus/set/$i"; i=$((i + 1)); done < fuzz/seeds/set.txt
 
@@ -48,7 +51,7 @@ run_fuzzer() {
     -max_len=16384 -print_final_stats=1 -artifact_prefix="$build/fuzz-crashes/$target-" \
     >"$build/fuzz-$target.log" 2>&1
 }
-targets=(scenario chip_pod units set program sweep)
+targets=(scenario model chip_pod units set program sweep)
 # Two at a time on two cores: each fuzzer is single-threaded.
 for ((t = 0; t < ${#targets[@]}; t += jobs)); do
   pids=()
