@@ -225,7 +225,9 @@ TensorId TransformerStep::embed(const std::string& mbp, std::int64_t tokens, std
   }
   b_.vector(OpName{phase, mbp + "embedding", "lookup"}, ir::OpClass::embedding, ir::VectorOp::elementwise,
             rows * static_cast<double>(d_), cost, reads, {{x, 1}});
-  return x;
+  // A vocabulary-parallel table: each chip looked up the rows it holds; the partial rows add up (layer -1: the
+  // embedding and head).
+  return points_.after_row_parallel(b_.graph(), -1, phase, x);
 }
 
 TensorId TransformerStep::attention_sub(const OpName& base, const Stack& st, int layer, TensorId h, double tokens,
@@ -447,8 +449,9 @@ TransformerStep::ExpertShape TransformerStep::expert_shape(double tokens) const 
   e.local = shard_.experts;
   e.top_k = m_.moe.top_k;
   e.capacity = static_cast<std::int64_t>(
-      std::ceil(m_.moe.capacity_factor * tokens * e.top_k / static_cast<double>(e.experts) - 1e-9));
-  e.routed = tokens * e.top_k * static_cast<double>(e.local) / e.experts;
+      std::ceil(m_.moe.capacity_factor * tokens * shard_.expert_group * e.top_k / static_cast<double>(e.experts) -
+                1e-9));
+  e.routed = tokens * shard_.expert_group * e.top_k * static_cast<double>(e.local) / e.experts;
   e.fe = shard_.expert_d_ff;
   e.fu = up_width(true);
   e.buffer = static_cast<double>(e.local) * static_cast<double>(e.capacity) * static_cast<double>(d_);
@@ -732,7 +735,7 @@ TransformerStep::HeadFwd TransformerStep::head_forward(const std::string& mbp, T
   {
     Builder::Matmul mm;
     mm.m = t, mm.k = d_, mm.n = vocab, mm.dtype = mm_dtype_, mm.a = {in};
-    mm.b = {m_.tied_embeddings ? table_.w : out_proj_.w};
+    mm.b = {points_.weights_before_use(b_.graph(), -1, phase, m_.tied_embeddings ? table_.w : out_proj_.w)};
     mm.outputs = {h.logits};
     b_.matmul(OpName{phase, scope, "logits"}, ir::OpClass::loss, mm);
   }
@@ -765,9 +768,11 @@ TensorId TransformerStep::head_backward(const std::string& mbp, const HeadFwd& h
   TensorId dh = b_.activation(sc + ".dh", h.tokens * static_cast<double>(d_));
   {
     Builder::Matmul mm;
-    mm.m = t, mm.k = vocab, mm.n = d_, mm.dtype = mm_dtype_, mm.a = {h.dlogits}, mm.b = {proj.w}, mm.outputs = {dh};
+    mm.m = t, mm.k = vocab, mm.n = d_, mm.dtype = mm_dtype_, mm.a = {h.dlogits};
+    mm.b = {points_.weights_before_use(b_.graph(), -1, ph, proj.w)}, mm.outputs = {dh};
     b_.matmul(OpName{ph, scope, "logits.dx"}, ir::OpClass::loss, mm);
   }
+  dh = points_.after_row_parallel(b_.graph(), -1, ph, dh);  // vocabulary-parallel: partial sums over the vocab
   weight_gradient(OpName{ph, scope, "logits.dw"}, ir::OpClass::loss, d_, t, vocab, 1, {in}, {h.dlogits}, proj,
                   nullptr, first);
   if (lm_dense_.elements > 0) {
@@ -954,6 +959,11 @@ fused::Graph TransformerStep::build() {
       rest.push_back(p);
     }
     for (const Param& p : relative_) rest.push_back(&p);
+    std::vector<TensorId> grads;
+    for (const Param* p : rest) {
+      if (p->elements > 0 && p->grad) grads.push_back(*p->grad);
+    }
+    points_.after_weight_gradients(b_.graph(), -1, grads);
     b_.optimizer_update("embedding_and_head", rest, w_.optimizer);
   }
   return std::move(b_.graph());

@@ -25,6 +25,7 @@ struct ShardView {
   std::int64_t d_ff = 0;         // MLP width on this chip (each branch of a gated MLP)
   std::int64_t expert_d_ff = 0;  // expert MLP width on this chip
   int experts = 0;               // experts on this chip (0: dense model)
+  int expert_group = 1;          // expert parallelism: chips whose tokens this chip's experts serve
   std::int64_t vocab = 0;        // vocabulary rows of the embedding and the output projection on this chip
   int first_layer = 0;           // the decoder (encoder-only: encoder) blocks this chip runs: [first, first + layers)
   int layers = 0;
