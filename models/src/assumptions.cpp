@@ -26,7 +26,7 @@ std::vector<Assumption> model_assumptions() {
        "VMEM/CMEM copies cost tens of cycles, below what matters next to HBM latency"},
       {"host instructions in flight per chip", fmt::format("{}", kHostTransfersInFlight), "models/src/chip.h",
        "the host serves a chip's host work in program order; prefetch is expressed by the lowering"},
-      {"DCN latency", format_time(net::kDcnLatency), "models/src/net/interconnect.h",
+      {"DCN latency", format_time(net::kDcnLatency), "models/src/net/transport.h",
        "one way between hosts of different pods (NIC, a few switch hops, host stack); not published"},
   };
 }

@@ -5,7 +5,7 @@
 // Where the simulated time departs from plan.ideal_time (the link-rate bound plus one hop latency per ring
 // step, kernels/collectives.h):
 // - Reductions on the VPU. The model reduces a step's received elements after its receives and before the
-//   next step (net/interconnect.h), so their time adds up in full: reduction_seconds(plan), 15/16 S of bf16 at
+//   next step (net/collective_engine.h), so their time adds up in full: reduction_seconds(plan), 15/16 S of bf16 at
 //   1024 elements per cycle and 1.05 GHz = 117 us for S = 256 MiB, i.e. 2.1% of the 16-ring's time, 4.2% of
 //   the 4x4 torus's, 6.0% of the 4x4x4's (the more axes, the shorter the bandwidth term).
 // - Chunk pipelining. Every send of a ring plan is one hop on a link nobody else uses in that step (the

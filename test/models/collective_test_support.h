@@ -59,7 +59,7 @@ inline kernels::CollectivePlan plan_of(const Scenario& s, const ir::ProgramSet& 
 }
 
 // VPU time of the plan's reductions on one chip: the interconnect reduces each step's reduce_elements after
-// the step's receives, before the next step, at the elementwise rate (net/interconnect.h).
+// the step's receives, before the next step, at the elementwise rate (net/collective_engine.h).
 inline double reduction_seconds(const kernels::CollectivePlan& plan, const ChipSpec& chip) {
   Tick t = 0;
   for (const kernels::CollectiveStep& step : plan.steps) {

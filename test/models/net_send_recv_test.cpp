@@ -1,4 +1,4 @@
-// Point-to-point send / recv over ICI (net/interconnect.h): peer = offset along the first axis in mesh_axes;
+// Point-to-point send / recv over ICI (net/point_to_point.h): peer = offset along the first axis in mesh_axes;
 // a send completes when delivered, a recv (whose peer names its source) when the matching send has arrived.
 // One simulation per test process.
 #include <string>

@@ -1,0 +1,112 @@
+#pragma once
+// The collective engine: runs collective instructions as the steps of their plans (kernels/collectives.h)
+// over the transport.
+//
+// Contract:
+// - Elaboration: add() plans a collective instruction (once per distinct kind, bytes, dtype, axes and
+//   algorithm) and interns the targets of its sends with the transport.
+// - A chip runs the plan's steps in order. A step issues its sends (to other chips), and ends when the
+//   chip's own sends are delivered and the mirror receives (one per send to another chip) have arrived;
+//   then the chip reduces the step's reduce_elements on the VPU of the instruction's TensorCore
+//   (elementwise rate, counted as VPU busy time; it does not wait for or block the VPU's instruction queue:
+//   README.md). The instruction completes after its last step.
+// - Matching: a chip's k-th collective pairs with its peers' k-th collectives (SPMD). Receives that arrive
+//   before the chip has reached their collective are kept until it does.
+// - No SystemC process: the interconnect calls fire_timers() and keeps its kernel event at next_timer().
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <queue>
+#include <tuple>
+#include <vector>
+
+#include "../ticks.h"
+#include "ici_unit.h"
+#include "statistics.h"
+#include "transport.h"
+#include "tpusim/core/chip_spec.h"
+#include "tpusim/kernels/collectives.h"
+#include "tpusim/kernels/program.h"
+
+namespace tpusim::models::net {
+
+// Plans one collective instruction on the topology. The default is kernels::plan_collective
+// (default_collective_planner()); tests may pass their own.
+using CollectivePlanner = std::function<kernels::CollectivePlan(const Topology&, const ir::Instruction&)>;
+[[nodiscard]] CollectivePlanner default_collective_planner();
+
+using PlanId = std::uint32_t;
+
+class CollectiveEngine {
+ public:
+  CollectiveEngine(Transport& transport, const ChipSpec& chip, IciUnits& units, NetStatistics& stats,
+                   CollectivePlanner planner);
+
+  // Plans `ins` (the instruction `origin` names); throws what the planner throws, and SimulationError for a
+  // DCN step on a pod without DCN bandwidth.
+  [[nodiscard]] PlanId add(const Origin& origin, const ir::Instruction& ins);
+  [[nodiscard]] const kernels::CollectivePlan& plan(PlanId id) const { return plans_[id].plan; }
+
+  // Runs a collective under plan `id` on `chip` (its ICI unit has begun it); its completion is recorded
+  // under `entry` of the statistics.
+  void start(std::uint32_t chip, PlanId id, NetStatistics::Entry entry, Tick now);
+  // A transfer of this engine was delivered (the transport still holds it; the engine releases it).
+  void on_delivered(TransferId id, Tick now);
+  // Ends the reductions due by `now`; false if none was.
+  bool fire_timers(Tick now);
+  [[nodiscard]] Tick next_timer() const { return timers_.empty() ? kNever : timers_.top().time; }
+
+  // VPU ticks the chip spent reducing.
+  [[nodiscard]] Tick reduce_ticks(std::uint32_t chip) const { return chips_[chip].reduce_ticks; }
+
+ private:
+  struct PlanInfo {
+    kernels::CollectivePlan plan;
+    std::vector<std::vector<TargetId>> targets;  // [step][send]
+    std::vector<std::uint32_t> receives;         // [step] -> receives expected (sends to another chip)
+  };
+  struct Early {  // receives that arrived before the chip reached their collective
+    std::uint32_t seq, step, count;
+  };
+  struct ChipState {
+    bool active = false;  // running a collective
+    bool reducing = false;
+    PlanId plan = 0;
+    NetStatistics::Entry entry = 0;
+    std::uint32_t seq = 0;  // collectives started so far (the running one is seq - 1)
+    std::uint32_t step = 0;
+    std::uint32_t sends_pending = 0;
+    Tick started = 0;
+    Tick reduce_ticks = 0;
+    std::vector<std::uint32_t> arrived;  // [step] of the running collective
+    std::vector<Early> early;
+  };
+  struct Sent {  // per transfer id: which collective and step it belongs to
+    std::uint32_t seq = 0, step = 0;
+  };
+  struct Timer {
+    Tick time;
+    std::uint64_t seq;
+    std::uint32_t chip;
+    bool operator>(const Timer& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+  };
+
+  void begin_step(std::uint32_t chip, Tick now);
+  void check_step(std::uint32_t chip, Tick now);
+  void end_step(std::uint32_t chip, Tick now);
+  void receive(std::uint32_t chip, std::uint32_t seq, std::uint32_t step, std::uint32_t count, Tick now);
+
+  Transport& transport_;
+  const ChipSpec& chip_;
+  IciUnits& units_;
+  NetStatistics& stats_;
+  CollectivePlanner planner_;
+  std::vector<PlanInfo> plans_;
+  std::map<std::tuple<int, std::uint64_t, int, std::uint32_t, int>, PlanId> plan_by_key_;
+  std::vector<ChipState> chips_;
+  std::vector<Sent> sent_;  // by TransferId
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
+  std::uint64_t timer_seq_ = 0;
+};
+
+}  // namespace tpusim::models::net
