@@ -26,6 +26,9 @@ std::vector<Assumption> model_assumptions() {
        "VMEM/CMEM copies cost tens of cycles, below what matters next to HBM latency"},
       {"host instructions in flight per chip", fmt::format("{}", kHostTransfersInFlight), "models/src/chip.h",
        "the host serves a chip's host work in program order; prefetch is expressed by the lowering"},
+      {"ICI operations in flight per chip", fmt::format("{}", net::kIciOperationsInFlight), "models/src/net/ici_unit.h",
+       "collectives, sends and recvs a chip's ICI unit runs at once, started in order; not published, enough for "
+       "a layer's overlapped all-gather, reduce-scatter, pipeline transfers and gradient buckets"},
       {"DCN latency", format_time(net::kDcnLatency), "models/src/net/transport.h",
        "one way between hosts of different pods (NIC, a few switch hops, host stack); not published"},
   };

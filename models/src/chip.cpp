@@ -75,7 +75,7 @@ void Chip::activate(Tick now) {
   }
   classify_units(now);
   const Tick next = next_wake(now);
-  // A running collective has no local deadline: the interconnect wakes the chip when it completes.
+  // Running ICI instructions have no local deadline: the interconnect wakes the chip when one completes.
   if (next == kNever && ici_ != nullptr && ici_->busy(id_)) return;
   if (next == kNever) {
     // Cannot happen for a program in topological order (the lowest-index blocked head always has its
@@ -215,7 +215,7 @@ bool Chip::complete_finished(Tick now) {
   any = host_.retire(retire) || any;
   std::uint32_t ici_instr = 0;
   Tick ici_started = 0;
-  if (ici_ != nullptr && ici_->take_completed(id_, ici_instr, ici_started)) {
+  while (ici_ != nullptr && ici_->take_completed(id_, ici_instr, ici_started)) {
     complete(ici_instr, ici_started, now);
     any = true;
   }
@@ -234,7 +234,7 @@ int Chip::blocking_queue(const ir::Instruction& ins, int queue) const {
     const std::uint32_t d = deps[k];
     const int dq = index_.queue_of(d);
     if (pipelined && dq == queue) continue;
-    if (queues_[static_cast<std::size_t>(dq)].completed <= index_.position(d)) return dq;
+    if (!queues_[static_cast<std::size_t>(dq)].done(index_.position(d))) return dq;
   }
   return -1;
 }
@@ -260,7 +260,7 @@ bool Chip::try_issue(int q, Tick now) {
       if (host_.full()) return false;
       break;
     case ir::UnitKind::ici:
-      if (ici_ != nullptr && ici_->busy(id_)) return false;
+      if (ici_ != nullptr && ici_->full(id_)) return false;
       break;
     case ir::UnitKind::sync: break;
   }
@@ -397,7 +397,7 @@ void Chip::complete(std::uint32_t instr, Tick started, Tick now) {
     fail(instr, fmt::format("frees {} of VMEM but only {} is allocated", format_bytes(Bytes(ins.vmem_free)),
                             format_bytes(Bytes(cores_[ins.core].vmem.used()))));
   }
-  ++queues_[static_cast<std::size_t>(index_.queue_of(instr))].completed;
+  queues_[static_cast<std::size_t>(index_.queue_of(instr))].complete(index_.position(instr));
   --remaining_;
 }
 

@@ -83,7 +83,7 @@ class Chip : public sc_core::sc_module {
   [[nodiscard]] std::uint32_t id() const { return id_; }
   [[nodiscard]] const ChipSpec& spec() const { return spec_; }
   // The pod's interconnect, which runs this chip's ICI queue (collectives); without one, an ICI instruction
-  // fails the run. The interconnect wakes the chip (wake()) when the running instruction completes.
+  // fails the run. The interconnect wakes the chip (wake()) when an ICI instruction completes.
   void attach_ici(net::Interconnect& ici) { ici_ = &ici; }
 
  private:
@@ -112,9 +112,27 @@ class Chip : public sc_core::sc_module {
   MxuTimer mxu_timer_;
   RunControl& control_;
 
+  // Completion is a prefix count plus a window of later positions already completed: the ICI unit completes
+  // its in-flight instructions in any order (net/ici_unit.h); every other queue completes in order.
   struct QueueState {
     std::uint32_t cursor = 0;     // next instruction of the queue to start
-    std::uint32_t completed = 0;  // instructions of the queue completed (always a prefix)
+    std::uint32_t completed = 0;  // every position below has completed
+    std::uint64_t ahead = 0;      // bit i: position completed + 1 + i has completed
+    [[nodiscard]] bool done(std::uint32_t pos) const {
+      return pos < completed || (pos > completed && pos - completed <= 64 && ((ahead >> (pos - completed - 1)) & 1));
+    }
+    void complete(std::uint32_t pos) {
+      if (pos != completed) {
+        ahead |= std::uint64_t{1} << (pos - completed - 1);
+        return;
+      }
+      ++completed;
+      while (ahead & 1) {
+        ahead >>= 1;
+        ++completed;
+      }
+      ahead >>= 1;
+    }
   };
   std::vector<QueueState> queues_;
   std::vector<TensorCore> cores_;

@@ -22,151 +22,157 @@ CollectiveEngine::CollectiveEngine(Transport& transport, const ChipSpec& chip, I
       units_(units),
       stats_(stats),
       planner_(std::move(planner)),
-      chips_(transport.topology().chip_count()) {}
+      chips_(transport.topology().chip_count()),
+      ops_(chips_ * IciUnits::kSlots),
+      early_(chips_),
+      reduce_ticks_(chips_, 0) {}
 
 PlanId CollectiveEngine::add(const Origin& origin, const ir::Instruction& ins) {
   const auto key = std::make_tuple(static_cast<int>(ins.collective), ins.bytes, static_cast<int>(ins.dtype),
                                    ins.mesh_axes, static_cast<int>(ins.algorithm));
-  PlanId id = 0;
-  if (const auto it = plan_by_key_.find(key); it != plan_by_key_.end()) {
-    id = it->second;
-  } else {
-    const Topology& topo = transport_.topology();
-    PlanInfo info;
-    info.plan = planner_(topo, ins);
-    for (const kernels::CollectiveStep& step : info.plan.steps) {
-      std::vector<TargetId> targets;
-      std::uint32_t receives = 0;
-      for (const kernels::CollectiveSend& send : step.sends) {
-        const Target t{send.offset, send.pod_offset};
-        if (t.pod_offset != 0 && topo.dcn_bandwidth_per_host().value() <= 0) {
-          throw SimulationError(0, origin.core, origin.instr, origin.label,
-                                "the collective crosses pods but the chip has no DCN bandwidth (chip.host.dcn_bandwidth)");
-        }
-        targets.push_back(transport_.add_target(t, origin));
-        // Offsets are the same for every chip, so a send that stays on its chip does so everywhere.
-        if (!transport_.stays_home(targets.back())) ++receives;
+  if (const auto it = plan_by_key_.find(key); it != plan_by_key_.end()) return it->second;
+  const Topology& topo = transport_.topology();
+  PlanInfo info;
+  info.plan = planner_(topo, ins);
+  const auto g = std::find(groups_.begin(), groups_.end(), info.plan.axes_mask);
+  info.group = static_cast<GroupId>(g - groups_.begin());
+  if (g == groups_.end()) groups_.push_back(info.plan.axes_mask);
+  for (const kernels::CollectiveStep& step : info.plan.steps) {
+    std::vector<TargetId> targets;
+    std::uint32_t receives = 0;
+    for (const kernels::CollectiveSend& send : step.sends) {
+      const Target t{send.offset, send.pod_offset};
+      if (t.pod_offset != 0 && topo.dcn_bandwidth_per_host().value() <= 0) {
+        throw SimulationError(0, origin.core, origin.instr, origin.label,
+                              "the collective crosses pods but the chip has no DCN bandwidth (chip.host.dcn_bandwidth)");
       }
-      info.targets.push_back(std::move(targets));
-      info.receives.push_back(receives);
+      targets.push_back(transport_.add_target(t, origin));
+      // Offsets are the same for every chip, so a send that stays on its chip does so everywhere.
+      if (!transport_.stays_home(targets.back())) ++receives;
     }
-    plans_.push_back(std::move(info));
-    id = static_cast<PlanId>(plans_.size() - 1);
-    plan_by_key_.emplace(key, id);
+    info.targets.push_back(std::move(targets));
+    info.receives.push_back(receives);
   }
+  plans_.push_back(std::move(info));
+  const auto id = static_cast<PlanId>(plans_.size() - 1);
+  plan_by_key_.emplace(key, id);
   return id;
 }
 
-void CollectiveEngine::start(std::uint32_t chip, PlanId id, NetStatistics::Entry entry, Tick now) {
-  ChipState& s = chips_[chip];
-  s.active = true;
-  s.plan = id;
-  s.entry = entry;
-  s.started = now;
-  s.step = 0;
+void CollectiveEngine::start(std::uint32_t chip, Slot slot, PlanId id, NetStatistics::Entry entry, Tick now) {
+  if (seq_.empty()) seq_.assign(chips_ * groups_.size(), 0);  // every plan is known once the run starts
   const PlanInfo& info = plans_[id];
-  s.arrived.assign(info.plan.steps.size(), 0);
-  const std::uint32_t seq = s.seq++;
+  Op& o = op(chip, slot);
+  o.active = true;
+  o.reducing = false;
+  o.plan = id;
+  o.entry = entry;
+  o.group = info.group;
+  o.seq = seq_[chip * groups_.size() + info.group]++;
+  o.step = 0;
+  o.started = now;
+  o.arrived.assign(info.plan.steps.size(), 0);
   // Receives that came in before this chip reached the collective.
+  std::vector<Early>& early = early_[chip];
   std::size_t kept = 0;
-  for (const Early& e : s.early) {
-    if (e.seq == seq) {
-      s.arrived[e.step] += e.count;
+  for (const Early& e : early) {
+    if (e.group == o.group && e.seq == o.seq) {
+      o.arrived[e.step] += e.count;
     } else {
-      s.early[kept++] = e;
+      early[kept++] = e;
     }
   }
-  s.early.resize(kept);
+  early.resize(kept);
   if (info.plan.steps.empty()) {
-    s.active = false;
-    units_.finish(chip);
+    o.active = false;
+    units_.finish(chip, slot);
   } else {
-    begin_step(chip, now);
+    begin_step(chip, slot, now);
   }
 }
 
-void CollectiveEngine::begin_step(std::uint32_t chip, Tick now) {
-  ChipState& s = chips_[chip];
-  const PlanInfo& info = plans_[s.plan];
-  const kernels::CollectiveStep& step = info.plan.steps[s.step];
-  const std::vector<TargetId>& targets = info.targets[s.step];
-  s.sends_pending = 0;
+void CollectiveEngine::begin_step(std::uint32_t chip, Slot slot, Tick now) {
+  Op& o = op(chip, slot);
+  const PlanInfo& info = plans_[o.plan];
+  const kernels::CollectiveStep& step = info.plan.steps[o.step];
+  const std::vector<TargetId>& targets = info.targets[o.step];
+  o.sends_pending = 0;
   for (std::size_t i = 0; i < step.sends.size(); ++i) {
     const TargetId t = targets[i];
     if (transport_.destination(chip, t) == ChipId(chip)) continue;
-    ++s.sends_pending;
+    ++o.sends_pending;
     const TransferId id = transport_.start(chip, t, step.sends[i].bytes, now, Owner::collective);
     if (id >= sent_.size()) sent_.resize(static_cast<std::size_t>(id) + 1);
-    sent_[id] = Sent{s.seq - 1, s.step};
+    sent_[id] = Sent{slot, o.group, o.seq, o.step};
   }
-  check_step(chip, now);
+  check_step(chip, slot, now);
 }
 
-void CollectiveEngine::check_step(std::uint32_t chip, Tick now) {
-  ChipState& s = chips_[chip];
-  if (!s.active || s.reducing || s.sends_pending > 0) return;
-  const PlanInfo& info = plans_[s.plan];
-  if (s.arrived[s.step] < info.receives[s.step]) return;
-  const std::uint64_t elements = info.plan.steps[s.step].reduce_elements;
+void CollectiveEngine::check_step(std::uint32_t chip, Slot slot, Tick now) {
+  Op& o = op(chip, slot);
+  if (!o.active || o.reducing || o.sends_pending > 0) return;
+  const PlanInfo& info = plans_[o.plan];
+  if (o.arrived[o.step] < info.receives[o.step]) return;
+  const std::uint64_t elements = info.plan.steps[o.step].reduce_elements;
   if (elements == 0) {
-    end_step(chip, now);
+    end_step(chip, slot, now);
     return;
   }
   const Tick t = cycles_to_ticks(vpu_cycles(chip_.vpu, ir::VectorOp::elementwise, static_cast<std::int64_t>(elements)),
                                  chip_.clock);
-  s.reduce_ticks += t;
-  s.reducing = true;
-  timers_.push(Timer{now + t, timer_seq_++, chip});
+  reduce_ticks_[chip] += t;
+  o.reducing = true;
+  timers_.push(Timer{now + t, timer_seq_++, chip, slot});
 }
 
 bool CollectiveEngine::fire_timers(Tick now) {
   bool any = false;
   while (!timers_.empty() && timers_.top().time <= now) {
-    const std::uint32_t chip = timers_.top().chip;
+    const Timer t = timers_.top();
     timers_.pop();
-    chips_[chip].reducing = false;
-    end_step(chip, now);
+    op(t.chip, t.slot).reducing = false;
+    end_step(t.chip, t.slot, now);
     any = true;
   }
   return any;
 }
 
-void CollectiveEngine::end_step(std::uint32_t chip, Tick now) {
-  ChipState& s = chips_[chip];
-  const PlanInfo& info = plans_[s.plan];
-  if (++s.step < info.plan.steps.size()) {
-    begin_step(chip, now);
+void CollectiveEngine::end_step(std::uint32_t chip, Slot slot, Tick now) {
+  Op& o = op(chip, slot);
+  const PlanInfo& info = plans_[o.plan];
+  if (++o.step < info.plan.steps.size()) {
+    begin_step(chip, slot, now);
     return;
   }
-  stats_.collective_completed(s.entry, s.started, now);
-  s.active = false;
-  units_.finish(chip);
+  stats_.collective_completed(o.entry, o.started, now);
+  o.active = false;
+  units_.finish(chip, slot);
 }
 
 void CollectiveEngine::on_delivered(TransferId id, Tick now) {
   const std::uint32_t src = transport_.source(id), dst = transport_.sink(id);
   const Sent sent = sent_[id];
   transport_.release(id);
-  --chips_[src].sends_pending;
-  check_step(src, now);  // may start transfers (and reuse the id)
-  receive(dst, sent.seq, sent.step, 1, now);
+  --op(src, sent.slot).sends_pending;
+  check_step(src, sent.slot, now);  // may start transfers (and reuse the id)
+  receive(dst, sent, now);
 }
 
-void CollectiveEngine::receive(std::uint32_t chip, std::uint32_t seq, std::uint32_t step, std::uint32_t count,
-                               Tick now) {
-  ChipState& s = chips_[chip];
-  if (s.active && s.seq - 1 == seq) {
-    s.arrived[step] += count;
-    if (step == s.step) check_step(chip, now);
+void CollectiveEngine::receive(std::uint32_t chip, const Sent& sent, Tick now) {
+  for (Slot s = 0; s < IciUnits::kSlots; ++s) {
+    Op& o = op(chip, s);
+    if (!o.active || o.group != sent.group || o.seq != sent.seq) continue;
+    ++o.arrived[sent.step];
+    if (sent.step == o.step) check_step(chip, s, now);
     return;
   }
-  for (Early& e : s.early) {
-    if (e.seq == seq && e.step == step) {
-      e.count += count;
+  for (Early& e : early_[chip]) {
+    if (e.group == sent.group && e.seq == sent.seq && e.step == sent.step) {
+      ++e.count;
       return;
     }
   }
-  s.early.push_back(Early{seq, step, count});
+  early_[chip].push_back(Early{sent.group, sent.seq, sent.step, 1});
 }
 
 }  // namespace tpusim::models::net

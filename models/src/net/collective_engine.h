@@ -5,13 +5,15 @@
 // Contract:
 // - Elaboration: add() plans a collective instruction (once per distinct kind, bytes, dtype, axes and
 //   algorithm) and interns the targets of its sends with the transport.
-// - A chip runs the plan's steps in order. A step issues its sends (to other chips), and ends when the
+// - A chip runs the plan's steps in order, in the ICI slot the unit gave the instruction; the chip's other
+//   slots run their own instructions meanwhile. A step issues its sends (to other chips), and ends when the
 //   chip's own sends are delivered and the mirror receives (one per send to another chip) have arrived;
 //   then the chip reduces the step's reduce_elements on the VPU of the instruction's TensorCore
 //   (elementwise rate, counted as VPU busy time; it does not wait for or block the VPU's instruction queue:
 //   README.md). The instruction completes after its last step.
-// - Matching: a chip's k-th collective pairs with its peers' k-th collectives (SPMD). Receives that arrive
-//   before the chip has reached their collective are kept until it does.
+// - Matching: a chip's k-th collective over a group pairs with its peers' k-th collectives over the same
+//   group (SPMD), whatever else is in flight. Receives that arrive before the chip has reached their
+//   collective are kept until it does.
 // - No SystemC process: the interconnect calls fire_timers() and keeps its kernel event at next_timer().
 #include <cstdint>
 #include <functional>
@@ -47,9 +49,9 @@ class CollectiveEngine {
   [[nodiscard]] PlanId add(const Origin& origin, const ir::Instruction& ins);
   [[nodiscard]] const kernels::CollectivePlan& plan(PlanId id) const { return plans_[id].plan; }
 
-  // Runs a collective under plan `id` on `chip` (its ICI unit has begun it); its completion is recorded
-  // under `entry` of the statistics.
-  void start(std::uint32_t chip, PlanId id, NetStatistics::Entry entry, Tick now);
+  // Runs a collective under plan `id` in ICI slot `slot` of `chip` (its ICI unit has begun it); its
+  // completion is recorded under `entry` of the statistics.
+  void start(std::uint32_t chip, Slot slot, PlanId id, NetStatistics::Entry entry, Tick now);
   // A transfer of this engine was delivered (the transport still holds it; the engine releases it).
   void on_delivered(TransferId id, Tick now);
   // Ends the reductions due by `now`; false if none was.
@@ -57,44 +59,52 @@ class CollectiveEngine {
   [[nodiscard]] Tick next_timer() const { return timers_.empty() ? kNever : timers_.top().time; }
 
   // VPU ticks the chip spent reducing.
-  [[nodiscard]] Tick reduce_ticks(std::uint32_t chip) const { return chips_[chip].reduce_ticks; }
+  [[nodiscard]] Tick reduce_ticks(std::uint32_t chip) const { return reduce_ticks_[chip]; }
 
  private:
+  using GroupId = std::uint32_t;
   struct PlanInfo {
     kernels::CollectivePlan plan;
+    GroupId group = 0;
     std::vector<std::vector<TargetId>> targets;  // [step][send]
     std::vector<std::uint32_t> receives;         // [step] -> receives expected (sends to another chip)
   };
   struct Early {  // receives that arrived before the chip reached their collective
+    GroupId group;
     std::uint32_t seq, step, count;
   };
-  struct ChipState {
-    bool active = false;  // running a collective
+  struct Op {  // the collective in one ICI slot of one chip
+    bool active = false;
     bool reducing = false;
     PlanId plan = 0;
     NetStatistics::Entry entry = 0;
-    std::uint32_t seq = 0;  // collectives started so far (the running one is seq - 1)
+    GroupId group = 0;
+    std::uint32_t seq = 0;  // the chip's collectives over the group started before this one
     std::uint32_t step = 0;
     std::uint32_t sends_pending = 0;
     Tick started = 0;
-    Tick reduce_ticks = 0;
-    std::vector<std::uint32_t> arrived;  // [step] of the running collective
-    std::vector<Early> early;
+    std::vector<std::uint32_t> arrived;  // [step]
   };
-  struct Sent {  // per transfer id: which collective and step it belongs to
+  struct Sent {  // per transfer id: the sender's slot, and the collective and step it belongs to
+    Slot slot = 0;
+    GroupId group = 0;
     std::uint32_t seq = 0, step = 0;
   };
   struct Timer {
     Tick time;
     std::uint64_t seq;
     std::uint32_t chip;
+    Slot slot;
     bool operator>(const Timer& o) const { return time != o.time ? time > o.time : seq > o.seq; }
   };
 
-  void begin_step(std::uint32_t chip, Tick now);
-  void check_step(std::uint32_t chip, Tick now);
-  void end_step(std::uint32_t chip, Tick now);
-  void receive(std::uint32_t chip, std::uint32_t seq, std::uint32_t step, std::uint32_t count, Tick now);
+  [[nodiscard]] Op& op(std::uint32_t chip, Slot slot) {
+    return ops_[static_cast<std::size_t>(chip) * IciUnits::kSlots + slot];
+  }
+  void begin_step(std::uint32_t chip, Slot slot, Tick now);
+  void check_step(std::uint32_t chip, Slot slot, Tick now);
+  void end_step(std::uint32_t chip, Slot slot, Tick now);
+  void receive(std::uint32_t chip, const Sent& sent, Tick now);
 
   Transport& transport_;
   const ChipSpec& chip_;
@@ -103,8 +113,13 @@ class CollectiveEngine {
   CollectivePlanner planner_;
   std::vector<PlanInfo> plans_;
   std::map<std::tuple<int, std::uint64_t, int, std::uint32_t, int>, PlanId> plan_by_key_;
-  std::vector<ChipState> chips_;
-  std::vector<Sent> sent_;  // by TransferId
+  std::vector<std::uint32_t> groups_;  // the participating axes (plan.axes_mask) of each group
+  std::size_t chips_;
+  std::vector<Op> ops_;                   // [chip][slot]
+  std::vector<std::uint32_t> seq_;        // [chip][group]: collectives over the group started so far
+  std::vector<std::vector<Early>> early_;  // [chip]
+  std::vector<Tick> reduce_ticks_;         // [chip]
+  std::vector<Sent> sent_;                 // by TransferId
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   std::uint64_t timer_seq_ = 0;
 };

@@ -84,11 +84,11 @@ void Interconnect::start(std::uint32_t chip, std::uint32_t instr, Tick now) {
   const std::size_t program = programs_.role_of_chip.empty() ? 0 : programs_.role_of_chip[chip];
   const ir::Instruction& ins = programs_.programs[program][instr];
   const Dispatch& d = dispatch_[program][instr];
-  units_.begin_start(chip, instr, now);
+  const Slot slot = units_.begin_start(chip, instr, now);
   if (ins.kind == ir::OpKind::collective) {
-    collectives_.start(chip, d.plan, d.entry, now);
+    collectives_.start(chip, slot, d.plan, d.entry, now);
   } else {
-    p2p_.start(chip, ins, d.target, now);
+    p2p_.start(chip, slot, ins, d.target, now);
   }
   units_.end_start();
   arm(now);

@@ -58,12 +58,17 @@ class Interconnect : public sc_core::sc_module {
   // Wiring, by the pod: the event that wakes chip `chip` when its ICI instruction completes.
   void attach_chip(std::uint32_t chip, sc_core::sc_event& wake) { units_.attach(chip, wake); }
 
-  // The ICI unit of chip `chip`, called from the chip's process at `now`.
+  // The ICI unit of chip `chip` (ici_unit.h), called from the chip's process at `now`. It keeps up to
+  // kIciOperationsInFlight instructions in flight, started in queue order, each completing on its own.
+  // Some instruction is in flight:
   [[nodiscard]] bool busy(std::uint32_t chip) const { return units_.busy(chip); }
+  // No room for another: the chip's next ICI instruction waits.
+  [[nodiscard]] bool full(std::uint32_t chip) const { return units_.full(chip); }
   // Starts ICI instruction `instr` (collective, send, recv or remote put) of the chip's program (the unit must
-  // be idle).
+  // not be full).
   void start(std::uint32_t chip, std::uint32_t instr, Tick now);
-  // If the chip's running instruction has completed: returns true with it and its start tick, and frees the unit.
+  // If an instruction of the chip has completed: returns true with the oldest such and its start tick, and
+  // frees its slot. Call until it returns false.
   bool take_completed(std::uint32_t chip, std::uint32_t& instr, Tick& started) {
     return units_.take_completed(chip, instr, started);
   }

@@ -16,7 +16,17 @@ int wrap(int a, int m) { return ((a % m) + m) % m; }
 }  // namespace
 
 PointToPoint::PointToPoint(Transport& transport, IciUnits& units)
-    : transport_(transport), units_(units), chips_(transport.topology().chip_count()) {}
+    : transport_(transport), units_(units), peers_(transport.topology().chip_count()) {}
+
+PointToPoint::Peer& PointToPoint::peer(std::uint32_t chip, std::uint32_t other) {
+  std::vector<Peer>& peers = peers_[chip];
+  for (Peer& p : peers) {
+    if (p.chip == other) return p;
+  }
+  peers.emplace_back();
+  peers.back().chip = other;
+  return peers.back();
+}
 
 TargetId PointToPoint::target(const Origin& origin, const ir::Instruction& ins) {
   const Topology& topo = transport_.topology();
@@ -44,40 +54,43 @@ TargetId PointToPoint::target(const Origin& origin, const ir::Instruction& ins) 
   return transport_.add_target(t, origin);
 }
 
-void PointToPoint::start(std::uint32_t chip, const ir::Instruction& ins, TargetId target, Tick now) {
+void PointToPoint::start(std::uint32_t chip, Slot slot, const ir::Instruction& ins, TargetId target, Tick now) {
+  const std::uint32_t other = transport_.destination(chip, target).value();
   if (ins.kind == ir::OpKind::send || is_remote_put(ins)) {
+    const bool put = ins.kind != ir::OpKind::send;
+    const std::uint32_t number = put ? 0 : peer(chip, other).sent++;
     const TransferId id = transport_.start(chip, target, ins.bytes, now, Owner::point_to_point);
-    if (id >= put_.size()) put_.resize(static_cast<std::size_t>(id) + 1);
-    put_[id] = ins.kind != ir::OpKind::send;
+    if (id >= sent_.size()) sent_.resize(static_cast<std::size_t>(id) + 1);
+    sent_[id] = Sent{slot, put, number};
     return;
   }
-  ChipState& s = chips_[chip];
-  s.peer = transport_.destination(chip, target).value();
-  for (Arrivals& a : s.arrived) {
-    if (a.source == s.peer && a.count > 0) {
-      --a.count;
-      units_.finish(chip);
-      return;
-    }
+  Peer& p = peer(chip, other);  // a recv: `other` is its source
+  const std::uint32_t k = p.received++;
+  const auto d = std::find(p.delivered.begin(), p.delivered.end(), k);
+  if (d != p.delivered.end()) {
+    p.delivered.erase(d);
+    units_.finish(chip, slot);
+    return;
   }
-  s.waiting = true;
+  p.waiting.emplace_back(k, slot);
 }
 
 void PointToPoint::on_delivered(TransferId id, Tick /*now*/) {
   const std::uint32_t src = transport_.source(id), dst = transport_.sink(id);
-  const bool put = put_[id];
+  const Sent sent = sent_[id];
   transport_.release(id);
-  units_.finish(src);  // the send (or put) is delivered
-  if (put) return;     // one-sided: nothing for the destination to match
-  ChipState& d = chips_[dst];
-  if (d.waiting && d.peer == src) {
-    d.waiting = false;
-    units_.finish(dst);
+  units_.finish(src, sent.slot);  // the send (or put) is delivered
+  if (sent.put) return;           // one-sided: nothing for the destination to match
+  Peer& p = peer(dst, src);
+  const auto w = std::find_if(p.waiting.begin(), p.waiting.end(),
+                              [&](const std::pair<std::uint32_t, Slot>& x) { return x.first == sent.number; });
+  if (w != p.waiting.end()) {
+    const Slot slot = w->second;
+    p.waiting.erase(w);
+    units_.finish(dst, slot);
     return;
   }
-  const auto a = std::find_if(d.arrived.begin(), d.arrived.end(), [&](const Arrivals& x) { return x.source == src; });
-  if (a != d.arrived.end()) ++a->count;
-  else d.arrived.push_back(Arrivals{src, 1});
+  p.delivered.push_back(sent.number);
 }
 
 }  // namespace tpusim::models::net

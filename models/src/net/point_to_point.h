@@ -6,8 +6,9 @@
 //   the first axis of length > 1), taken modulo the axis length, in the same pod (target()).
 // - A send moves `bytes` to the chip at +peer and completes when they are delivered (eager: it never waits
 //   for the recv). A recv names its SOURCE, as in MPI: recv peer = -1 takes what the chip at -1 sent, so the
-//   SPMD shift is `send peer=+1; recv peer=-1`. The k-th recv from chip S on chip D matches the k-th send
-//   from S to D; it completes when that send has been delivered (at once if it already was).
+//   SPMD shift is `send peer=+1; recv peer=-1`. The k-th recv from chip S on chip D (in D's ICI queue order)
+//   matches the k-th send from S to D (in S's); it completes when that send has been delivered (at once if
+//   it already was), even when several sends and recvs are in flight and deliveries overtake each other.
 // - A remote DMA (a dma with dst: remote) is a one-sided put: it travels and completes like a send, but the
 //   destination runs nothing and nothing matches it.
 #include <cstdint>
@@ -28,25 +29,34 @@ class PointToPoint {
   // lacks and for a peer that is the chip itself.
   [[nodiscard]] TargetId target(const Origin& origin, const ir::Instruction& ins);
 
-  // Runs `ins` (a send, recv or remote put under `target`) on `chip` (its ICI unit has begun it).
-  void start(std::uint32_t chip, const ir::Instruction& ins, TargetId target, Tick now);
+  // Runs `ins` (a send, recv or remote put under `target`) in ICI slot `slot` of `chip` (its ICI unit has
+  // begun it).
+  void start(std::uint32_t chip, Slot slot, const ir::Instruction& ins, TargetId target, Tick now);
   // A transfer of this engine was delivered (the transport still holds it; the engine releases it).
   void on_delivered(TransferId id, Tick now);
 
  private:
-  struct Arrivals {  // sends from `source` delivered but not yet taken by a recv
-    std::uint32_t source, count;
+  // Chip D's exchanges with one peer chip: sends to it started, recvs from it started, sends from it delivered
+  // ahead of their recv, recvs waiting for their send.
+  struct Peer {
+    std::uint32_t chip = 0;
+    std::uint32_t sent = 0;
+    std::uint32_t received = 0;
+    std::vector<std::uint32_t> delivered;  // numbers k of the peer's sends to D delivered, no recv yet
+    std::vector<std::pair<std::uint32_t, Slot>> waiting;  // (k, slot) of D's recvs not yet matched
   };
-  struct ChipState {
-    bool waiting = false;  // a recv waits for a send from `peer`
-    std::uint32_t peer = 0;
-    std::vector<Arrivals> arrived;
+  struct Sent {  // per transfer id
+    Slot slot = 0;
+    bool put = false;
+    std::uint32_t number = 0;  // k: the sender's k-th send to this destination
   };
+
+  Peer& peer(std::uint32_t chip, std::uint32_t other);
 
   Transport& transport_;
   IciUnits& units_;
-  std::vector<ChipState> chips_;
-  std::vector<bool> put_;  // by TransferId: a one-sided put (else a send)
+  std::vector<std::vector<Peer>> peers_;  // [chip]: the chips it exchanged with (few)
+  std::vector<Sent> sent_;                // by TransferId
 };
 
 }  // namespace tpusim::models::net
