@@ -9,8 +9,8 @@ namespace tpusim::models::net {
 
 // Plans with the collective library (kernels/collectives.h).
 CollectivePlanner default_collective_planner() {
-  return [](const Topology& topo, const ir::Instruction& ins) -> kernels::CollectivePlan {
-    return kernels::plan_collective(topo, ins.collective, ins.bytes, ins.dtype, ins.mesh_axes,
+  return [](const Topology& topo, const ir::Instruction& ins, const ir::CollectiveGroup& group) {
+    return kernels::plan_collective(topo, ins.collective, ins.bytes, ins.dtype, group,
                                     static_cast<kernels::CollectiveAlgorithm>(ins.algorithm));
   };
 }
@@ -27,21 +27,21 @@ CollectiveEngine::CollectiveEngine(Transport& transport, const ChipSpec& chip, I
       early_(chips_),
       reduce_ticks_(chips_, 0) {}
 
-PlanId CollectiveEngine::add(const Origin& origin, const ir::Instruction& ins) {
-  const auto key = std::make_tuple(static_cast<int>(ins.collective), ins.bytes, static_cast<int>(ins.dtype),
-                                   ins.mesh_axes, static_cast<int>(ins.algorithm));
+PlanId CollectiveEngine::add(const Origin& origin, const ir::Instruction& ins, const ir::CollectiveGroup& group) {
+  const GroupShapeId shape = transport_.add_group(group);
+  const auto key = std::make_tuple(static_cast<int>(ins.collective), ins.bytes, static_cast<int>(ins.dtype), shape,
+                                   static_cast<int>(ins.algorithm));
   if (const auto it = plan_by_key_.find(key); it != plan_by_key_.end()) return it->second;
   const Topology& topo = transport_.topology();
   PlanInfo info;
-  info.plan = planner_(topo, ins);
-  const auto g = std::find(groups_.begin(), groups_.end(), info.plan.axes_mask);
-  info.group = static_cast<GroupId>(g - groups_.begin());
-  if (g == groups_.end()) groups_.push_back(info.plan.axes_mask);
+  info.plan = planner_(topo, ins, group);
+  info.group = shape;
+  groups_ = std::max<std::size_t>(groups_, shape + 1);
   for (const kernels::CollectiveStep& step : info.plan.steps) {
     std::vector<TargetId> targets;
     std::uint32_t receives = 0;
     for (const kernels::CollectiveSend& send : step.sends) {
-      const Target t{send.offset, send.pod_offset};
+      const Target t{shape, send.offset, send.pod_offset};
       if (t.pod_offset != 0 && topo.dcn_bandwidth_per_host().value() <= 0) {
         throw SimulationError(0, origin.core, origin.instr, origin.label,
                               "the collective crosses pods but the chip has no DCN bandwidth (chip.host.dcn_bandwidth)");
@@ -60,7 +60,7 @@ PlanId CollectiveEngine::add(const Origin& origin, const ir::Instruction& ins) {
 }
 
 void CollectiveEngine::start(std::uint32_t chip, Slot slot, PlanId id, NetStatistics::Entry entry, Tick now) {
-  if (seq_.empty()) seq_.assign(chips_ * groups_.size(), 0);  // every plan is known once the run starts
+  if (seq_.empty()) seq_.assign(chips_ * groups_, 0);  // every plan is known once the run starts
   const PlanInfo& info = plans_[id];
   Op& o = op(chip, slot);
   o.active = true;
@@ -68,7 +68,7 @@ void CollectiveEngine::start(std::uint32_t chip, Slot slot, PlanId id, NetStatis
   o.plan = id;
   o.entry = entry;
   o.group = info.group;
-  o.seq = seq_[chip * groups_.size() + info.group]++;
+  o.seq = seq_[chip * groups_ + info.group]++;
   o.step = 0;
   o.started = now;
   o.arrived.assign(info.plan.steps.size(), 0);

@@ -3,8 +3,8 @@
 // over the transport.
 //
 // Contract:
-// - Elaboration: add() plans a collective instruction (once per distinct kind, bytes, dtype, axes and
-//   algorithm) and interns the targets of its sends with the transport.
+// - Elaboration: add() plans a collective instruction over its group (once per distinct kind, bytes, dtype,
+//   group shape and algorithm) and interns the targets of its sends with the transport.
 // - A chip runs the plan's steps in order, in the ICI slot the unit gave the instruction; the chip's other
 //   slots run their own instructions meanwhile. A step issues its sends (to other chips), and ends when the
 //   chip's own sends are delivered and the mirror receives (one per send to another chip) have arrived;
@@ -32,9 +32,11 @@
 
 namespace tpusim::models::net {
 
-// Plans one collective instruction on the topology. The default is kernels::plan_collective
-// (default_collective_planner()); tests may pass their own.
-using CollectivePlanner = std::function<kernels::CollectivePlan(const Topology&, const ir::Instruction&)>;
+// Plans one collective instruction over its group (the whole axes of mesh_axes, or the program set's group it
+// names) on the topology. The default is kernels::plan_collective (default_collective_planner()); tests may
+// pass their own.
+using CollectivePlanner =
+    std::function<kernels::CollectivePlan(const Topology&, const ir::Instruction&, const ir::CollectiveGroup&)>;
 [[nodiscard]] CollectivePlanner default_collective_planner();
 
 using PlanId = std::uint32_t;
@@ -44,9 +46,9 @@ class CollectiveEngine {
   CollectiveEngine(Transport& transport, const ChipSpec& chip, IciUnits& units, NetStatistics& stats,
                    CollectivePlanner planner);
 
-  // Plans `ins` (the instruction `origin` names); throws what the planner throws, and SimulationError for a
-  // DCN step on a pod without DCN bandwidth.
-  [[nodiscard]] PlanId add(const Origin& origin, const ir::Instruction& ins);
+  // Plans `ins` (the instruction `origin` names) over `group`; throws what the planner throws, and
+  // SimulationError for a DCN step on a pod without DCN bandwidth.
+  [[nodiscard]] PlanId add(const Origin& origin, const ir::Instruction& ins, const ir::CollectiveGroup& group);
   [[nodiscard]] const kernels::CollectivePlan& plan(PlanId id) const { return plans_[id].plan; }
 
   // Runs a collective under plan `id` in ICI slot `slot` of `chip` (its ICI unit has begun it); its
@@ -62,7 +64,7 @@ class CollectiveEngine {
   [[nodiscard]] Tick reduce_ticks(std::uint32_t chip) const { return reduce_ticks_[chip]; }
 
  private:
-  using GroupId = std::uint32_t;
+  using GroupId = GroupShapeId;  // collectives match per group shape
   struct PlanInfo {
     kernels::CollectivePlan plan;
     GroupId group = 0;
@@ -112,8 +114,8 @@ class CollectiveEngine {
   NetStatistics& stats_;
   CollectivePlanner planner_;
   std::vector<PlanInfo> plans_;
-  std::map<std::tuple<int, std::uint64_t, int, std::uint32_t, int>, PlanId> plan_by_key_;
-  std::vector<std::uint32_t> groups_;  // the participating axes (plan.axes_mask) of each group
+  std::map<std::tuple<int, std::uint64_t, int, GroupShapeId, int>, PlanId> plan_by_key_;
+  std::size_t groups_ = 0;  // group shapes of the plans (ids below this)
   std::size_t chips_;
   std::vector<Op> ops_;                   // [chip][slot]
   std::vector<std::uint32_t> seq_;        // [chip][group]: collectives over the group started so far

@@ -2,9 +2,28 @@
 
 #include <exception>
 
+#include <fmt/format.h>
+
 #include "../program_index.h"
+#include "tpusim/models/errors.h"
 
 namespace tpusim::models::net {
+
+namespace {
+
+// The program set's group an ICI instruction names; nullptr for the whole axes of mesh_axes (or a remote put).
+const ir::CollectiveGroup* named_group(const ir::ProgramSet& programs, const Origin& origin,
+                                       const ir::Instruction& ins) {
+  if (ins.group == ir::kAxesGroup || ins.kind == ir::OpKind::dma) return nullptr;
+  if (ins.group >= programs.groups.size()) {
+    throw SimulationError(0, origin.core, origin.instr, origin.label,
+                          fmt::format("{} names group {}, but the program set has {} groups", ir::op_name(ins.kind),
+                                      ins.group, programs.groups.size()));
+  }
+  return &programs.groups[ins.group];
+}
+
+}  // namespace
 
 Interconnect::Interconnect(const sc_core::sc_module_name& name, const Topology& topo, const Scenario& scenario,
                            const ir::ProgramSet& programs, const InterconnectOptions& options, RunControl& control)
@@ -27,12 +46,14 @@ Interconnect::Interconnect(const sc_core::sc_module_name& name, const Topology& 
       if (queue_unit(ins) != ir::UnitKind::ici) continue;
       if (dispatch_[p].empty()) dispatch_[p].resize(program.size());
       const Origin origin{i, ins.core, program.label_of(ins)};
+      const ir::CollectiveGroup* group = named_group(programs, origin, ins);
+      if (group != nullptr) (void)kernels::group_participants(topo, *group);  // throws if it does not fit
       Dispatch& d = dispatch_[p][i];
       if (ins.kind == ir::OpKind::collective) {
-        d.plan = collectives_.add(origin, ins);
+        d.plan = collectives_.add(origin, ins, group != nullptr ? *group : kernels::whole_axes_group(topo, ins.mesh_axes));
         d.entry = stats_.add_collective(p, i, d.plan);
       } else {
-        d.target = p2p_.target(origin, ins);
+        d.target = p2p_.target(origin, ins, group);
       }
     }
   }

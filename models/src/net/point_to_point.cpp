@@ -28,28 +28,47 @@ PointToPoint::Peer& PointToPoint::peer(std::uint32_t chip, std::uint32_t other) 
   return peers.back();
 }
 
-TargetId PointToPoint::target(const Origin& origin, const ir::Instruction& ins) {
+TargetId PointToPoint::target(const Origin& origin, const ir::Instruction& ins, const ir::CollectiveGroup* group) {
   const Topology& topo = transport_.topology();
   const auto fail = [&](const std::string& what) {
     throw SimulationError(0, origin.core, origin.instr, origin.label, what);
   };
   int axis = -1;
-  if (ins.mesh_axes != 0) {
-    while ((ins.mesh_axes & (1u << ++axis)) == 0) {
-    }
-    if (axis >= topo.axes()) {
-      fail(fmt::format("{} along axis {}, but {} has {} axes", ir::op_name(ins.kind), axis, topo.name(), topo.axes()));
-    }
-  } else {
-    for (int a = 0; a < topo.axes() && axis < 0; ++a) {
-      if (topo.shape()[static_cast<std::size_t>(a)] > 1) axis = a;
-    }
-  }
-  if (axis < 0 || wrap(ins.peer, topo.shape()[static_cast<std::size_t>(axis)]) == 0) {
-    fail(fmt::format("{} with peer offset {} along axis {} of {} names the chip itself", ir::op_name(ins.kind),
-                     ins.peer, std::max(axis, 0), topo.name()));
-  }
+  int length = 1;
   Target t;
+  if (group != nullptr) {
+    for (int a = 0; a < kMaxAxes && axis < 0; ++a) {
+      if (group->size[static_cast<std::size_t>(a)] > 1) axis = a;
+    }
+    if (axis < 0) fail(fmt::format("{} in a group of one chip", ir::op_name(ins.kind)));
+    length = static_cast<int>(group->size[static_cast<std::size_t>(axis)]);
+    t.group = transport_.add_group(*group);
+  } else {
+    if (ins.mesh_axes != 0) {
+      while ((ins.mesh_axes & (1u << ++axis)) == 0) {
+      }
+      if (axis >= topo.axes()) {
+        fail(fmt::format("{} along axis {}, but {} has {} axes", ir::op_name(ins.kind), axis, topo.name(),
+                         topo.axes()));
+      }
+    } else {
+      for (int a = 0; a < topo.axes() && axis < 0; ++a) {
+        if (topo.shape()[static_cast<std::size_t>(a)] > 1) axis = a;
+      }
+    }
+    length = topo.shape()[static_cast<std::size_t>(std::max(axis, 0))];
+    // Every axis whole: an offset moves modulo the axis length.
+    ir::CollectiveGroup whole;
+    for (int a = 0; a < topo.axes(); ++a) {
+      whole.size[static_cast<std::size_t>(a)] = static_cast<std::uint32_t>(topo.shape()[static_cast<std::size_t>(a)]);
+    }
+    whole.pods = static_cast<std::uint32_t>(topo.pods());
+    t.group = transport_.add_group(whole);
+  }
+  if (axis < 0 || wrap(ins.peer, length) == 0) {
+    fail(fmt::format("{} with peer offset {} along axis {} of {} names the chip itself", ir::op_name(ins.kind),
+                     ins.peer, std::max(axis, 0), group != nullptr ? "its group" : topo.name()));
+  }
   t.offset[static_cast<std::size_t>(axis)] = ins.peer;
   return transport_.add_target(t, origin);
 }

@@ -3,7 +3,9 @@
 //
 // Contract:
 // - `peer` is a coordinate offset along the first axis in mesh_axes (the lowest set bit; with mesh_axes 0,
-//   the first axis of length > 1), taken modulo the axis length, in the same pod (target()).
+//   the first axis of length > 1), taken modulo the axis length, in the same pod; or, for an instruction
+//   naming a group, a member offset along the group's first axis (the lowest with size > 1), modulo its size
+//   (target()).
 // - A send moves `bytes` to the chip at +peer and completes when they are delivered (eager: it never waits
 //   for the recv). A recv names its SOURCE, as in MPI: recv peer = -1 takes what the chip at -1 sent, so the
 //   SPMD shift is `send peer=+1; recv peer=-1`. The k-th recv from chip S on chip D (in D's ICI queue order)
@@ -25,9 +27,10 @@ class PointToPoint {
  public:
   PointToPoint(Transport& transport, IciUnits& units);
 
-  // The target of a send, recv or put (the recv's is its source). Throws SimulationError for an axis the pod
-  // lacks and for a peer that is the chip itself.
-  [[nodiscard]] TargetId target(const Origin& origin, const ir::Instruction& ins);
+  // The target of a send, recv or put (the recv's is its source): along mesh_axes when `group` is null, else
+  // in `group` (which must fit the topology). Throws SimulationError for an axis the pod lacks, a group of
+  // one chip and a peer that is the chip itself.
+  [[nodiscard]] TargetId target(const Origin& origin, const ir::Instruction& ins, const ir::CollectiveGroup* group);
 
   // Runs `ins` (a send, recv or remote put under `target`) in ICI slot `slot` of `chip` (its ICI unit has
   // begun it).

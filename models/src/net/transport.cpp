@@ -61,6 +61,13 @@ Transport::Transport(const Topology& topo, const FidelitySpec& fidelity, Seconds
       dcn_base_(static_cast<std::uint32_t>(topo.link_count())),
       model_(make_link_model(fidelity, channels_of(topo))) {}
 
+GroupShapeId Transport::add_group(const ir::CollectiveGroup& group) {
+  const auto it = std::find(groups_.begin(), groups_.end(), group);
+  if (it != groups_.end()) return static_cast<GroupShapeId>(it - groups_.begin());
+  groups_.push_back(group);
+  return static_cast<GroupShapeId>(groups_.size() - 1);
+}
+
 TargetId Transport::add_target(const Target& t, const Origin& origin) {
   const auto [it, inserted] = target_by_key_.emplace(t, static_cast<TargetId>(targets_.size()));
   if (inserted) {
@@ -72,13 +79,20 @@ TargetId Transport::add_target(const Target& t, const Origin& origin) {
 
 ChipId Transport::destination(std::uint32_t chip, TargetId target) const {
   const Target& t = targets_[target];
+  const ir::CollectiveGroup& g = groups_[t.group];
   ChipCoord c = topo_.coord(ChipId(chip));
+  // Member i of lane l of the block starting at b is chip b + l + i x stride (kernels/collectives.h).
+  const auto move = [](int& pos, int offset, int size, int stride) {
+    const int block = size * stride;
+    const int base = pos - pos % block;
+    const int within = pos % block;
+    pos = base + within % stride + wrap(within / stride + offset, size) * stride;
+  };
   if (t.pod_offset != 0) {
-    c.pod = wrap(c.pod + t.pod_offset, topo_.pods());
+    move(c.pod, t.pod_offset, static_cast<int>(g.pods), 1);
   } else {
-    for (int a = 0; a < kMaxAxes; ++a) {
-      const auto u = static_cast<std::size_t>(a);
-      c.pos[u] = wrap(c.pos[u] + t.offset[u], topo_.shape()[u]);
+    for (std::size_t a = 0; a < kMaxAxes; ++a) {
+      if (t.offset[a] != 0) move(c.pos[a], t.offset[a], static_cast<int>(g.size[a]), static_cast<int>(g.stride[a]));
     }
   }
   return topo_.chip_at(c);

@@ -5,7 +5,8 @@
 // targets and their cached routes. It knows nothing of collectives or matching.
 //
 // Contract:
-// - A target is a destination rule relative to the sender ("+2 along axis 0", "the same chip one pod on"),
+// - A target is a destination rule relative to the sender in the space of a group shape ("the member 2 on
+//   along axis 0 of my group", "the same chip in the next pod of my group"; kernels/collectives.h, "Groups"),
 //   interned at elaboration by add_target() with the instruction that first uses it (for error messages).
 //   cache_routes() then routes every target from every chip once, within kRouteCacheEntries; targets beyond
 //   the budget are routed when a transfer starts. A destination the router cannot reach is a SimulationError
@@ -28,6 +29,7 @@
 #include "link_model.h"
 #include "ocs.h"
 #include "tpusim/core/scenario.h"
+#include "tpusim/kernels/program.h"
 #include "tpusim/topology/routing.h"
 #include "tpusim/topology/topology.h"
 
@@ -42,13 +44,18 @@ inline constexpr Seconds kDcnLatency{10e-6};
 inline constexpr std::size_t kRouteCacheEntries = std::size_t{1} << 24;
 
 using TargetId = std::uint32_t;
+using GroupShapeId = std::uint32_t;
 
-// Where a send goes, relative to the sender: `offset` per axis (taken modulo the axis length) in the same
-// pod, or, when pod_offset != 0, the chip with the same coordinates pod_offset pods away (over the DCN).
+// Where a send goes, relative to the sender, in the space of group shape `group` (add_group): `offset`
+// members per axis (modulo the group's size there) in the same pod, or, when pod_offset != 0, the chip with
+// the same coordinates pod_offset pods on (modulo the group's pods, over the DCN).
 struct Target {
+  GroupShapeId group = 0;
   std::array<int, kMaxAxes> offset{};
   int pod_offset = 0;
-  bool operator<(const Target& o) const { return std::tie(offset, pod_offset) < std::tie(o.offset, o.pod_offset); }
+  bool operator<(const Target& o) const {
+    return std::tie(group, offset, pod_offset) < std::tie(o.group, o.offset, o.pod_offset);
+  }
 };
 
 // The instruction that first used a target, for error messages.
@@ -66,6 +73,8 @@ class Transport {
   // `topo` must outlive the transport. Throws std::invalid_argument for faults under DOR routing.
   Transport(const Topology& topo, const FidelitySpec& fidelity, Seconds ocs_reconfiguration, const FaultSet& faults);
 
+  // Interns a group shape (it must fit the topology: kernels::plan_collective checks).
+  [[nodiscard]] GroupShapeId add_group(const ir::CollectiveGroup& group);
   [[nodiscard]] TargetId add_target(const Target& t, const Origin& origin);
   [[nodiscard]] const Target& target(TargetId t) const { return targets_[t]; }
   [[nodiscard]] ChipId destination(std::uint32_t chip, TargetId t) const;
@@ -110,6 +119,7 @@ class Transport {
   std::uint32_t dcn_base_ = 0;  // channel of host h's NIC: egress dcn_base_ + h, ingress dcn_base_ + hosts + h
   std::unique_ptr<LinkModel> model_;
 
+  std::vector<ir::CollectiveGroup> groups_;
   std::vector<Target> targets_;
   std::vector<Origin> origins_;
   std::map<Target, TargetId> target_by_key_;
