@@ -56,7 +56,16 @@ void Chip::run() {
   }
 }
 
+Tick Chip::reserve_vpu(int core, Tick now, Tick duration) {
+  TensorCore& c = cores_[static_cast<std::size_t>(core)];
+  const Tick earliest = c.vpu.busy() ? std::max(now, c.vpu.finish()) : now;
+  return c.pops.reserve(earliest, duration);
+}
+
 void Chip::activate(Tick now) {
+  // A wake that coincides with the last completion's (the network's delta wake and the chip's own timed one
+  // for a reduction's end) may activate a finished chip once more: nothing to do.
+  if (reported_) return;
   control_.on_activation(now);
   account(now);
   for (TensorCore& c : cores_) c.pops.retire(now);
@@ -71,6 +80,7 @@ void Chip::activate(Tick now) {
   if (remaining_ == 0) {
     counters_.finish = now;
     control_.chip_finished();
+    reported_ = true;
     return;
   }
   classify_units(now);
@@ -115,9 +125,15 @@ void Chip::account(Tick now) {
     for (std::size_t i = 0; i < phase_[u].size(); ++i) {
       const UnitPhase& ph = phase_[u][i];
       UnitTimes& t = counters_.unit_times[u][i];
+      // A VPU the last activation found idle may have run reductions the network reserved since (reserve_vpu
+      // does not wake the chip): that time is busy, not stalled.
+      const Tick reserved = !ph.busy && u == static_cast<std::size_t>(HwUnit::vpu)
+                                ? cores_[i].pops.reserved_within(now - dt, now)
+                                : 0;
       if (ph.busy) t.busy += dt;
+      t.busy += reserved;
       if (ph.slots) t.queue_slots += dt;
-      if (ph.reason >= 0) t.stalled[static_cast<std::size_t>(ph.reason)] += dt;
+      if (ph.reason >= 0) t.stalled[static_cast<std::size_t>(ph.reason)] += dt - reserved;
     }
   }
 }
@@ -424,7 +440,6 @@ ChipCounters Chip::collect() const {
   c.dma_busy = dma_.busy_ticks();
   c.hbm_busy = hbm_.busy_ticks();
   c.host_busy = host_.busy_ticks();
-  if (ici_ != nullptr) c.vpu_busy += ici_->reduce_ticks(id_);  // collective reductions run on a VPU
   return c;
 }
 

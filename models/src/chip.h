@@ -28,6 +28,7 @@
 #include <systemc>
 
 #include "bandwidth_server.h"
+#include "net/vpu_port.h"
 #include "program_index.h"
 #include "run_control.h"
 #include "tensor_core.h"
@@ -70,7 +71,7 @@ struct ChipCounters {
   std::array<std::vector<UnitTimes>, kHwUnits> unit_times;  // by HwUnit, per instance; none for HBM
 };
 
-class Chip : public sc_core::sc_module {
+class Chip : public sc_core::sc_module, public net::VpuPort {
  public:
   SC_HAS_PROCESS(Chip);
   Chip(const sc_core::sc_module_name& name, std::uint32_t id, const ChipSpec& spec, const ProgramIndex& program,
@@ -85,6 +86,11 @@ class Chip : public sc_core::sc_module {
   // The pod's interconnect, which runs this chip's ICI queue (collectives); without one, an ICI instruction
   // fails the run. The interconnect wakes the chip (wake()) when an ICI instruction completes.
   void attach_ici(net::Interconnect& ici) { ici_ = &ici; }
+  // A collective's reduction on TensorCore `core`'s VPU (net/vpu_port.h): reserved like the MXU result pops
+  // (ResultPops), after what the VPU holds. It does not wake the chip: a vector instruction behind it is
+  // issued at the next activation that finds it ended (an activation while it runs re-arms at its end), and
+  // account() counts reserved time between activations as VPU busy.
+  Tick reserve_vpu(int core, Tick now, Tick duration) override;
 
  private:
   void run();
@@ -153,6 +159,7 @@ class Chip : public sc_core::sc_module {
   };
   std::array<std::vector<UnitPhase>, kHwUnits> phase_;  // by HwUnit, per instance, since the last activation
   net::Interconnect* ici_ = nullptr;
+  bool reported_ = false;  // finished, and told the run control
   sc_core::sc_event wake_;
 };
 

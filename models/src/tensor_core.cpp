@@ -82,6 +82,15 @@ void ResultPops::retire(Tick now) {
   while (!pending_.empty() && pending_.front().end <= now) pending_.pop_front();
 }
 
+Tick ResultPops::reserved_within(Tick from, Tick to) const {
+  Tick total = 0;
+  for (const Interval& i : pending_) {
+    if (i.start >= to) break;
+    if (i.end > from) total += std::min(i.end, to) - std::max(i.start, from);
+  }
+  return total;
+}
+
 Tick ResultPops::next_boundary(Tick now) const {
   if (pending_.empty()) return kNever;
   return pending_.front().start > now ? pending_.front().start : pending_.front().end;

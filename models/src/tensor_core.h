@@ -49,7 +49,9 @@ class ExecUnit {
 // first results and after whatever the VPU already has (the running vector instruction, earlier
 // reservations), and a vector instruction starts only once every reservation made before it has ended, even
 // one still waiting for its matmul's first results (the gap is idle VPU time). The chip wakes at every
-// reservation's start and end so the VPU's state changes only at activations.
+// reservation's start and end so the VPU's state changes only at activations. A collective's reductions
+// reserve time here too, from the network's process (Chip::reserve_vpu, net/vpu_port.h), without waking the
+// chip: its accounting counts them with reserved_within().
 class ResultPops {
  public:
   // Reserves `duration` ticks starting at max(earliest, end of the last reservation); returns its end.
@@ -62,6 +64,8 @@ class ResultPops {
   [[nodiscard]] bool pending() const { return !pending_.empty(); }
   // The next start or end of a reservation after `now`; kNever if none.
   [[nodiscard]] Tick next_boundary(Tick now) const;
+  // Ticks of the reservations not yet retired that fall within [from, to).
+  [[nodiscard]] Tick reserved_within(Tick from, Tick to) const;
   // Ticks reserved over the run (the reservations never overlap each other or a vector instruction).
   [[nodiscard]] Tick busy_ticks() const { return total_; }
 

@@ -25,7 +25,7 @@ CollectiveEngine::CollectiveEngine(Transport& transport, const ChipSpec& chip, I
       chips_(transport.topology().chip_count()),
       ops_(chips_ * IciUnits::kSlots),
       early_(chips_),
-      reduce_ticks_(chips_, 0) {}
+      vpus_(chips_, nullptr) {}
 
 PlanId CollectiveEngine::add(const Origin& origin, const ir::Instruction& ins, const ir::CollectiveGroup& group) {
   const GroupShapeId shape = transport_.add_group(group);
@@ -59,7 +59,8 @@ PlanId CollectiveEngine::add(const Origin& origin, const ir::Instruction& ins, c
   return id;
 }
 
-void CollectiveEngine::start(std::uint32_t chip, Slot slot, PlanId id, NetStatistics::Entry entry, Tick now) {
+void CollectiveEngine::start(std::uint32_t chip, Slot slot, PlanId id, NetStatistics::Entry entry, int core,
+                             Tick now) {
   if (seq_.empty()) seq_.assign(chips_ * groups_, 0);  // every plan is known once the run starts
   const PlanInfo& info = plans_[id];
   Op& o = op(chip, slot);
@@ -68,6 +69,7 @@ void CollectiveEngine::start(std::uint32_t chip, Slot slot, PlanId id, NetStatis
   o.plan = id;
   o.entry = entry;
   o.group = info.group;
+  o.core = core;
   o.seq = seq_[chip * groups_ + info.group]++;
   o.step = 0;
   o.started = now;
@@ -120,9 +122,8 @@ void CollectiveEngine::check_step(std::uint32_t chip, Slot slot, Tick now) {
   }
   const Tick t = cycles_to_ticks(vpu_cycles(chip_.vpu, ir::VectorOp::elementwise, static_cast<std::int64_t>(elements)),
                                  chip_.clock);
-  reduce_ticks_[chip] += t;
   o.reducing = true;
-  timers_.push(Timer{now + t, timer_seq_++, chip, slot});
+  timers_.push(Timer{vpus_[chip]->reserve_vpu(o.core, now, t), timer_seq_++, chip, slot});
 }
 
 bool CollectiveEngine::fire_timers(Tick now) {

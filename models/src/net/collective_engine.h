@@ -8,9 +8,9 @@
 // - A chip runs the plan's steps in order, in the ICI slot the unit gave the instruction; the chip's other
 //   slots run their own instructions meanwhile. A step issues its sends (to other chips), and ends when the
 //   chip's own sends are delivered and the mirror receives (one per send to another chip) have arrived;
-//   then the chip reduces the step's reduce_elements on the VPU of the instruction's TensorCore
-//   (elementwise rate, counted as VPU busy time; it does not wait for or block the VPU's instruction queue:
-//   README.md). The instruction completes after its last step.
+//   then the chip reduces the step's reduce_elements on the VPU of the instruction's TensorCore, at the
+//   elementwise rate, reserved through the chip's VpuPort: the reduction waits for what the VPU holds and
+//   vector instructions issued after it wait for it. The instruction completes after its last step.
 // - Matching: a chip's k-th collective over a group pairs with its peers' k-th collectives over the same
 //   group (SPMD), whatever else is in flight. Receives that arrive before the chip has reached their
 //   collective are kept until it does.
@@ -26,6 +26,7 @@
 #include "ici_unit.h"
 #include "statistics.h"
 #include "transport.h"
+#include "vpu_port.h"
 #include "tpusim/core/chip_spec.h"
 #include "tpusim/kernels/collectives.h"
 #include "tpusim/kernels/program.h"
@@ -51,17 +52,17 @@ class CollectiveEngine {
   [[nodiscard]] PlanId add(const Origin& origin, const ir::Instruction& ins, const ir::CollectiveGroup& group);
   [[nodiscard]] const kernels::CollectivePlan& plan(PlanId id) const { return plans_[id].plan; }
 
-  // Runs a collective under plan `id` in ICI slot `slot` of `chip` (its ICI unit has begun it); its
-  // completion is recorded under `entry` of the statistics.
-  void start(std::uint32_t chip, Slot slot, PlanId id, NetStatistics::Entry entry, Tick now);
+  // Wiring: the VPUs of chip `chip`, which its reductions reserve.
+  void attach_chip(std::uint32_t chip, VpuPort& vpu) { vpus_[chip] = &vpu; }
+
+  // Runs a collective under plan `id` in ICI slot `slot` of `chip` (its ICI unit has begun it), reducing on
+  // TensorCore `core`'s VPU; its completion is recorded under `entry` of the statistics.
+  void start(std::uint32_t chip, Slot slot, PlanId id, NetStatistics::Entry entry, int core, Tick now);
   // A transfer of this engine was delivered (the transport still holds it; the engine releases it).
   void on_delivered(TransferId id, Tick now);
   // Ends the reductions due by `now`; false if none was.
   bool fire_timers(Tick now);
   [[nodiscard]] Tick next_timer() const { return timers_.empty() ? kNever : timers_.top().time; }
-
-  // VPU ticks the chip spent reducing.
-  [[nodiscard]] Tick reduce_ticks(std::uint32_t chip) const { return reduce_ticks_[chip]; }
 
  private:
   using GroupId = GroupShapeId;  // collectives match per group shape
@@ -81,6 +82,7 @@ class CollectiveEngine {
     PlanId plan = 0;
     NetStatistics::Entry entry = 0;
     GroupId group = 0;
+    int core = 0;           // the TensorCore whose VPU reduces
     std::uint32_t seq = 0;  // the chip's collectives over the group started before this one
     std::uint32_t step = 0;
     std::uint32_t sends_pending = 0;
@@ -120,7 +122,7 @@ class CollectiveEngine {
   std::vector<Op> ops_;                   // [chip][slot]
   std::vector<std::uint32_t> seq_;        // [chip][group]: collectives over the group started so far
   std::vector<std::vector<Early>> early_;  // [chip]
-  std::vector<Tick> reduce_ticks_;         // [chip]
+  std::vector<VpuPort*> vpus_;             // [chip]
   std::vector<Sent> sent_;                 // by TransferId
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   std::uint64_t timer_seq_ = 0;

@@ -14,7 +14,7 @@
 // both to the current time and re-arms its event at the earliest next time. Chips enter through start() (from
 // their own activation; it first brings the network up to that time) and are woken with a delta notification
 // when their ICI instruction completes. So the kernel holds at most one pending event for the whole network
-// plus one per chip, whatever the traffic.
+// plus one per chip, whatever the traffic. A reduction reserves the chip's VPU (vpu_port.h) without waking it.
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -55,8 +55,12 @@ class Interconnect : public sc_core::sc_module {
   Interconnect(const sc_core::sc_module_name& name, const Topology& topo, const Scenario& scenario,
                const ir::ProgramSet& programs, const InterconnectOptions& options, RunControl& control);
 
-  // Wiring, by the pod: the event that wakes chip `chip` when its ICI instruction completes.
-  void attach_chip(std::uint32_t chip, sc_core::sc_event& wake) { units_.attach(chip, wake); }
+  // Wiring, by the pod: the event that wakes chip `chip` when an ICI instruction completes, and the chip's
+  // VPUs, which its collectives' reductions reserve.
+  void attach_chip(std::uint32_t chip, sc_core::sc_event& wake, VpuPort& vpu) {
+    units_.attach(chip, wake);
+    collectives_.attach_chip(chip, vpu);
+  }
 
   // The ICI unit of chip `chip` (ici_unit.h), called from the chip's process at `now`. It keeps up to
   // kIciOperationsInFlight instructions in flight, started in queue order, each completing on its own.
@@ -72,8 +76,6 @@ class Interconnect : public sc_core::sc_module {
   bool take_completed(std::uint32_t chip, std::uint32_t& instr, Tick& started) {
     return units_.take_completed(chip, instr, started);
   }
-  // VPU ticks the chip spent reducing for collectives.
-  [[nodiscard]] Tick reduce_ticks(std::uint32_t chip) const { return collectives_.reduce_ticks(chip); }
 
   [[nodiscard]] OcsFabric& ocs() { return transport_.ocs(); }
   [[nodiscard]] const char* link_model_name() const { return transport_.link_model_name(); }
