@@ -72,6 +72,39 @@ TEST(IciInFlight, AllGathersOnTheSameLinksShareTheirBandwidth) {
   for (const CollectiveUsage& c : r.collectives) EXPECT_NEAR(c.time.value(), expected, kTolerance * expected);
 }
 
+// Two all-reduces (256 MiB, ring_bidirectional) on the two axes of a 4x4 torus: disjoint links, so they
+// overlap and the step takes about one all-reduce's time, far from the sum. Their reductions share the VPU of
+// TensorCore 0 (net/vpu_port.h), so each may wait for the other's: at most the other's reduction time later
+// (measured: exactly that, 1.0205 x alone, since both reduce at the same moments of every step). On
+// different TensorCores nothing is shared and the step is exactly one all-reduce's time.
+TEST(IciInFlight, AllReducesOnDisjointAxesOverlapAndShareOnlyTheVpu) {
+  const auto all_reduce = [](std::uint32_t axes, int core) {
+    ir::Instruction ins = all_gather(k256MiB, axes);
+    ins.collective = CollectiveKind::all_reduce;
+    ins.core = static_cast<std::uint8_t>(core);
+    return ins;
+  };
+  const auto two = [&](int second_core) {
+    ir::Program p("two");
+    p.add(all_reduce(0b01, 0), {}, "axis0");
+    p.add(all_reduce(0b10, second_core), {}, "axis1");
+    return simulate(pod_scenario({4, 4}, true, LinkFidelity::flow), single(std::move(p)), {});
+  };
+  const double other_cores = in_child([&] { return two(1).step_time.value(); });
+  const double same_core = in_child([&] { return two(0).step_time.value(); });
+  const CollectiveRun alone = run_collective(pod_scenario({4, 4}, true, LinkFidelity::flow),
+                                             one_collective(CollectiveKind::all_reduce, k256MiB,
+                                                            kernels::CollectiveAlgorithm::automatic, 0b01));
+  ASSERT_GT(other_cores, 0);
+  ASSERT_GT(same_core, 0);
+  EXPECT_NEAR(other_cores, alone.time(), kTolerance * alone.time());
+  EXPECT_GE(same_core, alone.time());
+  EXPECT_LE(same_core, alone.time() + alone.reduce + 1e-9);
+  EXPECT_LT(same_core, 1.1 * alone.time());
+  ::testing::Test::RecordProperty("same_core_over_alone", std::to_string(same_core / alone.time()));
+  ::testing::Test::RecordProperty("reductions_over_alone", std::to_string(alone.reduce / alone.time()));
+}
+
 // A long all-gather (16 MiB shard) and a short one (1 MiB) start together on different axes; a 1 ms vector op
 // depends on the short one only. It starts when the short one completes, although the long one, started
 // first, is still running: the ICI queue completes out of order and dependencies see it.
