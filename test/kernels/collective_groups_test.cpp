@@ -5,6 +5,7 @@
 #include <string>
 
 #include "../topology/specs.h"
+#include "kernels_test_support.h"
 #include "tpusim/core/diagnostics.h"
 #include "tpusim/kernels/collectives.h"
 #include "tpusim/kernels/program_io.h"
@@ -16,6 +17,8 @@ namespace {
 
 using test::make_chip;
 using test::make_pod;
+using testing::along;
+using testing::config_error;
 using Algo = CollectiveAlgorithm;
 using Kind = CollectiveKind;
 
@@ -26,30 +29,10 @@ constexpr double kS = 1024.0 * 1024 * 1024;
 Topology ring16() { return build_topology(make_pod({16}, {1}, {1}), make_chip("c", 2, 45)); }
 Topology torus8x8() { return build_topology(make_pod({8, 8}, {1, 1}, {1, 1}), make_chip("c", 4, 45)); }
 
+// Members per axis, strides per axis, pods.
 ir::CollectiveGroup group(std::array<std::uint32_t, 3> size, std::array<std::uint32_t, 3> stride = {1, 1, 1},
                           std::uint32_t pods = 1) {
-  ir::CollectiveGroup g;
-  g.size = size;
-  g.stride = stride;
-  g.pods = pods;
-  return g;
-}
-
-std::array<int, kMaxAxes> along(int axis, int distance) {
-  std::array<int, kMaxAxes> o{};
-  o[static_cast<std::size_t>(axis)] = distance;
-  return o;
-}
-
-template <class F>
-Diagnostic config_error(F f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.diagnostics().at(0);
-  }
-  ADD_FAILURE() << "no ConfigError";
-  return {};
+  return ir::CollectiveGroup{size, stride, pods};
 }
 
 TEST(CollectiveGroup, MeshAxesNameTheWholeAxesAcrossEveryPod) {

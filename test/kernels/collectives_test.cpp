@@ -22,6 +22,8 @@ namespace {
 
 using test::make_chip;
 using test::make_pod;
+using testing::along;
+using testing::config_error;
 using Algo = CollectiveAlgorithm;
 using Kind = CollectiveKind;
 
@@ -35,12 +37,6 @@ Topology torus4x4x4() {
 }
 Topology mesh2x2x1() { return build_topology(make_pod({2, 2, 1}, {0, 0, 0}, {2, 2, 1}), make_chip("c", 6, 45)); }
 
-std::array<int, kMaxAxes> along(int axis, int distance) {
-  std::array<int, kMaxAxes> o{};
-  o[static_cast<std::size_t>(axis)] = distance;
-  return o;
-}
-
 std::uint64_t bytes_sent(const CollectivePlan& p) {
   std::uint64_t b = 0;
   for (const auto& s : p.steps) {
@@ -53,18 +49,6 @@ std::uint64_t reduced(const CollectivePlan& p) {
   std::uint64_t e = 0;
   for (const auto& s : p.steps) e += s.reduce_elements;
   return e;
-}
-
-// The first diagnostic of the ConfigError `f` throws; fails the test when it does not throw one.
-template <class F>
-Diagnostic config_error(F f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.diagnostics().at(0);
-  }
-  ADD_FAILURE() << "no ConfigError";
-  return {};
 }
 
 TEST(CollectiveRegistry, NamesFollowTheEnumIndices) {

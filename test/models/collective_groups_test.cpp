@@ -13,11 +13,7 @@ using Algo = kernels::CollectiveAlgorithm;
 
 ir::CollectiveGroup group(std::array<std::uint32_t, 3> size, std::array<std::uint32_t, 3> stride = {1, 1, 1},
                           std::uint32_t pods = 1) {
-  ir::CollectiveGroup g;
-  g.size = size;
-  g.stride = stride;
-  g.pods = pods;
-  return g;
+  return ir::CollectiveGroup{size, stride, pods};
 }
 
 // One all-reduce of `bytes` over `g` (the program set's only group).

@@ -89,6 +89,13 @@ inline CollectiveRun run_collective(const Scenario& s, const ir::ProgramSet& pro
   return r;
 }
 
+using models::testing::single;
+
+// A vector op of `us` microseconds on `core`'s VPU (elementwise on the v4-like 128 x 8 VPU at 1.05 GHz).
+inline ir::Instruction vector_us(double us, int core = 0) {
+  return models::testing::vector(core, ir::VectorOp::elementwise, static_cast<std::int64_t>(1024 * 1.05e3 * us));
+}
+
 // Runs `f` (returning a number) in a forked child, so the parent can run its own simulation; -1 when the
 // child fails (see test/support/in_child.h).
 inline double in_child(const std::function<double()>& f) { return tpusim::testing::in_child<double>(f, -1.0); }

@@ -26,32 +26,19 @@ ir::Instruction all_reduce() {
   return ins;
 }
 
-ir::Instruction vector_us(double us) {  // `us` microseconds on core 0's VPU
-  ir::Instruction ins;
-  ins.kind = ir::OpKind::vector;
-  ins.vector_op = ir::VectorOp::elementwise;
-  ins.elements = static_cast<std::int64_t>(1024 * 1.05e3 * us);
-  return ins;
-}
-
 Scenario ring4() { return pod_scenario({4}, true, LinkFidelity::flow); }
 
-// The collective alone, and its reductions' VPU time.
+// The collective alone (simulated in a child), and its reductions' VPU time (from its plan).
 struct Alone {
   double time = 0;
   double reduce = 0;
 };
 Alone alone() {
+  const ir::ProgramSet set = one_collective(CollectiveKind::all_reduce, kBytes, Algo::ring_bidirectional);
   Alone a;
-  a.reduce = in_child([] { return run_collective(ring4(), one_collective(CollectiveKind::all_reduce, kBytes, Algo::ring_bidirectional)).reduce; });
-  a.time = in_child([] { return run_collective(ring4(), one_collective(CollectiveKind::all_reduce, kBytes, Algo::ring_bidirectional)).time(); });
+  a.time = in_child([&] { return run_collective(ring4(), set).time(); });
+  a.reduce = reduction_seconds(plan_of(ring4(), set), ring4().chip);
   return a;
-}
-
-ir::ProgramSet program(ir::Program p) {
-  ir::ProgramSet set;
-  set.programs.push_back(std::move(p));
-  return set;
 }
 
 // A 1 ms vector op starts with the collective. The first reduction is due after the first step's transfers,
@@ -63,7 +50,7 @@ TEST(CollectiveVpu, AReductionWaitsForTheVectorInstructionHoldingTheVpu) {
   ir::Program p("busy");
   p.add(vector_us(1000), {}, "compute");
   p.add(all_reduce(), {}, "grads");
-  const SimResult r = simulate(ring4(), program(std::move(p)), {});
+  const SimResult r = simulate(ring4(), single(std::move(p)), {});
   const double t1 = kBytes / 8.0 / kLinkRate + kHop;
   const double expected = 1e-3 + (a.time - t1);
   EXPECT_NEAR(r.step_time.value(), expected, 1e-9);
@@ -84,7 +71,7 @@ TEST(CollectiveVpu, ReductionsAndVectorWorkDelayEachOther) {
   std::uint32_t prev = p.add(vector_us(10), {}, "compute.0");
   for (int i = 1; i < 100; ++i) prev = p.add(vector_us(10), {prev}, "compute");
   p.add(all_reduce(), {}, "grads");
-  const SimResult r = simulate(ring4(), program(std::move(p)), {});
+  const SimResult r = simulate(ring4(), single(std::move(p)), {});
   ASSERT_LT(a.time, 1e-3);
   EXPECT_NEAR(r.step_time.value(), 1e-3 + a.reduce, 1e-9);
   ASSERT_EQ(r.collectives.size(), 1u);
@@ -103,7 +90,7 @@ TEST(CollectiveVpu, AReductionOnTheOtherTensorCoreDoesNotWait) {
   ir::Instruction ar = all_reduce();
   ar.core = 1;
   p.add(ar, {}, "grads");
-  const SimResult r = simulate(ring4(), program(std::move(p)), {});
+  const SimResult r = simulate(ring4(), single(std::move(p)), {});
   EXPECT_NEAR(r.step_time.value(), 1e-3, 1e-9);
   ASSERT_EQ(r.collectives.size(), 1u);
   EXPECT_NEAR(r.collectives[0].time.value(), a.time, 1e-9);
@@ -115,7 +102,7 @@ TEST(CollectiveVpu, AReductionOnATensorCoreTheChipLacksIsRejectedNamingTheInstru
   ar.core = 2;
   p.add(ar, {}, "grads");
   try {
-    (void)simulate(ring4(), program(std::move(p)), {});
+    (void)simulate(ring4(), single(std::move(p)), {});
     FAIL() << "expected a SimulationError";
   } catch (const SimulationError& e) {
     EXPECT_EQ(e.label(), "grads");

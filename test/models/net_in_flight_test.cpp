@@ -27,20 +27,6 @@ ir::Instruction all_gather(std::uint64_t shard, std::uint32_t axes) {
   return ins;
 }
 
-ir::Instruction vector_ms(double ms) {  // a vector op of `ms` milliseconds on core 0 (128 x 8 VPU at 1.05 GHz)
-  ir::Instruction ins;
-  ins.kind = ir::OpKind::vector;
-  ins.vector_op = ir::VectorOp::elementwise;
-  ins.elements = static_cast<std::int64_t>(1024 * 1.05e6 * ms);
-  return ins;
-}
-
-ir::ProgramSet single(ir::Program p) {
-  ir::ProgramSet set;
-  set.programs.push_back(std::move(p));
-  return set;
-}
-
 SimResult two_all_gathers(std::uint32_t first_axes, std::uint32_t second_axes) {
   ir::Program p("two");
   p.add(all_gather(kShard, first_axes), {}, "first");
@@ -112,7 +98,7 @@ TEST(IciInFlight, ADependentOfALaterShortCollectiveDoesNotWaitForAnEarlierLongOn
   ir::Program p("overtake");
   p.add(all_gather(kShard, 0b01), {}, "long");
   const std::uint32_t small = p.add(all_gather(1ULL << 20, 0b10), {}, "short");
-  p.add(vector_ms(1), {small}, "compute");
+  p.add(vector_us(1000), {small}, "compute");
   const SimResult r = simulate(pod_scenario({4, 4}, true, LinkFidelity::flow), single(std::move(p)), {});
   const double short_time = 3.0 * (1 << 20) / (2 * kLinkRate) + 3 * kHop;
   ASSERT_LT(short_time + 1e-3, kAllGather + 1e-3);
@@ -158,7 +144,7 @@ TEST(IciInFlight, TheKthRecvMatchesTheKthSendEvenWhenALaterSendArrivesFirst) {
   p.add(p2p(ir::OpKind::send, +1, 1ULL << 20), {}, "small.send");
   p.add(p2p(ir::OpKind::recv, -1, 0), {}, "big.recv");
   const std::uint32_t small = p.add(p2p(ir::OpKind::recv, -1, 0), {}, "small.recv");
-  p.add(vector_ms(1), {small}, "compute");
+  p.add(vector_us(1000), {small}, "compute");
   const SimResult r = simulate(pod_scenario({4}, true, LinkFidelity::flow), single(std::move(p)), {});
   const double small_arrives = 2.0 * (1 << 20) / kLinkRate + kHop;
   const double big_arrives = 9.0 * (1 << 20) / kLinkRate + kHop;

@@ -22,12 +22,6 @@ ir::Instruction p2p(ir::OpKind kind, int peer, std::uint64_t bytes = kBytes) {
   return ins;
 }
 
-ir::ProgramSet single(ir::Program p) {
-  ir::ProgramSet set;
-  set.programs.push_back(std::move(p));
-  return set;
-}
-
 // The SPMD shift: every chip sends to +1 and receives from -1; both complete after one link time and one hop.
 TEST(SendRecv, RingShiftCompletesAfterOneLinkTimeAndOneHop) {
   ir::Program p("shift");
