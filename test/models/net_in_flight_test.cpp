@@ -153,5 +153,31 @@ TEST(IciInFlight, TheKthRecvMatchesTheKthSendEvenWhenALaterSendArrivesFirst) {
   EXPECT_EQ(r.ici_transfers, 8u);
 }
 
+// Twelve 1 MiB sends to +1, then twelve recvs from -1, on a 4-ring: more than the 8 slots. The first 8 sends
+// share the link (B / 8 each) and are delivered together at 8 MiB / B + a; their slots then take sends 9-12
+// and recvs 1-8 (which match delivered sends and complete at once), then recvs 9-12, which wait for sends
+// 9-12: delivered at 12 MiB / B + 2a.
+TEST(IciInFlight, MoreOperationsThanSlotsWaitForAFreeSlot) {
+  ASSERT_EQ(kIciOperationsInFlight, 8);
+  ir::Program p("many");
+  for (int i = 0; i < 12; ++i) {
+    ir::Instruction send;
+    send.kind = ir::OpKind::send;
+    send.peer = 1;
+    send.bytes = 1ULL << 20;
+    p.add(send, {}, "send");
+  }
+  for (int i = 0; i < 12; ++i) {
+    ir::Instruction recv;
+    recv.kind = ir::OpKind::recv;
+    recv.peer = -1;
+    p.add(recv, {}, "recv");
+  }
+  const SimResult r = simulate(pod_scenario({4}, true, LinkFidelity::flow), single(std::move(p)), {});
+  const double expected = 12.0 * (1 << 20) / kLinkRate + 2 * kHop;
+  EXPECT_NEAR(r.step_time.value(), expected, kTolerance * expected);
+  EXPECT_EQ(r.ici_transfers, 48u);
+}
+
 }  // namespace
 }  // namespace tpusim::models::net
