@@ -63,8 +63,8 @@ Tick Chip::reserve_vpu(int core, Tick now, Tick duration) {
 }
 
 void Chip::activate(Tick now) {
-  // A wake that coincides with the last completion's (the network's delta wake and the chip's own timed one
-  // for a reduction's end) may activate a finished chip once more: nothing to do.
+  // Two wakes at the tick of the last completion (the network's delta wake for an ICI completion and the
+  // chip's own timed one at a VPU reservation's end) may activate a finished chip once more: nothing to do.
   if (reported_) return;
   control_.on_activation(now);
   account(now);
