@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages tpusim needs to build, test and benchmark. Idempotent: packages that are
 # already present are skipped by apt-get. Must run as root (or through sudo).
+#   bash scripts/install-deps.sh           the build, test and benchmark packages
+#   bash scripts/install-deps.sh --slurm   only the one-node Slurm cluster of scripts/ci-slurm.sh (CI)
 set -euo pipefail
 
 packages=(
@@ -9,6 +11,11 @@ packages=(
   nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
   graphviz python3
 )
+if [[ "${1:-}" == --slurm ]]; then
+  # Slurm's controller, node daemon and clients, and munge for its authentication: tpusim needs none of them;
+  # CI uses them to run a sweep as a real job array.
+  packages=(slurmctld slurmd slurm-client munge)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -34,6 +34,11 @@ const FieldTable<ChipSpec>& chip_fields() {
                   "int8 MACs per cycle relative to bf16 (0 = unsupported)", non_negative<double>());
     t.add<double>("mxu.fp8_rate", [](S& s) -> double& { return s.mxu.fp8_rate; }, "0",
                   "fp8 MACs per cycle relative to bf16 (0 = unsupported)", non_negative<double>());
+    t.add<Seconds>("mxu.step_overhead", [](S& s) -> Seconds& { return s.mxu.step_overhead; },
+                   format_time(Seconds(kMxuStepOverheadSeconds)),
+                   "MXU idle time between two back-to-back matmul instructions, the per-step bookkeeping of a "
+                   "tiled kernel (calibrated assumption: JAX Pallas docs' ~0.35 us per grid step, chip_spec.h)",
+                   non_negative<Seconds>());
     t.add<int>("vpu.lanes", [](S& s) -> int& { return s.vpu.lanes; }, std::nullopt, "vector lanes", at_least(1));
     t.add<int>("vpu.sublanes", [](S& s) -> int& { return s.vpu.sublanes; }, std::nullopt, "vector sublanes",
                at_least(1));
@@ -60,11 +65,15 @@ const FieldTable<ChipSpec>& chip_fields() {
                           std::nullopt, "HBM peak bandwidth per chip", positive<BytesPerSecond>());
     t.add<Seconds>("hbm.latency", [](S& s) -> Seconds& { return s.hbm.latency; }, std::nullopt,
                    "HBM access latency seen by a DMA", non_negative<Seconds>());
-    t.add<double>("hbm.efficiency", [](S& s) -> double& { return s.hbm.efficiency; }, "1",
-                  "achievable fraction of peak bandwidth for long streams", fraction());
-    t.add<double>("hbm.turnaround", [](S& s) -> double& { return s.hbm.turnaround; }, "0",
-                  "fraction of bandwidth lost while reads and writes are both in flight (bus turnarounds); "
-                  "0 = none",
+    t.add<double>("hbm.efficiency", [](S& s) -> double& { return s.hbm.efficiency; },
+                  fmt::format("{}", kHbmEfficiency),
+                  "achievable fraction of peak bandwidth for long single-direction streams (calibrated "
+                  "assumption: refresh and row activations, chip_spec.h)",
+                  fraction());
+    t.add<double>("hbm.turnaround", [](S& s) -> double& { return s.hbm.turnaround; },
+                  fmt::format("{}", kHbmTurnaround),
+                  "fraction of bandwidth lost while reads and writes are both in flight, e.g. a copy (bus "
+                  "turnarounds; calibrated on measurement C2's copy, chip_spec.h); 0 = none",
                   [](const double& v) { return v >= 0 && v < 1 ? std::string() : std::string("in [0, 1)"); });
     t.add<int>("hbm.channels", [](S& s) -> int& { return s.hbm.channels; }, "1",
                "HBM channels per chip, each 1/channels of the bandwidth; a transfer is striped over "
@@ -86,6 +95,11 @@ const FieldTable<ChipSpec>& chip_fields() {
                           std::nullopt, "ICI bandwidth per link, one direction", positive<BytesPerSecond>());
     t.add<Seconds>("ici.hop_latency", [](S& s) -> Seconds& { return s.ici.hop_latency; }, std::nullopt,
                    "ICI latency per hop", non_negative<Seconds>());
+    t.add<double>("ici.link_efficiency", [](S& s) -> double& { return s.ici.link_efficiency; },
+                  fmt::format("{}", kIciLinkEfficiency),
+                  "achievable fraction of ici.link_bandwidth after link-layer framing and flow control "
+                  "(calibrated on measurement C1's plateau, chip_spec.h)",
+                  fraction());
     t.add<int>("host.chips_per_host", [](S& s) -> int& { return s.host.chips_per_host; }, std::nullopt,
                "chips attached to one host", at_least(1));
     t.add<BytesPerSecond>("host.pcie_bandwidth", [](S& s) -> BytesPerSecond& { return s.host.pcie_bandwidth; },

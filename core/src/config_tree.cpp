@@ -206,6 +206,16 @@ void merge_into(ConfigNode& base, const ConfigNode& overlay) {
   base = overlay;
 }
 
+std::string flow_text(const ConfigNode& n) {
+  if (n.is_scalar()) return n.scalar();
+  if (n.is_seq()) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < n.items().size(); ++i) s += (i ? ", " : "") + flow_text(n.items()[i]);
+    return s + "]";
+  }
+  return "";
+}
+
 bool split_assignment(std::string_view assignment, std::string& path, std::string& value) {
   const auto eq = assignment.find('=');
   if (eq == std::string_view::npos) return false;

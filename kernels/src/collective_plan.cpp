@@ -257,7 +257,7 @@ std::optional<CollectiveAlgorithm> algorithm_by_name(std::string_view name) {
 }
 
 CollectiveAlgorithm resolve_algorithm(CollectiveAlgorithm requested, CollectiveKind kind,
-                                      std::uint64_t bytes_per_chip, int pod_group_size) {
+                                      std::uint64_t bytes_per_chip, int /*pod_group_size*/) {
   if (requested != CollectiveAlgorithm::automatic) return requested;
   switch (kind) {
     case CollectiveKind::all_to_all:
@@ -267,9 +267,8 @@ CollectiveAlgorithm resolve_algorithm(CollectiveAlgorithm requested, CollectiveK
                                                    : CollectiveAlgorithm::ring_bidirectional;
     case CollectiveKind::permute: return CollectiveAlgorithm::ring_unidirectional;
     default:
-      return bytes_per_chip <= kAutoDirectMaxBytes && pod_group_size <= kAutoDirectMaxPeers
-                 ? CollectiveAlgorithm::direct
-                 : CollectiveAlgorithm::ring_bidirectional;
+      // Measurement C1 (collectives.h): the ring at every size, even latency-bound ones.
+      return CollectiveAlgorithm::ring_bidirectional;
   }
 }
 

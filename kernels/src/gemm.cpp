@@ -13,11 +13,10 @@ namespace tpusim::kernels {
 
 namespace {
 
-// A ranking-only cost per pipeline step. The hardware models charge no per-step overhead (back-to-back
-// matmuls pipeline, DMAs overlap), but many small steps make the schedule more fragile than the estimate
-// below sees (a C tile's write-back queued ahead of operand loads, HBM latency barely hidden), so a tiling
-// with more steps must win by more than this per step. Assumption: 50 ns, well below the ~0.35 us grid-step
-// overhead that the JAX Pallas TPU docs give for real kernels [U].
+// A ranking-only cost per pipeline step. The hardware models charge chip.mxu.step_overhead per step (the
+// estimate below includes it), but many small steps make the schedule more fragile than the estimate sees (a
+// C tile's write-back queued ahead of operand loads, HBM latency barely hidden), so a tiling with more steps
+// must win by more than this per step. Assumption: 50 ns.
 constexpr double kStepRankingSeconds = 50e-9;
 // The MXU consumes LHS rows 8 at a time (bf16[8,128] per push, tpu-specs.md), so rows pad to 8.
 constexpr std::int64_t kRowGranule = 8;
@@ -95,7 +94,7 @@ GemmTiling tile_gemm(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::
         // With D operand buffers, the loads of step s+D start when the matmul of step s has drained, and
         // must land before step s+D streams; they overlap the loads already in flight, so D steps last at
         // least drain + HBM latency + one step's loads of every core + one step's matmul.
-        const double step_mxu_s = step_cycles / chip.clock.value();
+        const double step_mxu_s = step_cycles / chip.clock.value() + chip.mxu.step_overhead.value();
         const double step_hbm_s = active * static_cast<double>((tm * tk + tk * tn) * eb) / bw;
         const double step_s =
             std::max({step_mxu_s, step_hbm_s, (drain_s + latency + step_hbm_s + step_mxu_s) / buffers});

@@ -72,8 +72,8 @@ void BandwidthServer::allocate() const {
   bool reads = false, writes = false;
   for (std::size_t i = 0; i < n; ++i) {
     if (rates_[i] <= 0) continue;
-    reads = reads || flows_[i].direction == FlowDirection::read;
-    writes = writes || flows_[i].direction == FlowDirection::write;
+    reads = reads || flows_[i].direction != FlowDirection::write;
+    writes = writes || flows_[i].direction != FlowDirection::read;
   }
   if (reads && writes) split(rate_ * (1.0 - turnaround_));
 }

@@ -26,8 +26,9 @@ namespace tpusim::models {
 // Read/write turnaround (HBM): while the flows being served include both reads and writes, the server runs at
 // rate x (1 - turnaround), the share of time a DRAM bus loses switching direction (write-to-read and
 // read-to-write gaps) when the two streams interleave. A single-direction stream, however long, runs at the
-// full rate (bandwidth x efficiency for HBM).
-enum class FlowDirection : std::uint8_t { read, write };
+// full rate (bandwidth x efficiency for HBM). A copy (HBM -> HBM) reads and writes by itself, so it pays the
+// turnaround alone.
+enum class FlowDirection : std::uint8_t { read, write, copy };
 
 class BandwidthServer {
  public:

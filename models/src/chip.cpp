@@ -1,6 +1,7 @@
 #include "chip.h"
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 
 #include <fmt/format.h>
@@ -26,7 +27,8 @@ Chip::Chip(const sc_core::sc_module_name& name, std::uint32_t id, const ChipSpec
       index_(program),
       program_(program.program()),
       dataflow_(dataflow),
-      mxu_timer_(dataflow, spec.mxu, mxu_fidelity),
+      mxu_timer_(dataflow, spec.mxu, mxu_fidelity,
+                 static_cast<std::int64_t>(std::ceil(spec.mxu.step_overhead.value() * spec.clock.value() - 1e-9))),
       control_(control),
       queues_(static_cast<std::size_t>(program.layout().count())),
       cores_(static_cast<std::size_t>(spec.tensorcores), TensorCore(spec.vmem.capacity.count(), spec.mxu.per_core)),
@@ -359,7 +361,8 @@ void Chip::start(std::uint32_t instr, Tick now) {
 //                           server of its direction (host_op_latency_seconds in timing.h);
 //   host <-> chip DMA       PCIe, one server per direction, kPcieLatency;
 //   anything <-> HBM        HBM at bandwidth x efficiency, hbm.latency (HBM -> HBM moves the bytes twice);
-//                           x (1 - hbm.turnaround) while reads and writes are both in flight; one transfer
+//                           x (1 - hbm.turnaround) while reads and writes are both in flight (an HBM -> HBM
+//                           copy counts as both); one transfer
 //                           at most x hbm_channel_share (a transfer below hbm.channels x kHbmStripe bytes
 //                           uses fewer channels);
 //   VMEM <-> CMEM           CMEM bandwidth, kOnChipCopyLatency;
@@ -377,9 +380,11 @@ void Chip::start_transfer(std::uint32_t instr, const ir::Instruction& ins, Tick 
     host_.issue(now, instr, path, to_ticks(host_op_latency_seconds(Seconds(ins.host_seconds), ins.bytes)), bytes);
     return;
   }
-  // A transfer into HBM writes it; anything else reads its path (an HBM -> HBM copy counts as a read).
-  const FlowDirection direction =
-      ins.dst == ir::Memory::hbm && ins.src != ir::Memory::hbm ? FlowDirection::write : FlowDirection::read;
+  // A transfer into HBM writes it, an HBM -> HBM copy reads and writes it (and pays hbm.turnaround alone);
+  // anything else reads its path.
+  const FlowDirection direction = ins.dst != ir::Memory::hbm   ? FlowDirection::read
+                                  : ins.src == ir::Memory::hbm ? FlowDirection::copy
+                                                               : FlowDirection::write;
   const auto issue = [&](BandwidthServer& path, Tick latency, double moved, double cap = 1.0) {
     dma_.issue(now, ins.core, instr, path, latency, moved / dma_pattern_efficiency(spec_.dma, ins.pattern),
                direction, cap);

@@ -39,8 +39,13 @@ std::string MxuTimer::unsupported(const MatmulShape& s) const {
 
 std::int64_t MxuTimer::schedule(const MatmulShape& s, DType dtype, std::int64_t issue, MxuPipeline& pipe) const {
   std::vector<MxuArrayState>& arrays = pipe.arrays();
+  // The step overhead between back-to-back instructions: arrays with earlier work in this run stream later.
+  for (MxuArrayState& a : arrays) {
+    if (a.stream_free > 0) a.stream_free += gap_cycles_;
+  }
   if (mxu_dtype_rate(mxu_, dtype) != 1.0) {
-    const std::int64_t start = std::max(issue, pipe.last_end_cycle());
+    const std::int64_t start =
+        std::max(issue, pipe.last_end_cycle() > 0 ? pipe.last_end_cycle() + gap_cycles_ : 0);
     const std::int64_t end = start + matmul_cycles(dataflow_, mxu_, s, dtype);
     std::fill(arrays.begin(), arrays.end(), MxuArrayState{end, end});
     return end;

@@ -140,12 +140,15 @@ inline constexpr double kCycleReferencePeCycleLimit = 2e9;
 
 // How a TensorCore times its matmuls: the dataflow's closed form (fidelity.mxu: fast), or the cycle-level
 // reference stepping every processing element (fidelity.mxu: cycle; weight-stationary only, shapes within
-// kCycleReferencePeCycleLimit). Both pipeline back-to-back instructions. A dtype whose MXU rate is not the
-// bf16 rate (int8 at 2x, say) does not pipeline: it runs after the arrays drain, for matmul_cycles().
+// kCycleReferencePeCycleLimit). Both pipeline back-to-back instructions, with chip.mxu.step_overhead
+// (`gap_cycles`, whole MXU cycles) between them: an array that still streams an earlier instruction of the run
+// starts streaming this one gap_cycles after it would otherwise (its next weights may load meanwhile). A
+// dtype whose MXU rate is not the bf16 rate (int8 at 2x, say) does not pipeline: it runs after the arrays drain
+// (and the gap), for matmul_cycles().
 class MxuTimer {
  public:
-  MxuTimer(const MxuDataflowModel& dataflow, const MxuSpec& mxu, MxuFidelity fidelity)
-      : dataflow_(dataflow), mxu_(mxu), fidelity_(fidelity) {}
+  MxuTimer(const MxuDataflowModel& dataflow, const MxuSpec& mxu, MxuFidelity fidelity, std::int64_t gap_cycles = 0)
+      : dataflow_(dataflow), mxu_(mxu), fidelity_(fidelity), gap_cycles_(gap_cycles) {}
   // Empty when the instruction can be timed; otherwise why not (for an error naming the instruction).
   [[nodiscard]] std::string unsupported(const MatmulShape& s) const;
   // The end cycle of a matmul issued at cycle `issue` of `pipe`'s current run; updates the arrays' state.
@@ -155,6 +158,7 @@ class MxuTimer {
   const MxuDataflowModel& dataflow_;
   const MxuSpec& mxu_;
   MxuFidelity fidelity_;
+  std::int64_t gap_cycles_;
 };
 
 // VMEM occupancy of one TensorCore. Instructions allocate when they start and free when they end

@@ -104,12 +104,12 @@ struct SheetRow {
 // tpu-specs.md chip table, plus the per-link rates and VMEM sizes chosen in the brief for the configs.
 const std::map<std::string, SheetRow>& sheet() {
   static const std::map<std::string, SheetRow> rows{
-      {"v2", {45, 2, 1, 128, 700, 16ULL << 30, 4, 62, 4, 16, 16ULL << 20}},
+      {"v2", {46, 2, 1, 128, 700, 16ULL << 30, 4, 62, 4, 16, 16ULL << 20}},
       {"v3", {123, 2, 2, 128, 900, 32ULL << 30, 4, 100, 4, 16, 16ULL << 20}},
       {"v4", {275, 2, 4, 128, 1200, 32ULL << 30, 6, 45, 4, 16, 16ULL << 20}},
-      {"v5e", {197, 1, 4, 128, 819, 16'000'000'000ULL, 4, 50, 8, 16, 128ULL << 20}},
+      {"v5e", {197, 1, 4, 128, 819, 16'000'000'000ULL, 4, 45, 8, 16, 128ULL << 20}},
       {"v5p", {459, 2, 4, 128, 2765, 95ULL << 30, 6, 90, 4, 16, 64ULL << 20}},
-      {"v6e", {918, 1, 4, 256, 1638, 32'000'000'000ULL, 4, 100, 8, 32, 128ULL << 20}},
+      {"v6e", {918, 1, 4, 256, 1638, 32'000'000'000ULL, 4, 90, 8, 32, 128ULL << 20}},
   };
   return rows;
 }
@@ -207,6 +207,7 @@ TEST(BundledChips, OriginsPointIntoTheChipFile) {
 
 const std::map<std::string, long long>& expected_pods() {
   static const std::map<std::string, long long> pods{
+      {"v2-1x1", 1},          {"v5e-8x16", 128},     {"v6e-1x1", 1},
       {"v2-2x2", 4},          {"v2-4x4", 16},        {"v2-16x16", 256},     {"v3-4x4", 16},
       {"v3-32x32", 1024},     {"v4-1x1x1", 1},       {"v4-2x2x1", 4},       {"v4-2x2x4", 16},
       {"v4-4x4x4", 64},       {"v4-8x8x8", 512},     {"v4-16x16x16", 4096}, {"v5e-1x1", 1},

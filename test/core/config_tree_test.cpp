@@ -285,5 +285,15 @@ TEST(Suggestion, OffersTheClosestKeyForATypo) {
   EXPECT_EQ(closest_match("qwertyuiop", keys), "");
 }
 
+TEST(FlowText, RendersScalarsAsWrittenListsInFlowStyleAndMapsEmpty) {
+  Diagnostics diags;
+  const ConfigNode root =
+      load_yaml_string("a: 16 MiB\nb: [4, [1, 2], x]\nc: {d: 1}\n", "flow.yaml", diags);
+  ASSERT_TRUE(diags.empty()) << diags.str();
+  EXPECT_EQ(flow_text(*root.find("a")), "16 MiB");
+  EXPECT_EQ(flow_text(*root.find("b")), "[4, [1, 2], x]");
+  EXPECT_EQ(flow_text(*root.find("c")), "");
+}
+
 }  // namespace
 }  // namespace tpusim

@@ -459,11 +459,12 @@ TEST(CollectivePlan, ASingleChipGroupHasNoSteps) {
   EXPECT_EQ(p.ideal_time.value(), 0);
 }
 
-TEST(CollectiveAuto, DirectForSmallBuffersInSmallGroupsElseTheBidirectionalRing) {
-  EXPECT_EQ(resolve_algorithm(Algo::automatic, Kind::all_reduce, kAutoDirectMaxBytes, 64), Algo::direct);
-  EXPECT_EQ(resolve_algorithm(Algo::automatic, Kind::all_reduce, kAutoDirectMaxBytes + 1, 64),
-            Algo::ring_bidirectional);
-  EXPECT_EQ(resolve_algorithm(Algo::automatic, Kind::all_gather, 1024, 4096), Algo::ring_bidirectional);
+TEST(CollectiveAuto, TheBidirectionalRingForReductionsAndGathersAtEverySizeDirectForSmallAllToAlls) {
+  for (const Kind k : {Kind::all_reduce, Kind::reduce_scatter, Kind::all_gather}) {
+    EXPECT_EQ(resolve_algorithm(Algo::automatic, k, 1, 2), Algo::ring_bidirectional);
+    EXPECT_EQ(resolve_algorithm(Algo::automatic, k, 512, 16), Algo::ring_bidirectional);
+    EXPECT_EQ(resolve_algorithm(Algo::automatic, k, 1ull << 30, 4096), Algo::ring_bidirectional);
+  }
   EXPECT_EQ(resolve_algorithm(Algo::automatic, Kind::all_to_all, kAutoDirectMaxBytes, 4096), Algo::direct);
   EXPECT_EQ(resolve_algorithm(Algo::automatic, Kind::all_to_all, kAutoDirectMaxBytes + 1, 4096),
             Algo::ring_bidirectional);

@@ -39,7 +39,7 @@ inline ChipSpec v4_like() {
   c.name = "v4-like";
   c.tensorcores = 2;
   c.clock = Hertz(1.05e9);
-  c.mxu = MxuSpec{4, 128, 128, MxuDataflow::weight_stationary, 1, 0};
+  c.mxu = MxuSpec{4, 128, 128, MxuDataflow::weight_stationary, 1, 0, Seconds(0)};
   c.vpu = VpuSpec{128, 8, 1, 1};
   c.vmem = MemorySpec{MiB(16), BytesPerSecond(0)};
   c.hbm.capacity = GiB(32);

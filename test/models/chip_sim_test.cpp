@@ -316,6 +316,18 @@ TEST(ChipSimulation, BackToBackMatmulsPayOneFillAndDrain) {
   EXPECT_LT(r.step_time.value(), 2 * matmul_seconds(chip, 1024, 1024, 1024));
 }
 
+// chip.mxu.step_overhead: 95 ns at 1.05 GHz rounds up to 100 whole MXU cycles, idled once between the two
+// instructions (the second one's weights load meanwhile), so the run above takes exactly 100 cycles longer.
+TEST(ChipSimulation, BackToBackMatmulsIdleTheStepOverheadBetweenThem) {
+  ChipSpec chip = v4_like();
+  chip.mxu.step_overhead = Seconds(95e-9);
+  ir::Program p;
+  const std::uint32_t a = p.add(matmul(0, 1024, 1024, 1024), {}, "a");
+  p.add(matmul(0, 1024, 1024, 1024), {a}, "b");
+  const SimResult r = simulate(scenario_for(chip), single(std::move(p)), {});
+  EXPECT_NEAR(r.step_time.value(), (2 * 16 * 1024.0 + 128 + 254 + 100) / 1.05e9, kPicosecond);
+}
+
 // ---- MXU results drained through the VPU (result_pop_cycles) ------------------------------------------------
 
 TEST(ResultPops, ALoneMxuBoundMatmulKeepsItsVpuBusyPoppingItsResults) {

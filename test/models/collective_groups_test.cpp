@@ -31,8 +31,8 @@ ir::ProgramSet over_group(const ir::CollectiveGroup& g, std::uint64_t bytes = k2
 // A 4-chip tensor group inside a 16-ring: four segments, each a line of 4 with no link shared with another
 // segment (the links between segments carry nothing). Each segment therefore runs exactly as the same
 // all-reduce on a pod that is a 4-chip line, to the tick, and both take the closed form of a line of 4 plus
-// the reductions plus what the closed form leaves out on a line: the ring's wrap send goes back 3 hops, so
-// each of the 6 steps waits 2 more hop latencies (12 a, 0.13% here). Every flow of a step shares each link
+// the reductions and the runtime's overheads plus what the closed form leaves out on a line: the ring's wrap
+// send goes back 3 hops, so each of the 6 steps waits 2 more hop latencies (12 a, 0.13% here). Every flow of a step shares each link
 // direction with exactly one other, so max-min sharing gives all of them B / 2 and the bandwidth term is
 // the closed form's.
 TEST(CollectiveGroups, FourChipSegmentsOfASixteenRingRunAsIndependentLines) {
@@ -45,7 +45,7 @@ TEST(CollectiveGroups, FourChipSegmentsOfASixteenRingRunAsIndependentLines) {
   ASSERT_GT(line, 0);
   EXPECT_EQ(r.plan.participants, 4);
   EXPECT_EQ(r.time(), line);
-  const double expected = r.ideal() + r.reduce + 6 * 2 * kHop;
+  const double expected = r.ideal() + r.reduce + r.overhead + 6 * 2 * kHop;
   EXPECT_NEAR(r.time(), expected, 1e-6 * expected);
   ASSERT_EQ(r.result.collectives.size(), 1u);
   EXPECT_EQ(r.result.collectives[0].executions, 16u);
@@ -61,13 +61,13 @@ TEST(CollectiveGroups, FourChipSegmentsOfASixteenRingRunAsIndependentLines) {
 // Every 4th chip of a 16-ring: four rings of 4 closed over the wraparound, each send crossing 4 links, and
 // the four rings interleaved so that every link direction carries one send of each at every step. Max-min
 // fair sharing gives each a quarter of the link: the closed form of the shared-link bound, rate 2B / 4 and
-// 4 hop latencies per step, plus the reductions.
+// 4 hop latencies per step, plus the reductions and the runtime's overheads.
 TEST(CollectiveGroups, StridedGroupsShareEveryLinkAndMeetTheSharedLinkBound) {
   const CollectiveRun r =
       run_collective(pod_scenario({16}, true, LinkFidelity::flow), over_group(group({4, 1, 1}, {4, 1, 1})));
   EXPECT_EQ(r.plan.participants, 4);
   EXPECT_DOUBLE_EQ(r.ideal(), 2.0 * 3 / 4 * static_cast<double>(k256MiB) / (2 * kLinkRate / 4) + 6 * 4 * kHop);
-  EXPECT_NEAR(r.time(), r.ideal() + r.reduce, 1e-6 * r.ideal());
+  EXPECT_NEAR(r.time(), r.ideal() + r.reduce + r.overhead, 1e-6 * r.ideal());
   EXPECT_GT(r.result.link_utilization.min, 0.9);  // every link busy
 }
 
@@ -85,13 +85,13 @@ TEST(CollectiveGroups, ASubBoxOverTwoAxesRunsAsAMeshOfItsShape) {
   ASSERT_GT(mesh, 0);
   EXPECT_EQ(r.plan.participants, 16);
   EXPECT_EQ(r.time(), mesh);
-  const double expected = r.ideal() + r.reduce + 12 * 2 * kHop;
+  const double expected = r.ideal() + r.reduce + r.overhead + 12 * 2 * kHop;
   EXPECT_NEAR(r.time(), expected, 1e-6 * expected);
 }
 
 // Across two slices: each chip and its counterpart in the other pod (group of 1 chip per pod, 2 pods). A DCN
 // ring of 2: a reduce-scatter step sending S/2 and reducing it, an all-gather step sending S/2, each at the
-// NIC rate (one chip per host here) and each paying the DCN latency once.
+// NIC rate (one chip per host here) and each paying the DCN latency once, plus the runtime's overheads.
 TEST(CollectiveGroups, AGroupAcrossTwoSlicesRunsOverTheDcn) {
   Scenario s = pod_scenario({4}, true, LinkFidelity::flow);
   s.pod.pods = 2;
@@ -100,7 +100,7 @@ TEST(CollectiveGroups, AGroupAcrossTwoSlicesRunsOverTheDcn) {
   const CollectiveRun r = run_collective(s, over_group(group({1, 1, 1}, {1, 1, 1}, 2), bytes));
   EXPECT_EQ(r.plan.participants, 2);
   ASSERT_EQ(r.plan.steps.size(), 2u);
-  const double expected = 2 * (bytes / 2.0) / 12.5e9 + 2 * kDcnLatency.value() + r.reduce;
+  const double expected = 2 * (bytes / 2.0) / 12.5e9 + 2 * kDcnLatency.value() + r.reduce + r.overhead;
   EXPECT_DOUBLE_EQ(r.ideal(), 2 * (bytes / 2.0) / 12.5e9);
   EXPECT_NEAR(r.time(), expected, 1e-6 * expected);
   for (const LinkUsage& l : r.result.links) EXPECT_EQ(l.bytes.count(), 0u);  // no ICI traffic

@@ -11,14 +11,14 @@ using Algo = kernels::CollectiveAlgorithm;
 
 // Reduce-scatter of 256 MiB on a 4x4x4 torus (ring_bidirectional, 9 steps): every send is one hop on a link
 // of its own, so the time is the ideal plus the VPU reductions (63/64 S of bf16, 6% of the ideal here), within
-// 0.5% for chunk rounding, as the all-reduce in collective_ring_test.cpp.
+// 0.5% for chunk rounding, as the all-reduce in collective_ring_test.cpp (plus the runtime's overheads).
 TEST(CollectiveOps, ReduceScatterOnA4x4x4TorusIsIdealPlusReductions) {
   const CollectiveRun r = run_collective(pod_scenario({4, 4, 4}, true),
                                          one_collective(CollectiveKind::reduce_scatter, k256MiB));
   EXPECT_EQ(r.plan.steps.size(), 9u);
   EXPECT_GT(r.reduce, 0.0);
   EXPECT_GE(r.time(), r.ideal());
-  EXPECT_NEAR(r.time(), r.ideal() + r.reduce, 0.005 * r.ideal());
+  EXPECT_NEAR(r.time(), r.ideal() + r.reduce + r.overhead, 0.005 * r.ideal());
 }
 
 // All-to-all (direct, named: the automatic choice for 64 MiB is the bidirectional ring) of 64 MiB per chip on a
@@ -38,20 +38,20 @@ TEST(CollectiveOps, AllToAllOnA4x4x4TorusIsWithinTheDorLoadBound) {
   EXPECT_EQ(r.plan.steps[0].sends.size(), 63u);
   const double latency = 6 * kHop;
   const double chunk = static_cast<double>(MiB(1).count()) / kLinkRate;
-  const double dor_bound = 1.5 * (r.ideal() - latency) + latency + 5 * chunk;
+  const double dor_bound = 1.5 * (r.ideal() - latency) + latency + 5 * chunk + r.overhead;
   EXPECT_GE(r.time(), r.ideal());
   EXPECT_LE(r.time(), dor_bound);
   ::testing::Test::RecordProperty("time_over_ideal", std::to_string(r.time() / r.ideal()));
 }
 
-// Permute of 64 MiB to the next chip of a 16-ring: one send of S over one link, S / B + a exactly, up to
-// picosecond rounding per 1 MiB chunk.
+// Permute of 64 MiB to the next chip of a 16-ring: one send of S over one link, S / B + a exactly, plus the
+// runtime's start-up and one step synchronisation, up to picosecond rounding per 1 MiB chunk.
 TEST(CollectiveOps, PermuteOnARingTakesOneLinkTimePlusOneHop) {
   const std::uint64_t s = 64ULL << 20;
   const CollectiveRun r = run_collective(pod_scenario({16}, true), one_collective(CollectiveKind::permute, s));
   EXPECT_EQ(r.plan.algorithm, Algo::ring_unidirectional);
   EXPECT_NEAR(r.ideal(), static_cast<double>(s) / kLinkRate + kHop, 1e-12);
-  EXPECT_NEAR(r.time(), r.ideal(), 1e-4 * r.ideal());
+  EXPECT_NEAR(r.time(), r.ideal() + r.overhead, 1e-4 * r.ideal());
   // Only the + links carry data, each at full rate for S / B.
   EXPECT_NEAR(r.result.link_utilization.max, (static_cast<double>(s) / kLinkRate) / r.time(), 1e-3);
 }
@@ -66,7 +66,7 @@ TEST(CollectiveOps, PermuteOnAMeshLineWaitsForTheWayBack) {
   // Chunked store-and-forward over 15 hops adds 14 chunk times of pipeline fill (1 MiB / 45 GB/s = 23 us).
   const double fill = 14 * static_cast<double>(MiB(1).count()) / kLinkRate;
   EXPECT_GE(r.time(), r.ideal());
-  EXPECT_NEAR(r.time(), r.ideal() + fill, 1e-4 * r.ideal());
+  EXPECT_NEAR(r.time(), r.ideal() + fill + r.overhead, 1e-4 * r.ideal());
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 #pragma once
-// Shared by the collective and network simulation tests: hand-built pods of a v4-like chip, one-instruction
-// programs, the plan the interconnect will run (kernels::plan_collective, the same call as
-// default_collective_planner()), the VPU time its reductions cost, and a fork() helper so a test can compare
-// two simulations (a SystemC kernel runs once per process).
+// Shared by the collective and network simulation tests: hand-built pods of a v4-like chip (ideal links:
+// ici.link_efficiency 1), one-instruction programs, the plan the interconnect will run (kernels::plan_collective,
+// the same call as default_collective_planner()), the VPU time its reductions cost, the runtime's collective
+// overheads, and a fork() helper so a test can compare two simulations (a SystemC kernel runs once per process).
 #include <functional>
 #include <vector>
 
@@ -73,10 +73,16 @@ inline double reduction_seconds(const kernels::CollectivePlan& plan, const ChipS
   return to_seconds(t).value();
 }
 
+// The runtime's overheads of one collective (net/collective_engine.h): the start-up, then one synchronisation per step.
+inline double overhead_seconds(const kernels::CollectivePlan& plan) {
+  return kCollectiveStartup.value() + static_cast<double>(plan.steps.size()) * kCollectiveStepSync.value();
+}
+
 struct CollectiveRun {
   SimResult result;
   kernels::CollectivePlan plan;
-  double reduce = 0;  // reduction_seconds(plan)
+  double reduce = 0;    // reduction_seconds(plan)
+  double overhead = 0;  // overhead_seconds(plan)
   [[nodiscard]] double time() const { return result.step_time.value(); }
   [[nodiscard]] double ideal() const { return plan.ideal_time.value(); }
 };
@@ -85,6 +91,7 @@ inline CollectiveRun run_collective(const Scenario& s, const ir::ProgramSet& pro
   CollectiveRun r;
   r.plan = plan_of(s, programs);
   r.reduce = reduction_seconds(r.plan, s.chip);
+  r.overhead = overhead_seconds(r.plan);
   r.result = simulate(s, programs, {});
   return r;
 }

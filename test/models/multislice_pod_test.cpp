@@ -11,12 +11,15 @@ using namespace nettest;
 
 // The plan is hierarchical (kernels/collectives.h): in-pod reduce-scatter (30 ring steps) to a 1 MiB shard,
 // the shard's all-reduce across the M = 2 pods over the DCN (a unidirectional ring: one reduce-scatter step
-// and one all-gather step, each sending half the shard to the other pod), in-pod all-gather (30 steps). Expected time = ideal + VPU reductions + 2 x kDcnLatency (the DCN latency is
-// the network model's, outside the ideal), within 1%: the DCN sends of the 8 chips of a host share its
+// and one all-gather step, each sending half the shard to the other pod), in-pod all-gather (30 steps). Expected
+// time = ideal + VPU reductions + 2 x kDcnLatency + the runtime's overheads (the DCN latency, start-up and step
+// synchronisations are the network model's, outside the ideal), with ideal ICI links (ici.link_efficiency 1, so
+// the ICI terms are the ideal's), within 1%: the DCN sends of the 8 chips of a host share its
 // 8 x 25 Gb/s NIC, so each runs at exactly the per-chip rate the ideal uses, and the in-pod sends are one hop
 // each as in collective_ring_test.cpp.
 TEST(Multislice, TwoPodAllReduceAddsADcnStageAtTheNicRate) {
-  const Scenario s = load_scenario("multislice-v5e-2x16x16", {});
+  Scenario s = load_scenario("multislice-v5e-2x16x16", {});
+  s.chip.ici.link_efficiency = 1.0;
   ASSERT_EQ(s.pod.pods, 2);
   // configs/chips/v5e.yaml: tpu-specs.md "2 x 100 Gb/s NICs per host" / 8 chips = 25 Gb/s per chip.
   EXPECT_DOUBLE_EQ(s.chip.host.dcn_bandwidth.value(), 25e9 / 8);
@@ -38,7 +41,7 @@ TEST(Multislice, TwoPodAllReduceAddsADcnStageAtTheNicRate) {
 
   const double dcn = 2 * (1ULL << 20) / 2.0 / (25e9 / 8);  // 2 (M-1)/M x shard / D
   EXPECT_GT(dcn, 0.3e-3);
-  const double expected = r.ideal() + r.reduce + 2 * kDcnLatency.value();
+  const double expected = r.ideal() + r.reduce + 2 * kDcnLatency.value() + r.overhead;
   EXPECT_GE(r.time(), r.ideal());
   EXPECT_NEAR(r.time(), expected, 0.01 * expected) << "time / ideal " << r.time() / r.ideal();
 

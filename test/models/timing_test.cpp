@@ -211,5 +211,12 @@ TEST(HbmTurnaround, TheLossLastsOnlyWhileBothDirectionsAreServed) {
   EXPECT_NEAR(static_cast<double>(done.at(kQueue1)), (mixed + kStreamBytes / kHbmRate) * 1e12, 2.0);
 }
 
+TEST(HbmTurnaround, ACopyAloneReadsAndWritesSoItLosesTheTurnaroundFraction) {
+  BandwidthServer hbm(kHbmRate, 0.1);
+  hbm.add(0, 0, 2 * kStreamBytes, 0, FlowDirection::copy);  // 12 MB read and 12 MB written
+  const auto done = drain(hbm);
+  EXPECT_NEAR(static_cast<double>(done.at(0)), 2 * kStreamBytes / (kHbmRate * 0.9) * 1e12, 1.0);
+}
+
 }  // namespace
 }  // namespace tpusim::models

@@ -9,65 +9,23 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include "support/cli.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Outcome {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using tpusim::test::Outcome;
+using tpusim::test::slurp;
+using Cli = tpusim::test::CliTest;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class Cli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / (std::string("tpusim-cli-") + info->name() + "-" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  fs::path write(const std::string& name, const std::string& text) {
-    const fs::path p = dir_ / name;
-    std::ofstream(p, std::ios::binary) << text;
-    return p;
-  }
-
-  Outcome tpusim(const std::string& args) {
-    const fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
-    const std::string cmd = std::string(TPUSIM_BIN) + " " + args + " >" + out.string() + " 2>" + err.string();
-    const int status = std::system(cmd.c_str());
-    Outcome o;
-    o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    o.out = slurp(out);
-    o.err = slurp(err);
-    return o;
-  }
-
-  fs::path dir_;
-};
-
-// A minimal valid scenario; tests break one thing at a time.
-const char* kGood = R"(name: t
-pod: v4-1x1x1
-workload:
-  model: mlp-small
-  batch: 8
-  step: forward
-)";
+const char* kGood = tpusim::test::kMinimalScenario;
 
 }  // namespace
 
@@ -78,7 +36,7 @@ TEST_F(Cli, VersionPrintsTheReleaseVersion) {
 }
 
 TEST_F(Cli, EverySubcommandHasHelp) {
-  for (const char* sub : {"run", "validate", "describe", "lower", "topo"}) {
+  for (const char* sub : {"run", "validate", "describe", "lower", "topo", "sweep", "calibrate"}) {
     const Outcome o = tpusim(std::string(sub) + " --help");
     EXPECT_EQ(o.exit_code, 0) << sub;
     EXPECT_NE(o.out.find("Usage"), std::string::npos) << sub << ": " << o.out;
@@ -358,8 +316,8 @@ TEST_F(Cli, RooflineSweepPutsTheRidgeWithinFivePercentOfPeakOverHbmBandwidth) {
 
   // v2 has one MXU per core. The model loads a weight tile one row per cycle (an assumption, see
   // models/src/mxu_weight_stationary.cpp), so its skinny GEMMs are bound by weight loading, not by HBM: the
-  // m = 8 point loads (16384 / 128)^2 tiles over 2 MXUs at 128 cycles each, 8192 x 128 cycles at 686.6 MHz
-  // (1.527 ms, i.e. 512 MiB of weights at 351.5 GB/s, half of v2's 700 GB/s). Its measured ridge is therefore
+  // m = 8 point loads (16384 / 128)^2 tiles over 2 MXUs at 128 cycles each, 8192 x 128 cycles at 700 MHz
+  // (1.498 ms, i.e. 512 MiB of weights at 358.4 GB/s, half of v2's 700 GB/s). Its measured ridge is therefore
   // not peak / HBM bandwidth; this pins the reason (3% for the first load and the drain).
   std::istringstream table(slurp(out / "table.csv"));
   bool found = false;
@@ -368,7 +326,7 @@ TEST_F(Cli, RooflineSweepPutsTheRidgeWithinFivePercentOfPeakOverHbmBandwidth) {
     found = true;
     const std::size_t at = row.find(",ok,") + 4;
     const double step = std::stod(row.substr(at, row.find(',', at) - at));
-    const double weight_bound = 8192.0 * 128 / 686.6e6;
+    const double weight_bound = 8192.0 * 128 / 700e6;
     EXPECT_GE(step, weight_bound) << row;
     EXPECT_LE(step, 1.03 * weight_bound) << row;
   }
@@ -385,9 +343,12 @@ TEST_F(Cli, CollectiveRunReportsLinksAndTheCollective) {
   ASSERT_EQ(j["collectives"].size(), 1u);
   EXPECT_EQ(j["collectives"][0]["op"], "all_reduce");
   EXPECT_EQ(j["collectives"][0]["participants"], 64);
-  // Within 10% of the bandwidth-optimal closed form (the VPU reductions and hop latencies make up the rest).
-  EXPECT_GT(j["collectives"][0]["efficiency"].get<double>(), 0.9);
-  EXPECT_LE(j["collectives"][0]["efficiency"].get<double>(), 1.0);
+  // Within 10% of the bandwidth-optimal closed form at the achievable link rate (ideal / link efficiency; the
+  // VPU reductions and the runtime's overheads make up the rest).
+  const double link_efficiency = std::stod(j["scenario"]["chip"]["ici"]["link_efficiency"].get<std::string>());
+  EXPECT_EQ(link_efficiency, 0.94);  // the calibrated default (core/include/tpusim/core/chip_spec.h)
+  EXPECT_GT(j["collectives"][0]["efficiency"].get<double>(), 0.9 * link_efficiency);
+  EXPECT_LE(j["collectives"][0]["efficiency"].get<double>(), link_efficiency);
   EXPECT_NE(slurp(dir_ / "ar" / "links.svg").find("<rect"), std::string::npos);
   const std::string links = slurp(dir_ / "ar" / "links.csv");
   EXPECT_EQ(std::count(links.begin(), links.end(), '\n'), 385);  // a header and one row per directed link
@@ -395,15 +356,17 @@ TEST_F(Cli, CollectiveRunReportsLinksAndTheCollective) {
 
 // Issue "foundation", done-when: the bundled v4 chip through the real binary. Closed forms:
 //   compute bound = 2 * 4096^3 FLOP / (2 cores x 4 MXUs x 128 x 128 MACs x 2 x 1.05 GHz) = 499.3 us,
-//   plus one pipeline fill and drain of R + C + min(m, R) - 2 = 382 cycles = 0.364 us;
+//   plus one pipeline fill and drain of R + C + min(m, R) - 2 = 382 cycles = 0.364 us,
+//   plus the MXU step overhead (chip.mxu.step_overhead, 0.35 us = 368 cycles) between the 64 back-to-back
+//   matmul steps of each core (tpusim lower gemm-v4: tiles of 1024 x 512 x 1024), 63 x 368 cycles = 22.1 us;
 //   tolerance 2% for the first operand loads and the last write-back that no schedule can hide.
-TEST_F(Cli, Gemm4096OnV4RunsWithinTwoPercentOfFlopsOverPeakPlusFillAndDrain) {
+TEST_F(Cli, Gemm4096OnV4RunsWithinTwoPercentOfFlopsOverPeakPlusFillAndDrainAndStepOverheads) {
   const Outcome o = tpusim("run -q gemm-v4 -o " + (dir_ / "g").string());
   ASSERT_EQ(o.exit_code, 0) << o.err;
   const auto j = nlohmann::json::parse(slurp(dir_ / "g" / "summary.json"));
   const double flops = 2.0 * 4096.0 * 4096.0 * 4096.0;
   const double peak = 2.0 * 4 * 128 * 128 * 2 * 1.05e9;
-  const double bound = flops / peak + 382 / 1.05e9;
+  const double bound = flops / peak + (382 + 63 * 368) / 1.05e9;
   const double step = j["metrics"]["step_time_s"].get<double>();
   EXPECT_GE(step, bound);
   EXPECT_LE(step, 1.02 * bound);
@@ -412,15 +375,17 @@ TEST_F(Cli, Gemm4096OnV4RunsWithinTwoPercentOfFlopsOverPeakPlusFillAndDrain) {
   EXPECT_DOUBLE_EQ(j["metrics"]["mfu"].get<double>(), flops / (step * 275e12));
 }
 
-// An 8 x 4096 x 4096 GEMM reuses each weight 8 times: it must move A, B and C once through HBM at 1.2 TB/s,
-// (8*4096 + 4096*4096 + 8*4096) * 2 bytes / 1.2e12 B/s = 28.07 us; tolerance 5% (the HBM latency before the
-// first tile and the last tile's matmul and drain).
+// An 8 x 4096 x 4096 GEMM reuses each weight 8 times: it must move A, B and C once through HBM at 1.2 TB/s x
+// the achievable fraction hbm.efficiency (0.9), (8*4096 + 4096*4096 + 8*4096) * 2 bytes / 1.08e12 B/s =
+// 31.19 us; tolerance 5% (the HBM latency before the first tile and the last tile's matmul and drain).
 TEST_F(Cli, SkinnyGemmOnV4IsBoundByHbmBandwidth) {
   const Outcome o = tpusim("run -q gemm-skinny-v4 -o " + (dir_ / "g").string());
   ASSERT_EQ(o.exit_code, 0) << o.err;
   const auto j = nlohmann::json::parse(slurp(dir_ / "g" / "summary.json"));
   const double bytes = (8.0 * 4096 + 4096.0 * 4096 + 8.0 * 4096) * 2;
-  const double bound = bytes / 1.2e12;
+  const double efficiency = std::stod(j["scenario"]["chip"]["hbm"]["efficiency"].get<std::string>());
+  EXPECT_EQ(efficiency, 0.9);  // the calibrated default (core/include/tpusim/core/chip_spec.h)
+  const double bound = bytes / (1.2e12 * efficiency);
   const double step = j["metrics"]["step_time_s"].get<double>();
   EXPECT_GE(step, bound);
   EXPECT_LE(step, 1.05 * bound);
@@ -467,4 +432,110 @@ TEST_F(Cli, DescribeAssumptionsListsTheModelConstantsWithTheirValues) {
   EXPECT_NE(o.out.find("DCN latency                          10 us"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("MXU weight load"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("GEMM share of VMEM                   75%"), std::string::npos) << o.out;
+  // The calibrated overheads (issue 13), each with its value.
+  EXPECT_NE(o.out.find("ICI link efficiency                  0.94 (default of chip.ici.link_efficiency)"),
+            std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("MXU step overhead                    350 ns (default of chip.mxu.step_overhead)"),
+            std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("HBM efficiency                       0.9 (default of chip.hbm.efficiency)"),
+            std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("HBM read/write turnaround            0.07 (default of chip.hbm.turnaround)"),
+            std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("collective start-up                  500 ns"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("collective step synchronisation      10 ns"), std::string::npos) << o.out;
+}
+
+// ---- tpusim calibrate (issue 13) --------------------------------------------------------------------------
+
+namespace {
+std::vector<std::vector<std::string>> csv_rows(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> cells;
+    std::string cell;
+    bool quoted = false;
+    for (char c : line) {
+      if (c == '"') quoted = !quoted;
+      else if (c == ',' && !quoted) cells.push_back(std::exchange(cell, {}));
+      else cell += c;
+    }
+    cells.push_back(cell);
+    rows.push_back(std::move(cells));
+  }
+  return rows;
+}
+}  // namespace
+
+// Issue 13, done-when: every entry of the calibration set, predicted against measured, within the issue's
+// bounds (written here, not read from the calibration file, so loosening a `within:` there cannot pass):
+// C1 within 10% from S = 512 KiB up and within a factor 1.5 below; C2's matmul and copy within 10%; C3's
+// matmul and reduce-scatter within 15%.
+TEST_F(Cli, CalibrateRunsTheCalibrationSetAndEveryPointIsWithinTheIssuesBounds) {
+  const Outcome o = tpusim("calibrate -o " + (dir_ / "cal").string());
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  const auto rows = csv_rows(slurp(dir_ / "cal" / "table.csv"));
+  ASSERT_EQ(rows.size(), 14u);  // a header and 13 points
+  ASSERT_EQ(rows[0][0], "id");
+  int c1 = 0, c2 = 0, c3 = 0;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    ASSERT_EQ(r.size(), 9u);
+    const double measured = std::stod(r[3]), predicted = std::stod(r[4]);
+    const double ratio = predicted / measured;
+    EXPECT_NEAR(std::stod(r[5]), ratio - 1, 1e-4) << r[1];
+    if (r[0] == "C1") {
+      ++c1;
+      const bool small = r[1] == "S = 8 KiB" || r[1] == "S = 128 KiB";
+      if (small) {
+        EXPECT_LE(ratio, 1.5) << r[1];
+        EXPECT_GE(ratio, 1 / 1.5) << r[1];
+      } else {
+        EXPECT_LE(std::fabs(ratio - 1), 0.10) << r[1];
+      }
+    } else if (r[0] == "C2") {
+      ++c2;
+      EXPECT_LE(std::fabs(ratio - 1), 0.10) << r[1];
+    } else {
+      ASSERT_EQ(r[0], "C3");
+      ++c3;
+      EXPECT_LE(std::fabs(ratio - 1), 0.15) << r[1];
+    }
+    EXPECT_EQ(r[7], "yes") << r[1];
+  }
+  EXPECT_EQ(c1, 9);
+  EXPECT_EQ(c2, 2);
+  EXPECT_EQ(c3, 2);
+  EXPECT_NE(o.out.find("13 within bound, 0 outside, 0 failed"), std::string::npos) << o.out;
+  EXPECT_NE(slurp(dir_ / "cal" / "C1.svg").find("<polyline"), std::string::npos);
+}
+
+// The C1 plateau in closed form: a bidirectional ring all-gather of S = 1 GiB over 16 v5e chips takes 15 steps,
+// each moving S / 32 per direction at 45 GB/s x ici.link_efficiency 0.94, plus one hop latency (1 us) and one
+// step synchronisation (10 ns) per step and the start-up (0.5 us): t = 15/16 S / (2 x 42.3 GB/s) + 15.65 us.
+TEST_F(Cli, CalibrateC1PlateauIsTheRingClosedFormAtTheAchievableLinkRate) {
+  const Outcome o = tpusim("run -q " + std::string(TPUSIM_SOURCE_DIR) +
+                           "/calibration/scenarios/c1-all-gather-v5e-8x16.yaml -o " + (dir_ / "c1").string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto j = nlohmann::json::parse(slurp(dir_ / "c1" / "summary.json"));
+  const double s = 1024.0 * 1024 * 1024;
+  const double t = 15.0 / 16 * s / (2 * 45e9 * 0.94) + 15 * (1e-6 + 10e-9) + 0.5e-6;
+  EXPECT_NEAR(j["collectives"][0]["time_s"].get<double>(), t, 1e-4 * t);
+  EXPECT_EQ(j["collectives"][0]["algorithm"], "ring_bidirectional");
+}
+
+TEST_F(Cli, CalibrateRejectsABadCalibrationFileWithFileLineAndSuggestion) {
+  const fs::path scenario = fs::path(TPUSIM_SOURCE_DIR) / "calibration/scenarios/c2-matmul-v6e.yaml";
+  const fs::path f = write("cal.yaml", "name: bad\nentries:\n  - id: X\n    scenario: " + scenario.string() +
+                                           "\n    metric: step_tme\n    points:\n"
+                                           "      - {label: a, measured: 1 ms, within: 10}\n"
+                                           "      - {label: b, measured: 1 GB/s, withn: 10%}\n");
+  const Outcome o = tpusim("calibrate " + f.string() + " -o " + (dir_ / "out").string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find(f.string() + ":5:13"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("did you mean 'step_time'?"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("entries[0].points[0].within"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("did you mean 'within'?"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("nothing was run"), std::string::npos) << o.err;
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
 }

@@ -283,7 +283,8 @@ void print_spec(const std::string& title, const FieldTable<Spec>& table, const S
 int describe_command(const std::string& what, const std::string& name) {
   return with_exit_codes("tpusim describe", [&] {
     if (what == "assumptions") {
-      std::cout << "Modelling numbers that no source gives and that are not spec fields (spec fields that are\n"
+      std::cout << "Modelling numbers that no source gives: model and lowering constants, and the calibrated\n"
+                   "defaults of spec fields (`tpusim calibrate` checks them; other spec fields that are\n"
                    "assumptions say so in `tpusim describe chip`):\n";
       for (const auto& [layer, list] : {std::pair{"hardware models", models::model_assumptions()},
                                         std::pair{"lowering library", kernels::lowering_assumptions()}}) {

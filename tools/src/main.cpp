@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "tools/src/calibrate.h"
 #include "tools/src/commands.h"
 #include "tools/src/sweep.h"
 #include "tpusim/core/diagnostics.h"
@@ -68,13 +69,35 @@ int main(int argc, char** argv) {
 
   tpusim::tools::SweepArgs sweep;
   auto* sweep_cmd = app.add_subcommand(
-      "sweep", "run a grid of overrides over a scenario, one process per point, and tabulate the results");
+      "sweep",
+      "run a plan of overrides over a scenario (grid, zipped axes, ranges, derived values, filters, seeds), one "
+      "process per point, and tabulate and chart the results (docs/sweeps.md)");
   sweep_cmd->add_option("sweep", sweep.sweep, "bundled sweep name (sweeps/NAME.yaml) or path")->required();
   sweep_cmd->add_option("-o,--out", sweep.out_dir, "output folder (default: out/<sweep name>)");
-  sweep_cmd->add_option("-j,--jobs", sweep.jobs, "points run at once (default: every core)");
+  sweep_cmd->add_option("-j,--jobs", sweep.jobs,
+                        "points run at once (default: every core; with --slurm: CPUs per array task, default 1)");
   sweep_cmd->add_flag("--emit-commands", sweep.emit_commands,
                       "print one command per point not yet done (for GNU parallel or a Slurm job array)");
   sweep_cmd->add_flag("--collect", sweep.collect_only, "run nothing; build the table from finished points");
+  sweep_cmd->add_flag("--retry-failed", sweep.retry_failed, "run points that failed before again");
+  sweep_cmd->add_flag("--slurm", sweep.slurm,
+                      "write OUT/slurm/sweep.sbatch, a Slurm job array whose tasks run shares of the points");
+  sweep_cmd->add_option("--tasks", sweep.slurm_tasks, "--slurm: array tasks (default: one per point, at most 32)");
+  sweep_cmd->add_option("--slurm-option", sweep.slurm_options, "--slurm: an extra #SBATCH line, e.g. --time=2:00:00")
+      ->allow_extra_args(false);
+  sweep_cmd->add_option("--share", sweep.share, "run only the pending points numbered K modulo N (K/N); no table");
+
+  tpusim::tools::CalibrateArgs calibrate;
+  auto* calibrate_cmd = app.add_subcommand(
+      "calibrate",
+      "run the calibration set (published TPU measurements) and print predicted against measured with the error");
+  calibrate_cmd->add_option("set", calibrate.set, "bundled calibration set (calibration/NAME.yaml) or path")
+      ->capture_default_str();
+  calibrate_cmd->add_option("-o,--out", calibrate.out_dir, "output folder: table.csv, a chart per plotted entry")
+      ->capture_default_str();
+  calibrate_cmd->add_option("--set", calibrate.overrides, "override a field of every point, e.g. --set "
+                                                         "chip.ici.link_efficiency=0.9")
+      ->allow_extra_args(false);
 
   if (argc == 1) {  // a bare `tpusim` is a request for orientation, not an error
     std::cout << app.help();
@@ -106,6 +129,7 @@ int main(int argc, char** argv) {
   if (describe_cmd->parsed()) return describe_command(describe_what, describe_name);
   if (lower_cmd->parsed()) return lower_command(lower_scenario, lower_overrides, lower_out);
   if (topo_cmd->parsed()) return topo_command(topo_name, topo_dot, topo_svg);
-  if (sweep_cmd->parsed()) return sweep_command(sweep, "/proc/self/exe");
+  if (sweep_cmd->parsed()) return sweep_command(sweep);
+  if (calibrate_cmd->parsed()) return calibrate_command(calibrate, "/proc/self/exe");
   return 2;
 }

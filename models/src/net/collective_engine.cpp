@@ -65,6 +65,7 @@ void CollectiveEngine::start(std::uint32_t chip, Slot slot, PlanId id, NetStatis
   const PlanInfo& info = plans_[id];
   Op& o = op(chip, slot);
   o.active = true;
+  o.starting = false;
   o.reducing = false;
   o.plan = id;
   o.entry = entry;
@@ -88,6 +89,9 @@ void CollectiveEngine::start(std::uint32_t chip, Slot slot, PlanId id, NetStatis
   if (info.plan.steps.empty()) {
     o.active = false;
     units_.finish(chip, slot);
+  } else if (kCollectiveStartup.value() > 0) {
+    o.starting = true;
+    timers_.push(Timer{now + to_ticks(kCollectiveStartup), timer_seq_++, chip, slot, true});
   } else {
     begin_step(chip, slot, now);
   }
@@ -112,18 +116,23 @@ void CollectiveEngine::begin_step(std::uint32_t chip, Slot slot, Tick now) {
 
 void CollectiveEngine::check_step(std::uint32_t chip, Slot slot, Tick now) {
   Op& o = op(chip, slot);
-  if (!o.active || o.reducing || o.sends_pending > 0) return;
+  if (!o.active || o.starting || o.reducing || o.sends_pending > 0) return;
   const PlanInfo& info = plans_[o.plan];
   if (o.arrived[o.step] < info.receives[o.step]) return;
   const std::uint64_t elements = info.plan.steps[o.step].reduce_elements;
-  if (elements == 0) {
+  const Tick reduce =
+      elements == 0
+          ? 0
+          : cycles_to_ticks(vpu_cycles(chip_.vpu, ir::VectorOp::elementwise, static_cast<std::int64_t>(elements)),
+                            chip_.clock);
+  const Tick sync = to_ticks(kCollectiveStepSync);
+  if (reduce == 0 && sync == 0) {
     end_step(chip, slot, now);
     return;
   }
-  const Tick t = cycles_to_ticks(vpu_cycles(chip_.vpu, ir::VectorOp::elementwise, static_cast<std::int64_t>(elements)),
-                                 chip_.clock);
+  const Tick reduced = reduce == 0 ? now : vpus_[chip]->reserve_vpu(o.core, now, reduce);
   o.reducing = true;
-  timers_.push(Timer{vpus_[chip]->reserve_vpu(o.core, now, t), timer_seq_++, chip, slot});
+  timers_.push(Timer{reduced + sync, timer_seq_++, chip, slot, false});
 }
 
 bool CollectiveEngine::fire_timers(Tick now) {
@@ -131,8 +140,13 @@ bool CollectiveEngine::fire_timers(Tick now) {
   while (!timers_.empty() && timers_.top().time <= now) {
     const Timer t = timers_.top();
     timers_.pop();
-    op(t.chip, t.slot).reducing = false;
-    end_step(t.chip, t.slot, now);
+    if (t.start) {
+      op(t.chip, t.slot).starting = false;
+      begin_step(t.chip, t.slot, now);
+    } else {
+      op(t.chip, t.slot).reducing = false;
+      end_step(t.chip, t.slot, now);
+    }
     any = true;
   }
   return any;

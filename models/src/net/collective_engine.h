@@ -10,7 +10,9 @@
 //   chip's own sends are delivered and the mirror receives (one per send to another chip) have arrived;
 //   then the chip reduces the step's reduce_elements on the VPU of the instruction's TensorCore, at the
 //   elementwise rate, reserved through the chip's VpuPort: the reduction waits for what the VPU holds and
-//   vector instructions issued after it wait for it. The instruction completes after its last step.
+//   vector instructions issued after it wait for it. The step ends kCollectiveStepSync after the reduction
+//   (the next step, or the instruction's completion, follows); step 0 starts kCollectiveStartup after the
+//   instruction does.
 // - Matching: a chip's k-th collective over a group pairs with its peers' k-th collectives over the same
 //   group (SPMD), whatever else is in flight. Receives that arrive before the chip has reached their
 //   collective are kept until it does.
@@ -42,6 +44,13 @@ using CollectivePlanner =
 
 using PlanId = std::uint32_t;
 
+// Collective overheads of the runtime (calibrated on measurement C1: docs/calibration.md; reasoning in
+// `tpusim describe assumptions`). A collective's first step starts kCollectiveStartup after the instruction
+// starts, and every step ends kCollectiveStepSync after its receives have arrived, its sends are delivered
+// and its reduction is done. Point-to-point send/recv and remote puts pay neither (they are one DMA each).
+inline constexpr Seconds kCollectiveStartup{0.5e-6};
+inline constexpr Seconds kCollectiveStepSync{10e-9};
+
 class CollectiveEngine {
  public:
   CollectiveEngine(Transport& transport, const ChipSpec& chip, IciUnits& units, NetStatistics& stats,
@@ -60,7 +69,7 @@ class CollectiveEngine {
   void start(std::uint32_t chip, Slot slot, PlanId id, NetStatistics::Entry entry, int core, Tick now);
   // A transfer of this engine was delivered (the transport still holds it; the engine releases it).
   void on_delivered(TransferId id, Tick now);
-  // Ends the reductions due by `now`; false if none was.
+  // Ends the start-ups and steps (reduction and synchronisation) due by `now`; false if none was.
   bool fire_timers(Tick now);
   [[nodiscard]] Tick next_timer() const { return timers_.empty() ? kNever : timers_.top().time; }
 
@@ -78,7 +87,8 @@ class CollectiveEngine {
   };
   struct Op {  // the collective in one ICI slot of one chip
     bool active = false;
-    bool reducing = false;
+    bool starting = false;  // the start-up (kCollectiveStartup) is pending
+    bool reducing = false;  // the step's reduction and synchronisation (kCollectiveStepSync) are pending
     PlanId plan = 0;
     NetStatistics::Entry entry = 0;
     GroupId group = 0;
@@ -99,6 +109,7 @@ class CollectiveEngine {
     std::uint64_t seq;
     std::uint32_t chip;
     Slot slot;
+    bool start;  // ends the start-up (begins step 0); else ends a step
     bool operator>(const Timer& o) const { return time != o.time ? time > o.time : seq > o.seq; }
   };
 

@@ -3,8 +3,9 @@
 // (link_chunked.cpp, link_flow.cpp), chosen by make_link_model() from fidelity.links.
 //
 // A link model moves transfers over paths of channels. A channel is one direction of one physical resource
-// with a rate and a latency: a directed ICI link (bandwidth = chip.ici.link_bandwidth, latency =
-// chip.ici.hop_latency), or one direction of a host's DCN NIC. Optical ICI links are channels like electrical
+// with a rate and a latency: a directed ICI link (rate = chip.ici.link_bandwidth x chip.ici.link_efficiency,
+// latency = chip.ici.hop_latency; link utilization is reported against link_bandwidth, so a saturated link shows
+// the efficiency), or one direction of a host's DCN NIC. Optical ICI links are channels like electrical
 // ones (the OCS holds a circuit; it adds no switching delay).
 //
 // Contract shared by the variants:

@@ -12,12 +12,12 @@ namespace {
 
 int wrap(int a, int m) { return ((a % m) + m) % m; }
 
-std::vector<Channel> channels_of(const Topology& topo) {
+std::vector<Channel> channels_of(const Topology& topo, double link_efficiency) {
   const std::size_t hosts = topo.host_count();
   std::vector<Channel> ch;
   ch.reserve(topo.link_count() + 2 * hosts);
   for (const Link& l : topo.links()) {
-    ch.push_back(Channel{l.bandwidth.value() / kTicksPerSecond, to_ticks(l.latency)});
+    ch.push_back(Channel{l.bandwidth.value() * link_efficiency / kTicksPerSecond, to_ticks(l.latency)});
   }
   // DCN NIC of each host: egress carries the DCN latency, ingress none (the latency counts once per send).
   // A zero rate (a chip without DCN) gets a tiny one; plans that would use it are rejected at elaboration.
@@ -52,14 +52,13 @@ std::string describe_chip(const Topology& topo, ChipId chip) {
 
 }  // namespace
 
-Transport::Transport(const Topology& topo, const FidelitySpec& fidelity, Seconds ocs_reconfiguration,
-                     const FaultSet& faults)
+Transport::Transport(const Topology& topo, const Scenario& scenario, const FaultSet& faults)
     : topo_(topo),
       faults_(faults),
-      router_(make_router(topo, fidelity.routing, faults_)),
-      ocs_(topo, ocs_reconfiguration),
+      router_(make_router(topo, scenario.fidelity.routing, faults_)),
+      ocs_(topo, scenario.pod.ocs_reconfiguration),
       dcn_base_(static_cast<std::uint32_t>(topo.link_count())),
-      model_(make_link_model(fidelity, channels_of(topo))) {}
+      model_(make_link_model(scenario.fidelity, channels_of(topo, scenario.chip.ici.link_efficiency))) {}
 
 GroupShapeId Transport::add_group(const ir::CollectiveGroup& group) {
   const auto it = std::find(groups_.begin(), groups_.end(), group);

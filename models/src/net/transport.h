@@ -70,8 +70,10 @@ enum class Owner : std::uint8_t { collective, point_to_point };
 
 class Transport {
  public:
-  // `topo` must outlive the transport. Throws std::invalid_argument for faults under DOR routing.
-  Transport(const Topology& topo, const FidelitySpec& fidelity, Seconds ocs_reconfiguration, const FaultSet& faults);
+  // `topo` must outlive the transport. ICI channels move data at the link's rate x chip.ici.link_efficiency
+  // (framing and flow control); a DCN NIC's rate is taken as achievable as given. Throws std::invalid_argument
+  // for faults under DOR routing.
+  Transport(const Topology& topo, const Scenario& scenario, const FaultSet& faults);
 
   // Interns a group shape (it must fit the topology: kernels::plan_collective checks).
   [[nodiscard]] GroupShapeId add_group(const ir::CollectiveGroup& group);

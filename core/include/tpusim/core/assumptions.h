@@ -1,7 +1,8 @@
 #pragma once
-// Modelling numbers that no source gives and that are not spec fields (structural constants of a model or a
-// lowering choice). Each layer lists its own from the constants themselves, so `tpusim describe assumptions`
-// shows exactly what the code uses; spec fields that are assumptions say so in `tpusim describe chip`.
+// Modelling numbers that no source gives: structural constants of a model or a lowering choice, and the
+// calibrated defaults of spec fields (chip_spec.h). Each layer lists its own from the constants themselves, so
+// `tpusim describe assumptions` shows exactly what the code uses; other spec fields that are assumptions say so
+// in `tpusim describe chip`.
 #include <string>
 #include <vector>
 

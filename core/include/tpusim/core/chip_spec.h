@@ -20,6 +20,7 @@ struct MxuSpec {
   MxuDataflow dataflow = MxuDataflow::weight_stationary;
   double int8_rate = 0;  // MACs per cycle relative to bf16; 0 = not supported
   double fp8_rate = 0;   // same for fp8
+  Seconds step_overhead;  // MXU idle time between two back-to-back matmul instructions (pipeline steps)
 };
 
 struct VpuSpec {
@@ -54,6 +55,7 @@ struct IciSpec {
   int links = 0;
   BytesPerSecond link_bandwidth;  // per link, one direction
   Seconds hop_latency;
+  double link_efficiency = 1.0;   // achievable fraction of link_bandwidth (framing, flow control)
 };
 
 struct HostLinkSpec {
@@ -91,6 +93,36 @@ struct ChipSpec {
     return FlopsPerSecond(2.0 * macs_per_cycle() * clock.value());
   }
 };
+
+// Calibrated overheads: the defaults of chip fields that no datasheet gives, set once for every generation from
+// the calibration set (/work/shared/reference/measurements.md, C1-C3) with the reasoning below; each is listed
+// by `tpusim describe assumptions`. None is set per chip or per scenario (a chip file may override one only
+// with a source of its own).
+//
+// ICI link efficiency: the fraction of a link's one-way rate (chip.ici.link_bandwidth, the scaling book's
+// per-link figure) that data moves at once link-layer framing (packet headers, CRC) and credit-based flow
+// control are paid. C1's plateau (an 8x16 v5e all-gather of 256 MiB-4 GiB at ~90 GB/s, i.e. S (X-1) / (2 X t)
+// = 42.2 GB/s per link) is 94% of 45 GB/s; C3 (v2, one link) gives 96% of the recalled 62 GB/s. Serial links
+// typically lose 5-10% this way (PCIe Gen3 at 256 B payloads: ~94% after 128b/130b coding).
+inline constexpr double kIciLinkEfficiency = 0.94;
+// MXU step overhead: between two back-to-back matmul instructions (one per pipeline step of a tiled kernel) the
+// arrays idle while the TensorCore's scalar unit does the step's bookkeeping (waiting on the operand DMAs'
+// semaphores, issuing the next DMAs). The JAX Pallas TPU docs give ~0.35 us of fixed overhead per grid step
+// (source [U]: the docs, recalled). A fixed time costs more on faster MXUs; the calibration matmuls bound it:
+// v2 (C3) runs 96 ms against 95.9 ms at its 700 MHz peak (the model: 96.6 ms, steps of ~47 us), and v6e (C2)
+// 90% (the model: 96.7%, steps of 2048^3 = 18.7 us; the rest of v6e's gap is not explained, see
+// docs/calibration.md). No per-tile bubble beyond the dataflow's schedule: C3 leaves no room for one.
+inline constexpr double kMxuStepOverheadSeconds = 0.35e-6;
+// HBM efficiency: the fraction of peak a long single-direction stream reaches. All-bank refresh (JEDEC HBM2:
+// tRFC ~ 350 ns every tREFI = 3.9 us, partly hidden by the controller) and row activations on page changes
+// cost about 10%; GPUs' HBM read streams reach ~90% of peak the same way. Assumption (no TPU read-only
+// measurement in the calibration set).
+inline constexpr double kHbmEfficiency = 0.90;
+// HBM read/write turnaround: the fraction lost while reads and writes interleave (write-to-read and
+// read-to-write bus gaps). C2's v6e copy moves 32 MiB in and 32 MiB out at 1359.6 GB/s, 83.0% of 1638 GB/s;
+// with kHbmEfficiency that leaves 1 - 0.830 / 0.90 = 7.8% for the turnarounds, rounded to 7% after the
+// 0.5 us of read latency the copy also pays. Only the product is measured; the split is the assumption above.
+inline constexpr double kHbmTurnaround = 0.07;
 
 [[nodiscard]] const FieldTable<ChipSpec>& chip_fields();
 

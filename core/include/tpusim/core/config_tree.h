@@ -73,6 +73,10 @@ void merge_into(ConfigNode& base, const ConfigNode& overlay);
 // decided later by the schema, which names the override as the origin of any error.
 void apply_override(ConfigNode& root, std::string_view assignment, Diagnostics& diags);
 
+// The node as one line of YAML, the value text `--set path=value` takes: a scalar as written, a list in flow
+// style ("[4, 4, 4]", nested lists likewise); a map or null renders empty.
+[[nodiscard]] std::string flow_text(const ConfigNode& n);
+
 // Splits "a.b.c=value" at the first '='; false when there is none.
 bool split_assignment(std::string_view assignment, std::string& path, std::string& value);
 

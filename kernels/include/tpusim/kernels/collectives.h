@@ -95,11 +95,12 @@
 //
 // Automatic choice (CollectiveAlgorithm::automatic): all_to_all -> direct up to kAutoDirectMaxBytes (one step),
 // else ring_bidirectional (neighbour links only; faster for large buffers, see above); permute -> ring_unidirectional;
-// all_reduce / reduce_scatter / all_gather -> direct when bytes_per_chip <= kAutoDirectMaxBytes and the
-// in-pod group has at most kAutoDirectMaxPeers chips (latency-bound: 2 steps of at most a diameter of hops
-// instead of 2 (N-1) ring steps per axis; alpha-beta estimates with 1 us hops and 45 GB/s links put the
-// break-even near 200 KiB on a 16-ring and 400 KiB on a 4x4x4 torus, so 64 KiB is on the safe side), else
-// ring_bidirectional.
+// all_reduce / reduce_scatter / all_gather -> ring_bidirectional at every size. Measured, not estimated: the
+// calibration all-gather (measurements.md C1, a 16-ring of v5e) runs like the bandwidth-optimal ring at every
+// size, with a latency floor of ~15 us (15 ring steps of ~1 us) even at 512 B per chip, where `direct`
+// (one step of at most 8 hops) would take ~9 us, and at 32 KiB per chip `direct` (DOR loads one link
+// direction with 36 of the 15 blocks' worth) would take ~36 us against the measured 19 us. `direct` stays
+// available by name.
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -186,8 +187,7 @@ struct CollectivePlan {
                                              const ir::CollectiveGroup& group, CollectiveAlgorithm algorithm);
 
 // The algorithm `automatic` resolves to (rule at the top of this file); any other value is returned as is.
-inline constexpr std::uint64_t kAutoDirectMaxBytes = 64 * 1024;
-inline constexpr int kAutoDirectMaxPeers = 64;
+inline constexpr std::uint64_t kAutoDirectMaxBytes = 64 * 1024;  // all_to_all only
 [[nodiscard]] CollectiveAlgorithm resolve_algorithm(CollectiveAlgorithm requested, CollectiveKind kind,
                                                     std::uint64_t bytes_per_chip, int pod_group_size);
 

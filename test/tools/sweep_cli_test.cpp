@@ -1,0 +1,275 @@
+// `tpusim sweep` as an architect runs it: every kind of axis lands in the table with the right values, seeds
+// give a mean and a spread, a failed point records its error while the others go on, a sweep killed with
+// kill -9 resumes with only the missing points, and the Slurm job array's tasks (run here by hand, exactly as
+// sbatch would run them) merge into the same table byte for byte as a local run.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "support/cli.h"
+
+namespace fs = std::filesystem;
+using tpusim::test::Outcome;
+using tpusim::test::slurp;
+using SweepCli = tpusim::test::CliTest;
+
+namespace {
+
+const char* kScenario = tpusim::test::kMinimalScenario;
+
+// Both sweeps wrote the same table, byte for byte, in both forms.
+void expect_same_tables(const fs::path& a, const fs::path& b) {
+  EXPECT_EQ(slurp(a / "table.csv"), slurp(b / "table.csv"));
+  EXPECT_EQ(slurp(a / "table.json"), slurp(b / "table.json"));
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t end = text.find('\n', at);
+    out.push_back(text.substr(at, end - at));
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  return out;
+}
+
+std::vector<std::string> cells(const std::string& row) {
+  std::vector<std::string> out;
+  std::string cell;
+  bool quoted = false;
+  for (char c : row) {
+    if (c == '"') quoted = !quoted;
+    else if (c == ',' && !quoted) out.push_back(cell), cell.clear();
+    else cell += c;
+  }
+  out.push_back(cell);
+  return out;
+}
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The row starts with `prefix` (a readable failure message when not).
+::testing::AssertionResult starts_with(const std::string& row, const std::string& prefix) {
+  if (row.rfind(prefix, 0) == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "'" << row << "' does not start with '" << prefix << "'";
+}
+
+// Finished points: folders NNNNN with a summary (a run's staging folder, .NNNNN.partial-PID, is not one).
+std::size_t count_summaries(const fs::path& points) {
+  std::size_t n = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(points, ec)) {
+    if (e.path().filename().string().front() == '.') continue;
+    n += fs::exists(e.path() / "summary.json") ? 1 : 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_F(SweepCli, EveryAxisKindLandsInTheTableWithMeanAndSpreadOverSeeds) {
+  write("s.yaml", kScenario);
+  const fs::path sweep = write("w.yaml", R"(name: w
+scenario: s.yaml
+grid:
+  shape:
+    chip.mxu.rows: [128, 256]
+    chip.mxu.cols: [128, 256]
+  workload.batch: 8 .. 32 x 2
+derive:
+  chip.peak_bf16: 2 FLOP * chip.clock * chip.tensorcores * chip.mxu.per_core * chip.mxu.rows * chip.mxu.cols
+filter: not (chip.mxu.rows == 256 and workload.batch == 32)
+seeds: 2
+columns:
+  us_per_example: step_time_s / workload.batch / 1 us
+analysis:
+  - heatmap: {x: workload.batch, y: shape}
+  - pareto: {x: max examples_per_s, y: step_time_s}
+)");
+  const fs::path out = dir_ / "sw";
+  const Outcome o = tpusim("sweep " + sweep.string() + " -j 2 -o " + out.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.err.find("10 points (5 combinations x 2 seeds; 1 of 6 combinations dropped by filters), 0 already "
+                       "done, running 10"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("tpusim sweep w: 1/10 points, "), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find(", ETA "), std::string::npos) << o.err;
+
+  const auto table = lines(slurp(out / "table.csv"));
+  ASSERT_EQ(table.size(), 6u);  // header and 5 rows
+  EXPECT_TRUE(starts_with(table[0], "point,chip.mxu.rows,chip.mxu.cols,workload.batch,chip.peak_bf16,status,runs_ok,"
+                                     "step_time_s,mfu,hfu,model_flops,"));
+  EXPECT_TRUE(starts_with(table[1], "0,\"128\",\"128\",\"8\",\"275.2512 TFLOP/s\",ok,2,"));
+  EXPECT_TRUE(starts_with(table[5], "4,\"256\",\"256\",\"16\",\"1.1010048 PFLOP/s\",ok,2,"));
+  const auto header = cells(table[0]);
+  const auto first = cells(table[1]);
+  ASSERT_EQ(header.size(), first.size());
+  auto column = [&](const std::string& name) {
+    return static_cast<std::size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+  };
+  // Nothing this scenario models depends on the seed: the spread is exactly zero, and the report says so.
+  for (std::size_t r = 1; r <= 5; ++r) {
+    for (const char* sd : {"step_time_s_sd", "mfu_sd", "hfu_sd", "examples_per_s_sd", "us_per_example_sd"}) {
+      EXPECT_EQ(cells(table[r])[column(sd)], "0") << sd << " in " << table[r];
+    }
+  }
+  EXPECT_NE(o.out.find("the spread is zero"), std::string::npos) << o.out;
+  // The computed column is step time per example in microseconds.
+  const double step = std::stod(first[column("step_time_s")]);
+  EXPECT_NEAR(std::stod(first[column("us_per_example")]), step / 8 * 1e6, 1e-6 * step / 8 * 1e6);
+
+  const auto runs = lines(slurp(out / "runs.csv"));
+  EXPECT_EQ(runs.size(), 11u);
+  EXPECT_TRUE(starts_with(runs[4], "3,1,2,\"128\",\"128\",\"16\",ok,"));
+
+  const auto j = nlohmann::json::parse(slurp(out / "table.json"));
+  EXPECT_EQ(j["format"], "tpusim-sweep-table");
+  ASSERT_EQ(j["rows"].size(), 5u);
+  EXPECT_EQ(j["rows"][4]["values"]["chip.peak_bf16"], "1.1010048 PFLOP/s");
+  EXPECT_EQ(j["rows"][4]["spread"]["step_time_s"], 0.0);
+  EXPECT_EQ(j["columns"][0]["name"], "step_time_s");
+  EXPECT_EQ(j["columns"][0]["unit"], "s");
+
+  // The filtered combination is a grey cell; the colour scale and axes are labelled with units.
+  const std::string heat = slurp(out / "heatmap_step_time_s.svg");
+  EXPECT_NE(heat.find("colour: step_time_s (s), mean over seeds"), std::string::npos);
+  EXPECT_NE(heat.find("workload.batch = 32, shape = 256, 256: no result"), std::string::npos);
+  EXPECT_EQ(count_of(heat, "stroke=\"#d62728\" stroke-width=\"3\""), 1u);  // the best cell, outlined
+  EXPECT_NE(heat.find("red outline: lowest"), std::string::npos);
+  EXPECT_NE(slurp(out / "step_time.svg").find("w: step time, mean of 2 seeds, bars +/- 1 sd"), std::string::npos);
+  EXPECT_NE(slurp(out / "pareto_examples_per_s_step_time_s.svg").find("examples_per_s (1/s) (higher is better)"),
+            std::string::npos);
+}
+
+TEST_F(SweepCli, AFailedPointRecordsItsErrorAndTheOthersGoOn) {
+  write("s.yaml", kScenario);
+  const fs::path sweep = write("w.yaml", "name: w\nscenario: s.yaml\ngrid:\n  chip.vmem.capacity: [1 KiB, 16 MiB]\n");
+  const fs::path out = dir_ / "sw";
+  Outcome o = tpusim("sweep " + sweep.string() + " -j 2 -o " + out.string());
+  EXPECT_EQ(o.exit_code, 1) << o.err;
+  const auto table = lines(slurp(out / "table.csv"));
+  ASSERT_GE(table.size(), 3u);
+  // The run's own message (an input error found while lowering: exit 2) is in the row's error column.
+  EXPECT_TRUE(starts_with(table[1], "0,\"1 KiB\",failed (exit 2),,,,"));
+  EXPECT_NE(table[1].find("VMEM too small for the smallest tile"), std::string::npos) << table[1];
+  EXPECT_TRUE(starts_with(table[2], "1,\"16 MiB\",ok,"));
+  EXPECT_EQ(table[2].back(), ',');  // no error
+  EXPECT_NE(o.out.find("2 points, 1 ok, 1 failed, 0 not run"), std::string::npos) << o.out;
+
+  // A rerun does not repeat the failure unless asked to.
+  o = tpusim("sweep " + sweep.string() + " -o " + out.string());
+  EXPECT_NE(o.err.find("2 already done (1 failed: --retry-failed runs them again), running 0"), std::string::npos)
+      << o.err;
+  o = tpusim("sweep " + sweep.string() + " --retry-failed -o " + out.string());
+  EXPECT_NE(o.err.find("1 already done, running 1"), std::string::npos) << o.err;
+  EXPECT_EQ(o.exit_code, 1);
+}
+
+TEST_F(SweepCli, AKilledSweepResumesWithOnlyTheMissingPointsAndTheSameTable) {
+  // Six quickstart training steps (about 0.1 s each) on one worker: slow enough to kill half-way.
+  const fs::path sweep = write("w.yaml", "name: w\nscenario: quickstart\ngrid:\n  workload.batch: 128 .. 768 step 128\n");
+  const fs::path out = dir_ / "killed", points = out / "points";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int null = open("/dev/null", O_WRONLY);
+    dup2(null, STDOUT_FILENO);
+    dup2(null, STDERR_FILENO);
+    execl(TPUSIM_BIN, TPUSIM_BIN, "sweep", sweep.c_str(), "-j", "1", "-o", out.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (count_summaries(points) < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the running point dies with the sweep
+  const std::size_t done = count_summaries(points);
+  ASSERT_GE(done, 2u);
+  ASSERT_LT(done, 6u) << "the sweep finished before it could be killed";
+  EXPECT_FALSE(fs::exists(out / "table.csv"));
+
+  Outcome o = tpusim("sweep " + sweep.string() + " -j 2 -o " + out.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const std::string resumed = "6 points, " + std::to_string(done) + " already done, running " + std::to_string(6 - done);
+  EXPECT_NE(o.err.find(resumed), std::string::npos) << o.err;
+
+  const fs::path fresh = dir_ / "fresh";
+  o = tpusim("sweep " + sweep.string() + " -j 2 -o " + fresh.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  expect_same_tables(out, fresh);
+}
+
+TEST_F(SweepCli, SlurmArrayTasksRunSharesThatCollectIntoTheLocalTableByteForByte) {
+  write("s.yaml", kScenario);
+  const fs::path sweep = write("w.yaml", "name: w\nscenario: s.yaml\ngrid:\n  workload.batch: 8 .. 64 x 2\n"
+                                         "  workload.dtype: [bf16, int8]\n");
+  const fs::path local = dir_ / "local", array = dir_ / "array";
+  Outcome o = tpusim("sweep " + sweep.string() + " -o " + local.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+
+  o = tpusim("sweep " + sweep.string() + " --slurm --tasks 3 --slurm-option=--time=10 -o " + array.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const fs::path script = array / "slurm" / "sweep.sbatch";
+  EXPECT_NE(o.out.find("3 array tasks for 8 pending of 8 points"), std::string::npos) << o.out;
+  const std::string text = slurp(script);
+  EXPECT_NE(text.find("#SBATCH --array=0-2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("#SBATCH --time=10\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("--share \"${SLURM_ARRAY_TASK_ID}/3\""), std::string::npos) << text;
+  EXPECT_FALSE(fs::exists(array / "table.csv"));
+
+  // Each task as sbatch runs it: the script with its array index in the environment.
+  const std::size_t expected_share[] = {3, 3, 2};  // points 0,3,6 / 1,4,7 / 2,5
+  for (int task = 0; task < 3; ++task) {
+    const std::string cmd = "SLURM_ARRAY_TASK_ID=" + std::to_string(task) + " bash " + script.string() + " >" +
+                            (dir_ / "task.out").string() + " 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(dir_ / "task.out");
+    EXPECT_NE(slurp(dir_ / "task.out").find("share " + std::to_string(task) + "/3 has " +
+                                            std::to_string(expected_share[task])),
+              std::string::npos)
+        << slurp(dir_ / "task.out");
+    EXPECT_FALSE(fs::exists(array / "table.csv")) << "a task must not write the table";
+  }
+  o = tpusim("sweep " + sweep.string() + " --collect -o " + array.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  expect_same_tables(array, local);
+}
+
+TEST_F(SweepCli, ABadGridValueNamesTheSweepFilesLine) {
+  write("s.yaml", kScenario);
+  const fs::path sweep = write("w.yaml", "name: w\nscenario: s.yaml\ngrid:\n  workload.batch: [8, eight]\n");
+  const Outcome o = tpusim("sweep " + sweep.string() + " -o " + (dir_ / "sw").string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find(sweep.string() + ":4:23: error: workload.batch"), std::string::npos) << o.err;
+  EXPECT_EQ(o.err.find("--set"), std::string::npos) << o.err;
+  EXPECT_FALSE(fs::exists(dir_ / "sw"));
+}
+
+TEST_F(SweepCli, BundledSweepsResolveAndExpandToTheirPointCounts) {
+  const std::pair<const char*, int> kSweeps[] = {
+      {"roofline", 54},      {"roofline-v4", 5},    {"allreduce-size-v4-4x4x4", 55}, {"allreduce-size-v4-pod", 11},
+      {"alltoall-algorithms-v4-4x4x4", 36}, {"mxu-hbm-v4", 10}, {"ici-slices-v4", 9}, {"seeds-gemm-v4", 15}};
+  for (const auto& [name, points] : kSweeps) {
+    const Outcome o = tpusim(std::string("sweep ") + name + " --emit-commands -o " + (dir_ / name).string());
+    EXPECT_EQ(o.exit_code, 0) << name << ": " << o.err;
+    EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), points) << name;
+  }
+}

@@ -1,0 +1,21 @@
+#pragma once
+// `tpusim calibrate`: runs the calibration set (calibration/measurements.yaml, or another file of the same
+// format) on the bundled chips and prints predicted against measured with the error and its bound. Every
+// point runs as its own `tpusim run` process (a SystemC kernel runs once per process). Writes table.csv (one
+// row per point) and, for each entry with `plot: true`, <id>.svg (measured and predicted against size).
+// Exit code: 0 when every point ran and lies within its bound, 1 when one did not run or lies outside, 2 for
+// a bad calibration file or override.
+#include <string>
+#include <vector>
+
+namespace tpusim::tools {
+
+struct CalibrateArgs {
+  std::string set = "measurements";     // bundled name (calibration/NAME.yaml) or path
+  std::string out_dir = "out/calibrate";
+  std::vector<std::string> overrides;   // --set applied to every point (after the point's own)
+};
+
+int calibrate_command(const CalibrateArgs& args, const std::string& self_exe);
+
+}  // namespace tpusim::tools

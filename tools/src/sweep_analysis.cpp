@@ -1,0 +1,277 @@
+#include "tools/src/sweep_analysis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "tools/src/svg.h"
+#include "tpusim/core/units.h"
+
+namespace tpusim::tools {
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+void write_output_file(const fs::path& path, const std::function<void(std::ostream&)>& fill) {
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    fill(out);
+    out.flush();
+    if (!out) throw std::runtime_error(fmt::format("cannot write {}", tmp.string()));
+  }
+  fs::rename(tmp, path);
+}
+
+namespace {
+
+double num(const json& j, const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0; }
+
+// The label of a row's group: its values on every axis but `skip` (by default the innermost), leaving out axes
+// with a single value (the same for every point, they say nothing).
+std::string group_key(const SweepPlan& plan, const Config& c, std::vector<std::size_t> skip = {}) {
+  if (skip.empty() && !plan.axes.empty()) skip.push_back(plan.axes.size() - 1);
+  std::string key;
+  for (std::size_t i = 0; i < plan.axes.size(); ++i) {
+    if (std::find(skip.begin(), skip.end(), i) != skip.end() || plan.axes[i].values.size() < 2) continue;
+    key += (key.empty() ? "" : " ") + plan.axes[i].label(c.choice[i]);
+  }
+  return key;
+}
+
+std::string column_label(const TableColumn& c) { return c.name + unit_suffix(c.dim); }
+
+// Per group of points (all axes but the last), the measured ridge point: best achieved FLOP/s over best
+// achieved HBM bandwidth, against the chip's peak / achievable HBM bandwidth (hbm.bandwidth x hbm.efficiency).
+void roofline(const SweepPlan& plan, const SweepTable& table, const fs::path& dir, std::ostream& out) {
+  std::map<std::string, std::vector<const TableRow*>> groups;
+  for (const auto& r : table.rows) {
+    if (r.first_ok == nullptr) continue;
+    const std::string key = group_key(plan, *r.config);
+    groups[key.empty() ? "all" : key].push_back(&r);
+  }
+  std::vector<Series> series;
+  write_output_file(dir / "roofline.csv", [&](std::ostream& csv) {
+    csv << "group,chip,peak_flops_per_s,hbm_bytes_per_s,expected_ridge,best_flops_per_s,best_hbm_bytes_per_s,"
+           "measured_ridge,ridge_error\n";
+    out << fmt::format("  {:<22} {:>14} {:>14} {:>8}\n", "roofline group", "expected ridge", "measured ridge", "error");
+    for (const auto& [group, members] : groups) {
+      Series line{group, {}, {}, {}};
+      double best_flops = 0, best_bw = 0, peak = 0, hbm = 0;
+      std::string chip;
+      for (const TableRow* r : members) {
+        const json& s = r->first_ok->summary;
+        const json& m = s["metrics"];
+        const double step = num(m, "step_time_s");
+        const double bytes = num(s["bytes"], "hbm_read") + num(s["bytes"], "hbm_written");
+        const double chips = std::max(1.0, num(m, "chips"));
+        if (step <= 0) continue;
+        best_flops = std::max(best_flops, num(m, "model_flops") / step / chips);
+        if (bytes > 0) {
+          line.x.push_back(num(m, "model_flops") / bytes);
+          line.y.push_back(num(m, "model_flops") / step / chips);
+        }
+        best_bw = std::max(best_bw, bytes / step / chips);
+        peak = num(m, "peak_flops_per_s") / chips;
+        const json& h = s["scenario"]["chip"]["hbm"];
+        const auto q = h["bandwidth"].is_string() ? parse_quantity(h["bandwidth"].get<std::string>()) : std::nullopt;
+        const double efficiency =
+            h.contains("efficiency") && h["efficiency"].is_string() ? std::atof(h["efficiency"].get<std::string>().c_str())
+                                                                    : 1.0;
+        hbm = q ? q->si * (efficiency > 0 ? efficiency : 1.0) : 0.0;
+        chip = s["scenario"]["chip"]["name"].get<std::string>();
+      }
+      const double expected = hbm > 0 ? peak / hbm : 0;
+      const double measured = best_bw > 0 ? best_flops / best_bw : 0;
+      const double error = expected > 0 ? measured / expected - 1 : 0;
+      csv << fmt::format("\"{}\",{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.4f}\n", group, chip, peak, hbm,
+                         expected, best_flops, best_bw, measured, error);
+      out << fmt::format("  {:<22} {:>9.1f} F/B {:>9.1f} F/B {:>7.1f}%\n", group, expected, measured, 100 * error);
+      series.push_back(std::move(line));
+    }
+  });
+  write_output_file(dir / "roofline.svg", [&](std::ostream& svg) {
+    write_line_chart_svg(series, "roofline: achieved FLOP/s per chip", "arithmetic intensity (FLOP per HBM byte)",
+                         "FLOP/s per chip", true, true, svg);
+  });
+  out << "  roofline: " << (dir / "roofline.csv").string() << ", " << (dir / "roofline.svg").string() << "\n";
+}
+
+// A value as a number for plotting ("4096", "1 MiB", "2 TB/s"), or nullopt.
+std::optional<double> numeric(const std::string& v) {
+  const Value x = value_from_text(v);
+  if (x.kind != Value::Kind::number) return std::nullopt;
+  return x.si;
+}
+
+// When the innermost axis is a single numeric path: step time against it, one line per combination of the
+// other axes.
+void plot_step_time(const SweepPlan& plan, const SweepTable& table, const fs::path& path) {
+  if (plan.axes.empty() || plan.axes.back().paths.size() != 1) return;
+  const Axis& inner = plan.axes.back();
+  std::map<std::string, Series> groups;
+  double lo = INFINITY, hi = 0;
+  for (const auto& v : inner.values) {
+    if (!numeric(v[0])) return;
+  }
+  const std::size_t step = *table.column("step_time_s");
+  for (const auto& r : table.rows) {
+    if (!r.mean[step]) continue;
+    const double x = *numeric(inner.values[r.config->choice.back()][0]);
+    const std::string key = group_key(plan, *r.config);
+    Series& s = groups[key];
+    s.name = key.empty() ? plan.name : key;
+    s.x.push_back(x);
+    s.y.push_back(*r.mean[step]);
+    if (!plan.seeds.empty()) s.err.push_back(r.spread[step].value_or(0.0));
+    lo = std::min(lo, x);
+    hi = std::max(hi, x);
+  }
+  std::vector<Series> series;
+  for (auto& [k, s] : groups) series.push_back(std::move(s));
+  const bool log = lo > 0 && hi / lo >= 100;
+  const Value unit_probe = value_from_text(inner.values.front()[0]);
+  write_output_file(path, [&](std::ostream& out) {
+    const std::string title =
+        plan.seeds.empty() ? plan.name + ": step time"
+                           : fmt::format("{}: step time, mean of {} seeds, bars +/- 1 sd", plan.name,
+                                         plan.seeds.size());
+    write_line_chart_svg(series, title, inner.name + unit_suffix(unit_probe.dim), "step time (s)", log, log, out);
+  });
+}
+
+std::size_t axis_index(const SweepPlan& plan, const std::string& name) {
+  for (std::size_t i = 0; i < plan.axes.size(); ++i) {
+    if (plan.axes[i].name == name) return i;
+  }
+  return 0;  // checked when the plan was read
+}
+
+void heatmap(const SweepPlan& plan, const SweepTable& table, const AnalysisSpec& a, const fs::path& dir,
+             std::ostream& out) {
+  const std::size_t xi = axis_index(plan, a.x), yi = axis_index(plan, a.y);
+  const std::size_t col = *table.column(a.metric);
+  const Axis& ax = plan.axes[xi];
+  const Axis& ay = plan.axes[yi];
+  Heatmap map;
+  map.title = fmt::format("{}: {}", plan.name, table.columns[col].description);
+  map.value_label = column_label(table.columns[col]) + (plan.seeds.empty() ? "" : ", mean over seeds");
+  map.better = table.columns[col].better == Better::lower ? -1 : table.columns[col].better == Better::higher ? 1 : 0;
+  map.x_label = ax.name;
+  map.y_label = ay.name;
+  for (std::size_t i = 0; i < ax.values.size(); ++i) map.x_ticks.push_back(ax.label(i));
+  for (std::size_t i = 0; i < ay.values.size(); ++i) map.y_ticks.push_back(ay.label(i));
+  std::map<std::string, std::size_t> panel_of;
+  for (const auto& r : table.rows) {
+    const std::string key = group_key(plan, *r.config, {xi, yi});
+    auto [it, inserted] = panel_of.emplace(key, map.panels.size());
+    if (inserted) {
+      map.panels.push_back(HeatmapPanel{key, std::vector<std::vector<std::optional<double>>>(
+                                                 ay.values.size(), std::vector<std::optional<double>>(ax.values.size()))});
+    }
+    map.panels[it->second].cells[r.config->choice[yi]][r.config->choice[xi]] = r.mean[col];
+  }
+  const fs::path file = dir / (a.file + ".svg");
+  write_output_file(file, [&](std::ostream& svg) { write_heatmap_svg(map, svg); });
+  out << fmt::format("  heatmap of {} over {} x {}: {}\n", a.metric, a.x, a.y, file.string());
+}
+
+struct Objective {
+  std::size_t column;
+  bool higher;
+};
+
+Objective objective(const SweepTable& table, const std::string& spec) {
+  std::string name = spec;
+  std::optional<bool> higher;
+  if (name.rfind("min ", 0) == 0 || name.rfind("max ", 0) == 0) {
+    higher = name[1] == 'a';
+    name = name.substr(4);
+    name.erase(0, name.find_first_not_of(' '));
+  }
+  const std::size_t c = *table.column(name);
+  return {c, higher.value_or(table.columns[c].better == Better::higher)};
+}
+
+void pareto(const SweepPlan& plan, const SweepTable& table, const AnalysisSpec& a, const fs::path& dir,
+            std::ostream& out) {
+  const Objective x = objective(table, a.x), y = objective(table, a.y);
+  const auto front = pareto_front(table, x.column, x.higher, y.column, y.higher);
+  auto label = [&](const TableRow& r) {
+    std::string s;
+    for (std::size_t i = 0; i < plan.axes.size(); ++i) {
+      if (plan.axes[i].values.size() < 2) continue;
+      s += (s.empty() ? "" : ", ") + plan.axes[i].label(r.config->choice[i]);
+    }
+    return s.empty() ? fmt::format("point {}", r.config->index) : s;
+  };
+  std::vector<ScatterPoint> points;
+  double xlo = INFINITY, xhi = 0, ylo = INFINITY, yhi = 0;
+  for (const auto& r : table.rows) {
+    if (!r.mean[x.column] || !r.mean[y.column]) continue;
+    const bool on = std::find(front.begin(), front.end(), &r) != front.end();
+    points.push_back({*r.mean[x.column], *r.mean[y.column], label(r), on});
+    xlo = std::min(xlo, points.back().x), xhi = std::max(xhi, points.back().x);
+    ylo = std::min(ylo, points.back().y), yhi = std::max(yhi, points.back().y);
+  }
+  const TableColumn& cx = table.columns[x.column];
+  const TableColumn& cy = table.columns[y.column];
+  const fs::path csv = dir / (a.file + ".csv"), svg = dir / (a.file + ".svg");
+  write_output_file(csv, [&](std::ostream& o) {
+    o << "point,label," << cx.name << "," << cy.name << "\n";
+    for (const TableRow* r : front) {
+      o << r->config->index << ",\"" << label(*r) << "\"," << fmt::format(fmt::runtime(cx.format), *r->mean[x.column])
+        << "," << fmt::format(fmt::runtime(cy.format), *r->mean[y.column]) << "\n";
+    }
+  });
+  auto direction = [](bool higher) { return higher ? "higher is better" : "lower is better"; };
+  write_output_file(svg, [&](std::ostream& o) {
+    write_scatter_svg(points, fmt::format("{}: Pareto front of {} and {}", plan.name, cx.name, cy.name),
+                      fmt::format("{} ({})", column_label(cx), direction(x.higher)),
+                      fmt::format("{} ({})", column_label(cy), direction(y.higher)), xlo > 0 && xhi / xlo >= 100,
+                      ylo > 0 && yhi / ylo >= 100, o);
+  });
+  out << fmt::format("  Pareto front of {} and {}: {} of {} points; {}, {}\n", cx.name, cy.name, front.size(),
+                     points.size(), csv.string(), svg.string());
+}
+
+}  // namespace
+
+std::vector<const TableRow*> pareto_front(const SweepTable& table, std::size_t x, bool x_higher, std::size_t y,
+                                          bool y_higher) {
+  auto better_or_equal = [](double a, double b, bool higher) { return higher ? a >= b : a <= b; };
+  auto strictly_better = [](double a, double b, bool higher) { return higher ? a > b : a < b; };
+  std::vector<const TableRow*> front;
+  for (const auto& r : table.rows) {
+    if (!r.mean[x] || !r.mean[y]) continue;
+    bool dominated = false;
+    for (const auto& o : table.rows) {
+      if (&o == &r || !o.mean[x] || !o.mean[y]) continue;
+      const double ox = *o.mean[x], oy = *o.mean[y], rx = *r.mean[x], ry = *r.mean[y];
+      if (better_or_equal(ox, rx, x_higher) && better_or_equal(oy, ry, y_higher) &&
+          (strictly_better(ox, rx, x_higher) || strictly_better(oy, ry, y_higher))) {
+        dominated = true;
+        break;
+      }
+    }
+    if (!dominated) front.push_back(&r);
+  }
+  return front;
+}
+
+void write_analyses(const SweepPlan& plan, const SweepTable& table, const fs::path& out_dir, std::ostream& report) {
+  plot_step_time(plan, table, out_dir / "step_time.svg");
+  for (const auto& a : plan.analyses) {
+    switch (a.kind) {
+      case AnalysisKind::roofline: roofline(plan, table, out_dir, report); break;
+      case AnalysisKind::heatmap: heatmap(plan, table, a, out_dir, report); break;
+      case AnalysisKind::pareto: pareto(plan, table, a, out_dir, report); break;
+    }
+  }
+}
+
+}  // namespace tpusim::tools

@@ -1,0 +1,597 @@
+#include "tools/src/sweep_axes.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "tpusim/core/data_paths.h"
+#include "tools/src/sweep_metrics.h"
+
+namespace tpusim::tools {
+namespace fs = std::filesystem;
+
+std::string Axis::label(std::size_t i) const {
+  std::string s;
+  for (std::size_t j = 0; j < values[i].size(); ++j) s += (j ? ", " : "") + values[i][j];
+  return s;
+}
+
+namespace {
+
+constexpr std::size_t kMaxRangeValues = 10000;
+
+std::string trim(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  std::size_t b = 0;
+  while (b < s.size() && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  return s.substr(b);
+}
+
+// A range bound: its value, and how to render values in its unit.
+struct Bound {
+  Value value;
+  std::string unit;  // the unit symbol as written, empty for a plain number
+  double scale = 1;  // SI value of one `unit`
+};
+
+Bound parse_bound(const std::string& text, std::size_t column) {
+  const Value v = value_from_text(text);
+  if (v.kind != Value::Kind::number) {
+    throw ExprError(fmt::format("'{}' is not a number or a quantity with a unit", text), column);
+  }
+  Bound b{v, {}, 1};
+  if (!v.dim.none()) {
+    const char* begin = text.c_str();
+    char* end = nullptr;
+    const double number = std::strtod(begin, &end);
+    b.unit = trim(end);
+    b.scale = number != 0 ? v.si / number : parse_quantity("1 " + b.unit)->si;
+  }
+  return b;
+}
+
+std::string render(double si, const Bound& like) {
+  const double n = si / like.scale;
+  const double rounded = std::round(n);
+  // Values that land within rounding error of a whole number are that number (0.1 steps summed, 2^k).
+  const double v = std::fabs(n - rounded) <= 1e-9 * std::max(1.0, std::fabs(n)) ? rounded : n;
+  const std::string num = std::fabs(v) < 9e15 && v == std::floor(v) ? fmt::format("{:.0f}", v) : fmt::format("{:.12g}", v);
+  return like.unit.empty() ? num : num + " " + like.unit;
+}
+
+// A list's items, or the node itself: keys that take one entry or a list of them.
+std::vector<const ConfigNode*> items_of(const ConfigNode& n) {
+  std::vector<const ConfigNode*> items;
+  if (n.is_seq()) {
+    for (const auto& i : n.items()) items.push_back(&i);
+  } else {
+    items.push_back(&n);
+  }
+  return items;
+}
+
+// An expression error at a YAML scalar: the scalar's location moved to the column of the problem.
+SourceLoc at_column(SourceLoc loc, std::size_t column) {
+  if (loc.line > 0) loc.column += static_cast<int>(column);
+  return loc;
+}
+
+class PlanReader {
+ public:
+  PlanReader(const fs::path& file, Diagnostics& diags) : file_(file), diags_(diags) {}
+
+  SweepPlan read(const ConfigNode& root) {
+    SweepPlan plan;
+    plan.file = file_;
+    if (!root.is_map()) {
+      diags_.error(SourceLoc{file_.string(), 1, 1}, "", "wrong type", "a sweep map (name, scenario, grid)",
+                   root.describe());
+      return plan;
+    }
+    const std::vector<std::string> known{"name", "description", "scenario", "grid", "derive", "filter",
+                                         "seeds",  "columns",     "analysis"};
+    for (const auto& e : root.entries()) {
+      if (std::find(known.begin(), known.end(), e.key) == known.end()) {
+        diags_.error(e.key_loc, e.key, fmt::format("unknown key '{}'", e.key), "a known key", e.key,
+                     suggestion(e.key, known));
+      }
+    }
+    plan.name = text(root, "name", true);
+    plan.description = text(root, "description", false);
+    const std::string scenario = text(root, "scenario", true);
+    if (!scenario.empty()) {
+      if (auto p = resolve_data_file("scenarios", scenario, file_.parent_path(), root.find("scenario")->loc(),
+                                     "scenario", diags_)) {
+        plan.scenario = *p;
+      }
+    }
+    read_grid(root, plan);
+    if (const ConfigNode* d = root.find("derive")) read_derived(*d, plan);
+    if (const ConfigNode* f = root.find("filter")) read_filters(*f, plan);
+    if (const ConfigNode* s = root.find("seeds")) read_seeds(*s, plan);
+    if (const ConfigNode* c = root.find("columns")) read_columns(*c, plan);
+    if (const ConfigNode* a = root.find("analysis")) read_analyses(*a, plan);
+    return plan;
+  }
+
+ private:
+  std::string text(const ConfigNode& map, const std::string& key, bool required) {
+    const ConfigNode* n = map.find(key);
+    if (n == nullptr) {
+      if (required) diags_.error(map.loc(), key, "missing required key", "a text value", "nothing");
+      return {};
+    }
+    if (!n->is_scalar()) {
+      diags_.error(n->loc(), key, "wrong type", "a text value", n->describe());
+      return {};
+    }
+    return n->scalar();
+  }
+
+  static bool is_axis_path(const SweepPlan& plan, const std::string& path) {
+    for (const auto& a : plan.axes) {
+      if (a.name == path || std::find(a.paths.begin(), a.paths.end(), path) != a.paths.end()) return true;
+    }
+    return false;
+  }
+
+  std::optional<Expression> expression(const ConfigNode& n, const std::string& key) {
+    if (!n.is_scalar() || n.scalar().empty()) {
+      diags_.error(n.loc(), key, "wrong type", "an expression, e.g. 2 FLOP * chip.clock", n.describe());
+      return std::nullopt;
+    }
+    try {
+      return Expression::parse(n.scalar());
+    } catch (const ExprError& e) {
+      diags_.error(at_column(n.loc(), e.column()), key, fmt::format("bad expression: {}", e.what()),
+                   "an expression, e.g. 2 FLOP * chip.clock", fmt::format("'{}'", n.scalar()));
+      return std::nullopt;
+    }
+  }
+
+  // The values of one path: a list of values and ranges, or a single value or range.
+  bool read_values(const ConfigNode& n, const std::string& key, std::vector<std::string>& values,
+                   std::vector<SourceLoc>& locs) {
+    auto add = [&](const ConfigNode& item) {
+      if (item.is_scalar()) {
+        try {
+          if (auto range = expand_range(item.scalar())) {
+            for (auto& v : *range) {
+              values.push_back(std::move(v));
+              locs.push_back(item.loc());
+            }
+            return;
+          }
+        } catch (const ExprError& e) {
+          diags_.error(item.loc(), key, fmt::format("bad range: {}", e.what()),
+                       "A .. B step S, A .. B x F, A .. B points N or A .. B log points N",
+                       fmt::format("'{}'", item.scalar()));
+          return;
+        }
+      }
+      values.push_back(flow_text(item));
+      locs.push_back(item.loc());
+    };
+    if (n.is_seq()) {
+      for (const auto& item : n.items()) add(item);
+    } else if (n.is_scalar()) {
+      add(n);
+    }
+    if (values.empty()) {
+      diags_.error(n.loc(), key, "wrong type", "a list of values, a value, or a range such as 1 TB/s .. 4 TB/s x 2",
+                   n.describe());
+      return false;
+    }
+    return true;
+  }
+
+  void read_grid(const ConfigNode& root, SweepPlan& plan) {
+    const ConfigNode* grid = root.find("grid");
+    if (grid == nullptr || !grid->is_map() || grid->entries().empty()) {
+      diags_.error(grid ? grid->loc() : root.loc(), "grid", grid ? "wrong type" : "missing required key",
+                   "a map from a field path (or a zipped group's label) to values", grid ? grid->describe() : "nothing");
+      return;
+    }
+    for (const auto& e : grid->entries()) {
+      Axis axis;
+      axis.name = e.key;
+      if (e.value.is_map()) {  // a zipped group: every path has as many values, the i-th go together
+        std::size_t count = 0;
+        for (const auto& z : e.value.entries()) {
+          std::vector<std::string> vals;
+          std::vector<SourceLoc> locs;
+          const std::string key = "grid." + e.key + "." + z.key;
+          if (!read_values(z.value, key, vals, locs)) continue;
+          if (!axis.paths.empty() && vals.size() != count) {
+            diags_.error(z.value.loc(), key, "zipped lists differ in length",
+                         fmt::format("{} values, as {} has", count, axis.paths.front()),
+                         fmt::format("{} values", vals.size()));
+            continue;
+          }
+          count = vals.size();
+          axis.paths.push_back(z.key);
+          if (axis.values.empty()) {
+            axis.values.resize(count);
+            axis.locs.resize(count);
+          }
+          for (std::size_t i = 0; i < count; ++i) {
+            axis.values[i].push_back(vals[i]);
+            axis.locs[i].push_back(locs[i]);
+          }
+        }
+        if (axis.paths.empty()) {
+          diags_.error(e.value.loc(), "grid." + e.key, "an empty zipped group", "field paths with lists of values",
+                       "nothing");
+          continue;
+        }
+      } else {
+        std::vector<std::string> vals;
+        std::vector<SourceLoc> locs;
+        if (!read_values(e.value, "grid." + e.key, vals, locs)) continue;
+        axis.paths.push_back(e.key);
+        for (std::size_t i = 0; i < vals.size(); ++i) {
+          axis.values.push_back({vals[i]});
+          axis.locs.push_back({locs[i]});
+        }
+      }
+      plan.axes.push_back(std::move(axis));
+    }
+  }
+
+  void read_derived(const ConfigNode& n, SweepPlan& plan) {
+    if (!n.is_map()) {
+      diags_.error(n.loc(), "derive", "wrong type", "a map from a field path to an expression", n.describe());
+      return;
+    }
+    for (const auto& e : n.entries()) {
+      if (is_axis_path(plan, e.key)) {
+        diags_.error(e.key_loc, "derive." + e.key, "a derived field is also an axis", "a field no axis sets", e.key);
+        continue;
+      }
+      if (auto ex = expression(e.value, "derive." + e.key)) plan.derived.push_back({e.key, *ex, e.value.loc()});
+    }
+  }
+
+  void read_filters(const ConfigNode& n, SweepPlan& plan) {
+    const std::vector<const ConfigNode*> items = items_of(n);
+    for (const ConfigNode* i : items) {
+      if (auto ex = expression(*i, "filter")) plan.filters.push_back({*ex, i->loc()});
+    }
+  }
+
+  void read_seeds(const ConfigNode& n, SweepPlan& plan) {
+    std::vector<std::string> vals;
+    std::vector<SourceLoc> locs;
+    // A single whole number N means seeds 1..N.
+    if (n.is_scalar() && n.scalar().find("..") == std::string::npos) {
+      char* end = nullptr;
+      const long long count = std::strtoll(n.scalar().c_str(), &end, 10);
+      if (*end != '\0' || count < 1 || count > 100000) {
+        diags_.error(n.loc(), "seeds", "bad seed count", "a whole number >= 1, a list of seeds or a range",
+                     fmt::format("'{}'", n.scalar()));
+        return;
+      }
+      for (long long s = 1; s <= count; ++s) plan.seeds.push_back(s);
+      return;
+    }
+    if (!read_values(n, "seeds", vals, locs)) return;
+    for (std::size_t i = 0; i < vals.size(); ++i) {
+      char* end = nullptr;
+      const long long s = std::strtoll(vals[i].c_str(), &end, 10);
+      if (*end != '\0' || s < 0) {
+        diags_.error(locs[i], "seeds", "bad seed", "a whole number >= 0", fmt::format("'{}'", vals[i]));
+        continue;
+      }
+      if (std::find(plan.seeds.begin(), plan.seeds.end(), s) != plan.seeds.end()) {
+        diags_.error(locs[i], "seeds", "repeated seed", "each seed once", fmt::format("'{}'", vals[i]));
+        continue;
+      }
+      plan.seeds.push_back(s);
+    }
+  }
+
+  void read_columns(const ConfigNode& n, SweepPlan& plan) {
+    if (!n.is_map()) {
+      diags_.error(n.loc(), "columns", "wrong type", "a map from a column name to an expression", n.describe());
+      return;
+    }
+    for (const auto& e : n.entries()) {
+      if (find_metric(e.key) != nullptr || is_axis_path(plan, e.key)) {
+        diags_.error(e.key_loc, "columns." + e.key, "a column cannot take the name of a metric or an axis", "a new name",
+                     e.key);
+        continue;
+      }
+      if (auto ex = expression(e.value, "columns." + e.key)) plan.columns.push_back({e.key, *ex, e.value.loc()});
+    }
+  }
+
+  // A metric or computed column for a Pareto axis or a heatmap colour; nullopt (reported) when unknown.
+  bool check_quantity(const ConfigNode& at, const std::string& key, const std::string& name, const SweepPlan& plan) {
+    std::vector<std::string> known = metric_names();
+    for (const auto& c : plan.columns) known.push_back(c.name);
+    if (std::find(known.begin(), known.end(), name) != known.end()) return true;
+    diags_.error(at.loc(), key, fmt::format("unknown metric '{}'", name), "a metric or a column of this sweep", name,
+                 suggestion(name, known));
+    return false;
+  }
+
+  void read_analyses(const ConfigNode& n, SweepPlan& plan) {
+    const std::vector<const ConfigNode*> items = items_of(n);
+    const std::vector<std::string> kinds{"none", "roofline", "heatmap", "pareto"};
+    for (const ConfigNode* item : items) {
+      std::string kind;
+      const ConfigNode* body = nullptr;
+      if (item->is_scalar()) {
+        kind = item->scalar();
+      } else if (item->is_map() && item->entries().size() == 1) {
+        kind = item->entries().front().key;
+        body = &item->entries().front().value;
+      } else {
+        diags_.error(item->loc(), "analysis", "wrong type", "roofline, or heatmap: {x, y, metric}, or pareto: {x, y}",
+                     item->describe());
+        continue;
+      }
+      if (kind == "none") continue;
+      if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) {
+        diags_.error(item->loc(), "analysis", fmt::format("unknown analysis '{}'", kind), "none, roofline, heatmap or pareto",
+                     kind, suggestion(kind, kinds));
+        continue;
+      }
+      AnalysisSpec a;
+      if (kind == "roofline") {
+        a.kind = AnalysisKind::roofline;
+        a.file = "roofline";
+        plan.analyses.push_back(a);
+        continue;
+      }
+      const std::string key = "analysis." + kind;
+      if (body == nullptr || !body->is_map()) {
+        diags_.error(item->loc(), key, "wrong type", kind == "heatmap" ? "a map {x, y, metric}" : "a map {x, y}",
+                     body ? body->describe() : "nothing");
+        continue;
+      }
+      const std::vector<std::string> keys = kind == "heatmap" ? std::vector<std::string>{"x", "y", "metric", "name"}
+                                                              : std::vector<std::string>{"x", "y", "name"};
+      for (const auto& e : body->entries()) {
+        if (std::find(keys.begin(), keys.end(), e.key) == keys.end()) {
+          diags_.error(e.key_loc, key + "." + e.key, fmt::format("unknown key '{}'", e.key), "a known key", e.key,
+                       suggestion(e.key, keys));
+        }
+      }
+      a.x = text(*body, "x", true);
+      a.y = text(*body, "y", true);
+      if (kind == "heatmap") {
+        a.kind = AnalysisKind::heatmap;
+        a.metric = text(*body, "metric", false);
+        if (a.metric.empty()) a.metric = "step_time_s";
+        std::vector<std::string> axes;
+        for (const auto& ax : plan.axes) axes.push_back(ax.name);
+        for (const std::string* v : {&a.x, &a.y}) {
+          if (v->empty() || std::find(axes.begin(), axes.end(), *v) != axes.end()) continue;
+          diags_.error(body->loc(), key, fmt::format("unknown axis '{}'", *v), "an axis of the grid", *v,
+                       suggestion(*v, axes));
+        }
+        if (!a.x.empty() && a.x == a.y) diags_.error(body->loc(), key, "x and y are the same axis", "two axes", a.x);
+        check_quantity(*body, key + ".metric", a.metric, plan);
+        a.file = "heatmap_" + a.metric;
+      } else {
+        a.kind = AnalysisKind::pareto;
+        for (std::string* v : {&a.x, &a.y}) {
+          std::string bare = *v;
+          if (bare.rfind("min ", 0) == 0 || bare.rfind("max ", 0) == 0) bare = trim(bare.substr(4));
+          if (!bare.empty()) check_quantity(*body, key, bare, plan);
+        }
+        auto bare = [](const std::string& s) {
+          return s.rfind("min ", 0) == 0 || s.rfind("max ", 0) == 0 ? trim(s.substr(4)) : s;
+        };
+        a.file = "pareto_" + bare(a.x) + "_" + bare(a.y);
+      }
+      if (const ConfigNode* name = body->find("name"); name != nullptr && name->is_scalar()) a.file = name->scalar();
+      plan.analyses.push_back(a);
+    }
+  }
+
+  fs::path file_;
+  Diagnostics& diags_;
+};
+
+}  // namespace
+
+std::optional<std::vector<std::string>> expand_range(const std::string& text) {
+  const std::size_t dots = text.find("..");
+  if (dots == std::string::npos) return std::nullopt;
+  const std::string first = trim(text.substr(0, dots));
+  // A range starts with a number: "../programs/a.json" is a value.
+  if (value_from_text(first).kind != Value::Kind::number) return std::nullopt;
+  const std::string rest = trim(text.substr(dots + 2));
+  enum class Mode { step, factor, points, log_points };
+  struct Form {
+    const char* word;
+    Mode mode;
+  };
+  static constexpr Form kForms[] = {
+      {" log points ", Mode::log_points}, {" points ", Mode::points}, {" step ", Mode::step}, {" x ", Mode::factor}};
+  const std::string padded = " " + rest + " ";
+  for (const auto& f : kForms) {
+    const std::size_t at = padded.rfind(f.word);
+    if (at == std::string::npos) continue;
+    const std::string last_text = trim(padded.substr(0, at));
+    const std::string arg_text = trim(padded.substr(at + std::string(f.word).size()));
+    const Bound lo = parse_bound(first, 0);
+    const Bound hi = parse_bound(last_text, dots + 2);
+    if (lo.value.dim != hi.value.dim) {
+      throw ExprError(fmt::format("the bounds have different units ({} and {})", dim_label(lo.value.dim),
+                                  dim_label(hi.value.dim)), dots);
+    }
+    const double a = lo.value.si, b = hi.value.si;
+    const double tolerance = 1e-9 * std::max(std::fabs(a), std::fabs(b));
+    std::vector<double> si;
+    if (f.mode == Mode::points || f.mode == Mode::log_points) {
+      char* end = nullptr;
+      const long n = std::strtol(arg_text.c_str(), &end, 10);
+      if (*end != '\0' || n < 2 || static_cast<std::size_t>(n) > kMaxRangeValues) {
+        throw ExprError(fmt::format("'points' needs a whole number of points from 2 to {}, found '{}'",
+                                    kMaxRangeValues, arg_text), dots);
+      }
+      if (f.mode == Mode::log_points && (a <= 0 || b <= 0)) throw ExprError("a log range needs bounds > 0", 0);
+      for (long i = 0; i < n; ++i) {
+        const double t = static_cast<double>(i) / static_cast<double>(n - 1);
+        si.push_back(f.mode == Mode::points ? a + (b - a) * t : a * std::pow(b / a, t));
+      }
+      si.back() = b;
+    } else if (f.mode == Mode::step) {
+      const Bound step = parse_bound(arg_text, dots);
+      if (step.value.dim != lo.value.dim) {
+        throw ExprError(fmt::format("the step's unit ({}) differs from the bounds' ({})", dim_label(step.value.dim),
+                                    dim_label(lo.value.dim)), dots);
+      }
+      const double s = step.value.si;
+      if (s == 0 || (b - a) / s < -1e-9) throw ExprError("the step must go from the first bound towards the last", dots);
+      for (std::size_t i = 0;; ++i) {
+        const double v = a + static_cast<double>(i) * s;
+        if (s > 0 ? v > b + tolerance : v < b - tolerance) break;
+        if (si.size() == kMaxRangeValues) throw ExprError(fmt::format("more than {} values", kMaxRangeValues), dots);
+        si.push_back(v);
+      }
+    } else {
+      const Bound factor = parse_bound(arg_text, dots);
+      if (!factor.value.dim.none()) throw ExprError("the factor after 'x' must be a plain number", dots);
+      const double k = factor.value.si;
+      if (a <= 0 || b < a || k <= 1) {
+        throw ExprError("a geometric range needs 0 < first <= last and a factor > 1", dots);
+      }
+      for (std::size_t i = 0;; ++i) {
+        const double v = a * std::pow(k, static_cast<double>(i));
+        if (v > b + tolerance) break;
+        if (si.size() == kMaxRangeValues) throw ExprError(fmt::format("more than {} values", kMaxRangeValues), dots);
+        si.push_back(v);
+      }
+    }
+    std::vector<std::string> out;
+    for (double v : si) out.push_back(render(v, lo));
+    return out;
+  }
+  throw ExprError("a range ends with 'step S', 'x F', 'points N' or 'log points N'", dots + 2);
+}
+
+std::vector<Diagnostic> at_sweep_lines(const ConfigError& e, const std::vector<std::string>& overrides,
+                                       const std::vector<SourceLoc>& origins) {
+  std::vector<Diagnostic> out;
+  for (Diagnostic d : e.diagnostics()) {
+    for (std::size_t i = 0; i < overrides.size() && i < origins.size(); ++i) {
+      if (d.loc.file == "--set " + overrides[i]) {
+        d.loc = origins[i];
+        break;
+      }
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+SweepPlan load_sweep_plan(const std::string& name_or_path) {
+  Diagnostics diags;
+  const auto file = resolve_data_file("sweeps", name_or_path, {}, SourceLoc{"(command line)", 0, 0}, "sweep", diags);
+  diags.throw_if_any();
+  const ConfigNode root = load_yaml_file(*file, diags);
+  diags.throw_if_any();
+  PlanReader reader(*file, diags);
+  SweepPlan plan = reader.read(root);
+  diags.throw_if_any();
+  return plan;
+}
+
+Expansion expand_plan(const SweepPlan& plan, const FieldLookup& lookup) {
+  Expansion ex;
+  std::size_t total = 1;
+  for (const auto& a : plan.axes) total *= a.values.size();
+  ex.combinations = total;
+  std::vector<std::size_t> choice(plan.axes.size(), 0);
+  for (std::size_t n = 0; n < total; ++n) {
+    // Mixed radix, the last axis varying fastest.
+    std::size_t rest = n;
+    for (std::size_t i = plan.axes.size(); i-- > 0;) {
+      choice[i] = rest % plan.axes[i].values.size();
+      rest /= plan.axes[i].values.size();
+    }
+    Config c;
+    c.choice = choice;
+    std::map<std::string, Value> env;
+    std::string where;  // the combination, for errors
+    for (std::size_t i = 0; i < plan.axes.size(); ++i) {
+      const Axis& a = plan.axes[i];
+      for (std::size_t j = 0; j < a.paths.size(); ++j) {
+        const std::string& v = a.values[choice[i]][j];
+        c.overrides.push_back(a.paths[j] + "=" + v);
+        c.origins.push_back(a.locs[choice[i]][j]);
+        env[a.paths[j]] = value_from_text(v);
+      }
+      if (a.paths.size() > 1) env[a.name] = Value::of_text(a.label(choice[i]));
+      where += fmt::format("{}{} = {}", where.empty() ? "" : ", ", a.name, a.label(choice[i]));
+    }
+    const Expression::Lookup find = [&](const std::string& name) -> std::optional<Value> {
+      if (const auto it = env.find(name); it != env.end()) return it->second;
+      try {
+        if (auto text = lookup(c.overrides, name)) return value_from_text(*text);
+      } catch (const ConfigError& e) {
+        throw ConfigError(at_sweep_lines(e, c.overrides, c.origins));
+      }
+      return std::nullopt;
+    };
+    auto fail = [&](const SourceLoc& loc, const std::string& key, const std::string& what, const std::string& text) {
+      Diagnostics d;
+      d.error(loc, key, what, "an expression that holds for every combination",
+              fmt::format("'{}' at {}", text, where));
+      d.throw_if_any();
+    };
+    for (const auto& d : plan.derived) {
+      std::optional<std::string> text;
+      try {
+        const Value v = d.expr.eval(find);
+        text = value_to_text(v);
+        if (!text) {
+          fail(d.loc, "derive." + d.path, fmt::format("the value's unit ({}) is not one a field takes", dim_label(v.dim)),
+               d.expr.text());
+        }
+        env[d.path] = v;
+      } catch (const ExprError& e) {
+        fail(at_column(d.loc, e.column()), "derive." + d.path, e.what(), d.expr.text());
+      }
+      c.overrides.push_back(d.path + "=" + *text);
+      c.origins.push_back(d.loc);
+      c.derived_values.push_back(*text);
+    }
+    bool keep = true;
+    for (const auto& f : plan.filters) {
+      try {
+        const Value v = f.expr.eval(find);
+        if (v.kind != Value::Kind::boolean) {
+          fail(f.loc, "filter", "a filter must be true or false", f.expr.text());
+        }
+        keep = keep && v.si != 0;
+      } catch (const ExprError& e) {
+        fail(at_column(f.loc, e.column()), "filter", e.what(), f.expr.text());
+      }
+      if (!keep) break;
+    }
+    if (!keep) continue;
+    c.index = ex.configs.size();
+    ex.configs.push_back(std::move(c));
+  }
+  for (const auto& c : ex.configs) {
+    if (plan.seeds.empty()) {
+      ex.runs.push_back(Run{ex.runs.size(), c.index, std::nullopt, c.overrides});
+      continue;
+    }
+    for (const auto s : plan.seeds) {
+      Run r{ex.runs.size(), c.index, s, c.overrides};
+      r.overrides.push_back(fmt::format("seed={}", s));
+      ex.runs.push_back(std::move(r));
+    }
+  }
+  return ex;
+}
+
+}  // namespace tpusim::tools

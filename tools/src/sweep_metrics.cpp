@@ -1,0 +1,89 @@
+#include "tools/src/sweep_metrics.h"
+
+namespace tpusim::tools {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::optional<double> at(const json& j, std::initializer_list<const char*> path) {
+  const json* p = &j;
+  for (const char* key : path) {
+    if (!p->is_object() || !p->contains(key)) return std::nullopt;
+    p = &(*p)[key];
+  }
+  if (!p->is_number()) return std::nullopt;
+  return p->get<double>();
+}
+
+std::optional<double> step(const json& s) { return at(s, {"metrics", "step_time_s"}); }
+std::optional<double> hbm_bytes(const json& s) {
+  const auto r = at(s, {"bytes", "hbm_read"});
+  const auto w = at(s, {"bytes", "hbm_written"});
+  if (!r || !w) return std::nullopt;
+  return *r + *w;
+}
+// A rate over the step; 0 when the step took no time (as the table always printed).
+std::optional<double> per_step(std::optional<double> amount, const json& s) {
+  const auto t = step(s);
+  if (!amount || !t) return std::nullopt;
+  return *t > 0 ? *amount / *t : 0.0;
+}
+
+constexpr Dim kNone{};
+constexpr Dim kSeconds{{0, 1, 0, 0}};
+constexpr Dim kBytes{{1, 0, 0, 0}};
+constexpr Dim kFlops{{0, 0, 1, 0}};
+constexpr Dim kPerSecond{{0, -1, 0, 0}};
+constexpr Dim kFlopsPerSecond{{0, -1, 1, 0}};
+constexpr Dim kBytesPerSecond{{1, -1, 0, 0}};
+constexpr Dim kFlopsPerByte{{-1, 0, 1, 0}};
+
+}  // namespace
+
+const std::vector<MetricDef>& sweep_metrics() {
+  // The first nine are table.csv's historical columns, in their order; new metrics go at the end.
+  static const std::vector<MetricDef> kMetrics{
+      {"step_time_s", kSeconds, Better::lower, "{:.9g}", "step time", step},
+      {"mfu", kNone, Better::higher, "{:.6f}", "model FLOPs utilization",
+       [](const json& s) { return at(s, {"metrics", "mfu"}); }},
+      {"hfu", kNone, Better::higher, "{:.6f}", "hardware FLOPs utilization",
+       [](const json& s) { return at(s, {"metrics", "hfu"}); }},
+      {"model_flops", kFlops, Better::neither, "{:.9g}", "model FLOPs per step",
+       [](const json& s) { return at(s, {"metrics", "model_flops"}); }},
+      {"hbm_bytes", kBytes, Better::lower, "{:.0f}", "HBM bytes read and written", hbm_bytes},
+      {"arithmetic_intensity", kFlopsPerByte, Better::neither, "{:.6g}", "model FLOPs per HBM byte",
+       [](const json& s) -> std::optional<double> {
+         const auto f = at(s, {"metrics", "model_flops"});
+         const auto b = hbm_bytes(s);
+         if (!f || !b) return std::nullopt;
+         return *b > 0 ? *f / *b : 0.0;
+       }},
+      {"achieved_flops_per_s", kFlopsPerSecond, Better::higher, "{:.6g}", "achieved model FLOP/s",
+       [](const json& s) { return per_step(at(s, {"metrics", "model_flops"}), s); }},
+      {"achieved_hbm_bytes_per_s", kBytesPerSecond, Better::neither, "{:.6g}", "achieved HBM bandwidth",
+       [](const json& s) { return per_step(hbm_bytes(s), s); }},
+      {"examples_per_s", kPerSecond, Better::higher, "{:.6g}", "examples per second",
+       [](const json& s) -> std::optional<double> { return at(s, {"metrics", "examples_per_s"}).value_or(0.0); }},
+      {"chips", kNone, Better::lower, "{:.0f}", "chips", [](const json& s) { return at(s, {"metrics", "chips"}); }},
+      {"ici_utilization", kNone, Better::neither, "{:.6f}", "mean ICI link utilization",
+       [](const json& s) -> std::optional<double> { return at(s, {"links", "utilization", "mean"}).value_or(0.0); }},
+  };
+  return kMetrics;
+}
+
+const MetricDef* find_metric(const std::string& name) {
+  for (const auto& m : sweep_metrics()) {
+    if (m.name == name) return &m;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> metric_names() {
+  std::vector<std::string> out;
+  for (const auto& m : sweep_metrics()) out.push_back(m.name);
+  return out;
+}
+
+std::string unit_suffix(const Dim& d) { return d.none() ? std::string() : " (" + dim_label(d) + ")"; }
+
+}  // namespace tpusim::tools
