@@ -24,6 +24,7 @@ CollectiveEngine::CollectiveEngine(Transport& transport, const ChipSpec& chip, I
       planner_(std::move(planner)),
       chips_(transport.topology().chip_count()),
       ops_(chips_ * IciUnits::kSlots),
+      keys_(chips_ * IciUnits::kSlots, kIdleKey),
       early_(chips_),
       vpus_(chips_, nullptr) {}
 
@@ -72,6 +73,7 @@ void CollectiveEngine::start(std::uint32_t chip, Slot slot, PlanId id, NetStatis
   o.group = info.group;
   o.core = core;
   o.seq = seq_[chip * groups_ + info.group]++;
+  set_key(chip, slot, key(o.group, o.seq));
   o.step = 0;
   o.started = now;
   o.arrived.assign(info.plan.steps.size(), 0);
@@ -88,6 +90,7 @@ void CollectiveEngine::start(std::uint32_t chip, Slot slot, PlanId id, NetStatis
   early.resize(kept);
   if (info.plan.steps.empty()) {
     o.active = false;
+    set_key(chip, slot, kIdleKey);
     units_.finish(chip, slot);
   } else if (kCollectiveStartup.value() > 0) {
     o.starting = true;
@@ -105,7 +108,7 @@ void CollectiveEngine::begin_step(std::uint32_t chip, Slot slot, Tick now) {
   o.sends_pending = 0;
   for (std::size_t i = 0; i < step.sends.size(); ++i) {
     const TargetId t = targets[i];
-    if (transport_.destination(chip, t) == ChipId(chip)) continue;
+    if (transport_.stays_home(t)) continue;
     ++o.sends_pending;
     const TransferId id = transport_.start(chip, t, step.sends[i].bytes, now, Owner::collective);
     if (id >= sent_.size()) sent_.resize(static_cast<std::size_t>(id) + 1);
@@ -161,6 +164,7 @@ void CollectiveEngine::end_step(std::uint32_t chip, Slot slot, Tick now) {
   }
   stats_.collective_completed(o.entry, o.started, now);
   o.active = false;
+  set_key(chip, slot, kIdleKey);
   units_.finish(chip, slot);
 }
 
@@ -174,9 +178,11 @@ void CollectiveEngine::on_delivered(TransferId id, Tick now) {
 }
 
 void CollectiveEngine::receive(std::uint32_t chip, const Sent& sent, Tick now) {
+  const std::uint64_t k = key(sent.group, sent.seq);
+  const std::uint64_t* keys = keys_.data() + static_cast<std::size_t>(chip) * IciUnits::kSlots;
   for (Slot s = 0; s < IciUnits::kSlots; ++s) {
+    if (keys[s] != k) continue;
     Op& o = op(chip, s);
-    if (!o.active || o.group != sent.group || o.seq != sent.seq) continue;
     ++o.arrived[sent.step];
     if (sent.step == o.step) check_step(chip, s, now);
     return;

@@ -116,6 +116,14 @@ class CollectiveEngine {
   [[nodiscard]] Op& op(std::uint32_t chip, Slot slot) {
     return ops_[static_cast<std::size_t>(chip) * IciUnits::kSlots + slot];
   }
+  // The (group, seq) a slot runs, kIdleKey when none: what receive() scans (one cache line per chip).
+  static constexpr std::uint64_t kIdleKey = ~std::uint64_t{0};
+  [[nodiscard]] static std::uint64_t key(GroupId group, std::uint32_t seq) {
+    return (std::uint64_t{group} << 32) | seq;
+  }
+  void set_key(std::uint32_t chip, Slot slot, std::uint64_t k) {
+    keys_[static_cast<std::size_t>(chip) * IciUnits::kSlots + slot] = k;
+  }
   void begin_step(std::uint32_t chip, Slot slot, Tick now);
   void check_step(std::uint32_t chip, Slot slot, Tick now);
   void end_step(std::uint32_t chip, Slot slot, Tick now);
@@ -131,6 +139,7 @@ class CollectiveEngine {
   std::size_t groups_ = 0;  // group shapes of the plans (ids below this)
   std::size_t chips_;
   std::vector<Op> ops_;                   // [chip][slot]
+  std::vector<std::uint64_t> keys_;       // [chip][slot]: key() of the running collective, or kIdleKey
   std::vector<std::uint32_t> seq_;        // [chip][group]: collectives over the group started so far
   std::vector<std::vector<Early>> early_;  // [chip]
   std::vector<VpuPort*> vpus_;             // [chip]

@@ -72,6 +72,7 @@ TargetId Transport::add_target(const Target& t, const Origin& origin) {
   if (inserted) {
     targets_.push_back(t);
     origins_.push_back(origin);
+    home_.push_back(destination(0, it->second) == ChipId(0));
   }
   return it->second;
 }

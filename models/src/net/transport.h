@@ -80,8 +80,8 @@ class Transport {
   [[nodiscard]] TargetId add_target(const Target& t, const Origin& origin);
   [[nodiscard]] const Target& target(TargetId t) const { return targets_[t]; }
   [[nodiscard]] ChipId destination(std::uint32_t chip, TargetId t) const;
-  // Sends under `t` stay on the chip (the same for every chip: offsets are uniform).
-  [[nodiscard]] bool stays_home(TargetId t) const { return destination(0, t) == ChipId(0); }
+  // Sends under `t` stay on the chip (the same for every chip: offsets in group space are uniform).
+  [[nodiscard]] bool stays_home(TargetId t) const { return home_[t]; }
   // Routes every target added so far from every chip (within the cache budget).
   void cache_routes();
 
@@ -124,6 +124,7 @@ class Transport {
   std::vector<ir::CollectiveGroup> groups_;
   std::vector<Target> targets_;
   std::vector<Origin> origins_;
+  std::vector<bool> home_;  // [target]: stays_home()
   std::map<Target, TargetId> target_by_key_;
   // Cached routes: for target t, chip c: channels route_links_[t][route_begin_[t][c] .. route_begin_[t][c+1]).
   std::vector<std::vector<std::uint32_t>> route_begin_;
