@@ -1,10 +1,71 @@
 #include "tpusim/core/chip_spec.h"
 
+#include <algorithm>
 #include <cmath>
+#include <set>
 
 #include <fmt/format.h>
 
+#include "tpusim/core/chip_blocks.h"
+
 namespace tpusim {
+namespace {
+
+std::string join_path(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
+
+// Keys of the chip files before blocks, and where they went.
+const std::vector<std::pair<std::string, std::string>> kMovedKeys{{"tensorcores", "tensorcore.count"},
+                                                                  {"mxu.per_core", "mxu.count"}};
+
+// The count a block's typed members carry (TensorCores, MXUs per TensorCore, SparseCores).
+void set_count(ChipSpec& spec, BlockKind kind, int count) {
+  switch (kind) {
+    case BlockKind::tensorcore: spec.tensorcores = count; break;
+    case BlockKind::mxu: spec.mxu.per_core = count; break;
+    case BlockKind::sparsecore: spec.sparsecore.count = count; break;
+    default: break;
+  }
+}
+
+// "from -> to" into its two names; false when the text has another form.
+bool split_path(const std::string& text, std::string& from, std::string& to) {
+  const auto arrow = text.find("->");
+  if (arrow == std::string::npos) return false;
+  const auto trim = [](std::string s) {
+    const auto b = s.find_first_not_of(" \t");
+    const auto e = s.find_last_not_of(" \t");
+    return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+  };
+  from = trim(text.substr(0, arrow));
+  to = trim(text.substr(arrow + 2));
+  const auto plain = [](const std::string& s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  };
+  return plain(from) && plain(to);
+}
+
+// The header of one block: its kind and count (the fields are the kind's table).
+struct BlockHeader {
+  BlockKind kind = BlockKind::tensorcore;
+  int count = 1;
+};
+
+const FieldTable<BlockHeader>& header_fields() {
+  static const FieldTable<BlockHeader> table = [] {
+    FieldTable<BlockHeader> t;
+    std::vector<std::pair<std::string, BlockKind>> kinds;
+    for (const BlockKindInfo& k : block_kinds()) kinds.emplace_back(std::string(k.name), k.kind);
+    t.add_choice<BlockKind>("kind", [](BlockHeader& h) -> BlockKind& { return h.kind; }, kinds, std::nullopt,
+                            "the block kind (below)");
+    t.add<int>("count", [](BlockHeader& h) -> int& { return h.count; }, "1",
+               "instances of the block (per TensorCore for mxu, vpu, vmem); 0 switches an optional block off",
+               at_least(0));
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
 
 const FieldTable<ChipSpec>& chip_fields() {
   using S = ChipSpec;
@@ -13,109 +74,11 @@ const FieldTable<ChipSpec>& chip_fields() {
     t.add<std::string>("name", [](S& s) -> std::string& { return s.name; }, std::nullopt, "chip name");
     t.add<std::string>("generation", [](S& s) -> std::string& { return s.generation; }, std::nullopt,
                        "TPU generation (v2, v3, v4, v5e, v5p, v6e)");
-    t.add<int>("tensorcores", [](S& s) -> int& { return s.tensorcores; }, std::nullopt, "TensorCores per chip",
-               at_least(1));
     t.add<Hertz>("clock", [](S& s) -> Hertz& { return s.clock; }, std::nullopt, "core clock", positive<Hertz>());
     t.add<FlopsPerSecond>("peak_bf16", [](S& s) -> FlopsPerSecond& { return s.peak_bf16; }, std::nullopt,
                           "published peak bf16 rate per chip", positive<FlopsPerSecond>());
     t.add<FlopsPerSecond>("peak_int8", [](S& s) -> FlopsPerSecond& { return s.peak_int8; }, "0 TOP/s",
                           "published peak int8 rate per chip; 0 = no int8 path");
-    t.add<int>("mxu.per_core", [](S& s) -> int& { return s.mxu.per_core; }, std::nullopt,
-               "MXUs per TensorCore", at_least(1));
-    t.add<int>("mxu.rows", [](S& s) -> int& { return s.mxu.rows; }, std::nullopt, "systolic array rows",
-               at_least(1));
-    t.add<int>("mxu.cols", [](S& s) -> int& { return s.mxu.cols; }, std::nullopt, "systolic array columns",
-               at_least(1));
-    t.add_choice<MxuDataflow>("mxu.dataflow", [](S& s) -> MxuDataflow& { return s.mxu.dataflow; },
-                              {{"weight_stationary", MxuDataflow::weight_stationary},
-                               {"output_stationary", MxuDataflow::output_stationary}},
-                              "weight_stationary", "systolic dataflow");
-    t.add<double>("mxu.int8_rate", [](S& s) -> double& { return s.mxu.int8_rate; }, "0",
-                  "int8 MACs per cycle relative to bf16 (0 = unsupported)", non_negative<double>());
-    t.add<double>("mxu.fp8_rate", [](S& s) -> double& { return s.mxu.fp8_rate; }, "0",
-                  "fp8 MACs per cycle relative to bf16 (0 = unsupported)", non_negative<double>());
-    t.add<Seconds>("mxu.step_overhead", [](S& s) -> Seconds& { return s.mxu.step_overhead; },
-                   format_time(Seconds(kMxuStepOverheadSeconds)),
-                   "MXU idle time between two back-to-back matmul instructions, the per-step bookkeeping of a "
-                   "tiled kernel (calibrated assumption: JAX Pallas docs' ~0.35 us per grid step, chip_spec.h)",
-                   non_negative<Seconds>());
-    t.add<int>("vpu.lanes", [](S& s) -> int& { return s.vpu.lanes; }, std::nullopt, "vector lanes", at_least(1));
-    t.add<int>("vpu.sublanes", [](S& s) -> int& { return s.vpu.sublanes; }, std::nullopt, "vector sublanes",
-               at_least(1));
-    t.add<int>("vpu.alus", [](S& s) -> int& { return s.vpu.alus; }, "1", "ALUs per lane-sublane", at_least(1));
-    t.add<double>("vpu.transcendental_rate", [](S& s) -> double& { return s.vpu.transcendental_rate; }, "0.25",
-                  "transcendental throughput relative to elementwise (assumption)", fraction());
-    t.add<double>("vpu.result_pops_per_cycle", [](S& s) -> double& { return s.vpu.result_pops_per_cycle; }, "1",
-                  "vector registers of MXU results (lanes x sublanes f32 values) the VPU pops per cycle; a matmul "
-                  "of m x n outputs takes ceil(m*n / (lanes*sublanes*this)) VPU cycles (assumption: one per "
-                  "cycle, not published)",
-                  positive<double>());
-    t.add<Bytes>("vmem.capacity", [](S& s) -> Bytes& { return s.vmem.capacity; }, std::nullopt,
-                 "vector memory (unified buffer) per TensorCore", positive<Bytes>());
-    t.add<BytesPerSecond>("vmem.bandwidth", [](S& s) -> BytesPerSecond& { return s.vmem.bandwidth; },
-                          std::nullopt, "VMEM bandwidth to the MXUs and VPU per TensorCore",
-                          positive<BytesPerSecond>());
-    t.add<Bytes>("cmem.capacity", [](S& s) -> Bytes& { return s.cmem.capacity; }, "0 B",
-                 "common memory per chip (v4); 0 = none", non_negative<Bytes>());
-    t.add<BytesPerSecond>("cmem.bandwidth", [](S& s) -> BytesPerSecond& { return s.cmem.bandwidth; }, "0 B/s",
-                          "CMEM bandwidth");
-    t.add<Bytes>("hbm.capacity", [](S& s) -> Bytes& { return s.hbm.capacity; }, std::nullopt, "HBM per chip",
-                 positive<Bytes>());
-    t.add<BytesPerSecond>("hbm.bandwidth", [](S& s) -> BytesPerSecond& { return s.hbm.bandwidth; },
-                          std::nullopt, "HBM peak bandwidth per chip", positive<BytesPerSecond>());
-    t.add<Seconds>("hbm.latency", [](S& s) -> Seconds& { return s.hbm.latency; }, std::nullopt,
-                   "HBM access latency seen by a DMA", non_negative<Seconds>());
-    t.add<double>("hbm.efficiency", [](S& s) -> double& { return s.hbm.efficiency; },
-                  fmt::format("{}", kHbmEfficiency),
-                  "achievable fraction of peak bandwidth for long single-direction streams (calibrated "
-                  "assumption: refresh and row activations, chip_spec.h)",
-                  fraction());
-    t.add<double>("hbm.turnaround", [](S& s) -> double& { return s.hbm.turnaround; },
-                  fmt::format("{}", kHbmTurnaround),
-                  "fraction of bandwidth lost while reads and writes are both in flight, e.g. a copy (bus "
-                  "turnarounds; calibrated on measurement C2's copy, chip_spec.h); 0 = none",
-                  [](const double& v) { return v >= 0 && v < 1 ? std::string() : std::string("in [0, 1)"); });
-    t.add<int>("hbm.channels", [](S& s) -> int& { return s.hbm.channels; }, "1",
-               "HBM channels per chip, each 1/channels of the bandwidth; a transfer is striped over "
-               "min(channels, ceil(bytes / 256 B)) of them (timing.h)",
-               at_least(1));
-    t.add<int>("dma.outstanding", [](S& s) -> int& { return s.dma.outstanding; }, "8",
-               "DMA transfers in flight per descriptor queue; one queue per TensorCore (assumption)", at_least(1));
-    t.add<double>("dma.strided_efficiency", [](S& s) -> double& { return s.dma.strided_efficiency; }, "1",
-                  "fraction of path bandwidth a strided DMA achieves (assumption: tile rows of >= 512 B fill "
-                  "whole HBM bursts)",
-                  fraction());
-    t.add<double>("dma.gather_efficiency", [](S& s) -> double& { return s.dma.gather_efficiency; }, "0.5",
-                  "fraction of path bandwidth a gather DMA achieves (assumption: rows of a few hundred bytes, "
-                  "about half of each burst used)",
-                  fraction());
-    t.add<int>("ici.links", [](S& s) -> int& { return s.ici.links; }, std::nullopt, "ICI ports per chip",
-               at_least(0));
-    t.add<BytesPerSecond>("ici.link_bandwidth", [](S& s) -> BytesPerSecond& { return s.ici.link_bandwidth; },
-                          std::nullopt, "ICI bandwidth per link, one direction", positive<BytesPerSecond>());
-    t.add<Seconds>("ici.hop_latency", [](S& s) -> Seconds& { return s.ici.hop_latency; }, std::nullopt,
-                   "ICI latency per hop", non_negative<Seconds>());
-    t.add<double>("ici.link_efficiency", [](S& s) -> double& { return s.ici.link_efficiency; },
-                  fmt::format("{}", kIciLinkEfficiency),
-                  "achievable fraction of ici.link_bandwidth after link-layer framing and flow control "
-                  "(calibrated on measurement C1's plateau, chip_spec.h)",
-                  fraction());
-    t.add<int>("host.chips_per_host", [](S& s) -> int& { return s.host.chips_per_host; }, std::nullopt,
-               "chips attached to one host", at_least(1));
-    t.add<BytesPerSecond>("host.pcie_bandwidth", [](S& s) -> BytesPerSecond& { return s.host.pcie_bandwidth; },
-                          std::nullopt, "host<->chip PCIe bandwidth per chip, each direction",
-                          positive<BytesPerSecond>());
-    t.add<BytesPerSecond>("host.dcn_bandwidth", [](S& s) -> BytesPerSecond& { return s.host.dcn_bandwidth; },
-                          "0 B/s", "data-center network bandwidth per chip (between pods)");
-    t.add<Seconds>("host.round_trip", [](S& s) -> Seconds& { return s.host.round_trip; }, "20 us",
-                   "one host sync: the host waits for the chip and answers (assumption: PCIe round trip plus "
-                   "runtime overhead, tens of us; not published)",
-                   non_negative<Seconds>());
-    t.add<BytesPerSecond>("host.storage_bandwidth",
-                          [](S& s) -> BytesPerSecond& { return s.host.storage_bandwidth; }, "1 GB/s",
-                          "checkpoint write bandwidth from one host to storage (assumption: one VM's share of a "
-                          "distributed file system; not published)",
-                          positive<BytesPerSecond>());
     return t;
   }();
   return table;
@@ -123,21 +86,276 @@ const FieldTable<ChipSpec>& chip_fields() {
 
 ChipSpec resolve_chip(const ConfigNode& root, const std::string& path, Diagnostics& diags) {
   ChipSpec spec;
+  if (!root.is_map()) {
+    diags.error(root.loc(), path, "wrong type", "a chip map (name, clock, blocks, paths)", root.describe());
+    return spec;
+  }
   const std::size_t before = diags.size();
-  chip_fields().resolve(root, path, spec, diags, &spec.origins);
+
+  // Every top-level map with a `kind` is a block; the rest are chip fields (unknown keys are reported, with a
+  // did-you-mean over the fields and the block names).
+  std::vector<std::string> not_fields{"paths"};
+  for (const auto& e : root.entries()) {
+    if (e.value.is_map() && e.value.find("kind") != nullptr) not_fields.push_back(e.key);
+  }
+  for (const auto& [old_key, new_key] : kMovedKeys) {
+    const auto dot = old_key.find('.');
+    const ConfigNode* parent = dot == std::string::npos ? &root : root.find(old_key.substr(0, dot));
+    const std::string leaf = dot == std::string::npos ? old_key : old_key.substr(dot + 1);
+    const ConfigNode* moved = parent != nullptr && parent->is_map() ? parent->find(leaf) : nullptr;
+    if (moved == nullptr) continue;
+    diags.error(moved->loc(), join_path(path, old_key), fmt::format("'{}' has moved", old_key),
+                fmt::format("{} (the chip is composed of blocks: tpusim describe params)", join_path(path, new_key)),
+                moved->describe(), fmt::format("did you mean '{}'?", new_key));
+    if (dot == std::string::npos) not_fields.push_back(old_key);
+  }
+  chip_fields().resolve(root, path, spec, diags, &spec.origins, not_fields);
+
+  std::vector<int> first_of_kind(kBlockKinds, -1);  // index into spec.blocks
+  std::vector<std::string> unresolved;               // blocks whose kind or count is wrong
+  for (const auto& e : root.entries()) {
+    if (!e.value.is_map() || e.value.find("kind") == nullptr) continue;
+    const std::string block_path = join_path(path, e.key);
+    BlockHeader header;
+    std::map<std::string, FieldOrigin> header_origins;
+    const std::size_t header_errors = diags.size();
+    // Only `kind` and `count` here; the kind's own table checks the other keys.
+    std::vector<std::string> rest;
+    for (const auto& f : e.value.entries()) {
+      if (f.key != "kind" && f.key != "count") rest.push_back(f.key);
+    }
+    header_fields().resolve(e.value, block_path, header, diags, &header_origins, rest);
+    if (diags.size() != header_errors) {
+      unresolved.push_back(e.key);
+      continue;
+    }
+    const BlockKindInfo& info = block_kind(header.kind);
+    const SourceLoc kind_loc = e.value.find("kind")->loc();
+    if (header.count < info.min_count || header.count > info.max_count) {
+      const FieldOrigin& o = header_origins.at("count");
+      diags.error(o.loc, block_path + ".count", fmt::format("count out of range for a {} block", info.name),
+                  info.min_count == info.max_count ? fmt::format("{}", info.min_count)
+                                                   : fmt::format("{} to {}", info.min_count, info.max_count),
+                  fmt::format("{}", header.count));
+    }
+    if (const int first = first_of_kind[static_cast<std::size_t>(header.kind)]; first >= 0) {
+      const ChipBlock& b = spec.blocks[static_cast<std::size_t>(first)];
+      diags.error(kind_loc, block_path + ".kind", fmt::format("a second {} block", info.name),
+                  fmt::format("one block per kind ('{}' at {} is the {} block; count sets how many instances)",
+                              b.name, b.loc.str(), info.name),
+                  fmt::format("'{}'", e.key));
+      unresolved.push_back(e.key);
+      continue;
+    }
+    first_of_kind[static_cast<std::size_t>(header.kind)] = static_cast<int>(spec.blocks.size());
+    std::map<std::string, FieldOrigin> field_origins;
+    std::vector<std::string> skip{"kind", "count"};
+    for (const auto& moved : kMovedKeys) {
+      if (moved.first.rfind(e.key + ".", 0) == 0) skip.push_back(moved.first.substr(e.key.size() + 1));
+    }
+    info.fields->resolve(e.value, block_path, spec, diags, &field_origins, skip);
+    for (auto& [k, o] : field_origins) spec.origins[e.key + "." + k] = std::move(o);  // "hbm.bandwidth"
+    spec.origins[e.key + ".count"] = header_origins.at("count");
+    spec.blocks.push_back(ChipBlock{e.key, header.kind, header.count, e.key_loc});
+    set_count(spec, header.kind, header.count);
+  }
+  const auto block_of = [&](BlockKind k) -> const ChipBlock* {
+    const int i = first_of_kind[static_cast<std::size_t>(k)];
+    return i < 0 ? nullptr : &spec.blocks[static_cast<std::size_t>(i)];
+  };
+
+  // A block whose kind could not be read may be the missing one: say nothing more about it.
+  for (const BlockKindInfo& k : block_kinds()) {
+    if (k.required && block_of(k.kind) == nullptr && unresolved.empty()) {
+      diags.error(root.loc(), path, fmt::format("missing required block of kind '{}'", k.name),
+                  fmt::format("a block with kind: {} ({})", k.name, k.doc), "none");
+    }
+  }
+
+  // Paths: "from -> to" between blocks whose kinds may connect, each listed once.
+  const ConfigNode* paths = root.find("paths");
+  SourceLoc paths_loc = root.loc();  // where `paths:` is written
+  for (const auto& e : root.entries()) {
+    if (e.key == "paths") paths_loc = e.key_loc;
+  }
+  const std::string paths_key = join_path(path, "paths");
+  const auto find_named = [&](const std::string& name) -> const ChipBlock* {
+    for (const ChipBlock& b : spec.blocks) {
+      if (b.name == name) return &b;
+    }
+    return nullptr;
+  };
+  std::vector<std::string> block_names;
+  for (const ChipBlock& b : spec.blocks) block_names.push_back(b.name);
+  if (paths == nullptr || paths->is_null()) {
+    diags.error(root.loc(), paths_key, "missing required key",
+                "a list of paths between blocks, e.g. [dma -> hbm, dma -> vmem]", "nothing");
+  } else if (!paths->is_seq()) {
+    diags.error(paths->loc(), paths_key, "wrong type", "a list of 'from -> to' paths", paths->describe());
+  } else {
+    std::map<std::pair<std::string, std::string>, SourceLoc> seen;
+    for (std::size_t i = 0; i < paths->items().size(); ++i) {
+      const ConfigNode& item = paths->items()[i];
+      const std::string key = fmt::format("{}[{}]", paths_key, i);
+      std::string from, to;
+      if (!item.is_scalar() || !split_path(item.scalar(), from, to)) {
+        diags.error(item.loc(), key, "malformed path", "'from -> to', two block names", item.describe());
+        continue;
+      }
+      const ChipBlock* a = find_named(from);
+      const ChipBlock* b = find_named(to);
+      for (const auto& [name, block] : {std::pair{from, a}, std::pair{to, b}}) {
+        if (block == nullptr && std::find(unresolved.begin(), unresolved.end(), name) == unresolved.end()) {
+          diags.error(item.loc(), key, fmt::format("dangling path: no block named '{}'", name), "a block of this chip",
+                      fmt::format("'{}'", name), suggestion(name, block_names));
+        }
+      }
+      if (a == nullptr || b == nullptr) continue;
+      if (const auto it = seen.find({from, to}); it != seen.end()) {
+        diags.error(item.loc(), key, fmt::format("duplicate path '{} -> {}'", from, to), "each path listed once",
+                    fmt::format("a second one (the first is at {})", it->second.str()));
+        continue;
+      }
+      seen.emplace(std::pair{from, to}, item.loc());
+      if (port_to(a->kind, b->kind) == nullptr) {
+        std::string reach;
+        for (const BlockPort& p : block_kind(a->kind).ports) {
+          for (BlockKind k : p.accepts) reach += (reach.empty() ? "" : ", ") + std::string(block_kind_name(k));
+        }
+        diags.error(item.loc(), key,
+                    fmt::format("a {} block cannot reach a {} block", block_kind_name(a->kind), block_kind_name(b->kind)),
+                    reach.empty() ? fmt::format("no path from a {} block", block_kind_name(a->kind))
+                                  : fmt::format("{} -> a block of kind {}", from, reach),
+                    fmt::format("'{}'", item.scalar()));
+        continue;
+      }
+      spec.paths.push_back(ChipPath{from, to, item.loc()});
+    }
+  }
+  // Required paths: an engine that is present must reach the kinds its work needs.
+  if (diags.size() == before) {
+    for (const ChipBlock& b : spec.blocks) {
+      if (b.count == 0) continue;
+      for (const BlockPort& p : block_kind(b.kind).ports) {
+        for (BlockKind want : p.required) {
+          if (!has_path(spec, b.kind, want)) {
+            diags.error(paths_loc, paths_key,
+                        fmt::format("the {} block '{}' reaches no {} block", block_kind_name(b.kind), b.name,
+                                    block_kind_name(want)),
+                        fmt::format("a path {} -> <{} block> ({})", b.name, block_kind_name(want), p.doc), "none");
+          }
+        }
+      }
+    }
+  }
   if (diags.size() != before) return spec;
+
+  // An optional block switched off (count: 0) leaves its typed members empty.
+  if (const ChipBlock* c = block_of(BlockKind::cmem); c == nullptr || c->count == 0) {
+    spec.cmem = MemorySpec{};
+  }
+  if (const ChipBlock* sc = block_of(BlockKind::sparsecore); sc == nullptr || sc->count == 0) {
+    spec.sparsecore = SparseCoreSpec{};
+  }
 
   // Cross-field rule: the published peak must agree with the array arithmetic, or one of them is a typo.
   const double derived = spec.derived_peak_bf16().value();
   const double published = spec.peak_bf16.value();
   if (std::fabs(derived - published) > 0.03 * published) {
     const auto it = spec.origins.find("peak_bf16");
-    diags.error(it != spec.origins.end() ? it->second.loc : root.loc(), path.empty() ? "peak_bf16" : path + ".peak_bf16",
-                "published peak disagrees with tensorcores x mxu.per_core x 2 x rows x cols x clock",
+    diags.error(it != spec.origins.end() ? it->second.loc : root.loc(), join_path(path, "peak_bf16"),
+                "published peak disagrees with tensorcore count x mxu count x 2 x rows x cols x clock",
                 fmt::format("within 3% of {}", format_flops(spec.derived_peak_bf16())),
                 format_flops(spec.peak_bf16));
   }
   return spec;
+}
+
+std::vector<std::pair<std::string, std::vector<FieldInfo>>> chip_field_sections() {
+  std::vector<FieldInfo> chip = chip_fields().infos();
+  chip.push_back(FieldInfo{"paths", "list of 'from -> to'", std::nullopt,
+                           "which block reaches which (an engine a memory, the MXU the VPU that drains it); the "
+                           "kinds each block may reach are listed with its kind below"});
+  std::vector<std::pair<std::string, std::vector<FieldInfo>>> out{{"chip", std::move(chip)}};
+  for (const BlockKindInfo& k : block_kinds()) {
+    std::string reach;
+    for (const BlockPort& p : k.ports) {
+      std::string kinds;
+      for (BlockKind a : p.accepts) kinds += (kinds.empty() ? "" : "|") + std::string(block_kind_name(a));
+      reach += fmt::format("; reaches {} ({})", kinds, p.doc);
+    }
+    const std::string count = k.min_count == k.max_count ? fmt::format("count {}", k.min_count)
+                                                         : fmt::format("count {} to {}", k.min_count, k.max_count);
+    std::string title = fmt::format("chip.{} (block kind: {}; {}{}, {}{}): {}", k.name, k.name,
+                                    k.scope == BlockScope::tensorcore ? "in each TensorCore" : "per chip",
+                                    k.required ? ", required" : ", optional", count, reach, k.doc);
+    std::vector<FieldInfo> fields = header_fields().infos();
+    for (FieldInfo& f : k.fields->infos()) fields.push_back(std::move(f));
+    out.emplace_back(std::move(title), std::move(fields));
+  }
+  return out;
+}
+
+ChipSpec standard_composition(ChipSpec spec) {
+  if (!spec.blocks.empty()) return spec;
+  using K = BlockKind;
+  const auto add = [&](K kind, int count) {
+    spec.blocks.push_back(ChipBlock{std::string(block_kind_name(kind)), kind, count, SourceLoc{"(standard composition)"}});
+  };
+  const auto path = [&](K from, K to) {
+    spec.paths.push_back(
+        ChipPath{std::string(block_kind_name(from)), std::string(block_kind_name(to)), SourceLoc{"(standard composition)"}});
+  };
+  const bool cmem = spec.cmem.capacity.count() > 0;
+  const bool sparsecore = spec.sparsecore.count > 0;
+  add(K::tensorcore, spec.tensorcores);
+  add(K::mxu, spec.mxu.per_core);
+  add(K::vpu, 1);
+  add(K::vmem, 1);
+  if (cmem) add(K::cmem, 1);
+  add(K::hbm, 1);
+  add(K::dma, 1);
+  add(K::host, 1);
+  add(K::ici, 1);
+  if (sparsecore) add(K::sparsecore, spec.sparsecore.count);
+  path(K::dma, K::vmem);
+  if (cmem) path(K::dma, K::cmem);
+  path(K::dma, K::hbm);
+  path(K::dma, K::host);
+  path(K::mxu, K::vpu);
+  if (sparsecore) path(K::sparsecore, K::hbm);
+  return spec;
+}
+
+const ChipBlock* find_block(const ChipSpec& chip, BlockKind kind) {
+  for (const ChipBlock& b : chip.blocks) {
+    if (b.kind == kind && b.count > 0) return &b;
+  }
+  return nullptr;
+}
+
+bool has_path(const ChipSpec& chip, BlockKind from, BlockKind to) {
+  if (chip.blocks.empty()) return has_path(standard_composition(chip), from, to);
+  const ChipBlock* a = find_block(chip, from);
+  const ChipBlock* b = find_block(chip, to);
+  if (a == nullptr || b == nullptr) return false;
+  return std::any_of(chip.paths.begin(), chip.paths.end(),
+                     [&](const ChipPath& p) { return p.from == a->name && p.to == b->name; });
+}
+
+std::vector<std::pair<std::string, std::string>> render_chip(const ChipSpec& input) {
+  const ChipSpec chip = standard_composition(input);
+  std::vector<std::pair<std::string, std::string>> out = chip_fields().render(chip);
+  for (const ChipBlock& b : chip.blocks) {
+    const BlockKindInfo& info = block_kind(b.kind);
+    out.emplace_back(b.name + ".kind", std::string(info.name));
+    if (info.max_count > 1 || info.min_count == 0) out.emplace_back(b.name + ".count", fmt::format("{}", b.count));
+    for (auto& [k, v] : info.fields->render(chip)) out.emplace_back(b.name + "." + k, v);
+  }
+  std::string paths;
+  for (const ChipPath& p : chip.paths) paths += (paths.empty() ? "" : ", ") + p.from + " -> " + p.to;
+  out.emplace_back("paths", paths);
+  return out;
 }
 
 }  // namespace tpusim

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "tpusim/core/chip_blocks.h"
 #include "tpusim/core/data_paths.h"
 
 namespace tpusim {
@@ -41,7 +42,10 @@ std::string_view dtype_name(DType t) {
 namespace {
 
 const std::vector<std::pair<std::string, ModelKind>> kModelKinds{
-    {"gemm", ModelKind::gemm}, {"mlp", ModelKind::mlp}, {"collective", ModelKind::collective}};
+    {"gemm", ModelKind::gemm},
+    {"mlp", ModelKind::mlp},
+    {"collective", ModelKind::collective},
+    {"dlrm", ModelKind::dlrm}};
 
 FieldTable<ModelSpec> model_base_fields() {
   using S = ModelSpec;
@@ -98,6 +102,30 @@ const FieldTable<ModelSpec>& collective_fields() {
                             "torus axes taking part (0-based); [] = every axis");
     t.add<std::string>("algorithm", [](S& s) -> std::string& { return s.collective.algorithm; }, "auto",
                        "collective algorithm by name; auto = the default for the op and topology");
+    return t;
+  }();
+  return table;
+}
+
+const FieldTable<ModelSpec>& dlrm_fields() {
+  using S = ModelSpec;
+  static const FieldTable<ModelSpec> table = [] {
+    auto t = model_base_fields();
+    t.add<int>("dense_features", [](S& s) -> int& { return s.dlrm.dense_features; }, std::nullopt,
+               "dense (numerical) features per example: the bottom MLP's input width", at_least(1));
+    t.add<std::vector<int>>("bottom_mlp", [](S& s) -> std::vector<int>& { return s.dlrm.bottom_mlp; }, std::nullopt,
+                            "output width of each bottom-MLP layer; the last must equal embedding_dim",
+                            positive_list(1, 64));
+    t.add<std::vector<int>>("top_mlp", [](S& s) -> std::vector<int>& { return s.dlrm.top_mlp; }, std::nullopt,
+                            "output width of each top-MLP layer (the last is the prediction)", positive_list(1, 64));
+    t.add<int>("tables", [](S& s) -> int& { return s.dlrm.tables; }, std::nullopt,
+               "embedding tables (one per categorical feature)", at_least(1));
+    t.add<std::int64_t>("rows_per_table", [](S& s) -> std::int64_t& { return s.dlrm.rows_per_table; }, std::nullopt,
+                        "rows of each embedding table", positive<std::int64_t>());
+    t.add<int>("embedding_dim", [](S& s) -> int& { return s.dlrm.embedding_dim; }, std::nullopt,
+               "values per embedding row", at_least(1));
+    t.add<int>("lookups_per_table", [](S& s) -> int& { return s.dlrm.lookups_per_table; }, "1",
+               "rows looked up and sum-pooled per table and example (the pooling factor)", at_least(1));
     return t;
   }();
   return table;
@@ -216,6 +244,7 @@ const FieldTable<ModelSpec>& model_fields(ModelKind kind) {
     case ModelKind::gemm: return gemm_fields();
     case ModelKind::mlp: return mlp_fields();
     case ModelKind::collective: return collective_fields();
+    case ModelKind::dlrm: return dlrm_fields();
   }
   return mlp_fields();
 }
@@ -231,7 +260,7 @@ ModelSpec resolve_model(const ConfigNode& node, const std::string& path, Diagnos
   for (const auto& k : kModelKinds) names.push_back(k.first);
   if (kind == nullptr || !kind->is_scalar()) {
     diags.error(kind ? kind->loc() : node.loc(), path + ".kind", "missing required key",
-                "one of: gemm, mlp, collective", kind ? kind->describe() : "nothing");
+                "one of: gemm, mlp, collective, dlrm", kind ? kind->describe() : "nothing");
     return spec;
   }
   if (kind->scalar() == "gemm") {
@@ -240,9 +269,18 @@ ModelSpec resolve_model(const ConfigNode& node, const std::string& path, Diagnos
     mlp_fields().resolve(node, path, spec, diags, &spec.origins);
   } else if (kind->scalar() == "collective") {
     collective_fields().resolve(node, path, spec, diags, &spec.origins);
+  } else if (kind->scalar() == "dlrm") {
+    const std::size_t before = diags.size();
+    dlrm_fields().resolve(node, path, spec, diags, &spec.origins);
+    if (diags.size() == before && spec.dlrm.bottom_mlp.back() != spec.dlrm.embedding_dim) {
+      diags.error(spec.origins.at("bottom_mlp").loc, path + ".bottom_mlp",
+                  "the bottom MLP's output interacts with the embeddings, so its last width is embedding_dim",
+                  fmt::format("a last width of {}", spec.dlrm.embedding_dim),
+                  fmt::format("{}", spec.dlrm.bottom_mlp.back()));
+    }
   } else {
     diags.error(kind->loc(), path + ".kind", fmt::format("unknown model kind '{}'", kind->scalar()),
-                "one of: gemm, mlp, collective", kind->scalar(), suggestion(kind->scalar(), names));
+                "one of: gemm, mlp, collective, dlrm", kind->scalar(), suggestion(kind->scalar(), names));
   }
   return spec;
 }
@@ -375,7 +413,7 @@ std::vector<std::pair<std::string, std::string>> render_scenario(const Scenario&
   std::vector<std::pair<std::string, std::string>> out;
   append_rendered(out, "", scenario_fields(), s);
   append_rendered(out, "pod", pod_fields(), s.pod);
-  append_rendered(out, "chip", chip_fields(), s.chip);
+  for (auto& [k, v] : render_chip(s.chip)) out.emplace_back("chip." + k, v);
   append_rendered(out, "workload", workload_fields(), s.workload);
   if (s.workload.program.empty()) {
     append_rendered(out, "workload.model", model_fields(s.workload.model.kind), s.workload.model);
@@ -407,14 +445,16 @@ PodSpec load_pod(const std::string& name_or_path) {
 namespace tpusim {
 
 std::vector<std::pair<std::string, std::vector<FieldInfo>>> all_field_tables() {
-  return {{"scenario", scenario_fields().infos()},
-          {"pod", pod_fields().infos()},
-          {"chip", chip_fields().infos()},
-          {"workload", workload_fields().infos()},
-          {"workload.model (kind: gemm)", gemm_fields().infos()},
-          {"workload.model (kind: mlp)", mlp_fields().infos()},
-          {"workload.model (kind: collective)", collective_fields().infos()},
-          {"fidelity", fidelity_fields().infos()}};
+  std::vector<std::pair<std::string, std::vector<FieldInfo>>> out{{"scenario", scenario_fields().infos()},
+                                                                  {"pod", pod_fields().infos()}};
+  for (auto& section : chip_field_sections()) out.push_back(std::move(section));
+  out.insert(out.end(), {{"workload", workload_fields().infos()},
+                         {"workload.model (kind: gemm)", gemm_fields().infos()},
+                         {"workload.model (kind: mlp)", mlp_fields().infos()},
+                         {"workload.model (kind: collective)", collective_fields().infos()},
+                         {"workload.model (kind: dlrm)", dlrm_fields().infos()},
+                         {"fidelity", fidelity_fields().infos()}});
+  return out;
 }
 
 }  // namespace tpusim

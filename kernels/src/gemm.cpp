@@ -128,6 +128,7 @@ GemmTiling tile_gemm(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::
 
 bool weights_fit_cmem(const ChipSpec& chip, std::int64_t k, std::int64_t n, DType dtype) {
   if (chip.cmem.capacity.count() == 0 || chip.cmem.bandwidth.value() <= 0 || k < 1 || n < 1) return false;
+  if (!has_path(chip, BlockKind::dma, BlockKind::cmem)) return false;  // CMEM the DMA engine cannot reach
   const double bytes = static_cast<double>(k) * static_cast<double>(n) * dtype_bytes(dtype);
   return bytes <= chip.cmem.capacity.as_double() * kGemmCmemFraction;
 }

@@ -16,6 +16,8 @@ UnitKind unit_of(OpKind k) {
     case OpKind::recv: return UnitKind::ici;
     case OpKind::host: return UnitKind::host;
     case OpKind::barrier: return UnitKind::sync;
+    case OpKind::gather:
+    case OpKind::scatter: return UnitKind::sparsecore;
   }
   return UnitKind::sync;
 }
@@ -30,6 +32,8 @@ std::string_view op_name(OpKind k) {
     case OpKind::recv: return "recv";
     case OpKind::host: return "host";
     case OpKind::barrier: return "barrier";
+    case OpKind::gather: return "gather";
+    case OpKind::scatter: return "scatter";
   }
   return "?";
 }
@@ -42,11 +46,19 @@ std::string_view unit_name(UnitKind u) {
     case UnitKind::ici: return "ici";
     case UnitKind::host: return "host";
     case UnitKind::sync: return "sync";
+    case UnitKind::sparsecore: return "sparsecore";
   }
   return "?";
 }
 
 Program::Program(std::string name) : name_(std::move(name)) {}
+
+void Program::scale_flops(std::size_t begin, std::size_t end, double factor) {
+  for (std::size_t i = begin; i < end && i < instrs_.size(); ++i) {
+    instrs_[i].model_flops *= factor;
+    instrs_[i].hardware_flops *= factor;
+  }
+}
 
 std::uint32_t Program::intern(const std::string& label) {
   // Labels repeat per layer and tile; a linear scan over the last few keeps this cheap without a map.

@@ -35,7 +35,8 @@ struct Named {
 constexpr Named<OpKind> kOps[] = {{OpKind::matmul, "matmul"}, {OpKind::vector, "vector"},
                                   {OpKind::dma, "dma"},       {OpKind::collective, "collective"},
                                   {OpKind::send, "send"},     {OpKind::recv, "recv"},
-                                  {OpKind::host, "host"},     {OpKind::barrier, "barrier"}};
+                                  {OpKind::host, "host"},     {OpKind::barrier, "barrier"},
+                                  {OpKind::gather, "gather"}, {OpKind::scatter, "scatter"}};
 constexpr Named<VectorOp> kVectorOps[] = {{VectorOp::elementwise, "elementwise"},
                                           {VectorOp::transcendental, "transcendental"},
                                           {VectorOp::reduction, "reduction"},
@@ -73,7 +74,8 @@ std::vector<std::string> names(const Named<E> (&table)[N]) {
 const std::vector<std::string>& op_fields(OpKind k) {
   static const std::vector<std::string> matmul{"m", "k", "n", "dtype"}, vector{"vector_op", "elements", "dtype"},
       dma{"src", "dst", "pattern", "bytes"}, collective{"collective", "dtype", "bytes", "mesh_axes"},
-      peer{"bytes", "mesh_axes", "peer"}, host{"host_op", "bytes"}, none{};
+      peer{"bytes", "mesh_axes", "peer"}, host{"host_op", "bytes"},
+      embedding{"rows", "width", "bags", "dtype", "src", "dst"}, none{};
   switch (k) {
     case OpKind::matmul: return matmul;
     case OpKind::vector: return vector;
@@ -83,6 +85,8 @@ const std::vector<std::string>& op_fields(OpKind k) {
     case OpKind::recv: return peer;
     case OpKind::host: return host;
     case OpKind::barrier: return none;
+    case OpKind::gather:
+    case OpKind::scatter: return embedding;
   }
   return none;
 }
@@ -104,9 +108,9 @@ ordered_json instruction_json(const Program& p, const Instruction& ins) {
   if (!p.label_of(ins).empty()) j["label"] = p.label_of(ins);
   if (ins.core != 0) j["core"] = ins.core;
   for (const std::string& f : op_fields(ins.kind)) {
-    if (f == "m") j[f] = ins.m;
-    else if (f == "k") j[f] = ins.k;
-    else if (f == "n") j[f] = ins.n;
+    if (f == "m" || f == "rows") j[f] = ins.m;
+    else if (f == "k" || f == "bags") j[f] = ins.k;
+    else if (f == "n" || f == "width") j[f] = ins.n;
     else if (f == "dtype") j[f] = name_of(kDTypes, ins.dtype);
     else if (f == "vector_op") j[f] = name_of(kVectorOps, ins.vector_op);
     else if (f == "elements") j[f] = ins.elements;
@@ -283,9 +287,9 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
     auto set_int = [&](std::int64_t& dst) {
       if (const auto u = r.uint(*x, p, kI64)) dst = static_cast<std::int64_t>(*u);
     };
-    if (f == "m") set_int(ins.m);
-    else if (f == "k") set_int(ins.k);
-    else if (f == "n") set_int(ins.n);
+    if (f == "m" || f == "rows") set_int(ins.m);
+    else if (f == "k" || f == "bags") set_int(ins.k);
+    else if (f == "n" || f == "width") set_int(ins.n);
     else if (f == "elements") set_int(ins.elements);
     else if (f == "bytes") { if (const auto u = r.uint(*x, p)) ins.bytes = *u; }
     else if (f == "dtype") { if (const auto e = r.enumeration(*x, p, kDTypes)) ins.dtype = *e; }
@@ -312,6 +316,13 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
     }
   }
 
+  if (ins.kind == OpKind::gather || ins.kind == OpKind::scatter) {  // the rows' bytes follow from the shape
+    std::uint64_t elements = 0;
+    if (__builtin_mul_overflow(static_cast<std::uint64_t>(ins.m), static_cast<std::uint64_t>(ins.n), &elements) ||
+        __builtin_mul_overflow(elements, static_cast<std::uint64_t>(dtype_bytes(ins.dtype)), &ins.bytes)) {
+      r.error(at("rows"), "bad value", "rows x width x dtype bytes below 2^64", fmt::format("{} x {}", ins.m, ins.n));
+    }
+  }
   if (const auto it = v.find("algorithm"); ins.kind == OpKind::collective && it != v.end()) {
     const std::optional<kernels::CollectiveAlgorithm> a =
         it->is_string() ? kernels::algorithm_by_name(it->get<std::string>()) : std::nullopt;

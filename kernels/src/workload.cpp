@@ -125,6 +125,7 @@ std::vector<std::uint32_t> lower_vector_pass(ir::Program& prog, const ChipSpec& 
 ir::ProgramSet lower_workload(const WorkloadSpec& workload, const ChipSpec& chip) {
   const ModelSpec& model = workload.model;
   if (model.kind == ModelKind::collective) return lower_collective(workload);  // collective_lowering.cpp
+  if (model.kind == ModelKind::dlrm) return lower_dlrm(workload, chip);         // dlrm.cpp
   ir::Program prog(model.name.empty() ? "main" : model.name);
   const DType dt = workload.dtype;
   const HostStepCosts host = host_step_costs(workload, chip);

@@ -47,10 +47,11 @@ bool uses_ici(const ir::ProgramSet& programs) {
 }  // namespace
 
 Pod::Pod(const sc_core::sc_module_name& name, const Scenario& scenario, const ir::ProgramSet& programs,
-         RunControl& control, const net::InterconnectOptions& network)
+         RunControl& control, const net::InterconnectOptions& network, const BlockRegistry& registry)
     : sc_core::sc_module(name),
       scenario_(scenario),
       programs_(programs),
+      chip_(standard_composition(scenario.chip)),
       dataflow_(make_mxu_dataflow(scenario.chip.mxu.dataflow)) {
   const long long chips = scenario.pod.chip_count();
   if (programs.programs.empty()) throw std::invalid_argument("no program to simulate");
@@ -67,12 +68,11 @@ Pod::Pod(const sc_core::sc_module_name& name, const Scenario& scenario, const ir
       throw std::invalid_argument(fmt::format("chip {} runs program {}, which does not exist", id, role));
     }
     if (!indexes_[role]) {
-      indexes_[role] = std::make_unique<ProgramIndex>(programs.programs[role], scenario.chip, id);
+      indexes_[role] = std::make_unique<ProgramIndex>(programs.programs[role], chip_, id);
     }
     const std::string chip_name = "chip" + std::to_string(id);
-    chips_.push_back(
-        std::make_unique<Chip>(chip_name.c_str(), id, scenario.chip, *indexes_[role], *dataflow_,
-                               scenario.fidelity.mxu, control));
+    chips_.push_back(std::make_unique<Chip>(chip_name.c_str(), id, chip_, *indexes_[role], *dataflow_,
+                                            scenario.fidelity.mxu, control, registry));
   }
   if (uses_ici(programs)) {
     topology_ = std::make_unique<Topology>(build_topology(scenario.pod, scenario.chip));
@@ -102,6 +102,60 @@ Spread spread_of(const std::vector<double>& values) {
 
 double ratio(double num, double den) { return den > 0 ? num / den : 0.0; }
 
+// Adds the per-unit statistics of the chips' counters to `r`, whose step_time must be set: stalls
+// (UnitUsage::stalled, stalled_by, queue_slots, idle), the MXU and VPU VMEM operand bytes (UnitUsage::bytes)
+// and the spread of per-array MXU utilization (SimResult::mxu_array_utilization).
+void add_unit_stall_stats(const std::vector<ChipCounters>& chips, const ChipSpec& spec, SimResult& r) {
+  const double n = chips.empty() ? 1.0 : static_cast<double>(chips.size());
+  std::array<double, kHwUnits> busy{}, slots{};
+  std::array<std::array<double, kStallReasons>, kHwUnits> stalled{};
+  std::array<bool, kHwUnits> queued{};
+  std::uint64_t mxu_bytes = 0, vpu_bytes = 0;
+  std::vector<double> array_utilization;
+  for (const ChipCounters& c : chips) {
+    mxu_bytes += c.mxu_vmem_bytes;
+    vpu_bytes += c.vpu_vmem_bytes;
+    // An array's utilization: its useful MACs / (rows x cols x clock cycles of the step), at the bf16 rate.
+    const double capacity = static_cast<double>(spec.mxu.rows) * spec.mxu.cols * r.step_time.value() *
+                            spec.clock.value();
+    for (double macs : c.array_macs) array_utilization.push_back(capacity > 0 ? macs / capacity : 0.0);
+    for (std::size_t u = 0; u < kHwUnits; ++u) {
+      const auto& instances = c.unit_times[u];
+      if (instances.empty()) continue;
+      queued[u] = true;
+      const double share = 1.0 / (static_cast<double>(instances.size()) * n);  // mean over instances and chips
+      for (const UnitTimes& t : instances) {
+        busy[u] += to_seconds(t.busy).value() * share;
+        slots[u] += to_seconds(t.queue_slots).value() * share;
+        for (std::size_t k = 0; k < kStallReasons; ++k) stalled[u][k] += to_seconds(t.stalled[k]).value() * share;
+      }
+    }
+  }
+  r.units[static_cast<std::size_t>(HwUnit::mxu)].bytes = Bytes(mxu_bytes);
+  r.units[static_cast<std::size_t>(HwUnit::vpu)].bytes = Bytes(vpu_bytes);
+  if (!array_utilization.empty()) {
+    Spread& s = r.mxu_array_utilization;
+    s.min = *std::min_element(array_utilization.begin(), array_utilization.end());
+    s.max = *std::max_element(array_utilization.begin(), array_utilization.end());
+    double sum = 0;
+    for (double v : array_utilization) sum += v;
+    s.mean = sum / static_cast<double>(array_utilization.size());
+  }
+  const double step = r.step_time.value();
+  for (std::size_t u = 0; u < kHwUnits; ++u) {
+    UnitUsage& usage = r.units[u];
+    double total = 0;
+    for (std::size_t k = 0; k < kStallReasons; ++k) {
+      usage.stalled_by[k] = Seconds(stalled[u][k]);
+      total += stalled[u][k];
+    }
+    usage.stalled = Seconds(total);
+    usage.queue_slots = Seconds(slots[u]);
+    const double in_flight = queued[u] ? busy[u] : usage.busy.value();
+    usage.idle = Seconds(std::max(0.0, step - in_flight - total));
+  }
+}
+
 }  // namespace
 
 SimResult Pod::collect() const {
@@ -125,7 +179,7 @@ SimResult Pod::collect() const {
   std::vector<double> program_hardware_flops(programs_.programs.size(), -1.0);
   std::array<std::vector<double>, kHwUnits> utilization;
   std::array<double, kHwUnits> busy_sum{};
-  std::uint64_t hbm_read = 0, hbm_written = 0, dma_bytes = 0, host_bytes = 0;
+  std::uint64_t hbm_read = 0, hbm_written = 0, dma_bytes = 0, host_bytes = 0, sparsecore_bytes = 0;
 
   r.chips.reserve(chips_.size());
   for (std::size_t i = 0; i < chips_.size(); ++i) {
@@ -161,6 +215,7 @@ SimResult Pod::collect() const {
     set(HwUnit::hbm, to_seconds(c.hbm_busy),
         ratio(static_cast<double>(c.hbm_read + c.hbm_written), spec.hbm.bandwidth.value() * step_s));
     set(HwUnit::host, to_seconds(c.host_busy), ratio(to_seconds(c.host_busy).value(), step_s));
+    set(HwUnit::sparsecore, to_seconds(c.sparsecore_busy), ratio(to_seconds(c.sparsecore_busy).value(), step_s));
     cr.vmem_peak = Bytes(c.vmem_peak);
     r.chips.push_back(cr);
 
@@ -177,6 +232,7 @@ SimResult Pod::collect() const {
     hbm_written += c.hbm_written;
     dma_bytes += c.dma_bytes;
     host_bytes += c.host_bytes;
+    sparsecore_bytes += c.sparsecore_bytes;
   }
   const double n = chips_.empty() ? 1.0 : static_cast<double>(chips_.size());
   r.breakdown.compute = r.breakdown.compute / n;
@@ -192,6 +248,8 @@ SimResult Pod::collect() const {
   r.hbm_written = Bytes(hbm_written);
   r.dma_bytes = Bytes(dma_bytes);
   r.host_bytes = Bytes(host_bytes);
+  r.sparsecore_bytes = Bytes(sparsecore_bytes);
+  add_unit_stall_stats(counters, spec, r);
   if (interconnect_) interconnect_->collect(r, step);
   return r;
 }

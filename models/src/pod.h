@@ -1,7 +1,8 @@
 #pragma once
 // The pod: the composition root of a simulation. It builds one ProgramIndex per program in use, the MXU
-// dataflow model, and one Chip per chip of scenario.pod, wires them to the run's RunControl, and turns the
-// chips' counters into a SimResult at the end. When a program in use has an ICI instruction it also builds the
+// dataflow model, and one Chip per chip of scenario.pod (each elaborating its blocks from the chip's
+// composition with `registry`), wires them to the run's RunControl, and turns the chips' counters into a
+// SimResult at the end. When a program in use has an ICI instruction it also builds the
 // topology (topology/) and the Interconnect (net/), plans the collectives, and attaches every chip's ICI queue
 // to it; otherwise the chips are independent and no topology is needed.
 #include <memory>
@@ -9,7 +10,8 @@
 
 #include <systemc>
 
-#include "chip.h"
+#include "block/registry.h"
+#include "chip/chip.h"
 #include "net/interconnect.h"
 #include "program_index.h"
 #include "run_control.h"
@@ -22,8 +24,9 @@ namespace tpusim::models {
 
 class Pod : public sc_core::sc_module {
  public:
+  // `registry` (normally filled by register_chip_blocks) must outlive the elaboration.
   Pod(const sc_core::sc_module_name& name, const Scenario& scenario, const ir::ProgramSet& programs,
-      RunControl& control, const net::InterconnectOptions& network);
+      RunControl& control, const net::InterconnectOptions& network, const BlockRegistry& registry);
 
   // The interconnect, or nullptr when no program uses ICI.
   [[nodiscard]] net::Interconnect* interconnect() { return interconnect_.get(); }
@@ -34,6 +37,7 @@ class Pod : public sc_core::sc_module {
  private:
   const Scenario& scenario_;
   const ir::ProgramSet& programs_;
+  ChipSpec chip_;  // scenario.chip with its composition, shared by every chip
   std::unique_ptr<const MxuDataflowModel> dataflow_;
   std::vector<std::unique_ptr<ProgramIndex>> indexes_;  // by program; built for programs some chip runs
   std::vector<std::unique_ptr<Chip>> chips_;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "tpusim/core/chip_blocks.h"
 #include "tpusim/models/errors.h"
 
 namespace tpusim::models {
@@ -14,6 +15,7 @@ int QueueLayout::queue(ir::UnitKind unit, int core) const {
     case ir::UnitKind::ici: return 3 * cores_;
     case ir::UnitKind::host: return 3 * cores_ + 1;
     case ir::UnitKind::sync: return 3 * cores_ + 2;
+    case ir::UnitKind::sparsecore: return 3 * cores_ + 3;
   }
   return 3 * cores_ + 2;
 }
@@ -25,7 +27,8 @@ ir::UnitKind QueueLayout::unit(int queue) const {
   switch (queue - 3 * cores_) {
     case 0: return ir::UnitKind::ici;
     case 1: return ir::UnitKind::host;
-    default: return ir::UnitKind::sync;
+    case 2: return ir::UnitKind::sync;
+    default: return ir::UnitKind::sparsecore;
   }
 }
 
@@ -39,7 +42,44 @@ namespace {
 
 bool touches(const ir::Instruction& ins, ir::Memory m) { return ins.src == m || ins.dst == m; }
 
+BlockKind memory_block(ir::Memory m) {
+  switch (m) {
+    case ir::Memory::vmem: return BlockKind::vmem;
+    case ir::Memory::cmem: return BlockKind::cmem;
+    case ir::Memory::host: return BlockKind::host;
+    case ir::Memory::hbm:
+    case ir::Memory::remote: break;
+  }
+  return BlockKind::hbm;
+}
+
 }  // namespace
+
+void ProgramIndex::note_uses(const ir::Instruction& ins, ir::UnitKind unit) {
+  const auto use = [this](BlockKind k) { uses_.set(static_cast<std::size_t>(k)); };
+  if (ins.vmem_alloc > 0 || ins.vmem_free > 0) use(BlockKind::vmem);
+  switch (unit) {
+    case ir::UnitKind::mxu: use(BlockKind::mxu); break;
+    case ir::UnitKind::vpu: use(BlockKind::vpu); break;
+    case ir::UnitKind::dma:
+      use(BlockKind::dma);
+      use(memory_block(ins.src));
+      use(memory_block(ins.dst));
+      break;
+    case ir::UnitKind::ici:
+      use(BlockKind::ici);
+      // A collective's reductions run on the VPU of its TensorCore (net/vpu_port.h).
+      if (ins.kind == ir::OpKind::collective) use(BlockKind::vpu);
+      break;
+    case ir::UnitKind::host: use(BlockKind::host); break;
+    case ir::UnitKind::sync: break;
+    case ir::UnitKind::sparsecore:
+      use(BlockKind::sparsecore);
+      use(memory_block(ins.src));
+      use(memory_block(ins.dst));
+      break;
+  }
+}
 
 ProgramIndex::ProgramIndex(const ir::Program& program, const ChipSpec& chip, std::uint32_t first_chip)
     : program_(program), layout_(chip.tensorcores) {
@@ -47,6 +87,8 @@ ProgramIndex::ProgramIndex(const ir::Program& program, const ChipSpec& chip, std
   queue_of_.resize(n);
   position_.resize(n);
   queues_.resize(static_cast<std::size_t>(layout_.count()));
+  const bool dma_reaches_cmem = has_path(chip, BlockKind::dma, BlockKind::cmem);
+  const bool dma_reaches_host = has_path(chip, BlockKind::dma, BlockKind::host);
   for (std::size_t i = 0; i < n; ++i) {
     const ir::Instruction& ins = program[i];
     const auto fail = [&](const std::string& what) {
@@ -55,7 +97,9 @@ ProgramIndex::ProgramIndex(const ir::Program& program, const ChipSpec& chip, std
     const ir::UnitKind unit = queue_unit(ins);
     const bool uses_vmem = ins.vmem_alloc > 0 || ins.vmem_free > 0 ||
                            (ins.kind == ir::OpKind::dma && touches(ins, ir::Memory::vmem));
-    if ((unit == ir::UnitKind::mxu || unit == ir::UnitKind::vpu || uses_vmem) && ins.core >= chip.tensorcores) {
+    const bool reduces = ins.kind == ir::OpKind::collective;  // on the VPU of ins.core
+    if ((unit == ir::UnitKind::mxu || unit == ir::UnitKind::vpu || uses_vmem || reduces) &&
+        ins.core >= chip.tensorcores) {
       fail(fmt::format("{} on TensorCore {}, but the chip has {}", ir::op_name(ins.kind), ins.core,
                        chip.tensorcores));
     }
@@ -67,8 +111,28 @@ ProgramIndex::ProgramIndex(const ir::Program& program, const ChipSpec& chip, std
       if (is_remote_put(ins) && (ins.src == ir::Memory::host || ins.src == ir::Memory::remote)) {
         fail("a remote DMA reads local HBM, VMEM or CMEM");
       }
-      if (touches(ins, ir::Memory::cmem) && chip.cmem.capacity.count() == 0) {
-        fail(fmt::format("DMA uses CMEM, but chip {} has none", chip.name));
+      if (touches(ins, ir::Memory::cmem) && !dma_reaches_cmem) {
+        fail(chip.cmem.capacity.count() == 0
+                 ? fmt::format("DMA uses CMEM, but chip {} has none", chip.name)
+                 : fmt::format("DMA uses CMEM, but chip {}'s DMA engine does not reach it (no path dma -> cmem)",
+                               chip.name));
+      }
+      if (touches(ins, ir::Memory::host) && !dma_reaches_host) {
+        fail(fmt::format("DMA uses host memory, but chip {}'s DMA engine does not reach it (no path dma -> host)",
+                         chip.name));
+      }
+    }
+    if (unit == ir::UnitKind::sparsecore) {
+      if (find_block(chip, BlockKind::sparsecore) == nullptr) {
+        fail(fmt::format("{} runs on a SparseCore, but chip {} has none (the lowering runs lookups on the "
+                         "TensorCores of such a chip)",
+                         ir::op_name(ins.kind), chip.name));
+      }
+      for (const ir::Memory m : {ins.src, ins.dst}) {
+        if (!has_path(chip, BlockKind::sparsecore, memory_block(m))) {
+          fail(fmt::format("the SparseCore does not reach {} (no path sparsecore -> {})",
+                           block_kind_name(memory_block(m)), block_kind_name(memory_block(m))));
+        }
       }
     }
     const bool per_core = unit == ir::UnitKind::mxu || unit == ir::UnitKind::vpu || unit == ir::UnitKind::dma;
@@ -76,11 +140,19 @@ ProgramIndex::ProgramIndex(const ir::Program& program, const ChipSpec& chip, std
       fail(fmt::format("DMA on the descriptor queue of TensorCore {}, but the chip has {}", ins.core,
                        chip.tensorcores));
     }
+    note_uses(ins, unit);
     const int q = layout_.queue(unit, per_core ? ins.core : 0);
     auto& queue = queues_[static_cast<std::size_t>(q)];
     queue_of_[i] = static_cast<std::uint8_t>(q);
     position_[i] = static_cast<std::uint32_t>(queue.size());
     queue.push_back(static_cast<std::uint32_t>(i));
+  }
+  // The MXU's results occupy the unit that drains them; what sits in a TensorCore needs the TensorCore.
+  if (uses(BlockKind::mxu) && has_path(chip, BlockKind::mxu, BlockKind::vpu)) {
+    uses_.set(static_cast<std::size_t>(BlockKind::vpu));
+  }
+  if (uses(BlockKind::mxu) || uses(BlockKind::vpu) || uses(BlockKind::vmem)) {
+    uses_.set(static_cast<std::size_t>(BlockKind::tensorcore));
   }
 }
 

@@ -3,8 +3,9 @@
 // goes to and its position there. Chips then keep only a cursor and a completion count per queue, and an
 // instruction's dependency d is done exactly when completed[queue_of(d)] > position(d), because every queue
 // completes its instructions in program order; the ICI queue, whose in-flight instructions complete in any
-// order, adds a 64-bit window of positions completed ahead of the count (Chip::QueueState). This keeps
+// order, adds a 64-bit window of positions completed ahead of the count (Sequencer::QueueState). This keeps
 // per-chip state O(queues), not O(instructions).
+#include <bitset>
 #include <cstdint>
 #include <vector>
 
@@ -14,13 +15,13 @@
 namespace tpusim::models {
 
 // The unit queues of one chip: per TensorCore an MXU, a VPU and a DMA descriptor queue (the DMAs that
-// Instruction::core names; chip-level copies use core 0's), then the chip-level ICI, host and sync (barrier)
-// queues. Each queue starts its instructions in program order, independently of the others.
+// Instruction::core names; chip-level copies use core 0's), then the chip-level ICI, host, sync (barrier) and
+// SparseCore queues. Each queue starts its instructions in program order, independently of the others.
 class QueueLayout {
  public:
   explicit QueueLayout(int cores) : cores_(cores) {}
   [[nodiscard]] int cores() const { return cores_; }
-  [[nodiscard]] int count() const { return 3 * cores_ + 3; }
+  [[nodiscard]] int count() const { return 3 * cores_ + 4; }
   [[nodiscard]] int queue(ir::UnitKind unit, int core) const;
   [[nodiscard]] ir::UnitKind unit(int queue) const;
   [[nodiscard]] int core(int queue) const;  // the TensorCore of an MXU/VPU/DMA queue; 0 for chip-level queues
@@ -47,6 +48,11 @@ class ProgramIndex {
   [[nodiscard]] int queue_of(std::uint32_t instr) const { return queue_of_[instr]; }
   [[nodiscard]] std::uint32_t position(std::uint32_t instr) const { return position_[instr]; }
   [[nodiscard]] const std::vector<std::uint32_t>& queue(int q) const { return queues_[static_cast<std::size_t>(q)]; }
+  // The block kinds the program's instructions reach: the units they are issued to, the memories their DMAs
+  // read and write, the VMEM they allocate, and the VPU that drains the MXU (when a path says so). A chip
+  // elaborates only these (pods of collective-only programs stay cheap); the composition is checked whole.
+  [[nodiscard]] bool uses(BlockKind kind) const { return uses_[static_cast<std::size_t>(kind)]; }
+  [[nodiscard]] const std::bitset<kBlockKinds>& blocks_used() const { return uses_; }
 
  private:
   const ir::Program& program_;
@@ -54,6 +60,9 @@ class ProgramIndex {
   std::vector<std::uint8_t> queue_of_;
   std::vector<std::uint32_t> position_;
   std::vector<std::vector<std::uint32_t>> queues_;
+  void note_uses(const ir::Instruction& ins, ir::UnitKind unit);
+
+  std::bitset<kBlockKinds> uses_;
 };
 
 }  // namespace tpusim::models

@@ -9,6 +9,7 @@ std::string_view hw_unit_name(HwUnit u) {
     case HwUnit::dma: return "dma";
     case HwUnit::hbm: return "hbm";
     case HwUnit::host: return "host";
+    case HwUnit::sparsecore: return "sparsecore";
   }
   return "?";
 }
@@ -21,6 +22,7 @@ std::string_view stall_reason_name(StallReason r) {
     case StallReason::dep_ici: return "dependency_ici";
     case StallReason::dep_host: return "dependency_host";
     case StallReason::dep_sync: return "dependency_barrier";
+    case StallReason::dep_sparsecore: return "dependency_sparsecore";
     case StallReason::vmem: return "vmem";
   }
   return "?";

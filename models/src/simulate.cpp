@@ -8,6 +8,7 @@
 
 #include <systemc>
 
+#include "chip/simulate_with_blocks.h"
 #include "net/simulate_with_planner.h"
 #include "pod.h"
 #include "run_control.h"
@@ -15,12 +16,10 @@
 
 namespace tpusim::models {
 
-SimResult simulate(const Scenario& scenario, const ir::ProgramSet& programs, const SimOptions& options) {
-  return net::simulate_with_network(scenario, programs, options, net::InterconnectOptions{});
-}
+namespace {
 
-SimResult net::simulate_with_network(const Scenario& scenario, const ir::ProgramSet& programs,
-                                     const SimOptions& options, const net::InterconnectOptions& network) {
+SimResult run(const Scenario& scenario, const ir::ProgramSet& programs, const SimOptions& options,
+              const net::InterconnectOptions& network, const BlockRegistry& registry) {
   // Must precede the first SystemC call, which prints the banner otherwise; the caller's choice wins.
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
   const auto wall_start = std::chrono::steady_clock::now();
@@ -33,7 +32,7 @@ SimResult net::simulate_with_network(const Scenario& scenario, const ir::Program
 
   const auto chips = static_cast<std::uint32_t>(scenario.pod.chip_count());
   RunControl control(options.progress, options.trace, chips);
-  auto pod = std::make_unique<Pod>("pod", scenario, programs, control, network);
+  auto pod = std::make_unique<Pod>("pod", scenario, programs, control, network, registry);
   sc_core::sc_start();
   if (control.error()) std::rethrow_exception(control.error());
   if (control.unfinished() > 0) {
@@ -41,19 +40,40 @@ SimResult net::simulate_with_network(const Scenario& scenario, const ir::Program
   }
 
   SimResult result = pod->collect();
-  // The per-unit stall statistics come from the chips, the pod's SystemC children (in chip id order).
-  std::vector<const Chip*> chip_modules;
-  for (const sc_core::sc_object* child : pod->get_child_objects()) {
-    if (const auto* chip = dynamic_cast<const Chip*>(child)) chip_modules.push_back(chip);
-  }
-  add_unit_stall_stats(chip_modules, result);
   result.kernel_events = control.activations();
   result.delta_cycles = sc_core::sc_delta_count();
   result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   logger_for("pod")->debug("simulated {} chips: step {} s, {} kernel events, {:.3f} s wall",
                            result.chips_simulated, result.step_time.value(), result.kernel_events,
                            result.wall_seconds);
+  // The pod stays with the kernel, which cannot run again in this process: SystemC's registries remove a
+  // module, port or export by a linear search, so tearing down a pod of ~10^5 block modules would take
+  // seconds (quadratic) to free memory the process is about to return. The kernel's registries still reach
+  // it, so it is not a leak.
+  (void)pod.release();
   return result;
+}
+
+BlockRegistry builtin_blocks() {
+  BlockRegistry registry;
+  register_chip_blocks(registry);
+  return registry;
+}
+
+}  // namespace
+
+SimResult simulate(const Scenario& scenario, const ir::ProgramSet& programs, const SimOptions& options) {
+  return run(scenario, programs, options, net::InterconnectOptions{}, builtin_blocks());
+}
+
+SimResult net::simulate_with_network(const Scenario& scenario, const ir::ProgramSet& programs,
+                                     const SimOptions& options, const net::InterconnectOptions& network) {
+  return run(scenario, programs, options, network, builtin_blocks());
+}
+
+SimResult simulate_with_blocks(const Scenario& scenario, const ir::ProgramSet& programs, const SimOptions& options,
+                               const BlockRegistry& registry) {
+  return run(scenario, programs, options, net::InterconnectOptions{}, registry);
 }
 
 }  // namespace tpusim::models

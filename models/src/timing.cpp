@@ -155,6 +155,20 @@ double matmul_array_macs(const MxuSpec& mxu, MatmulShape s, int array) {
   return macs;
 }
 
+double embedding_row_volume(const ir::Instruction& ins) {
+  if (ins.m <= 0 || ins.n <= 0) return 0;
+  const auto row = static_cast<std::uint64_t>(ins.n) * static_cast<std::uint64_t>(dtype_bytes(ins.dtype));
+  const std::uint64_t accesses = (row + kHbmAccessBytes - 1) / kHbmAccessBytes;
+  return static_cast<double>(ins.m) * static_cast<double>(accesses * kHbmAccessBytes);
+}
+
+std::int64_t sparsecore_pool_cycles(const SparseCoreSpec& sc, const ir::Instruction& ins) {
+  const std::int64_t per_cycle = static_cast<std::int64_t>(sc.count) * sc.tiles * sc.lanes;
+  if (ins.m <= 0 || ins.n <= 0 || per_cycle <= 0) return 0;
+  return static_cast<std::int64_t>(std::ceil(static_cast<double>(ins.m) * static_cast<double>(ins.n) /
+                                             static_cast<double>(per_cycle) - 1e-9));
+}
+
 int hbm_channels_used(const HbmSpec& hbm, double bytes) {
   const int channels = std::max(1, hbm.channels);
   if (bytes <= 0) return 0;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 
+#include "tpusim/core/chip_blocks.h"
 #include "tpusim/core/chip_spec.h"
 #include "tpusim/core/data_paths.h"
 #include "tpusim/core/pod_spec.h"
@@ -54,13 +55,37 @@ TEST_P(BundledChip, ResolvesWithNoDiagnostics) {
 TEST_P(BundledChip, EveryFieldCitesASourceOrIsDefaulted) {
   const auto chip = load_chip_or_fail(GetParam());
   ASSERT_TRUE(chip.has_value());
-  for (const auto& info : chip_fields().infos()) {
-    const auto it = chip->origins.find(info.key);
-    ASSERT_NE(it, chip->origins.end()) << "no origin recorded for " << info.key;
+  std::vector<std::string> keys;
+  for (const auto& info : chip_fields().infos()) keys.push_back(info.key);
+  for (const ChipBlock& b : chip->blocks) {
+    keys.push_back(b.name + ".count");
+    for (const auto& info : block_kind(b.kind).fields->infos()) keys.push_back(b.name + "." + info.key);
+  }
+  EXPECT_GT(keys.size(), 30u);
+  for (const std::string& key : keys) {
+    const auto it = chip->origins.find(key);
+    ASSERT_NE(it, chip->origins.end()) << "no origin recorded for " << key;
     const FieldOrigin& o = it->second;
     EXPECT_TRUE(o.defaulted || !o.comment.empty())
-        << GetParam() << ": " << info.key << " at " << o.loc.str() << " has no source comment";
+        << GetParam() << ": " << key << " at " << o.loc.str() << " has no source comment";
   }
+}
+
+TEST_P(BundledChip, IsComposedOfTheStandardBlocksAndPaths) {
+  const auto chip = load_chip_or_fail(GetParam());
+  ASSERT_TRUE(chip.has_value());
+  for (BlockKind k : {BlockKind::tensorcore, BlockKind::mxu, BlockKind::vpu, BlockKind::vmem, BlockKind::hbm,
+                      BlockKind::dma, BlockKind::host, BlockKind::ici}) {
+    const ChipBlock* b = find_block(*chip, k);
+    ASSERT_NE(b, nullptr) << GetParam() << ": " << block_kind_name(k);
+    EXPECT_EQ(b->name, block_kind_name(k));
+  }
+  EXPECT_EQ(find_block(*chip, BlockKind::tensorcore)->count, chip->tensorcores);
+  EXPECT_EQ(find_block(*chip, BlockKind::mxu)->count, chip->mxu.per_core);
+  for (BlockKind memory : {BlockKind::vmem, BlockKind::hbm, BlockKind::host}) {
+    EXPECT_TRUE(has_path(*chip, BlockKind::dma, memory)) << GetParam() << ": dma -> " << block_kind_name(memory);
+  }
+  EXPECT_TRUE(has_path(*chip, BlockKind::mxu, BlockKind::vpu)) << GetParam();
 }
 
 TEST_P(BundledChip, ValuesNotOnTheSheetAreLabelledAssumptions) {
@@ -160,9 +185,10 @@ TEST(BundledChips, OnlyV4HasCmem) {
     if (name == "v4") {
       EXPECT_EQ(chip->cmem.capacity, MiB(128));
       EXPECT_GT(chip->cmem.bandwidth.value(), 0.0);
+      EXPECT_TRUE(has_path(*chip, BlockKind::dma, BlockKind::cmem));
     } else {
       EXPECT_EQ(chip->cmem.capacity.count(), 0u) << name;
-      EXPECT_TRUE(chip->origins.at("cmem.capacity").defaulted) << name;
+      EXPECT_EQ(find_block(*chip, BlockKind::cmem), nullptr) << name;
     }
   }
 }
@@ -182,7 +208,7 @@ TEST(BundledChips, Int8RatesFollowTheSheet) {
 TEST(BundledChips, V6eLabelsItsMxuCountAndClockAsAssumptions) {
   const auto chip = load_chip_or_fail("v6e");
   ASSERT_TRUE(chip.has_value());
-  EXPECT_EQ(chip->origins.at("mxu.per_core").comment.rfind("assumption", 0), 0u);
+  EXPECT_EQ(chip->origins.at("mxu.count").comment.rfind("assumption", 0), 0u);
   EXPECT_EQ(chip->origins.at("clock").comment.rfind("assumption", 0), 0u);
 }
 
@@ -321,9 +347,9 @@ TEST(BundledPods, FullPodsHaveThePublishedChipCounts) {
 
 // ---- models ---------------------------------------------------------------------------------------------------
 
-TEST(BundledModels, AreTheFourOfTheBrief) {
+TEST(BundledModels, AreTheFourOfTheBriefAndDlrm) {
   EXPECT_EQ(bundled_names("configs/models"),
-            (std::vector<std::string>{"gemm-4096", "gemm-skinny", "mlp-quickstart", "mlp-small"}));
+            (std::vector<std::string>{"dlrm-mlperf", "gemm-4096", "gemm-skinny", "mlp-quickstart", "mlp-small"}));
 }
 
 // Resolves a bundled model through a scenario, the way users reach it.
@@ -372,6 +398,20 @@ TEST(BundledModels, ResolveThroughAScenario) {
       ADD_FAILURE() << "model '" << name << "' does not resolve:\n" << e.what();
     }
   }
+}
+
+TEST(BundledModels, DlrmHasTheMlperfCriteoShape) {
+  const Scenario s = scenario_with_model("dlrm-mlperf");
+  ASSERT_EQ(s.workload.model.kind, ModelKind::dlrm);
+  const DlrmModel& m = s.workload.model.dlrm;
+  EXPECT_EQ(m.dense_features, 13);
+  EXPECT_EQ(m.bottom_mlp, (std::vector<int>{512, 256, 128}));
+  EXPECT_EQ(m.top_mlp, (std::vector<int>{1024, 1024, 512, 256, 1}));
+  EXPECT_EQ(m.tables, 26);
+  EXPECT_EQ(m.embedding_dim, 128);
+  EXPECT_EQ(m.lookups_per_table, 1);
+  // The tables fit one v4 chip's 32 GiB of HBM in bf16.
+  EXPECT_LT(26.0 * static_cast<double>(m.rows_per_table) * 128 * 2, 32.0 * (1ull << 30));
 }
 
 TEST(BundledModels, QuickstartTrainingStepIsUnderTensOfMillisecondsAtV4Peak) {

@@ -181,5 +181,29 @@ TEST(ProgramJson, UnreadableFileIsAConfigError) {
   EXPECT_THROW((void)read_program_json("/nonexistent/program.json"), ConfigError);
 }
 
+TEST(ProgramJson, EmbeddingGathersAndScattersRoundTripWithTheirShape) {
+  const std::string text = R"({"format": "tpusim-program", "version": 1, "role_of_chip": [],
+    "programs": [
+      {"name": "embeddings", "instructions": [
+        {"op": "gather", "rows": 4096, "width": 128, "bags": 2048, "dtype": "bf16", "src": "hbm", "dst": "hbm",
+         "deps": []},
+        {"op": "scatter", "rows": 4096, "width": 128, "bags": 2048, "dtype": "f32", "src": "hbm", "dst": "hbm",
+         "deps": [0]}]}]})";
+  const ProgramSet set = parse_program_json(text, "mem");
+  const Program& p = set.programs[0];
+  EXPECT_EQ(p[0].kind, OpKind::gather);
+  EXPECT_EQ(unit_of(p[0].kind), UnitKind::sparsecore);
+  EXPECT_EQ(p[0].m, 4096);
+  EXPECT_EQ(p[0].n, 128);
+  EXPECT_EQ(p[0].k, 2048);
+  EXPECT_EQ(p[0].bytes, 4096u * 128 * 2);  // the rows' bytes follow from the shape
+  EXPECT_EQ(p[1].kind, OpKind::scatter);
+  EXPECT_EQ(p[1].bytes, 4096u * 128 * 4);
+  std::ostringstream out;
+  write_program_json(set, out);
+  EXPECT_NE(out.str().find(R"("op":"gather","rows":4096,"width":128,"bags":2048)"), std::string::npos) << out.str();
+  EXPECT_EQ(to_json(parse_program_json(out.str(), "again")), to_json(set));
+}
+
 }  // namespace
 }  // namespace tpusim::ir

@@ -106,7 +106,7 @@ TEST(CollectiveVpu, AReductionOnATensorCoreTheChipLacksIsRejectedNamingTheInstru
     FAIL() << "expected a SimulationError";
   } catch (const SimulationError& e) {
     EXPECT_EQ(e.label(), "grads");
-    EXPECT_NE(std::string(e.what()).find("reducing on TensorCore 2, but the chip has 2"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("collective on TensorCore 2, but the chip has 2"), std::string::npos)
         << e.what();
   }
 }

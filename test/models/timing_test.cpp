@@ -5,7 +5,7 @@
 
 #include <map>
 
-#include "bandwidth_server.h"
+#include "memory/bandwidth_server.h"
 #include "test_chips.h"
 
 namespace tpusim::models {

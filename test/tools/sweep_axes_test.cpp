@@ -171,7 +171,7 @@ class SweepPlanTest : public ::testing::Test {
   // A stand-in for the resolved scenario: a v4-like chip's clock and TensorCore count.
   FieldLookup fields_ = [](const std::vector<std::string>&, const std::string& path) -> std::optional<std::string> {
     if (path == "chip.clock") return "1.05 GHz";
-    if (path == "chip.tensorcores") return "2";
+    if (path == "chip.tensorcore.count") return "2";
     return std::nullopt;
   };
 };
@@ -208,7 +208,7 @@ TEST_F(SweepPlanTest, RangesAndListsMixInOneAxis) {
 
 TEST_F(SweepPlanTest, DerivedValuesUseAxesAndResolvedFieldsWithUnits) {
   const Expansion e = expand_plan(plan("grid:\n  mxu:\n    chip.mxu.rows: [128, 256]\n    chip.mxu.cols: [128, 256]\n"
-                                       "derive:\n  chip.peak_bf16: 2 FLOP * chip.clock * chip.tensorcores * 4 * "
+                                       "derive:\n  chip.peak_bf16: 2 FLOP * chip.clock * chip.tensorcore.count * 4 * "
                                        "chip.mxu.rows * chip.mxu.cols\n"),
                                   fields_);
   ASSERT_EQ(e.configs.size(), 2u);

@@ -93,7 +93,7 @@ grid:
     chip.mxu.cols: [128, 256]
   workload.batch: 8 .. 32 x 2
 derive:
-  chip.peak_bf16: 2 FLOP * chip.clock * chip.tensorcores * chip.mxu.per_core * chip.mxu.rows * chip.mxu.cols
+  chip.peak_bf16: 2 FLOP * chip.clock * chip.tensorcore.count * chip.mxu.count * chip.mxu.rows * chip.mxu.cols
 filter: not (chip.mxu.rows == 256 and workload.batch == 32)
 seeds: 2
 columns:

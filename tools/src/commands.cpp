@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "tools/src/describe_chip.h"
 #include "tools/src/report.h"
 #include "tools/src/simulation_report.h"
 #include "tools/src/svg.h"
@@ -280,7 +281,7 @@ void print_spec(const std::string& title, const FieldTable<Spec>& table, const S
 
 }  // namespace
 
-int describe_command(const std::string& what, const std::string& name) {
+int describe_command(const std::string& what, const std::string& name, const std::string& svg_path) {
   return with_exit_codes("tpusim describe", [&] {
     if (what == "assumptions") {
       std::cout << "Modelling numbers that no source gives: model and lowering constants, and the calibrated\n"
@@ -315,11 +316,18 @@ int describe_command(const std::string& what, const std::string& name) {
                                          ", "));
       return 2;
     }
+    if (!svg_path.empty() && what != "chip") {
+      std::cerr << "tpusim describe: --svg draws a chip only ('describe chip NAME --svg FILE')\n";
+      return 2;
+    }
     if (what == "chip") {
       const ChipSpec chip = load_chip(name);
-      print_spec(fmt::format("chip {} (derived peak bf16 {})", chip.name, format_flops(chip.derived_peak_bf16())),
-                 chip_fields(), chip, chip.origins);
+      print_chip_description(chip, std::cout);
       std::cout << "(model constants that are assumptions: tpusim describe assumptions)\n";
+      if (!svg_path.empty()) {
+        write_file(svg_path, [&](std::ostream& f) { write_chip_svg(chip, f); });
+        std::cout << "wrote " << svg_path << "\n";
+      }
     } else if (what == "pod") {
       const PodSpec pod = load_pod(name);
       print_spec(fmt::format("pod {} ({} chips)", pod.name, pod.chip_count()), pod_fields(), pod, pod.origins);

@@ -17,7 +17,8 @@ struct RunArgs {
 
 int run_command(const RunArgs& args);
 int validate_command(const std::string& scenario, const std::vector<std::string>& overrides);
-int describe_command(const std::string& what, const std::string& name);
+// `svg_path` (describe chip only): also draw the composed chip there.
+int describe_command(const std::string& what, const std::string& name, const std::string& svg_path = {});
 int lower_command(const std::string& scenario, const std::vector<std::string>& overrides, const std::string& out);
 int topo_command(const std::string& name, const std::string& dot_path, const std::string& svg_path);
 

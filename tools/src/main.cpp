@@ -47,12 +47,14 @@ int main(int argc, char** argv) {
   std::string describe_what, describe_name;
   auto* describe_cmd = app.add_subcommand(
       "describe",
-      "print a resolved spec with units and the source of every value; 'describe params' lists all fields, "
-      "'describe assumptions' the model constants no source gives");
+      "print a resolved spec with units and the source of every value (a chip also as its block diagram); "
+      "'describe params' lists all fields, 'describe assumptions' the model constants no source gives");
   describe_cmd->add_option("what", describe_what, "chip, pod, scenario, params or assumptions")
       ->required()
       ->check(CLI::IsMember({"chip", "pod", "scenario", "params", "assumptions"}));
   describe_cmd->add_option("name", describe_name, "bundled name or path (not needed for params)");
+  std::string describe_svg;
+  describe_cmd->add_option("--svg", describe_svg, "describe chip: also draw the composed chip (blocks, paths) as SVG");
 
   std::string lower_scenario, lower_out;
   std::vector<std::string> lower_overrides;
@@ -126,7 +128,7 @@ int main(int argc, char** argv) {
   using namespace tpusim::tools;
   if (run_cmd->parsed()) return run_command(run);
   if (validate_cmd->parsed()) return validate_command(validate_scenario, validate_overrides);
-  if (describe_cmd->parsed()) return describe_command(describe_what, describe_name);
+  if (describe_cmd->parsed()) return describe_command(describe_what, describe_name, describe_svg);
   if (lower_cmd->parsed()) return lower_command(lower_scenario, lower_overrides, lower_out);
   if (topo_cmd->parsed()) return topo_command(topo_name, topo_dot, topo_svg);
   if (sweep_cmd->parsed()) return sweep_command(sweep);

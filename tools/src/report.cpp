@@ -183,8 +183,15 @@ void print_table(const Scenario& s, const RunReport& r, std::ostream& out) {
   }
   out << fmt::format("  {:<22}{} read, {} written\n", "HBM traffic",
                      format_bytes(Bytes(r.hbm_bytes_read)), format_bytes(Bytes(r.hbm_bytes_written)));
-  out << "\n  unit   busy (mean)   utilization mean/min/max     stalled   (mostly on)\n";
+  // The SparseCores have a row only when they ran something (most chips have none).
+  const auto shown = [](const UnitReport& u) { return u.name != "sparsecore" || u.instructions > 0; };
+  std::size_t name_w = 6;
   for (const auto& u : r.units) {
+    if (shown(u)) name_w = std::max(name_w, u.name.size());
+  }
+  out << fmt::format("\n  {:<{}} busy (mean)   utilization mean/min/max     stalled   (mostly on)\n", "unit", name_w);
+  for (const auto& u : r.units) {
+    if (!shown(u)) continue;
     std::string on;
     double most = 0;
     for (const auto& [reason, v] : u.stalled_by_s) {
@@ -193,7 +200,7 @@ void print_table(const Scenario& s, const RunReport& r, std::ostream& out) {
         on = reason;
       }
     }
-    out << fmt::format("  {:<6} {:>11}   {:5.1f}% / {:5.1f}% / {:5.1f}%   {:>11}   {}\n", u.name,
+    out << fmt::format("  {:<{}} {:>11}   {:5.1f}% / {:5.1f}% / {:5.1f}%   {:>11}   {}\n", u.name, name_w,
                        short_time(u.busy_s.mean), 100 * u.utilization.mean, 100 * u.utilization.min,
                        100 * u.utilization.max, short_time(u.stalled_s), on);
   }

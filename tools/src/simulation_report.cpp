@@ -31,7 +31,8 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
   rep.hardware_flops = r.hardware_flops;
   rep.peak_flops_per_s = r.peak_flops.value();
   rep.chips = static_cast<long long>(r.chips_simulated);
-  if (scenario.workload.program.empty() && scenario.workload.model.kind == ModelKind::mlp) {
+  if (scenario.workload.program.empty() &&
+      (scenario.workload.model.kind == ModelKind::mlp || scenario.workload.model.kind == ModelKind::dlrm)) {
     rep.examples_per_step = static_cast<double>(scenario.workload.batch);
   }
   rep.breakdown_s = {{"compute", r.breakdown.compute.value()},
@@ -79,6 +80,10 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
       case HwUnit::host:
         ur.instructions = instr(ir::UnitKind::host);
         ur.bytes = r.host_bytes.count();
+        break;
+      case HwUnit::sparsecore:
+        ur.instructions = instr(ir::UnitKind::sparsecore);
+        ur.bytes = r.sparsecore_bytes.count();
         break;
     }
     rep.units.push_back(ur);

@@ -18,7 +18,10 @@ std::string ramp(double u) {
   return fmt::format("#{:02x}{:02x}{:02x}", mix(0), mix(1), mix(2));
 }
 
-std::string escape(const std::string& s) {
+
+}  // namespace
+
+std::string svg_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     if (c == '<') out += "&lt;";
@@ -28,8 +31,6 @@ std::string escape(const std::string& s) {
   }
   return out;
 }
-
-}  // namespace
 
 void write_link_heatmap_svg(const Topology& topo, const std::vector<double>& link_utilization,
                             const std::string& title, std::ostream& out) {
@@ -53,7 +54,7 @@ void write_link_heatmap_svg(const Topology& topo, const std::vector<double>& lin
   out << fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{:.0f}" height="{:.0f}" font-family="sans-serif" font-size="11">)",
                      width, height)
       << "\n";
-  out << fmt::format(R"(<text x="10" y="18" font-size="14">{}</text>)", escape(title)) << "\n";
+  out << fmt::format(R"(<text x="10" y="18" font-size="14">{}</text>)", svg_escape(title)) << "\n";
   for (int p = 0; p < panels; ++p) {
     const int pod = p / nz, z = p % nz;
     const double ox = 10 + (p % cols) * panel_w, oy = 30 + (p / cols) * panel_h;
@@ -124,7 +125,7 @@ class PlotFrame {
     auto tick = [](double v, bool log) { return log ? fmt::format("{:.3g}", std::pow(10.0, v)) : fmt::format("{:.3g}", v); };
     out << fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="11">)", kW, kH)
         << "\n";
-    out << fmt::format(R"(<text x="{}" y="20" font-size="14">{}</text>)", kLeft, escape(title)) << "\n";
+    out << fmt::format(R"(<text x="{}" y="20" font-size="14">{}</text>)", kLeft, svg_escape(title)) << "\n";
     out << fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#888"/>)", kLeft, kTop, pw(), ph())
         << "\n";
     for (int i = 0; i <= 4; ++i) {
@@ -135,9 +136,9 @@ class PlotFrame {
           << fmt::format(R"(<line x1="{:.1f}" y1="{}" x2="{:.1f}" y2="{:.1f}" stroke="#eee"/>)", gx, kTop, gx, kTop + ph())
           << "\n";
     }
-    out << fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle">{}</text>)", kLeft + pw() / 2, kH - 12, escape(x_label))
+    out << fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle">{}</text>)", kLeft + pw() / 2, kH - 12, svg_escape(x_label))
         << fmt::format(R"svg(<text x="16" y="{:.1f}" transform="rotate(-90 16 {:.1f})" text-anchor="middle">{}</text>)svg",
-                       kTop + ph() / 2, kTop + ph() / 2, escape(y_label))
+                       kTop + ph() / 2, kTop + ph() / 2, svg_escape(y_label))
         << "\n";
   }
 
@@ -185,7 +186,7 @@ void write_line_chart_svg(const std::vector<Series>& series, const std::string& 
     out << fmt::format(R"(<polyline fill="none" stroke="{}" stroke-width="2" points="{}"/>)", color, points) << "\n";
     out << fmt::format(R"(<rect x="{}" y="{}" width="12" height="12" fill="{}"/><text x="{}" y="{}">{}</text>)",
                        PlotFrame::kW - PlotFrame::kRight + 12, PlotFrame::kTop + 18 * s, color,
-                       PlotFrame::kW - PlotFrame::kRight + 30, PlotFrame::kTop + 18 * s + 10, escape(series[s].name))
+                       PlotFrame::kW - PlotFrame::kRight + 30, PlotFrame::kTop + 18 * s + 10, svg_escape(series[s].name))
         << "\n";
   }
   out << "</svg>\n";
@@ -202,7 +203,7 @@ void write_scatter_svg(const std::vector<ScatterPoint>& points, const std::strin
     if (!frame.shown(p.x, p.y)) continue;
     if (p.highlighted) front.push_back(&p);
     out << fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="4" fill="{}"><title>{}: {:.4g}, {:.4g}</title></circle>)",
-                       frame.px(p.x), frame.py(p.y), p.highlighted ? "#d62728" : "#bbbbbb", escape(p.label), p.x, p.y)
+                       frame.px(p.x), frame.py(p.y), p.highlighted ? "#d62728" : "#bbbbbb", svg_escape(p.label), p.x, p.y)
         << "\n";
   }
   std::stable_sort(front.begin(), front.end(), [](const ScatterPoint* a, const ScatterPoint* b) { return a->x < b->x; });
@@ -213,7 +214,7 @@ void write_scatter_svg(const std::vector<ScatterPoint>& points, const std::strin
   }
   for (const ScatterPoint* p : front) {
     out << fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="9">{}</text>)", frame.px(p->x) + 6, frame.py(p->y) - 6,
-                       escape(p->label))
+                       svg_escape(p->label))
         << "\n";
   }
   const double lx = PlotFrame::kW - PlotFrame::kRight + 12;
@@ -247,13 +248,13 @@ void write_heatmap_svg(const Heatmap& map, std::ostream& out) {
   out << fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{:.0f}" height="{:.0f}" font-family="sans-serif" font-size="11">)",
                      width, height)
       << "\n";
-  out << fmt::format(R"(<text x="10" y="20" font-size="14">{}</text>)", escape(map.title)) << "\n";
-  out << fmt::format(R"(<text x="10" y="38">colour: {}</text>)", escape(map.value_label)) << "\n";
+  out << fmt::format(R"(<text x="10" y="20" font-size="14">{}</text>)", svg_escape(map.title)) << "\n";
+  out << fmt::format(R"(<text x="10" y="38">colour: {}</text>)", svg_escape(map.value_label)) << "\n";
   for (std::size_t p = 0; p < map.panels.size(); ++p) {
     const double ox = 10 + (p % cols) * panel_w, oy = kTop + (p / cols) * panel_h;
     if (!map.panels[p].title.empty()) {
       out << fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-weight="bold">{}</text>)", ox, oy + 12,
-                         escape(map.panels[p].title))
+                         svg_escape(map.panels[p].title))
           << "\n";
     }
     const double gx = ox + kLeft, gy = oy + 20;
@@ -270,15 +271,15 @@ void write_heatmap_svg(const Heatmap& map, std::ostream& out) {
       // The first y value at the bottom, as on a chart.
       const double cy = gy + (ny - 1 - y) * kCellH;
       out << fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="end">{}</text>)", gx - 6, cy + kCellH / 2 + 4,
-                         escape(map.y_ticks[y]))
+                         svg_escape(map.y_ticks[y]))
           << "\n";
       for (std::size_t x = 0; x < nx; ++x) {
         const auto& v = map.panels[p].cells[y][x];
         const double cx = gx + x * kCellW;
         const double u = v ? position(*v) : 0;
         out << fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="{}"><title>{} = {}, {} = {}: {}</title></rect>)",
-                           cx, cy, kCellW - 2, kCellH - 2, v ? ramp(u) : "#dddddd", escape(map.x_label),
-                           escape(map.x_ticks[x]), escape(map.y_label), escape(map.y_ticks[y]),
+                           cx, cy, kCellW - 2, kCellH - 2, v ? ramp(u) : "#dddddd", svg_escape(map.x_label),
+                           svg_escape(map.x_ticks[x]), svg_escape(map.y_label), svg_escape(map.y_ticks[y]),
                            v ? fmt::format("{:.6g}", *v) : std::string("no result"))
             << fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle" fill="{}">{}</text>)", cx + kCellW / 2 - 1,
                            cy + kCellH / 2 + 3, v && u < 0.6 ? "#ffffff" : "#000000",
@@ -294,13 +295,13 @@ void write_heatmap_svg(const Heatmap& map, std::ostream& out) {
     const double by = gy + ny * kCellH;
     for (std::size_t x = 0; x < nx; ++x) {
       out << fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle">{}</text>)", gx + x * kCellW + kCellW / 2,
-                         by + 14, escape(map.x_ticks[x]))
+                         by + 14, svg_escape(map.x_ticks[x]))
           << "\n";
     }
     out << fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle">{}</text>)", gx + nx * kCellW / 2, by + 32,
-                       escape(map.x_label))
+                       svg_escape(map.x_label))
         << fmt::format(R"svg(<text x="{:.1f}" y="{:.1f}" transform="rotate(-90 {:.1f} {:.1f})" text-anchor="middle">{}</text>)svg",
-                       ox + 12, gy + ny * kCellH / 2, ox + 12, gy + ny * kCellH / 2, escape(map.y_label))
+                       ox + 12, gy + ny * kCellH / 2, ox + 12, gy + ny * kCellH / 2, svg_escape(map.y_label))
         << "\n";
   }
   const double ly = height - 56;
@@ -311,9 +312,9 @@ void write_heatmap_svg(const Heatmap& map, std::ostream& out) {
   const std::string lo_text = std::isfinite(lo) ? fmt::format("{:.4g}", lo) : "-";
   const std::string hi_text = std::isfinite(hi) ? fmt::format("{:.4g}", hi) : "-";
   out << fmt::format(R"(<text x="10" y="{:.0f}">{}</text><text x="230" y="{:.0f}" text-anchor="end">{}</text>)", ly + 26,
-                     escape(lo_text), ly + 26, escape(hi_text))
+                     svg_escape(lo_text), ly + 26, svg_escape(hi_text))
       << fmt::format(R"(<text x="10" y="{:.0f}">{}{}; grey: no result (failed, not run or filtered out){}</text>)", ly + 44,
-                     escape(map.value_label), log ? " (log colour scale)" : "",
+                     svg_escape(map.value_label), log ? " (log colour scale)" : "",
                      map.better == 0 ? "" : map.better < 0 ? "; red outline: lowest" : "; red outline: highest")
       << "\n</svg>\n";
 }

@@ -15,6 +15,9 @@ namespace tpusim::tools {
 void write_link_heatmap_svg(const Topology& topo, const std::vector<double>& link_utilization,
                             const std::string& title, std::ostream& out);
 
+// Text made safe for SVG/XML content and attributes (<, >, &).
+[[nodiscard]] std::string svg_escape(const std::string& s);
+
 struct Series {
   std::string name;
   std::vector<double> x, y;

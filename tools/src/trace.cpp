@@ -114,7 +114,7 @@ void TraceRecorder::write_timeline_svg(const std::string& title, std::ostream& o
   }
   const double scale = kPlotWidth / t_end;
   static constexpr const char* kUnitColor[ir::kUnitKinds] = {"#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
-                                                             "#7f7f7f"};
+                                                             "#7f7f7f", "#e377c2"};
   int row = 0;
   for (auto& [tid, spans] : lanes) {
     const auto [core, unit] = lane_of[tid];

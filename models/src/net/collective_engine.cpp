@@ -60,8 +60,8 @@ PlanId CollectiveEngine::add(const Origin& origin, const ir::Instruction& ins, c
   return id;
 }
 
-void CollectiveEngine::start(std::uint32_t chip, Slot slot, PlanId id, NetStatistics::Entry entry, int core,
-                             Tick now) {
+void CollectiveEngine::start(std::uint32_t chip, Slot slot, std::uint32_t instr, const ir::Instruction& ins, PlanId id,
+                             NetStatistics::Entry entry, Tick now) {
   if (seq_.empty()) seq_.assign(chips_ * groups_, 0);  // every plan is known once the run starts
   const PlanInfo& info = plans_[id];
   Op& o = op(chip, slot);
@@ -71,7 +71,8 @@ void CollectiveEngine::start(std::uint32_t chip, Slot slot, PlanId id, NetStatis
   o.plan = id;
   o.entry = entry;
   o.group = info.group;
-  o.core = core;
+  o.core = ins.core;
+  o.instr = instr;
   o.seq = seq_[chip * groups_ + info.group]++;
   set_key(chip, slot, key(o.group, o.seq));
   o.step = 0;
@@ -133,7 +134,7 @@ void CollectiveEngine::check_step(std::uint32_t chip, Slot slot, Tick now) {
     end_step(chip, slot, now);
     return;
   }
-  const Tick reduced = reduce == 0 ? now : vpus_[chip]->reserve_vpu(o.core, now, reduce);
+  const Tick reduced = reduce == 0 ? now : vpus_[chip]->reserve_vpu(o.core, o.instr, now, reduce);
   o.reducing = true;
   timers_.push(Timer{reduced + sync, timer_seq_++, chip, slot, false});
 }

@@ -64,9 +64,11 @@ class CollectiveEngine {
   // Wiring: the VPUs of chip `chip`, which its reductions reserve.
   void attach_chip(std::uint32_t chip, VpuPort& vpu) { vpus_[chip] = &vpu; }
 
-  // Runs a collective under plan `id` in ICI slot `slot` of `chip` (its ICI unit has begun it), reducing on
-  // TensorCore `core`'s VPU; its completion is recorded under `entry` of the statistics.
-  void start(std::uint32_t chip, Slot slot, PlanId id, NetStatistics::Entry entry, int core, Tick now);
+  // Runs collective instruction `instr` (with `ins`'s TensorCore, whose VPU reduces) under plan `id` in ICI
+  // slot `slot` of `chip` (its ICI unit has begun it); its completion is recorded under `entry` of the
+  // statistics.
+  void start(std::uint32_t chip, Slot slot, std::uint32_t instr, const ir::Instruction& ins, PlanId id,
+             NetStatistics::Entry entry, Tick now);
   // A transfer of this engine was delivered (the transport still holds it; the engine releases it).
   void on_delivered(TransferId id, Tick now);
   // Ends the start-ups and steps (reduction and synchronisation) due by `now`; false if none was.
@@ -93,6 +95,7 @@ class CollectiveEngine {
     NetStatistics::Entry entry = 0;
     GroupId group = 0;
     int core = 0;           // the TensorCore whose VPU reduces
+    std::uint32_t instr = 0;
     std::uint32_t seq = 0;  // the chip's collectives over the group started before this one
     std::uint32_t step = 0;
     std::uint32_t sends_pending = 0;

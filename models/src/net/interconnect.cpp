@@ -50,11 +50,6 @@ Interconnect::Interconnect(const sc_core::sc_module_name& name, const Topology& 
       if (group != nullptr) (void)kernels::group_participants(topo, *group);  // throws if it does not fit
       Dispatch& d = dispatch_[p][i];
       if (ins.kind == ir::OpKind::collective) {
-        if (ins.core >= scenario.chip.tensorcores) {
-          throw SimulationError(0, ins.core, i, origin.label,
-                                fmt::format("a collective reducing on TensorCore {}, but the chip has {}", ins.core,
-                                            scenario.chip.tensorcores));
-        }
         d.plan = collectives_.add(origin, ins, group != nullptr ? *group : kernels::whole_axes_group(topo, ins.mesh_axes));
         d.entry = stats_.add_collective(p, i, d.plan);
       } else {
@@ -112,7 +107,7 @@ void Interconnect::start(std::uint32_t chip, std::uint32_t instr, Tick now) {
   const Dispatch& d = dispatch_[program][instr];
   const Slot slot = units_.begin_start(chip, instr, now);
   if (ins.kind == ir::OpKind::collective) {
-    collectives_.start(chip, slot, d.plan, d.entry, ins.core, now);
+    collectives_.start(chip, slot, instr, ins, d.plan, d.entry, now);
   } else {
     p2p_.start(chip, slot, ins, d.target, now);
   }

@@ -17,7 +17,7 @@ enum class DType { bf16, f32, int8, fp8 };
 [[nodiscard]] int dtype_bytes(DType t);
 [[nodiscard]] std::string_view dtype_name(DType t);
 
-enum class ModelKind { gemm, mlp, collective };
+enum class ModelKind { gemm, mlp, collective, dlrm };
 enum class Activation { relu, gelu };
 
 struct GemmModel {
@@ -42,12 +42,27 @@ struct CollectiveModel {
   std::string algorithm = "auto";
 };
 
+// A DLRM-style recommender (Naumov et al. 2019, arXiv:1906.00091): dense features through a bottom MLP,
+// categorical features looked up in embedding tables and sum-pooled, the pairwise dot products of the bottom
+// MLP's output and the pooled embeddings, and a top MLP over those and the bottom output. Lowered by
+// kernels/src/dlrm.cpp: lookups on the SparseCores when the chip has them, on the TensorCores otherwise.
+struct DlrmModel {
+  int dense_features = 0;           // inputs of the bottom MLP
+  std::vector<int> bottom_mlp;      // output widths of its layers; the last is embedding_dim
+  std::vector<int> top_mlp;         // output widths of the top MLP's layers; the last is the prediction
+  int tables = 0;                   // embedding tables, one per categorical feature
+  std::int64_t rows_per_table = 0;  // rows of each table
+  int embedding_dim = 0;            // values per row
+  int lookups_per_table = 1;        // rows pooled per table and example (the pooling factor)
+};
+
 struct ModelSpec {
   std::string name;
   ModelKind kind = ModelKind::mlp;
   GemmModel gemm;
   MlpModel mlp;
   CollectiveModel collective;
+  DlrmModel dlrm;
   std::map<std::string, FieldOrigin> origins;
 };
 

@@ -18,7 +18,7 @@
 
 namespace tpusim::ir {
 
-enum class OpKind : std::uint8_t { matmul, vector, dma, collective, send, recv, host, barrier };
+enum class OpKind : std::uint8_t { matmul, vector, dma, collective, send, recv, host, barrier, gather, scatter };
 enum class VectorOp : std::uint8_t { elementwise, transcendental, reduction, transpose };
 enum class Memory : std::uint8_t { hbm, vmem, cmem, host, remote };
 enum class DmaPattern : std::uint8_t { contiguous, strided, gather };
@@ -26,8 +26,8 @@ using CollectiveKind = tpusim::CollectiveKind;  // declared with the scenario sp
 enum class HostOp : std::uint8_t { infeed, outfeed, checkpoint };
 
 // The unit queue an instruction is issued to. Derived from the kind (see unit_of()).
-enum class UnitKind : std::uint8_t { mxu, vpu, dma, ici, host, sync };
-inline constexpr int kUnitKinds = 6;
+enum class UnitKind : std::uint8_t { mxu, vpu, dma, ici, host, sync, sparsecore };
+inline constexpr int kUnitKinds = 7;
 
 struct Instruction {
   OpKind kind = OpKind::barrier;
@@ -36,6 +36,10 @@ struct Instruction {
   std::uint8_t core = 0;
   DType dtype = DType::bf16;
   // matmul: C[m,n] (+)= A[m,k] x B[k,n].
+  // gather (embedding lookup, on the SparseCore): m rows of an embedding table of n values each, read from
+  //   `src`, summed into k pooled vectors (bags) of n values written to `dst`; bytes = m x n x dtype bytes.
+  // scatter (embedding update, on the SparseCore): k gradient vectors of n values read from `src`, each added
+  //   to its rows: m rows of n values of the table in `dst` read and written back; bytes as gather.
   std::int64_t m = 0, k = 0, n = 0;
   // vector: op over `elements` values.
   VectorOp vector_op = VectorOp::elementwise;
@@ -110,6 +114,10 @@ class Program {
   [[nodiscard]] double model_flops() const;
   [[nodiscard]] double hardware_flops() const;
   [[nodiscard]] std::uint64_t dma_bytes() const;
+
+  // Multiplies the model and hardware FLOPs of instructions [begin, end) by `factor` (a lowering that pads
+  // its work says which part of it is useful).
+  void scale_flops(std::size_t begin, std::size_t end, double factor);
 
   // Rebuilds a program from serialized parts (program_io); checks the DAG order and indices.
   static Program from_parts(std::string name, std::vector<Instruction> instrs, std::vector<std::uint32_t> deps,

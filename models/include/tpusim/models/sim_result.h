@@ -14,8 +14,8 @@
 namespace tpusim::models {
 
 // Hardware unit kinds that report busy time and utilization.
-enum class HwUnit : std::uint8_t { mxu, vpu, dma, hbm, host };
-inline constexpr int kHwUnits = 5;
+enum class HwUnit : std::uint8_t { mxu, vpu, dma, hbm, host, sparsecore };
+inline constexpr int kHwUnits = 6;
 [[nodiscard]] std::string_view hw_unit_name(HwUnit u);
 
 struct Spread {
@@ -23,11 +23,11 @@ struct Spread {
 };
 
 // What a unit with nothing in flight waited on before its next instruction could start: a dependency on an
-// instruction of another unit queue (indexed like ir::UnitKind: mxu, vpu, dma, ici, host, sync), or VMEM
-// space (0 today: an allocation that does not fit fails the run).
-enum class StallReason : std::uint8_t { dep_mxu, dep_vpu, dep_dma, dep_ici, dep_host, dep_sync, vmem };
-inline constexpr int kStallReasons = 7;
-// "dependency_mxu", ..., "dependency_barrier", "vmem".
+// instruction of another unit queue (indexed like ir::UnitKind: mxu, vpu, dma, ici, host, sync, sparsecore),
+// or VMEM space (0 today: an allocation that does not fit fails the run).
+enum class StallReason : std::uint8_t { dep_mxu, dep_vpu, dep_dma, dep_ici, dep_host, dep_sync, dep_sparsecore, vmem };
+inline constexpr int kStallReasons = 8;
+// "dependency_mxu", ..., "dependency_barrier", "dependency_sparsecore", "vmem".
 [[nodiscard]] std::string_view stall_reason_name(StallReason r);
 
 // How one unit kind was used, over all chips.
@@ -35,10 +35,11 @@ inline constexpr int kStallReasons = 7;
 //         and then over chips. HBM counts time with at least one transfer moving data; DMA counts time with at
 //         least one transfer issued and not yet retired (latency included); host counts PCIe transfers.
 //         VPU counts its vector instructions plus the cycles it spends popping MXU results
-//         (result_pop_cycles in timing.h) and collective reductions.
+//         (result_pop_cycles in timing.h) and collective reductions. SparseCore counts time with a gather or
+//         scatter in flight (all of a chip's SparseCores work on one instruction together).
 //   utilization, per chip over the step time, then spread over chips:
 //     mxu:  useful MACs / (rows x cols x MXUs x TensorCores x clock cycles of the step), at the bf16 rate;
-//     vpu, dma, host: busy / step_time;
+//     vpu, dma, host, sparsecore: busy / step_time;
 //     hbm:  bytes moved / (peak bandwidth x step_time), so efficiency < 1 caps it below 1.
 //   stalled, stalled_by, queue_slots, idle: the unit's queue, averaged like busy (per TensorCore for MXU and
 //     VPU; the DMA engine and the host interface as one unit each; HBM has no queue and is never stalled):
@@ -123,6 +124,7 @@ struct SimResult {
   Bytes hbm_written;
   Bytes dma_bytes;      // every DMA instruction's payload
   Bytes host_bytes;     // PCIe traffic of host instructions (infeed, outfeed, checkpoint)
+  Bytes sparsecore_bytes;  // table rows the SparseCores gathered and updated (gather / scatter bytes)
 
   // Interconnect; empty (links, collectives) or zero when no program has an ICI instruction.
   std::string link_model;               // "chunked" or "flow" (fidelity.links)

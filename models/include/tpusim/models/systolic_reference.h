@@ -1,6 +1,6 @@
 #pragma once
 // A cycle-level reference for the weight-stationary MXU: it steps every processing element of every array of
-// one TensorCore, cycle by cycle, with real data, under the schedule that mxu_weight_stationary.cpp
+// one TensorCore, cycle by cycle, with real data, under the schedule that mxu/dataflow_weight_stationary.cpp
 // describes. It exists to pin the fast closed form down (the two must agree exactly, and the product must be
 // right) and as an executable specification of the schedule. Cost is O(cycles x rows x cols x MXUs): use it
 // for shapes up to a few hundred.

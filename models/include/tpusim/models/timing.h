@@ -25,7 +25,7 @@ struct MxuArrayState {
 };
 
 // How a matmul maps onto a TensorCore's systolic arrays: the variation point for MXU dataflows. One variant
-// per file (mxu_weight_stationary.cpp, mxu_output_stationary.cpp), chosen by make_mxu_dataflow().
+// per file (mxu/dataflow_weight_stationary.cpp, mxu/dataflow_output_stationary.cpp), chosen by make_mxu_dataflow().
 //
 // Contract: bf16_cycles() is the number of MXU clock cycles from the instruction's start on an idle TensorCore
 // until its last output has left the arrays, at the bf16 rate, with the instruction's array tiles spread
@@ -143,6 +143,17 @@ inline constexpr std::int64_t kMxuAccumulatorBytes = 4;
 // channels give (the BandwidthServer's per-transfer cap).
 // Assumption: 256 B stripes (the address-interleaving granule; HBM2's 32 B bursts x 8, not published for TPU).
 inline constexpr std::uint64_t kHbmStripe = 256;
+
+// Embedding lookups on the SparseCore (sparsecore/sparsecore.cpp). Its tiles fetch each table row on its own,
+// in accesses of kHbmAccessBytes: JEDEC HBM2 (JESD235) moves 32 bytes per access (a 64-bit pseudo-channel
+// burst of 4, or a 128-bit channel burst of 2), so a row of b bytes takes ceil(b / 32) x 32 bytes of memory
+// time.
+inline constexpr std::uint64_t kHbmAccessBytes = 32;
+// The memory time of a gather's or scatter's rows: m rows x ceil(n x dtype bytes / 32) x 32.
+[[nodiscard]] double embedding_row_volume(const ir::Instruction& ins);
+// SparseCore cycles to add a gather's or scatter's rows: ceil(m x n / (count x tiles x lanes)). Assumption:
+// every tile adds `lanes` values per cycle and the rows spread evenly over every tile of every SparseCore.
+[[nodiscard]] std::int64_t sparsecore_pool_cycles(const SparseCoreSpec& sc, const ir::Instruction& ins);
 [[nodiscard]] int hbm_channels_used(const HbmSpec& hbm, double bytes);
 // The fraction of the HBM rate one transfer of `bytes` can use: hbm_channels_used / channels.
 [[nodiscard]] double hbm_channel_share(const HbmSpec& hbm, double bytes);

@@ -1,4 +1,4 @@
-// Cycle-level weight-stationary reference; see systolic_reference.h and mxu_weight_stationary.cpp.
+// Cycle-level weight-stationary reference; see systolic_reference.h and dataflow_weight_stationary.cpp.
 //
 // Each array has R x C processing elements (PEs). A PE holds two weight registers (the active and the
 // shadow buffer, selected by the tile's parity) and three pipeline registers, all advanced once per cycle:

@@ -1,0 +1,51 @@
+#pragma once
+// The catalogue of block kinds a chip file composes a chip from: for each kind, where its instances live,
+// how many it may have, whether a chip needs one, which other kinds it may reach through `paths`, and its
+// parameters (declared once, in chip_blocks.cpp). The parser (chip_spec.cpp) checks a chip against it; the
+// models' elaborator (models/src/chip/) builds one module per block from it; `tpusim describe params`
+// and docs/parameters.md list it.
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tpusim/core/chip_spec.h"
+#include "tpusim/core/fields.h"
+
+namespace tpusim {
+
+// Where a kind's instances live: once per chip, or inside each TensorCore (count is then per TensorCore).
+enum class BlockScope { chip, tensorcore };
+
+// One way a block reaches others, written "from -> to" in `paths`.
+struct BlockPort {
+  std::string_view name;             // "memory", "results"
+  std::string_view doc;
+  std::vector<BlockKind> accepts;    // the kinds it may reach
+  std::vector<BlockKind> required;   // kinds it must reach whenever the block is present
+};
+
+struct BlockKindInfo {
+  BlockKind kind = BlockKind::tensorcore;
+  std::string_view name;  // the `kind:` text
+  std::string_view doc;
+  BlockScope scope = BlockScope::chip;
+  bool required = false;  // every chip has one
+  int min_count = 1;      // 0: the block may be present but switched off (count: 0)
+  int max_count = 1;
+  std::vector<BlockPort> ports;
+  const FieldTable<ChipSpec>* fields = nullptr;  // keys relative to the block ("bandwidth")
+};
+
+// Every kind, indexed by BlockKind.
+[[nodiscard]] const std::vector<BlockKindInfo>& block_kinds();
+[[nodiscard]] const BlockKindInfo& block_kind(BlockKind kind);
+[[nodiscard]] std::string_view block_kind_name(BlockKind kind);
+// The port of a `from` block that reaches a `to` block, or nullptr when the two kinds cannot connect.
+[[nodiscard]] const BlockPort* port_to(BlockKind from, BlockKind to);
+
+// The chip's fields for `tpusim describe params` and the docs: the chip-level fields and `paths`, then one
+// section per block kind (its kind and count keys, then its parameters).
+[[nodiscard]] std::vector<std::pair<std::string, std::vector<FieldInfo>>> chip_field_sections();
+
+}  // namespace tpusim

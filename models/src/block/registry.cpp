@@ -1,0 +1,43 @@
+#include "block/registry.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "tpusim/core/chip_blocks.h"
+#include "tpusim/models/errors.h"
+
+namespace tpusim::models {
+
+void ChipContext::fail(std::uint32_t instr, const std::string& what) const {
+  const ir::Instruction& ins = program[instr];
+  throw SimulationError(chip, ins.core, instr, program.label_of(ins), what);
+}
+
+void Block::connect(Block& to) {
+  throw std::logic_error(std::string("block ") + name() + " has no port for a path to " + to.name());
+}
+
+void BlockRegistry::add(BlockKind kind, BlockFactory factory) { factories_[static_cast<std::size_t>(kind)] = factory; }
+
+std::unique_ptr<Block> BlockRegistry::build(const BlockBuild& what) const {
+  const BlockFactory f = factories_[static_cast<std::size_t>(what.block.kind)];
+  if (f == nullptr) {
+    throw std::logic_error("no module registered for block kind " + std::string(block_kind_name(what.block.kind)));
+  }
+  return f(what);
+}
+
+void register_chip_blocks(BlockRegistry& registry) {
+  registry.add(BlockKind::tensorcore, &make_tensorcore_block);
+  registry.add(BlockKind::mxu, &make_mxu_block);
+  registry.add(BlockKind::vpu, &make_vpu_block);
+  registry.add(BlockKind::vmem, &make_vmem_block);
+  registry.add(BlockKind::cmem, &make_cmem_block);
+  registry.add(BlockKind::hbm, &make_hbm_block);
+  registry.add(BlockKind::dma, &make_dma_block);
+  registry.add(BlockKind::host, &make_host_block);
+  registry.add(BlockKind::ici, &make_ici_block);
+  registry.add(BlockKind::sparsecore, &make_sparsecore_block);
+}
+
+}  // namespace tpusim::models

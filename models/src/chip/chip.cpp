@@ -1,0 +1,152 @@
+#include "chip/chip.h"
+
+#include <algorithm>
+#include <exception>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "chip/elaborator.h"
+#include "ici/ici_port.h"
+#include "vmem/vmem.h"
+#include "vpu/vpu.h"
+
+namespace tpusim::models {
+namespace {
+
+// The unit queue kind a block of `kind` serves; sync (none) for blocks that run no instructions.
+ir::UnitKind unit_of_block(BlockKind kind) {
+  switch (kind) {
+    case BlockKind::mxu: return ir::UnitKind::mxu;
+    case BlockKind::vpu: return ir::UnitKind::vpu;
+    case BlockKind::dma: return ir::UnitKind::dma;
+    case BlockKind::host: return ir::UnitKind::host;
+    case BlockKind::ici: return ir::UnitKind::ici;
+    case BlockKind::sparsecore: return ir::UnitKind::sparsecore;
+    default: return ir::UnitKind::sync;
+  }
+}
+
+void collect_tree(const std::vector<std::unique_ptr<Block>>& blocks, std::vector<Block*>& out) {
+  for (const auto& b : blocks) {
+    out.push_back(b.get());
+    for (sc_core::sc_object* child : b->get_child_objects()) {
+      if (auto* block = dynamic_cast<Block*>(child)) out.push_back(block);
+    }
+  }
+}
+
+}  // namespace
+
+Chip::Chip(const sc_core::sc_module_name& name, std::uint32_t id, const ChipSpec& spec, const ProgramIndex& program,
+           const MxuDataflowModel& dataflow, MxuFidelity mxu_fidelity, RunControl& control,
+           const BlockRegistry& registry)
+    : sc_core::sc_module(name),
+      context_{id, spec, program.program(), control, dataflow, mxu_fidelity},
+      sequencer_(context_, program) {
+  if (spec.blocks.empty()) throw std::invalid_argument("chip spec without its composition (standard_composition)");
+  const Elaborator elaborator(context_, spec, registry, program.blocks_used());
+  blocks_ = elaborator.build(BlockScope::chip);
+  collect_tree(blocks_, all_);
+  elaborator.bind(all_);
+
+  // The sequencer's queues, each on the unit that serves it; the units in the order they retire: per
+  // TensorCore its MXU then its VPU, then the DMA engine, the host, the ICI ports and the SparseCores (the
+  // order the trace lists completions of the same tick in).
+  const QueueLayout& layout = program.layout();
+  std::vector<std::pair<int, InstructionUnit*>> order;
+  const auto rank = [&](ir::UnitKind k, int instance) {
+    switch (k) {
+      case ir::UnitKind::mxu: return 2 * instance;
+      case ir::UnitKind::vpu: return 2 * instance + 1;
+      case ir::UnitKind::dma: return 1000;
+      case ir::UnitKind::host: return 1001;
+      case ir::UnitKind::ici: return 1002;
+      default: return 1003;
+    }
+  };
+  vpus_.assign(static_cast<std::size_t>(spec.tensorcores), nullptr);
+  for (Block* b : all_) {
+    if (auto* vmem = dynamic_cast<VmemSpace*>(b)) sequencer_.bind_vmem(b->instance(), vmem);
+    if (auto* vpu = dynamic_cast<ResultDrain*>(b); vpu != nullptr && b->block_kind() == BlockKind::vpu) {
+      vpus_.at(static_cast<std::size_t>(b->instance())) = vpu;
+    }
+    auto* unit = dynamic_cast<InstructionUnit*>(b);
+    const ir::UnitKind kind = unit_of_block(b->block_kind());
+    if (unit == nullptr || kind == ir::UnitKind::sync) continue;
+    if (kind == ir::UnitKind::dma) {
+      for (int core = 0; core < layout.cores(); ++core) sequencer_.bind(layout.queue(kind, core), unit, core);
+    } else {
+      const bool inside = kind == ir::UnitKind::mxu || kind == ir::UnitKind::vpu;
+      sequencer_.bind(layout.queue(kind, inside ? b->instance() : 0), unit, 0);
+    }
+    order.emplace_back(rank(kind, b->instance()), unit);
+  }
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [r, unit] : order) retire_order_.push_back(unit);
+  sequencer_.check_bound();
+
+  SC_METHOD(run);
+  sensitive << wake_;
+}
+
+void Chip::attach_ici(net::Interconnect& ici) {
+  for (Block* b : all_) {
+    if (auto* port = dynamic_cast<IciPort*>(b)) port->attach(ici);
+  }
+}
+
+void Chip::run() {
+  if (context_.control.failed()) return;
+  try {
+    activate(sc_core::sc_time_stamp().value());
+  } catch (...) {
+    context_.control.fail(std::current_exception());
+  }
+}
+
+Tick Chip::reserve_vpu(int core, std::uint32_t instr, Tick now, Tick duration) {
+  ResultDrain* vpu = core < static_cast<int>(vpus_.size()) ? vpus_[static_cast<std::size_t>(core)] : nullptr;
+  if (vpu == nullptr) context_.fail(instr, fmt::format("a collective reducing on TensorCore {}, which has no VPU", core));
+  return vpu->reserve_pops(now, duration);
+}
+
+void Chip::activate(Tick now) {
+  // Two wakes at the tick of the last completion (the network's delta wake for an ICI completion and the
+  // chip's own timed one) may activate a finished chip once more: nothing to do.
+  if (reported_) return;
+  context_.control.on_activation(now);
+  Activity activity = Activity::idle;
+  for (const Block* b : all_) activity = std::max(activity, b->activity(now));
+  sequencer_.account(now, activity);
+  for (Block* b : all_) b->account(now);
+  for (Block* b : all_) b->advance(now);
+  sequencer_.run(now, retire_order_);
+  if (sequencer_.finished()) {
+    context_.control.chip_finished();
+    reported_ = true;
+    return;
+  }
+  sequencer_.classify(now);
+  Tick next = kNever;
+  bool waiting = false;
+  for (const Block* b : all_) {
+    next = std::min(next, b->next_event(now));
+    waiting = waiting || b->awaits_wake();
+  }
+  if (next == kNever) {
+    if (waiting) return;  // the interconnect wakes the chip when its instruction completes
+    sequencer_.deadlock();
+  }
+  wake_.notify(sc_core::sc_time::from_value(next - now));
+}
+
+ChipCounters Chip::collect() const {
+  ChipCounters c = sequencer_.counters();
+  for (const Block* b : all_) b->collect(c);
+  return c;
+}
+
+
+
+}  // namespace tpusim::models

@@ -1,0 +1,76 @@
+#pragma once
+// One TPU chip: the composition root of its blocks. It builds them from the chip's composition with the
+// registry of block kinds (chip/elaborator.h), binds their paths, hands its queues to the sequencer
+// (chip/sequencer.h), and drives time for all of them.
+//
+// Timing: one SC_METHOD and one sc_event per chip. The blocks keep their own next-event times (an MXU's
+// finish, a memory's next completion or latency expiry, a reservation of result pops); the method brings them
+// all to the current time, completes what has finished, starts what may start, and re-arms the event at the
+// earliest next time. This is the "local queue behind one kernel event" of DESIGN.md: the kernel holds one
+// pending event per chip, whatever the number of blocks and transfers. The interconnect wakes the chip by
+// notifying wake(); attach_ici() is the seam to it.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <systemc>
+
+#include "block/block.h"
+#include "block/counters.h"
+#include "block/registry.h"
+#include "chip/sequencer.h"
+#include "net/vpu_port.h"
+#include "program_index.h"
+#include "run_control.h"
+#include "tpusim/core/chip_spec.h"
+#include "tpusim/models/sim_result.h"
+#include "tpusim/models/timing.h"
+
+namespace tpusim::models {
+
+namespace net {
+class Interconnect;
+}
+
+class ResultDrain;
+
+class Chip : public sc_core::sc_module, public net::VpuPort {
+ public:
+  SC_HAS_PROCESS(Chip);
+  // `spec`, with its composition (standard_composition() of a spec built in code), and `program` must outlive
+  // the chip.
+  Chip(const sc_core::sc_module_name& name, std::uint32_t id, const ChipSpec& spec, const ProgramIndex& program,
+       const MxuDataflowModel& dataflow, MxuFidelity mxu_fidelity, RunControl& control,
+       const BlockRegistry& registry);
+
+  [[nodiscard]] bool finished() const { return sequencer_.finished(); }
+  // The chip's statistics, gathered from its sequencer and blocks (call after the run).
+  [[nodiscard]] ChipCounters collect() const;
+  [[nodiscard]] sc_core::sc_event& wake() { return wake_; }
+  [[nodiscard]] std::uint32_t id() const { return context_.chip; }
+  [[nodiscard]] const ChipSpec& spec() const { return context_.spec; }
+  // The pod's interconnect, which runs this chip's ICI queue (collectives, send / recv, remote puts) through
+  // the chip's ICI ports; without one, an ICI instruction fails the run. The interconnect wakes the chip
+  // (wake()) when an ICI instruction completes.
+  void attach_ici(net::Interconnect& ici);
+  // A collective's reduction on TensorCore `core`'s VPU (net/vpu_port.h): reserved on the VPU block like the
+  // MXU's result pops (ResultDrain), after what the VPU holds. It does not wake the chip (the sequencer counts
+  // the reserved time, InstructionUnit::busy_between). Fails instruction `instr` if the core has no VPU.
+  Tick reserve_vpu(int core, std::uint32_t instr, Tick now, Tick duration) override;
+
+ private:
+  void run();
+  void activate(Tick now);
+
+  ChipContext context_;
+  std::vector<std::unique_ptr<Block>> blocks_;  // chip-level, in composition order (TensorCores own theirs)
+  std::vector<Block*> all_;                     // every block, TensorCore children included, in build order
+  std::vector<InstructionUnit*> retire_order_;  // per TensorCore its MXU then VPU, then DMA, host, ICI
+  std::vector<ResultDrain*> vpus_;              // by TensorCore (nullptr: no VPU there)
+  Sequencer sequencer_;
+  bool reported_ = false;  // finished, and told the run control
+  sc_core::sc_event wake_;
+};
+
+}  // namespace tpusim::models

@@ -1,0 +1,90 @@
+// The host: its CPU's work for the chip and its PCIe link, which is also the path to host memory.
+//
+// Host instructions (launch, infeed, outfeed, checkpoint, sync) run one at a time in program order
+// (kHostTransfersInFlight): host_seconds of host-side work, then, when there are bytes, the transfer over the
+// PCIe direction it uses (infeed: host -> chip; the others chip -> host). As a memory (the path "dma ->
+// host"), the link takes DMAs to and from host memory. Both directions are bandwidth schedulers at
+// host.pcie_bandwidth, and every transfer first waits kPcieLatency (timing.h). Assumption: a transfer into or
+// out of HBM is limited by PCIe alone (16 GB/s against ~1 TB/s), so it takes no share of HBM.
+#include "block/counters.h"
+#include "block/instruction_unit.h"
+#include "block/registry.h"
+#include "dma/transfer_engine.h"
+#include "host/host.h"
+#include "memory/memory_block.h"
+
+namespace tpusim::models {
+namespace {
+
+class Host final : public MemoryBlock, public InstructionUnit, private tlm::tlm_bw_transport_if<> {
+ public:
+  Host(const sc_core::sc_module_name& name, const BlockBuild& b)
+      : MemoryBlock(name, BlockKind::host, b.block.name, 0, ir::Memory::host, b.chip.spec.host.pcie_bandwidth),
+        engine_(kHostTransfersInFlight, kHostEngine),
+        local_(local_port(*this)) {
+    in_ = add_scheduler(MemoryScheduler::shared, b.chip.spec.host.pcie_bandwidth.value());
+    out_ = add_scheduler(MemoryScheduler::shared, b.chip.spec.host.pcie_bandwidth.value());
+  }
+
+  // ---- InstructionUnit: host instructions.
+  [[nodiscard]] bool can_start(int /*lane*/, Tick /*now*/) const override { return !engine_.full(); }
+  void start(std::uint32_t instr, const ir::Instruction& ins, Tick now) override {
+    Transfer t;
+    const bool infeed = ins.host_op == ir::HostOp::infeed;
+    t.src = infeed ? ir::Memory::host : ir::Memory::hbm;
+    t.dst = infeed ? ir::Memory::hbm : ir::Memory::host;
+    t.bytes = ins.bytes;
+    t.volume = static_cast<double>(ins.bytes);
+    engine_.issue(now, instr, ins.bytes > 0 ? &local_ : nullptr, ir::Memory::host, t,
+                  to_ticks(Seconds(ins.host_seconds)));
+  }
+  bool retire(Tick now, CompletionSink& sink) override {
+    return engine_.retire([&](std::uint32_t instr, Tick issued) { sink.complete(instr, issued, now); });
+  }
+  [[nodiscard]] bool busy(int /*lane*/, Tick /*now*/) const override { return engine_.busy(); }
+  [[nodiscard]] bool full(int /*lane*/, Tick /*now*/) const override { return engine_.full(); }
+
+  // ---- Block
+  void account(Tick now) override { engine_.account(now); }
+  void advance(Tick now) override {
+    MemoryBlock::advance(now);
+    engine_.start_ready(now);
+  }
+  [[nodiscard]] Tick next_event(Tick now) const override {
+    return std::min(MemoryBlock::next_event(now), engine_.next_event());
+  }
+  [[nodiscard]] Activity activity(Tick /*now*/) const override {
+    return engine_.busy() ? Activity::host : Activity::idle;
+  }
+  void collect(ChipCounters& c) const override {
+    c.host_busy += engine_.busy_ticks();
+    c.host_bytes += bytes_;
+  }
+
+ private:
+  // The link: into the chip on one direction, out of it on the other.
+  Admission admit(const tlm::tlm_generic_payload& gp, const Transfer& t) override {
+    bytes_ += t.bytes;
+    Admission a = plain(gp, t, to_ticks(kPcieLatency));
+    a.scheduler = t.src == ir::Memory::host ? in_ : out_;
+    return a;
+  }
+  // Answers to the host's own transfers.
+  tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& /*phase*/,
+                                     sc_core::sc_time& /*delay*/) override {
+    engine_.on_response(gp);
+    return tlm::TLM_COMPLETED;
+  }
+  void invalidate_direct_mem_ptr(sc_dt::uint64 /*start*/, sc_dt::uint64 /*end*/) override {}
+
+  TransferEngine engine_;
+  tlm::tlm_fw_transport_if<>& local_;
+  std::size_t in_ = 0, out_ = 0;
+  std::uint64_t bytes_ = 0;  // over PCIe: host instructions and DMAs to or from host memory
+};
+
+}  // namespace
+
+std::unique_ptr<Block> make_host_block(const BlockBuild& b) { return std::make_unique<Host>(b.block.name.c_str(), b); }
+
+}  // namespace tpusim::models

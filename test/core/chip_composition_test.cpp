@@ -1,0 +1,251 @@
+// A chip file composes the chip from blocks and paths (core/chip_spec.h, chip_blocks.h): what resolves, and
+// every way a composition can be wrong, each reported with the file, line and key path.
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "tpusim/core/chip_blocks.h"
+#include "tpusim/core/chip_spec.h"
+
+namespace tpusim {
+namespace {
+
+// A small valid chip; each test edits one thing. Line numbers below count from 1 at "name: small".
+constexpr const char* kChip = R"(name: small
+generation: test
+clock: 1 GHz
+peak_bf16: 65.536 TFLOP/s
+tensorcore:
+  kind: tensorcore
+  count: 2
+mxu:
+  kind: mxu
+  count: 1
+  rows: 128
+  cols: 128
+vpu: {kind: vpu, lanes: 128, sublanes: 8}
+vmem: {kind: vmem, capacity: 16 MiB, bandwidth: 8 TB/s}
+hbm: {kind: hbm, capacity: 16 GiB, bandwidth: 1 TB/s, latency: 500 ns}
+dma: {kind: dma}
+ici: {kind: ici, links: 4, link_bandwidth: 50 GB/s, hop_latency: 1 us}
+host: {kind: host, chips_per_host: 4, pcie_bandwidth: 16 GB/s}
+paths:
+  - dma -> vmem
+  - dma -> hbm
+  - mxu -> vpu
+)";
+
+struct Resolved {
+  ChipSpec spec;
+  Diagnostics diags;
+};
+
+Resolved resolve(const std::string& text) {
+  Resolved r;
+  const ConfigNode root = load_yaml_string(text, "chip.yaml", r.diags);
+  r.spec = resolve_chip(root, "chip", r.diags);
+  return r;
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+// The one diagnostic of a bad composition.
+const Diagnostic& only(const Resolved& r) {
+  EXPECT_EQ(r.diags.size(), 1u) << r.diags.str();
+  static const Diagnostic none;
+  return r.diags.empty() ? none : r.diags.items().front();
+}
+
+TEST(ChipComposition, ASmallChipResolvesIntoTypedMembersAndItsComposition) {
+  const Resolved r = resolve(kChip);
+  ASSERT_TRUE(r.diags.empty()) << r.diags.str();
+  EXPECT_EQ(r.spec.tensorcores, 2);
+  EXPECT_EQ(r.spec.mxu.per_core, 1);
+  EXPECT_EQ(r.spec.hbm.bandwidth, BytesPerSecond(1e12));
+  EXPECT_EQ(r.spec.hbm.scheduler, MemoryScheduler::shared);
+  ASSERT_EQ(r.spec.blocks.size(), 8u);
+  EXPECT_EQ(r.spec.blocks[0].name, "tensorcore");
+  EXPECT_EQ(r.spec.blocks[0].loc.line, 5);
+  ASSERT_EQ(r.spec.paths.size(), 3u);
+  EXPECT_EQ(r.spec.paths[1].from, "dma");
+  EXPECT_EQ(r.spec.paths[1].to, "hbm");
+  EXPECT_EQ(r.spec.paths[1].loc.line, 21);
+  EXPECT_TRUE(has_path(r.spec, BlockKind::dma, BlockKind::hbm));
+  EXPECT_FALSE(has_path(r.spec, BlockKind::dma, BlockKind::host));  // not listed: the DMA cannot reach it
+  EXPECT_EQ(r.spec.origins.at("hbm.bandwidth").loc.line, 15);
+}
+
+TEST(ChipComposition, BlocksMayHaveAnyNameAndAreFoundByKind) {
+  std::string text = replaced(kChip, "hbm: {kind: hbm", "main_memory: {kind: hbm");
+  text = replaced(text, "dma -> hbm", "dma -> main_memory");
+  const Resolved r = resolve(text);
+  ASSERT_TRUE(r.diags.empty()) << r.diags.str();
+  ASSERT_NE(find_block(r.spec, BlockKind::hbm), nullptr);
+  EXPECT_EQ(find_block(r.spec, BlockKind::hbm)->name, "main_memory");
+  EXPECT_TRUE(has_path(r.spec, BlockKind::dma, BlockKind::hbm));
+  EXPECT_EQ(r.spec.hbm.capacity, GiB(16));
+}
+
+TEST(ChipComposition, AnExtraMemoryBlockAndItsPathResolve) {
+  std::string text = replaced(kChip, "dma: {kind: dma}", "dma: {kind: dma}\ncmem: {kind: cmem, capacity: 64 MiB, bandwidth: 2 TB/s, scheduler: fifo}");
+  text = replaced(text, "  - mxu -> vpu\n", "  - mxu -> vpu\n  - dma -> cmem\n");
+  const Resolved r = resolve(text);
+  ASSERT_TRUE(r.diags.empty()) << r.diags.str();
+  EXPECT_EQ(r.spec.cmem.capacity, MiB(64));
+  EXPECT_EQ(r.spec.cmem.scheduler, MemoryScheduler::fifo);
+  EXPECT_TRUE(has_path(r.spec, BlockKind::dma, BlockKind::cmem));
+}
+
+TEST(ChipComposition, CountZeroSwitchesAnOptionalBlockOff) {
+  std::string text = replaced(kChip, "dma: {kind: dma}", "dma: {kind: dma}\ncmem: {kind: cmem, count: 0, capacity: 64 MiB, bandwidth: 2 TB/s}");
+  text = replaced(text, "  - mxu -> vpu\n", "  - mxu -> vpu\n  - dma -> cmem\n");
+  const Resolved r = resolve(text);
+  ASSERT_TRUE(r.diags.empty()) << r.diags.str();
+  EXPECT_EQ(r.spec.cmem.capacity.count(), 0u);
+  EXPECT_EQ(find_block(r.spec, BlockKind::cmem), nullptr);
+  EXPECT_FALSE(has_path(r.spec, BlockKind::dma, BlockKind::cmem));
+}
+
+TEST(ChipComposition, AnUnknownBlockKindNamesTheLineAndTheClosestKind) {
+  const Resolved r = resolve(replaced(kChip, "dma: {kind: dma}", "dma: {kind: dmaa}"));
+  const Diagnostic& d = only(r);
+  EXPECT_EQ(d.loc.file, "chip.yaml");
+  EXPECT_EQ(d.loc.line, 16);
+  EXPECT_EQ(d.key_path, "chip.dma.kind");
+  EXPECT_NE(d.expected.find("did you mean 'dma'"), std::string::npos) << d.str();
+  EXPECT_EQ(d.found, "'dmaa'");
+}
+
+TEST(ChipComposition, ADanglingPathNamesTheMissingBlock) {
+  const Resolved r = resolve(replaced(kChip, "  - dma -> hbm\n", "  - dma -> hmb\n"));
+  ASSERT_GE(r.diags.size(), 1u);
+  const Diagnostic& d = r.diags.items().front();
+  EXPECT_EQ(d.loc.line, 21);
+  EXPECT_EQ(d.key_path, "chip.paths[1]");
+  EXPECT_NE(d.message.find("dangling path: no block named 'hmb'"), std::string::npos) << d.str();
+  EXPECT_EQ(d.hint, "did you mean 'hbm'?");
+}
+
+TEST(ChipComposition, ADuplicatePathNamesBothLines) {
+  const Resolved r = resolve(replaced(kChip, "  - mxu -> vpu\n", "  - mxu -> vpu\n  - dma ->  hbm\n"));
+  const Diagnostic& d = only(r);
+  EXPECT_EQ(d.loc.line, 23);
+  EXPECT_EQ(d.key_path, "chip.paths[3]");
+  EXPECT_NE(d.message.find("duplicate path 'dma -> hbm'"), std::string::npos) << d.str();
+  EXPECT_NE(d.found.find("chip.yaml:21"), std::string::npos) << d.str();
+}
+
+TEST(ChipComposition, AMissingRequiredBlockIsReportedAtTheChip) {
+  std::string text = replaced(kChip, "hbm: {kind: hbm, capacity: 16 GiB, bandwidth: 1 TB/s, latency: 500 ns}\n", "");
+  text = replaced(text, "  - dma -> hbm\n", "");
+  const Resolved r = resolve(text);
+  const Diagnostic& d = only(r);
+  EXPECT_EQ(d.loc.file, "chip.yaml");
+  EXPECT_EQ(d.loc.line, 1);
+  EXPECT_EQ(d.key_path, "chip");
+  EXPECT_EQ(d.message, "missing required block of kind 'hbm'");
+}
+
+TEST(ChipComposition, ASecondBlockOfAKindPointsAtTheFirst) {
+  const Resolved r = resolve(replaced(kChip, "dma: {kind: dma}", "dma: {kind: dma}\nhbm2: {kind: hbm, capacity: 1 GiB, bandwidth: 1 TB/s, latency: 1 us}"));
+  const Diagnostic& d = only(r);
+  EXPECT_EQ(d.loc.line, 17);
+  EXPECT_EQ(d.key_path, "chip.hbm2.kind");
+  EXPECT_EQ(d.message, "a second hbm block");
+  EXPECT_NE(d.expected.find("chip.yaml:15"), std::string::npos) << d.str();
+}
+
+TEST(ChipComposition, APathBetweenKindsThatCannotConnectSaysWhatTheSourceReaches) {
+  const Resolved r = resolve(replaced(kChip, "  - mxu -> vpu\n", "  - mxu -> hbm\n"));
+  const Diagnostic& d = only(r);
+  EXPECT_EQ(d.loc.line, 22);
+  EXPECT_EQ(d.message, "a mxu block cannot reach a hbm block");
+  EXPECT_EQ(d.expected, "mxu -> a block of kind vpu");
+}
+
+TEST(ChipComposition, AMalformedPathShowsTheExpectedForm) {
+  const Resolved r = resolve(replaced(kChip, "  - mxu -> vpu\n", "  - mxu to vpu\n"));
+  const Diagnostic& d = only(r);
+  EXPECT_EQ(d.loc.line, 22);
+  EXPECT_EQ(d.message, "malformed path");
+  EXPECT_EQ(d.found, "'mxu to vpu'");
+}
+
+TEST(ChipComposition, AnEngineMustReachTheMemoriesItsWorkNeeds) {
+  const Resolved r = resolve(replaced(kChip, "  - dma -> vmem\n", ""));
+  const Diagnostic& d = only(r);
+  EXPECT_EQ(d.key_path, "chip.paths");
+  EXPECT_EQ(d.loc.line, 19);
+  EXPECT_EQ(d.message, "the dma block 'dma' reaches no vmem block");
+}
+
+TEST(ChipComposition, ACountOutsideTheKindsRangeIsRejected) {
+  const Resolved r = resolve(replaced(kChip, "vpu: {kind: vpu,", "vpu: {kind: vpu, count: 2,"));
+  const Diagnostic& d = only(r);
+  EXPECT_EQ(d.key_path, "chip.vpu.count");
+  EXPECT_EQ(d.loc.line, 13);
+  EXPECT_EQ(d.expected, "1");
+  EXPECT_EQ(d.found, "2");
+}
+
+TEST(ChipComposition, KeysOfTheFlatFormatSayWhereTheyMoved) {
+  const Resolved r = resolve(replaced(kChip, "clock: 1 GHz\n", "clock: 1 GHz\ntensorcores: 2\n"));
+  const Diagnostic& d = only(r);
+  EXPECT_EQ(d.key_path, "chip.tensorcores");
+  EXPECT_EQ(d.loc.line, 4);
+  EXPECT_EQ(d.hint, "did you mean 'tensorcore.count'?");
+
+  const Resolved m = resolve(replaced(kChip, "  count: 1\n  rows: 128", "  per_core: 1\n  rows: 128"));
+  const Diagnostic& e = only(m);
+  EXPECT_EQ(e.key_path, "chip.mxu.per_core");
+  EXPECT_EQ(e.hint, "did you mean 'mxu.count'?");
+}
+
+TEST(ChipComposition, AMisspeltBlockInAnOverrideSuggestsTheBlock) {
+  const Resolved r = resolve(std::string(kChip) + "hmb:\n  bandwidth: 2 TB/s\n");
+  const Diagnostic& d = only(r);
+  EXPECT_EQ(d.key_path, "chip.hmb");
+  EXPECT_EQ(d.hint, "did you mean 'hbm'?");
+}
+
+TEST(ChipComposition, ThePublishedPeakIsCheckedAgainstTheBlockCounts) {
+  const Resolved r = resolve(replaced(kChip, "  count: 1\n  rows: 128", "  count: 2\n  rows: 128"));
+  const Diagnostic& d = only(r);
+  EXPECT_EQ(d.key_path, "chip.peak_bf16");
+  EXPECT_EQ(d.loc.line, 4);
+}
+
+TEST(ChipComposition, ACodeBuiltSpecStandsForTheStandardComposition) {
+  ChipSpec spec;
+  spec.tensorcores = 2;
+  spec.mxu.per_core = 4;
+  spec.cmem.capacity = MiB(128);
+  const ChipSpec composed = standard_composition(spec);
+  ASSERT_EQ(composed.blocks.size(), 9u);
+  EXPECT_EQ(composed.blocks[0].count, 2);
+  EXPECT_EQ(composed.blocks[1].count, 4);
+  EXPECT_TRUE(has_path(spec, BlockKind::dma, BlockKind::cmem));
+  EXPECT_TRUE(has_path(spec, BlockKind::mxu, BlockKind::vpu));
+  EXPECT_FALSE(has_path(spec, BlockKind::sparsecore, BlockKind::hbm));
+  spec.cmem.capacity = Bytes(0);
+  EXPECT_FALSE(has_path(spec, BlockKind::dma, BlockKind::cmem));
+}
+
+TEST(ChipComposition, EveryKindIsCataloguedInOrderWithAFieldTable) {
+  ASSERT_EQ(block_kinds().size(), static_cast<std::size_t>(kBlockKinds));
+  for (std::size_t i = 0; i < block_kinds().size(); ++i) {
+    EXPECT_EQ(static_cast<std::size_t>(block_kinds()[i].kind), i);
+    EXPECT_NE(block_kinds()[i].fields, nullptr);
+  }
+  EXPECT_EQ(port_to(BlockKind::dma, BlockKind::hbm)->name, "memory");
+  EXPECT_EQ(port_to(BlockKind::mxu, BlockKind::vpu)->name, "results");
+  EXPECT_EQ(port_to(BlockKind::hbm, BlockKind::dma), nullptr);
+}
+
+}  // namespace
+}  // namespace tpusim

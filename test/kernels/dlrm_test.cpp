@@ -1,0 +1,129 @@
+// The DLRM lowering: lookups on the SparseCores when the chip has them, on the TensorCores otherwise; FLOPs as
+// dlrm_model_flops counts them; the VMEM contract held by dependencies.
+#include <algorithm>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "kernels_test_support.h"
+#include "tpusim/kernels/lowering.h"
+
+namespace tpusim::kernels {
+namespace {
+
+using testing::v4_like;
+using testing::worst_vmem_peak;
+
+constexpr std::int64_t kBatch = 512;
+
+WorkloadSpec dlrm(StepKind step) {
+  WorkloadSpec w;
+  w.model.name = "dlrm";
+  w.model.kind = ModelKind::dlrm;
+  DlrmModel& m = w.model.dlrm;
+  m.dense_features = 13;
+  m.bottom_mlp = {512, 256, 128};
+  m.top_mlp = {1024, 1024, 512, 256, 1};
+  m.tables = 26;
+  m.rows_per_table = 1000;
+  m.embedding_dim = 128;
+  m.lookups_per_table = 2;
+  w.batch = kBatch;
+  w.step = step;
+  w.optimizer = Optimizer::sgd;
+  return w;
+}
+
+ChipSpec with_sparsecores() {
+  ChipSpec chip = v4_like();
+  chip.sparsecore = SparseCoreSpec{4, 16, 8};
+  return chip;
+}
+
+struct Counts {
+  int gathers = 0, scatters = 0;
+  std::uint64_t gather_dma_bytes = 0;  // DMAs with the gather pattern
+  double flops = 0;
+};
+
+Counts count(const ir::Program& p) {
+  Counts c;
+  for (const ir::Instruction& ins : p.instructions()) {
+    c.gathers += ins.kind == ir::OpKind::gather ? 1 : 0;
+    c.scatters += ins.kind == ir::OpKind::scatter ? 1 : 0;
+    if (ins.kind == ir::OpKind::dma && ins.pattern == ir::DmaPattern::gather) c.gather_dma_bytes += ins.bytes;
+    c.flops += ins.model_flops;
+  }
+  return c;
+}
+
+TEST(Dlrm, ModelFlopsCountTheMlpsAndTheInteraction) {
+  // Forward, per example: bottom 13x512 + 512x256 + 256x128 = 170,496; top (128 + 27 x 26 / 2 = 479 inputs)
+  // 479x1024 + 1024x1024 + 1024x512 + 512x256 + 256x1 = 2,194,688; interaction 27^2 x 128 = 93,312 MACs.
+  const double macs = 170496.0 + 2194688.0 + 93312.0;
+  EXPECT_DOUBLE_EQ(dlrm_model_flops(dlrm(StepKind::forward).model.dlrm, kBatch, StepKind::forward),
+                   2 * kBatch * macs);
+  EXPECT_DOUBLE_EQ(dlrm_model_flops(dlrm(StepKind::train).model.dlrm, kBatch, StepKind::train),
+                   6 * kBatch * macs - 2.0 * kBatch * 13 * 512);
+}
+
+TEST(Dlrm, TheProgramCarriesExactlyTheModelFlops) {
+  for (const StepKind step : {StepKind::forward, StepKind::train}) {
+    const WorkloadSpec w = dlrm(step);
+    for (const ChipSpec& chip : {v4_like(), with_sparsecores()}) {
+      const ir::ProgramSet set = lower_workload(w, chip);
+      ASSERT_EQ(set.programs.size(), 1u);
+      const double want = dlrm_model_flops(w.model.dlrm, kBatch, step);
+      EXPECT_NEAR(count(set.programs[0]).flops, want, 1e-9 * want);
+      EXPECT_NEAR(set.programs[0].model_flops(), want, 1e-9 * want);
+    }
+  }
+}
+
+TEST(Dlrm, WithSparseCoresEachTableIsOneGatherAndOneScatter) {
+  ASSERT_TRUE(dlrm_lookups_on_sparsecore(with_sparsecores()));
+  const ir::Program p = lower_workload(dlrm(StepKind::train), with_sparsecores()).programs[0];
+  const Counts c = count(p);
+  EXPECT_EQ(c.gathers, 26);
+  EXPECT_EQ(c.scatters, 26);
+  EXPECT_EQ(c.gather_dma_bytes, 0u);
+  for (const ir::Instruction& ins : p.instructions()) {
+    if (ins.kind != ir::OpKind::gather && ins.kind != ir::OpKind::scatter) continue;
+    EXPECT_EQ(ins.m, kBatch * 2);  // batch x lookups_per_table rows
+    EXPECT_EQ(ins.n, 128);
+    EXPECT_EQ(ins.k, kBatch);
+    EXPECT_EQ(ins.bytes, static_cast<std::uint64_t>(kBatch * 2 * 128 * 2));
+    if (ins.kind == ir::OpKind::gather) {
+      EXPECT_EQ(ins.dep_count, 0u);  // the lookups overlap the bottom MLP
+    }
+  }
+}
+
+TEST(Dlrm, WithoutSparseCoresTheTensorCoresGatherEveryRowThroughVmem) {
+  ASSERT_FALSE(dlrm_lookups_on_sparsecore(v4_like()));
+  const ir::Program fwd = lower_workload(dlrm(StepKind::forward), v4_like()).programs[0];
+  const std::uint64_t rows = static_cast<std::uint64_t>(kBatch) * 26 * 2 * 128 * 2;  // bytes of every row read
+  Counts c = count(fwd);
+  EXPECT_EQ(c.gathers + c.scatters, 0);
+  EXPECT_EQ(c.gather_dma_bytes, rows);
+  // Training also gathers the rows again to update them and scatters them back.
+  c = count(lower_workload(dlrm(StepKind::train), v4_like()).programs[0]);
+  EXPECT_EQ(c.gather_dma_bytes, 3 * rows);
+}
+
+TEST(Dlrm, SparseCoresThatReachNoHbmLeaveTheLookupsOnTheTensorCores) {
+  ChipSpec chip = standard_composition(with_sparsecores());
+  chip.paths.erase(std::remove_if(chip.paths.begin(), chip.paths.end(),
+                                  [](const ChipPath& p) { return p.from == "sparsecore"; }),
+                   chip.paths.end());
+  EXPECT_FALSE(dlrm_lookups_on_sparsecore(chip));
+}
+
+TEST(Dlrm, EveryTensorCoreStaysWithinItsVmemWhateverTheTiming) {
+  const ChipSpec chip = v4_like();
+  const ir::Program p = lower_workload(dlrm(StepKind::train), chip).programs[0];
+  EXPECT_LE(worst_vmem_peak(p), chip.vmem.capacity.count());
+}
+
+}  // namespace
+}  // namespace tpusim::kernels

@@ -1,0 +1,155 @@
+// The composed chip at the command line: `describe chip` shows its blocks and paths (text and SVG), and a
+// chip whose composition is wrong is bad input (exit 2) named by file and line.
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "support/cli.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using tpusim::test::Outcome;
+using tpusim::test::slurp;
+using Cli = tpusim::test::CliTest;
+
+std::size_t occurrences(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST_F(Cli, DescribeChipShowsTheBlockTreeWithPathsAndEveryFieldWithItsSource) {
+  const Outcome o = tpusim("describe chip v4");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("+-- tensorcore x2"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("|   +-- mxu x4     128 x 128 systolic arrays, weight_stationary"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("results -> vpu"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("memory -> vmem, cmem, hbm, host"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("hbm.bandwidth              1.2 TB/s"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("tpu-specs.md [P]: HBM bandwidth / chip"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("default [assumption]"), std::string::npos) << o.out;
+}
+
+TEST_F(Cli, DescribeChipSvgDrawsOneBoxPerBlockAndOneArrowPerPath) {
+  const fs::path svg = dir_ / "v4.svg";
+  const Outcome o = tpusim("describe chip v4 --svg " + svg.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const std::string drawing = slurp(svg);
+  ASSERT_EQ(drawing.rfind("<svg", 0), 0u) << drawing.substr(0, 80);
+  // v4: tensorcore (the frame), mxu, vpu, vmem, cmem, hbm, dma, ici, host, sparsecore; paths dma -> 4 memories,
+  // mxu -> vpu, sparsecore -> hbm.
+  EXPECT_EQ(occurrences(drawing, R"(font-weight="bold")"), 10u);
+  EXPECT_EQ(occurrences(drawing, "<line "), 6u);
+  EXPECT_NE(drawing.find("<title>dma -&gt; hbm (memory)</title>"), std::string::npos);
+  EXPECT_NE(drawing.find("<title>mxu -&gt; vpu (results)</title>"), std::string::npos);
+}
+
+TEST_F(Cli, DescribeSvgIsForChipsOnly) {
+  const Outcome o = tpusim("describe pod v4-1x1x1 --svg " + (dir_ / "p.svg").string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("--svg draws a chip only"), std::string::npos) << o.err;
+}
+
+TEST_F(Cli, AChipFileWithAnUnknownBlockKindIsBadInputAtItsLine) {
+  std::string chip = slurp(fs::path(TPUSIM_SOURCE_DIR) / "configs" / "chips" / "v5e.yaml");
+  const auto at = chip.find("  kind: hbm");
+  ASSERT_NE(at, std::string::npos);
+  chip.replace(at, 11, "  kind: hmb");
+  const auto line = 1 + std::count(chip.begin(), chip.begin() + static_cast<long>(at), '\n');
+  const fs::path file = write("odd.yaml", chip);
+  const Outcome o = tpusim("describe chip " + file.string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find(file.string() + ":" + std::to_string(line) + ":"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("hbm.kind"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("did you mean 'hbm'?"), std::string::npos) << o.err;
+}
+
+TEST_F(Cli, ADanglingPathInAScenarioOverrideIsBadInputAtTheScenarioLine) {
+  const fs::path s = write("s.yaml", R"(name: t
+pod: v5e-1x1
+chip:
+  paths: [dma -> vmem, dma -> hbm, dma -> host, mxu -> vpu,
+          dma -> cmem]
+workload:
+  model: mlp-small
+  batch: 8
+  step: forward
+)");
+  const Outcome o = tpusim("validate " + s.string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find(s.string() + ":5:"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("chip.paths[4]"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("dangling path: no block named 'cmem'"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("nothing was simulated"), std::string::npos) << o.err;
+}
+
+TEST_F(Cli, AMovedKeyInASetOverrideSaysWhereItWent) {
+  const fs::path s = write("s.yaml", "name: t\npod: v4-1x1x1\nworkload: {model: mlp-small, batch: 8, step: forward}\n");
+  const Outcome o = tpusim("validate " + s.string() + " --set chip.tensorcores=1");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("--set chip.tensorcores=1"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("did you mean 'tensorcore.count'?"), std::string::npos) << o.err;
+}
+
+TEST_F(Cli, ABlockFieldOverrideKeepsItsDottedPath) {
+  const fs::path s = write("s.yaml", "name: t\npod: v4-1x1x1\nworkload: {model: mlp-small, batch: 8, step: forward}\n");
+  const Outcome o = tpusim("describe scenario " + s.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("chip.hbm.bandwidth"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("chip.tensorcore.count"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("chip.paths"), std::string::npos) << o.out;
+  const Outcome set = tpusim("validate " + s.string() + " --set chip.hbm.bandwidth=2TB/s --set chip.tensorcore.count=1"
+                             " --set chip.peak_bf16=137.6TFLOP/s");
+  EXPECT_EQ(set.exit_code, 0) << set.err;
+}
+
+}  // namespace
+
+namespace {
+
+double number_at(const nlohmann::json& j, const std::string& dotted) {
+  const nlohmann::json* node = &j;
+  std::size_t start = 0;
+  while (true) {
+    const auto dot = dotted.find('.', start);
+    node = &node->at(dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    if (dot == std::string::npos) return node->get<double>();
+    start = dot + 1;
+  }
+}
+
+TEST_F(Cli, DlrmLookupsRunOnTheSparseCoresWhenTheChipHasThemAndTheStepIsShorter) {
+  nlohmann::json with, without;
+  for (const auto& [name, out] : {std::pair{"dlrm-v4", &with}, std::pair{"dlrm-v4-no-sparsecore", &without}}) {
+    const fs::path dir = dir_ / name;
+    const Outcome o = tpusim(std::string("run -q ") + name + " -o " + dir.string());
+    ASSERT_EQ(o.exit_code, 0) << o.err;
+    *out = nlohmann::json::parse(slurp(dir / "summary.json"));
+  }
+  // 26 tables: a gather each and, in a training step, a scatter each; none without SparseCores.
+  EXPECT_EQ(number_at(with, "units.sparsecore.instructions"), 52);
+  EXPECT_GT(number_at(with, "units.sparsecore.busy_s.mean"), 0);
+  EXPECT_EQ(number_at(without, "units.sparsecore.instructions"), 0);
+  // The same model FLOPs and HBM bytes (whole 256-byte rows either way); the TensorCore path runs more DMAs.
+  EXPECT_EQ(number_at(with, "metrics.model_flops"), number_at(without, "metrics.model_flops"));
+  EXPECT_EQ(number_at(with, "bytes.hbm_read"), number_at(without, "bytes.hbm_read"));
+  EXPECT_GT(number_at(without, "units.dma.instructions"), number_at(with, "units.dma.instructions"));
+  EXPECT_LT(number_at(with, "metrics.step_time_s"), number_at(without, "metrics.step_time_s"));
+}
+
+TEST_F(Cli, AWhatIfChipComposedInAScenarioRunsItsExtraBlock) {
+  const fs::path dir = dir_ / "whatif";
+  const Outcome o = tpusim("run -q whatif-v5e-sparsecore -o " + dir.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto summary = nlohmann::json::parse(slurp(dir / "summary.json"));
+  EXPECT_EQ(number_at(summary, "units.sparsecore.instructions"), 52);  // v5e has none of its own
+  EXPECT_EQ(summary["scenario"]["chip"]["sparsecore"]["count"], 4);
+  EXPECT_EQ(summary["scenario"]["chip"]["paths"], "dma -> vmem, dma -> hbm, dma -> host, mxu -> vpu, sparsecore -> hbm");
+}
+
+}  // namespace
