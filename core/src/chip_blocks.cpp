@@ -177,9 +177,14 @@ std::vector<BlockKindInfo> make_catalogue() {
        BlockScope::chip, true, 1, 255, {}, &none},
       {K::mxu, "mxu", "the systolic arrays of a TensorCore (a matmul's tiles go round-robin over them); count = "
        "MXUs per TensorCore", BlockScope::tensorcore, true, 1, 64,
-       {{"results", "the unit that pops the matmul results (occupying it for result_pop_cycles)", {K::vpu}, {}}},
+       {{"results", "the unit that pops the matmul results (occupying it for result_pop_cycles)", {K::vpu}, {}},
+        {"memory", "the memory a fused matmul's operands stream from and its results to (kernels/program.h)",
+         {K::hbm}, {}}},
        &mxu},
-      {K::vpu, "vpu", "the vector unit of a TensorCore", BlockScope::tensorcore, true, 1, 1, {}, &vpu},
+      {K::vpu, "vpu", "the vector unit of a TensorCore", BlockScope::tensorcore, true, 1, 1,
+       {{"memory", "the memory a fused vector op's operands stream from and its results to (kernels/program.h)",
+         {K::hbm}, {}}},
+       &vpu},
       {K::vmem, "vmem", "the vector memory (unified buffer) of a TensorCore: capacity is enforced, bandwidth "
        "bounds matmul and vector operands and VMEM -> VMEM copies", BlockScope::tensorcore, true, 1, 1, {}, &vmem},
       {K::cmem, "cmem", "common memory shared by the TensorCores, between HBM and VMEM (v4)", BlockScope::chip,

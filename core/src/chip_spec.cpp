@@ -323,6 +323,8 @@ ChipSpec standard_composition(ChipSpec spec) {
   path(K::dma, K::hbm);
   path(K::dma, K::host);
   path(K::mxu, K::vpu);
+  path(K::mxu, K::hbm);
+  path(K::vpu, K::hbm);
   if (sparsecore) path(K::sparsecore, K::hbm);
   return spec;
 }

@@ -4,132 +4,12 @@
 
 #include "tpusim/core/chip_blocks.h"
 #include "tpusim/core/data_paths.h"
+#include "workload_checks.h"
 
 namespace tpusim {
 namespace fs = std::filesystem;
 
-std::string_view collective_name(CollectiveKind k) {
-  switch (k) {
-    case CollectiveKind::all_reduce: return "all_reduce";
-    case CollectiveKind::reduce_scatter: return "reduce_scatter";
-    case CollectiveKind::all_gather: return "all_gather";
-    case CollectiveKind::all_to_all: return "all_to_all";
-    case CollectiveKind::permute: return "permute";
-  }
-  return "?";
-}
-
-int dtype_bytes(DType t) {
-  switch (t) {
-    case DType::bf16: return 2;
-    case DType::f32: return 4;
-    case DType::int8: return 1;
-    case DType::fp8: return 1;
-  }
-  return 2;
-}
-
-std::string_view dtype_name(DType t) {
-  switch (t) {
-    case DType::bf16: return "bf16";
-    case DType::f32: return "f32";
-    case DType::int8: return "int8";
-    case DType::fp8: return "fp8";
-  }
-  return "?";
-}
-
 namespace {
-
-const std::vector<std::pair<std::string, ModelKind>> kModelKinds{
-    {"gemm", ModelKind::gemm},
-    {"mlp", ModelKind::mlp},
-    {"collective", ModelKind::collective},
-    {"dlrm", ModelKind::dlrm}};
-
-FieldTable<ModelSpec> model_base_fields() {
-  using S = ModelSpec;
-  FieldTable<ModelSpec> t;
-  t.add<std::string>("name", [](S& s) -> std::string& { return s.name; }, "unnamed", "model name");
-  t.add_choice<ModelKind>("kind", [](S& s) -> ModelKind& { return s.kind; }, kModelKinds, std::nullopt,
-                          "model family");
-  return t;
-}
-
-const FieldTable<ModelSpec>& gemm_fields() {
-  using S = ModelSpec;
-  static const FieldTable<ModelSpec> table = [] {
-    auto t = model_base_fields();
-    t.add<std::int64_t>("m", [](S& s) -> std::int64_t& { return s.gemm.m; }, std::nullopt, "rows of A and C",
-                        positive<std::int64_t>());
-    t.add<std::int64_t>("k", [](S& s) -> std::int64_t& { return s.gemm.k; }, std::nullopt,
-                        "contraction dimension", positive<std::int64_t>());
-    t.add<std::int64_t>("n", [](S& s) -> std::int64_t& { return s.gemm.n; }, std::nullopt, "columns of B and C",
-                        positive<std::int64_t>());
-    return t;
-  }();
-  return table;
-}
-
-const FieldTable<ModelSpec>& mlp_fields() {
-  using S = ModelSpec;
-  static const FieldTable<ModelSpec> table = [] {
-    auto t = model_base_fields();
-    t.add<std::vector<int>>("widths", [](S& s) -> std::vector<int>& { return s.mlp.widths; }, std::nullopt,
-                            "input width, then the width of each layer", positive_list(2, 1024));
-    t.add_choice<Activation>("activation", [](S& s) -> Activation& { return s.mlp.activation; },
-                             {{"relu", Activation::relu}, {"gelu", Activation::gelu}}, "gelu",
-                             "activation after each hidden layer");
-    return t;
-  }();
-  return table;
-}
-
-const FieldTable<ModelSpec>& collective_fields() {
-  using S = ModelSpec;
-  static const FieldTable<ModelSpec> table = [] {
-    auto t = model_base_fields();
-    t.add_choice<CollectiveKind>("op", [](S& s) -> CollectiveKind& { return s.collective.op; },
-                                 {{"all_reduce", CollectiveKind::all_reduce},
-                                  {"reduce_scatter", CollectiveKind::reduce_scatter},
-                                  {"all_gather", CollectiveKind::all_gather},
-                                  {"all_to_all", CollectiveKind::all_to_all},
-                                  {"permute", CollectiveKind::permute}},
-                                 std::nullopt, "the collective");
-    t.add<Bytes>("bytes", [](S& s) -> Bytes& { return s.collective.bytes; }, std::nullopt,
-                 "buffer size per chip", positive<Bytes>());
-    t.add<std::vector<int>>("axes", [](S& s) -> std::vector<int>& { return s.collective.axes; }, "[]",
-                            "torus axes taking part (0-based); [] = every axis");
-    t.add<std::string>("algorithm", [](S& s) -> std::string& { return s.collective.algorithm; }, "auto",
-                       "collective algorithm by name; auto = the default for the op and topology");
-    return t;
-  }();
-  return table;
-}
-
-const FieldTable<ModelSpec>& dlrm_fields() {
-  using S = ModelSpec;
-  static const FieldTable<ModelSpec> table = [] {
-    auto t = model_base_fields();
-    t.add<int>("dense_features", [](S& s) -> int& { return s.dlrm.dense_features; }, std::nullopt,
-               "dense (numerical) features per example: the bottom MLP's input width", at_least(1));
-    t.add<std::vector<int>>("bottom_mlp", [](S& s) -> std::vector<int>& { return s.dlrm.bottom_mlp; }, std::nullopt,
-                            "output width of each bottom-MLP layer; the last must equal embedding_dim",
-                            positive_list(1, 64));
-    t.add<std::vector<int>>("top_mlp", [](S& s) -> std::vector<int>& { return s.dlrm.top_mlp; }, std::nullopt,
-                            "output width of each top-MLP layer (the last is the prediction)", positive_list(1, 64));
-    t.add<int>("tables", [](S& s) -> int& { return s.dlrm.tables; }, std::nullopt,
-               "embedding tables (one per categorical feature)", at_least(1));
-    t.add<std::int64_t>("rows_per_table", [](S& s) -> std::int64_t& { return s.dlrm.rows_per_table; }, std::nullopt,
-                        "rows of each embedding table", positive<std::int64_t>());
-    t.add<int>("embedding_dim", [](S& s) -> int& { return s.dlrm.embedding_dim; }, std::nullopt,
-               "values per embedding row", at_least(1));
-    t.add<int>("lookups_per_table", [](S& s) -> int& { return s.dlrm.lookups_per_table; }, "1",
-               "rows looked up and sum-pooled per table and example (the pooling factor)", at_least(1));
-    return t;
-  }();
-  return table;
-}
 
 const FieldTable<WorkloadSpec>& workload_fields() {
   using S = WorkloadSpec;
@@ -140,14 +20,54 @@ const FieldTable<WorkloadSpec>& workload_fields() {
     t.add<std::int64_t>("batch", [](S& s) -> std::int64_t& { return s.batch; }, "1",
                         "examples per step (global batch)", positive<std::int64_t>());
     t.add_choice<StepKind>("step", [](S& s) -> StepKind& { return s.step; },
-                           {{"forward", StepKind::forward}, {"train", StepKind::train}}, "train",
-                           "forward pass only, or a training step (forward, backward, optimizer update)");
+                           {{"forward", StepKind::forward},
+                            {"train", StepKind::train},
+                            {"prefill", StepKind::prefill},
+                            {"decode", StepKind::decode}},
+                           "train",
+                           "forward pass; training step (forward, backward, optimizer update); prefill (a prompt's "
+                           "forward pass filling the KV cache); decode (one new token per sequence)");
     t.add_choice<DType>("dtype", [](S& s) -> DType& { return s.dtype; },
                         {{"bf16", DType::bf16}, {"f32", DType::f32}, {"int8", DType::int8}, {"fp8", DType::fp8}},
-                        "bf16", "matmul operand type");
+                        "bf16", "matmul operand and activation type");
+    t.add_choice<std::optional<DType>>(
+        "weight_dtype", [](S& s) -> std::optional<DType>& { return s.weight_dtype; },
+        {{"auto", std::nullopt},
+         {"bf16", DType::bf16},
+         {"f32", DType::f32},
+         {"int8", DType::int8},
+         {"fp8", DType::fp8}},
+        "auto",
+        "parameters in HBM: auto = f32 for training (mixed precision), dtype otherwise; int8 / fp8 (inference) "
+        "need the chip's MXU rate for them");
     t.add_choice<Optimizer>("optimizer", [](S& s) -> Optimizer& { return s.optimizer; },
-                            {{"sgd", Optimizer::sgd}, {"adam", Optimizer::adam}}, "adam",
-                            "optimizer of a training step");
+                            {{"sgd", Optimizer::sgd},
+                             {"adam", Optimizer::adam},
+                             {"adamw", Optimizer::adamw},
+                             {"adafactor", Optimizer::adafactor}},
+                            "adam", "optimizer of a training step");
+    t.add<int>("microbatches", [](S& s) -> int& { return s.microbatches; }, "1",
+               "gradient accumulation: the batch runs as this many microbatches, one optimizer update",
+               at_least(1));
+    t.add_choice<Remat>("remat", [](S& s) -> Remat& { return s.remat; },
+                        {{"none", Remat::none}, {"full", Remat::full}, {"selective", Remat::selective}}, "none",
+                        "rematerialization: keep all activations, recompute each block (full), or recompute the "
+                        "attention core (selective)");
+    t.add_choice<bool>("fusion", [](S& s) -> bool& { return s.fusion; }, {{"on", true}, {"off", false}}, "on",
+                       "fuse elementwise ops into matmul prologues/epilogues and into each other (one HBM round "
+                       "trip per fusion), or run every op on its own");
+    t.add_choice<AttentionImpl>("attention", [](S& s) -> AttentionImpl& { return s.attention; },
+                                {{"unfused", AttentionImpl::unfused}, {"flash", AttentionImpl::flash}}, "flash",
+                                "attention core: scores written to HBM (unfused), or tiled through VMEM with an "
+                                "online softmax (flash)");
+    t.add<std::int64_t>("seq_len", [](S& s) -> std::int64_t& { return s.seq_len; }, "0",
+                        "tokens per sequence (the prompt, for prefill); 0 = the model's context",
+                        non_negative<std::int64_t>());
+    t.add<std::int64_t>("context", [](S& s) -> std::int64_t& { return s.context; }, "0",
+                        "decode: tokens already in the KV cache; 0 = seq_len", non_negative<std::int64_t>());
+    t.add<std::int64_t>("decoder_seq_len", [](S& s) -> std::int64_t& { return s.decoder_seq_len; }, "0",
+                        "encoder-decoder models: decoder (target) tokens per sequence; 0 = seq_len",
+                        non_negative<std::int64_t>());
     t.add<double>("input.examples_per_s_per_host", [](S& s) -> double& { return s.input.examples_per_s_per_host; },
                   "0",
                   "examples per second the host's input pipeline produces (shared by its chip.host.chips_per_host "
@@ -239,52 +159,6 @@ void expand_reference(ConfigNode& parent, const std::string& key, const std::str
   *ref = std::move(loaded);
 }
 
-const FieldTable<ModelSpec>& model_fields(ModelKind kind) {
-  switch (kind) {
-    case ModelKind::gemm: return gemm_fields();
-    case ModelKind::mlp: return mlp_fields();
-    case ModelKind::collective: return collective_fields();
-    case ModelKind::dlrm: return dlrm_fields();
-  }
-  return mlp_fields();
-}
-
-ModelSpec resolve_model(const ConfigNode& node, const std::string& path, Diagnostics& diags) {
-  ModelSpec spec;
-  if (!node.is_map()) {
-    diags.error(node.loc(), path, "wrong type", "a model name or a map with 'kind'", node.describe());
-    return spec;
-  }
-  const ConfigNode* kind = node.find("kind");
-  std::vector<std::string> names;
-  for (const auto& k : kModelKinds) names.push_back(k.first);
-  if (kind == nullptr || !kind->is_scalar()) {
-    diags.error(kind ? kind->loc() : node.loc(), path + ".kind", "missing required key",
-                "one of: gemm, mlp, collective, dlrm", kind ? kind->describe() : "nothing");
-    return spec;
-  }
-  if (kind->scalar() == "gemm") {
-    gemm_fields().resolve(node, path, spec, diags, &spec.origins);
-  } else if (kind->scalar() == "mlp") {
-    mlp_fields().resolve(node, path, spec, diags, &spec.origins);
-  } else if (kind->scalar() == "collective") {
-    collective_fields().resolve(node, path, spec, diags, &spec.origins);
-  } else if (kind->scalar() == "dlrm") {
-    const std::size_t before = diags.size();
-    dlrm_fields().resolve(node, path, spec, diags, &spec.origins);
-    if (diags.size() == before && spec.dlrm.bottom_mlp.back() != spec.dlrm.embedding_dim) {
-      diags.error(spec.origins.at("bottom_mlp").loc, path + ".bottom_mlp",
-                  "the bottom MLP's output interacts with the embeddings, so its last width is embedding_dim",
-                  fmt::format("a last width of {}", spec.dlrm.embedding_dim),
-                  fmt::format("{}", spec.dlrm.bottom_mlp.back()));
-    }
-  } else {
-    diags.error(kind->loc(), path + ".kind", fmt::format("unknown model kind '{}'", kind->scalar()),
-                "one of: gemm, mlp, collective, dlrm", kind->scalar(), suggestion(kind->scalar(), names));
-  }
-  return spec;
-}
-
 template <class Spec>
 void append_rendered(std::vector<std::pair<std::string, std::string>>& out, const std::string& prefix,
                      const FieldTable<Spec>& table, const Spec& spec) {
@@ -372,7 +246,7 @@ Scenario load_scenario(const std::string& name_or_path, const std::vector<std::s
     diags.error(tree.loc(), "workload", "missing required key", "a workload map (model, batch, step, ...)",
                 "nothing");
   } else {
-    workload_fields().resolve(*workload, "workload", s.workload, diags, nullptr, {"model"});
+    workload_fields().resolve(*workload, "workload", s.workload, diags, &s.workload.origins, {"model"});
     const ConfigNode* model = workload->is_map() ? workload->find("model") : nullptr;
     const ConfigNode* program = workload->is_map() ? workload->find("program") : nullptr;
     if (program != nullptr && !s.workload.program.empty()) {
@@ -401,6 +275,7 @@ Scenario load_scenario(const std::string& name_or_path, const std::vector<std::s
       s.workload.model = resolve_model(*model, "workload.model", diags);
     }
   }
+  if (diags.empty()) resolve_workload_defaults(s, diags);  // workload_checks.cpp
   const ConfigNode* fidelity = tree.find("fidelity");
   const ConfigNode empty = ConfigNode::make_map(tree.loc());
   fidelity_fields().resolve(fidelity ? *fidelity : empty, "fidelity", s.fidelity, diags);
@@ -416,7 +291,7 @@ std::vector<std::pair<std::string, std::string>> render_scenario(const Scenario&
   for (auto& [k, v] : render_chip(s.chip)) out.emplace_back("chip." + k, v);
   append_rendered(out, "workload", workload_fields(), s.workload);
   if (s.workload.program.empty()) {
-    append_rendered(out, "workload.model", model_fields(s.workload.model.kind), s.workload.model);
+    append_rendered(out, "workload.model", model_kind_info(s.workload.model.kind).fields(), s.workload.model);
   }
   append_rendered(out, "fidelity", fidelity_fields(), s.fidelity);
   return out;
@@ -446,14 +321,13 @@ namespace tpusim {
 
 std::vector<std::pair<std::string, std::vector<FieldInfo>>> all_field_tables() {
   std::vector<std::pair<std::string, std::vector<FieldInfo>>> out{{"scenario", scenario_fields().infos()},
-                                                                  {"pod", pod_fields().infos()}};
+                                                                    {"pod", pod_fields().infos()}};
   for (auto& section : chip_field_sections()) out.push_back(std::move(section));
-  out.insert(out.end(), {{"workload", workload_fields().infos()},
-                         {"workload.model (kind: gemm)", gemm_fields().infos()},
-                         {"workload.model (kind: mlp)", mlp_fields().infos()},
-                         {"workload.model (kind: collective)", collective_fields().infos()},
-                         {"workload.model (kind: dlrm)", dlrm_fields().infos()},
-                         {"fidelity", fidelity_fields().infos()}});
+  out.emplace_back("workload", workload_fields().infos());
+  for (const ModelKindInfo& k : model_kinds()) {
+    out.emplace_back(fmt::format("workload.model (kind: {})", k.name), k.fields().infos());
+  }
+  out.emplace_back("fidelity", fidelity_fields().infos());
   return out;
 }
 

@@ -151,6 +151,16 @@ std::string format_bytes(Bytes b) {
   return fmt::format("{} {}", best, unit);
 }
 
+std::string format_bytes_approx(Bytes b) {
+  static constexpr std::array<std::pair<double, std::string_view>, 4> kUnits{
+      {{1099511627776.0, "TiB"}, {1073741824.0, "GiB"}, {1048576.0, "MiB"}, {1024.0, "KiB"}}};
+  const double n = b.as_double();
+  for (const auto& [scale, sym] : kUnits) {
+    if (n >= scale) return fmt::format("{:.3g} {}", n / scale, sym);
+  }
+  return fmt::format("{} B", b.count());
+}
+
 std::string format_bandwidth(BytesPerSecond r) {
   static constexpr std::array<Prefix, 5> kPrefixes{{{1, "B/s"}, {kK, "KB/s"}, {kM, "MB/s"}, {kG, "GB/s"}, {kT, "TB/s"}}};
   return format_with(r.value(), kPrefixes);

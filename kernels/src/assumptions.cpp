@@ -2,13 +2,15 @@
 
 #include <fmt/format.h>
 
+#include "attention.h"
+#include "fused_ops.h"
 #include "tpusim/kernels/collectives.h"
 #include "tpusim/kernels/lowering.h"
 
 namespace tpusim::kernels {
 
 std::vector<Assumption> lowering_assumptions() {
-  return {
+  std::vector<Assumption> out{
       {"GEMM share of VMEM", fmt::format("{:.0f}%", 100 * kGemmVmemFraction), "kernels/include/tpusim/kernels/lowering.h",
        "room left for the compiler's other buffers when tiling a GEMM"},
       {"vector-pass share of VMEM", fmt::format("{:.1f}%", 100 * kVectorVmemFraction),
@@ -19,7 +21,24 @@ std::vector<Assumption> lowering_assumptions() {
        "kernels/include/tpusim/kernels/collectives.h",
        "below this, one latency-bound step beats ring steps (sweeps/alltoall-algorithms-v4-4x4x4.yaml); all-reduce, "
        "reduce-scatter and all-gather take the ring at every size, as measurement C1 shows the runtime does"},
+      {"flash attention key block", fmt::format("{} keys", kFlashKeyBlock), "kernels/src/attention.h",
+       "the key block of JAX's splash-attention kernels; the query block is the largest power of two whose "
+       "working set fits the GEMM share of VMEM"},
+      {"flash attention causal blocks", "computed in full", "kernels/src/attention.h",
+       "fully masked blocks are not skipped: hardware FLOPs count the whole T x T product, as model FLOPs do"},
+      {"megacore split of a fused op", "equal parts over the TensorCores", "kernels/src/fused_graph.h",
+       "along the batch of products, else the rows, else the columns of a matmul; a vector op by elements (as "
+       "XLA's megacore partitions a fusion's parallel dimension)"},
+      {"one fused kernel at a time per TensorCore", "program order", "kernels/src/fused_graph.h",
+       "XLA runs a TensorCore's fusions one after another; only DMAs and collectives overlap them"},
   };
+  for (const VpuCost& c : vpu_costs()) {
+    out.push_back({std::string("VPU work: ") + c.name,
+                   fmt::format("{:g} + {:g} transcendental per element", c.per_element.elementwise,
+                               c.per_element.transcendental),
+                   "kernels/src/fused_ops.h", std::string("one VPU op per arithmetic step of the formula: ") + c.why});
+  }
+  return out;
 }
 
 }  // namespace tpusim::kernels

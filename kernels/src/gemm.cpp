@@ -186,7 +186,8 @@ GemmLowering lower_gemm(ir::Program& prog, const ChipSpec& chip, std::int64_t m,
     st.stores = {{"store_c", static_cast<std::uint64_t>(rows * cols) * eb, st.group_vmem, pattern(cols, n)}};
     return st;
   };
-  return GemmLowering{detail::emit_pipeline(prog, steps, step_of, after, label, "matmul", t.buffers), t, stage_b};
+  return GemmLowering{detail::emit_pipeline(prog, steps, step_of, after, label, "matmul", t.buffers, ir::OpClass::matmul),
+                      t, stage_b};
 }
 
 }  // namespace tpusim::kernels

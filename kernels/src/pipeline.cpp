@@ -27,7 +27,8 @@ struct CoreStream {
 std::vector<std::uint32_t> emit_pipeline(ir::Program& prog, const std::vector<std::int64_t>& steps_per_core,
                                          const std::function<Step(int core, std::int64_t step)>& step_of,
                                          const std::vector<std::uint32_t>& after, const std::string& label,
-                                         std::string_view compute_name, int operand_buffers) {
+                                         std::string_view compute_name, int operand_buffers,
+                                         ir::OpClass op_class) {
   if (operand_buffers < 2 || operand_buffers > kMaxOperandBuffers) {
     throw std::invalid_argument("pipeline: operand buffers must be 2 or 3");
   }
@@ -51,6 +52,7 @@ std::vector<std::uint32_t> emit_pipeline(ir::Program& prog, const std::vector<st
       ins.pattern = t.pattern;
       ins.bytes = t.bytes;
       ins.vmem_alloc = t.vmem;
+      ins.op_class = op_class;
       return ins;
     };
     for (const Transfer& t : st.stages) {
@@ -84,6 +86,7 @@ std::vector<std::uint32_t> emit_pipeline(ir::Program& prog, const std::vector<st
     }
     ir::Instruction ins = st.compute;
     ins.core = static_cast<std::uint8_t>(c);
+    ins.op_class = op_class;
     ins.vmem_alloc = st.first_of_group ? st.group_vmem : 0;
     ins.vmem_free = 0;
     for (const Transfer& t : st.loads) ins.vmem_free += t.vmem;
@@ -112,6 +115,7 @@ std::vector<std::uint32_t> emit_pipeline(ir::Program& prog, const std::vector<st
       out.pattern = t.pattern;
       out.bytes = t.bytes;
       out.vmem_free = t.vmem;
+      out.op_class = op_class;
       stores.push_back(prog.add(out, {id}, label + "." + std::string(t.name)));
       done.push_back(stores.back());
     }

@@ -54,10 +54,12 @@ struct Step {
 // compute: loads(0..D-2) of every core, then per round r and core: loads(r+D-1), the stores of the group that
 // compute(r-1) closed, compute(r); the last stores after the last round. A group's stores come after the
 // next step's loads so that, in a DMA descriptor queue served in order, a result write-back never delays
-// the operands the MXU needs next. Returns the indices of all stores (the stage's final instructions).
+// the operands the MXU needs next. Returns the indices of all stores (the stage's final instructions). Every
+// instruction of the stage carries `op_class`.
 std::vector<std::uint32_t> emit_pipeline(ir::Program& prog, const std::vector<std::int64_t>& steps_per_core,
                                          const std::function<Step(int core, std::int64_t step)>& step_of,
                                          const std::vector<std::uint32_t>& after, const std::string& label,
-                                         std::string_view compute_name, int operand_buffers = 2);
+                                         std::string_view compute_name, int operand_buffers = 2,
+                                         ir::OpClass op_class = ir::OpClass::other);
 
 }  // namespace tpusim::kernels::detail

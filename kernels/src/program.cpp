@@ -51,6 +51,21 @@ std::string_view unit_name(UnitKind u) {
   return "?";
 }
 
+std::string_view op_class_name(OpClass c) {
+  switch (c) {
+    case OpClass::other: return "other";
+    case OpClass::matmul: return "matmul";
+    case OpClass::attention: return "attention";
+    case OpClass::norm_activation: return "norm_activation";
+    case OpClass::optimizer: return "optimizer";
+    case OpClass::embedding: return "embedding";
+    case OpClass::loss: return "loss";
+    case OpClass::communication: return "communication";
+    case OpClass::host: return "host";
+  }
+  return "?";
+}
+
 Program::Program(std::string name) : name_(std::move(name)) {}
 
 void Program::scale_flops(std::size_t begin, std::size_t end, double factor) {

@@ -24,7 +24,7 @@ using nlohmann::json;
 using nlohmann::ordered_json;
 
 constexpr std::string_view kFormat = "tpusim-program";
-constexpr int kVersion = 1;
+constexpr int kVersion = 2;  // version 1 files (no fused-op fields) read unchanged
 
 template <class E>
 struct Named {
@@ -52,6 +52,16 @@ constexpr Named<CollectiveKind> kCollectives[] = {{CollectiveKind::all_reduce, "
                                                   {CollectiveKind::permute, "permute"}};
 constexpr Named<HostOp> kHostOps[] = {
     {HostOp::infeed, "infeed"}, {HostOp::outfeed, "outfeed"}, {HostOp::checkpoint, "checkpoint"}};
+constexpr Named<OpClass> kOpClassNames[] = {{OpClass::other, "other"},
+                                         {OpClass::matmul, "matmul"},
+                                         {OpClass::attention, "attention"},
+                                         {OpClass::norm_activation, "norm_activation"},
+                                         {OpClass::optimizer, "optimizer"},
+                                         {OpClass::embedding, "embedding"},
+                                         {OpClass::loss, "loss"},
+                                         {OpClass::communication, "communication"},
+                                         {OpClass::host, "host"}};
+static_assert(std::size(kOpClassNames) == kOpClasses, "one name per OpClass");
 constexpr Named<DType> kDTypes[] = {
     {DType::bf16, "bf16"}, {DType::f32, "f32"}, {DType::int8, "int8"}, {DType::fp8, "fp8"}};
 
@@ -126,6 +136,21 @@ ordered_json instruction_json(const Program& p, const Instruction& ins) {
   }
   // Optional: the VMEM operand bytes of a vector op (0 = none declared: no VMEM bound).
   if (ins.kind == OpKind::vector && ins.bytes != 0) j["bytes"] = ins.bytes;
+  // Version 2, each optional and written only when not its default.
+  if (ins.op_class != OpClass::other) j["class"] = name_of(kOpClassNames, ins.op_class);
+  if (ins.kind == OpKind::matmul) {
+    if (ins.batch != 1) j["batch"] = ins.batch;
+    if (ins.sum_batch) j["sum_batch"] = true;
+    if (ins.elements != 0) {
+      j["vector_op"] = name_of(kVectorOps, ins.vector_op);
+      j["elements"] = ins.elements;
+    }
+  }
+  if (ins.kind == OpKind::matmul || ins.kind == OpKind::vector) {
+    if (ins.hbm_read != 0) j["hbm_read"] = ins.hbm_read;
+    if (ins.hbm_written != 0) j["hbm_written"] = ins.hbm_written;
+    if (ins.grid_steps != 0) j["grid_steps"] = ins.grid_steps;
+  }
   // Optional (version 1 files without it mean "auto"), so written only when not auto.
   if (ins.kind == OpKind::collective && ins.algorithm != 0) {
     j["algorithm"] = std::string(kernels::algorithm_name(static_cast<kernels::CollectiveAlgorithm>(ins.algorithm)));
@@ -222,8 +247,8 @@ class Reader {
 };
 
 // Reads one instruction's fields into `ins` and its dependencies into `deps`; false if anything was wrong.
-bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::size_t index, std::size_t groups,
-                      Instruction& ins, std::vector<std::uint32_t>& deps, std::string& label) {
+bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::size_t index, int version,
+                      std::size_t groups, Instruction& ins, std::vector<std::uint32_t>& deps, std::string& label) {
   if (!v.is_object()) return r.object(v, ptr, {});
   const std::size_t errors = r.diagnostics().size();
   const json* op = r.need(v, ptr, "op");
@@ -239,6 +264,15 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
   if (ins.kind == OpKind::vector) allowed.emplace_back("bytes");        // optional VMEM operand bytes, default 0
   const bool groupable = std::find(fields.begin(), fields.end(), "mesh_axes") != fields.end();
   if (groupable) allowed.emplace_back("group");  // a group of the set, instead of mesh_axes
+  if (version >= 2) {                                                   // optional, see kernels/README.md
+    allowed.emplace_back("class");
+    if (ins.kind == OpKind::matmul) {
+      for (const char* f : {"batch", "sum_batch", "vector_op", "elements"}) allowed.emplace_back(f);
+    }
+    if (ins.kind == OpKind::matmul || ins.kind == OpKind::vector) {
+      for (const char* f : {"hbm_read", "hbm_written", "grid_steps"}) allowed.emplace_back(f);
+    }
+  }
   r.object(v, ptr, allowed);
 
   auto at = [&](const std::string& f) { return ptr + "/" + f; };
@@ -260,6 +294,35 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
   }
   if (const auto it = v.find("bytes"); ins.kind == OpKind::vector && it != v.end()) {
     if (const auto u = r.uint(*it, at("bytes"))) ins.bytes = *u;
+  }
+  if (version >= 2) {
+    if (const auto it = v.find("class"); it != v.end()) {
+      if (const auto c = r.enumeration(*it, at("class"), kOpClassNames)) ins.op_class = *c;
+    }
+    opt_uint("hbm_read", std::numeric_limits<std::uint64_t>::max(), ins.hbm_read);
+    opt_uint("hbm_written", std::numeric_limits<std::uint64_t>::max(), ins.hbm_written);
+    opt_uint("grid_steps", std::numeric_limits<std::uint32_t>::max(), ins.grid_steps);
+    if (ins.kind == OpKind::matmul) {
+      if (const auto it = v.find("batch"); it != v.end()) {
+        if (const auto u = r.uint(*it, at("batch"), std::numeric_limits<std::int32_t>::max())) {
+          if (*u == 0) r.error(at("batch"), "bad value", "an integer >= 1", "0");
+          else ins.batch = static_cast<std::int32_t>(*u);
+        }
+      }
+      if (const auto it = v.find("sum_batch"); it != v.end()) {
+        if (it->is_boolean()) ins.sum_batch = it->get<bool>();
+        else r.error(at("sum_batch"), "wrong type", "true or false", Reader::describe(*it));
+      }
+      if (const auto it = v.find("vector_op"); it != v.end()) {
+        if (const auto e = r.enumeration(*it, at("vector_op"), kVectorOps)) ins.vector_op = *e;
+      }
+      if (const auto it = v.find("elements"); it != v.end()) {
+        if (const auto u = r.uint(*it, at("elements"),
+                                  static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))) {
+          ins.elements = static_cast<std::int64_t>(*u);
+        }
+      }
+    }
   }
   for (const char* f : {"model_flops", "hardware_flops"}) {
     if (const auto it = v.find(f); it != v.end()) {
@@ -448,8 +511,12 @@ ProgramSet parse_program_json(std::string_view text, const std::string& source) 
   if (const json* f = r.need(root, "", "format"); f && !(f->is_string() && f->get<std::string>() == kFormat)) {
     r.error("/format", "not a tpusim program file", json(std::string(kFormat)).dump(), Reader::describe(*f));
   }
-  if (const json* v = r.need(root, "", "version"); v && !(v->is_number_unsigned() && v->get<std::uint64_t>() == 1)) {
-    r.error("/version", "unsupported version", std::to_string(kVersion), Reader::describe(*v));
+  int version = 0;
+  if (const json* v = r.need(root, "", "version"); v && v->is_number_unsigned() &&
+                                                     (v->get<std::uint64_t>() == 1 || v->get<std::uint64_t>() == 2)) {
+    version = static_cast<int>(v->get<std::uint64_t>());
+  } else if (v != nullptr) {
+    r.error("/version", "unsupported version", "1 or 2", Reader::describe(*v));
   }
   r.diagnostics().throw_if_any();
 
@@ -478,8 +545,8 @@ ProgramSet parse_program_json(std::string_view text, const std::string& source) 
           Instruction ins;
           std::vector<std::uint32_t> deps;
           std::string label;
-          ok = read_instruction(r, (*instrs)[i], fmt::format("{}/instructions/{}", pptr, i), i, set.groups.size(), ins,
-                                deps, label) &&
+          ok = read_instruction(r, (*instrs)[i], fmt::format("{}/instructions/{}", pptr, i), i, version,
+                                set.groups.size(), ins, deps, label) &&
                ok;
           if (ok) prog.add(ins, deps, label);
         }

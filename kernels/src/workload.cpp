@@ -5,6 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "collective_points.h"
+#include "fused_ops.h"
+#include "model_lowering.h"
 #include "pipeline.h"
 #include "tpusim/core/diagnostics.h"
 #include "tpusim/kernels/collectives.h"
@@ -34,17 +37,118 @@ ir::Instruction host_op(ir::HostOp op, std::uint64_t bytes, double host_seconds)
   ins.host_op = op;
   ins.bytes = bytes;
   ins.host_seconds = host_seconds;
+  ins.op_class = ir::OpClass::host;
   return ins;
 }
 
-// Parameters plus optimizer state of an MLP, as the checkpoint writes them.
-std::uint64_t mlp_state_bytes(const WorkloadSpec& workload) {
-  const std::vector<int>& w = workload.model.mlp.widths;
-  std::uint64_t params = 0;
-  for (std::size_t l = 1; l < w.size(); ++l) params += static_cast<std::uint64_t>(w[l - 1]) * w[l];
-  const std::uint64_t per_param = static_cast<std::uint64_t>(dtype_bytes(workload.dtype)) +
-                                  (workload.optimizer == Optimizer::adam ? 2 * sizeof(float) : 0);
+// Parameters plus optimizer state, as the checkpoint writes them: an MLP keeps its parameters in the compute
+// type; whole models in workload.weight_dtype, with two f32 moments for adam / adamw (adafactor's factored
+// moments are small next to the parameters and not counted).
+std::uint64_t state_bytes(const WorkloadSpec& workload) {
+  const bool mlp = workload.model.kind == ModelKind::mlp;
+  const auto params = static_cast<std::uint64_t>(parameter_count(workload.model));
+  const bool moments = workload.optimizer == Optimizer::adam || (!mlp && workload.optimizer == Optimizer::adamw);
+  const std::uint64_t per_param = static_cast<std::uint64_t>(dtype_bytes(mlp ? workload.dtype : workload.weights())) +
+                                  (moments ? 2 * sizeof(float) : 0);
   return params * per_param;
+}
+
+bool whole_model(const WorkloadSpec& w) { return step_builder(w.model.kind) != nullptr; }
+
+// A whole model's step: the graph (fused when workload.fusion is on) and its memory plan.
+struct BuiltStep {
+  fused::Graph graph;
+  MemoryPlan plan;
+};
+
+BuiltStep build_step(const WorkloadSpec& w, const ChipSpec& chip) {
+  const ShardView shard = full_shard(w);
+  CollectivePoints single_chip;  // inserts nothing
+  BuiltStep b{step_builder(w.model.kind)(w, chip, shard, single_chip), {}};
+  if (w.fusion) fused::fuse(b.graph);
+  const fused::Liveness live = fused::activation_liveness(b.graph);
+  auto bytes = [](double v) { return Bytes(static_cast<std::uint64_t>(std::llround(v))); };
+  b.plan.capacity = chip.hbm.capacity;
+  b.plan.weights = bytes(b.graph.bytes_of(fused::TensorKind::weight));
+  b.plan.gradients = bytes(b.graph.bytes_of(fused::TensorKind::gradient));
+  b.plan.optimizer_state = bytes(b.graph.bytes_of(fused::TensorKind::optimizer_state));
+  b.plan.kv_cache = bytes(b.graph.bytes_of(fused::TensorKind::kv_cache));
+  b.plan.activations = bytes(live.saved_for_backward);
+  b.plan.workspace = bytes(live.peak - live.saved_for_backward);
+  return b;
+}
+
+// The error for a step that does not fit: the categories by size, the capacity, and what would fit.
+ConfigError does_not_fit(const WorkloadSpec& w, const ChipSpec& chip, const MemoryPlan& plan) {
+  auto cats = plan.categories();
+  std::stable_sort(cats.begin(), cats.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::vector<std::string> found;
+  for (const auto& [name, b] : cats) {
+    if (b.count() > 0) found.push_back(fmt::format("{} {}", name, format_bytes_approx(b)));
+  }
+  std::vector<std::string> fits;
+  auto plan_with = [&](WorkloadSpec alt) { return build_step(alt, chip).plan; };
+  std::optional<MemoryPlan> full_remat;
+  if (w.step == StepKind::train && w.remat != Remat::full) {
+    WorkloadSpec alt = w;
+    alt.remat = Remat::full;
+    full_remat = plan_with(alt);
+    if (full_remat->fits()) fits.push_back(fmt::format("remat: full ({})", format_bytes_approx(full_remat->total())));
+  }
+  // The first of the alternatives (each one knob changed) that fits.
+  auto first_fitting = [&](const char* knob, const std::vector<std::int64_t>& values, auto set) {
+    for (const std::int64_t v : values) {
+      WorkloadSpec alt = w;
+      set(alt, v);
+      const MemoryPlan p = plan_with(alt);
+      if (!p.fits()) continue;
+      fits.push_back(fmt::format("{}: {} ({})", knob, v, format_bytes_approx(p.total())));
+      return;
+    }
+  };
+  if (w.step == StepKind::train) {
+    std::vector<std::int64_t> counts;
+    for (std::int64_t m = w.microbatches * 2; m <= w.batch && m <= 1024; m *= 2) {
+      if (w.batch % m == 0) counts.push_back(m);
+    }
+    first_fitting("microbatches", counts, [](WorkloadSpec& a, std::int64_t v) { a.microbatches = static_cast<int>(v); });
+  }
+  if (w.inference()) {
+    std::vector<std::int64_t> batches;
+    for (std::int64_t b = w.batch / 2; b >= 1; b /= 2) batches.push_back(b);
+    first_fitting("batch", batches, [](WorkloadSpec& a, std::int64_t v) { a.batch = v; });
+  }
+  // Sharding the persistent state over N chips (FSDP / ZeRO-3, not lowered yet) leaves the rest per chip; with
+  // full rematerialization when that keeps less.
+  auto rest_of = [](const MemoryPlan& p) { return (p.activations + p.kv_cache + p.workspace).as_double(); };
+  const bool use_remat = full_remat && rest_of(*full_remat) < rest_of(plan);
+  const double rest = use_remat ? rest_of(*full_remat) : rest_of(plan);
+  const double state = (plan.weights + plan.gradients + plan.optimizer_state).as_double();
+  const double room = plan.capacity.as_double() - rest;
+  if (room > 0) {
+    fits.push_back(fmt::format("about {} chips sharding the weights{} (FSDP{}; sharding is not lowered yet)",
+                               static_cast<long long>(std::ceil(state / room)),
+                               w.step == StepKind::train ? ", gradients and optimizer state" : "",
+                               use_remat ? ", with remat: full" : ""));
+  } else {
+    fits.push_back(fmt::format("the {} alone exceed the chip: more chips sharding them too (data, sequence or "
+                               "tensor parallelism; sharding is not lowered yet)",
+                               w.inference() ? "KV cache and activations" : "activations"));
+  }
+  SourceLoc at{"(workload)", 0, 0};
+  for (const char* key : {"batch", "step"}) {
+    const auto it = w.origins.find(key);
+    if (it != w.origins.end() && !it->second.defaulted) {
+      at = it->second.loc;
+      break;
+    }
+  }
+  return ConfigError({Diagnostic{at, "workload",
+                                 fmt::format("the step does not fit in HBM: {} per chip, chip {} has {}",
+                                             format_bytes_approx(plan.total()), chip.name, format_bytes_approx(plan.capacity)),
+                                 fmt::format("at most {} (chip.hbm.capacity)", format_bytes_approx(plan.capacity)),
+                                 fmt::format("{}", fmt::join(found, ", ")),
+                                 fmt::format("would fit: {}", fmt::join(fits, "; "))}});
 }
 
 }  // namespace
@@ -52,7 +156,7 @@ std::uint64_t mlp_state_bytes(const WorkloadSpec& workload) {
 HostStepCosts host_step_costs(const WorkloadSpec& workload, const ChipSpec& chip) {
   HostStepCosts c;
   const double chips_per_host = std::max(1, chip.host.chips_per_host);
-  if (workload.model.kind == ModelKind::mlp) {
+  if (workload.model.kind == ModelKind::mlp || whole_model(workload)) {
     const auto batch = static_cast<double>(std::max<std::int64_t>(workload.batch, 0));
     c.infeed_bytes = static_cast<std::uint64_t>(batch * workload.input.bytes_per_example.as_double());
     if (workload.input.examples_per_s_per_host > 0) {
@@ -60,7 +164,7 @@ HostStepCosts host_step_costs(const WorkloadSpec& workload, const ChipSpec& chip
     }
     if (workload.step == StepKind::train && workload.checkpoint.every_steps > 0) {
       const double every = workload.checkpoint.every_steps;
-      const auto state = static_cast<double>(mlp_state_bytes(workload));
+      const auto state = static_cast<double>(state_bytes(workload));
       c.checkpoint_bytes = static_cast<std::uint64_t>(std::ceil(state / every));
       const double storage = chip.host.storage_bandwidth.value();
       c.checkpoint_seconds = storage > 0 ? state * chips_per_host / storage / every : 0.0;
@@ -119,13 +223,38 @@ std::vector<std::uint32_t> lower_vector_pass(ir::Program& prog, const ChipSpec& 
     }
     return st;
   };
-  return detail::emit_pipeline(prog, steps, step_of, after, label, "op");
+  return detail::emit_pipeline(prog, steps, step_of, after, label, "op", 2, pass.op_class);
+}
+
+std::optional<MemoryPlan> plan_memory(const WorkloadSpec& workload, const ChipSpec& chip) {
+  if (!whole_model(workload)) return std::nullopt;
+  return build_step(workload, chip).plan;
 }
 
 ir::ProgramSet lower_workload(const WorkloadSpec& workload, const ChipSpec& chip) {
+  return lower(workload, chip).programs;
+}
+
+LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip) {
   const ModelSpec& model = workload.model;
-  if (model.kind == ModelKind::collective) return lower_collective(workload);  // collective_lowering.cpp
-  if (model.kind == ModelKind::dlrm) return lower_dlrm(workload, chip);         // dlrm.cpp
+  LoweredWorkload out;
+  const ShardView shard = full_shard(workload);
+  out.work = step_work(workload, shard);
+  if (model.kind == ModelKind::collective) {
+    out.programs = lower_collective(workload);  // collective_lowering.cpp
+    return out;
+  }
+  out.closed_form_model_flops = closed_form_model_flops(workload, shard);
+  if (model.kind == ModelKind::dlrm) {
+    out.programs = lower_dlrm(workload, chip);  // dlrm.cpp
+    return out;
+  }
+  std::optional<BuiltStep> built;
+  if (whole_model(workload)) {
+    built = build_step(workload, chip);
+    if (!built->plan.fits()) throw does_not_fit(workload, chip, built->plan);
+    out.memory = built->plan;
+  }
   ir::Program prog(model.name.empty() ? "main" : model.name);
   const DType dt = workload.dtype;
   const HostStepCosts host = host_step_costs(workload, chip);
@@ -145,8 +274,25 @@ ir::ProgramSet lower_workload(const WorkloadSpec& workload, const ChipSpec& chip
   }
   std::vector<std::uint32_t> sinks = start;  // instructions nothing else depends on (the end of the step)
 
-  if (model.kind == ModelKind::gemm) {
+  if (model.kind == ModelKind::gemm && model.gemm.lowering == GemmGranularity::tiled) {
     sinks = lower_gemm(prog, chip, model.gemm.m, model.gemm.k, model.gemm.n, dt, start, "gemm").done;
+  } else if (model.kind == ModelKind::gemm) {
+    // One fused matmul per TensorCore; A, B and C stream from HBM as tile_gemm's tiling reads and writes them.
+    Builder b(chip, dt);
+    const GemmModel& g = model.gemm;
+    const auto a = b.tensor("a", static_cast<double>(g.m) * static_cast<double>(g.k), dt, fused::TensorKind::weight);
+    const auto w = b.tensor("b", static_cast<double>(g.k) * static_cast<double>(g.n), dt, fused::TensorKind::weight);
+    const auto c = b.activation("c", static_cast<double>(g.m) * static_cast<double>(g.n));
+    Builder::Matmul mm;
+    mm.m = g.m, mm.k = g.k, mm.n = g.n, mm.dtype = dt, mm.a = {a}, mm.b = {w}, mm.outputs = {c};
+    b.matmul(OpName{fused::Phase::forward, "gemm", "matmul"}, ir::OpClass::matmul, mm);
+    sinks = fused::emit(b.graph(), chip, prog, start);
+  } else if (built) {
+    sinks = fused::emit(built->graph, chip, prog, start);
+    if (host.checkpoint_bytes > 0) {
+      sinks = {prog.add(host_op(ir::HostOp::checkpoint, host.checkpoint_bytes, host.checkpoint_seconds), sinks,
+                        "host.checkpoint")};
+    }
   } else {
     const std::vector<int>& w = model.mlp.widths;
     const std::int64_t batch = workload.batch;
@@ -184,10 +330,11 @@ ir::ProgramSet lower_workload(const WorkloadSpec& workload, const ChipSpec& chip
         }
         const std::int64_t params = static_cast<std::int64_t>(w[l - 1]) * w[l];
         const VectorPass update = workload.optimizer == Optimizer::sgd
-                                      ? VectorPass{params, {dt, dt}, {dt}, ir::VectorOp::elementwise, 1, dt}
+                                      ? VectorPass{params, {dt, dt}, {dt}, ir::VectorOp::elementwise, 1, dt,
+                                                   ir::OpClass::optimizer}
                                       : VectorPass{params, {dt, dt, DType::f32, DType::f32},
                                                    {dt, DType::f32, DType::f32}, ir::VectorOp::elementwise, 10,
-                                                   DType::f32};
+                                                   DType::f32, ir::OpClass::optimizer};
         vector(update, dw, fmt::format("layer{}.update", l));
       }
     }
@@ -200,9 +347,8 @@ ir::ProgramSet lower_workload(const WorkloadSpec& workload, const ChipSpec& chip
   for (int s = 0; s < workload.host_syncs; ++s) {
     sinks = {prog.add(host_op(ir::HostOp::outfeed, 0, chip.host.round_trip.value()), sinks, "host.sync")};
   }
-  ir::ProgramSet set;
-  set.programs.push_back(std::move(prog));
-  return set;
+  out.programs.programs.push_back(std::move(prog));
+  return out;
 }
 
 }  // namespace tpusim::kernels

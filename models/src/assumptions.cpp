@@ -26,6 +26,10 @@ std::vector<Assumption> model_assumptions() {
        "VMEM/CMEM copies cost tens of cycles, below what matters next to HBM latency"},
       {"host instructions in flight per chip", fmt::format("{}", kHostTransfersInFlight), "models/src/host/host.h",
        "the host serves a chip's host work in program order; prefetch is expressed by the lowering"},
+      {"fused op: exposed first load and last store", "hbm.latency + 1/grid_steps of its reads; 1/grid_steps of "
+       "its writes, at the full HBM rate", "models/src/memory/fused_stream.h",
+       "a fused kernel's first operand tiles arrive before its units start and its last results leave after "
+       "them; the rest of its stream overlaps its compute (one fused op per TensorCore unit at a time)"},
       {"ICI operations in flight per chip", fmt::format("{}", net::kIciOperationsInFlight), "models/src/net/ici_unit.h",
        "collectives, sends and recvs a chip's ICI unit runs at once, started in order; not published, enough for "
        "a layer's overlapped all-gather, reduce-scatter, pipeline transfers and gradient buckets"},

@@ -58,6 +58,7 @@ BlockKind memory_block(ir::Memory m) {
 void ProgramIndex::note_uses(const ir::Instruction& ins, ir::UnitKind unit) {
   const auto use = [this](BlockKind k) { uses_.set(static_cast<std::size_t>(k)); };
   if (ins.vmem_alloc > 0 || ins.vmem_free > 0) use(BlockKind::vmem);
+  if (ins.streams_hbm()) use(BlockKind::hbm);  // a fused instruction's stream (kernels/program.h)
   switch (unit) {
     case ir::UnitKind::mxu: use(BlockKind::mxu); break;
     case ir::UnitKind::vpu: use(BlockKind::vpu); break;

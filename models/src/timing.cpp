@@ -91,6 +91,23 @@ std::int64_t result_pop_cycles(const VpuSpec& vpu, MatmulShape s) {
       std::ceil(static_cast<double>(s.m) * static_cast<double>(s.n) / per_cycle - 1e-9));
 }
 
+MatmulShape matmul_timing_shape(const MxuSpec& mxu, const ir::Instruction& ins) {
+  if (ins.batch <= 1) return MatmulShape{ins.m, ins.k, ins.n};
+  const std::int64_t cols = std::max(1, mxu.cols);
+  return MatmulShape{ins.m, ins.k, ins.batch * ceil_div(ins.n, cols) * cols};
+}
+
+double matmul_useful_macs(const ir::Instruction& ins) {
+  return static_cast<double>(std::max(1, ins.batch)) * static_cast<double>(ins.m) * static_cast<double>(ins.k) *
+         static_cast<double>(ins.n);
+}
+
+std::int64_t matmul_vpu_cycles(const VpuSpec& vpu, const ir::Instruction& ins) {
+  const std::int64_t outputs = ins.sum_batch ? 1 : std::max(1, ins.batch);
+  return outputs * result_pop_cycles(vpu, MatmulShape{ins.m, ins.k, ins.n}) +
+         vpu_cycles(vpu, ins.vector_op, ins.elements);
+}
+
 std::int64_t mxu_first_result_cycles(const MxuSpec& mxu, MatmulShape s) {
   const std::int64_t r = mxu.rows, c = mxu.cols;
   switch (mxu.dataflow) {
@@ -141,18 +158,30 @@ std::int64_t vmem_bound_cycles(double bytes, BytesPerSecond vmem_bandwidth, Hert
 double matmul_array_macs(const MxuSpec& mxu, MatmulShape s, int array) {
   if (s.m <= 0 || s.k <= 0 || s.n <= 0 || mxu.per_core < 1 || array < 0 || array >= mxu.per_core) return 0;
   // The tile grid: `outer` x `inner` tiles along dimensions of length outer_len (cut by rows) and inner_len
-  // (cut by cols); every tile also spans `depth` of the third dimension.
+  // (cut by cols); every tile also spans `depth` of the third dimension. Tile t = i x inner + j goes to array
+  // t mod per_core. Every tile is full but those of the last grid row (rows short by dr) and the last grid
+  // column (cols short by dc), so the array's MACs are depth x (its tiles x R x C - the shortfall of its
+  // last-row and last-column tiles), in O(outer) steps rather than O(tiles) (fused instructions have
+  // hundreds of thousands of tiles).
   const bool ws = mxu.dataflow == MxuDataflow::weight_stationary;
   const std::int64_t outer_len = ws ? s.k : s.m, inner_len = s.n, depth = ws ? s.m : s.k;
-  const std::int64_t outer = ceil_div(outer_len, mxu.rows), inner = ceil_div(inner_len, mxu.cols);
-  double macs = 0;
-  for (std::int64_t t = array; t < outer * inner; t += mxu.per_core) {
-    const std::int64_t i = t / inner, j = t % inner;
-    const std::int64_t rows = std::min<std::int64_t>(mxu.rows, outer_len - i * mxu.rows);
-    const std::int64_t cols = std::min<std::int64_t>(mxu.cols, inner_len - j * mxu.cols);
-    macs += static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(depth);
-  }
-  return macs;
+  const std::int64_t r = mxu.rows, c = mxu.cols, p = mxu.per_core;
+  const std::int64_t outer = ceil_div(outer_len, r), inner = ceil_div(inner_len, c);
+  const std::int64_t dr = outer * r - outer_len, dc = inner * c - inner_len;
+  const auto mod = [p](std::int64_t x) { return ((x % p) + p) % p; };
+  const std::int64_t tiles = tiles_on_array(mxu, outer * inner, array);
+  // Tiles of this array in the last grid column (j = inner - 1): i x inner + inner - 1 = array (mod p).
+  std::int64_t last_column = 0;
+  for (std::int64_t i = 0; i < outer; ++i) last_column += mod(i * inner + inner - 1) == array ? 1 : 0;
+  // Tiles in the last grid row (i = outer - 1): j = array - (outer - 1) x inner (mod p), j < inner.
+  const std::int64_t first_j = mod(array - (outer - 1) * inner);
+  const std::int64_t last_row = first_j < inner ? (inner - 1 - first_j) / p + 1 : 0;
+  const bool corner = mod(outer * inner - 1) == array;
+  const double area = static_cast<double>(tiles) * static_cast<double>(r * c) -
+                      static_cast<double>(last_column) * static_cast<double>(r * dc) -
+                      static_cast<double>(last_row) * static_cast<double>(dr * c) +
+                      (corner ? static_cast<double>(dr * dc) : 0.0);
+  return area * static_cast<double>(depth);
 }
 
 double embedding_row_volume(const ir::Instruction& ins) {

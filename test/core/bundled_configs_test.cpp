@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -234,7 +235,7 @@ TEST(BundledChips, OriginsPointIntoTheChipFile) {
 const std::map<std::string, long long>& expected_pods() {
   static const std::map<std::string, long long> pods{
       {"v2-1x1", 1},          {"v5e-8x16", 128},     {"v6e-1x1", 1},
-      {"v2-2x2", 4},          {"v2-4x4", 16},        {"v2-16x16", 256},     {"v3-4x4", 16},
+      {"v2-2x2", 4},          {"v2-4x4", 16},        {"v2-16x16", 256},     {"v3-1x1", 1},  {"v3-4x4", 16},
       {"v3-32x32", 1024},     {"v4-1x1x1", 1},       {"v4-2x2x1", 4},       {"v4-2x2x4", 16},
       {"v4-4x4x4", 64},       {"v4-8x8x8", 512},     {"v4-16x16x16", 4096}, {"v5e-1x1", 1},
       {"v5e-2x2", 4},         {"v5e-4x4", 16},       {"v5e-16x16", 256},    {"v5p-2x2x1", 4},
@@ -347,9 +348,11 @@ TEST(BundledPods, FullPodsHaveThePublishedChipCounts) {
 
 // ---- models ---------------------------------------------------------------------------------------------------
 
-TEST(BundledModels, AreTheFourOfTheBriefAndDlrm) {
+TEST(BundledModels, AreTheSyntheticKernelsAndTheZoo) {
   EXPECT_EQ(bundled_names("configs/models"),
-            (std::vector<std::string>{"dlrm-mlperf", "gemm-4096", "gemm-skinny", "mlp-quickstart", "mlp-small"}));
+            (std::vector<std::string>{"bert-large", "dlrm-mlperf", "gemm-4096", "gemm-skinny", "gpt3-1.3b", "gpt3-13b", "gpt3-175b",
+                                      "gpt3-6.7b", "llama2-13b", "llama2-70b", "llama2-7b", "mixtral-8x7b",
+                                      "mlp-quickstart", "mlp-small", "resnet-50", "t5-base"}));
 }
 
 // Resolves a bundled model through a scenario, the way users reach it.
@@ -384,6 +387,7 @@ TEST(BundledModels, ResolveThroughAScenario) {
   for (const auto& [name, w] : want) {
     try {
       const Scenario s = scenario_with_model(name);
+      ASSERT_EQ(s.workload.model.kind, w.kind) << name;
       const ModelSpec& m = s.workload.model;
       EXPECT_EQ(m.name, name);
       EXPECT_EQ(m.kind, w.kind) << name;
@@ -398,6 +402,40 @@ TEST(BundledModels, ResolveThroughAScenario) {
       ADD_FAILURE() << "model '" << name << "' does not resolve:\n" << e.what();
     }
   }
+}
+
+TEST(BundledModels, ZooModelsResolveWithTheirPublishedDimensions) {
+  struct Want {
+    std::int64_t layers, d_model, heads, kv_heads, d_head, d_ff, vocab;
+  };
+  const std::map<std::string, Want> want{
+      {"gpt3-1.3b", {24, 2048, 16, 16, 128, 8192, 50257}},     {"gpt3-6.7b", {32, 4096, 32, 32, 128, 16384, 50257}},
+      {"gpt3-13b", {40, 5120, 40, 40, 128, 20480, 50257}},     {"gpt3-175b", {96, 12288, 96, 96, 128, 49152, 50257}},
+      {"llama2-7b", {32, 4096, 32, 32, 128, 11008, 32000}},    {"llama2-13b", {40, 5120, 40, 40, 128, 13824, 32000}},
+      {"llama2-70b", {80, 8192, 64, 8, 128, 28672, 32000}},    {"bert-large", {24, 1024, 16, 16, 64, 4096, 30522}},
+      {"t5-base", {12, 768, 12, 12, 64, 3072, 32128}},         {"mixtral-8x7b", {32, 4096, 32, 8, 128, 14336, 32000}},
+  };
+  for (const auto& [name, w] : want) {
+    const Scenario s = scenario_with_model(name);
+    const TransformerModel& t = s.workload.model.transformer;
+    ASSERT_EQ(s.workload.model.kind, ModelKind::transformer) << name;
+    EXPECT_EQ(t.layers, w.layers) << name;
+    EXPECT_EQ(t.d_model, w.d_model) << name;
+    EXPECT_EQ(t.heads, w.heads) << name;
+    EXPECT_EQ(t.kv(), w.kv_heads) << name;
+    EXPECT_EQ(t.head_dim(), w.d_head) << name;
+    EXPECT_EQ(t.d_ff, w.d_ff) << name;
+    EXPECT_EQ(t.vocab, w.vocab) << name;
+  }
+  const Scenario mixtral = scenario_with_model("mixtral-8x7b");
+  EXPECT_EQ(mixtral.workload.model.transformer.moe.experts, 8);
+  EXPECT_EQ(mixtral.workload.model.transformer.moe.top_k, 2);
+  const Scenario t5 = scenario_with_model("t5-base");
+  EXPECT_EQ(t5.workload.model.transformer.encoder_depth(), 12);
+  EXPECT_EQ(t5.workload.model.transformer.decoder_depth(), 12);
+  const Scenario resnet = scenario_with_model("resnet-50");
+  EXPECT_EQ(resnet.workload.model.resnet.blocks, (std::vector<int>{3, 4, 6, 3}));
+  EXPECT_EQ(resnet.workload.model.resnet.widths, (std::vector<int>{64, 128, 256, 512}));
 }
 
 TEST(BundledModels, DlrmHasTheMlperfCriteoShape) {
@@ -431,7 +469,18 @@ TEST(BundledModels, EveryValueLineCitesItsOrigin) {
     ASSERT_TRUE(path.has_value()) << diags.str();
     const ConfigNode root = load_yaml_file(*path, diags);
     ASSERT_TRUE(diags.empty()) << diags.str();
-    for (const auto& e : root.entries()) EXPECT_FALSE(e.value.comment().empty()) << name << ": " << e.key;
+    // Every leaf value (sections such as moe: hold leaves of their own).
+    std::function<void(const ConfigNode&, const std::string&)> check = [&](const ConfigNode& map,
+                                                                          const std::string& prefix) {
+      for (const auto& e : map.entries()) {
+        if (e.value.is_map()) {
+          check(e.value, prefix + e.key + ".");
+        } else {
+          EXPECT_FALSE(e.value.comment().empty()) << name << ": " << prefix << e.key;
+        }
+      }
+    };
+    check(root, "");
   }
 }
 

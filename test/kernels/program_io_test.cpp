@@ -60,7 +60,7 @@ TEST(ProgramJson, TinyProgramHasTheDocumentedLayout) {
   EXPECT_EQ(to_json(set),
             "{\n"
             "  \"format\": \"tpusim-program\",\n"
-            "  \"version\": 1,\n"
+            "  \"version\": 2,\n"
             "  \"role_of_chip\": [],\n"
             "  \"programs\": [\n"
             "    {\n"
@@ -126,12 +126,61 @@ TEST(ProgramJson, EveryOpKindAndRolesRoundTripThroughAFile) {
 }
 
 TEST(ProgramJson, WrongVersionIsRejectedWithExpectedAndFound) {
-  const auto errors = errors_of(file_with("", "2"));
+  const auto errors = errors_of(file_with("", "3"));
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].key_path, "/version");
-  EXPECT_EQ(errors[0].expected, "1");
-  EXPECT_EQ(errors[0].found, "2");
+  EXPECT_EQ(errors[0].expected, "1 or 2");
+  EXPECT_EQ(errors[0].found, "3");
   EXPECT_EQ(errors[0].loc.file, "bad.json");
+}
+
+TEST(ProgramJson, FusedOpFieldsRoundTripInVersion2) {
+  const std::string text = R"({"format": "tpusim-program", "version": 2, "role_of_chip": [], "programs": [
+      {"name": "p", "instructions": [
+        {"op": "matmul", "core": 1, "m": 2048, "k": 128, "n": 2048, "dtype": "bf16", "class": "attention",
+         "batch": 16, "vector_op": "transcendental", "elements": 4096, "hbm_read": 1000, "hbm_written": 500,
+         "grid_steps": 4, "deps": []},
+        {"op": "matmul", "m": 8, "k": 3, "n": 64, "dtype": "bf16", "batch": 49, "sum_batch": true, "deps": []},
+        {"op": "vector", "vector_op": "reduction", "elements": 64, "dtype": "f32", "class": "norm_activation",
+         "hbm_read": 256, "grid_steps": 1, "deps": [0]}]}]})";
+  const ProgramSet set = parse_program_json(text, "mem");
+  const Program& p = set.programs[0];
+  EXPECT_EQ(p[0].op_class, OpClass::attention);
+  EXPECT_EQ(p[0].batch, 16);
+  EXPECT_FALSE(p[0].sum_batch);
+  EXPECT_EQ(p[0].vector_op, VectorOp::transcendental);
+  EXPECT_EQ(p[0].elements, 4096);
+  EXPECT_EQ(p[0].hbm_read, 1000u);
+  EXPECT_EQ(p[0].hbm_written, 500u);
+  EXPECT_EQ(p[0].grid_steps, 4u);
+  EXPECT_TRUE(p[0].streams_hbm());
+  EXPECT_TRUE(p[1].sum_batch);
+  EXPECT_EQ(p[1].batch, 49);
+  EXPECT_FALSE(p[1].streams_hbm());
+  EXPECT_EQ(p[2].op_class, OpClass::norm_activation);
+  EXPECT_EQ(p[2].hbm_read, 256u);
+  EXPECT_EQ(to_json(parse_program_json(to_json(set), "again")), to_json(set));
+}
+
+TEST(ProgramJson, Version1FilesReadUnchangedButCannotCarryVersion2Fields) {
+  const ProgramSet v1 = parse_program_json(
+      file_with(R"({"op": "matmul", "m": 8, "k": 8, "n": 8, "dtype": "bf16", "deps": []})", "1"), "old.json");
+  EXPECT_EQ(v1.programs[0][0].batch, 1);
+  EXPECT_EQ(v1.programs[0][0].op_class, OpClass::other);
+  const auto errors =
+      errors_of(file_with(R"({"op": "matmul", "m": 8, "k": 8, "n": 8, "dtype": "bf16", "hbm_read": 8, "deps": []})", "1"));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].key_path, "/programs/0/instructions/0/hbm_read");
+  EXPECT_EQ(errors[0].message, "unknown field");
+}
+
+TEST(ProgramJson, ZeroBatchAndUnknownClassAreRejected) {
+  const auto errors = errors_of(file_with(
+      R"({"op": "matmul", "m": 8, "k": 8, "n": 8, "dtype": "bf16", "batch": 0, "class": "matmull", "deps": []})", "2"));
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_EQ(errors[0].key_path, "/programs/0/instructions/0/class");
+  EXPECT_EQ(errors[0].hint, "did you mean 'matmul'?");
+  EXPECT_EQ(errors[1].key_path, "/programs/0/instructions/0/batch");
 }
 
 TEST(ProgramJson, UnknownOpNamesItsPointerAndSuggestsTheClosestName) {

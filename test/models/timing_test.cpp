@@ -220,3 +220,38 @@ TEST(HbmTurnaround, ACopyAloneReadsAndWritesSoItLosesTheTurnaroundFraction) {
 
 }  // namespace
 }  // namespace tpusim::models
+
+namespace tpusim::models {
+namespace {
+
+// The tile-by-tile sum matmul_array_macs stands for.
+double array_macs_by_tiles(const MxuSpec& mxu, MatmulShape s, int array) {
+  const bool ws = mxu.dataflow == MxuDataflow::weight_stationary;
+  const std::int64_t outer_len = ws ? s.k : s.m, inner_len = s.n, depth = ws ? s.m : s.k;
+  const std::int64_t outer = ceil_div(outer_len, mxu.rows), inner = ceil_div(inner_len, mxu.cols);
+  double macs = 0;
+  for (std::int64_t t = array; t < outer * inner; t += mxu.per_core) {
+    const std::int64_t rows = std::min<std::int64_t>(mxu.rows, outer_len - (t / inner) * mxu.rows);
+    const std::int64_t cols = std::min<std::int64_t>(mxu.cols, inner_len - (t % inner) * mxu.cols);
+    macs += static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(depth);
+  }
+  return macs;
+}
+
+TEST(ArrayMacs, ClosedFormEqualsTheTileByTileSumForEveryArrayAndEdge) {
+  for (const MxuDataflow df : {MxuDataflow::weight_stationary, MxuDataflow::output_stationary}) {
+    for (const int per_core : {1, 2, 3, 4}) {
+      MxuSpec mxu{per_core, 128, 128, df, 1, 0};
+      for (const MatmulShape s : {MatmulShape{100, 600, 300}, MatmulShape{128, 640, 128}, MatmulShape{7, 129, 257},
+                                  MatmulShape{2048, 12288, 36864}, MatmulShape{1, 1, 1}, MatmulShape{300, 5, 1000}}) {
+        for (int a = 0; a < per_core; ++a) {
+          EXPECT_EQ(matmul_array_macs(mxu, s, a), array_macs_by_tiles(mxu, s, a))
+              << s.m << "x" << s.k << "x" << s.n << " array " << a << " of " << per_core;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tpusim::models

@@ -229,7 +229,7 @@ TEST_F(Cli, LowerWritesTheVersionedProgramFormat) {
   ASSERT_EQ(o.exit_code, 0) << o.err;
   const auto j = nlohmann::json::parse(o.out);
   EXPECT_EQ(j["format"], "tpusim-program");
-  EXPECT_EQ(j["version"], 1);
+  EXPECT_EQ(j["version"], 2);
 }
 
 TEST_F(Cli, SweepRunsEveryPointOnceAndResumes) {

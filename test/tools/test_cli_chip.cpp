@@ -42,9 +42,9 @@ TEST_F(Cli, DescribeChipSvgDrawsOneBoxPerBlockAndOneArrowPerPath) {
   const std::string drawing = slurp(svg);
   ASSERT_EQ(drawing.rfind("<svg", 0), 0u) << drawing.substr(0, 80);
   // v4: tensorcore (the frame), mxu, vpu, vmem, cmem, hbm, dma, ici, host, sparsecore; paths dma -> 4 memories,
-  // mxu -> vpu, sparsecore -> hbm.
+  // mxu -> vpu, mxu -> hbm and vpu -> hbm (fused instructions' streams), sparsecore -> hbm.
   EXPECT_EQ(occurrences(drawing, R"(font-weight="bold")"), 10u);
-  EXPECT_EQ(occurrences(drawing, "<line "), 6u);
+  EXPECT_EQ(occurrences(drawing, "<line "), 8u);
   EXPECT_NE(drawing.find("<title>dma -&gt; hbm (memory)</title>"), std::string::npos);
   EXPECT_NE(drawing.find("<title>mxu -&gt; vpu (results)</title>"), std::string::npos);
 }

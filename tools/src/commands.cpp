@@ -14,6 +14,8 @@
 #include <fmt/format.h>
 
 #include "tools/src/describe_chip.h"
+#include "tools/src/model_info.h"
+#include "tools/src/op_classes.h"
 #include "tools/src/report.h"
 #include "tools/src/simulation_report.h"
 #include "tools/src/svg.h"
@@ -46,10 +48,13 @@ Topology check_topology(const Scenario& s) {
   }
 }
 
-// The scenario's programs: a program file it names (checked like any input), or the lowered model.
-ir::ProgramSet programs_for(const Scenario& s) {
-  if (s.workload.program.empty()) return kernels::lower_workload(s.workload, s.chip);
-  ir::ProgramSet set = ir::read_program_json(s.workload.program);
+// The scenario's programs: a program file it names (checked like any input), or the lowered model (with its
+// memory plan and step work).
+kernels::LoweredWorkload programs_for(const Scenario& s) {
+  if (s.workload.program.empty()) return kernels::lower(s.workload, s.chip);
+  kernels::LoweredWorkload lowered;
+  ir::ProgramSet& set = lowered.programs;
+  set = ir::read_program_json(s.workload.program);
   const auto chips = static_cast<std::size_t>(s.pod.chip_count());
   if (!set.role_of_chip.empty() && set.role_of_chip.size() != chips) {
     Diagnostics diags;
@@ -58,7 +63,7 @@ ir::ProgramSet programs_for(const Scenario& s) {
                 fmt::format("{} roles (pod {})", chips, s.pod.name), fmt::format("{} roles", set.role_of_chip.size()));
     throw ConfigError(diags.items());
   }
-  return set;
+  return lowered;
 }
 
 void print_config_error(const ConfigError& e) {
@@ -137,12 +142,12 @@ double peak_rss_mib() {
 
 int run_command(const RunArgs& args) {
   Scenario scenario;
-  ir::ProgramSet programs;
+  kernels::LoweredWorkload lowered;
   std::optional<Topology> topology;
   try {
     scenario = load_scenario(args.scenario, args.overrides);
     topology.emplace(check_topology(scenario));
-    programs = programs_for(scenario);
+    lowered = programs_for(scenario);
   } catch (const ConfigError& e) {
     print_config_error(e);
     return 2;
@@ -173,12 +178,18 @@ int run_command(const RunArgs& args) {
                              format_time(Seconds(sim_seconds)), wall, interactive ? "   " : "\n");
   };
 
-  if (tracer) options.trace = [&tracer](const models::TraceSpan& s) { tracer->record(s); };
+  const ir::ProgramSet& programs = lowered.programs;
+  OpClassRecorder classes(programs, static_cast<std::uint32_t>(scenario.pod.chip_count()));
+  options.trace = [&tracer, &classes](const models::TraceSpan& s) {
+    classes.record(s);
+    if (tracer) tracer->record(s);
+  };
 
   RunReport report;
   try {
     const models::SimResult result = models::simulate(scenario, programs, options);
-    report = make_report(scenario, programs, result, &*topology);
+    report = make_report(scenario, programs, result, &*topology,
+                         scenario.workload.program.empty() ? &lowered : nullptr, &classes);
     if (args.perf) {
       std::cerr << fmt::format(
           "tpusim perf: wall {:.3f} s, {} kernel events ({:.3g} events/s), {} instructions simulated "
@@ -237,7 +248,7 @@ int validate_command(const std::string& scenario_name, const std::vector<std::st
   return with_exit_codes("tpusim validate", [&] {
     const Scenario s = load_scenario(scenario_name, overrides);
     (void)check_topology(s);
-    const ir::ProgramSet programs = programs_for(s);
+    const ir::ProgramSet programs = programs_for(s).programs;
     std::size_t instructions = 0;
     for (const auto& p : programs.programs) instructions += p.size();
     std::cout << fmt::format("{}: ok ({} on {}, {} chips, {} program{} of {} instructions)\n", s.name,
@@ -312,6 +323,7 @@ int describe_command(const std::string& what, const std::string& name, const std
       std::cerr << fmt::format("tpusim describe {}: a name is required (bundled: {})\n", what,
                                fmt::join(bundled_names(what == "chip"        ? "configs/chips"
                                                        : what == "pod"       ? "configs/pods"
+                                                       : what == "model"     ? "configs/models"
                                                                              : "scenarios"),
                                          ", "));
       return 2;
@@ -320,6 +332,7 @@ int describe_command(const std::string& what, const std::string& name, const std
       std::cerr << "tpusim describe: --svg draws a chip only ('describe chip NAME --svg FILE')\n";
       return 2;
     }
+    if (what == "model") return describe_model(name, std::cout);
     if (what == "chip") {
       const ChipSpec chip = load_chip(name);
       print_chip_description(chip, std::cout);
@@ -344,12 +357,15 @@ int lower_command(const std::string& scenario_name, const std::vector<std::strin
                   const std::string& out) {
   return with_exit_codes("tpusim lower", [&] {
     const Scenario s = load_scenario(scenario_name, overrides);
-    const ir::ProgramSet programs = programs_for(s);
+    const kernels::LoweredWorkload lowered = programs_for(s);
     if (out.empty()) {
-      ir::write_program_json(programs, std::cout);
+      ir::write_program_json(lowered.programs, std::cout);
     } else {
-      write_file(out, [&](std::ostream& f) { ir::write_program_json(programs, f); });
+      write_file(out, [&](std::ostream& f) { ir::write_program_json(lowered.programs, f); });
     }
+    // The lowering's summary and memory plan: on stdout with -o, else on stderr beside the program.
+    std::ostream& info = out.empty() ? std::cerr : std::cout;
+    print_lowering_summary(s, lowered, info);
     return 0;
   });
 }

@@ -48,17 +48,19 @@ int main(int argc, char** argv) {
   auto* describe_cmd = app.add_subcommand(
       "describe",
       "print a resolved spec with units and the source of every value (a chip also as its block diagram); "
-      "'describe params' lists all fields, 'describe assumptions' the model constants no source gives");
-  describe_cmd->add_option("what", describe_what, "chip, pod, scenario, params or assumptions")
+      "'describe model' a model's parameters by component; 'describe params' lists all fields, 'describe "
+      "assumptions' the model constants no source gives");
+  describe_cmd->add_option("what", describe_what, "chip, pod, model, scenario, params or assumptions")
       ->required()
-      ->check(CLI::IsMember({"chip", "pod", "scenario", "params", "assumptions"}));
+      ->check(CLI::IsMember({"chip", "pod", "model", "scenario", "params", "assumptions"}));
   describe_cmd->add_option("name", describe_name, "bundled name or path (not needed for params)");
   std::string describe_svg;
   describe_cmd->add_option("--svg", describe_svg, "describe chip: also draw the composed chip (blocks, paths) as SVG");
 
   std::string lower_scenario, lower_out;
   std::vector<std::string> lower_overrides;
-  auto* lower_cmd = app.add_subcommand("lower", "lower a scenario's workload and write its programs as JSON");
+  auto* lower_cmd = app.add_subcommand(
+      "lower", "lower a scenario's workload and write its programs as JSON, with a summary and the memory plan");
   lower_cmd->add_option("scenario", lower_scenario, "bundled scenario name or path")->required();
   lower_cmd->add_option("-o,--out", lower_out, "output file (default: stdout)");
   lower_cmd->add_option("--set", lower_overrides, "override a field by dotted path")->allow_extra_args(false);

@@ -66,7 +66,7 @@ json nest_rendered(const std::vector<std::pair<std::string, std::string>>& flat)
 json summary_json(const Scenario& scenario, const RunReport& r) {
   json j;
   j["format"] = "tpusim-summary";
-  j["schema_version"] = 1;
+  j["schema_version"] = 2;
   j["tpusim_version"] = std::string(version());
   j["seed"] = scenario.seed;
   j["status"] = "complete";
@@ -82,7 +82,26 @@ json summary_json(const Scenario& scenario, const RunReport& r) {
   m["hfu"] = ratio(r.hardware_flops, step * r.peak_flops_per_s);
   m["chips"] = r.chips;
   if (r.examples_per_step > 0) m["examples_per_s"] = ratio(r.examples_per_step, step);
+  if (r.tokens_per_step > 0) m["tokens_per_s"] = ratio(r.tokens_per_step, step);
+  if (r.step == StepKind::prefill) m["time_to_first_token_s"] = step;
+  if (r.step == StepKind::decode) m["time_per_output_token_s"] = step;
   j["metrics"] = m;
+  if (r.memory) {
+    json cats = json::object();
+    for (const auto& [name, b] : r.memory->categories()) cats[name] = b.count();
+    j["memory"] = json{{"capacity_bytes", r.memory->capacity.count()},
+                       {"total_bytes", r.memory->total().count()},
+                       {"categories", cats}};
+  }
+  json classes = json::object();
+  for (const auto& c : r.op_classes) {
+    classes[c.name] = json{{"time_s", c.time_s},
+                           {"share", ratio(c.time_s, step)},
+                           {"busy_s", c.busy_s},
+                           {"instructions", c.instructions}};
+  }
+  classes["idle_s"] = r.op_idle_s;
+  j["op_classes"] = classes;
 
   json b = json::object();
   for (const auto& [k, v] : r.breakdown_s) b[k + "_s"] = v;
@@ -181,8 +200,19 @@ void print_table(const Scenario& s, const RunReport& r, std::ostream& out) {
   if (r.examples_per_step > 0) {
     out << fmt::format("  {:<22}{:.6g}\n", "examples/s", ratio(r.examples_per_step, step));
   }
+  if (r.tokens_per_step > 0) out << fmt::format("  {:<22}{:.6g}\n", "tokens/s", ratio(r.tokens_per_step, step));
+  if (r.step == StepKind::prefill) out << fmt::format("  {:<22}{}\n", "time to first token", short_time(step));
+  if (r.step == StepKind::decode) out << fmt::format("  {:<22}{}\n", "time per output token", short_time(step));
   out << fmt::format("  {:<22}{} read, {} written\n", "HBM traffic",
-                     format_bytes(Bytes(r.hbm_bytes_read)), format_bytes(Bytes(r.hbm_bytes_written)));
+                     format_bytes_approx(Bytes(r.hbm_bytes_read)), format_bytes_approx(Bytes(r.hbm_bytes_written)));
+  if (r.memory) {
+    std::string parts;
+    for (const auto& [name, b] : r.memory->categories()) {
+      if (b.count() > 0) parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", name, format_bytes_approx(b));
+    }
+    out << fmt::format("  {:<22}{} of {} per chip ({})\n", "HBM plan", format_bytes_approx(r.memory->total()),
+                       format_bytes_approx(r.memory->capacity), parts);
+  }
   // The SparseCores have a row only when they ran something (most chips have none).
   const auto shown = [](const UnitReport& u) { return u.name != "sparsecore" || u.instructions > 0; };
   std::size_t name_w = 6;
@@ -223,6 +253,12 @@ void print_table(const Scenario& s, const RunReport& r, std::ostream& out) {
       out << fmt::format("  {:<16} {:<19} {:>6} {:>12} {:>11} {:>11}   {}\n", c.op, c.algorithm, c.participants,
                          format_bytes(Bytes(static_cast<std::uint64_t>(c.bytes_per_chip))), short_time(c.time_s),
                          short_time(c.ideal_s), format_bandwidth(BytesPerSecond(c.bus_bandwidth)));
+    }
+  }
+  if (!r.op_classes.empty()) {
+    out << "\n  by op class (time attributed, see docs/summary-format.md)\n";
+    for (const auto& c : r.op_classes) {
+      out << fmt::format("  {:<16}{:>11}  {:5.1f}%\n", c.name, short_time(c.time_s), 100 * ratio(c.time_s, step));
     }
   }
   out << "\n  where the time went (mean over chips)\n";

@@ -9,7 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tools/src/op_classes.h"
 #include "tpusim/core/scenario.h"
+#include "tpusim/kernels/memory_plan.h"
 
 namespace tpusim::tools {
 
@@ -65,6 +67,11 @@ struct RunReport {
   double peak_flops_per_s = 0;  // all chips
   long long chips = 0;
   double examples_per_step = 0;  // 0 when it does not apply (raw GEMM)
+  double tokens_per_step = 0;    // transformers: tokens whose loss or next token the step computes (all chips)
+  StepKind step = StepKind::train;
+  std::optional<kernels::MemoryPlan> memory;  // whole models: the per-chip HBM plan
+  std::vector<OpClassTime> op_classes;        // per-op-class breakdown (op_classes.h)
+  double op_idle_s = 0;                       // nothing in flight, same weighting as op_classes
   std::vector<std::pair<std::string, double>> breakdown_s;  // mean over chips, in a fixed order
   std::vector<UnitReport> units;
   Spread mxu_array_utilization;  // over every MXU array of every chip (models::SimResult)

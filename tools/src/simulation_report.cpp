@@ -23,7 +23,8 @@ Spread spread_of(const std::vector<double>& values) {
 }  // namespace
 
 RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, const models::SimResult& r,
-                      const Topology* topology) {
+                      const Topology* topology, const kernels::LoweredWorkload* lowered,
+                      const OpClassRecorder* classes) {
   using models::HwUnit;
   RunReport rep;
   rep.step_time_s = r.step_time.value();
@@ -31,10 +32,13 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
   rep.hardware_flops = r.hardware_flops;
   rep.peak_flops_per_s = r.peak_flops.value();
   rep.chips = static_cast<long long>(r.chips_simulated);
-  if (scenario.workload.program.empty() &&
-      (scenario.workload.model.kind == ModelKind::mlp || scenario.workload.model.kind == ModelKind::dlrm)) {
-    rep.examples_per_step = static_cast<double>(scenario.workload.batch);
+  if (lowered != nullptr) {
+    rep.examples_per_step = lowered->work.examples;
+    rep.tokens_per_step = lowered->work.tokens;
+    rep.memory = lowered->memory;
   }
+  rep.step = scenario.workload.step;
+  if (classes != nullptr) rep.op_classes = classes->finish(r.step_time.value(), &rep.op_idle_s);
   rep.breakdown_s = {{"compute", r.breakdown.compute.value()},
                      {"communication", r.breakdown.communication.value()},
                      {"memory_stall", r.breakdown.memory_stall.value()},

@@ -77,6 +77,9 @@ void TraceRecorder::write(const ir::ProgramSet& programs, std::ostream& out) con
     json args{{"instruction", s.instruction}};
     if (ins.kind == ir::OpKind::matmul) args["mkn"] = fmt::format("{}x{}x{}", ins.m, ins.k, ins.n);
     if (ins.bytes > 0) args["bytes"] = ins.bytes;
+    if (ins.kind == ir::OpKind::matmul && ins.batch > 1) args["batch"] = ins.batch;
+    if (ins.streams_hbm()) args["hbm_bytes"] = ins.hbm_read + ins.hbm_written;
+    if (ins.op_class != ir::OpClass::other) args["class"] = std::string(ir::op_class_name(ins.op_class));
     events.push_back(json{{"name", prog.label_of(ins).empty() ? std::string(ir::op_name(ins.kind)) : prog.label_of(ins)},
                           {"cat", std::string(ir::unit_name(s.unit))},
                           {"ph", "X"},

@@ -148,10 +148,11 @@ void Sequencer::deadlock() const {
 // A matmul's dependency on an earlier matmul of its own MXU queue is an ordering (accumulation) dependency:
 // the in-order MXU pipeline honours it (a matmul's result reaches another matmul's operands only through a
 // vector op or a DMA), so it does not hold the matmul back; that is what lets back-to-back matmuls pipeline.
+// A fused matmul (kernels/program.h) reads its operands from HBM, so its dependencies are all real.
 bool Sequencer::dependencies_done(const ir::Instruction& ins, int queue) const { return blocking_queue(ins, queue) < 0; }
 
 int Sequencer::blocking_queue(const ir::Instruction& ins, int queue) const {
-  const bool pipelined = ir::unit_of(ins.kind) == ir::UnitKind::mxu;
+  const bool pipelined = ir::unit_of(ins.kind) == ir::UnitKind::mxu && !ins.streams_hbm();
   const std::uint32_t* deps = program_.deps_of(ins);
   for (std::uint32_t k = 0; k < ins.dep_count; ++k) {
     const std::uint32_t d = deps[k];
@@ -169,6 +170,8 @@ bool Sequencer::try_issue(int q, Tick now) {
   const std::uint32_t instr = queue[state.cursor];
   const ir::Instruction& ins = program_[instr];
   if (state.unit != nullptr && !state.unit->can_start(state.lane, now)) return false;
+  // A fused instruction runs alone on its unit (one XLA fusion at a time; kernels/program.h).
+  if (ins.streams_hbm() && state.unit != nullptr && state.unit->busy(state.lane, now)) return false;
   if (!dependencies_done(ins, q)) return false;
   if (ins.vmem_alloc > 0) {
     VmemSpace* vmem = vmem_[ins.core];

@@ -56,8 +56,21 @@ class MxuPipeline {
   // which cannot complete before `not_before` (its last result pop).
   void push(Tick now, std::uint32_t instr, std::int64_t end_cycle, Hertz clock, Tick not_before = 0);
 
-  // Busy time is the union of the in-flight instructions' lifetimes (they overlap when pipelined).
-  void account(Tick now) { busy_time_.advance(now, busy()); }
+  // The tick at which cycle `cycle` of the current run falls.
+  [[nodiscard]] Tick tick_of(std::int64_t cycle, Hertz clock) const { return epoch_ + cycles_to_ticks(cycle, clock); }
+  // The earliest end of an in-flight instruction after `now`; kNever if none (a fused instruction that ended
+  // its compute and waits for its HBM stream is no future event of the pipeline).
+  [[nodiscard]] Tick next_end_after(Tick now) const;
+  // Computing since the previous account(): an in-flight instruction had not yet ended then (every end is a
+  // chip activation, next_end_after). A fused instruction waiting for its HBM stream past its end is not.
+  [[nodiscard]] bool computing() const { return count_ > 0 && inflight_[(head_ + count_ - 1) % kMxuInstructionsInFlight].end > last_; }
+
+  // Busy time is the union of the in-flight instructions' lifetimes up to their ends (they overlap when
+  // pipelined).
+  void account(Tick now) {
+    busy_time_.advance(now, computing());
+    last_ = now;
+  }
   [[nodiscard]] Tick busy_ticks() const { return busy_time_.total(); }
 
  private:
@@ -73,6 +86,7 @@ class MxuPipeline {
   Tick epoch_ = 0;
   std::int64_t last_end_ = 0;
   std::int64_t vmem_free_ = 0;  // cycle of the run at which the VMEM traffic of earlier instructions ends
+  Tick last_ = 0;               // the previous account()
   BusyTime busy_time_;
 };
 

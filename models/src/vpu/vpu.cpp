@@ -2,9 +2,13 @@
 
 #include <algorithm>
 
+#include <tlm_utils/multi_passthrough_initiator_socket.h>
+
 #include "block/counters.h"
 #include "block/instruction_unit.h"
 #include "block/registry.h"
+#include "memory/fused_stream.h"
+#include "memory/transfer.h"
 #include "vpu/result_pops.h"
 
 namespace tpusim::models {
@@ -47,11 +51,28 @@ Tick ResultPops::next_boundary(Tick now) const {
 
 namespace {
 
-// A vector instruction lasts max(vpu_cycles, vmem_bound_cycles of its declared VMEM bytes) (timing.h).
+// A vector instruction lasts max(vpu_cycles, vmem_bound_cycles of its declared VMEM bytes) (timing.h). A fused
+// vector instruction (kernels/program.h) adds its exposed first load and last store, streams its operands
+// through the path "vpu -> hbm" meanwhile (memory/fused_stream.h), and completes once its stream has too.
 class Vpu final : public Block, public InstructionUnit, public ResultDrain {
  public:
+  using Socket = tlm_utils::multi_passthrough_initiator_socket<Vpu, 32, tlm::tlm_base_protocol_types, 0,
+                                                               sc_core::SC_ZERO_OR_MORE_BOUND>;
+  Socket memory;  // the path vpu -> hbm
+
   Vpu(const sc_core::sc_module_name& name, const BlockBuild& b)
-      : Block(name, BlockKind::vpu, b.block.name, b.instance), chip_(b.chip) {}
+      : Block(name, BlockKind::vpu, b.block.name, b.instance), memory("memory"), chip_(b.chip), stream_(b.instance, 1) {
+    memory.register_nb_transport_bw(this, &Vpu::nb_transport_bw);
+  }
+
+  void connect(Block& to) override {
+    auto* target = dynamic_cast<MemoryTarget*>(&to);
+    if (target == nullptr || target->memory() != ir::Memory::hbm) {
+      Block::connect(to);
+      return;
+    }
+    memory.bind(target->target_socket());
+  }
 
   // ---- InstructionUnit: one vector instruction at a time, in order behind the pops reserved so far.
   [[nodiscard]] bool can_start(int /*lane*/, Tick /*now*/) const override { return !busy_ && !pops_.pending(); }
@@ -61,13 +82,19 @@ class Vpu final : public Block, public InstructionUnit, public ResultDrain {
     const std::int64_t cycles =
         std::max(vpu_cycles(spec.vpu, ins.vector_op, ins.elements),
                  vmem_bound_cycles(static_cast<double>(ins.bytes), spec.vmem.bandwidth, spec.clock));
+    Tick exposed = 0;  // fused: the first load before and the last store after the compute
+    if (ins.streams_hbm()) {
+      if (memory.size() == 0) chip_.fail(instr, "a fused vector op streams from HBM, and chip.paths has no 'vpu -> hbm'");
+      exposed = FusedStream::head_ticks(spec.hbm, ins) + FusedStream::tail_ticks(spec.hbm, ins);
+      stream_.start(now, instr, ins, memory[0]);
+    }
     busy_ = true;
     instr_ = instr;
     started_ = now;
-    finish_ = now + cycles_to_ticks(cycles, spec.clock);
+    finish_ = now + cycles_to_ticks(cycles, spec.clock) + exposed;
   }
   bool retire(Tick now, CompletionSink& sink) override {
-    if (!busy_ || finish_ > now) return false;
+    if (!busy_ || finish_ > now || stream_.busy()) return false;
     busy_ = false;
     sink.complete(instr_, started_, now);
     return true;
@@ -86,20 +113,38 @@ class Vpu final : public Block, public InstructionUnit, public ResultDrain {
   }
 
   // ---- Block
-  void account(Tick now) override { busy_time_.advance(now, busy_); }
+  // Busy while computing: a fused instruction past its compute, waiting for its stream, is not.
+  void account(Tick now) override {
+    busy_time_.advance(now, computing());
+    last_ = now;
+  }
   void advance(Tick now) override { pops_.retire(now); }
   [[nodiscard]] Tick next_event(Tick now) const override {
-    return std::min(busy_ ? finish_ : kNever, pops_.next_boundary(now));
+    return std::min(busy_ && finish_ > now ? finish_ : kNever, pops_.next_boundary(now));
   }
-  // Pops run only while their matmul is in flight (the MXU is computing then), so only vector work counts.
-  [[nodiscard]] Activity activity(Tick /*now*/) const override { return busy_ ? Activity::compute : Activity::idle; }
+  // Pops run only while their matmul is in flight (the MXU is computing then), so only vector work counts;
+  // fused: waiting for a stream after the compute counts as a memory stall.
+  [[nodiscard]] Activity activity(Tick /*now*/) const override {
+    if (computing()) return Activity::compute;
+    return stream_.was_busy() ? Activity::memory : Activity::idle;
+  }
   void collect(ChipCounters& c) const override {
     c.vpu_busy += busy_time_.total() + pops_.busy_ticks();  // vector instructions and pops are disjoint
     c.vpu_vmem_bytes += vmem_bytes_;
   }
 
  private:
+  // Computing since the previous account() (every finish is a chip activation).
+  [[nodiscard]] bool computing() const { return busy_ && finish_ > last_; }
+  tlm::tlm_sync_enum nb_transport_bw(int /*socket*/, tlm::tlm_generic_payload& gp, tlm::tlm_phase& /*phase*/,
+                                     sc_core::sc_time& /*delay*/) {
+    stream_.on_response(gp);
+    return tlm::TLM_COMPLETED;
+  }
+
   const ChipContext& chip_;
+  FusedStream stream_;
+  Tick last_ = 0;
   ResultPops pops_;
   bool busy_ = false;
   std::uint32_t instr_ = 0;

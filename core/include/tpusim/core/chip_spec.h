@@ -176,7 +176,8 @@ inline constexpr double kHbmTurnaround = 0.07;
 
 // The composition of a chip built in code with no `blocks`: one block per kind its typed members describe
 // (cmem when cmem.capacity > 0, sparsecore when sparsecore.count > 0), named after the kind, and the paths
-// dma -> vmem, hbm, cmem, host; mxu -> vpu; sparsecore -> hbm. A spec with blocks is returned unchanged.
+// dma -> vmem, hbm, cmem, host; mxu -> vpu, hbm; vpu -> hbm; sparsecore -> hbm. A spec with blocks is returned
+// unchanged.
 [[nodiscard]] ChipSpec standard_composition(ChipSpec spec);
 
 // The block of `kind` with at least one instance, or nullptr.

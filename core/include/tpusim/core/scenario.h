@@ -4,70 +4,28 @@
 // whole tree at once. Nothing downstream sees YAML.
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "tpusim/core/chip_spec.h"
 #include "tpusim/core/config_tree.h"
+#include "tpusim/core/model_spec.h"
 #include "tpusim/core/pod_spec.h"
 
 namespace tpusim {
 
-enum class DType { bf16, f32, int8, fp8 };
-[[nodiscard]] int dtype_bytes(DType t);
-[[nodiscard]] std::string_view dtype_name(DType t);
-
-enum class ModelKind { gemm, mlp, collective, dlrm };
-enum class Activation { relu, gelu };
-
-struct GemmModel {
-  std::int64_t m = 0, k = 0, n = 0;  // C[m,n] = A[m,k] x B[k,n]
-};
-
-// A stack of dense layers: widths[0] inputs, then one layer per following width.
-struct MlpModel {
-  std::vector<int> widths;
-  Activation activation = Activation::gelu;
-};
-
-enum class CollectiveKind : std::uint8_t { all_reduce, reduce_scatter, all_gather, all_to_all, permute };
-[[nodiscard]] std::string_view collective_name(CollectiveKind k);
-
-// One collective over the pod, for interconnect studies: `bytes` per chip (the input buffer of each chip),
-// over the listed torus axes (empty = every axis), with a named algorithm ("auto" picks the default).
-struct CollectiveModel {
-  CollectiveKind op = CollectiveKind::all_reduce;
-  Bytes bytes;
-  std::vector<int> axes;
-  std::string algorithm = "auto";
-};
-
-// A DLRM-style recommender (Naumov et al. 2019, arXiv:1906.00091): dense features through a bottom MLP,
-// categorical features looked up in embedding tables and sum-pooled, the pairwise dot products of the bottom
-// MLP's output and the pooled embeddings, and a top MLP over those and the bottom output. Lowered by
-// kernels/src/dlrm.cpp: lookups on the SparseCores when the chip has them, on the TensorCores otherwise.
-struct DlrmModel {
-  int dense_features = 0;           // inputs of the bottom MLP
-  std::vector<int> bottom_mlp;      // output widths of its layers; the last is embedding_dim
-  std::vector<int> top_mlp;         // output widths of the top MLP's layers; the last is the prediction
-  int tables = 0;                   // embedding tables, one per categorical feature
-  std::int64_t rows_per_table = 0;  // rows of each table
-  int embedding_dim = 0;            // values per row
-  int lookups_per_table = 1;        // rows pooled per table and example (the pooling factor)
-};
-
-struct ModelSpec {
-  std::string name;
-  ModelKind kind = ModelKind::mlp;
-  GemmModel gemm;
-  MlpModel mlp;
-  CollectiveModel collective;
-  DlrmModel dlrm;
-  std::map<std::string, FieldOrigin> origins;
-};
-
-enum class StepKind { forward, train };
-enum class Optimizer { sgd, adam };
+// forward: one forward pass; train: forward, backward and optimizer update; prefill: the forward pass over a
+// prompt that fills the KV cache (time to first token); decode: one new token per sequence against a KV cache.
+enum class StepKind { forward, train, prefill, decode };
+enum class Optimizer { sgd, adam, adamw, adafactor };
+// Rematerialization: keep every activation the backward pass reads (none), keep each block's input and
+// recompute the block in the backward pass (full), or recompute only the attention core (selective,
+// Korthikanti et al. 2022).
+enum class Remat { none, full, selective };
+// Attention core: scores and probabilities written to HBM (unfused), or tiled through VMEM with an online
+// softmax (flash, Dao et al. 2022).
+enum class AttentionImpl { unfused, flash };
 
 // The host's input pipeline (tf.data / grain on the host CPU) feeding each step's batch to the chips. The
 // lowering turns it into a host infeed (see lower_workload in kernels/lowering.h).
@@ -86,14 +44,27 @@ struct WorkloadSpec {
   // A program file (the format `tpusim lower` writes, kernels/README.md) run instead of a lowered model: the
   // path as resolved against the scenario's folder; empty when the workload is a model.
   std::string program;
-  std::int64_t batch = 0;  // examples per step (MLP); ignored by a raw GEMM
+  std::int64_t batch = 0;  // examples (sequences, images) per step; ignored by a raw GEMM
   StepKind step = StepKind::train;
-  DType dtype = DType::bf16;
+  DType dtype = DType::bf16;                // matmul operands and activations
+  std::optional<DType> weight_dtype;        // parameters in HBM; resolved by load_scenario (auto: f32 to train,
+                                            // else dtype); int8/fp8 need the chip's MXU rate for them
   Optimizer optimizer = Optimizer::adam;
+  int microbatches = 1;                     // gradient accumulation: the batch runs in this many slices
+  Remat remat = Remat::none;
+  bool fusion = true;                       // XLA-style fusion of elementwise ops into their neighbours
+  AttentionImpl attention = AttentionImpl::flash;
+  std::int64_t seq_len = 0;                 // tokens per sequence (prompt, for prefill); resolved: 0 = context
+  std::int64_t context = 0;                 // decode: tokens already in the KV cache; resolved: 0 = seq_len
+  std::int64_t decoder_seq_len = 0;         // encoder_decoder: decoder tokens; resolved: 0 = seq_len
   InputSpec input;
   Seconds step_launch_overhead;  // host time to launch the step's program, before anything runs
   int host_syncs = 0;            // host round trips at the end of the step (e.g. fetching the loss)
   CheckpointSpec checkpoint;
+  std::map<std::string, FieldOrigin> origins;  // where each workload field came from (for errors)
+
+  [[nodiscard]] DType weights() const { return weight_dtype.value_or(step == StepKind::train ? DType::f32 : dtype); }
+  [[nodiscard]] bool inference() const { return step == StepKind::prefill || step == StepKind::decode; }
 };
 
 enum class MxuFidelity { fast, cycle };

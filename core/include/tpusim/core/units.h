@@ -102,6 +102,8 @@ struct ParsedQuantity {
 // Human-readable rendering with a sensible prefix ("1.2 TB/s", "16 MiB", "1.05 GHz", "499.6 us"). Output is
 // deterministic (fixed precision) so it can appear in summary.json.
 [[nodiscard]] std::string format_bytes(Bytes b);
+// Rounded, for reports of large sizes: three significant digits in the largest binary unit ("25.1 GiB").
+[[nodiscard]] std::string format_bytes_approx(Bytes b);
 [[nodiscard]] std::string format_bandwidth(BytesPerSecond r);
 [[nodiscard]] std::string format_time(Seconds t);
 [[nodiscard]] std::string format_frequency(Hertz f);

@@ -10,12 +10,16 @@
 //     kVectorVmemFraction; lower_workload orders GEMMs after GEMMs and vector passes after vector passes, so
 //     at most one of each is live per core and the rest of VMEM stays free as headroom.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "tpusim/core/chip_spec.h"
 #include "tpusim/core/scenario.h"
+#include "tpusim/kernels/memory_plan.h"
+#include "tpusim/kernels/model_params.h"
 #include "tpusim/kernels/program.h"
+#include "tpusim/kernels/shard.h"
 
 namespace tpusim::kernels {
 
@@ -87,12 +91,32 @@ struct VectorPass {
   ir::VectorOp op = ir::VectorOp::elementwise;
   int ops_per_element = 1;
   DType compute_dtype = DType::bf16;
+  ir::OpClass op_class = ir::OpClass::norm_activation;
 };
 std::vector<std::uint32_t> lower_vector_pass(ir::Program& prog, const ChipSpec& chip, const VectorPass& pass,
                                              const std::vector<std::uint32_t>& after, const std::string& label);
 
-// The whole workload of a scenario for a single chip: one program that every chip runs.
-//  - gemm: one lower_gemm.
+// A lowered workload: its programs, and for whole models (kinds transformer and resnet, lowered as one fused
+// instruction per op and TensorCore; see kernels/README.md) the per-chip memory plan and what a step does.
+struct LoweredWorkload {
+  ir::ProgramSet programs;
+  std::optional<MemoryPlan> memory;
+  StepWork work;                       // examples and tokens per step, per chip
+  double closed_form_model_flops = 0;  // per chip (model_params.h); 0 for a collective
+};
+
+// The dispatcher: lowers any workload kind. For a whole model that does not fit chip.hbm.capacity it throws a
+// ConfigError naming the largest categories, the capacity and what would fit (remat: full, more microbatches,
+// or how many chips would hold it sharded), before emitting any instruction.
+[[nodiscard]] LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip);
+
+// The memory plan of a whole model's step on one chip (nullopt for gemm, mlp and collective workloads).
+[[nodiscard]] std::optional<MemoryPlan> plan_memory(const WorkloadSpec& workload, const ChipSpec& chip);
+
+// The whole workload of a scenario for a single chip: one program that every chip runs (lower(...).programs).
+//  - gemm: one lower_gemm (lowering: tiled), or one fused matmul per TensorCore streaming its operands
+//    (lowering: fused; the HBM bytes and grid steps of tile_gemm's tiling).
+//  - transformer, resnet: see kernels/README.md ("Whole models").
 //  - mlp forward: per layer l = 1..L a GEMM [B, w(l-1)] x [w(l-1), w(l)], then (except after the last layer)
 //    the activation as an unfused vector pass Z -> X (gelu: transcendental, relu: elementwise).
 //  - mlp train adds, per layer from L down to 1: dX(l-1) = dZ(l) W(l)^T (skipped for l = 1), dW(l) =

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "tpusim/core/scenario.h"  // DType
+#include "tpusim/core/model_spec.h"  // DType, CollectiveKind
 
 namespace tpusim::ir {
 
@@ -24,6 +24,18 @@ enum class Memory : std::uint8_t { hbm, vmem, cmem, host, remote };
 enum class DmaPattern : std::uint8_t { contiguous, strided, gather };
 using CollectiveKind = tpusim::CollectiveKind;  // declared with the scenario specs (core)
 enum class HostOp : std::uint8_t { infeed, outfeed, checkpoint };
+
+// What an instruction computes, for the per-op-class time breakdown (tools/ aggregates by it; it changes no
+// timing). matmul: dense projections (and a GEMM); attention: the attention core (scores, softmax, values)
+// and its gradient; norm_activation: norms, activations, residual adds and other elementwise work;
+// optimizer: parameter updates and gradient accumulation; embedding: lookups and their gradients; loss: the
+// vocabulary softmax / cross-entropy (or a classifier's loss); communication: collectives and transfers to
+// other chips; host: host work (launch, infeed, checkpoint, syncs); other: anything else.
+enum class OpClass : std::uint8_t {
+  other, matmul, attention, norm_activation, optimizer, embedding, loss, communication, host
+};
+inline constexpr int kOpClasses = 9;
+[[nodiscard]] std::string_view op_class_name(OpClass c);
 
 // The unit queue an instruction is issued to. Derived from the kind (see unit_of()).
 enum class UnitKind : std::uint8_t { mxu, vpu, dma, ici, host, sync, sparsecore };
@@ -35,15 +47,38 @@ struct Instruction {
   // count against that core); 0 for other chip-level work.
   std::uint8_t core = 0;
   DType dtype = DType::bf16;
-  // matmul: C[m,n] (+)= A[m,k] x B[k,n].
+  OpClass op_class = OpClass::other;
+  // matmul: C[m,n] (+)= A[m,k] x B[k,n], `batch` times: independent products, each padded to the MXU array on
+  // its own (attention heads; a convolution's taps), whose results are `batch` outputs of m x n, or, with
+  // sum_batch, add up into one (a convolution accumulating its taps).
   // gather (embedding lookup, on the SparseCore): m rows of an embedding table of n values each, read from
   //   `src`, summed into k pooled vectors (bags) of n values written to `dst`; bytes = m x n x dtype bytes.
   // scatter (embedding update, on the SparseCore): k gradient vectors of n values read from `src`, each added
   //   to its rows: m rows of n values of the table in `dst` read and written back; bytes as gather.
   std::int64_t m = 0, k = 0, n = 0;
-  // vector: op over `elements` values.
+  std::int32_t batch = 1;
+  bool sum_batch = false;
+  // vector: op over `elements` values. matmul: the VPU work of its fused epilogue (bias, activation, residual
+  // add, softmax, ...), `elements` element-operations of `vector_op` on its TensorCore's VPU beside the
+  // result pops (0: none).
   VectorOp vector_op = VectorOp::elementwise;
   std::int64_t elements = 0;
+  // Fused instruction (a matmul or vector op standing for a whole compiler fusion, e.g. one XLA kernel): the
+  // HBM bytes its operands and results stream while it computes, read and written, and the grid steps its
+  // kernel takes. Contract with the chip model (models/src/memory/fused_stream.h): with hbm_read + hbm_written > 0
+  // the instruction runs alone on its unit, its TensorCore's MXU or VPU (no pipelining with other matmuls; a
+  // dependency on an earlier matmul is real); its bytes stream through the chip's HBM (one read and one write
+  // transfer in a queue of their own per TensorCore and unit, sharing HBM bandwidth with every other transfer;
+  // the reads after the HBM latency, the writes posted, served in that order); its compute starts after the exposed first load, hbm.latency + (hbm_read /
+  // grid_steps) / (bandwidth x efficiency), a matmul's compute adds (grid_steps - 1) x chip.mxu.step_overhead
+  // (the per-step bookkeeping the tiled lowering's back-to-back matmuls pay), and the instruction completes at
+  // the later of its compute end plus the exposed last store, (hbm_written / grid_steps) / (bandwidth x
+  // efficiency), and the end of its streams. Its VMEM tiles are the compiler's business (no vmem_alloc /
+  // vmem_free). grid_steps 0 counts as 1.
+  std::uint64_t hbm_read = 0;
+  std::uint64_t hbm_written = 0;
+  std::uint32_t grid_steps = 0;
+  [[nodiscard]] bool streams_hbm() const { return hbm_read + hbm_written > 0; }
   // dma / collective / send / recv / host: payload.
   Memory src = Memory::hbm, dst = Memory::vmem;
   DmaPattern pattern = DmaPattern::contiguous;

@@ -36,7 +36,9 @@ inline constexpr int kStallReasons = 8;
 //         least one transfer issued and not yet retired (latency included); host counts PCIe transfers.
 //         VPU counts its vector instructions plus the cycles it spends popping MXU results
 //         (result_pop_cycles in timing.h) and collective reductions. SparseCore counts time with a gather or
-//         scatter in flight (all of a chip's SparseCores work on one instruction together).
+//         scatter in flight (all of a chip's SparseCores work on one instruction together). A fused instruction
+//         (kernels/program.h) keeps its MXU or VPU busy until its compute and exposed last store end, not while
+//         it then waits for the rest of its HBM stream (which counts in HBM's busy time, not the DMA's).
 //   utilization, per chip over the step time, then spread over chips:
 //     mxu:  useful MACs / (rows x cols x MXUs x TensorCores x clock cycles of the step), at the bf16 rate;
 //     vpu, dma, host, sparsecore: busy / step_time;
@@ -64,7 +66,7 @@ struct UnitUsage {
 struct TimeBreakdown {
   Seconds compute;       // an MXU or VPU of the chip is busy
   Seconds communication;  // no compute; a collective in flight on the ICI unit (exposed communication)
-  Seconds memory_stall;  // no compute, no collective; DMA transfers in flight (HBM latency and bandwidth)
+  Seconds memory_stall;  // no compute, no collective; DMA transfers or a fused op's HBM stream in flight
   Seconds host_stall;    // none of the above; host transfers over PCIe in flight
   Seconds idle;          // nothing in flight (incl. after the chip finished, until the slowest chip)
 };

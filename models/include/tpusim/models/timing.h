@@ -72,6 +72,18 @@ class MxuDataflowModel {
 [[nodiscard]] std::int64_t matmul_cycles(const MxuDataflowModel& dataflow, const MxuSpec& mxu, MatmulShape s,
                                          DType dtype);
 
+// A matmul instruction as the MXU times it. With ir::Instruction::batch > 1 the `batch` products are dealt as
+// one m x k x (batch x round_up(n, cols)) product: each product's columns padded to the array on its own, so
+// the tile counts of both dataflows are exact (weight-stationary batch x ceil(k/R) x ceil(n/C) tiles of m
+// rows; output-stationary ceil(m/R) x batch x ceil(n/C) tiles of k). batch 1 is the instruction's own shape.
+[[nodiscard]] MatmulShape matmul_timing_shape(const MxuSpec& mxu, const ir::Instruction& ins);
+// Useful MACs of a matmul instruction: batch x m x k x n.
+[[nodiscard]] double matmul_useful_macs(const ir::Instruction& ins);
+// VPU cycles a matmul instruction reserves on its TensorCore's VPU: popping its outputs (result_pop_cycles of
+// m x n, times batch unless sum_batch adds the products up in the result buffer) plus its fused epilogue
+// (vpu_cycles of `elements` of `vector_op`; 0 without one).
+[[nodiscard]] std::int64_t matmul_vpu_cycles(const VpuSpec& vpu, const ir::Instruction& ins);
+
 // MACs the arrays could have done in `cycles` on one TensorCore (R x C x MXUs x cycles x dtype rate).
 [[nodiscard]] double mxu_mac_capacity(const MxuSpec& mxu, DType dtype, std::int64_t cycles);
 

@@ -1,0 +1,115 @@
+// The transformer model kind: decoder-only, encoder-only and encoder-decoder stacks, with mixture-of-experts
+// MLPs as an option (TransformerModel in model_spec.h).
+#include <fmt/format.h>
+
+#include "model_kinds.h"
+
+namespace tpusim::detail {
+
+const FieldTable<ModelSpec>& transformer_fields() {
+  using S = ModelSpec;
+  static const FieldTable<ModelSpec> table = [] {
+    auto t = model_base_fields();
+    t.add_choice<Architecture>("architecture", [](S& s) -> Architecture& { return s.transformer.architecture; },
+                               {{"decoder", Architecture::decoder},
+                                {"encoder", Architecture::encoder},
+                                {"encoder_decoder", Architecture::encoder_decoder}},
+                               "decoder",
+                               "decoder-only (causal), encoder-only (bidirectional), or encoder-decoder");
+    t.add<int>("layers", [](S& s) -> int& { return s.transformer.layers; }, std::nullopt,
+               "blocks of the decoder (or of the encoder, for an encoder-only model)", at_least(1));
+    t.add<int>("encoder_layers", [](S& s) -> int& { return s.transformer.encoder_layers; }, "0",
+               "encoder_decoder: blocks of the encoder; 0 = layers", at_least(0));
+    t.add<std::int64_t>("d_model", [](S& s) -> std::int64_t& { return s.transformer.d_model; }, std::nullopt,
+                        "width of the residual stream", positive<std::int64_t>());
+    t.add<int>("heads", [](S& s) -> int& { return s.transformer.heads; }, std::nullopt, "attention (query) heads",
+               at_least(1));
+    t.add<int>("kv_heads", [](S& s) -> int& { return s.transformer.kv_heads; }, "0",
+               "key/value heads: = heads (multi-head), 1 (multi-query), a divisor of heads (grouped-query); "
+               "0 = heads",
+               at_least(0));
+    t.add<int>("d_head", [](S& s) -> int& { return s.transformer.d_head; }, "0",
+               "width of one head; 0 = d_model / heads", at_least(0));
+    t.add<std::int64_t>("d_ff", [](S& s) -> std::int64_t& { return s.transformer.d_ff; }, std::nullopt,
+                        "hidden width of the MLP (of each branch of a gated MLP)", positive<std::int64_t>());
+    t.add<std::int64_t>("vocab", [](S& s) -> std::int64_t& { return s.transformer.vocab; }, std::nullopt,
+                        "vocabulary size", positive<std::int64_t>());
+    t.add<std::int64_t>("context", [](S& s) -> std::int64_t& { return s.transformer.context; }, std::nullopt,
+                        "longest sequence (rows of a learned position table; default sequence length)",
+                        positive<std::int64_t>());
+    t.add_choice<PositionKind>("position", [](S& s) -> PositionKind& { return s.transformer.position; },
+                               {{"learned", PositionKind::learned},
+                                {"rotary", PositionKind::rotary},
+                                {"relative", PositionKind::relative},
+                                {"none", PositionKind::none}},
+                               "learned",
+                               "learned table added to the input, rotary on queries and keys, or relative "
+                               "per-head biases (T5)");
+    t.add_choice<NormKind>("norm", [](S& s) -> NormKind& { return s.transformer.norm; },
+                           {{"layernorm", NormKind::layernorm}, {"rmsnorm", NormKind::rmsnorm}}, "layernorm",
+                           "normalization before each sub-block and at the end");
+    t.add_choice<MlpKind>("mlp", [](S& s) -> MlpKind& { return s.transformer.mlp; },
+                          {{"gelu", MlpKind::gelu},
+                           {"relu", MlpKind::relu},
+                           {"swiglu", MlpKind::swiglu},
+                           {"geglu", MlpKind::geglu}},
+                          "gelu", "MLP activation; swiglu and geglu are gated (two up-projections)");
+    t.add_choice<TransformerBlock>("block", [](S& s) -> TransformerBlock& { return s.transformer.block; },
+                            {{"serial", TransformerBlock::serial}, {"parallel", TransformerBlock::parallel}}, "serial",
+                            "serial attention then MLP, or parallel attention + MLP from one norm");
+    t.add<bool>("bias", [](S& s) -> bool& { return s.transformer.bias; }, "true",
+                "biases on every projection and on layer norms");
+    t.add<bool>("tied_embeddings", [](S& s) -> bool& { return s.transformer.tied_embeddings; }, "true",
+                "the vocabulary projection reuses the token embedding matrix");
+    t.add<int>("relative_buckets", [](S& s) -> int& { return s.transformer.relative_buckets; }, "32",
+               "position: relative: buckets of the per-head bias table (one table per stack)", at_least(1));
+    t.add<int>("token_types", [](S& s) -> int& { return s.transformer.token_types; }, "0",
+               "segment (token type) embeddings added to the input; 0 = none", at_least(0));
+    t.add<bool>("pooler", [](S& s) -> bool& { return s.transformer.pooler; }, "false",
+                "a d_model x d_model pooler on the first token (BERT)");
+    t.add<bool>("lm_head_transform", [](S& s) -> bool& { return s.transformer.lm_head_transform; }, "false",
+                "a dense layer and a norm before the vocabulary projection (BERT's masked-LM head)");
+    t.add<int>("moe.experts", [](S& s) -> int& { return s.transformer.moe.experts; }, "0",
+               "experts per mixture-of-experts layer; 0 = dense MLPs", at_least(0));
+    t.add<int>("moe.top_k", [](S& s) -> int& { return s.transformer.moe.top_k; }, "2",
+               "experts each token is routed to", at_least(1));
+    t.add<double>("moe.capacity_factor", [](S& s) -> double& { return s.transformer.moe.capacity_factor; },
+                  "1.25", "expert capacity = capacity_factor x tokens x top_k / experts (padding is computed)",
+                  positive<double>());
+    t.add<int>("moe.every", [](S& s) -> int& { return s.transformer.moe.every; }, "1",
+               "every N-th layer is a mixture-of-experts layer (1 = all)", at_least(1));
+    t.add<std::int64_t>("moe.d_ff", [](S& s) -> std::int64_t& { return s.transformer.moe.d_ff; }, "0",
+                        "hidden width of each expert; 0 = d_ff", non_negative<std::int64_t>());
+    return t;
+  }();
+  return table;
+}
+
+void check_transformer(const ModelSpec& spec, const std::string& path, Diagnostics& diags) {
+  const TransformerModel& m = spec.transformer;
+  auto at = [&](const std::string& key) { return origin_of(spec.origins, key); };
+  if (m.kv_heads > 0 && m.heads % m.kv_heads != 0) {
+    diags.error(at("kv_heads"), key_path(path, "kv_heads"), "key/value heads must divide the query heads",
+                fmt::format("a divisor of heads ({})", m.heads), std::to_string(m.kv_heads));
+  }
+  if (m.d_head == 0 && m.d_model % m.heads != 0) {
+    diags.error(at("heads"), key_path(path, "heads"), "d_model is not a multiple of the heads",
+                fmt::format("heads dividing d_model ({}), or d_head set explicitly", m.d_model),
+                std::to_string(m.heads), "set d_head: the width of one head");
+  }
+  if (m.encoder_layers > 0 && m.architecture != Architecture::encoder_decoder) {
+    diags.error(at("encoder_layers"), key_path(path, "encoder_layers"),
+                "encoder_layers applies to an encoder_decoder model", "0, or architecture: encoder_decoder",
+                std::to_string(m.encoder_layers));
+  }
+  if (m.moe.experts > 0 && m.moe.top_k > m.moe.experts) {
+    diags.error(at("moe.top_k"), key_path(path, "moe.top_k"), "a token cannot go to more experts than there are",
+                fmt::format("at most moe.experts ({})", m.moe.experts), std::to_string(m.moe.top_k));
+  }
+  if (m.moe.experts > 0 && m.moe.every > m.layers) {
+    diags.error(at("moe.every"), key_path(path, "moe.every"), "no layer would be a mixture-of-experts layer",
+                fmt::format("at most layers ({})", m.layers), std::to_string(m.moe.every));
+  }
+}
+
+}  // namespace tpusim::detail

@@ -1,0 +1,87 @@
+#include "workload_checks.h"
+
+#include <fmt/format.h>
+
+namespace tpusim {
+namespace {
+
+std::string_view step_name(StepKind k) {
+  switch (k) {
+    case StepKind::forward: return "forward";
+    case StepKind::train: return "train";
+    case StepKind::prefill: return "prefill";
+    case StepKind::decode: return "decode";
+  }
+  return "?";
+}
+
+}  // namespace
+
+void resolve_workload_defaults(Scenario& s, Diagnostics& diags) {
+  WorkloadSpec& w = s.workload;
+  if (!w.program.empty()) return;
+  const ModelSpec& model = w.model;
+  auto at = [&](const std::string& key) { return origin_of(w.origins, key); };
+  const bool transformer = model.kind == ModelKind::transformer;
+
+  if (w.inference()) {
+    if (!transformer) {
+      diags.error(at("step"), "workload.step", fmt::format("step {} needs a transformer model", step_name(w.step)),
+                  "forward or train for a model of kind " + std::string(model_kind_name(model.kind)),
+                  std::string(step_name(w.step)));
+    } else if (model.transformer.architecture == Architecture::encoder) {
+      diags.error(at("step"), "workload.step", "an encoder-only model generates no tokens",
+                  "forward or train (prefill and decode need a decoder)", std::string(step_name(w.step)));
+    }
+  }
+  if (w.microbatches > 1) {
+    if (w.step != StepKind::train) {
+      diags.error(at("microbatches"), "workload.microbatches", "microbatches accumulate gradients",
+                  "1 unless step: train", std::to_string(w.microbatches));
+    } else if (w.batch % w.microbatches != 0) {
+      diags.error(at("microbatches"), "workload.microbatches", "the batch does not split into equal microbatches",
+                  fmt::format("a divisor of the batch ({})", w.batch), std::to_string(w.microbatches));
+    }
+  }
+
+  // Parameter storage: f32 master weights for training (mixed precision), the compute type otherwise.
+  if (!w.weight_dtype) w.weight_dtype = w.weights();
+  const DType wd = *w.weight_dtype;
+  if (wd == DType::int8 || wd == DType::fp8) {
+    const bool int8 = wd == DType::int8;
+    const double rate = int8 ? s.chip.mxu.int8_rate : s.chip.mxu.fp8_rate;
+    if (w.step == StepKind::train) {
+      diags.error(at("weight_dtype"), "workload.weight_dtype", "quantized weights are for inference",
+                  "bf16 or f32 to train", std::string(dtype_name(wd)));
+    } else if (rate <= 0) {
+      diags.error(at("weight_dtype"), "workload.weight_dtype",
+                  fmt::format("chip {} has no {} MXU rate (chip.mxu.{}_rate is 0)", s.chip.name, dtype_name(wd),
+                              dtype_name(wd)),
+                  "a weight type the chip computes in", std::string(dtype_name(wd)),
+                  int8 ? "use bf16 weights, or a chip with an int8 rate (v3 and later)"
+                       : "no bundled chip publishes an fp8 rate; set chip.mxu.fp8_rate to model one");
+    }
+  }
+
+  if (!transformer) return;
+  const TransformerModel& t = model.transformer;
+  const bool learned = t.position == PositionKind::learned;
+  if (w.seq_len == 0) w.seq_len = t.context;
+  if (w.decoder_seq_len == 0) w.decoder_seq_len = w.seq_len;
+  if (w.context == 0) w.context = w.seq_len;
+  if (learned && w.seq_len > t.context) {
+    diags.error(at("seq_len"), "workload.seq_len", "longer than the model's learned position table",
+                fmt::format("at most the model's context ({})", t.context), std::to_string(w.seq_len));
+  }
+  if (learned && w.step == StepKind::decode && w.context >= t.context) {
+    diags.error(at("context"), "workload.context", "the next token has no learned position",
+                fmt::format("below the model's context ({})", t.context), std::to_string(w.context));
+  }
+  if (t.architecture != Architecture::encoder_decoder && w.origins.count("decoder_seq_len") &&
+      !w.origins.at("decoder_seq_len").defaulted) {
+    diags.error(at("decoder_seq_len"), "workload.decoder_seq_len", "applies to encoder_decoder models",
+                "no decoder_seq_len for architecture decoder or encoder", std::to_string(w.decoder_seq_len));
+  }
+}
+
+}  // namespace tpusim

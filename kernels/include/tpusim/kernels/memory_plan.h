@@ -1,0 +1,33 @@
+#pragma once
+// The per-chip HBM plan of a lowered step, by category, computed before simulation from the same graph the
+// instructions come from (kernels/src/fused_graph.h): persistent tensors by kind, and the activations from a
+// liveness sweep over the step's ops in program order.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tpusim/core/units.h"
+
+namespace tpusim::kernels {
+
+struct MemoryPlan {
+  Bytes capacity;         // chip.hbm.capacity
+  Bytes weights;          // parameters (stored 1 / weight_shards per chip under FSDP)
+  Bytes gradients;        // one per parameter, in the parameter type (train)
+  Bytes optimizer_state;  // adam/adamw: two f32 moments per parameter; adafactor: factored f32 second moments
+  Bytes activations;      // written by the forward pass and read by the backward pass (kept under the remat policy)
+  Bytes kv_cache;         // inference: keys and values of every layer for the batch and context
+  Bytes workspace;        // the peak of every other live activation (transients, recomputed blocks, logits)
+  [[nodiscard]] Bytes total() const {
+    return weights + gradients + optimizer_state + activations + kv_cache + workspace;
+  }
+  [[nodiscard]] bool fits() const { return total() <= capacity; }
+  // (name, bytes) in the order above: "weights", "gradients", "optimizer_state", "activations", "kv_cache",
+  // "workspace".
+  [[nodiscard]] std::vector<std::pair<std::string, Bytes>> categories() const {
+    return {{"weights", weights},       {"gradients", gradients}, {"optimizer_state", optimizer_state},
+            {"activations", activations}, {"kv_cache", kv_cache},   {"workspace", workspace}};
+  }
+};
+
+}  // namespace tpusim::kernels

@@ -1,0 +1,43 @@
+#pragma once
+// What one chip holds of a model: the per-chip shard sizes the lowering and the memory plan are functions of.
+//
+// The lowering of a whole model (lower_workload for kind transformer or resnet) builds one chip's step from a
+// ShardView and never from the model's full sizes. On a single chip every size is the full size
+// (full_shard). A sharding plan (device mesh and logical-axis rules, issue 9) fills it in per role, e.g. data
+// and FSDP parallelism shrink `batch`, tensor parallelism `heads`, `kv_heads`, `d_ff` and `vocab`, sequence
+// parallelism `seq_len`, pipeline parallelism the layer range and the embedding/head flags, expert
+// parallelism `experts`, FSDP `weight_shards`; and it inserts collectives at the points kernels/src/
+// collective_points.h names.
+#include <cstdint>
+
+#include "tpusim/core/scenario.h"
+
+namespace tpusim::kernels {
+
+struct ShardView {
+  std::int64_t batch = 0;        // examples (sequences, images) per step on this chip, all microbatches
+  int microbatches = 1;          // gradient accumulation slices of `batch`
+  std::int64_t seq_len = 0;      // tokens per sequence on this chip (the prompt, for prefill)
+  std::int64_t decoder_seq_len = 0;  // encoder_decoder: decoder tokens per sequence on this chip
+  std::int64_t context = 0;      // decode: tokens per sequence already in this chip's KV cache
+  int heads = 0;                 // query heads on this chip
+  int kv_heads = 0;              // key/value heads on this chip
+  std::int64_t d_ff = 0;         // MLP width on this chip (each branch of a gated MLP)
+  std::int64_t expert_d_ff = 0;  // expert MLP width on this chip
+  int experts = 0;               // experts on this chip (0: dense model)
+  std::int64_t vocab = 0;        // vocabulary rows of the embedding and the output projection on this chip
+  int first_layer = 0;           // the decoder (encoder-only: encoder) blocks this chip runs: [first, first + layers)
+  int layers = 0;
+  int encoder_layers = 0;        // encoder_decoder: encoder blocks on this chip
+  bool embedding = true;         // holds the input embedding (the first pipeline stage)
+  bool head = true;              // holds the final norm, the output projection and the loss (the last stage)
+  int weight_shards = 1;         // FSDP: parameters, gradients and optimizer state stored 1 / weight_shards
+                                 // per chip, gathered before use
+
+  [[nodiscard]] std::int64_t microbatch() const { return batch / (microbatches > 0 ? microbatches : 1); }
+};
+
+// One chip holding the whole model: every shard size is the full size.
+[[nodiscard]] ShardView full_shard(const WorkloadSpec& workload);
+
+}  // namespace tpusim::kernels

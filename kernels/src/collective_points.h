@@ -1,0 +1,43 @@
+#pragma once
+// Internal: the points of a lowered step where a sharding plan inserts collectives (issue 9). The single-chip
+// lowering calls every point with the default implementation, which inserts nothing and returns the tensor
+// it was given. A sharding plan overrides them: each may add ops to the graph (a collective is an op on the
+// ICI unit, fused::Op::unit = ici, reading and writing tensors like any other, so dependencies follow) and
+// returns the tensor the lowering continues with.
+#include <vector>
+
+#include "fused_graph.h"
+
+namespace tpusim::kernels {
+
+class CollectivePoints {
+ public:
+  virtual ~CollectivePoints() = default;
+  // Before a block's weights are used in `phase` (forward, recompute, backward): an FSDP all-gather of
+  // `weight` (stored 1/weight_shards per chip). Returns the tensor the matmul reads.
+  virtual fused::TensorId weights_before_use(fused::Graph&, int /*layer*/, fused::Phase, fused::TensorId weight) {
+    return weight;
+  }
+  // After a row-parallel matmul (attention output projection, MLP down-projection): the tensor-parallel
+  // all-reduce (or, with sequence parallelism, reduce-scatter) of the partial sums `partial`.
+  virtual fused::TensorId after_row_parallel(fused::Graph&, int /*layer*/, fused::Phase, fused::TensorId partial) {
+    return partial;
+  }
+  // Before a column-parallel matmul under sequence parallelism: the all-gather of the sequence shards.
+  virtual fused::TensorId before_column_parallel(fused::Graph&, int /*layer*/, fused::Phase, fused::TensorId input) {
+    return input;
+  }
+  // After a block's weight gradients are complete (the last microbatch): the data-parallel all-reduce, or
+  // the FSDP reduce-scatter, of `gradients`.
+  virtual void after_weight_gradients(fused::Graph&, int /*layer*/, const std::vector<fused::TensorId>& /*gradients*/) {}
+  // Around the experts of a mixture-of-experts layer: the expert-parallel all-to-all of the dispatched tokens
+  // (before the expert MLPs) and of their outputs (after).
+  virtual fused::TensorId expert_dispatch(fused::Graph&, int /*layer*/, fused::Phase, fused::TensorId tokens) {
+    return tokens;
+  }
+  virtual fused::TensorId expert_combine(fused::Graph&, int /*layer*/, fused::Phase, fused::TensorId tokens) {
+    return tokens;
+  }
+};
+
+}  // namespace tpusim::kernels

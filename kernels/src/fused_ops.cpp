@@ -1,0 +1,164 @@
+#include "fused_ops.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace tpusim::kernels {
+
+std::vector<VpuCost> vpu_costs() {
+  return {kLayerNormForward, kLayerNormBackward, kRmsNormForward, kRmsNormBackward, kGeluForward, kGeluBackward,
+          kReluForward, kReluBackward, kSwigluForward, kSwigluBackward, kGegluForward, kGegluBackward, kScale, kMask,
+          kSoftmax, kOnlineSoftmax, kSoftmaxRecompute, kSoftmaxBackward, kSoftmaxBackwardRows, kAttentionBackwardRows, kRotary, kAdd,
+          kCrossEntropyForward, kCrossEntropyWithGradient, kSampling, kSgdUpdate, kAdamUpdate, kAdamWUpdate,
+          kAdafactorUpdate, kGradientAccumulate, kRouter, kDispatch, kCombine, kBatchNormForward, kBatchNormBackward,
+          kMaxPool, kAveragePool};
+}
+
+std::string op_label(const OpName& name) {
+  return fmt::format("{}.{}.{}", name.scope, fused::phase_name(name.phase), name.name);
+}
+
+Builder::Builder(const ChipSpec& chip, DType activation_dtype) : chip_(chip), act_(activation_dtype) {}
+
+fused::TensorId Builder::activation(const std::string& name, double elements, std::optional<DType> dtype) {
+  return graph_.tensor(name, elements, dtype.value_or(act_), fused::TensorKind::activation);
+}
+
+fused::TensorId Builder::on_chip(const std::string& name) {
+  return graph_.tensor(name, 0, act_, fused::TensorKind::on_chip);
+}
+
+fused::TensorId Builder::tensor(const std::string& name, double elements, DType dtype, fused::TensorKind kind) {
+  return graph_.tensor(name, elements, dtype, kind);
+}
+
+Builder::Flops Builder::matmul_flops(std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t batch,
+                                     bool recompute) {
+  const double f = 2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n) *
+                   static_cast<double>(batch);
+  return Flops{recompute ? 0.0 : f, f};
+}
+
+GemmTiling Builder::tiling(std::int64_t m, std::int64_t k, std::int64_t n, DType dtype) {
+  const auto key = std::make_tuple(m, k, n, dtype);
+  const auto it = tilings_.find(key);
+  if (it != tilings_.end()) return it->second;
+  return tilings_[key] = tile_gemm(chip_, m, k, n, dtype);
+}
+
+double Builder::vector_steps(double elements, double bytes_per_element) const {
+  // Chunks as lower_vector_pass cuts them: double-buffered within kVectorVmemFraction of VMEM.
+  const double budget = chip_.vmem.capacity.as_double() * kVectorVmemFraction;
+  const double chunk = std::max(1024.0, budget / std::max(1.0, 2.0 * bytes_per_element));
+  return std::max(1.0, std::ceil(elements / chunk));
+}
+
+std::size_t Builder::matmul(const OpName& name, ir::OpClass cls, const Matmul& mm) {
+  const GemmTiling t = tiling(mm.m, mm.k, mm.n, mm.dtype);
+  const auto ceil_div = [](std::int64_t x, std::int64_t y) { return (x + y - 1) / y; };
+  const std::int64_t nm = ceil_div(mm.m, t.tm), nn = ceil_div(mm.n, t.tn), nk = ceil_div(mm.k, t.tk);
+  fused::Op op;
+  op.label = op_label(name);
+  op.cls = cls;
+  op.unit = fused::Unit::mxu;
+  op.phase = name.phase;
+  op.m = mm.m;
+  op.k = mm.k;
+  op.n = mm.n;
+  op.batch = static_cast<std::int32_t>(mm.batch);
+  op.dtype = mm.dtype;
+  for (fused::TensorId a : mm.a) op.reads.push_back({a, mm.a_times.value_or(static_cast<double>(nn))});
+  for (fused::TensorId b : mm.b) op.reads.push_back({b, mm.b_times.value_or(static_cast<double>(nm))});
+  op.reads.insert(op.reads.end(), mm.extra_reads.begin(), mm.extra_reads.end());
+  for (fused::TensorId c : mm.outputs) op.writes.push_back({c, 1});
+  op.writes.insert(op.writes.end(), mm.extra_writes.begin(), mm.extra_writes.end());
+  const Flops f = mm.flops.value_or(matmul_flops(mm.m, mm.k, mm.n, mm.batch, name.phase == fused::Phase::recompute));
+  op.model_flops = f.model;
+  op.hardware_flops = f.hardware;
+  op.vpu = mm.epilogue;
+  op.grid_steps = static_cast<double>(nm * nn * nk * mm.batch);
+  return graph_.add(std::move(op));
+}
+
+std::size_t Builder::vector(const OpName& name, ir::OpClass cls, ir::VectorOp kind, double elements,
+                            const VpuCost& cost, const std::vector<fused::Access>& reads,
+                            const std::vector<fused::Access>& writes, std::optional<fused::TensorId> fuse_into) {
+  fused::Op op;
+  op.label = op_label(name);
+  op.cls = cls;
+  op.unit = fused::Unit::vpu;
+  op.phase = name.phase;
+  op.dtype = DType::f32;  // the VPU computes in 32 bits
+  op.vector_op = kind;
+  op.vpu = cost.per_element.times(elements);
+  op.reads = reads;
+  op.writes = writes;
+  op.fuse_into = fuse_into;
+  double bytes = 0;
+  for (const auto& r : reads) bytes += graph_.tensor(r.tensor).bytes() * r.times;
+  for (const auto& w : writes) bytes += graph_.tensor(w.tensor).bytes() * w.times;
+  op.grid_steps = vector_steps(elements, elements > 0 ? bytes / elements : 0.0);
+  return graph_.add(std::move(op));
+}
+
+Param Builder::parameter(const std::string& name, std::int64_t rows, std::int64_t cols, const ParamStorage& storage) {
+  Param p;
+  const double shards = std::max(1, storage.shards);
+  p.elements = static_cast<double>(rows) * static_cast<double>(cols) / shards;
+  if (p.elements <= 0) return p;
+  p.w = graph_.tensor(name, p.elements, storage.dtype, fused::TensorKind::weight);
+  if (!storage.train) return p;
+  p.grad = graph_.tensor(name + ".grad", p.elements, storage.dtype, fused::TensorKind::gradient);
+  auto state = [&](const char* suffix, double elements) {
+    p.state.push_back(graph_.tensor(name + suffix, elements, DType::f32, fused::TensorKind::optimizer_state));
+  };
+  switch (storage.optimizer) {
+    case Optimizer::sgd: break;
+    case Optimizer::adam:
+    case Optimizer::adamw:
+      state(".m", p.elements);
+      state(".v", p.elements);
+      break;
+    case Optimizer::adafactor:
+      if (rows > 1 && cols > 1) state(".vr", static_cast<double>(rows + cols) / shards);
+      else state(".v", p.elements);
+      break;
+  }
+  return p;
+}
+
+void Builder::optimizer_update(const std::string& scope, const std::vector<const Param*>& params,
+                               Optimizer optimizer) {
+  const VpuCost& cost = optimizer == Optimizer::sgd     ? kSgdUpdate
+                        : optimizer == Optimizer::adam  ? kAdamUpdate
+                        : optimizer == Optimizer::adamw ? kAdamWUpdate
+                                                        : kAdafactorUpdate;
+  const char* name = optimizer == Optimizer::sgd     ? "sgd"
+                     : optimizer == Optimizer::adam  ? "adam"
+                     : optimizer == Optimizer::adamw ? "adamw"
+                                                     : "adafactor";
+  std::vector<fused::Access> reads, writes;
+  double elements = 0;
+  for (const Param* p : params) {
+    if (p->elements <= 0 || !p->grad) continue;
+    elements += p->elements;
+    reads.push_back({p->w, 1});
+    reads.push_back({*p->grad, 1});
+    writes.push_back({p->w, 1});
+    for (fused::TensorId s : p->state) {
+      reads.push_back({s, 1});
+      writes.push_back({s, 1});
+    }
+  }
+  if (elements <= 0) return;
+  vector(OpName{fused::Phase::optimizer, scope, name}, ir::OpClass::optimizer, ir::VectorOp::elementwise, elements,
+         cost, reads, writes);
+}
+
+void Builder::add_vpu(std::size_t op, double elements, const VpuCost& cost) {
+  graph_.ops()[op].vpu += cost.per_element.times(elements);
+}
+
+}  // namespace tpusim::kernels

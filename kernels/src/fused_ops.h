@@ -1,0 +1,171 @@
+#pragma once
+// Internal: the ops every model family is built from (matmuls with their tiling's HBM traffic, elementwise
+// ops, norms, activations, optimizer updates), added to a fused::Graph.
+//
+// VPU work per element. No source gives the VPU instruction counts of these ops on a TPU; each count below is
+// the arithmetic of the op's formula, one VPU operation per add, multiply, compare or select, and one
+// transcendental per exp, tanh, rsqrt or reciprocal (timed at chip.vpu.transcendental_rate). They are listed
+// by `tpusim describe assumptions`.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "fused_graph.h"
+#include "tpusim/kernels/lowering.h"
+
+namespace tpusim::kernels {
+
+struct VpuCost {
+  const char* name;
+  fused::VpuWork per_element;
+  const char* why;
+};
+
+// mean, subtract, square, sum, scale by rsqrt(var), gamma, beta (the row's rsqrt is amortised).
+inline constexpr VpuCost kLayerNormForward{"layernorm forward", {7, 0}, "mean, centre, square, sum, scale, gamma, beta"};
+inline constexpr VpuCost kLayerNormBackward{"layernorm backward", {12, 0},
+                                            "dy*gamma, two row sums, the combination, dgamma and dbeta sums"};
+inline constexpr VpuCost kRmsNormForward{"rmsnorm forward", {4, 0}, "square, sum, scale, gamma"};
+inline constexpr VpuCost kRmsNormBackward{"rmsnorm backward", {8, 0}, "dy*gamma, a row sum, the combination, dgamma"};
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (the tanh approximation JAX uses).
+inline constexpr VpuCost kGeluForward{"gelu forward", {8, 1}, "x^3, scale, add, scale, tanh, add, two multiplies"};
+inline constexpr VpuCost kGeluBackward{"gelu backward", {12, 1}, "the tanh recomputed and its derivative times dy"};
+inline constexpr VpuCost kReluForward{"relu forward", {1, 0}, "max"};
+inline constexpr VpuCost kReluBackward{"relu backward", {2, 0}, "compare, select"};
+// silu(a) x b = a x sigmoid(a) x b, sigmoid = 1 / (1 + exp(-a)).
+inline constexpr VpuCost kSwigluForward{"swiglu forward", {4, 2}, "negate, exp, add, reciprocal, two multiplies"};
+inline constexpr VpuCost kSwigluBackward{"swiglu backward", {8, 2}, "sigmoid recomputed, the two branch gradients"};
+inline constexpr VpuCost kGegluForward{"geglu forward", {9, 1}, "gelu of one branch times the other"};
+inline constexpr VpuCost kGegluBackward{"geglu backward", {14, 1}, "gelu recomputed, the two branch gradients"};
+// Per attention score.
+inline constexpr VpuCost kScale{"attention score scale", {1, 0}, "multiply by 1/sqrt(d_head)"};
+inline constexpr VpuCost kMask{"causal mask", {2, 0}, "compare, select"};
+inline constexpr VpuCost kSoftmax{"softmax", {4, 1}, "max, subtract, exp, sum, normalize"};
+// Flash: the normalization by the row sum applies to the output rows, not to every score.
+inline constexpr VpuCost kOnlineSoftmax{"online softmax (flash)", {3, 1}, "running max, subtract, exp, sum"};
+inline constexpr VpuCost kSoftmaxRecompute{"softmax recompute (flash backward)", {2, 1},
+                                           "subtract the log-sum-exp, exp"};
+inline constexpr VpuCost kSoftmaxBackward{"softmax backward", {2, 0}, "dS = P (dP - D): subtract, multiply"};
+inline constexpr VpuCost kSoftmaxBackwardRows{"softmax backward with its row sums", {4, 0},
+                                              "D = rowsum(dP P), then dS = P (dP - D)"};
+inline constexpr VpuCost kAttentionBackwardRows{"attention backward row sums", {2, 0}, "D = rowsum(dO O)"};
+inline constexpr VpuCost kRotary{"rotary embedding", {3, 0}, "x cos + rotate(x) sin"};
+inline constexpr VpuCost kAdd{"residual or bias add", {1, 0}, "add"};
+// Per vocabulary logit: max, subtract, exp, sum (forward), and softmax - onehot (the gradient).
+inline constexpr VpuCost kCrossEntropyForward{"cross-entropy forward", {3, 1}, "max, subtract, exp, sum"};
+inline constexpr VpuCost kCrossEntropyWithGradient{"cross-entropy with its gradient", {5, 2},
+                                                   "the forward, then exp(l - lse) - onehot"};
+inline constexpr VpuCost kSampling{"greedy sampling", {1, 0}, "argmax over the vocabulary"};
+// Per parameter.
+inline constexpr VpuCost kSgdUpdate{"sgd update", {2, 0}, "w -= lr g"};
+inline constexpr VpuCost kAdamUpdate{"adam update", {11, 1},
+                                     "m = b1 m + (1-b1) g, v = b2 v + (1-b2) g^2, w -= lr m / (sqrt(v) + eps)"};
+inline constexpr VpuCost kAdamWUpdate{"adamw update", {13, 1}, "adam plus w -= lr wd w"};
+inline constexpr VpuCost kAdafactorUpdate{"adafactor update", {12, 1},
+                                          "g^2 row and column sums, v = r c / sum r, g / sqrt(v), RMS clip, w -= lr u"};
+inline constexpr VpuCost kGradientAccumulate{"gradient accumulation", {1, 0}, "add into the accumulator"};
+// Mixture of experts, per routing logit (softmax, top-k selection) and per dispatched or combined element.
+inline constexpr VpuCost kRouter{"router top-k", {10, 1}, "softmax over experts, k rounds of max and mask"};
+inline constexpr VpuCost kDispatch{"expert dispatch", {1, 0}, "select each expert's token rows (a gather)"};
+inline constexpr VpuCost kCombine{"expert combine", {2, 0}, "gate times expert output, summed over the top k"};
+inline constexpr VpuCost kBatchNormForward{"batch norm forward", {7, 0}, "mean, centre, square, sum, scale, gamma, beta"};
+inline constexpr VpuCost kBatchNormBackward{"batch norm backward", {12, 0}, "as layer norm, over the batch"};
+inline constexpr VpuCost kMaxPool{"3x3 max pool", {9, 0}, "nine compares per output"};
+inline constexpr VpuCost kAveragePool{"global average pool", {1, 0}, "one add per input"};
+
+// Every cost above, for `tpusim describe assumptions`.
+[[nodiscard]] std::vector<VpuCost> vpu_costs();
+
+// A parameter tensor with, to train, its gradient (in the parameter type) and its optimizer state.
+struct Param {
+  fused::TensorId w = 0;
+  std::optional<fused::TensorId> grad;
+  std::vector<fused::TensorId> state;
+  double elements = 0;  // on this chip
+};
+
+// How a step stores its parameters: their type, whether it trains (gradients, optimizer state) and with
+// which optimizer, and over how many chips FSDP shards them.
+struct ParamStorage {
+  DType dtype = DType::f32;
+  bool train = false;
+  Optimizer optimizer = Optimizer::adam;
+  int shards = 1;
+};
+
+// One op of a step, with its label parts.
+struct OpName {
+  fused::Phase phase = fused::Phase::forward;
+  std::string scope;  // "layer3", "embedding", "head"
+  std::string name;   // "qkv"
+};
+
+class Builder {
+ public:
+  Builder(const ChipSpec& chip, DType activation_dtype);
+
+  [[nodiscard]] fused::Graph& graph() { return graph_; }
+  [[nodiscard]] const ChipSpec& chip() const { return chip_; }
+  [[nodiscard]] DType activation_dtype() const { return act_; }
+
+  fused::TensorId activation(const std::string& name, double elements, std::optional<DType> dtype = std::nullopt);
+  fused::TensorId on_chip(const std::string& name);
+  fused::TensorId tensor(const std::string& name, double elements, DType dtype, fused::TensorKind kind);
+
+  struct Flops {
+    double model = 0, hardware = 0;
+  };
+  // FLOPs of `batch` products of m x k x n: 2 m k n each, useful (model) unless `recompute`.
+  [[nodiscard]] static Flops matmul_flops(std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t batch,
+                                          bool recompute);
+
+  // C = A x B: `batch` products of m x k x n in `dtype`. The operands may be several tensors side by side
+  // (Q, K and V gradients as one right-hand side); each part of A is read ceil(n / tn) times and each part of
+  // B ceil(m / tm) times (the GEMM tiling of tile_gemm, per product) unless a_times / b_times say otherwise.
+  // A phase of recompute carries hardware FLOPs only.
+  struct Matmul {
+    std::int64_t m = 0, k = 0, n = 0, batch = 1;
+    DType dtype = DType::bf16;
+    std::vector<fused::TensorId> a, b, outputs;
+    std::vector<fused::Access> extra_reads;   // read once more (a bias, the accumulator of a gradient)
+    std::vector<fused::Access> extra_writes;  // written besides the outputs (a bias gradient)
+    std::optional<double> a_times, b_times;
+    std::optional<Flops> flops;
+    fused::VpuWork epilogue;  // VPU work inside the kernel
+  };
+  std::size_t matmul(const OpName& name, ir::OpClass cls, const Matmul& mm);
+
+  // A VPU op over `elements` values doing `cost` per value: reads `reads`, writes `writes`; with `fuse_into`,
+  // an elementwise consumer of that tensor that fusion merges into its producer.
+  std::size_t vector(const OpName& name, ir::OpClass cls, ir::VectorOp kind, double elements, const VpuCost& cost,
+                     const std::vector<fused::Access>& reads, const std::vector<fused::Access>& writes,
+                     std::optional<fused::TensorId> fuse_into = std::nullopt);
+
+  // The GEMM tiling of one product (tile_gemm, memoized).
+  [[nodiscard]] GemmTiling tiling(std::int64_t m, std::int64_t k, std::int64_t n, DType dtype);
+
+  // A parameter of rows x cols (stored 1/shards per chip), its gradient and its optimizer state: adam and adamw
+  // two f32 moments; adafactor the f32 row and column sums of a matrix's second moment (Shazeer & Stern
+  // 2018; a vector keeps a full second moment), no first moment (beta1 = 0, the paper's default); sgd none.
+  Param parameter(const std::string& name, std::int64_t rows, std::int64_t cols, const ParamStorage& storage);
+  // One optimizer update of `params` (those with a gradient) as a VPU op in phase optimizer: reads each
+  // weight, gradient and state, writes the weight and the state.
+  void optimizer_update(const std::string& scope, const std::vector<const Param*>& params, Optimizer optimizer);
+
+  // Adds VPU work to an op already added (work done inside a kernel, such as flash attention's softmax).
+  void add_vpu(std::size_t op, double elements, const VpuCost& cost);
+
+ private:
+  [[nodiscard]] double vector_steps(double elements, double bytes_per_element) const;
+
+  const ChipSpec& chip_;
+  DType act_;
+  fused::Graph graph_;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, DType>, GemmTiling> tilings_;
+};
+
+[[nodiscard]] std::string op_label(const OpName& name);
+
+}  // namespace tpusim::kernels

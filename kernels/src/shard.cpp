@@ -1,0 +1,26 @@
+#include "tpusim/kernels/shard.h"
+
+namespace tpusim::kernels {
+
+ShardView full_shard(const WorkloadSpec& w) {
+  ShardView s;
+  s.batch = w.batch;
+  s.microbatches = w.step == StepKind::train ? w.microbatches : 1;
+  s.seq_len = w.seq_len;
+  s.decoder_seq_len = w.decoder_seq_len > 0 ? w.decoder_seq_len : w.seq_len;
+  s.context = w.context;
+  if (w.model.kind == ModelKind::transformer) {
+    const TransformerModel& t = w.model.transformer;
+    s.heads = t.heads;
+    s.kv_heads = t.kv();
+    s.d_ff = t.d_ff;
+    s.expert_d_ff = t.moe.d_ff > 0 ? t.moe.d_ff : t.d_ff;
+    s.experts = t.moe.experts;
+    s.vocab = t.vocab;
+    s.layers = t.architecture == Architecture::encoder ? t.encoder_depth() : t.decoder_depth();
+    s.encoder_layers = t.architecture == Architecture::encoder_decoder ? t.encoder_depth() : 0;
+  }
+  return s;
+}
+
+}  // namespace tpusim::kernels

@@ -1,0 +1,969 @@
+// Transformers (decoder-only, encoder-only, encoder-decoder, mixture-of-experts MLPs) as fused-graph steps.
+//
+// One chip's step from its ShardView: per microbatch the embedding, the blocks, the head and the loss
+// forward, then the backward in reverse (rematerializing blocks as workload.remat says), then one optimizer
+// update per block (train); a forward pass (forward, prefill) or one token per sequence against the KV cache
+// (decode) for inference. Every block is pre-norm: norm -> attention -> residual add, norm -> MLP -> residual
+// add (or, parallel: x + attention(norm(x)) + mlp(norm(x))); the decoder of an encoder-decoder adds a
+// cross-attention sub-block over the encoder output. Tensor and op names follow the labels of the emitted
+// instructions: "<scope>.<phase>.<op>", scope "layer3" (or "enc.layer3", "dec.layer3"), "embedding", "head",
+// prefixed by "mb1." for microbatches after the first.
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "attention.h"
+#include "fused_ops.h"
+#include "model_lowering.h"
+
+namespace tpusim::kernels {
+namespace {
+
+using fused::Access;
+using fused::Phase;
+using fused::TensorId;
+using fused::TensorKind;
+
+struct BlockParams {
+  Param norm1, qkv, qkv_bias, out, out_bias, norm2, up, up_bias, down, down_bias;
+  // decoder of an encoder-decoder: cross-attention
+  Param norm_x, q_x, kv_x, out_x;
+  // mixture of experts
+  Param router, experts_up, experts_down;
+  bool moe = false;
+  [[nodiscard]] std::vector<const Param*> all() const {
+    std::vector<const Param*> out_list;
+    for (const Param* p : {&norm1, &qkv, &qkv_bias, &out, &out_bias, &norm2, &up, &up_bias, &down, &down_bias,
+                           &norm_x, &q_x, &kv_x, &out_x, &router, &experts_up, &experts_down}) {
+      if (p->elements > 0) out_list.push_back(p);
+    }
+    return out_list;
+  }
+};
+
+// One stack of blocks: the decoder (or encoder-only) stack, or an encoder-decoder's encoder or decoder.
+struct Stack {
+  std::string name;  // scope prefix: "layer", "enc.layer", "dec.layer"
+  int first = 0, count = 0;
+  bool causal = true;
+  bool cross = false;   // blocks attend to the encoder output
+  std::int64_t s = 0;   // query tokens per sequence in this step
+  std::int64_t s_k = 0; // key tokens per sequence (the KV cache length when decoding)
+  std::vector<BlockParams> params;
+  std::optional<TensorId> relative_table;  // T5: the stack's position-bias table
+};
+
+// What a block's backward reads of its forward.
+struct BlockFwd {
+  TensorId x = 0, h1 = 0, stats1 = 0;
+  AttentionSaved attn;
+  TensorId q_pre = 0, k_pre = 0;  // before rotary (for its backward: none needed beyond the op)
+  TensorId x1 = 0, h2 = 0, stats2 = 0;
+  TensorId hx = 0, statsx = 0, x1x = 0;  // cross-attention
+  AttentionSaved xattn;
+  TensorId u = 0, g = 0;                                      // dense MLP
+  TensorId router_logits = 0, gates = 0, dispatched = 0, eu = 0, eg = 0, eo = 0;  // mixture of experts
+  TensorId out = 0;
+};
+
+class TransformerStep {
+ public:
+  TransformerStep(const WorkloadSpec& w, const ChipSpec& chip, const ShardView& shard, CollectivePoints& points)
+      : w_(w), m_(w.model.transformer), shard_(shard), points_(points), b_(chip, w.dtype) {
+    train_ = w.step == StepKind::train;
+    decode_ = w.step == StepKind::decode;
+    inference_ = w.inference();
+    heads_ = shard.heads;
+    kv_ = shard.kv_heads;
+    dh_ = m_.head_dim();
+    d_ = m_.d_model;
+    wdt_ = w.weights();
+    // Matmuls against weights run in the weight type when it is quantized (int8 / fp8: the chip has the rate,
+    // load_scenario checks it), in the activation type otherwise.
+    mm_dtype_ = wdt_ == DType::int8 || wdt_ == DType::fp8 ? wdt_ : w.dtype;
+  }
+
+  fused::Graph build();
+
+ private:
+  // ---- parameters ----
+  Param param(const std::string& name, std::int64_t rows, std::int64_t cols);
+  BlockParams block_params(const std::string& scope, bool cross, bool moe);
+  // ---- forward ----
+  TensorId embed(const std::string& mbp, std::int64_t tokens, std::int64_t s, Phase phase);
+  BlockFwd forward_block(const Stack& st, int l, TensorId x, Phase phase, const std::string& mbp,
+                         std::optional<TensorId> enc_out);
+  TensorId norm(const OpName& name, TensorId x, double tokens, const Param& gamma, TensorId* stats,
+                double x_times = 1.0);
+  TensorId mlp_forward(const OpName& base, int layer, TensorId h, double tokens, const BlockParams& p, BlockFwd& f);
+  TensorId attention_sub(const OpName& base, const Stack& st, int layer, TensorId h, double tokens,
+                         const BlockParams& p, BlockFwd& f, std::optional<TensorId> enc_out);
+  // ---- backward ----
+  TensorId backward_block(const Stack& st, int l, const BlockFwd& f, TensorId dout, const std::string& mbp,
+                          bool first_microbatch, std::optional<TensorId> enc_out, std::optional<TensorId>& d_enc);
+  TensorId norm_backward(const OpName& name, TensorId dy, TensorId x, TensorId stats, double tokens,
+                         const Param& gamma, bool first_microbatch);
+  TensorId mlp_backward(const OpName& base, int layer, TensorId dout, TensorId h, double tokens,
+                        const BlockParams& p, const BlockFwd& f, bool first_microbatch);
+  // Mixture of experts: each local expert's buffer of `capacity` token rows (capacity = ceil(capacity_factor x
+  // tokens x top_k / experts)), of which `routed` (tokens x top_k x local / experts) carry tokens.
+  struct ExpertShape {
+    int experts = 0, local = 0, top_k = 0;
+    std::int64_t capacity = 0, fe = 0, fu = 0;
+    double routed = 0, buffer = 0;  // buffer: local x capacity x d_model elements
+  };
+  [[nodiscard]] ExpertShape expert_shape(double tokens) const;
+  // One batched matmul over the local experts; model FLOPs count the routed rows (useful_macs), hardware FLOPs
+  // the whole capacity. With `grad`, it writes that gradient (accumulating after the first microbatch).
+  void expert_matmul(const OpName& name, std::int64_t m, std::int64_t k, std::int64_t n, DType dtype,
+                     TensorId a, TensorId b, TensorId out, double useful_macs, const Param* grad, bool first);
+  // dW = A^T dY as a matmul writing (or, after the first microbatch, accumulating into) the gradient.
+  void weight_gradient(const OpName& name, ir::OpClass cls, std::int64_t m, std::int64_t k, std::int64_t n,
+                       std::int64_t batch, std::vector<TensorId> a, std::vector<TensorId> dy, const Param& weight,
+                       const Param* bias, bool first_microbatch);
+  TensorId weights(int layer, Phase phase, const Param& p) { return points_.weights_before_use(b_.graph(), layer, phase, p.w); }
+  // ---- head, loss, optimizer ----
+  struct HeadFwd {
+    TensorId x = 0, hf = 0, statsf = 0, ht0 = 0, ht1 = 0, ht = 0, statst = 0, logits = 0, dlogits = 0;
+    double tokens = 0;
+    double x_times = 1;
+  };
+  HeadFwd head_forward(const std::string& mbp, TensorId x, double tokens, double x_times, Phase phase);
+  TensorId head_backward(const std::string& mbp, const HeadFwd& h, bool first_microbatch);
+
+  [[nodiscard]] std::int64_t mb() const { return shard_.microbatch(); }
+  [[nodiscard]] const VpuCost& norm_cost(bool backward) const {
+    if (m_.norm == NormKind::rmsnorm) return backward ? kRmsNormBackward : kRmsNormForward;
+    return backward ? kLayerNormBackward : kLayerNormForward;
+  }
+  [[nodiscard]] std::int64_t norm_params() const { return m_.norm == NormKind::layernorm && m_.bias ? 2 * d_ : d_; }
+  [[nodiscard]] std::int64_t qkv_width() const { return static_cast<std::int64_t>(heads_ + 2 * kv_) * dh_; }
+  [[nodiscard]] std::int64_t up_width(bool expert) const {
+    const std::int64_t f = expert ? shard_.expert_d_ff : shard_.d_ff;
+    return m_.gated() ? 2 * f : f;
+  }
+
+  const WorkloadSpec& w_;
+  const TransformerModel& m_;
+  const ShardView& shard_;
+  CollectivePoints& points_;
+  Builder b_;
+  bool train_ = false, decode_ = false, inference_ = false;
+  int heads_ = 0, kv_ = 0, dh_ = 0;
+  std::int64_t d_ = 0;
+  DType wdt_ = DType::f32, mm_dtype_ = DType::bf16;
+  // Embedding and head parameters.
+  Param table_, positions_, types_, final_norm_, out_proj_, lm_dense_, lm_bias_, lm_norm_, pooler_, pooler_bias_;
+  std::vector<Stack> stacks_;
+  // KV caches (inference): per stack and layer, keys and values (and the cross-attention's).
+  std::map<std::pair<int, int>, std::pair<TensorId, TensorId>> caches_, cross_caches_;
+  std::vector<Param> relative_;  // T5's per-stack position-bias tables
+};
+
+Param TransformerStep::param(const std::string& name, std::int64_t rows, std::int64_t cols) {
+  return b_.parameter(name, rows, cols, ParamStorage{wdt_, train_, w_.optimizer, shard_.weight_shards});
+}
+
+BlockParams TransformerStep::block_params(const std::string& scope, bool cross, bool moe) {
+  BlockParams p;
+  const std::int64_t hd = static_cast<std::int64_t>(heads_) * dh_;
+  p.norm1 = param(scope + ".norm1", 1, norm_params());
+  p.qkv = param(scope + ".qkv", d_, qkv_width());
+  p.out = param(scope + ".out", hd, d_);
+  if (m_.block == TransformerBlock::serial) p.norm2 = param(scope + ".norm2", 1, norm_params());
+  if (m_.bias) {
+    p.qkv_bias = param(scope + ".qkv_bias", 1, qkv_width());
+    p.out_bias = param(scope + ".out_bias", 1, d_);
+  }
+  if (cross) {
+    p.norm_x = param(scope + ".norm_x", 1, norm_params());
+    p.q_x = param(scope + ".q_x", d_, hd);
+    p.kv_x = param(scope + ".kv_x", d_, 2 * static_cast<std::int64_t>(kv_) * dh_);
+    p.out_x = param(scope + ".out_x", hd, d_);
+  }
+  p.moe = moe;
+  if (moe) {
+    p.router = param(scope + ".router", d_, m_.moe.experts);
+    p.experts_up = param(scope + ".experts_up", static_cast<std::int64_t>(shard_.experts) * d_, up_width(true));
+    p.experts_down = param(scope + ".experts_down", static_cast<std::int64_t>(shard_.experts) * shard_.expert_d_ff, d_);
+  } else {
+    p.up = param(scope + ".up", d_, up_width(false));
+    p.down = param(scope + ".down", shard_.d_ff, d_);
+    if (m_.bias) {
+      p.up_bias = param(scope + ".up_bias", 1, up_width(false));
+      p.down_bias = param(scope + ".down_bias", 1, d_);
+    }
+  }
+  return p;
+}
+
+TensorId TransformerStep::norm(const OpName& name, TensorId x, double tokens, const Param& gamma, TensorId* stats,
+                               double x_times) {
+  const std::string base = name.scope + "." + std::string(fused::phase_name(name.phase)) + "." + name.name;
+  const TensorId h = b_.activation(base, tokens * static_cast<double>(d_));
+  *stats = b_.activation(base + ".stats", tokens * (m_.norm == NormKind::layernorm ? 2 : 1), DType::f32);
+  b_.vector(name, ir::OpClass::norm_activation, ir::VectorOp::reduction, tokens * static_cast<double>(d_),
+            norm_cost(false), {{x, x_times}, {gamma.w, 1}}, {{h, 1}, {*stats, 1}});
+  return h;
+}
+
+TensorId TransformerStep::embed(const std::string& mbp, std::int64_t tokens, std::int64_t s, Phase phase) {
+  const TensorId x = b_.activation(mbp + "embedding.x", static_cast<double>(tokens) * static_cast<double>(d_));
+  // A gather of `tokens` rows of the table (at most all of it), plus position and segment rows.
+  const double rows = static_cast<double>(tokens);
+  std::vector<Access> reads{{table_.w, std::min(1.0, rows / static_cast<double>(shard_.vocab))}};
+  VpuCost cost{"embedding", {0, 0}, ""};
+  if (positions_.elements > 0) {
+    reads.push_back({positions_.w, std::min(1.0, static_cast<double>(s) / static_cast<double>(m_.context))});
+    cost.per_element.elementwise += 1;
+  }
+  if (types_.elements > 0) {
+    reads.push_back({types_.w, 1});
+    cost.per_element.elementwise += 1;
+  }
+  b_.vector(OpName{phase, mbp + "embedding", "lookup"}, ir::OpClass::embedding, ir::VectorOp::elementwise,
+            rows * static_cast<double>(d_), cost, reads, {{x, 1}});
+  return x;
+}
+
+TensorId TransformerStep::attention_sub(const OpName& base, const Stack& st, int layer, TensorId h, double tokens,
+                                        const BlockParams& p, BlockFwd& f, std::optional<TensorId> enc_out) {
+  const std::string sc = base.scope + "." + std::string(fused::phase_name(base.phase));
+  const double q_elems = tokens * heads_ * dh_, kv_elems = tokens * kv_ * dh_;
+  const Phase ph = base.phase;
+  // QKV projection, bias and rotary as elementwise ops that fusion folds into the projection's epilogue.
+  TensorId q = b_.activation(sc + ".q", q_elems), k = b_.activation(sc + ".k", kv_elems),
+           v = b_.activation(sc + ".v", kv_elems);
+  {
+    Builder::Matmul mm;
+    mm.m = static_cast<std::int64_t>(tokens), mm.k = d_, mm.n = qkv_width(), mm.dtype = mm_dtype_;
+    mm.a = {h}, mm.b = {weights(layer, ph, p.qkv)}, mm.outputs = {q, k, v};
+    b_.matmul(OpName{ph, base.scope, "qkv"}, ir::OpClass::matmul, mm);
+  }
+  if (p.qkv_bias.elements > 0) {
+    const TensorId q1 = b_.activation(sc + ".q_biased", q_elems), k1 = b_.activation(sc + ".k_biased", kv_elems),
+                   v1 = b_.activation(sc + ".v_biased", kv_elems);
+    b_.vector(OpName{ph, base.scope, "qkv_bias"}, ir::OpClass::matmul, ir::VectorOp::elementwise,
+              q_elems + 2 * kv_elems, kAdd, {{q, 1}, {k, 1}, {v, 1}, {p.qkv_bias.w, 1}}, {{q1, 1}, {k1, 1}, {v1, 1}},
+              q);
+    q = q1, k = k1, v = v1;
+  }
+  f.q_pre = q, f.k_pre = k;
+  if (m_.position == PositionKind::rotary) {
+    const TensorId q2 = b_.activation(sc + ".q_rotary", q_elems), k2 = b_.activation(sc + ".k_rotary", kv_elems);
+    b_.vector(OpName{ph, base.scope, "rotary"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
+              q_elems + kv_elems, kRotary, {{q, 1}, {k, 1}}, {{q2, 1}, {k2, 1}}, q);
+    q = q2, k = k2;
+  }
+  AttentionShape shape{mb(), st.s, st.s_k, heads_, kv_, dh_, st.causal,
+                       m_.position == PositionKind::relative && st.relative_table.has_value()};
+  TensorId keys = k, values = v;
+  double kv_times = 1.0;
+  if (inference_) {
+    // The new keys and values go into this layer's cache; attention reads the cache.
+    const auto [kc, vc] = caches_.at({static_cast<int>(&st - stacks_.data()), layer});
+    const double fraction = static_cast<double>(st.s) / static_cast<double>(st.s_k);
+    b_.vector(OpName{ph, base.scope, "kv_cache_write"}, ir::OpClass::attention, ir::VectorOp::elementwise,
+              2 * kv_elems, VpuCost{"copy", {0, 0}, ""}, {{k, 1}, {v, 1}}, {{kc, fraction}, {vc, fraction}}, k);
+    keys = kc, values = vc;
+  }
+  f.attn = attention_forward(b_, OpName{ph, base.scope, "attention"}, w_.attention, shape, q, keys, values, kv_times);
+  // Output projection, bias, the tensor-parallel reduction point, and the residual add.
+  TensorId a = b_.activation(sc + ".attn_out", tokens * static_cast<double>(d_));
+  {
+    Builder::Matmul mm;
+    mm.m = static_cast<std::int64_t>(tokens), mm.k = static_cast<std::int64_t>(heads_) * dh_, mm.n = d_;
+    mm.dtype = mm_dtype_;
+    mm.a = {f.attn.o}, mm.b = {weights(layer, ph, p.out)}, mm.outputs = {a};
+    b_.matmul(OpName{ph, base.scope, "out"}, ir::OpClass::matmul, mm);
+  }
+  if (p.out_bias.elements > 0) {
+    const TensorId a1 = b_.activation(sc + ".attn_out_biased", tokens * static_cast<double>(d_));
+    b_.vector(OpName{ph, base.scope, "out_bias"}, ir::OpClass::matmul, ir::VectorOp::elementwise,
+              tokens * static_cast<double>(d_), kAdd, {{a, 1}, {p.out_bias.w, 1}}, {{a1, 1}}, a);
+    a = a1;
+  }
+  a = points_.after_row_parallel(b_.graph(), layer, ph, a);
+  (void)enc_out;
+  return a;
+}
+
+TensorId TransformerStep::mlp_forward(const OpName& base, int layer, TensorId h, double tokens, const BlockParams& p,
+                                      BlockFwd& f) {
+  const std::string sc = base.scope + "." + std::string(fused::phase_name(base.phase));
+  const Phase ph = base.phase;
+  const VpuCost& act = m_.mlp == MlpKind::gelu     ? kGeluForward
+                       : m_.mlp == MlpKind::relu   ? kReluForward
+                       : m_.mlp == MlpKind::swiglu ? kSwigluForward
+                                                   : kGegluForward;
+  const double td = tokens * static_cast<double>(d_);
+  if (!p.moe) {
+    const double f_elems = tokens * static_cast<double>(shard_.d_ff);
+    TensorId u = b_.activation(sc + ".up", tokens * static_cast<double>(up_width(false)));
+    Builder::Matmul up;
+    up.m = static_cast<std::int64_t>(tokens), up.k = d_, up.n = up_width(false), up.dtype = mm_dtype_;
+    up.a = {h}, up.b = {weights(layer, ph, p.up)}, up.outputs = {u};
+    b_.matmul(OpName{ph, base.scope, "up"}, ir::OpClass::matmul, up);
+    if (p.up_bias.elements > 0) {
+      const TensorId u1 = b_.activation(sc + ".up_biased", tokens * static_cast<double>(up_width(false)));
+      b_.vector(OpName{ph, base.scope, "up_bias"}, ir::OpClass::matmul, ir::VectorOp::elementwise,
+                tokens * static_cast<double>(up_width(false)), kAdd, {{u, 1}, {p.up_bias.w, 1}}, {{u1, 1}}, u);
+      u = u1;
+    }
+    f.u = u;
+    f.g = b_.activation(sc + ".act", f_elems);
+    b_.vector(OpName{ph, base.scope, "act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, f_elems, act,
+              {{u, 1}}, {{f.g, 1}}, u);
+    TensorId o = b_.activation(sc + ".down", td);
+    Builder::Matmul down;
+    down.m = static_cast<std::int64_t>(tokens), down.k = shard_.d_ff, down.n = d_, down.dtype = mm_dtype_;
+    down.a = {f.g}, down.b = {weights(layer, ph, p.down)}, down.outputs = {o};
+    b_.matmul(OpName{ph, base.scope, "down"}, ir::OpClass::matmul, down);
+    if (p.down_bias.elements > 0) {
+      const TensorId o1 = b_.activation(sc + ".down_biased", td);
+      b_.vector(OpName{ph, base.scope, "down_bias"}, ir::OpClass::matmul, ir::VectorOp::elementwise, td, kAdd,
+                {{o, 1}, {p.down_bias.w, 1}}, {{o1, 1}}, o);
+      o = o1;
+    }
+    return points_.after_row_parallel(b_.graph(), layer, ph, o);
+  }
+  // Mixture of experts: router, top-k, dispatch into per-expert buffers of `capacity` tokens, the expert MLPs
+  // as batched matmuls (one product per local expert), combine. Model FLOPs count the routed tokens (top_k
+  // per token); hardware FLOPs the full capacity (padding included).
+  const ExpertShape e = expert_shape(tokens);
+  const int experts = e.experts, local = e.local, k = e.top_k;
+  const std::int64_t capacity = e.capacity, fe = e.fe, fu = e.fu;
+  const double buffer = e.buffer;
+  f.router_logits = b_.activation(sc + ".router", tokens * experts, DType::f32);
+  {
+    Builder::Matmul r;
+    r.m = static_cast<std::int64_t>(tokens), r.k = d_, r.n = experts, r.dtype = mm_dtype_;
+    r.a = {h}, r.b = {weights(layer, ph, p.router)}, r.outputs = {f.router_logits};
+    b_.matmul(OpName{ph, base.scope, "router"}, ir::OpClass::matmul, r);
+  }
+  f.gates = b_.activation(sc + ".gates", tokens * k * 2, DType::f32);  // weights and expert indices
+  b_.vector(OpName{ph, base.scope, "top_k"}, ir::OpClass::other, ir::VectorOp::reduction, tokens * experts, kRouter,
+            {{f.router_logits, 1}}, {{f.gates, 1}});
+  f.dispatched = b_.activation(sc + ".dispatched", buffer);
+  b_.vector(OpName{ph, base.scope, "dispatch"}, ir::OpClass::other, ir::VectorOp::elementwise, buffer, kDispatch,
+            {{h, std::min<double>(k, static_cast<double>(local))}, {f.gates, 1}}, {{f.dispatched, 1}});
+  const TensorId disp = points_.expert_dispatch(b_.graph(), layer, ph, f.dispatched);
+  f.eu = b_.activation(sc + ".experts_up", static_cast<double>(local) * capacity * fu);
+  expert_matmul(OpName{ph, base.scope, "experts_up"}, capacity, d_, fu, mm_dtype_, disp,
+                weights(layer, ph, p.experts_up), f.eu, e.routed * d_ * fu, nullptr, true);
+  const double ge = static_cast<double>(local) * capacity * fe;
+  f.eg = b_.activation(sc + ".experts_act", ge);
+  b_.vector(OpName{ph, base.scope, "experts_act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, ge, act,
+            {{f.eu, 1}}, {{f.eg, 1}}, f.eu);
+  f.eo = b_.activation(sc + ".experts_down", buffer);
+  expert_matmul(OpName{ph, base.scope, "experts_down"}, capacity, fe, d_, mm_dtype_, f.eg,
+                weights(layer, ph, p.experts_down), f.eo, e.routed * fe * d_, nullptr, true);
+  const TensorId eo = points_.expert_combine(b_.graph(), layer, ph, f.eo);
+  const TensorId o = b_.activation(sc + ".combined", td);
+  b_.vector(OpName{ph, base.scope, "combine"}, ir::OpClass::other, ir::VectorOp::elementwise, tokens * k * d_,
+            kCombine, {{eo, 1}, {f.gates, 1}}, {{o, 1}});
+  return o;
+}
+
+BlockFwd TransformerStep::forward_block(const Stack& st, int l, TensorId x, Phase phase, const std::string& mbp,
+                                        std::optional<TensorId> enc_out) {
+  const BlockParams& p = st.params[static_cast<std::size_t>(l - st.first)];
+  const std::string scope = fmt::format("{}{}{}", mbp, st.name, l);
+  const std::string sc = scope + "." + std::string(fused::phase_name(phase));
+  const double tokens = static_cast<double>(mb()) * static_cast<double>(st.s);
+  const double td = tokens * static_cast<double>(d_);
+  BlockFwd f;
+  f.x = x;
+  f.h1 = norm(OpName{phase, scope, "norm1"}, x, tokens, p.norm1, &f.stats1);
+  const TensorId a = attention_sub(OpName{phase, scope, "attn"}, st, l, f.h1, tokens, p, f, enc_out);
+  if (m_.block == TransformerBlock::parallel && !st.cross) {
+    const TensorId o = mlp_forward(OpName{phase, scope, "mlp"}, l, f.h1, tokens, p, f);
+    f.out = b_.activation(sc + ".out", td);
+    b_.vector(OpName{phase, scope, "residual"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td,
+              VpuCost{"two residual adds", {2, 0}, ""}, {{x, 1}, {a, 1}, {o, 1}}, {{f.out, 1}}, o);
+    return f;
+  }
+  f.x1 = b_.activation(sc + ".residual1", td);
+  b_.vector(OpName{phase, scope, "residual1"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td, kAdd,
+            {{a, 1}, {x, 1}}, {{f.x1, 1}}, a);
+  TensorId mlp_in = f.x1;
+  if (st.cross) {
+    // Cross-attention over the encoder output: queries from the decoder, keys and values from the encoder.
+    f.hx = norm(OpName{phase, scope, "norm_x"}, f.x1, tokens, p.norm_x, &f.statsx);
+    const double q_elems = tokens * heads_ * dh_;
+    const double enc_tokens = static_cast<double>(mb()) * static_cast<double>(stacks_.front().s);
+    const TensorId q = b_.activation(sc + ".xq", q_elems);
+    {
+      Builder::Matmul mm;
+      mm.m = static_cast<std::int64_t>(tokens), mm.k = d_, mm.n = static_cast<std::int64_t>(heads_) * dh_;
+      mm.dtype = mm_dtype_, mm.a = {f.hx}, mm.b = {weights(l, phase, p.q_x)}, mm.outputs = {q};
+      b_.matmul(OpName{phase, scope, "xq"}, ir::OpClass::matmul, mm);
+    }
+    TensorId kx = 0, vx = 0;
+    if (decode_) {
+      std::tie(kx, vx) = cross_caches_.at({1, l});
+    } else {
+      const double kv_elems = enc_tokens * kv_ * dh_;
+      kx = b_.activation(sc + ".xk", kv_elems);
+      vx = b_.activation(sc + ".xv", kv_elems);
+      std::vector<TensorId> outs{kx, vx};
+      if (inference_) {  // prefill fills the cross-attention cache once
+        std::tie(kx, vx) = cross_caches_.at({1, l});
+        outs = {kx, vx};
+      }
+      Builder::Matmul mm;
+      mm.m = static_cast<std::int64_t>(enc_tokens), mm.k = d_, mm.n = 2 * static_cast<std::int64_t>(kv_) * dh_;
+      mm.dtype = mm_dtype_, mm.a = {*enc_out}, mm.b = {weights(l, phase, p.kv_x)}, mm.outputs = outs;
+      b_.matmul(OpName{phase, scope, "xkv"}, ir::OpClass::matmul, mm);
+    }
+    const AttentionShape shape{mb(), st.s, stacks_.front().s, heads_, kv_, dh_, false, false};
+    f.xattn = attention_forward(b_, OpName{phase, scope, "xattn"}, w_.attention, shape, q, kx, vx);
+    const TensorId ax = b_.activation(sc + ".xattn_out", td);
+    {
+      Builder::Matmul mm;
+      mm.m = static_cast<std::int64_t>(tokens), mm.k = static_cast<std::int64_t>(heads_) * dh_, mm.n = d_;
+      mm.dtype = mm_dtype_, mm.a = {f.xattn.o}, mm.b = {weights(l, phase, p.out_x)}, mm.outputs = {ax};
+      b_.matmul(OpName{phase, scope, "xout"}, ir::OpClass::matmul, mm);
+    }
+    const TensorId axr = points_.after_row_parallel(b_.graph(), l, phase, ax);
+    f.x1x = b_.activation(sc + ".residual_x", td);
+    b_.vector(OpName{phase, scope, "residual_x"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td, kAdd,
+              {{axr, 1}, {f.x1, 1}}, {{f.x1x, 1}}, axr);
+    mlp_in = f.x1x;
+  }
+  f.h2 = norm(OpName{phase, scope, "norm2"}, mlp_in, tokens, p.norm2, &f.stats2);
+  const TensorId o = mlp_forward(OpName{phase, scope, "mlp"}, l, f.h2, tokens, p, f);
+  f.out = b_.activation(sc + ".residual2", td);
+  b_.vector(OpName{phase, scope, "residual2"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td, kAdd,
+            {{o, 1}, {mlp_in, 1}}, {{f.out, 1}}, o);
+  return f;
+}
+
+TransformerStep::ExpertShape TransformerStep::expert_shape(double tokens) const {
+  ExpertShape e;
+  e.experts = m_.moe.experts;
+  e.local = shard_.experts;
+  e.top_k = m_.moe.top_k;
+  e.capacity = static_cast<std::int64_t>(
+      std::ceil(m_.moe.capacity_factor * tokens * e.top_k / static_cast<double>(e.experts) - 1e-9));
+  e.routed = tokens * e.top_k * static_cast<double>(e.local) / e.experts;
+  e.fe = shard_.expert_d_ff;
+  e.fu = up_width(true);
+  e.buffer = static_cast<double>(e.local) * static_cast<double>(e.capacity) * static_cast<double>(d_);
+  return e;
+}
+
+void TransformerStep::expert_matmul(const OpName& name, std::int64_t m, std::int64_t k, std::int64_t n, DType dtype,
+                                    TensorId a, TensorId b, TensorId out, double useful_macs, const Param* grad,
+                                    bool first) {
+  Builder::Matmul mm;
+  mm.m = m, mm.k = k, mm.n = n, mm.batch = shard_.experts, mm.dtype = dtype;
+  mm.a = {a}, mm.b = {b}, mm.outputs = {out};
+  const bool recompute = name.phase == Phase::recompute;
+  mm.flops = Builder::Flops{recompute ? 0.0 : 2.0 * useful_macs,
+                            Builder::matmul_flops(m, k, n, shard_.experts, recompute).hardware};
+  if (grad != nullptr && !first) mm.extra_reads.push_back({*grad->grad, 1});
+  b_.matmul(name, ir::OpClass::matmul, mm);
+}
+
+void TransformerStep::weight_gradient(const OpName& name, ir::OpClass cls, std::int64_t m, std::int64_t k,
+                                      std::int64_t n, std::int64_t batch, std::vector<TensorId> a,
+                                      std::vector<TensorId> dy, const Param& weight, const Param* bias,
+                                      bool first_microbatch) {
+  Builder::Matmul mm;
+  mm.m = m, mm.k = k, mm.n = n, mm.batch = batch, mm.dtype = w_.dtype;
+  mm.a = std::move(a), mm.b = std::move(dy), mm.outputs = {*weight.grad};
+  if (!first_microbatch) {
+    // Gradient accumulation: the epilogue adds into the gradient of the earlier microbatches.
+    mm.extra_reads.push_back({*weight.grad, 1});
+    mm.epilogue += kGradientAccumulate.per_element.times(weight.elements);
+  }
+  if (bias != nullptr && bias->elements > 0) {
+    // The bias gradient is the column sum of dY, done on the VPU in the same kernel.
+    mm.extra_writes.push_back({*bias->grad, 1});
+    mm.epilogue += kAdd.per_element.times(static_cast<double>(k) * static_cast<double>(n));
+    if (!first_microbatch) mm.extra_reads.push_back({*bias->grad, 1});
+  }
+  b_.matmul(name, cls, mm);
+}
+
+TensorId TransformerStep::norm_backward(const OpName& name, TensorId dy, TensorId x, TensorId stats, double tokens,
+                                        const Param& gamma, bool first_microbatch) {
+  const std::string base = name.scope + "." + std::string(fused::phase_name(name.phase)) + "." + name.name;
+  const TensorId dx = b_.activation(base, tokens * static_cast<double>(d_));
+  std::vector<Access> reads{{dy, 1}, {x, 1}, {stats, 1}, {gamma.w, 1}};
+  if (!first_microbatch) reads.push_back({*gamma.grad, 1});
+  b_.vector(name, ir::OpClass::norm_activation, ir::VectorOp::reduction, tokens * static_cast<double>(d_),
+            norm_cost(true), reads, {{dx, 1}, {*gamma.grad, 1}});
+  return dx;
+}
+
+TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId dout, TensorId h, double tokens,
+                                       const BlockParams& p, const BlockFwd& f, bool first) {
+  const std::string sc = base.scope + ".bwd";
+  const Phase ph = Phase::backward;
+  const VpuCost& act = m_.mlp == MlpKind::gelu     ? kGeluBackward
+                       : m_.mlp == MlpKind::relu   ? kReluBackward
+                       : m_.mlp == MlpKind::swiglu ? kSwigluBackward
+                                                   : kGegluBackward;
+  const auto t = static_cast<std::int64_t>(tokens);
+  const double td = tokens * static_cast<double>(d_);
+  if (!p.moe) {
+    const std::int64_t fu = up_width(false), fd = shard_.d_ff;
+    const TensorId dg = b_.activation(sc + ".dact", tokens * static_cast<double>(fd));
+    {
+      Builder::Matmul mm;
+      mm.m = t, mm.k = d_, mm.n = fd, mm.dtype = mm_dtype_, mm.a = {dout}, mm.b = {weights(layer, ph, p.down)};
+      mm.outputs = {dg};
+      b_.matmul(OpName{ph, base.scope, "down.dx"}, ir::OpClass::matmul, mm);
+    }
+    const TensorId du = b_.activation(sc + ".dup", tokens * static_cast<double>(fu));
+    b_.vector(OpName{ph, base.scope, "act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
+              tokens * static_cast<double>(fd), act, {{dg, 1}, {f.u, 1}}, {{du, 1}}, dg);
+    weight_gradient(OpName{ph, base.scope, "down.dw"}, ir::OpClass::matmul, fd, t, d_, 1, {f.g}, {dout}, p.down,
+                    &p.down_bias, first);
+    const TensorId dh = b_.activation(sc + ".dh_mlp", td);
+    {
+      Builder::Matmul mm;
+      mm.m = t, mm.k = fu, mm.n = d_, mm.dtype = mm_dtype_, mm.a = {du}, mm.b = {weights(layer, ph, p.up)};
+      mm.outputs = {dh};
+      b_.matmul(OpName{ph, base.scope, "up.dx"}, ir::OpClass::matmul, mm);
+    }
+    weight_gradient(OpName{ph, base.scope, "up.dw"}, ir::OpClass::matmul, d_, t, fu, 1, {h}, {du}, p.up, &p.up_bias,
+                    first);
+    return points_.after_row_parallel(b_.graph(), layer, ph, dh);
+  }
+  // Mixture of experts, in reverse.
+  const ExpertShape e = expert_shape(tokens);
+  const int experts = e.experts, local = e.local, k = e.top_k;
+  const std::int64_t capacity = e.capacity, fe = e.fe, fu = e.fu;
+  const double buffer = e.buffer;
+  const TensorId deo = b_.activation(sc + ".dexperts_out", buffer);
+  const TensorId dgates = b_.activation(sc + ".dgates", tokens * k, DType::f32);
+  b_.vector(OpName{ph, base.scope, "combine"}, ir::OpClass::other, ir::VectorOp::elementwise, tokens * k * d_,
+            kCombine, {{dout, 1}, {f.eo, 1}, {f.gates, 1}}, {{deo, 1}, {dgates, 1}});
+  const TensorId deo_local = points_.expert_combine(b_.graph(), layer, ph, deo);
+  const TensorId deg = b_.activation(sc + ".dexperts_act", static_cast<double>(local) * capacity * fe);
+  expert_matmul(OpName{ph, base.scope, "experts_down.dx"}, capacity, d_, fe, mm_dtype_, deo_local,
+                weights(layer, ph, p.experts_down), deg, e.routed * d_ * fe, nullptr, true);
+  const TensorId deu = b_.activation(sc + ".dexperts_up", static_cast<double>(local) * capacity * fu);
+  b_.vector(OpName{ph, base.scope, "experts_act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
+            static_cast<double>(local) * capacity * fe, act, {{deg, 1}, {f.eu, 1}}, {{deu, 1}}, deg);
+  expert_matmul(OpName{ph, base.scope, "experts_down.dw"}, fe, capacity, d_, w_.dtype, f.eg, deo_local,
+                *p.experts_down.grad, e.routed * d_ * fe, &p.experts_down, first);
+  const TensorId ddisp = b_.activation(sc + ".ddispatched", buffer);
+  expert_matmul(OpName{ph, base.scope, "experts_up.dx"}, capacity, fu, d_, mm_dtype_, deu,
+                weights(layer, ph, p.experts_up), ddisp, e.routed * d_ * fu, nullptr, true);
+  expert_matmul(OpName{ph, base.scope, "experts_up.dw"}, d_, capacity, fu, w_.dtype, f.dispatched, deu,
+                *p.experts_up.grad, e.routed * d_ * fu, &p.experts_up, first);
+  const TensorId ddisp_local = points_.expert_dispatch(b_.graph(), layer, ph, ddisp);
+  const TensorId dh_experts = b_.activation(sc + ".dh_experts", td);
+  b_.vector(OpName{ph, base.scope, "dispatch"}, ir::OpClass::other, ir::VectorOp::elementwise, buffer, kDispatch,
+            {{ddisp_local, 1}, {f.gates, 1}}, {{dh_experts, 1}});
+  const TensorId drl = b_.activation(sc + ".drouter", tokens * experts, DType::f32);
+  b_.vector(OpName{ph, base.scope, "top_k"}, ir::OpClass::other, ir::VectorOp::reduction, tokens * experts, kRouter,
+            {{dgates, 1}, {f.router_logits, 1}}, {{drl, 1}});
+  const TensorId dh_router = b_.activation(sc + ".dh_router", td);
+  {
+    Builder::Matmul mm;
+    mm.m = t, mm.k = experts, mm.n = d_, mm.dtype = mm_dtype_, mm.a = {drl}, mm.b = {weights(layer, ph, p.router)};
+    mm.outputs = {dh_router};
+    b_.matmul(OpName{ph, base.scope, "router.dx"}, ir::OpClass::matmul, mm);
+  }
+  weight_gradient(OpName{ph, base.scope, "router.dw"}, ir::OpClass::matmul, d_, t, experts, 1, {h}, {drl}, p.router,
+                  nullptr, first);
+  const TensorId dh = b_.activation(sc + ".dh_mlp", td);
+  b_.vector(OpName{ph, base.scope, "dh_sum"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td, kAdd,
+            {{dh_router, 1}, {dh_experts, 1}}, {{dh, 1}}, dh_router);
+  return dh;
+}
+
+TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd& f, TensorId dout,
+                                         const std::string& mbp, bool first, std::optional<TensorId> enc_out,
+                                         std::optional<TensorId>& d_enc) {
+  const BlockParams& p = st.params[static_cast<std::size_t>(l - st.first)];
+  const std::string scope = fmt::format("{}{}{}", mbp, st.name, l);
+  const std::string sc = scope + ".bwd";
+  const Phase ph = Phase::backward;
+  const double tokens = static_cast<double>(mb()) * static_cast<double>(st.s);
+  const auto t = static_cast<std::int64_t>(tokens);
+  const double td = tokens * static_cast<double>(d_);
+  const std::int64_t hd = static_cast<std::int64_t>(heads_) * dh_;
+
+  // Attention sub-block backward, given the gradient at its output (after the residual add) `dy`; returns the
+  // gradient of its norm's input, not yet including the residual path.
+  auto attention_backward_sub = [&](TensorId dy, TensorId h, TensorId x_in, TensorId stats, const Param& norm_w,
+                                    bool cross) -> TensorId {
+    const Param& out_w = cross ? p.out_x : p.out;
+    const AttentionSaved& saved = cross ? f.xattn : f.attn;
+    const char* tag = cross ? "x" : "";
+    const TensorId d_o = b_.activation(sc + "." + tag + "dattn", tokens * hd);
+    {
+      Builder::Matmul mm;
+      mm.m = t, mm.k = d_, mm.n = hd, mm.dtype = mm_dtype_, mm.a = {dy}, mm.b = {weights(l, ph, out_w)};
+      mm.outputs = {d_o};
+      b_.matmul(OpName{ph, scope, std::string(tag) + "out.dx"}, ir::OpClass::matmul, mm);
+    }
+    weight_gradient(OpName{ph, scope, std::string(tag) + "out.dw"}, ir::OpClass::matmul, hd, t, d_, 1, {saved.o}, {dy},
+                    out_w, cross ? nullptr : &p.out_bias, first);
+    const std::int64_t s_k = cross ? stacks_.front().s : st.s;
+    AttentionShape shape{mb(), st.s, s_k, heads_, kv_, dh_, cross ? false : st.causal,
+                         !cross && m_.position == PositionKind::relative && st.relative_table.has_value()};
+    AttentionSaved use = saved;
+    if (!cross && w_.remat == Remat::selective && w_.attention == AttentionImpl::unfused) {
+      // Selective rematerialization: recompute the attention core (scores, softmax, P) instead of keeping it.
+      use = attention_forward(b_, OpName{Phase::recompute, scope, "attention"}, w_.attention, shape, saved.q, saved.k,
+                              saved.v);
+      use.o = saved.o;
+    }
+    const AttentionGrads g =
+        attention_backward(b_, OpName{ph, scope, std::string(tag) + "attention"}, w_.attention, shape, use, d_o);
+    if (cross) {
+      // Queries from the decoder; keys and values from the encoder output, whose gradient accumulates over layers.
+      const TensorId dh_q = b_.activation(sc + ".dxq", td);
+      Builder::Matmul mm;
+      mm.m = t, mm.k = hd, mm.n = d_, mm.dtype = mm_dtype_, mm.a = {g.dq}, mm.b = {weights(l, ph, p.q_x)};
+      mm.outputs = {dh_q};
+      b_.matmul(OpName{ph, scope, "xq.dx"}, ir::OpClass::matmul, mm);
+      weight_gradient(OpName{ph, scope, "xq.dw"}, ir::OpClass::matmul, d_, t, hd, 1, {h}, {g.dq}, p.q_x, nullptr,
+                      first);
+      const double enc_tokens = static_cast<double>(mb()) * static_cast<double>(stacks_.front().s);
+      const auto te = static_cast<std::int64_t>(enc_tokens);
+      const std::int64_t kvw = 2 * static_cast<std::int64_t>(kv_) * dh_;
+      const TensorId de = b_.activation(sc + ".denc_part", enc_tokens * static_cast<double>(d_));
+      Builder::Matmul kvm;
+      kvm.m = te, kvm.k = kvw, kvm.n = d_, kvm.dtype = mm_dtype_, kvm.a = {g.dk, g.dv}, kvm.b = {weights(l, ph, p.kv_x)};
+      kvm.outputs = {de};
+      b_.matmul(OpName{ph, scope, "xkv.dx"}, ir::OpClass::matmul, kvm);
+      weight_gradient(OpName{ph, scope, "xkv.dw"}, ir::OpClass::matmul, d_, te, kvw, 1, {*enc_out}, {g.dk, g.dv},
+                      p.kv_x, nullptr, first);
+      if (d_enc) {
+        const TensorId sum = b_.activation(sc + ".denc", enc_tokens * static_cast<double>(d_));
+        b_.vector(OpName{ph, scope, "denc_sum"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
+                  enc_tokens * static_cast<double>(d_), kAdd, {{de, 1}, {*d_enc, 1}}, {{sum, 1}}, de);
+        d_enc = sum;
+      } else {
+        d_enc = de;
+      }
+      return norm_backward(OpName{ph, scope, "norm_x"}, dh_q, x_in, stats, tokens, norm_w, first);
+    }
+    TensorId dq = g.dq, dk = g.dk;
+    if (m_.position == PositionKind::rotary) {
+      const TensorId dq2 = b_.activation(sc + ".dq_rotary", tokens * hd);
+      const TensorId dk2 = b_.activation(sc + ".dk_rotary", tokens * kv_ * dh_);
+      b_.vector(OpName{ph, scope, "rotary"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
+                tokens * (heads_ + kv_) * dh_, kRotary, {{dq, 1}, {dk, 1}}, {{dq2, 1}, {dk2, 1}}, dq);
+      dq = dq2, dk = dk2;
+    }
+    const TensorId dh1 = b_.activation(sc + ".dh_attn", td);
+    {
+      Builder::Matmul mm;
+      mm.m = t, mm.k = qkv_width(), mm.n = d_, mm.dtype = mm_dtype_, mm.a = {dq, dk, g.dv};
+      mm.b = {weights(l, ph, p.qkv)}, mm.outputs = {dh1};
+      b_.matmul(OpName{ph, scope, "qkv.dx"}, ir::OpClass::matmul, mm);
+    }
+    weight_gradient(OpName{ph, scope, "qkv.dw"}, ir::OpClass::matmul, d_, t, qkv_width(), 1, {h}, {dq, dk, g.dv},
+                    p.qkv, &p.qkv_bias, first);
+    return points_.after_row_parallel(b_.graph(), l, ph, dh1);
+  };
+
+  if (m_.block == TransformerBlock::parallel && !st.cross) {
+    // out = x + attn(h) + mlp(h), h = norm1(x): dh = dh_attn + dh_mlp, dx = dout + norm1'(dh).
+    const TensorId dh_mlp = mlp_backward(OpName{ph, scope, "mlp"}, l, dout, f.h1, tokens, p, f, first);
+    const TensorId dh_attn = attention_backward_sub(dout, f.h1, f.x, f.stats1, p.norm1, false);
+    const TensorId dh = b_.activation(sc + ".dh", td);
+    b_.vector(OpName{ph, scope, "dh_sum"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td, kAdd,
+              {{dh_attn, 1}, {dh_mlp, 1}}, {{dh, 1}}, dh_attn);
+    const TensorId dxn = norm_backward(OpName{ph, scope, "norm1"}, dh, f.x, f.stats1, tokens, p.norm1, first);
+    const TensorId dx = b_.activation(sc + ".dx", td);
+    b_.vector(OpName{ph, scope, "residual"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td, kAdd,
+              {{dxn, 1}, {dout, 1}}, {{dx, 1}}, dxn);
+    return dx;
+  }
+  const TensorId mlp_in = st.cross ? f.x1x : f.x1;
+  const TensorId dh2 = mlp_backward(OpName{ph, scope, "mlp"}, l, dout, f.h2, tokens, p, f, first);
+  const TensorId dn2 = norm_backward(OpName{ph, scope, "norm2"}, dh2, mlp_in, f.stats2, tokens, p.norm2, first);
+  TensorId dmid = b_.activation(sc + ".residual2", td);
+  b_.vector(OpName{ph, scope, "residual2"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td, kAdd,
+            {{dn2, 1}, {dout, 1}}, {{dmid, 1}}, dn2);
+  if (st.cross) {
+    const TensorId dnx = attention_backward_sub(dmid, f.hx, f.x1, f.statsx, p.norm_x, true);
+    const TensorId d1 = b_.activation(sc + ".residual_x", td);
+    b_.vector(OpName{ph, scope, "residual_x"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td, kAdd,
+              {{dnx, 1}, {dmid, 1}}, {{d1, 1}}, dnx);
+    dmid = d1;
+  }
+  const TensorId dh1 = attention_backward_sub(dmid, f.h1, f.x, f.stats1, p.norm1, false);
+  const TensorId dn1 = norm_backward(OpName{ph, scope, "norm1"}, dh1, f.x, f.stats1, tokens, p.norm1, first);
+  const TensorId dx = b_.activation(sc + ".dx", td);
+  b_.vector(OpName{ph, scope, "residual1"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td, kAdd,
+            {{dn1, 1}, {dmid, 1}}, {{dx, 1}}, dn1);
+  return dx;
+}
+
+TransformerStep::HeadFwd TransformerStep::head_forward(const std::string& mbp, TensorId x, double tokens,
+                                                       double x_times, Phase phase) {
+  HeadFwd h;
+  h.x = x;
+  h.tokens = tokens;
+  h.x_times = x_times;
+  const std::string scope = mbp + "head";
+  const std::string sc = scope + "." + std::string(fused::phase_name(phase));
+  const auto t = static_cast<std::int64_t>(tokens);
+  h.hf = norm(OpName{phase, scope, "norm"}, x, tokens, final_norm_, &h.statsf, x_times);
+  TensorId in = h.hf;
+  if (lm_dense_.elements > 0) {
+    // BERT's masked-LM transform: dense + bias + gelu, then a norm.
+    h.ht0 = b_.activation(sc + ".transform", tokens * static_cast<double>(d_));
+    Builder::Matmul mm;
+    mm.m = t, mm.k = d_, mm.n = d_, mm.dtype = mm_dtype_, mm.a = {h.hf}, mm.b = {lm_dense_.w}, mm.outputs = {h.ht0};
+    b_.matmul(OpName{phase, scope, "transform"}, ir::OpClass::matmul, mm);
+    h.ht1 = b_.activation(sc + ".transform_act", tokens * static_cast<double>(d_));
+    b_.vector(OpName{phase, scope, "transform_act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
+              tokens * static_cast<double>(d_), VpuCost{"bias and gelu", {9, 1}, ""}, {{h.ht0, 1}, {lm_bias_.w, 1}},
+              {{h.ht1, 1}}, h.ht0);
+    h.ht = norm(OpName{phase, scope, "transform_norm"}, h.ht1, tokens, lm_norm_, &h.statst);
+    in = h.ht;
+  }
+  const std::int64_t vocab = shard_.vocab;
+  h.logits = b_.activation(sc + ".logits", tokens * static_cast<double>(vocab));
+  {
+    Builder::Matmul mm;
+    mm.m = t, mm.k = d_, mm.n = vocab, mm.dtype = mm_dtype_, mm.a = {in};
+    mm.b = {m_.tied_embeddings ? table_.w : out_proj_.w};
+    mm.outputs = {h.logits};
+    b_.matmul(OpName{phase, scope, "logits"}, ir::OpClass::loss, mm);
+  }
+  const double logits = tokens * static_cast<double>(vocab);
+  if (train_) {
+    h.dlogits = b_.activation(sc + ".dlogits", logits);
+    const TensorId loss = b_.activation(sc + ".loss", tokens, DType::f32);
+    b_.vector(OpName{phase, scope, "cross_entropy"}, ir::OpClass::loss, ir::VectorOp::reduction, logits,
+              kCrossEntropyWithGradient, {{h.logits, 1}}, {{h.dlogits, 1}, {loss, 1}});
+  } else if (inference_) {
+    const TensorId next = b_.activation(sc + ".next_token", tokens, DType::f32);
+    b_.vector(OpName{phase, scope, "sample"}, ir::OpClass::loss, ir::VectorOp::reduction, logits, kSampling,
+              {{h.logits, 1}}, {{next, 1}});
+  } else {
+    const TensorId loss = b_.activation(sc + ".loss", tokens, DType::f32);
+    b_.vector(OpName{phase, scope, "cross_entropy"}, ir::OpClass::loss, ir::VectorOp::reduction, logits,
+              kCrossEntropyForward, {{h.logits, 1}}, {{loss, 1}});
+  }
+  return h;
+}
+
+TensorId TransformerStep::head_backward(const std::string& mbp, const HeadFwd& h, bool first) {
+  const std::string scope = mbp + "head";
+  const std::string sc = scope + ".bwd";
+  const Phase ph = Phase::backward;
+  const auto t = static_cast<std::int64_t>(h.tokens);
+  const std::int64_t vocab = shard_.vocab;
+  const Param& proj = m_.tied_embeddings ? table_ : out_proj_;
+  const TensorId in = lm_dense_.elements > 0 ? h.ht : h.hf;
+  TensorId dh = b_.activation(sc + ".dh", h.tokens * static_cast<double>(d_));
+  {
+    Builder::Matmul mm;
+    mm.m = t, mm.k = vocab, mm.n = d_, mm.dtype = mm_dtype_, mm.a = {h.dlogits}, mm.b = {proj.w}, mm.outputs = {dh};
+    b_.matmul(OpName{ph, scope, "logits.dx"}, ir::OpClass::loss, mm);
+  }
+  weight_gradient(OpName{ph, scope, "logits.dw"}, ir::OpClass::loss, d_, t, vocab, 1, {in}, {h.dlogits}, proj,
+                  nullptr, first);
+  if (lm_dense_.elements > 0) {
+    const TensorId dn = norm_backward(OpName{ph, scope, "transform_norm"}, dh, h.ht1, h.statst, h.tokens, lm_norm_,
+                                      first);
+    const TensorId da = b_.activation(sc + ".dtransform", h.tokens * static_cast<double>(d_));
+    b_.vector(OpName{ph, scope, "transform_act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
+              h.tokens * static_cast<double>(d_), kGeluBackward, {{dn, 1}, {h.ht0, 1}}, {{da, 1}}, dn);
+    const TensorId dhf = b_.activation(sc + ".dtransform_in", h.tokens * static_cast<double>(d_));
+    Builder::Matmul mm;
+    mm.m = t, mm.k = d_, mm.n = d_, mm.dtype = mm_dtype_, mm.a = {da}, mm.b = {lm_dense_.w}, mm.outputs = {dhf};
+    b_.matmul(OpName{ph, scope, "transform.dx"}, ir::OpClass::matmul, mm);
+    weight_gradient(OpName{ph, scope, "transform.dw"}, ir::OpClass::matmul, d_, t, d_, 1, {h.hf}, {da}, lm_dense_,
+                    &lm_bias_, first);
+    dh = dhf;
+  }
+  return norm_backward(OpName{ph, scope, "norm"}, dh, h.x, h.statsf, h.tokens, final_norm_, first);
+}
+
+fused::Graph TransformerStep::build() {
+  if (heads_ < 1 || kv_ < 1 || dh_ < 1 || d_ < 1 || mb() < 1 || shard_.seq_len < 1) {
+    throw std::invalid_argument(fmt::format("transformer {}: needs heads, a head width, a batch and a sequence",
+                                            w_.model.name));
+  }
+  const bool enc_dec = m_.architecture == Architecture::encoder_decoder;
+  // Stacks: the encoder (encoder-only, or the first of an encoder-decoder), then the decoder.
+  const std::int64_t s_enc = shard_.seq_len, s_dec = enc_dec ? shard_.decoder_seq_len : shard_.seq_len;
+  const std::int64_t s_new = decode_ ? 1 : s_dec;                              // decoder queries this step
+  const std::int64_t s_keys = decode_ ? shard_.context + 1 : s_dec;          // decoder keys this step
+  if (m_.architecture == Architecture::encoder) {
+    stacks_.push_back(Stack{"layer", shard_.first_layer, shard_.layers, false, false, s_enc, s_enc, {}, {}});
+  } else if (enc_dec) {
+    if (!decode_) stacks_.push_back(Stack{"enc.layer", 0, shard_.encoder_layers, false, false, s_enc, s_enc, {}, {}});
+    else stacks_.push_back(Stack{"enc.layer", 0, 0, false, false, s_enc, s_enc, {}, {}});  // encoder ran at prefill
+    stacks_.push_back(Stack{"dec.layer", shard_.first_layer, shard_.layers, true, true, s_new, s_keys, {}, {}});
+  } else {
+    stacks_.push_back(Stack{"layer", shard_.first_layer, shard_.layers, true, false, s_new, s_keys, {}, {}});
+  }
+
+  // Parameters (the encoder of an encoder-decoder keeps its parameters even when decoding: they are stored).
+  if (shard_.embedding || (shard_.head && m_.tied_embeddings)) table_ = param("embedding.table", shard_.vocab, d_);
+  if (shard_.embedding && m_.position == PositionKind::learned) positions_ = param("embedding.positions", m_.context, d_);
+  if (shard_.embedding && m_.token_types > 0) types_ = param("embedding.types", m_.token_types, d_);
+  for (std::size_t si = 0; si < stacks_.size(); ++si) {
+    Stack& st = stacks_[si];
+    const int stored = enc_dec && si == 0 ? shard_.encoder_layers : st.count;
+    for (int l = 0; l < stored; ++l) {
+      const bool moe = m_.moe.is_moe_layer(st.first + l) && (!enc_dec || si == 1);
+      st.params.push_back(block_params(fmt::format("{}{}", st.name, st.first + l), st.cross, moe));
+    }
+    if (m_.position == PositionKind::relative && stored > 0) {
+      // T5: one bias table per stack, shared by its blocks (its gradient's scatter-add is not modelled).
+      relative_.push_back(param(st.name + ".position_bias", m_.relative_buckets, heads_));
+      st.relative_table = relative_.back().w;
+    }
+  }
+  if (shard_.head) {
+    final_norm_ = param("head.norm", 1, norm_params());
+    if (!m_.tied_embeddings) out_proj_ = param("head.out", d_, shard_.vocab);
+    if (m_.lm_head_transform) {
+      lm_dense_ = param("head.transform", d_, d_);
+      lm_bias_ = param("head.transform_bias", 1, d_);
+      lm_norm_ = param("head.transform_norm", 1, norm_params());
+    }
+    if (m_.pooler) {
+      // Stored and updated with the model; its compute (the next-sentence head) is not modelled.
+      pooler_ = param("head.pooler", d_, d_);
+      pooler_bias_ = param("head.pooler_bias", 1, d_);
+    }
+  }
+  Param enc_final;
+  if (enc_dec) enc_final = param("enc.norm", 1, norm_params());
+  // KV caches: keys and values of every decoder (or encoder-decoder decoder) layer, and the cross-attention
+  // keys and values of an encoder-decoder's decoder.
+  if (inference_) {
+    Stack& dec = stacks_.back();
+    for (int l = dec.first; l < dec.first + dec.count; ++l) {
+      const double elems = static_cast<double>(mb()) * static_cast<double>(dec.s_k) * kv_ * dh_;
+      caches_[{static_cast<int>(stacks_.size() - 1), l}] = {
+          b_.tensor(fmt::format("{}{}.kv_cache.k", dec.name, l), elems, w_.dtype, TensorKind::kv_cache),
+          b_.tensor(fmt::format("{}{}.kv_cache.v", dec.name, l), elems, w_.dtype, TensorKind::kv_cache)};
+      if (enc_dec) {
+        const double xe = static_cast<double>(mb()) * static_cast<double>(s_enc) * kv_ * dh_;
+        cross_caches_[{1, l}] = {
+            b_.tensor(fmt::format("{}{}.cross_cache.k", dec.name, l), xe, w_.dtype, TensorKind::kv_cache),
+            b_.tensor(fmt::format("{}{}.cross_cache.v", dec.name, l), xe, w_.dtype, TensorKind::kv_cache)};
+      }
+    }
+  }
+
+  const int microbatches = train_ ? std::max(1, shard_.microbatches) : 1;
+  for (int micro = 0; micro < microbatches; ++micro) {
+    const std::string mbp = micro == 0 ? "" : fmt::format("mb{}.", micro);
+    const bool first = micro == 0;
+    // ---- forward ----
+    std::vector<std::vector<BlockFwd>> fwd(stacks_.size());
+    std::optional<TensorId> enc_out;
+    TensorId x = 0, enc_last = 0, enc_stats = 0;
+    for (std::size_t si = 0; si < stacks_.size(); ++si) {
+      Stack& st = stacks_[si];
+      const bool decoder_of_enc_dec = enc_dec && si == 1;
+      if (st.count == 0 && !decoder_of_enc_dec) continue;
+      const double tokens = static_cast<double>(mb()) * static_cast<double>(st.s);
+      if (si == 0 || decoder_of_enc_dec) {
+        x = shard_.embedding ? embed(mbp + (enc_dec ? (si == 0 ? "enc." : "dec.") : ""),
+                                     static_cast<std::int64_t>(tokens), st.s, Phase::forward)
+                             : b_.activation(mbp + st.name + ".input", tokens * static_cast<double>(d_));
+      }
+      for (int l = st.first; l < st.first + st.count; ++l) {
+        fwd[si].push_back(forward_block(st, l, x, Phase::forward, mbp, enc_out));
+        x = fwd[si].back().out;
+      }
+      if (enc_dec && si == 0 && st.count > 0) {
+        enc_last = x;
+        enc_out = norm(OpName{Phase::forward, mbp + "enc", "norm"}, x, tokens, enc_final, &enc_stats);
+      }
+    }
+    HeadFwd head;
+    if (shard_.head) {
+      const Stack& last = stacks_.back();
+      // Inference needs the last position of each sequence only.
+      const double tokens = static_cast<double>(mb()) * (inference_ ? 1.0 : static_cast<double>(last.s));
+      head = head_forward(mbp, x, tokens, inference_ ? 1.0 / static_cast<double>(last.s) : 1.0, Phase::forward);
+    }
+    if (!train_) continue;
+    // ---- backward ----
+    TensorId dx = shard_.head ? head_backward(mbp, head, first)
+                              : b_.activation(mbp + "head.bwd.dx", static_cast<double>(mb()) *
+                                                                       static_cast<double>(stacks_.back().s) * d_);
+    std::optional<TensorId> d_enc;
+    for (std::size_t si = stacks_.size(); si-- > 0;) {
+      Stack& st = stacks_[si];
+      const bool decoder_of_enc_dec = enc_dec && si == 1;
+      if (enc_dec && si == 0) {
+        // The encoder's output gradient is what the decoder's cross-attention accumulated.
+        if (!d_enc) break;
+        const double tokens = static_cast<double>(mb()) * static_cast<double>(st.s);
+        dx = norm_backward(OpName{Phase::backward, mbp + "enc", "norm"}, *d_enc, enc_last, enc_stats, tokens,
+                           enc_final, first);
+      }
+      for (int l = st.first + st.count; l-- > st.first;) {
+        BlockFwd use = fwd[si][static_cast<std::size_t>(l - st.first)];
+        if (w_.remat == Remat::full) {
+          // Full rematerialization: only the block input was kept; run the block forward again first.
+          use = forward_block(st, l, use.x, Phase::recompute, mbp, enc_out);
+        }
+        dx = backward_block(st, l, use, dx, mbp, first, enc_out, d_enc);
+        if (micro == microbatches - 1) {
+          std::vector<TensorId> grads;
+          for (const Param* p : st.params[static_cast<std::size_t>(l - st.first)].all()) {
+            if (p->grad) grads.push_back(*p->grad);
+          }
+          points_.after_weight_gradients(b_.graph(), l, grads);
+        }
+      }
+      if (shard_.embedding && (si == 0 || decoder_of_enc_dec)) {
+        // The embedding gradient: the rows the lookup gathered, scatter-added into the table's gradient.
+        const double tokens = static_cast<double>(mb()) * static_cast<double>(st.s);
+        std::vector<Access> reads{{dx, 1}}, writes;
+        const double rows = std::min(1.0, tokens / static_cast<double>(shard_.vocab));
+        reads.push_back({*table_.grad, rows});
+        writes.push_back({*table_.grad, rows});
+        if (positions_.elements > 0) {
+          const double pos = std::min(1.0, static_cast<double>(st.s) / static_cast<double>(m_.context));
+          reads.push_back({*positions_.grad, pos});
+          writes.push_back({*positions_.grad, pos});
+        }
+        b_.vector(OpName{Phase::backward, mbp + (enc_dec ? (si == 0 ? "enc." : "dec.") : "") + "embedding", "lookup"},
+                  ir::OpClass::embedding, ir::VectorOp::elementwise, tokens * static_cast<double>(d_), kAdd, reads,
+                  writes);
+      }
+    }
+  }
+  if (train_) {
+    for (const Stack& st : stacks_) {
+      for (std::size_t i = 0; i < st.params.size(); ++i) {
+        b_.optimizer_update(fmt::format("{}{}", st.name, st.first + static_cast<int>(i)), st.params[i].all(),
+                            w_.optimizer);
+      }
+    }
+    std::vector<const Param*> rest;
+    for (const Param* p : {&table_, &positions_, &types_, &final_norm_, &out_proj_, &lm_dense_, &lm_bias_, &lm_norm_,
+                           &pooler_, &pooler_bias_, &enc_final}) {
+      rest.push_back(p);
+    }
+    for (const Param& p : relative_) rest.push_back(&p);
+    b_.optimizer_update("embedding_and_head", rest, w_.optimizer);
+  }
+  return std::move(b_.graph());
+}
+
+}  // namespace
+
+fused::Graph build_transformer_step(const WorkloadSpec& workload, const ChipSpec& chip, const ShardView& shard,
+                                    CollectivePoints& points) {
+  return TransformerStep(workload, chip, shard, points).build();
+}
+
+}  // namespace tpusim::kernels

@@ -1,0 +1,54 @@
+#include "memory/fused_stream.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace tpusim::models {
+namespace {
+
+// The stream's two transfers: reads, then writes (in the engine's issue order).
+constexpr int kStreamWindow = 2;
+
+double hbm_rate(const HbmSpec& hbm) { return hbm.bandwidth.value() * (hbm.efficiency > 0 ? hbm.efficiency : 1.0); }
+
+double per_step(std::uint64_t bytes, const ir::Instruction& ins) {
+  return static_cast<double>(bytes) / std::max<std::uint32_t>(1, ins.grid_steps);
+}
+
+}  // namespace
+
+FusedStream::FusedStream(int core, int unit)
+    : engine_(kStreamWindow, static_cast<std::uint8_t>(kFirstStreamEngine + 2 * core + unit)) {
+  if (core < 0 || kFirstStreamEngine + 2 * core + unit >= 254) throw std::invalid_argument("fused stream: bad core");
+}
+
+Tick FusedStream::head_ticks(const HbmSpec& hbm, const ir::Instruction& ins) {
+  return to_ticks(hbm.latency + Seconds(per_step(ins.hbm_read, ins) / hbm_rate(hbm)));
+}
+
+Tick FusedStream::tail_ticks(const HbmSpec& hbm, const ir::Instruction& ins) {
+  return to_ticks(Seconds(per_step(ins.hbm_written, ins) / hbm_rate(hbm)));
+}
+
+void FusedStream::start(Tick now, std::uint32_t instr, const ir::Instruction& ins, tlm::tlm_fw_transport_if<>* hbm) {
+  if (busy()) throw std::logic_error("fused stream: a unit started a fused instruction before its last ended");
+  instr_ = instr;
+  auto send = [&](std::uint64_t bytes, ir::Memory src, ir::Memory dst) {
+    if (bytes == 0) return;
+    Transfer t;
+    t.src = src;
+    t.dst = dst;
+    t.bytes = bytes;
+    t.volume = static_cast<double>(bytes);
+    engine_.issue(now, instr, hbm, ir::Memory::hbm, t);
+  };
+  send(ins.hbm_read, ir::Memory::hbm, ir::Memory::vmem);
+  send(ins.hbm_written, ir::Memory::vmem, ir::Memory::hbm);
+}
+
+bool FusedStream::busy() {
+  engine_.retire([](std::uint32_t, Tick) {});
+  return engine_.busy();
+}
+
+}  // namespace tpusim::models

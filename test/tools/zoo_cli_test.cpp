@@ -1,0 +1,124 @@
+// The model zoo through the tpusim binary: whole-model scenarios, their summary.json (schema 2), the memory
+// plan's bad-input error, `describe model` and `lower`'s summary.
+#include <cmath>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "support/cli.h"
+
+namespace {
+
+using tpusim::test::CliTest;
+using tpusim::test::Outcome;
+using tpusim::test::slurp;
+
+class ZooCli : public CliTest {
+ protected:
+  nlohmann::json summary(const std::string& args, const std::string& name) {
+    const Outcome o = tpusim("run " + args + " -q -o " + (dir_ / name).string());
+    EXPECT_EQ(o.exit_code, 0) << o.err;
+    return nlohmann::json::parse(slurp(dir_ / name / "summary.json"));
+  }
+};
+
+TEST_F(ZooCli, AModelThatDoesNotFitExitsTwoWithTheMemoryBreakdownAndWritesNothing) {
+  const Outcome o = tpusim("run gpt3-175b-does-not-fit-v4 -o " + (dir_ / "x").string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("gpt3-175b-does-not-fit-v4.yaml:8:10: error: workload: the step does not fit in HBM: "
+                       "2.61 TiB per chip, chip v4 has 32 GiB"),
+            std::string::npos)
+      << o.err;
+  EXPECT_NE(o.err.find("found:    optimizer_state 1.27 TiB, weights 650 GiB, gradients 650 GiB, activations 72.4 GiB"),
+            std::string::npos)
+      << o.err;
+  EXPECT_NE(o.err.find("would fit: about 98 chips sharding the weights, gradients and optimizer state (FSDP, with "
+                       "remat: full"),
+            std::string::npos)
+      << o.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "x"));
+}
+
+TEST_F(ZooCli, FusedAndTiledLoweringsOfAGemmAgreeWithinTwoPercent) {
+  const auto tiled = summary("gemm-v4 --set workload.model.lowering=tiled", "tiled");
+  const auto fused = summary("gemm-v4 --set workload.model.lowering=fused", "fused");
+  const double t = tiled["metrics"]["step_time_s"], f = fused["metrics"]["step_time_s"];
+  EXPECT_NEAR(f / t, 1.0, 0.02);
+  EXPECT_EQ(fused["program"]["instructions"], 2);  // one fused matmul per TensorCore
+  EXPECT_DOUBLE_EQ(fused["metrics"]["model_flops"].get<double>(), tiled["metrics"]["model_flops"].get<double>());
+  // Without CMEM staging (v5e) both stream exactly the bytes of tile_gemm's tiling.
+  const auto tiled5 = summary("gemm-v4 --set pod=v5e-1x1 --set workload.model.lowering=tiled", "tiled5");
+  const auto fused5 = summary("gemm-v4 --set pod=v5e-1x1 --set workload.model.lowering=fused", "fused5");
+  EXPECT_EQ(fused5["bytes"], tiled5["bytes"]);
+  EXPECT_NEAR(fused5["metrics"]["step_time_s"].get<double>() / tiled5["metrics"]["step_time_s"].get<double>(), 1.0,
+              0.02);
+}
+
+TEST_F(ZooCli, DecodeOfAMemoryBoundModelRunsWithinTenPercentOfHbmBandwidth) {
+  const auto j = summary("llama2-7b-decode-v5e", "d");
+  const double step = j["metrics"]["step_time_s"];
+  const double bytes = j["bytes"]["hbm_read"].get<double>() + j["bytes"]["hbm_written"].get<double>();
+  // Every step reads the bf16 weights but the embedding table (a lookup of 4 rows) and the KV cache (32 layers
+  // x 4 sequences x 1025 positions x 4096 x K and V x 2 B); the rest (activations, which the GEMM tiling
+  // re-reads once per weight tile column) is under 1%.
+  const double weights = (6738415616.0 - 32000.0 * 4096) * 2, cache = 32.0 * 4 * 1025 * 4096 * 2 * 2;
+  EXPECT_GE(j["bytes"]["hbm_read"].get<double>(), weights + cache);
+  EXPECT_LE(j["bytes"]["hbm_read"].get<double>(), 1.01 * (weights + cache));
+  // Within 10% of the bandwidth HBM achieves for long streams (peak x chip.hbm.efficiency).
+  const double achievable = 819e9 * std::stod(j["scenario"]["chip"]["hbm"]["efficiency"].get<std::string>());
+  EXPECT_GE(bytes / step, 0.9 * achievable);
+  EXPECT_LE(bytes / step, achievable);
+  EXPECT_DOUBLE_EQ(j["metrics"]["time_per_output_token_s"].get<double>(), step);
+  EXPECT_DOUBLE_EQ(j["metrics"]["tokens_per_s"].get<double>(), 4 / step);
+}
+
+TEST_F(ZooCli, TrainingSummaryCarriesTokensPerSecondTheMemoryPlanAndTheOpClassBreakdown) {
+  const auto j = summary("gpt3-1.3b-train-v4", "g");
+  EXPECT_EQ(j["schema_version"], 2);
+  const double step = j["metrics"]["step_time_s"];
+  EXPECT_DOUBLE_EQ(j["metrics"]["tokens_per_s"].get<double>(), 8 * 2048 / step);
+  EXPECT_DOUBLE_EQ(j["metrics"]["examples_per_s"].get<double>(), 8 / step);
+  // Model FLOPs (6 N + 12 L H Q T) x tokens: N = 12 L d^2 + V d with L = 24, d = 2048.
+  const double n = 12.0 * 24 * 2048 * 2048 + 50257.0 * 2048;
+  EXPECT_NEAR(j["metrics"]["model_flops"].get<double>() / ((6 * n + 12.0 * 24 * 2048 * 2048) * 8 * 2048), 1.0, 1e-9);
+  EXPECT_GT(j["metrics"]["hfu"].get<double>(), j["metrics"]["mfu"].get<double>());  // full remat recomputes
+  const auto& mem = j["memory"];
+  std::uint64_t sum = 0;
+  for (const auto& [k, v] : mem["categories"].items()) sum += v.get<std::uint64_t>();
+  EXPECT_EQ(sum, mem["total_bytes"].get<std::uint64_t>());
+  EXPECT_EQ(mem["capacity_bytes"], 34359738368ull);
+  EXPECT_EQ(mem["categories"]["weights"], 1315723264ull * 4);  // f32 master weights
+  EXPECT_EQ(mem["categories"]["optimizer_state"], 1315723264ull * 8);
+  double classes = j["op_classes"]["idle_s"].get<double>();
+  for (const char* c : {"matmul", "attention", "norm_activation", "optimizer", "embedding", "loss"}) {
+    ASSERT_TRUE(j["op_classes"].contains(c)) << c;
+    classes += j["op_classes"][c]["time_s"].get<double>();
+  }
+  EXPECT_NEAR(classes, step, 1e-9 * step);
+  EXPECT_GT(j["op_classes"]["matmul"]["share"].get<double>(), 0.5);
+}
+
+TEST_F(ZooCli, DescribeModelPrintsParametersByComponent) {
+  const Outcome o = tpusim("describe model llama2-70b");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("model llama2-70b (kind transformer)"), std::string::npos) << o.out;
+  // 80 blocks x (8192 x (8192 + 2 x 1024) + 8192 x 8192): grouped-query attention with 8 KV heads of 128.
+  const auto line = [&](const std::string& key) { return o.out.substr(o.out.find(key), o.out.find('\n', o.out.find(key)) - o.out.find(key)); };
+  EXPECT_NE(line("  attention").find("12079595520"), std::string::npos) << o.out;
+  EXPECT_NE(line("  total").find("68976648192"), std::string::npos) << o.out;
+  EXPECT_NE(line("  total").find("68.977 B"), std::string::npos) << o.out;
+}
+
+TEST_F(ZooCli, LowerReportsTheProgramAndTheMemoryPlan) {
+  const Outcome o = tpusim("lower llama2-7b-prefill-v5e -o " + (dir_ / "p.json").string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("llama2-7b-prefill-v5e: 1 program of"), std::string::npos) << o.out;
+  // 32 layers x 4 prompts x 1024 positions x 4096 x K and V x 2 B.
+  EXPECT_NE(o.out.find("(2147483648 B)"), std::string::npos) << o.out;
+  const auto j = nlohmann::json::parse(slurp(dir_ / "p.json"));
+  EXPECT_EQ(j["version"], 2);
+  EXPECT_EQ(j["programs"][0]["instructions"][0]["class"], "embedding");
+}
+
+}  // namespace

@@ -1,0 +1,47 @@
+#pragma once
+// The per-op-class time breakdown of a run (docs/summary-format.md, "op_classes"), aggregated from the
+// simulation's trace callback (one call per completed instruction), so the models need no part of it.
+//
+// What a class's time means: on each recorded chip, the step [0, the chip's finish] is cut at every
+// instruction start and end; each interval is given to the instructions in flight on the highest tier present
+// (1: MXU and VPU, 2: ICI, 3: DMA, 4: host; barriers are ignored), split equally between them, and each
+// instruction's share goes to its op class (ir::OpClass). So the classes add up to the time the chip had
+// anything in flight, and a DMA or a collective counts only where no compute hides it, as in the breakdown.
+// The chips recorded are the first chip of each program (role); their times are averaged weighted by the
+// number of chips running each role.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tpusim/kernels/program.h"
+#include "tpusim/models/simulate.h"
+
+namespace tpusim::tools {
+
+struct OpClassTime {
+  std::string name;        // ir::op_class_name
+  double time_s = 0;       // attributed time, mean over chips (see above)
+  double busy_s = 0;       // sum of the class's instruction durations (overlapping), mean over chips
+  std::uint64_t instructions = 0;  // per recorded chip, summed over roles weighted like the times
+};
+
+class OpClassRecorder {
+ public:
+  explicit OpClassRecorder(const ir::ProgramSet& programs, std::uint32_t chips);
+  void record(const models::TraceSpan& span);
+  // Classes with any instruction, in ir::OpClass order, and the time nothing was in flight up to step_time.
+  [[nodiscard]] std::vector<OpClassTime> finish(double step_time, double* idle_s) const;
+
+ private:
+  struct Span {
+    double start, end;
+    std::uint8_t tier;
+    std::uint8_t op_class;
+  };
+  const ir::ProgramSet& programs_;
+  std::vector<std::int64_t> role_chip_;     // per program: the chip recorded (-1: none runs it)
+  std::vector<double> role_weight_;         // per program: chips running it / all chips
+  std::vector<std::vector<Span>> spans_;    // per program
+};
+
+}  // namespace tpusim::tools
