@@ -4,8 +4,7 @@
 #include <sstream>
 #include <string>
 
-#include "../topology/specs.h"
-#include "kernels_test_support.h"
+#include "collective_test_support.h"
 #include "tpusim/core/diagnostics.h"
 #include "tpusim/kernels/collectives.h"
 #include "tpusim/kernels/program_io.h"
@@ -15,18 +14,10 @@
 namespace tpusim::kernels {
 namespace {
 
+using namespace testing;  // collective_test_support.h: Algo, Kind, kB, kHop, kS, ring16, along, config_error
 using test::make_chip;
 using test::make_pod;
-using testing::along;
-using testing::config_error;
-using Algo = CollectiveAlgorithm;
-using Kind = CollectiveKind;
 
-constexpr double kB = 45e9;    // link rate one way
-constexpr double kHop = 1e-6;  // make_chip's hop latency
-constexpr double kS = 1024.0 * 1024 * 1024;
-
-Topology ring16() { return build_topology(make_pod({16}, {1}, {1}), make_chip("c", 2, 45)); }
 Topology torus8x8() { return build_topology(make_pod({8, 8}, {1, 1}, {1, 1}), make_chip("c", 4, 45)); }
 
 // Members per axis, strides per axis, pods.
