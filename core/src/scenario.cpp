@@ -285,7 +285,7 @@ Scenario load_scenario(const std::string& name_or_path, const std::vector<std::s
     }
   }
   if (diags.empty()) resolve_workload_defaults(s, diags);  // workload_checks.cpp
-  if (diags.empty() && s.workload.program.empty()) check_mesh(s.workload.mesh, s.pod, diags);
+  if (!s.pod.shape.empty() && s.workload.program.empty()) check_mesh(s.workload.mesh, s.pod, diags);
   const ConfigNode* fidelity = tree.find("fidelity");
   const ConfigNode empty = ConfigNode::make_map(tree.loc());
   fidelity_fields().resolve(fidelity ? *fidelity : empty, "fidelity", s.fidelity, diags);

@@ -52,9 +52,10 @@ TensorId ShardingPoints::weights_before_use(fused::Graph& g, int layer, fused::P
   const std::vector<int>& axes = plan_.axes(LogicalAxis::embed);
   const int shards = plan_.shards(LogicalAxis::embed);
   if (shards <= 1) return weight;
+  // Gathered in the compute type: the f32 master weights are cast before the gather (kernels/README.md).
   const fused::Tensor w = g.tensor(weight);
   const TensorId gathered = g.tensor(fmt::format("{}.gathered.{}", w.name, fused::phase_name(phase)),
-                                     w.elements * shards, w.dtype, TensorKind::activation);
+                                     w.elements * shards, act_, TensorKind::activation);
   // Placement (XLA's latency-hiding scheduler in spirit): a layer's gathers start once the previous layer's
   // compute has started (its first gathered weight was consumed), so they overlap the previous layer.
   if (layer != current_.layer || phase != current_.phase) {
@@ -76,8 +77,8 @@ TensorId ShardingPoints::weights_before_use(fused::Graph& g, int layer, fused::P
       }
     }
   }
-  collective(g, scope(layer, phase) + ".fsdp_all_gather", phase, CollectiveKind::all_gather, w.bytes(), w.dtype, axes,
-             {{weight, 1}}, {{gathered, 1}}, after);
+  collective(g, scope(layer, phase) + ".fsdp_all_gather", phase, CollectiveKind::all_gather,
+             w.elements * static_cast<double>(dtype_bytes(act_)), act_, axes, {{weight, 1}}, {{gathered, 1}}, after);
   return gathered;
 }
 
