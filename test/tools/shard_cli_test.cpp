@@ -88,3 +88,24 @@ TEST_F(ShardCli, ABatchThatDoesNotSplitOverTheDataAxesIsBadInput) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(ShardCli, LayoutSearchRunsEveryMeshThatFitsAndRanksThemByStepTime) {
+  // With 1800 MiB of HBM per chip, the 2-block GPT-3 XL step fits only with its state sharded by fsdp 4 or
+  // fsdp 2 x tensor 2 (the others need 1.84 to 3.93 GiB): 2 of the 6 meshes of 4 chips run.
+  const Outcome o = tpusim("layouts " + std::string(kSharded) +
+                           " --set workload.model.layers=2 --set chip.hbm.capacity=1800MiB -j 2 -o " +
+                           (dir_ / "l").string());
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("6 meshes of 4 chips, 2 ran"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("    1  {data: 1, fsdp: 4, tensor: 1}"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("    2  {data: 1, fsdp: 2, tensor: 2}"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("{data: 4, fsdp: 1, tensor: 1}            dropped: needs 3.93 GiB per chip"),
+            std::string::npos)
+      << o.out;
+  const std::string csv = slurp(dir_ / "l" / "layouts.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 7);
+}
+
+}  // namespace
