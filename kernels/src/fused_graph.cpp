@@ -200,7 +200,8 @@ std::vector<std::uint32_t> emit(const Graph& g, const ChipSpec& chip, ir::Progra
       std::sort(deps.begin(), deps.end());
       deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
       ir::Instruction ins;
-      ins.kind = ir::OpKind::collective;
+      ins.kind = op.ici_kind;
+      ins.peer = op.peer;
       ins.op_class = op.cls;
       ins.collective = op.collective;
       ins.mesh_axes = op.mesh_axes;

@@ -90,6 +90,9 @@ struct Op {
   double grid_steps = 1;  // grid steps of the kernel over all TensorCores
   // ici: a collective (sharding inserts these at the CollectivePoints) over `group` (an index into the
   // program set's groups; ir::kAxesGroup: the whole torus axes of mesh_axes).
+  // ici_kind send / recv: a point-to-point transfer to (from) member `peer` of the group instead.
+  ir::OpKind ici_kind = ir::OpKind::collective;
+  std::int32_t peer = 0;
   CollectiveKind collective = CollectiveKind::all_reduce;
   std::uint32_t mesh_axes = 0;
   std::uint16_t group = ir::kAxesGroup;

@@ -66,22 +66,49 @@ ShardingPlan make_sharding(const WorkloadSpec& w, const PodSpec& pod) {
     }
   }
   // Parallelisms not lowered yet: refuse rather than simulate something else.
-  for (const auto& [axis, what] : {std::pair{LogicalAxis::length, "sequence (length) sharding"},
-                                   std::pair{LogicalAxis::layers, "pipeline (layers) sharding"}}) {
-    if (plan.shards(axis) > 1) {
-      const std::string name = plan.mesh.axes()[static_cast<std::size_t>(plan.axes(axis).front())].name;
-      throw ConfigError({Diagnostic{loc_of_axis(w, name), "workload.mesh." + name,
-                                    fmt::format("{} is not lowered yet", what), "size 1 for this axis",
-                                    std::to_string(plan.shards(axis)),
-                                    "use data, fsdp, tensor or expert parallelism"}});
+  if (plan.shards(LogicalAxis::length) > 1) {
+    const std::string name = plan.mesh.axes()[static_cast<std::size_t>(plan.axes(LogicalAxis::length).front())].name;
+    throw ConfigError({Diagnostic{loc_of_axis(w, name), "workload.mesh." + name,
+                                  "sequence (length) sharding is not lowered yet", "size 1 for this axis",
+                                  std::to_string(plan.shards(LogicalAxis::length)),
+                                  "use data, fsdp, tensor, pipeline or expert parallelism"}});
+  }
+  if (plan.shards(LogicalAxis::layers) > 1) {
+    const std::string name = plan.mesh.axes()[static_cast<std::size_t>(plan.axes(LogicalAxis::layers).front())].name;
+    const auto groups = plan.mesh.groups(plan.axes(LogicalAxis::layers));
+    const ir::CollectiveGroup& g = groups.front();
+    const int torus_axes = static_cast<int>(std::count_if(g.size.begin(), g.size.end(), [](std::uint32_t n) { return n > 1; }));
+    std::string problem;
+    if (w.model.kind != ModelKind::transformer || w.model.transformer.architecture == Architecture::encoder_decoder) {
+      problem = "pipeline parallelism applies to decoder-only and encoder-only transformers";
+    } else if (groups.size() != 1 || torus_axes != 1 || g.pods != 1) {
+      problem = "the pipeline axis must lie along one torus axis of one slice (stage s + 1 next to stage s)";
+    }
+    if (!problem.empty()) {
+      throw ConfigError({Diagnostic{loc_of_axis(w, name), "workload.mesh." + name, problem,
+                                    "a pipeline axis that fits", std::to_string(plan.shards(LogicalAxis::layers)),
+                                    "workload.mesh_mapping can place it on one torus axis"}});
     }
   }
   return plan;
 }
 
-ShardView shard_view(const WorkloadSpec& w, const ShardingPlan& plan) {
+ShardView shard_view(const WorkloadSpec& w, const ShardingPlan& plan, int stage) {
   ShardView s = full_shard(w);
   Diagnostics diags;
+  s.stages = plan.shards(LogicalAxis::layers);
+  if (s.stages > 1) {
+    s.stage = stage;
+    if (s.layers % s.stages != 0) {
+      diags.error(w.mesh.loc, "workload.mesh", "the layers do not split evenly over the pipeline stages",
+                  fmt::format("a divisor of the {} layers", s.layers), std::to_string(s.stages));
+    } else {
+      s.layers /= s.stages;
+      s.first_layer = stage * s.layers;
+    }
+    s.embedding = stage == 0;
+    s.head = stage == s.stages - 1;
+  }
   auto divide = [&](auto total, int by, LogicalAxis axis, const std::string& what, const std::string& key,
                     SourceLoc at) -> decltype(total) {
     if (by <= 1) return total;

@@ -137,4 +137,40 @@ TensorId ShardingPoints::expert_combine(fused::Graph& g, int layer, fused::Phase
   return expert_dispatch(g, layer, phase, tokens);
 }
 
+void ShardingPoints::point_to_point(fused::Graph& g, fused::Phase phase, ir::OpKind kind, TensorId tensor) {
+  const auto groups = plan_.mesh.groups(plan_.axes(LogicalAxis::layers));
+  if (groups.empty()) return;
+  const bool forward = phase != fused::Phase::backward;
+  const bool send = kind == ir::OpKind::send;
+  fused::Op op;
+  op.label = fmt::format("pipeline.{}.{}", forward ? "fwd" : "bwd", send ? "send" : "recv");
+  op.cls = ir::OpClass::communication;
+  op.unit = fused::Unit::ici;
+  op.phase = phase;
+  op.ici_kind = kind;
+  // Activations go to the next stage, gradients to the previous; a recv names its source.
+  op.peer = (forward == send) ? +1 : -1;
+  op.group = group_index(groups.front());
+  op.dtype = g.tensor(tensor).dtype;
+  op.collective_bytes = static_cast<std::uint64_t>(std::llround(g.tensor(tensor).bytes()));
+  if (send) {
+    op.reads = {{tensor, 1}};
+  } else {
+    op.writes = {{tensor, 1}};
+    // Posted when the stage reaches it in its schedule (after the op before it), so waiting receives never
+    // hold every ICI slot ahead of the sends the other stages wait for.
+    if (!g.ops().empty()) op.after = {g.ops().size() - 1};
+  }
+  g.add(std::move(op));
+}
+
+TensorId ShardingPoints::stage_input(fused::Graph& g, fused::Phase phase, TensorId placeholder) {
+  point_to_point(g, phase, ir::OpKind::recv, placeholder);
+  return placeholder;
+}
+
+void ShardingPoints::stage_output(fused::Graph& g, fused::Phase phase, TensorId output) {
+  point_to_point(g, phase, ir::OpKind::send, output);
+}
+
 }  // namespace tpusim::kernels

@@ -19,6 +19,8 @@ class ShardingPoints : public CollectivePoints {
   void after_weight_gradients(fused::Graph& g, int layer, const std::vector<fused::TensorId>& gradients) override;
   fused::TensorId expert_dispatch(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId tokens) override;
   fused::TensorId expert_combine(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId tokens) override;
+  fused::TensorId stage_input(fused::Graph& g, fused::Phase phase, fused::TensorId placeholder) override;
+  void stage_output(fused::Graph& g, fused::Phase phase, fused::TensorId output) override;
 
  private:
   // Adds `kind` of `bytes` per chip over the mesh axes `axes` (one op per group when they do not combine),
@@ -27,6 +29,8 @@ class ShardingPoints : public CollectivePoints {
                   double bytes, DType dtype, const std::vector<int>& axes, const std::vector<fused::Access>& reads,
                   const std::vector<fused::Access>& writes, const std::vector<std::size_t>& after = {});
   std::uint16_t group_index(const ir::CollectiveGroup& group);
+  // A send (+1: forward to the next stage) or recv over the pipeline axis.
+  void point_to_point(fused::Graph& g, fused::Phase phase, ir::OpKind kind, fused::TensorId tensor);
   [[nodiscard]] std::string scope(int layer, fused::Phase phase) const;
 
   const ShardingPlan& plan_;

@@ -65,8 +65,8 @@ struct BuiltStep {
 // `plan` null: one chip holding everything (no collectives); else the chip's shard of the plan, its collectives
 // naming groups added to `groups`.
 BuiltStep build_step(const WorkloadSpec& w, const ChipSpec& chip, const ShardingPlan* plan = nullptr,
-                     std::vector<ir::CollectiveGroup>* groups = nullptr) {
-  const ShardView shard = plan != nullptr ? shard_view(w, *plan) : full_shard(w);
+                     std::vector<ir::CollectiveGroup>* groups = nullptr, int stage = 0) {
+  const ShardView shard = plan != nullptr ? shard_view(w, *plan, stage) : full_shard(w);
   CollectivePoints single_chip;  // inserts nothing
   std::vector<ir::CollectiveGroup> scratch;
   std::optional<ShardingPoints> sharded;
@@ -276,11 +276,18 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
     return out;
   }
   std::optional<BuiltStep> built;
+  std::vector<BuiltStep> later_stages;  // pipeline stages 1 .. p - 1 (stage 0 is `built`)
   if (whole_model(workload)) {
     built = build_step(workload, chip, &*sharding, &out.programs.groups);
     if (!built->plan.fits()) throw does_not_fit(workload, chip, built->plan, &*sharding);
     out.memory = built->plan;
     out.sharding = sharding;
+    for (int s = 1; s < shard.stages; ++s) {
+      later_stages.push_back(build_step(workload, chip, &*sharding, &out.programs.groups, s));
+      const MemoryPlan& p = later_stages.back().plan;
+      if (!p.fits()) throw does_not_fit(workload, chip, p, &*sharding);
+      if (p.total() > out.memory->total()) out.memory = p;  // the plan of the fullest stage
+    }
   }
   ir::Program prog(model.name.empty() ? "main" : model.name);
   const DType dt = workload.dtype;
@@ -375,6 +382,35 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
     sinks = {prog.add(host_op(ir::HostOp::outfeed, 0, chip.host.round_trip.value()), sinks, "host.sync")};
   }
   out.programs.programs.push_back(std::move(prog));
+  // Pipeline stages after the first: their own programs (launch and input as the first stage's), and which
+  // stage each chip runs.
+  for (std::size_t i = 0; i < later_stages.size(); ++i) {
+    ir::Program stage_prog(fmt::format("{}.stage{}", model.name.empty() ? "main" : model.name, i + 1));
+    std::vector<std::uint32_t> stage_start;
+    if (workload.step_launch_overhead.value() > 0) {
+      stage_start.push_back(stage_prog.add(host_op(ir::HostOp::infeed, 0, workload.step_launch_overhead.value()),
+                                           {}, "host.launch"));
+    }
+    std::vector<std::uint32_t> stage_sinks =
+        fused::emit(later_stages[i].graph, chip, stage_prog, stage_start, !workload.overlap);
+    if (host.checkpoint_bytes > 0) {
+      stage_sinks = {stage_prog.add(host_op(ir::HostOp::checkpoint, host.checkpoint_bytes, host.checkpoint_seconds),
+                                    stage_sinks, "host.checkpoint")};
+    }
+    for (int h = 0; h < workload.host_syncs; ++h) {
+      stage_sinks = {stage_prog.add(host_op(ir::HostOp::outfeed, 0, chip.host.round_trip.value()), stage_sinks,
+                                    "host.sync")};
+    }
+    out.programs.programs.push_back(std::move(stage_prog));
+  }
+  if (!later_stages.empty()) {
+    const int axis = sharding->axes(LogicalAxis::layers).front();
+    const auto chips = static_cast<std::uint32_t>(sharding->mesh.chips());
+    out.programs.role_of_chip.resize(chips);
+    for (std::uint32_t c = 0; c < chips; ++c) {
+      out.programs.role_of_chip[c] = static_cast<std::uint16_t>(sharding->mesh.coordinate(c, axis));
+    }
+  }
   return out;
 }
 

@@ -180,9 +180,41 @@ TEST(Sharding, ABatchThatDoesNotSplitIsBadInput) {
   EXPECT_THROW((void)shard_view(w, make_sharding(w, pod({4}))), ConfigError);
 }
 
-TEST(Sharding, PipelineAndSequenceAxesAreRefusedUntilLowered) {
-  EXPECT_THROW((void)make_sharding(small(8, mesh({{"pipeline", 2}, {"data", 2}})), pod({4})), ConfigError);
+TEST(Sharding, SequenceAxesAndPipelinesAcrossTorusAxesAreRefused) {
   EXPECT_THROW((void)make_sharding(small(8, mesh({{"sequence", 4}})), pod({4})), ConfigError);
+  EXPECT_THROW((void)make_sharding(small(8, mesh({{"pipeline", 4}})), pod({2, 2})), ConfigError);
+}
+
+TEST(Sharding, PipelineStagesAreRolesThatSendActivationsForwardAndGradientsBack) {
+  WorkloadSpec w = small(4, mesh({{"pipeline", 2}, {"data", 2}}));
+  w.microbatches = 2;
+  const LoweredWorkload l = lower(w, roomy(), pod({4}));
+  ASSERT_EQ(l.programs.programs.size(), 2U);
+  // data on chips {0, 1} and {2, 3} (stride 1), pipeline on {0, 2} and {1, 3}.
+  EXPECT_EQ(l.programs.role_of_chip, (std::vector<std::uint16_t>{0, 0, 1, 1}));
+  const ShardingPlan plan = make_sharding(w, pod({4}));
+  const ShardView s1 = shard_view(w, plan, 1);
+  EXPECT_EQ(s1.first_layer, 1);
+  EXPECT_EQ(s1.layers, 1);
+  EXPECT_FALSE(s1.embedding);
+  EXPECT_TRUE(s1.head);
+  EXPECT_EQ(s1.batch, 2);  // 4 over data 2; the pipeline is not a batch axis
+  // Per microbatch (1 sequence of 128 tokens x d 256, bf16): stage 0 sends its activations and receives their
+  // gradient, stage 1 the reverse.
+  auto count = [](const ir::Program& p, ir::OpKind kind, std::int32_t peer) {
+    int n = 0;
+    for (const auto& ins : p.instructions()) {
+      if (ins.kind == kind && ins.peer == peer) {
+        EXPECT_EQ(ins.bytes, 128U * 256 * 2);
+        ++n;
+      }
+    }
+    return n;
+  };
+  EXPECT_EQ(count(l.programs.programs[0], ir::OpKind::send, +1), 2);
+  EXPECT_EQ(count(l.programs.programs[0], ir::OpKind::recv, +1), 2);
+  EXPECT_EQ(count(l.programs.programs[1], ir::OpKind::recv, -1), 2);
+  EXPECT_EQ(count(l.programs.programs[1], ir::OpKind::send, -1), 2);
 }
 
 TEST(Sharding, ADataParallelGradientAllReduceCarriesTheParameterBytes) {

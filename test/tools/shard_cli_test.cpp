@@ -26,6 +26,11 @@ class ShardCli : public CliTest {
 // GPT-3 XL cut to 4 blocks, fsdp 2 x tensor 2 on a v4 2x2x1 slice.
 constexpr const char* kSharded = "gpt3-1.3b-fsdp-tensor-v4-2x2x1 --set workload.model.layers=4";
 
+std::string fmt_args(const std::string& scenario, int microbatches) {
+  const std::string m = std::to_string(microbatches);
+  return scenario + " --set workload.batch=" + m + " --set workload.microbatches=" + m;
+}
+
 TEST_F(ShardCli, OverlapIsFasterThanTheSerializedBaselineAndNeverFasterThanComputeOrCommunicationAlone) {
   const auto on = summary(kSharded, "on");
   const auto off = summary(std::string(kSharded) + " --set workload.overlap=off", "off");
@@ -106,6 +111,63 @@ TEST_F(ShardCli, LayoutSearchRunsEveryMeshThatFitsAndRanksThemByStepTime) {
       << o.out;
   const std::string csv = slurp(dir_ / "l" / "layouts.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 7);
+}
+
+}  // namespace
+
+namespace {
+
+// Four pipeline stages of two blocks each on a line of four v5e chips; the vocabulary is small so that the
+// first and last stages' embedding and head add little to their blocks.
+constexpr const char* kPipeline = R"(name: pp
+pod:
+  name: v5e-line4
+  chip: v5e
+  shape: [4]
+  wraparound: [0]
+  host_shape: [4]
+workload:
+  model:
+    name: pp-model
+    kind: transformer
+    layers: 8
+    d_model: 2048
+    heads: 16
+    d_ff: 8192
+    vocab: 256
+    context: 256
+    position: none
+    norm: rmsnorm
+    mlp: relu
+    bias: false
+  batch: 8
+  microbatches: 8
+  step: train
+  optimizer: sgd
+  mesh: {pipeline: 4}
+)";
+
+TEST_F(ShardCli, TheGPipeBubbleIsTheClosedFormFraction) {
+  write("pp.yaml", kPipeline);
+  for (const int m : {4, 8}) {
+    const auto j = summary(fmt_args((dir_ / "pp.yaml").string(), m), "pp" + std::to_string(m));
+    EXPECT_EQ(j["program"]["programs"], 4);
+    // The bubble: the time a stage has no compute (nor its HBM streams) in flight, mean over the stages.
+    const double step = j["metrics"]["step_time_s"];
+    const double bubble = (j["breakdown"]["communication_s"].get<double>() + j["breakdown"]["idle_s"].get<double>()) / step;
+    const double p = 4;
+    EXPECT_NEAR(bubble, (p - 1) / (m + p - 1), 0.02) << "m = " << m;
+  }
+}
+
+TEST_F(ShardCli, OneForwardOneBackwardKeepsFewerActivationsThanGPipeWithTheSameBubble) {
+  write("pp.yaml", kPipeline);
+  const auto gpipe = summary((dir_ / "pp.yaml").string(), "g");
+  const auto ofob = summary((dir_ / "pp.yaml").string() + " --set workload.pipeline_schedule=1f1b", "o");
+  // GPipe keeps all 8 microbatches' activations on the first stage, 1F1B at most 4 (the stages).
+  const double a_g = gpipe["memory"]["categories"]["activations"], a_o = ofob["memory"]["categories"]["activations"];
+  EXPECT_NEAR(a_o / a_g, 4.0 / 8.0, 0.05);
+  EXPECT_NEAR(ofob["metrics"]["step_time_s"].get<double>() / gpipe["metrics"]["step_time_s"].get<double>(), 1.0, 0.02);
 }
 
 }  // namespace

@@ -10,7 +10,9 @@
 //                                    fewer than the tensor axis), vocabulary-parallel embedding and head
 //   expert   -> expert               experts per chip (all-to-all dispatch and combine)
 //   length   -> sequence             (not lowered yet: rejected with a clear error)
-//   layers   -> pipeline             (not lowered yet: rejected with a clear error)
+//   layers   -> pipeline             stages: layers / stages blocks each, the first with the embedding, the
+//                                    last with the head; activations and gradients sent between neighbours,
+//                                    the microbatches in workload.pipeline_schedule's order (shard.h)
 // The collectives the sharding implies, over the groups of the mesh axes (mesh.h), are listed in
 // kernels/README.md ("Sharding").
 #include <array>
@@ -41,6 +43,7 @@ struct ShardingPlan {
 
 // What one chip holds. Throws ConfigError when a sharded size does not divide (the batch over the batch axes,
 // heads, layers, experts).
-[[nodiscard]] ShardView shard_view(const WorkloadSpec& workload, const ShardingPlan& plan);
+// (of pipeline stage `stage`).
+[[nodiscard]] ShardView shard_view(const WorkloadSpec& workload, const ShardingPlan& plan, int stage = 0);
 
 }  // namespace tpusim::kernels
