@@ -61,7 +61,7 @@ class Chip : public sc_core::sc_module {
   std::vector<Block*> all_;                     // every block, TensorCore children included, in build order
   std::vector<InstructionUnit*> retire_order_;  // per TensorCore its MXU then VPU, then DMA, host, ICI
   Sequencer sequencer_;
-  sc_core::sc_event wake_;
+  sc_core::sc_event wake_{"wake"};  // named: an unnamed event costs the chip a unique-name generator
 };
 
 }  // namespace tpusim::models
