@@ -69,7 +69,8 @@ Pod::Pod(const sc_core::sc_module_name& name, const Scenario& scenario, const ir
     // built its program's index), plus 1/16 for chips that differ.
     if (c == 1) heap_before_chip1 = heap_in_use();
     if (c == 2) {
-      const std::size_t per_chip = heap_in_use() - std::min(heap_in_use(), heap_before_chip1);
+      const std::size_t now = heap_in_use();
+      const std::size_t per_chip = now > heap_before_chip1 ? now - heap_before_chip1 : 0;
       (void)prefault_heap(per_chip * static_cast<std::size_t>(chips - 2) / 16 * 17);
     }
     const auto id = static_cast<std::uint32_t>(c);
