@@ -106,6 +106,9 @@ struct PlainInitiator : sc_module, tlm::tlm_bw_transport_if<> {
   void invalidate_direct_mem_ptr(sc_dt::uint64, sc_dt::uint64) override {}
 };
 
+// Unit i's name: chipI_bJ, 16 units per I (a pod's chips hold some 16 blocks each).
+std::string unit_name(long i) { return "chip" + std::to_string(i / 16) + "_b" + std::to_string(i % 16); }
+
 struct Snapshot {
   double cpu;
   double heap;
@@ -134,23 +137,23 @@ int sc_main(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   long units = n;
   if (what == "module") {
-    for (long i = 0; i < n; ++i) (void)new Empty(("chip" + std::to_string(i / 16) + "_b" + std::to_string(i % 16)).c_str());
+    for (long i = 0; i < n; ++i) (void)new Empty(unit_name(i).c_str());
   } else if (what == "port") {
-    for (long i = 0; i < n; ++i) (void)new WithPort(("chip" + std::to_string(i / 16) + "_b" + std::to_string(i % 16)).c_str());
+    for (long i = 0; i < n; ++i) (void)new WithPort(unit_name(i).c_str());
   } else if (what == "event") {
-    for (long i = 0; i < n; ++i) (void)new WithEvent(("chip" + std::to_string(i / 16) + "_b" + std::to_string(i % 16)).c_str());
+    for (long i = 0; i < n; ++i) (void)new WithEvent(unit_name(i).c_str());
   } else if (what == "method") {
-    for (long i = 0; i < n; ++i) (void)new WithMethod(("chip" + std::to_string(i / 16) + "_b" + std::to_string(i % 16)).c_str());
+    for (long i = 0; i < n; ++i) (void)new WithMethod(unit_name(i).c_str());
   } else if (what == "socket") {
     for (long i = 0; i < n; ++i) {
-      const std::string base = "chip" + std::to_string(i / 16) + "_b" + std::to_string(i % 16);
+      const std::string base = unit_name(i);
       auto* t = new MultiTarget((base + "t").c_str());
       auto* s = new MultiInitiator((base + "i").c_str());
       s->socket.bind(t->socket);
     }
   } else if (what == "plain-socket") {
     for (long i = 0; i < n; ++i) {
-      const std::string base = "chip" + std::to_string(i / 16) + "_b" + std::to_string(i % 16);
+      const std::string base = unit_name(i);
       auto* t = new PlainTarget((base + "t").c_str());
       auto* s = new PlainInitiator((base + "i").c_str());
       s->socket.bind(t->socket);
