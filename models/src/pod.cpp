@@ -78,7 +78,7 @@ Pod::Pod(const sc_core::sc_module_name& name, const Scenario& scenario, const ir
     topology_ = std::make_unique<Topology>(build_topology(scenario.pod, scenario.chip));
     interconnect_ = std::make_unique<net::Interconnect>("ici", *topology_, scenario, programs, network, control);
     for (std::uint32_t c = 0; c < chips_.size(); ++c) {
-      interconnect_->attach_chip(c, chips_[c]->wake());
+      interconnect_->attach_chip(c, chips_[c]->wake(), *chips_[c]);
       chips_[c]->attach_ici(*interconnect_);
     }
   }
