@@ -107,30 +107,12 @@ TEST(Mesh, ChipCoordinatesFollowTheGroups) {
 
 // ---- sharded lowering ----
 
-ChipSpec roomy() {
-  ChipSpec c = v4_like();
-  c.hbm.capacity = Bytes(1ULL << 42);
-  c.vpu.transcendental_rate = 0.25;
-  return c;
-}
+using testing::roomy;
 
 // Two blocks: d 256, 4 heads of 64, d_ff 1024, vocabulary 2048, no biases, RMSNorm, ReLU, tied embeddings.
 WorkloadSpec small(std::int64_t batch, const MeshSpec& m) {
   WorkloadSpec w;
-  ModelSpec& model = w.model;
-  model.name = "small";
-  model.kind = ModelKind::transformer;
-  TransformerModel& t = model.transformer;
-  t.layers = 2;
-  t.d_model = 256;
-  t.heads = 4;
-  t.d_ff = 1024;
-  t.vocab = 2048;
-  t.context = 128;
-  t.position = PositionKind::none;
-  t.norm = NormKind::rmsnorm;
-  t.mlp = MlpKind::relu;
-  t.bias = false;
+  w.model = testing::small_decoder("small", 2, 256, 4, 1024, 2048, 128);
   w.step = StepKind::train;
   w.batch = batch;
   w.seq_len = w.decoder_seq_len = w.context = 128;
