@@ -60,6 +60,10 @@ const FieldTable<WorkloadSpec>& workload_fields() {
                                 {{"unfused", AttentionImpl::unfused}, {"flash", AttentionImpl::flash}}, "flash",
                                 "attention core: scores written to HBM (unfused), or tiled through VMEM with an "
                                 "online softmax (flash)");
+    t.add_choice<ModelPart>("part", [](S& s) -> ModelPart& { return s.part; },
+                            {{"model", ModelPart::model}, {"blocks", ModelPart::blocks}}, "model",
+                            "transformer: run the whole model, or its blocks only (no embedding, final norm, "
+                            "vocabulary projection or loss; with model.layers: 1, one layer)");
     t.add<std::int64_t>("seq_len", [](S& s) -> std::int64_t& { return s.seq_len; }, "0",
                         "tokens per sequence (the prompt, for prefill); 0 = the model's context",
                         in_range(std::int64_t{0}, kMaxDimension));
@@ -90,6 +94,13 @@ const FieldTable<WorkloadSpec>& workload_fields() {
                "write parameters and optimizer state to storage every N training steps, amortised per step; 0 = "
                "never",
                at_least(0));
+    t.add_choice<bool>("overlap", [](S& s) -> bool& { return s.overlap; }, {{"on", true}, {"off", false}}, "on",
+                       "sharded steps: collectives overlap independent compute as XLA schedules them (on), or run "
+                       "after all earlier compute and before all later compute (off: the serialized baseline)");
+    t.add_choice<PipelineSchedule>("pipeline_schedule", [](S& s) -> PipelineSchedule& { return s.pipeline_schedule; },
+                                   {{"gpipe", PipelineSchedule::gpipe}, {"1f1b", PipelineSchedule::one_f_one_b}},
+                                   "gpipe", "pipeline parallelism: the order of the microbatches' forward and "
+                                   "backward passes on each stage");
     return t;
   }();
   return table;
@@ -157,6 +168,20 @@ void expand_reference(ConfigNode& parent, const std::string& key, const std::str
     loaded = ConfigNode::make_map(SourceLoc{file->string(), 1, 1});
   }
   *ref = std::move(loaded);
+}
+
+// An inline model map that names a model `from:` a file is that model with the map's other keys merged over
+// it, as an inline chip map is merged over the pod's chip: `model: {from: gpt3-6.7b, layers: 1}`.
+void expand_model_base(ConfigNode& workload, const fs::path& relative_to, Diagnostics& diags) {
+  ConfigNode* model = workload.find("model");
+  const ConfigNode* from = model != nullptr && model->is_map() ? model->find("from") : nullptr;
+  if (from == nullptr || !from->is_scalar()) return;  // a non-scalar `from` stays, an unknown key
+  ConfigNode overlay = *model;
+  overlay.erase("from");
+  expand_reference(*model, "from", "configs/models", relative_to, "workload.model.from", diags);
+  ConfigNode merged = *model->find("from");
+  merge_into(merged, overlay);
+  *model = std::move(merged);
 }
 
 template <class Spec>
@@ -237,6 +262,7 @@ Scenario load_scenario_with_overrides(const std::string& name_or_path, const std
 
   if (ConfigNode* workload = tree.find("workload"); workload != nullptr && workload->is_map()) {
     expand_reference(*workload, "model", "configs/models", base, "workload.model", diags);
+    expand_model_base(*workload, base, diags);
   }
 
   for (const auto& o : overrides) {
@@ -253,7 +279,9 @@ Scenario load_scenario_with_overrides(const std::string& name_or_path, const std
     diags.error(tree.loc(), "workload", "missing required key", "a workload map (model, batch, step, ...)",
                 "nothing");
   } else {
-    workload_fields().resolve(*workload, "workload", s.workload, diags, &s.workload.origins, {"model"});
+    workload_fields().resolve(*workload, "workload", s.workload, diags, &s.workload.origins,
+                              {"model", "mesh", "mesh_mapping", "sharding"});
+    parse_mesh(*workload, s.workload.mesh, diags);  // mesh_spec.cpp
     const ConfigNode* model = workload->is_map() ? workload->find("model") : nullptr;
     const ConfigNode* program = workload->is_map() ? workload->find("program") : nullptr;
     if (program != nullptr && !s.workload.program.empty()) {
@@ -288,6 +316,7 @@ Scenario load_scenario_with_overrides(const std::string& name_or_path, const std
     }
   }
   if (diags.empty()) resolve_workload_defaults(s, diags);  // workload_checks.cpp
+  if (!s.pod.shape.empty() && s.workload.program.empty()) check_mesh(s.workload.mesh, s.pod, diags);
   const ConfigNode* fidelity = tree.find("fidelity");
   const ConfigNode empty = ConfigNode::make_map(tree.loc());
   fidelity_fields().resolve(fidelity ? *fidelity : empty, "fidelity", s.fidelity, diags);
@@ -302,6 +331,7 @@ std::vector<std::pair<std::string, std::string>> render_scenario(const Scenario&
   append_rendered(out, "pod", pod_fields(), s.pod);
   for (auto& [k, v] : render_chip(s.chip)) out.emplace_back("chip." + k, v);
   append_rendered(out, "workload", workload_fields(), s.workload);
+  for (auto& [k, v] : render_mesh(s.workload.mesh)) out.emplace_back("workload." + k, v);
   if (s.workload.program.empty()) {
     append_rendered(out, "workload.model", model_kind_info(s.workload.model.kind).fields(), s.workload.model);
   }

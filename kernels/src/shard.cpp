@@ -1,5 +1,7 @@
 #include "tpusim/kernels/shard.h"
 
+#include <algorithm>
+
 namespace tpusim::kernels {
 
 ShardView full_shard(const WorkloadSpec& w) {
@@ -19,8 +21,36 @@ ShardView full_shard(const WorkloadSpec& w) {
     s.vocab = t.vocab;
     s.layers = t.architecture == Architecture::encoder ? t.encoder_depth() : t.decoder_depth();
     s.encoder_layers = t.architecture == Architecture::encoder_decoder ? t.encoder_depth() : 0;
+    // workload.part: blocks runs the stack alone, as a middle pipeline stage does: its input activations come in
+    // and its output gradient comes back from outside the chip.
+    s.embedding = s.head = w.part == ModelPart::model;
   }
   return s;
+}
+
+std::vector<std::pair<bool, int>> pipeline_order(const ShardView& shard, PipelineSchedule schedule, bool train) {
+  const int m = train ? std::max(1, shard.microbatches) : 1;
+  std::vector<std::pair<bool, int>> order;
+  if (!train) {
+    order.emplace_back(true, 0);
+    return order;
+  }
+  if (shard.stages <= 1) {
+    for (int i = 0; i < m; ++i) {
+      order.emplace_back(true, i);
+      order.emplace_back(false, i);
+    }
+    return order;
+  }
+  const int warmup = schedule == PipelineSchedule::gpipe ? m : std::min(shard.stages - shard.stage - 1, m);
+  int f = 0, b = 0;
+  for (; f < warmup; ++f) order.emplace_back(true, f);
+  while (f < m) {
+    order.emplace_back(true, f++);
+    order.emplace_back(false, b++);
+  }
+  while (b < m) order.emplace_back(false, b++);
+  return order;
 }
 
 }  // namespace tpusim::kernels

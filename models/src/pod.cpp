@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "elaboration_heap.h"
 #include "tpusim/core/interrupt.h"
 
 namespace tpusim::models {
@@ -64,7 +65,16 @@ Pod::Pod(const sc_core::sc_module_name& name, const Scenario& scenario, const ir
   }
   indexes_.resize(programs.programs.size());
   chips_.reserve(static_cast<std::size_t>(chips));
+  std::size_t heap_before_chip1 = 0;
   for (long long c = 0; c < chips; ++c) {
+    // The heap the chips still to build need, mapped at once (elaboration_heap.h): what chip 1 took (chip 0 also
+    // built its program's index), plus 1/16 for chips that differ.
+    if (c == 1) heap_before_chip1 = heap_in_use();
+    if (c == 2) {
+      const std::size_t now = heap_in_use();
+      const std::size_t per_chip = now > heap_before_chip1 ? now - heap_before_chip1 : 0;
+      (void)prefault_heap(per_chip * static_cast<std::size_t>(chips - 2) / 16 * 17);
+    }
     const auto id = static_cast<std::uint32_t>(c);
     const std::size_t role = programs.role_of_chip.empty() ? 0 : programs.role_of_chip[id];
     if (role >= programs.programs.size()) {
@@ -81,7 +91,7 @@ Pod::Pod(const sc_core::sc_module_name& name, const Scenario& scenario, const ir
     topology_ = std::make_unique<Topology>(build_topology(scenario.pod, scenario.chip));
     interconnect_ = std::make_unique<net::Interconnect>("ici", *topology_, scenario, programs, network, control);
     for (std::uint32_t c = 0; c < chips_.size(); ++c) {
-      interconnect_->attach_chip(c, chips_[c]->wake());
+      interconnect_->attach_chip(c, chips_[c]->wake(), *chips_[c]);
       chips_[c]->attach_ici(*interconnect_);
     }
   }

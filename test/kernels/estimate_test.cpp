@@ -96,6 +96,8 @@ TEST(LoweringEstimate, BoundsWholeModelsAndDlrmFromAbove) {
       {"llama2-7b-prefill-v5e", {"workload.fusion=off", "workload.attention=unfused", "workload.batch=1"}},
       {"moe-layer-v5p", {"workload.fusion=off"}},
       {"resnet50-train-v3", {"workload.fusion=off"}},
+      {"gpt3-1.3b-fsdp-tensor-v4-2x2x1", {}},
+      {"resnet50-dp-v4", {}},
       {"dlrm-v4", {}},
       {"dlrm-v4-no-sparsecore", {}},
       {"whatif-v5e-sparsecore", {}},
@@ -103,7 +105,7 @@ TEST(LoweringEstimate, BoundsWholeModelsAndDlrmFromAbove) {
   for (const Case& c : cases) {
     const Scenario s = load_scenario(c.scenario, c.overrides);
     double real = 0;
-    for (const auto& p : lower_workload(s.workload, s.chip).programs) real += static_cast<double>(p.size());
+    for (const auto& p : lower(s.workload, s.chip, s.pod).programs.programs) real += static_cast<double>(p.size());
     const double estimate = estimate_lowering(s.workload, s.chip).instructions;
     EXPECT_GE(estimate, real) << c.scenario;
     EXPECT_LE(estimate, 12 * real) << c.scenario;

@@ -3,13 +3,36 @@
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
 #include "tpusim/core/chip_spec.h"
+#include "tpusim/core/diagnostics.h"
 #include "tpusim/kernels/program.h"
+#include "tpusim/topology/topology.h"
+#include <gtest/gtest.h>
 
 namespace tpusim::kernels::testing {
+
+// A collective send offset of `distance` along `axis`.
+inline std::array<int, kMaxAxes> along(int axis, int distance) {
+  std::array<int, kMaxAxes> o{};
+  o[static_cast<std::size_t>(axis)] = distance;
+  return o;
+}
+
+// The first diagnostic of the ConfigError `f` throws; fails the test when it does not throw one.
+template <class F>
+Diagnostic config_error(F f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.diagnostics().at(0);
+  }
+  ADD_FAILURE() << "no ConfigError";
+  return {};
+}
 
 // v4-like numbers from docs/tpu-specs.md: 2 TensorCores of 4 128x128 MXUs, 16 MiB VMEM each, 1200 GB/s HBM.
 inline ChipSpec v4_like() {
@@ -23,6 +46,34 @@ inline ChipSpec v4_like() {
   c.hbm.capacity = GiB(32);
   c.hbm.bandwidth = BytesPerSecond(1200e9);
   return c;
+}
+
+// A chip with room for any model (tests that look at programs, not at fitting).
+inline ChipSpec roomy() {
+  ChipSpec c = v4_like();
+  c.hbm.capacity = Bytes(1ULL << 42);
+  c.vpu.transcendental_rate = 0.25;
+  return c;
+}
+
+// A decoder small enough to count by hand: no biases, no position embedding, RMSNorm, ReLU, tied embeddings.
+inline ModelSpec small_decoder(const std::string& name, int layers, std::int64_t d, int heads, std::int64_t d_ff,
+                               std::int64_t vocab, std::int64_t context) {
+  ModelSpec m;
+  m.name = name;
+  m.kind = ModelKind::transformer;
+  TransformerModel& t = m.transformer;
+  t.layers = layers;
+  t.d_model = d;
+  t.heads = heads;
+  t.d_ff = d_ff;
+  t.vocab = vocab;
+  t.context = context;
+  t.position = PositionKind::none;
+  t.norm = NormKind::rmsnorm;
+  t.mlp = MlpKind::relu;
+  t.bias = false;
+  return m;
 }
 
 // v5e-like: 1 TensorCore, 128 MiB VMEM, 819 GB/s HBM.

@@ -19,13 +19,7 @@ namespace {
 
 using testing::v4_like;
 
-// A chip with room for any model (the kernels tests look at programs, not at fitting).
-ChipSpec roomy() {
-  ChipSpec c = v4_like();
-  c.hbm.capacity = Bytes(1ULL << 42);
-  c.vpu.transcendental_rate = 0.25;
-  return c;
-}
+using testing::roomy;
 
 // A workload as load_scenario resolves it.
 WorkloadSpec workload(const ModelSpec& model, StepKind step, std::int64_t batch, std::int64_t seq) {
@@ -46,23 +40,7 @@ WorkloadSpec workload(const std::string& model, StepKind step, std::int64_t batc
 
 // A one-block decoder small enough to count by hand: d 128, 2 heads of 64, d_ff 512, vocabulary 1024, no
 // biases, no position embedding, RMSNorm, ReLU, tied embeddings.
-ModelSpec tiny() {
-  ModelSpec m;
-  m.name = "tiny";
-  m.kind = ModelKind::transformer;
-  TransformerModel& t = m.transformer;
-  t.layers = 1;
-  t.d_model = 128;
-  t.heads = 2;
-  t.d_ff = 512;
-  t.vocab = 1024;
-  t.context = 64;
-  t.position = PositionKind::none;
-  t.norm = NormKind::rmsnorm;
-  t.mlp = MlpKind::relu;
-  t.bias = false;
-  return m;
-}
+ModelSpec tiny() { return testing::small_decoder("tiny", 1, 128, 2, 512, 1024, 64); }
 
 // GPT-3 XL cut to `layers` blocks (fast to lower; the per-block numbers are the model's).
 ModelSpec gpt3_xl(int layers) {
@@ -148,6 +126,29 @@ TEST(ModelZoo, DecoderTrainingStepFlopsAreSixNPlusTheAttentionTermOfPalm) {
   EXPECT_NEAR(l.programs.programs[0].model_flops() / palm, 1.0, 1e-12);
   EXPECT_NEAR(l.closed_form_model_flops / palm, 1.0, 1e-12);
   EXPECT_EQ(l.work.tokens, tokens);
+}
+
+TEST(ModelZoo, BlocksOnlyStepOfOneLayerIsThatLayersFlopsWithoutEmbeddingHeadOrLoss) {
+  // workload.part: blocks on GPT-3 6.7B cut to one layer: (6 N + 12 L H Q T) x tokens with N = 12 d^2 (the
+  // layer's matmul weights, no vocabulary projection), L = 1; the weights are the layer's (N plus its biases
+  // and two layer norms, f32 master weights).
+  ModelSpec m = load_model("gpt3-6.7b");
+  m.transformer.layers = 1;
+  WorkloadSpec w = workload(m, StepKind::train, 4, 2048);
+  w.part = ModelPart::blocks;
+  const LoweredWorkload l = lower(w, roomy());
+  const double d = 4096, tokens = 4 * 2048, n = 12 * d * d;
+  const double palm = (6 * n + 12 * 32 * 128 * 2048) * tokens;
+  EXPECT_DOUBLE_EQ(l.programs.programs[0].model_flops(), palm);
+  EXPECT_DOUBLE_EQ(l.closed_form_model_flops, palm);
+  EXPECT_EQ(l.work.tokens, tokens);
+  for (const std::string& label : l.programs.programs[0].labels()) {
+    EXPECT_EQ(label.find("embedding"), std::string::npos) << label;
+    EXPECT_EQ(label.find("head"), std::string::npos) << label;
+  }
+  const double biases = 3 * d + d + 4 * d + d, norms = 2 * 2 * d;
+  ASSERT_TRUE(l.memory);
+  EXPECT_EQ(l.memory->weights.count(), static_cast<std::uint64_t>((n + biases + norms) * 4));
 }
 
 TEST(ModelZoo, LoweredModelFlopsEqualTheClosedFormForEveryFamilyAndStep) {

@@ -102,6 +102,12 @@ json summary_json(const Scenario& scenario, const RunReport& r) {
   }
   classes["idle_s"] = r.op_idle_s;
   j["op_classes"] = classes;
+  if (!r.exposed_collectives_s.empty()) {
+    json exposed = json::object();
+    for (const auto& [kind, t] : r.exposed_collectives_s) exposed[kind + "_s"] = t;
+    j["exposed_communication"] = exposed;
+  }
+  if (r.chip_rows.size() > 1) j["chip_spread"] = chip_spread_json(r);  // simulation_report.h
 
   json b = json::object();
   for (const auto& [k, v] : r.breakdown_s) b[k + "_s"] = v;
@@ -253,6 +259,12 @@ void print_table(const Scenario& s, const RunReport& r, std::ostream& out) {
       out << fmt::format("  {:<16} {:<19} {:>6} {:>12} {:>11} {:>11}   {}\n", c.op, c.algorithm, c.participants,
                          format_bytes(Bytes(static_cast<std::uint64_t>(c.bytes_per_chip))), short_time(c.time_s),
                          short_time(c.ideal_s), format_bandwidth(BytesPerSecond(c.bus_bandwidth)));
+    }
+  }
+  if (!r.exposed_collectives_s.empty()) {
+    out << "\n  exposed communication by collective\n";
+    for (const auto& [kind, t] : r.exposed_collectives_s) {
+      out << fmt::format("  {:<16}{:>11}  {:5.1f}%\n", kind, short_time(t), 100 * ratio(t, step));
     }
   }
   if (!r.op_classes.empty()) {

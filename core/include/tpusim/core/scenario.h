@@ -10,6 +10,7 @@
 
 #include "tpusim/core/chip_spec.h"
 #include "tpusim/core/config_tree.h"
+#include "tpusim/core/mesh_spec.h"
 #include "tpusim/core/model_spec.h"
 #include "tpusim/core/pod_spec.h"
 
@@ -26,6 +27,9 @@ enum class Remat { none, full, selective };
 // Attention core: scores and probabilities written to HBM (unfused), or tiled through VMEM with an online
 // softmax (flash, Dao et al. 2022).
 enum class AttentionImpl { unfused, flash };
+// What of a transformer the step runs on its chip: the whole model, or its blocks only (no embedding, final
+// norm, vocabulary projection or loss, as a middle pipeline stage runs them): with model.layers: 1, one layer.
+enum class ModelPart { model, blocks };
 
 // The host's input pipeline (tf.data / grain on the host CPU) feeding each step's batch to the chips. The
 // lowering turns it into a host infeed (see lower_workload in kernels/lowering.h).
@@ -54,6 +58,7 @@ struct WorkloadSpec {
   Remat remat = Remat::none;
   bool fusion = true;                       // XLA-style fusion of elementwise ops into their neighbours
   AttentionImpl attention = AttentionImpl::flash;
+  ModelPart part = ModelPart::model;
   std::int64_t seq_len = 0;                 // tokens per sequence (prompt, for prefill); resolved: 0 = context
   std::int64_t context = 0;                 // decode: tokens already in the KV cache; resolved: 0 = seq_len
   std::int64_t decoder_seq_len = 0;         // encoder_decoder: decoder tokens; resolved: 0 = seq_len
@@ -61,6 +66,12 @@ struct WorkloadSpec {
   Seconds step_launch_overhead;  // host time to launch the step's program, before anything runs
   int host_syncs = 0;            // host round trips at the end of the step (e.g. fetching the loss)
   CheckpointSpec checkpoint;
+  // Sharding over the pod (issue 9): the device mesh, its placement on the torus and the sharding rules
+  // (core/mesh_spec.h); collectives overlapped with independent compute as a compiler schedules them (on), or
+  // each after all earlier compute and before all later compute (off, the serialized baseline).
+  MeshSpec mesh;
+  bool overlap = true;
+  PipelineSchedule pipeline_schedule = PipelineSchedule::gpipe;
   std::map<std::string, FieldOrigin> origins;  // where each workload field came from (for errors)
 
   [[nodiscard]] DType weights() const { return weight_dtype.value_or(step == StepKind::train ? DType::f32 : dtype); }
