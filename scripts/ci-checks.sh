@@ -3,12 +3,12 @@
 #   1. the whole test suite again, built with AddressSanitizer + UndefinedBehaviorSanitizer (clang, build-asan/),
 #      failing on the first report;
 #   2. every libFuzzer target (fuzz/) for a bounded time, seeded from the bundled files; a crash fails.
-# Usage: bash scripts/ci-checks.sh          (TPUSIM_FUZZ_SECONDS=N sets the time per fuzz target, default 30)
+# Usage: bash scripts/ci-checks.sh          (TPUSIM_FUZZ_SECONDS=N sets the time per fuzz target, default 20)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 jobs=$(nproc)
-fuzz_seconds="${TPUSIM_FUZZ_SECONDS:-30}"
+fuzz_seconds="${TPUSIM_FUZZ_SECONDS:-20}"
 build=build-asan
 # abort_on_error: a report kills the process with SIGABRT, so a test driving the binary sees a crash, not an
 # exit code it might expect. detect_leaks: the SystemC kernel keeps its simulation context to the end.

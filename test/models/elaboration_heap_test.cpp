@@ -32,8 +32,18 @@ std::vector<void*> small_blocks() {
   return blocks;
 }
 
+// AddressSanitizer replaces malloc: gcc says so with __SANITIZE_ADDRESS__, clang (before 18) only through
+// __has_feature.
+#if defined(__SANITIZE_ADDRESS__)
+#define TPUSIM_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TPUSIM_TEST_ASAN 1
+#endif
+#endif
+
 bool platform_maps_heap() {
-#if defined(__linux__) && defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__linux__) && defined(__GLIBC__) && !defined(TPUSIM_TEST_ASAN)
   return true;
 #else
   return false;

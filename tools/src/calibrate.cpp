@@ -352,7 +352,9 @@ int calibrate_command(const CalibrateArgs& args, const std::string& self_exe) {
       s[1].x.push_back(outcomes[i]->size);
       s[1].y.push_back(outcomes[i]->predicted / 1e9);
     }
-    for (const auto& [id, series] : charts) {
+    for (const auto& chart : charts) {  // not a structured binding: a lambda cannot capture one in C++17
+      const std::string& id = chart.first;
+      const std::vector<Series>& series = chart.second;
       write_file_atomically(out / (id + ".svg"), [&](std::ostream& f) {
         write_line_chart_svg(series, fmt::format("{}: measured and predicted bandwidth", id),
                              "gathered size S (bytes)", "bandwidth S / runtime (GB/s)", true, true, f);
