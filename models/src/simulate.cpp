@@ -63,7 +63,9 @@ BlockRegistry builtin_blocks() {
 }  // namespace
 
 SimResult simulate(const Scenario& scenario, const ir::ProgramSet& programs, const SimOptions& options) {
-  return run(scenario, programs, options, net::InterconnectOptions{}, builtin_blocks());
+  net::InterconnectOptions network;
+  network.faults = options.failed;
+  return run(scenario, programs, options, network, builtin_blocks());
 }
 
 SimResult net::simulate_with_network(const Scenario& scenario, const ir::ProgramSet& programs,

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "tools/src/describe_chip.h"
+#include "tools/src/job_run.h"
 #include "tools/src/model_info.h"
 #include "tools/src/op_classes.h"
 #include "tools/src/report.h"
@@ -147,7 +148,8 @@ int run_command(const RunArgs& args) {
   try {
     scenario = load_scenario(args.scenario, args.overrides);
     topology.emplace(check_topology(scenario));
-    lowered = programs_for(scenario);
+    check_faults_modelled(scenario);
+    lowered = programs_for(job_step_scenario(scenario));  // job_run.h
   } catch (const ConfigError& e) {
     print_config_error(e);
     return 2;
@@ -186,8 +188,12 @@ int run_command(const RunArgs& args) {
   };
 
   RunReport report;
+  std::optional<FaultSteps> fault_steps;  // a job's steps under lasting faults, simulated in child processes
+  std::optional<JobOutcome> job;
   try {
+    if (scenario.job.enabled) fault_steps.emplace(scenario, *topology, programs);
     const models::SimResult result = models::simulate(scenario, programs, options);
+    if (scenario.job.enabled) job = run_job_timeline(scenario, *topology, result.step_time, *fault_steps);
     report = make_report(scenario, programs, result, &*topology,
                          scenario.workload.program.empty() ? &lowered : nullptr, &classes);
     if (args.perf) {
@@ -211,7 +217,9 @@ int run_command(const RunArgs& args) {
 
   try {
     OutputFolder folder(out_dir);
-    write_text(folder.file("summary.json"), summary_json(scenario, report).dump(2) + "\n");
+    auto summary = summary_json(scenario, report);
+    if (job) add_job_json(summary, scenario, *job, *fault_steps);
+    write_text(folder.file("summary.json"), summary.dump(2) + "\n");
     write_file(folder.file("chips.csv"), [&](std::ostream& out) { write_chips_csv(report, out); });
     if (!report.links.empty()) {
       write_file(folder.file("links.csv"), [&](std::ostream& out) { write_links_csv(report, out); });
@@ -239,6 +247,7 @@ int run_command(const RunArgs& args) {
   }
   if (!args.quiet) {
     print_table(scenario, report, std::cout);
+    if (job) print_job(scenario, *job, std::cout);
     std::cout << "\n  wrote " << (out_dir / "summary.json").string() << " and chips.csv\n";
   }
   return 0;
@@ -248,7 +257,8 @@ int validate_command(const std::string& scenario_name, const std::vector<std::st
   return with_exit_codes("tpusim validate", [&] {
     const Scenario s = load_scenario(scenario_name, overrides);
     (void)check_topology(s);
-    const ir::ProgramSet programs = programs_for(s).programs;
+    check_faults_modelled(s);
+    const ir::ProgramSet programs = programs_for(job_step_scenario(s)).programs;
     std::size_t instructions = 0;
     for (const auto& p : programs.programs) instructions += p.size();
     std::cout << fmt::format("{}: ok ({} on {}, {} chips, {} program{} of {} instructions)\n", s.name,

@@ -10,6 +10,7 @@
 #include "tpusim/kernels/program.h"
 #include "tpusim/models/errors.h"
 #include "tpusim/models/sim_result.h"
+#include "tpusim/topology/routing.h"
 
 namespace tpusim::models {
 
@@ -30,6 +31,9 @@ struct SimOptions {
   // Optional; called as each instruction completes (per chip in completion order; chips interleave). Costs
   // one branch per instruction when unset. Filter chips in the callback for big pods.
   std::function<void(const TraceSpan&)> trace;
+  // Links and chips failed for the whole step (a fault the job reroutes around, tools/src/job_run.cpp); needs
+  // fidelity.routing fault_aware, which routes around them and re-plans nothing else.
+  FaultSet failed;
 };
 
 // Runs every chip of scenario.pod (chips are independent until the interconnect is modelled) on the program
