@@ -12,11 +12,14 @@
 
 namespace tpusim::kernels::detail {
 
-// One participating axis of the pod (length > 1).
+// One participating axis of the group's virtual shape (length > 1): `length` members `stride` chips apart
+// along torus axis `axis`; `wraps` when the members close a ring over the torus wraparound (collectives.h,
+// "Groups"). Plans use length only; the closed forms also wraps and stride.
 struct GroupAxis {
   int axis = 0;
   int length = 1;
   bool wraps = false;
+  int stride = 1;
 };
 
 enum class Phase : std::uint8_t { reduce_scatter, all_gather };

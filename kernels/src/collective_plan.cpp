@@ -106,23 +106,40 @@ constexpr std::string_view kPermuteNoAlternative =
                                 std::move(found), std::move(hint)}});
 }
 
-// The participating axes of length > 1, ascending; throws for an axis the topology lacks.
-std::vector<GroupAxis> group_axes(const Topology& topo, std::uint32_t mask) {
-  const std::uint32_t all = (1u << topo.axes()) - 1;
-  if ((mask & ~all) != 0) {
-    std::vector<int> bad;
-    for (int i = topo.axes(); i < 32; ++i) {
-      if (mask & (1u << i)) bad.push_back(i);
-    }
-    fail(kAxesKey, "collective over an axis the pod does not have",
-         fmt::format("axes in [0, {}) ({} is {}-dimensional)", topo.axes(), topo.name(), topo.axes()),
-         fmt::format("axis {}", fmt::join(bad, ", ")));
-  }
-  if (mask == 0) mask = all;
+const std::string kGroupKey = "group";
+
+// The participating axes of `g` (size > 1), ascending, as its virtual shape; throws (key `group`) for a group
+// that does not tile the topology.
+std::vector<GroupAxis> group_axes(const Topology& topo, const ir::CollectiveGroup& g) {
+  const auto bad = [&](std::string message, std::string expected) {
+    fail(kGroupKey, std::move(message), std::move(expected), describe_group(g),
+         fmt::format("{} is {} with {} pod(s)", topo.name(), fmt::join(topo.shape().begin(),
+                                                                       topo.shape().begin() + topo.axes(), "x"),
+                     topo.pods()));
+  };
   std::vector<GroupAxis> axes;
-  for (int i = 0; i < topo.axes(); ++i) {
-    const int n = topo.shape()[static_cast<std::size_t>(i)];
-    if ((mask & (1u << i)) && n > 1) axes.push_back({i, n, topo.wraps(i)});
+  for (int i = 0; i < ir::kGroupAxes; ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    const std::uint32_t size = g.size[u], stride = g.stride[u];
+    if (size == 0 || stride == 0) bad(fmt::format("group with a zero size or stride on axis {}", i), "sizes and strides >= 1");
+    if (size == 1) continue;
+    if (i >= topo.axes()) {
+      bad(fmt::format("group over axis {}, which the pod does not have", i),
+          fmt::format("members on axes [0, {}) only", topo.axes()));
+    }
+    const auto length = static_cast<std::uint64_t>(topo.shape()[u]);
+    const std::uint64_t block = std::uint64_t{size} * stride;
+    if (block > length || length % block != 0) {
+      bad(fmt::format("group of {} members {} apart on axis {} of length {}: size x stride must divide the length",
+                      size, stride, i, length),
+          "size x stride dividing the axis length");
+    }
+    // Members close a ring over the wraparound only when they span the whole axis (the last member's next is
+    // the first, stride chips on); otherwise the group is a line inside its block.
+    axes.push_back({i, static_cast<int>(size), block == length && topo.wraps(i), static_cast<int>(stride)});
+  }
+  if (g.pods == 0 || topo.pods() % static_cast<int>(g.pods) != 0) {
+    bad(fmt::format("group over {} pods of {}", g.pods, topo.pods()), "a pod count dividing the pods of the slice");
   }
   return axes;
 }
@@ -191,12 +208,14 @@ Seconds in_pod_ideal(const Topology& topo, CollectiveKind kind, double s, const 
   double rate = 0, ring_steps = 0, diameter = 0, all_to_all = 0;
   double p = 1;
   for (const GroupAxis& a : axes) {
-    const double n = a.length;
-    const double r = a.wraps ? 2 * b : b;
+    // A group `stride` chips apart shares each link with stride - 1 other groups of its block (their lanes
+    // interleave) and each of its ring steps crosses `stride` links.
+    const double n = a.length, t = a.stride;
+    const double r = (a.wraps ? 2 * b : b) / t;
     rate += r;
     p *= n;
-    ring_steps += n - 1;
-    diameter += a.wraps ? std::floor(n / 2) : n - 1;
+    ring_steps += (n - 1) * t;
+    diameter += (a.wraps ? std::floor(n / 2) : n - 1) * t;
     all_to_all = std::max(all_to_all, std::floor(n * n / 4) * s / (n * r));
   }
   switch (kind) {
@@ -206,8 +225,8 @@ Seconds in_pod_ideal(const Topology& topo, CollectiveKind kind, double s, const 
     case CollectiveKind::all_to_all: return Seconds(all_to_all + diameter * hop);
     case CollectiveKind::permute: {
       const GroupAxis& a = axes.front();
-      const int hops = a.wraps || a.length == 2 ? 1 : a.length - 1;
-      return Seconds(s / b + hops * hop);
+      const int hops = (a.wraps || a.length == 2 ? 1 : a.length - 1) * a.stride;
+      return Seconds(s * a.stride / b + hops * hop);
     }
   }
   return Seconds(0);
@@ -266,11 +285,44 @@ double bus_factor(CollectiveKind kind, int participants) {
   return 1;
 }
 
+ir::CollectiveGroup whole_axes_group(const Topology& topo, std::uint32_t axes_mask) {
+  const std::uint32_t all = (1u << topo.axes()) - 1;
+  if ((axes_mask & ~all) != 0) {
+    std::vector<int> bad;
+    for (int i = topo.axes(); i < 32; ++i) {
+      if (axes_mask & (1u << i)) bad.push_back(i);
+    }
+    fail(kAxesKey, "collective over an axis the pod does not have",
+         fmt::format("axes in [0, {}) ({} is {}-dimensional)", topo.axes(), topo.name(), topo.axes()),
+         fmt::format("axis {}", fmt::join(bad, ", ")));
+  }
+  if (axes_mask == 0) axes_mask = all;
+  ir::CollectiveGroup g;
+  for (int i = 0; i < topo.axes(); ++i) {
+    if (axes_mask & (1u << i)) g.size[static_cast<std::size_t>(i)] = static_cast<std::uint32_t>(topo.shape()[static_cast<std::size_t>(i)]);
+  }
+  g.pods = static_cast<std::uint32_t>(topo.pods());
+  return g;
+}
+
+std::string describe_group(const ir::CollectiveGroup& g) {
+  return fmt::format("size {}, stride {}, {} pod(s)", fmt::join(g.size, "x"), fmt::join(g.stride, "x"), g.pods);
+}
+
+int group_participants(const Topology& topo, const ir::CollectiveGroup& group) {
+  return group_size(group_axes(topo, group)) * static_cast<int>(group.pods);
+}
+
 Seconds ideal_collective_time(const Topology& topo, CollectiveKind kind, std::uint64_t bytes_per_chip,
                               std::uint32_t axes_mask) {
-  const std::vector<GroupAxis> axes = group_axes(topo, axes_mask);
+  return ideal_collective_time(topo, kind, bytes_per_chip, whole_axes_group(topo, axes_mask));
+}
+
+Seconds ideal_collective_time(const Topology& topo, CollectiveKind kind, std::uint64_t bytes_per_chip,
+                              const ir::CollectiveGroup& group) {
+  const std::vector<GroupAxis> axes = group_axes(topo, group);
   const auto s = static_cast<double>(bytes_per_chip);
-  const int m = topo.pods();
+  const auto m = static_cast<int>(group.pods);
   if (m == 1 || s == 0) return in_pod_ideal(topo, kind, s, axes);
   if (kind == CollectiveKind::permute && !axes.empty()) return in_pod_ideal(topo, kind, s, axes);
   const double d = dcn_per_chip(topo).value();
@@ -292,8 +344,13 @@ Seconds ideal_collective_time(const Topology& topo, CollectiveKind kind, std::ui
 
 CollectivePlan plan_collective(const Topology& topo, CollectiveKind kind, std::uint64_t bytes_per_chip, DType dtype,
                                std::uint32_t axes_mask, CollectiveAlgorithm algorithm) {
-  const std::vector<GroupAxis> axes = group_axes(topo, axes_mask);
-  const int pods = topo.pods();
+  return plan_collective(topo, kind, bytes_per_chip, dtype, whole_axes_group(topo, axes_mask), algorithm);
+}
+
+CollectivePlan plan_collective(const Topology& topo, CollectiveKind kind, std::uint64_t bytes_per_chip, DType dtype,
+                               const ir::CollectiveGroup& group, CollectiveAlgorithm algorithm) {
+  const std::vector<GroupAxis> axes = group_axes(topo, group);
+  const auto pods = static_cast<int>(group.pods);
   const int in_pod = group_size(axes);
 
   CollectivePlan plan;
@@ -317,7 +374,7 @@ CollectivePlan plan_collective(const Topology& topo, CollectiveKind kind, std::u
     fail(kAlgorithmKey, fmt::format("{} cannot run {} on {}", variant->name, collective_name(kind), topo.name()),
          fmt::format("an algorithm that can run {} here", collective_name(kind)), why, std::move(hint));
   }
-  plan.ideal_time = ideal_collective_time(topo, kind, bytes_per_chip, axes_mask);
+  plan.ideal_time = ideal_collective_time(topo, kind, bytes_per_chip, group);
   if (bytes_per_chip == 0 || (axes.empty() && pods == 1)) return plan;
 
   const int dbytes = dtype_bytes(dtype);

@@ -129,6 +129,7 @@ ordered_json instruction_json(const Program& p, const Instruction& ins) {
     else if (f == "pattern") j[f] = name_of(kPatterns, ins.pattern);
     else if (f == "bytes") j[f] = ins.bytes;
     else if (f == "collective") j[f] = name_of(kCollectives, ins.collective);
+    else if (f == "mesh_axes" && ins.group != kAxesGroup) j["group"] = ins.group;  // instead of mesh_axes
     else if (f == "mesh_axes") j[f] = axes_json(ins.mesh_axes);
     else if (f == "peer") j[f] = ins.peer;
     else if (f == "host_op") j[f] = name_of(kHostOps, ins.host_op);
@@ -163,6 +164,14 @@ ordered_json instruction_json(const Program& p, const Instruction& ins) {
   ordered_json deps = ordered_json::array();
   for (std::uint32_t d = 0; d < ins.dep_count; ++d) deps.push_back(p.deps_of(ins)[d]);
   j["deps"] = std::move(deps);
+  return j;
+}
+
+ordered_json group_json(const CollectiveGroup& g) {
+  ordered_json j;
+  j["size"] = g.size;
+  j["stride"] = g.stride;
+  j["pods"] = g.pods;
   return j;
 }
 
@@ -239,7 +248,7 @@ class Reader {
 
 // Reads one instruction's fields into `ins` and its dependencies into `deps`; false if anything was wrong.
 bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::size_t index, int version,
-                      Instruction& ins, std::vector<std::uint32_t>& deps, std::string& label) {
+                      std::size_t groups, Instruction& ins, std::vector<std::uint32_t>& deps, std::string& label) {
   if (!v.is_object()) return r.object(v, ptr, {});
   const std::size_t errors = r.diagnostics().size();
   const json* op = r.need(v, ptr, "op");
@@ -253,6 +262,8 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
   if (ins.kind == OpKind::collective) allowed.emplace_back("algorithm");  // optional, default "auto"
   if (ins.kind == OpKind::host) allowed.emplace_back("host_seconds");   // optional, default 0
   if (ins.kind == OpKind::vector) allowed.emplace_back("bytes");        // optional VMEM operand bytes, default 0
+  const bool groupable = std::find(fields.begin(), fields.end(), "mesh_axes") != fields.end();
+  if (groupable) allowed.emplace_back("group");  // a group of the set, instead of mesh_axes
   if (version >= 2) {                                                   // optional, see kernels/README.md
     allowed.emplace_back("class");
     if (ins.kind == OpKind::matmul) {
@@ -319,8 +330,20 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
     }
   }
 
+  if (const auto it = v.find("group"); groupable && it != v.end()) {
+    if (v.contains("mesh_axes")) {
+      r.error(at("group"), "both a group and mesh_axes", "either mesh_axes or group, not both", Reader::describe(*it));
+    } else if (groups == 0) {
+      r.error(at("group"), "no group to name", "an index into the top-level groups (the file has none)",
+              Reader::describe(*it));
+    } else if (const auto u = r.uint(*it, at("group"), groups - 1)) {
+      ins.group = static_cast<std::uint16_t>(*u);
+    }
+  }
+
   constexpr auto kI64 = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
   for (const std::string& f : fields) {
+    if (f == "mesh_axes" && groupable && v.contains("group")) continue;  // the group replaces it
     const json* x = r.need(v, ptr, f);
     if (x == nullptr) continue;
     const std::string p = at(f);
@@ -394,6 +417,48 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
   return r.diagnostics().size() == errors;
 }
 
+// Reads the top-level `groups`: each {size: [..], stride: [..] (optional, 1s), pods (optional, 1)}, arrays of
+// 1 to kGroupAxes positive integers (missing axes are 1).
+std::vector<CollectiveGroup> read_groups(Reader& r, const json& v) {
+  std::vector<CollectiveGroup> groups;
+  if (!v.is_array() || v.size() >= kAxesGroup) {
+    r.error("/groups", "wrong type", fmt::format("an array of at most {} groups", kAxesGroup - 1), Reader::describe(v));
+    return groups;
+  }
+  constexpr std::uint64_t kMaxMembers = std::numeric_limits<std::uint32_t>::max();
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::string ptr = fmt::format("/groups/{}", i);
+    CollectiveGroup g;
+    if (r.object(v[i], ptr, {"size", "stride", "pods"})) {
+      const auto axes = [&](const std::string& key, std::array<std::uint32_t, kGroupAxes>& out) {
+        const json& a = v[i][key];
+        if (!a.is_array() || a.empty() || a.size() > static_cast<std::size_t>(kGroupAxes)) {
+          r.error(ptr + "/" + key, "wrong type", fmt::format("an array of 1 to {} positive integers, one per torus axis", kGroupAxes),
+                  Reader::describe(a));
+          return;
+        }
+        for (std::size_t k = 0; k < a.size(); ++k) {
+          const std::string p = fmt::format("{}/{}/{}", ptr, key, k);
+          if (const auto u = r.uint(a[k], p, kMaxMembers)) {
+            if (*u == 0) r.error(p, "bad value", "a positive integer", "0");
+            else out[k] = static_cast<std::uint32_t>(*u);
+          }
+        }
+      };
+      if (r.need(v[i], ptr, "size") != nullptr) axes("size", g.size);
+      if (v[i].contains("stride")) axes("stride", g.stride);
+      if (const auto it = v[i].find("pods"); it != v[i].end()) {
+        if (const auto u = r.uint(*it, ptr + "/pods", kMaxMembers)) {
+          if (*u == 0) r.error(ptr + "/pods", "bad value", "a positive integer", "0");
+          else g.pods = static_cast<std::uint32_t>(*u);
+        }
+      }
+    }
+    groups.push_back(g);
+  }
+  return groups;
+}
+
 std::pair<int, int> line_column(std::string_view text, std::size_t byte) {
   int line = 1, column = 1;
   for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
@@ -411,7 +476,15 @@ std::pair<int, int> line_column(std::string_view text, std::size_t byte) {
 
 void write_program_json(const ProgramSet& set, std::ostream& out) {
   out << "{\n  \"format\": " << json(std::string(kFormat)).dump() << ",\n  \"version\": " << kVersion
-      << ",\n  \"role_of_chip\": " << json(set.role_of_chip).dump() << ",\n  \"programs\": [";
+      << ",\n  \"role_of_chip\": " << json(set.role_of_chip).dump();
+  if (!set.groups.empty()) {  // optional: files without groups read (and are written) as before
+    out << ",\n  \"groups\": [";
+    for (std::size_t g = 0; g < set.groups.size(); ++g) {
+      out << (g == 0 ? "\n    " : ",\n    ") << group_json(set.groups[g]).dump();
+    }
+    out << "\n  ]";
+  }
+  out << ",\n  \"programs\": [";
   for (std::size_t p = 0; p < set.programs.size(); ++p) {
     const Program& prog = set.programs[p];
     out << (p == 0 ? "\n" : ",\n") << "    {\n      \"name\": " << json(prog.name()).dump()
@@ -433,7 +506,7 @@ ProgramSet parse_program_json(std::string_view text, const std::string& source) 
     throw ConfigError({Diagnostic{SourceLoc{source, line, column}, "", "malformed JSON", "valid JSON", e.what(), ""}});
   }
   Reader r(source);
-  if (!r.object(root, "", {"format", "version", "role_of_chip", "programs"})) r.diagnostics().throw_if_any();
+  if (!r.object(root, "", {"format", "version", "role_of_chip", "groups", "programs"})) r.diagnostics().throw_if_any();
   // A file of another format or version is not interpreted further: its other errors would be noise.
   if (const json* f = r.need(root, "", "format"); f && !(f->is_string() && f->get<std::string>() == kFormat)) {
     r.error("/format", "not a tpusim program file", json(std::string(kFormat)).dump(), Reader::describe(*f));
@@ -448,6 +521,7 @@ ProgramSet parse_program_json(std::string_view text, const std::string& source) 
   r.diagnostics().throw_if_any();
 
   ProgramSet set;
+  if (const auto g = root.find("groups"); g != root.end()) set.groups = read_groups(r, *g);
   const json* programs = r.need(root, "", "programs");
   if (programs != nullptr && !programs->is_array()) {
     r.error("/programs", "wrong type", "an array of programs", Reader::describe(*programs));
@@ -471,8 +545,8 @@ ProgramSet parse_program_json(std::string_view text, const std::string& source) 
           Instruction ins;
           std::vector<std::uint32_t> deps;
           std::string label;
-          ok = read_instruction(r, (*instrs)[i], fmt::format("{}/instructions/{}", pptr, i), i, version, ins, deps,
-                                label) &&
+          ok = read_instruction(r, (*instrs)[i], fmt::format("{}/instructions/{}", pptr, i), i, version,
+                                set.groups.size(), ins, deps, label) &&
                ok;
           if (ok) prog.add(ins, deps, label);
         }

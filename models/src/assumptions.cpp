@@ -30,7 +30,10 @@ std::vector<Assumption> model_assumptions() {
        "its writes, at the full HBM rate", "models/src/memory/fused_stream.h",
        "a fused kernel's first operand tiles arrive before its units start and its last results leave after "
        "them; the rest of its stream overlaps its compute (one fused op per TensorCore unit at a time)"},
-      {"DCN latency", format_time(net::kDcnLatency), "models/src/net/interconnect.h",
+      {"ICI operations in flight per chip", fmt::format("{}", net::kIciOperationsInFlight), "models/src/net/ici_unit.h",
+       "collectives, sends and recvs a chip's ICI unit runs at once, started in order; not published, enough for "
+       "a layer's overlapped all-gather, reduce-scatter, pipeline transfers and gradient buckets"},
+      {"DCN latency", format_time(net::kDcnLatency), "models/src/net/transport.h",
        "one way between hosts of different pods (NIC, a few switch hops, host stack); not published"},
       // Calibrated on /work/shared/reference/measurements.md (C1-C3); `tpusim calibrate` checks them.
       {"ICI link efficiency", fmt::format("{} (default of chip.ici.link_efficiency)", kIciLinkEfficiency),
@@ -54,13 +57,28 @@ std::vector<Assumption> model_assumptions() {
        "core/include/tpusim/core/chip_spec.h",
        "loss while reads and writes interleave (a copy); C2's v6e copy runs at 83.0% of peak, 0.90 x (1 - 0.07) "
        "with its read latency; only the product is measured"},
-      {"collective start-up", format_time(net::kCollectiveStartup), "models/src/net/interconnect.h",
+      {"collective start-up", format_time(net::kCollectiveStartup), "models/src/net/collective_engine.h",
        "before a collective's first byte leaves: the sequencer issues it and the DMA engines fetch its first "
        "descriptors (a few hundred cycles); C1's latency floor (15 ring steps in ~15-16 us with the 1 us hop "
        "latency) leaves under 1 us for start-up and step synchronisation together"},
-      {"collective step synchronisation", format_time(net::kCollectiveStepSync), "models/src/net/interconnect.h",
+      {"collective step synchronisation", format_time(net::kCollectiveStepSync), "models/src/net/collective_engine.h",
        "per step, after its data has arrived: the waiting core sees the arrival semaphore (it travels behind the "
        "data, no extra hop) and issues the next step's DMA, ~10-20 cycles; bounded by C1's floor as above"},
+      // The job timeline's defaults (core/src/fault_plan.cpp, docs/faults.md): no TPU source gives them.
+      {"job heartbeat and timeout", "5 s and 30 s (defaults of job.heartbeat, job.timeout)",
+       "core/src/fault_plan.cpp",
+       "watchdogs of distributed training runtimes check liveness every few seconds and declare a worker dead after "
+       "several missed beats; the TPU runtime's values are not published"},
+      {"job restart and repair", "10 min and 1 h (defaults of job.restart, job.repair)", "core/src/fault_plan.cpp",
+       "a relaunch reschedules the slice, recompiles (or loads the compilation cache) and initialises; a repair "
+       "swaps a tray or moves the job to healthy capacity; neither is published for TPU"},
+      {"checkpoint storage bandwidth", "1 GB/s per host (default of chip.host.storage_bandwidth)",
+       "core/src/chip_blocks.cpp",
+       "one VM's share of a distributed file system, for writes and for the restore's reads alike; the job's "
+       "checkpoint cost is a host's chips' state over it"},
+      {"slowdown onset, reroute stall", "from the start of the step a fault hits", "models/src/job/job_timeline.cpp",
+       "a slowdown or a rerouted link takes effect at the start of the step it lands in (at most one step "
+       "pessimistic); faults inside a step at their tick are not simulated yet"},
   };
 }
 

@@ -67,7 +67,11 @@ void ProgramIndex::note_uses(const ir::Instruction& ins, ir::UnitKind unit) {
       use(memory_block(ins.src));
       use(memory_block(ins.dst));
       break;
-    case ir::UnitKind::ici: use(BlockKind::ici); break;
+    case ir::UnitKind::ici:
+      use(BlockKind::ici);
+      // A collective's reductions run on the VPU of its TensorCore (net/vpu_port.h).
+      if (ins.kind == ir::OpKind::collective) use(BlockKind::vpu);
+      break;
     case ir::UnitKind::host: use(BlockKind::host); break;
     case ir::UnitKind::sync: break;
     case ir::UnitKind::sparsecore:
@@ -94,7 +98,9 @@ ProgramIndex::ProgramIndex(const ir::Program& program, const ChipSpec& chip, std
     const ir::UnitKind unit = queue_unit(ins);
     const bool uses_vmem = ins.vmem_alloc > 0 || ins.vmem_free > 0 ||
                            (ins.kind == ir::OpKind::dma && touches(ins, ir::Memory::vmem));
-    if ((unit == ir::UnitKind::mxu || unit == ir::UnitKind::vpu || uses_vmem) && ins.core >= chip.tensorcores) {
+    const bool reduces = ins.kind == ir::OpKind::collective;  // on the VPU of ins.core
+    if ((unit == ir::UnitKind::mxu || unit == ir::UnitKind::vpu || uses_vmem || reduces) &&
+        ins.core >= chip.tensorcores) {
       fail(fmt::format("{} on TensorCore {}, but the chip has {}", ir::op_name(ins.kind), ins.core,
                        chip.tensorcores));
     }

@@ -2,7 +2,9 @@
 // Per-program lookup tables shared by every chip that runs the program: which unit queue each instruction
 // goes to and its position there. Chips then keep only a cursor and a completion count per queue, and an
 // instruction's dependency d is done exactly when completed[queue_of(d)] > position(d), because every queue
-// completes its instructions in program order. This keeps per-chip state O(queues), not O(instructions).
+// completes its instructions in program order; the ICI queue, whose in-flight instructions complete in any
+// order, adds a 64-bit window of positions completed ahead of the count (Sequencer::QueueState). This keeps
+// per-chip state O(queues), not O(instructions).
 #include <bitset>
 #include <cstdint>
 #include <vector>

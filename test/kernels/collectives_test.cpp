@@ -7,8 +7,7 @@
 #include <sstream>
 #include <string>
 
-#include "../topology/specs.h"
-#include "kernels_test_support.h"
+#include "collective_test_support.h"
 #include "tpusim/core/diagnostics.h"
 #include "tpusim/kernels/collectives.h"
 #include "tpusim/kernels/lowering.h"
@@ -20,26 +19,15 @@
 namespace tpusim::kernels {
 namespace {
 
+using namespace testing;  // collective_test_support.h: Algo, Kind, kB, kHop, kS, ring16, along, config_error
 using test::make_chip;
 using test::make_pod;
-using Algo = CollectiveAlgorithm;
-using Kind = CollectiveKind;
 
-constexpr double kB = 45e9;     // link rate one way (v4, tpu-specs.md)
-constexpr double kHop = 1e-6;   // make_chip's hop latency
-
-Topology ring16() { return build_topology(make_pod({16}, {1}, {1}), make_chip("c", 2, 45)); }
 Topology torus4x4() { return build_topology(make_pod({4, 4}, {1, 1}, {2, 2}), make_chip("c", 4, 45)); }
 Topology torus4x4x4() {
   return build_topology(make_pod({4, 4, 4}, {1, 1, 1}, {2, 2, 1}, {4, 4, 4}), make_chip("c", 6, 45));
 }
 Topology mesh2x2x1() { return build_topology(make_pod({2, 2, 1}, {0, 0, 0}, {2, 2, 1}), make_chip("c", 6, 45)); }
-
-std::array<int, kMaxAxes> along(int axis, int distance) {
-  std::array<int, kMaxAxes> o{};
-  o[static_cast<std::size_t>(axis)] = distance;
-  return o;
-}
 
 std::uint64_t bytes_sent(const CollectivePlan& p) {
   std::uint64_t b = 0;
@@ -53,18 +41,6 @@ std::uint64_t reduced(const CollectivePlan& p) {
   std::uint64_t e = 0;
   for (const auto& s : p.steps) e += s.reduce_elements;
   return e;
-}
-
-// The first diagnostic of the ConfigError `f` throws; fails the test when it does not throw one.
-template <class F>
-Diagnostic config_error(F f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.diagnostics().at(0);
-  }
-  ADD_FAILURE() << "no ConfigError";
-  return {};
 }
 
 TEST(CollectiveRegistry, NamesFollowTheEnumIndices) {
@@ -491,7 +467,6 @@ TEST(CollectiveAuto, TheBidirectionalRingForReductionsAndGathersAtEverySizeDirec
 }
 
 // Closed forms (collectives.h): S = 1 GiB, B = 45 GB/s, hop 1 us.
-constexpr double kS = 1024.0 * 1024 * 1024;
 
 TEST(CollectiveIdeal, SixteenRing) {
   const Topology t = ring16();

@@ -7,9 +7,31 @@
 #include <vector>
 
 #include "tpusim/core/chip_spec.h"
+#include "tpusim/core/diagnostics.h"
 #include "tpusim/kernels/program.h"
+#include "tpusim/topology/topology.h"
+#include <gtest/gtest.h>
 
 namespace tpusim::kernels::testing {
+
+// A collective send offset of `distance` along `axis`.
+inline std::array<int, kMaxAxes> along(int axis, int distance) {
+  std::array<int, kMaxAxes> o{};
+  o[static_cast<std::size_t>(axis)] = distance;
+  return o;
+}
+
+// The first diagnostic of the ConfigError `f` throws; fails the test when it does not throw one.
+template <class F>
+Diagnostic config_error(F f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.diagnostics().at(0);
+  }
+  ADD_FAILURE() << "no ConfigError";
+  return {};
+}
 
 // v4-like numbers from docs/tpu-specs.md: 2 TensorCores of 4 128x128 MXUs, 16 MiB VMEM each, 1200 GB/s HBM.
 inline ChipSpec v4_like() {

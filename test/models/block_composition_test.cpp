@@ -300,10 +300,12 @@ TEST(BlockComposition, TheElaboratorBuildsTheBlocksTheProgramReachesAsAModuleTre
     EXPECT_TRUE(exists(name)) << name;
   }
   for (const char* name : {"pod.chip0.tensorcore0.vmem", "pod.chip0.host", "pod.chip0.ici", "pod.chip1.dma",
-                           "pod.chip1.tensorcore0"}) {
+                           "pod.chip1.tensorcore0.mxu"}) {
     EXPECT_FALSE(exists(name)) << name;
   }
-  EXPECT_TRUE(exists("pod.chip1.ici"));  // the collective's chip: its ICI ports and nothing else
+  // The collective's chip: its ICI ports and the VPUs its reductions reserve (net/vpu_port.h), no MXU.
+  EXPECT_TRUE(exists("pod.chip1.ici"));
+  EXPECT_TRUE(exists("pod.chip1.tensorcore0.vpu"));
 }
 
 }  // namespace

@@ -5,14 +5,14 @@
 // Where the simulated time departs from plan.ideal_time (the link-rate bound plus one hop latency per ring
 // step, kernels/collectives.h):
 // - Reductions on the VPU. The model reduces a step's received elements after its receives and before the
-//   next step (net/interconnect.h), so their time adds up in full: reduction_seconds(plan), 15/16 S of bf16 at
+//   next step (net/collective_engine.h), so their time adds up in full: reduction_seconds(plan), 15/16 S of bf16 at
 //   1024 elements per cycle and 1.05 GHz = 117 us for S = 256 MiB, i.e. 2.1% of the 16-ring's time, 4.2% of
 //   the 4x4 torus's, 6.0% of the 4x4x4's (the more axes, the shorter the bandwidth term).
 // - Chunk pipelining. Every send of a ring plan is one hop on a link nobody else uses in that step (the
 //   merged sub-buffers of one offset are one transfer), so 1 MiB chunks add no pipeline fill and no queueing;
 //   what remains is rounding to whole picoseconds per chunk.
 // - Hop latencies. One per step, 2 (N - 1) per axis for an all-reduce: already in ideal_time.
-// - The runtime's overheads (net/interconnect.h): the start-up and one synchronisation per step,
+// - The runtime's overheads (net/collective_engine.h): the start-up and one synchronisation per step,
 //   overhead_seconds(plan), outside ideal_time.
 // So the large cases must land within 0.5% of ideal + reductions + overheads (all-gather: no reductions).
 #include "collective_test_support.h"

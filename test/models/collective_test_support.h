@@ -55,11 +55,14 @@ inline ir::ProgramSet one_collective(CollectiveKind kind, std::uint64_t bytes,
 // The plan the interconnect runs for the program's first instruction.
 inline kernels::CollectivePlan plan_of(const Scenario& s, const ir::ProgramSet& programs) {
   const Topology topo = build_topology(s.pod, s.chip);
-  return default_collective_planner()(topo, programs.programs.at(0)[0]);
+  const ir::Instruction& ins = programs.programs.at(0)[0];
+  const ir::CollectiveGroup group = ins.group == ir::kAxesGroup ? kernels::whole_axes_group(topo, ins.mesh_axes)
+                                                                : programs.groups.at(ins.group);
+  return default_collective_planner()(topo, ins, group);
 }
 
 // VPU time of the plan's reductions on one chip: the interconnect reduces each step's reduce_elements after
-// the step's receives, before the next step, at the elementwise rate (net/interconnect.h).
+// the step's receives, before the next step, at the elementwise rate (net/collective_engine.h).
 inline double reduction_seconds(const kernels::CollectivePlan& plan, const ChipSpec& chip) {
   Tick t = 0;
   for (const kernels::CollectiveStep& step : plan.steps) {
@@ -70,7 +73,7 @@ inline double reduction_seconds(const kernels::CollectivePlan& plan, const ChipS
   return to_seconds(t).value();
 }
 
-// The runtime's overheads of one collective (net/interconnect.h): the start-up, then one synchronisation per step.
+// The runtime's overheads of one collective (net/collective_engine.h): the start-up, then one synchronisation per step.
 inline double overhead_seconds(const kernels::CollectivePlan& plan) {
   return kCollectiveStartup.value() + static_cast<double>(plan.steps.size()) * kCollectiveStepSync.value();
 }
@@ -91,6 +94,13 @@ inline CollectiveRun run_collective(const Scenario& s, const ir::ProgramSet& pro
   r.overhead = overhead_seconds(r.plan);
   r.result = simulate(s, programs, {});
   return r;
+}
+
+using models::testing::single;
+
+// A vector op of `us` microseconds on `core`'s VPU (elementwise on the v4-like 128 x 8 VPU at 1.05 GHz).
+inline ir::Instruction vector_us(double us, int core = 0) {
+  return models::testing::vector(core, ir::VectorOp::elementwise, static_cast<std::int64_t>(1024 * 1.05e3 * us));
 }
 
 // Runs `f` (returning a number) in a forked child, so the parent can run its own simulation; -1 when the

@@ -1,4 +1,4 @@
-// Point-to-point send / recv over ICI (net/interconnect.h): peer = offset along the first axis in mesh_axes;
+// Point-to-point send / recv over ICI (net/point_to_point.h): peer = offset along the first axis in mesh_axes;
 // a send completes when delivered, a recv (whose peer names its source) when the matching send has arrived.
 // One simulation per test process.
 #include <string>
@@ -20,12 +20,6 @@ ir::Instruction p2p(ir::OpKind kind, int peer, std::uint64_t bytes = kBytes) {
   ins.peer = peer;
   ins.bytes = kind == ir::OpKind::send ? bytes : 0;
   return ins;
-}
-
-ir::ProgramSet single(ir::Program p) {
-  ir::ProgramSet set;
-  set.programs.push_back(std::move(p));
-  return set;
 }
 
 // The SPMD shift: every chip sends to +1 and receives from -1; both complete after one link time and one hop.

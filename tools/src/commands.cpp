@@ -148,7 +148,6 @@ int run_command(const RunArgs& args) {
   try {
     scenario = load_scenario(args.scenario, args.overrides);
     topology.emplace(check_topology(scenario));
-    check_faults_modelled(scenario);
     lowered = programs_for(job_step_scenario(scenario));  // job_run.h
   } catch (const ConfigError& e) {
     print_config_error(e);
@@ -257,7 +256,6 @@ int validate_command(const std::string& scenario_name, const std::vector<std::st
   return with_exit_codes("tpusim validate", [&] {
     const Scenario s = load_scenario(scenario_name, overrides);
     (void)check_topology(s);
-    check_faults_modelled(s);
     const ir::ProgramSet programs = programs_for(job_step_scenario(s)).programs;
     std::size_t instructions = 0;
     for (const auto& p : programs.programs) instructions += p.size();

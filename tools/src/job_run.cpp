@@ -18,7 +18,7 @@ namespace {
 using json = nlohmann::ordered_json;
 
 // Runs one simulation in a forked child and reads back its step time and link utilizations through a pipe.
-FaultStep simulate_in_child(const Scenario& s, const ir::ProgramSet& programs, const FaultSet& failed,
+FaultStep simulate_in_child(const Scenario& s, const ir::ProgramSet& programs, models::SimOptions options,
                             std::string what) {
   FaultStep out;
   out.what = std::move(what);
@@ -35,11 +35,9 @@ FaultStep simulate_in_child(const Scenario& s, const ir::ProgramSet& programs, c
     close(fds[0]);
     int status = 1;
     try {
-      Scenario rerouted = s;
-      rerouted.fidelity.routing = RoutingPolicy::fault_aware;
-      models::SimOptions options;
-      options.failed = failed;
-      const models::SimResult r = models::simulate(rerouted, programs, options);
+      Scenario faulty = s;
+      if (!options.failed.links.empty()) faulty.fidelity.routing = RoutingPolicy::fault_aware;
+      const models::SimResult r = models::simulate(faulty, programs, options);
       std::vector<double> data{r.step_time.value(), static_cast<double>(r.links.size())};
       for (const auto& l : r.links) data.push_back(l.utilization);
       const auto bytes = static_cast<ssize_t>(data.size() * sizeof(double));
@@ -87,53 +85,52 @@ Scenario job_step_scenario(const Scenario& s) {
   return step;
 }
 
-void check_faults_modelled(const Scenario& s) {
-  Diagnostics diags;
-  for (const FaultSpec& f : s.faults.faults) {
-    if (f.kind == FaultKind::link_degraded || f.kind == FaultKind::hbm_degraded || f.kind == FaultKind::straggler) {
-      diags.error(f.loc, fmt::format("faults[{}].kind", f.index),
-                  fmt::format("{} faults are not modelled by this build yet", fault_kind_name(f.kind)),
-                  "chip_down, link_down, ocs_port_down or host_down", std::string(fault_kind_name(f.kind)));
-    }
-  }
-  diags.throw_if_any();
-}
-
 FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, const ir::ProgramSet& programs)
     : topo_(topo), reroute_(s.job.recovery == RecoveryPolicyKind::reroute) {
-  if (!reroute_) return;
   for (const FaultSpec& spec : s.faults.faults) {
-    if (!link_kind(spec.kind) || spec.target.random) continue;
-    const models::ConcreteFault f = models::concrete_fault(spec, topo);
-    const std::uint32_t cable = f.link.value() / 2;
-    if (by_cable_.count(cable) != 0) continue;
-    FaultSet failed;
-    failed.add_cable(topo, f.link);
-    by_cable_[cable] = steps_.size();
-    steps_.push_back(simulate_in_child(s, programs, failed, fmt::format("{} down", f.target())));
+    const models::ConcreteFault f = models::concrete_fault(spec, topo, s.seed);
+    models::SimOptions o;
+    switch (spec.kind) {
+      case FaultKind::link_down:
+      case FaultKind::ocs_port_down:
+        if (!reroute_) continue;  // the other policies restart on a repaired slice
+        o.failed.add_cable(topo, f.link);
+        break;
+      case FaultKind::link_degraded:
+        o.degraded_links.push_back({f.link, spec.bandwidth_fraction, spec.added_latency, spec.bit_error_rate});
+        break;
+      case FaultKind::hbm_degraded: o.degraded_chips.push_back({f.chip, 1.0, spec.bandwidth_fraction}); break;
+      case FaultKind::straggler: o.degraded_chips.push_back({f.chip, spec.clock_fraction, 1.0}); break;
+      default: continue;
+    }
+    by_fault_[spec.index] = steps_.size();
+    FaultStep step = simulate_in_child(s, programs, o, fmt::format("{} {}", f.target(), fault_kind_name(spec.kind)));
+    if (spec.kind == FaultKind::link_degraded && step.ok) {
+      const double factor = models::retransmission_factor(spec.bit_error_rate, s.fidelity.link_chunk);
+      step.retransmitted_bytes = step.link_utilization.at(f.link.value()) * topo.link(f.link).bandwidth.value() *
+                                 step.step_time_s * (factor - 1);
+    }
+    steps_.push_back(std::move(step));
   }
-  const bool random_links = s.faults.rates.link_down.value() > 0 || s.faults.rates.ocs_port_down.value() > 0 ||
-                            std::any_of(s.faults.faults.begin(), s.faults.faults.end(), [](const FaultSpec& f) {
-                              return link_kind(f.kind) && f.target.random;
-                            });
-  if (!random_links) return;
+  const bool drawn_links = reroute_ && (s.faults.rates.link_down.value() > 0 || s.faults.rates.ocs_port_down.value() > 0);
+  if (!drawn_links) return;
   for (int axis = 0; axis < topo.axes(); ++axis) {
     const auto link = topo.out_link(ChipId(0), axis, +1);
     if (!link) continue;
-    FaultSet failed;
-    failed.add_cable(topo, *link);
+    models::SimOptions o;
+    o.failed.add_cable(topo, *link);
     by_axis_[axis] = steps_.size();
-    steps_.push_back(
-        simulate_in_child(s, programs, failed, fmt::format("a {} link down (chip 0's, for random links)", "xyz"[axis])));
+    steps_.push_back(simulate_in_child(s, programs, o, fmt::format("a {} link down (for drawn links)", "xyz"[axis])));
   }
 }
 
 std::optional<std::size_t> FaultSteps::index_of(const models::ConcreteFault& f) const {
-  if (!reroute_ || !link_kind(f.spec.kind)) return std::nullopt;
-  if (!f.drawn && !f.spec.target.random) {
-    const auto it = by_cable_.find(f.link.value() / 2);
-    if (it != by_cable_.end()) return it->second;
+  if (!f.drawn) {
+    const auto it = by_fault_.find(f.spec.index);
+    if (it != by_fault_.end()) return it->second;
+    return std::nullopt;
   }
+  if (!reroute_ || !link_kind(f.spec.kind)) return std::nullopt;
   const auto it = by_axis_.find(topo_.link(f.link).axis);
   if (it != by_axis_.end()) return it->second;
   return std::nullopt;
@@ -202,7 +199,8 @@ void add_job_json(json& j, const Scenario& s, const JobOutcome& job, const Fault
     if (!f.link_utilization.empty()) mean /= static_cast<double>(f.link_utilization.size());
     simulated.push_back(json{{"what", f.what},
                              {"step_time_s", f.step_time_s},
-                             {"link_utilization", json{{"mean", mean}, {"max", max}}}});
+                             {"link_utilization", json{{"mean", mean}, {"max", max}}},
+                             {"retransmitted_bytes_per_step", f.retransmitted_bytes}});
   }
   const models::JobLosses& l = r.losses;
   j["job"] = json{{"steps", r.steps},
@@ -236,7 +234,7 @@ void print_job(const Scenario& s, const JobOutcome& job, std::ostream& out) {
                      r.failed ? " (FAILED)" : "", format_time(r.wall), 100 * r.goodput);
   out << fmt::format("    steps simulated in full: the healthy step ({}){}; the others are composed from them\n",
                      format_time(job.costs.step),
-                     s.job.recovery == RecoveryPolicyKind::reroute ? " and one per rerouted link (summary.json)" : "");
+                     job.result.events.empty() ? "" : " and one per lasting fault (job.simulated_steps in summary.json)");
   out << fmt::format("    checkpoint every {} steps: write {}, restore {} ({} written)\n",
                      s.workload.checkpoint.every_steps, format_time(job.costs.checkpoint_write),
                      format_time(job.costs.checkpoint_restore), r.checkpoints);

@@ -24,15 +24,12 @@ namespace tpusim::tools {
 // workload.checkpoint.every_steps steps, so the simulated step leaves out its amortised share.
 [[nodiscard]] Scenario job_step_scenario(const Scenario& s);
 
-// Faults of kinds this build cannot simulate yet, as bad input (throws ConfigError); called before anything
-// runs.
-void check_faults_modelled(const Scenario& s);
-
 // One step simulated with a lasting fault.
 struct FaultStep {
-  std::string what;  // "link 12 down (rerouted)"
+  std::string what;  // "[0,0,0] x+ link_down", ...
   double step_time_s = 0;
   std::vector<double> link_utilization;  // by LinkId
+  double retransmitted_bytes = 0;        // a link with a bit error rate: bytes sent again
   bool ok = false;
 };
 
@@ -46,14 +43,14 @@ class FaultSteps {
   [[nodiscard]] const std::vector<FaultStep>& steps() const { return steps_; }
 
  private:
-  // Which simulated step stands for a fault: its own cable, or for a random link the representative of its
-  // axis (on a torus every link of an axis is alike under translation).
+  // Which simulated step stands for a fault: a timed fault's own, or for a link drawn from fault_rates the
+  // representative of its axis (chip 0's + link: on a torus every link of an axis is alike under translation).
   [[nodiscard]] std::optional<std::size_t> index_of(const models::ConcreteFault& f) const;
 
   const Topology& topo_;
   bool reroute_ = false;
-  std::map<std::uint32_t, std::size_t> by_cable_;  // cable (LinkId / 2) -> steps_
-  std::map<int, std::size_t> by_axis_;             // axis -> steps_ (random links)
+  std::map<int, std::size_t> by_fault_;  // FaultSpec::index -> steps_
+  std::map<int, std::size_t> by_axis_;   // axis -> steps_ (drawn links)
   std::vector<FaultStep> steps_;
 };
 

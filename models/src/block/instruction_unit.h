@@ -4,8 +4,9 @@
 //
 // Contract: the sequencer starts an instruction only when can_start() says a slot is free; the unit
 // reports every started instruction exactly once through retire(), in the order its queue completes them (a
-// queue completes its instructions in program order: the dependency counters rely on it). A unit with
-// several queues (the DMA engine has one per TensorCore) calls them lanes.
+// queue completes its instructions in program order, except the ICI ports', whose in-flight instructions
+// complete in any order: the sequencer's dependency counters keep a window for that). A unit with several
+// queues (the DMA engine has one per TensorCore) calls them lanes.
 #include <cstdint>
 
 #include "ticks.h"
@@ -31,6 +32,9 @@ class InstructionUnit {
   // For the stall statistics: work in flight on `lane`, and every slot of `lane` taken.
   [[nodiscard]] virtual bool busy(int lane, Tick now) const = 0;
   [[nodiscard]] virtual bool full(int lane, Tick now) const = 0;
+  // Time within [from, to) the unit was busy with work started from outside the chip's activations (a
+  // collective's reduction the network reserves on a VPU), which busy() at the last activation could not see.
+  [[nodiscard]] virtual Tick busy_between(int /*lane*/, Tick /*from*/, Tick /*to*/) const { return 0; }
 };
 
 }  // namespace tpusim::models

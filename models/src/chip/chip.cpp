@@ -4,9 +4,12 @@
 #include <exception>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 #include "chip/elaborator.h"
 #include "ici/ici_port.h"
 #include "vmem/vmem.h"
+#include "vpu/vpu.h"
 
 namespace tpusim::models {
 namespace {
@@ -62,8 +65,12 @@ Chip::Chip(const sc_core::sc_module_name& name, std::uint32_t id, const ChipSpec
       default: return 1003;
     }
   };
+  vpus_.assign(static_cast<std::size_t>(spec.tensorcores), nullptr);
   for (Block* b : all_) {
     if (auto* vmem = dynamic_cast<VmemSpace*>(b)) sequencer_.bind_vmem(b->instance(), vmem);
+    if (auto* vpu = dynamic_cast<ResultDrain*>(b); vpu != nullptr && b->block_kind() == BlockKind::vpu) {
+      vpus_.at(static_cast<std::size_t>(b->instance())) = vpu;
+    }
     auto* unit = dynamic_cast<InstructionUnit*>(b);
     const ir::UnitKind kind = unit_of_block(b->block_kind());
     if (unit == nullptr || kind == ir::UnitKind::sync) continue;
@@ -98,7 +105,16 @@ void Chip::run() {
   }
 }
 
+Tick Chip::reserve_vpu(int core, std::uint32_t instr, Tick now, Tick duration) {
+  ResultDrain* vpu = core < static_cast<int>(vpus_.size()) ? vpus_[static_cast<std::size_t>(core)] : nullptr;
+  if (vpu == nullptr) context_.fail(instr, fmt::format("a collective reducing on TensorCore {}, which has no VPU", core));
+  return vpu->reserve_pops(now, duration);
+}
+
 void Chip::activate(Tick now) {
+  // Two wakes at the tick of the last completion (the network's delta wake for an ICI completion and the
+  // chip's own timed one) may activate a finished chip once more: nothing to do.
+  if (reported_) return;
   context_.control.on_activation(now);
   Activity activity = Activity::idle;
   for (const Block* b : all_) activity = std::max(activity, b->activity(now));
@@ -108,6 +124,7 @@ void Chip::activate(Tick now) {
   sequencer_.run(now, retire_order_);
   if (sequencer_.finished()) {
     context_.control.chip_finished();
+    reported_ = true;
     return;
   }
   sequencer_.classify(now);

@@ -20,6 +20,7 @@
 #include "block/counters.h"
 #include "block/registry.h"
 #include "chip/sequencer.h"
+#include "net/vpu_port.h"
 #include "program_index.h"
 #include "run_control.h"
 #include "tpusim/core/chip_spec.h"
@@ -32,7 +33,9 @@ namespace net {
 class Interconnect;
 }
 
-class Chip : public sc_core::sc_module {
+class ResultDrain;
+
+class Chip : public sc_core::sc_module, public net::VpuPort {
  public:
   SC_HAS_PROCESS(Chip);
   // `spec`, with its composition (standard_composition() of a spec built in code), and `program` must outlive
@@ -49,8 +52,12 @@ class Chip : public sc_core::sc_module {
   [[nodiscard]] const ChipSpec& spec() const { return context_.spec; }
   // The pod's interconnect, which runs this chip's ICI queue (collectives, send / recv, remote puts) through
   // the chip's ICI ports; without one, an ICI instruction fails the run. The interconnect wakes the chip
-  // (wake()) when the running instruction completes.
+  // (wake()) when an ICI instruction completes.
   void attach_ici(net::Interconnect& ici);
+  // A collective's reduction on TensorCore `core`'s VPU (net/vpu_port.h): reserved on the VPU block like the
+  // MXU's result pops (ResultDrain), after what the VPU holds. It does not wake the chip (the sequencer counts
+  // the reserved time, InstructionUnit::busy_between). Fails instruction `instr` if the core has no VPU.
+  Tick reserve_vpu(int core, std::uint32_t instr, Tick now, Tick duration) override;
 
  private:
   void run();
@@ -60,7 +67,9 @@ class Chip : public sc_core::sc_module {
   std::vector<std::unique_ptr<Block>> blocks_;  // chip-level, in composition order (TensorCores own theirs)
   std::vector<Block*> all_;                     // every block, TensorCore children included, in build order
   std::vector<InstructionUnit*> retire_order_;  // per TensorCore its MXU then VPU, then DMA, host, ICI
+  std::vector<ResultDrain*> vpus_;              // by TensorCore (nullptr: no VPU there)
   Sequencer sequencer_;
+  bool reported_ = false;  // finished, and told the run control
   sc_core::sc_event wake_;
 };
 

@@ -61,13 +61,22 @@ void Sequencer::account(Tick now, Activity activity) {
     case Activity::host: counters_.host_stall += dt; break;
     case Activity::idle: counters_.idle += dt; break;
   }
+  const QueueLayout& layout = index_.layout();
   for (std::size_t u = 0; u < phase_.size(); ++u) {
     for (std::size_t i = 0; i < phase_[u].size(); ++i) {
       const UnitPhase& ph = phase_[u][i];
       UnitTimes& t = counters_.unit_times[u][i];
+      // A VPU the last activation found idle may have run work started from outside the chip since (a
+      // collective's reduction, reserved by the network: InstructionUnit::busy_between): busy, not stalled.
+      Tick outside = 0;
+      if (!ph.busy && u == static_cast<std::size_t>(HwUnit::vpu)) {
+        const QueueState& q = queues_[static_cast<std::size_t>(layout.queue(ir::UnitKind::vpu, static_cast<int>(i)))];
+        if (q.unit != nullptr) outside = q.unit->busy_between(q.lane, now - dt, now);
+      }
       if (ph.busy) t.busy += dt;
+      t.busy += outside;
       if (ph.slots) t.queue_slots += dt;
-      if (ph.reason >= 0) t.stalled[static_cast<std::size_t>(ph.reason)] += dt;
+      if (ph.reason >= 0) t.stalled[static_cast<std::size_t>(ph.reason)] += dt - outside;
     }
   }
 }
@@ -149,7 +158,7 @@ int Sequencer::blocking_queue(const ir::Instruction& ins, int queue) const {
     const std::uint32_t d = deps[k];
     const int dq = index_.queue_of(d);
     if (pipelined && dq == queue) continue;
-    if (queues_[static_cast<std::size_t>(dq)].completed <= index_.position(d)) return dq;
+    if (!queues_[static_cast<std::size_t>(dq)].done(index_.position(d))) return dq;
   }
   return -1;
 }
@@ -199,7 +208,7 @@ void Sequencer::complete(std::uint32_t instr, Tick started, Tick now) {
                                     format_bytes(Bytes(vmem != nullptr ? vmem->used() : 0))));
     }
   }
-  ++queues_[static_cast<std::size_t>(index_.queue_of(instr))].completed;
+  queues_[static_cast<std::size_t>(index_.queue_of(instr))].complete(index_.position(instr));
   --remaining_;
 }
 

@@ -43,11 +43,29 @@ class Sequencer final : public CompletionSink {
   [[nodiscard]] const ChipCounters& counters() const { return counters_; }
 
  private:
+  // Completion is a prefix count plus a window of later positions already completed: the ICI ports complete
+  // their in-flight instructions in any order (net/ici_unit.h); every other queue completes in order.
   struct QueueState {
     std::uint32_t cursor = 0;     // next instruction of the queue to start
-    std::uint32_t completed = 0;  // instructions of the queue completed (always a prefix)
+    std::uint32_t completed = 0;  // every position below has completed
+    std::uint64_t ahead = 0;      // bit i: position completed + 1 + i has completed
     InstructionUnit* unit = nullptr;
     int lane = 0;
+    [[nodiscard]] bool done(std::uint32_t pos) const {
+      return pos < completed || (pos > completed && pos - completed <= 64 && ((ahead >> (pos - completed - 1)) & 1));
+    }
+    void complete(std::uint32_t pos) {
+      if (pos != completed) {
+        ahead |= std::uint64_t{1} << (pos - completed - 1);
+        return;
+      }
+      ++completed;
+      while (ahead & 1) {
+        ahead >>= 1;
+        ++completed;
+      }
+      ahead >>= 1;
+    }
   };
   struct UnitPhase {
     bool busy = false;

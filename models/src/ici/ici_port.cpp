@@ -1,6 +1,6 @@
-// The chip side of the interconnect: one ICI instruction at a time (Interconnect::busy), started and
-// collected through the interconnect's per-chip calls. A collective's reductions run on a VPU and count in
-// its busy time (Interconnect::reduce_ticks).
+// The chip side of the interconnect: up to net::kIciOperationsInFlight ICI instructions in flight
+// (Interconnect::full), started in queue order and collected, in any order, through the interconnect's per-chip
+// calls. A collective's reductions reserve a VPU of the chip (Chip::reserve_vpu) and count in its busy time.
 #include "ici/ici_port.h"
 
 #include "block/counters.h"
@@ -20,7 +20,7 @@ class Ici final : public Block, public InstructionUnit, public IciPort {
   void attach(net::Interconnect& ici) override { ici_ = &ici; }
 
   // ---- InstructionUnit
-  [[nodiscard]] bool can_start(int /*lane*/, Tick /*now*/) const override { return !running(); }
+  [[nodiscard]] bool can_start(int /*lane*/, Tick /*now*/) const override { return ici_ == nullptr || !ici_->full(chip_.chip); }
   void start(std::uint32_t instr, const ir::Instruction& ins, Tick now) override {
     if (is_remote_put(ins)) {
       // A one-sided put over ICI (net/interconnect.h). Assumption: the local read of its source is not a
@@ -35,20 +35,22 @@ class Ici final : public Block, public InstructionUnit, public IciPort {
   bool retire(Tick now, CompletionSink& sink) override {
     std::uint32_t instr = 0;
     Tick started = 0;
-    if (ici_ == nullptr || !ici_->take_completed(chip_.chip, instr, started)) return false;
-    sink.complete(instr, started, now);
-    return true;
+    bool any = false;
+    while (ici_ != nullptr && ici_->take_completed(chip_.chip, instr, started)) {
+      sink.complete(instr, started, now);
+      any = true;
+    }
+    return any;
   }
   [[nodiscard]] bool busy(int /*lane*/, Tick /*now*/) const override { return running(); }
-  [[nodiscard]] bool full(int /*lane*/, Tick /*now*/) const override { return running(); }
+  [[nodiscard]] bool full(int /*lane*/, Tick /*now*/) const override { return ici_ != nullptr && ici_->full(chip_.chip); }
 
-  // ---- Block: a running collective has no local deadline; the interconnect wakes the chip.
+  // ---- Block: running ICI instructions have no local deadline; the interconnect wakes the chip.
   [[nodiscard]] Activity activity(Tick /*now*/) const override {
     return running() ? Activity::communication : Activity::idle;
   }
   void collect(ChipCounters& c) const override {
     c.dma_bytes += put_bytes_;
-    if (ici_ != nullptr) c.vpu_busy += ici_->reduce_ticks(chip_.chip);  // collective reductions run on a VPU
   }
   [[nodiscard]] bool awaits_wake() const override { return running(); }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -41,7 +42,41 @@ int cube_of(const Topology& topo, ChipId chip) {
 
 }  // namespace job
 
-ConcreteFault concrete_fault(const FaultSpec& spec, const Topology& topo) {
+namespace {
+
+ConcreteFault draw_target(const FaultSpec& spec, std::int64_t seed, const Topology& topo) {
+  // A stream of its own (seed mixed with the entry's position), so adding one does not move the others.
+  std::mt19937_64 rng(static_cast<std::uint64_t>(seed) * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(spec.index));
+  auto pick = [&rng](std::size_t n) { return static_cast<std::uint32_t>((rng() >> 11) % std::max<std::size_t>(n, 1)); };
+  ConcreteFault f;
+  f.spec = spec;
+  switch (spec.kind) {
+    case FaultKind::host_down:
+      f.host = HostId(pick(topo.host_count()));
+      f.chip = topo.chips_of(f.host).front();
+      break;
+    case FaultKind::link_down:
+    case FaultKind::link_degraded:
+    case FaultKind::ocs_port_down: {
+      std::vector<LinkId> links;
+      for (std::uint32_t i = 0; i < topo.link_count(); ++i) {
+        if (spec.kind != FaultKind::ocs_port_down || topo.link(LinkId(i)).ocs) links.emplace_back(i);
+      }
+      f.link = links.empty() ? LinkId(0) : links[pick(links.size())];
+      f.chip = topo.link(f.link).src;
+      break;
+    }
+    default: f.chip = ChipId(pick(topo.chip_count())); break;
+  }
+  if (spec.kind != FaultKind::host_down) f.host = topo.host_of(f.chip);
+  f.cube = job::cube_of(topo, f.chip);
+  return f;
+}
+
+}  // namespace
+
+ConcreteFault concrete_fault(const FaultSpec& spec, const Topology& topo, std::int64_t seed) {
+  if (spec.target.random) return draw_target(spec, seed, topo);
   ConcreteFault f;
   f.spec = spec;
   const FaultTarget& t = spec.target;
@@ -72,19 +107,14 @@ std::int64_t job_steps(const Scenario& s, Seconds step, Seconds checkpoint_write
 namespace {
 
 constexpr double kNever = std::numeric_limits<double>::infinity();
+// A job that meets this many faults is not making progress worth reporting.
+constexpr std::size_t kMaxFaults = 1'000'000;
 
 // The merged stream of timed faults (in `at` order) and random ones.
 class FaultStream {
  public:
   FaultStream(const Scenario& s, const Topology& topo) : random_(s, topo) {
-    for (const FaultSpec& f : s.faults.faults) {
-      if (!f.target.random) {
-        timed_.push_back(concrete_fault(f, topo));
-        continue;
-      }
-      // A timed fault with a random target: the component is drawn like a random fault's.
-      timed_.push_back(draw_target(f, s, topo));
-    }
+    for (const FaultSpec& f : s.faults.faults) timed_.push_back(concrete_fault(f, topo, s.seed));
     next_random_ = random_.next();
   }
   [[nodiscard]] double peek() const {
@@ -102,35 +132,6 @@ class FaultStream {
   }
 
  private:
-  static ConcreteFault draw_target(const FaultSpec& spec, const Scenario& s, const Topology& topo) {
-    // A stream of its own (seed mixed with the entry's position), so adding one does not move the others.
-    std::mt19937_64 rng(static_cast<std::uint64_t>(s.seed) * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(spec.index));
-    auto pick = [&rng](std::size_t n) { return static_cast<std::uint32_t>((rng() >> 11) % std::max<std::size_t>(n, 1)); };
-    ConcreteFault f;
-    f.spec = spec;
-    switch (spec.kind) {
-      case FaultKind::host_down:
-        f.host = HostId(pick(topo.host_count()));
-        f.chip = topo.chips_of(f.host).front();
-        break;
-      case FaultKind::link_down:
-      case FaultKind::link_degraded:
-      case FaultKind::ocs_port_down: {
-        std::vector<LinkId> links;
-        for (std::uint32_t i = 0; i < topo.link_count(); ++i) {
-          if (spec.kind != FaultKind::ocs_port_down || topo.link(LinkId(i)).ocs) links.emplace_back(i);
-        }
-        f.link = links.empty() ? LinkId(0) : links[pick(links.size())];
-        f.chip = topo.link(f.link).src;
-        break;
-      }
-      default: f.chip = ChipId(pick(topo.chip_count())); break;
-    }
-    if (spec.kind != FaultKind::host_down) f.host = topo.host_of(f.chip);
-    f.cube = job::cube_of(topo, f.chip);
-    return f;
-  }
-
   std::vector<ConcreteFault> timed_;
   std::size_t pos_ = 0;
   job::RandomFaults random_;
@@ -187,6 +188,12 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       continue;
     }
     // A fault lands inside this stretch: complete the steps before it.
+    if (r.events.size() >= kMaxFaults) {
+      throw std::runtime_error(fmt::format(
+          "the job met {} faults and has done {} of {} steps: failures come faster than it makes progress "
+          "(lower the fault rates, or checkpoint more often)",
+          r.events.size(), done, r.steps));
+    }
     ConcreteFault fault = faults.pop();
     const double at = std::max(f, t);
     const auto before = std::min<std::int64_t>(n, static_cast<std::int64_t>(std::floor((at - t) / step)));
@@ -255,16 +262,23 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     e.resumed = Seconds(rec.rollback ? resume : detected);
     e.step_after = Seconds(step);
     t = resume;
-    // Faults that land while the job is down hit hardware the recovery replaces or re-plans anyway: recorded,
-    // at no extra cost.
+    // Faults that land while the job is down: one that stops a component hits hardware the recovery replaces
+    // or re-plans anyway (recorded, at no extra cost); a slowdown applies once the job runs again.
     while (faults.peek() < resume) {
       FaultEvent d;
       d.fault = faults.pop();
       d.step = done;
       d.detected = d.fault.spec.at;
       d.resumed = Seconds(resume);
-      d.recovery = "during recovery";
-      d.step_before = d.step_after = Seconds(step);
+      d.step_before = Seconds(step);
+      if (fault_stops(d.fault.spec.kind)) {
+        d.recovery = "during recovery";
+      } else {
+        // A slowdown still applies once the job runs again.
+        d.recovery = "slowdown";
+        if (costs.step_with) step = std::max(step, costs.step_with(d.fault).value());
+      }
+      d.step_after = Seconds(step);
       r.events.push_back(std::move(e));
       e = std::move(d);
     }

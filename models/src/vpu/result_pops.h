@@ -4,7 +4,9 @@
 // first results and after whatever the VPU already has (the running vector instruction, earlier
 // reservations), and a vector instruction starts only once every reservation made before it has ended, even
 // one still waiting for its matmul's first results (the gap is idle VPU time). The chip wakes at every
-// reservation's start and end so the VPU's state changes only at activations.
+// reservation's start and end so the VPU's state changes only at activations. A collective's reductions
+// reserve time here too, from the network's process (net/vpu_port.h), without waking the chip: the
+// sequencer counts them with reserved_within().
 #include <cstddef>
 #include <vector>
 
@@ -24,6 +26,8 @@ class ResultPops {
   [[nodiscard]] bool pending() const { return head_ < pending_.size(); }
   // The next start or end of a reservation after `now`; kNever if none.
   [[nodiscard]] Tick next_boundary(Tick now) const;
+  // Ticks of the reservations not yet retired that fall within [from, to).
+  [[nodiscard]] Tick reserved_within(Tick from, Tick to) const;
   // Ticks reserved over the run (the reservations never overlap each other or a vector instruction).
   [[nodiscard]] Tick busy_ticks() const { return total_; }
 

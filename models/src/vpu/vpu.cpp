@@ -36,6 +36,14 @@ void ResultPops::retire(Tick now) {
   }
 }
 
+Tick ResultPops::reserved_within(Tick from, Tick to) const {
+  Tick total = 0;
+  for (std::size_t i = head_; i < pending_.size() && pending_[i].start < to; ++i) {
+    if (pending_[i].end > from) total += std::min(pending_[i].end, to) - std::max(pending_[i].start, from);
+  }
+  return total;
+}
+
 Tick ResultPops::next_boundary(Tick now) const {
   if (!pending()) return kNever;
   return pending_[head_].start > now ? pending_[head_].start : pending_[head_].end;
@@ -93,8 +101,12 @@ class Vpu final : public Block, public InstructionUnit, public ResultDrain {
   }
   [[nodiscard]] bool busy(int /*lane*/, Tick now) const override { return busy_ || pops_.active(now); }
   [[nodiscard]] bool full(int lane, Tick now) const override { return busy(lane, now); }
+  [[nodiscard]] Tick busy_between(int /*lane*/, Tick from, Tick to) const override {
+    return pops_.reserved_within(from, to);
+  }
 
-  // ---- ResultDrain: the MXU's results, after the running vector instruction.
+  // ---- ResultDrain: the MXU's results (and a collective's reductions: Chip::reserve_vpu), after the running
+  // vector instruction.
   Tick reserve_pops(Tick earliest, Tick duration) override {
     if (busy_) earliest = std::max(earliest, finish_);
     return pops_.reserve(earliest, duration);

@@ -78,6 +78,21 @@
 // receive per chip use both directions of its attachment) with M - 1 steps per phase, or one direct step per
 // phase (pod_offsets 1 .. M-1) when the algorithm is `direct`.
 //
+// Groups (ir::CollectiveGroup). A collective runs over a replica group: along torus axis a, size[a] members
+// stride[a] chips apart; a chip's group is the chips that differ from it only in the group's coordinates
+// (aligned blocks of size x stride chips, which must divide the axis length), and `pods` consecutive pods.
+// mesh_axes names the group of whole torus axes across every pod (whole_axes_group): size = the axis length,
+// stride 1. A plan is made for the group's virtual shape, one GroupAxis per axis with size > 1: its length is
+// the size, and it wraps only when the members span the whole axis (size x stride = length) and the axis
+// wraps, so the last member's next is the first, stride chips on over the wraparound; otherwise the group is a
+// line (no link closes it) and its ring is embedded in the line as on a mesh axis. Offsets in a plan's sends
+// are in group space (members, modulo the size; pods, modulo `pods`); the network maps them to chips: member
+// i of the block starting at b, lane l (the chip's position mod stride), is chip b + l + i x stride. Examples
+// on a 16-ring: size 4 stride 1 = four 4-chip lines (a tensor group: disjoint links); size 4 stride 4 = four
+// rings of every 4th chip, each hop 4 links, all four sharing every link (a data group beside a tensor group).
+// In the closed forms a group axis of stride t has rate (2B or B) / t (the t lanes of a block interleave on
+// the same links) and t hop latencies per ring step.
+//
 // Automatic choice (CollectiveAlgorithm::automatic): all_to_all -> direct up to kAutoDirectMaxBytes (one step),
 // else ring_bidirectional (neighbour links only; faster for large buffers, see above); permute -> ring_unidirectional;
 // all_reduce / reduce_scatter / all_gather -> ring_bidirectional at every size. Measured, not estimated: the
@@ -99,6 +114,8 @@
 #include "tpusim/topology/topology.h"
 
 namespace tpusim::kernels {
+
+static_assert(ir::kGroupAxes == kMaxAxes, "a collective group describes every torus axis");
 
 // The registry of algorithms. Index 0 is "auto" (the default for the operation and topology); the IR stores
 // the index (ir::Instruction::algorithm).
@@ -144,8 +161,16 @@ struct CollectivePlan {
   double bus_factor = 1.0;
 };
 
-// Plans `kind` of `bytes_per_chip` (the input buffer of each chip) of `dtype` over the axes in `axes_mask`
-// (bit i = axis i; 0 = every axis of length > 1), across every pod when the topology has several (a DCN stage).
+// The group of whole torus axes `axes_mask` (bit i = axis i; 0 = every axis) across every pod: what an
+// instruction's mesh_axes names. Throws ConfigError (key workload.model.axes) for an axis the topology lacks.
+[[nodiscard]] ir::CollectiveGroup whole_axes_group(const Topology& topo, std::uint32_t axes_mask);
+// "size 4x1x1, stride 4x1x1, 1 pod(s)", for messages and reports.
+[[nodiscard]] std::string describe_group(const ir::CollectiveGroup& group);
+// Chips in one group of this shape (throws as plan_collective for a group that does not fit).
+[[nodiscard]] int group_participants(const Topology& topo, const ir::CollectiveGroup& group);
+
+// Plans `kind` of `bytes_per_chip` (the input buffer of each chip) of `dtype` over the group of whole axes
+// `axes_mask` (whole_axes_group), across every pod when the topology has several (a DCN stage).
 // Throws ConfigError naming the algorithm when it cannot run on these axes (e.g. halving_doubling on a
 // length that is not a power of two) with the algorithms that can in the hint.
 // Also throws ConfigError (key workload.model.axes) for an axis the topology does not have, and (key
@@ -154,6 +179,12 @@ struct CollectivePlan {
 [[nodiscard]] CollectivePlan plan_collective(const Topology& topo, CollectiveKind kind,
                                              std::uint64_t bytes_per_chip, DType dtype, std::uint32_t axes_mask,
                                              CollectiveAlgorithm algorithm);
+// The same over any group (Groups above). Also throws ConfigError (key `group`) for a group that does not
+// tile the topology: a zero size or stride, members on an axis the pod lacks, size x stride not dividing the
+// axis length, a pod count not dividing the slice's.
+[[nodiscard]] CollectivePlan plan_collective(const Topology& topo, CollectiveKind kind,
+                                             std::uint64_t bytes_per_chip, DType dtype,
+                                             const ir::CollectiveGroup& group, CollectiveAlgorithm algorithm);
 
 // The algorithm `automatic` resolves to (rule at the top of this file); any other value is returned as is.
 inline constexpr std::uint64_t kAutoDirectMaxBytes = 64 * 1024;  // all_to_all only
@@ -179,6 +210,10 @@ inline constexpr std::uint64_t kAutoDirectMaxBytes = 64 * 1024;  // all_to_all o
 // latency is the network model's and is not included. Throws as plan_collective does.
 [[nodiscard]] Seconds ideal_collective_time(const Topology& topo, CollectiveKind kind,
                                             std::uint64_t bytes_per_chip, std::uint32_t axes_mask);
+// The same over any group: N_i = the group's sizes, r_i = (2B with wraparound of the group, else B) / stride_i,
+// a hop latency per ring step of stride_i x a (diameter and permute hops likewise x stride_i), M = its pods.
+[[nodiscard]] Seconds ideal_collective_time(const Topology& topo, CollectiveKind kind,
+                                            std::uint64_t bytes_per_chip, const ir::CollectiveGroup& group);
 
 // bus_factor of CollectivePlan for n participants, relative to bytes_per_chip (NCCL's busbw = algbw x factor,
 // rewritten for an input-sized buffer): all_reduce 2 (n-1)/n, reduce_scatter (n-1)/n, all_gather n-1

@@ -9,6 +9,7 @@
 //
 // Every instruction carries the model FLOPs and hardware FLOPs it stands for and the bytes it moves, so MFU,
 // HFU and rooflines come from the program itself.
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -84,7 +85,9 @@ struct Instruction {
   CollectiveKind collective = CollectiveKind::all_reduce;
   std::uint32_t mesh_axes = 0;    // collective: bit i set = mesh axis i takes part
   std::uint8_t algorithm = 0;     // collective: index in the algorithm registry (kernels/collectives.h); 0 = auto
-  std::int32_t peer = 0;          // send/recv: mesh offset along the first axis in mesh_axes
+  // collective / send / recv: index into ProgramSet::groups, or kAxesGroup: the whole torus axes of mesh_axes.
+  std::uint16_t group = 0xffff;
+  std::int32_t peer = 0;          // send/recv: mesh offset along the first axis of mesh_axes (or of the group)
   HostOp host_op = HostOp::infeed;
   std::uint64_t bytes = 0;
   // host: seconds of host-side work before the PCIe transfer of `bytes` (the input pipeline producing the
@@ -100,6 +103,25 @@ struct Instruction {
   std::uint32_t dep_begin = 0;
   std::uint32_t dep_count = 0;
   std::uint32_t label = 0;        // index into Program::labels ("layer3.fwd.matmul")
+};
+
+// Instruction::group for "the whole torus axes named by mesh_axes, across every pod" (the default).
+inline constexpr std::uint16_t kAxesGroup = 0xffff;
+
+// The torus axes a group describes (topology's kMaxAxes; collectives.h checks they agree).
+inline constexpr int kGroupAxes = 3;
+
+// A replica group shape: which chips run a collective (or exchange sends and recvs) together, as aligned blocks
+// of the torus (kernels/collectives.h, "Groups"). Along axis a a group has size[a] members stride[a] chips
+// apart; a chip's group is the set of chips that differ from it only in the group's coordinates, so the
+// groups of one shape tile the pod (size x stride must divide the axis length). `pods` > 1 spans that many
+// pods (aligned blocks of consecutive pods) over the DCN.
+struct CollectiveGroup {
+  std::array<std::uint32_t, kGroupAxes> size{1, 1, 1};
+  std::array<std::uint32_t, kGroupAxes> stride{1, 1, 1};
+  std::uint32_t pods = 1;
+  bool operator==(const CollectiveGroup& o) const { return size == o.size && stride == o.stride && pods == o.pods; }
+  bool operator!=(const CollectiveGroup& o) const { return !(*this == o); }
 };
 
 [[nodiscard]] UnitKind unit_of(OpKind k);
@@ -149,6 +171,7 @@ class Program {
 struct ProgramSet {
   std::vector<Program> programs;
   std::vector<std::uint16_t> role_of_chip;  // empty = every chip runs programs[0]
+  std::vector<CollectiveGroup> groups;      // the groups instructions name (Instruction::group)
   [[nodiscard]] const Program& program_for(std::uint32_t chip) const {
     return programs[role_of_chip.empty() ? 0 : role_of_chip[chip]];
   }

@@ -72,8 +72,10 @@ struct JobResult {
 // its share of the checkpoint writes).
 [[nodiscard]] std::int64_t job_steps(const Scenario& s, Seconds step, Seconds checkpoint_write);
 
-// Resolves a timed fault's target on the pod (its spec was checked by resolve_fault_plan).
-[[nodiscard]] ConcreteFault concrete_fault(const FaultSpec& spec, const Topology& topo);
+// Resolves a timed fault's target on the pod (its spec was checked by resolve_fault_plan). A random target is
+// drawn from `seed` and the entry's position in `faults` (a stream of its own, so adding an entry moves no
+// other), among the pod's components of the fault's kind.
+[[nodiscard]] ConcreteFault concrete_fault(const FaultSpec& spec, const Topology& topo, std::int64_t seed);
 
 // Runs the job's timeline. `topo` is the scenario's pod.
 [[nodiscard]] JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs);

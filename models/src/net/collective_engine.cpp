@@ -1,0 +1,200 @@
+#include "collective_engine.h"
+
+#include <algorithm>
+
+#include "tpusim/models/errors.h"
+#include "tpusim/models/timing.h"
+
+namespace tpusim::models::net {
+
+// Plans with the collective library (kernels/collectives.h).
+CollectivePlanner default_collective_planner() {
+  return [](const Topology& topo, const ir::Instruction& ins, const ir::CollectiveGroup& group) {
+    return kernels::plan_collective(topo, ins.collective, ins.bytes, ins.dtype, group,
+                                    static_cast<kernels::CollectiveAlgorithm>(ins.algorithm));
+  };
+}
+
+CollectiveEngine::CollectiveEngine(Transport& transport, const ChipSpec& chip, IciUnits& units, NetStatistics& stats,
+                                   CollectivePlanner planner)
+    : transport_(transport),
+      chip_(chip),
+      units_(units),
+      stats_(stats),
+      planner_(std::move(planner)),
+      chips_(transport.topology().chip_count()),
+      ops_(chips_ * IciUnits::kSlots),
+      keys_(chips_ * IciUnits::kSlots, kIdleKey),
+      early_(chips_),
+      vpus_(chips_, nullptr) {}
+
+PlanId CollectiveEngine::add(const Origin& origin, const ir::Instruction& ins, const ir::CollectiveGroup& group) {
+  const GroupShapeId shape = transport_.add_group(group);
+  const auto key = std::make_tuple(static_cast<int>(ins.collective), ins.bytes, static_cast<int>(ins.dtype), shape,
+                                   static_cast<int>(ins.algorithm));
+  if (const auto it = plan_by_key_.find(key); it != plan_by_key_.end()) return it->second;
+  const Topology& topo = transport_.topology();
+  PlanInfo info;
+  info.plan = planner_(topo, ins, group);
+  info.group = shape;
+  groups_ = std::max<std::size_t>(groups_, shape + 1);
+  for (const kernels::CollectiveStep& step : info.plan.steps) {
+    std::vector<TargetId> targets;
+    std::uint32_t receives = 0;
+    for (const kernels::CollectiveSend& send : step.sends) {
+      const Target t{shape, send.offset, send.pod_offset};
+      if (t.pod_offset != 0 && topo.dcn_bandwidth_per_host().value() <= 0) {
+        throw SimulationError(0, origin.core, origin.instr, origin.label,
+                              "the collective crosses pods but the chip has no DCN bandwidth (chip.host.dcn_bandwidth)");
+      }
+      targets.push_back(transport_.add_target(t, origin));
+      // Offsets are the same for every chip, so a send that stays on its chip does so everywhere.
+      if (!transport_.stays_home(targets.back())) ++receives;
+    }
+    info.targets.push_back(std::move(targets));
+    info.receives.push_back(receives);
+  }
+  plans_.push_back(std::move(info));
+  const auto id = static_cast<PlanId>(plans_.size() - 1);
+  plan_by_key_.emplace(key, id);
+  return id;
+}
+
+void CollectiveEngine::start(std::uint32_t chip, Slot slot, std::uint32_t instr, const ir::Instruction& ins, PlanId id,
+                             NetStatistics::Entry entry, Tick now) {
+  if (seq_.empty()) seq_.assign(chips_ * groups_, 0);  // every plan is known once the run starts
+  const PlanInfo& info = plans_[id];
+  Op& o = op(chip, slot);
+  o.active = true;
+  o.starting = false;
+  o.reducing = false;
+  o.plan = id;
+  o.entry = entry;
+  o.group = info.group;
+  o.core = ins.core;
+  o.instr = instr;
+  o.seq = seq_[chip * groups_ + info.group]++;
+  set_key(chip, slot, key(o.group, o.seq));
+  o.step = 0;
+  o.started = now;
+  o.arrived.assign(info.plan.steps.size(), 0);
+  // Receives that came in before this chip reached the collective.
+  std::vector<Early>& early = early_[chip];
+  std::size_t kept = 0;
+  for (const Early& e : early) {
+    if (e.group == o.group && e.seq == o.seq) {
+      o.arrived[e.step] += e.count;
+    } else {
+      early[kept++] = e;
+    }
+  }
+  early.resize(kept);
+  if (info.plan.steps.empty()) {
+    o.active = false;
+    set_key(chip, slot, kIdleKey);
+    units_.finish(chip, slot);
+  } else if (kCollectiveStartup.value() > 0) {
+    o.starting = true;
+    timers_.push(Timer{now + to_ticks(kCollectiveStartup), timer_seq_++, chip, slot, true});
+  } else {
+    begin_step(chip, slot, now);
+  }
+}
+
+void CollectiveEngine::begin_step(std::uint32_t chip, Slot slot, Tick now) {
+  Op& o = op(chip, slot);
+  const PlanInfo& info = plans_[o.plan];
+  const kernels::CollectiveStep& step = info.plan.steps[o.step];
+  const std::vector<TargetId>& targets = info.targets[o.step];
+  o.sends_pending = 0;
+  for (std::size_t i = 0; i < step.sends.size(); ++i) {
+    const TargetId t = targets[i];
+    if (transport_.stays_home(t)) continue;
+    ++o.sends_pending;
+    const TransferId id = transport_.start(chip, t, step.sends[i].bytes, now, Owner::collective);
+    if (id >= sent_.size()) sent_.resize(static_cast<std::size_t>(id) + 1);
+    sent_[id] = Sent{slot, o.group, o.seq, o.step};
+  }
+  check_step(chip, slot, now);
+}
+
+void CollectiveEngine::check_step(std::uint32_t chip, Slot slot, Tick now) {
+  Op& o = op(chip, slot);
+  if (!o.active || o.starting || o.reducing || o.sends_pending > 0) return;
+  const PlanInfo& info = plans_[o.plan];
+  if (o.arrived[o.step] < info.receives[o.step]) return;
+  const std::uint64_t elements = info.plan.steps[o.step].reduce_elements;
+  const Tick reduce =
+      elements == 0
+          ? 0
+          : cycles_to_ticks(vpu_cycles(chip_.vpu, ir::VectorOp::elementwise, static_cast<std::int64_t>(elements)),
+                            chip_.clock);
+  const Tick sync = to_ticks(kCollectiveStepSync);
+  if (reduce == 0 && sync == 0) {
+    end_step(chip, slot, now);
+    return;
+  }
+  const Tick reduced = reduce == 0 ? now : vpus_[chip]->reserve_vpu(o.core, o.instr, now, reduce);
+  o.reducing = true;
+  timers_.push(Timer{reduced + sync, timer_seq_++, chip, slot, false});
+}
+
+bool CollectiveEngine::fire_timers(Tick now) {
+  bool any = false;
+  while (!timers_.empty() && timers_.top().time <= now) {
+    const Timer t = timers_.top();
+    timers_.pop();
+    if (t.start) {
+      op(t.chip, t.slot).starting = false;
+      begin_step(t.chip, t.slot, now);
+    } else {
+      op(t.chip, t.slot).reducing = false;
+      end_step(t.chip, t.slot, now);
+    }
+    any = true;
+  }
+  return any;
+}
+
+void CollectiveEngine::end_step(std::uint32_t chip, Slot slot, Tick now) {
+  Op& o = op(chip, slot);
+  const PlanInfo& info = plans_[o.plan];
+  if (++o.step < info.plan.steps.size()) {
+    begin_step(chip, slot, now);
+    return;
+  }
+  stats_.collective_completed(o.entry, o.started, now);
+  o.active = false;
+  set_key(chip, slot, kIdleKey);
+  units_.finish(chip, slot);
+}
+
+void CollectiveEngine::on_delivered(TransferId id, Tick now) {
+  const std::uint32_t src = transport_.source(id), dst = transport_.sink(id);
+  const Sent sent = sent_[id];
+  transport_.release(id);
+  --op(src, sent.slot).sends_pending;
+  check_step(src, sent.slot, now);  // may start transfers (and reuse the id)
+  receive(dst, sent, now);
+}
+
+void CollectiveEngine::receive(std::uint32_t chip, const Sent& sent, Tick now) {
+  const std::uint64_t k = key(sent.group, sent.seq);
+  const std::uint64_t* keys = keys_.data() + static_cast<std::size_t>(chip) * IciUnits::kSlots;
+  for (Slot s = 0; s < IciUnits::kSlots; ++s) {
+    if (keys[s] != k) continue;
+    Op& o = op(chip, s);
+    ++o.arrived[sent.step];
+    if (sent.step == o.step) check_step(chip, s, now);
+    return;
+  }
+  for (Early& e : early_[chip]) {
+    if (e.group == sent.group && e.seq == sent.seq && e.step == sent.step) {
+      ++e.count;
+      return;
+    }
+  }
+  early_[chip].push_back(Early{sent.group, sent.seq, sent.step, 1});
+}
+
+}  // namespace tpusim::models::net

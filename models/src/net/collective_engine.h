@@ -1,0 +1,154 @@
+#pragma once
+// The collective engine: runs collective instructions as the steps of their plans (kernels/collectives.h)
+// over the transport.
+//
+// Contract:
+// - Elaboration: add() plans a collective instruction over its group (once per distinct kind, bytes, dtype,
+//   group shape and algorithm) and interns the targets of its sends with the transport.
+// - A chip runs the plan's steps in order, in the ICI slot the unit gave the instruction; the chip's other
+//   slots run their own instructions meanwhile. A step issues its sends (to other chips), and ends when the
+//   chip's own sends are delivered and the mirror receives (one per send to another chip) have arrived;
+//   then the chip reduces the step's reduce_elements on the VPU of the instruction's TensorCore, at the
+//   elementwise rate, reserved through the chip's VpuPort: the reduction waits for what the VPU holds and
+//   vector instructions issued after it wait for it. The step ends kCollectiveStepSync after the reduction
+//   (the next step, or the instruction's completion, follows); step 0 starts kCollectiveStartup after the
+//   instruction does.
+// - Matching: a chip's k-th collective over a group pairs with its peers' k-th collectives over the same
+//   group (SPMD), whatever else is in flight. Receives that arrive before the chip has reached their
+//   collective are kept until it does.
+// - No SystemC process: the interconnect calls fire_timers() and keeps its kernel event at next_timer().
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <queue>
+#include <tuple>
+#include <vector>
+
+#include "../ticks.h"
+#include "ici_unit.h"
+#include "statistics.h"
+#include "transport.h"
+#include "vpu_port.h"
+#include "tpusim/core/chip_spec.h"
+#include "tpusim/kernels/collectives.h"
+#include "tpusim/kernels/program.h"
+
+namespace tpusim::models::net {
+
+// Plans one collective instruction over its group (the whole axes of mesh_axes, or the program set's group it
+// names) on the topology. The default is kernels::plan_collective (default_collective_planner()); tests may
+// pass their own.
+using CollectivePlanner =
+    std::function<kernels::CollectivePlan(const Topology&, const ir::Instruction&, const ir::CollectiveGroup&)>;
+[[nodiscard]] CollectivePlanner default_collective_planner();
+
+using PlanId = std::uint32_t;
+
+// Collective overheads of the runtime (calibrated on measurement C1: docs/calibration.md; reasoning in
+// `tpusim describe assumptions`). A collective's first step starts kCollectiveStartup after the instruction
+// starts, and every step ends kCollectiveStepSync after its receives have arrived, its sends are delivered
+// and its reduction is done. Point-to-point send/recv and remote puts pay neither (they are one DMA each).
+inline constexpr Seconds kCollectiveStartup{0.5e-6};
+inline constexpr Seconds kCollectiveStepSync{10e-9};
+
+class CollectiveEngine {
+ public:
+  CollectiveEngine(Transport& transport, const ChipSpec& chip, IciUnits& units, NetStatistics& stats,
+                   CollectivePlanner planner);
+
+  // Plans `ins` (the instruction `origin` names) over `group`; throws what the planner throws, and
+  // SimulationError for a DCN step on a pod without DCN bandwidth.
+  [[nodiscard]] PlanId add(const Origin& origin, const ir::Instruction& ins, const ir::CollectiveGroup& group);
+  [[nodiscard]] const kernels::CollectivePlan& plan(PlanId id) const { return plans_[id].plan; }
+
+  // Wiring: the VPUs of chip `chip`, which its reductions reserve.
+  void attach_chip(std::uint32_t chip, VpuPort& vpu) { vpus_[chip] = &vpu; }
+
+  // Runs collective instruction `instr` (with `ins`'s TensorCore, whose VPU reduces) under plan `id` in ICI
+  // slot `slot` of `chip` (its ICI unit has begun it); its completion is recorded under `entry` of the
+  // statistics.
+  void start(std::uint32_t chip, Slot slot, std::uint32_t instr, const ir::Instruction& ins, PlanId id,
+             NetStatistics::Entry entry, Tick now);
+  // A transfer of this engine was delivered (the transport still holds it; the engine releases it).
+  void on_delivered(TransferId id, Tick now);
+  // Ends the start-ups and steps (reduction and synchronisation) due by `now`; false if none was.
+  bool fire_timers(Tick now);
+  [[nodiscard]] Tick next_timer() const { return timers_.empty() ? kNever : timers_.top().time; }
+
+ private:
+  using GroupId = GroupShapeId;  // collectives match per group shape
+  struct PlanInfo {
+    kernels::CollectivePlan plan;
+    GroupId group = 0;
+    std::vector<std::vector<TargetId>> targets;  // [step][send]
+    std::vector<std::uint32_t> receives;         // [step] -> receives expected (sends to another chip)
+  };
+  struct Early {  // receives that arrived before the chip reached their collective
+    GroupId group;
+    std::uint32_t seq, step, count;
+  };
+  struct Op {  // the collective in one ICI slot of one chip
+    bool active = false;
+    bool starting = false;  // the start-up (kCollectiveStartup) is pending
+    bool reducing = false;  // the step's reduction and synchronisation (kCollectiveStepSync) are pending
+    PlanId plan = 0;
+    NetStatistics::Entry entry = 0;
+    GroupId group = 0;
+    int core = 0;           // the TensorCore whose VPU reduces
+    std::uint32_t instr = 0;
+    std::uint32_t seq = 0;  // the chip's collectives over the group started before this one
+    std::uint32_t step = 0;
+    std::uint32_t sends_pending = 0;
+    Tick started = 0;
+    std::vector<std::uint32_t> arrived;  // [step]
+  };
+  struct Sent {  // per transfer id: the sender's slot, and the collective and step it belongs to
+    Slot slot = 0;
+    GroupId group = 0;
+    std::uint32_t seq = 0, step = 0;
+  };
+  struct Timer {
+    Tick time;
+    std::uint64_t seq;
+    std::uint32_t chip;
+    Slot slot;
+    bool start;  // ends the start-up (begins step 0); else ends a step
+    bool operator>(const Timer& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+  };
+
+  [[nodiscard]] Op& op(std::uint32_t chip, Slot slot) {
+    return ops_[static_cast<std::size_t>(chip) * IciUnits::kSlots + slot];
+  }
+  // The (group, seq) a slot runs, kIdleKey when none: what receive() scans (one cache line per chip).
+  static constexpr std::uint64_t kIdleKey = ~std::uint64_t{0};
+  [[nodiscard]] static std::uint64_t key(GroupId group, std::uint32_t seq) {
+    return (std::uint64_t{group} << 32) | seq;
+  }
+  void set_key(std::uint32_t chip, Slot slot, std::uint64_t k) {
+    keys_[static_cast<std::size_t>(chip) * IciUnits::kSlots + slot] = k;
+  }
+  void begin_step(std::uint32_t chip, Slot slot, Tick now);
+  void check_step(std::uint32_t chip, Slot slot, Tick now);
+  void end_step(std::uint32_t chip, Slot slot, Tick now);
+  void receive(std::uint32_t chip, const Sent& sent, Tick now);
+
+  Transport& transport_;
+  const ChipSpec& chip_;
+  IciUnits& units_;
+  NetStatistics& stats_;
+  CollectivePlanner planner_;
+  std::vector<PlanInfo> plans_;
+  std::map<std::tuple<int, std::uint64_t, int, GroupShapeId, int>, PlanId> plan_by_key_;
+  std::size_t groups_ = 0;  // group shapes of the plans (ids below this)
+  std::size_t chips_;
+  std::vector<Op> ops_;                   // [chip][slot]
+  std::vector<std::uint64_t> keys_;       // [chip][slot]: key() of the running collective, or kIdleKey
+  std::vector<std::uint32_t> seq_;        // [chip][group]: collectives over the group started so far
+  std::vector<std::vector<Early>> early_;  // [chip]
+  std::vector<VpuPort*> vpus_;             // [chip]
+  std::vector<Sent> sent_;                 // by TransferId
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
+  std::uint64_t timer_seq_ = 0;
+};
+
+}  // namespace tpusim::models::net

@@ -1,0 +1,115 @@
+#include "point_to_point.h"
+
+#include <algorithm>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "../program_index.h"
+#include "tpusim/models/errors.h"
+
+namespace tpusim::models::net {
+namespace {
+
+int wrap(int a, int m) { return ((a % m) + m) % m; }
+
+}  // namespace
+
+PointToPoint::PointToPoint(Transport& transport, IciUnits& units)
+    : transport_(transport), units_(units), peers_(transport.topology().chip_count()) {}
+
+PointToPoint::Peer& PointToPoint::peer(std::uint32_t chip, std::uint32_t other) {
+  std::vector<Peer>& peers = peers_[chip];
+  for (Peer& p : peers) {
+    if (p.chip == other) return p;
+  }
+  peers.emplace_back();
+  peers.back().chip = other;
+  return peers.back();
+}
+
+TargetId PointToPoint::target(const Origin& origin, const ir::Instruction& ins, const ir::CollectiveGroup* group) {
+  const Topology& topo = transport_.topology();
+  const auto fail = [&](const std::string& what) {
+    throw SimulationError(0, origin.core, origin.instr, origin.label, what);
+  };
+  int axis = -1;
+  int length = 1;
+  Target t;
+  if (group != nullptr) {
+    for (int a = 0; a < kMaxAxes && axis < 0; ++a) {
+      if (group->size[static_cast<std::size_t>(a)] > 1) axis = a;
+    }
+    if (axis < 0) fail(fmt::format("{} in a group of one chip", ir::op_name(ins.kind)));
+    length = static_cast<int>(group->size[static_cast<std::size_t>(axis)]);
+    t.group = transport_.add_group(*group);
+  } else {
+    if (ins.mesh_axes != 0) {
+      while ((ins.mesh_axes & (1u << ++axis)) == 0) {
+      }
+      if (axis >= topo.axes()) {
+        fail(fmt::format("{} along axis {}, but {} has {} axes", ir::op_name(ins.kind), axis, topo.name(),
+                         topo.axes()));
+      }
+    } else {
+      for (int a = 0; a < topo.axes() && axis < 0; ++a) {
+        if (topo.shape()[static_cast<std::size_t>(a)] > 1) axis = a;
+      }
+    }
+    length = topo.shape()[static_cast<std::size_t>(std::max(axis, 0))];
+    // Every axis whole: an offset moves modulo the axis length.
+    ir::CollectiveGroup whole;
+    for (int a = 0; a < topo.axes(); ++a) {
+      whole.size[static_cast<std::size_t>(a)] = static_cast<std::uint32_t>(topo.shape()[static_cast<std::size_t>(a)]);
+    }
+    whole.pods = static_cast<std::uint32_t>(topo.pods());
+    t.group = transport_.add_group(whole);
+  }
+  if (axis < 0 || wrap(ins.peer, length) == 0) {
+    fail(fmt::format("{} with peer offset {} along axis {} of {} names the chip itself", ir::op_name(ins.kind),
+                     ins.peer, std::max(axis, 0), group != nullptr ? "its group" : topo.name()));
+  }
+  t.offset[static_cast<std::size_t>(axis)] = ins.peer;
+  return transport_.add_target(t, origin);
+}
+
+void PointToPoint::start(std::uint32_t chip, Slot slot, const ir::Instruction& ins, TargetId target, Tick now) {
+  const std::uint32_t other = transport_.destination(chip, target).value();
+  if (ins.kind == ir::OpKind::send || is_remote_put(ins)) {
+    const bool put = ins.kind != ir::OpKind::send;
+    const std::uint32_t number = put ? 0 : peer(chip, other).sent++;
+    const TransferId id = transport_.start(chip, target, ins.bytes, now, Owner::point_to_point);
+    if (id >= sent_.size()) sent_.resize(static_cast<std::size_t>(id) + 1);
+    sent_[id] = Sent{slot, put, number};
+    return;
+  }
+  Peer& p = peer(chip, other);  // a recv: `other` is its source
+  const std::uint32_t k = p.received++;
+  const auto d = std::find(p.delivered.begin(), p.delivered.end(), k);
+  if (d != p.delivered.end()) {
+    p.delivered.erase(d);
+    units_.finish(chip, slot);
+    return;
+  }
+  p.waiting.emplace_back(k, slot);
+}
+
+void PointToPoint::on_delivered(TransferId id, Tick /*now*/) {
+  const std::uint32_t src = transport_.source(id), dst = transport_.sink(id);
+  const Sent sent = sent_[id];
+  transport_.release(id);
+  units_.finish(src, sent.slot);  // the send (or put) is delivered
+  if (sent.put) return;           // one-sided: nothing for the destination to match
+  Peer& p = peer(dst, src);
+  const auto w = std::find_if(p.waiting.begin(), p.waiting.end(),
+                              [&](const std::pair<std::uint32_t, Slot>& x) { return x.first == sent.number; });
+  if (w != p.waiting.end()) {
+    const Slot slot = w->second;
+    p.waiting.erase(w);
+    units_.finish(dst, slot);
+    return;
+  }
+  p.delivered.push_back(sent.number);
+}
+
+}  // namespace tpusim::models::net

@@ -1,0 +1,189 @@
+#include "transport.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "tpusim/models/errors.h"
+
+namespace tpusim::models::net {
+namespace {
+
+int wrap(int a, int m) { return ((a % m) + m) % m; }
+
+std::vector<Channel> channels_of(const Topology& topo, double link_efficiency) {
+  const std::size_t hosts = topo.host_count();
+  std::vector<Channel> ch;
+  ch.reserve(topo.link_count() + 2 * hosts);
+  for (const Link& l : topo.links()) {
+    ch.push_back(Channel{l.bandwidth.value() * link_efficiency / kTicksPerSecond, to_ticks(l.latency)});
+  }
+  // DCN NIC of each host: egress carries the DCN latency, ingress none (the latency counts once per send).
+  // A zero rate (a chip without DCN) gets a tiny one; plans that would use it are rejected at elaboration.
+  const double dcn = std::max(topo.dcn_bandwidth_per_host().value(), 1.0) / kTicksPerSecond;
+  for (std::size_t h = 0; h < hosts; ++h) ch.push_back(Channel{dcn, to_ticks(kDcnLatency)});
+  for (std::size_t h = 0; h < hosts; ++h) ch.push_back(Channel{dcn, 0});
+  return ch;
+}
+
+std::unique_ptr<Router> make_router(const Topology& topo, RoutingPolicy policy, const FaultSet& faults) {
+  switch (policy) {
+    case RoutingPolicy::dor:
+      if (!faults.links.empty() || !faults.chips.empty()) {
+        throw std::invalid_argument(fmt::format(
+            "{} failed links and {} failed chips given, but fidelity.routing is dor, which ignores them: "
+            "set fidelity.routing: fault_aware",
+            faults.links.size(), faults.chips.size()));
+      }
+      return make_dor_router(topo);
+    case RoutingPolicy::fault_aware: return make_fault_aware_router(topo, faults);
+  }
+  throw std::logic_error("unknown routing policy");
+}
+
+std::string describe_chip(const Topology& topo, ChipId chip) {
+  const ChipCoord c = topo.coord(chip);
+  std::string at = fmt::format("{}", c.pos[0]);
+  for (int a = 1; a < topo.axes(); ++a) at += fmt::format(",{}", c.pos[static_cast<std::size_t>(a)]);
+  return topo.pods() > 1 ? fmt::format("chip {} (pod {}, {})", chip.value(), c.pod, at)
+                         : fmt::format("chip {} ({})", chip.value(), at);
+}
+
+// The channels with the degraded links slowed down.
+std::vector<Channel> degrade(std::vector<Channel> ch, const std::vector<LinkDegradation>& degraded, Bytes chunk) {
+  for (const LinkDegradation& d : degraded) {
+    Channel& c = ch.at(d.link.value());
+    c.bytes_per_tick *= d.bandwidth_fraction / retransmission_factor(d.bit_error_rate, chunk);
+    c.latency += to_ticks(d.added_latency);
+  }
+  return ch;
+}
+
+}  // namespace
+
+Transport::Transport(const Topology& topo, const Scenario& scenario, const FaultSet& faults,
+                     const std::vector<LinkDegradation>& degraded)
+    : topo_(topo),
+      faults_(faults),
+      router_(make_router(topo, scenario.fidelity.routing, faults_)),
+      ocs_(topo, scenario.pod.ocs_reconfiguration),
+      dcn_base_(static_cast<std::uint32_t>(topo.link_count())),
+      model_(make_link_model(scenario.fidelity, degrade(channels_of(topo, scenario.chip.ici.link_efficiency), degraded,
+                                                        scenario.fidelity.link_chunk))) {}
+
+GroupShapeId Transport::add_group(const ir::CollectiveGroup& group) {
+  const auto it = std::find(groups_.begin(), groups_.end(), group);
+  if (it != groups_.end()) return static_cast<GroupShapeId>(it - groups_.begin());
+  groups_.push_back(group);
+  return static_cast<GroupShapeId>(groups_.size() - 1);
+}
+
+TargetId Transport::add_target(const Target& t, const Origin& origin) {
+  const auto [it, inserted] = target_by_key_.emplace(t, static_cast<TargetId>(targets_.size()));
+  if (inserted) {
+    targets_.push_back(t);
+    origins_.push_back(origin);
+    home_.push_back(destination(0, it->second) == ChipId(0));
+  }
+  return it->second;
+}
+
+ChipId Transport::destination(std::uint32_t chip, TargetId target) const {
+  const Target& t = targets_[target];
+  const ir::CollectiveGroup& g = groups_[t.group];
+  ChipCoord c = topo_.coord(ChipId(chip));
+  // Member i of lane l of the block starting at b is chip b + l + i x stride (kernels/collectives.h).
+  const auto move = [](int& pos, int offset, int size, int stride) {
+    const int block = size * stride;
+    const int base = pos - pos % block;
+    const int within = pos % block;
+    pos = base + within % stride + wrap(within / stride + offset, size) * stride;
+  };
+  if (t.pod_offset != 0) {
+    move(c.pod, t.pod_offset, static_cast<int>(g.pods), 1);
+  } else {
+    for (std::size_t a = 0; a < kMaxAxes; ++a) {
+      if (t.offset[a] != 0) move(c.pos[a], t.offset[a], static_cast<int>(g.size[a]), static_cast<int>(g.stride[a]));
+    }
+  }
+  return topo_.chip_at(c);
+}
+
+// Deadlock freedom is assumed, not simulated (topology/routing.h and README.md).
+bool Transport::route(std::uint32_t chip, TargetId target, std::vector<std::uint32_t>& out) {
+  out.clear();
+  const Target& t = targets_[target];
+  const ChipId dst = destination(chip, target);
+  if (dst == ChipId(chip)) return false;
+  if (t.pod_offset != 0) {
+    out.push_back(dcn_base_ + topo_.host_of(ChipId(chip)).value());
+    out.push_back(dcn_base_ + static_cast<std::uint32_t>(topo_.host_count()) + topo_.host_of(dst).value());
+    return true;
+  }
+  const std::optional<Path> path = router_->route(ChipId(chip), dst);
+  if (!path) {
+    const Origin& o = origins_[target];
+    const auto down = [&](ChipId c) {
+      return std::find(faults_.chips.begin(), faults_.chips.end(), c) != faults_.chips.end() ? " (down)" : "";
+    };
+    throw SimulationError(chip, o.core, o.instr, o.label,
+                          fmt::format("no ICI route from {}{} to {}{}: the {} router finds no path around {} "
+                                      "failed links and {} failed chips",
+                                      describe_chip(topo_, ChipId(chip)), down(ChipId(chip)),
+                                      describe_chip(topo_, dst), down(dst), router_->name(), faults_.links.size(),
+                                      faults_.chips.size()));
+  }
+  for (LinkId l : *path) out.push_back(l.value());
+  return true;
+}
+
+void Transport::cache_routes() {
+  const std::size_t chips = topo_.chip_count();
+  route_begin_.resize(targets_.size());
+  route_links_.resize(targets_.size());
+  std::vector<std::uint32_t> path;
+  for (TargetId t = 0; t < targets_.size(); ++t) {
+    if ((static_cast<std::size_t>(t) + 1) * chips > kRouteCacheEntries) return;
+    std::vector<std::uint32_t>& begin = route_begin_[t];
+    std::vector<std::uint32_t>& links = route_links_[t];
+    if (!begin.empty()) continue;
+    begin.reserve(chips + 1);
+    for (std::uint32_t c = 0; c < chips; ++c) {
+      begin.push_back(static_cast<std::uint32_t>(links.size()));
+      route(c, t, path);
+      links.insert(links.end(), path.begin(), path.end());
+    }
+    begin.push_back(static_cast<std::uint32_t>(links.size()));
+  }
+}
+
+TransferId Transport::start(std::uint32_t chip, TargetId t, std::uint64_t bytes, Tick now, Owner owner) {
+  TransferId id;
+  if (free_.empty()) {
+    id = static_cast<TransferId>(transfers_.size());
+    transfers_.emplace_back();
+  } else {
+    id = free_.back();
+    free_.pop_back();
+  }
+  Transfer& tr = transfers_[id];
+  tr.src = chip;
+  tr.dst = destination(chip, t).value();
+  tr.owner = owner;
+  const std::uint32_t* path;
+  std::uint32_t hops;
+  if (t < route_begin_.size() && !route_begin_[t].empty()) {
+    path = route_links_[t].data() + route_begin_[t][chip];
+    hops = route_begin_[t][chip + 1] - route_begin_[t][chip];
+  } else {
+    route(chip, t, tr.path);
+    path = tr.path.data();
+    hops = static_cast<std::uint32_t>(tr.path.size());
+  }
+  ++started_;
+  model_->start(now, id, path, hops, bytes);
+  return id;
+}
+
+}  // namespace tpusim::models::net

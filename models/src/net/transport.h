@@ -1,0 +1,141 @@
+#pragma once
+// Transport: moves bytes from one chip to another over the pod's channels. It owns the link model
+// (link_model.h: every directed ICI link, then each host's DCN NIC, egress and ingress), the router
+// (fidelity.routing: dor, or fault_aware around InterconnectOptions::faults), the OCS fabric, the send
+// targets and their cached routes. It knows nothing of collectives or matching.
+//
+// Contract:
+// - A target is a destination rule relative to the sender in the space of a group shape ("the member 2 on
+//   along axis 0 of my group", "the same chip in the next pod of my group"; kernels/collectives.h, "Groups"),
+//   interned at elaboration by add_target() with the instruction that first uses it (for error messages).
+//   cache_routes() then routes every target from every chip once, within kRouteCacheEntries; targets beyond
+//   the budget are routed when a transfer starts. A destination the router cannot reach is a SimulationError
+//   naming both chips and that instruction.
+// - start() moves `bytes` from `chip` to destination(chip, target), which must be another chip, and returns
+//   a transfer id tagged with its owner; advance(now) appends the transfers delivered by `now` in delivery
+//   order; the owner reads the transfer (src, dst) and release()s it, after which the id is reused.
+// - No SystemC process: the interconnect calls advance() and start() with non-decreasing times and keeps its
+//   one kernel event at next_event().
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "../ticks.h"
+#include "link_model.h"
+#include "tpusim/models/simulate.h"
+#include "ocs.h"
+#include "tpusim/core/scenario.h"
+#include "tpusim/kernels/program.h"
+#include "tpusim/topology/routing.h"
+#include "tpusim/topology/topology.h"
+
+namespace tpusim::models::net {
+
+// Assumption: one-way DCN latency between hosts of different pods, 10 us (NIC, a few datacenter switch
+// hops and the host stack; Google has not published a TPU DCN latency).
+inline constexpr Seconds kDcnLatency{10e-6};
+
+// Assumption: targets x chips route entries cached per run at most (4 bytes each plus the links); collectives
+// with more distinct targets (direct all-to-all on a big pod) route each send when it starts instead.
+inline constexpr std::size_t kRouteCacheEntries = std::size_t{1} << 24;
+
+using TargetId = std::uint32_t;
+using GroupShapeId = std::uint32_t;
+
+// Where a send goes, relative to the sender, in the space of group shape `group` (add_group): `offset`
+// members per axis (modulo the group's size there) in the same pod, or, when pod_offset != 0, the chip with
+// the same coordinates pod_offset pods on (modulo the group's pods, over the DCN).
+struct Target {
+  GroupShapeId group = 0;
+  std::array<int, kMaxAxes> offset{};
+  int pod_offset = 0;
+  bool operator<(const Target& o) const {
+    return std::tie(group, offset, pod_offset) < std::tie(o.group, o.offset, o.pod_offset);
+  }
+};
+
+// The instruction that first used a target, for error messages.
+struct Origin {
+  std::uint32_t instr = 0;
+  int core = 0;
+  std::string label;
+};
+
+// Which engine a transfer's delivery goes to.
+enum class Owner : std::uint8_t { collective, point_to_point };
+
+class Transport {
+ public:
+  // `topo` must outlive the transport. ICI channels move data at the link's rate x chip.ici.link_efficiency
+  // (framing and flow control); a DCN NIC's rate is taken as achievable as given. Throws std::invalid_argument
+  // for faults under DOR routing.
+  // `degraded` links run slower (LinkDegradation, tpusim/models/simulate.h).
+  Transport(const Topology& topo, const Scenario& scenario, const FaultSet& faults,
+            const std::vector<LinkDegradation>& degraded = {});
+
+  // Interns a group shape (it must fit the topology: kernels::plan_collective checks).
+  [[nodiscard]] GroupShapeId add_group(const ir::CollectiveGroup& group);
+  [[nodiscard]] TargetId add_target(const Target& t, const Origin& origin);
+  [[nodiscard]] const Target& target(TargetId t) const { return targets_[t]; }
+  [[nodiscard]] ChipId destination(std::uint32_t chip, TargetId t) const;
+  // Sends under `t` stay on the chip (the same for every chip: offsets in group space are uniform).
+  [[nodiscard]] bool stays_home(TargetId t) const { return home_[t]; }
+  // Routes every target added so far from every chip (within the cache budget).
+  void cache_routes();
+
+  [[nodiscard]] TransferId start(std::uint32_t chip, TargetId t, std::uint64_t bytes, Tick now, Owner owner);
+  void advance(Tick now, std::vector<TransferId>& delivered) { model_->advance(now, delivered); }
+  [[nodiscard]] Tick next_event() { return model_->next_event(); }
+  [[nodiscard]] std::uint32_t source(TransferId id) const { return transfers_[id].src; }
+  [[nodiscard]] std::uint32_t sink(TransferId id) const { return transfers_[id].dst; }
+  [[nodiscard]] Owner owner(TransferId id) const { return transfers_[id].owner; }
+  void release(TransferId id) { free_.push_back(id); }
+
+  [[nodiscard]] OcsFabric& ocs() { return ocs_; }
+  [[nodiscard]] const Topology& topology() const { return topo_; }
+  [[nodiscard]] const char* link_model_name() const { return model_->name(); }
+  [[nodiscard]] const char* router_name() const { return router_->name(); }
+  // Per channel: the topology's links (by LinkId), then DCN egress of host h at dcn_egress(h), ingress at
+  // dcn_ingress(h).
+  [[nodiscard]] std::vector<ChannelStats> channel_stats(Tick end) const { return model_->stats(end); }
+  [[nodiscard]] std::size_t dcn_egress(std::size_t host) const { return dcn_base_ + host; }
+  [[nodiscard]] std::size_t dcn_ingress(std::size_t host) const { return dcn_base_ + topo_.host_count() + host; }
+  [[nodiscard]] std::uint64_t transfers_started() const { return started_; }
+
+ private:
+  struct Transfer {
+    std::uint32_t src = 0, dst = 0;
+    Owner owner = Owner::collective;
+    std::vector<std::uint32_t> path;  // used when the target's routes are not cached
+  };
+
+  // The channel path from `chip` to its destination under `t` into `out`; false when it is the chip itself.
+  bool route(std::uint32_t chip, TargetId t, std::vector<std::uint32_t>& out);
+
+  const Topology& topo_;
+  FaultSet faults_;
+  std::unique_ptr<Router> router_;
+  OcsFabric ocs_;
+  std::uint32_t dcn_base_ = 0;  // channel of host h's NIC: egress dcn_base_ + h, ingress dcn_base_ + hosts + h
+  std::unique_ptr<LinkModel> model_;
+
+  std::vector<ir::CollectiveGroup> groups_;
+  std::vector<Target> targets_;
+  std::vector<Origin> origins_;
+  std::vector<bool> home_;  // [target]: stays_home()
+  std::map<Target, TargetId> target_by_key_;
+  // Cached routes: for target t, chip c: channels route_links_[t][route_begin_[t][c] .. route_begin_[t][c+1]).
+  std::vector<std::vector<std::uint32_t>> route_begin_;
+  std::vector<std::vector<std::uint32_t>> route_links_;
+
+  std::vector<Transfer> transfers_;
+  std::vector<TransferId> free_;
+  std::uint64_t started_ = 0;
+};
+
+}  // namespace tpusim::models::net
