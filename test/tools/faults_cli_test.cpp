@@ -95,6 +95,9 @@ seed: 5
   EXPECT_EQ(first["recovery"], "reroute");
   EXPECT_EQ(first["detected_s"].get<double>(), 30.0);  // heartbeat 5 s, timeout 30 s: last heard at 0 s
   EXPECT_EQ(first["lost_work_s"].get<double>(), 0.0);
+  // The rerouted step's link heatmap beside the healthy one: no traffic on the cut cable.
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "a" / "links.svg"));
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "a" / "links-fault-1.svg"));
   (void)summary(file.string(), "b");
   EXPECT_EQ(slurp(dir_ / "a" / "summary.json"), slurp(dir_ / "b" / "summary.json"));
   const auto other = summary(file.string() + " --set seed=6", "c");

@@ -229,6 +229,14 @@ int run_command(const RunArgs& args) {
                                fmt::format("{}: ICI link utilization ({})", scenario.name, scenario.pod.name), out);
       });
     }
+    if (fault_steps) {  // the link heatmap of each step simulated with a lasting fault (job_run.h)
+      for (const auto& [name, step] : fault_steps->link_maps()) {
+        write_file(folder.file(name), [&](std::ostream& out) {
+          write_link_heatmap_svg(*topology, step->link_utilization,
+                                 fmt::format("{}: ICI link utilization", step->what), out);
+        });
+      }
+    }
     if (tracer) {
       write_file(folder.file("trace.json"), [&](std::ostream& out) { tracer->write(programs, out); });
       write_file(folder.file("timeline.svg"), [&](std::ostream& out) {

@@ -124,6 +124,18 @@ FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, const ir::Progra
   }
 }
 
+std::vector<std::pair<std::string, const FaultStep*>> FaultSteps::link_maps() const {
+  std::vector<std::pair<std::string, const FaultStep*>> out;
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    const FaultStep& f = steps_[i];
+    if (!f.ok || std::none_of(f.link_utilization.begin(), f.link_utilization.end(), [](double u) { return u > 0; })) {
+      continue;
+    }
+    out.emplace_back(fmt::format("links-fault-{}.svg", i + 1), &f);
+  }
+  return out;
+}
+
 std::optional<std::size_t> FaultSteps::index_of(const models::ConcreteFault& f) const {
   if (!f.drawn) {
     const auto it = by_fault_.find(f.spec.index);

@@ -41,6 +41,8 @@ class FaultSteps {
   // The step time with `f` lasting; the healthy step when `f` needs no simulation of its own.
   [[nodiscard]] Seconds step_with(const models::ConcreteFault& f, Seconds healthy) const;
   [[nodiscard]] const std::vector<FaultStep>& steps() const { return steps_; }
+  // The link-utilization maps worth drawing (steps with ICI traffic): file name and utilization by LinkId.
+  [[nodiscard]] std::vector<std::pair<std::string, const FaultStep*>> link_maps() const;
 
  private:
   // Which simulated step stands for a fault: a timed fault's own, or for a link drawn from fault_rates the
