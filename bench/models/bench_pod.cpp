@@ -64,6 +64,33 @@ kernels::CollectivePlan plan_for(const Scenario& s, std::uint64_t bytes) {
                                   kernels::CollectiveAlgorithm::automatic);
 }
 
+struct SystemCObjects {
+  double modules = 0, ports = 0, exports = 0, other = 0;
+};
+
+// The SystemC objects under `root` (itself excluded), by kind.
+SystemCObjects count_objects(const sc_core::sc_object& root) {
+  SystemCObjects c;
+  std::vector<const sc_core::sc_object*> stack{&root};
+  while (!stack.empty()) {
+    const sc_core::sc_object* o = stack.back();
+    stack.pop_back();
+    for (const sc_core::sc_object* child : o->get_child_objects()) {
+      if (dynamic_cast<const sc_core::sc_module*>(child) != nullptr) {
+        ++c.modules;
+      } else if (dynamic_cast<const sc_core::sc_port_base*>(child) != nullptr) {
+        ++c.ports;
+      } else if (dynamic_cast<const sc_core::sc_export_base*>(child) != nullptr) {
+        ++c.exports;
+      } else {
+        ++c.other;
+      }
+      stack.push_back(child);
+    }
+  }
+  return c;
+}
+
 constexpr double kElaborateBudgetSeconds = 1;  // DESIGN.md: a full v5p pod elaborates in under 1 s ...
 constexpr double kElaborateBudgetMiB = 512;    // ... and 512 MiB
 
@@ -111,6 +138,7 @@ int elaborate_v5p(bool every_block) {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double cpu = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
   const double rss = peak_rss_mib();
+  const SystemCObjects objects = count_objects(*pod);
   std::printf("elaborate v5p 16x20x28 (%lld chips, %zu directed links, 1 GiB all-reduce planned and routed; %s)\n",
               s.pod.chip_count(), static_cast<std::size_t>(s.pod.chip_count()) * 6,
               every_block ? "every block of every chip" : "each chip's ICI ports, all its program reaches");
@@ -118,6 +146,9 @@ int elaborate_v5p(bool every_block) {
               wall < kElaborateBudgetSeconds ? "ok" : "OVER", cpu);
   std::printf("  peak RSS  %8.1f MiB  budget %.0f MiB %s\n", rss, kElaborateBudgetMiB,
               rss < kElaborateBudgetMiB ? "ok" : "OVER");
+  const double n = static_cast<double>(s.pod.chip_count());
+  std::printf("  per chip  %.1f modules, %.1f ports, %.1f exports (a TLM socket is one of each), %.1f other objects\n",
+              objects.modules / n, objects.ports / n, objects.exports / n, objects.other / n);
   return wall < kElaborateBudgetSeconds && rss < kElaborateBudgetMiB ? 0 : 1;
 }
 

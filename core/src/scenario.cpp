@@ -60,6 +60,10 @@ const FieldTable<WorkloadSpec>& workload_fields() {
                                 {{"unfused", AttentionImpl::unfused}, {"flash", AttentionImpl::flash}}, "flash",
                                 "attention core: scores written to HBM (unfused), or tiled through VMEM with an "
                                 "online softmax (flash)");
+    t.add_choice<ModelPart>("part", [](S& s) -> ModelPart& { return s.part; },
+                            {{"model", ModelPart::model}, {"blocks", ModelPart::blocks}}, "model",
+                            "transformer: run the whole model, or its blocks only (no embedding, final norm, "
+                            "vocabulary projection or loss; with model.layers: 1, one layer)");
     t.add<std::int64_t>("seq_len", [](S& s) -> std::int64_t& { return s.seq_len; }, "0",
                         "tokens per sequence (the prompt, for prefill); 0 = the model's context",
                         non_negative<std::int64_t>());
@@ -159,6 +163,20 @@ void expand_reference(ConfigNode& parent, const std::string& key, const std::str
   *ref = std::move(loaded);
 }
 
+// An inline model map that names a model `from:` a file is that model with the map's other keys merged over
+// it, as an inline chip map is merged over the pod's chip: `model: {from: gpt3-6.7b, layers: 1}`.
+void expand_model_base(ConfigNode& workload, const fs::path& relative_to, Diagnostics& diags) {
+  ConfigNode* model = workload.find("model");
+  const ConfigNode* from = model != nullptr && model->is_map() ? model->find("from") : nullptr;
+  if (from == nullptr || !from->is_scalar()) return;  // a non-scalar `from` stays, an unknown key
+  ConfigNode overlay = *model;
+  overlay.erase("from");
+  expand_reference(*model, "from", "configs/models", relative_to, "workload.model.from", diags);
+  ConfigNode merged = *model->find("from");
+  merge_into(merged, overlay);
+  *model = std::move(merged);
+}
+
 template <class Spec>
 void append_rendered(std::vector<std::pair<std::string, std::string>>& out, const std::string& prefix,
                      const FieldTable<Spec>& table, const Spec& spec) {
@@ -230,6 +248,7 @@ Scenario load_scenario(const std::string& name_or_path, const std::vector<std::s
 
   if (ConfigNode* workload = tree.find("workload"); workload != nullptr && workload->is_map()) {
     expand_reference(*workload, "model", "configs/models", base, "workload.model", diags);
+    expand_model_base(*workload, base, diags);
   }
 
   for (const auto& o : overrides) {

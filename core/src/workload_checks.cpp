@@ -63,6 +63,10 @@ void resolve_workload_defaults(Scenario& s, Diagnostics& diags) {
     }
   }
 
+  if (w.part == ModelPart::blocks && !transformer) {
+    diags.error(at("part"), "workload.part", "only a transformer has blocks to run on their own",
+                "model for a model of kind " + std::string(model_kind_name(model.kind)), "blocks");
+  }
   if (!transformer) return;
   const TransformerModel& t = model.transformer;
   const bool learned = t.position == PositionKind::learned;

@@ -19,6 +19,9 @@ ShardView full_shard(const WorkloadSpec& w) {
     s.vocab = t.vocab;
     s.layers = t.architecture == Architecture::encoder ? t.encoder_depth() : t.decoder_depth();
     s.encoder_layers = t.architecture == Architecture::encoder_decoder ? t.encoder_depth() : 0;
+    // workload.part: blocks runs the stack alone, as a middle pipeline stage does: its input activations come in
+    // and its output gradient comes back from outside the chip.
+    s.embedding = s.head = w.part == ModelPart::model;
   }
   return s;
 }

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "elaboration_heap.h"
+
 namespace tpusim::models {
 
 RunControl::RunControl(std::function<void(double)> progress, std::function<void(const TraceSpan&)> trace,
@@ -62,7 +64,16 @@ Pod::Pod(const sc_core::sc_module_name& name, const Scenario& scenario, const ir
   }
   indexes_.resize(programs.programs.size());
   chips_.reserve(static_cast<std::size_t>(chips));
+  std::size_t heap_before_chip1 = 0;
   for (long long c = 0; c < chips; ++c) {
+    // The heap the chips still to build need, mapped at once (elaboration_heap.h): what chip 1 took (chip 0 also
+    // built its program's index), plus 1/16 for chips that differ.
+    if (c == 1) heap_before_chip1 = heap_in_use();
+    if (c == 2) {
+      const std::size_t now = heap_in_use();
+      const std::size_t per_chip = now > heap_before_chip1 ? now - heap_before_chip1 : 0;
+      (void)prefault_heap(per_chip * static_cast<std::size_t>(chips - 2) / 16 * 17);
+    }
     const auto id = static_cast<std::uint32_t>(c);
     const std::size_t role = programs.role_of_chip.empty() ? 0 : programs.role_of_chip[id];
     if (role >= programs.programs.size()) {

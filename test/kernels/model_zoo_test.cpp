@@ -150,6 +150,29 @@ TEST(ModelZoo, DecoderTrainingStepFlopsAreSixNPlusTheAttentionTermOfPalm) {
   EXPECT_EQ(l.work.tokens, tokens);
 }
 
+TEST(ModelZoo, BlocksOnlyStepOfOneLayerIsThatLayersFlopsWithoutEmbeddingHeadOrLoss) {
+  // workload.part: blocks on GPT-3 6.7B cut to one layer: (6 N + 12 L H Q T) x tokens with N = 12 d^2 (the
+  // layer's matmul weights, no vocabulary projection), L = 1; the weights are the layer's (N plus its biases
+  // and two layer norms, f32 master weights).
+  ModelSpec m = load_model("gpt3-6.7b");
+  m.transformer.layers = 1;
+  WorkloadSpec w = workload(m, StepKind::train, 4, 2048);
+  w.part = ModelPart::blocks;
+  const LoweredWorkload l = lower(w, roomy());
+  const double d = 4096, tokens = 4 * 2048, n = 12 * d * d;
+  const double palm = (6 * n + 12 * 32 * 128 * 2048) * tokens;
+  EXPECT_DOUBLE_EQ(l.programs.programs[0].model_flops(), palm);
+  EXPECT_DOUBLE_EQ(l.closed_form_model_flops, palm);
+  EXPECT_EQ(l.work.tokens, tokens);
+  for (const std::string& label : l.programs.programs[0].labels()) {
+    EXPECT_EQ(label.find("embedding"), std::string::npos) << label;
+    EXPECT_EQ(label.find("head"), std::string::npos) << label;
+  }
+  const double biases = 3 * d + d + 4 * d + d, norms = 2 * 2 * d;
+  ASSERT_TRUE(l.memory);
+  EXPECT_EQ(l.memory->weights.count(), static_cast<std::uint64_t>((n + biases + norms) * 4));
+}
+
 TEST(ModelZoo, LoweredModelFlopsEqualTheClosedFormForEveryFamilyAndStep) {
   struct Case {
     std::string model;

@@ -122,3 +122,21 @@ TEST_F(ZooCli, LowerReportsTheProgramAndTheMemoryPlan) {
 }
 
 }  // namespace
+
+TEST_F(ZooCli, AModelFromABundledOneNamesAMisspeltBaseAndBlocksNeedATransformer) {
+  const auto bad_base = write("a.yaml", "name: a\npod: v4-1x1x1\nworkload:\n  model: {from: gpt3-67b, layers: 1}\n"
+                                        "  part: blocks\n");
+  Outcome o = tpusim("run " + bad_base.string() + " -q -o " + (dir_ / "a").string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find(bad_base.string() + ":4:17: error: workload.model.from: unknown name 'gpt3-67b'"),
+            std::string::npos)
+      << o.err;
+  EXPECT_NE(o.err.find("did you mean 'gpt3-6.7b'?"), std::string::npos) << o.err;
+  const auto mlp = write("b.yaml", "name: b\npod: v4-1x1x1\nworkload:\n  model: mlp-small\n  part: blocks\n");
+  o = tpusim("run " + mlp.string() + " -q -o " + (dir_ / "b").string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find(mlp.string() + ":5:9: error: workload.part: only a transformer has blocks"), std::string::npos)
+      << o.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "a"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "b"));
+}

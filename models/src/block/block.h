@@ -43,11 +43,12 @@ enum class Activity : std::uint8_t { idle, host, memory, communication, compute 
 
 class Block : public sc_core::sc_module {
  public:
-  // `block` is the block's name in the chip's composition; `instance` the TensorCore it sits in (or, for a
+  // `block` is the block's name in the chip's composition (a ChipBlock of the chip's spec, which outlives the
+  // chip: a reference, not a copy per block of every chip); `instance` the TensorCore it sits in (or, for a
   // TensorCore, its index); 0 for the other chip-level blocks. As for every sc_module, `name` must come from
   // the caller (the factory), so the module stays on SystemC's hierarchy stack while its children are built.
-  Block(const sc_core::sc_module_name& name, BlockKind kind, std::string block, int instance)
-      : sc_core::sc_module(name), kind_(kind), block_(std::move(block)), instance_(instance) {}
+  Block(const sc_core::sc_module_name& name, BlockKind kind, const std::string& block, int instance)
+      : sc_core::sc_module(name), kind_(kind), block_(block), instance_(instance) {}
 
   [[nodiscard]] BlockKind block_kind() const { return kind_; }
   [[nodiscard]] const std::string& block_name() const { return block_; }
@@ -72,7 +73,7 @@ class Block : public sc_core::sc_module {
 
  private:
   BlockKind kind_;
-  std::string block_;
+  const std::string& block_;
   int instance_;
 };
 

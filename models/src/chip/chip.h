@@ -70,7 +70,7 @@ class Chip : public sc_core::sc_module, public net::VpuPort {
   std::vector<ResultDrain*> vpus_;              // by TensorCore (nullptr: no VPU there)
   Sequencer sequencer_;
   bool reported_ = false;  // finished, and told the run control
-  sc_core::sc_event wake_;
+  sc_core::sc_event wake_{"wake"};  // named: an unnamed event costs the chip a unique-name generator
 };
 
 }  // namespace tpusim::models

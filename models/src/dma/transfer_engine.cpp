@@ -5,16 +5,15 @@
 
 namespace tpusim::models {
 
-TransferEngine::TransferEngine(int window, std::uint8_t id) : id_(id) {
+TransferEngine::TransferEngine(int window, std::uint8_t id) : window_(static_cast<std::size_t>(window)), id_(id) {
   if (window < 1) throw std::invalid_argument("transfer engine window must be at least 1");
-  ring_storage_ = std::make_unique<Slot[]>(static_cast<std::size_t>(window));
-  for (int i = 0; i < window; ++i) ring_.push_back(&ring_storage_[static_cast<std::size_t>(i)]);
 }
 
 void TransferEngine::issue(Tick now, std::uint32_t instr, tlm::tlm_fw_transport_if<>* target, ir::Memory memory,
                            Transfer t, Tick delay) {
   if (full()) throw std::logic_error("transfer engine issued beyond its window");
-  Slot& s = *ring_[(head_ + count_) % ring_.size()];
+  if (ring_ == nullptr) ring_ = std::make_unique<Slot[]>(window_);
+  Slot& s = slot(count_);
   ++count_;
   t.engine = id_;
   t.order = issued_++;
@@ -42,14 +41,14 @@ void TransferEngine::send(Slot& s) {
 
 void TransferEngine::start_ready(Tick now) {
   for (std::size_t i = 0; i < count_; ++i) {
-    Slot& s = *ring_[(head_ + i) % ring_.size()];
+    Slot& s = slot(i);
     if (s.phase == Phase::delay && s.ready <= now) send(s);
   }
 }
 
 void TransferEngine::on_response(const tlm::tlm_generic_payload& gp) {
   for (std::size_t i = 0; i < count_; ++i) {
-    Slot& s = *ring_[(head_ + i) % ring_.size()];
+    Slot& s = slot(i);
     if (&s.gp == &gp) {
       s.phase = Phase::done;
       return;
@@ -61,7 +60,7 @@ void TransferEngine::on_response(const tlm::tlm_generic_payload& gp) {
 Tick TransferEngine::next_event() const {
   Tick next = kNever;
   for (std::size_t i = 0; i < count_; ++i) {
-    const Slot& s = *ring_[(head_ + i) % ring_.size()];
+    const Slot& s = slot(i);
     if (s.phase == Phase::delay) next = std::min(next, s.ready);
   }
   return next;

@@ -10,10 +10,11 @@
 //
 // A transfer is a TLM request to a memory (memory/transfer.h): sent at issue, or after `delay` ticks of the
 // engine's own work (the host's input pipeline, a launch); the memory answers when it has moved the bytes.
-// Each slot owns its generic payload and Transfer extension, so nothing is allocated per transfer.
+// Each slot owns its generic payload and Transfer extension, so nothing is allocated per transfer. The slots
+// are allocated at the first issue: a pod builds every engine of every chip, most of which a run never uses
+// (models/README.md, "What elaboration costs").
 #include <cstdint>
 #include <memory>
-#include <vector>
 
 #include <tlm>
 
@@ -27,7 +28,7 @@ class TransferEngine {
   // `id` is the engine id the memories share their bandwidth by (memory/transfer.h).
   TransferEngine(int window, std::uint8_t id);
 
-  [[nodiscard]] bool full() const { return count_ == ring_.size(); }
+  [[nodiscard]] bool full() const { return count_ == window_; }
   [[nodiscard]] bool busy() const { return count_ > 0; }
   [[nodiscard]] std::uint8_t id() const { return id_; }
 
@@ -66,9 +67,10 @@ class TransferEngine {
     tlm::tlm_generic_payload gp;
   };
   void send(Slot& s);
+  [[nodiscard]] Slot& slot(std::size_t i) const { return ring_[(head_ + i) % window_]; }
 
-  std::unique_ptr<Slot[]> ring_storage_;
-  std::vector<Slot*> ring_;
+  std::unique_ptr<Slot[]> ring_;  // window_ slots, allocated at the first issue
+  std::size_t window_;
   std::size_t head_ = 0;
   std::size_t count_ = 0;
   std::uint64_t issued_ = 0;
@@ -79,9 +81,9 @@ class TransferEngine {
 template <class Retire>
 bool TransferEngine::retire(Retire&& retire) {
   bool any = false;
-  while (count_ > 0 && ring_[head_]->phase == Phase::done) {
-    retire(ring_[head_]->instr, ring_[head_]->issued);
-    head_ = (head_ + 1) % ring_.size();
+  while (count_ > 0 && ring_[head_].phase == Phase::done) {
+    retire(ring_[head_].instr, ring_[head_].issued);
+    head_ = (head_ + 1) % window_;
     --count_;
     any = true;
   }

@@ -32,9 +32,9 @@ void prepare_transfer(tlm::tlm_generic_payload& gp, const Transfer& t, ir::Memor
   gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
 }
 
-MemoryBlock::MemoryBlock(const sc_core::sc_module_name& name, BlockKind kind, std::string block, int instance,
+MemoryBlock::MemoryBlock(const sc_core::sc_module_name& name, BlockKind kind, const std::string& block, int instance,
                          ir::Memory memory, BytesPerSecond nominal)
-    : Block(name, kind, std::move(block), instance), socket("socket"), memory_(memory), nominal_(nominal) {
+    : Block(name, kind, block, instance), socket("socket"), memory_(memory), nominal_(nominal) {
   socket.register_nb_transport_fw(this, &MemoryBlock::nb_transport_fw);
 }
 

@@ -25,7 +25,7 @@ class MemoryBlock : public Block, public MemoryTarget, private TagSink {
 
   // `memory` is the IR's name for it; `nominal` its peak bandwidth (an engine sends a transfer between two
   // memories to the slower one, see dma/dma.h).
-  MemoryBlock(const sc_core::sc_module_name& name, BlockKind kind, std::string block, int instance,
+  MemoryBlock(const sc_core::sc_module_name& name, BlockKind kind, const std::string& block, int instance,
               ir::Memory memory, BytesPerSecond nominal);
 
   [[nodiscard]] ir::Memory memory() const override { return memory_; }

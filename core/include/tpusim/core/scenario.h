@@ -27,6 +27,9 @@ enum class Remat { none, full, selective };
 // Attention core: scores and probabilities written to HBM (unfused), or tiled through VMEM with an online
 // softmax (flash, Dao et al. 2022).
 enum class AttentionImpl { unfused, flash };
+// What of a transformer the step runs on its chip: the whole model, or its blocks only (no embedding, final
+// norm, vocabulary projection or loss, as a middle pipeline stage runs them): with model.layers: 1, one layer.
+enum class ModelPart { model, blocks };
 
 // The host's input pipeline (tf.data / grain on the host CPU) feeding each step's batch to the chips. The
 // lowering turns it into a host infeed (see lower_workload in kernels/lowering.h).
@@ -55,6 +58,7 @@ struct WorkloadSpec {
   Remat remat = Remat::none;
   bool fusion = true;                       // XLA-style fusion of elementwise ops into their neighbours
   AttentionImpl attention = AttentionImpl::flash;
+  ModelPart part = ModelPart::model;
   std::int64_t seq_len = 0;                 // tokens per sequence (prompt, for prefill); resolved: 0 = context
   std::int64_t context = 0;                 // decode: tokens already in the KV cache; resolved: 0 = seq_len
   std::int64_t decoder_seq_len = 0;         // encoder_decoder: decoder tokens; resolved: 0 = seq_len
