@@ -225,12 +225,16 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     e.detected = Seconds(detected);
     e.recovery = rec.how;
     detection += detected - at;
-    if (rec.ends_job) {
+    // The steps since the last checkpoint and the step in flight are lost: the job goes back to the checkpoint.
+    auto roll_back = [&] {
       lost += since_time + partial;
       e.lost_work = Seconds(since_time + partial);
       done -= since;
       since = 0;
       since_time = since_slow = 0;
+    };
+    if (rec.ends_job) {
+      roll_back();
       t = detected;
       e.resumed = Seconds(detected);
       e.downtime = Seconds(detected - at);
@@ -246,11 +250,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     reconf += rec.reconfiguration.value();
     restore += rec.restore.value();
     if (rec.rollback) {
-      lost += since_time + partial;
-      e.lost_work = Seconds(since_time + partial);
-      done -= since;
-      since = 0;
-      since_time = since_slow = 0;
+      roll_back();
     } else {
       // In place: the step in flight stalls from the fault to its detection (its transfers on the failed link
       // wait for the timeout and are sent again on the new routes), then runs at the step time simulated with
