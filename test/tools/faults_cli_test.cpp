@@ -14,14 +14,7 @@ using tpusim::test::CliTest;
 using tpusim::test::Outcome;
 using tpusim::test::slurp;
 
-class FaultsCli : public CliTest {
- protected:
-  nlohmann::json summary(const std::string& args, const std::string& name) {
-    const Outcome o = tpusim("run " + args + " -q -o " + (dir_ / name).string());
-    EXPECT_EQ(o.exit_code, 0) << o.err;
-    return nlohmann::json::parse(slurp(dir_ / name / "summary.json"));
-  }
-};
+using FaultsCli = CliTest;
 
 constexpr const char* kJob = R"(name: job
 pod: v5e-2x2
