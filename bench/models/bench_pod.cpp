@@ -9,6 +9,12 @@
 //                                    simulated vs ideal time, wall time, kernel events, events/s, transfers/s
 //   bench_pod raw N                  the raw SystemC rate: one SC_METHOD re-notifying itself N times (compare
 //                                    with allreduce-v4's events/s: DESIGN.md asks for within 2x)
+//   bench_pod train SCENARIO [KEY=VALUE ...]
+//                                    a sharded training step (the bundled gpt3-175b-train-v4-pod: one GPT-3 175B
+//                                    step on the full v4 pod; gpt3-175b-dp-2x-v4-pod: over two pods) with
+//                                    --set style overrides: lowering and simulation wall time, peak RSS, kernel
+//                                    events and instructions per second, against the DESIGN.md budget (30 s and
+//                                    4 GiB for one pod, 60 s for two) when the scenario is one of those two
 // The all-reduce is the collective library's own plan (kernels::plan_collective, ring_bidirectional over the
 // three axes at once), as `tpusim run allreduce-v4-pod` runs it.
 #include <sys/resource.h>
@@ -26,6 +32,7 @@
 #include "run_control.h"
 #include "test_chips.h"
 #include "tpusim/kernels/collectives.h"
+#include "tpusim/kernels/lowering.h"
 
 namespace tpusim::models {
 namespace {
@@ -179,6 +186,34 @@ int allreduce_v4(const std::string& mode, std::uint64_t chunk_mib) {
   return 0;
 }
 
+int train(const std::string& name, const std::vector<std::string>& overrides) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Scenario s = load_scenario(name, overrides);
+  const kernels::LoweredWorkload lowered = kernels::lower(s.workload, s.chip, s.pod);
+  const double lowering = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const SimResult r = simulate(s, lowered.programs, {});
+  std::size_t instructions = 0;
+  for (const auto& p : lowered.programs.programs) instructions += p.size();
+  std::printf("%s on %s (%lld chips), %s links: %zu program(s) of %zu instructions\n", s.name.c_str(),
+              s.pod.name.c_str(), s.pod.chip_count(), r.link_model.c_str(), lowered.programs.programs.size(),
+              instructions);
+  std::printf("  simulated      %10.3f s step, MFU %.3f\n", r.step_time.value(), r.mfu());
+  std::printf("  wall           %10.3f s lowering, %.3f s simulation\n", lowering, r.wall_seconds);
+  std::printf("  kernel events  %10llu    %12.0f events/s\n", static_cast<unsigned long long>(r.kernel_events),
+              static_cast<double>(r.kernel_events) / r.wall_seconds);
+  std::printf("  instructions   %10llu    %12.0f instructions/s\n",
+              static_cast<unsigned long long>(r.instructions_executed),
+              static_cast<double>(r.instructions_executed) / r.wall_seconds);
+  const double rss = peak_rss_mib();
+  std::printf("  peak RSS       %10.1f MiB\n", rss);
+  const double budget = name == "gpt3-175b-train-v4-pod" ? 30 : name == "gpt3-175b-dp-2x-v4-pod" ? 60 : 0;
+  if (budget <= 0 || !overrides.empty()) return 0;
+  const double wall = lowering + r.wall_seconds;
+  std::printf("  budget         %.0f s: %s, 4096 MiB: %s\n", budget, wall < budget ? "ok" : "OVER",
+              rss < 4096 ? "ok" : "OVER");
+  return wall < budget && rss < 4096 ? 0 : 1;
+}
+
 struct Ticker : sc_core::sc_module {
   SC_HAS_PROCESS(Ticker);
   Ticker(const sc_core::sc_module_name& n, std::uint64_t count) : sc_core::sc_module(n), left(count) {
@@ -214,10 +249,12 @@ int main(int argc, char** argv) {
       return tpusim::models::allreduce_v4(argv[2], argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 1);
     }
     if (what == "raw" && argc > 2) return tpusim::models::raw(std::strtoull(argv[2], nullptr, 10));
+    if (what == "train" && argc > 2) return tpusim::models::train(argv[2], std::vector<std::string>(argv + 3, argv + argc));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_pod: %s\n", e.what());
     return 1;
   }
-  std::fprintf(stderr, "usage: bench_pod elaborate-v5p [full] | allreduce-v4 flow|chunked [CHUNK_MIB] | raw N\n");
+  std::fprintf(stderr, "usage: bench_pod elaborate-v5p [full] | allreduce-v4 flow|chunked [CHUNK_MIB] | raw N | train SCENARIO "
+                       "[KEY=VALUE ...]\n");
   return 2;
 }

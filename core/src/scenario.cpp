@@ -94,6 +94,13 @@ const FieldTable<WorkloadSpec>& workload_fields() {
                "write parameters and optimizer state to storage every N training steps, amortised per step; 0 = "
                "never",
                at_least(0));
+    t.add_choice<bool>("overlap", [](S& s) -> bool& { return s.overlap; }, {{"on", true}, {"off", false}}, "on",
+                       "sharded steps: collectives overlap independent compute as XLA schedules them (on), or run "
+                       "after all earlier compute and before all later compute (off: the serialized baseline)");
+    t.add_choice<PipelineSchedule>("pipeline_schedule", [](S& s) -> PipelineSchedule& { return s.pipeline_schedule; },
+                                   {{"gpipe", PipelineSchedule::gpipe}, {"1f1b", PipelineSchedule::one_f_one_b}},
+                                   "gpipe", "pipeline parallelism: the order of the microbatches' forward and "
+                                   "backward passes on each stage");
     return t;
   }();
   return table;
@@ -265,7 +272,9 @@ Scenario load_scenario(const std::string& name_or_path, const std::vector<std::s
     diags.error(tree.loc(), "workload", "missing required key", "a workload map (model, batch, step, ...)",
                 "nothing");
   } else {
-    workload_fields().resolve(*workload, "workload", s.workload, diags, &s.workload.origins, {"model"});
+    workload_fields().resolve(*workload, "workload", s.workload, diags, &s.workload.origins,
+                              {"model", "mesh", "mesh_mapping", "sharding"});
+    parse_mesh(*workload, s.workload.mesh, diags);  // mesh_spec.cpp
     const ConfigNode* model = workload->is_map() ? workload->find("model") : nullptr;
     const ConfigNode* program = workload->is_map() ? workload->find("program") : nullptr;
     if (program != nullptr && !s.workload.program.empty()) {
@@ -295,6 +304,7 @@ Scenario load_scenario(const std::string& name_or_path, const std::vector<std::s
     }
   }
   if (diags.empty()) resolve_workload_defaults(s, diags);  // workload_checks.cpp
+  if (!s.pod.shape.empty() && s.workload.program.empty()) check_mesh(s.workload.mesh, s.pod, diags);
   const ConfigNode* fidelity = tree.find("fidelity");
   const ConfigNode empty = ConfigNode::make_map(tree.loc());
   fidelity_fields().resolve(fidelity ? *fidelity : empty, "fidelity", s.fidelity, diags);
@@ -310,6 +320,7 @@ std::vector<std::pair<std::string, std::string>> render_scenario(const Scenario&
   append_rendered(out, "pod", pod_fields(), s.pod);
   for (auto& [k, v] : render_chip(s.chip)) out.emplace_back("chip." + k, v);
   append_rendered(out, "workload", workload_fields(), s.workload);
+  for (auto& [k, v] : render_mesh(s.workload.mesh)) out.emplace_back("workload." + k, v);
   if (s.workload.program.empty()) {
     append_rendered(out, "workload.model", model_kind_info(s.workload.model.kind).fields(), s.workload.model);
   }

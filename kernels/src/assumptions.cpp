@@ -31,6 +31,14 @@ std::vector<Assumption> lowering_assumptions() {
        "XLA's megacore partitions a fusion's parallel dimension)"},
       {"one fused kernel at a time per TensorCore", "program order", "kernels/src/fused_graph.h",
        "XLA runs a TensorCore's fusions one after another; only DMAs and collectives overlap them"},
+      {"FSDP all-gather type", "the activation dtype (bf16)", "kernels/src/sharding_points.cpp",
+       "the f32 master weights are cast to the compute type before they are gathered (the cast moved across the "
+       "all-gather, half the bytes); gradients are reduced in their storage type (f32)"},
+      {"FSDP prefetch depth", "one layer", "kernels/src/sharding_points.cpp",
+       "a layer's all-gathers start when the previous layer's first gathered weight is consumed, as XLA's "
+       "latency-hiding scheduler overlaps them with one layer of compute"},
+      {"gradient reduction granularity", "one collective per block (per kind)", "kernels/src/sharding_points.cpp",
+       "XLA's all-reduce / reduce-scatter combiner joins a layer's gradients into one collective"},
   };
   for (const VpuCost& c : vpu_costs()) {
     out.push_back({std::string("VPU work: ") + c.name,

@@ -38,6 +38,10 @@ class CollectivePoints {
   virtual fused::TensorId expert_combine(fused::Graph&, int /*layer*/, fused::Phase, fused::TensorId tokens) {
     return tokens;
   }
+  // Pipeline parallelism: a stage's input from the neighbouring stage (the previous one's activations in the
+  // forward, the next one's gradients in the backward) received into `placeholder`, and its output sent on.
+  virtual fused::TensorId stage_input(fused::Graph&, fused::Phase, fused::TensorId placeholder) { return placeholder; }
+  virtual void stage_output(fused::Graph&, fused::Phase, fused::TensorId /*output*/) {}
 };
 
 }  // namespace tpusim::kernels

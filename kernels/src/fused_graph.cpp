@@ -61,7 +61,7 @@ void fuse(Graph& g) {
     if (ops[i].fuse_into) {
       const auto it = writer.find(*ops[i].fuse_into);
       if (it == writer.end()) throw std::logic_error("fuse: " + ops[i].label + " fuses into an unwritten tensor");
-      group[i] = group[it->second];
+      if (ops[it->second].unit != Unit::ici) group[i] = group[it->second];  // a collective has no epilogue
     }
     for (const Access& w : ops[i].writes) writer[w.tensor] = i;
   }
@@ -100,6 +100,7 @@ void fuse(Graph& g) {
     head.hardware_flops += member.hardware_flops;
     for (const Access& w : member.writes) head.writes.push_back(w);
     member.merged = true;
+    member.merged_into = grp;
   }
   for (std::size_t i = 0; i < n; ++i) {
     Op& op = ops[i];
@@ -164,7 +165,7 @@ std::int64_t split_size(std::int64_t total, int parts, int part) {
 }  // namespace
 
 std::vector<std::uint32_t> emit(const Graph& g, const ChipSpec& chip, ir::Program& prog,
-                                const std::vector<std::uint32_t>& after) {
+                                const std::vector<std::uint32_t>& after, bool serialize_collectives) {
   const int cores = std::max(1, chip.tensorcores);
   const double transcendental_cost = chip.vpu.transcendental_rate > 0 ? 1.0 / chip.vpu.transcendental_rate : 1.0;
   const std::int64_t row_granule = 8;  // the MXU takes LHS rows 8 at a time (tpu-specs.md)
@@ -172,9 +173,16 @@ std::vector<std::uint32_t> emit(const Graph& g, const ChipSpec& chip, ir::Progra
   std::vector<std::vector<std::uint32_t>> readers(g.tensors().size());  // instructions reading since then
   std::vector<std::optional<std::uint32_t>> chain(static_cast<std::size_t>(cores));
   std::vector<std::uint32_t> sinks;
-  for (const Op& op : g.ops()) {
+  std::vector<std::vector<std::uint32_t>> op_ids(g.ops().size());  // the instructions of each op
+  std::optional<std::uint32_t> last_collective;
+  for (std::size_t oi = 0; oi < g.ops().size(); ++oi) {
+    const Op& op = g.ops()[oi];
     if (op.merged) continue;
     std::vector<std::uint32_t> deps = after;
+    for (std::size_t a : op.after) {
+      const std::size_t head = g.ops()[a].merged ? g.ops()[a].merged_into : a;
+      deps.insert(deps.end(), op_ids[head].begin(), op_ids[head].end());
+    }
     for (const Access& r : op.reads) deps.insert(deps.end(), writer[r.tensor].begin(), writer[r.tensor].end());
     for (const Access& w : op.writes) {
       deps.insert(deps.end(), readers[w.tensor].begin(), readers[w.tensor].end());
@@ -183,17 +191,29 @@ std::vector<std::uint32_t> emit(const Graph& g, const ChipSpec& chip, ir::Progra
     const double read = read_bytes(g, op), written = written_bytes(g, op);
     std::vector<std::uint32_t> ids;
     if (op.unit == Unit::ici) {
+      if (serialize_collectives) {
+        for (const auto& c : chain) {
+          if (c) deps.push_back(*c);
+        }
+        if (last_collective) deps.push_back(*last_collective);
+      }
       std::sort(deps.begin(), deps.end());
       deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
       ir::Instruction ins;
-      ins.kind = ir::OpKind::collective;
+      ins.kind = op.ici_kind;
+      ins.peer = op.peer;
       ins.op_class = op.cls;
       ins.collective = op.collective;
       ins.mesh_axes = op.mesh_axes;
+      ins.group = op.group;
       ins.bytes = op.collective_bytes;
       ins.dtype = op.dtype;
       ids.push_back(prog.add(ins, deps, op.label));
       sinks.push_back(ids.back());
+      if (serialize_collectives) {
+        last_collective = ids.back();
+        for (auto& c : chain) c = ids.back();  // later work on every TensorCore waits for it
+      }
     } else {
       // How the op splits over the TensorCores.
       enum class Split { batch, rows, cols, elements, none } split = Split::none;
@@ -249,6 +269,7 @@ std::vector<std::uint32_t> emit(const Graph& g, const ChipSpec& chip, ir::Progra
         ids.push_back(id);
       }
     }
+    op_ids[oi] = ids;
     for (const Access& r : op.reads) readers[r.tensor].insert(readers[r.tensor].end(), ids.begin(), ids.end());
     for (const Access& w : op.writes) {
       writer[w.tensor] = ids;
@@ -260,6 +281,7 @@ std::vector<std::uint32_t> emit(const Graph& g, const ChipSpec& chip, ir::Progra
   }
   if (sinks.empty()) sinks = after;
   std::sort(sinks.begin(), sinks.end());
+  sinks.erase(std::unique(sinks.begin(), sinks.end()), sinks.end());
   return sinks;
 }
 

@@ -88,14 +88,23 @@ struct Op {
   double model_flops = 0;
   double hardware_flops = 0;
   double grid_steps = 1;  // grid steps of the kernel over all TensorCores
-  // ici: a collective (sharding inserts these at the CollectivePoints).
+  // ici: a collective (sharding inserts these at the CollectivePoints) over `group` (an index into the
+  // program set's groups; ir::kAxesGroup: the whole torus axes of mesh_axes).
+  // ici_kind send / recv: a point-to-point transfer to (from) member `peer` of the group instead.
+  ir::OpKind ici_kind = ir::OpKind::collective;
+  std::int32_t peer = 0;
   CollectiveKind collective = CollectiveKind::all_reduce;
   std::uint32_t mesh_axes = 0;
+  std::uint16_t group = ir::kAxesGroup;
   std::uint64_t collective_bytes = 0;
+  // Ops (earlier indices) this one also waits for besides its tensors: the placement of an async collective
+  // (an FSDP all-gather waits for the previous layer's compute to start, as XLA's scheduler places it).
+  std::vector<std::size_t> after;
   // Fusion: an elementwise op whose work merges into the op that produced `fuse_into` (its epilogue).
   std::optional<TensorId> fuse_into;
-  // Merged into another op by fuse() (then skipped by liveness and emit).
+  // Merged into another op by fuse() (then skipped by liveness and emit), the op `merged_into`.
   bool merged = false;
+  std::size_t merged_into = 0;
 };
 
 class Graph {
@@ -116,7 +125,7 @@ class Graph {
   std::vector<Op> ops_;
 };
 
-// Merges each op with `fuse_into` into the (group of the) op that writes that tensor, and drops the HBM
+// Merges each op with `fuse_into` into the (group of the) op that writes that tensor (never into a collective), and drops the HBM
 // traffic of tensors produced and consumed only inside a group. A tensor produced in a group stays written if
 // an op outside the group reads it, if it is not an activation, or if nothing reads it (a step output).
 void fuse(Graph& g);
@@ -138,7 +147,10 @@ struct Liveness {
 // batch, the rows, or else the columns of a matmul, or the elements of a vector op; an op too small to split
 // runs on TensorCore 0), every instruction depending on `after`. Returns the step's last instructions (the
 // end of each TensorCore's chain and every collective), which later work (a checkpoint) depends on.
+//
+// With `serialize_collectives` (workload overlap: off) every collective waits for all earlier instructions of
+// the step and every later instruction waits for it: the baseline without compute / communication overlap.
 std::vector<std::uint32_t> emit(const Graph& g, const ChipSpec& chip, ir::Program& prog,
-                                const std::vector<std::uint32_t>& after);
+                                const std::vector<std::uint32_t>& after, bool serialize_collectives = false);
 
 }  // namespace tpusim::kernels::fused

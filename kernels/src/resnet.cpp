@@ -46,8 +46,8 @@ struct Conv {
 
 class ResnetStep {
  public:
-  ResnetStep(const WorkloadSpec& w, const ChipSpec& chip, const ShardView& shard)
-      : w_(w), r_(w.model.resnet), shard_(shard), b_(chip, w.dtype) {
+  ResnetStep(const WorkloadSpec& w, const ChipSpec& chip, const ShardView& shard, CollectivePoints& points)
+      : w_(w), r_(w.model.resnet), shard_(shard), points_(points), b_(chip, w.dtype) {
     train_ = w.step == StepKind::train;
     wdt_ = w.weights();
   }
@@ -67,6 +67,7 @@ class ResnetStep {
   const WorkloadSpec& w_;
   const ResnetModel& r_;
   const ShardView& shard_;
+  CollectivePoints& points_;
   Builder b_;
   bool train_ = false;
   DType wdt_ = DType::f32;
@@ -308,6 +309,31 @@ fused::Graph ResnetStep::build() {
       b_.matmul(OpName{ph, mbp_ + "stem", "conv.dw"}, ir::OpClass::matmul, mm);
     }
   }
+  // ---- gradient reductions (data parallelism), in the order the backward completes them: the head, the
+  // blocks from the last, the stem; each starts when its gradients are done ----
+  auto reduce = [&](int layer, const std::vector<const Param*>& params) {
+    std::vector<fused::TensorId> grads;
+    for (const Param* p : params) {
+      if (p->grad) grads.push_back(*p->grad);
+    }
+    points_.after_weight_gradients(b_.graph(), layer, grads);
+  };
+  if (train_) {
+    reduce(-1, {&fc, &fc_bias});
+    for (std::size_t i = blocks.size(); i-- > 0;) {
+      std::vector<const Param*> params;
+      for (std::size_t c : {blocks[i].reduce, blocks[i].conv3, blocks[i].expand}) {
+        params.push_back(&convs[c].weights);
+        params.push_back(&convs[c].norm);
+      }
+      if (blocks[i].shortcut) {
+        params.push_back(&convs[*blocks[i].shortcut].weights);
+        params.push_back(&convs[*blocks[i].shortcut].norm);
+      }
+      reduce(static_cast<int>(i), params);
+    }
+    reduce(static_cast<int>(blocks.size()), {&convs[stem].weights, &convs[stem].norm});
+  }
   // ---- optimizer: one update per stage (and the stem, the head) ----
   std::vector<const Param*> group;
   group.push_back(&convs[stem].weights);
@@ -332,8 +358,8 @@ fused::Graph ResnetStep::build() {
 }  // namespace
 
 fused::Graph build_resnet_step(const WorkloadSpec& workload, const ChipSpec& chip, const ShardView& shard,
-                               CollectivePoints& /*points: data parallelism's gradient reduction, issue 9*/) {
-  return ResnetStep(workload, chip, shard).build();
+                               CollectivePoints& points) {
+  return ResnetStep(workload, chip, shard, points).build();
 }
 
 }  // namespace tpusim::kernels

@@ -1,5 +1,7 @@
 #include "tpusim/kernels/shard.h"
 
+#include <algorithm>
+
 namespace tpusim::kernels {
 
 ShardView full_shard(const WorkloadSpec& w) {
@@ -24,6 +26,31 @@ ShardView full_shard(const WorkloadSpec& w) {
     s.embedding = s.head = w.part == ModelPart::model;
   }
   return s;
+}
+
+std::vector<std::pair<bool, int>> pipeline_order(const ShardView& shard, PipelineSchedule schedule, bool train) {
+  const int m = train ? std::max(1, shard.microbatches) : 1;
+  std::vector<std::pair<bool, int>> order;
+  if (!train) {
+    order.emplace_back(true, 0);
+    return order;
+  }
+  if (shard.stages <= 1) {
+    for (int i = 0; i < m; ++i) {
+      order.emplace_back(true, i);
+      order.emplace_back(false, i);
+    }
+    return order;
+  }
+  const int warmup = schedule == PipelineSchedule::gpipe ? m : std::min(shard.stages - shard.stage - 1, m);
+  int f = 0, b = 0;
+  for (; f < warmup; ++f) order.emplace_back(true, f);
+  while (f < m) {
+    order.emplace_back(true, f++);
+    order.emplace_back(false, b++);
+  }
+  while (b < m) order.emplace_back(false, b++);
+  return order;
 }
 
 }  // namespace tpusim::kernels

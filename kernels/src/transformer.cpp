@@ -225,7 +225,9 @@ TensorId TransformerStep::embed(const std::string& mbp, std::int64_t tokens, std
   }
   b_.vector(OpName{phase, mbp + "embedding", "lookup"}, ir::OpClass::embedding, ir::VectorOp::elementwise,
             rows * static_cast<double>(d_), cost, reads, {{x, 1}});
-  return x;
+  // A vocabulary-parallel table: each chip looked up the rows it holds; the partial rows add up (layer -1: the
+  // embedding and head).
+  return points_.after_row_parallel(b_.graph(), -1, phase, x);
 }
 
 TensorId TransformerStep::attention_sub(const OpName& base, const Stack& st, int layer, TensorId h, double tokens,
@@ -447,8 +449,9 @@ TransformerStep::ExpertShape TransformerStep::expert_shape(double tokens) const 
   e.local = shard_.experts;
   e.top_k = m_.moe.top_k;
   e.capacity = static_cast<std::int64_t>(
-      std::ceil(m_.moe.capacity_factor * tokens * e.top_k / static_cast<double>(e.experts) - 1e-9));
-  e.routed = tokens * e.top_k * static_cast<double>(e.local) / e.experts;
+      std::ceil(m_.moe.capacity_factor * tokens * shard_.expert_group * e.top_k / static_cast<double>(e.experts) -
+                1e-9));
+  e.routed = tokens * shard_.expert_group * e.top_k * static_cast<double>(e.local) / e.experts;
   e.fe = shard_.expert_d_ff;
   e.fu = up_width(true);
   e.buffer = static_cast<double>(e.local) * static_cast<double>(e.capacity) * static_cast<double>(d_);
@@ -732,7 +735,7 @@ TransformerStep::HeadFwd TransformerStep::head_forward(const std::string& mbp, T
   {
     Builder::Matmul mm;
     mm.m = t, mm.k = d_, mm.n = vocab, mm.dtype = mm_dtype_, mm.a = {in};
-    mm.b = {m_.tied_embeddings ? table_.w : out_proj_.w};
+    mm.b = {points_.weights_before_use(b_.graph(), -1, phase, m_.tied_embeddings ? table_.w : out_proj_.w)};
     mm.outputs = {h.logits};
     b_.matmul(OpName{phase, scope, "logits"}, ir::OpClass::loss, mm);
   }
@@ -765,9 +768,11 @@ TensorId TransformerStep::head_backward(const std::string& mbp, const HeadFwd& h
   TensorId dh = b_.activation(sc + ".dh", h.tokens * static_cast<double>(d_));
   {
     Builder::Matmul mm;
-    mm.m = t, mm.k = vocab, mm.n = d_, mm.dtype = mm_dtype_, mm.a = {h.dlogits}, mm.b = {proj.w}, mm.outputs = {dh};
+    mm.m = t, mm.k = vocab, mm.n = d_, mm.dtype = mm_dtype_, mm.a = {h.dlogits};
+    mm.b = {points_.weights_before_use(b_.graph(), -1, ph, proj.w)}, mm.outputs = {dh};
     b_.matmul(OpName{ph, scope, "logits.dx"}, ir::OpClass::loss, mm);
   }
+  dh = points_.after_row_parallel(b_.graph(), -1, ph, dh);  // vocabulary-parallel: partial sums over the vocab
   weight_gradient(OpName{ph, scope, "logits.dw"}, ir::OpClass::loss, d_, t, vocab, 1, {in}, {h.dlogits}, proj,
                   nullptr, first);
   if (lm_dense_.elements > 0) {
@@ -859,13 +864,24 @@ fused::Graph TransformerStep::build() {
   }
 
   const int microbatches = train_ ? std::max(1, shard_.microbatches) : 1;
-  for (int micro = 0; micro < microbatches; ++micro) {
-    const std::string mbp = micro == 0 ? "" : fmt::format("mb{}.", micro);
-    const bool first = micro == 0;
-    // ---- forward ----
-    std::vector<std::vector<BlockFwd>> fwd(stacks_.size());
+  // What a microbatch's backward reads of its forward.
+  struct MicroState {
+    std::vector<std::vector<BlockFwd>> fwd;
     std::optional<TensorId> enc_out;
     TensorId x = 0, enc_last = 0, enc_stats = 0;
+    HeadFwd head;
+  };
+  std::vector<MicroState> state(static_cast<std::size_t>(microbatches));
+  auto forward = [&](int micro) {
+    const std::string mbp = micro == 0 ? "" : fmt::format("mb{}.", micro);
+    // ---- forward ----
+    MicroState& ms = state[static_cast<std::size_t>(micro)];
+    auto& fwd = ms.fwd;
+    auto& enc_out = ms.enc_out;
+    TensorId& x = ms.x;
+    TensorId& enc_last = ms.enc_last;
+    TensorId& enc_stats = ms.enc_stats;
+    fwd.resize(stacks_.size());
     for (std::size_t si = 0; si < stacks_.size(); ++si) {
       Stack& st = stacks_[si];
       const bool decoder_of_enc_dec = enc_dec && si == 1;
@@ -874,7 +890,8 @@ fused::Graph TransformerStep::build() {
       if (si == 0 || decoder_of_enc_dec) {
         x = shard_.embedding ? embed(mbp + (enc_dec ? (si == 0 ? "enc." : "dec.") : ""),
                                      static_cast<std::int64_t>(tokens), st.s, Phase::forward)
-                             : b_.activation(mbp + st.name + ".input", tokens * static_cast<double>(d_));
+                             : points_.stage_input(b_.graph(), Phase::forward,
+                                                   b_.activation(mbp + st.name + ".input", tokens * static_cast<double>(d_)));
       }
       for (int l = st.first; l < st.first + st.count; ++l) {
         fwd[si].push_back(forward_block(st, l, x, Phase::forward, mbp, enc_out));
@@ -885,18 +902,28 @@ fused::Graph TransformerStep::build() {
         enc_out = norm(OpName{Phase::forward, mbp + "enc", "norm"}, x, tokens, enc_final, &enc_stats);
       }
     }
-    HeadFwd head;
+    HeadFwd& head = ms.head;
+    if (!shard_.head) points_.stage_output(b_.graph(), Phase::forward, x);  // to the next pipeline stage
     if (shard_.head) {
       const Stack& last = stacks_.back();
       // Inference needs the last position of each sequence only.
       const double tokens = static_cast<double>(mb()) * (inference_ ? 1.0 : static_cast<double>(last.s));
       head = head_forward(mbp, x, tokens, inference_ ? 1.0 / static_cast<double>(last.s) : 1.0, Phase::forward);
     }
-    if (!train_) continue;
+  };
+  auto backward = [&](int micro) {
+    const std::string mbp = micro == 0 ? "" : fmt::format("mb{}.", micro);
+    const bool first = micro == 0;
     // ---- backward ----
-    TensorId dx = shard_.head ? head_backward(mbp, head, first)
-                              : b_.activation(mbp + "head.bwd.dx", static_cast<double>(mb()) *
-                                                                       static_cast<double>(stacks_.back().s) * d_);
+    MicroState& ms = state[static_cast<std::size_t>(micro)];
+    const auto& fwd = ms.fwd;
+    const auto& enc_out = ms.enc_out;
+    const TensorId enc_last = ms.enc_last, enc_stats = ms.enc_stats;
+    TensorId dx = shard_.head
+                      ? head_backward(mbp, ms.head, first)
+                      : points_.stage_input(b_.graph(), Phase::backward,
+                                            b_.activation(mbp + "head.bwd.dx", static_cast<double>(mb()) *
+                                                                                   static_cast<double>(stacks_.back().s) * d_));
     std::optional<TensorId> d_enc;
     for (std::size_t si = stacks_.size(); si-- > 0;) {
       Stack& st = stacks_[si];
@@ -940,6 +967,13 @@ fused::Graph TransformerStep::build() {
                   writes);
       }
     }
+      if (!shard_.embedding) points_.stage_output(b_.graph(), Phase::backward, dx);  // to the previous stage
+  };
+  // The order of the microbatches' passes: forward then backward of each in turn on one chip; a pipeline
+  // stage follows its schedule (pipeline_order, shard.h).
+  for (const auto& [is_forward, micro] : pipeline_order(shard_, w_.pipeline_schedule, train_)) {
+    if (is_forward) forward(micro);
+    else backward(micro);
   }
   if (train_) {
     for (const Stack& st : stacks_) {
@@ -954,6 +988,11 @@ fused::Graph TransformerStep::build() {
       rest.push_back(p);
     }
     for (const Param& p : relative_) rest.push_back(&p);
+    std::vector<TensorId> grads;
+    for (const Param* p : rest) {
+      if (p->elements > 0 && p->grad) grads.push_back(*p->grad);
+    }
+    points_.after_weight_gradients(b_.graph(), -1, grads);
     b_.optimizer_update("embedding_and_head", rest, w_.optimizer);
   }
   return std::move(b_.graph());

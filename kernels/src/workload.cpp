@@ -9,6 +9,7 @@
 #include "fused_ops.h"
 #include "model_lowering.h"
 #include "pipeline.h"
+#include "sharding_points.h"
 #include "tpusim/core/diagnostics.h"
 #include "tpusim/kernels/collectives.h"
 #include "tpusim/kernels/lowering.h"
@@ -61,10 +62,17 @@ struct BuiltStep {
   MemoryPlan plan;
 };
 
-BuiltStep build_step(const WorkloadSpec& w, const ChipSpec& chip) {
-  const ShardView shard = full_shard(w);
+// `plan` null: one chip holding everything (no collectives); else the chip's shard of the plan, its collectives
+// naming groups added to `groups`.
+BuiltStep build_step(const WorkloadSpec& w, const ChipSpec& chip, const ShardingPlan* plan = nullptr,
+                     std::vector<ir::CollectiveGroup>* groups = nullptr, int stage = 0) {
+  const ShardView shard = plan != nullptr ? shard_view(w, *plan, stage) : full_shard(w);
   CollectivePoints single_chip;  // inserts nothing
-  BuiltStep b{step_builder(w.model.kind)(w, chip, shard, single_chip), {}};
+  std::vector<ir::CollectiveGroup> scratch;
+  std::optional<ShardingPoints> sharded;
+  if (plan != nullptr) sharded.emplace(*plan, w.dtype, groups != nullptr ? *groups : scratch);
+  CollectivePoints& points = sharded ? static_cast<CollectivePoints&>(*sharded) : single_chip;
+  BuiltStep b{step_builder(w.model.kind)(w, chip, shard, points), {}};
   if (w.fusion) fused::fuse(b.graph);
   const fused::Liveness live = fused::activation_liveness(b.graph);
   auto bytes = [](double v) { return Bytes(static_cast<std::uint64_t>(std::llround(v))); };
@@ -79,7 +87,8 @@ BuiltStep build_step(const WorkloadSpec& w, const ChipSpec& chip) {
 }
 
 // The error for a step that does not fit: the categories by size, the capacity, and what would fit.
-ConfigError does_not_fit(const WorkloadSpec& w, const ChipSpec& chip, const MemoryPlan& plan) {
+ConfigError does_not_fit(const WorkloadSpec& w, const ChipSpec& chip, const MemoryPlan& plan,
+                         const ShardingPlan* sharding) {
   auto cats = plan.categories();
   std::stable_sort(cats.begin(), cats.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   std::vector<std::string> found;
@@ -87,7 +96,7 @@ ConfigError does_not_fit(const WorkloadSpec& w, const ChipSpec& chip, const Memo
     if (b.count() > 0) found.push_back(fmt::format("{} {}", name, format_bytes_approx(b)));
   }
   std::vector<std::string> fits;
-  auto plan_with = [&](WorkloadSpec alt) { return build_step(alt, chip).plan; };
+  auto plan_with = [&](WorkloadSpec alt) { return build_step(alt, chip, sharding).plan; };
   std::optional<MemoryPlan> full_remat;
   if (w.step == StepKind::train && w.remat != Remat::full) {
     WorkloadSpec alt = w;
@@ -118,21 +127,22 @@ ConfigError does_not_fit(const WorkloadSpec& w, const ChipSpec& chip, const Memo
     for (std::int64_t b = w.batch / 2; b >= 1; b /= 2) batches.push_back(b);
     first_fitting("batch", batches, [](WorkloadSpec& a, std::int64_t v) { a.batch = v; });
   }
-  // Sharding the persistent state over N chips (FSDP / ZeRO-3, not lowered yet) leaves the rest per chip; with
-  // full rematerialization when that keeps less.
+  // Sharding the persistent state over N more chips (FSDP / ZeRO-3) leaves the rest per chip; with full
+  // rematerialization when that keeps less.
   auto rest_of = [](const MemoryPlan& p) { return (p.activations + p.kv_cache + p.workspace).as_double(); };
   const bool use_remat = full_remat && rest_of(*full_remat) < rest_of(plan);
   const double rest = use_remat ? rest_of(*full_remat) : rest_of(plan);
   const double state = (plan.weights + plan.gradients + plan.optimizer_state).as_double();
   const double room = plan.capacity.as_double() - rest;
   if (room > 0) {
-    fits.push_back(fmt::format("about {} chips sharding the weights{} (FSDP{}; sharding is not lowered yet)",
-                               static_cast<long long>(std::ceil(state / room)),
+    const long long fsdp = sharding != nullptr ? sharding->shards(LogicalAxis::embed) : 1;
+    fits.push_back(fmt::format("a mesh with fsdp: {} (the weights{} sharded{}; workload.mesh)",
+                               fsdp * static_cast<long long>(std::ceil(state / room)),
                                w.step == StepKind::train ? ", gradients and optimizer state" : "",
                                use_remat ? ", with remat: full" : ""));
   } else {
-    fits.push_back(fmt::format("the {} alone exceed the chip: more chips sharding them too (data, sequence or "
-                               "tensor parallelism; sharding is not lowered yet)",
+    fits.push_back(fmt::format("the {} alone exceed the chip: a smaller batch per chip (more data or fsdp "
+                               "chips) or tensor parallelism (workload.mesh)",
                                w.inference() ? "KV cache and activations" : "activations"));
   }
   SourceLoc at{"(workload)", 0, 0};
@@ -231,15 +241,31 @@ std::optional<MemoryPlan> plan_memory(const WorkloadSpec& workload, const ChipSp
   return build_step(workload, chip).plan;
 }
 
+std::optional<MemoryPlan> plan_memory(const WorkloadSpec& workload, const ChipSpec& chip, const PodSpec& pod) {
+  if (!whole_model(workload)) return std::nullopt;
+  const ShardingPlan sharding = make_sharding(workload, pod);
+  return build_step(workload, chip, &sharding).plan;
+}
+
 ir::ProgramSet lower_workload(const WorkloadSpec& workload, const ChipSpec& chip) {
   return lower(workload, chip).programs;
 }
 
 LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip) {
+  PodSpec one;
+  one.shape = {1};
+  return lower(workload, chip, one);
+}
+
+LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const PodSpec& pod) {
   const ModelSpec& model = workload.model;
   LoweredWorkload out;
-  const ShardView shard = full_shard(workload);
-  out.work = step_work(workload, shard);
+  // A whole model is sharded over the pod's mesh (no mesh: data parallel over every chip); the other kinds run
+  // the same one-chip program on every chip.
+  std::optional<ShardingPlan> sharding;
+  if (whole_model(workload)) sharding = make_sharding(workload, pod);
+  const ShardView shard = sharding ? shard_view(workload, *sharding) : full_shard(workload);
+  out.work = step_work(workload, full_shard(workload));
   if (model.kind == ModelKind::collective) {
     out.programs = lower_collective(workload);  // collective_lowering.cpp
     return out;
@@ -250,10 +276,18 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip) {
     return out;
   }
   std::optional<BuiltStep> built;
+  std::vector<BuiltStep> later_stages;  // pipeline stages 1 .. p - 1 (stage 0 is `built`)
   if (whole_model(workload)) {
-    built = build_step(workload, chip);
-    if (!built->plan.fits()) throw does_not_fit(workload, chip, built->plan);
+    built = build_step(workload, chip, &*sharding, &out.programs.groups);
+    if (!built->plan.fits()) throw does_not_fit(workload, chip, built->plan, &*sharding);
     out.memory = built->plan;
+    out.sharding = sharding;
+    for (int s = 1; s < shard.stages; ++s) {
+      later_stages.push_back(build_step(workload, chip, &*sharding, &out.programs.groups, s));
+      const MemoryPlan& p = later_stages.back().plan;
+      if (!p.fits()) throw does_not_fit(workload, chip, p, &*sharding);
+      if (p.total() > out.memory->total()) out.memory = p;  // the plan of the fullest stage
+    }
   }
   ir::Program prog(model.name.empty() ? "main" : model.name);
   const DType dt = workload.dtype;
@@ -288,7 +322,7 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip) {
     b.matmul(OpName{fused::Phase::forward, "gemm", "matmul"}, ir::OpClass::matmul, mm);
     sinks = fused::emit(b.graph(), chip, prog, start);
   } else if (built) {
-    sinks = fused::emit(built->graph, chip, prog, start);
+    sinks = fused::emit(built->graph, chip, prog, start, !workload.overlap);
     if (host.checkpoint_bytes > 0) {
       sinks = {prog.add(host_op(ir::HostOp::checkpoint, host.checkpoint_bytes, host.checkpoint_seconds), sinks,
                         "host.checkpoint")};
@@ -348,6 +382,35 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip) {
     sinks = {prog.add(host_op(ir::HostOp::outfeed, 0, chip.host.round_trip.value()), sinks, "host.sync")};
   }
   out.programs.programs.push_back(std::move(prog));
+  // Pipeline stages after the first: their own programs (launch and input as the first stage's), and which
+  // stage each chip runs.
+  for (std::size_t i = 0; i < later_stages.size(); ++i) {
+    ir::Program stage_prog(fmt::format("{}.stage{}", model.name.empty() ? "main" : model.name, i + 1));
+    std::vector<std::uint32_t> stage_start;
+    if (workload.step_launch_overhead.value() > 0) {
+      stage_start.push_back(stage_prog.add(host_op(ir::HostOp::infeed, 0, workload.step_launch_overhead.value()),
+                                           {}, "host.launch"));
+    }
+    std::vector<std::uint32_t> stage_sinks =
+        fused::emit(later_stages[i].graph, chip, stage_prog, stage_start, !workload.overlap);
+    if (host.checkpoint_bytes > 0) {
+      stage_sinks = {stage_prog.add(host_op(ir::HostOp::checkpoint, host.checkpoint_bytes, host.checkpoint_seconds),
+                                    stage_sinks, "host.checkpoint")};
+    }
+    for (int h = 0; h < workload.host_syncs; ++h) {
+      stage_sinks = {stage_prog.add(host_op(ir::HostOp::outfeed, 0, chip.host.round_trip.value()), stage_sinks,
+                                    "host.sync")};
+    }
+    out.programs.programs.push_back(std::move(stage_prog));
+  }
+  if (!later_stages.empty()) {
+    const int axis = sharding->axes(LogicalAxis::layers).front();
+    const auto chips = static_cast<std::uint32_t>(sharding->mesh.chips());
+    out.programs.role_of_chip.resize(chips);
+    for (std::uint32_t c = 0; c < chips; ++c) {
+      out.programs.role_of_chip[c] = static_cast<std::uint16_t>(sharding->mesh.coordinate(c, axis));
+    }
+  }
   return out;
 }
 

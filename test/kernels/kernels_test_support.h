@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -45,6 +46,34 @@ inline ChipSpec v4_like() {
   c.hbm.capacity = GiB(32);
   c.hbm.bandwidth = BytesPerSecond(1200e9);
   return c;
+}
+
+// A chip with room for any model (tests that look at programs, not at fitting).
+inline ChipSpec roomy() {
+  ChipSpec c = v4_like();
+  c.hbm.capacity = Bytes(1ULL << 42);
+  c.vpu.transcendental_rate = 0.25;
+  return c;
+}
+
+// A decoder small enough to count by hand: no biases, no position embedding, RMSNorm, ReLU, tied embeddings.
+inline ModelSpec small_decoder(const std::string& name, int layers, std::int64_t d, int heads, std::int64_t d_ff,
+                               std::int64_t vocab, std::int64_t context) {
+  ModelSpec m;
+  m.name = name;
+  m.kind = ModelKind::transformer;
+  TransformerModel& t = m.transformer;
+  t.layers = layers;
+  t.d_model = d;
+  t.heads = heads;
+  t.d_ff = d_ff;
+  t.vocab = vocab;
+  t.context = context;
+  t.position = PositionKind::none;
+  t.norm = NormKind::rmsnorm;
+  t.mlp = MlpKind::relu;
+  t.bias = false;
+  return m;
 }
 
 // v5e-like: 1 TensorCore, 128 MiB VMEM, 819 GB/s HBM.

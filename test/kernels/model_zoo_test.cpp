@@ -19,13 +19,7 @@ namespace {
 
 using testing::v4_like;
 
-// A chip with room for any model (the kernels tests look at programs, not at fitting).
-ChipSpec roomy() {
-  ChipSpec c = v4_like();
-  c.hbm.capacity = Bytes(1ULL << 42);
-  c.vpu.transcendental_rate = 0.25;
-  return c;
-}
+using testing::roomy;
 
 // A workload as load_scenario resolves it.
 WorkloadSpec workload(const ModelSpec& model, StepKind step, std::int64_t batch, std::int64_t seq) {
@@ -46,23 +40,7 @@ WorkloadSpec workload(const std::string& model, StepKind step, std::int64_t batc
 
 // A one-block decoder small enough to count by hand: d 128, 2 heads of 64, d_ff 512, vocabulary 1024, no
 // biases, no position embedding, RMSNorm, ReLU, tied embeddings.
-ModelSpec tiny() {
-  ModelSpec m;
-  m.name = "tiny";
-  m.kind = ModelKind::transformer;
-  TransformerModel& t = m.transformer;
-  t.layers = 1;
-  t.d_model = 128;
-  t.heads = 2;
-  t.d_ff = 512;
-  t.vocab = 1024;
-  t.context = 64;
-  t.position = PositionKind::none;
-  t.norm = NormKind::rmsnorm;
-  t.mlp = MlpKind::relu;
-  t.bias = false;
-  return m;
-}
+ModelSpec tiny() { return testing::small_decoder("tiny", 1, 128, 2, 512, 1024, 64); }
 
 // GPT-3 XL cut to `layers` blocks (fast to lower; the per-block numbers are the model's).
 ModelSpec gpt3_xl(int layers) {

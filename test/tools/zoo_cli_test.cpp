@@ -26,8 +26,8 @@ TEST_F(ZooCli, AModelThatDoesNotFitExitsTwoWithTheMemoryBreakdownAndWritesNothin
   EXPECT_NE(o.err.find("found:    optimizer_state 1.27 TiB, weights 650 GiB, gradients 650 GiB, activations 72.4 GiB"),
             std::string::npos)
       << o.err;
-  EXPECT_NE(o.err.find("would fit: about 98 chips sharding the weights, gradients and optimizer state (FSDP, with "
-                       "remat: full"),
+  EXPECT_NE(o.err.find("would fit: a mesh with fsdp: 98 (the weights, gradients and optimizer state sharded, with remat: "
+                       "full; workload.mesh)"),
             std::string::npos)
       << o.err;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "x"));

@@ -52,7 +52,7 @@ Topology check_topology(const Scenario& s) {
 // The scenario's programs: a program file it names (checked like any input), or the lowered model (with its
 // memory plan and step work).
 kernels::LoweredWorkload programs_for(const Scenario& s) {
-  if (s.workload.program.empty()) return kernels::lower(s.workload, s.chip);
+  if (s.workload.program.empty()) return kernels::lower(s.workload, s.chip, s.pod);
   kernels::LoweredWorkload lowered;
   ir::ProgramSet& set = lowered.programs;
   set = ir::read_program_json(s.workload.program);

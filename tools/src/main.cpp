@@ -6,6 +6,7 @@
 
 #include "tools/src/calibrate.h"
 #include "tools/src/commands.h"
+#include "tools/src/layouts.h"
 #include "tools/src/sweep.h"
 #include "tpusim/core/diagnostics.h"
 #include "tpusim/core/logging.h"
@@ -64,6 +65,14 @@ int main(int argc, char** argv) {
   lower_cmd->add_option("scenario", lower_scenario, "bundled scenario name or path")->required();
   lower_cmd->add_option("-o,--out", lower_out, "output file (default: stdout)");
   lower_cmd->add_option("--set", lower_overrides, "override a field by dotted path")->allow_extra_args(false);
+
+  tpusim::tools::LayoutsArgs layouts;
+  auto* layouts_cmd = app.add_subcommand(
+      "layouts", "run every data x fsdp x tensor mesh of a whole model on its pod that fits, ranked by step time");
+  layouts_cmd->add_option("scenario", layouts.scenario, "bundled scenario name or path")->required();
+  layouts_cmd->add_option("--set", layouts.overrides, "override a field by dotted path")->allow_extra_args(false);
+  layouts_cmd->add_option("-o,--out", layouts.out_dir, "output folder (default: out/<scenario name>-layouts)");
+  layouts_cmd->add_option("-j,--jobs", layouts.jobs, "runs at once (default: every core)");
 
   std::string topo_name, topo_dot, topo_svg;
   auto* topo_cmd = app.add_subcommand("topo", "print a pod's chips, links, diameter and bisection");
@@ -135,5 +144,6 @@ int main(int argc, char** argv) {
   if (topo_cmd->parsed()) return topo_command(topo_name, topo_dot, topo_svg);
   if (sweep_cmd->parsed()) return sweep_command(sweep);
   if (calibrate_cmd->parsed()) return calibrate_command(calibrate, "/proc/self/exe");
+  if (layouts_cmd->parsed()) return layouts_command(layouts, "/proc/self/exe");
   return 2;
 }

@@ -40,11 +40,18 @@ void OpClassRecorder::record(const models::TraceSpan& span) {
   const std::uint8_t tier = tier_of(span.unit);
   if (tier == 0) return;
   const ir::Instruction& ins = programs_.programs[role][span.instruction];
-  spans_[role].push_back(Span{span.start.value(), span.end.value(), tier, static_cast<std::uint8_t>(ins.op_class)});
+  const std::uint8_t kind =
+      ins.kind == ir::OpKind::collective ? static_cast<std::uint8_t>(ins.collective) : kNoCollective;
+  spans_[role].push_back(
+      Span{span.start.value(), span.end.value(), tier, static_cast<std::uint8_t>(ins.op_class), kind});
 }
 
-std::vector<OpClassTime> OpClassRecorder::finish(double step_time, double* idle_s) const {
+std::vector<OpClassTime> OpClassRecorder::finish(double step_time, double* idle_s,
+                                                  std::vector<std::pair<std::string, double>>* exposed) const {
+  constexpr std::size_t kKinds = 8;  // CollectiveKind values (5 today), with room
   std::array<double, ir::kOpClasses> time{}, busy{}, count{};
+  std::array<double, kKinds> kind_time{};
+  std::array<bool, kKinds> kind_ran{};
   double idle = 0;
   for (std::size_t role = 0; role < spans_.size(); ++role) {
     const double weight = role_weight_[role];
@@ -54,19 +61,21 @@ std::vector<OpClassTime> OpClassRecorder::finish(double step_time, double* idle_
     struct Event {
       double t;
       int delta;
-      std::uint8_t tier, op_class;
+      std::uint8_t tier, op_class, collective;
     };
     std::vector<Event> events;
     events.reserve(2 * spans.size());
     for (const Span& s : spans) {
       busy[s.op_class] += (s.end - s.start) * weight;
       count[s.op_class] += weight;
+      if (s.collective < kKinds) kind_ran[s.collective] = true;
       if (s.end <= s.start) continue;
-      events.push_back({s.start, +1, s.tier, s.op_class});
-      events.push_back({s.end, -1, s.tier, s.op_class});
+      events.push_back({s.start, +1, s.tier, s.op_class, s.collective});
+      events.push_back({s.end, -1, s.tier, s.op_class, s.collective});
     }
     std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.t < b.t; });
     std::array<std::array<int, ir::kOpClasses>, 5> live{};  // [tier][class] instructions in flight
+    std::array<int, kKinds> live_kind{};                    // collectives in flight by kind
     double last = 0;
     double covered = 0;
     for (std::size_t i = 0; i < events.size();) {
@@ -78,11 +87,17 @@ std::vector<OpClassTime> OpClassRecorder::finish(double step_time, double* idle_
           for (int c : live[tier]) n += c;
           if (n == 0) continue;
           for (std::size_t c = 0; c < ir::kOpClasses; ++c) time[c] += dt * weight * live[tier][c] / n;
+          if (tier == tier_of(ir::UnitKind::ici)) {
+            for (std::size_t k = 0; k < kKinds; ++k) kind_time[k] += dt * weight * live_kind[k] / n;
+          }
           covered += dt;
           break;
         }
       }
-      for (; i < events.size() && events[i].t == t; ++i) live[events[i].tier][events[i].op_class] += events[i].delta;
+      for (; i < events.size() && events[i].t == t; ++i) {
+        live[events[i].tier][events[i].op_class] += events[i].delta;
+        if (events[i].collective < kKinds) live_kind[events[i].collective] += events[i].delta;
+      }
       last = t;
     }
     idle += std::max(0.0, step_time - covered) * weight;
@@ -94,6 +109,12 @@ std::vector<OpClassTime> OpClassRecorder::finish(double step_time, double* idle_
                               static_cast<std::uint64_t>(count[c] + 0.5)});
   }
   if (idle_s != nullptr) *idle_s = idle;
+  if (exposed != nullptr) {
+    exposed->clear();
+    for (std::size_t k = 0; k < kKinds; ++k) {
+      if (kind_ran[k]) exposed->emplace_back(std::string(collective_name(static_cast<CollectiveKind>(k))), kind_time[k]);
+    }
+  }
   return out;
 }
 

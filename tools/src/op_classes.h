@@ -30,14 +30,20 @@ class OpClassRecorder {
   explicit OpClassRecorder(const ir::ProgramSet& programs, std::uint32_t chips);
   void record(const models::TraceSpan& span);
   // Classes with any instruction, in ir::OpClass order, and the time nothing was in flight up to step_time.
-  [[nodiscard]] std::vector<OpClassTime> finish(double step_time, double* idle_s) const;
+  // `exposed_collectives` (may be null) receives the same attribution of the collectives' exposed time (ICI
+  // the highest tier in flight) by collective kind ("all_reduce", ...; kinds that ran only).
+  [[nodiscard]] std::vector<OpClassTime> finish(double step_time, double* idle_s,
+                                                std::vector<std::pair<std::string, double>>* exposed_collectives =
+                                                    nullptr) const;
 
  private:
   struct Span {
     double start, end;
     std::uint8_t tier;
     std::uint8_t op_class;
+    std::uint8_t collective;  // CollectiveKind of a collective, else kNoCollective
   };
+  static constexpr std::uint8_t kNoCollective = 0xff;
   const ir::ProgramSet& programs_;
   std::vector<std::int64_t> role_chip_;     // per program: the chip recorded (-1: none runs it)
   std::vector<double> role_weight_;         // per program: chips running it / all chips

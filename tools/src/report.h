@@ -72,6 +72,9 @@ struct RunReport {
   std::optional<kernels::MemoryPlan> memory;  // whole models: the per-chip HBM plan
   std::vector<OpClassTime> op_classes;        // per-op-class breakdown (op_classes.h)
   double op_idle_s = 0;                       // nothing in flight, same weighting as op_classes
+  // Exposed communication by collective kind (op_classes.h: the collectives' share of the time ICI was the
+  // highest tier in flight), same weighting as op_classes; empty without collectives.
+  std::vector<std::pair<std::string, double>> exposed_collectives_s;
   std::vector<std::pair<std::string, double>> breakdown_s;  // mean over chips, in a fixed order
   std::vector<UnitReport> units;
   Spread mxu_array_utilization;  // over every MXU array of every chip (models::SimResult)
@@ -92,6 +95,9 @@ struct RunReport {
 };
 
 [[nodiscard]] nlohmann::ordered_json summary_json(const Scenario& scenario, const RunReport& report);
+// Chip-to-chip spread (chip_spread.cpp): the slowest and fastest chip's finish, and why the slowest is slow:
+// the breakdown category in which it exceeds the mean over chips the most.
+[[nodiscard]] nlohmann::ordered_json chip_spread_json(const RunReport& report);
 void write_chips_csv(const RunReport& report, std::ostream& out);
 void write_links_csv(const RunReport& report, std::ostream& out);
 void print_table(const Scenario& scenario, const RunReport& report, std::ostream& out);

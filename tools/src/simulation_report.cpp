@@ -38,7 +38,9 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
     rep.memory = lowered->memory;
   }
   rep.step = scenario.workload.step;
-  if (classes != nullptr) rep.op_classes = classes->finish(r.step_time.value(), &rep.op_idle_s);
+  if (classes != nullptr) {
+    rep.op_classes = classes->finish(r.step_time.value(), &rep.op_idle_s, &rep.exposed_collectives_s);
+  }
   rep.breakdown_s = {{"compute", r.breakdown.compute.value()},
                      {"communication", r.breakdown.communication.value()},
                      {"memory_stall", r.breakdown.memory_stall.value()},

@@ -62,15 +62,28 @@ void TraceRecorder::write(const ir::ProgramSet& programs, std::ostream& out) con
   });
   json events = json::array();
   std::set<std::pair<std::uint32_t, int>> named;
+  // Several collectives (and sends) are in flight at once on a chip's ICI unit: each gets the first ICI lane
+  // free at its start, a track of its own ("ici 1", "ici 2", ...), so overlapping spans never share a track.
+  constexpr int kIciLaneBase = 1000;
+  std::map<std::uint32_t, std::vector<double>> ici_lane_end;  // per chip: when each lane frees
   for (const auto& s : spans) {
-    const int tid = tid_of(s);
+    int tid = tid_of(s);
+    int lane = 0;
+    if (s.unit == ir::UnitKind::ici) {
+      std::vector<double>& ends = ici_lane_end[s.chip];
+      while (lane < static_cast<int>(ends.size()) && ends[static_cast<std::size_t>(lane)] > s.start.value()) ++lane;
+      if (lane == static_cast<int>(ends.size())) ends.push_back(0);
+      ends[static_cast<std::size_t>(lane)] = s.end.value();
+      if (lane > 0) tid = kIciLaneBase + lane;
+    }
     if (named.insert({s.chip, -1}).second) {
       events.push_back(json{{"name", "process_name"}, {"ph", "M"}, {"pid", s.chip}, {"tid", 0},
                             {"args", json{{"name", fmt::format("chip {}", s.chip)}}}});
     }
     if (named.insert({s.chip, tid}).second) {
       events.push_back(json{{"name", "thread_name"}, {"ph", "M"}, {"pid", s.chip}, {"tid", tid},
-                            {"args", json{{"name", fmt::format("core {} {}", s.core, ir::unit_name(s.unit))}}}});
+                            {"args", json{{"name", lane > 0 ? fmt::format("ici {}", lane)
+                                                             : fmt::format("core {} {}", s.core, ir::unit_name(s.unit))}}}});
     }
     const ir::Program& prog = programs.program_for(s.chip);
     const ir::Instruction& ins = prog[s.instruction];

@@ -11,6 +11,7 @@
 #include "tpusim/core/chip_spec.h"
 #include "tpusim/core/config_tree.h"
 #include "tpusim/core/fault_plan.h"
+#include "tpusim/core/mesh_spec.h"
 #include "tpusim/core/model_spec.h"
 #include "tpusim/core/pod_spec.h"
 
@@ -66,6 +67,12 @@ struct WorkloadSpec {
   Seconds step_launch_overhead;  // host time to launch the step's program, before anything runs
   int host_syncs = 0;            // host round trips at the end of the step (e.g. fetching the loss)
   CheckpointSpec checkpoint;
+  // Sharding over the pod (issue 9): the device mesh, its placement on the torus and the sharding rules
+  // (core/mesh_spec.h); collectives overlapped with independent compute as a compiler schedules them (on), or
+  // each after all earlier compute and before all later compute (off, the serialized baseline).
+  MeshSpec mesh;
+  bool overlap = true;
+  PipelineSchedule pipeline_schedule = PipelineSchedule::gpipe;
   std::map<std::string, FieldOrigin> origins;  // where each workload field came from (for errors)
 
   [[nodiscard]] DType weights() const { return weight_dtype.value_or(step == StepKind::train ? DType::f32 : dtype); }

@@ -20,6 +20,7 @@
 #include "tpusim/kernels/model_params.h"
 #include "tpusim/kernels/program.h"
 #include "tpusim/kernels/shard.h"
+#include "tpusim/kernels/sharding.h"
 
 namespace tpusim::kernels {
 
@@ -100,18 +101,25 @@ std::vector<std::uint32_t> lower_vector_pass(ir::Program& prog, const ChipSpec& 
 // instruction per op and TensorCore; see kernels/README.md) the per-chip memory plan and what a step does.
 struct LoweredWorkload {
   ir::ProgramSet programs;
-  std::optional<MemoryPlan> memory;
-  StepWork work;                       // examples and tokens per step, per chip
-  double closed_form_model_flops = 0;  // per chip (model_params.h); 0 for a collective
+  std::optional<MemoryPlan> memory;    // per chip, after sharding
+  StepWork work;                       // examples and tokens per step of the whole job (the global batch)
+  double closed_form_model_flops = 0;  // per chip (model_params.h, of the chip's shard); 0 for a collective
+  std::optional<ShardingPlan> sharding;  // whole models: the mesh and rules the programs were lowered for
 };
 
 // The dispatcher: lowers any workload kind. For a whole model that does not fit chip.hbm.capacity it throws a
 // ConfigError naming the largest categories, the capacity and what would fit (remat: full, more microbatches,
 // or how many chips would hold it sharded), before emitting any instruction.
 [[nodiscard]] LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip);
+// The same on a pod: a whole model is sharded over workload.mesh (no mesh: data parallel over every chip;
+// sharding.h), with the collectives the sharding implies; the other kinds run one program on every chip.
+[[nodiscard]] LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const PodSpec& pod);
 
 // The memory plan of a whole model's step on one chip (nullopt for gemm, mlp and collective workloads).
 [[nodiscard]] std::optional<MemoryPlan> plan_memory(const WorkloadSpec& workload, const ChipSpec& chip);
+// The same per chip of `pod` after sharding.
+[[nodiscard]] std::optional<MemoryPlan> plan_memory(const WorkloadSpec& workload, const ChipSpec& chip,
+                                                    const PodSpec& pod);
 
 // The whole workload of a scenario for a single chip: one program that every chip runs (lower(...).programs).
 //  - gemm: one lower_gemm (lowering: tiled), or one fused matmul per TensorCore streaming its operands

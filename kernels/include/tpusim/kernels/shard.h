@@ -9,6 +9,8 @@
 // parallelism `experts`, FSDP `weight_shards`; and it inserts collectives at the points kernels/src/
 // collective_points.h names.
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "tpusim/core/scenario.h"
 
@@ -25,6 +27,7 @@ struct ShardView {
   std::int64_t d_ff = 0;         // MLP width on this chip (each branch of a gated MLP)
   std::int64_t expert_d_ff = 0;  // expert MLP width on this chip
   int experts = 0;               // experts on this chip (0: dense model)
+  int expert_group = 1;          // expert parallelism: chips whose tokens this chip's experts serve
   std::int64_t vocab = 0;        // vocabulary rows of the embedding and the output projection on this chip
   int first_layer = 0;           // the decoder (encoder-only: encoder) blocks this chip runs: [first, first + layers)
   int layers = 0;
@@ -33,11 +36,20 @@ struct ShardView {
   bool head = true;              // holds the final norm, the output projection and the loss (the last stage)
   int weight_shards = 1;         // FSDP: parameters, gradients and optimizer state stored 1 / weight_shards
                                  // per chip, gathered before use
+  int stage = 0;                 // pipeline parallelism: this chip's stage of `stages`
+  int stages = 1;
 
   [[nodiscard]] std::int64_t microbatch() const { return batch / (microbatches > 0 ? microbatches : 1); }
 };
 
 // One chip holding the whole model: every shard size is the full size.
 [[nodiscard]] ShardView full_shard(const WorkloadSpec& workload);
+
+// The order of a step's microbatch passes on a chip: (forward?, microbatch). One stage (no pipeline): each
+// microbatch's forward then its backward (train), or its forward alone. A pipeline stage s of p over m
+// microbatches: GPipe, every forward then every backward; 1F1B, min(p - s - 1, m) forwards, then alternately
+// one forward and one backward, then the remaining backwards (Narayanan et al. 2021, PipeDream-Flush).
+[[nodiscard]] std::vector<std::pair<bool, int>> pipeline_order(const ShardView& shard, PipelineSchedule schedule,
+                                                               bool train);
 
 }  // namespace tpusim::kernels

@@ -1,0 +1,71 @@
+#pragma once
+// The device mesh and sharding rules of a workload (issue 9), as written in the scenario:
+//
+//   workload:
+//     mesh: {data: 16, fsdp: 4, tensor: 4}    # ordered named axes; product = the slice's chips (x slices)
+//     mesh_mapping: {tensor: [z], data: [x, y]} # optional: the torus axes each mesh axis takes (else the rule
+//                                               # of kernels/mesh.h)
+//     sharding: {batch: [data, fsdp], mlp: [tensor]}  # optional: logical tensor axis -> mesh axes, overriding
+//                                                     # the defaults (kernels/sharding.h)
+//
+// Parsed here with every value located; the product and the names are checked by check_mesh (against the pod),
+// the mapping onto the torus by kernels::build_mesh. No mesh: every chip of the pod on one `data` axis.
+#include <string>
+#include <vector>
+
+#include "tpusim/core/config_tree.h"
+#include "tpusim/core/diagnostics.h"
+#include "tpusim/core/pod_spec.h"
+
+namespace tpusim {
+
+struct MeshAxisSpec {
+  std::string name;
+  int size = 1;
+  SourceLoc loc;
+};
+
+// An explicit placement: the torus axes (0 = x, 1 = y, 2 = z) a mesh axis takes, in order. Axes sharing a
+// torus axis split it in the order the mapping lists them (the first takes contiguous chips).
+struct MeshMappingSpec {
+  std::string axis;
+  std::vector<int> torus_axes;
+  SourceLoc loc;
+};
+
+struct ShardingRuleSpec {
+  std::string logical;                 // batch, length, embed, heads, kv_heads, mlp, vocab, expert, layers
+  std::vector<std::string> mesh_axes;  // empty: replicated
+  SourceLoc loc;
+};
+
+enum class PipelineSchedule { gpipe, one_f_one_b };
+
+struct MeshSpec {
+  std::vector<MeshAxisSpec> axes;         // empty: no mesh given
+  std::vector<MeshMappingSpec> mapping;   // empty: the default rule
+  std::vector<ShardingRuleSpec> rules;    // overrides of the default rules
+  SourceLoc loc;                          // of workload.mesh (or of the workload when absent)
+  [[nodiscard]] bool given() const { return !axes.empty(); }
+};
+
+// The logical tensor axes sharding rules name (MaxText's logical axis names, shortened).
+[[nodiscard]] const std::vector<std::string>& logical_axis_names();
+// The mesh axis names with a built-in meaning (others may be named; they shard what rules map to them).
+[[nodiscard]] const std::vector<std::string>& known_mesh_axis_names();
+
+// Reads workload.mesh, workload.mesh_mapping and workload.sharding from the workload map (absent keys leave
+// `out` empty). Every problem goes into diags.
+void parse_mesh(const ConfigNode& workload, MeshSpec& out, Diagnostics& diags);
+
+// Cross-checks against the pod: the product of the axis sizes equals the chips of the pod (all slices), every
+// mapped and ruled mesh axis exists, at most one rule per logical axis.
+void check_mesh(const MeshSpec& mesh, const PodSpec& pod, Diagnostics& diags);
+
+}  // namespace tpusim
+
+namespace tpusim {
+// The mesh as rendered in reports: "data 8, tensor 4" (empty when none was given), the mapping and the rules
+// likewise ("tensor: z; data: x y", "batch: data fsdp").
+[[nodiscard]] std::vector<std::pair<std::string, std::string>> render_mesh(const MeshSpec& mesh);
+}  // namespace tpusim

@@ -1,0 +1,198 @@
+#include "tpusim/core/mesh_spec.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "tpusim/core/fields.h"
+
+namespace tpusim {
+
+const std::vector<std::string>& logical_axis_names() {
+  static const std::vector<std::string> names{"batch", "length", "embed", "heads", "kv_heads",
+                                              "mlp",   "vocab",  "expert", "layers"};
+  return names;
+}
+
+const std::vector<std::string>& known_mesh_axis_names() {
+  static const std::vector<std::string> names{"data", "fsdp", "tensor", "sequence", "pipeline", "expert"};
+  return names;
+}
+
+namespace {
+
+// A torus axis named x, y, z or 0, 1, 2.
+int torus_axis(const ConfigNode& n) {
+  if (!n.is_scalar()) return -1;
+  const std::string& s = n.scalar();
+  if (s == "x" || s == "0") return 0;
+  if (s == "y" || s == "1") return 1;
+  if (s == "z" || s == "2") return 2;
+  return -1;
+}
+
+}  // namespace
+
+void parse_mesh(const ConfigNode& workload, MeshSpec& out, Diagnostics& diags) {
+  out.loc = workload.loc();
+  if (!workload.is_map()) return;
+  if (const ConfigNode* mesh = workload.find("mesh")) {
+    out.loc = mesh->loc();
+    if (!mesh->is_map() || mesh->entries().empty()) {
+      diags.error(mesh->loc(), "workload.mesh", "wrong type", "a map of named axes to sizes, e.g. {data: 8, tensor: 4}",
+                  mesh->describe());
+    } else {
+      for (const auto& e : mesh->entries()) {
+        MeshAxisSpec a;
+        a.name = e.key;
+        a.loc = e.value.loc();
+        std::string expected;
+        if (!parse_scalar(e.value, a.size, expected) || a.size < 1) {
+          diags.error(e.value.loc(), "workload.mesh." + e.key, "bad axis size", "a positive integer",
+                      e.value.describe());
+          continue;
+        }
+        out.axes.push_back(a);
+      }
+    }
+  }
+  if (const ConfigNode* mapping = workload.find("mesh_mapping")) {
+    if (!mapping->is_map()) {
+      diags.error(mapping->loc(), "workload.mesh_mapping", "wrong type",
+                  "a map of mesh axes to lists of torus axes, e.g. {tensor: [z], data: [x, y]}", mapping->describe());
+    } else {
+      for (const auto& e : mapping->entries()) {
+        MeshMappingSpec m;
+        m.axis = e.key;
+        m.loc = e.key_loc;
+        const std::string key = "workload.mesh_mapping." + e.key;
+        std::vector<const ConfigNode*> items;
+        if (e.value.is_seq()) {
+          for (const ConfigNode& i : e.value.items()) items.push_back(&i);
+        } else {
+          items.push_back(&e.value);
+        }
+        for (const ConfigNode* i : items) {
+          const int t = torus_axis(*i);
+          if (t < 0) {
+            diags.error(i->loc(), key, "not a torus axis", "x, y or z (or 0, 1, 2)", i->describe());
+          } else if (std::find(m.torus_axes.begin(), m.torus_axes.end(), t) != m.torus_axes.end()) {
+            diags.error(i->loc(), key, "a torus axis listed twice", "each torus axis once", i->describe());
+          } else {
+            m.torus_axes.push_back(t);
+          }
+        }
+        out.mapping.push_back(m);
+      }
+    }
+  }
+  if (const ConfigNode* sharding = workload.find("sharding")) {
+    if (!sharding->is_map()) {
+      diags.error(sharding->loc(), "workload.sharding", "wrong type",
+                  "a map of logical axes to lists of mesh axes, e.g. {batch: [data, fsdp], mlp: [tensor]}",
+                  sharding->describe());
+    } else {
+      for (const auto& e : sharding->entries()) {
+        const std::string key = "workload.sharding." + e.key;
+        const auto& names = logical_axis_names();
+        if (std::find(names.begin(), names.end(), e.key) == names.end()) {
+          diags.error(e.key_loc, key, "unknown logical axis", fmt::format("one of {}", fmt::join(names, ", ")),
+                      e.key, suggestion(e.key, names));
+          continue;
+        }
+        ShardingRuleSpec r;
+        r.logical = e.key;
+        r.loc = e.value.loc();
+        if (e.value.is_seq()) {
+          for (const ConfigNode& i : e.value.items()) {
+            if (i.is_scalar()) r.mesh_axes.push_back(i.scalar());
+            else diags.error(i.loc(), key, "wrong type", "a mesh axis name", i.describe());
+          }
+        } else if (e.value.is_scalar()) {
+          r.mesh_axes.push_back(e.value.scalar());
+        } else if (!e.value.is_null()) {
+          diags.error(e.value.loc(), key, "wrong type", "a list of mesh axis names ([] = replicated)",
+                      e.value.describe());
+        }
+        out.rules.push_back(r);
+      }
+    }
+  }
+}
+
+void check_mesh(const MeshSpec& mesh, const PodSpec& pod, Diagnostics& diags) {
+  if (!mesh.given()) {
+    if (!mesh.mapping.empty()) {
+      diags.error(mesh.mapping.front().loc, "workload.mesh_mapping", "a mapping without a mesh",
+                  "workload.mesh naming the axes it maps", "no workload.mesh");
+    }
+  }
+  std::vector<std::string> names;
+  long long product = 1;
+  for (const MeshAxisSpec& a : mesh.axes) {
+    if (std::find(names.begin(), names.end(), a.name) != names.end()) {
+      diags.error(a.loc, "workload.mesh." + a.name, "a mesh axis named twice", "distinct axis names", a.name);
+    }
+    names.push_back(a.name);
+    product *= a.size;
+  }
+  if (mesh.given() && product != pod.chip_count()) {
+    std::vector<std::string> sizes;
+    for (const MeshAxisSpec& a : mesh.axes) sizes.push_back(fmt::format("{} {}", a.name, a.size));
+    diags.error(mesh.loc, "workload.mesh", "the mesh does not cover the pod",
+                fmt::format("axis sizes whose product is the pod's {} chips ({}{})", pod.chip_count(), pod.name,
+                            pod.pods > 1 ? fmt::format(", {} slices", pod.pods) : ""),
+                fmt::format("{} = {}", fmt::join(sizes, " x "), product));
+  }
+  if (!mesh.given()) names = {"data"};
+  for (const MeshMappingSpec& m : mesh.mapping) {
+    if (std::find(names.begin(), names.end(), m.axis) == names.end()) {
+      diags.error(m.loc, "workload.mesh_mapping." + m.axis, "not an axis of the mesh",
+                  fmt::format("one of {}", fmt::join(names, ", ")), m.axis, suggestion(m.axis, names));
+    }
+    for (int t : m.torus_axes) {
+      if (t >= static_cast<int>(pod.shape.size())) {
+        diags.error(m.loc, "workload.mesh_mapping." + m.axis, "the pod has no such torus axis",
+                    fmt::format("one of the pod's {} axes", pod.shape.size()), std::string(1, "xyz"[t]));
+      }
+    }
+  }
+  std::vector<std::string> seen;
+  for (const ShardingRuleSpec& r : mesh.rules) {
+    const std::string key = "workload.sharding." + r.logical;
+    if (std::find(seen.begin(), seen.end(), r.logical) != seen.end()) {
+      diags.error(r.loc, key, "a logical axis with two rules", "one rule per logical axis", r.logical);
+    }
+    seen.push_back(r.logical);
+    for (const std::string& a : r.mesh_axes) {
+      if (std::find(names.begin(), names.end(), a) == names.end()) {
+        diags.error(r.loc, key, "not an axis of the mesh", fmt::format("one of {}", fmt::join(names, ", ")), a,
+                    suggestion(a, names));
+      }
+    }
+  }
+}
+
+}  // namespace tpusim
+
+namespace tpusim {
+
+std::vector<std::pair<std::string, std::string>> render_mesh(const MeshSpec& mesh) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::vector<std::string> parts;
+  for (const MeshAxisSpec& a : mesh.axes) parts.push_back(fmt::format("{} {}", a.name, a.size));
+  if (!parts.empty()) out.emplace_back("mesh", fmt::format("{}", fmt::join(parts, ", ")));
+  parts.clear();
+  for (const MeshMappingSpec& m : mesh.mapping) {
+    std::vector<std::string> dims;
+    for (int t : m.torus_axes) dims.emplace_back(1, "xyz"[t]);
+    parts.push_back(fmt::format("{}: {}", m.axis, fmt::join(dims, " ")));
+  }
+  if (!parts.empty()) out.emplace_back("mesh_mapping", fmt::format("{}", fmt::join(parts, "; ")));
+  parts.clear();
+  for (const ShardingRuleSpec& r : mesh.rules) parts.push_back(fmt::format("{}: {}", r.logical, fmt::join(r.mesh_axes, " ")));
+  if (!parts.empty()) out.emplace_back("sharding", fmt::format("{}", fmt::join(parts, "; ")));
+  return out;
+}
+
+}  // namespace tpusim

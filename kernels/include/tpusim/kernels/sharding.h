@@ -1,0 +1,49 @@
+#pragma once
+// Sharding a whole model over a device mesh by logical-axis rules (MaxText style), and the per-chip ShardView
+// the lowering builds each role's program from.
+//
+// Logical axes and their default mesh axes (workload.sharding overrides any of them; [] replicates):
+//   batch    -> data, fsdp, expert   examples per chip = batch / (their sizes' product)
+//   embed    -> fsdp                 FSDP / ZeRO-3: weights, gradients and optimizer state stored 1/n per
+//                                    chip, each weight all-gathered before use, gradients reduce-scattered
+//   heads, kv_heads, mlp, vocab -> tensor   Megatron column / row parallel matmuls (kv heads replicated when
+//                                    fewer than the tensor axis), vocabulary-parallel embedding and head
+//   expert   -> expert               experts per chip (all-to-all dispatch and combine)
+//   length   -> sequence             (not lowered yet: rejected with a clear error)
+//   layers   -> pipeline             stages: layers / stages blocks each, the first with the embedding, the
+//                                    last with the head; activations and gradients sent between neighbours,
+//                                    the microbatches in workload.pipeline_schedule's order (shard.h)
+// The collectives the sharding implies, over the groups of the mesh axes (mesh.h), are listed in
+// kernels/README.md ("Sharding").
+#include <array>
+#include <vector>
+
+#include "tpusim/core/scenario.h"
+#include "tpusim/kernels/mesh.h"
+#include "tpusim/kernels/shard.h"
+
+namespace tpusim::kernels {
+
+enum class LogicalAxis : std::uint8_t { batch, length, embed, heads, kv_heads, mlp, vocab, expert, layers };
+inline constexpr int kLogicalAxes = 9;
+
+struct ShardingPlan {
+  DeviceMesh mesh;
+  std::array<std::vector<int>, kLogicalAxes> rules;  // mesh axis indices per logical axis
+  [[nodiscard]] const std::vector<int>& axes(LogicalAxis a) const { return rules[static_cast<std::size_t>(a)]; }
+  [[nodiscard]] int shards(LogicalAxis a) const;  // product of the sizes of axes(a)
+  // The mesh axes a gradient of a (dense or expert) parameter is reduced over: the batch axes, less `expert`
+  // for expert parameters; and whether FSDP shards them (reduce-scatter over the embed axes).
+  [[nodiscard]] std::vector<int> gradient_axes(bool expert_param) const;
+};
+
+// The plan of a workload on a pod: mesh placed on the torus, rules resolved. Throws ConfigError for a mesh
+// that cannot be placed or a parallelism not lowered yet.
+[[nodiscard]] ShardingPlan make_sharding(const WorkloadSpec& workload, const PodSpec& pod);
+
+// What one chip holds. Throws ConfigError when a sharded size does not divide (the batch over the batch axes,
+// heads, layers, experts).
+// (of pipeline stage `stage`).
+[[nodiscard]] ShardView shard_view(const WorkloadSpec& workload, const ShardingPlan& plan, int stage = 0);
+
+}  // namespace tpusim::kernels

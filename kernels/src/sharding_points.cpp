@@ -1,0 +1,176 @@
+// The collectives a sharding plan implies (sharding_points.h; kernels/README.md "Sharding").
+#include "sharding_points.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace tpusim::kernels {
+
+using fused::Access;
+using fused::TensorId;
+using fused::TensorKind;
+
+ShardingPoints::ShardingPoints(const ShardingPlan& plan, DType activation_dtype,
+                               std::vector<ir::CollectiveGroup>& groups)
+    : plan_(plan), act_(activation_dtype), groups_(groups) {}
+
+std::uint16_t ShardingPoints::group_index(const ir::CollectiveGroup& group) {
+  const auto it = std::find(groups_.begin(), groups_.end(), group);
+  if (it != groups_.end()) return static_cast<std::uint16_t>(it - groups_.begin());
+  groups_.push_back(group);
+  return static_cast<std::uint16_t>(groups_.size() - 1);
+}
+
+std::string ShardingPoints::scope(int layer, fused::Phase phase) const {
+  return fmt::format("{}.{}", layer < 0 ? std::string("head") : fmt::format("layer{}", layer), fused::phase_name(phase));
+}
+
+void ShardingPoints::collective(fused::Graph& g, const std::string& label, fused::Phase phase, CollectiveKind kind,
+                                double bytes, DType dtype, const std::vector<int>& axes,
+                                const std::vector<Access>& reads, const std::vector<Access>& writes,
+                                const std::vector<std::size_t>& after) {
+  for (const ir::CollectiveGroup& group : plan_.mesh.groups(axes)) {
+    fused::Op op;
+    op.label = label;
+    op.cls = ir::OpClass::communication;
+    op.unit = fused::Unit::ici;
+    op.phase = phase;
+    op.collective = kind;
+    op.group = group_index(group);
+    op.dtype = dtype;
+    op.collective_bytes = static_cast<std::uint64_t>(std::llround(bytes));
+    op.reads = reads;
+    op.writes = writes;
+    op.after = after;
+    g.add(std::move(op));
+  }
+}
+
+TensorId ShardingPoints::weights_before_use(fused::Graph& g, int layer, fused::Phase phase, TensorId weight) {
+  const std::vector<int>& axes = plan_.axes(LogicalAxis::embed);
+  const int shards = plan_.shards(LogicalAxis::embed);
+  if (shards <= 1) return weight;
+  // Gathered in the compute type: the f32 master weights are cast before the gather (kernels/README.md).
+  const fused::Tensor w = g.tensor(weight);
+  const TensorId gathered = g.tensor(fmt::format("{}.gathered.{}", w.name, fused::phase_name(phase)),
+                                     w.elements * shards, act_, TensorKind::activation);
+  // Placement (XLA's latency-hiding scheduler in spirit): a layer's gathers start once the previous layer's
+  // compute has started (its first gathered weight was consumed), so they overlap the previous layer.
+  if (layer != current_.layer || phase != current_.phase) {
+    if (current_.layer != -2) {
+      previous_ = current_;
+      have_previous_ = true;
+    }
+    current_ = LayerGathers{layer, phase, gathered, g.ops().size()};
+  }
+  std::vector<std::size_t> after;
+  if (have_previous_) {
+    const auto& ops = g.ops();
+    for (std::size_t i = previous_.first_op + 1; i < ops.size(); ++i) {
+      const bool reads = std::any_of(ops[i].reads.begin(), ops[i].reads.end(),
+                                     [&](const Access& a) { return a.tensor == previous_.first; });
+      if (reads) {
+        after.push_back(i);
+        break;
+      }
+    }
+  }
+  collective(g, scope(layer, phase) + ".fsdp_all_gather", phase, CollectiveKind::all_gather,
+             w.elements * static_cast<double>(dtype_bytes(act_)), act_, axes, {{weight, 1}}, {{gathered, 1}}, after);
+  return gathered;
+}
+
+TensorId ShardingPoints::after_row_parallel(fused::Graph& g, int layer, fused::Phase phase, TensorId partial) {
+  const LogicalAxis axis = layer < 0 ? LogicalAxis::vocab : LogicalAxis::heads;
+  if (plan_.shards(axis) <= 1) return partial;
+  const fused::Tensor t = g.tensor(partial);
+  const TensorId out = g.tensor(t.name + ".reduced", t.elements, t.dtype, TensorKind::activation);
+  collective(g, scope(layer, phase) + ".tp_all_reduce", phase, CollectiveKind::all_reduce, t.bytes(), t.dtype,
+             plan_.axes(axis), {{partial, 1}}, {{out, 1}});
+  return out;
+}
+
+void ShardingPoints::after_weight_gradients(fused::Graph& g, int layer, const std::vector<TensorId>& gradients) {
+  // Dense and expert parameters reduce over different axes (experts are not replicated along `expert`).
+  for (const bool expert : {false, true}) {
+    std::vector<Access> grads;
+    double bytes = 0;
+    DType dtype = DType::f32;
+    for (TensorId t : gradients) {
+      const fused::Tensor& tensor = g.tensor(t);
+      if ((tensor.name.find(".experts_") != std::string::npos) != expert) continue;
+      grads.push_back({t, 1});
+      bytes += tensor.bytes();
+      dtype = tensor.dtype;
+    }
+    if (grads.empty()) continue;
+    // FSDP: reduce-scatter the full gradients over the embed axes into each chip's shard; then all-reduce the
+    // shards over the remaining batch axes (plain data parallelism).
+    const std::vector<int>& fsdp = plan_.axes(LogicalAxis::embed);
+    const int shards = plan_.shards(LogicalAxis::embed);
+    std::vector<int> data;
+    for (int a : plan_.gradient_axes(expert)) {
+      if (std::find(fsdp.begin(), fsdp.end(), a) == fsdp.end()) data.push_back(a);
+    }
+    const std::string base = scope(layer, fused::Phase::backward) + (expert ? ".experts" : "");
+    if (shards > 1) {
+      collective(g, base + ".fsdp_reduce_scatter", fused::Phase::backward, CollectiveKind::reduce_scatter,
+                 bytes * shards, dtype, fsdp, grads, grads);
+    }
+    collective(g, base + ".dp_all_reduce", fused::Phase::backward, CollectiveKind::all_reduce, bytes, dtype, data,
+               grads, grads);
+  }
+}
+
+TensorId ShardingPoints::expert_dispatch(fused::Graph& g, int layer, fused::Phase phase, TensorId tokens) {
+  if (plan_.shards(LogicalAxis::expert) <= 1) return tokens;
+  const fused::Tensor t = g.tensor(tokens);
+  const TensorId out = g.tensor(t.name + ".dispatched", t.elements, t.dtype, TensorKind::activation);
+  collective(g, scope(layer, phase) + ".expert_all_to_all", phase, CollectiveKind::all_to_all, t.bytes(), t.dtype,
+             plan_.axes(LogicalAxis::expert), {{tokens, 1}}, {{out, 1}});
+  return out;
+}
+
+TensorId ShardingPoints::expert_combine(fused::Graph& g, int layer, fused::Phase phase, TensorId tokens) {
+  return expert_dispatch(g, layer, phase, tokens);
+}
+
+void ShardingPoints::point_to_point(fused::Graph& g, fused::Phase phase, ir::OpKind kind, TensorId tensor) {
+  const auto groups = plan_.mesh.groups(plan_.axes(LogicalAxis::layers));
+  if (groups.empty()) return;
+  const bool forward = phase != fused::Phase::backward;
+  const bool send = kind == ir::OpKind::send;
+  fused::Op op;
+  op.label = fmt::format("pipeline.{}.{}", forward ? "fwd" : "bwd", send ? "send" : "recv");
+  op.cls = ir::OpClass::communication;
+  op.unit = fused::Unit::ici;
+  op.phase = phase;
+  op.ici_kind = kind;
+  // Activations go to the next stage, gradients to the previous; a recv names its source.
+  op.peer = (forward == send) ? +1 : -1;
+  op.group = group_index(groups.front());
+  op.dtype = g.tensor(tensor).dtype;
+  op.collective_bytes = static_cast<std::uint64_t>(std::llround(g.tensor(tensor).bytes()));
+  if (send) {
+    op.reads = {{tensor, 1}};
+  } else {
+    op.writes = {{tensor, 1}};
+    // Posted when the stage reaches it in its schedule (after the op before it), so waiting receives never
+    // hold every ICI slot ahead of the sends the other stages wait for.
+    if (!g.ops().empty()) op.after = {g.ops().size() - 1};
+  }
+  g.add(std::move(op));
+}
+
+TensorId ShardingPoints::stage_input(fused::Graph& g, fused::Phase phase, TensorId placeholder) {
+  point_to_point(g, phase, ir::OpKind::recv, placeholder);
+  return placeholder;
+}
+
+void ShardingPoints::stage_output(fused::Graph& g, fused::Phase phase, TensorId output) {
+  point_to_point(g, phase, ir::OpKind::send, output);
+}
+
+}  // namespace tpusim::kernels

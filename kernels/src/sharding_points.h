@@ -1,0 +1,50 @@
+#pragma once
+// Internal: the collectives a ShardingPlan implies, inserted at the lowering's CollectivePoints (sharding.h,
+// kernels/README.md "Sharding"). Each collective is an op on the ICI unit over a group of the program set.
+#include <map>
+#include <vector>
+
+#include "collective_points.h"
+#include "tpusim/kernels/sharding.h"
+
+namespace tpusim::kernels {
+
+class ShardingPoints : public CollectivePoints {
+ public:
+  // `groups` collects the groups the collectives name (ProgramSet::groups).
+  ShardingPoints(const ShardingPlan& plan, DType activation_dtype, std::vector<ir::CollectiveGroup>& groups);
+
+  fused::TensorId weights_before_use(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId weight) override;
+  fused::TensorId after_row_parallel(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId partial) override;
+  void after_weight_gradients(fused::Graph& g, int layer, const std::vector<fused::TensorId>& gradients) override;
+  fused::TensorId expert_dispatch(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId tokens) override;
+  fused::TensorId expert_combine(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId tokens) override;
+  fused::TensorId stage_input(fused::Graph& g, fused::Phase phase, fused::TensorId placeholder) override;
+  void stage_output(fused::Graph& g, fused::Phase phase, fused::TensorId output) override;
+
+ private:
+  // Adds `kind` of `bytes` per chip over the mesh axes `axes` (one op per group when they do not combine),
+  // reading `reads` and writing `writes`; returns the index of the last op.
+  void collective(fused::Graph& g, const std::string& label, fused::Phase phase, CollectiveKind kind,
+                  double bytes, DType dtype, const std::vector<int>& axes, const std::vector<fused::Access>& reads,
+                  const std::vector<fused::Access>& writes, const std::vector<std::size_t>& after = {});
+  std::uint16_t group_index(const ir::CollectiveGroup& group);
+  // A send (+1: forward to the next stage) or recv over the pipeline axis.
+  void point_to_point(fused::Graph& g, fused::Phase phase, ir::OpKind kind, fused::TensorId tensor);
+  [[nodiscard]] std::string scope(int layer, fused::Phase phase) const;
+
+  const ShardingPlan& plan_;
+  DType act_;
+  std::vector<ir::CollectiveGroup>& groups_;
+  // FSDP prefetch: the first gathered weight of the current (layer, phase) and of the previous one.
+  struct LayerGathers {
+    int layer = -2;
+    fused::Phase phase = fused::Phase::other;
+    fused::TensorId first = 0;
+    std::size_t first_op = 0;
+  };
+  LayerGathers current_, previous_;
+  bool have_previous_ = false;
+};
+
+}  // namespace tpusim::kernels

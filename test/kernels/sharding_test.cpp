@@ -1,0 +1,235 @@
+// Device meshes on the torus, sharding rules, per-chip shard shapes and the collectives the sharding implies,
+// against hand counts.
+#include <map>
+#include <string>
+
+#include "kernels_test_support.h"
+#include "tpusim/core/diagnostics.h"
+#include "tpusim/kernels/lowering.h"
+#include "tpusim/kernels/mesh.h"
+#include "tpusim/kernels/model_params.h"
+#include "tpusim/kernels/sharding.h"
+
+#include <gtest/gtest.h>
+
+namespace tpusim::kernels {
+namespace {
+
+using testing::v4_like;
+
+PodSpec pod(std::vector<int> shape, int pods = 1) {
+  PodSpec p;
+  p.name = "test-pod";
+  p.shape = std::move(shape);
+  p.pods = pods;
+  return p;
+}
+
+MeshSpec mesh(const std::vector<std::pair<std::string, int>>& axes) {
+  MeshSpec m;
+  for (const auto& [name, size] : axes) m.axes.push_back(MeshAxisSpec{name, size, {}});
+  return m;
+}
+
+ir::CollectiveGroup group(std::array<std::uint32_t, 3> size, std::array<std::uint32_t, 3> stride,
+                          std::uint32_t pods = 1) {
+  ir::CollectiveGroup g;
+  g.size = size;
+  g.stride = stride;
+  g.pods = pods;
+  return g;
+}
+
+TEST(Mesh, TheHeaviestAxisTakesContiguousChipsAndShorterAxesTakeSegments) {
+  // A 16-ring: tensor 4 on chips 0-3 (a segment), data 4 on every 4th chip.
+  const DeviceMesh ring = build_mesh(mesh({{"data", 4}, {"tensor", 4}}), pod({16}));
+  EXPECT_EQ(ring.axes()[1].group, group({4, 1, 1}, {1, 1, 1}));
+  EXPECT_EQ(ring.axes()[0].group, group({4, 1, 1}, {4, 1, 1}));
+  // A 4x4x4 cube: tensor on x, fsdp on y, data on z.
+  const DeviceMesh cube = build_mesh(mesh({{"data", 4}, {"fsdp", 4}, {"tensor", 4}}), pod({4, 4, 4}));
+  EXPECT_EQ(cube.axes()[2].group, group({4, 1, 1}, {1, 1, 1}));
+  EXPECT_EQ(cube.axes()[1].group, group({1, 4, 1}, {1, 1, 1}));
+  EXPECT_EQ(cube.axes()[0].group, group({1, 1, 4}, {1, 1, 1}));
+  // An axis longer than what is left of a torus axis continues on the next: data 8 on a 4x4 after tensor 2.
+  const DeviceMesh spill = build_mesh(mesh({{"data", 8}, {"tensor", 2}}), pod({4, 4}));
+  EXPECT_EQ(spill.axes()[1].group, group({2, 1, 1}, {1, 1, 1}));
+  EXPECT_EQ(spill.axes()[0].group, group({2, 4, 1}, {2, 1, 1}));
+}
+
+TEST(Mesh, NoMeshIsDataParallelOverEveryChip) {
+  const DeviceMesh m = build_mesh(MeshSpec{}, pod({2, 2, 2}));
+  ASSERT_EQ(m.axes().size(), 1U);
+  EXPECT_EQ(m.axes()[0].name, "data");
+  EXPECT_EQ(m.axes()[0].group, group({2, 2, 2}, {1, 1, 1}));
+}
+
+TEST(Mesh, AnExplicitMappingPlacesItsAxesFirst) {
+  MeshSpec m = mesh({{"data", 4}, {"tensor", 4}});
+  m.mapping.push_back(MeshMappingSpec{"data", {0}, {}});
+  const DeviceMesh d = build_mesh(m, pod({4, 4}));
+  EXPECT_EQ(d.axes()[0].group, group({4, 1, 1}, {1, 1, 1}));
+  EXPECT_EQ(d.axes()[1].group, group({1, 4, 1}, {1, 1, 1}));
+}
+
+TEST(Mesh, MultisliceSlicesGoToTheDataAxis) {
+  // Two 4x2 slices: tensor 4 on x, data 4 = 2 on y x 2 slices.
+  const DeviceMesh d = build_mesh(mesh({{"data", 4}, {"tensor", 4}}), pod({4, 2}, 2));
+  EXPECT_EQ(d.axes()[1].group, group({4, 1, 1}, {1, 1, 1}));
+  EXPECT_EQ(d.axes()[0].group, group({1, 2, 1}, {1, 1, 1}, 2));
+  EXPECT_EQ(d.coordinate(8 + 4, 0), 1 + 1 * 2);  // chip 4 of slice 1: y = 1, slice 1
+}
+
+TEST(Mesh, AnAxisThatCannotBePlacedIsBadInput) {
+  EXPECT_THROW((void)build_mesh(mesh({{"data", 2}, {"tensor", 3}}), pod({2, 3})), ConfigError);
+  try {
+    (void)build_mesh(mesh({{"data", 2}, {"tensor", 3}}), pod({2, 3}));
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.diagnostics().front().key_path, "workload.mesh.tensor");
+  }
+}
+
+TEST(Mesh, AdjacentAxesCombineIntoOneGroupOthersRunOnePerAxis) {
+  // 16-ring, tensor 4 (stride 1), fsdp 2 (stride 4), data 2 (stride 8).
+  const DeviceMesh d = build_mesh(mesh({{"data", 2}, {"fsdp", 2}, {"tensor", 4}}), pod({16}));
+  const auto both = d.groups({0, 1});
+  ASSERT_EQ(both.size(), 1U);
+  EXPECT_EQ(both[0], group({4, 1, 1}, {4, 1, 1}));
+  EXPECT_EQ(d.groups({0, 2}).size(), 2U);  // data and tensor are not adjacent factors
+  EXPECT_TRUE(d.groups({}).empty());
+}
+
+TEST(Mesh, ChipCoordinatesFollowTheGroups) {
+  const DeviceMesh d = build_mesh(mesh({{"data", 4}, {"tensor", 4}}), pod({16}));
+  EXPECT_EQ(d.coordinate(6, 1), 2);  // tensor: 6 mod 4
+  EXPECT_EQ(d.coordinate(6, 0), 1);  // data: 6 / 4
+  EXPECT_EQ(d.coordinate(15, 0), 3);
+}
+
+// ---- sharded lowering ----
+
+using testing::roomy;
+
+// Two blocks: d 256, 4 heads of 64, d_ff 1024, vocabulary 2048, no biases, RMSNorm, ReLU, tied embeddings.
+WorkloadSpec small(std::int64_t batch, const MeshSpec& m) {
+  WorkloadSpec w;
+  w.model = testing::small_decoder("small", 2, 256, 4, 1024, 2048, 128);
+  w.step = StepKind::train;
+  w.batch = batch;
+  w.seq_len = w.decoder_seq_len = w.context = 128;
+  w.weight_dtype = w.weights();
+  w.mesh = m;
+  return w;
+}
+
+// Bytes of the collectives whose label ends with `suffix`, and their count.
+std::pair<double, int> collectives(const ir::Program& p, const std::string& suffix) {
+  double bytes = 0;
+  int n = 0;
+  for (const auto& ins : p.instructions()) {
+    const std::string& l = p.label_of(ins);
+    if (ins.kind == ir::OpKind::collective && l.size() >= suffix.size() &&
+        l.compare(l.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      bytes += static_cast<double>(ins.bytes);
+      ++n;
+    }
+  }
+  return {bytes, n};
+}
+
+TEST(Sharding, ShardShapesFollowTheRules) {
+  const WorkloadSpec w = small(16, mesh({{"data", 2}, {"fsdp", 2}, {"tensor", 2}}));
+  const ShardingPlan plan = make_sharding(w, pod({2, 2, 2}));
+  const ShardView s = shard_view(w, plan);
+  EXPECT_EQ(s.batch, 4);  // 16 / (data 2 x fsdp 2)
+  EXPECT_EQ(s.heads, 2);
+  EXPECT_EQ(s.kv_heads, 2);
+  EXPECT_EQ(s.d_ff, 512);
+  EXPECT_EQ(s.vocab, 1024);
+  EXPECT_EQ(s.weight_shards, 2);
+  EXPECT_EQ(s.seq_len, 128);
+}
+
+TEST(Sharding, FewerKvHeadsThanTheTensorAxisAreReplicated) {
+  WorkloadSpec w = small(8, mesh({{"tensor", 4}}));
+  w.model.transformer.kv_heads = 2;
+  const ShardView s = shard_view(w, make_sharding(w, pod({4})));
+  EXPECT_EQ(s.heads, 1);
+  EXPECT_EQ(s.kv_heads, 1);
+}
+
+TEST(Sharding, ABatchThatDoesNotSplitIsBadInput) {
+  const WorkloadSpec w = small(6, mesh({{"data", 4}}));
+  EXPECT_THROW((void)shard_view(w, make_sharding(w, pod({4}))), ConfigError);
+}
+
+TEST(Sharding, SequenceAxesAndPipelinesAcrossTorusAxesAreRefused) {
+  EXPECT_THROW((void)make_sharding(small(8, mesh({{"sequence", 4}})), pod({4})), ConfigError);
+  EXPECT_THROW((void)make_sharding(small(8, mesh({{"pipeline", 4}})), pod({2, 2})), ConfigError);
+}
+
+TEST(Sharding, PipelineStagesAreRolesThatSendActivationsForwardAndGradientsBack) {
+  WorkloadSpec w = small(4, mesh({{"pipeline", 2}, {"data", 2}}));
+  w.microbatches = 2;
+  const LoweredWorkload l = lower(w, roomy(), pod({4}));
+  ASSERT_EQ(l.programs.programs.size(), 2U);
+  // data on chips {0, 1} and {2, 3} (stride 1), pipeline on {0, 2} and {1, 3}.
+  EXPECT_EQ(l.programs.role_of_chip, (std::vector<std::uint16_t>{0, 0, 1, 1}));
+  const ShardingPlan plan = make_sharding(w, pod({4}));
+  const ShardView s1 = shard_view(w, plan, 1);
+  EXPECT_EQ(s1.first_layer, 1);
+  EXPECT_EQ(s1.layers, 1);
+  EXPECT_FALSE(s1.embedding);
+  EXPECT_TRUE(s1.head);
+  EXPECT_EQ(s1.batch, 2);  // 4 over data 2; the pipeline is not a batch axis
+  // Per microbatch (1 sequence of 128 tokens x d 256, bf16): stage 0 sends its activations and receives their
+  // gradient, stage 1 the reverse.
+  auto count = [](const ir::Program& p, ir::OpKind kind, std::int32_t peer) {
+    int n = 0;
+    for (const auto& ins : p.instructions()) {
+      if (ins.kind == kind && ins.peer == peer) {
+        EXPECT_EQ(ins.bytes, 128U * 256 * 2);
+        ++n;
+      }
+    }
+    return n;
+  };
+  EXPECT_EQ(count(l.programs.programs[0], ir::OpKind::send, +1), 2);
+  EXPECT_EQ(count(l.programs.programs[0], ir::OpKind::recv, +1), 2);
+  EXPECT_EQ(count(l.programs.programs[1], ir::OpKind::recv, -1), 2);
+  EXPECT_EQ(count(l.programs.programs[1], ir::OpKind::send, -1), 2);
+}
+
+TEST(Sharding, ADataParallelGradientAllReduceCarriesTheParameterBytes) {
+  const WorkloadSpec w = small(8, mesh({{"data", 4}}));
+  const LoweredWorkload l = lower(w, roomy(), pod({4}));
+  const ir::Program& p = l.programs.programs[0];
+  const auto [bytes, count] = collectives(p, "dp_all_reduce");
+  // f32 gradients of every parameter: 2 blocks + the embedding and final norm, one all-reduce each.
+  EXPECT_DOUBLE_EQ(bytes, 4.0 * parameter_count(w.model));
+  EXPECT_EQ(count, 3);
+  ASSERT_EQ(l.programs.groups.size(), 1U);
+  EXPECT_EQ(l.programs.groups[0], group({4, 1, 1}, {1, 1, 1}));
+  EXPECT_EQ(collectives(p, "tp_all_reduce").second, 0);
+  EXPECT_DOUBLE_EQ(l.work.examples, 8);  // the global batch
+}
+
+TEST(Sharding, TensorParallelAllReducesCarryTheActivations) {
+  const WorkloadSpec w = small(4, mesh({{"data", 2}, {"tensor", 2}}));
+  const LoweredWorkload l = lower(w, roomy(), pod({4}));
+  const ir::Program& p = l.programs.programs[0];
+  const double tokens = 2 * 128, act = tokens * 256 * 2;  // batch per chip 2, bf16 [tokens, d]
+  // Per block: attention output and MLP down (forward), their input gradients (backward); the embedding
+  // lookup and the head's input gradient (vocabulary parallel).
+  const auto [bytes, count] = collectives(p, "tp_all_reduce");
+  EXPECT_EQ(count, 2 * 4 + 2);
+  EXPECT_DOUBLE_EQ(bytes, (2 * 4 + 2) * act);
+  // Gradients are reduced over data only (tensor shards differ), each chip's shard: half the matmul weights.
+  // Per block: norms 2 x 256, qkv 256 x 3 x 2 x 64, out 128 x 256, up 256 x 512, down 512 x 256; the
+  // embedding 1024 x 256 rows of the vocabulary and the final norm 256.
+  const double per_block = 2 * 256 + 256 * 384 + 128 * 256 + 256 * 512 + 512 * 256;
+  const double per_chip_params = 2 * per_block + 1024 * 256 + 256;
+  EXPECT_DOUBLE_EQ(collectives(p, "dp_all_reduce").first, 4.0 * per_chip_params);
+}
+
+}  // namespace
+}  // namespace tpusim::kernels

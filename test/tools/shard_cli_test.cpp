@@ -1,0 +1,173 @@
+// Sharded steps through the tpusim binary: overlap against the serialized baseline, the same per-chip compute
+// on one chip and on a data-parallel slice, global metrics, and bad meshes as bad input.
+#include <algorithm>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "support/cli.h"
+
+namespace {
+
+using tpusim::test::CliTest;
+using tpusim::test::Outcome;
+using tpusim::test::slurp;
+
+class ShardCli : public CliTest {
+ protected:
+  nlohmann::json summary(const std::string& args, const std::string& name) {
+    const Outcome o = tpusim("run " + args + " -q -o " + (dir_ / name).string());
+    EXPECT_EQ(o.exit_code, 0) << o.err;
+    return nlohmann::json::parse(slurp(dir_ / name / "summary.json"));
+  }
+};
+
+// GPT-3 XL cut to 4 blocks, fsdp 2 x tensor 2 on a v4 2x2x1 slice.
+constexpr const char* kSharded = "gpt3-1.3b-fsdp-tensor-v4-2x2x1 --set workload.model.layers=4";
+
+std::string fmt_args(const std::string& scenario, int microbatches) {
+  const std::string m = std::to_string(microbatches);
+  return scenario + " --set workload.batch=" + m + " --set workload.microbatches=" + m;
+}
+
+TEST_F(ShardCli, OverlapIsFasterThanTheSerializedBaselineAndNeverFasterThanComputeOrCommunicationAlone) {
+  const auto on = summary(kSharded, "on");
+  const auto off = summary(std::string(kSharded) + " --set workload.overlap=off", "off");
+  const double t_on = on["metrics"]["step_time_s"], t_off = off["metrics"]["step_time_s"];
+  // Serialized, nothing overlaps: the compute and the collectives' exposed time add up to the step (the rest is
+  // HBM streams), so each is what that part takes on its own.
+  const double compute = off["breakdown"]["compute_s"], communication = off["breakdown"]["communication_s"];
+  EXPECT_GT(communication, 0.1 * t_off);
+  EXPECT_LT(t_on, 0.95 * t_off);
+  EXPECT_GE(t_on, std::max(compute, communication));
+  // The same work either way.
+  EXPECT_DOUBLE_EQ(on["metrics"]["model_flops"].get<double>(), off["metrics"]["model_flops"].get<double>());
+}
+
+TEST_F(ShardCli, ADataParallelSliceRunsTheOneChipComputeOnEveryChip) {
+  const std::string model = "gpt3-1.3b-train-v4 --set workload.model.layers=2";
+  const auto one = summary(model + " --set workload.batch=2", "one");
+  const auto dp = summary(model + " --set workload.batch=8 --set pod=v4-2x2x1 --set 'workload.mesh={data: 4}'",
+                          "dp");
+  // The same matmuls per chip: MXU busy time identical on every chip, 4 x the model FLOPs, 4 x the examples.
+  const double mxu_one = one["units"]["mxu"]["busy_s"]["mean"], mxu_dp = dp["units"]["mxu"]["busy_s"]["mean"];
+  EXPECT_NEAR(mxu_dp / mxu_one, 1.0, 1e-9);
+  EXPECT_DOUBLE_EQ(dp["units"]["mxu"]["busy_s"]["min"].get<double>(), dp["units"]["mxu"]["busy_s"]["max"].get<double>());
+  EXPECT_NEAR(dp["metrics"]["model_flops"].get<double>() / one["metrics"]["model_flops"].get<double>(), 4.0, 1e-12);
+  const double step = dp["metrics"]["step_time_s"];
+  EXPECT_DOUBLE_EQ(dp["metrics"]["examples_per_s"].get<double>(), 8 / step);
+  EXPECT_DOUBLE_EQ(dp["metrics"]["tokens_per_s"].get<double>(), 8 * 2048 / step);
+  // MFU over all chips: model FLOPs / (step x 4 chips x peak).
+  EXPECT_NEAR(dp["metrics"]["mfu"].get<double>(),
+              dp["metrics"]["model_flops"].get<double>() / (step * 4 * 275e12), 1e-9);
+  // The gradient all-reduce is exposed only after the last block's backward: the data-parallel step is longer.
+  EXPECT_GT(step, one["metrics"]["step_time_s"].get<double>());
+  EXPECT_GT(dp["exposed_communication"]["all_reduce_s"].get<double>(), 0.0);
+  EXPECT_EQ(dp["chip_spread"]["slowest_excess_in"], "none");  // every chip does the same
+}
+
+TEST_F(ShardCli, AMeshThatDoesNotCoverThePodIsBadInputWithItsLocation) {
+  write("s.yaml", R"(name: s
+pod: v4-2x2x1
+workload:
+  model: gpt3-1.3b
+  batch: 8
+  mesh: {data: 2, tensor: 4}
+  sharding: {bach: [data]}
+)");
+  const Outcome o = tpusim("validate " + (dir_ / "s.yaml").string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("s.yaml:6:9: error: workload.mesh: the mesh does not cover the pod"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("found:    data 2 x tensor 4 = 8"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("workload.sharding.bach: unknown logical axis"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("did you mean 'batch'?"), std::string::npos) << o.err;
+}
+
+TEST_F(ShardCli, ABatchThatDoesNotSplitOverTheDataAxesIsBadInput) {
+  const Outcome o = tpusim("run gpt3-1.3b-fsdp-tensor-v4-2x2x1 --set workload.batch=7 -o " + (dir_ / "x").string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("workload.batch: the batch does not split evenly over mesh axes fsdp"), std::string::npos)
+      << o.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "x"));
+}
+
+}  // namespace
+
+namespace {
+
+TEST_F(ShardCli, LayoutSearchRunsEveryMeshThatFitsAndRanksThemByStepTime) {
+  // With 1800 MiB of HBM per chip, the 2-block GPT-3 XL step fits only with its state sharded by fsdp 4 or
+  // fsdp 2 x tensor 2 (the others need 1.84 to 3.93 GiB): 2 of the 6 meshes of 4 chips run.
+  const Outcome o = tpusim("layouts " + std::string(kSharded) +
+                           " --set workload.model.layers=2 --set chip.hbm.capacity=1800MiB -j 2 -o " +
+                           (dir_ / "l").string());
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("6 meshes of 4 chips, 2 ran"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("    1  {data: 1, fsdp: 4, tensor: 1}"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("    2  {data: 1, fsdp: 2, tensor: 2}"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("{data: 4, fsdp: 1, tensor: 1}            dropped: needs 3.93 GiB per chip"),
+            std::string::npos)
+      << o.out;
+  const std::string csv = slurp(dir_ / "l" / "layouts.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 7);
+}
+
+}  // namespace
+
+namespace {
+
+// Four pipeline stages of two blocks each on a line of four v5e chips; the vocabulary is small so that the
+// first and last stages' embedding and head add little to their blocks.
+constexpr const char* kPipeline = R"(name: pp
+pod:
+  name: v5e-line4
+  chip: v5e
+  shape: [4]
+  wraparound: [0]
+  host_shape: [4]
+workload:
+  model:
+    name: pp-model
+    kind: transformer
+    layers: 8
+    d_model: 2048
+    heads: 16
+    d_ff: 8192
+    vocab: 256
+    context: 256
+    position: none
+    norm: rmsnorm
+    mlp: relu
+    bias: false
+  batch: 8
+  microbatches: 8
+  step: train
+  optimizer: sgd
+  mesh: {pipeline: 4}
+)";
+
+TEST_F(ShardCli, TheGPipeBubbleIsTheClosedFormFraction) {
+  write("pp.yaml", kPipeline);
+  for (const int m : {4, 8}) {
+    const auto j = summary(fmt_args((dir_ / "pp.yaml").string(), m), "pp" + std::to_string(m));
+    EXPECT_EQ(j["program"]["programs"], 4);
+    // The bubble: the time a stage has no compute (nor its HBM streams) in flight, mean over the stages.
+    const double step = j["metrics"]["step_time_s"];
+    const double bubble = (j["breakdown"]["communication_s"].get<double>() + j["breakdown"]["idle_s"].get<double>()) / step;
+    const double p = 4;
+    EXPECT_NEAR(bubble, (p - 1) / (m + p - 1), 0.02) << "m = " << m;
+  }
+}
+
+TEST_F(ShardCli, OneForwardOneBackwardKeepsFewerActivationsThanGPipeWithTheSameBubble) {
+  write("pp.yaml", kPipeline);
+  const auto gpipe = summary((dir_ / "pp.yaml").string(), "g");
+  const auto ofob = summary((dir_ / "pp.yaml").string() + " --set workload.pipeline_schedule=1f1b", "o");
+  // GPipe keeps all 8 microbatches' activations on the first stage, 1F1B at most 4 (the stages).
+  const double a_g = gpipe["memory"]["categories"]["activations"], a_o = ofob["memory"]["categories"]["activations"];
+  EXPECT_NEAR(a_o / a_g, 4.0 / 8.0, 0.05);
+  EXPECT_NEAR(ofob["metrics"]["step_time_s"].get<double>() / gpipe["metrics"]["step_time_s"].get<double>(), 1.0, 0.02);
+}
+
+}  // namespace

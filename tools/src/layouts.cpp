@@ -1,0 +1,150 @@
+#include "tools/src/layouts.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tools/src/sweep_runner.h"
+#include "tpusim/core/diagnostics.h"
+#include "tpusim/kernels/lowering.h"
+#include "tpusim/kernels/sharding.h"
+
+namespace tpusim::tools {
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Layout {
+  std::vector<std::pair<std::string, int>> axes;
+  std::string dropped;  // why it was not run (empty: run)
+  double step_time_s = 0;
+  double mfu = 0;
+  bool ran = false;
+  [[nodiscard]] std::string mesh() const {
+    std::vector<std::string> parts;
+    for (const auto& [n, s] : axes) parts.push_back(fmt::format("{}: {}", n, s));
+    return fmt::format("{{{}}}", fmt::join(parts, ", "));
+  }
+};
+
+// Every ordered factorization of `n` over `names`.
+void factor(int n, const std::vector<std::string>& names, std::size_t i, std::vector<std::pair<std::string, int>>& cur,
+            std::vector<Layout>& out) {
+  if (i + 1 == names.size()) {
+    cur.emplace_back(names[i], n);
+    out.push_back(Layout{cur, "", 0, 0, false});
+    cur.pop_back();
+    return;
+  }
+  for (int d = 1; d <= n; ++d) {
+    if (n % d != 0) continue;
+    cur.emplace_back(names[i], d);
+    factor(n / d, names, i + 1, cur, out);
+    cur.pop_back();
+  }
+}
+
+}  // namespace
+
+int layouts_command(const LayoutsArgs& args, const std::string& self_exe) {
+  Scenario s;
+  try {
+    s = load_scenario(args.scenario, args.overrides);
+  } catch (const ConfigError& e) {
+    std::cerr << e.what() << "\n";
+    return 2;
+  }
+  if (s.workload.model.kind != ModelKind::transformer && s.workload.model.kind != ModelKind::resnet) {
+    std::cerr << "tpusim layouts: the layout search applies to whole models (transformer, resnet)\n";
+    return 2;
+  }
+  std::vector<std::string> names{"data", "fsdp"};
+  if (s.workload.model.kind == ModelKind::transformer) names.emplace_back("tensor");
+  if (s.workload.model.kind == ModelKind::transformer && s.workload.model.transformer.moe.experts > 0) {
+    names.emplace_back("expert");
+  }
+  std::vector<Layout> layouts;
+  std::vector<std::pair<std::string, int>> cur;
+  factor(static_cast<int>(s.pod.chip_count()), names, 0, cur, layouts);
+
+  // Drop before running what cannot be lowered or does not fit.
+  for (Layout& l : layouts) {
+    WorkloadSpec w = s.workload;
+    w.mesh.axes.clear();
+    for (const auto& [n, size] : l.axes) w.mesh.axes.push_back(MeshAxisSpec{n, size, w.mesh.loc});
+    try {
+      const auto plan = kernels::plan_memory(w, s.chip, s.pod);
+      if (plan && !plan->fits()) {
+        l.dropped = fmt::format("needs {} per chip", format_bytes_approx(plan->total()));
+      }
+    } catch (const ConfigError& e) {
+      l.dropped = e.diagnostics().front().message;
+    }
+  }
+  const fs::path out = args.out_dir.empty() ? fs::path("out") / (s.name + "-layouts") : fs::path(args.out_dir);
+  const fs::path points = out / "points";
+  fs::create_directories(points);
+  std::vector<PointTask> tasks;
+  for (std::size_t i = 0; i < layouts.size(); ++i) {
+    if (!layouts[i].dropped.empty()) continue;
+    PointTask t;
+    t.index = i;
+    t.dir = points / point_dir_name(i);
+    t.argv = {self_exe, "run", args.scenario};
+    for (const std::string& o : args.overrides) t.argv.insert(t.argv.end(), {"--set", o});
+    t.argv.insert(t.argv.end(), {"--set", "workload.mesh=" + layouts[i].mesh(), "-q", "-o", t.dir.string()});
+    tasks.push_back(t);  // always run: a folder from another search (other overrides) must not be reused
+  }
+  const int jobs = args.jobs > 0 ? args.jobs : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  Progress progress(s.name + " layouts", tasks.size(), std::cerr, isatty(STDERR_FILENO) != 0);
+  run_points(tasks, jobs, points, progress);
+  for (std::size_t i = 0; i < layouts.size(); ++i) {
+    Layout& l = layouts[i];
+    if (!l.dropped.empty()) continue;
+    const fs::path summary = points / point_dir_name(i) / "summary.json";
+    if (!fs::exists(summary)) {
+      const auto f = read_failure(points, i);
+      l.dropped = f ? "run failed: " + f->error : "run failed";
+      continue;
+    }
+    std::ifstream in(summary);
+    const auto j = nlohmann::json::parse(in);
+    l.step_time_s = j["metrics"]["step_time_s"];
+    l.mfu = j["metrics"]["mfu"];
+    l.ran = true;
+  }
+  std::stable_sort(layouts.begin(), layouts.end(), [](const Layout& a, const Layout& b) {
+    if (a.ran != b.ran) return a.ran;
+    return a.ran && a.step_time_s < b.step_time_s;
+  });
+  std::ofstream csv(out / "layouts.csv");
+  csv << "rank,mesh,step_time_s,mfu,dropped\n";
+  std::cout << fmt::format("{}: {} meshes of {} chips, {} ran\n", s.name, layouts.size(), s.pod.chip_count(),
+                           std::count_if(layouts.begin(), layouts.end(), [](const Layout& l) { return l.ran; }));
+  int rank = 0;
+  for (const Layout& l : layouts) {
+    if (l.ran) {
+      ++rank;
+      std::cout << fmt::format("  {:>3}  {:<40} {:>12.6g} s  MFU {:5.1f}%\n", rank, l.mesh(), l.step_time_s,
+                               100 * l.mfu);
+      csv << fmt::format("{},\"{}\",{},{},\n", rank, l.mesh(), l.step_time_s, l.mfu);
+    } else {
+      std::cout << fmt::format("    -  {:<40} dropped: {}\n", l.mesh(), l.dropped);
+      csv << fmt::format(",\"{}\",,,\"{}\"\n", l.mesh(), l.dropped);
+    }
+  }
+  if (!csv) {
+    std::cerr << "tpusim layouts: cannot write " << (out / "layouts.csv").string() << "\n";
+    return 1;
+  }
+  return rank > 0 ? 0 : 1;
+}
+
+}  // namespace tpusim::tools
