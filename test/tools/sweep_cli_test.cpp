@@ -267,7 +267,7 @@ TEST_F(SweepCli, BundledSweepsResolveAndExpandToTheirPointCounts) {
   const std::pair<const char*, int> kSweeps[] = {
       {"roofline", 54},      {"roofline-v4", 5},    {"allreduce-size-v4-4x4x4", 55}, {"allreduce-size-v4-pod", 11},
       {"alltoall-algorithms-v4-4x4x4", 36}, {"mxu-hbm-v4", 10}, {"ici-slices-v4", 9}, {"seeds-gemm-v4", 15},
-      {"gpt3-1.3b-options-v4", 8}, {"dlrm-sparsecore-v4", 6}};
+      {"gpt3-1.3b-options-v4", 8}, {"dlrm-sparsecore-v4", 6}, {"dp-ici-slices-v4", 9}};
   for (const auto& [name, points] : kSweeps) {
     const Outcome o = tpusim(std::string("sweep ") + name + " --emit-commands -o " + (dir_ / name).string());
     EXPECT_EQ(o.exit_code, 0) << name << ": " << o.err;
