@@ -247,9 +247,13 @@ void print_job(const Scenario& s, const JobOutcome& job, std::ostream& out) {
   out << fmt::format("    steps simulated in full: the healthy step ({}){}; the others are composed from them\n",
                      format_time(job.costs.step),
                      job.result.events.empty() ? "" : " and one per lasting fault (job.simulated_steps in summary.json)");
-  out << fmt::format("    checkpoint every {} steps: write {}, restore {} ({} written)\n",
-                     s.workload.checkpoint.every_steps, format_time(job.costs.checkpoint_write),
-                     format_time(job.costs.checkpoint_restore), r.checkpoints);
+  if (s.workload.checkpoint.every_steps == 0) {
+    out << "    no checkpoints (workload.checkpoint.every_steps is 0): a restart begins again from step 0\n";
+  } else {
+    out << fmt::format("    checkpoint every {} steps: write {}, restore {} ({} written)\n",
+                       s.workload.checkpoint.every_steps, format_time(job.costs.checkpoint_write),
+                       format_time(job.costs.checkpoint_restore), r.checkpoints);
+  }
   const std::pair<const char*, Seconds> parts[] = {
       {"checkpoint", l.checkpoint}, {"lost work", l.lost_work}, {"detection", l.detection},
       {"repair", l.repair},         {"restart", l.restart},     {"reconfiguration", l.reconfiguration},
