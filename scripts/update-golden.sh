@@ -19,7 +19,7 @@ def flat(prefix, node, out):
     elif isinstance(node, (int, float)) and not isinstance(node, bool):
         out[prefix] = node
 pinned = {}
-for section in ("metrics", "breakdown", "units", "bytes", "program", "links", "collectives", "memory", "op_classes"):
+for section in ("metrics", "breakdown", "units", "bytes", "program", "links", "collectives", "memory", "op_classes", "job"):
     if section in summary:
         flat(section, summary[section], pinned)
 json.dump({"scenario": sys.argv[3], "relative_tolerance": 1e-9, "expect": pinned},

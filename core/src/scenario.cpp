@@ -271,7 +271,7 @@ Scenario load_scenario_with_overrides(const std::string& name_or_path, const std
   diags.throw_if_any();
 
   Scenario s;
-  scenario_fields().resolve(tree, "", s, diags, &s.origins, {"pod", "chip", "workload", "fidelity"});
+  scenario_fields().resolve(tree, "", s, diags, &s.origins, {"pod", "chip", "workload", "fidelity", "job", "faults", "fault_rates"});
   if (pod != nullptr) s.pod = resolve_pod(*tree.find("pod"), "pod", diags);
   s.chip = resolve_chip(*tree.find("chip"), "chip", diags);
   const ConfigNode* workload = tree.find("workload");
@@ -320,6 +320,7 @@ Scenario load_scenario_with_overrides(const std::string& name_or_path, const std
   const ConfigNode* fidelity = tree.find("fidelity");
   const ConfigNode empty = ConfigNode::make_map(tree.loc());
   fidelity_fields().resolve(fidelity ? *fidelity : empty, "fidelity", s.fidelity, diags);
+  if (pod != nullptr && diags.empty()) resolve_fault_plan(tree, s.pod, s.job, s.faults, diags);  // fault_plan.cpp
   diags.throw_if_any();
   s.tree = std::move(tree);
   return s;
@@ -336,6 +337,15 @@ std::vector<std::pair<std::string, std::string>> render_scenario(const Scenario&
     append_rendered(out, "workload.model", model_kind_info(s.workload.model.kind).fields(), s.workload.model);
   }
   append_rendered(out, "fidelity", fidelity_fields(), s.fidelity);
+  if (s.job.enabled) {
+    append_rendered(out, "job", job_fields(), s.job);
+    append_rendered(out, "fault_rates", fault_rate_fields(), s.faults.rates);
+    for (const FaultSpec& f : s.faults.faults) {
+      const std::string prefix = fmt::format("faults[{}]", f.index);
+      append_rendered(out, prefix, fault_fields(), f);
+      out.emplace_back(prefix + ".target", f.target.str());
+    }
+  }
   return out;
 }
 
@@ -370,6 +380,13 @@ std::vector<std::pair<std::string, std::vector<FieldInfo>>> all_field_tables() {
     out.emplace_back(fmt::format("workload.model (kind: {})", k.name), k.fields().infos());
   }
   out.emplace_back("fidelity", fidelity_fields().infos());
+  out.emplace_back("job", job_fields().infos());
+  auto faults = fault_fields().infos();
+  faults.insert(faults.begin() + 2, FieldInfo{"target", "target", std::nullopt,
+                                              "random, chip coordinates [x, y, z], {chip: [x, y, z], dir: x+} "
+                                              "(link kinds), or {host: N} (host_down)"});
+  out.emplace_back("faults[] (a list)", std::move(faults));
+  out.emplace_back("fault_rates", fault_rate_fields().infos());
   return out;
 }
 

@@ -18,7 +18,7 @@ struct UnitDef {
 constexpr double kK = 1e3, kM = 1e6, kG = 1e9, kT = 1e12, kP = 1e15;
 constexpr double kKi = 1024.0, kMi = kKi * 1024.0, kGi = kMi * 1024.0, kTi = kGi * 1024.0;
 
-constexpr std::array<UnitDef, 40> kUnits{{
+constexpr std::array<UnitDef, 43> kUnits{{
     {"B", 1, Dimension::bytes},
     {"KiB", kKi, Dimension::bytes},
     {"MiB", kMi, Dimension::bytes},
@@ -47,6 +47,9 @@ constexpr std::array<UnitDef, 40> kUnits{{
     {"us", 1e-6, Dimension::seconds},
     {"ms", 1e-3, Dimension::seconds},
     {"s", 1, Dimension::seconds},
+    {"min", 60, Dimension::seconds},
+    {"h", 3600, Dimension::seconds},
+    {"d", 86400, Dimension::seconds},
     {"Hz", 1, Dimension::hertz},
     {"kHz", kK, Dimension::hertz},
     {"MHz", kM, Dimension::hertz},

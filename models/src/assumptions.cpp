@@ -64,6 +64,21 @@ std::vector<Assumption> model_assumptions() {
       {"collective step synchronisation", format_time(net::kCollectiveStepSync), "models/src/net/collective_engine.h",
        "per step, after its data has arrived: the waiting core sees the arrival semaphore (it travels behind the "
        "data, no extra hop) and issues the next step's DMA, ~10-20 cycles; bounded by C1's floor as above"},
+      // The job timeline's defaults (core/src/fault_plan.cpp, docs/faults.md): no TPU source gives them.
+      {"job heartbeat and timeout", "5 s and 30 s (defaults of job.heartbeat, job.timeout)",
+       "core/src/fault_plan.cpp",
+       "watchdogs of distributed training runtimes check liveness every few seconds and declare a worker dead after "
+       "several missed beats; the TPU runtime's values are not published"},
+      {"job restart and repair", "10 min and 1 h (defaults of job.restart, job.repair)", "core/src/fault_plan.cpp",
+       "a relaunch reschedules the slice, recompiles (or loads the compilation cache) and initialises; a repair "
+       "swaps a tray or moves the job to healthy capacity; neither is published for TPU"},
+      {"checkpoint storage bandwidth", "1 GB/s per host (default of chip.host.storage_bandwidth)",
+       "core/src/chip_blocks.cpp",
+       "one VM's share of a distributed file system, for writes and for the restore's reads alike; the job's "
+       "checkpoint cost is a host's chips' state over it"},
+      {"slowdown onset, reroute stall", "from the start of the step a fault hits", "models/src/job/job_timeline.cpp",
+       "a slowdown or a rerouted link takes effect at the start of the step it lands in (at most one step "
+       "pessimistic); faults inside a step at their tick are not simulated yet"},
   };
 }
 

@@ -51,7 +51,8 @@ bool uses_ici(const ir::ProgramSet& programs) {
 }  // namespace
 
 Pod::Pod(const sc_core::sc_module_name& name, const Scenario& scenario, const ir::ProgramSet& programs,
-         RunControl& control, const net::InterconnectOptions& network, const BlockRegistry& registry)
+         RunControl& control, const net::InterconnectOptions& network, const BlockRegistry& registry,
+         const std::vector<ChipDegradation>& degraded_chips)
     : sc_core::sc_module(name),
       scenario_(scenario),
       programs_(programs),
@@ -84,6 +85,21 @@ Pod::Pod(const sc_core::sc_module_name& name, const Scenario& scenario, const ir
       indexes_[role] = std::make_unique<ProgramIndex>(programs.programs[role], chip_, id);
     }
     const std::string chip_name = "chip" + std::to_string(id);
+    const auto degraded = std::find_if(degraded_chips.begin(), degraded_chips.end(),
+                                       [id](const ChipDegradation& d) { return d.chip.value() == id; });
+    if (degraded != degraded_chips.end()) {
+      // A straggler's clock (and the VMEM at the core clock) and a degraded HBM's rate, for this chip alone.
+      ChipSpec spec = scenario.chip;
+      spec.clock = Hertz(spec.clock.value() * degraded->clock_fraction);
+      spec.vmem.bandwidth = BytesPerSecond(spec.vmem.bandwidth.value() * degraded->clock_fraction);
+      spec.hbm.bandwidth = BytesPerSecond(spec.hbm.bandwidth.value() * degraded->hbm_bandwidth_fraction);
+      degraded_specs_.push_back(std::make_unique<ChipSpec>(standard_composition(spec)));
+      degraded_indexes_.push_back(std::make_unique<ProgramIndex>(programs.programs[role], *degraded_specs_.back(), id));
+      chips_.push_back(std::make_unique<Chip>(chip_name.c_str(), id, *degraded_specs_.back(),
+                                              *degraded_indexes_.back(), *dataflow_, scenario.fidelity.mxu, control,
+                                              registry));
+      continue;
+    }
     chips_.push_back(std::make_unique<Chip>(chip_name.c_str(), id, chip_, *indexes_[role], *dataflow_,
                                             scenario.fidelity.mxu, control, registry));
   }

@@ -26,7 +26,8 @@ class Pod : public sc_core::sc_module {
  public:
   // `registry` (normally filled by register_chip_blocks) must outlive the elaboration.
   Pod(const sc_core::sc_module_name& name, const Scenario& scenario, const ir::ProgramSet& programs,
-      RunControl& control, const net::InterconnectOptions& network, const BlockRegistry& registry);
+      RunControl& control, const net::InterconnectOptions& network, const BlockRegistry& registry,
+      const std::vector<ChipDegradation>& degraded_chips = {});
 
   // The interconnect, or nullptr when no program uses ICI.
   [[nodiscard]] net::Interconnect* interconnect() { return interconnect_.get(); }
@@ -39,7 +40,10 @@ class Pod : public sc_core::sc_module {
   const ir::ProgramSet& programs_;
   ChipSpec chip_;  // scenario.chip with its composition, shared by every chip
   std::unique_ptr<const MxuDataflowModel> dataflow_;
-  std::vector<std::unique_ptr<ProgramIndex>> indexes_;  // by program; built for programs some chip runs
+  std::vector<std::unique_ptr<ProgramIndex>> indexes_;
+  // Degraded chips (stragglers, slow HBM): their own spec and program index each.
+  std::vector<std::unique_ptr<ChipSpec>> degraded_specs_;
+  std::vector<std::unique_ptr<ProgramIndex>> degraded_indexes_;  // by program; built for programs some chip runs
   std::vector<std::unique_ptr<Chip>> chips_;
   std::unique_ptr<Topology> topology_;
   std::unique_ptr<net::Interconnect> interconnect_;

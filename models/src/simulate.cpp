@@ -1,6 +1,8 @@
 #include "tpusim/models/simulate.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <stdexcept>
@@ -33,7 +35,7 @@ SimResult run(const Scenario& scenario, const ir::ProgramSet& programs, const Si
   const auto chips = static_cast<std::uint32_t>(scenario.pod.chip_count());
   RunControl control(options.progress, options.trace, chips,
                      scenario.fidelity.mxu == MxuFidelity::cycle ? 1 : 4096);
-  auto pod = std::make_unique<Pod>("pod", scenario, programs, control, network, registry);
+  auto pod = std::make_unique<Pod>("pod", scenario, programs, control, network, registry, options.degraded_chips);
   sc_core::sc_start();
   if (control.error()) std::rethrow_exception(control.error());
   if (control.unfinished() > 0) {
@@ -64,7 +66,17 @@ BlockRegistry builtin_blocks() {
 }  // namespace
 
 SimResult simulate(const Scenario& scenario, const ir::ProgramSet& programs, const SimOptions& options) {
-  return run(scenario, programs, options, net::InterconnectOptions{}, builtin_blocks());
+  net::InterconnectOptions network;
+  network.faults = options.failed;
+  network.degraded = options.degraded_links;
+  return run(scenario, programs, options, network, builtin_blocks());
+}
+
+double retransmission_factor(double bit_error_rate, Bytes chunk) {
+  if (bit_error_rate <= 0) return 1.0;
+  // p = 1 - (1 - ber)^bits, computed without cancellation.
+  const double p = -std::expm1(chunk.as_double() * 8 * std::log1p(-bit_error_rate));
+  return 1.0 / std::max(1.0 - p, 1e-12);
 }
 
 SimResult net::simulate_with_network(const Scenario& scenario, const ir::ProgramSet& programs,

@@ -134,7 +134,7 @@ TEST(ParseQuantity, RejectsInfinityAndNotANumber) {
 }
 
 TEST(UnitsFor, ListsEveryUnitOfADimension) {
-  EXPECT_EQ(units_for(Dimension::seconds), "ps, ns, us, ms, s");
+  EXPECT_EQ(units_for(Dimension::seconds), "ps, ns, us, ms, s, min, h, d");
   EXPECT_EQ(units_for(Dimension::hertz), "Hz, kHz, MHz, GHz");
   EXPECT_EQ(units_for(Dimension::watts), "W, kW, mW");
 }

@@ -11,6 +11,7 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace tpusim::test {
 
@@ -63,6 +64,13 @@ class CliTest : public ::testing::Test {
     o.out = slurp(out);
     o.err = slurp(err);
     return o;
+  }
+
+  // `tpusim run ARGS -q -o DIR/NAME`, expected to succeed; its summary.json.
+  nlohmann::json summary(const std::string& args, const std::string& name) {
+    const Outcome o = tpusim("run " + args + " -q -o " + (dir_ / name).string());
+    EXPECT_EQ(o.exit_code, 0) << o.err;
+    return nlohmann::json::parse(slurp(dir_ / name / "summary.json"));
   }
 
   std::filesystem::path dir_;

@@ -7,7 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -154,6 +156,65 @@ analysis:
   EXPECT_NE(slurp(out / "step_time.svg").find("w: step time, mean of 2 seeds, bars +/- 1 sd"), std::string::npos);
   EXPECT_NE(slurp(out / "pareto_examples_per_s_step_time_s.svg").find("examples_per_s (1/s) (higher is better)"),
             std::string::npos);
+}
+
+// Random faults drawn from the seed make a job's goodput noisy: the table's goodput_sd is the sample standard
+// deviation of the runs in runs.csv, and a line analysis draws the mean with bars of one standard deviation.
+TEST_F(SweepCli, SeedsGiveGoodputUnderRandomFaultsASpreadAndALineWithNoiseBars) {
+  write("j.yaml", R"(name: j
+pod: v4-2x2x1
+workload:
+  model: {kind: collective, name: ar, op: all_reduce, bytes: 4 MiB, axes: [], algorithm: auto}
+  checkpoint: {every_steps: 10000}
+job: {steps: 10000000, recovery: checkpoint_restart, restart: 1 s, repair: 0 s}
+fault_rates: {chip_down: 10 min}
+)");
+  const fs::path sweep = write("w.yaml", R"(name: w
+scenario: j.yaml
+grid:
+  workload.checkpoint.every_steps: [1000, 10000]
+seeds: 3
+analysis:
+  - line: {metric: goodput}
+)");
+  const fs::path out = dir_ / "sw";
+  const Outcome o = tpusim("sweep " + sweep.string() + " -j 2 -o " + out.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto table = lines(slurp(out / "table.csv"));
+  ASSERT_EQ(table.size(), 3u);
+  const auto header = cells(table[0]);
+  auto column = [&](const std::vector<std::string>& h, const std::string& name) {
+    return static_cast<std::size_t>(std::find(h.begin(), h.end(), name) - h.begin());
+  };
+  const auto runs = lines(slurp(out / "runs.csv"));
+  ASSERT_EQ(runs.size(), 7u);
+  const auto run_header = cells(runs[0]);
+  for (std::size_t r = 1; r <= 2; ++r) {
+    std::vector<double> g;
+    for (std::size_t k = 1; k <= 6; ++k) {
+      const auto c = cells(runs[k]);
+      if (c[column(run_header, "point")] == std::to_string(r - 1)) g.push_back(std::stod(c[column(run_header, "goodput")]));
+    }
+    ASSERT_EQ(g.size(), 3u);
+    const double mean = (g[0] + g[1] + g[2]) / 3;
+    double ss = 0;
+    for (double x : g) ss += (x - mean) * (x - mean);
+    const double sd = std::sqrt(ss / 2);
+    const auto row = cells(table[r]);
+    EXPECT_GT(sd, 0.0) << "random faults should make goodput differ between seeds";
+    EXPECT_NEAR(std::stod(row[column(header, "goodput")]), mean, 1e-5);
+    EXPECT_NEAR(std::stod(row[column(header, "goodput_sd")]), sd, 1e-5 + 1e-3 * sd);
+  }
+  const std::string line = slurp(out / "line_goodput.svg");
+  EXPECT_NE(line.find("w: goodput, mean of 3 seeds, bars +/- 1 sd"), std::string::npos);
+  EXPECT_NE(o.out.find("line: "), std::string::npos) << o.out;
+
+  const fs::path bad = write("b.yaml", "name: b\nscenario: j.yaml\ngrid:\n  seed: [1, 2]\nanalysis:\n  - line: {metric: goodptu}\n");
+  const Outcome e = tpusim("sweep " + bad.string() + " -o " + (dir_ / "bad").string());
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_NE(e.err.find("unknown metric 'goodptu'"), std::string::npos) << e.err;
+  EXPECT_NE(e.err.find("goodput"), std::string::npos) << e.err;
+  EXPECT_FALSE(fs::exists(dir_ / "bad"));
 }
 
 TEST_F(SweepCli, AFailedPointRecordsItsErrorAndTheOthersGoOn) {

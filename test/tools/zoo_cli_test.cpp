@@ -14,14 +14,7 @@ using tpusim::test::CliTest;
 using tpusim::test::Outcome;
 using tpusim::test::slurp;
 
-class ZooCli : public CliTest {
- protected:
-  nlohmann::json summary(const std::string& args, const std::string& name) {
-    const Outcome o = tpusim("run " + args + " -q -o " + (dir_ / name).string());
-    EXPECT_EQ(o.exit_code, 0) << o.err;
-    return nlohmann::json::parse(slurp(dir_ / name / "summary.json"));
-  }
-};
+using ZooCli = CliTest;
 
 TEST_F(ZooCli, AModelThatDoesNotFitExitsTwoWithTheMemoryBreakdownAndWritesNothing) {
   const Outcome o = tpusim("run gpt3-175b-does-not-fit-v4 -o " + (dir_ / "x").string());

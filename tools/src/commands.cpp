@@ -15,6 +15,7 @@
 
 #include "tools/src/describe_chip.h"
 #include "tools/src/graphviz.h"
+#include "tools/src/job_run.h"
 #include "tools/src/model_info.h"
 #include "tools/src/op_classes.h"
 #include "tools/src/output_folder.h"
@@ -126,10 +127,11 @@ int run_command(const RunArgs& args) {
     (void)check_output_folder(out_dir);
     guard_topology(scenario.pod, args.limits);
     topology.emplace(check_topology(scenario));
-    guard_lowering(scenario, args.limits);
-    lowered = programs_for(scenario);
-    check_programs(scenario, lowered.programs, *topology);
-    guard_simulation(scenario, lowered.programs, args.limits);
+    const Scenario step = job_step_scenario(scenario);  // job_run.h
+    guard_lowering(step, args.limits);
+    lowered = programs_for(step);
+    check_programs(step, lowered.programs, *topology);
+    guard_simulation(step, lowered.programs, args.limits);
     return 0;
   });
   if (input != 0) return input;
@@ -166,8 +168,12 @@ int run_command(const RunArgs& args) {
   };
 
   RunReport report;
+  std::optional<FaultSteps> fault_steps;  // a job's steps under lasting faults, simulated in child processes
+  std::optional<JobOutcome> job;
   try {
+    if (scenario.job.enabled) fault_steps.emplace(scenario, *topology, programs);
     const models::SimResult result = models::simulate(scenario, programs, options);
+    if (scenario.job.enabled) job = run_job_timeline(scenario, *topology, result.step_time, *fault_steps);
     report = make_report(scenario, programs, result, &*topology,
                          scenario.workload.program.empty() ? &lowered : nullptr, &classes);
     if (args.perf) {
@@ -195,7 +201,9 @@ int run_command(const RunArgs& args) {
 
   try {
     OutputFolder folder(out_dir);
-    write_text(folder.file("summary.json"), summary_json(scenario, report).dump(2) + "\n");
+    auto summary = summary_json(scenario, report);
+    if (job) add_job_json(summary, scenario, *job, *fault_steps);
+    write_text(folder.file("summary.json"), summary.dump(2) + "\n");
     write_file(folder.file("chips.csv"), [&](std::ostream& out) { write_chips_csv(report, out); });
     if (!report.links.empty()) {
       write_file(folder.file("links.csv"), [&](std::ostream& out) { write_links_csv(report, out); });
@@ -205,6 +213,14 @@ int run_command(const RunArgs& args) {
         write_link_heatmap_svg(*topology, utilization,
                                fmt::format("{}: ICI link utilization ({})", scenario.name, scenario.pod.name), out);
       });
+    }
+    if (fault_steps) {  // the link heatmap of each step simulated with a lasting fault (job_run.h)
+      for (const auto& [name, step] : fault_steps->link_maps()) {
+        write_file(folder.file(name), [&](std::ostream& out) {
+          write_link_heatmap_svg(*topology, step->link_utilization,
+                                 fmt::format("{}: ICI link utilization", step->what), out);
+        });
+      }
     }
     if (tracer) {
       write_file(folder.file("trace.json"), [&](std::ostream& out) { tracer->write(programs, out); });
@@ -226,6 +242,7 @@ int run_command(const RunArgs& args) {
   }
   if (!args.quiet) {
     print_table(scenario, report, std::cout);
+    if (job) print_job(scenario, *job, std::cout);
     std::cout << "\n  wrote " << (out_dir / "summary.json").string() << " and chips.csv\n";
   }
   return 0;
@@ -238,10 +255,11 @@ int validate_command(const std::string& scenario_name, const std::vector<std::st
     const Scenario s = load_scenario(scenario_name, overrides);
     guard_topology(s.pod, limits);
     const Topology topology = check_topology(s);
-    guard_lowering(s, limits);
-    const ir::ProgramSet programs = programs_for(s).programs;
-    check_programs(s, programs, topology);
-    guard_simulation(s, programs, limits);
+    const Scenario step = job_step_scenario(s);  // job_run.h
+    guard_lowering(step, limits);
+    const ir::ProgramSet programs = programs_for(step).programs;
+    check_programs(step, programs, topology);
+    guard_simulation(step, programs, limits);
     std::size_t instructions = 0;
     for (const auto& p : programs.programs) instructions += p.size();
     std::cout << fmt::format("{}: ok ({} on {}, {} chips, {} program{} of {} instructions; about {} of memory)\n",

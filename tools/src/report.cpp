@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "tools/src/report.h"
 
 #include <cstdlib>
@@ -254,11 +255,33 @@ void print_table(const Scenario& s, const RunReport& r, std::ostream& out) {
                        100 * r.dcn_utilization.max);
   }
   if (!r.collectives.empty()) {
-    out << "\n  collective       algorithm            chips    size/chip        time       ideal   bus bw\n";
+    // One line per distinct (kind, algorithm, group size, bytes), in order of first appearance: a sharded model
+    // runs the same collective once per layer. summary.json keeps every instance.
+    struct Line {
+      const CollectiveRow* first;
+      int count = 0;
+      double time_s = 0, ideal_s = 0, bus_bandwidth = 0;  // sums
+    };
+    std::vector<Line> lines;
     for (const auto& c : r.collectives) {
-      out << fmt::format("  {:<16} {:<19} {:>6} {:>12} {:>11} {:>11}   {}\n", c.op, c.algorithm, c.participants,
-                         format_bytes(Bytes(static_cast<std::uint64_t>(c.bytes_per_chip))), short_time(c.time_s),
-                         short_time(c.ideal_s), format_bandwidth(BytesPerSecond(c.bus_bandwidth)));
+      auto same = [&](const Line& l) {
+        return l.first->op == c.op && l.first->algorithm == c.algorithm && l.first->participants == c.participants &&
+               l.first->bytes_per_chip == c.bytes_per_chip;
+      };
+      auto it = std::find_if(lines.begin(), lines.end(), same);
+      if (it == lines.end()) it = lines.insert(lines.end(), Line{&c});
+      ++it->count;
+      it->time_s += c.time_s;
+      it->ideal_s += c.ideal_s;
+      it->bus_bandwidth += c.bus_bandwidth;
+    }
+    out << "\n  collective       algorithm            chips    size/chip  count   time (mean)       ideal   bus bw (mean)\n";
+    for (const auto& l : lines) {
+      const double n = l.count;
+      out << fmt::format("  {:<16} {:<19} {:>6} {:>12} {:>6} {:>13} {:>11}   {}\n", l.first->op, l.first->algorithm,
+                         l.first->participants, format_bytes(Bytes(static_cast<std::uint64_t>(l.first->bytes_per_chip))),
+                         l.count, short_time(l.time_s / n), short_time(l.ideal_s / n),
+                         format_bandwidth(BytesPerSecond(l.bus_bandwidth / n)));
     }
   }
   if (!r.exposed_collectives_s.empty()) {

@@ -151,8 +151,8 @@ void report_seeds(const SweepPlan& plan, const SweepTable& table, std::ostream& 
   out << fmt::format("  seeds: {} per point; largest step-time spread (sample standard deviation / mean) over {} "
                      "points: {:.3g}%\n", plan.seeds.size(), rows, 100 * worst);
   if (rows > 0 && worst == 0) {
-    out << "  the spread is zero: nothing this scenario models depends on the seed yet, so every seed gives the "
-           "same result\n";
+    out << "  the spread is zero: the simulated step does not depend on the seed (random faults change a "
+           "job's timeline: see the goodput column)\n";
   }
 }
 

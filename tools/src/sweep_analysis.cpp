@@ -98,9 +98,10 @@ std::optional<double> numeric(const std::string& v) {
   return x.si;
 }
 
-// When the innermost axis is a single numeric path: step time against it, one line per combination of the
-// other axes.
-void plot_step_time(const SweepPlan& plan, const SweepTable& table, const fs::path& path) {
+// When the innermost axis is a single numeric path: a metric (or column) against it, one line per combination of
+// the other axes; with seeds the mean with bars of one standard deviation. step_time.svg is this for step_time_s.
+void plot_against_inner_axis(const SweepPlan& plan, const SweepTable& table, const std::string& metric,
+                             const fs::path& path) {
   if (plan.axes.empty() || plan.axes.back().paths.size() != 1) return;
   const Axis& inner = plan.axes.back();
   std::map<std::string, Series> groups;
@@ -108,16 +109,16 @@ void plot_step_time(const SweepPlan& plan, const SweepTable& table, const fs::pa
   for (const auto& v : inner.values) {
     if (!numeric(v[0])) return;
   }
-  const std::size_t step = *table.column("step_time_s");
+  const std::size_t col = *table.column(metric);
   for (const auto& r : table.rows) {
-    if (!r.mean[step]) continue;
+    if (!r.mean[col]) continue;
     const double x = *numeric(inner.values[r.config->choice.back()][0]);
     const std::string key = group_key(plan, *r.config);
     Series& s = groups[key];
     s.name = key.empty() ? plan.name : key;
     s.x.push_back(x);
-    s.y.push_back(*r.mean[step]);
-    if (!plan.seeds.empty()) s.err.push_back(r.spread[step].value_or(0.0));
+    s.y.push_back(*r.mean[col]);
+    if (!plan.seeds.empty()) s.err.push_back(r.spread[col].value_or(0.0));
     lo = std::min(lo, x);
     hi = std::max(hi, x);
   }
@@ -125,12 +126,15 @@ void plot_step_time(const SweepPlan& plan, const SweepTable& table, const fs::pa
   for (auto& [k, s] : groups) series.push_back(std::move(s));
   const bool log = lo > 0 && hi / lo >= 100;
   const Value unit_probe = value_from_text(inner.values.front()[0]);
+  const TableColumn& c = table.columns[col];
+  const std::string what = metric == "step_time_s" ? "step time" : c.name;
   write_file_atomically(path, [&](std::ostream& out) {
     const std::string title =
-        plan.seeds.empty() ? plan.name + ": step time"
-                           : fmt::format("{}: step time, mean of {} seeds, bars +/- 1 sd", plan.name,
+        plan.seeds.empty() ? fmt::format("{}: {}", plan.name, what)
+                           : fmt::format("{}: {}, mean of {} seeds, bars +/- 1 sd", plan.name, what,
                                          plan.seeds.size());
-    write_line_chart_svg(series, title, inner.name + unit_suffix(unit_probe.dim), "step time (s)", log, log, out);
+    write_line_chart_svg(series, title, inner.name + unit_suffix(unit_probe.dim), column_label(c), log,
+                         log && metric == "step_time_s", out);
   });
 }
 
@@ -254,12 +258,16 @@ std::vector<const TableRow*> pareto_front(const SweepTable& table, std::size_t x
 }
 
 void write_analyses(const SweepPlan& plan, const SweepTable& table, const fs::path& out_dir, std::ostream& report) {
-  plot_step_time(plan, table, out_dir / "step_time.svg");
+  plot_against_inner_axis(plan, table, "step_time_s", out_dir / "step_time.svg");
   for (const auto& a : plan.analyses) {
     switch (a.kind) {
       case AnalysisKind::roofline: roofline(plan, table, out_dir, report); break;
       case AnalysisKind::heatmap: heatmap(plan, table, a, out_dir, report); break;
       case AnalysisKind::pareto: pareto(plan, table, a, out_dir, report); break;
+      case AnalysisKind::line:
+        plot_against_inner_axis(plan, table, a.metric, out_dir / (a.file + ".svg"));
+        report << "  line: " << (out_dir / (a.file + ".svg")).string() << "\n";
+        break;
     }
   }
 }

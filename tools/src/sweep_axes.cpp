@@ -331,7 +331,7 @@ class PlanReader {
 
   void read_analyses(const ConfigNode& n, SweepPlan& plan) {
     const std::vector<const ConfigNode*> items = items_of(n);
-    const std::vector<std::string> kinds{"none", "roofline", "heatmap", "pareto"};
+    const std::vector<std::string> kinds{"none", "roofline", "heatmap", "pareto", "line"};
     for (const ConfigNode* item : items) {
       std::string kind;
       const ConfigNode* body = nullptr;
@@ -341,13 +341,13 @@ class PlanReader {
         kind = item->entries().front().key;
         body = &item->entries().front().value;
       } else {
-        diags_.error(item->loc(), "analysis", "wrong type", "roofline, or heatmap: {x, y, metric}, or pareto: {x, y}",
+        diags_.error(item->loc(), "analysis", "wrong type", "roofline, or heatmap: {x, y, metric}, or pareto: {x, y}, or line: {metric}",
                      item->describe());
         continue;
       }
       if (kind == "none") continue;
       if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) {
-        diags_.error(item->loc(), "analysis", fmt::format("unknown analysis '{}'", kind), "none, roofline, heatmap or pareto",
+        diags_.error(item->loc(), "analysis", fmt::format("unknown analysis '{}'", kind), "none, roofline, heatmap, pareto or line",
                      kind, suggestion(kind, kinds));
         continue;
       }
@@ -360,17 +360,28 @@ class PlanReader {
       }
       const std::string key = "analysis." + kind;
       if (body == nullptr || !body->is_map()) {
-        diags_.error(item->loc(), key, "wrong type", kind == "heatmap" ? "a map {x, y, metric}" : "a map {x, y}",
+        diags_.error(item->loc(), key, "wrong type",
+                     kind == "heatmap" ? "a map {x, y, metric}" : kind == "line" ? "a map {metric}" : "a map {x, y}",
                      body ? body->describe() : "nothing");
         continue;
       }
       const std::vector<std::string> keys = kind == "heatmap" ? std::vector<std::string>{"x", "y", "metric", "name"}
+                                            : kind == "line"  ? std::vector<std::string>{"metric", "name"}
                                                               : std::vector<std::string>{"x", "y", "name"};
       for (const auto& e : body->entries()) {
         if (std::find(keys.begin(), keys.end(), e.key) == keys.end()) {
           diags_.error(e.key_loc, key + "." + e.key, fmt::format("unknown key '{}'", e.key), "a known key", e.key,
                        suggestion(e.key, keys));
         }
+      }
+      if (kind == "line") {
+        a.kind = AnalysisKind::line;
+        a.metric = text(*body, "metric", true);
+        if (!a.metric.empty()) check_quantity(*body, key + ".metric", a.metric, plan);
+        a.file = "line_" + a.metric;
+        if (const ConfigNode* name = body->find("name"); name != nullptr && name->is_scalar()) a.file = name->scalar();
+        plan.analyses.push_back(a);
+        continue;
       }
       a.x = text(*body, "x", true);
       a.y = text(*body, "y", true);

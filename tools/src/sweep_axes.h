@@ -8,7 +8,7 @@
 //   filter:    expressions that must all be true for a combination to run.
 //   seeds:     repeat every combination over these seeds (one run each); the table shows mean and spread.
 //   columns:   table columns computed after the runs from axes and metrics.
-//   analysis:  roofline, heatmap {x, y, metric}, pareto {x, y}.
+//   analysis:  roofline, heatmap {x, y, metric}, pareto {x, y}, line {metric}.
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -47,12 +47,12 @@ struct ColumnDef {
   SourceLoc loc;
 };
 
-enum class AnalysisKind { roofline, heatmap, pareto };
+enum class AnalysisKind { roofline, heatmap, pareto, line };
 
 struct AnalysisSpec {
   AnalysisKind kind = AnalysisKind::roofline;
   std::string x, y;    // heatmap: axis names; pareto: metric or column names
-  std::string metric;  // heatmap: the metric or column coloured
+  std::string metric;  // heatmap: the metric or column coloured; line: the one drawn against the inner axis
   std::string file;    // output name without extension
 };
 

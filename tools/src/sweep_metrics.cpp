@@ -67,6 +67,10 @@ const std::vector<MetricDef>& sweep_metrics() {
       {"chips", kNone, Better::lower, "{:.0f}", "chips", [](const json& s) { return at(s, {"metrics", "chips"}); }},
       {"ici_utilization", kNone, Better::neither, "{:.6f}", "mean ICI link utilization",
        [](const json& s) -> std::optional<double> { return at(s, {"links", "utilization", "mean"}).value_or(0.0); }},
+      // Jobs (docs/faults.md): absent from runs without a job.
+      {"goodput", kNone, Better::higher, "{:.6f}", "job goodput (useful / wall time)",
+       [](const json& s) { return at(s, {"job", "goodput"}); }},
+      {"job_wall_s", kSeconds, Better::lower, "{:.9g}", "job wall time", [](const json& s) { return at(s, {"job", "wall_s"}); }},
   };
   return kMetrics;
 }

@@ -28,6 +28,7 @@
 #include "point_to_point.h"
 #include "statistics.h"
 #include "transport.h"
+#include "tpusim/models/simulate.h"
 #include "tpusim/core/scenario.h"
 #include "tpusim/kernels/program.h"
 #include "tpusim/models/sim_result.h"
@@ -43,6 +44,7 @@ struct InterconnectOptions {
   // input exists: the faults hold for the whole run. Non-empty with fidelity.routing = dor is rejected
   // (std::invalid_argument), since DOR would send traffic over the failed links.
   FaultSet faults;
+  std::vector<LinkDegradation> degraded;  // links slower for the whole run (tpusim/models/simulate.h)
 };
 
 class Interconnect : public sc_core::sc_module {

@@ -12,7 +12,6 @@
 // before time moves on (next_event() and advance() settle).
 #include <algorithm>
 #include <limits>
-#include <queue>
 
 #include "link_model.h"
 
@@ -36,16 +35,14 @@ class FlowLinkModel final : public LinkModel {
     }
     if (id >= flows_.size()) flows_.resize(static_cast<std::size_t>(id) + 1);
     Flow& f = flows_[id];
-    const std::uint32_t version = f.version + 1;  // ids are reused: stale events of the last use must not match
-    f = Flow{};
-    f.version = version;
+    f = Flow{};  // ids are reused; a delivered transfer has no event left in the queue
     f.path = path;
     f.hops = hops;
     f.remaining = static_cast<double>(bytes);
     f.last = now;
     for (std::uint32_t h = 0; h < hops; ++h) f.latency += channels_[path[h]].latency;
     if (bytes == 0) {
-      schedule(now + f.latency, Kind::deliver, id, f.version);
+      schedule(now + f.latency, Kind::deliver, id);
       return;
     }
     f.active = true;
@@ -67,13 +64,12 @@ class FlowLinkModel final : public LinkModel {
         const Event e = events_.top();
         events_.pop();
         Flow& f = flows_[e.id];
-        if (e.version != f.version) continue;  // superseded by a rate change
         if (e.kind == Kind::drained) {
           drain(t, e.id);
           if (f.latency == 0) {
             delivered.push_back(e.id);
           } else {
-            schedule(t + f.latency, Kind::deliver, e.id, f.version);
+            schedule(t + f.latency, Kind::deliver, e.id);
           }
         } else {
           delivered.push_back(e.id);
@@ -87,7 +83,6 @@ class FlowLinkModel final : public LinkModel {
 
   Tick next_event() override {
     settle();
-    while (!events_.empty() && events_.top().version != flows_[events_.top().id].version) events_.pop();
     return events_.empty() ? kNever : events_.top().time;
   }
 
@@ -103,20 +98,70 @@ class FlowLinkModel final : public LinkModel {
   enum class Kind : std::uint8_t { drained, deliver };
   struct Event {
     Tick time;
-    std::uint64_t seq;
+    std::uint64_t seq;  // ties in scheduling order: deterministic
     Kind kind;
     TransferId id;
-    std::uint32_t version;  // the flow's version when scheduled; stale entries are skipped
-    bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+    bool before(const Event& o) const { return time != o.time ? time < o.time : seq < o.seq; }
+  };
+  // A binary min-heap of events holding at most one event per flow: scheduling a flow again replaces its
+  // pending event in place (a rate change), so no superseded entries pile up and none is popped only to be
+  // skipped. (time, seq) is a strict order, so events come out in the same order as from any priority queue.
+  class EventHeap {
+   public:
+    bool empty() const { return heap_.empty(); }
+    const Event& top() const { return heap_.front(); }
+    void set(const Event& e) {
+      if (e.id >= pos_.size()) pos_.resize(static_cast<std::size_t>(e.id) + 1, kAbsent);
+      std::size_t i = pos_[e.id];
+      if (i == kAbsent) {
+        i = heap_.size();
+        heap_.push_back(e);
+      } else {
+        heap_[i] = e;
+      }
+      place(i);
+    }
+    void pop() {
+      pos_[heap_.front().id] = kAbsent;
+      const Event last = heap_.back();
+      heap_.pop_back();
+      if (heap_.empty()) return;
+      heap_[0] = last;
+      place(0);
+    }
+
+   private:
+    static constexpr std::size_t kAbsent = ~std::size_t{0};
+    void place(std::size_t i) {
+      const Event e = heap_[i];
+      while (i > 0 && e.before(heap_[(i - 1) / 2])) {  // sift up
+        heap_[i] = heap_[(i - 1) / 2];
+        pos_[heap_[i].id] = i;
+        i = (i - 1) / 2;
+      }
+      for (;;) {  // sift down
+        std::size_t c = 2 * i + 1;
+        if (c >= heap_.size()) break;
+        if (c + 1 < heap_.size() && heap_[c + 1].before(heap_[c])) ++c;
+        if (!heap_[c].before(e)) break;
+        heap_[i] = heap_[c];
+        pos_[heap_[i].id] = i;
+        i = c;
+      }
+      heap_[i] = e;
+      pos_[e.id] = i;
+    }
+    std::vector<Event> heap_;
+    std::vector<std::size_t> pos_;  // index in heap_ per flow id, or kAbsent
   };
   struct Flow {
     const std::uint32_t* path = nullptr;
     std::uint32_t hops = 0;
-    std::uint32_t version = 0;
     bool active = false;     // draining (holds bandwidth on its channels)
     std::uint32_t mark = 0;  // epoch of the last settle that visited it
     double remaining = 0;    // bytes at `last`
-    double rate = 0;         // bytes per tick
+    double rate = 0;         // bytes per tick (0 until the first settle)
+    double previous = 0;     // settle scratch: the rate before this settle
     Tick last = 0;
     Tick latency = 0;        // sum over the path
   };
@@ -129,8 +174,8 @@ class FlowLinkModel final : public LinkModel {
     double left = 0;
   };
 
-  void schedule(Tick time, Kind kind, TransferId id, std::uint32_t version) {
-    events_.push(Event{time, seq_++, kind, id, version});
+  void schedule(Tick time, Kind kind, TransferId id) {
+    events_.set(Event{time, seq_++, kind, id});
   }
 
   void mark_dirty(std::uint32_t c) {
@@ -144,7 +189,6 @@ class FlowLinkModel final : public LinkModel {
     Flow& f = flows_[id];
     f.active = false;
     f.remaining = 0;
-    ++f.version;
     for (std::uint32_t h = 0; h < f.hops; ++h) {
       const std::uint32_t c = f.path[h];
       Port& p = ports_[c];
@@ -176,11 +220,10 @@ class FlowLinkModel final : public LinkModel {
         for (std::uint32_t h = 0; h < f.hops; ++h) visit_channel(f.path[h]);
       }
     }
-    // Bring every affected flow to now_ at its old rate, then refill.
+    // Refill from scratch; a flow keeps its old rate in `previous` until the new one is known.
     for (TransferId id : comp_flows_) {
       Flow& f = flows_[id];
-      f.remaining = std::max(0.0, f.remaining - f.rate * static_cast<double>(now_ - f.last));
-      f.last = now_;
+      f.previous = f.rate;
       f.rate = -1;  // unfrozen
     }
     for (std::uint32_t c : comp_channels_) {
@@ -213,10 +256,15 @@ class FlowLinkModel final : public LinkModel {
         }
       }
     }
+    // A flow whose rate came out unchanged keeps its pending drain event (its remaining bytes stay counted
+    // from `last`); the others are brought to now_ at their old rate and rescheduled. In a pod-wide component
+    // most flows keep their rate, so this saves most of the event-queue traffic.
     for (TransferId id : comp_flows_) {
       Flow& f = flows_[id];
-      ++f.version;
-      schedule(now_ + ceil_ticks(f.remaining / f.rate), Kind::drained, id, f.version);
+      if (f.rate == f.previous) continue;
+      f.remaining = std::max(0.0, f.remaining - f.previous * static_cast<double>(now_ - f.last));
+      f.last = now_;
+      schedule(now_ + ceil_ticks(f.remaining / f.rate), Kind::drained, id);
     }
   }
 
@@ -233,7 +281,7 @@ class FlowLinkModel final : public LinkModel {
   std::vector<std::uint32_t> dirty_;
   std::vector<std::uint32_t> comp_channels_;
   std::vector<TransferId> comp_flows_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  EventHeap events_;
   std::uint64_t seq_ = 0;
   std::uint32_t epoch_ = 0;
   Tick now_ = 0;

@@ -1,13 +1,16 @@
 #include "ocs.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
 namespace tpusim::models::net {
 
-OcsFabric::OcsFabric(const Topology& topo, Seconds reconfiguration)
-    : ports_(topo.ocs_ports_used()),
+OcsFabric::OcsFabric(const Topology& topo, Seconds reconfiguration, int spare_cubes)
+    : ocs_per_pod_(topo.ocs_count() / std::max(1, topo.pods())),
+      ports_used_(topo.ocs_ports_used()),
+      ports_(topo.ocs_ports_used() > 0 ? topo.ocs_ports_used() + 2 * spare_cubes : 0),
       reconfiguration_(to_ticks(reconfiguration)),
       peer_(static_cast<std::size_t>(topo.ocs_count()), std::vector<std::int32_t>(static_cast<std::size_t>(ports_), kUnconnected)),
       ready_(static_cast<std::size_t>(topo.ocs_count()), std::vector<Tick>(static_cast<std::size_t>(ports_), 0)) {
@@ -52,6 +55,30 @@ Tick OcsFabric::remap(OcsId ocs, PortId a, PortId b, Tick now) {
   ready[a.value()] = up;
   ready[b.value()] = up;
   ++remaps_;
+  return up;
+}
+
+Tick OcsFabric::swap_in_spare(int pod, int cube, int spare, Tick now) {
+  const auto failed = static_cast<std::uint32_t>(2 * cube);
+  const auto spare_port = static_cast<std::uint32_t>(ports_used_ + 2 * spare);
+  Tick up = now;
+  for (int o = pod * ocs_per_pod_; o < (pod + 1) * ocs_per_pod_; ++o) {
+    const OcsId ocs(static_cast<std::uint32_t>(o));
+    check(ocs, PortId(spare_port + 1));
+    // Read both circuits before remapping: a cube spanning an axis is its own neighbour (+ face to - face).
+    std::optional<PortId> peers[2];
+    for (std::uint32_t face = 0; face < 2; ++face) peers[face] = peer(ocs, PortId(failed + face), kNever);
+    for (std::uint32_t face = 0; face < 2; ++face) {
+      if (!peers[face]) continue;
+      std::uint32_t to = peers[face]->value();
+      if (to == failed || to == failed + 1) {
+        if (face == 1) continue;  // the self-circuit moved with face 0
+        to = spare_port + (to - failed);
+        peer_[ocs.value()][failed] = peer_[ocs.value()][failed + 1] = kUnconnected;
+      }
+      up = std::max(up, remap(ocs, PortId(spare_port + face), PortId(to), now));
+    }
+  }
   return up;
 }
 

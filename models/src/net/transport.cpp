@@ -50,15 +50,27 @@ std::string describe_chip(const Topology& topo, ChipId chip) {
                          : fmt::format("chip {} ({})", chip.value(), at);
 }
 
+// The channels with the degraded links slowed down.
+std::vector<Channel> degrade(std::vector<Channel> ch, const std::vector<LinkDegradation>& degraded, Bytes chunk) {
+  for (const LinkDegradation& d : degraded) {
+    Channel& c = ch.at(d.link.value());
+    c.bytes_per_tick *= d.bandwidth_fraction / retransmission_factor(d.bit_error_rate, chunk);
+    c.latency += to_ticks(d.added_latency);
+  }
+  return ch;
+}
+
 }  // namespace
 
-Transport::Transport(const Topology& topo, const Scenario& scenario, const FaultSet& faults)
+Transport::Transport(const Topology& topo, const Scenario& scenario, const FaultSet& faults,
+                     const std::vector<LinkDegradation>& degraded)
     : topo_(topo),
       faults_(faults),
       router_(make_router(topo, scenario.fidelity.routing, faults_)),
       ocs_(topo, scenario.pod.ocs_reconfiguration),
       dcn_base_(static_cast<std::uint32_t>(topo.link_count())),
-      model_(make_link_model(scenario.fidelity, channels_of(topo, scenario.chip.ici.link_efficiency))) {}
+      model_(make_link_model(scenario.fidelity, degrade(channels_of(topo, scenario.chip.ici.link_efficiency), degraded,
+                                                        scenario.fidelity.link_chunk))) {}
 
 GroupShapeId Transport::add_group(const ir::CollectiveGroup& group) {
   const auto it = std::find(groups_.begin(), groups_.end(), group);

@@ -27,6 +27,7 @@
 
 #include "../ticks.h"
 #include "link_model.h"
+#include "tpusim/models/simulate.h"
 #include "ocs.h"
 #include "tpusim/core/scenario.h"
 #include "tpusim/kernels/program.h"
@@ -73,7 +74,9 @@ class Transport {
   // `topo` must outlive the transport. ICI channels move data at the link's rate x chip.ici.link_efficiency
   // (framing and flow control); a DCN NIC's rate is taken as achievable as given. Throws std::invalid_argument
   // for faults under DOR routing.
-  Transport(const Topology& topo, const Scenario& scenario, const FaultSet& faults);
+  // `degraded` links run slower (LinkDegradation, tpusim/models/simulate.h).
+  Transport(const Topology& topo, const Scenario& scenario, const FaultSet& faults,
+            const std::vector<LinkDegradation>& degraded = {});
 
   // Interns a group shape (it must fit the topology: kernels::plan_collective checks).
   [[nodiscard]] GroupShapeId add_group(const ir::CollectiveGroup& group);

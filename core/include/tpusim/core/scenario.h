@@ -10,6 +10,7 @@
 
 #include "tpusim/core/chip_spec.h"
 #include "tpusim/core/config_tree.h"
+#include "tpusim/core/fault_plan.h"
 #include "tpusim/core/mesh_spec.h"
 #include "tpusim/core/model_spec.h"
 #include "tpusim/core/pod_spec.h"
@@ -101,6 +102,8 @@ struct Scenario {
   ChipSpec chip;
   WorkloadSpec workload;
   FidelitySpec fidelity;
+  JobSpec job;       // `job:`; job.enabled when the scenario has a job, faults or fault rates
+  FaultPlan faults;  // `faults:` and `fault_rates:`
   // The composed tree after merges and overrides (for the record); the typed fields above are the truth.
   ConfigNode tree;
   std::map<std::string, FieldOrigin> origins;  // top-level scenario fields

@@ -5,11 +5,13 @@
 // A SystemC kernel cannot be restarted: call simulate() at most once per process.
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "tpusim/core/scenario.h"
 #include "tpusim/kernels/program.h"
 #include "tpusim/models/errors.h"
 #include "tpusim/models/sim_result.h"
+#include "tpusim/topology/routing.h"
 
 namespace tpusim::models {
 
@@ -24,12 +26,37 @@ struct TraceSpan {
   Seconds end;    // when it completed (DMA: retired)
 };
 
+// A link that runs slower for the whole step (a link_degraded fault the job lives with): the channel keeps
+// bandwidth_fraction of its rate, its hop takes added_latency more, and with a bit error rate each chunk
+// (fidelity.link_chunk) is sent 1 / (1 - p) times on average, p = 1 - (1 - ber)^(chunk bits), which divides
+// its rate by that factor (retransmitted bytes: sim_result's links bytes x (factor - 1), tools/src/job_run.cpp).
+struct LinkDegradation {
+  LinkId link;
+  double bandwidth_fraction = 1;
+  Seconds added_latency;
+  double bit_error_rate = 0;
+};
+[[nodiscard]] double retransmission_factor(double bit_error_rate, Bytes chunk);
+
+// A chip that runs slower for the whole step: a straggler's clock (and with it its on-chip VMEM bandwidth,
+// which runs at the core clock) at clock_fraction; a degraded HBM at hbm_bandwidth_fraction of its rate.
+struct ChipDegradation {
+  ChipId chip;
+  double clock_fraction = 1;
+  double hbm_bandwidth_fraction = 1;
+};
+
 struct SimOptions {
   // Optional; called from inside the simulation with the simulated time, at most about once per wall second.
   std::function<void(double sim_seconds)> progress;
   // Optional; called as each instruction completes (per chip in completion order; chips interleave). Costs
   // one branch per instruction when unset. Filter chips in the callback for big pods.
   std::function<void(const TraceSpan&)> trace;
+  // Links and chips failed for the whole step (a fault the job reroutes around, tools/src/job_run.cpp); needs
+  // fidelity.routing fault_aware, which routes around them and re-plans nothing else.
+  FaultSet failed;
+  std::vector<LinkDegradation> degraded_links;
+  std::vector<ChipDegradation> degraded_chips;
 };
 
 // Runs every chip of scenario.pod (chips are independent until the interconnect is modelled) on the program

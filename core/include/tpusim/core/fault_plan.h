@@ -1,0 +1,108 @@
+#pragma once
+// The fault plan and the job it hits (DESIGN.md "Faults", docs/faults.md): timed faults (`faults:`), random
+// faults from per-component mean times between failures (`fault_rates:`), and the job's length, detection and
+// recovery (`job:`). resolve_fault_plan() reads all three with the field tables below, checks every target
+// against the pod, and reports every problem at once; nothing downstream sees YAML.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tpusim/core/config_tree.h"
+#include "tpusim/core/fields.h"
+#include "tpusim/core/pod_spec.h"
+
+namespace tpusim {
+
+enum class FaultKind : std::uint8_t {
+  chip_down,      // the chip stops (its work, its ICI ports)
+  link_down,      // one directed ICI link and its reverse (the cable) stop carrying data
+  link_degraded,  // a link keeps a fraction of its bandwidth, adds latency, or corrupts bits (retransmitted)
+  ocs_port_down,  // the optical switch port of an inter-cube link: the link stops
+  host_down,      // the host stops: its chips lose their input, launches and heartbeats
+  hbm_degraded,   // a chip's HBM keeps a fraction of its bandwidth
+  straggler,      // a chip runs at a fraction of its clock
+};
+inline constexpr int kFaultKinds = 7;
+[[nodiscard]] const std::vector<std::pair<std::string, FaultKind>>& fault_kind_names();
+[[nodiscard]] std::string_view fault_kind_name(FaultKind k);
+// Faults that stop a component (the job must detect them and recover), as opposed to ones that slow it.
+[[nodiscard]] bool fault_stops(FaultKind k);
+
+// A fault's target. `random` targets are drawn from the scenario's seed among the pod's components of the
+// fault's kind (models/job.h). Otherwise: chip coordinates (every kind but host_down by index), plus the
+// direction of the link leaving that chip (link and OCS port kinds), or a host index (host_down).
+struct FaultTarget {
+  bool random = false;
+  std::vector<int> chip;  // coordinates in the slice, one per axis of pod.shape
+  int axis = -1;          // link kinds: 0, 1, 2 for x, y, z
+  int sign = 0;           // link kinds: +1 or -1
+  int host = -1;          // host_down given as {host: N}
+  [[nodiscard]] std::string str() const;  // "random", "[1,2,3]", "[1,2,3] x+", "host 4"
+};
+
+struct FaultSpec {
+  Seconds at;  // since the job started
+  FaultKind kind = FaultKind::chip_down;
+  FaultTarget target;
+  double bandwidth_fraction = 1;  // link_degraded, hbm_degraded: fraction of the nominal bandwidth kept
+  Seconds added_latency;          // link_degraded: added to the link's hop latency
+  double bit_error_rate = 0;      // link_degraded: per bit; a corrupted chunk is sent again
+  double clock_fraction = 1;      // straggler: fraction of the chip clock it runs at
+  SourceLoc loc;                  // the entry's `at`, for errors found after the step is simulated
+  int index = 0;                  // position in the scenario's `faults` list
+};
+
+// Mean time between failures of ONE component of each kind that fails at random (0 = never). The pod's
+// rate of a kind is components / mtbf (chips, directed-link pairs = cables, OCS ports, hosts).
+struct FaultRates {
+  Seconds chip_down;
+  Seconds link_down;
+  Seconds ocs_port_down;
+  Seconds host_down;
+  [[nodiscard]] bool any() const {
+    return chip_down.value() > 0 || link_down.value() > 0 || ocs_port_down.value() > 0 || host_down.value() > 0;
+  }
+};
+
+// How the job recovers from a fault that stops a component (models/src/job/recovery_*.cpp, one per policy).
+enum class RecoveryPolicyKind : std::uint8_t { fail, checkpoint_restart, reroute, spare_cube };
+
+// The job: how long it runs, how failures are noticed and how it recovers. The checkpoint interval is
+// workload.checkpoint.every_steps; with a job, each checkpoint is written in full every that many steps
+// (instead of amortised into the simulated step).
+struct JobSpec {
+  bool enabled = false;          // the scenario has `job:`, `faults:` or `fault_rates:`
+  std::int64_t steps = 1;        // training steps to run (used when duration is 0)
+  Seconds duration;              // or: run this long (0 = use steps)
+  Seconds heartbeat;             // every component reports alive this often
+  Seconds timeout;               // silence for this long means failed
+  RecoveryPolicyKind recovery = RecoveryPolicyKind::checkpoint_restart;
+  Seconds restart;               // relaunch the job on its slice (schedule, compile, initialise)
+  Seconds repair;                // replace the failed chip, host or optics (checkpoint_restart after repair)
+  int spare_cubes = 0;           // spare_cube: idle 4x4x4 cubes the OCS can switch in
+  std::map<std::string, FieldOrigin> origins;
+};
+
+struct FaultPlan {
+  std::vector<FaultSpec> faults;  // as written, sorted by `at` (stable)
+  FaultRates rates;
+};
+
+// Reads `job`, `faults` and `fault_rates` of the scenario tree into `job` and `plan`, checking targets against
+// `pod` (coordinates in range, the link exists, an OCS port only between cubes, the host exists), parameters
+// against their kind, and `at` against job.duration when the job has one (a job of `steps` is checked once
+// its step time is known: check_fault_times).
+void resolve_fault_plan(const ConfigNode& tree, const PodSpec& pod, JobSpec& job, FaultPlan& plan,
+                        Diagnostics& diags);
+// A fault at or after the job's end is bad input: `end` is job.duration or steps x the simulated step time.
+void check_fault_times(const FaultPlan& plan, Seconds end, Diagnostics& diags);
+
+[[nodiscard]] const FieldTable<JobSpec>& job_fields();
+[[nodiscard]] const FieldTable<FaultSpec>& fault_fields();
+[[nodiscard]] const FieldTable<FaultRates>& fault_rate_fields();
+
+}  // namespace tpusim

@@ -1,0 +1,333 @@
+#include "tpusim/core/fault_plan.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace tpusim {
+
+const std::vector<std::pair<std::string, FaultKind>>& fault_kind_names() {
+  static const std::vector<std::pair<std::string, FaultKind>> kNames{
+      {"chip_down", FaultKind::chip_down},         {"link_down", FaultKind::link_down},
+      {"link_degraded", FaultKind::link_degraded}, {"ocs_port_down", FaultKind::ocs_port_down},
+      {"host_down", FaultKind::host_down},         {"hbm_degraded", FaultKind::hbm_degraded},
+      {"straggler", FaultKind::straggler}};
+  static_assert(kFaultKinds == 7, "one name per FaultKind");
+  return kNames;
+}
+
+std::string_view fault_kind_name(FaultKind k) {
+  for (const auto& [name, kind] : fault_kind_names()) {
+    if (kind == k) return name;
+  }
+  return "?";
+}
+
+bool fault_stops(FaultKind k) {
+  return k == FaultKind::chip_down || k == FaultKind::link_down || k == FaultKind::ocs_port_down ||
+         k == FaultKind::host_down;
+}
+
+std::string FaultTarget::str() const {
+  if (random) return "random";
+  if (host >= 0) return fmt::format("host {}", host);
+  std::string s = fmt::format("[{}]", fmt::join(chip, ","));
+  if (axis >= 0) s += fmt::format(" {}{}", "xyz"[axis], sign > 0 ? '+' : '-');
+  return s;
+}
+
+const FieldTable<JobSpec>& job_fields() {
+  using S = JobSpec;
+  static const FieldTable<JobSpec> table = [] {
+    FieldTable<JobSpec> t;
+    t.add<std::int64_t>("steps", [](S& s) -> std::int64_t& { return s.steps; }, "1",
+                        "training steps the job runs (when duration is 0)", positive<std::int64_t>());
+    t.add<Seconds>("duration", [](S& s) -> Seconds& { return s.duration; }, "0 s",
+                   "or: the job runs this long (steps as many as fit); 0 = use steps", non_negative<Seconds>());
+    t.add<Seconds>("heartbeat", [](S& s) -> Seconds& { return s.heartbeat; }, "5 s",
+                   "every chip, host and link reports alive this often (assumption: a watchdog period of "
+                   "seconds; not published for TPU)",
+                   positive<Seconds>());
+    t.add<Seconds>("timeout", [](S& s) -> Seconds& { return s.timeout; }, "30 s",
+                   "a component silent this long is declared failed (assumption: several missed heartbeats; not "
+                   "published)",
+                   positive<Seconds>());
+    t.add_choice<RecoveryPolicyKind>(
+        "recovery", [](S& s) -> RecoveryPolicyKind& { return s.recovery; },
+        {{"fail", RecoveryPolicyKind::fail},
+         {"checkpoint_restart", RecoveryPolicyKind::checkpoint_restart},
+         {"reroute", RecoveryPolicyKind::reroute},
+         {"spare_cube", RecoveryPolicyKind::spare_cube}},
+        "checkpoint_restart",
+        "after a fault that stops a component: fail the job; restart from the last checkpoint after repair; "
+        "reroute around failed links in place; or switch a spare cube in through the OCS (v4/v5p)");
+    t.add<Seconds>("restart", [](S& s) -> Seconds& { return s.restart; }, "10 min",
+                   "relaunch the job on its slice: schedule, compile, initialise (assumption: minutes; not "
+                   "published)",
+                   non_negative<Seconds>());
+    t.add<Seconds>("repair", [](S& s) -> Seconds& { return s.repair; }, "1 h",
+                   "replace a failed chip, host or optical port before a restart on the same slice (assumption: "
+                   "a tray swap or a move to a healthy slice; not published)",
+                   non_negative<Seconds>());
+    t.add<int>("spare_cubes", [](S& s) -> int& { return s.spare_cubes; }, "1",
+               "spare_cube: idle cubes the OCS can switch in for a cube with a failed chip, host or port",
+               at_least(0));
+    return t;
+  }();
+  return table;
+}
+
+const FieldTable<FaultSpec>& fault_fields() {
+  using S = FaultSpec;
+  static const FieldTable<FaultSpec> table = [] {
+    FieldTable<FaultSpec> t;
+    t.add<Seconds>("at", [](S& s) -> Seconds& { return s.at; }, std::nullopt, "when the fault hits, since the job "
+                   "started", non_negative<Seconds>());
+    t.add_choice<FaultKind>("kind", [](S& s) -> FaultKind& { return s.kind; }, fault_kind_names(), std::nullopt,
+                            "what fails");
+    t.add<double>("bandwidth_fraction", [](S& s) -> double& { return s.bandwidth_fraction; }, "1",
+                  "link_degraded, hbm_degraded: fraction of the nominal bandwidth kept", fraction());
+    t.add<Seconds>("added_latency", [](S& s) -> Seconds& { return s.added_latency; }, "0 s",
+                   "link_degraded: latency added to the link's hop", non_negative<Seconds>());
+    t.add<double>("bit_error_rate", [](S& s) -> double& { return s.bit_error_rate; }, "0",
+                  "link_degraded: errors per bit; a corrupted chunk is sent again", [](const double& v) {
+                    return v >= 0 && v <= 1e-6 ? std::string{} : std::string("a rate in [0, 1e-6]");
+                  });
+    t.add<double>("clock_fraction", [](S& s) -> double& { return s.clock_fraction; }, "1",
+                  "straggler: fraction of its clock the chip runs at", fraction());
+    return t;
+  }();
+  return table;
+}
+
+const FieldTable<FaultRates>& fault_rate_fields() {
+  using S = FaultRates;
+  static const FieldTable<FaultRates> table = [] {
+    FieldTable<FaultRates> t;
+    t.add<Seconds>("chip_down", [](S& s) -> Seconds& { return s.chip_down; }, "0 s",
+                   "mean time between failures of one chip; 0 = chips never fail at random", non_negative<Seconds>());
+    t.add<Seconds>("link_down", [](S& s) -> Seconds& { return s.link_down; }, "0 s",
+                   "mean time between failures of one ICI cable (both directions); 0 = never",
+                   non_negative<Seconds>());
+    t.add<Seconds>("ocs_port_down", [](S& s) -> Seconds& { return s.ocs_port_down; }, "0 s",
+                   "mean time between failures of one OCS port; 0 = never", non_negative<Seconds>());
+    t.add<Seconds>("host_down", [](S& s) -> Seconds& { return s.host_down; }, "0 s",
+                   "mean time between failures of one host; 0 = never", non_negative<Seconds>());
+    return t;
+  }();
+  return table;
+}
+
+namespace {
+
+bool is_link_kind(FaultKind k) {
+  return k == FaultKind::link_down || k == FaultKind::link_degraded || k == FaultKind::ocs_port_down;
+}
+
+// Reads `target` (random, a coordinate list, or a map of chip / dir / host) into `out`.
+void read_target(const ConfigNode& n, const std::string& path, FaultTarget& out, Diagnostics& diags) {
+  auto coords = [&](const ConfigNode& c, const std::string& key_path) {
+    std::string expected;
+    if (!parse_scalar(c, out.chip, expected)) {
+      diags.error(c.loc(), key_path, "invalid chip coordinates", "a list of integers, one per axis", c.describe());
+      return false;
+    }
+    return true;
+  };
+  if (n.is_scalar()) {
+    if (n.scalar() == "random") {
+      out.random = true;
+      return;
+    }
+    diags.error(n.loc(), path, "invalid target", "random, chip coordinates [x, y, z], or a map {chip, dir} / {host}",
+                n.describe());
+    return;
+  }
+  if (n.is_seq()) {
+    coords(n, path);
+    return;
+  }
+  if (!n.is_map()) {
+    diags.error(n.loc(), path, "missing target", "random, chip coordinates [x, y, z], or a map {chip, dir} / {host}",
+                n.describe());
+    return;
+  }
+  for (const auto& e : n.entries()) {
+    const std::string key_path = path + "." + e.key;
+    if (e.key == "chip") {
+      coords(e.value, key_path);
+    } else if (e.key == "dir") {
+      const std::string& d = e.value.scalar();
+      if (!e.value.is_scalar() || d.size() != 2 || d[0] < 'x' || d[0] > 'z' || (d[1] != '+' && d[1] != '-')) {
+        diags.error(e.value.loc(), key_path, "invalid link direction", "x+, x-, y+, y-, z+ or z-", e.value.describe());
+        continue;
+      }
+      out.axis = d[0] - 'x';
+      out.sign = d[1] == '+' ? 1 : -1;
+    } else if (e.key == "host") {
+      std::string expected;
+      if (!parse_scalar(e.value, out.host, expected) || out.host < 0) {
+        diags.error(e.value.loc(), key_path, "invalid host", "a host index >= 0", e.value.describe());
+      }
+    } else {
+      diags.error(e.key_loc, key_path, "unknown key '" + e.key + "'", "a known key", e.key,
+                  suggestion(e.key, {"chip", "dir", "host"}));
+    }
+  }
+}
+
+// Checks a resolved target against the fault's kind and the pod.
+void check_target(const FaultSpec& f, const ConfigNode& n, const std::string& path, const PodSpec& pod,
+                  Diagnostics& diags) {
+  const FaultTarget& t = f.target;
+  if (t.random) return;
+  const std::string kind(fault_kind_name(f.kind));
+  auto bad = [&](const std::string& msg, const std::string& expected) {
+    diags.error(n.loc(), path, msg, expected, t.str());
+  };
+  long long hosts = pod.chip_count() / std::max(1, pod.pods);
+  for (int h : pod.host_shape) hosts /= std::max(1, h);
+  if (f.kind == FaultKind::host_down && t.host >= 0) {
+    if (t.host >= hosts) bad("the pod has no such host", fmt::format("a host index below {}", hosts));
+    return;
+  }
+  if (t.host >= 0) {
+    bad(fmt::format("a {} fault targets a chip, not a host", kind), "chip coordinates");
+    return;
+  }
+  const std::size_t axes = pod.shape.size();
+  if (t.chip.size() != axes) {
+    bad("chip coordinates need one entry per axis of the pod",
+        fmt::format("{} coordinates within {} (pod {})", axes, format_value(pod.shape), pod.name));
+    return;
+  }
+  for (std::size_t i = 0; i < axes; ++i) {
+    if (t.chip[i] < 0 || t.chip[i] >= pod.shape[i]) {
+      bad("the pod has no chip there", fmt::format("coordinates within {} (pod {})", format_value(pod.shape),
+                                                   pod.name));
+      return;
+    }
+  }
+  if (!is_link_kind(f.kind)) {
+    if (t.axis >= 0) bad(fmt::format("a {} fault takes no link direction", kind), "chip coordinates only");
+    return;
+  }
+  if (t.axis < 0) {
+    bad(fmt::format("a {} fault needs the link's direction", kind), "{chip: [x, y, z], dir: x+}");
+    return;
+  }
+  const auto a = static_cast<std::size_t>(t.axis);
+  if (a >= axes || pod.shape[a] == 1) {
+    bad("the pod has no link along that axis", fmt::format("an axis of {} longer than 1", format_value(pod.shape)));
+    return;
+  }
+  const int next = t.chip[a] + t.sign;
+  const bool wraps = next < 0 || next >= pod.shape[a];
+  if (wraps && (a >= pod.wraparound.size() || pod.wraparound[a] == 0)) {
+    bad("the pod has no link there (a mesh edge)", "a link between two chips of the pod");
+    return;
+  }
+  if (f.kind == FaultKind::ocs_port_down) {
+    if (pod.cube.empty()) {
+      bad(fmt::format("pod {} has no optical switches (no cube)", pod.name), "a pod with pod.cube set (v4, v5p)");
+      return;
+    }
+    // The link crosses the OCS when it leaves the chip's cube.
+    const int from_cube = t.chip[a] / pod.cube[a];
+    const int to = (next + pod.shape[a]) % pod.shape[a];
+    // (A wraparound link runs through the OCS even when one cube spans the axis.)
+    if (to / pod.cube[a] == from_cube && !wraps) {
+      bad("that link is electrical, inside a cube", "a link that leaves its cube (through an OCS port)");
+    }
+  }
+}
+
+void check_parameters(const FaultSpec& f, const std::map<std::string, FieldOrigin>& origins, const std::string& path,
+                      Diagnostics& diags) {
+  auto applies = [&](const std::string& key, std::initializer_list<FaultKind> kinds) {
+    const auto it = origins.find(key);
+    if (it == origins.end() || it->second.defaulted) return;
+    if (std::find(kinds.begin(), kinds.end(), f.kind) != kinds.end()) return;
+    std::vector<std::string> names;
+    for (FaultKind k : kinds) names.emplace_back(fault_kind_name(k));
+    diags.error(it->second.loc, path + "." + key, fmt::format("{} does not apply to a {} fault", key,
+                                                               fault_kind_name(f.kind)),
+                fmt::format("a fault of kind {}", fmt::join(names, " or ")), std::string(fault_kind_name(f.kind)));
+  };
+  applies("bandwidth_fraction", {FaultKind::link_degraded, FaultKind::hbm_degraded});
+  applies("added_latency", {FaultKind::link_degraded});
+  applies("bit_error_rate", {FaultKind::link_degraded});
+  applies("clock_fraction", {FaultKind::straggler});
+}
+
+}  // namespace
+
+void resolve_fault_plan(const ConfigNode& tree, const PodSpec& pod, JobSpec& job, FaultPlan& plan,
+                        Diagnostics& diags) {
+  const ConfigNode* job_node = tree.find("job");
+  const ConfigNode* faults = tree.find("faults");
+  const ConfigNode* rates = tree.find("fault_rates");
+  job.enabled = job_node != nullptr || faults != nullptr || rates != nullptr;
+  const ConfigNode empty = ConfigNode::make_map(tree.loc());
+  job_fields().resolve(job_node != nullptr ? *job_node : empty, "job", job, diags, &job.origins);
+  fault_rate_fields().resolve(rates != nullptr ? *rates : empty, "fault_rates", plan.rates, diags);
+  if (job.timeout.value() > 0 && job.heartbeat.value() > job.timeout.value()) {
+    const auto it = job.origins.find("timeout");
+    diags.error(it != job.origins.end() ? it->second.loc : tree.loc(), "job.timeout",
+                "the timeout must cover at least one heartbeat", fmt::format(">= job.heartbeat ({})",
+                                                                              format_value(job.heartbeat)),
+                format_value(job.timeout));
+  }
+  if (job.recovery == RecoveryPolicyKind::spare_cube && pod.cube.empty()) {
+    const auto it = job.origins.find("recovery");
+    diags.error(it != job.origins.end() ? it->second.loc : tree.loc(), "job.recovery",
+                fmt::format("pod {} has no optical switches to swap a cube through", pod.name),
+                "a pod with pod.cube set (v4, v5p), or another recovery", "spare_cube");
+  }
+  if (faults == nullptr || faults->is_null()) return;
+  if (!faults->is_seq()) {
+    diags.error(faults->loc(), "faults", "wrong type", "a list of faults ({at, kind, target, ...})",
+                faults->describe());
+    return;
+  }
+  for (std::size_t i = 0; i < faults->items().size(); ++i) {
+    const ConfigNode& entry = faults->items()[i];
+    const std::string path = fmt::format("faults[{}]", i);
+    FaultSpec f;
+    std::map<std::string, FieldOrigin> origins;
+    const std::size_t before = diags.size();
+    fault_fields().resolve(entry, path, f, diags, &origins, {"target"});
+    if (!entry.is_map()) continue;
+    f.loc = origins.count("at") != 0 ? origins["at"].loc : entry.loc();
+    f.index = static_cast<int>(i);
+    const ConfigNode* target = entry.find("target");
+    if (target == nullptr) {
+      diags.error(entry.loc(), path + ".target", "missing required key",
+                  "random, chip coordinates [x, y, z], or a map {chip, dir} / {host}", "nothing");
+      continue;
+    }
+    read_target(*target, path + ".target", f.target, diags);
+    if (diags.size() != before) continue;
+    check_target(f, *target, path + ".target", pod, diags);
+    check_parameters(f, origins, path, diags);
+    if (job.duration.value() > 0 && f.at.value() >= job.duration.value()) {
+      diags.error(f.loc, path + ".at", "the fault comes after the job ends",
+                  fmt::format("a time before job.duration ({})", format_value(job.duration)), format_value(f.at));
+    }
+    plan.faults.push_back(std::move(f));
+  }
+  std::stable_sort(plan.faults.begin(), plan.faults.end(),
+                   [](const FaultSpec& a, const FaultSpec& b) { return a.at.value() < b.at.value(); });
+}
+
+void check_fault_times(const FaultPlan& plan, Seconds end, Diagnostics& diags) {
+  for (const FaultSpec& f : plan.faults) {
+    if (f.at.value() >= end.value()) {
+      diags.error(f.loc, fmt::format("faults[{}].at", f.index), "the fault comes after the job ends",
+                  fmt::format("a time before the job's end ({}: job.steps x the simulated step)", format_value(end)),
+                  format_value(f.at));
+    }
+  }
+}
+
+}  // namespace tpusim

@@ -1,0 +1,83 @@
+#pragma once
+// The job over many steps (docs/faults.md "The job timeline"): job.steps steps of the simulated steady-state
+// step, a checkpoint written every workload.checkpoint.every_steps steps, and the scenario's faults (timed,
+// and drawn from fault_rates with the seed). A fault that stops a component is noticed by the heartbeat
+// model and handled by the job's recovery policy (models/src/job/recovery_*.cpp); a fault that slows a
+// component changes the step time from the next step on. Steps no fault touches are composed from the
+// simulated step, not simulated again. Plain C++, no SystemC; same inputs and seed, same result.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tpusim/core/scenario.h"
+#include "tpusim/topology/topology.h"
+
+namespace tpusim::models {
+
+// One fault with its target resolved to the pod's components (a random target drawn from the seed).
+struct ConcreteFault {
+  FaultSpec spec;
+  bool drawn = false;  // from fault_rates
+  ChipId chip{};       // chip kinds, host_down (a chip of the host), link kinds (the link's source)
+  LinkId link{};       // link kinds: the failed direction (the cable's reverse fails too for *_down)
+  HostId host{};       // host_down
+  int cube = -1;       // the pod cube of `chip` (pods with OCS), else -1
+  [[nodiscard]] std::string target() const;  // "[1,2,3]", "[0,0,0] x+", "host 4"
+};
+
+// The costs the timeline composes, from the simulated step and the specs (tools/src/job_run.cpp).
+struct JobCosts {
+  Seconds step;                // the simulated healthy step (checkpoint left out)
+  Seconds checkpoint_write;    // one full checkpoint: the host's chips' state / chip.host.storage_bandwidth
+  Seconds checkpoint_restore;  // reading it back, at the same bandwidth
+  Bytes checkpoint_bytes;      // per chip
+  // The step time while `fault` lasts (a rerouted link, a degraded link or HBM, a straggler): the step
+  // simulated again with it (tools/src/job_run.cpp). Unset: the healthy step.
+  std::function<Seconds(const ConcreteFault&)> step_with;
+};
+
+// One fault on the timeline.
+struct FaultEvent {
+  ConcreteFault fault;
+  std::int64_t step = 0;  // the step in flight when it hit (0-based)
+  Seconds detected;       // = at for faults that only slow a component
+  Seconds resumed;        // the job runs again (or, for a slowdown, the step it takes effect)
+  std::string recovery;   // "reroute", "spare_cube", "checkpoint_restart", "failed", "slowdown", "during recovery"
+  Seconds lost_work;      // steps since the last checkpoint plus the step in flight, re-run
+  Seconds downtime;       // detection + repair + restart + reconfiguration + restore (or the stall of a reroute)
+  Seconds step_before, step_after;
+};
+
+// Where the job's wall time went; the parts add up to `wall`.
+struct JobLosses {
+  Seconds checkpoint, lost_work, detection, repair, restart, reconfiguration, restore, slowdown;
+};
+
+struct JobResult {
+  std::int64_t steps = 0;       // the job's work, in steps
+  std::int64_t steps_done = 0;  // completed and kept (< steps when the job failed)
+  std::int64_t checkpoints = 0;
+  bool failed = false;          // recovery `fail` ended it
+  Seconds wall;                 // start to end (or to the failure's detection)
+  Seconds useful;               // steps_done x the healthy step
+  double goodput = 0;           // useful / wall
+  JobLosses losses;
+  std::vector<FaultEvent> events;  // in time order
+  int spare_cubes_left = 0;
+  std::uint64_t ocs_remaps = 0;  // circuits the spare-cube swaps remapped
+};
+
+// The job's work in steps: job.steps, or with job.duration the steps a fault-free run fits in it (each with
+// its share of the checkpoint writes).
+[[nodiscard]] std::int64_t job_steps(const Scenario& s, Seconds step, Seconds checkpoint_write);
+
+// Resolves a timed fault's target on the pod (its spec was checked by resolve_fault_plan). A random target is
+// drawn from `seed` and the entry's position in `faults` (a stream of its own, so adding an entry moves no
+// other), among the pod's components of the fault's kind.
+[[nodiscard]] ConcreteFault concrete_fault(const FaultSpec& spec, const Topology& topo, std::int64_t seed);
+
+// Runs the job's timeline. `topo` is the scenario's pod.
+[[nodiscard]] JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs);
+
+}  // namespace tpusim::models

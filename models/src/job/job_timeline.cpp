@@ -1,0 +1,299 @@
+// The job timeline (tpusim/models/job.h; docs/faults.md). Time advances in closed form from step boundary to
+// step boundary: the steps between two events (a checkpoint, a fault) are composed, never looped over one by
+// one, so a year of steps costs as much as the faults in it.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "random_faults.h"
+#include "recovery_policy.h"
+#include "tpusim/models/job.h"
+
+namespace tpusim::models {
+
+std::string ConcreteFault::target() const {
+  if (spec.target.random) {
+    return fmt::format("random: {}", spec.kind == FaultKind::host_down
+                                         ? fmt::format("host {}", host.value())
+                                         : fmt::format("chip {}", chip.value()) +
+                                               (spec.kind == FaultKind::link_down || spec.kind == FaultKind::ocs_port_down
+                                                    ? fmt::format(" link {}", link.value())
+                                                    : std::string()));
+  }
+  return spec.target.str();
+}
+
+namespace job {
+
+int cube_of(const Topology& topo, ChipId chip) {
+  if (topo.cube().empty()) return -1;
+  const ChipCoord c = topo.coord(chip);
+  int cube = 0, stride = 1;
+  for (int a = 0; a < topo.axes(); ++a) {
+    const auto i = static_cast<std::size_t>(a);
+    cube += c.pos[i] / topo.cube()[i] * stride;
+    stride *= topo.shape()[i] / topo.cube()[i];
+  }
+  return cube;
+}
+
+}  // namespace job
+
+namespace {
+
+ConcreteFault draw_target(const FaultSpec& spec, std::int64_t seed, const Topology& topo) {
+  // A stream of its own (seed mixed with the entry's position), so adding one does not move the others.
+  std::mt19937_64 rng(static_cast<std::uint64_t>(seed) * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(spec.index));
+  auto pick = [&rng](std::size_t n) { return static_cast<std::uint32_t>((rng() >> 11) % std::max<std::size_t>(n, 1)); };
+  ConcreteFault f;
+  f.spec = spec;
+  switch (spec.kind) {
+    case FaultKind::host_down:
+      f.host = HostId(pick(topo.host_count()));
+      f.chip = topo.chips_of(f.host).front();
+      break;
+    case FaultKind::link_down:
+    case FaultKind::link_degraded:
+    case FaultKind::ocs_port_down: {
+      std::vector<LinkId> links;
+      for (std::uint32_t i = 0; i < topo.link_count(); ++i) {
+        if (spec.kind != FaultKind::ocs_port_down || topo.link(LinkId(i)).ocs) links.emplace_back(i);
+      }
+      f.link = links.empty() ? LinkId(0) : links[pick(links.size())];
+      f.chip = topo.link(f.link).src;
+      break;
+    }
+    default: f.chip = ChipId(pick(topo.chip_count())); break;
+  }
+  if (spec.kind != FaultKind::host_down) f.host = topo.host_of(f.chip);
+  f.cube = job::cube_of(topo, f.chip);
+  return f;
+}
+
+}  // namespace
+
+ConcreteFault concrete_fault(const FaultSpec& spec, const Topology& topo, std::int64_t seed) {
+  if (spec.target.random) return draw_target(spec, seed, topo);
+  ConcreteFault f;
+  f.spec = spec;
+  const FaultTarget& t = spec.target;
+  if (spec.kind == FaultKind::host_down && t.host >= 0) {
+    f.host = HostId(static_cast<std::uint32_t>(t.host));
+    f.chip = topo.chips_of(f.host).front();
+  } else {
+    ChipCoord c;
+    for (std::size_t i = 0; i < t.chip.size() && i < c.pos.size(); ++i) c.pos[i] = t.chip[i];
+    f.chip = topo.chip_at(c);
+    f.host = topo.host_of(f.chip);
+    if (t.axis >= 0) {
+      const auto link = topo.out_link(f.chip, t.axis, t.sign);
+      if (link) f.link = *link;
+    }
+  }
+  f.cube = job::cube_of(topo, f.chip);
+  return f;
+}
+
+std::int64_t job_steps(const Scenario& s, Seconds step, Seconds checkpoint_write) {
+  if (s.job.duration.value() <= 0) return s.job.steps;
+  const int every = s.workload.checkpoint.every_steps;
+  const double per_step = step.value() + (every > 0 ? checkpoint_write.value() / every : 0.0);
+  return per_step > 0 ? std::max<std::int64_t>(1, static_cast<std::int64_t>(s.job.duration.value() / per_step)) : 1;
+}
+
+namespace {
+
+constexpr double kNever = std::numeric_limits<double>::infinity();
+// A job that meets this many faults is not making progress worth reporting.
+constexpr std::size_t kMaxFaults = 1'000'000;
+
+// The merged stream of timed faults (in `at` order) and random ones.
+class FaultStream {
+ public:
+  FaultStream(const Scenario& s, const Topology& topo) : random_(s, topo) {
+    for (const FaultSpec& f : s.faults.faults) timed_.push_back(concrete_fault(f, topo, s.seed));
+    next_random_ = random_.next();
+  }
+  [[nodiscard]] double peek() const {
+    const double a = pos_ < timed_.size() ? timed_[pos_].spec.at.value() : kNever;
+    const double b = next_random_ ? next_random_->spec.at.value() : kNever;
+    return std::min(a, b);
+  }
+  ConcreteFault pop() {
+    const double a = pos_ < timed_.size() ? timed_[pos_].spec.at.value() : kNever;
+    const double b = next_random_ ? next_random_->spec.at.value() : kNever;
+    if (a <= b) return timed_[pos_++];
+    ConcreteFault f = *next_random_;
+    next_random_ = random_.next();
+    return f;
+  }
+
+ private:
+  std::vector<ConcreteFault> timed_;
+  std::size_t pos_ = 0;
+  job::RandomFaults random_;
+  std::optional<ConcreteFault> next_random_;
+};
+
+}  // namespace
+
+JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs) {
+  JobResult r;
+  const double healthy = costs.step.value();
+  const double write = costs.checkpoint_write.value();
+  const int every = s.workload.checkpoint.every_steps;
+  const double heartbeat = s.job.heartbeat.value();
+  const double timeout = s.job.timeout.value();
+  r.steps = job_steps(s, costs.step, costs.checkpoint_write);
+
+  auto policy = job::make_recovery_policy(s, topo);
+  const job::RecoveryContext ctx{s, topo, costs};
+  FaultStream faults(s, topo);
+
+  double t = 0;             // wall time at the current step boundary
+  double step = healthy;    // the step time now (lasting faults slow it)
+  std::int64_t done = 0;    // steps completed (since the start; rolled back on a restart)
+  std::int64_t since = 0;   // of which after the last checkpoint
+  double since_time = 0;    // their wall time (lost on a rollback)
+  double since_slow = 0;    // their slowdown part (moves to `slowdown` when a checkpoint keeps them)
+  double slowdown = 0, lost = 0, checkpointing = 0, detection = 0, repair = 0, restart = 0, reconf = 0, restore = 0;
+
+  auto keep_since = [&] {
+    slowdown += since_slow;
+    since = 0;
+    since_time = since_slow = 0;
+  };
+  while (done < r.steps) {
+    // The next event that is not a fault: the checkpoint after `every - since` more steps, or the job's end.
+    const std::int64_t left = r.steps - done;
+    const std::int64_t to_checkpoint = every > 0 ? every - since : left;
+    const std::int64_t n = std::min(left, to_checkpoint);
+    const bool writes = every > 0 && n == to_checkpoint && n < left;
+    const double end = t + static_cast<double>(n) * step + (writes ? write : 0.0);
+    const double f = faults.peek();
+    if (f >= end) {
+      t = end;
+      done += n;
+      since += n;
+      since_time += static_cast<double>(n) * step;
+      since_slow += static_cast<double>(n) * (step - healthy);
+      if (writes) {
+        ++r.checkpoints;
+        checkpointing += write;
+        keep_since();
+      }
+      continue;
+    }
+    // A fault lands inside this stretch: complete the steps before it.
+    if (r.events.size() >= kMaxFaults) {
+      throw std::runtime_error(fmt::format(
+          "the job met {} faults and has done {} of {} steps: failures come faster than it makes progress "
+          "(lower the fault rates, or checkpoint more often)",
+          r.events.size(), done, r.steps));
+    }
+    ConcreteFault fault = faults.pop();
+    const double at = std::max(f, t);
+    const auto before = std::min<std::int64_t>(n, static_cast<std::int64_t>(std::floor((at - t) / step)));
+    t += static_cast<double>(before) * step;
+    done += before;
+    since += before;
+    since_time += static_cast<double>(before) * step;
+    since_slow += static_cast<double>(before) * (step - healthy);
+    const double partial = at - t;  // the step (or checkpoint write) in flight
+    FaultEvent e;
+    e.fault = fault;
+    e.step = done;
+    e.step_before = Seconds(step);
+    if (!fault_stops(fault.spec.kind)) {
+      // A slowdown applies from the start of the step (or checkpoint write) it hits, at most one step early.
+      const double after = costs.step_with ? costs.step_with(fault).value() : healthy;
+      step = std::max(step, after);
+      e.detected = Seconds(at);
+      e.resumed = Seconds(t);
+      e.recovery = "slowdown";
+      e.step_after = Seconds(step);
+      r.events.push_back(std::move(e));
+      continue;
+    }
+    // Detection: the component's last heartbeat was at the last multiple of `heartbeat` before it failed; it
+    // is declared failed `timeout` later.
+    const double detected = std::max(at, std::floor(at / heartbeat) * heartbeat + timeout);
+    const job::Recovery rec = policy->recover(ctx, fault);
+    e.detected = Seconds(detected);
+    e.recovery = rec.how;
+    detection += detected - at;
+    // The steps since the last checkpoint and the step in flight are lost: the job goes back to the checkpoint.
+    auto roll_back = [&] {
+      lost += since_time + partial;
+      e.lost_work = Seconds(since_time + partial);
+      done -= since;
+      since = 0;
+      since_time = since_slow = 0;
+    };
+    if (rec.ends_job) {
+      roll_back();
+      t = detected;
+      e.resumed = Seconds(detected);
+      e.downtime = Seconds(detected - at);
+      e.step_after = Seconds(0);
+      r.failed = true;
+      r.events.push_back(std::move(e));
+      break;
+    }
+    double resume = detected + rec.repair.value() + rec.restart.value() + rec.reconfiguration.value() +
+                    rec.restore.value();
+    repair += rec.repair.value();
+    restart += rec.restart.value();
+    reconf += rec.reconfiguration.value();
+    restore += rec.restore.value();
+    if (rec.rollback) {
+      roll_back();
+    } else {
+      // In place: the step in flight stalls from the fault to its detection (its transfers on the failed link
+      // wait for the timeout and are sent again on the new routes), then runs at the step time simulated with
+      // the fault, from its start (at most one step pessimistic).
+      resume = t + (detected - at);
+      if (rec.lasting && costs.step_with) step = std::max(step, costs.step_with(fault).value());
+    }
+    e.downtime = Seconds(rec.rollback ? resume - at : detected - at);
+    e.resumed = Seconds(rec.rollback ? resume : detected);
+    e.step_after = Seconds(step);
+    t = resume;
+    // Faults that land while the job is down: one that stops a component hits hardware the recovery replaces
+    // or re-plans anyway (recorded, at no extra cost); a slowdown applies once the job runs again.
+    while (faults.peek() < resume) {
+      FaultEvent d;
+      d.fault = faults.pop();
+      d.step = done;
+      d.detected = d.fault.spec.at;
+      d.resumed = Seconds(resume);
+      d.step_before = Seconds(step);
+      if (fault_stops(d.fault.spec.kind)) {
+        d.recovery = "during recovery";
+      } else {
+        // A slowdown still applies once the job runs again.
+        d.recovery = "slowdown";
+        if (costs.step_with) step = std::max(step, costs.step_with(d.fault).value());
+      }
+      d.step_after = Seconds(step);
+      r.events.push_back(std::move(e));
+      e = std::move(d);
+    }
+    r.events.push_back(std::move(e));
+  }
+  keep_since();
+  r.steps_done = done;
+  r.wall = Seconds(t);
+  r.useful = Seconds(static_cast<double>(done) * healthy);
+  r.goodput = t > 0 ? r.useful.value() / t : 0;
+  r.losses = JobLosses{Seconds(checkpointing), Seconds(lost),   Seconds(detection), Seconds(repair),
+                       Seconds(restart),      Seconds(reconf), Seconds(restore),   Seconds(slowdown)};
+  r.spare_cubes_left = policy->spare_cubes_left();
+  r.ocs_remaps = policy->ocs_remaps();
+  return r;
+}
+
+}  // namespace tpusim::models

@@ -1,0 +1,30 @@
+// job.recovery: reroute. A failed link or OCS port is routed around in place: the routes are recomputed on
+// the surviving graph and the collectives re-planned (fidelity.routing fault_aware), the transfers in flight
+// on it wait for the detection and are sent again, and the job goes on without losing work; later steps run
+// at the step time simulated with the link failed (JobCosts::step_with). A failed chip or host cannot be
+// routed around (its shard of the work is gone): the job restarts after repair.
+#include "recovery_policy.h"
+
+namespace tpusim::models::job {
+namespace {
+
+class ReroutePolicy final : public RecoveryPolicy {
+ public:
+  Recovery recover(const RecoveryContext& ctx, const ConcreteFault& fault) override {
+    const FaultKind k = fault.spec.kind;
+    if (k == FaultKind::link_down || k == FaultKind::ocs_port_down) {
+      Recovery r;
+      r.how = "reroute";
+      r.rollback = false;
+      r.lasting = true;
+      return r;
+    }
+    return restart_after_repair(ctx, "checkpoint_restart (a failed chip or host cannot be routed around)");
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<RecoveryPolicy> make_reroute_policy() { return std::make_unique<ReroutePolicy>(); }
+
+}  // namespace tpusim::models::job

@@ -1,0 +1,136 @@
+// The fault plan and job input (core/fault_plan.h): every bad plan is reported with its location and key,
+// all at once; good plans resolve to typed faults. Pure C++.
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "tpusim/core/scenario.h"
+
+namespace tpusim {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Loads a scenario on `pod` whose text continues with `tail`; returns the diagnostics (empty when it resolves).
+std::vector<Diagnostic> problems(const std::string& pod, const std::string& tail, Scenario* out = nullptr) {
+  const fs::path dir = fs::temp_directory_path() / ("tpusim-faults-test-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path file = dir / "s.yaml";
+  std::ofstream(file) << "name: f\npod: " << pod << "\nworkload: {model: mlp-quickstart, batch: 64}\n" << tail;
+  std::vector<Diagnostic> found;
+  try {
+    Scenario s = load_scenario(file.string(), {});
+    if (out) *out = std::move(s);
+  } catch (const ConfigError& e) {
+    found = e.diagnostics();
+  }
+  fs::remove_all(dir);
+  return found;
+}
+
+TEST(FaultPlan, AScenarioWithoutFaultsHasNoJob) {
+  Scenario s;
+  ASSERT_TRUE(problems("v4-4x4x4", "", &s).empty());
+  EXPECT_FALSE(s.job.enabled);
+}
+
+TEST(FaultPlan, TimedFaultsResolveSortedWithTheirTargetsAndParameters) {
+  Scenario s;
+  const auto p = problems("v4-4x4x4", R"(job: {steps: 100, recovery: reroute}
+faults:
+  - {at: 2 h, kind: link_degraded, target: {chip: [3, 0, 1], dir: x+}, bandwidth_fraction: 0.5, added_latency: 2 us}
+  - {at: 30 min, kind: host_down, target: {host: 15}}
+  - {at: 1 d, kind: straggler, target: random, clock_fraction: 0.8}
+)", &s);
+  ASSERT_TRUE(p.empty()) << p.front().str();
+  EXPECT_TRUE(s.job.enabled);
+  EXPECT_EQ(s.job.recovery, RecoveryPolicyKind::reroute);
+  ASSERT_EQ(s.faults.faults.size(), 3u);
+  EXPECT_EQ(s.faults.faults[0].kind, FaultKind::host_down);
+  EXPECT_DOUBLE_EQ(s.faults.faults[0].at.value(), 1800.0);
+  EXPECT_EQ(s.faults.faults[0].target.host, 15);
+  const FaultSpec& link = s.faults.faults[1];
+  EXPECT_EQ(link.index, 0);
+  EXPECT_DOUBLE_EQ(link.at.value(), 7200.0);
+  EXPECT_EQ(link.target.chip, (std::vector<int>{3, 0, 1}));
+  EXPECT_EQ(link.target.axis, 0);
+  EXPECT_EQ(link.target.sign, 1);  // x+ from x = 3 is the wraparound link of a 4-ring
+  EXPECT_DOUBLE_EQ(link.bandwidth_fraction, 0.5);
+  EXPECT_DOUBLE_EQ(link.added_latency.value(), 2e-6);
+  EXPECT_TRUE(s.faults.faults[2].target.random);
+  EXPECT_DOUBLE_EQ(s.faults.faults[2].clock_fraction, 0.8);
+}
+
+TEST(FaultPlan, EveryBadFaultIsReportedWithItsLineAndKey) {
+  const auto p = problems("v4-4x4x4", R"(job: {duration: 1 h}
+faults:
+  - {at: 10 s, kind: chip_dwon, target: [0, 0, 0]}
+  - {at: 10 s, kind: chip_down, target: [4, 0, 0]}
+  - {at: 2 h, kind: chip_down, target: [0, 0, 0]}
+  - {at: 10 s, kind: hbm_degraded, target: [0, 0, 0], bandwidth_fraction: 1.5}
+  - {at: 10 s, kind: straggler, target: [0, 0, 0], bandwidth_fraction: 0.5}
+  - {at: 10 s, kind: link_down, target: [0, 0, 0]}
+  - {at: 10 s, kind: host_down, target: {host: 16}}
+  - {at: 10 s, kind: ocs_port_down, target: {chip: [1, 0, 0], dir: x+}}
+  - {at: 10 s, kind: chip_down, target: {chp: [0, 0, 0]}}
+)");
+  ASSERT_EQ(p.size(), 9u);
+  auto has = [&](int line, const std::string& key, const std::string& text) {
+    for (const auto& d : p) {
+      if (d.loc.line == line && d.key_path == key && d.str().find(text) != std::string::npos) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(has(6, "faults[0].kind", "did you mean 'chip_down'"));
+  EXPECT_TRUE(has(7, "faults[1].target", "the pod has no chip there"));
+  EXPECT_TRUE(has(8, "faults[2].at", "after the job ends"));
+  EXPECT_TRUE(has(9, "faults[3].bandwidth_fraction", "(0, 1]"));
+  EXPECT_TRUE(has(10, "faults[4].bandwidth_fraction", "does not apply to a straggler"));
+  EXPECT_TRUE(has(11, "faults[5].target", "needs the link's direction"));
+  EXPECT_TRUE(has(12, "faults[6].target", "no such host"));
+  EXPECT_TRUE(has(13, "faults[7].target", "electrical, inside a cube"));
+  EXPECT_TRUE(has(14, "faults[8].target.chp", "did you mean 'chip'"));
+}
+
+TEST(FaultPlan, MeshEdgesAndPodsWithoutOpticsHaveNoSuchLinksOrPorts) {
+  const auto p = problems("v5e-4x4", R"(faults:
+  - {at: 1 s, kind: link_down, target: {chip: [3, 0], dir: x+}}
+  - {at: 1 s, kind: ocs_port_down, target: {chip: [0, 0], dir: y+}}
+  - {at: 1 s, kind: link_down, target: {chip: [0, 0], dir: z+}}
+job: {recovery: spare_cube}
+)");
+  ASSERT_EQ(p.size(), 4u);
+  EXPECT_NE(p[0].str().find("optical switches"), std::string::npos);  // job.recovery: spare_cube on v5e
+  EXPECT_NE(p[1].str().find("a mesh edge"), std::string::npos);
+  EXPECT_NE(p[2].str().find("no optical switches"), std::string::npos);
+  EXPECT_NE(p[3].str().find("no link along that axis"), std::string::npos);
+}
+
+TEST(FaultPlan, RatesAndJobFieldsCheckTheirUnitsAndRules) {
+  const auto p = problems("v4-4x4x4", R"(fault_rates: {chip_down: 5 GB, hosts_down: 1 h}
+job: {heartbeat: 1 min, timeout: 10 s}
+)");
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_EQ(p[0].key_path, "fault_rates.hosts_down");
+  EXPECT_NE(p[0].hint.find("host_down"), std::string::npos);
+  EXPECT_EQ(p[1].key_path, "fault_rates.chip_down");
+  EXPECT_EQ(p[2].key_path, "job.timeout");
+}
+
+TEST(FaultPlan, LateFaultsOfAJobOfStepsAreCheckedOnceTheStepIsKnown) {
+  Scenario s;
+  ASSERT_TRUE(problems("v4-4x4x4", "job: {steps: 10}\nfaults: [{at: 1 s, kind: chip_down, target: [0, 0, 0]}]\n", &s)
+                  .empty());
+  Diagnostics ok, late;
+  check_fault_times(s.faults, Seconds(1.5), ok);
+  check_fault_times(s.faults, Seconds(1.0), late);
+  EXPECT_TRUE(ok.empty());
+  ASSERT_EQ(late.size(), 1u);
+  EXPECT_EQ(late.items()[0].loc.line, 5);
+  EXPECT_EQ(late.items()[0].key_path, "faults[0].at");
+}
+
+}  // namespace
+}  // namespace tpusim

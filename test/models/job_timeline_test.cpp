@@ -1,0 +1,248 @@
+// The job timeline (tpusim/models/job.h): checkpoints, detection, the recovery policies and goodput, composed
+// from step and checkpoint costs given by hand. Pure C++ (no SystemC): scenarios are read from YAML written
+// here, costs are round numbers so every expectation is a closed form.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "net/ocs.h"
+#include "tpusim/models/job.h"
+
+namespace tpusim::models {
+namespace {
+
+namespace fs = std::filesystem;
+
+Scenario scenario_from(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("tpusim-job-test-{}", ::getpid());
+  fs::create_directories(dir);
+  const fs::path file = dir / "job.yaml";
+  std::ofstream(file) << yaml;
+  Scenario s = load_scenario(file.string(), overrides);
+  fs::remove_all(dir);
+  return s;
+}
+
+// A 1 s step, a 10 s checkpoint write and a 20 s restore.
+JobCosts round_costs() {
+  JobCosts c;
+  c.step = Seconds(1);
+  c.checkpoint_write = Seconds(10);
+  c.checkpoint_restore = Seconds(20);
+  return c;
+}
+
+double sum_of_parts(const JobResult& r) {
+  const JobLosses& l = r.losses;
+  return r.useful.value() + l.checkpoint.value() + l.lost_work.value() + l.detection.value() + l.repair.value() +
+         l.restart.value() + l.reconfiguration.value() + l.restore.value() + l.slowdown.value();
+}
+
+constexpr const char* kCubeJob = R"(
+name: job-test
+pod: v4-4x4x4
+workload: {model: mlp-quickstart, batch: 64, checkpoint: {every_steps: 100}}
+job: {steps: 1000, heartbeat: 5 s, timeout: 30 s, restart: 600 s, repair: 3600 s}
+)";
+
+TEST(JobTimeline, WithoutFaultsTheJobIsItsStepsAndCheckpoints) {
+  const Scenario s = scenario_from(kCubeJob);
+  const Topology topo = build_topology(s.pod, s.chip);
+  const JobResult r = run_job(s, topo, round_costs());
+  // 1000 steps of 1 s and a checkpoint after every 100th step but the last: 9 x 10 s.
+  EXPECT_EQ(r.steps_done, 1000);
+  EXPECT_EQ(r.checkpoints, 9);
+  EXPECT_DOUBLE_EQ(r.wall.value(), 1090.0);
+  EXPECT_DOUBLE_EQ(r.goodput, 1000.0 / 1090.0);
+  EXPECT_TRUE(r.events.empty());
+}
+
+TEST(JobTimeline, CheckpointRestartCostsDetectionRepairRestartRestoreAndTheWorkSinceTheCheckpoint) {
+  // Checkpoints end at 110 s and 220 s; at 252.5 s 32 steps have run since and the 33rd is half done. Heartbeats every 5 s: the last one
+  // before 252.5 s was at 250 s, so the chip is declared failed at 280 s.
+  const Scenario s = scenario_from(std::string(kCubeJob) + "faults: [{at: 252.5 s, kind: chip_down, target: [1, 2, 3]}]\n");
+  const Topology topo = build_topology(s.pod, s.chip);
+  const JobResult r = run_job(s, topo, round_costs());
+  ASSERT_EQ(r.events.size(), 1u);
+  const FaultEvent& e = r.events[0];
+  EXPECT_EQ(e.recovery, "checkpoint_restart");
+  EXPECT_EQ(e.step, 232);
+  EXPECT_DOUBLE_EQ(e.detected.value(), 280.0);
+  EXPECT_DOUBLE_EQ(e.lost_work.value(), 32.5);
+  EXPECT_DOUBLE_EQ(e.resumed.value(), 280.0 + 3600 + 600 + 20);
+  EXPECT_DOUBLE_EQ(r.losses.detection.value(), 27.5);
+  // The fault-free 1090 s, plus everything between the last checkpoint and the resumption.
+  EXPECT_DOUBLE_EQ(r.wall.value(), 1090.0 + 32.5 + 27.5 + 3600 + 600 + 20);
+  EXPECT_DOUBLE_EQ(sum_of_parts(r), r.wall.value());
+  EXPECT_EQ(r.steps_done, 1000);
+}
+
+TEST(JobTimeline, FailStopsTheJobAtDetectionAndLosesTheWorkSinceTheCheckpoint) {
+  const Scenario s = scenario_from(std::string(kCubeJob) + "faults: [{at: 252.5 s, kind: host_down, target: {host: 3}}]\n",
+                                   {"job.recovery=fail"});
+  const Topology topo = build_topology(s.pod, s.chip);
+  const JobResult r = run_job(s, topo, round_costs());
+  EXPECT_TRUE(r.failed);
+  EXPECT_EQ(r.steps_done, 200);
+  EXPECT_DOUBLE_EQ(r.wall.value(), 280.0);
+  EXPECT_DOUBLE_EQ(r.goodput, 200.0 / 280.0);
+  EXPECT_DOUBLE_EQ(sum_of_parts(r), r.wall.value());
+  EXPECT_EQ(r.events.at(0).recovery, "failed");
+}
+
+TEST(JobTimeline, RerouteKeepsTheWorkStallsUntilDetectionAndRunsAtTheReroutedStepTime) {
+  const Scenario s = scenario_from(
+      std::string(kCubeJob) + "faults: [{at: 252.5 s, kind: link_down, target: {chip: [0, 0, 0], dir: y-}}]\n",
+      {"job.recovery=reroute"});
+  const Topology topo = build_topology(s.pod, s.chip);
+  JobCosts costs = round_costs();
+  costs.step_with = [](const ConcreteFault&) { return Seconds(1.25); };
+  const JobResult r = run_job(s, topo, costs);
+  ASSERT_EQ(r.events.size(), 1u);
+  EXPECT_EQ(r.events[0].recovery, "reroute");
+  EXPECT_EQ(r.events[0].fault.link, *topo.out_link(ChipId(0), 1, -1));
+  EXPECT_DOUBLE_EQ(r.events[0].lost_work.value(), 0.0);
+  EXPECT_DOUBLE_EQ(r.events[0].step_after.value(), 1.25);
+  // The step in flight (from 252 s) stalls 27.5 s and runs again from its start at 1.25 s, as do the 767
+  // steps after it.
+  EXPECT_DOUBLE_EQ(r.losses.slowdown.value(), 768 * 0.25);
+  EXPECT_DOUBLE_EQ(r.wall.value(), 1090.0 + 27.5 + 768 * 0.25);
+  EXPECT_DOUBLE_EQ(sum_of_parts(r), r.wall.value());
+}
+
+TEST(JobTimeline, ASpareCubeOnTheFullV4PodCostsDetectionReconfigurationRestartRestoreAndLostWork) {
+  const Scenario s = scenario_from(R"(
+name: spare
+pod: v4-16x16x16
+workload: {model: mlp-quickstart, batch: 64, checkpoint: {every_steps: 100}}
+job: {steps: 1000, heartbeat: 5 s, timeout: 30 s, restart: 600 s, repair: 3600 s, recovery: spare_cube, spare_cubes: 1}
+faults:
+  - {at: 252.5 s, kind: chip_down, target: [5, 9, 13]}
+  - {at: 1500 s, kind: chip_down, target: [0, 0, 0]}
+)");
+  const Topology topo = build_topology(s.pod, s.chip);
+  const JobResult r = run_job(s, topo, round_costs());
+  ASSERT_EQ(r.events.size(), 2u);
+  const FaultEvent& e = r.events[0];
+  EXPECT_EQ(e.recovery, "spare_cube");
+  EXPECT_EQ(e.fault.cube, 1 + 4 * 2 + 16 * 3);  // cube (1, 2, 3) of the 4x4x4 grid of cubes
+  // Detection 27.5 s, the OCS reconfiguration (pod.ocs_reconfiguration), restart, restore, 32.5 s lost.
+  const double reconfiguration = s.pod.ocs_reconfiguration.value();
+  EXPECT_DOUBLE_EQ(e.downtime.value(), 27.5 + reconfiguration + 600 + 20);
+  EXPECT_DOUBLE_EQ(e.lost_work.value(), 32.5);
+  EXPECT_DOUBLE_EQ(r.losses.reconfiguration.value(), reconfiguration);
+  // Every OCS of the pod (48) remaps the cube's two face ports.
+  EXPECT_EQ(r.ocs_remaps, 96u);
+  // The second failure finds no spare left: a restart after repair.
+  EXPECT_EQ(r.events[1].recovery, "checkpoint_restart (no spare cube left)");
+  EXPECT_EQ(r.spare_cubes_left, 0);
+  EXPECT_DOUBLE_EQ(sum_of_parts(r), r.wall.value());
+}
+
+TEST(OcsSpareCube, TheSpareTakesOverEveryCircuitOfTheFailedCube) {
+  const Topology topo = build_topology(load_pod("v4-16x16x16"), load_chip("v4"));
+  net::OcsFabric ocs(topo, Seconds(0.1), 2);
+  const int cube = 7;
+  const auto failed = static_cast<std::uint32_t>(2 * cube);
+  const auto spare = static_cast<std::uint32_t>(ocs.ports_used() + 2);  // spare cube 1
+  std::vector<std::optional<PortId>> peers;
+  for (int o = 0; o < topo.ocs_count(); ++o) {
+    for (std::uint32_t f = 0; f < 2; ++f) peers.push_back(ocs.peer(OcsId(o), PortId(failed + f), 0));
+  }
+  const Tick up = ocs.swap_in_spare(0, cube, 1, 1000);
+  EXPECT_EQ(up, 1000 + to_ticks(Seconds(0.1)));
+  EXPECT_EQ(ocs.remaps(), 2u * 48);
+  for (int o = 0; o < topo.ocs_count(); ++o) {
+    for (std::uint32_t f = 0; f < 2; ++f) {
+      const auto was = peers[static_cast<std::size_t>(2 * o) + f];
+      ASSERT_TRUE(was.has_value());
+      EXPECT_EQ(ocs.peer(OcsId(o), PortId(failed + f), kNever), std::nullopt);
+      EXPECT_EQ(ocs.peer(OcsId(o), PortId(spare + f), kNever), was);
+      EXPECT_EQ(ocs.peer(OcsId(o), *was, kNever), PortId(spare + f));
+    }
+  }
+}
+
+TEST(OcsSpareCube, ACubeThatIsItsOwnNeighbourKeepsThatCircuitOnTheSpare) {
+  // One 4x4x4 cube with wraparound: its + face is cabled to its own - face through every OCS.
+  const Topology topo = build_topology(load_pod("v4-4x4x4"), load_chip("v4"));
+  net::OcsFabric ocs(topo, Seconds(0.1), 1);
+  ASSERT_EQ(ocs.peer(OcsId(0), PortId(0), 0), PortId(1));
+  (void)ocs.swap_in_spare(0, 0, 0, 0);
+  EXPECT_EQ(ocs.peer(OcsId(0), PortId(2), kNever), PortId(3));
+  EXPECT_EQ(ocs.peer(OcsId(0), PortId(0), kNever), std::nullopt);
+  EXPECT_EQ(ocs.remaps(), static_cast<std::uint64_t>(topo.ocs_count()));
+}
+
+TEST(JobTimeline, TheSameSeedGivesTheSameRandomFaultsAndAnotherSeedOthers) {
+  const std::string yaml = std::string(kCubeJob) + "fault_rates: {chip_down: 20000 s, link_down: 50000 s}\n";
+  auto timeline = [&](const std::string& seed) {
+    const Scenario s = scenario_from(yaml, {"seed=" + seed, "job.steps=20000"});
+    const Topology topo = build_topology(s.pod, s.chip);
+    const JobResult r = run_job(s, topo, round_costs());
+    std::string text;
+    for (const auto& e : r.events) {
+      text += fmt::format("{:.17g} {} {} {:.17g}\n", e.fault.spec.at.value(), fault_kind_name(e.fault.spec.kind),
+                          e.fault.target(), e.resumed.value());
+    }
+    return text;
+  };
+  const std::string a = timeline("7");
+  EXPECT_FALSE(a.empty());
+  EXPECT_EQ(a, timeline("7"));
+  EXPECT_NE(a, timeline("8"));
+}
+
+TEST(JobTimeline, RandomFaultsArriveAtThePodsRate) {
+  // 64 chips with a 64,000 s MTBF each: one failure per 1,000 s of pod time. Over about 2e6 s of wall time
+  // the count is Poisson(~2000): within 10% (more than 4 standard deviations).
+  const Scenario s = scenario_from(std::string(kCubeJob) + "fault_rates: {chip_down: 64000 s}\n",
+                                   {"job.steps=1500000", "job.restart=0 s", "job.repair=0 s"});
+  const Topology topo = build_topology(s.pod, s.chip);
+  JobCosts costs = round_costs();
+  const JobResult r = run_job(s, topo, costs);
+  const double expected = r.wall.value() / 1000.0;
+  EXPECT_NEAR(static_cast<double>(r.events.size()), expected, 0.1 * expected);
+  EXPECT_NEAR(sum_of_parts(r), r.wall.value(), 1e-9 * r.wall.value());
+}
+
+TEST(JobTimeline, TheBestCheckpointIntervalIsNearYoungsSquareRootOfTwoTimesCostTimesMtbf) {
+  // Pod MTBF M = 64 chips x 640,000 s / 64 = 10,000 s, checkpoint C = 60 s: Young's optimum
+  // sqrt(2 C M) = 1095 s, 1095 steps of 1 s. Goodput over about 1e7 s (about 1,000 failures) at intervals
+  // around it, with the same seed: the best lies within 30% of Young's (the curve is flat near its optimum:
+  // first-order waste C/tau + tau/(2M) changes by 0.5% between 0.7 and 1.3 tau*).
+  JobCosts costs;
+  costs.step = Seconds(1);
+  costs.checkpoint_write = Seconds(60);
+  costs.checkpoint_restore = Seconds(60);
+  const double young = std::sqrt(2 * 60.0 * 10000.0);
+  int best = 0;
+  double best_goodput = 0;
+  for (int every : {300, 500, 700, 900, 1100, 1300, 1600, 2000, 3000}) {
+    const Scenario s = scenario_from(std::string(kCubeJob) + "fault_rates: {chip_down: 640000 s}\n",
+                                     {"job.steps=10000000", "job.restart=60 s", "job.repair=0 s",
+                                      fmt::format("workload.checkpoint.every_steps={}", every)});
+    const Topology topo = build_topology(s.pod, s.chip);
+    const JobResult r = run_job(s, topo, costs);
+    if (r.goodput > best_goodput) {
+      best_goodput = r.goodput;
+      best = every;
+    }
+  }
+  EXPECT_NEAR(best, young, 0.3 * young) << "best goodput " << best_goodput;
+  // First-order goodput at the optimum, failures arriving per wall second: a failure costs R = detection
+  // (27.5 s on average: timeout - heartbeat / 2) + restart + restore = 147.5 s and on average half of a
+  // checkpoint period (tau + C) of lost work; checkpoints add C per tau of work. So
+  // G = (1 - (R + (tau + C)/2) / M) / (1 + C/tau); the timeline agrees within 0.5%.
+  const double tau = best;
+  const double first_order = (1 - (147.5 + (tau + 60) / 2) / 10000.0) / (1 + 60 / tau);
+  EXPECT_NEAR(best_goodput, first_order, 0.005);
+}
+
+}  // namespace
+}  // namespace tpusim::models

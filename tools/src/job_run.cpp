@@ -1,0 +1,286 @@
+#include "tools/src/job_run.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+
+#include <fmt/format.h>
+
+#include "tpusim/core/interrupt.h"
+#include "tpusim/kernels/lowering.h"
+
+namespace tpusim::tools {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// Runs one simulation in a forked child and reads back its step time and link utilizations through a pipe.
+FaultStep simulate_in_child(const Scenario& s, const ir::ProgramSet& programs, models::SimOptions options,
+                            std::string what) {
+  FaultStep out;
+  out.what = std::move(what);
+  int fds[2];
+  if (pipe(fds) != 0) return out;
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return out;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    int status = 1;
+    try {
+      Scenario faulty = s;
+      if (!options.failed.links.empty()) faulty.fidelity.routing = RoutingPolicy::fault_aware;
+      const models::SimResult r = models::simulate(faulty, programs, options);
+      std::vector<double> data{r.step_time.value(), static_cast<double>(r.links.size())};
+      for (const auto& l : r.links) data.push_back(l.utilization);
+      const auto bytes = static_cast<ssize_t>(data.size() * sizeof(double));
+      status = write(fds[1], data.data(), static_cast<std::size_t>(bytes)) == bytes ? 0 : 1;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tpusim: the step with %s failed to simulate: %s\n", out.what.c_str(), e.what());
+    }
+    close(fds[1]);
+    _exit(status);
+  }
+  close(fds[1]);
+  std::vector<double> data;
+  double buf[512];
+  ssize_t n = 0;
+  // The interrupt handlers do not restart system calls (core/interrupt.h): retry on EINTR, then stop.
+  while ((n = read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+    if (n > 0) data.insert(data.end(), buf, buf + n / static_cast<ssize_t>(sizeof(double)));
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  throw_if_interrupted();
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && data.size() >= 2 &&
+      data.size() == 2 + static_cast<std::size_t>(data[1])) {
+    out.step_time_s = data[0];
+    out.link_utilization.assign(data.begin() + 2, data.end());
+    out.ok = true;
+  }
+  return out;
+}
+
+std::string recovery_name(const Scenario& s) {
+  for (const auto& [key, value] : job_fields().render(s.job)) {
+    if (key == "recovery") return value;
+  }
+  return "";
+}
+
+bool link_kind(FaultKind k) { return k == FaultKind::link_down || k == FaultKind::ocs_port_down; }
+
+}  // namespace
+
+Scenario job_step_scenario(const Scenario& s) {
+  if (!s.job.enabled) return s;
+  Scenario step = s;
+  step.workload.checkpoint.every_steps = 0;
+  return step;
+}
+
+FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, const ir::ProgramSet& programs)
+    : topo_(topo), reroute_(s.job.recovery == RecoveryPolicyKind::reroute) {
+  for (const FaultSpec& spec : s.faults.faults) {
+    const models::ConcreteFault f = models::concrete_fault(spec, topo, s.seed);
+    models::SimOptions o;
+    switch (spec.kind) {
+      case FaultKind::link_down:
+      case FaultKind::ocs_port_down:
+        if (!reroute_) continue;  // the other policies restart on a repaired slice
+        o.failed.add_cable(topo, f.link);
+        break;
+      case FaultKind::link_degraded:
+        o.degraded_links.push_back({f.link, spec.bandwidth_fraction, spec.added_latency, spec.bit_error_rate});
+        break;
+      case FaultKind::hbm_degraded: o.degraded_chips.push_back({f.chip, 1.0, spec.bandwidth_fraction}); break;
+      case FaultKind::straggler: o.degraded_chips.push_back({f.chip, spec.clock_fraction, 1.0}); break;
+      default: continue;
+    }
+    by_fault_[spec.index] = steps_.size();
+    FaultStep step = simulate_in_child(s, programs, o, fmt::format("{} {}", f.target(), fault_kind_name(spec.kind)));
+    if (spec.kind == FaultKind::link_degraded && step.ok) {
+      const double factor = models::retransmission_factor(spec.bit_error_rate, s.fidelity.link_chunk);
+      step.retransmitted_bytes = step.link_utilization.at(f.link.value()) * topo.link(f.link).bandwidth.value() *
+                                 step.step_time_s * (factor - 1);
+    }
+    steps_.push_back(std::move(step));
+  }
+  const bool drawn_links = reroute_ && (s.faults.rates.link_down.value() > 0 || s.faults.rates.ocs_port_down.value() > 0);
+  if (!drawn_links) return;
+  for (int axis = 0; axis < topo.axes(); ++axis) {
+    const auto link = topo.out_link(ChipId(0), axis, +1);
+    if (!link) continue;
+    models::SimOptions o;
+    o.failed.add_cable(topo, *link);
+    by_axis_[axis] = steps_.size();
+    steps_.push_back(simulate_in_child(s, programs, o, fmt::format("a {} link down (for drawn links)", "xyz"[axis])));
+  }
+}
+
+std::vector<std::pair<std::string, const FaultStep*>> FaultSteps::link_maps() const {
+  std::vector<std::pair<std::string, const FaultStep*>> out;
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    const FaultStep& f = steps_[i];
+    if (!f.ok || std::none_of(f.link_utilization.begin(), f.link_utilization.end(), [](double u) { return u > 0; })) {
+      continue;
+    }
+    out.emplace_back(fmt::format("links-fault-{}.svg", i + 1), &f);
+  }
+  return out;
+}
+
+std::optional<std::size_t> FaultSteps::index_of(const models::ConcreteFault& f) const {
+  if (!f.drawn) {
+    const auto it = by_fault_.find(f.spec.index);
+    if (it != by_fault_.end()) return it->second;
+    return std::nullopt;
+  }
+  if (!reroute_ || !link_kind(f.spec.kind)) return std::nullopt;
+  const auto it = by_axis_.find(topo_.link(f.link).axis);
+  if (it != by_axis_.end()) return it->second;
+  return std::nullopt;
+}
+
+Seconds FaultSteps::step_with(const models::ConcreteFault& f, Seconds healthy) const {
+  const auto i = index_of(f);
+  if (!i) return healthy;
+  const FaultStep& s = steps_[*i];
+  if (!s.ok) {
+    throw std::runtime_error(fmt::format("the step with {} could not be simulated", s.what));
+  }
+  return Seconds(s.step_time_s);
+}
+
+JobOutcome run_job_timeline(const Scenario& s, const Topology& topo, Seconds step, const FaultSteps& fault_steps) {
+  JobOutcome out;
+  // One full checkpoint: the host writes the state of each of its chips (kernels::host_step_costs with N = 1).
+  WorkloadSpec every_step = s.workload;
+  every_step.checkpoint.every_steps = 1;
+  const kernels::HostStepCosts host = kernels::host_step_costs(every_step, s.chip);
+  out.costs.step = step;
+  out.costs.checkpoint_write = Seconds(host.checkpoint_seconds);
+  out.costs.checkpoint_restore = Seconds(host.checkpoint_seconds);
+  out.costs.checkpoint_bytes = Bytes(host.checkpoint_bytes);
+  out.costs.step_with = [&fault_steps, step](const models::ConcreteFault& f) { return fault_steps.step_with(f, step); };
+  if (s.job.duration.value() <= 0) {
+    const int every = s.workload.checkpoint.every_steps;
+    const double end = static_cast<double>(s.job.steps) * step.value() +
+                       (every > 0 ? static_cast<double>((s.job.steps - 1) / every) * out.costs.checkpoint_write.value()
+                                  : 0.0);
+    Diagnostics diags;
+    check_fault_times(s.faults, Seconds(end), diags);
+    diags.throw_if_any();
+  }
+  out.result = models::run_job(s, topo, out.costs);
+  return out;
+}
+
+void add_job_json(json& j, const Scenario& s, const JobOutcome& job, const FaultSteps& fault_steps) {
+  const models::JobResult& r = job.result;
+  json timeline = json::array();
+  for (const models::FaultEvent& e : r.events) {
+    timeline.push_back(json{{"at_s", e.fault.spec.at.value()},
+                            {"kind", std::string(fault_kind_name(e.fault.spec.kind))},
+                            {"target", e.fault.target()},
+                            {"drawn", e.fault.drawn},
+                            {"step", e.step},
+                            {"detected_s", e.detected.value()},
+                            {"recovery", e.recovery},
+                            {"resumed_s", e.resumed.value()},
+                            {"lost_work_s", e.lost_work.value()},
+                            {"downtime_s", e.downtime.value()},
+                            {"step_time_before_s", e.step_before.value()},
+                            {"step_time_after_s", e.step_after.value()}});
+  }
+  j["faults"] = json{{"timeline", timeline}};
+  json simulated = json::array();
+  simulated.push_back(json{{"what", "healthy step"}, {"step_time_s", job.costs.step.value()}});
+  for (const FaultStep& f : fault_steps.steps()) {
+    double mean = 0, max = 0;
+    for (double u : f.link_utilization) {
+      mean += u;
+      max = std::max(max, u);
+    }
+    if (!f.link_utilization.empty()) mean /= static_cast<double>(f.link_utilization.size());
+    simulated.push_back(json{{"what", f.what},
+                             {"step_time_s", f.step_time_s},
+                             {"link_utilization", json{{"mean", mean}, {"max", max}}},
+                             {"retransmitted_bytes_per_step", f.retransmitted_bytes}});
+  }
+  const models::JobLosses& l = r.losses;
+  j["job"] = json{{"steps", r.steps},
+                  {"steps_done", r.steps_done},
+                  {"failed", r.failed},
+                  {"recovery", recovery_name(s)},
+                  {"wall_s", r.wall.value()},
+                  {"useful_s", r.useful.value()},
+                  {"goodput", r.goodput},
+                  {"losses_s", json{{"checkpoint", l.checkpoint.value()},
+                                    {"lost_work", l.lost_work.value()},
+                                    {"detection", l.detection.value()},
+                                    {"repair", l.repair.value()},
+                                    {"restart", l.restart.value()},
+                                    {"reconfiguration", l.reconfiguration.value()},
+                                    {"restore", l.restore.value()},
+                                    {"slowdown", l.slowdown.value()}}},
+                  {"checkpoints", r.checkpoints},
+                  {"checkpoint_write_s", job.costs.checkpoint_write.value()},
+                  {"checkpoint_restore_s", job.costs.checkpoint_restore.value()},
+                  {"checkpoint_bytes_per_chip", job.costs.checkpoint_bytes.as_double()},
+                  {"spare_cubes_left", r.spare_cubes_left},
+                  {"ocs_remaps", r.ocs_remaps},
+                  {"simulated_steps", simulated}};
+}
+
+void print_job(const Scenario& s, const JobOutcome& job, std::ostream& out) {
+  const models::JobResult& r = job.result;
+  const models::JobLosses& l = r.losses;
+  out << fmt::format("\n  job: {} of {} steps{}, wall {}, goodput {:.2f}%\n", r.steps_done, r.steps,
+                     r.failed ? " (FAILED)" : "", format_time(r.wall), 100 * r.goodput);
+  out << fmt::format("    steps simulated in full: the healthy step ({}){}; the others are composed from them\n",
+                     format_time(job.costs.step),
+                     job.result.events.empty() ? "" : " and one per lasting fault (job.simulated_steps in summary.json)");
+  if (s.workload.checkpoint.every_steps == 0) {
+    out << "    no checkpoints (workload.checkpoint.every_steps is 0): a restart begins again from step 0\n";
+  } else {
+    out << fmt::format("    checkpoint every {} steps: write {}, restore {} ({} written)\n",
+                       s.workload.checkpoint.every_steps, format_time(job.costs.checkpoint_write),
+                       format_time(job.costs.checkpoint_restore), r.checkpoints);
+  }
+  const std::pair<const char*, Seconds> parts[] = {
+      {"checkpoint", l.checkpoint}, {"lost work", l.lost_work}, {"detection", l.detection},
+      {"repair", l.repair},         {"restart", l.restart},     {"reconfiguration", l.reconfiguration},
+      {"restore", l.restore},       {"slowdown", l.slowdown}};
+  for (const auto& [name, t] : parts) {
+    if (t.value() > 0) {
+      out << fmt::format("    lost to {:<16} {:>12}  {:.3f}%\n", name, format_time(t),
+                         r.wall.value() > 0 ? 100 * t.value() / r.wall.value() : 0.0);
+    }
+  }
+  if (r.events.empty()) return;
+  out << fmt::format("  fault timeline ({} fault{}):\n", r.events.size(), r.events.size() == 1 ? "" : "s");
+  out << fmt::format("    {:>12}  {:<14} {:<28} {:>8}  {:>12}  {:<22} {:>12} {:>12}\n", "at", "kind", "target", "step",
+                     "detected", "recovery", "downtime", "lost work");
+  constexpr std::size_t kShown = 20;
+  for (std::size_t i = 0; i < r.events.size() && i < kShown; ++i) {
+    const models::FaultEvent& e = r.events[i];
+    out << fmt::format("    {:>12}  {:<14} {:<28} {:>8}  {:>12}  {:<22} {:>12} {:>12}\n", format_time(e.fault.spec.at),
+                       fault_kind_name(e.fault.spec.kind), e.fault.target(), e.step, format_time(e.detected),
+                       e.recovery.substr(0, 22), format_time(e.downtime), format_time(e.lost_work));
+  }
+  if (r.events.size() > kShown) out << fmt::format("    ... {} more in summary.json\n", r.events.size() - kShown);
+}
+
+}  // namespace tpusim::tools

@@ -1,0 +1,74 @@
+#pragma once
+// `tpusim run` of a scenario with a job (job:, faults:, fault_rates:; docs/faults.md): the steady-state step
+// is simulated once in full, the steps under each lasting fault (a link routed around) are simulated once each
+// in forked child processes (a SystemC kernel runs once per process), and the job's timeline over all its
+// steps is composed from them (models/job.h). Writes the fault timeline and the job's goodput into
+// summary.json and onto stdout.
+#include <map>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tpusim/core/scenario.h"
+#include "tpusim/kernels/program.h"
+#include "tpusim/models/job.h"
+#include "tpusim/models/simulate.h"
+#include "tpusim/topology/topology.h"
+
+namespace tpusim::tools {
+
+// The scenario whose step is simulated: with a job, the checkpoint is written in full on the timeline every
+// workload.checkpoint.every_steps steps, so the simulated step leaves out its amortised share.
+[[nodiscard]] Scenario job_step_scenario(const Scenario& s);
+
+// One step simulated with a lasting fault.
+struct FaultStep {
+  std::string what;  // "[0,0,0] x+ link_down", ...
+  double step_time_s = 0;
+  std::vector<double> link_utilization;  // by LinkId
+  double retransmitted_bytes = 0;        // a link with a bit error rate: bytes sent again
+  bool ok = false;
+};
+
+// The steps the job needs simulated under lasting faults, each run in a child process before the run's own
+// simulation.
+class FaultSteps {
+ public:
+  FaultSteps(const Scenario& s, const Topology& topo, const ir::ProgramSet& programs);
+  // The step time with `f` lasting; the healthy step when `f` needs no simulation of its own.
+  [[nodiscard]] Seconds step_with(const models::ConcreteFault& f, Seconds healthy) const;
+  [[nodiscard]] const std::vector<FaultStep>& steps() const { return steps_; }
+  // The link-utilization maps worth drawing (steps with ICI traffic): file name and utilization by LinkId.
+  [[nodiscard]] std::vector<std::pair<std::string, const FaultStep*>> link_maps() const;
+
+ private:
+  // Which simulated step stands for a fault: a timed fault's own, or for a link drawn from fault_rates the
+  // representative of its axis (chip 0's + link: on a torus every link of an axis is alike under translation).
+  [[nodiscard]] std::optional<std::size_t> index_of(const models::ConcreteFault& f) const;
+
+  const Topology& topo_;
+  bool reroute_ = false;
+  std::map<int, std::size_t> by_fault_;  // FaultSpec::index -> steps_
+  std::map<int, std::size_t> by_axis_;   // axis -> steps_ (drawn links)
+  std::vector<FaultStep> steps_;
+};
+
+struct JobOutcome {
+  models::JobCosts costs;
+  models::JobResult result;
+};
+
+// Composes the job's timeline from the simulated step; throws ConfigError (bad input) for a timed fault at or
+// after the job's end.
+[[nodiscard]] JobOutcome run_job_timeline(const Scenario& s, const Topology& topo, Seconds step,
+                                          const FaultSteps& fault_steps);
+
+// summary.json's `faults.timeline` and `job` (docs/summary-format.md).
+void add_job_json(nlohmann::ordered_json& summary, const Scenario& s, const JobOutcome& job,
+                  const FaultSteps& fault_steps);
+void print_job(const Scenario& s, const JobOutcome& job, std::ostream& out);
+
+}  // namespace tpusim::tools
