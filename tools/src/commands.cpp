@@ -215,8 +215,9 @@ int run_command(const RunArgs& args) {
       });
     }
     if (fault_steps) {  // the link heatmap of each step simulated with a lasting fault (job_run.h)
-      for (const auto& [name, step] : fault_steps->link_maps()) {
-        write_file(folder.file(name), [&](std::ostream& out) {
+      for (const auto& map : fault_steps->link_maps()) {  // no structured binding: lambdas capture `step`
+        const auto& step = map.second;
+        write_file(folder.file(map.first), [&](std::ostream& out) {
           write_link_heatmap_svg(*topology, step->link_utilization,
                                  fmt::format("{}: ICI link utilization", step->what), out);
         });
