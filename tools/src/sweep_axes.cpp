@@ -374,18 +374,16 @@ class PlanReader {
                        suggestion(e.key, keys));
         }
       }
+      if (kind != "line") {
+        a.x = text(*body, "x", true);
+        a.y = text(*body, "y", true);
+      }
       if (kind == "line") {
         a.kind = AnalysisKind::line;
         a.metric = text(*body, "metric", true);
         if (!a.metric.empty()) check_quantity(*body, key + ".metric", a.metric, plan);
         a.file = "line_" + a.metric;
-        if (const ConfigNode* name = body->find("name"); name != nullptr && name->is_scalar()) a.file = name->scalar();
-        plan.analyses.push_back(a);
-        continue;
-      }
-      a.x = text(*body, "x", true);
-      a.y = text(*body, "y", true);
-      if (kind == "heatmap") {
+      } else if (kind == "heatmap") {
         a.kind = AnalysisKind::heatmap;
         a.metric = text(*body, "metric", false);
         if (a.metric.empty()) a.metric = "step_time_s";
