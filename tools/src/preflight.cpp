@@ -163,6 +163,19 @@ void check_programs(const Scenario& s, const ir::ProgramSet& programs, const Top
     diags.error(SourceLoc{s.workload.program.empty() ? s.name : s.workload.program}, "workload",
                 "no program to run", "at least one program", "none");
   }
+  // A program file's top-level groups must each tile this pod: checked here, where the file's line is known.
+  for (std::size_t g = 0; g < programs.groups.size(); ++g) {
+    try {
+      (void)kernels::group_participants(topology, programs.groups[g]);
+    } catch (const ConfigError& e) {
+      const std::string pointer = fmt::format("/groups/{}", g);
+      for (Diagnostic d : e.diagnostics()) {
+        d.loc = s.workload.program.empty() ? SourceLoc{s.name} : ir::program_file_location(s.workload.program, pointer);
+        d.key_path = pointer;
+        diags.add(std::move(d));
+      }
+    }
+  }
   std::map<std::tuple<int, std::uint64_t, int, std::uint32_t, int>, bool> planned;
   for (std::size_t p = 0; p < programs.programs.size(); ++p) {
     const ir::Program& prog = programs.programs[p];
