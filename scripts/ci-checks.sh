@@ -17,7 +17,7 @@ export UBSAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1"
 
 start=$SECONDS
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Sanitize \
-  -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -g1" -DTPUSIM_SANITIZE=ON -DTPUSIM_BUILD_FUZZERS=ON -DTPUSIM_BUILD_BENCH=OFF \
+  -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -g1" -DCMAKE_UNITY_BUILD=ON -DTPUSIM_SANITIZE=ON -DTPUSIM_BUILD_FUZZERS=ON -DTPUSIM_BUILD_BENCH=OFF \
   >/dev/null
 cmake --build "$build" -j "$jobs"
 build_s=$((SECONDS - start))
