@@ -169,6 +169,29 @@ TEST(FaultAwareRouting, AllReduceOnA4x4x4TorusWithOneFailedCableRunsTheCutAxisAs
   expect_line_at_closed_form(s);
 }
 
+// One axis alone: a 16-ring with one cut cable runs as a line at the mesh closed form,
+//   2 (N-1)/N x S / B + 2 (N-1) a + R + the runtime's overheads     (N = 16: 30 steps of S/16 each way),
+// within 0.5% (the chains are not lockstep; R per step is the most any chip reduces). The kept ring's send
+// through the cut goes 15 hops back round the ring at every step instead.
+TEST(FaultAwareRouting, AllReduceOnA16RingWithOneFailedCableRunsAsALineAtTheMeshClosedForm) {
+  Scenario s = pod_scenario({16}, true, LinkFidelity::flow);
+  s.fidelity.routing = RoutingPolicy::fault_aware;
+  const Topology topo = build_topology(s.pod, s.chip);
+  const SimResult r = run(s, cut_cable(topo));
+  const ir::ProgramSet programs = one_collective(CollectiveKind::all_reduce, k256MiB);
+  const ir::CollectiveGroup group = kernels::whole_axes_group(topo, 0);
+  const kernels::CollectivePlan plan =
+      default_collective_planner()(topo, programs.programs.at(0)[0], group, cut_cable(topo));
+  ASSERT_EQ(plan.replan, kernels::CollectivePlan::Replan::line);
+  ASSERT_EQ(plan.steps.size(), 30u);
+  const double n = 16, bytes = static_cast<double>(k256MiB);
+  const double expected = 2 * (n - 1) / n * bytes / kLinkRate + 2 * (n - 1) * kHop +
+                          line_reduction_seconds(plan, topo, group, s.chip) + overhead_seconds(plan);
+  const double t = r.step_time.value();
+  EXPECT_NEAR(t, expected, 0.005 * expected) << "t/expected " << t / expected;
+  ::testing::Test::RecordProperty("t_over_closed_form", std::to_string(t / expected));
+}
+
 // Without faults the fault-aware router keeps every DOR route: the same time as DOR.
 TEST(FaultAwareRouting, WithoutFaultsMatchesDor) {
   const double dor = in_child([] { return run(torus4x4(RoutingPolicy::dor), {}).step_time.value(); });
