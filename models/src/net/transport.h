@@ -83,12 +83,28 @@ class Transport {
   [[nodiscard]] TargetId add_target(const Target& t, const Origin& origin);
   [[nodiscard]] const Target& target(TargetId t) const { return targets_[t]; }
   [[nodiscard]] ChipId destination(std::uint32_t chip, TargetId t) const;
+  // The member index of `chip` along torus axis `axis` of its group of shape `group`.
+  [[nodiscard]] int member(std::uint32_t chip, GroupShapeId group, int axis) const;
   // Sends under `t` stay on the chip (the same for every chip: offsets in group space are uniform).
   [[nodiscard]] bool stays_home(TargetId t) const { return home_[t]; }
   // Routes every target added so far from every chip (within the cache budget).
   void cache_routes();
 
   [[nodiscard]] TransferId start(std::uint32_t chip, TargetId t, std::uint64_t bytes, Tick now, Owner owner);
+
+  // Aggregate transfers (fidelity.collectives = aggregate; the collective engine's). Whether the links can run
+  // them: flow links, no failed links or chips (routes are DOR or fault-aware detours: not fixed ring hops) and
+  // no degraded links.
+  [[nodiscard]] bool runs_aggregates() const { return aggregates_; }
+  [[nodiscard]] const ir::CollectiveGroup& group(GroupShapeId g) const { return groups_[g]; }
+  // Appends the channels of the route from `chip` under `t` to `out` (nothing when it stays home) and returns
+  // their summed latency.
+  Tick append_route(std::uint32_t chip, TargetId t, std::vector<std::uint32_t>& out);
+  // Starts an aggregate (LinkModel::start_aggregate) owned by the collective engine: `path` and `hop_bytes`
+  // must stay valid until it is delivered; source() and sink() of its id are 0.
+  [[nodiscard]] TransferId start_aggregate(const std::vector<std::uint32_t>& path,
+                                           const std::vector<std::uint64_t>& hop_bytes, std::uint64_t bytes,
+                                           Tick latency, Tick now);
   void advance(Tick now, std::vector<TransferId>& delivered) { model_->advance(now, delivered); }
   [[nodiscard]] Tick next_event() { return model_->next_event(); }
   [[nodiscard]] std::uint32_t source(TransferId id) const { return transfers_[id].src; }
@@ -98,6 +114,7 @@ class Transport {
 
   [[nodiscard]] OcsFabric& ocs() { return ocs_; }
   [[nodiscard]] const Topology& topology() const { return topo_; }
+  [[nodiscard]] const FaultSet& faults() const { return faults_; }
   [[nodiscard]] const char* link_model_name() const { return model_->name(); }
   [[nodiscard]] const char* router_name() const { return router_->name(); }
   // Per channel: the topology's links (by LinkId), then DCN egress of host h at dcn_egress(h), ingress at
@@ -105,6 +122,7 @@ class Transport {
   [[nodiscard]] std::vector<ChannelStats> channel_stats(Tick end) const { return model_->stats(end); }
   [[nodiscard]] std::size_t dcn_egress(std::size_t host) const { return dcn_base_ + host; }
   [[nodiscard]] std::size_t dcn_ingress(std::size_t host) const { return dcn_base_ + topo_.host_count() + host; }
+  // Transfers started (aggregates included, each one).
   [[nodiscard]] std::uint64_t transfers_started() const { return started_; }
 
  private:
@@ -116,6 +134,7 @@ class Transport {
 
   // The channel path from `chip` to its destination under `t` into `out`; false when it is the chip itself.
   bool route(std::uint32_t chip, TargetId t, std::vector<std::uint32_t>& out);
+  [[nodiscard]] TransferId new_transfer();
 
   const Topology& topo_;
   FaultSet faults_;
@@ -123,6 +142,8 @@ class Transport {
   OcsFabric ocs_;
   std::uint32_t dcn_base_ = 0;  // channel of host h's NIC: egress dcn_base_ + h, ingress dcn_base_ + hosts + h
   std::unique_ptr<LinkModel> model_;
+  std::vector<Tick> latency_;  // per channel
+  bool aggregates_ = false;
 
   std::vector<ir::CollectiveGroup> groups_;
   std::vector<Target> targets_;
