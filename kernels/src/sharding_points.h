@@ -16,7 +16,12 @@ class ShardingPoints : public CollectivePoints {
 
   fused::TensorId weights_before_use(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId weight) override;
   fused::TensorId after_row_parallel(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId partial) override;
+  fused::TensorId gather_sequence(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId shard) override;
   void after_weight_gradients(fused::Graph& g, int layer, const std::vector<fused::TensorId>& gradients) override;
+  void after_sequence_parallel_gradients(fused::Graph& g, int layer,
+                                         const std::vector<fused::TensorId>& gradients) override;
+  fused::TensorId vocab_reduction(fused::Graph& g, fused::Phase phase, const std::string& what,
+                                  fused::TensorId stat) override;
   fused::TensorId expert_dispatch(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId tokens) override;
   fused::TensorId expert_combine(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId tokens) override;
   fused::TensorId stage_input(fused::Graph& g, fused::Phase phase, fused::TensorId placeholder) override;
