@@ -616,9 +616,18 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
   const double tdn = norm_tokens(tokens) * static_cast<double>(d_);  // the residual stream on this chip
   const std::int64_t hd = static_cast<std::int64_t>(heads_) * dh_;
   // A norm output with every token for a weight gradient: the rematerialized forward's, else gathered again
-  // from the kept shard (sequence parallelism; without it the kept tensor itself).
+  // from the kept shard (sequence parallelism; without it the kept tensor itself). Called right after the
+  // output gradient's gather, it starts when that one is done (Megatron-LM launches it then, overlapped with
+  // the input-gradient matmul) instead of sharing the links with it on the critical path.
   auto all_tokens = [&](TensorId shard, TensorId recomputed) {
-    return w_.remat == Remat::full ? recomputed : gather(l, ph, shard);
+    if (w_.remat == Remat::full) return recomputed;
+    const std::size_t before = b_.graph().ops().size();
+    const TensorId out = gather(l, ph, shard);
+    auto& ops = b_.graph().ops();
+    if (ops.size() > before && before > 0 && ops[before - 1].unit == fused::Unit::ici) {
+      ops.back().after.push_back(before - 1);
+    }
+    return out;
   };
 
   // Attention sub-block backward, given the gradient at its output (after the residual add) `dy` and the
