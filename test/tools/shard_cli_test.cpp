@@ -1,5 +1,6 @@
 // Sharded steps through the tpusim binary: overlap against the serialized baseline, the same per-chip compute
-// on one chip and on a data-parallel slice, global metrics, and bad meshes as bad input.
+// on one chip and on a data-parallel slice, global metrics, sequence parallelism against plain tensor
+// parallelism, the layout search, pipelines, and bad meshes as bad input.
 #include <algorithm>
 #include <string>
 
