@@ -566,6 +566,9 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
   const TensorId dgates = b_.activation(sc + ".dgates", tokens * k, DType::f32);
   b_.vector(OpName{ph, base.scope, "combine"}, ir::OpClass::other, ir::VectorOp::elementwise, tokens * k * d_,
             kCombine, {{dout, 1}, {f.eo, 1}, {f.gates, 1}}, {{deo, 1}, {dgates, 1}});
+  // A gate's gradient is the dot product of the output gradient with its expert's output, of which a
+  // tensor-parallel expert holds partial sums: reduced over the tensor group like the outputs.
+  const TensorId dgates_sum = points_.after_row_parallel(b_.graph(), layer, ph, dgates);
   const TensorId deo_local = points_.expert_combine(b_.graph(), layer, ph, deo);
   const TensorId deg = b_.activation(sc + ".dexperts_act", static_cast<double>(local) * capacity * fe);
   expert_matmul(OpName{ph, base.scope, "experts_down.dx"}, capacity, d_, fe, mm_dtype_, deo_local,
@@ -587,7 +590,7 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
   const TensorId dh_experts_sum = points_.after_row_parallel(b_.graph(), layer, ph, dh_experts);
   const TensorId drl = b_.activation(sc + ".drouter", tokens * experts, DType::f32);
   b_.vector(OpName{ph, base.scope, "top_k"}, ir::OpClass::other, ir::VectorOp::reduction, tokens * experts, kRouter,
-            {{dgates, 1}, {f.router_logits, 1}}, {{drl, 1}});
+            {{dgates_sum, 1}, {f.router_logits, 1}}, {{drl, 1}});
   const TensorId dh_router = b_.activation(sc + ".dh_router", td);
   {
     Builder::Matmul mm;

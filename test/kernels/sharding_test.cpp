@@ -359,13 +359,15 @@ TEST(Sharding, FsdpGathersTheEmbeddingTableBeforeTheLookupAndReduceScattersItsGr
 TEST(Sharding, TensorParallelExpertMlpsReduceTheirPartialSumsLikeDenseOnes) {
   // Every block a mixture of 4 experts (top 2) over a tensor pair: the expert down projections are row
   // parallel, so the combined output (forward) and the input gradient of the expert branch (backward) are
-  // all-reduced as the dense MLP's are.
+  // all-reduced as the dense MLP's are, and so are the gates' gradients (dot products with the partial expert
+  // outputs: tokens x top 2 in f32).
   WorkloadSpec w = small(4, mesh({{"data", 2}, {"tensor", 2}}));
   w.model.transformer.moe.experts = 4;
   w.model.transformer.moe.top_k = 2;
   const LoweredWorkload l = lower(w, roomy(), pod({4}));
-  const double act = 2 * 128 * 256 * 2;
-  EXPECT_EQ(collectives(l.programs.programs[0], "tp_all_reduce"), (std::pair<double, int>{10 * act, 10}));
+  const double act = 2 * 128 * 256 * 2, dgates = 2 * 128 * 2 * 4;
+  EXPECT_EQ(collectives(l.programs.programs[0], "tp_all_reduce"),
+            (std::pair<double, int>{10 * act + 2 * dgates, 12}));
 }
 
 }  // namespace
