@@ -61,7 +61,11 @@ void check_sequence_parallel(const WorkloadSpec& w, const ShardingPlan& plan) {
     return v;
   };
   const std::vector<int> sp = sorted(LogicalAxis::norm_length);
+  const std::string heads = axis_names(plan, sorted(LogicalAxis::heads));
   std::string problem, expected, found;
+  std::string hint = key.rfind("workload.sharding", 0) == 0
+                         ? "remove the norm_length rule (tensor parallelism alone)"
+                         : "name the axis tensor instead of tensor_sequence (tensor parallelism alone)";
   if (w.model.kind != ModelKind::transformer || w.model.transformer.architecture == Architecture::encoder_decoder) {
     problem = "sequence parallelism (norm_length) applies to decoder-only and encoder-only transformers";
     expected = "a decoder-only or encoder-only transformer", found = std::string(model_kind_name(w.model.kind));
@@ -74,13 +78,11 @@ void check_sequence_parallel(const WorkloadSpec& w, const ShardingPlan& plan) {
   } else if (sp != sorted(LogicalAxis::heads) || sp != sorted(LogicalAxis::mlp) || sp != sorted(LogicalAxis::vocab)) {
     problem = "sequence parallelism runs over the tensor group: norm_length must shard over the heads, mlp and "
               "vocab axes";
-    expected = fmt::format("norm_length over the heads axes ({})", axis_names(plan, sorted(LogicalAxis::heads)));
+    expected = fmt::format("norm_length over the heads axes ({})", heads);
     found = axis_names(plan, sp);
+    hint = fmt::format("workload.sharding: {{norm_length: [{}]}}, or a tensor_sequence mesh axis", heads);
   }
-  if (!problem.empty()) {
-    throw ConfigError({Diagnostic{at, key, problem, expected, found,
-                                  "a tensor_sequence mesh axis is tensor parallelism with sequence parallelism"}});
-  }
+  if (!problem.empty()) throw ConfigError({Diagnostic{at, key, problem, expected, found, hint}});
 }
 
 }  // namespace
