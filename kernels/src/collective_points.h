@@ -26,6 +26,11 @@ class CollectivePoints {
   virtual fused::TensorId after_row_parallel(fused::Graph&, int /*layer*/, fused::Phase, fused::TensorId partial) {
     return partial;
   }
+  // The tensor-parallel all-reduce of partial sums every chip needs whole even under sequence parallelism
+  // (the mixture-of-experts gates' gradients, which feed the router's backward on every token).
+  virtual fused::TensorId tensor_all_reduce(fused::Graph&, int /*layer*/, fused::Phase, fused::TensorId partial) {
+    return partial;
+  }
   // Sequence parallelism: the all-gather of this chip's tokens `shard` over the tensor group where a
   // tensor-parallel op needs every token (before a column-parallel matmul; in the backward, the output gradient
   // before the row-parallel matmul's and the norm output again for the weight gradient). Without it, `shard`.

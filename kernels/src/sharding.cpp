@@ -69,9 +69,6 @@ void check_sequence_parallel(const WorkloadSpec& w, const ShardingPlan& plan) {
   if (w.model.kind != ModelKind::transformer || w.model.transformer.architecture == Architecture::encoder_decoder) {
     problem = "sequence parallelism (norm_length) applies to decoder-only and encoder-only transformers";
     expected = "a decoder-only or encoder-only transformer", found = std::string(model_kind_name(w.model.kind));
-  } else if (w.model.transformer.moe.experts > 0) {
-    problem = "sequence parallelism (norm_length) with mixture-of-experts layers is not lowered yet";
-    expected = "a dense transformer", found = fmt::format("{} experts", w.model.transformer.moe.experts);
   } else if (w.step != StepKind::train && w.step != StepKind::forward) {
     problem = "sequence parallelism (norm_length) splits whole sequences: it applies to train and forward steps";
     expected = "step train or forward", found = w.step == StepKind::prefill ? "prefill" : "decode";

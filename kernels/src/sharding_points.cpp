@@ -83,13 +83,21 @@ TensorId ShardingPoints::weights_before_use(fused::Graph& g, int layer, fused::P
 }
 
 TensorId ShardingPoints::after_row_parallel(fused::Graph& g, int layer, fused::Phase phase, TensorId partial) {
+  // Sequence parallelism (its axes are the tensor group's, make_sharding checks): each chip keeps the sum over
+  // its tokens only, a reduce-scatter of the same input as the all-reduce it replaces.
+  return reduce_partial(g, layer, phase, partial, plan_.shards(LogicalAxis::norm_length) > 1);
+}
+
+TensorId ShardingPoints::tensor_all_reduce(fused::Graph& g, int layer, fused::Phase phase, TensorId partial) {
+  return reduce_partial(g, layer, phase, partial, false);
+}
+
+TensorId ShardingPoints::reduce_partial(fused::Graph& g, int layer, fused::Phase phase, TensorId partial,
+                                        bool scatter) {
   const LogicalAxis axis = layer < 0 ? LogicalAxis::vocab : LogicalAxis::heads;
   if (plan_.shards(axis) <= 1) return partial;
   const fused::Tensor t = g.tensor(partial);
-  // Sequence parallelism (its axes are the tensor group's, make_sharding checks): each chip keeps the sum over
-  // its tokens only, a reduce-scatter of the same input as the all-reduce it replaces.
   const int sp = plan_.shards(LogicalAxis::norm_length);
-  const bool scatter = sp > 1;
   const TensorId out = g.tensor(t.name + ".reduced", t.elements / (scatter ? sp : 1), t.dtype, TensorKind::activation);
   collective(g, scope(layer, phase) + (scatter ? ".tp_reduce_scatter" : ".tp_all_reduce"), phase,
              scatter ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce, t.bytes(), t.dtype,

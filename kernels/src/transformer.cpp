@@ -567,8 +567,8 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
   b_.vector(OpName{ph, base.scope, "combine"}, ir::OpClass::other, ir::VectorOp::elementwise, tokens * k * d_,
             kCombine, {{dout, 1}, {f.eo, 1}, {f.gates, 1}}, {{deo, 1}, {dgates, 1}});
   // A gate's gradient is the dot product of the output gradient with its expert's output, of which a
-  // tensor-parallel expert holds partial sums: reduced over the tensor group like the outputs.
-  const TensorId dgates_sum = points_.after_row_parallel(b_.graph(), layer, ph, dgates);
+  // tensor-parallel expert holds partial sums: all-reduced over the tensor group (every token's, for the router).
+  const TensorId dgates_sum = points_.tensor_all_reduce(b_.graph(), layer, ph, dgates);
   const TensorId deo_local = points_.expert_combine(b_.graph(), layer, ph, deo);
   const TensorId deg = b_.activation(sc + ".dexperts_act", static_cast<double>(local) * capacity * fe);
   expert_matmul(OpName{ph, base.scope, "experts_down.dx"}, capacity, d_, fe, mm_dtype_, deo_local,
@@ -591,17 +591,20 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
   const TensorId drl = b_.activation(sc + ".drouter", tokens * experts, DType::f32);
   b_.vector(OpName{ph, base.scope, "top_k"}, ir::OpClass::other, ir::VectorOp::reduction, tokens * experts, kRouter,
             {{dgates_sum, 1}, {f.router_logits, 1}}, {{drl, 1}});
-  const TensorId dh_router = b_.activation(sc + ".dh_router", td);
+  // The router's input gradient for this chip's tokens only (sequence parallelism: its shard of the rows).
+  const double tdn = norm_tokens(tokens) * static_cast<double>(d_);
+  const TensorId dh_router = b_.activation(sc + ".dh_router", tdn);
   {
     Builder::Matmul mm;
-    mm.m = t, mm.k = experts, mm.n = d_, mm.dtype = mm_dtype_, mm.a = {drl}, mm.b = {weights(layer, ph, p.router)};
+    mm.m = static_cast<std::int64_t>(norm_tokens(tokens)), mm.k = experts, mm.n = d_, mm.dtype = mm_dtype_;
+    mm.a = {drl}, mm.b = {weights(layer, ph, p.router)};
     mm.outputs = {dh_router};
     b_.matmul(OpName{ph, base.scope, "router.dx"}, ir::OpClass::matmul, mm);
   }
   weight_gradient(OpName{ph, base.scope, "router.dw"}, ir::OpClass::matmul, d_, t, experts, 1, {h}, {drl}, p.router,
                   nullptr, first);
-  const TensorId dh = b_.activation(sc + ".dh_mlp", td);
-  b_.vector(OpName{ph, base.scope, "dh_sum"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td, kAdd,
+  const TensorId dh = b_.activation(sc + ".dh_mlp", tdn);
+  b_.vector(OpName{ph, base.scope, "dh_sum"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, tdn, kAdd,
             {{dh_router, 1}, {dh_experts_sum, 1}}, {{dh, 1}}, dh_router);
   return dh;
 }

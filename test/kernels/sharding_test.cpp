@@ -356,7 +356,7 @@ TEST(Sharding, FsdpGathersTheEmbeddingTableBeforeTheLookupAndReduceScattersItsGr
   EXPECT_EQ(collectives(p, "head.bwd.fsdp_reduce_scatter"), (std::pair<double, int>{4.0 * (2048 * 256 + 256), 1}));
 }
 
-TEST(Sharding, TensorParallelExpertMlpsReduceTheirPartialSumsLikeDenseOnes) {
+TEST(Sharding, TensorParallelExpertMlpsReduceTheirPartialSumsLikeDenseOnesWithAndWithoutSequenceParallelism) {
   // Every block a mixture of 4 experts (top 2) over a tensor pair: the expert down projections are row
   // parallel, so the combined output (forward) and the input gradient of the expert branch (backward) are
   // all-reduced as the dense MLP's are, and so are the gates' gradients (dot products with the partial expert
@@ -368,6 +368,16 @@ TEST(Sharding, TensorParallelExpertMlpsReduceTheirPartialSumsLikeDenseOnes) {
   const double act = 2 * 128 * 256 * 2, dgates = 2 * 128 * 2 * 4;
   EXPECT_EQ(collectives(l.programs.programs[0], "tp_all_reduce"),
             (std::pair<double, int>{10 * act + 2 * dgates, 12}));
+  // With sequence parallelism the [tokens, d] reductions become reduce-scatters and the norm outputs are
+  // gathered as in a dense block; the gates' gradients stay all-reduced (the router's backward reads every
+  // token's).
+  w.mesh = mesh({{"data", 2}, {"tensor_sequence", 2}});
+  const LoweredWorkload sp = lower(w, roomy(), pod({4}));
+  const ir::Program& p = sp.programs.programs[0];
+  EXPECT_EQ(collectives(p, "tp_reduce_scatter"), (std::pair<double, int>{10 * act, 10}));
+  EXPECT_EQ(collectives(p, "tp_all_reduce"), (std::pair<double, int>{2 * dgates, 2}));
+  EXPECT_EQ(collectives(p, "fwd.tp_all_gather"), (std::pair<double, int>{5 * act / 2, 5}));
+  EXPECT_EQ(collectives(p, "bwd.tp_all_gather"), (std::pair<double, int>{10 * act / 2, 10}));
 }
 
 }  // namespace
