@@ -204,7 +204,7 @@ int train(const std::string& name, const std::vector<std::string>& overrides) {
   std::printf("  instructions   %10llu    %12.0f instructions/s\n",
               static_cast<unsigned long long>(r.instructions_executed),
               static_cast<double>(r.instructions_executed) / r.wall_seconds);
-  std::printf("  ICI transfers  %10llu    %12.0f transfers/s (the sends of collective steps, all chips)\n",
+  std::printf("  ICI transfers  %10llu    %12.0f transfers/s (sends of collective steps and aggregate flows, all chips)\n",
               static_cast<unsigned long long>(r.ici_transfers), static_cast<double>(r.ici_transfers) / r.wall_seconds);
   const double rss = peak_rss_mib();
   std::printf("  peak RSS       %10.1f MiB\n", rss);

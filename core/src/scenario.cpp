@@ -122,6 +122,12 @@ const FieldTable<FidelitySpec>& fidelity_fields() {
                                 {{"dor", RoutingPolicy::dor}, {"fault_aware", RoutingPolicy::fault_aware}}, "dor",
                                 "ICI routing: dimension-order, or fault-aware (shortest surviving path around "
                                 "failed links and chips; DOR where it is unaffected)");
+    t.add_choice<CollectiveFidelity>(
+        "collectives", [](S& s) -> CollectiveFidelity& { return s.collectives; },
+        {{"aggregate", CollectiveFidelity::aggregate}, {"per_step", CollectiveFidelity::per_step}}, "aggregate",
+        "ring collectives: each group advanced as one flow at its bottleneck link's rate plus the steps' fixed "
+        "costs (aggregate; flow links, congruent ring plans, no faults or degraded links), or step by step, "
+        "every send a transfer (per_step; always used otherwise)");
     return t;
   }();
   return table;

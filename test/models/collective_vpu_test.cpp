@@ -26,7 +26,13 @@ ir::Instruction all_reduce() {
   return ins;
 }
 
-Scenario ring4() { return pod_scenario({4}, true, LinkFidelity::flow); }
+// Per step: these tests pin when each step's reduction meets the VPU (the aggregate model reserves the steps'
+// reductions at once at the end: collective_aggregate_test.cpp).
+Scenario ring4() {
+  Scenario s = pod_scenario({4}, true, LinkFidelity::flow);
+  s.fidelity.collectives = CollectiveFidelity::per_step;
+  return s;
+}
 
 // The collective alone (simulated in a child), and its reductions' VPU time (from its plan).
 struct Alone {

@@ -16,7 +16,7 @@ CollectivePlanner default_collective_planner() {
 }
 
 CollectiveEngine::CollectiveEngine(Transport& transport, const ChipSpec& chip, IciUnits& units, NetStatistics& stats,
-                                   CollectivePlanner planner)
+                                   CollectivePlanner planner, CollectiveFidelity fidelity)
     : transport_(transport),
       chip_(chip),
       units_(units),
@@ -26,7 +26,8 @@ CollectiveEngine::CollectiveEngine(Transport& transport, const ChipSpec& chip, I
       ops_(chips_ * IciUnits::kSlots),
       keys_(chips_ * IciUnits::kSlots, kIdleKey),
       early_(chips_),
-      vpus_(chips_, nullptr) {}
+      vpus_(chips_, nullptr),
+      aggregates_(fidelity == CollectiveFidelity::aggregate && transport.runs_aggregates()) {}
 
 PlanId CollectiveEngine::add(const Origin& origin, const ir::Instruction& ins, const ir::CollectiveGroup& group) {
   const GroupShapeId shape = transport_.add_group(group);
@@ -54,6 +55,7 @@ PlanId CollectiveEngine::add(const Origin& origin, const ir::Instruction& ins, c
     info.targets.push_back(std::move(targets));
     info.receives.push_back(receives);
   }
+  if (aggregates_ && ring_plan(info.plan)) split_runs(info);
   plans_.push_back(std::move(info));
   const auto id = static_cast<PlanId>(plans_.size() - 1);
   plan_by_key_.emplace(key, id);
@@ -89,6 +91,7 @@ void CollectiveEngine::start(std::uint32_t chip, Slot slot, std::uint32_t instr,
     }
   }
   early.resize(kept);
+  o.aggregate = info.aggregate;
   if (info.plan.steps.empty()) {
     o.active = false;
     set_key(chip, slot, kIdleKey);
@@ -96,8 +99,153 @@ void CollectiveEngine::start(std::uint32_t chip, Slot slot, std::uint32_t instr,
   } else if (kCollectiveStartup.value() > 0) {
     o.starting = true;
     timers_.push(Timer{now + to_ticks(kCollectiveStartup), timer_seq_++, chip, slot, true});
+  } else if (o.aggregate) {
+    join(chip, slot, now);
   } else {
     begin_step(chip, slot, now);
+  }
+}
+
+// A ring all-reduce / all-gather / reduce-scatter inside the pod (no DCN step).
+bool CollectiveEngine::ring_plan(const kernels::CollectivePlan& plan) {
+  if (plan.kind != CollectiveKind::all_reduce && plan.kind != CollectiveKind::all_gather &&
+      plan.kind != CollectiveKind::reduce_scatter) {
+    return false;
+  }
+  if (plan.algorithm != kernels::CollectiveAlgorithm::ring_bidirectional &&
+      plan.algorithm != kernels::CollectiveAlgorithm::ring_unidirectional) {
+    return false;
+  }
+  for (const kernels::CollectiveStep& step : plan.steps) {
+    for (const kernels::CollectiveSend& send : step.sends) {
+      if (send.pod_offset != 0) return false;
+    }
+  }
+  return !plan.steps.empty();
+}
+
+// Cuts the steps into runs of consecutive steps whose sends to other chips are the same (target, bytes) pairs:
+// within a run every link of a group carries the same bytes at every step over fixed routes (the transport
+// runs aggregates only on undegraded links without faults), so its steps are synchronous and take, each, the
+// slowest link's time, which one weighted max-min fair flow over all those links reproduces (README.md).
+void CollectiveEngine::split_runs(PlanInfo& info) const {
+  info.aggregate = true;
+  std::vector<std::pair<TargetId, std::uint64_t>> previous;
+  for (std::size_t s = 0; s < info.plan.steps.size(); ++s) {
+    const kernels::CollectiveStep& step = info.plan.steps[s];
+    std::vector<std::pair<TargetId, std::uint64_t>> sends;
+    for (std::size_t i = 0; i < step.sends.size(); ++i) {
+      if (!transport_.stays_home(info.targets[s][i])) sends.emplace_back(info.targets[s][i], step.sends[i].bytes);
+    }
+    std::sort(sends.begin(), sends.end());
+    if (s == 0 || sends != previous) info.runs.emplace_back();
+    Run& run = info.runs.back();
+    if (run.steps++ == 0) {
+      run.sends = sends;
+    } else {
+      for (std::size_t i = 0; i < sends.size(); ++i) run.sends[i].second += sends[i].second;
+    }
+    previous = std::move(sends);
+    if (step.reduce_elements > 0) {
+      info.reduce += cycles_to_ticks(
+          vpu_cycles(chip_.vpu, ir::VectorOp::elementwise, static_cast<std::int64_t>(step.reduce_elements)),
+          chip_.clock);
+    }
+  }
+  for (Run& run : info.runs) {
+    for (const auto& send : run.sends) run.bytes = std::max(run.bytes, send.second);
+  }
+}
+
+// Group g of a shape: the chips that differ only in the group's coordinates (kernels/collectives.h, "Groups"),
+// numbered in the order of their first member.
+const CollectiveEngine::Layout& CollectiveEngine::layout(GroupId group) {
+  if (layouts_.size() <= group) layouts_.resize(static_cast<std::size_t>(group) + 1);
+  Layout& l = layouts_[group];
+  if (!l.group_of_chip.empty()) return l;
+  const Topology& topo = transport_.topology();
+  const ir::CollectiveGroup& g = transport_.group(group);
+  constexpr std::uint32_t kNone = ~std::uint32_t{0};
+  std::vector<std::uint32_t> of_first(chips_, kNone);  // group index by its member 0
+  l.group_of_chip.resize(chips_);
+  for (std::uint32_t c = 0; c < chips_; ++c) {
+    ChipCoord at = topo.coord(ChipId(c));
+    for (std::size_t a = 0; a < kMaxAxes; ++a) {
+      const int size = static_cast<int>(g.size[a]), stride = static_cast<int>(g.stride[a]);
+      at.pos[a] -= (at.pos[a] % (size * stride)) / stride * stride;
+    }
+    at.pod -= at.pod % static_cast<int>(g.pods);
+    std::uint32_t& index = of_first[topo.chip_at(at).value()];
+    if (index == kNone) {
+      index = static_cast<std::uint32_t>(l.members.size());
+      l.members.emplace_back();
+    }
+    l.group_of_chip[c] = index;
+    l.members[index].push_back(c);
+  }
+  return l;
+}
+
+void CollectiveEngine::join(std::uint32_t chip, Slot slot, Tick now) {
+  const Op& o = op(chip, slot);
+  const Layout& l = layout(o.group);
+  const std::uint32_t g = l.group_of_chip[chip];
+  const auto it = gathering_.try_emplace(std::make_tuple(o.group, o.seq, g)).first;
+  it->second.push_back(Member{chip, slot});
+  if (it->second.size() < l.members[g].size()) return;
+  std::vector<Member> members = std::move(it->second);
+  gathering_.erase(it);
+  start_run(std::move(members), 0, now);
+}
+
+// Run `run` of the members' group as one flow (members[0]'s op names the plan, group and seq).
+void CollectiveEngine::start_run(std::vector<Member> members, std::uint32_t run, Tick now) {
+  const Op& o = op(members[0].chip, members[0].slot);
+  PlanInfo& info = plans_[o.plan];
+  const Layout& l = layout(o.group);
+  const std::uint32_t g = l.group_of_chip[members[0].chip];
+  Run& r = info.runs[run];
+  if (r.flows.empty()) r.flows.resize(l.members.size());
+  GroupFlow& f = r.flows[g];
+  if (f.path.empty() && !r.sends.empty()) {
+    Tick longest = 0;
+    for (const std::uint32_t m : l.members[g]) {
+      for (const auto& [target, bytes] : r.sends) {
+        longest = std::max(longest, transport_.append_route(m, target, f.path));
+        f.hop_bytes.resize(f.path.size(), bytes);
+      }
+    }
+    f.latency = static_cast<Tick>(r.steps) * longest;
+  }
+  const TransferId id = transport_.start_aggregate(f.path, f.hop_bytes, r.bytes, f.latency, now);
+  if (id >= sent_.size()) sent_.resize(static_cast<std::size_t>(id) + 1);
+  sent_[id] = Sent{members[0].slot, o.group, o.seq, run, true};
+  if (id >= aggregate_members_.size()) aggregate_members_.resize(static_cast<std::size_t>(id) + 1);
+  aggregate_members_[id] = std::move(members);
+}
+
+// The next run, or: every member reduces what its steps would have (one VPU reservation of their summed
+// time), then pays the steps' synchronisations and completes (end_step of the last step).
+void CollectiveEngine::aggregate_delivered(TransferId id, Tick now) {
+  transport_.release(id);
+  std::vector<Member> members = std::move(aggregate_members_[id]);
+  const std::uint32_t next = sent_[id].step + 1;
+  const PlanInfo& info = plans_[op(members[0].chip, members[0].slot).plan];
+  if (next < info.runs.size()) {
+    start_run(std::move(members), next, now);
+    return;
+  }
+  for (const Member& m : members) {
+    Op& o = op(m.chip, m.slot);
+    o.step = static_cast<std::uint32_t>(info.plan.steps.size() - 1);
+    const Tick reduced = info.reduce == 0 ? now : vpus_[m.chip]->reserve_vpu(o.core, o.instr, now, info.reduce);
+    const Tick end = reduced + static_cast<Tick>(info.plan.steps.size()) * to_ticks(kCollectiveStepSync);
+    if (end == now) {
+      end_step(m.chip, m.slot, now);
+    } else {
+      o.reducing = true;
+      timers_.push(Timer{end, timer_seq_++, m.chip, m.slot, false});
+    }
   }
 }
 
@@ -145,8 +293,13 @@ bool CollectiveEngine::fire_timers(Tick now) {
     const Timer t = timers_.top();
     timers_.pop();
     if (t.start) {
-      op(t.chip, t.slot).starting = false;
-      begin_step(t.chip, t.slot, now);
+      Op& o = op(t.chip, t.slot);
+      o.starting = false;
+      if (o.aggregate) {
+        join(t.chip, t.slot, now);
+      } else {
+        begin_step(t.chip, t.slot, now);
+      }
     } else {
       op(t.chip, t.slot).reducing = false;
       end_step(t.chip, t.slot, now);
@@ -170,8 +323,12 @@ void CollectiveEngine::end_step(std::uint32_t chip, Slot slot, Tick now) {
 }
 
 void CollectiveEngine::on_delivered(TransferId id, Tick now) {
-  const std::uint32_t src = transport_.source(id), dst = transport_.sink(id);
   const Sent sent = sent_[id];
+  if (sent.aggregate) {
+    aggregate_delivered(id, now);
+    return;
+  }
+  const std::uint32_t src = transport_.source(id), dst = transport_.sink(id);
   transport_.release(id);
   --op(src, sent.slot).sends_pending;
   check_step(src, sent.slot, now);  // may start transfers (and reuse the id)

@@ -16,6 +16,13 @@
 // - Matching: a chip's k-th collective over a group pairs with its peers' k-th collectives over the same
 //   group (SPMD), whatever else is in flight. Receives that arrive before the chip has reached their
 //   collective are kept until it does.
+// - Aggregate (fidelity.collectives = aggregate, when the transport runs aggregates and the plan is congruent:
+//   a ring all-reduce, all-gather or reduce-scatter whose every step sends equal bytes to the same ring
+//   neighbours in the pod): a chip's start-up ends by joining its group's gathering; when the last member
+//   has joined, the group runs as ONE flow over every member's routes to those neighbours carrying the
+//   steps' bytes summed, delivered steps x (the longest of those routes' latencies) after it drains; then
+//   each member reduces the steps' reduce_elements (their VPU time summed, one reservation) and ends
+//   steps x kCollectiveStepSync later. Derivation and agreement with per_step: README.md.
 // - No SystemC process: the interconnect calls fire_timers() and keeps its kernel event at next_timer().
 #include <cstdint>
 #include <functional>
@@ -54,12 +61,14 @@ inline constexpr Seconds kCollectiveStepSync{10e-9};
 class CollectiveEngine {
  public:
   CollectiveEngine(Transport& transport, const ChipSpec& chip, IciUnits& units, NetStatistics& stats,
-                   CollectivePlanner planner);
+                   CollectivePlanner planner, CollectiveFidelity fidelity);
 
   // Plans `ins` (the instruction `origin` names) over `group`; throws what the planner throws, and
   // SimulationError for a DCN step on a pod without DCN bandwidth.
   [[nodiscard]] PlanId add(const Origin& origin, const ir::Instruction& ins, const ir::CollectiveGroup& group);
   [[nodiscard]] const kernels::CollectivePlan& plan(PlanId id) const { return plans_[id].plan; }
+  // Plan `id` runs as aggregate flows (see the contract).
+  [[nodiscard]] bool aggregate(PlanId id) const { return plans_[id].aggregate; }
 
   // Wiring: the VPUs of chip `chip`, which its reductions reserve.
   void attach_chip(std::uint32_t chip, VpuPort& vpu) { vpus_[chip] = &vpu; }
@@ -77,11 +86,35 @@ class CollectiveEngine {
 
  private:
   using GroupId = GroupShapeId;  // collectives match per group shape
+  struct GroupFlow {  // one run of one group: its members' routes to the run's targets
+    std::vector<std::uint32_t> path;
+    std::vector<std::uint64_t> hop_bytes;  // [hop]: the run's bytes to the target whose route the hop is on
+    Tick latency = 0;                      // the run's steps x the longest route's latency
+  };
+  struct Run {
+    std::uint32_t steps = 0;
+    std::vector<std::pair<TargetId, std::uint64_t>> sends;  // other-chip targets, bytes summed over the steps
+    std::uint64_t bytes = 0;                                // the largest of them
+    std::vector<GroupFlow> flows;                           // [group of the shape], built on use
+  };
   struct PlanInfo {
     kernels::CollectivePlan plan;
     GroupId group = 0;
     std::vector<std::vector<TargetId>> targets;  // [step][send]
     std::vector<std::uint32_t> receives;         // [step] -> receives expected (sends to another chip)
+    // Aggregate plans only: the steps as runs of consecutive steps that send the same bytes to the same
+    // targets, each run one flow per group.
+    bool aggregate = false;
+    std::vector<Run> runs;
+    Tick reduce = 0;  // the steps' reductions on one chip, each rounded as per step
+  };
+  struct Layout {  // the groups of one shape (aggregate plans): dense index per chip, members per group
+    std::vector<std::uint32_t> group_of_chip;
+    std::vector<std::vector<std::uint32_t>> members;
+  };
+  struct Member {
+    std::uint32_t chip;
+    Slot slot;
   };
   struct Early {  // receives that arrived before the chip reached their collective
     GroupId group;
@@ -91,6 +124,7 @@ class CollectiveEngine {
     bool active = false;
     bool starting = false;  // the start-up (kCollectiveStartup) is pending
     bool reducing = false;  // the step's reduction and synchronisation (kCollectiveStepSync) are pending
+    bool aggregate = false; // runs as its group's aggregate flow
     PlanId plan = 0;
     NetStatistics::Entry entry = 0;
     GroupId group = 0;
@@ -106,6 +140,7 @@ class CollectiveEngine {
     Slot slot = 0;
     GroupId group = 0;
     std::uint32_t seq = 0, step = 0;
+    bool aggregate = false;  // a run of a group's aggregate flow (step = the run; members in aggregate_members_)
   };
   struct Timer {
     Tick time;
@@ -131,6 +166,12 @@ class CollectiveEngine {
   void check_step(std::uint32_t chip, Slot slot, Tick now);
   void end_step(std::uint32_t chip, Slot slot, Tick now);
   void receive(std::uint32_t chip, const Sent& sent, Tick now);
+  [[nodiscard]] static bool ring_plan(const kernels::CollectivePlan& plan);
+  void split_runs(PlanInfo& info) const;
+  const Layout& layout(GroupId group);
+  void join(std::uint32_t chip, Slot slot, Tick now);
+  void start_run(std::vector<Member> members, std::uint32_t run, Tick now);
+  void aggregate_delivered(TransferId id, Tick now);
 
   Transport& transport_;
   const ChipSpec& chip_;
@@ -149,6 +190,11 @@ class CollectiveEngine {
   std::vector<Sent> sent_;                 // by TransferId
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   std::uint64_t timer_seq_ = 0;
+  bool aggregates_;                 // fidelity.collectives = aggregate and the transport runs aggregates
+  std::vector<Layout> layouts_;     // [group shape], built on use
+  // Aggregate ops whose start-up has ended, per (group shape, seq, group) until the last member joins.
+  std::map<std::tuple<GroupId, std::uint32_t, std::uint32_t>, std::vector<Member>> gathering_;
+  std::vector<std::vector<Member>> aggregate_members_;  // by TransferId: the members an aggregate flow ends
 };
 
 }  // namespace tpusim::models::net

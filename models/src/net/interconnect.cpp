@@ -32,7 +32,7 @@ Interconnect::Interconnect(const sc_core::sc_module_name& name, const Topology& 
       control_(control),
       transport_(topo, scenario, options.faults, options.degraded),
       units_(topo.chip_count()),
-      collectives_(transport_, scenario.chip, units_, stats_, options.planner),
+      collectives_(transport_, scenario.chip, units_, stats_, options.planner, scenario.fidelity.collectives),
       p2p_(transport_, units_) {
   // Plan each collective and resolve each point-to-point target of each program some chip runs, once.
   std::vector<bool> used(programs.programs.size(), programs.role_of_chip.empty());

@@ -2,7 +2,8 @@
 //
 // Every transfer is one flow over all channels of its path at once. Flow rates are max-min fair (progressive
 // filling: repeatedly find the channel with the smallest fair share capacity_left / unfrozen_flows, fix that
-// share for its unfrozen flows, and subtract it along their paths). Rates are recomputed whenever a flow starts
+// share for its unfrozen flows, and subtract it along their paths; an aggregate's hop counts with its weight,
+// see start_aggregate). Rates are recomputed whenever a flow starts
 // or drains, but only for the flows connected to the change through shared channels (a ring collective on a
 // torus is thousands of independent one-hop components, so one change costs O(component), not O(flows)).
 // A flow drains its bytes at its current rate; it is delivered sum(latency over its path) after it has
@@ -12,6 +13,8 @@
 // before time moves on (next_event() and advance() settle).
 #include <algorithm>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 #include "link_model.h"
 
@@ -29,31 +32,16 @@ class FlowLinkModel final : public LinkModel {
   const char* name() const override { return "flow"; }
 
   void start(Tick now, TransferId id, const std::uint32_t* path, std::uint32_t hops, std::uint64_t bytes) override {
-    if (now > now_) {  // the owner skipped advance(now): settle earlier changes at their own time first
-      settle();
-      now_ = now;
-    }
-    if (id >= flows_.size()) flows_.resize(static_cast<std::size_t>(id) + 1);
-    Flow& f = flows_[id];
-    f = Flow{};  // ids are reused; a delivered transfer has no event left in the queue
-    f.path = path;
-    f.hops = hops;
-    f.remaining = static_cast<double>(bytes);
-    f.last = now;
-    for (std::uint32_t h = 0; h < hops; ++h) f.latency += channels_[path[h]].latency;
-    if (bytes == 0) {
-      schedule(now + f.latency, Kind::deliver, id);
-      return;
-    }
-    f.active = true;
-    for (std::uint32_t h = 0; h < hops; ++h) {
-      const std::uint32_t c = path[h];
-      Port& p = ports_[c];
-      if (p.flows.empty()) p.busy_since = now;
-      p.flows.push_back(id);
-      stats_[c].bytes += bytes;
-      mark_dirty(c);
-    }
+    Tick latency = 0;
+    for (std::uint32_t h = 0; h < hops; ++h) latency += channels_[path[h]].latency;
+    begin(now, id, path, hops, bytes, latency);
+  }
+
+  // Weighted max-min: hop h takes weight hop_bytes[h] / bytes of each channel's fair share (a channel listed k
+  // times holds the flow k times in its list). The unweighted flows above are the case weight 1.
+  void start_aggregate(Tick now, TransferId id, const std::uint32_t* path, const std::uint64_t* hop_bytes,
+                       std::uint32_t hops, std::uint64_t bytes, Tick latency) override {
+    begin(now, id, path, hops, bytes, latency, hop_bytes);
   }
 
   void advance(Tick now, std::vector<TransferId>& delivered) override {
@@ -157,22 +145,60 @@ class FlowLinkModel final : public LinkModel {
   struct Flow {
     const std::uint32_t* path = nullptr;
     std::uint32_t hops = 0;
+    const std::uint64_t* hop_bytes = nullptr;  // aggregates: bytes per hop (weight hop_bytes[h] / bytes)
+    double bytes = 0;
     bool active = false;     // draining (holds bandwidth on its channels)
     std::uint32_t mark = 0;  // epoch of the last settle that visited it
     double remaining = 0;    // bytes at `last`
     double rate = 0;         // bytes per tick (0 until the first settle)
     double previous = 0;     // settle scratch: the rate before this settle
     Tick last = 0;
-    Tick latency = 0;        // sum over the path
+    Tick latency = 0;        // sum over the path (an aggregate's: the latency its owner gave)
   };
   struct Port {
     std::vector<TransferId> flows;  // active flows through the channel
     Tick busy_since = 0;
     std::uint32_t mark = 0;         // epoch of the last settle that visited it
     bool dirty = false;
-    std::uint32_t unfrozen = 0;     // progressive filling scratch
+    std::uint32_t unfrozen = 0;     // progressive filling scratch: unfrozen flows through the channel,
+    double demand = 0;              // their summed weights
     double left = 0;
   };
+
+  void begin(Tick now, TransferId id, const std::uint32_t* path, std::uint32_t hops, std::uint64_t bytes,
+             Tick latency, const std::uint64_t* hop_bytes = nullptr) {
+    if (now > now_) {  // the owner skipped advance(now): settle earlier changes at their own time first
+      settle();
+      now_ = now;
+    }
+    if (id >= flows_.size()) flows_.resize(static_cast<std::size_t>(id) + 1);
+    Flow& f = flows_[id];
+    f = Flow{};  // ids are reused; a delivered transfer has no event left in the queue
+    f.path = path;
+    f.hops = hops;
+    f.hop_bytes = hop_bytes;
+    f.bytes = static_cast<double>(bytes);
+    f.remaining = static_cast<double>(bytes);
+    f.last = now;
+    f.latency = latency;
+    if (bytes == 0) {
+      schedule(now + f.latency, Kind::deliver, id);
+      return;
+    }
+    f.active = true;
+    for (std::uint32_t h = 0; h < hops; ++h) {
+      const std::uint32_t c = path[h];
+      Port& p = ports_[c];
+      if (p.flows.empty()) p.busy_since = now;
+      p.flows.push_back(id);
+      stats_[c].bytes += hop_bytes == nullptr ? bytes : hop_bytes[h];
+      mark_dirty(c);
+    }
+  }
+
+  static double weight(const Flow& f, std::uint32_t h) {
+    return f.hop_bytes == nullptr ? 1.0 : static_cast<double>(f.hop_bytes[h]) / f.bytes;
+  }
 
   void schedule(Tick time, Kind kind, TransferId id) {
     events_.set(Event{time, seq_++, kind, id});
@@ -230,19 +256,24 @@ class FlowLinkModel final : public LinkModel {
       Port& p = ports_[c];
       p.left = channels_[c].bytes_per_tick;
       p.unfrozen = static_cast<std::uint32_t>(p.flows.size());
+      p.demand = 0;
+    }
+    for (TransferId id : comp_flows_) {
+      const Flow& f = flows_[id];
+      for (std::uint32_t h = 0; h < f.hops; ++h) ports_[f.path[h]].demand += weight(f, h);
     }
     std::size_t frozen = 0;
     while (frozen < comp_flows_.size()) {
       double share = std::numeric_limits<double>::infinity();
       for (std::uint32_t c : comp_channels_) {
         const Port& p = ports_[c];
-        if (p.unfrozen > 0) share = std::min(share, p.left / p.unfrozen);
+        if (p.unfrozen > 0) share = std::min(share, p.left / p.demand);
       }
       // Freeze the flows of every channel at the bottleneck share (relative slack for rounding).
       const double limit = share * (1 + 1e-12);
       for (std::uint32_t c : comp_channels_) {
         const Port& p = ports_[c];
-        if (p.unfrozen == 0 || p.left / p.unfrozen > limit) continue;
+        if (p.unfrozen == 0 || p.left / p.demand > limit) continue;
         for (TransferId id : p.flows) {
           Flow& f = flows_[id];
           if (f.rate >= 0) continue;
@@ -250,7 +281,9 @@ class FlowLinkModel final : public LinkModel {
           ++frozen;
           for (std::uint32_t h = 0; h < f.hops; ++h) {
             Port& q = ports_[f.path[h]];
-            q.left = std::max(0.0, q.left - share);
+            const double w = weight(f, h);
+            q.left = std::max(0.0, q.left - w * share);
+            q.demand -= w;
             --q.unfrozen;
           }
         }
@@ -288,6 +321,12 @@ class FlowLinkModel final : public LinkModel {
 };
 
 }  // namespace
+
+void LinkModel::start_aggregate(Tick /*now*/, TransferId /*transfer*/, const std::uint32_t* /*path*/,
+                                const std::uint64_t* /*hop_bytes*/, std::uint32_t /*hops*/, std::uint64_t /*bytes*/,
+                                Tick /*latency*/) {
+  throw std::logic_error(std::string("the ") + name() + " link model runs no aggregate transfers (flow links only)");
+}
 
 std::unique_ptr<LinkModel> make_flow_link_model(std::vector<Channel> channels) {
   return std::make_unique<FlowLinkModel>(std::move(channels));

@@ -52,6 +52,16 @@ class LinkModel {
   virtual void start(Tick now, TransferId transfer, const std::uint32_t* path, std::uint32_t hops,
                      std::uint64_t bytes) = 0;
 
+  // Starts aggregate `transfer` (fidelity.collectives = aggregate: a run of a ring collective's steps for one
+  // group as one flow). Hop h of `path` carries hop_bytes[h] (<= bytes, > 0) while the transfer progresses
+  // through `bytes`: it counts with weight hop_bytes[h] / bytes in its channel's max-min fair share (weighted
+  // progressive filling; a channel may be listed several times), so alone it drains in
+  // max over channels of (its hop_bytes summed) / rate. It is delivered `latency` after it has drained (not
+  // the path's latency: the owner states the fixed costs). Only the flow model runs aggregates; the default
+  // throws std::logic_error.
+  virtual void start_aggregate(Tick now, TransferId transfer, const std::uint32_t* path,
+                               const std::uint64_t* hop_bytes, std::uint32_t hops, std::uint64_t bytes, Tick latency);
+
   // Processes every event up to and including `now`; appends the transfers delivered by then to `delivered`
   // in delivery order (ties in start order).
   virtual void advance(Tick now, std::vector<TransferId>& delivered) = 0;

@@ -68,9 +68,15 @@ Transport::Transport(const Topology& topo, const Scenario& scenario, const Fault
       faults_(faults),
       router_(make_router(topo, scenario.fidelity.routing, faults_)),
       ocs_(topo, scenario.pod.ocs_reconfiguration),
-      dcn_base_(static_cast<std::uint32_t>(topo.link_count())),
-      model_(make_link_model(scenario.fidelity, degrade(channels_of(topo, scenario.chip.ici.link_efficiency), degraded,
-                                                        scenario.fidelity.link_chunk))) {}
+      dcn_base_(static_cast<std::uint32_t>(topo.link_count())) {
+  std::vector<Channel> channels =
+      degrade(channels_of(topo, scenario.chip.ici.link_efficiency), degraded, scenario.fidelity.link_chunk);
+  latency_.reserve(channels.size());
+  for (const Channel& c : channels) latency_.push_back(c.latency);
+  model_ = make_link_model(scenario.fidelity, std::move(channels));
+  aggregates_ = scenario.fidelity.links == LinkFidelity::flow && faults_.links.empty() && faults_.chips.empty() &&
+                degraded.empty();
+}
 
 GroupShapeId Transport::add_group(const ir::CollectiveGroup& group) {
   const auto it = std::find(groups_.begin(), groups_.end(), group);
@@ -158,7 +164,7 @@ void Transport::cache_routes() {
   }
 }
 
-TransferId Transport::start(std::uint32_t chip, TargetId t, std::uint64_t bytes, Tick now, Owner owner) {
+TransferId Transport::new_transfer() {
   TransferId id;
   if (free_.empty()) {
     id = static_cast<TransferId>(transfers_.size());
@@ -167,6 +173,40 @@ TransferId Transport::start(std::uint32_t chip, TargetId t, std::uint64_t bytes,
     id = free_.back();
     free_.pop_back();
   }
+  ++started_;
+  return id;
+}
+
+Tick Transport::append_route(std::uint32_t chip, TargetId t, std::vector<std::uint32_t>& out) {
+  const std::size_t from = out.size();
+  if (t < route_begin_.size() && !route_begin_[t].empty()) {
+    out.insert(out.end(), route_links_[t].begin() + route_begin_[t][chip],
+               route_links_[t].begin() + route_begin_[t][chip + 1]);
+  } else {
+    std::vector<std::uint32_t> path;
+    route(chip, t, path);
+    out.insert(out.end(), path.begin(), path.end());
+  }
+  Tick latency = 0;
+  for (std::size_t i = from; i < out.size(); ++i) latency += latency_[out[i]];
+  return latency;
+}
+
+TransferId Transport::start_aggregate(const std::vector<std::uint32_t>& path,
+                                      const std::vector<std::uint64_t>& hop_bytes, std::uint64_t bytes, Tick latency,
+                                      Tick now) {
+  const TransferId id = new_transfer();
+  Transfer& tr = transfers_[id];
+  tr.src = 0;
+  tr.dst = 0;
+  tr.owner = Owner::collective;
+  model_->start_aggregate(now, id, path.data(), hop_bytes.data(), static_cast<std::uint32_t>(path.size()), bytes,
+                          latency);
+  return id;
+}
+
+TransferId Transport::start(std::uint32_t chip, TargetId t, std::uint64_t bytes, Tick now, Owner owner) {
+  const TransferId id = new_transfer();
   Transfer& tr = transfers_[id];
   tr.src = chip;
   tr.dst = destination(chip, t).value();
@@ -181,7 +221,6 @@ TransferId Transport::start(std::uint32_t chip, TargetId t, std::uint64_t bytes,
     path = tr.path.data();
     hops = static_cast<std::uint32_t>(tr.path.size());
   }
-  ++started_;
   model_->start(now, id, path, hops, bytes);
   return id;
 }

@@ -89,6 +89,20 @@ class Transport {
   void cache_routes();
 
   [[nodiscard]] TransferId start(std::uint32_t chip, TargetId t, std::uint64_t bytes, Tick now, Owner owner);
+
+  // Aggregate transfers (fidelity.collectives = aggregate; the collective engine's). Whether the links can run
+  // them: flow links, no failed links or chips (routes are DOR or fault-aware detours: not fixed ring hops) and
+  // no degraded links.
+  [[nodiscard]] bool runs_aggregates() const { return aggregates_; }
+  [[nodiscard]] const ir::CollectiveGroup& group(GroupShapeId g) const { return groups_[g]; }
+  // Appends the channels of the route from `chip` under `t` to `out` (nothing when it stays home) and returns
+  // their summed latency.
+  Tick append_route(std::uint32_t chip, TargetId t, std::vector<std::uint32_t>& out);
+  // Starts an aggregate (LinkModel::start_aggregate) owned by the collective engine: `path` and `hop_bytes`
+  // must stay valid until it is delivered; source() and sink() of its id are 0.
+  [[nodiscard]] TransferId start_aggregate(const std::vector<std::uint32_t>& path,
+                                           const std::vector<std::uint64_t>& hop_bytes, std::uint64_t bytes,
+                                           Tick latency, Tick now);
   void advance(Tick now, std::vector<TransferId>& delivered) { model_->advance(now, delivered); }
   [[nodiscard]] Tick next_event() { return model_->next_event(); }
   [[nodiscard]] std::uint32_t source(TransferId id) const { return transfers_[id].src; }
@@ -105,6 +119,7 @@ class Transport {
   [[nodiscard]] std::vector<ChannelStats> channel_stats(Tick end) const { return model_->stats(end); }
   [[nodiscard]] std::size_t dcn_egress(std::size_t host) const { return dcn_base_ + host; }
   [[nodiscard]] std::size_t dcn_ingress(std::size_t host) const { return dcn_base_ + topo_.host_count() + host; }
+  // Transfers started (aggregates included, each one).
   [[nodiscard]] std::uint64_t transfers_started() const { return started_; }
 
  private:
@@ -116,6 +131,7 @@ class Transport {
 
   // The channel path from `chip` to its destination under `t` into `out`; false when it is the chip itself.
   bool route(std::uint32_t chip, TargetId t, std::vector<std::uint32_t>& out);
+  [[nodiscard]] TransferId new_transfer();
 
   const Topology& topo_;
   FaultSet faults_;
@@ -123,6 +139,8 @@ class Transport {
   OcsFabric ocs_;
   std::uint32_t dcn_base_ = 0;  // channel of host h's NIC: egress dcn_base_ + h, ingress dcn_base_ + hosts + h
   std::unique_ptr<LinkModel> model_;
+  std::vector<Tick> latency_;  // per channel
+  bool aggregates_ = false;
 
   std::vector<ir::CollectiveGroup> groups_;
   std::vector<Target> targets_;

@@ -86,12 +86,18 @@ enum class LinkFidelity { chunked, flow };
 // ICI routing policy (topology/routing.h): dimension-order routes, or fault-aware routes that keep DOR where
 // it avoids every failed link and chip and take a shortest surviving path elsewhere.
 enum class RoutingPolicy { dor, fault_aware };
+// How the network runs a ring collective (models/src/net/README.md, "Aggregate ring collectives"): step by
+// step, every send of every chip a transfer; or, when the plan is congruent (every step sends the same bytes
+// to the same ring neighbours over fixed routes) and the links are flows, each group as one flow over all its
+// ring links carrying the whole collective's bytes, at the bottleneck rate, plus the steps' fixed costs.
+enum class CollectiveFidelity { per_step, aggregate };
 
 struct FidelitySpec {
   MxuFidelity mxu = MxuFidelity::fast;
   LinkFidelity links = LinkFidelity::chunked;
   Bytes link_chunk = MiB(1);  // chunk size of the chunked link model
   RoutingPolicy routing = RoutingPolicy::dor;
+  CollectiveFidelity collectives = CollectiveFidelity::aggregate;
 };
 
 struct Scenario {
