@@ -20,7 +20,15 @@ struct GroupAxis {
   int length = 1;
   bool wraps = false;
   int stride = 1;
+  int cut = -1;  // >= 0: a ring cut after this member by a failed link, planned as a line (collectives.h)
 };
+
+// plan_collective with the ring of torus axis a cut after member cut[a] (-1: not cut); the cut applies to a
+// participating group axis that wraps, and only the ring algorithms use it (collectives.h, "Re-planned").
+[[nodiscard]] CollectivePlan plan_collective_cut(const Topology& topo, CollectiveKind kind,
+                                                 std::uint64_t bytes_per_chip, DType dtype,
+                                                 const ir::CollectiveGroup& group, CollectiveAlgorithm algorithm,
+                                                 const std::array<int, kMaxAxes>& cut);
 
 enum class Phase : std::uint8_t { reduce_scatter, all_gather };
 
@@ -72,7 +80,9 @@ using AxisPhaseFn = std::uint64_t (*)(Phase phase, const GroupAxis& axis, int di
 
 // The ring on one axis (defined with ring_unidirectional; ring_bidirectional runs it in both directions):
 // reduce_scatter N - 1 steps each sending ceil(c / N) to dir x 1 and reducing what arrives (the shard is
-// ceil(c / N)); all_gather N - 1 steps each forwarding one block of c (the result is N c).
+// ceil(c / N)); all_gather N - 1 steps each forwarding one block of c (the result is N c). On a cut axis
+// the same step counts and blocks as the two chains of the line, each step sending the block both ways
+// (LineChain sends), each arriving block reduced by its receiver (LineChain::reduce_elements).
 std::uint64_t ring_axis_phase(Phase phase, const GroupAxis& axis, int dir, std::uint64_t elements, int dtype_bytes,
                               std::vector<CollectiveStep>& out);
 

@@ -71,10 +71,14 @@ PhasePlan compose_per_axis(Phase phase, const std::vector<GroupAxis>& axes, std:
       for (const CollectiveSend& send : list[s].sends) {
         if (send.bytes == 0) continue;
         const auto same = std::find_if(merged.sends.begin(), merged.sends.end(), [&](const CollectiveSend& m) {
-          return m.offset == send.offset && m.pod_offset == send.pod_offset;
+          return m.offset == send.offset && m.pod_offset == send.pod_offset && m.chain.same_step(send.chain);
         });
-        if (same != merged.sends.end()) same->bytes += send.bytes;
-        else merged.sends.push_back(send);
+        if (same != merged.sends.end()) {
+          same->bytes += send.bytes;
+          same->chain.reduce_elements += send.chain.reduce_elements;
+        } else {
+          merged.sends.push_back(send);
+        }
       }
     }
     if (!merged.sends.empty()) plan.steps.push_back(std::move(merged));
@@ -169,13 +173,13 @@ std::uint64_t dcn_phase(Phase phase, int pods, bool direct, std::uint64_t elemen
   const std::uint64_t reduce = phase == Phase::reduce_scatter ? block : 0;
   if (direct) {
     CollectiveStep step;
-    for (int p = 1; p < pods; ++p) step.sends.push_back(CollectiveSend{{}, p, block * bytes});
+    for (int p = 1; p < pods; ++p) step.sends.push_back(CollectiveSend{{}, p, block * bytes, {}});
     step.reduce_elements = reduce * (m - 1);
     out.push_back(std::move(step));
   } else {
     for (int p = 1; p < pods; ++p) {
       CollectiveStep step;
-      step.sends.push_back(CollectiveSend{{}, 1, block * bytes});
+      step.sends.push_back(CollectiveSend{{}, 1, block * bytes, {}});
       step.reduce_elements = reduce;
       out.push_back(std::move(step));
     }
@@ -349,7 +353,16 @@ CollectivePlan plan_collective(const Topology& topo, CollectiveKind kind, std::u
 
 CollectivePlan plan_collective(const Topology& topo, CollectiveKind kind, std::uint64_t bytes_per_chip, DType dtype,
                                const ir::CollectiveGroup& group, CollectiveAlgorithm algorithm) {
-  const std::vector<GroupAxis> axes = group_axes(topo, group);
+  return detail::plan_collective_cut(topo, kind, bytes_per_chip, dtype, group, algorithm, {-1, -1, -1});
+}
+
+CollectivePlan detail::plan_collective_cut(const Topology& topo, CollectiveKind kind, std::uint64_t bytes_per_chip,
+                                           DType dtype, const ir::CollectiveGroup& group,
+                                           CollectiveAlgorithm algorithm, const std::array<int, kMaxAxes>& cut) {
+  std::vector<GroupAxis> axes = group_axes(topo, group);
+  for (GroupAxis& a : axes) {
+    if (a.wraps) a.cut = cut[static_cast<std::size_t>(a.axis)];
+  }
   const auto pods = static_cast<int>(group.pods);
   const int in_pod = group_size(axes);
 
@@ -360,6 +373,14 @@ CollectivePlan plan_collective(const Topology& topo, CollectiveKind kind, std::u
   plan.participants = in_pod * pods;
   plan.bytes_per_chip = bytes_per_chip;
   plan.bus_factor = bus_factor(kind, plan.participants);
+  const bool ring = plan.algorithm == CollectiveAlgorithm::ring_bidirectional ||
+                    plan.algorithm == CollectiveAlgorithm::ring_unidirectional;
+  const bool phased = kind == CollectiveKind::all_reduce || kind == CollectiveKind::reduce_scatter ||
+                      kind == CollectiveKind::all_gather;
+  for (GroupAxis& a : axes) {
+    if (!ring || !phased) a.cut = -1;
+    if (a.cut >= 0) plan.cut[static_cast<std::size_t>(a.axis)] = a.cut;
+  }
 
   const std::vector<AlgorithmVariant> registry = detail::collective_algorithms();
   const auto variant = std::find_if(registry.begin(), registry.end(),
@@ -405,7 +426,7 @@ CollectivePlan plan_collective(const Topology& topo, CollectiveKind kind, std::u
         CollectiveStep step;
         const std::uint64_t block = ceil_div(elements, static_cast<std::uint64_t>(pods));
         for (int p = 1; p < pods; ++p) {
-          step.sends.push_back(CollectiveSend{{}, p, block * static_cast<std::uint64_t>(dbytes)});
+          step.sends.push_back(CollectiveSend{{}, p, block * static_cast<std::uint64_t>(dbytes), {}});
         }
         plan.steps.push_back(std::move(step));
       }
@@ -414,7 +435,7 @@ CollectivePlan plan_collective(const Topology& topo, CollectiveKind kind, std::u
     }
     case CollectiveKind::permute: {
       CollectiveStep step;
-      if (axes.empty()) step.sends.push_back(CollectiveSend{{}, 1, elements * static_cast<std::uint64_t>(dbytes)});
+      if (axes.empty()) step.sends.push_back(CollectiveSend{{}, 1, elements * static_cast<std::uint64_t>(dbytes), {}});
       else step.sends.push_back(detail::axis_send(axes.front().axis, 1, elements * static_cast<std::uint64_t>(dbytes)));
       plan.steps.push_back(std::move(step));
       break;

@@ -12,6 +12,23 @@ std::uint64_t ring_axis_phase(Phase phase, const GroupAxis& axis, int dir, std::
                               std::vector<CollectiveStep>& out) {
   const auto n = static_cast<std::uint64_t>(axis.length);
   const auto bytes = static_cast<std::uint64_t>(dtype_bytes);
+  if (axis.cut >= 0) {
+    // The line (collectives.h, "Re-planned around failed links"): both chains at every step, whichever
+    // direction this sub-buffer would have taken round the ring.
+    const bool gather = phase == Phase::all_gather;
+    const std::uint64_t block = gather ? elements : ceil_div(elements, n);
+    for (std::uint64_t i = 1; i < n; ++i) {
+      CollectiveStep step;
+      for (const int d : {1, -1}) {
+        CollectiveSend send = axis_send(axis.axis, d, block * bytes);
+        send.chain = LineChain{static_cast<std::int8_t>(axis.axis), gather, static_cast<std::uint8_t>(i),
+                               gather ? 0 : block};
+        step.sends.push_back(send);
+      }
+      out.push_back(std::move(step));
+    }
+    return gather ? elements * n : block;
+  }
   if (phase == Phase::reduce_scatter) {
     // Step i: send the partial sum of block (rank - i) and add the incoming block (rank - i - 1) to one's own.
     const std::uint64_t block = ceil_div(elements, n);

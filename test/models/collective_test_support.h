@@ -58,7 +58,7 @@ inline kernels::CollectivePlan plan_of(const Scenario& s, const ir::ProgramSet& 
   const ir::Instruction& ins = programs.programs.at(0)[0];
   const ir::CollectiveGroup group = ins.group == ir::kAxesGroup ? kernels::whole_axes_group(topo, ins.mesh_axes)
                                                                 : programs.groups.at(ins.group);
-  return default_collective_planner()(topo, ins, group);
+  return default_collective_planner()(topo, ins, group, {});
 }
 
 // VPU time of the plan's reductions on one chip: the interconnect reduces each step's reduce_elements after

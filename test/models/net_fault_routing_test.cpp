@@ -28,29 +28,43 @@ LinkId cable_from(const Topology& topo, std::uint32_t src) {
   throw std::logic_error("no such link");
 }
 
-SimResult run(const Scenario& s, const FaultSet& faults) {
+// Which plan a collective around a failed link gets: the planner's choice (the line, kernels/collectives.h
+// "Re-planned around failed links"), or the ring kept as planned without faults (its sends through the cut
+// detour on the router's surviving path).
+enum class Plan { replanned, ring_kept };
+
+SimResult run(const Scenario& s, const FaultSet& faults, Plan plan = Plan::replanned) {
   InterconnectOptions network;
   network.faults = faults;
+  if (plan == Plan::ring_kept) {
+    network.planner = [](const Topology& topo, const ir::Instruction& ins, const ir::CollectiveGroup& group,
+                         const FaultSet&) { return default_collective_planner()(topo, ins, group, {}); };
+  }
   return simulate_with_network(s, one_collective(CollectiveKind::all_reduce, k256MiB), {}, network);
+}
+
+FaultSet cut_cable(const Topology& topo) {
+  FaultSet faults;
+  faults.add_cable(topo, cable_from(topo, 0));
+  return faults;
 }
 
 // The step healthy (in a child process), then with the cable from chip 0 along axis 0 cut: nothing crosses
 // the failed cable (both directions carry no bytes).
-std::pair<double, SimResult> run_with_cut_cable(const Scenario& s) {
+std::pair<double, SimResult> run_with_cut_cable(const Scenario& s, Plan plan) {
   const double healthy = in_child([&] { return run(s, {}).step_time.value(); });
   EXPECT_GT(healthy, 0);
   const Topology topo = build_topology(s.pod, s.chip);
   const LinkId cut = cable_from(topo, 0);
-  FaultSet faults;
-  faults.add_cable(topo, cut);
+  const FaultSet faults = cut_cable(topo);
   EXPECT_EQ(faults.links.size(), 2u);
-  SimResult r = run(s, faults);
+  SimResult r = run(s, faults, plan);
   EXPECT_EQ(r.links.at(cut.value()).bytes.count(), 0u);
   EXPECT_EQ(r.links.at(topo.link(cut).reverse.value()).bytes.count(), 0u);
   return {healthy, std::move(r)};
 }
 
-// The cable between chips (0,0) and (1,0) is cut, both directions. The ring all-reduce's +x send of chip 0
+// The cable between chips (0,0) and (1,0) is cut, both directions, and the ring plan is kept. Its +x send of chip 0
 // (and -x send of chip 1) now takes a 3-hop shortest path through a neighbouring row (e.g. (0,0) -> (0,1) ->
 // (1,1) -> (1,0)), whose three links each also carry one of the step's one-hop sends, so those transfers run
 // at half rate. The two detours use disjoint directed links, so no link carries more than two transfers and
@@ -60,9 +74,9 @@ std::pair<double, SimResult> run_with_cut_cable(const Scenario& s) {
 // (rotation 0 in steps 1-3 and 10-12, rotation 1 in 4-9), with as many bytes as the step's largest send, so
 // the detour is on every step's critical path. Expected: the bound within 0.5%, about 1.96x the healthy time
 // (the flow model; recorded as `slowdown`).
-TEST(FaultAwareRouting, AllReduceOnA4x4TorusWithOneFailedCableRoutesAroundItAndIsSlower) {
+TEST(FaultAwareRouting, RingKeptOnA4x4TorusWithOneFailedCableDetoursAroundItAndIsSlower) {
   const Scenario s = torus4x4(RoutingPolicy::fault_aware);
-  const auto [healthy, r] = run_with_cut_cable(s);
+  const auto [healthy, r] = run_with_cut_cable(s, Plan::ring_kept);
   ASSERT_EQ(r.collectives.size(), 1u);
   EXPECT_EQ(r.collectives[0].executions, 16u);
 
@@ -76,14 +90,14 @@ TEST(FaultAwareRouting, AllReduceOnA4x4TorusWithOneFailedCableRoutesAroundItAndI
   ::testing::Test::RecordProperty("slowdown", std::to_string(t / healthy));
 }
 
-// The same on a 3D torus (4x4x4, a v4 cube's shape): the cut cable's detours each share one link with a
+// The same on a 3D torus (4x4x4, a v4 cube's shape), the ring plan kept: the cut cable's detours each share one link with a
 // one-hop send of the step, so the bound has the same form over the plan's 18 steps (3 axes x 2 x 3):
 //   2 (ideal - 18 a) + 18 x 3 a + R + the runtime's overheads, within 0.5% (measured: the bound to 6 digits,
 // 1.95x the healthy time, recorded as `slowdown`).
-TEST(FaultAwareRouting, AllReduceOnA4x4x4TorusWithOneFailedCableRoutesAroundItAndIsSlower) {
+TEST(FaultAwareRouting, RingKeptOnA4x4x4TorusWithOneFailedCableDetoursAroundItAndIsSlower) {
   Scenario s = pod_scenario({4, 4, 4}, true, LinkFidelity::flow);
   s.fidelity.routing = RoutingPolicy::fault_aware;
-  const auto [healthy, r] = run_with_cut_cable(s);
+  const auto [healthy, r] = run_with_cut_cable(s, Plan::ring_kept);
   const kernels::CollectivePlan plan = plan_of(s, one_collective(CollectiveKind::all_reduce, k256MiB));
   const auto steps = static_cast<double>(plan.steps.size());
   const double bound = 2 * (plan.ideal_time.value() - steps * kHop) + steps * 3 * kHop +
@@ -92,6 +106,90 @@ TEST(FaultAwareRouting, AllReduceOnA4x4x4TorusWithOneFailedCableRoutesAroundItAn
   EXPECT_GT(t, 1.05 * healthy);
   EXPECT_NEAR(t, bound, 0.005 * bound) << "steps " << steps << " t/bound " << t / bound << " healthy " << healthy;
   ::testing::Test::RecordProperty("slowdown", std::to_string(t / healthy));
+}
+
+// The VPU time of a line plan's reductions on the critical path, taking the steps as lockstep: per step the
+// most any chip reduces (the step's reduce_elements plus each chain send it receives, which the chips in the
+// middle of the line get from both chains).
+double line_reduction_seconds(const kernels::CollectivePlan& plan, const Topology& topo,
+                              const ir::CollectiveGroup& group, const ChipSpec& chip) {
+  Tick t = 0;
+  for (const kernels::CollectiveStep& step : plan.steps) {
+    std::uint64_t most = 0;
+    for (std::uint32_t c = 0; c < topo.chip_count(); ++c) {
+      std::uint64_t e = step.reduce_elements;
+      for (const kernels::CollectiveSend& send : step.sends) {
+        if (send.chain.axis < 0) continue;
+        const auto a = static_cast<std::size_t>(send.chain.axis);
+        const int n = topo.shape()[a];
+        const int p = kernels::chain_position(kernels::group_member(topo, group, ChipId(c), send.chain.axis),
+                                              plan.cut[a], n, send.offset[a]);
+        if (p >= 1 && kernels::chain_sends(send.chain, p - 1, n)) e += send.chain.reduce_elements;
+      }
+      most = std::max(most, e);
+    }
+    if (most > 0) {
+      t += cycles_to_ticks(vpu_cycles(chip.vpu, ir::VectorOp::elementwise, static_cast<std::int64_t>(most)),
+                           chip.clock);
+    }
+  }
+  return to_seconds(t).value();
+}
+
+// The planner's choice around the cut cable: axis 0 runs as a line (kernels/collectives.h, "Re-planned around
+// failed links"): each step carries twice the healthy step's bytes on axis 0, one hop, no detour, so
+//   t = 2 (ideal - n a) + n a + R + the runtime's overheads        (n = the plan's steps, R its reductions,
+// which the line doubles on axis 0), within 0.5%: the closed form assumes lockstep steps, the chains let the
+// chips at the line's ends run ahead. R: per step the most any chip reduces (line_reduction_seconds).
+void expect_line_at_closed_form(const Scenario& s) {
+  const auto [healthy, r] = run_with_cut_cable(s, Plan::replanned);
+  const Topology topo = build_topology(s.pod, s.chip);
+  const ir::ProgramSet programs = one_collective(CollectiveKind::all_reduce, k256MiB);
+  const ir::Instruction& ins = programs.programs.at(0)[0];
+  const ir::CollectiveGroup group = kernels::whole_axes_group(topo, 0);
+  const kernels::CollectivePlan plan = default_collective_planner()(topo, ins, group, cut_cable(topo));
+  ASSERT_EQ(plan.replan, kernels::CollectivePlan::Replan::line);
+  const double n = static_cast<double>(plan.steps.size());
+  const double expected = 2 * (plan.ideal_time.value() - n * kHop) + n * kHop +
+                          line_reduction_seconds(plan, topo, group, s.chip) + overhead_seconds(plan);
+  const double t = r.step_time.value();
+  EXPECT_GT(t, 1.05 * healthy);
+  EXPECT_NEAR(t, expected, 0.005 * expected) << "t/expected " << t / expected << " healthy " << healthy;
+  ::testing::Test::RecordProperty("slowdown", std::to_string(t / healthy));
+  ::testing::Test::RecordProperty("t_over_closed_form", std::to_string(t / expected));
+}
+
+TEST(FaultAwareRouting, AllReduceOnA4x4TorusWithOneFailedCableRunsTheCutAxisAsALineAtItsClosedForm) {
+  expect_line_at_closed_form(torus4x4(RoutingPolicy::fault_aware));
+}
+
+TEST(FaultAwareRouting, AllReduceOnA4x4x4TorusWithOneFailedCableRunsTheCutAxisAsALineAtItsClosedForm) {
+  Scenario s = pod_scenario({4, 4, 4}, true, LinkFidelity::flow);
+  s.fidelity.routing = RoutingPolicy::fault_aware;
+  expect_line_at_closed_form(s);
+}
+
+// One axis alone: a 16-ring with one cut cable runs as a line at the mesh closed form,
+//   2 (N-1)/N x S / B + 2 (N-1) a + R + the runtime's overheads     (N = 16: 30 steps of S/16 each way),
+// within 0.5% (the chains are not lockstep; R per step is the most any chip reduces). The kept ring's send
+// through the cut goes 15 hops back round the ring at every step instead.
+TEST(FaultAwareRouting, AllReduceOnA16RingWithOneFailedCableRunsAsALineAtTheMeshClosedForm) {
+  Scenario s = pod_scenario({16}, true, LinkFidelity::flow);
+  s.fidelity.routing = RoutingPolicy::fault_aware;
+  const Topology topo = build_topology(s.pod, s.chip);
+  const SimResult r = run(s, cut_cable(topo));
+  const ir::ProgramSet programs = one_collective(CollectiveKind::all_reduce, k256MiB);
+  const ir::CollectiveGroup group = kernels::whole_axes_group(topo, 0);
+  const kernels::CollectivePlan plan =
+      default_collective_planner()(topo, programs.programs.at(0)[0], group, cut_cable(topo));
+  ASSERT_EQ(plan.replan, kernels::CollectivePlan::Replan::line);
+  ASSERT_EQ(plan.steps.size(), 30u);
+  const double n = 16, bytes = static_cast<double>(k256MiB);
+  const double expected = 2 * (n - 1) / n * bytes / kLinkRate + 2 * (n - 1) * kHop +
+                          line_reduction_seconds(plan, topo, group, s.chip) + overhead_seconds(plan);
+  const double t = r.step_time.value();
+  EXPECT_NEAR(t, expected, 0.005 * expected) << "t/expected " << t / expected;
+  ::testing::Test::RecordProperty("t_over_closed_form", std::to_string(t / expected));
 }
 
 // Without faults the fault-aware router keeps every DOR route: the same time as DOR.

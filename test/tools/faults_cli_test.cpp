@@ -1,7 +1,9 @@
 // Fault plans and jobs through the tpusim binary (docs/faults.md): bad plans exit 2 with their line and write
 // nothing, a straggler slows the synchronous step by its own slowdown, a rerouted link's step and the job's
 // timeline land in summary.json, and the same seed gives the same bytes.
+#include <map>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -95,6 +97,53 @@ seed: 5
   EXPECT_EQ(slurp(dir_ / "a" / "summary.json"), slurp(dir_ / "b" / "summary.json"));
   const auto other = summary(file.string() + " --set seed=6", "c");
   EXPECT_NE(a["faults"]["timeline"].dump(), other["faults"]["timeline"].dump());
+}
+
+// --trace with a job also writes job-trace.json (Perfetto): the job's span, and on the failed link's own track
+// an instant event at the fault and the detection span up to the timeout (a reroute resumes at detection, so
+// it has no recovery span); a chip restarted from its checkpoint gets a recovery span of the restart.
+TEST_F(FaultsCli, TheJobTraceHasTheFaultsAsInstantEventsAndTheirDetectionAndRecoveryAsSpans) {
+  const auto file = write("t.yaml", R"(name: t
+pod: v4-2x2x1
+workload:
+  model: {kind: collective, name: ar, op: all_reduce, bytes: 4 MiB, axes: [], algorithm: auto}
+job: {steps: 1000000, recovery: reroute, restart: 2 s, repair: 0 s}
+faults:
+  - {at: 1 s, kind: link_down, target: {chip: [0, 0, 0], dir: x+}}
+  - {at: 62 s, kind: chip_down, target: [1, 1, 0]}
+)");
+  const auto summary_json = summary(file.string() + " --trace", "t");
+  const auto trace = nlohmann::json::parse(slurp(dir_ / "t" / "job-trace.json"));
+  std::map<std::string, int> tids;
+  std::vector<nlohmann::json> events;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "M") events.push_back(e);
+    else if (e["name"] == "thread_name") tids[e["args"]["name"]] = e["tid"];
+  }
+  ASSERT_EQ(tids.count("job"), 1u);
+  ASSERT_EQ(tids.count("[0,0,0] x+"), 1u);
+  ASSERT_EQ(tids.count("[1,1,0]"), 1u);
+  ASSERT_EQ(events.size(), 6u);  // the job; per fault: instant, detection (and the chip's recovery)
+  EXPECT_EQ(events[0]["name"], "job");
+  EXPECT_DOUBLE_EQ(events[0]["dur"].get<double>(), summary_json["job"]["wall_s"].get<double>() * 1e6);
+  const int link = tids["[0,0,0] x+"], chip = tids["[1,1,0]"];
+  EXPECT_EQ(events[1]["ph"], "i");
+  EXPECT_EQ(events[1]["tid"], link);
+  EXPECT_EQ(events[1]["name"], "link_down [0,0,0] x+");
+  EXPECT_DOUBLE_EQ(events[1]["ts"].get<double>(), 1e6);
+  EXPECT_EQ(events[2]["name"], "detection");
+  EXPECT_DOUBLE_EQ(events[2]["ts"].get<double>(), 1e6);
+  EXPECT_DOUBLE_EQ(events[2]["dur"].get<double>(), 29e6);  // heartbeats every 5 s, timeout 30 s: last heard at 0 s
+  EXPECT_EQ(events[3]["ph"], "i");
+  EXPECT_EQ(events[3]["tid"], chip);
+  EXPECT_DOUBLE_EQ(events[3]["ts"].get<double>(), 62e6);
+  EXPECT_DOUBLE_EQ(events[4]["dur"].get<double>(), 28e6);  // last heard at 60 s, declared failed at 90 s
+  EXPECT_EQ(events[5]["tid"], chip);
+  EXPECT_EQ(events[5]["name"].get<std::string>().rfind("recovery: checkpoint_restart", 0), 0u);
+  EXPECT_DOUBLE_EQ(events[5]["ts"].get<double>(), 90e6);
+  const auto& timeline = summary_json["faults"]["timeline"][1];
+  EXPECT_DOUBLE_EQ(events[5]["dur"].get<double>(),
+                   (timeline["resumed_s"].get<double>() - timeline["detected_s"].get<double>()) * 1e6);
 }
 
 }  // namespace

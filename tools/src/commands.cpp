@@ -239,6 +239,7 @@ int run_command(const RunArgs& args) {
     }
     if (tracer) {
       write_file(folder.file("trace.json"), [&](std::ostream& out) { tracer->write(programs, out); });
+      if (job) write_file(folder.file("job-trace.json"), [&](std::ostream& out) { write_job_trace(scenario, *job, out); });
       write_file(folder.file("timeline.svg"), [&](std::ostream& out) {
         tracer->write_timeline_svg(fmt::format("{}: unit timeline", scenario.name), out);
       });

@@ -70,5 +70,10 @@ struct JobOutcome {
 void add_job_json(nlohmann::ordered_json& summary, const Scenario& s, const JobOutcome& job,
                   const FaultSteps& fault_steps);
 void print_job(const Scenario& s, const JobOutcome& job, std::ostream& out);
+// The job's timeline in the Chrome trace-event format (Perfetto), written beside the step's trace.json as
+// job-trace.json (microseconds over the whole job, hours long): a "job" track with the job's span, and one
+// track per failed component with an instant event at the fault and spans for its detection (fault to
+// detection) and recovery (detection to resumption), named by the recovery. job_trace.cpp.
+void write_job_trace(const Scenario& s, const JobOutcome& job, std::ostream& out);
 
 }  // namespace tpusim::tools

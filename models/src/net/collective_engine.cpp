@@ -9,9 +9,10 @@ namespace tpusim::models::net {
 
 // Plans with the collective library (kernels/collectives.h).
 CollectivePlanner default_collective_planner() {
-  return [](const Topology& topo, const ir::Instruction& ins, const ir::CollectiveGroup& group) {
+  return [](const Topology& topo, const ir::Instruction& ins, const ir::CollectiveGroup& group,
+            const FaultSet& failed) {
     return kernels::plan_collective(topo, ins.collective, ins.bytes, ins.dtype, group,
-                                    static_cast<kernels::CollectiveAlgorithm>(ins.algorithm));
+                                    static_cast<kernels::CollectiveAlgorithm>(ins.algorithm), failed);
   };
 }
 
@@ -36,7 +37,7 @@ PlanId CollectiveEngine::add(const Origin& origin, const ir::Instruction& ins, c
   if (const auto it = plan_by_key_.find(key); it != plan_by_key_.end()) return it->second;
   const Topology& topo = transport_.topology();
   PlanInfo info;
-  info.plan = planner_(topo, ins, group);
+  info.plan = planner_(topo, ins, group, transport_.faults());
   info.group = shape;
   groups_ = std::max<std::size_t>(groups_, shape + 1);
   for (const kernels::CollectiveStep& step : info.plan.steps) {
@@ -49,6 +50,7 @@ PlanId CollectiveEngine::add(const Origin& origin, const ir::Instruction& ins, c
                               "the collective crosses pods but the chip has no DCN bandwidth (chip.host.dcn_bandwidth)");
       }
       targets.push_back(transport_.add_target(t, origin));
+      if (send.chain.axis >= 0) info.chains = true;
       // Offsets are the same for every chip, so a send that stays on its chip does so everywhere.
       if (!transport_.stays_home(targets.back())) ++receives;
     }
@@ -106,6 +108,23 @@ void CollectiveEngine::start(std::uint32_t chip, Slot slot, std::uint32_t instr,
   }
 }
 
+bool CollectiveEngine::sends(std::uint32_t chip, const PlanInfo& info, const kernels::CollectiveSend& send) const {
+  if (send.chain.axis < 0) return true;
+  const auto a = static_cast<std::size_t>(send.chain.axis);
+  const int n = static_cast<int>(transport_.topology().shape()[a]);
+  const int member = transport_.member(chip, info.group, send.chain.axis);
+  return kernels::chain_sends(send.chain, kernels::chain_position(member, info.plan.cut[a], n, send.offset[a]), n);
+}
+
+bool CollectiveEngine::receives(std::uint32_t chip, const PlanInfo& info, const kernels::CollectiveSend& send) const {
+  if (send.chain.axis < 0) return true;
+  const auto a = static_cast<std::size_t>(send.chain.axis);
+  const int n = static_cast<int>(transport_.topology().shape()[a]);
+  const int member = transport_.member(chip, info.group, send.chain.axis);
+  const int upstream = kernels::chain_position(member, info.plan.cut[a], n, send.offset[a]) - 1;
+  return upstream >= 0 && kernels::chain_sends(send.chain, upstream, n);
+}
+
 // A ring all-reduce / all-gather / reduce-scatter inside the pod (no DCN step).
 bool CollectiveEngine::ring_plan(const kernels::CollectivePlan& plan) {
   if (plan.kind != CollectiveKind::all_reduce && plan.kind != CollectiveKind::all_gather &&
@@ -118,7 +137,7 @@ bool CollectiveEngine::ring_plan(const kernels::CollectivePlan& plan) {
   }
   for (const kernels::CollectiveStep& step : plan.steps) {
     for (const kernels::CollectiveSend& send : step.sends) {
-      if (send.pod_offset != 0) return false;
+      if (send.pod_offset != 0 || send.chain.axis >= 0) return false;  // chain sends: not every chip sends
     }
   }
   return !plan.steps.empty();
@@ -255,9 +274,19 @@ void CollectiveEngine::begin_step(std::uint32_t chip, Slot slot, Tick now) {
   const kernels::CollectiveStep& step = info.plan.steps[o.step];
   const std::vector<TargetId>& targets = info.targets[o.step];
   o.sends_pending = 0;
+  o.expected = info.receives[o.step];
+  o.reduce = step.reduce_elements;
+  if (info.chains) {
+    for (std::size_t i = 0; i < step.sends.size(); ++i) {
+      if (transport_.stays_home(targets[i])) continue;
+      if (receives(chip, info, step.sends[i])) o.reduce += step.sends[i].chain.reduce_elements;
+      else --o.expected;
+    }
+  }
   for (std::size_t i = 0; i < step.sends.size(); ++i) {
     const TargetId t = targets[i];
     if (transport_.stays_home(t)) continue;
+    if (info.chains && !sends(chip, info, step.sends[i])) continue;
     ++o.sends_pending;
     const TransferId id = transport_.start(chip, t, step.sends[i].bytes, now, Owner::collective);
     if (id >= sent_.size()) sent_.resize(static_cast<std::size_t>(id) + 1);
@@ -269,9 +298,8 @@ void CollectiveEngine::begin_step(std::uint32_t chip, Slot slot, Tick now) {
 void CollectiveEngine::check_step(std::uint32_t chip, Slot slot, Tick now) {
   Op& o = op(chip, slot);
   if (!o.active || o.starting || o.reducing || o.sends_pending > 0) return;
-  const PlanInfo& info = plans_[o.plan];
-  if (o.arrived[o.step] < info.receives[o.step]) return;
-  const std::uint64_t elements = info.plan.steps[o.step].reduce_elements;
+  if (o.arrived[o.step] < o.expected) return;
+  const std::uint64_t elements = o.reduce;
   const Tick reduce =
       elements == 0
           ? 0

@@ -16,6 +16,9 @@
 // - Matching: a chip's k-th collective over a group pairs with its peers' k-th collectives over the same
 //   group (SPMD), whatever else is in flight. Receives that arrive before the chip has reached their
 //   collective are kept until it does.
+// - A plan with chain sends (an axis planned as a line around a failed link, kernels/collectives.h) sends
+//   each only where kernels::chain_sends() says for the chip's place on the line, and expects a chain receive
+//   only where its upstream neighbour sends.
 // - Aggregate (fidelity.collectives = aggregate, when the transport runs aggregates and the plan is congruent:
 //   a ring all-reduce, all-gather or reduce-scatter whose every step sends equal bytes to the same ring
 //   neighbours in the pod): a chip's start-up ends by joining its group's gathering; when the last member
@@ -43,10 +46,11 @@
 namespace tpusim::models::net {
 
 // Plans one collective instruction over its group (the whole axes of mesh_axes, or the program set's group it
-// names) on the topology. The default is kernels::plan_collective (default_collective_planner()); tests may
-// pass their own.
-using CollectivePlanner =
-    std::function<kernels::CollectivePlan(const Topology&, const ir::Instruction&, const ir::CollectiveGroup&)>;
+// names) on the topology with the failed links and chips the transport routes around. The default is
+// kernels::plan_collective with the FaultSet (default_collective_planner(): re-planned around failed links);
+// tests may pass their own.
+using CollectivePlanner = std::function<kernels::CollectivePlan(const Topology&, const ir::Instruction&,
+                                                                const ir::CollectiveGroup&, const FaultSet&)>;
 [[nodiscard]] CollectivePlanner default_collective_planner();
 
 using PlanId = std::uint32_t;
@@ -102,6 +106,7 @@ class CollectiveEngine {
     GroupId group = 0;
     std::vector<std::vector<TargetId>> targets;  // [step][send]
     std::vector<std::uint32_t> receives;         // [step] -> receives expected (sends to another chip)
+    bool chains = false;                         // some sends are LineChain sends (not every chip sends them)
     // Aggregate plans only: the steps as runs of consecutive steps that send the same bytes to the same
     // targets, each run one flow per group.
     bool aggregate = false;
@@ -133,6 +138,8 @@ class CollectiveEngine {
     std::uint32_t seq = 0;  // the chip's collectives over the group started before this one
     std::uint32_t step = 0;
     std::uint32_t sends_pending = 0;
+    std::uint32_t expected = 0;  // receives the current step waits for
+    std::uint64_t reduce = 0;    // elements the current step reduces once they have arrived
     Tick started = 0;
     std::vector<std::uint32_t> arrived;  // [step]
   };
@@ -162,6 +169,10 @@ class CollectiveEngine {
   void set_key(std::uint32_t chip, Slot slot, std::uint64_t k) {
     keys_[static_cast<std::size_t>(chip) * IciUnits::kSlots + slot] = k;
   }
+  // Whether `chip` sends chain send `send` of a plan (true for an ordinary send), and whether it receives
+  // its mirror from its upstream neighbour.
+  [[nodiscard]] bool sends(std::uint32_t chip, const PlanInfo& info, const kernels::CollectiveSend& send) const;
+  [[nodiscard]] bool receives(std::uint32_t chip, const PlanInfo& info, const kernels::CollectiveSend& send) const;
   void begin_step(std::uint32_t chip, Slot slot, Tick now);
   void check_step(std::uint32_t chip, Slot slot, Tick now);
   void end_step(std::uint32_t chip, Slot slot, Tick now);

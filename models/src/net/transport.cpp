@@ -5,12 +5,11 @@
 
 #include <fmt/format.h>
 
+#include "tpusim/kernels/collectives.h"
 #include "tpusim/models/errors.h"
 
 namespace tpusim::models::net {
 namespace {
-
-int wrap(int a, int m) { return ((a % m) + m) % m; }
 
 std::vector<Channel> channels_of(const Topology& topo, double link_efficiency) {
   const std::size_t hosts = topo.host_count();
@@ -97,23 +96,11 @@ TargetId Transport::add_target(const Target& t, const Origin& origin) {
 
 ChipId Transport::destination(std::uint32_t chip, TargetId target) const {
   const Target& t = targets_[target];
-  const ir::CollectiveGroup& g = groups_[t.group];
-  ChipCoord c = topo_.coord(ChipId(chip));
-  // Member i of lane l of the block starting at b is chip b + l + i x stride (kernels/collectives.h).
-  const auto move = [](int& pos, int offset, int size, int stride) {
-    const int block = size * stride;
-    const int base = pos - pos % block;
-    const int within = pos % block;
-    pos = base + within % stride + wrap(within / stride + offset, size) * stride;
-  };
-  if (t.pod_offset != 0) {
-    move(c.pod, t.pod_offset, static_cast<int>(g.pods), 1);
-  } else {
-    for (std::size_t a = 0; a < kMaxAxes; ++a) {
-      if (t.offset[a] != 0) move(c.pos[a], t.offset[a], static_cast<int>(g.size[a]), static_cast<int>(g.stride[a]));
-    }
-  }
-  return topo_.chip_at(c);
+  return kernels::group_destination(topo_, groups_[t.group], ChipId(chip), t.offset, t.pod_offset);
+}
+
+int Transport::member(std::uint32_t chip, GroupShapeId group, int axis) const {
+  return kernels::group_member(topo_, groups_[group], ChipId(chip), axis);
 }
 
 // Deadlock freedom is assumed, not simulated (topology/routing.h and README.md).

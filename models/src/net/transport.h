@@ -83,6 +83,8 @@ class Transport {
   [[nodiscard]] TargetId add_target(const Target& t, const Origin& origin);
   [[nodiscard]] const Target& target(TargetId t) const { return targets_[t]; }
   [[nodiscard]] ChipId destination(std::uint32_t chip, TargetId t) const;
+  // The member index of `chip` along torus axis `axis` of its group of shape `group`.
+  [[nodiscard]] int member(std::uint32_t chip, GroupShapeId group, int axis) const;
   // Sends under `t` stay on the chip (the same for every chip: offsets in group space are uniform).
   [[nodiscard]] bool stays_home(TargetId t) const { return home_[t]; }
   // Routes every target added so far from every chip (within the cache budget).
@@ -112,6 +114,7 @@ class Transport {
 
   [[nodiscard]] OcsFabric& ocs() { return ocs_; }
   [[nodiscard]] const Topology& topology() const { return topo_; }
+  [[nodiscard]] const FaultSet& faults() const { return faults_; }
   [[nodiscard]] const char* link_model_name() const { return model_->name(); }
   [[nodiscard]] const char* router_name() const { return router_->name(); }
   // Per channel: the topology's links (by LinkId), then DCN egress of host h at dcn_egress(h), ingress at

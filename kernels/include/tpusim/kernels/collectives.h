@@ -101,6 +101,27 @@
 // (one step of at most 8 hops) would take ~9 us, and at 32 KiB per chip `direct` (DOR loads one link
 // direction with 36 of the 15 blocks' worth) would take ~36 us against the measured 19 us. `direct` stays
 // available by name.
+//
+// Re-planned around failed links (plan_collective with a FaultSet; ring algorithms, reduce_scatter /
+// all_gather / all_reduce, group axes that close a ring over a whole, untwisted torus axis with stride 1).
+// A ring with a failed link between members c and c + 1 has two plans, and the planner takes the one with
+// the smaller plan_network_time:
+//   detour: the ring plan unchanged; the sends through the failed link take the router's shortest surviving
+//           path. Every ring step has one such send, and every path round the cut shares a link with a send
+//           of the step, so each step moves twice its bytes over some link and waits the detour's hops h
+//           (3 through a neighbouring ring of another wrapped axis):  2 (T - n a) + n h a, T = the healthy
+//           plan's network time, n its steps.
+//   line:   the axis runs as a line starting after the cut: per phase N - 1 steps of two chains, one each way,
+//           each step sending one block (the sub-buffer's c / N in reduce-scatter, its shard in all-gather)
+//           one hop: the reduce chain carries the partial sums from the line's start towards each block's
+//           owner (position p sends at step t iff p < t), the broadcast chain carries each owner's block to
+//           the line's end (p sends iff p >= t - 1); the last member never sends over the cut. Each
+//           sub-buffer needs both chains, so the axis carries twice the ring's bytes per direction (its rate
+//           is B, not 2B) with one hop per step. One axis alone: 2 (N-1)/N x S / B + 2 (N - 1) a for an
+//           all-reduce (the mesh-axis ideal_time). Several axes: the rotations sit on different axes at every
+//           step (equal lengths), so every step moves twice the healthy step's bytes on the cut axis:
+//           2 (T - n a) + n a, which beats the detour by 2 n a (and leaves the other rings' links alone).
+// Ring plans only: halving_doubling, direct, all_to_all and permute keep their plan and detour.
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -111,6 +132,7 @@
 #include "tpusim/core/scenario.h"
 #include "tpusim/core/units.h"
 #include "tpusim/kernels/program.h"
+#include "tpusim/topology/routing.h"
 #include "tpusim/topology/topology.h"
 
 namespace tpusim::kernels {
@@ -133,12 +155,35 @@ enum class CollectiveAlgorithm : std::uint8_t {
 [[nodiscard]] std::vector<std::string> algorithm_names();
 [[nodiscard]] std::optional<CollectiveAlgorithm> algorithm_by_name(std::string_view name);
 
+// A send of a chain on a group axis planned as a line (CollectivePlan::cut; "Re-planned around failed links"
+// above). Not every chip sends it: chain_sends() says which do at this step.
+struct LineChain {
+  std::int8_t axis = -1;   // the group axis the chain runs along; -1: an ordinary send, every chip sends it
+  bool gather = false;     // broadcast chain (all-gather) rather than reduce chain (reduce-scatter)
+  std::uint8_t step = 0;   // 1-based step within the chain's phase
+  // Elements the receiver reduces when this send arrives (in addition to the step's reduce_elements, which
+  // every chip reduces): a chain send reaches only some chips, and a chip may receive both chains.
+  std::uint64_t reduce_elements = 0;
+  // Same chain step (sends of the same chain step to the same offset are merged, their reductions summed).
+  [[nodiscard]] bool same_step(const LineChain& o) const { return axis == o.axis && gather == o.gather && step == o.step; }
+};
+
+// Whether the chip at `position` (0 = the first member after the cut in the send's direction, length - 1 =
+// the last, just before the cut) sends a chain send of `chain` on a line of `length` members. The reduce
+// chain: position p sends at step t iff p < t; the broadcast chain: iff p >= t - 1; the last member never
+// sends (its next is across the cut).
+[[nodiscard]] bool chain_sends(const LineChain& chain, int position, int length);
+// The position along a line of `length` members cut between member `cut` and member cut + 1 (mod length) of
+// member `member`, for a send in `direction` (+1 or -1): the members are numbered from the one after the cut.
+[[nodiscard]] int chain_position(int member, int cut, int length, int direction);
+
 // One send of a step: `bytes` to the chip at `offset` (per axis, applied modulo the axis length) in the same
 // pod, or, when `pod_offset` != 0, to the chip with the same coordinates `pod_offset` pods away (DCN).
 struct CollectiveSend {
   std::array<int, kMaxAxes> offset{};
   int pod_offset = 0;
   std::uint64_t bytes = 0;
+  LineChain chain;  // set on the sends of an axis planned as a line
 };
 
 struct CollectiveStep {
@@ -159,6 +204,12 @@ struct CollectivePlan {
   Seconds ideal_time;
   // Bus bandwidth convention (as in NCCL): bus_bytes / time; e.g. all-reduce moves 2 (n-1)/n x size per chip.
   double bus_factor = 1.0;
+  // Planned around failed links (the plan_collective overload with a FaultSet): per torus axis, -1, or the
+  // group member after which the axis's ring is cut (the axis runs as a line, LineChain sends); `replan` says
+  // which alternative the planner chose and `estimate` its alpha-beta network time (plan_network_time).
+  std::array<int, kMaxAxes> cut{-1, -1, -1};
+  enum class Replan : std::uint8_t { none, detour, line } replan = Replan::none;
+  Seconds estimate;
 };
 
 // The group of whole torus axes `axes_mask` (bit i = axis i; 0 = every axis) across every pod: what an
@@ -166,6 +217,12 @@ struct CollectivePlan {
 [[nodiscard]] ir::CollectiveGroup whole_axes_group(const Topology& topo, std::uint32_t axes_mask);
 // "size 4x1x1, stride 4x1x1, 1 pod(s)", for messages and reports.
 [[nodiscard]] std::string describe_group(const ir::CollectiveGroup& group);
+// The chip `offset` members on (per axis, modulo the group's size) from `chip` in its group, or, when
+// pod_offset != 0, the chip with its coordinates pod_offset pods on (modulo the group's pods) ("Groups").
+[[nodiscard]] ChipId group_destination(const Topology& topo, const ir::CollectiveGroup& group, ChipId chip,
+                                       const std::array<int, kMaxAxes>& offset, int pod_offset);
+// The member index of `chip` along torus axis `axis` of its group.
+[[nodiscard]] int group_member(const Topology& topo, const ir::CollectiveGroup& group, ChipId chip, int axis);
 // Chips in one group of this shape (throws as plan_collective for a group that does not fit).
 [[nodiscard]] int group_participants(const Topology& topo, const ir::CollectiveGroup& group);
 
@@ -185,6 +242,22 @@ struct CollectivePlan {
 [[nodiscard]] CollectivePlan plan_collective(const Topology& topo, CollectiveKind kind,
                                              std::uint64_t bytes_per_chip, DType dtype,
                                              const ir::CollectiveGroup& group, CollectiveAlgorithm algorithm);
+
+// The same, planned for the surviving topology when `failed` holds links of a ring the group runs over
+// ("Re-planned around failed links" above): the faster, by plan_network_time, of the ring plan (its sends
+// through a failed link detour on the router's surviving path) and the plan with each such axis cut into a
+// line. The plan without faults (or with faults that touch no participating ring) is plan_collective's.
+[[nodiscard]] CollectivePlan plan_collective(const Topology& topo, CollectiveKind kind,
+                                             std::uint64_t bytes_per_chip, DType dtype,
+                                             const ir::CollectiveGroup& group, CollectiveAlgorithm algorithm,
+                                             const FaultSet& failed);
+// The alpha-beta network time of `plan` over `group` with `failed` links and chips: every chip's sends of each
+// step (chain sends only where chain_sends() says) routed by the fault-aware router, the step taking
+// (the most bytes any link carries in it) / link bandwidth + (its longest route's hops) x hop latency; the
+// steps summed (lockstep; the DCN steps, the reductions and the runtime's overheads left out). nullopt when
+// a send has no surviving route.
+[[nodiscard]] std::optional<Seconds> plan_network_time(const Topology& topo, const CollectivePlan& plan,
+                                        const ir::CollectiveGroup& group, const FaultSet& failed);
 
 // The algorithm `automatic` resolves to (rule at the top of this file); any other value is returned as is.
 inline constexpr std::uint64_t kAutoDirectMaxBytes = 64 * 1024;  // all_to_all only

@@ -53,7 +53,8 @@ struct SimOptions {
   // one branch per instruction when unset. Filter chips in the callback for big pods.
   std::function<void(const TraceSpan&)> trace;
   // Links and chips failed for the whole step (a fault the job reroutes around, tools/src/job_run.cpp); needs
-  // fidelity.routing fault_aware, which routes around them and re-plans nothing else.
+  // fidelity.routing fault_aware, which routes around them; collectives are planned for the surviving graph
+  // (kernels::plan_collective with the FaultSet: a ring the failure cuts may run as a line).
   FaultSet failed;
   std::vector<LinkDegradation> degraded_links;
   std::vector<ChipDegradation> degraded_chips;
