@@ -17,10 +17,13 @@ void BandwidthServer::add(Tick now, std::uint32_t tag, double bytes, std::uint64
   if (!(cap > 0 && cap <= 1)) throw std::invalid_argument("transfer cap must be in (0, 1]");
   last_ = now;
   flows_.push_back(Flow{tag, bytes, order, direction, cap});
+  allocated_ = false;
   accepted_ += bytes;
 }
 
 void BandwidthServer::allocate() const {
+  if (allocated_) return;
+  allocated_ = true;
   const std::size_t n = flows_.size();
   rates_.assign(n, 0.0);
   if (n == 0) return;

@@ -63,7 +63,9 @@ class BandwidthServer {
   };
   [[nodiscard]] static std::uint8_t class_of(std::uint32_t tag) { return static_cast<std::uint8_t>(tag >> 24); }
   // Sets rates_[i], each flow's bytes per tick now (see the class comment), less the turnaround when the
-  // flows moving data include reads and writes.
+  // flows moving data include reads and writes. The rates depend only on the set of flows (their classes,
+  // orders, caps and directions, not their remaining bytes), so they are computed again only after the set
+  // changed (an add or a completion): most activations of a chip leave a memory's flows as they were.
   void allocate() const;
 
   double rate_;  // bytes per tick
@@ -78,6 +80,7 @@ class BandwidthServer {
   mutable std::vector<std::size_t> scratch_;
   mutable std::vector<Class> classes_;
   mutable std::vector<std::size_t> by_demand_;
+  mutable bool allocated_ = false;  // rates_ holds the rates of the current flows_
   Tick last_ = 0;
   Tick busy_ = 0;
   double accepted_ = 0;
@@ -105,7 +108,10 @@ void BandwidthServer::advance(Tick now, Done&& done) {
       flows_[kept++] = f;
     }
   }
-  flows_.resize(kept);
+  if (kept != flows_.size()) {
+    flows_.resize(kept);
+    allocated_ = false;
+  }
 }
 
 }  // namespace tpusim::models
