@@ -9,13 +9,14 @@
 namespace tpusim {
 
 const std::vector<std::string>& logical_axis_names() {
-  static const std::vector<std::string> names{"batch", "length", "embed", "heads", "kv_heads",
-                                              "mlp",   "vocab",  "expert", "layers"};
+  static const std::vector<std::string> names{"batch", "length", "embed",  "heads",  "kv_heads",
+                                              "mlp",   "vocab",  "expert", "layers", "norm_length"};
   return names;
 }
 
 const std::vector<std::string>& known_mesh_axis_names() {
-  static const std::vector<std::string> names{"data", "fsdp", "tensor", "sequence", "pipeline", "expert"};
+  static const std::vector<std::string> names{"data",     "fsdp",     "tensor", "tensor_sequence",
+                                              "sequence", "pipeline", "expert"};
   return names;
 }
 

@@ -4,6 +4,7 @@
 // it was given. A sharding plan overrides them: each may add ops to the graph (a collective is an op on the
 // ICI unit, fused::Op::unit = ici, reading and writing tensors like any other, so dependencies follow) and
 // returns the tensor the lowering continues with.
+#include <string>
 #include <vector>
 
 #include "fused_graph.h"
@@ -18,18 +19,37 @@ class CollectivePoints {
   virtual fused::TensorId weights_before_use(fused::Graph&, int /*layer*/, fused::Phase, fused::TensorId weight) {
     return weight;
   }
-  // After a row-parallel matmul (attention output projection, MLP down-projection): the tensor-parallel
-  // all-reduce (or, with sequence parallelism, reduce-scatter) of the partial sums `partial`.
+  // After a row-parallel matmul (attention output projection, MLP down-projection; in the backward the input
+  // gradients of the column-parallel ones; layer -1: the vocabulary-parallel embedding and head): the
+  // tensor-parallel all-reduce of the partial sums `partial`, or, with sequence parallelism
+  // (ShardView::sequence_shards), their reduce-scatter into this chip's tokens.
   virtual fused::TensorId after_row_parallel(fused::Graph&, int /*layer*/, fused::Phase, fused::TensorId partial) {
     return partial;
   }
-  // Before a column-parallel matmul under sequence parallelism: the all-gather of the sequence shards.
-  virtual fused::TensorId before_column_parallel(fused::Graph&, int /*layer*/, fused::Phase, fused::TensorId input) {
-    return input;
+  // The tensor-parallel all-reduce of partial sums every chip needs whole even under sequence parallelism
+  // (the mixture-of-experts gates' gradients, which feed the router's backward on every token).
+  virtual fused::TensorId tensor_all_reduce(fused::Graph&, int /*layer*/, fused::Phase, fused::TensorId partial) {
+    return partial;
+  }
+  // Sequence parallelism: the all-gather of this chip's tokens `shard` over the tensor group where a
+  // tensor-parallel op needs every token (before a column-parallel matmul; in the backward, the output gradient
+  // before the row-parallel matmul's and the norm output again for the weight gradient). Without it, `shard`.
+  virtual fused::TensorId gather_sequence(fused::Graph&, int /*layer*/, fused::Phase, fused::TensorId shard) {
+    return shard;
   }
   // After a block's weight gradients are complete (the last microbatch): the data-parallel all-reduce, or
   // the FSDP reduce-scatter, of `gradients`.
   virtual void after_weight_gradients(fused::Graph&, int /*layer*/, const std::vector<fused::TensorId>& /*gradients*/) {}
+  // Then, of those, the gradients of parameters applied to this chip's tokens under sequence parallelism (the
+  // norm gains): partial sums over the tensor group, all-reduced over it.
+  virtual void after_sequence_parallel_gradients(fused::Graph&, int /*layer*/,
+                                                 const std::vector<fused::TensorId>& /*gradients*/) {}
+  // A vocabulary-parallel cross-entropy: the all-reduce over the vocabulary's chips of a per-token statistic
+  // `stat` (the row max, the sum of exponentials, the target logit) computed over this chip's logits.
+  virtual fused::TensorId vocab_reduction(fused::Graph&, fused::Phase, const std::string& /*what*/,
+                                          fused::TensorId stat) {
+    return stat;
+  }
   // Around the experts of a mixture-of-experts layer: the expert-parallel all-to-all of the dispatched tokens
   // (before the expert MLPs) and of their outputs (after).
   virtual fused::TensorId expert_dispatch(fused::Graph&, int /*layer*/, fused::Phase, fused::TensorId tokens) {

@@ -11,7 +11,8 @@ std::vector<VpuCost> vpu_costs() {
   return {kLayerNormForward, kLayerNormBackward, kRmsNormForward, kRmsNormBackward, kGeluForward, kGeluBackward,
           kReluForward, kReluBackward, kSwigluForward, kSwigluBackward, kGegluForward, kGegluBackward, kScale, kMask,
           kSoftmax, kOnlineSoftmax, kSoftmaxRecompute, kSoftmaxBackward, kSoftmaxBackwardRows, kAttentionBackwardRows, kRotary, kAdd,
-          kCrossEntropyForward, kCrossEntropyWithGradient, kSampling, kSgdUpdate, kAdamUpdate, kAdamWUpdate,
+          kCrossEntropyForward, kCrossEntropyWithGradient, kCrossEntropyMax, kCrossEntropySums,
+          kCrossEntropyGradient, kCrossEntropyLoss, kSampling, kSgdUpdate, kAdamUpdate, kAdamWUpdate,
           kAdafactorUpdate, kGradientAccumulate, kRouter, kDispatch, kCombine, kBatchNormForward, kBatchNormBackward,
           kMaxPool, kAveragePool};
 }

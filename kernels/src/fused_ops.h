@@ -57,6 +57,16 @@ inline constexpr VpuCost kAdd{"residual or bias add", {1, 0}, "add"};
 inline constexpr VpuCost kCrossEntropyForward{"cross-entropy forward", {3, 1}, "max, subtract, exp, sum"};
 inline constexpr VpuCost kCrossEntropyWithGradient{"cross-entropy with its gradient", {5, 2},
                                                    "the forward, then exp(l - lse) - onehot"};
+// A vocabulary-parallel cross-entropy (logits split over the tensor group) cannot fuse its passes: the row
+// max and the row sums are all-reduced over the group between them (Megatron-LM's vocab_parallel_cross_entropy).
+// Per logit of this chip's shard, except the loss (per token).
+inline constexpr VpuCost kCrossEntropyMax{"cross-entropy row max (vocabulary-parallel)", {1, 0}, "max"};
+inline constexpr VpuCost kCrossEntropySums{"cross-entropy row sums (vocabulary-parallel)", {3, 1},
+                                           "subtract the global max, exp, sum; pick the target logit"};
+inline constexpr VpuCost kCrossEntropyGradient{"cross-entropy gradient (vocabulary-parallel)", {3, 1},
+                                               "exp(l - max), divide by the global sum, subtract the one-hot"};
+inline constexpr VpuCost kCrossEntropyLoss{"cross-entropy loss from the reduced row statistics, per token", {2, 1},
+                                           "log of the sum, add the max, subtract the target logit"};
 inline constexpr VpuCost kSampling{"greedy sampling", {1, 0}, "argmax over the vocabulary"};
 // Per parameter.
 inline constexpr VpuCost kSgdUpdate{"sgd update", {2, 0}, "w -= lr g"};

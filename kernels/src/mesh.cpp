@@ -11,7 +11,8 @@ namespace {
 
 // Heaviness rank of a mesh axis: lower = more communication, placed first (on the shortest hops).
 int heaviness(const std::string& name) {
-  static const std::vector<std::string> order{"tensor", "sequence", "expert", "fsdp", "data", "pipeline"};
+  static const std::vector<std::string> order{"tensor", "tensor_sequence", "sequence", "expert",
+                                                "fsdp",   "data",            "pipeline"};
   const auto it = std::find(order.begin(), order.end(), name);
   return it == order.end() ? static_cast<int>(order.size()) : static_cast<int>(it - order.begin());
 }

@@ -14,12 +14,13 @@ const std::array<std::vector<std::string>, kLogicalAxes>& default_rules() {
       {"data", "fsdp", "expert"},  // batch
       {"sequence"},                // length
       {"fsdp"},                    // embed
-      {"tensor"},                  // heads
-      {"tensor"},                  // kv_heads
-      {"tensor"},                  // mlp
-      {"tensor"},                  // vocab
-      {"expert"},                  // expert
-      {"pipeline"},                // layers
+      {"tensor", "tensor_sequence"},  // heads
+      {"tensor", "tensor_sequence"},  // kv_heads
+      {"tensor", "tensor_sequence"},  // mlp
+      {"tensor", "tensor_sequence"},  // vocab
+      {"expert"},                     // expert
+      {"pipeline"},                   // layers
+      {"tensor_sequence"},            // norm_length
   }};
   return rules;
 }
@@ -29,6 +30,56 @@ SourceLoc loc_of_axis(const WorkloadSpec& w, const std::string& axis) {
     if (a.name == axis) return a.loc;
   }
   return w.mesh.loc;
+}
+
+// Where a logical axis's rule is written (workload.sharding.<axis>), else where its first mesh axis is.
+std::pair<SourceLoc, std::string> loc_of_rule(const WorkloadSpec& w, const ShardingPlan& plan, LogicalAxis axis) {
+  const std::string& logical = logical_axis_names()[static_cast<std::size_t>(axis)];
+  for (const ShardingRuleSpec& r : w.mesh.rules) {
+    if (r.logical == logical) return {r.loc, "workload.sharding." + logical};
+  }
+  const std::string name = plan.mesh.axes()[static_cast<std::size_t>(plan.axes(axis).front())].name;
+  return {loc_of_axis(w, name), "workload.mesh." + name};
+}
+
+std::string axis_names(const ShardingPlan& plan, const std::vector<int>& axes) {
+  std::vector<std::string> names;
+  for (int i : axes) names.push_back(plan.mesh.axes()[static_cast<std::size_t>(i)].name);
+  return names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "));
+}
+
+// Megatron sequence parallelism splits the norm regions' tokens over the tensor group: it needs the tensor
+// group (the same axes for heads, mlp and vocab, and more than one chip) and a step over whole sequences.
+void check_sequence_parallel(const WorkloadSpec& w, const ShardingPlan& plan) {
+  const auto [at, key] = loc_of_rule(w, plan, LogicalAxis::norm_length);
+  auto sorted = [&](LogicalAxis a) {
+    std::vector<int> v;
+    for (int i : plan.axes(a)) {
+      if (plan.mesh.axes()[static_cast<std::size_t>(i)].size > 1) v.push_back(i);
+    }
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  const std::vector<int> sp = sorted(LogicalAxis::norm_length);
+  const std::string heads = axis_names(plan, sorted(LogicalAxis::heads));
+  std::string problem, expected, found;
+  std::string hint = key.rfind("workload.sharding", 0) == 0
+                         ? "remove the norm_length rule (tensor parallelism alone)"
+                         : "name the axis tensor instead of tensor_sequence (tensor parallelism alone)";
+  if (w.model.kind != ModelKind::transformer || w.model.transformer.architecture == Architecture::encoder_decoder) {
+    problem = "sequence parallelism (norm_length) applies to decoder-only and encoder-only transformers";
+    expected = "a decoder-only or encoder-only transformer", found = std::string(model_kind_name(w.model.kind));
+  } else if (w.step != StepKind::train && w.step != StepKind::forward) {
+    problem = "sequence parallelism (norm_length) splits whole sequences: it applies to train and forward steps";
+    expected = "step train or forward", found = w.step == StepKind::prefill ? "prefill" : "decode";
+  } else if (sp != sorted(LogicalAxis::heads) || sp != sorted(LogicalAxis::mlp) || sp != sorted(LogicalAxis::vocab)) {
+    problem = "sequence parallelism runs over the tensor group: norm_length must shard over the heads, mlp and "
+              "vocab axes";
+    expected = fmt::format("norm_length over the heads axes ({})", heads);
+    found = axis_names(plan, sp);
+    hint = fmt::format("workload.sharding: {{norm_length: [{}]}}, or a tensor_sequence mesh axis", heads);
+  }
+  if (!problem.empty()) throw ConfigError({Diagnostic{at, key, problem, expected, found, hint}});
 }
 
 }  // namespace
@@ -67,12 +118,15 @@ ShardingPlan make_sharding(const WorkloadSpec& w, const PodSpec& pod) {
   }
   // Parallelisms not lowered yet: refuse rather than simulate something else.
   if (plan.shards(LogicalAxis::length) > 1) {
-    const std::string name = plan.mesh.axes()[static_cast<std::size_t>(plan.axes(LogicalAxis::length).front())].name;
-    throw ConfigError({Diagnostic{loc_of_axis(w, name), "workload.mesh." + name,
-                                  "sequence (length) sharding is not lowered yet", "size 1 for this axis",
-                                  std::to_string(plan.shards(LogicalAxis::length)),
-                                  "use data, fsdp, tensor, pipeline or expert parallelism"}});
+    const auto [at, key] = loc_of_rule(w, plan, LogicalAxis::length);
+    throw ConfigError({Diagnostic{at, key,
+                                  "context parallelism (the attention's sequence split: length) is not lowered yet",
+                                  "size 1 for this axis", std::to_string(plan.shards(LogicalAxis::length)),
+                                  "for Megatron sequence parallelism name the tensor axis tensor_sequence (or set "
+                                  "workload.sharding.norm_length: [tensor]); else use data, fsdp, tensor, pipeline "
+                                  "or expert parallelism"}});
   }
+  if (plan.shards(LogicalAxis::norm_length) > 1) check_sequence_parallel(w, plan);
   if (plan.shards(LogicalAxis::layers) > 1) {
     const std::string name = plan.mesh.axes()[static_cast<std::size_t>(plan.axes(LogicalAxis::layers).front())].name;
     const auto groups = plan.mesh.groups(plan.axes(LogicalAxis::layers));
@@ -144,6 +198,15 @@ ShardView shard_view(const WorkloadSpec& w, const ShardingPlan& plan, int stage)
     // The vocabulary is padded up to a multiple of its shards (Megatron pads it likewise).
     const int v = plan.shards(LogicalAxis::vocab);
     s.vocab = (s.vocab + v - 1) / v;
+    s.vocab_shards = v;
+    s.sequence_shards = plan.shards(LogicalAxis::norm_length);
+    const std::int64_t tokens = s.microbatch() * s.seq_len;
+    if (s.sequence_shards > 1 && tokens % s.sequence_shards != 0) {
+      diags.error(origin_of(w.origins, "seq_len"), "workload.seq_len",
+                  "the tokens of a microbatch do not split over the sequence-parallel tensor group",
+                  fmt::format("batch per microbatch x seq_len a multiple of {}", s.sequence_shards),
+                  std::to_string(tokens));
+    }
     if (s.experts > 0) {
       s.experts = divide(s.experts, plan.shards(LogicalAxis::expert), LogicalAxis::expert, "the experts",
                          "workload.mesh", model_at);

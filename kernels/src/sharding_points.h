@@ -16,7 +16,13 @@ class ShardingPoints : public CollectivePoints {
 
   fused::TensorId weights_before_use(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId weight) override;
   fused::TensorId after_row_parallel(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId partial) override;
+  fused::TensorId tensor_all_reduce(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId partial) override;
+  fused::TensorId gather_sequence(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId shard) override;
   void after_weight_gradients(fused::Graph& g, int layer, const std::vector<fused::TensorId>& gradients) override;
+  void after_sequence_parallel_gradients(fused::Graph& g, int layer,
+                                         const std::vector<fused::TensorId>& gradients) override;
+  fused::TensorId vocab_reduction(fused::Graph& g, fused::Phase phase, const std::string& what,
+                                  fused::TensorId stat) override;
   fused::TensorId expert_dispatch(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId tokens) override;
   fused::TensorId expert_combine(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId tokens) override;
   fused::TensorId stage_input(fused::Graph& g, fused::Phase phase, fused::TensorId placeholder) override;
@@ -29,6 +35,8 @@ class ShardingPoints : public CollectivePoints {
                   double bytes, DType dtype, const std::vector<int>& axes, const std::vector<fused::Access>& reads,
                   const std::vector<fused::Access>& writes, const std::vector<std::size_t>& after = {});
   std::uint16_t group_index(const ir::CollectiveGroup& group);
+  // The tensor group's reduction of `partial`: all-reduced, or reduce-scattered into this chip's tokens.
+  fused::TensorId reduce_partial(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId partial, bool scatter);
   // A send (+1: forward to the next stage) or recv over the pipeline axis.
   void point_to_point(fused::Graph& g, fused::Phase phase, ir::OpKind kind, fused::TensorId tensor);
   [[nodiscard]] std::string scope(int layer, fused::Phase phase) const;

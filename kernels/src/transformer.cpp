@@ -8,6 +8,13 @@
 // cross-attention sub-block over the encoder output. Tensor and op names follow the labels of the emitted
 // instructions: "<scope>.<phase>.<op>", scope "layer3" (or "enc.layer3", "dec.layer3"), "embedding", "head",
 // prefixed by "mb1." for microbatches after the first.
+//
+// Sequence parallelism (ShardView::sequence_shards = n > 1, Korthikanti et al. 2022): a block's input, its
+// norms and residual adds hold 1/n of the tokens; the norm output is all-gathered before the column-parallel
+// matmuls, the row-parallel output reduce-scattered (CollectivePoints::gather_sequence, after_row_parallel);
+// in the backward the output gradient is all-gathered, the input gradients reduce-scattered, and the norm
+// outputs gathered again for the weight gradients (only this chip's tokens are kept for the backward), as
+// Megatron-LM does. The embedding's output is reduce-scattered and the head's input gathered likewise.
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -58,6 +65,7 @@ struct Stack {
 // What a block's backward reads of its forward.
 struct BlockFwd {
   TensorId x = 0, h1 = 0, stats1 = 0;
+  TensorId h1g = 0, h2g = 0;  // the norm outputs with every token (sequence parallelism: gathered; else h1, h2)
   AttentionSaved attn;
   TensorId q_pre = 0, k_pre = 0;  // before rotary (for its backward: none needed beyond the op)
   TensorId x1 = 0, h2 = 0, stats2 = 0;
@@ -105,6 +113,7 @@ class TransformerStep {
                           bool first_microbatch, std::optional<TensorId> enc_out, std::optional<TensorId>& d_enc);
   TensorId norm_backward(const OpName& name, TensorId dy, TensorId x, TensorId stats, double tokens,
                          const Param& gamma, bool first_microbatch);
+  // `dout` and `h` (the MLP's input) with every token; returns the gradient of h, reduced into this chip's tokens.
   TensorId mlp_backward(const OpName& base, int layer, TensorId dout, TensorId h, double tokens,
                         const BlockParams& p, const BlockFwd& f, bool first_microbatch);
   // Mixture of experts: each local expert's buffer of `capacity` token rows (capacity = ceil(capacity_factor x
@@ -124,6 +133,9 @@ class TransformerStep {
                        std::int64_t batch, std::vector<TensorId> a, std::vector<TensorId> dy, const Param& weight,
                        const Param* bias, bool first_microbatch);
   TensorId weights(int layer, Phase phase, const Param& p) { return points_.weights_before_use(b_.graph(), layer, phase, p.w); }
+  TensorId gather(int layer, Phase phase, TensorId shard) { return points_.gather_sequence(b_.graph(), layer, phase, shard); }
+  // Tokens outside the attention and MLP blocks on this chip (sequence parallelism splits them).
+  [[nodiscard]] double norm_tokens(double tokens) const { return tokens / shard_.sequence_shards; }
   // ---- head, loss, optimizer ----
   struct HeadFwd {
     TensorId x = 0, hf = 0, statsf = 0, ht0 = 0, ht1 = 0, ht = 0, statst = 0, logits = 0, dlogits = 0;
@@ -131,6 +143,7 @@ class TransformerStep {
     double x_times = 1;
   };
   HeadFwd head_forward(const std::string& mbp, TensorId x, double tokens, double x_times, Phase phase);
+  void cross_entropy(const std::string& scope, HeadFwd& h, double logits, Phase phase);
   TensorId head_backward(const std::string& mbp, const HeadFwd& h, bool first_microbatch);
 
   [[nodiscard]] std::int64_t mb() const { return shard_.microbatch(); }
@@ -211,22 +224,24 @@ TensorId TransformerStep::norm(const OpName& name, TensorId x, double tokens, co
 
 TensorId TransformerStep::embed(const std::string& mbp, std::int64_t tokens, std::int64_t s, Phase phase) {
   const TensorId x = b_.activation(mbp + "embedding.x", static_cast<double>(tokens) * static_cast<double>(d_));
-  // A gather of `tokens` rows of the table (at most all of it), plus position and segment rows.
+  // A gather of `tokens` rows of the table (at most all of it), plus position and segment rows; under FSDP
+  // from the tables all-gathered first, like any weight.
   const double rows = static_cast<double>(tokens);
-  std::vector<Access> reads{{table_.w, std::min(1.0, rows / static_cast<double>(shard_.vocab))}};
+  std::vector<Access> reads{{weights(-1, phase, table_), std::min(1.0, rows / static_cast<double>(shard_.vocab))}};
   VpuCost cost{"embedding", {0, 0}, ""};
   if (positions_.elements > 0) {
-    reads.push_back({positions_.w, std::min(1.0, static_cast<double>(s) / static_cast<double>(m_.context))});
+    reads.push_back({weights(-1, phase, positions_),
+                     std::min(1.0, static_cast<double>(s) / static_cast<double>(m_.context))});
     cost.per_element.elementwise += 1;
   }
   if (types_.elements > 0) {
-    reads.push_back({types_.w, 1});
+    reads.push_back({weights(-1, phase, types_), 1});
     cost.per_element.elementwise += 1;
   }
   b_.vector(OpName{phase, mbp + "embedding", "lookup"}, ir::OpClass::embedding, ir::VectorOp::elementwise,
             rows * static_cast<double>(d_), cost, reads, {{x, 1}});
   // A vocabulary-parallel table: each chip looked up the rows it holds; the partial rows add up (layer -1: the
-  // embedding and head).
+  // embedding and head), into this chip's tokens under sequence parallelism.
   return points_.after_row_parallel(b_.graph(), -1, phase, x);
 }
 
@@ -366,7 +381,8 @@ TensorId TransformerStep::mlp_forward(const OpName& base, int layer, TensorId h,
   const TensorId o = b_.activation(sc + ".combined", td);
   b_.vector(OpName{ph, base.scope, "combine"}, ir::OpClass::other, ir::VectorOp::elementwise, tokens * k * d_,
             kCombine, {{eo, 1}, {f.gates, 1}}, {{o, 1}});
-  return o;
+  // The expert down-projections are row parallel over the tensor group (their d_ff is split): partial sums.
+  return points_.after_row_parallel(b_.graph(), layer, ph, o);
 }
 
 BlockFwd TransformerStep::forward_block(const Stack& st, int l, TensorId x, Phase phase, const std::string& mbp,
@@ -375,13 +391,15 @@ BlockFwd TransformerStep::forward_block(const Stack& st, int l, TensorId x, Phas
   const std::string scope = fmt::format("{}{}{}", mbp, st.name, l);
   const std::string sc = scope + "." + std::string(fused::phase_name(phase));
   const double tokens = static_cast<double>(mb()) * static_cast<double>(st.s);
-  const double td = tokens * static_cast<double>(d_);
+  // The residual stream: this chip's tokens (all of them without sequence parallelism).
+  const double td = norm_tokens(tokens) * static_cast<double>(d_);
   BlockFwd f;
   f.x = x;
-  f.h1 = norm(OpName{phase, scope, "norm1"}, x, tokens, p.norm1, &f.stats1);
-  const TensorId a = attention_sub(OpName{phase, scope, "attn"}, st, l, f.h1, tokens, p, f, enc_out);
+  f.h1 = norm(OpName{phase, scope, "norm1"}, x, norm_tokens(tokens), p.norm1, &f.stats1);
+  f.h1g = gather(l, phase, f.h1);
+  const TensorId a = attention_sub(OpName{phase, scope, "attn"}, st, l, f.h1g, tokens, p, f, enc_out);
   if (m_.block == TransformerBlock::parallel && !st.cross) {
-    const TensorId o = mlp_forward(OpName{phase, scope, "mlp"}, l, f.h1, tokens, p, f);
+    const TensorId o = mlp_forward(OpName{phase, scope, "mlp"}, l, f.h1g, tokens, p, f);
     f.out = b_.activation(sc + ".out", td);
     b_.vector(OpName{phase, scope, "residual"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td,
               VpuCost{"two residual adds", {2, 0}, ""}, {{x, 1}, {a, 1}, {o, 1}}, {{f.out, 1}}, o);
@@ -422,7 +440,7 @@ BlockFwd TransformerStep::forward_block(const Stack& st, int l, TensorId x, Phas
     }
     const AttentionShape shape{mb(), st.s, stacks_.front().s, heads_, kv_, dh_, false, false};
     f.xattn = attention_forward(b_, OpName{phase, scope, "xattn"}, w_.attention, shape, q, kx, vx);
-    const TensorId ax = b_.activation(sc + ".xattn_out", td);
+    const TensorId ax = b_.activation(sc + ".xattn_out", tokens * static_cast<double>(d_));
     {
       Builder::Matmul mm;
       mm.m = static_cast<std::int64_t>(tokens), mm.k = static_cast<std::int64_t>(heads_) * dh_, mm.n = d_;
@@ -435,8 +453,9 @@ BlockFwd TransformerStep::forward_block(const Stack& st, int l, TensorId x, Phas
               {{axr, 1}, {f.x1, 1}}, {{f.x1x, 1}}, axr);
     mlp_in = f.x1x;
   }
-  f.h2 = norm(OpName{phase, scope, "norm2"}, mlp_in, tokens, p.norm2, &f.stats2);
-  const TensorId o = mlp_forward(OpName{phase, scope, "mlp"}, l, f.h2, tokens, p, f);
+  f.h2 = norm(OpName{phase, scope, "norm2"}, mlp_in, norm_tokens(tokens), p.norm2, &f.stats2);
+  f.h2g = gather(l, phase, f.h2);
+  const TensorId o = mlp_forward(OpName{phase, scope, "mlp"}, l, f.h2g, tokens, p, f);
   f.out = b_.activation(sc + ".residual2", td);
   b_.vector(OpName{phase, scope, "residual2"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td, kAdd,
             {{o, 1}, {mlp_in, 1}}, {{f.out, 1}}, o);
@@ -547,6 +566,9 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
   const TensorId dgates = b_.activation(sc + ".dgates", tokens * k, DType::f32);
   b_.vector(OpName{ph, base.scope, "combine"}, ir::OpClass::other, ir::VectorOp::elementwise, tokens * k * d_,
             kCombine, {{dout, 1}, {f.eo, 1}, {f.gates, 1}}, {{deo, 1}, {dgates, 1}});
+  // A gate's gradient is the dot product of the output gradient with its expert's output, of which a
+  // tensor-parallel expert holds partial sums: all-reduced over the tensor group (every token's, for the router).
+  const TensorId dgates_sum = points_.tensor_all_reduce(b_.graph(), layer, ph, dgates);
   const TensorId deo_local = points_.expert_combine(b_.graph(), layer, ph, deo);
   const TensorId deg = b_.activation(sc + ".dexperts_act", static_cast<double>(local) * capacity * fe);
   expert_matmul(OpName{ph, base.scope, "experts_down.dx"}, capacity, d_, fe, mm_dtype_, deo_local,
@@ -565,21 +587,25 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
   const TensorId dh_experts = b_.activation(sc + ".dh_experts", td);
   b_.vector(OpName{ph, base.scope, "dispatch"}, ir::OpClass::other, ir::VectorOp::elementwise, buffer, kDispatch,
             {{ddisp_local, 1}, {f.gates, 1}}, {{dh_experts, 1}});
+  const TensorId dh_experts_sum = points_.after_row_parallel(b_.graph(), layer, ph, dh_experts);
   const TensorId drl = b_.activation(sc + ".drouter", tokens * experts, DType::f32);
   b_.vector(OpName{ph, base.scope, "top_k"}, ir::OpClass::other, ir::VectorOp::reduction, tokens * experts, kRouter,
-            {{dgates, 1}, {f.router_logits, 1}}, {{drl, 1}});
-  const TensorId dh_router = b_.activation(sc + ".dh_router", td);
+            {{dgates_sum, 1}, {f.router_logits, 1}}, {{drl, 1}});
+  // The router's input gradient for this chip's tokens only (sequence parallelism: its shard of the rows).
+  const double tdn = norm_tokens(tokens) * static_cast<double>(d_);
+  const TensorId dh_router = b_.activation(sc + ".dh_router", tdn);
   {
     Builder::Matmul mm;
-    mm.m = t, mm.k = experts, mm.n = d_, mm.dtype = mm_dtype_, mm.a = {drl}, mm.b = {weights(layer, ph, p.router)};
+    mm.m = static_cast<std::int64_t>(norm_tokens(tokens)), mm.k = experts, mm.n = d_, mm.dtype = mm_dtype_;
+    mm.a = {drl}, mm.b = {weights(layer, ph, p.router)};
     mm.outputs = {dh_router};
     b_.matmul(OpName{ph, base.scope, "router.dx"}, ir::OpClass::matmul, mm);
   }
   weight_gradient(OpName{ph, base.scope, "router.dw"}, ir::OpClass::matmul, d_, t, experts, 1, {h}, {drl}, p.router,
                   nullptr, first);
-  const TensorId dh = b_.activation(sc + ".dh_mlp", td);
-  b_.vector(OpName{ph, base.scope, "dh_sum"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td, kAdd,
-            {{dh_router, 1}, {dh_experts, 1}}, {{dh, 1}}, dh_router);
+  const TensorId dh = b_.activation(sc + ".dh_mlp", tdn);
+  b_.vector(OpName{ph, base.scope, "dh_sum"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, tdn, kAdd,
+            {{dh_router, 1}, {dh_experts_sum, 1}}, {{dh, 1}}, dh_router);
   return dh;
 }
 
@@ -593,10 +619,26 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
   const double tokens = static_cast<double>(mb()) * static_cast<double>(st.s);
   const auto t = static_cast<std::int64_t>(tokens);
   const double td = tokens * static_cast<double>(d_);
+  const double tdn = norm_tokens(tokens) * static_cast<double>(d_);  // the residual stream on this chip
   const std::int64_t hd = static_cast<std::int64_t>(heads_) * dh_;
+  // A norm output with every token for a weight gradient: the rematerialized forward's, else gathered again
+  // from the kept shard (sequence parallelism; without it the kept tensor itself). Called right after the
+  // output gradient's gather, it starts when that one is done (Megatron-LM launches it then, overlapped with
+  // the input-gradient matmul) instead of sharing the links with it on the critical path.
+  auto all_tokens = [&](TensorId shard, TensorId recomputed) {
+    if (w_.remat == Remat::full) return recomputed;
+    const std::size_t before = b_.graph().ops().size();
+    const TensorId out = gather(l, ph, shard);
+    auto& ops = b_.graph().ops();
+    if (ops.size() > before && before > 0 && ops[before - 1].unit == fused::Unit::ici) {
+      ops.back().after.push_back(before - 1);
+    }
+    return out;
+  };
 
-  // Attention sub-block backward, given the gradient at its output (after the residual add) `dy`; returns the
-  // gradient of its norm's input, not yet including the residual path.
+  // Attention sub-block backward, given the gradient at its output (after the residual add) `dy` and the
+  // norm output `h`, both with every token; returns the gradient of its norm's output (this chip's tokens),
+  // not yet including the residual path.
   auto attention_backward_sub = [&](TensorId dy, TensorId h, TensorId x_in, TensorId stats, const Param& norm_w,
                                     bool cross) -> TensorId {
     const Param& out_w = cross ? p.out_x : p.out;
@@ -672,24 +714,27 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
     return points_.after_row_parallel(b_.graph(), l, ph, dh1);
   };
 
+  const double nt = norm_tokens(tokens);
   if (m_.block == TransformerBlock::parallel && !st.cross) {
     // out = x + attn(h) + mlp(h), h = norm1(x): dh = dh_attn + dh_mlp, dx = dout + norm1'(dh).
-    const TensorId dh_mlp = mlp_backward(OpName{ph, scope, "mlp"}, l, dout, f.h1, tokens, p, f, first);
-    const TensorId dh_attn = attention_backward_sub(dout, f.h1, f.x, f.stats1, p.norm1, false);
-    const TensorId dh = b_.activation(sc + ".dh", td);
-    b_.vector(OpName{ph, scope, "dh_sum"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td, kAdd,
+    const TensorId dout_all = gather(l, ph, dout), h1 = all_tokens(f.h1, f.h1g);
+    const TensorId dh_mlp = mlp_backward(OpName{ph, scope, "mlp"}, l, dout_all, h1, tokens, p, f, first);
+    const TensorId dh_attn = attention_backward_sub(dout_all, h1, f.x, f.stats1, p.norm1, false);
+    const TensorId dh = b_.activation(sc + ".dh", tdn);
+    b_.vector(OpName{ph, scope, "dh_sum"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, tdn, kAdd,
               {{dh_attn, 1}, {dh_mlp, 1}}, {{dh, 1}}, dh_attn);
-    const TensorId dxn = norm_backward(OpName{ph, scope, "norm1"}, dh, f.x, f.stats1, tokens, p.norm1, first);
-    const TensorId dx = b_.activation(sc + ".dx", td);
-    b_.vector(OpName{ph, scope, "residual"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td, kAdd,
+    const TensorId dxn = norm_backward(OpName{ph, scope, "norm1"}, dh, f.x, f.stats1, nt, p.norm1, first);
+    const TensorId dx = b_.activation(sc + ".dx", tdn);
+    b_.vector(OpName{ph, scope, "residual"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, tdn, kAdd,
               {{dxn, 1}, {dout, 1}}, {{dx, 1}}, dxn);
     return dx;
   }
   const TensorId mlp_in = st.cross ? f.x1x : f.x1;
-  const TensorId dh2 = mlp_backward(OpName{ph, scope, "mlp"}, l, dout, f.h2, tokens, p, f, first);
-  const TensorId dn2 = norm_backward(OpName{ph, scope, "norm2"}, dh2, mlp_in, f.stats2, tokens, p.norm2, first);
-  TensorId dmid = b_.activation(sc + ".residual2", td);
-  b_.vector(OpName{ph, scope, "residual2"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td, kAdd,
+  const TensorId dout_all = gather(l, ph, dout), h2 = all_tokens(f.h2, f.h2g);
+  const TensorId dh2 = mlp_backward(OpName{ph, scope, "mlp"}, l, dout_all, h2, tokens, p, f, first);
+  const TensorId dn2 = norm_backward(OpName{ph, scope, "norm2"}, dh2, mlp_in, f.stats2, nt, p.norm2, first);
+  TensorId dmid = b_.activation(sc + ".residual2", tdn);
+  b_.vector(OpName{ph, scope, "residual2"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, tdn, kAdd,
             {{dn2, 1}, {dout, 1}}, {{dmid, 1}}, dn2);
   if (st.cross) {
     const TensorId dnx = attention_backward_sub(dmid, f.hx, f.x1, f.statsx, p.norm_x, true);
@@ -698,10 +743,11 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
               {{dnx, 1}, {dmid, 1}}, {{d1, 1}}, dnx);
     dmid = d1;
   }
-  const TensorId dh1 = attention_backward_sub(dmid, f.h1, f.x, f.stats1, p.norm1, false);
-  const TensorId dn1 = norm_backward(OpName{ph, scope, "norm1"}, dh1, f.x, f.stats1, tokens, p.norm1, first);
-  const TensorId dx = b_.activation(sc + ".dx", td);
-  b_.vector(OpName{ph, scope, "residual1"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td, kAdd,
+  const TensorId dmid_all = gather(l, ph, dmid), h1 = all_tokens(f.h1, f.h1g);
+  const TensorId dh1 = attention_backward_sub(dmid_all, h1, f.x, f.stats1, p.norm1, false);
+  const TensorId dn1 = norm_backward(OpName{ph, scope, "norm1"}, dh1, f.x, f.stats1, nt, p.norm1, first);
+  const TensorId dx = b_.activation(sc + ".dx", tdn);
+  b_.vector(OpName{ph, scope, "residual1"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, tdn, kAdd,
             {{dn1, 1}, {dmid, 1}}, {{dx, 1}}, dn1);
   return dx;
 }
@@ -715,46 +761,80 @@ TransformerStep::HeadFwd TransformerStep::head_forward(const std::string& mbp, T
   const std::string scope = mbp + "head";
   const std::string sc = scope + "." + std::string(fused::phase_name(phase));
   const auto t = static_cast<std::int64_t>(tokens);
-  h.hf = norm(OpName{phase, scope, "norm"}, x, tokens, final_norm_, &h.statsf, x_times);
+  // The final norm (and BERT's transform) on this chip's tokens; the vocabulary projection on every token.
+  const double nt = norm_tokens(tokens);
+  h.hf = norm(OpName{phase, scope, "norm"}, x, nt, final_norm_, &h.statsf, x_times);
   TensorId in = h.hf;
   if (lm_dense_.elements > 0) {
     // BERT's masked-LM transform: dense + bias + gelu, then a norm.
-    h.ht0 = b_.activation(sc + ".transform", tokens * static_cast<double>(d_));
+    h.ht0 = b_.activation(sc + ".transform", nt * static_cast<double>(d_));
     Builder::Matmul mm;
-    mm.m = t, mm.k = d_, mm.n = d_, mm.dtype = mm_dtype_, mm.a = {h.hf}, mm.b = {lm_dense_.w}, mm.outputs = {h.ht0};
+    mm.m = static_cast<std::int64_t>(nt), mm.k = d_, mm.n = d_, mm.dtype = mm_dtype_, mm.a = {h.hf};
+    mm.b = {lm_dense_.w}, mm.outputs = {h.ht0};
     b_.matmul(OpName{phase, scope, "transform"}, ir::OpClass::matmul, mm);
-    h.ht1 = b_.activation(sc + ".transform_act", tokens * static_cast<double>(d_));
+    h.ht1 = b_.activation(sc + ".transform_act", nt * static_cast<double>(d_));
     b_.vector(OpName{phase, scope, "transform_act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
-              tokens * static_cast<double>(d_), VpuCost{"bias and gelu", {9, 1}, ""}, {{h.ht0, 1}, {lm_bias_.w, 1}},
+              nt * static_cast<double>(d_), VpuCost{"bias and gelu", {9, 1}, ""}, {{h.ht0, 1}, {lm_bias_.w, 1}},
               {{h.ht1, 1}}, h.ht0);
-    h.ht = norm(OpName{phase, scope, "transform_norm"}, h.ht1, tokens, lm_norm_, &h.statst);
+    h.ht = norm(OpName{phase, scope, "transform_norm"}, h.ht1, nt, lm_norm_, &h.statst);
     in = h.ht;
   }
   const std::int64_t vocab = shard_.vocab;
   h.logits = b_.activation(sc + ".logits", tokens * static_cast<double>(vocab));
   {
     Builder::Matmul mm;
-    mm.m = t, mm.k = d_, mm.n = vocab, mm.dtype = mm_dtype_, mm.a = {in};
+    mm.m = t, mm.k = d_, mm.n = vocab, mm.dtype = mm_dtype_, mm.a = {gather(-1, phase, in)};
     mm.b = {points_.weights_before_use(b_.graph(), -1, phase, m_.tied_embeddings ? table_.w : out_proj_.w)};
     mm.outputs = {h.logits};
     b_.matmul(OpName{phase, scope, "logits"}, ir::OpClass::loss, mm);
   }
-  const double logits = tokens * static_cast<double>(vocab);
-  if (train_) {
-    h.dlogits = b_.activation(sc + ".dlogits", logits);
-    const TensorId loss = b_.activation(sc + ".loss", tokens, DType::f32);
-    b_.vector(OpName{phase, scope, "cross_entropy"}, ir::OpClass::loss, ir::VectorOp::reduction, logits,
-              kCrossEntropyWithGradient, {{h.logits, 1}}, {{h.dlogits, 1}, {loss, 1}});
-  } else if (inference_) {
-    const TensorId next = b_.activation(sc + ".next_token", tokens, DType::f32);
+  cross_entropy(scope, h, tokens * static_cast<double>(vocab), phase);
+  return h;
+}
+
+void TransformerStep::cross_entropy(const std::string& scope, HeadFwd& h, double logits, Phase phase) {
+  const std::string sc = scope + "." + std::string(fused::phase_name(phase));
+  const double tokens = h.tokens;
+  if (inference_) {
+    // Greedy sampling; over a vocabulary-parallel head, each chip's best (logit, index) pair is all-reduced.
+    const TensorId next = b_.activation(sc + ".next_token", tokens * (shard_.vocab_shards > 1 ? 2 : 1), DType::f32);
     b_.vector(OpName{phase, scope, "sample"}, ir::OpClass::loss, ir::VectorOp::reduction, logits, kSampling,
               {{h.logits, 1}}, {{next, 1}});
-  } else {
-    const TensorId loss = b_.activation(sc + ".loss", tokens, DType::f32);
-    b_.vector(OpName{phase, scope, "cross_entropy"}, ir::OpClass::loss, ir::VectorOp::reduction, logits,
-              kCrossEntropyForward, {{h.logits, 1}}, {{loss, 1}});
+    (void)points_.vocab_reduction(b_.graph(), phase, "argmax", next);
+    return;
   }
-  return h;
+  if (train_) h.dlogits = b_.activation(sc + ".dlogits", logits);
+  const TensorId loss = b_.activation(sc + ".loss", tokens, DType::f32);
+  if (shard_.vocab_shards <= 1) {
+    // One fused pass over the logits: the row max, the sums, the loss (and its gradient).
+    if (train_) {
+      b_.vector(OpName{phase, scope, "cross_entropy"}, ir::OpClass::loss, ir::VectorOp::reduction, logits,
+                kCrossEntropyWithGradient, {{h.logits, 1}}, {{h.dlogits, 1}, {loss, 1}});
+    } else {
+      b_.vector(OpName{phase, scope, "cross_entropy"}, ir::OpClass::loss, ir::VectorOp::reduction, logits,
+                kCrossEntropyForward, {{h.logits, 1}}, {{loss, 1}});
+    }
+    return;
+  }
+  // Vocabulary parallel (Megatron-LM's vocab_parallel_cross_entropy): this chip's row max all-reduced (max)
+  // over the vocabulary's chips; then its sums of exp(l - max) and the target logit (on the chip holding it),
+  // all-reduced (sum); then the loss and the gradient of this chip's logits. [tokens] f32 vectors each.
+  const TensorId row_max = b_.activation(sc + ".logit_max", tokens, DType::f32);
+  b_.vector(OpName{phase, scope, "cross_entropy_max"}, ir::OpClass::loss, ir::VectorOp::reduction, logits,
+            kCrossEntropyMax, {{h.logits, 1}}, {{row_max, 1}});
+  const TensorId max_all = points_.vocab_reduction(b_.graph(), phase, "max", row_max);
+  const TensorId sum_exp = b_.activation(sc + ".sum_exp", tokens, DType::f32);
+  const TensorId target = b_.activation(sc + ".target_logit", tokens, DType::f32);
+  b_.vector(OpName{phase, scope, "cross_entropy_sums"}, ir::OpClass::loss, ir::VectorOp::reduction, logits,
+            kCrossEntropySums, {{h.logits, 1}, {max_all, 1}}, {{sum_exp, 1}, {target, 1}});
+  const TensorId sum_all = points_.vocab_reduction(b_.graph(), phase, "sum_exp", sum_exp);
+  const TensorId target_all = points_.vocab_reduction(b_.graph(), phase, "target", target);
+  b_.vector(OpName{phase, scope, "cross_entropy"}, ir::OpClass::loss, ir::VectorOp::elementwise, tokens,
+            kCrossEntropyLoss, {{max_all, 1}, {sum_all, 1}, {target_all, 1}}, {{loss, 1}});
+  if (train_) {
+    b_.vector(OpName{phase, scope, "cross_entropy_grad"}, ir::OpClass::loss, ir::VectorOp::elementwise, logits,
+              kCrossEntropyGradient, {{h.logits, 1}, {max_all, 1}, {sum_all, 1}}, {{h.dlogits, 1}});
+  }
 }
 
 TensorId TransformerStep::head_backward(const std::string& mbp, const HeadFwd& h, bool first) {
@@ -762,6 +842,7 @@ TensorId TransformerStep::head_backward(const std::string& mbp, const HeadFwd& h
   const std::string sc = scope + ".bwd";
   const Phase ph = Phase::backward;
   const auto t = static_cast<std::int64_t>(h.tokens);
+  const double nt = norm_tokens(h.tokens);
   const std::int64_t vocab = shard_.vocab;
   const Param& proj = m_.tied_embeddings ? table_ : out_proj_;
   const TensorId in = lm_dense_.elements > 0 ? h.ht : h.hf;
@@ -772,24 +853,26 @@ TensorId TransformerStep::head_backward(const std::string& mbp, const HeadFwd& h
     mm.b = {points_.weights_before_use(b_.graph(), -1, ph, proj.w)}, mm.outputs = {dh};
     b_.matmul(OpName{ph, scope, "logits.dx"}, ir::OpClass::loss, mm);
   }
-  dh = points_.after_row_parallel(b_.graph(), -1, ph, dh);  // vocabulary-parallel: partial sums over the vocab
-  weight_gradient(OpName{ph, scope, "logits.dw"}, ir::OpClass::loss, d_, t, vocab, 1, {in}, {h.dlogits}, proj,
-                  nullptr, first);
+  // Vocabulary-parallel: partial sums over the vocab (reduce-scattered into this chip's tokens under sequence
+  // parallelism, whose projection input is gathered again for the weight gradient).
+  dh = points_.after_row_parallel(b_.graph(), -1, ph, dh);
+  weight_gradient(OpName{ph, scope, "logits.dw"}, ir::OpClass::loss, d_, t, vocab, 1, {gather(-1, ph, in)},
+                  {h.dlogits}, proj, nullptr, first);
   if (lm_dense_.elements > 0) {
-    const TensorId dn = norm_backward(OpName{ph, scope, "transform_norm"}, dh, h.ht1, h.statst, h.tokens, lm_norm_,
-                                      first);
-    const TensorId da = b_.activation(sc + ".dtransform", h.tokens * static_cast<double>(d_));
+    const auto tn = static_cast<std::int64_t>(nt);
+    const TensorId dn = norm_backward(OpName{ph, scope, "transform_norm"}, dh, h.ht1, h.statst, nt, lm_norm_, first);
+    const TensorId da = b_.activation(sc + ".dtransform", nt * static_cast<double>(d_));
     b_.vector(OpName{ph, scope, "transform_act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
-              h.tokens * static_cast<double>(d_), kGeluBackward, {{dn, 1}, {h.ht0, 1}}, {{da, 1}}, dn);
-    const TensorId dhf = b_.activation(sc + ".dtransform_in", h.tokens * static_cast<double>(d_));
+              nt * static_cast<double>(d_), kGeluBackward, {{dn, 1}, {h.ht0, 1}}, {{da, 1}}, dn);
+    const TensorId dhf = b_.activation(sc + ".dtransform_in", nt * static_cast<double>(d_));
     Builder::Matmul mm;
-    mm.m = t, mm.k = d_, mm.n = d_, mm.dtype = mm_dtype_, mm.a = {da}, mm.b = {lm_dense_.w}, mm.outputs = {dhf};
+    mm.m = tn, mm.k = d_, mm.n = d_, mm.dtype = mm_dtype_, mm.a = {da}, mm.b = {lm_dense_.w}, mm.outputs = {dhf};
     b_.matmul(OpName{ph, scope, "transform.dx"}, ir::OpClass::matmul, mm);
-    weight_gradient(OpName{ph, scope, "transform.dw"}, ir::OpClass::matmul, d_, t, d_, 1, {h.hf}, {da}, lm_dense_,
+    weight_gradient(OpName{ph, scope, "transform.dw"}, ir::OpClass::matmul, d_, tn, d_, 1, {h.hf}, {da}, lm_dense_,
                     &lm_bias_, first);
     dh = dhf;
   }
-  return norm_backward(OpName{ph, scope, "norm"}, dh, h.x, h.statsf, h.tokens, final_norm_, first);
+  return norm_backward(OpName{ph, scope, "norm"}, dh, h.x, h.statsf, nt, final_norm_, first);
 }
 
 fused::Graph TransformerStep::build() {
@@ -891,7 +974,8 @@ fused::Graph TransformerStep::build() {
         x = shard_.embedding ? embed(mbp + (enc_dec ? (si == 0 ? "enc." : "dec.") : ""),
                                      static_cast<std::int64_t>(tokens), st.s, Phase::forward)
                              : points_.stage_input(b_.graph(), Phase::forward,
-                                                   b_.activation(mbp + st.name + ".input", tokens * static_cast<double>(d_)));
+                                                   b_.activation(mbp + st.name + ".input",
+                                                                 norm_tokens(tokens) * static_cast<double>(d_)));
       }
       for (int l = st.first; l < st.first + st.count; ++l) {
         fwd[si].push_back(forward_block(st, l, x, Phase::forward, mbp, enc_out));
@@ -922,8 +1006,9 @@ fused::Graph TransformerStep::build() {
     TensorId dx = shard_.head
                       ? head_backward(mbp, ms.head, first)
                       : points_.stage_input(b_.graph(), Phase::backward,
-                                            b_.activation(mbp + "head.bwd.dx", static_cast<double>(mb()) *
-                                                                                   static_cast<double>(stacks_.back().s) * d_));
+                                            b_.activation(mbp + "head.bwd.dx",
+                                                          norm_tokens(static_cast<double>(mb()) *
+                                                                      static_cast<double>(stacks_.back().s)) * d_));
     std::optional<TensorId> d_enc;
     for (std::size_t si = stacks_.size(); si-- > 0;) {
       Stack& st = stacks_[si];
@@ -948,12 +1033,19 @@ fused::Graph TransformerStep::build() {
             if (p->grad) grads.push_back(*p->grad);
           }
           points_.after_weight_gradients(b_.graph(), l, grads);
+          const BlockParams& bp = st.params[static_cast<std::size_t>(l - st.first)];
+          std::vector<TensorId> norms;
+          for (const Param* n : {&bp.norm1, &bp.norm2}) {
+            if (n->grad) norms.push_back(*n->grad);
+          }
+          points_.after_sequence_parallel_gradients(b_.graph(), l, norms);
         }
       }
       if (shard_.embedding && (si == 0 || decoder_of_enc_dec)) {
-        // The embedding gradient: the rows the lookup gathered, scatter-added into the table's gradient.
+        // The embedding gradient: the rows the lookup gathered, scatter-added into the table's gradient (every
+        // token's: a vocabulary-parallel table's rows may come from any token).
         const double tokens = static_cast<double>(mb()) * static_cast<double>(st.s);
-        std::vector<Access> reads{{dx, 1}}, writes;
+        std::vector<Access> reads{{gather(-1, Phase::backward, dx), 1}}, writes;
         const double rows = std::min(1.0, tokens / static_cast<double>(shard_.vocab));
         reads.push_back({*table_.grad, rows});
         writes.push_back({*table_.grad, rows});
@@ -993,6 +1085,12 @@ fused::Graph TransformerStep::build() {
       if (p->elements > 0 && p->grad) grads.push_back(*p->grad);
     }
     points_.after_weight_gradients(b_.graph(), -1, grads);
+    // Applied to this chip's tokens under sequence parallelism: the final norm and BERT's head transform.
+    std::vector<TensorId> sequence_partial;
+    for (const Param* p : {&final_norm_, &lm_dense_, &lm_bias_, &lm_norm_}) {
+      if (p->elements > 0 && p->grad) sequence_partial.push_back(*p->grad);
+    }
+    points_.after_sequence_parallel_gradients(b_.graph(), -1, sequence_partial);
     b_.optimizer_update("embedding_and_head", rest, w_.optimizer);
   }
   return std::move(b_.graph());

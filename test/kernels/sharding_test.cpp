@@ -5,6 +5,7 @@
 
 #include "kernels_test_support.h"
 #include "tpusim/core/diagnostics.h"
+#include "tpusim/kernels/collectives.h"
 #include "tpusim/kernels/lowering.h"
 #include "tpusim/kernels/mesh.h"
 #include "tpusim/kernels/model_params.h"
@@ -229,6 +230,154 @@ TEST(Sharding, TensorParallelAllReducesCarryTheActivations) {
   const double per_block = 2 * 256 + 256 * 384 + 128 * 256 + 256 * 512 + 512 * 256;
   const double per_chip_params = 2 * per_block + 1024 * 256 + 256;
   EXPECT_DOUBLE_EQ(collectives(p, "dp_all_reduce").first, 4.0 * per_chip_params);
+}
+
+
+// ---- sequence parallelism, the vocabulary-parallel loss, the FSDP embedding ----
+
+// The groups the collectives whose label ends with `suffix` run over.
+std::vector<ir::CollectiveGroup> groups_of(const LoweredWorkload& l, const std::string& suffix) {
+  std::vector<ir::CollectiveGroup> out;
+  const ir::Program& p = l.programs.programs[0];
+  for (const auto& ins : p.instructions()) {
+    const std::string& label = p.label_of(ins);
+    if (ins.kind == ir::OpKind::collective && label.size() >= suffix.size() &&
+        label.compare(label.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      out.push_back(l.programs.groups.at(ins.group));
+    }
+  }
+  return out;
+}
+
+TEST(Sharding, SequenceParallelismTurnsEachTensorAllReduceIntoAReduceScatterAndAnAllGatherOfTheSameBytes) {
+  // 2 sequences of 128 tokens per chip; tensor parallel over 2 chips, without and with sequence parallelism.
+  const LoweredWorkload tp = lower(small(4, mesh({{"data", 2}, {"tensor", 2}})), roomy(), pod({4}));
+  const LoweredWorkload sp = lower(small(4, mesh({{"data", 2}, {"tensor_sequence", 2}})), roomy(), pod({4}));
+  const ir::Program& p = sp.programs.programs[0];
+  const double act = 2 * 128 * 256 * 2;  // [tokens, d] in bf16
+  // Per block the attention output and MLP down projections (forward) and the QKV and up input gradients
+  // (backward), and the embedding lookup and the head's input gradient: all-reduced without, reduce-scattered
+  // (the same input) with sequence parallelism.
+  EXPECT_EQ(collectives(tp.programs.programs[0], "tp_all_reduce"), (std::pair<double, int>{10 * act, 10}));
+  EXPECT_EQ(collectives(p, "tp_all_reduce").second, 0);
+  EXPECT_EQ(collectives(p, "tp_reduce_scatter"), (std::pair<double, int>{10 * act, 10}));
+  // Forward: the norm outputs (this chip's half of the tokens) all-gathered before the QKV and up projections,
+  // and before the head's projection.
+  EXPECT_EQ(collectives(p, "fwd.tp_all_gather"), (std::pair<double, int>{5 * act / 2, 5}));
+  // So a forward pair carries the all-reduce's bytes over the links: all-gather of S/2 + reduce-scatter of S.
+  EXPECT_DOUBLE_EQ(bus_factor(CollectiveKind::all_gather, 2) * act / 2 + bus_factor(CollectiveKind::reduce_scatter, 2) * act,
+                   bus_factor(CollectiveKind::all_reduce, 2) * act);
+  // Backward, per block: the output gradients of the MLP and of the attention gathered, and the two norm outputs
+  // gathered again for the weight gradients (only the shards were kept); the head's input again for its weight
+  // gradient, and the embedding's input gradient for the vocabulary-parallel table.
+  EXPECT_EQ(collectives(p, "bwd.tp_all_gather"), (std::pair<double, int>{10 * act / 2, 10}));
+  // Every one over the tensor pair (chips 0-1 and 2-3).
+  for (const char* kind : {"tp_reduce_scatter", "tp_all_gather"}) {
+    for (const ir::CollectiveGroup& g : groups_of(sp, kind)) EXPECT_EQ(g, group({2, 1, 1}, {1, 1, 1}));
+  }
+  // The norm gains' gradients are partial sums over the pair's tokens: all-reduced over it (f32, 2 x 256 per
+  // block, 256 for the final norm).
+  EXPECT_EQ(collectives(p, "tp_norm_all_reduce"), (std::pair<double, int>{(2 * 2 * 256 + 256) * 4.0, 3}));
+  EXPECT_EQ(collectives(tp.programs.programs[0], "tp_norm_all_reduce").second, 0);
+}
+
+TEST(Sharding, SequenceParallelismDividesTheActivationsOutsideTheBlocksByTheTensorSize) {
+  // Full rematerialization keeps each block's input, the head's input, its norm output and statistics (RMSNorm:
+  // 1 f32 per token) and the logits' gradient (every token, this chip's 1024 vocabulary rows).
+  WorkloadSpec tp = small(4, mesh({{"data", 2}, {"tensor", 2}}));
+  WorkloadSpec sp = small(4, mesh({{"data", 2}, {"tensor_sequence", 2}}));
+  tp.remat = sp.remat = Remat::full;
+  const double tokens = 2 * 128, act = tokens * 256 * 2, dlogits = tokens * 1024 * 2;
+  const auto tp_plan = plan_memory(tp, roomy(), pod({4}));
+  const auto sp_plan = plan_memory(sp, roomy(), pod({4}));
+  ASSERT_TRUE(tp_plan && sp_plan);
+  EXPECT_DOUBLE_EQ(tp_plan->activations.as_double(), 4 * act + tokens * 4 + dlogits);
+  EXPECT_DOUBLE_EQ(sp_plan->activations.as_double(), (4 * act + tokens * 4) / 2 + dlogits);
+  EXPECT_EQ(sp_plan->weights, tp_plan->weights);
+}
+
+TEST(Sharding, SequenceParallelismNeedsTheTensorGroupAndWholeSequences) {
+  auto key_of = [](const WorkloadSpec& w, const PodSpec& p) -> std::string {
+    try {
+      (void)shard_view(w, make_sharding(w, p));
+    } catch (const ConfigError& e) {
+      return e.diagnostics().front().key_path;
+    }
+    return "accepted";
+  };
+  MeshSpec other = mesh({{"data", 2}, {"tensor", 2}});
+  other.rules.push_back(ShardingRuleSpec{"norm_length", {"data"}, {}});
+  EXPECT_EQ(key_of(small(4, other), pod({4})), "workload.sharding.norm_length");
+  MeshSpec on_tensor = mesh({{"data", 2}, {"tensor", 2}});
+  on_tensor.rules.push_back(ShardingRuleSpec{"norm_length", {"tensor"}, {}});
+  EXPECT_EQ(key_of(small(4, on_tensor), pod({4})), "accepted");
+  EXPECT_EQ(shard_view(small(4, on_tensor), make_sharding(small(4, on_tensor), pod({4}))).sequence_shards, 2);
+  WorkloadSpec decode = small(4, mesh({{"data", 2}, {"tensor_sequence", 2}}));
+  decode.step = StepKind::decode;
+  EXPECT_EQ(key_of(decode, pod({4})), "workload.mesh.tensor_sequence");
+  WorkloadSpec odd = small(2, mesh({{"data", 2}, {"tensor_sequence", 2}}));  // 1 sequence of 127 tokens per chip
+  odd.seq_len = 127;
+  EXPECT_EQ(key_of(odd, pod({4})), "workload.seq_len");
+  EXPECT_EQ(key_of(small(8, mesh({{"sequence", 4}})), pod({4})), "workload.mesh.sequence");
+}
+
+TEST(Sharding, AVocabularyParallelCrossEntropyAllReducesItsRowStatistics) {
+  // Per token, f32: the row max, then the sum of exponentials and the target logit, over the tensor pair.
+  const LoweredWorkload tp = lower(small(4, mesh({{"data", 2}, {"tensor", 2}})), roomy(), pod({4}));
+  const ir::Program& p = tp.programs.programs[0];
+  const double tokens = 2 * 128;
+  for (const char* stat : {"loss_max_all_reduce", "loss_sum_exp_all_reduce", "loss_target_all_reduce"}) {
+    EXPECT_EQ(collectives(p, stat), (std::pair<double, int>{tokens * 4, 1})) << stat;
+    for (const ir::CollectiveGroup& g : groups_of(tp, stat)) EXPECT_EQ(g, group({2, 1, 1}, {1, 1, 1}));
+  }
+  // A whole vocabulary on every chip: one fused pass, no collective.
+  const LoweredWorkload dp = lower(small(8, mesh({{"data", 4}})), roomy(), pod({4}));
+  EXPECT_EQ(collectives(dp.programs.programs[0], "loss_max_all_reduce").second, 0);
+}
+
+TEST(Sharding, FsdpGathersTheEmbeddingTableBeforeTheLookupAndReduceScattersItsGradient) {
+  const LoweredWorkload l = lower(small(8, mesh({{"fsdp", 4}})), roomy(), pod({4}));
+  const ir::Program& p = l.programs.programs[0];
+  const double table_shard = 2048.0 * 256 / 4;  // elements of the (tied) table each chip stores
+  // Forward: the table gathered for the lookup and for the head's projection (bf16); backward: for the
+  // projection's input gradient.
+  EXPECT_EQ(collectives(p, "head.fwd.fsdp_all_gather"), (std::pair<double, int>{2 * table_shard * 2, 2}));
+  EXPECT_EQ(collectives(p, "head.bwd.fsdp_all_gather"), (std::pair<double, int>{table_shard * 2, 1}));
+  // The lookup reads the gathered table: it waits for the first collective of the step.
+  for (const auto& ins : p.instructions()) {
+    if (p.label_of(ins) != "embedding.fwd.lookup") continue;
+    bool after_gather = false;
+    for (std::uint32_t d = 0; d < ins.dep_count; ++d) {
+      after_gather |= p.label_of(p[p.deps_of(ins)[d]]) == "head.fwd.fsdp_all_gather";
+    }
+    EXPECT_TRUE(after_gather);
+  }
+  // The embedding and final-norm gradients (f32, full size) reduce-scattered into each chip's quarter.
+  EXPECT_EQ(collectives(p, "head.bwd.fsdp_reduce_scatter"), (std::pair<double, int>{4.0 * (2048 * 256 + 256), 1}));
+}
+
+TEST(Sharding, TensorParallelExpertMlpsReduceTheirPartialSumsLikeDenseOnesWithAndWithoutSequenceParallelism) {
+  // Every block a mixture of 4 experts (top 2) over a tensor pair: the expert down projections are row
+  // parallel, so the combined output (forward) and the input gradient of the expert branch (backward) are
+  // all-reduced as the dense MLP's are, and so are the gates' gradients (dot products with the partial expert
+  // outputs: tokens x top 2 in f32).
+  WorkloadSpec w = small(4, mesh({{"data", 2}, {"tensor", 2}}));
+  w.model.transformer.moe.experts = 4;
+  w.model.transformer.moe.top_k = 2;
+  const LoweredWorkload l = lower(w, roomy(), pod({4}));
+  const double act = 2 * 128 * 256 * 2, dgates = 2 * 128 * 2 * 4;
+  EXPECT_EQ(collectives(l.programs.programs[0], "tp_all_reduce"),
+            (std::pair<double, int>{10 * act + 2 * dgates, 12}));
+  // With sequence parallelism the [tokens, d] reductions become reduce-scatters and the norm outputs are
+  // gathered as in a dense block; the gates' gradients stay all-reduced (the router's backward reads every
+  // token's).
+  w.mesh = mesh({{"data", 2}, {"tensor_sequence", 2}});
+  const LoweredWorkload sp = lower(w, roomy(), pod({4}));
+  const ir::Program& p = sp.programs.programs[0];
+  EXPECT_EQ(collectives(p, "tp_reduce_scatter"), (std::pair<double, int>{10 * act, 10}));
+  EXPECT_EQ(collectives(p, "tp_all_reduce"), (std::pair<double, int>{2 * dgates, 2}));
+  EXPECT_EQ(collectives(p, "fwd.tp_all_gather"), (std::pair<double, int>{5 * act / 2, 5}));
+  EXPECT_EQ(collectives(p, "bwd.tp_all_gather"), (std::pair<double, int>{10 * act / 2, 10}));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Sharded steps through the tpusim binary: overlap against the serialized baseline, the same per-chip compute
-// on one chip and on a data-parallel slice, global metrics, and bad meshes as bad input.
+// on one chip and on a data-parallel slice, global metrics, sequence parallelism against plain tensor
+// parallelism, the layout search, pipelines, and bad meshes as bad input.
 #include <algorithm>
 #include <string>
 
@@ -96,21 +97,56 @@ TEST_F(ShardCli, ABatchThatDoesNotSplitOverTheDataAxesIsBadInput) {
 
 namespace {
 
+TEST_F(ShardCli, SequenceParallelismMovesEachTensorAllReduceIntoAGatherAndAScatterAndHalvesTheKeptActivations) {
+  // The 4-block GPT-3 XL step, fsdp 2 x tensor 2, without and with sequence parallelism on the tensor pair.
+  const auto tp = summary(kSharded, "tp");
+  const auto sp = summary("gpt3-1.3b-fsdp-sp-v4-2x2x1 --set workload.model.layers=4", "sp");
+  EXPECT_EQ(sp["metrics"]["model_flops"], tp["metrics"]["model_flops"]);
+  EXPECT_EQ(sp["metrics"]["hardware_flops"], tp["metrics"]["hardware_flops"]);
+  // [tokens, d] per chip: 4 sequences x 2048 x 2048 x 2 B = 32 MiB. Per block, the forward, its recomputation
+  // and the backward each reduce two of them, plus the embedding and the head: 26, all-reduced over the pair
+  // without sequence parallelism, reduce-scattered with it; the all-gathers take each chip's half (16 MiB):
+  // 2 per block in the forward, the recomputation and the backward, the head's input, its weight gradient's
+  // input and the embedding's input gradient.
+  auto count = [](const nlohmann::json& s, const std::string& op, double bytes) {
+    return std::count_if(s["collectives"].begin(), s["collectives"].end(), [&](const nlohmann::json& c) {
+      return c["op"] == op && c["participants"] == 2 && c["bytes_per_chip"] == bytes;
+    });
+  };
+  const double act = 4.0 * 2048 * 2048 * 2;
+  EXPECT_EQ(count(tp, "all_reduce", act), 26);
+  EXPECT_EQ(count(sp, "all_reduce", act), 0);
+  EXPECT_EQ(count(sp, "reduce_scatter", act), 26);
+  EXPECT_EQ(count(sp, "all_gather", act / 2), 6 * 4 + 3);
+  // Full remat keeps each block's input and the head's input and norm output ([tokens, d] each), the norm's
+  // statistics (2 f32 per token) and the logits' gradient (every token, 25,129 vocabulary rows per chip):
+  // all but the last halve.
+  const double tokens = 4 * 2048, dlogits = tokens * 25129 * 2;
+  EXPECT_EQ(tp["memory"]["categories"]["activations"], 6 * act + tokens * 8 + dlogits);
+  EXPECT_EQ(sp["memory"]["categories"]["activations"], (6 * act + tokens * 8) / 2 + dlogits);
+}
+
 TEST_F(ShardCli, LayoutSearchRunsEveryMeshThatFitsAndRanksThemByStepTime) {
   // With 1800 MiB of HBM per chip, the 2-block GPT-3 XL step fits only with its state sharded by fsdp 4 or
-  // fsdp 2 x tensor 2 (the others need 1.84 to 3.93 GiB): 2 of the 6 meshes of 4 chips run.
+  // fsdp 2 x tensor 2 (the others need 1.84 to 3.93 GiB): 2 of the 6 meshes of 4 chips run. The 3 meshes with
+  // a tensor axis are tried again with sequence parallelism on it: tensor_sequence 4 fits where tensor 4 does
+  // not (its kept block inputs are a quarter), and fsdp 2 x tensor_sequence 2 fits too.
   const Outcome o = tpusim("layouts " + std::string(kSharded) +
                            " --set workload.model.layers=2 --set chip.hbm.capacity=1800MiB -j 2 -o " +
                            (dir_ / "l").string());
   EXPECT_EQ(o.exit_code, 0) << o.err;
-  EXPECT_NE(o.out.find("6 meshes of 4 chips, 2 ran"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("9 meshes of 4 chips, 4 ran"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("    1  {data: 1, fsdp: 4, tensor: 1}"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("    2  {data: 1, fsdp: 2, tensor: 2}"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("    3  {data: 1, fsdp: 1, tensor_sequence: 4}"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("{data: 1, fsdp: 1, tensor: 4}            dropped: needs 1.84 GiB per chip"),
+            std::string::npos)
+      << o.out;
   EXPECT_NE(o.out.find("{data: 4, fsdp: 1, tensor: 1}            dropped: needs 3.93 GiB per chip"),
             std::string::npos)
       << o.out;
   const std::string csv = slurp(dir_ / "l" / "layouts.csv");
-  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 7);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 10);
 }
 
 }  // namespace

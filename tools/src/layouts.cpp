@@ -76,6 +76,21 @@ int layouts_command(const LayoutsArgs& args, const std::string& self_exe) {
   std::vector<Layout> layouts;
   std::vector<std::pair<std::string, int>> cur;
   factor(static_cast<int>(s.pod.chip_count()), names, 0, cur, layouts);
+  // Each mesh with a tensor axis again with Megatron sequence parallelism on it (tensor_sequence), where it
+  // applies: training and forward steps of decoder-only or encoder-only transformers.
+  const auto& t = s.workload.model.transformer;
+  if (s.workload.model.kind == ModelKind::transformer && t.architecture != Architecture::encoder_decoder &&
+      (s.workload.step == StepKind::train || s.workload.step == StepKind::forward)) {
+    const std::size_t dense = layouts.size();
+    for (std::size_t i = 0; i < dense; ++i) {
+      Layout sp = layouts[i];
+      for (auto& [name, size] : sp.axes) {
+        if (name != "tensor" || size < 2) continue;
+        name = "tensor_sequence";
+        layouts.push_back(sp);
+      }
+    }
+  }
 
   // Drop before running what cannot be lowered or does not fit.
   for (Layout& l : layouts) {

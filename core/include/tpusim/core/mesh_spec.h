@@ -34,7 +34,8 @@ struct MeshMappingSpec {
 };
 
 struct ShardingRuleSpec {
-  std::string logical;                 // batch, length, embed, heads, kv_heads, mlp, vocab, expert, layers
+  std::string logical;                 // batch, length, embed, heads, kv_heads, mlp, vocab, expert, layers,
+                                       // norm_length
   std::vector<std::string> mesh_axes;  // empty: replicated
   SourceLoc loc;
 };

@@ -4,7 +4,7 @@
 // them) are a collective group (ir::CollectiveGroup) the network plans for its shape.
 //
 // Default placement (JAX's create_device_mesh in spirit): the axes in order of communication heaviness,
-// tensor, sequence, expert, fsdp, data, pipeline, then any other named axis (in mesh order), each take the
+// tensor, tensor_sequence, sequence, expert, fsdp, data, pipeline, then any other named axis (in mesh order), each take the
 // next chips of the torus axes in order x, y, z: an axis no longer than what is left of the current torus
 // axis takes contiguous segments of it (stride = the product of the axes placed before it there), a longer
 // one takes all that is left and continues on the next torus axis. So the heaviest axis is on contiguous

@@ -5,7 +5,7 @@
 // ShardView and never from the model's full sizes. On a single chip every size is the full size
 // (full_shard). A sharding plan (device mesh and logical-axis rules, issue 9) fills it in per role, e.g. data
 // and FSDP parallelism shrink `batch`, tensor parallelism `heads`, `kv_heads`, `d_ff` and `vocab`, sequence
-// parallelism `seq_len`, pipeline parallelism the layer range and the embedding/head flags, expert
+// parallelism `sequence_shards`, pipeline parallelism the layer range and the embedding/head flags, expert
 // parallelism `experts`, FSDP `weight_shards`; and it inserts collectives at the points kernels/src/
 // collective_points.h names.
 #include <cstdint>
@@ -29,6 +29,10 @@ struct ShardView {
   int experts = 0;               // experts on this chip (0: dense model)
   int expert_group = 1;          // expert parallelism: chips whose tokens this chip's experts serve
   std::int64_t vocab = 0;        // vocabulary rows of the embedding and the output projection on this chip
+  int vocab_shards = 1;          // chips the vocabulary is split over (a vocabulary-parallel cross-entropy)
+  int sequence_shards = 1;       // Megatron sequence parallelism: the tokens outside the attention and MLP
+                                 // blocks (norms, residual adds, block inputs) are split this many ways over
+                                 // the tensor group (1: each chip of the group holds every token)
   int first_layer = 0;           // the decoder (encoder-only: encoder) blocks this chip runs: [first, first + layers)
   int layers = 0;
   int encoder_layers = 0;        // encoder_decoder: encoder blocks on this chip

@@ -6,10 +6,17 @@
 //   batch    -> data, fsdp, expert   examples per chip = batch / (their sizes' product)
 //   embed    -> fsdp                 FSDP / ZeRO-3: weights, gradients and optimizer state stored 1/n per
 //                                    chip, each weight all-gathered before use, gradients reduce-scattered
-//   heads, kv_heads, mlp, vocab -> tensor   Megatron column / row parallel matmuls (kv heads replicated when
-//                                    fewer than the tensor axis), vocabulary-parallel embedding and head
+//   heads, kv_heads, mlp, vocab -> tensor, tensor_sequence   Megatron column / row parallel matmuls (kv heads
+//                                    replicated when fewer than the tensor axis), vocabulary-parallel embedding
+//                                    and head, and a vocabulary-parallel cross-entropy
+//   norm_length -> tensor_sequence   Megatron sequence parallelism (MaxText's activation_norm_length): the
+//                                    tokens outside the attention and MLP blocks (norms, residual adds, the
+//                                    block inputs kept for the backward) split over the tensor group; its
+//                                    axes must be the heads / mlp / vocab axes. The tensor all-reduce becomes
+//                                    an all-gather before the column-parallel matmul and a reduce-scatter after
+//                                    the row-parallel one (the mirror in the backward)
 //   expert   -> expert               experts per chip (all-to-all dispatch and combine)
-//   length   -> sequence             (not lowered yet: rejected with a clear error)
+//   length   -> sequence             context parallelism of the attention (not lowered: rejected)
 //   layers   -> pipeline             stages: layers / stages blocks each, the first with the embedding, the
 //                                    last with the head; activations and gradients sent between neighbours,
 //                                    the microbatches in workload.pipeline_schedule's order (shard.h)
@@ -24,8 +31,9 @@
 
 namespace tpusim::kernels {
 
-enum class LogicalAxis : std::uint8_t { batch, length, embed, heads, kv_heads, mlp, vocab, expert, layers };
-inline constexpr int kLogicalAxes = 9;
+// In the order of logical_axis_names() (core/mesh_spec.h).
+enum class LogicalAxis : std::uint8_t { batch, length, embed, heads, kv_heads, mlp, vocab, expert, layers, norm_length };
+inline constexpr int kLogicalAxes = 10;
 
 struct ShardingPlan {
   DeviceMesh mesh;
