@@ -72,6 +72,14 @@ const FieldTable<JobSpec>& job_fields() {
     t.add<int>("spare_cubes", [](S& s) -> int& { return s.spare_cubes; }, "1",
                "spare_cube: idle cubes the OCS can switch in for a cube with a failed chip, host or port",
                at_least(0));
+    t.add_choice<InFlightPolicy>(
+        "in_flight", [](S& s) -> InFlightPolicy& { return s.in_flight; },
+        {{"lose", InFlightPolicy::lose}, {"retransmit", InFlightPolicy::retransmit}},
+        "lose",
+        "reroute: the transfers in flight on a link that fails inside the step are lost and sent again in full "
+        "over the surviving route when the failure is detected (lose: the step stalls until the timeout), or "
+        "sent again at once from the first byte not delivered (retransmit: assumes the link layer notices the "
+        "lost signal and the routes change at once)");
     return t;
   }();
   return table;

@@ -69,6 +69,8 @@ SimResult simulate(const Scenario& scenario, const ir::ProgramSet& programs, con
   net::InterconnectOptions network;
   network.faults = options.failed;
   network.degraded = options.degraded_links;
+  network.timed = options.timed_links;
+  network.in_flight = options.in_flight;
   return run(scenario, programs, options, network, builtin_blocks());
 }
 

@@ -115,6 +115,44 @@ TEST(JobTimeline, RerouteKeepsTheWorkStallsUntilDetectionAndRunsAtTheReroutedSte
   EXPECT_DOUBLE_EQ(sum_of_parts(r), r.wall.value());
 }
 
+// The same fault with the step in flight simulated with the cable failing at its tick (JobCosts::step_hit, here
+// by hand: 29 s, as if its lost transfers waited for the detection 27.5 s after the tick): the step in flight
+// (from 252 s, the fault 0.5 s into it, detected 28 s after its start) completes at 252 + 29 s and counts; its
+// excess over the step, 28 s, is charged to detection (job.in_flight: lose), or to slowdown (retransmit); the
+// 767 steps after it run at 1.25 s.
+TEST(JobTimeline, RerouteWithTheHitStepSimulatedChargesItsExcessAndKeepsIt) {
+  for (const char* policy : {"lose", "retransmit"}) {
+    const Scenario s = scenario_from(
+        std::string(kCubeJob) + "faults: [{at: 252.5 s, kind: link_down, target: {chip: [0, 0, 0], dir: y-}}]\n",
+        {"job.recovery=reroute", std::string("job.in_flight=") + policy});
+    const Topology topo = build_topology(s.pod, s.chip);
+    JobCosts costs = round_costs();
+    costs.step_with = [](const ConcreteFault&) { return Seconds(1.25); };
+    double offset = -1, detection = -1;
+    costs.step_hit = [&](const ConcreteFault&, Seconds at, Seconds detected) -> std::optional<Seconds> {
+      offset = at.value();
+      detection = detected.value();
+      return Seconds(29);
+    };
+    const JobResult r = run_job(s, topo, costs);
+    ASSERT_EQ(r.events.size(), 1u);
+    const FaultEvent& e = r.events[0];
+    EXPECT_DOUBLE_EQ(offset, 0.5);
+    EXPECT_DOUBLE_EQ(detection, 28.0);
+    EXPECT_DOUBLE_EQ(e.step_started.value(), 252.0);
+    EXPECT_DOUBLE_EQ(e.step_hit.value(), 29.0);
+    EXPECT_DOUBLE_EQ(e.resumed.value(), 281.0);
+    EXPECT_DOUBLE_EQ(e.downtime.value(), 28.0);
+    EXPECT_DOUBLE_EQ(e.lost_work.value(), 0.0);
+    const bool lose = std::string(policy) == "lose";
+    EXPECT_DOUBLE_EQ(r.losses.detection.value(), lose ? 28.0 : 0.0);
+    EXPECT_DOUBLE_EQ(r.losses.slowdown.value(), 767 * 0.25 + (lose ? 0.0 : 28.0));
+    EXPECT_DOUBLE_EQ(r.wall.value(), 1090.0 + 28.0 + 767 * 0.25);
+    EXPECT_DOUBLE_EQ(sum_of_parts(r), r.wall.value());
+    EXPECT_EQ(r.steps_done, 1000);
+  }
+}
+
 TEST(JobTimeline, ASpareCubeOnTheFullV4PodCostsDetectionReconfigurationRestartRestoreAndLostWork) {
   const Scenario s = scenario_from(R"(
 name: spare

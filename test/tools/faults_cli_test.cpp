@@ -83,9 +83,24 @@ fault_rates: {chip_down: 10 min}
 seed: 5
 )");
   const auto a = summary(file.string(), "a");
-  ASSERT_EQ(a["job"]["simulated_steps"].size(), 2u);
+  // The healthy step, the step with the cable down from its start, and the step the fault lands in.
+  ASSERT_EQ(a["job"]["simulated_steps"].size(), 3u);
   EXPECT_GT(a["job"]["simulated_steps"][1]["step_time_s"].get<double>(), a["metrics"]["step_time_s"].get<double>());
+  const auto& hit = a["job"]["simulated_steps"][2];
   const auto& first = a["faults"]["timeline"][0];
+  // job.in_flight lose (the default): the two sends on the cable (one each way) are lost and sent again at the
+  // detection, 29 s after the fault; the step in flight lasts that long and more, and is kept.
+  ASSERT_TRUE(hit.contains("fault_in_step"));
+  const auto& in_step = hit["fault_in_step"];
+  EXPECT_EQ(in_step["in_flight_policy"], "lose");
+  EXPECT_EQ(in_step["transfers_cut"].get<double>(), 2.0);
+  EXPECT_EQ(in_step["lost_bytes"], in_step["in_flight_bytes"]);
+  EXPECT_EQ(in_step["retransmitted_bytes"].get<double>(), 0.0);
+  EXPECT_GT(in_step["lost_bytes"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(in_step["detected_s"].get<double>() - in_step["at_s"].get<double>(), 29.0);
+  EXPECT_GT(hit["step_time_s"].get<double>(), in_step["detected_s"].get<double>());
+  EXPECT_EQ(first["step_time_hit_s"], hit["step_time_s"]);
+  EXPECT_DOUBLE_EQ(first["resumed_s"].get<double>(), 1.0 - in_step["at_s"].get<double>() + hit["step_time_s"].get<double>());
   EXPECT_EQ(first["kind"], "link_down");
   EXPECT_EQ(first["recovery"], "reroute");
   EXPECT_EQ(first["detected_s"].get<double>(), 30.0);  // heartbeat 5 s, timeout 30 s: last heard at 0 s
@@ -100,8 +115,9 @@ seed: 5
 }
 
 // --trace with a job also writes job-trace.json (Perfetto): the job's span, and on the failed link's own track
-// an instant event at the fault and the detection span up to the timeout (a reroute resumes at detection, so
-// it has no recovery span); a chip restarted from its checkpoint gets a recovery span of the restart.
+// an instant event at the fault, the detection span up to the timeout and the reroute's recovery span up to
+// the end of the step in flight (simulated with the fault at its tick); a chip restarted from its checkpoint
+// gets a recovery span of the restart.
 TEST_F(FaultsCli, TheJobTraceHasTheFaultsAsInstantEventsAndTheirDetectionAndRecoveryAsSpans) {
   const auto file = write("t.yaml", R"(name: t
 pod: v4-2x2x1
@@ -123,7 +139,9 @@ faults:
   ASSERT_EQ(tids.count("job"), 1u);
   ASSERT_EQ(tids.count("[0,0,0] x+"), 1u);
   ASSERT_EQ(tids.count("[1,1,0]"), 1u);
-  ASSERT_EQ(events.size(), 6u);  // the job; per fault: instant, detection (and the chip's recovery)
+  // The job; per fault: instant, detection and recovery (the reroute's: from detection to the end of the step
+  // in flight, which resends its lost transfers then).
+  ASSERT_EQ(events.size(), 7u);
   EXPECT_EQ(events[0]["name"], "job");
   EXPECT_DOUBLE_EQ(events[0]["dur"].get<double>(), summary_json["job"]["wall_s"].get<double>() * 1e6);
   const int link = tids["[0,0,0] x+"], chip = tids["[1,1,0]"];
@@ -134,15 +152,20 @@ faults:
   EXPECT_EQ(events[2]["name"], "detection");
   EXPECT_DOUBLE_EQ(events[2]["ts"].get<double>(), 1e6);
   EXPECT_DOUBLE_EQ(events[2]["dur"].get<double>(), 29e6);  // heartbeats every 5 s, timeout 30 s: last heard at 0 s
-  EXPECT_EQ(events[3]["ph"], "i");
-  EXPECT_EQ(events[3]["tid"], chip);
-  EXPECT_DOUBLE_EQ(events[3]["ts"].get<double>(), 62e6);
-  EXPECT_DOUBLE_EQ(events[4]["dur"].get<double>(), 28e6);  // last heard at 60 s, declared failed at 90 s
-  EXPECT_EQ(events[5]["tid"], chip);
-  EXPECT_EQ(events[5]["name"].get<std::string>().rfind("recovery: checkpoint_restart", 0), 0u);
-  EXPECT_DOUBLE_EQ(events[5]["ts"].get<double>(), 90e6);
+  EXPECT_EQ(events[3]["name"], "recovery: reroute");
+  EXPECT_EQ(events[3]["tid"], link);
+  const auto& rerouted = summary_json["faults"]["timeline"][0];
+  EXPECT_DOUBLE_EQ(events[3]["dur"].get<double>(),
+                   (rerouted["resumed_s"].get<double>() - rerouted["detected_s"].get<double>()) * 1e6);
+  EXPECT_EQ(events[4]["ph"], "i");
+  EXPECT_EQ(events[4]["tid"], chip);
+  EXPECT_DOUBLE_EQ(events[4]["ts"].get<double>(), 62e6);
+  EXPECT_DOUBLE_EQ(events[5]["dur"].get<double>(), 28e6);  // last heard at 60 s, declared failed at 90 s
+  EXPECT_EQ(events[6]["tid"], chip);
+  EXPECT_EQ(events[6]["name"].get<std::string>().rfind("recovery: checkpoint_restart", 0), 0u);
+  EXPECT_DOUBLE_EQ(events[6]["ts"].get<double>(), 90e6);
   const auto& timeline = summary_json["faults"]["timeline"][1];
-  EXPECT_DOUBLE_EQ(events[5]["dur"].get<double>(),
+  EXPECT_DOUBLE_EQ(events[6]["dur"].get<double>(),
                    (timeline["resumed_s"].get<double>() - timeline["detected_s"].get<double>()) * 1e6);
 }
 

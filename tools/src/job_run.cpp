@@ -42,6 +42,12 @@ FaultStep simulate_in_child(const Scenario& s, const ir::ProgramSet& programs, m
       const models::SimResult r = models::simulate(faulty, programs, options);
       std::vector<double> data{r.step_time.value(), static_cast<double>(r.links.size())};
       for (const auto& l : r.links) data.push_back(l.utilization);
+      models::InStepFault f;  // the first cable failing in the step (one per simulation here), or none
+      if (!r.in_step_faults.empty()) f = r.in_step_faults.front();
+      for (const double v : {static_cast<double>(f.transfers_cut), f.in_flight.as_double(), f.delivered.as_double(),
+                             f.retransmitted.as_double(), f.lost.as_double()}) {
+        data.push_back(v);
+      }
       const auto bytes = static_cast<ssize_t>(data.size() * sizeof(double));
       status = write(fds[1], data.data(), static_cast<std::size_t>(bytes)) == bytes ? 0 : 1;
     } catch (const std::exception& e) {
@@ -64,9 +70,16 @@ FaultStep simulate_in_child(const Scenario& s, const ir::ProgramSet& programs, m
   }
   throw_if_interrupted();
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && data.size() >= 2 &&
-      data.size() == 2 + static_cast<std::size_t>(data[1])) {
+      data.size() == 2 + static_cast<std::size_t>(data[1]) + 5) {
+    const auto links = static_cast<std::ptrdiff_t>(data[1]);
     out.step_time_s = data[0];
-    out.link_utilization.assign(data.begin() + 2, data.end());
+    out.link_utilization.assign(data.begin() + 2, data.begin() + 2 + links);
+    const double* in_step = data.data() + 2 + links;
+    out.transfers_cut = in_step[0];
+    out.in_flight_bytes = in_step[1];
+    out.delivered_bytes = in_step[2];
+    out.retransmitted_bytes = in_step[3];
+    out.lost_bytes = in_step[4];
     out.ok = true;
   }
   return out;
@@ -118,15 +131,57 @@ FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, const ir::Progra
     steps_.push_back(std::move(step));
   }
   const bool drawn_links = reroute_ && (s.faults.rates.link_down.value() > 0 || s.faults.rates.ocs_port_down.value() > 0);
-  if (!drawn_links) return;
-  for (int axis = 0; axis < topo.axes(); ++axis) {
-    const auto link = topo.out_link(ChipId(0), axis, +1);
-    if (!link) continue;
-    models::SimOptions o;
-    o.failed.add_cable(topo, *link);
-    by_axis_[axis] = steps_.size();
-    steps_.push_back(simulate_in_child(s, programs, o, fmt::format("a {} link down (for drawn links)", "xyz"[axis])));
+  if (drawn_links) {
+    for (int axis = 0; axis < topo.axes(); ++axis) {
+      const auto link = topo.out_link(ChipId(0), axis, +1);
+      if (!link) continue;
+      models::SimOptions o;
+      o.failed.add_cable(topo, *link);
+      by_axis_[axis] = steps_.size();
+      steps_.push_back(
+          simulate_in_child(s, programs, o, fmt::format("a {} link down (for drawn links)", "xyz"[axis])));
+    }
   }
+  // The steps timed link faults land in. Where a fault lands depends on the step time and on the steps hit
+  // before it, so the timeline is composed here with the healthy step simulated in a child (the run's own
+  // simulation comes later, in the parent, and gives the same step: same inputs), each hit step simulated
+  // when the timeline reaches it. run_job_timeline() then finds them at the same offsets.
+  const bool timed_links = reroute_ && std::any_of(s.faults.faults.begin(), s.faults.faults.end(),
+                                                   [](const FaultSpec& f) { return link_kind(f.kind); });
+  if (!timed_links) return;
+  const FaultStep healthy = simulate_in_child(s, programs, {}, "no fault (to place the faults in their steps)");
+  if (!healthy.ok) return;  // the run's own simulation reports the error
+  models::JobCosts costs = job_costs(s, Seconds(healthy.step_time_s), *this);
+  costs.step_hit = [&](const models::ConcreteFault& f, Seconds offset, Seconds detection) -> std::optional<Seconds> {
+    if (f.drawn || !link_kind(f.spec.kind)) return std::nullopt;
+    models::SimOptions o;
+    o.timed_links.push_back(models::TimedLinkFault{f.link, offset, detection});
+    o.in_flight = s.job.in_flight;
+    FaultStep step = simulate_in_child(
+        s, programs, o, fmt::format("{} {} landing {} into its step", f.target(), fault_kind_name(f.spec.kind),
+                                    format_time(offset)));
+    step.hit = true;
+    step.fault_at_s = offset.value();
+    step.detected_s = detection.value();
+    if (!step.ok) {
+      std::fprintf(stderr, "tpusim: the job charges that step as a stall to the detection and a rerun instead\n");
+      return std::nullopt;
+    }
+    hit_by_fault_[f.spec.index] = steps_.size();
+    steps_.push_back(std::move(step));
+    return Seconds(steps_.back().step_time_s);
+  };
+  (void)models::run_job(s, topo, costs);
+}
+
+std::optional<Seconds> FaultSteps::step_hit(const models::ConcreteFault& f, Seconds offset) const {
+  if (f.drawn) return std::nullopt;
+  const auto it = hit_by_fault_.find(f.spec.index);
+  if (it == hit_by_fault_.end()) return std::nullopt;
+  const FaultStep& step = steps_[it->second];
+  // The same inputs give the same offset; a picosecond of slack for the sums in another order.
+  if (std::abs(step.fault_at_s - offset.value()) > 1e-12) return std::nullopt;
+  return Seconds(step.step_time_s);
 }
 
 std::vector<std::pair<std::string, const FaultStep*>> FaultSteps::link_maps() const {
@@ -163,17 +218,29 @@ Seconds FaultSteps::step_with(const models::ConcreteFault& f, Seconds healthy) c
   return Seconds(s.step_time_s);
 }
 
-JobOutcome run_job_timeline(const Scenario& s, const Topology& topo, Seconds step, const FaultSteps& fault_steps) {
-  JobOutcome out;
+models::JobCosts job_costs(const Scenario& s, Seconds step, const FaultSteps& fault_steps) {
+  models::JobCosts costs;
   // One full checkpoint: the host writes the state of each of its chips (kernels::host_step_costs with N = 1).
   WorkloadSpec every_step = s.workload;
   every_step.checkpoint.every_steps = 1;
   const kernels::HostStepCosts host = kernels::host_step_costs(every_step, s.chip);
-  out.costs.step = step;
-  out.costs.checkpoint_write = Seconds(host.checkpoint_seconds);
-  out.costs.checkpoint_restore = Seconds(host.checkpoint_seconds);
-  out.costs.checkpoint_bytes = Bytes(host.checkpoint_bytes);
-  out.costs.step_with = [&fault_steps, step](const models::ConcreteFault& f) { return fault_steps.step_with(f, step); };
+  costs.step = step;
+  costs.checkpoint_write = Seconds(host.checkpoint_seconds);
+  costs.checkpoint_restore = Seconds(host.checkpoint_seconds);
+  costs.checkpoint_bytes = Bytes(host.checkpoint_bytes);
+  costs.step_with = [&fault_steps, step](const models::ConcreteFault& f) { return fault_steps.step_with(f, step); };
+  costs.step_hit = [&fault_steps](const models::ConcreteFault& f, Seconds offset, Seconds /*detection*/) {
+    return fault_steps.step_hit(f, offset);
+  };
+  return costs;
+}
+
+JobOutcome run_job_timeline(const Scenario& s, const Topology& topo, Seconds step, const FaultSteps& fault_steps) {
+  JobOutcome out;
+  out.costs = job_costs(s, step, fault_steps);
+  for (const FaultStep& f : fault_steps.steps()) {
+    if (f.hit) out.hit_steps.push_back(f);
+  }
   if (s.job.duration.value() <= 0) {
     const int every = s.workload.checkpoint.every_steps;
     const double end = static_cast<double>(s.job.steps) * step.value() +
@@ -202,7 +269,8 @@ void add_job_json(json& j, const Scenario& s, const JobOutcome& job, const Fault
                             {"lost_work_s", e.lost_work.value()},
                             {"downtime_s", e.downtime.value()},
                             {"step_time_before_s", e.step_before.value()},
-                            {"step_time_after_s", e.step_after.value()}});
+                            {"step_time_after_s", e.step_after.value()},
+                            {"step_time_hit_s", e.step_hit.value()}});
   }
   j["faults"] = json{{"timeline", timeline}};
   json simulated = json::array();
@@ -214,10 +282,21 @@ void add_job_json(json& j, const Scenario& s, const JobOutcome& job, const Fault
       max = std::max(max, u);
     }
     if (!f.link_utilization.empty()) mean /= static_cast<double>(f.link_utilization.size());
-    simulated.push_back(json{{"what", f.what},
-                             {"step_time_s", f.step_time_s},
-                             {"link_utilization", json{{"mean", mean}, {"max", max}}},
-                             {"retransmitted_bytes_per_step", f.retransmitted_bytes}});
+    json step{{"what", f.what},
+              {"step_time_s", f.step_time_s},
+              {"link_utilization", json{{"mean", mean}, {"max", max}}},
+              {"retransmitted_bytes_per_step", f.retransmitted_bytes}};
+    if (f.hit) {
+      step["fault_in_step"] = json{{"at_s", f.fault_at_s},
+                                   {"detected_s", f.detected_s},
+                                   {"in_flight_policy", s.job.in_flight == InFlightPolicy::lose ? "lose" : "retransmit"},
+                                   {"transfers_cut", f.transfers_cut},
+                                   {"in_flight_bytes", f.in_flight_bytes},
+                                   {"delivered_bytes", f.delivered_bytes},
+                                   {"retransmitted_bytes", f.retransmitted_bytes},
+                                   {"lost_bytes", f.lost_bytes}};
+    }
+    simulated.push_back(std::move(step));
   }
   const models::JobLosses& l = r.losses;
   j["job"] = json{{"steps", r.steps},
@@ -268,6 +347,13 @@ void print_job(const Scenario& s, const JobOutcome& job, std::ostream& out) {
       out << fmt::format("    lost to {:<16} {:>12}  {:.3f}%\n", name, format_time(t),
                          r.wall.value() > 0 ? 100 * t.value() / r.wall.value() : 0.0);
     }
+  }
+  for (const FaultStep& f : job.hit_steps) {
+    out << fmt::format(
+        "    the step with {}: {} (healthy {}); {:.0f} transfers in flight on the cable, {:.0f} B: {:.0f} B "
+        "delivered, {:.0f} B retransmitted, {:.0f} B lost (sent again at detection, {} into the step)\n",
+        f.what, format_time(Seconds(f.step_time_s)), format_time(job.costs.step), f.transfers_cut, f.in_flight_bytes,
+        f.delivered_bytes, f.retransmitted_bytes, f.lost_bytes, format_time(Seconds(f.detected_s)));
   }
   if (r.events.empty()) return;
   out << fmt::format("  fault timeline ({} fault{}):\n", r.events.size(), r.events.size() == 1 ? "" : "s");

@@ -29,17 +29,28 @@ struct FaultStep {
   std::string what;  // "[0,0,0] x+ link_down", ...
   double step_time_s = 0;
   std::vector<double> link_utilization;  // by LinkId
-  double retransmitted_bytes = 0;        // a link with a bit error rate: bytes sent again
+  double retransmitted_bytes = 0;        // a link with a bit error rate, or a cable failing in the step: bytes sent again
   bool ok = false;
+  // A step simulated with a cable failing at its tick inside it (the step in flight when a timed link fault
+  // lands, under reroute): when, and the transfers in flight on the cable then (SimResult::in_step_faults).
+  bool hit = false;
+  double fault_at_s = 0, detected_s = 0;  // since the step's start
+  double transfers_cut = 0, in_flight_bytes = 0, delivered_bytes = 0, lost_bytes = 0;
 };
 
 // The steps the job needs simulated under lasting faults, each run in a child process before the run's own
 // simulation.
 class FaultSteps {
  public:
+  // With a timed link_down or ocs_port_down under reroute, it also simulates the healthy step (in a child) and
+  // composes the job's timeline with it, to learn where each such fault lands in its step, and simulates that
+  // step with the cable failing at its tick (one child each).
   FaultSteps(const Scenario& s, const Topology& topo, const ir::ProgramSet& programs);
   // The step time with `f` lasting; the healthy step when `f` needs no simulation of its own.
   [[nodiscard]] Seconds step_with(const models::ConcreteFault& f, Seconds healthy) const;
+  // The step in flight when `f` lands `offset` after its start (JobCosts::step_hit): simulated in the
+  // constructor; nullopt for a fault with no such step or one simulated at another offset.
+  [[nodiscard]] std::optional<Seconds> step_hit(const models::ConcreteFault& f, Seconds offset) const;
   [[nodiscard]] const std::vector<FaultStep>& steps() const { return steps_; }
   // The link-utilization maps worth drawing (steps with ICI traffic): file name and utilization by LinkId.
   [[nodiscard]] std::vector<std::pair<std::string, const FaultStep*>> link_maps() const;
@@ -53,18 +64,22 @@ class FaultSteps {
   bool reroute_ = false;
   std::map<int, std::size_t> by_fault_;  // FaultSpec::index -> steps_
   std::map<int, std::size_t> by_axis_;   // axis -> steps_ (drawn links)
+  std::map<int, std::size_t> hit_by_fault_;  // FaultSpec::index -> steps_ (the step it lands in)
   std::vector<FaultStep> steps_;
 };
 
 struct JobOutcome {
   models::JobCosts costs;
   models::JobResult result;
+  std::vector<FaultStep> hit_steps;  // the steps simulated with a cable failing at its tick inside them
 };
 
 // Composes the job's timeline from the simulated step; throws ConfigError (bad input) for a timed fault at or
 // after the job's end.
 [[nodiscard]] JobOutcome run_job_timeline(const Scenario& s, const Topology& topo, Seconds step,
                                           const FaultSteps& fault_steps);
+// The costs the timeline composes from the simulated step (no check of the fault times).
+[[nodiscard]] models::JobCosts job_costs(const Scenario& s, Seconds step, const FaultSteps& fault_steps);
 
 // summary.json's `faults.timeline` and `job` (docs/summary-format.md).
 void add_job_json(nlohmann::ordered_json& summary, const Scenario& s, const JobOutcome& job,

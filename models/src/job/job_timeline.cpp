@@ -207,6 +207,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     e.fault = fault;
     e.step = done;
     e.step_before = Seconds(step);
+    e.step_started = Seconds(t);
     if (!fault_stops(fault.spec.kind)) {
       // A slowdown applies from the start of the step (or checkpoint write) it hits, at most one step early.
       const double after = costs.step_with ? costs.step_with(fault).value() : healthy;
@@ -224,6 +225,29 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     const job::Recovery rec = policy->recover(ctx, fault);
     e.detected = Seconds(detected);
     e.recovery = rec.how;
+    // Rerouted in place with the step in flight simulated with the fault at its tick: the step ends when that
+    // simulation says (its in-flight transfers retransmitted, or lost until detection: job.in_flight); its
+    // excess over the step time is charged to detection (lose) or slowdown (retransmit). No work is lost.
+    std::optional<Seconds> hit;
+    if (!rec.rollback && !rec.ends_job && rec.lasting && costs.step_hit && partial < step && before < n) {
+      hit = costs.step_hit(fault, Seconds(partial), Seconds(detected - t));
+    }
+    if (hit) {
+      const double excess = std::max(0.0, hit->value() - step);
+      (s.job.in_flight == InFlightPolicy::lose ? detection : slowdown) += excess;
+      done += 1;
+      since += 1;
+      since_time += step;
+      since_slow += step - healthy;
+      t += hit->value();
+      if (costs.step_with) step = std::max(step, costs.step_with(fault).value());
+      e.step_hit = *hit;
+      e.downtime = Seconds(excess);
+      e.resumed = Seconds(t);
+      e.step_after = Seconds(step);
+      r.events.push_back(std::move(e));
+      continue;
+    }
     detection += detected - at;
     // The steps since the last checkpoint and the step in flight are lost: the job goes back to the checkpoint.
     auto roll_back = [&] {

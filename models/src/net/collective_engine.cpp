@@ -35,10 +35,19 @@ PlanId CollectiveEngine::add(const Origin& origin, const ir::Instruction& ins, c
   const auto key = std::make_tuple(static_cast<int>(ins.collective), ins.bytes, static_cast<int>(ins.dtype), shape,
                                    static_cast<int>(ins.algorithm));
   if (const auto it = plan_by_key_.find(key); it != plan_by_key_.end()) return it->second;
+  plans_.push_back(make_plan(origin, ins, group, shape));
+  const auto id = static_cast<PlanId>(plans_.size() - 1);
+  plan_by_key_.emplace(key, id);
+  return id;
+}
+
+CollectiveEngine::PlanInfo CollectiveEngine::make_plan(const Origin& origin, const ir::Instruction& ins,
+                                                       const ir::CollectiveGroup& group, GroupShapeId shape) {
   const Topology& topo = transport_.topology();
   PlanInfo info;
   info.plan = planner_(topo, ins, group, transport_.faults());
   info.group = shape;
+  if (transport_.has_timed_faults()) info.source = std::make_unique<PlanSource>(PlanSource{origin, ins, group});
   groups_ = std::max<std::size_t>(groups_, shape + 1);
   for (const kernels::CollectiveStep& step : info.plan.steps) {
     std::vector<TargetId> targets;
@@ -58,15 +67,30 @@ PlanId CollectiveEngine::add(const Origin& origin, const ir::Instruction& ins, c
     info.receives.push_back(receives);
   }
   if (aggregates_ && ring_plan(info.plan)) split_runs(info);
-  plans_.push_back(std::move(info));
-  const auto id = static_cast<PlanId>(plans_.size() - 1);
-  plan_by_key_.emplace(key, id);
-  return id;
+  return info;
+}
+
+// With timed faults: the first chip to start the shape's seq-th collective picks the plan for every chip (SPMD
+// peers must run the same steps): the one planned for the cables failed by then (re-planned on first use).
+PlanId CollectiveEngine::plan_now(PlanId id, GroupId group, std::uint32_t seq) {
+  const auto [it, first] = chosen_.try_emplace(key(group, seq), id);
+  if (!first || transport_.epoch() == 0) return it->second;
+  const auto [v, fresh] = variants_.try_emplace(std::make_pair(id, transport_.epoch()), 0);
+  if (fresh) {
+    const PlanSource src = *plans_[id].source;
+    plans_.push_back(make_plan(src.origin, src.ins, src.group, plans_[id].group));
+    v->second = static_cast<PlanId>(plans_.size() - 1);
+  }
+  it->second = v->second;
+  return v->second;
 }
 
 void CollectiveEngine::start(std::uint32_t chip, Slot slot, std::uint32_t instr, const ir::Instruction& ins, PlanId id,
                              NetStatistics::Entry entry, Tick now) {
   if (seq_.empty()) seq_.assign(chips_ * groups_, 0);  // every plan is known once the run starts
+  const GroupId group = plans_[id].group;
+  const std::uint32_t seq = seq_[chip * groups_ + group]++;
+  if (transport_.has_timed_faults()) id = plan_now(id, group, seq);
   const PlanInfo& info = plans_[id];
   Op& o = op(chip, slot);
   o.active = true;
@@ -77,7 +101,7 @@ void CollectiveEngine::start(std::uint32_t chip, Slot slot, std::uint32_t instr,
   o.group = info.group;
   o.core = ins.core;
   o.instr = instr;
-  o.seq = seq_[chip * groups_ + info.group]++;
+  o.seq = seq;
   set_key(chip, slot, key(o.group, o.seq));
   o.step = 0;
   o.started = now;

@@ -26,10 +26,14 @@
 //   steps' bytes summed, delivered steps x (the longest of those routes' latencies) after it drains; then
 //   each member reduces the steps' reduce_elements (their VPU time summed, one reservation) and ends
 //   steps x kCollectiveStepSync later. Derivation and agreement with per_step: README.md.
+// - Timed faults (a cable failing inside the step, transport.h): the first chip to start a group shape's k-th
+//   collective picks its plan for every chip: the one planned around the cables failed by then (planned on
+//   first use). Collectives in flight at the tick keep their plan; their later sends take the new routes.
 // - No SystemC process: the interconnect calls fire_timers() and keeps its kernel event at next_timer().
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <queue>
 #include <tuple>
 #include <vector>
@@ -101,8 +105,14 @@ class CollectiveEngine {
     std::uint64_t bytes = 0;                                // the largest of them
     std::vector<GroupFlow> flows;                           // [group of the shape], built on use
   };
+  struct PlanSource {  // what a plan was made from (kept with timed faults, to re-plan after a cut)
+    Origin origin;
+    ir::Instruction ins;
+    ir::CollectiveGroup group;
+  };
   struct PlanInfo {
     kernels::CollectivePlan plan;
+    std::unique_ptr<PlanSource> source;  // with timed faults only
     GroupId group = 0;
     std::vector<std::vector<TargetId>> targets;  // [step][send]
     std::vector<std::uint32_t> receives;         // [step] -> receives expected (sends to another chip)
@@ -177,6 +187,9 @@ class CollectiveEngine {
   void check_step(std::uint32_t chip, Slot slot, Tick now);
   void end_step(std::uint32_t chip, Slot slot, Tick now);
   void receive(std::uint32_t chip, const Sent& sent, Tick now);
+  [[nodiscard]] PlanInfo make_plan(const Origin& origin, const ir::Instruction& ins, const ir::CollectiveGroup& group,
+                                   GroupShapeId shape);
+  [[nodiscard]] PlanId plan_now(PlanId id, GroupId group, std::uint32_t seq);
   [[nodiscard]] static bool ring_plan(const kernels::CollectivePlan& plan);
   void split_runs(PlanInfo& info) const;
   const Layout& layout(GroupId group);
@@ -206,6 +219,10 @@ class CollectiveEngine {
   // Aggregate ops whose start-up has ended, per (group shape, seq, group) until the last member joins.
   std::map<std::tuple<GroupId, std::uint32_t, std::uint32_t>, std::vector<Member>> gathering_;
   std::vector<std::vector<Member>> aggregate_members_;  // by TransferId: the members an aggregate flow ends
+  // Timed faults (Transport::has_timed_faults): the plan each (shape, seq) runs, and the re-planned plans by
+  // (plan, epoch).
+  std::map<std::uint64_t, PlanId> chosen_;
+  std::map<std::pair<PlanId, std::uint32_t>, PlanId> variants_;
 };
 
 }  // namespace tpusim::models::net

@@ -45,6 +45,8 @@ struct InterconnectOptions {
   // (std::invalid_argument), since DOR would send traffic over the failed links.
   FaultSet faults;
   std::vector<LinkDegradation> degraded;  // links slower for the whole run (tpusim/models/simulate.h)
+  std::vector<TimedLinkFault> timed;      // cables failing inside the step (tpusim/models/simulate.h)
+  InFlightPolicy in_flight = InFlightPolicy::retransmit;
 };
 
 class Interconnect : public sc_core::sc_module {

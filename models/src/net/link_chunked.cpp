@@ -41,6 +41,8 @@ class ChunkedLinkModel final : public LinkModel {
     Transfer& t = transfers_[id];
     t.path = path;
     t.hops = hops;
+    t.bytes = bytes;
+    t.delivered = 0;
     t.remaining = bytes;
     t.chunks_left = bytes == 0 ? 1 : (bytes + chunk_ - 1) / chunk_;
     inject(now, id);
@@ -52,15 +54,67 @@ class ChunkedLinkModel final : public LinkModel {
       events_.pop();
       switch (e.kind) {
         case Kind::served: on_served(e.time, e.index); break;
-        case Kind::arrive: arrive(e.time, e.index); break;
+        case Kind::arrive:
+          if (dead(e.index)) {
+            free_node(e.index);
+          } else {
+            arrive(e.time, e.index);
+          }
+          break;
         case Kind::deliver: {
           const TransferId id = nodes_[e.index].transfer;
+          const bool gone = dead(e.index);
+          const std::uint32_t bytes = nodes_[e.index].bytes;
           free_node(e.index);
+          if (gone) break;
+          transfers_[id].delivered += bytes;
           if (--transfers_[id].chunks_left == 0) delivered.push_back(id);
           break;
         }
       }
     }
+  }
+
+  // A cut transfer's chunks still queued are dropped now; those in service or between channels when their
+  // event comes (their generation is older than the transfer's).
+  std::vector<Cut> cut(Tick /*now*/, const std::vector<std::uint32_t>& dead_channels) override {
+    std::vector<Cut> out;
+    for (TransferId id = 0; id < transfers_.size(); ++id) {
+      Transfer& t = transfers_[id];
+      if (t.chunks_left == 0) continue;
+      bool crosses = false;
+      for (std::uint32_t h = 0; h < t.hops && !crosses; ++h) {
+        crosses = std::find(dead_channels.begin(), dead_channels.end(), t.path[h]) != dead_channels.end();
+      }
+      if (!crosses) continue;
+      out.push_back(Cut{id, t.bytes, t.delivered});
+      t.chunks_left = 0;
+      t.remaining = 0;
+      ++t.generation;
+    }
+    if (out.empty()) return out;
+    for (std::uint32_t c = 0; c < ports_.size(); ++c) {  // unlink the dropped chunks from every FIFO
+      Port& p = ports_[c];
+      std::uint32_t head = kNone, tail = kNone;
+      for (std::uint32_t n = p.head; n != kNone;) {
+        const std::uint32_t next = nodes_[n].next;
+        if (dead(n)) {
+          free_node(n);
+        } else {
+          nodes_[n].next = kNone;
+          if (tail == kNone) {
+            head = n;
+          } else {
+            nodes_[tail].next = n;
+          }
+          tail = n;
+        }
+        n = next;
+      }
+      p.head = head;
+      p.tail = tail;
+    }
+    return out;
   }
 
   Tick next_event() override { return events_.empty() ? kNever : events_.top().time; }
@@ -81,6 +135,9 @@ class ChunkedLinkModel final : public LinkModel {
     std::uint32_t hops = 0;
     std::uint64_t remaining = 0;    // bytes not yet injected
     std::uint64_t chunks_left = 0;  // chunks not yet delivered
+    std::uint64_t bytes = 0;        // the transfer's size
+    std::uint64_t delivered = 0;    // bytes of its chunks delivered
+    std::uint32_t generation = 0;   // bumped when it is cut: its chunks of older generations are dropped
   };
   struct Node {  // one chunk in flight
     TransferId transfer = 0;
@@ -88,10 +145,15 @@ class ChunkedLinkModel final : public LinkModel {
     std::uint32_t bytes = 0;
     std::uint32_t next = kNone;  // next in the channel's FIFO, or in the free list
     Tick arrival = 0;
+    std::uint32_t generation = 0;  // its transfer's when it was injected
   };
   struct Port {  // a channel's FIFO; `serving` is the chunk in service
     std::uint32_t head = kNone, tail = kNone, serving = kNone;
   };
+
+  [[nodiscard]] bool dead(std::uint32_t n) const {
+    return nodes_[n].generation != transfers_[nodes_[n].transfer].generation;
+  }
 
   void schedule(Tick time, Kind kind, std::uint32_t index) { events_.push(Event{time, seq_++, kind, index}); }
 
@@ -115,7 +177,7 @@ class ChunkedLinkModel final : public LinkModel {
     const std::uint64_t bytes = std::min(t.remaining, chunk_);
     t.remaining -= bytes;
     const std::uint32_t n = new_node();
-    nodes_[n] = Node{id, 0, static_cast<std::uint32_t>(bytes), kNone, now};
+    nodes_[n] = Node{id, 0, static_cast<std::uint32_t>(bytes), kNone, now, t.generation};
     arrive(now, n);
   }
 
@@ -155,6 +217,11 @@ class ChunkedLinkModel final : public LinkModel {
     Port& p = ports_[c];
     const std::uint32_t n = p.serving;
     p.serving = kNone;
+    if (dead(n)) {  // a cut transfer's chunk: the channel served it for nothing
+      free_node(n);
+      serve_next(now, c);
+      return;
+    }
     Node& node = nodes_[n];
     const TransferId id = node.transfer;
     const bool first_hop = node.hop == 0;

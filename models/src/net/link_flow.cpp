@@ -12,6 +12,7 @@
 // Rate changes at one tick are batched: starts and drains only mark channels dirty; rates are settled once
 // before time moves on (next_event() and advance() settle).
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -69,6 +70,35 @@ class FlowLinkModel final : public LinkModel {
     now_ = std::max(now_, now);
   }
 
+  std::vector<Cut> cut(Tick now, const std::vector<std::uint32_t>& dead) override {
+    if (now > now_) {
+      settle();
+      now_ = now;
+    }
+    settle();  // every flow's rate is current
+    std::vector<TransferId> hit;
+    for (const std::uint32_t c : dead) {
+      for (const TransferId id : ports_[c].flows) {
+        if (std::find(hit.begin(), hit.end(), id) == hit.end()) hit.push_back(id);
+      }
+    }
+    std::sort(hit.begin(), hit.end());
+    std::vector<Cut> out;
+    for (const TransferId id : hit) {
+      Flow& f = flows_[id];
+      if (f.hop_bytes != nullptr) throw std::logic_error("flow link model: an aggregate transfer crosses a cut link");
+      const double left = std::max(0.0, f.remaining - f.rate * static_cast<double>(now_ - f.last));
+      const auto bytes = static_cast<std::uint64_t>(f.bytes);
+      const std::uint64_t delivered = std::min(bytes, static_cast<std::uint64_t>(std::floor(f.bytes - left)));
+      drain(now_, id);
+      // Its channels carried only the delivered bytes (begin() counted them all).
+      for (std::uint32_t h = 0; h < f.hops; ++h) stats_[f.path[h]].bytes -= bytes - delivered;
+      events_.erase(id);
+      out.push_back(Cut{id, bytes, delivered});
+    }
+    return out;
+  }
+
   Tick next_event() override {
     settle();
     return events_.empty() ? kNever : events_.top().time;
@@ -107,6 +137,16 @@ class FlowLinkModel final : public LinkModel {
       } else {
         heap_[i] = e;
       }
+      place(i);
+    }
+    void erase(TransferId id) {
+      if (id >= pos_.size() || pos_[id] == kAbsent) return;
+      const std::size_t i = pos_[id];
+      pos_[id] = kAbsent;
+      const Event last = heap_.back();
+      heap_.pop_back();
+      if (i == heap_.size()) return;
+      heap_[i] = last;
       place(i);
     }
     void pop() {

@@ -66,6 +66,19 @@ class LinkModel {
   // in delivery order (ties in start order).
   virtual void advance(Tick now, std::vector<TransferId>& delivered) = 0;
 
+  // Cuts channels `dead` at `now` (a link_down landing inside the step): every transfer still moving bytes over
+  // one of them is removed from the model (its pending events dropped, its other channels freed) and
+  // returned with the bytes delivered to its destination so far (flow: drained; chunked: chunks delivered).
+  // Transfers that have put all their bytes through and only wait for their tail's latency are left to
+  // deliver. The ids returned are free in the model: the owner may start() them again. Aggregates crossing a
+  // dead channel are a std::logic_error (the transport runs none with timed faults).
+  struct Cut {
+    TransferId transfer = 0;
+    std::uint64_t bytes = 0;      // the transfer's size
+    std::uint64_t delivered = 0;  // of which had reached the destination at `now`
+  };
+  virtual std::vector<Cut> cut(Tick now, const std::vector<std::uint32_t>& dead) = 0;
+
   // The tick of the next internal event; kNever when nothing is in flight. Not const: a model may settle
   // changes batched at the current tick first (the flow model recomputes rates here).
   [[nodiscard]] virtual Tick next_event() = 0;

@@ -84,6 +84,7 @@ void NetStatistics::write(SimResult& r, Tick end, const Transport& transport, co
     r.collectives.push_back(c);
   }
   r.ici_transfers = transport.transfers_started();
+  r.in_step_faults = transport.in_step_faults();
 }
 
 }  // namespace tpusim::models::net

@@ -62,7 +62,8 @@ std::vector<Channel> degrade(std::vector<Channel> ch, const std::vector<LinkDegr
 }  // namespace
 
 Transport::Transport(const Topology& topo, const Scenario& scenario, const FaultSet& faults,
-                     const std::vector<LinkDegradation>& degraded)
+                     const std::vector<LinkDegradation>& degraded, const std::vector<TimedLinkFault>& timed,
+                     InFlightPolicy in_flight)
     : topo_(topo),
       faults_(faults),
       router_(make_router(topo, scenario.fidelity.routing, faults_)),
@@ -74,7 +75,69 @@ Transport::Transport(const Topology& topo, const Scenario& scenario, const Fault
   for (const Channel& c : channels) latency_.push_back(c.latency);
   model_ = make_link_model(scenario.fidelity, std::move(channels));
   aggregates_ = scenario.fidelity.links == LinkFidelity::flow && faults_.links.empty() && faults_.chips.empty() &&
-                degraded.empty();
+                degraded.empty() && timed.empty();
+  in_flight_ = in_flight;
+  for (const TimedLinkFault& f : timed) {
+    const Tick at = to_ticks(f.at);
+    timed_.push_back(TimedCut{f.link, at, std::max(at, to_ticks(f.detected))});
+  }
+  std::stable_sort(timed_.begin(), timed_.end(), [](const TimedCut& a, const TimedCut& b) { return a.at < b.at; });
+  for (const TimedCut& f : timed_) {
+    InStepFault st;
+    st.link = f.link.value();
+    st.at = to_seconds(f.at);
+    st.detected = to_seconds(f.detected);
+    cut_stats_.push_back(st);
+  }
+}
+
+Tick Transport::next_action() const {
+  const Tick fault = applied_ < timed_.size() ? timed_[applied_].at : kNever;
+  return std::min(fault, resends_.empty() ? kNever : resends_.front().at);
+}
+
+// The actions at a tick come after the link model's events up to and including it (a transfer delivered at the
+// tick of a cut is delivered).
+void Transport::advance(Tick now, std::vector<TransferId>& delivered) {
+  for (Tick a = next_action(); a <= now; a = next_action()) {
+    model_->advance(a, delivered);
+    while (applied_ < timed_.size() && timed_[applied_].at == a) fail_cable(applied_, a);
+    while (!resends_.empty() && resends_.front().at == a) {
+      const TransferId id = resends_.front().id;
+      resends_.erase(resends_.begin());
+      launch(id, transfers_[id].bytes, a);
+    }
+  }
+  model_->advance(now, delivered);
+}
+
+void Transport::fail_cable(std::size_t k, Tick now) {
+  const TimedCut f = timed_[k];
+  applied_ = static_cast<std::uint32_t>(k + 1);
+  faults_.add_cable(topo_, f.link);
+  router_ = make_fault_aware_router(topo_, faults_);
+  // Transfers in flight keep pointing into the old routes; new ones take the surviving graph's.
+  retired_routes_.push_back(std::move(route_links_));
+  route_links_.clear();
+  route_begin_.clear();
+  cache_routes();
+  const std::vector<std::uint32_t> dead{f.link.value(), topo_.link(f.link).reverse.value()};
+  InStepFault& st = cut_stats_[k];
+  for (const LinkModel::Cut& c : model_->cut(now, dead)) {
+    ++st.transfers_cut;
+    st.in_flight = Bytes(st.in_flight.count() + c.bytes);
+    st.delivered = Bytes(st.delivered.count() + c.delivered);
+    if (in_flight_ == InFlightPolicy::retransmit) {
+      st.retransmitted = Bytes(st.retransmitted.count() + (c.bytes - c.delivered));
+      launch(c.transfer, c.bytes - c.delivered, now);
+    } else {
+      st.lost = Bytes(st.lost.count() + c.bytes);
+      const Resend r{f.detected, c.transfer};
+      resends_.insert(std::upper_bound(resends_.begin(), resends_.end(), r,
+                                       [](const Resend& a, const Resend& b) { return a.at < b.at; }),
+                      r);
+    }
+  }
 }
 
 GroupShapeId Transport::add_group(const ir::CollectiveGroup& group) {
@@ -197,19 +260,27 @@ TransferId Transport::start(std::uint32_t chip, TargetId t, std::uint64_t bytes,
   Transfer& tr = transfers_[id];
   tr.src = chip;
   tr.dst = destination(chip, t).value();
+  tr.target = t;
+  tr.bytes = bytes;
   tr.owner = owner;
+  launch(id, bytes, now);
+  return id;
+}
+
+void Transport::launch(TransferId id, std::uint64_t bytes, Tick now) {
+  Transfer& tr = transfers_[id];
+  const TargetId t = tr.target;
   const std::uint32_t* path;
   std::uint32_t hops;
   if (t < route_begin_.size() && !route_begin_[t].empty()) {
-    path = route_links_[t].data() + route_begin_[t][chip];
-    hops = route_begin_[t][chip + 1] - route_begin_[t][chip];
+    path = route_links_[t].data() + route_begin_[t][tr.src];
+    hops = route_begin_[t][tr.src + 1] - route_begin_[t][tr.src];
   } else {
-    route(chip, t, tr.path);
+    route(tr.src, t, tr.path);
     path = tr.path.data();
     hops = static_cast<std::uint32_t>(tr.path.size());
   }
   model_->start(now, id, path, hops, bytes);
-  return id;
 }
 
 }  // namespace tpusim::models::net

@@ -75,8 +75,12 @@ class Transport {
   // (framing and flow control); a DCN NIC's rate is taken as achievable as given. Throws std::invalid_argument
   // for faults under DOR routing.
   // `degraded` links run slower (LinkDegradation, tpusim/models/simulate.h).
+  // `timed` cables fail at their tick (SimOptions::timed_links): advance() cuts them at that tick (the
+  // transfers in flight on them retransmitted or lost by `in_flight`), switches the router to fault_aware
+  // around every cable failed so far and rebuilds the route cache; epoch() counts the cables failed so far.
   Transport(const Topology& topo, const Scenario& scenario, const FaultSet& faults,
-            const std::vector<LinkDegradation>& degraded = {});
+            const std::vector<LinkDegradation>& degraded = {}, const std::vector<TimedLinkFault>& timed = {},
+            InFlightPolicy in_flight = InFlightPolicy::retransmit);
 
   // Interns a group shape (it must fit the topology: kernels::plan_collective checks).
   [[nodiscard]] GroupShapeId add_group(const ir::CollectiveGroup& group);
@@ -105,8 +109,13 @@ class Transport {
   [[nodiscard]] TransferId start_aggregate(const std::vector<std::uint32_t>& path,
                                            const std::vector<std::uint64_t>& hop_bytes, std::uint64_t bytes,
                                            Tick latency, Tick now);
-  void advance(Tick now, std::vector<TransferId>& delivered) { model_->advance(now, delivered); }
-  [[nodiscard]] Tick next_event() { return model_->next_event(); }
+  void advance(Tick now, std::vector<TransferId>& delivered);
+  [[nodiscard]] Tick next_event() { return std::min(model_->next_event(), next_action()); }
+  // Cables of the timed faults failed so far (0 before the first tick), and whether there are any.
+  [[nodiscard]] std::uint32_t epoch() const { return applied_; }
+  [[nodiscard]] bool has_timed_faults() const { return !timed_.empty(); }
+  // What each timed fault did by `end` (SimResult::in_step_faults).
+  [[nodiscard]] std::vector<InStepFault> in_step_faults() const { return cut_stats_; }
   [[nodiscard]] std::uint32_t source(TransferId id) const { return transfers_[id].src; }
   [[nodiscard]] std::uint32_t sink(TransferId id) const { return transfers_[id].dst; }
   [[nodiscard]] Owner owner(TransferId id) const { return transfers_[id].owner; }
@@ -128,13 +137,28 @@ class Transport {
  private:
   struct Transfer {
     std::uint32_t src = 0, dst = 0;
+    TargetId target = 0;  // aggregates: none (they never cross a timed fault)
+    std::uint64_t bytes = 0;
     Owner owner = Owner::collective;
     std::vector<std::uint32_t> path;  // used when the target's routes are not cached
+  };
+
+  struct TimedCut {  // a timed fault, in ticks
+    LinkId link;
+    Tick at = 0, detected = 0;
+  };
+  struct Resend {  // a lost transfer sent again in full at `at`
+    Tick at = 0;
+    TransferId id = 0;
   };
 
   // The channel path from `chip` to its destination under `t` into `out`; false when it is the chip itself.
   bool route(std::uint32_t chip, TargetId t, std::vector<std::uint32_t>& out);
   [[nodiscard]] TransferId new_transfer();
+  // Starts transfer `id` (its src, target and owner set) with `bytes` on its current route.
+  void launch(TransferId id, std::uint64_t bytes, Tick now);
+  [[nodiscard]] Tick next_action() const;
+  void fail_cable(std::size_t k, Tick now);
 
   const Topology& topo_;
   FaultSet faults_;
@@ -157,6 +181,14 @@ class Transport {
   std::vector<Transfer> transfers_;
   std::vector<TransferId> free_;
   std::uint64_t started_ = 0;
+
+  std::vector<TimedCut> timed_;        // by tick
+  std::uint32_t applied_ = 0;          // timed_[0 .. applied_) have failed
+  InFlightPolicy in_flight_ = InFlightPolicy::retransmit;
+  std::vector<Resend> resends_;        // lost transfers waiting for their detection, by tick
+  std::vector<InStepFault> cut_stats_;  // [timed fault]
+  // Route caches replaced at a fault: transfers in flight still point into them.
+  std::vector<std::vector<std::vector<std::uint32_t>>> retired_routes_;
 };
 
 }  // namespace tpusim::models::net

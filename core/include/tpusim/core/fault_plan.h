@@ -71,6 +71,13 @@ struct FaultRates {
 // How the job recovers from a fault that stops a component (models/src/job/recovery_*.cpp, one per policy).
 enum class RecoveryPolicyKind : std::uint8_t { fail, checkpoint_restart, reroute, spare_cube };
 
+// What happens to the transfers in flight on a link that fails inside a simulated step (job.in_flight): lost:
+// the sender learns it only when the job's heartbeat model declares the link failed, and then sends the whole
+// transfer again over the surviving route (the default: ICI routes are static, the runtime reroutes); or sent
+// again at once over the surviving route from the first byte not delivered (assumes the link layer notices the
+// lost signal and the routes change at once).
+enum class InFlightPolicy : std::uint8_t { retransmit, lose };
+
 // The job: how long it runs, how failures are noticed and how it recovers. The checkpoint interval is
 // workload.checkpoint.every_steps; with a job, each checkpoint is written in full every that many steps
 // (instead of amortised into the simulated step).
@@ -84,6 +91,7 @@ struct JobSpec {
   Seconds restart;               // relaunch the job on its slice (schedule, compile, initialise)
   Seconds repair;                // replace the failed chip, host or optics (checkpoint_restart after repair)
   int spare_cubes = 0;           // spare_cube: idle 4x4x4 cubes the OCS can switch in
+  InFlightPolicy in_flight = InFlightPolicy::lose;  // reroute: transfers on a link failing mid-step
   std::map<std::string, FieldOrigin> origins;
 };
 

@@ -7,6 +7,7 @@
 // simulated step, not simulated again. Plain C++, no SystemC; same inputs and seed, same result.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,11 @@ struct JobCosts {
   // The step time while `fault` lasts (a rerouted link, a degraded link or HBM, a straggler): the step
   // simulated again with it (tools/src/job_run.cpp). Unset: the healthy step.
   std::function<Seconds(const ConcreteFault&)> step_with;
+  // Under reroute, the wall time of the step in flight when `fault` (a failed link) lands inside it: the step
+  // simulated with the cable failing `offset` after the step's start and detected `detection` after it
+  // (tools/src/job_run.cpp). Unset or nullopt: the step stalls from the fault to its detection and runs again
+  // from its start at the rerouted step time.
+  std::function<std::optional<Seconds>(const ConcreteFault& fault, Seconds offset, Seconds detection)> step_hit;
 };
 
 // One fault on the timeline.
@@ -47,6 +53,8 @@ struct FaultEvent {
   Seconds lost_work;      // steps since the last checkpoint plus the step in flight, re-run
   Seconds downtime;       // detection + repair + restart + reconfiguration + restore (or the stall of a reroute)
   Seconds step_before, step_after;
+  Seconds step_hit;       // the step in flight simulated with the fault at its tick (JobCosts::step_hit), or 0
+  Seconds step_started;   // when the step (or checkpoint write) in flight began
 };
 
 // Where the job's wall time went; the parts add up to `wall`.

@@ -107,6 +107,17 @@ struct CollectiveUsage {
   Seconds ideal_time;                  // the plan's bandwidth-optimal closed form
 };
 
+// A cable that failed inside the step (SimOptions::timed_links) and what it did to the transfers in flight.
+struct InStepFault {
+  std::uint32_t link = 0;          // the LinkId given
+  Seconds at, detected;            // since the step's start
+  std::uint64_t transfers_cut = 0;  // transfers moving bytes over the cable at `at`
+  Bytes in_flight;                 // their bytes
+  Bytes delivered;                 // of which had reached their destinations
+  Bytes retransmitted;             // in_flight: retransmit: sent again at `at` (in_flight - delivered)
+  Bytes lost;                      // in_flight: lose: sent again in full at `detected` (= in_flight)
+};
+
 struct SimResult {
   Seconds step_time;            // when the last chip finished
   double model_flops = 0;       // per step, summed over chips (from the program)
@@ -136,6 +147,7 @@ struct SimResult {
   std::vector<LinkUsage> dcn_ingress;   // by HostId, multislice only
   std::vector<CollectiveUsage> collectives;  // in (program, instruction) order
   std::uint64_t ici_transfers = 0;      // point-to-point sends started (ICI and DCN)
+  std::vector<InStepFault> in_step_faults;  // SimOptions::timed_links, in time order
 
   TimeBreakdown breakdown;        // mean over chips
   std::vector<ChipResult> chips;  // indexed by chip id

@@ -46,6 +46,19 @@ struct ChipDegradation {
   double hbm_bandwidth_fraction = 1;
 };
 
+// A cable that fails at a tick inside the step (a link_down or ocs_port_down the job reroutes around, landing
+// in this step; tools/src/job_run.cpp). At `at` both directions stop: the transfers still moving bytes over
+// them are cut (LinkModel::cut) and, by `in_flight`, sent again at once over the surviving route from the first
+// byte not delivered, or sent again in full at `detected`; from `at` the router is fault_aware around every
+// cable failed so far (its route cache rebuilt), and a collective whose first chip starts at or after `at` is
+// planned for the surviving graph. Needs fidelity.collectives per_step or links chunked to matter: the
+// transport runs no aggregate flows in a step with a timed fault.
+struct TimedLinkFault {
+  LinkId link;       // a directed link of the cable
+  Seconds at;        // since the step's start
+  Seconds detected;  // since the step's start, >= at: the heartbeat model declares the link failed
+};
+
 struct SimOptions {
   // Optional; called from inside the simulation with the simulated time, at most about once per wall second.
   std::function<void(double sim_seconds)> progress;
@@ -58,6 +71,9 @@ struct SimOptions {
   FaultSet failed;
   std::vector<LinkDegradation> degraded_links;
   std::vector<ChipDegradation> degraded_chips;
+  // Cables failing inside the step, and what happens to the transfers in flight on them.
+  std::vector<TimedLinkFault> timed_links;
+  InFlightPolicy in_flight = InFlightPolicy::retransmit;
 };
 
 // Runs every chip of scenario.pod (chips are independent until the interconnect is modelled) on the program
