@@ -1,7 +1,7 @@
 #pragma once
 // `tpusim run` of a scenario with a job (job:, faults:, fault_rates:; docs/faults.md): the steady-state step
-// is simulated once in full, the steps under each lasting fault (a link routed around) are simulated once each
-// in forked child processes (a SystemC kernel runs once per process), and the job's timeline over all its
+// is simulated once in full, the steps under each lasting fault (a link routed around) and the step each timed
+// link fault lands in (with the cable failing at its tick) are simulated once each in forked child processes (a SystemC kernel runs once per process), and the job's timeline over all its
 // steps is composed from them (models/job.h). Writes the fault timeline and the job's goodput into
 // summary.json and onto stdout.
 #include <map>
