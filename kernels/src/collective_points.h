@@ -37,6 +37,19 @@ class CollectivePoints {
   virtual fused::TensorId gather_sequence(fused::Graph&, int /*layer*/, fused::Phase, fused::TensorId shard) {
     return shard;
   }
+  // Context parallelism (ShardView::context_shards): the all-gather over the sequence group of this chip's
+  // keys and values `shards` (rotary applied) before the attention reads every position's. Returns the
+  // gathered tensors, in order.
+  virtual std::vector<fused::TensorId> gather_keys_values(fused::Graph&, int /*layer*/, fused::Phase,
+                                                          const std::vector<fused::TensorId>& shards) {
+    return shards;
+  }
+  // Its mirror in the backward: the reduce-scatter of the gradients of every position's keys and values
+  // `grads` into this chip's positions.
+  virtual std::vector<fused::TensorId> scatter_key_value_gradients(fused::Graph&, int /*layer*/,
+                                                                   const std::vector<fused::TensorId>& grads) {
+    return grads;
+  }
   // After a block's weight gradients are complete (the last microbatch): the data-parallel all-reduce, or
   // the FSDP reduce-scatter, of `gradients`.
   virtual void after_weight_gradients(fused::Graph&, int /*layer*/, const std::vector<fused::TensorId>& /*gradients*/) {}

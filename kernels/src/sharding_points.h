@@ -18,6 +18,10 @@ class ShardingPoints : public CollectivePoints {
   fused::TensorId after_row_parallel(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId partial) override;
   fused::TensorId tensor_all_reduce(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId partial) override;
   fused::TensorId gather_sequence(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId shard) override;
+  std::vector<fused::TensorId> gather_keys_values(fused::Graph& g, int layer, fused::Phase phase,
+                                                  const std::vector<fused::TensorId>& shards) override;
+  std::vector<fused::TensorId> scatter_key_value_gradients(fused::Graph& g, int layer,
+                                                           const std::vector<fused::TensorId>& grads) override;
   void after_weight_gradients(fused::Graph& g, int layer, const std::vector<fused::TensorId>& gradients) override;
   void after_sequence_parallel_gradients(fused::Graph& g, int layer,
                                          const std::vector<fused::TensorId>& gradients) override;

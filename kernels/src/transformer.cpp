@@ -68,6 +68,8 @@ struct BlockFwd {
   TensorId h1g = 0, h2g = 0;  // the norm outputs with every token (sequence parallelism: gathered; else h1, h2)
   AttentionSaved attn;
   TensorId q_pre = 0, k_pre = 0;  // before rotary (for its backward: none needed beyond the op)
+  TensorId k_local = 0, v_local = 0;  // context parallelism: this chip's positions' keys and values (attn.k, attn.v
+                                      // are every position's, gathered)
   TensorId x1 = 0, h2 = 0, stats2 = 0;
   TensorId hx = 0, statsx = 0, x1x = 0;  // cross-attention
   AttentionSaved xattn;
@@ -278,6 +280,13 @@ TensorId TransformerStep::attention_sub(const OpName& base, const Stack& st, int
                        m_.position == PositionKind::relative && st.relative_table.has_value()};
   TensorId keys = k, values = v;
   double kv_times = 1.0;
+  f.k_local = k, f.v_local = v;
+  if (shard_.context_shards > 1) {
+    // Context parallelism: this chip's queries attend to every position's keys and values, all-gathered over
+    // the sequence group (MaxText's all-gather context parallelism).
+    const std::vector<TensorId> kv = points_.gather_keys_values(b_.graph(), layer, ph, {k, v});
+    keys = kv[0], values = kv[1];
+  }
   if (inference_) {
     // The new keys and values go into this layer's cache; attention reads the cache.
     const auto [kc, vc] = caches_.at({static_cast<int>(&st - stacks_.data()), layer});
@@ -621,6 +630,7 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
   const double td = tokens * static_cast<double>(d_);
   const double tdn = norm_tokens(tokens) * static_cast<double>(d_);  // the residual stream on this chip
   const std::int64_t hd = static_cast<std::int64_t>(heads_) * dh_;
+  const std::size_t block_start = b_.graph().ops().size();  // this block's first backward op
   // A norm output with every token for a weight gradient: the rematerialized forward's, else gathered again
   // from the kept shard (sequence parallelism; without it the kept tensor itself). Called right after the
   // output gradient's gather, it starts when that one is done (Megatron-LM launches it then, overlapped with
@@ -653,10 +663,21 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
     }
     weight_gradient(OpName{ph, scope, std::string(tag) + "out.dw"}, ir::OpClass::matmul, hd, t, d_, 1, {saved.o}, {dy},
                     out_w, cross ? nullptr : &p.out_bias, first);
-    const std::int64_t s_k = cross ? stacks_.front().s : st.s;
+    const std::int64_t s_k = cross ? stacks_.front().s : st.s_k;
     AttentionShape shape{mb(), st.s, s_k, heads_, kv_, dh_, cross ? false : st.causal,
                          !cross && m_.position == PositionKind::relative && st.relative_table.has_value()};
     AttentionSaved use = saved;
+    if (!cross && shard_.context_shards > 1 && w_.remat != Remat::full) {
+      // Context parallelism: only this chip's keys and values were kept; gathered again, started once this
+      // block's backward has started (its first op done), so it overlaps the MLP's backward.
+      const std::size_t before = b_.graph().ops().size();
+      const std::vector<TensorId> kv = points_.gather_keys_values(b_.graph(), l, ph, {f.k_local, f.v_local});
+      auto& ops = b_.graph().ops();
+      for (std::size_t i = before; i < ops.size(); ++i) {
+        if (block_start < before) ops[i].after.push_back(block_start);
+      }
+      use.k = kv[0], use.v = kv[1];
+    }
     if (!cross && w_.remat == Remat::selective && w_.attention == AttentionImpl::unfused) {
       // Selective rematerialization: recompute the attention core (scores, softmax, P) instead of keeping it.
       use = attention_forward(b_, OpName{Phase::recompute, scope, "attention"}, w_.attention, shape, saved.q, saved.k,
@@ -694,7 +715,12 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
       }
       return norm_backward(OpName{ph, scope, "norm_x"}, dh_q, x_in, stats, tokens, norm_w, first);
     }
-    TensorId dq = g.dq, dk = g.dk;
+    TensorId dq = g.dq, dk = g.dk, dv = g.dv;
+    if (shard_.context_shards > 1) {
+      // Every position's key and value gradients, summed over the sequence group into this chip's positions.
+      const std::vector<TensorId> dkv = points_.scatter_key_value_gradients(b_.graph(), l, {dk, dv});
+      dk = dkv[0], dv = dkv[1];
+    }
     if (m_.position == PositionKind::rotary) {
       const TensorId dq2 = b_.activation(sc + ".dq_rotary", tokens * hd);
       const TensorId dk2 = b_.activation(sc + ".dk_rotary", tokens * kv_ * dh_);
@@ -705,11 +731,11 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
     const TensorId dh1 = b_.activation(sc + ".dh_attn", td);
     {
       Builder::Matmul mm;
-      mm.m = t, mm.k = qkv_width(), mm.n = d_, mm.dtype = mm_dtype_, mm.a = {dq, dk, g.dv};
+      mm.m = t, mm.k = qkv_width(), mm.n = d_, mm.dtype = mm_dtype_, mm.a = {dq, dk, dv};
       mm.b = {weights(l, ph, p.qkv)}, mm.outputs = {dh1};
       b_.matmul(OpName{ph, scope, "qkv.dx"}, ir::OpClass::matmul, mm);
     }
-    weight_gradient(OpName{ph, scope, "qkv.dw"}, ir::OpClass::matmul, d_, t, qkv_width(), 1, {h}, {dq, dk, g.dv},
+    weight_gradient(OpName{ph, scope, "qkv.dw"}, ir::OpClass::matmul, d_, t, qkv_width(), 1, {h}, {dq, dk, dv},
                     p.qkv, &p.qkv_bias, first);
     return points_.after_row_parallel(b_.graph(), l, ph, dh1);
   };
@@ -884,9 +910,11 @@ fused::Graph TransformerStep::build() {
   // Stacks: the encoder (encoder-only, or the first of an encoder-decoder), then the decoder.
   const std::int64_t s_enc = shard_.seq_len, s_dec = enc_dec ? shard_.decoder_seq_len : shard_.seq_len;
   const std::int64_t s_new = decode_ ? 1 : s_dec;                              // decoder queries this step
-  const std::int64_t s_keys = decode_ ? shard_.context + 1 : s_dec;          // decoder keys this step
+  // Decoder keys this step; context parallelism: every position's (the sequence group's).
+  const std::int64_t s_keys = decode_ ? shard_.context + 1 : s_dec * shard_.context_shards;
   if (m_.architecture == Architecture::encoder) {
-    stacks_.push_back(Stack{"layer", shard_.first_layer, shard_.layers, false, false, s_enc, s_enc, {}, {}});
+    stacks_.push_back(Stack{"layer", shard_.first_layer, shard_.layers, false, false, s_enc,
+                            s_enc * shard_.context_shards, {}, {}});
   } else if (enc_dec) {
     if (!decode_) stacks_.push_back(Stack{"enc.layer", 0, shard_.encoder_layers, false, false, s_enc, s_enc, {}, {}});
     else stacks_.push_back(Stack{"enc.layer", 0, 0, false, false, s_enc, s_enc, {}, {}});  // encoder ran at prefill
