@@ -22,7 +22,8 @@ class ShardingPoints : public CollectivePoints {
                                                   const std::vector<fused::TensorId>& shards) override;
   std::vector<fused::TensorId> scatter_key_value_gradients(fused::Graph& g, int layer,
                                                            const std::vector<fused::TensorId>& grads) override;
-  void after_weight_gradients(fused::Graph& g, int layer, const std::vector<fused::TensorId>& gradients) override;
+  void after_weight_gradients(fused::Graph& g, int layer, const std::vector<GradientBuffer>& gradients, bool first,
+                              bool last) override;
   void after_sequence_parallel_gradients(fused::Graph& g, int layer,
                                          const std::vector<fused::TensorId>& gradients) override;
   fused::TensorId vocab_reduction(fused::Graph& g, fused::Phase phase, const std::string& what,

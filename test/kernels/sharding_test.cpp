@@ -514,5 +514,76 @@ TEST(ContextParallelism, NeedsWholeSequencesThatSplit) {
   EXPECT_EQ(s.sequence_shards, 2);
 }
 
+
+// ---- the whole weight gradient under FSDP ----
+
+// Bytes the instructions labelled `label` write to HBM (over the TensorCores).
+double written(const ir::Program& p, const std::string& label) {
+  double b = 0;
+  for (const auto& ins : p.instructions()) b += p.label_of(ins) == label ? static_cast<double>(ins.hbm_written) : 0;
+  return b;
+}
+
+TEST(FsdpGradients, TheWeightGradientMatmulWritesTheWholeGradientThatTheReduceScatterReads) {
+  // A chip computes the gradient of the whole gathered weight: the QKV projection's is 256 x 768 f32 values,
+  // written whole under FSDP as under data parallelism (it used to count the quarter the chip stores).
+  const LoweredWorkload f = lower(small(8, mesh({{"fsdp", 4}})), roomy(), pod({4}));
+  const LoweredWorkload d = lower(small(8, mesh({{"data", 4}})), roomy(), pod({4}));
+  const ir::Program& p = f.programs.programs[0];
+  EXPECT_DOUBLE_EQ(written(p, "layer0.bwd.qkv.dw"), 256.0 * 768 * 4);
+  EXPECT_DOUBLE_EQ(written(d.programs.programs[0], "layer0.bwd.qkv.dw"), 256.0 * 768 * 4);
+  // The block's reduce-scatter waits for that matmul (it reads the whole gradient).
+  std::vector<std::uint32_t> dw;
+  for (std::uint32_t i = 0; i < p.size(); ++i) {
+    if (p.label_of(p[i]) == "layer0.bwd.qkv.dw") dw.push_back(i);
+  }
+  ASSERT_FALSE(dw.empty());
+  bool waits = false;
+  for (const auto& ins : p.instructions()) {
+    if (p.label_of(ins) != "layer0.bwd.fsdp_reduce_scatter") continue;
+    for (std::uint32_t k = 0; k < ins.dep_count; ++k) {
+      waits |= std::find(dw.begin(), dw.end(), p.deps_of(ins)[k]) != dw.end();
+    }
+  }
+  EXPECT_TRUE(waits);
+}
+
+TEST(FsdpGradients, EachMicrobatchReduceScattersItsWholeGradientIntoTheShard) {
+  // Two microbatches: the shard accumulates (ZeRO-3, MaxText's sharded accumulator), so each microbatch's
+  // whole f32 gradients are reduce-scattered: 2 x (2 blocks + embedding and head), 4 bytes per parameter each.
+  WorkloadSpec w = small(8, mesh({{"data", 2}, {"fsdp", 2}}));
+  w.microbatches = 2;
+  const LoweredWorkload l = lower(w, roomy(), pod({4}));
+  const ir::Program& p = l.programs.programs[0];
+  EXPECT_EQ(collectives(p, "fsdp_reduce_scatter"), (std::pair<double, int>{2 * 4.0 * parameter_count(w.model), 6}));
+  // The data-parallel all-reduce of the accumulated shards, once, after the last microbatch.
+  EXPECT_EQ(collectives(p, "dp_all_reduce"), (std::pair<double, int>{4.0 * parameter_count(w.model) / 2, 3}));
+  // Without FSDP, one all-reduce of the accumulated gradients, as before.
+  WorkloadSpec dp = small(8, mesh({{"data", 4}}));
+  dp.microbatches = 2;
+  const LoweredWorkload ld = lower(dp, roomy(), pod({4}));
+  EXPECT_EQ(collectives(ld.programs.programs[0], "dp_all_reduce"),
+            (std::pair<double, int>{4.0 * parameter_count(w.model), 3}));
+}
+
+TEST(FsdpGradients, ABlocksWholeGradientLivesInTheMemoryPlanUntilItsReduceScatter) {
+  // 1 sequence of 8 tokens per chip and SGD, so the whole gradients dominate the step's live memory: at the
+  // last block's reduce-scatter its whole f32 gradients (norms 2 x 256, qkv 256 x 768, out 256 x 256, up and
+  // down 256 x 1024 each) and the tied table's (2048 x 256, written by the head's weight gradient, reduced at
+  // the end of the step) are live together. Bounds: at least those two; at most those, the data-parallel
+  // chip's whole peak and one block's gathered bf16 weights.
+  auto peak = [](const std::string& axis) {
+    WorkloadSpec w = small(4, mesh({{axis, 4}}));
+    w.seq_len = w.decoder_seq_len = 8;
+    w.optimizer = Optimizer::sgd;
+    const auto plan = plan_memory(w, roomy(), pod({4}));
+    return plan->activations.as_double() + plan->workspace.as_double();
+  };
+  const double block = 2 * 256 + 256 * 768 + 256 * 256 + 2 * 256 * 1024, table = 2048 * 256;
+  const double whole = 4 * (block + table);
+  EXPECT_GE(peak("fsdp"), whole);
+  EXPECT_LE(peak("fsdp"), whole + peak("data") + 2 * block);
+}
+
 }  // namespace
 }  // namespace tpusim::kernels
