@@ -116,45 +116,39 @@ TensorId ShardingPoints::gather_sequence(fused::Graph& g, int layer, fused::Phas
   return out;
 }
 
-std::vector<TensorId> ShardingPoints::gather_keys_values(fused::Graph& g, int layer, fused::Phase phase,
-                                                         const std::vector<TensorId>& shards) {
+std::vector<TensorId> ShardingPoints::over_length_axes(fused::Graph& g, const std::string& label, fused::Phase phase,
+                                                       CollectiveKind kind, const std::vector<TensorId>& tensors) {
   const int c = plan_.shards(LogicalAxis::length);
-  if (c <= 1 || shards.empty()) return shards;
-  // One all-gather of the keys and values together (each chip's positions of both).
+  if (c <= 1 || tensors.empty()) return tensors;
+  // One collective of all of them (the keys and values together): an all-gather of this chip's positions, or
+  // a reduce-scatter of every position's into this chip's.
+  const bool gather = kind == CollectiveKind::all_gather;
   std::vector<TensorId> out;
   std::vector<Access> reads, writes;
   double bytes = 0;
-  for (TensorId s : shards) {
-    const fused::Tensor t = g.tensor(s);
-    out.push_back(g.tensor(fmt::format("{}.gathered.{}", t.name, fused::phase_name(phase)), t.elements * c, t.dtype,
-                           TensorKind::activation));
-    reads.push_back({s, 1});
+  for (TensorId id : tensors) {
+    const fused::Tensor t = g.tensor(id);
+    out.push_back(gather ? g.tensor(fmt::format("{}.gathered.{}", t.name, fused::phase_name(phase)), t.elements * c,
+                                    t.dtype, TensorKind::activation)
+                         : g.tensor(t.name + ".reduced", t.elements / c, t.dtype, TensorKind::activation));
+    reads.push_back({id, 1});
     writes.push_back({out.back(), 1});
     bytes += t.bytes();
   }
-  collective(g, scope(layer, phase) + ".cp_all_gather", phase, CollectiveKind::all_gather, bytes,
-             g.tensor(shards.front()).dtype, plan_.axes(LogicalAxis::length), reads, writes);
+  collective(g, label, phase, kind, bytes, g.tensor(tensors.front()).dtype, plan_.axes(LogicalAxis::length), reads,
+             writes);
   return out;
+}
+
+std::vector<TensorId> ShardingPoints::gather_keys_values(fused::Graph& g, int layer, fused::Phase phase,
+                                                         const std::vector<TensorId>& shards) {
+  return over_length_axes(g, scope(layer, phase) + ".cp_all_gather", phase, CollectiveKind::all_gather, shards);
 }
 
 std::vector<TensorId> ShardingPoints::scatter_key_value_gradients(fused::Graph& g, int layer,
                                                                   const std::vector<TensorId>& grads) {
-  const int c = plan_.shards(LogicalAxis::length);
-  if (c <= 1 || grads.empty()) return grads;
-  std::vector<TensorId> out;
-  std::vector<Access> reads, writes;
-  double bytes = 0;
-  for (TensorId d : grads) {
-    const fused::Tensor t = g.tensor(d);
-    out.push_back(g.tensor(t.name + ".reduced", t.elements / c, t.dtype, TensorKind::activation));
-    reads.push_back({d, 1});
-    writes.push_back({out.back(), 1});
-    bytes += t.bytes();
-  }
-  collective(g, scope(layer, fused::Phase::backward) + ".cp_reduce_scatter", fused::Phase::backward,
-             CollectiveKind::reduce_scatter, bytes, g.tensor(grads.front()).dtype, plan_.axes(LogicalAxis::length),
-             reads, writes);
-  return out;
+  return over_length_axes(g, scope(layer, fused::Phase::backward) + ".cp_reduce_scatter", fused::Phase::backward,
+                          CollectiveKind::reduce_scatter, grads);
 }
 
 void ShardingPoints::after_sequence_parallel_gradients(fused::Graph& g, int layer,

@@ -295,15 +295,17 @@ TEST(Sharding, SequenceParallelismDividesTheActivationsOutsideTheBlocksByTheTens
   EXPECT_EQ(sp_plan->weights, tp_plan->weights);
 }
 
+// The key path of the first error a workload's sharding raises, or "accepted".
+std::string key_of(const WorkloadSpec& w, const PodSpec& p) {
+  try {
+    (void)shard_view(w, make_sharding(w, p));
+  } catch (const ConfigError& e) {
+    return e.diagnostics().front().key_path;
+  }
+  return "accepted";
+}
+
 TEST(Sharding, SequenceParallelismNeedsTheTensorGroupAndWholeSequences) {
-  auto key_of = [](const WorkloadSpec& w, const PodSpec& p) -> std::string {
-    try {
-      (void)shard_view(w, make_sharding(w, p));
-    } catch (const ConfigError& e) {
-      return e.diagnostics().front().key_path;
-    }
-    return "accepted";
-  };
   MeshSpec other = mesh({{"data", 2}, {"tensor", 2}});
   other.rules.push_back(ShardingRuleSpec{"norm_length", {"data"}, {}});
   EXPECT_EQ(key_of(small(4, other), pod({4})), "workload.sharding.norm_length");
@@ -492,14 +494,6 @@ TEST(ContextParallelism, ActivationsPerChipDivideByTheSequenceAxis) {
 }
 
 TEST(ContextParallelism, NeedsWholeSequencesThatSplit) {
-  auto key_of = [](const WorkloadSpec& w, const PodSpec& p) -> std::string {
-    try {
-      (void)shard_view(w, make_sharding(w, p));
-    } catch (const ConfigError& e) {
-      return e.diagnostics().front().key_path;
-    }
-    return "accepted";
-  };
   EXPECT_EQ(key_of(small(8, mesh({{"sequence", 4}})), pod({4})), "accepted");
   WorkloadSpec decode = small(8, mesh({{"sequence", 4}}));
   decode.step = StepKind::decode;
