@@ -3,12 +3,14 @@
 #   1. the whole test suite again, built with AddressSanitizer + UndefinedBehaviorSanitizer (clang, build-asan/),
 #      failing on the first report;
 #   2. every libFuzzer target (fuzz/) for a bounded time, seeded from the bundled files; a crash fails.
-# Usage: bash scripts/ci-checks.sh          (TPUSIM_FUZZ_SECONDS=N sets the time per fuzz target, default 20)
+# Usage: bash scripts/ci-checks.sh   (TPUSIM_FUZZ_SECONDS=N: time per fuzz target, default 20; TPUSIM_FUZZ_SEED=N: default 1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 jobs=$(nproc)
 fuzz_seconds="${TPUSIM_FUZZ_SECONDS:-20}"
+# A fixed seed makes a CI run reproducible: the same mutations in the same order (TPUSIM_FUZZ_SEED=N varies it).
+fuzz_seed="${TPUSIM_FUZZ_SEED:-1}"
 build=build-asan
 # abort_on_error: a report kills the process with SIGABRT, so a test driving the binary sees a crash, not an
 # exit code it might expect. detect_leaks: the SystemC kernel keeps its simulation context to the end.
@@ -47,7 +49,7 @@ i=0; while IFS= read -r line; do printf '%s' "$line" > "$corpus/set/$i"; i=$((i 
 failed=0
 run_fuzzer() {
   local target=$1
-  "$build/fuzz/fuzz_$target" "$corpus/$target" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
+  "$build/fuzz/fuzz_$target" "$corpus/$target" -max_total_time="$fuzz_seconds" -seed="$fuzz_seed" -timeout=10 -rss_limit_mb=2048 \
     -max_len=16384 -print_final_stats=1 -artifact_prefix="$build/fuzz-crashes/$target-" \
     >"$build/fuzz-$target.log" 2>&1
 }

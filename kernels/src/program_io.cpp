@@ -620,14 +620,39 @@ void write_program_json(const ProgramSet& set, std::ostream& out) {
   out << (set.programs.empty() ? "]" : "\n  ]") << "\n}\n";
 }
 
-ProgramSet parse_program_json(std::string_view text, const std::string& source) {
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::parse_error& e) {
-    const auto [line, column] = line_column(text, e.byte > 0 ? e.byte - 1 : 0);
-    throw ConfigError({Diagnostic{SourceLoc{source, line, column}, "", "malformed JSON", "valid JSON", e.what(), ""}});
+// A reading pass that builds nothing and keeps the first error with the byte it happened at. The tree parser
+// reports a syntax error's byte, but not that of a number too large for a double (out_of_range 406, e.g.
+// 1E520): this pass gives both the same place.
+class FirstJsonError final : public nlohmann::json_sax<json> {
+ public:
+  std::optional<std::pair<std::size_t, std::string>> error;  // (byte after the offending token, what)
+
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t byte, const std::string&, const nlohmann::detail::exception& e) override {
+    error = {byte, e.what()};
+    return false;
   }
+};
+
+ProgramSet parse_program_json(std::string_view text, const std::string& source) {
+  FirstJsonError first;
+  if (!json::sax_parse(text, &first) || first.error) {
+    const auto [byte, what] = first.error.value_or(std::pair<std::size_t, std::string>{0, "unreadable JSON"});
+    const auto [line, column] = line_column(text, byte > 0 ? byte - 1 : 0);
+    throw ConfigError({Diagnostic{SourceLoc{source, line, column}, "", "malformed JSON", "valid JSON", what, ""}});
+  }
+  const json root = json::parse(text);
   Reader r(source);
   // Every error names the file, the line and column of the offending value, and its JSON pointer.
   auto throw_if_any = [&] {

@@ -226,6 +226,16 @@ TEST(ProgramJson, SyntaxErrorCarriesLineAndColumn) {
   EXPECT_EQ(errors[0].loc.column, 16);  // the second comma
 }
 
+// Found by fuzz_program in CI: a number too large for a double escaped as nlohmann's out_of_range.
+TEST(ProgramJson, NumberTooLargeForADoubleIsMalformedJsonAtItsPlace) {
+  const auto errors = errors_of("{\n  \"format\": \"tpusim-program\",\n  \"version\": 20971E520\n}");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].message, "malformed JSON");
+  EXPECT_EQ(errors[0].loc.line, 3);
+  EXPECT_EQ(errors[0].loc.column, 22);  // the last character of 20971E520
+  EXPECT_NE(errors[0].found.find("number overflow parsing '20971E520'"), std::string::npos) << errors[0].found;
+}
+
 TEST(ProgramJson, UnreadableFileIsAConfigError) {
   EXPECT_THROW((void)read_program_json("/nonexistent/program.json"), ConfigError);
 }

@@ -29,7 +29,7 @@ using testing::scenario_for;
 using testing::single;
 using testing::v4_like;
 
-constexpr double kPicosecond = 1e-12;
+using testing::kPicosecond;
 
 // ---- a memory model of the test's own: every transfer on a bank of its own -----------------------------
 

@@ -21,7 +21,7 @@ using testing::matmul;
 using testing::single;
 using testing::vector;
 
-constexpr double kPicosecond = 1e-12;
+using testing::kPicosecond;
 
 double matmul_seconds(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::int64_t n) {
   const auto df = make_mxu_dataflow(chip.mxu.dataflow);

@@ -17,7 +17,7 @@ using testing::single;
 using testing::v4_like;
 using testing::vector;
 
-constexpr double kPicosecond = 1e-12;
+using testing::kPicosecond;
 
 ir::Instruction fused(ir::Instruction ins, std::uint64_t read, std::uint64_t written, std::uint32_t steps) {
   ins.hbm_read = read;

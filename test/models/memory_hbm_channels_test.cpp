@@ -14,7 +14,7 @@ using memtest::single;
 using testing::scenario_for;
 using testing::v4_like;
 
-constexpr double kPicosecond = 1e-12;
+using testing::kPicosecond;
 
 ChipSpec v4_with_channels(int channels) {
   ChipSpec chip = v4_like();

@@ -19,7 +19,7 @@ using memtest::single;
 using testing::scenario_for;
 using testing::v4_like;
 
-constexpr double kPicosecond = 1e-12;
+using testing::kPicosecond;
 
 // m=1024, k=512, n=512 on 4 arrays of 128 x 128: 4 x 4 = 16 weight tiles, 4 per array.
 //   weights  512 x 512 x 2             =   524,288

@@ -15,7 +15,7 @@ using testing::scenario_for;
 using testing::single;
 using testing::v4_like;
 
-constexpr double kPicosecond = 1e-12;
+using testing::kPicosecond;
 
 // v4-like with v4's SparseCores (4 x 16 tiles x `lanes`) and one HBM channel (no striping caps).
 ChipSpec with_sparsecores(int lanes) {

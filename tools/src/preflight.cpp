@@ -84,7 +84,7 @@ std::string program_key(const Scenario& s, std::size_t p, std::size_t i, const s
 }
 
 // Re-anchors a plan error (located "collective plan") where the user wrote what it is about.
-Diagnostic relocate_plan_error(const Scenario& s, Diagnostic d, std::size_t p, std::size_t i) {
+Diagnostic relocate_plan_error(const Scenario& s, Diagnostic d, std::size_t p, std::size_t i, bool named_group) {
   const std::string model_prefix = "workload.model.", chip_prefix = "chip.";
   if (d.key_path.rfind(chip_prefix, 0) == 0) {
     const auto it = s.chip.origins.find(d.key_path.substr(chip_prefix.size()));
@@ -92,8 +92,8 @@ Diagnostic relocate_plan_error(const Scenario& s, Diagnostic d, std::size_t p, s
     return d;
   }
   const std::string field = d.key_path.rfind(model_prefix, 0) == 0 ? d.key_path.substr(model_prefix.size()) : "";
-  // A program file names the axes in mesh_axes.
-  const std::string in_file = field == "axes" ? "mesh_axes" : field;
+  // A program file names the axes in mesh_axes, or the group in group.
+  const std::string in_file = field == "axes" ? (named_group ? "group" : "mesh_axes") : field;
   d.loc = program_location(s, p, i, s.workload.program.empty() ? field : in_file);
   if (!s.workload.program.empty()) d.hint += fmt::format("{}(program {}, instruction {})", d.hint.empty() ? "" : "; ", p, i);
   return d;
@@ -164,10 +164,12 @@ void check_programs(const Scenario& s, const ir::ProgramSet& programs, const Top
                 "no program to run", "at least one program", "none");
   }
   // A program file's top-level groups must each tile this pod: checked here, where the file's line is known.
+  std::vector<bool> tiles(programs.groups.size(), true);
   for (std::size_t g = 0; g < programs.groups.size(); ++g) {
     try {
       (void)kernels::group_participants(topology, programs.groups[g]);
     } catch (const ConfigError& e) {
+      tiles[g] = false;
       const std::string pointer = fmt::format("/groups/{}", g);
       for (Diagnostic d : e.diagnostics()) {
         d.loc = s.workload.program.empty() ? SourceLoc{s.name} : ir::program_file_location(s.workload.program, pointer);
@@ -176,7 +178,9 @@ void check_programs(const Scenario& s, const ir::ProgramSet& programs, const Top
       }
     }
   }
-  std::map<std::tuple<int, std::uint64_t, int, std::uint32_t, int>, bool> planned;
+  // Each distinct collective is planned once, over the group the simulator will give it: a named group of
+  // the set (the reader checked the index) or the whole torus axes of mesh_axes.
+  std::map<std::tuple<int, std::uint64_t, int, std::uint32_t, std::uint16_t, int>, bool> planned;
   for (std::size_t p = 0; p < programs.programs.size(); ++p) {
     const ir::Program& prog = programs.programs[p];
     std::map<int, std::pair<double, double>> vmem;  // core -> (allocated, freed) over the program
@@ -193,14 +197,19 @@ void check_programs(const Scenario& s, const ir::ProgramSet& programs, const Top
       freed += static_cast<double>(ins.vmem_free);
       if (ins.vmem_free > 0) first_free.try_emplace(ins.core, i);
       if (ins.kind != ir::OpKind::collective) continue;
+      const bool named = ins.group != ir::kAxesGroup && ins.group < programs.groups.size();
+      if (named && !tiles[ins.group]) continue;  // already reported at /groups/N
       const auto key = std::tuple{static_cast<int>(ins.collective), ins.bytes, static_cast<int>(ins.dtype),
-                                  ins.mesh_axes, static_cast<int>(ins.algorithm)};
+                                  ins.mesh_axes, named ? ins.group : ir::kAxesGroup, static_cast<int>(ins.algorithm)};
       if (!planned.emplace(key, true).second) continue;
       try {
-        (void)kernels::plan_collective(topology, ins.collective, ins.bytes, ins.dtype, ins.mesh_axes,
-                                       static_cast<kernels::CollectiveAlgorithm>(ins.algorithm));
+        const auto algorithm = static_cast<kernels::CollectiveAlgorithm>(ins.algorithm);
+        (void)(named ? kernels::plan_collective(topology, ins.collective, ins.bytes, ins.dtype,
+                                                programs.groups[ins.group], algorithm)
+                     : kernels::plan_collective(topology, ins.collective, ins.bytes, ins.dtype, ins.mesh_axes,
+                                                algorithm));
       } catch (const ConfigError& e) {
-        for (const Diagnostic& d : e.diagnostics()) diags.add(relocate_plan_error(s, d, p, i));
+        for (const Diagnostic& d : e.diagnostics()) diags.add(relocate_plan_error(s, d, p, i, named));
       }
     }
     // Every byte a core frees must have been allocated on it: more frees than allocations over the whole
