@@ -4,8 +4,8 @@
 // overlapped asynchronous collectives (FSDP all-gathers in flight during compute, tensor all-reduces), a
 // straggler chip with its own clock in a job whose cut link the collectives are re-planned around, expert
 // all-to-all, data-parallel gradient all-reduces, and the 175B step cut to 64 chips (every bundled scenario was
-// compared the same way by hand when running ahead came in: bench/README.md). The kernel-event counts (--perf) show that
-// running ahead took place, so the comparison is not one of two identical runs of the same path.
+// compared the same way by hand when running ahead came in: bench/README.md). The kernel-event counts (--perf)
+// show that running ahead took place, so the comparison is not one of two identical runs of the same path.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -56,7 +56,8 @@ TEST_P(RunAhead, OutputsAreByteIdenticalWithFewerKernelEvents) {
     EXPECT_TRUE(read_file(entry.path()) == read_file(base / "on" / name)) << name << " differs";
     ++files;
   }
-  EXPECT_EQ(files, static_cast<std::size_t>(std::distance(fs::directory_iterator(base / "on"), fs::directory_iterator())));
+  const auto on_files = std::distance(fs::directory_iterator(base / "on"), fs::directory_iterator());
+  EXPECT_EQ(files, static_cast<std::size_t>(on_files));
   EXPECT_GE(files, 4u);  // summary.json, chips.csv, trace.json, timeline.svg at least
   fs::remove_all(base);
   ASSERT_GT(off, 0u) << "no kernel events in --perf";
@@ -65,9 +66,10 @@ TEST_P(RunAhead, OutputsAreByteIdenticalWithFewerKernelEvents) {
 
 INSTANTIATE_TEST_SUITE_P(
     Scenarios, RunAhead,
-    ::testing::Values("gpt3-1.3b-fsdp-tensor-v4-2x2x1", "straggler-gpt3-1.3b-v5e-2x2", "moe-layer-v5p", "resnet50-dp-v4",
-                      "gpt3-175b-train-v4-pod --set pod=v4-4x4x4 --set workload.mesh.data=1 --set workload.mesh.fsdp=16 "
-                      "--set workload.batch=32 --set workload.model.layers=2"),
+    ::testing::Values("gpt3-1.3b-fsdp-tensor-v4-2x2x1", "straggler-gpt3-1.3b-v5e-2x2", "moe-layer-v5p",
+                      "resnet50-dp-v4",
+                      "gpt3-175b-train-v4-pod --set pod=v4-4x4x4 --set workload.mesh.data=1 "
+                      "--set workload.mesh.fsdp=16 --set workload.batch=32 --set workload.model.layers=2"),
     [](const auto& info) {
       std::string n = info.param.substr(0, info.param.find(' '));
       for (char& c : n) {
