@@ -37,6 +37,11 @@ std::vector<Assumption> lowering_assumptions() {
       {"FSDP prefetch depth", "one layer", "kernels/src/sharding_points.cpp",
        "a layer's all-gathers start when the previous layer's first gathered weight is consumed, as XLA's "
        "latency-hiding scheduler overlaps them with one layer of compute"},
+      {"context parallelism", "all-gather of K and V, load-balanced causal chunks", "kernels/src/sharding_points.cpp",
+       "MaxText's all-gather context parallelism (not ring attention): a chip's keys and values are gathered over the "
+       "sequence group before the attention, gathered again for its backward (only the chip's part is kept), their "
+       "gradients reduce-scattered; each chip holds 2 of 2c sequence chunks (i and 2c-1-i) so causal work is "
+       "equal, and every chip computes its queries against all keys (masked blocks are not skipped)"},
       {"gradient reduction granularity", "one collective per block (per kind)", "kernels/src/sharding_points.cpp",
        "XLA's all-reduce / reduce-scatter combiner joins a layer's gradients into one collective"},
   };

@@ -24,11 +24,21 @@ struct GroupAxis {
 };
 
 // plan_collective with the ring of torus axis a cut after member cut[a] (-1: not cut); the cut applies to a
-// participating group axis that wraps, and only the ring algorithms use it (collectives.h, "Re-planned").
+// participating group axis that wraps, or to a line (a group axis that does not wrap) cut after its last
+// member, which plans it as a line (collectives.h, "Automatic choice"); only the ring algorithms use it
+// (collectives.h, "Re-planned").
 [[nodiscard]] CollectivePlan plan_collective_cut(const Topology& topo, CollectiveKind kind,
                                                  std::uint64_t bytes_per_chip, DType dtype,
                                                  const ir::CollectiveGroup& group, CollectiveAlgorithm algorithm,
                                                  const std::array<int, kMaxAxes>& cut);
+
+// The automatic choice for all_reduce, reduce_scatter and all_gather (collective_choice.cpp): the candidate
+// plan with the smallest estimate_collective_time, which it carries in CollectivePlan::estimate.
+[[nodiscard]] CollectivePlan plan_automatic(const Topology& topo, CollectiveKind kind, std::uint64_t bytes_per_chip,
+                                            DType dtype, const ir::CollectiveGroup& group);
+
+// The longest axis a plan may run as a line (LineChain::step counts its steps in 8 bits).
+inline constexpr int kMaxLineLength = 256;
 
 enum class Phase : std::uint8_t { reduce_scatter, all_gather };
 

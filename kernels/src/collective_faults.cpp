@@ -113,9 +113,12 @@ CollectivePlan plan_collective(const Topology& topo, CollectiveKind kind, std::u
                                const FaultSet& failed) {
   CollectivePlan ring = plan_collective(topo, kind, bytes_per_chip, dtype, group, algorithm);
   if (failed.links.empty() || ring.steps.empty()) return ring;
-  const std::array<int, kMaxAxes> cut = cuts_for(topo, group, failed);
+  std::array<int, kMaxAxes> cut = cuts_for(topo, group, failed);
   if (std::all_of(cut.begin(), cut.end(), [](int c) { return c < 0; })) return ring;
-  CollectivePlan line = detail::plan_collective_cut(topo, kind, bytes_per_chip, dtype, group, algorithm, cut);
+  for (std::size_t a = 0; a < kMaxAxes; ++a) {
+    if (cut[a] < 0) cut[a] = ring.cut[a];  // the lines the automatic choice planned stay lines
+  }
+  CollectivePlan line = detail::plan_collective_cut(topo, kind, bytes_per_chip, dtype, group, ring.algorithm, cut);
   if (std::all_of(line.cut.begin(), line.cut.end(), [](int c) { return c < 0; })) return ring;  // not a ring plan
   const std::optional<Seconds> ring_time = plan_network_time(topo, ring, group, failed);
   const std::optional<Seconds> line_time = plan_network_time(topo, line, group, failed);

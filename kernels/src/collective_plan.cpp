@@ -353,6 +353,12 @@ CollectivePlan plan_collective(const Topology& topo, CollectiveKind kind, std::u
 
 CollectivePlan plan_collective(const Topology& topo, CollectiveKind kind, std::uint64_t bytes_per_chip, DType dtype,
                                const ir::CollectiveGroup& group, CollectiveAlgorithm algorithm) {
+  const bool phased = kind == CollectiveKind::all_reduce || kind == CollectiveKind::reduce_scatter ||
+                      kind == CollectiveKind::all_gather;
+  if (algorithm == CollectiveAlgorithm::automatic && phased && bytes_per_chip > 0) {
+    (void)group_axes(topo, group);  // a group that does not tile the pod is rejected before any candidate
+    return detail::plan_automatic(topo, kind, bytes_per_chip, dtype, group);
+  }
   return detail::plan_collective_cut(topo, kind, bytes_per_chip, dtype, group, algorithm, {-1, -1, -1});
 }
 
@@ -361,7 +367,8 @@ CollectivePlan detail::plan_collective_cut(const Topology& topo, CollectiveKind 
                                            CollectiveAlgorithm algorithm, const std::array<int, kMaxAxes>& cut) {
   std::vector<GroupAxis> axes = group_axes(topo, group);
   for (GroupAxis& a : axes) {
-    if (a.wraps) a.cut = cut[static_cast<std::size_t>(a.axis)];
+    const int c = cut[static_cast<std::size_t>(a.axis)];
+    if (a.wraps || (c == a.length - 1 && a.length <= detail::kMaxLineLength)) a.cut = c;  // a ring's cut, or a line
   }
   const auto pods = static_cast<int>(group.pods);
   const int in_pod = group_size(axes);

@@ -11,6 +11,13 @@
 
 namespace tpusim::kernels {
 
+// A parameter's gradient of one microbatch: the stored gradient, and the tensor the backward wrote it into
+// (`whole`: the full-size buffer under FSDP, Builder::gradient; else the stored gradient itself).
+struct GradientBuffer {
+  fused::TensorId stored = 0;
+  fused::TensorId whole = 0;
+};
+
 class CollectivePoints {
  public:
   virtual ~CollectivePoints() = default;
@@ -37,9 +44,24 @@ class CollectivePoints {
   virtual fused::TensorId gather_sequence(fused::Graph&, int /*layer*/, fused::Phase, fused::TensorId shard) {
     return shard;
   }
-  // After a block's weight gradients are complete (the last microbatch): the data-parallel all-reduce, or
-  // the FSDP reduce-scatter, of `gradients`.
-  virtual void after_weight_gradients(fused::Graph&, int /*layer*/, const std::vector<fused::TensorId>& /*gradients*/) {}
+  // Context parallelism (ShardView::context_shards): the all-gather over the sequence group of this chip's
+  // keys and values `shards` (rotary applied) before the attention reads every position's. Returns the
+  // gathered tensors, in order.
+  virtual std::vector<fused::TensorId> gather_keys_values(fused::Graph&, int /*layer*/, fused::Phase,
+                                                          const std::vector<fused::TensorId>& shards) {
+    return shards;
+  }
+  // Its mirror in the backward: the reduce-scatter of the gradients of every position's keys and values
+  // `grads` into this chip's positions.
+  virtual std::vector<fused::TensorId> scatter_key_value_gradients(fused::Graph&, int /*layer*/,
+                                                                   const std::vector<fused::TensorId>& grads) {
+    return grads;
+  }
+  // After a block's weight gradients of a microbatch are complete: under FSDP the reduce-scatter of each
+  // whole gradient into the stored shard (adding to it after the first microbatch); after the last microbatch
+  // the data-parallel all-reduce of the stored gradients.
+  virtual void after_weight_gradients(fused::Graph&, int /*layer*/, const std::vector<GradientBuffer>& /*gradients*/,
+                                      bool /*first_microbatch*/, bool /*last_microbatch*/) {}
   // Then, of those, the gradients of parameters applied to this chip's tokens under sequence parallelism (the
   // norm gains): partial sums over the tensor group, all-reduced over it.
   virtual void after_sequence_parallel_gradients(fused::Graph&, int /*layer*/,

@@ -112,6 +112,7 @@ Param Builder::parameter(const std::string& name, std::int64_t rows, std::int64_
   p.w = graph_.tensor(name, p.elements, storage.dtype, fused::TensorKind::weight);
   if (!storage.train) return p;
   p.grad = graph_.tensor(name + ".grad", p.elements, storage.dtype, fused::TensorKind::gradient);
+  p.shards = static_cast<int>(shards);
   auto state = [&](const char* suffix, double elements) {
     p.state.push_back(graph_.tensor(name + suffix, elements, DType::f32, fused::TensorKind::optimizer_state));
   };
@@ -128,6 +129,27 @@ Param Builder::parameter(const std::string& name, std::int64_t rows, std::int64_
       break;
   }
   return p;
+}
+
+GradientWrite Builder::gradient(const Param& p, int microbatch) {
+  if (p.shards <= 1) return GradientWrite{*p.grad, microbatch > 0};
+  const auto [it, fresh] = whole_gradients_.try_emplace({*p.grad, microbatch}, 0);
+  if (fresh) {
+    const fused::Tensor& g = graph_.tensor(*p.grad);
+    it->second = graph_.tensor(fmt::format("{}{}.whole", microbatch > 0 ? fmt::format("mb{}.", microbatch) : "", g.name),
+                               g.elements * p.shards, g.dtype, fused::TensorKind::activation);
+  }
+  return GradientWrite{it->second, !fresh};
+}
+
+std::vector<GradientBuffer> Builder::gradient_buffers(const std::vector<const Param*>& params, int microbatch) {
+  std::vector<GradientBuffer> out;
+  for (const Param* p : params) {
+    if (p->elements <= 0 || !p->grad) continue;
+    const auto it = whole_gradients_.find({*p->grad, microbatch});
+    out.push_back(GradientBuffer{*p->grad, it != whole_gradients_.end() ? it->second : *p->grad});
+  }
+  return out;
 }
 
 void Builder::optimizer_update(const std::string& scope, const std::vector<const Param*>& params,

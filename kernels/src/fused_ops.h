@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "collective_points.h"
 #include "fused_graph.h"
 #include "tpusim/kernels/lowering.h"
 
@@ -91,9 +92,17 @@ inline constexpr VpuCost kAveragePool{"global average pool", {1, 0}, "one add pe
 // A parameter tensor with, to train, its gradient (in the parameter type) and its optimizer state.
 struct Param {
   fused::TensorId w = 0;
-  std::optional<fused::TensorId> grad;
+  std::optional<fused::TensorId> grad;  // the stored gradient (this chip's shard under FSDP)
   std::vector<fused::TensorId> state;
   double elements = 0;  // on this chip
+  int shards = 1;       // FSDP: chips the parameter is stored over
+};
+
+// Where a backward op puts a parameter's gradient (Builder::gradient): `tensor`, accumulating into what it
+// holds (read, then written) when `accumulate`.
+struct GradientWrite {
+  fused::TensorId tensor = 0;
+  bool accumulate = false;
 };
 
 // How a step stores its parameters: their type, whether it trains (gradients, optimizer state) and with
@@ -160,6 +169,15 @@ class Builder {
   // two f32 moments; adafactor the f32 row and column sums of a matrix's second moment (Shazeer & Stern
   // 2018; a vector keeps a full second moment), no first moment (beta1 = 0, the paper's default); sgd none.
   Param parameter(const std::string& name, std::int64_t rows, std::int64_t cols, const ParamStorage& storage);
+  // Where microbatch `microbatch`'s backward writes p's gradient. Without FSDP the stored gradient,
+  // accumulated into after the first microbatch. Under FSDP (p.shards > 1) the chip computes the gradient of
+  // the whole (gathered) weight: a buffer of the full size, one per microbatch, written by the first op that
+  // produces it and accumulated into by later ones (a tied embedding's second use), read by the FSDP
+  // reduce-scatter into the stored shard (it lives until then: the memory plan's workspace).
+  GradientWrite gradient(const Param& p, int microbatch);
+  // The gradient buffers of `params` (those with a gradient) in microbatch `microbatch`.
+  [[nodiscard]] std::vector<GradientBuffer> gradient_buffers(const std::vector<const Param*>& params, int microbatch);
+
   // One optimizer update of `params` (those with a gradient) as a VPU op in phase optimizer: reads each
   // weight, gradient and state, writes the weight and the state.
   void optimizer_update(const std::string& scope, const std::vector<const Param*>& params, Optimizer optimizer);
@@ -174,6 +192,7 @@ class Builder {
   DType act_;
   fused::Graph graph_;
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, DType>, GemmTiling> tilings_;
+  std::map<std::pair<fused::TensorId, int>, fused::TensorId> whole_gradients_;  // (stored, microbatch) -> buffer
 };
 
 [[nodiscard]] std::string op_label(const OpName& name);

@@ -208,12 +208,14 @@ double closed_form_model_flops(const WorkloadSpec& w, const ShardView& shard) {
   const double head = shard.head ? vocab : 0;
   const double l_dec = shard.layers, l_enc = shard.encoder_layers;
   const double xattn = enc_dec ? s : 0;  // cross-attention keys per decoder query
+  // Self-attention keys per query: the whole sequence (context parallelism: every chip's part of it).
+  const double keys_dec = s_dec * shard.context_shards;
   switch (w.step) {
     case StepKind::train:
     case StepKind::forward: {
       const double k = w.step == StepKind::train ? 3 : 1;  // forward 2, backward 4 per parameter and token
       double flops = 2 * k * ((n_dec + head) * batch * s_dec + (n_enc + n_xkv) * batch * s);
-      flops += 2 * k * 2 * shard.heads * q * (l_dec * (s_dec + xattn) * batch * s_dec + l_enc * s * batch * s);
+      flops += 2 * k * 2 * shard.heads * q * (l_dec * (keys_dec + xattn) * batch * s_dec + l_enc * s * batch * s);
       return flops;
     }
     case StepKind::prefill: {

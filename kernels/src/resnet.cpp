@@ -62,7 +62,7 @@ class ResnetStep {
   // Conv -> batch norm (-> ReLU unless `relu` is false); reads x, returns z.
   TensorId conv_forward(Conv& c, TensorId x);
   // Gradient at z -> gradient at x (through the ReLU when the caller has not done it).
-  TensorId conv_backward(const Conv& c, TensorId dz, bool first);
+  TensorId conv_backward(const Conv& c, TensorId dz);
 
   const WorkloadSpec& w_;
   const ResnetModel& r_;
@@ -72,6 +72,7 @@ class ResnetStep {
   bool train_ = false;
   DType wdt_ = DType::f32;
   std::string mbp_;  // microbatch prefix of tensor and op names ("mb1.")
+  int micro_ = 0;    // the microbatch being built (Builder::gradient)
 };
 
 Param ResnetStep::param(const std::string& name, std::int64_t rows, std::int64_t cols) {
@@ -110,7 +111,7 @@ TensorId ResnetStep::conv_forward(Conv& c, TensorId x) {
   return c.z;
 }
 
-TensorId ResnetStep::conv_backward(const Conv& c, TensorId dz, bool first) {
+TensorId ResnetStep::conv_backward(const Conv& c, TensorId dz) {
   const Phase ph = Phase::backward;
   const double out = positions(c.out_size), in = positions(c.in_size);
   const double elements = out * c.cout;
@@ -123,17 +124,19 @@ TensorId ResnetStep::conv_backward(const Conv& c, TensorId dz, bool first) {
   }
   const TensorId dy = b_.activation(mbp_ + c.name + ".bwd.norm", elements);
   std::vector<Access> reads{{dn, 1}, {c.y, 1}, {c.stats, 1}, {c.norm.w, 1}};
-  if (!first) reads.push_back({*c.norm.grad, 1});
+  const GradientWrite dnorm = b_.gradient(c.norm, micro_);
+  if (dnorm.accumulate) reads.push_back({dnorm.tensor, 1});
   b_.vector(OpName{ph, mbp_ + c.name, "norm"}, ir::OpClass::norm_activation, ir::VectorOp::reduction, elements,
-            kBatchNormBackward, reads, {{dy, 1}, {*c.norm.grad, 1}});
+            kBatchNormBackward, reads, {{dy, 1}, {dnorm.tensor, 1}});
   // Weight gradient: one product per tap, Cin x (positions) x Cout.
   {
     const auto m = static_cast<std::int64_t>(out);
     Builder::Matmul mm;
     mm.m = c.cin, mm.k = m, mm.n = c.cout, mm.batch = taps, mm.dtype = w_.dtype;
-    mm.a = {c.x}, mm.b = {dy}, mm.outputs = {*c.weights.grad};
-    if (!first) {
-      mm.extra_reads.push_back({*c.weights.grad, 1});
+    const GradientWrite dw = b_.gradient(c.weights, micro_);
+    mm.a = {c.x}, mm.b = {dy}, mm.outputs = {dw.tensor};
+    if (dw.accumulate) {
+      mm.extra_reads.push_back({dw.tensor, 1});
       mm.epilogue += kGradientAccumulate.per_element.times(c.weights.elements);
     }
     b_.matmul(OpName{ph, mbp_ + c.name, "conv.dw"}, ir::OpClass::matmul, mm);
@@ -203,7 +206,7 @@ fused::Graph ResnetStep::build() {
   const int microbatches = train_ ? std::max(1, shard_.microbatches) : 1;
   for (int micro = 0; micro < microbatches; ++micro) {
     mbp_ = micro == 0 ? "" : fmt::format("mb{}.", micro);
-    const bool first = micro == 0;
+    micro_ = micro;
     // ---- forward ----
     const TensorId images = b_.activation(mbp_ + "input.images", b * image * image * r_.channels);
     conv_forward(convs[stem], images);
@@ -258,8 +261,9 @@ fused::Graph ResnetStep::build() {
       b_.matmul(OpName{Phase::backward, mbp_ + "head", "fc.dx"}, ir::OpClass::loss, mm);
       Builder::Matmul dw;
       dw.m = in, dw.k = shard_.microbatch(), dw.n = r_.classes, dw.dtype = w_.dtype;
-      dw.a = {features}, dw.b = {dlogits}, dw.outputs = {*fc.grad}, dw.extra_writes = {{*fc_bias.grad, 1}};
-      if (!first) dw.extra_reads = {{*fc.grad, 1}, {*fc_bias.grad, 1}};
+      const GradientWrite dfc = b_.gradient(fc, micro), dbias = b_.gradient(fc_bias, micro);
+      dw.a = {features}, dw.b = {dlogits}, dw.outputs = {dfc.tensor}, dw.extra_writes = {{dbias.tensor, 1}};
+      if (dfc.accumulate) dw.extra_reads = {{dfc.tensor, 1}, {dbias.tensor, 1}};
       b_.matmul(OpName{Phase::backward, mbp_ + "head", "fc.dw"}, ir::OpClass::loss, dw);
     }
     TensorId dx = b_.activation(mbp_ + "head.bwd.pool", positions(last) * in);
@@ -273,10 +277,10 @@ fused::Graph ResnetStep::build() {
       const TensorId dsum = b_.activation(mbp_ + bl.name + ".bwd.relu", elements);
       b_.vector(OpName{Phase::backward, mbp_ + bl.name, "relu"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
                 elements, kReluBackward, {{dx, 1}, {block_out[i], 1}}, {{dsum, 1}}, dx);
-      TensorId dh = conv_backward(convs[bl.expand], dsum, first);
-      dh = conv_backward(convs[bl.conv3], dh, first);
-      dh = conv_backward(convs[bl.reduce], dh, first);
-      const TensorId dskip = bl.shortcut ? conv_backward(convs[*bl.shortcut], dsum, first) : dsum;
+      TensorId dh = conv_backward(convs[bl.expand], dsum);
+      dh = conv_backward(convs[bl.conv3], dh);
+      dh = conv_backward(convs[bl.reduce], dh);
+      const TensorId dskip = bl.shortcut ? conv_backward(convs[*bl.shortcut], dsum) : dsum;
       const Conv& red = convs[bl.reduce];
       const double in_elements = positions(red.in_size) * red.cin;
       dx = b_.activation(mbp_ + bl.name + ".bwd.dx", in_elements);
@@ -298,27 +302,25 @@ fused::Graph ResnetStep::build() {
                 kReluBackward, {{dpool, 1}, {stem_conv.z, 1}}, {{dn, 1}}, dpool);
       const TensorId dy = b_.activation(mbp_ + "stem.bwd.norm", elements);
       std::vector<Access> reads{{dn, 1}, {stem_conv.y, 1}, {stem_conv.stats, 1}, {stem_conv.norm.w, 1}};
-      if (!first) reads.push_back({*stem_conv.norm.grad, 1});
+      const GradientWrite dnorm = b_.gradient(stem_conv.norm, micro);
+      if (dnorm.accumulate) reads.push_back({dnorm.tensor, 1});
       b_.vector(OpName{ph, mbp_ + "stem", "norm"}, ir::OpClass::norm_activation, ir::VectorOp::reduction, elements,
-                kBatchNormBackward, reads, {{dy, 1}, {*stem_conv.norm.grad, 1}});
+                kBatchNormBackward, reads, {{dy, 1}, {dnorm.tensor, 1}});
       Builder::Matmul mm;
       mm.m = stem_conv.cin, mm.k = static_cast<std::int64_t>(positions(stem_conv.out_size)), mm.n = stem_conv.cout;
       mm.batch = stem_conv.k * stem_conv.k, mm.dtype = w_.dtype;
-      mm.a = {images}, mm.b = {dy}, mm.outputs = {*stem_conv.weights.grad};
-      if (!first) mm.extra_reads.push_back({*stem_conv.weights.grad, 1});
+      const GradientWrite dw = b_.gradient(stem_conv.weights, micro);
+      mm.a = {images}, mm.b = {dy}, mm.outputs = {dw.tensor};
+      if (dw.accumulate) mm.extra_reads.push_back({dw.tensor, 1});
       b_.matmul(OpName{ph, mbp_ + "stem", "conv.dw"}, ir::OpClass::matmul, mm);
     }
-  }
-  // ---- gradient reductions (data parallelism), in the order the backward completes them: the head, the
-  // blocks from the last, the stem; each starts when its gradients are done ----
-  auto reduce = [&](int layer, const std::vector<const Param*>& params) {
-    std::vector<fused::TensorId> grads;
-    for (const Param* p : params) {
-      if (p->grad) grads.push_back(*p->grad);
-    }
-    points_.after_weight_gradients(b_.graph(), layer, grads);
-  };
-  if (train_) {
+    // ---- gradient reductions, in the order the backward completes them: the head, the blocks from the last,
+    // the stem; each starts when its gradients are done (FSDP: every microbatch's reduce-scattered; the
+    // data-parallel all-reduce after the last) ----
+    auto reduce = [&](int layer, const std::vector<const Param*>& params) {
+      points_.after_weight_gradients(b_.graph(), layer, b_.gradient_buffers(params, micro), micro == 0,
+                                     micro == microbatches - 1);
+    };
     reduce(-1, {&fc, &fc_bias});
     for (std::size_t i = blocks.size(); i-- > 0;) {
       std::vector<const Param*> params;

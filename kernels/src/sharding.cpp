@@ -82,6 +82,27 @@ void check_sequence_parallel(const WorkloadSpec& w, const ShardingPlan& plan) {
   if (!problem.empty()) throw ConfigError({Diagnostic{at, key, problem, expected, found, hint}});
 }
 
+// Context parallelism splits every sequence over the length axes: whole sequences of a decoder-only or
+// encoder-only transformer in a train or forward step (a decode step has one token per sequence; prefill
+// would split the KV cache, not lowered).
+void check_context_parallel(const WorkloadSpec& w, const ShardingPlan& plan) {
+  const auto [at, key] = loc_of_rule(w, plan, LogicalAxis::length);
+  std::string problem, expected, found;
+  if (w.model.kind != ModelKind::transformer || w.model.transformer.architecture == Architecture::encoder_decoder) {
+    problem = "context parallelism (length) applies to decoder-only and encoder-only transformers";
+    expected = "a decoder-only or encoder-only transformer", found = std::string(model_kind_name(w.model.kind));
+    if (w.model.kind == ModelKind::transformer) found = "encoder_decoder";
+  } else if (w.step != StepKind::train && w.step != StepKind::forward) {
+    problem = "context parallelism (length) splits whole sequences: it applies to train and forward steps";
+    expected = "step train or forward", found = w.step == StepKind::prefill ? "prefill" : "decode";
+  }
+  if (!problem.empty()) {
+    throw ConfigError({Diagnostic{at, key, problem, expected, found,
+                                  "drop the sequence axis (or the length rule); for Megatron sequence parallelism "
+                                  "name the tensor axis tensor_sequence"}});
+  }
+}
+
 }  // namespace
 
 int ShardingPlan::shards(LogicalAxis a) const {
@@ -98,6 +119,10 @@ std::vector<int> ShardingPlan::gradient_axes(bool expert_param) const {
       continue;
     }
     out.push_back(i);
+  }
+  // Context parallelism: each chip's gradients are sums over its part of every sequence.
+  for (int i : axes(LogicalAxis::length)) {
+    if (std::find(out.begin(), out.end(), i) == out.end()) out.push_back(i);
   }
   return out;
 }
@@ -116,16 +141,7 @@ ShardingPlan make_sharding(const WorkloadSpec& w, const PodSpec& pod) {
       if (i >= 0) plan.rules[static_cast<std::size_t>(l)].push_back(i);
     }
   }
-  // Parallelisms not lowered yet: refuse rather than simulate something else.
-  if (plan.shards(LogicalAxis::length) > 1) {
-    const auto [at, key] = loc_of_rule(w, plan, LogicalAxis::length);
-    throw ConfigError({Diagnostic{at, key,
-                                  "context parallelism (the attention's sequence split: length) is not lowered yet",
-                                  "size 1 for this axis", std::to_string(plan.shards(LogicalAxis::length)),
-                                  "for Megatron sequence parallelism name the tensor axis tensor_sequence (or set "
-                                  "workload.sharding.norm_length: [tensor]); else use data, fsdp, tensor, pipeline "
-                                  "or expert parallelism"}});
-  }
+  if (plan.shards(LogicalAxis::length) > 1) check_context_parallel(w, plan);
   if (plan.shards(LogicalAxis::norm_length) > 1) check_sequence_parallel(w, plan);
   if (plan.shards(LogicalAxis::layers) > 1) {
     const std::string name = plan.mesh.axes()[static_cast<std::size_t>(plan.axes(LogicalAxis::layers).front())].name;
@@ -199,6 +215,13 @@ ShardView shard_view(const WorkloadSpec& w, const ShardingPlan& plan, int stage)
     const int v = plan.shards(LogicalAxis::vocab);
     s.vocab = (s.vocab + v - 1) / v;
     s.vocab_shards = v;
+    // Context parallelism: each chip holds 1 / c of every sequence's tokens (attention gathers the keys).
+    const int c = plan.shards(LogicalAxis::length);
+    if (c > 1) {
+      s.seq_len = divide(s.seq_len, c, LogicalAxis::length, "seq_len", "workload.seq_len",
+                         origin_of(w.origins, "seq_len"));
+      s.context_shards = c;
+    }
     s.sequence_shards = plan.shards(LogicalAxis::norm_length);
     const std::int64_t tokens = s.microbatch() * s.seq_len;
     if (s.sequence_shards > 1 && tokens % s.sequence_shards != 0) {

@@ -116,6 +116,41 @@ TensorId ShardingPoints::gather_sequence(fused::Graph& g, int layer, fused::Phas
   return out;
 }
 
+std::vector<TensorId> ShardingPoints::over_length_axes(fused::Graph& g, const std::string& label, fused::Phase phase,
+                                                       CollectiveKind kind, const std::vector<TensorId>& tensors) {
+  const int c = plan_.shards(LogicalAxis::length);
+  if (c <= 1 || tensors.empty()) return tensors;
+  // One collective of all of them (the keys and values together): an all-gather of this chip's positions, or
+  // a reduce-scatter of every position's into this chip's.
+  const bool gather = kind == CollectiveKind::all_gather;
+  std::vector<TensorId> out;
+  std::vector<Access> reads, writes;
+  double bytes = 0;
+  for (TensorId id : tensors) {
+    const fused::Tensor t = g.tensor(id);
+    out.push_back(gather ? g.tensor(fmt::format("{}.gathered.{}", t.name, fused::phase_name(phase)), t.elements * c,
+                                    t.dtype, TensorKind::activation)
+                         : g.tensor(t.name + ".reduced", t.elements / c, t.dtype, TensorKind::activation));
+    reads.push_back({id, 1});
+    writes.push_back({out.back(), 1});
+    bytes += t.bytes();
+  }
+  collective(g, label, phase, kind, bytes, g.tensor(tensors.front()).dtype, plan_.axes(LogicalAxis::length), reads,
+             writes);
+  return out;
+}
+
+std::vector<TensorId> ShardingPoints::gather_keys_values(fused::Graph& g, int layer, fused::Phase phase,
+                                                         const std::vector<TensorId>& shards) {
+  return over_length_axes(g, scope(layer, phase) + ".cp_all_gather", phase, CollectiveKind::all_gather, shards);
+}
+
+std::vector<TensorId> ShardingPoints::scatter_key_value_gradients(fused::Graph& g, int layer,
+                                                                  const std::vector<TensorId>& grads) {
+  return over_length_axes(g, scope(layer, fused::Phase::backward) + ".cp_reduce_scatter", fused::Phase::backward,
+                          CollectiveKind::reduce_scatter, grads);
+}
+
 void ShardingPoints::after_sequence_parallel_gradients(fused::Graph& g, int layer,
                                                        const std::vector<TensorId>& gradients) {
   if (plan_.shards(LogicalAxis::norm_length) <= 1 || gradients.empty()) return;
@@ -139,35 +174,43 @@ TensorId ShardingPoints::vocab_reduction(fused::Graph& g, fused::Phase phase, co
   return out;
 }
 
-void ShardingPoints::after_weight_gradients(fused::Graph& g, int layer, const std::vector<TensorId>& gradients) {
+void ShardingPoints::after_weight_gradients(fused::Graph& g, int layer, const std::vector<GradientBuffer>& gradients,
+                                            bool first, bool last) {
+  const std::vector<int>& fsdp = plan_.axes(LogicalAxis::embed);
+  const int shards = plan_.shards(LogicalAxis::embed);
+  if (shards <= 1 && !last) return;
   // Dense and expert parameters reduce over different axes (experts are not replicated along `expert`).
   for (const bool expert : {false, true}) {
-    std::vector<Access> grads;
+    std::vector<Access> stored, whole;
     double bytes = 0;
     DType dtype = DType::f32;
-    for (TensorId t : gradients) {
-      const fused::Tensor& tensor = g.tensor(t);
+    for (const GradientBuffer& b : gradients) {
+      const fused::Tensor& tensor = g.tensor(b.stored);
       if ((tensor.name.find(".experts_") != std::string::npos) != expert) continue;
-      grads.push_back({t, 1});
+      stored.push_back({b.stored, 1});
+      whole.push_back({b.whole, 1});
       bytes += tensor.bytes();
       dtype = tensor.dtype;
     }
-    if (grads.empty()) continue;
-    // FSDP: reduce-scatter the full gradients over the embed axes into each chip's shard; then all-reduce the
-    // shards over the remaining batch axes (plain data parallelism).
-    const std::vector<int>& fsdp = plan_.axes(LogicalAxis::embed);
-    const int shards = plan_.shards(LogicalAxis::embed);
+    if (stored.empty()) continue;
+    // FSDP: each microbatch's whole gradients reduce-scattered over the embed axes into each chip's shard
+    // (which accumulates them); after the last, the shards all-reduced over the remaining batch axes (plain
+    // data parallelism).
     std::vector<int> data;
     for (int a : plan_.gradient_axes(expert)) {
       if (std::find(fsdp.begin(), fsdp.end(), a) == fsdp.end()) data.push_back(a);
     }
-    const std::string base = scope(layer, fused::Phase::backward) + (expert ? ".experts" : "");
+    const std::string scope_name = scope(layer, fused::Phase::backward) + (expert ? ".experts" : "");
     if (shards > 1) {
-      collective(g, base + ".fsdp_reduce_scatter", fused::Phase::backward, CollectiveKind::reduce_scatter,
-                 bytes * shards, dtype, fsdp, grads, grads);
+      std::vector<Access> reads = whole;
+      if (!first) reads.insert(reads.end(), stored.begin(), stored.end());
+      collective(g, scope_name + ".fsdp_reduce_scatter", fused::Phase::backward, CollectiveKind::reduce_scatter,
+                 bytes * shards, dtype, fsdp, reads, stored);
     }
-    collective(g, base + ".dp_all_reduce", fused::Phase::backward, CollectiveKind::all_reduce, bytes, dtype, data,
-               grads, grads);
+    if (last) {
+      collective(g, scope_name + ".dp_all_reduce", fused::Phase::backward, CollectiveKind::all_reduce, bytes, dtype,
+                 data, stored, stored);
+    }
   }
 }
 

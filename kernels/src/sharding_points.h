@@ -18,7 +18,12 @@ class ShardingPoints : public CollectivePoints {
   fused::TensorId after_row_parallel(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId partial) override;
   fused::TensorId tensor_all_reduce(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId partial) override;
   fused::TensorId gather_sequence(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId shard) override;
-  void after_weight_gradients(fused::Graph& g, int layer, const std::vector<fused::TensorId>& gradients) override;
+  std::vector<fused::TensorId> gather_keys_values(fused::Graph& g, int layer, fused::Phase phase,
+                                                  const std::vector<fused::TensorId>& shards) override;
+  std::vector<fused::TensorId> scatter_key_value_gradients(fused::Graph& g, int layer,
+                                                           const std::vector<fused::TensorId>& grads) override;
+  void after_weight_gradients(fused::Graph& g, int layer, const std::vector<GradientBuffer>& gradients, bool first,
+                              bool last) override;
   void after_sequence_parallel_gradients(fused::Graph& g, int layer,
                                          const std::vector<fused::TensorId>& gradients) override;
   fused::TensorId vocab_reduction(fused::Graph& g, fused::Phase phase, const std::string& what,
@@ -37,6 +42,10 @@ class ShardingPoints : public CollectivePoints {
   std::uint16_t group_index(const ir::CollectiveGroup& group);
   // The tensor group's reduction of `partial`: all-reduced, or reduce-scattered into this chip's tokens.
   fused::TensorId reduce_partial(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId partial, bool scatter);
+  // Context parallelism: one all-gather (or reduce-scatter) of `tensors` over the length axes; returns the
+  // gathered (reduced) tensors.
+  std::vector<fused::TensorId> over_length_axes(fused::Graph& g, const std::string& label, fused::Phase phase,
+                                                CollectiveKind kind, const std::vector<fused::TensorId>& tensors);
   // A send (+1: forward to the next stage) or recv over the pipeline axis.
   void point_to_point(fused::Graph& g, fused::Phase phase, ir::OpKind kind, fused::TensorId tensor);
   [[nodiscard]] std::string scope(int layer, fused::Phase phase) const;

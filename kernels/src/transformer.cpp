@@ -15,6 +15,11 @@
 // in the backward the output gradient is all-gathered, the input gradients reduce-scattered, and the norm
 // outputs gathered again for the weight gradients (only this chip's tokens are kept for the backward), as
 // Megatron-LM does. The embedding's output is reduce-scattered and the head's input gathered likewise.
+//
+// Context parallelism (ShardView::context_shards = c > 1): the step holds seq_len (1 / c of each sequence)
+// tokens everywhere; only the self-attention reads seq_len x c keys, its keys and values all-gathered over the
+// sequence group after the QKV projection (CollectivePoints::gather_keys_values), gathered again in the
+// backward from the kept part, and the key and value gradients reduce-scattered before the QKV input gradient.
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -68,6 +73,8 @@ struct BlockFwd {
   TensorId h1g = 0, h2g = 0;  // the norm outputs with every token (sequence parallelism: gathered; else h1, h2)
   AttentionSaved attn;
   TensorId q_pre = 0, k_pre = 0;  // before rotary (for its backward: none needed beyond the op)
+  TensorId k_local = 0, v_local = 0;  // context parallelism: this chip's positions' keys and values (attn.k, attn.v
+                                      // are every position's, gathered)
   TensorId x1 = 0, h2 = 0, stats2 = 0;
   TensorId hx = 0, statsx = 0, x1x = 0;  // cross-attention
   AttentionSaved xattn;
@@ -110,12 +117,12 @@ class TransformerStep {
                          const BlockParams& p, BlockFwd& f, std::optional<TensorId> enc_out);
   // ---- backward ----
   TensorId backward_block(const Stack& st, int l, const BlockFwd& f, TensorId dout, const std::string& mbp,
-                          bool first_microbatch, std::optional<TensorId> enc_out, std::optional<TensorId>& d_enc);
+                          std::optional<TensorId> enc_out, std::optional<TensorId>& d_enc);
   TensorId norm_backward(const OpName& name, TensorId dy, TensorId x, TensorId stats, double tokens,
-                         const Param& gamma, bool first_microbatch);
+                         const Param& gamma);
   // `dout` and `h` (the MLP's input) with every token; returns the gradient of h, reduced into this chip's tokens.
   TensorId mlp_backward(const OpName& base, int layer, TensorId dout, TensorId h, double tokens,
-                        const BlockParams& p, const BlockFwd& f, bool first_microbatch);
+                        const BlockParams& p, const BlockFwd& f);
   // Mixture of experts: each local expert's buffer of `capacity` token rows (capacity = ceil(capacity_factor x
   // tokens x top_k / experts)), of which `routed` (tokens x top_k x local / experts) carry tokens.
   struct ExpertShape {
@@ -127,11 +134,11 @@ class TransformerStep {
   // One batched matmul over the local experts; model FLOPs count the routed rows (useful_macs), hardware FLOPs
   // the whole capacity. With `grad`, it writes that gradient (accumulating after the first microbatch).
   void expert_matmul(const OpName& name, std::int64_t m, std::int64_t k, std::int64_t n, DType dtype,
-                     TensorId a, TensorId b, TensorId out, double useful_macs, const Param* grad, bool first);
+                     TensorId a, TensorId b, TensorId out, double useful_macs, const Param* grad);
   // dW = A^T dY as a matmul writing (or, after the first microbatch, accumulating into) the gradient.
   void weight_gradient(const OpName& name, ir::OpClass cls, std::int64_t m, std::int64_t k, std::int64_t n,
                        std::int64_t batch, std::vector<TensorId> a, std::vector<TensorId> dy, const Param& weight,
-                       const Param* bias, bool first_microbatch);
+                       const Param* bias);
   TensorId weights(int layer, Phase phase, const Param& p) { return points_.weights_before_use(b_.graph(), layer, phase, p.w); }
   TensorId gather(int layer, Phase phase, TensorId shard) { return points_.gather_sequence(b_.graph(), layer, phase, shard); }
   // Tokens outside the attention and MLP blocks on this chip (sequence parallelism splits them).
@@ -144,7 +151,7 @@ class TransformerStep {
   };
   HeadFwd head_forward(const std::string& mbp, TensorId x, double tokens, double x_times, Phase phase);
   void cross_entropy(const std::string& scope, HeadFwd& h, double logits, Phase phase);
-  TensorId head_backward(const std::string& mbp, const HeadFwd& h, bool first_microbatch);
+  TensorId head_backward(const std::string& mbp, const HeadFwd& h);
 
   [[nodiscard]] std::int64_t mb() const { return shard_.microbatch(); }
   [[nodiscard]] const VpuCost& norm_cost(bool backward) const {
@@ -164,6 +171,7 @@ class TransformerStep {
   CollectivePoints& points_;
   Builder b_;
   bool train_ = false, decode_ = false, inference_ = false;
+  int micro_ = 0;  // the microbatch whose backward is being built (Builder::gradient)
   int heads_ = 0, kv_ = 0, dh_ = 0;
   std::int64_t d_ = 0;
   DType wdt_ = DType::f32, mm_dtype_ = DType::bf16;
@@ -173,6 +181,14 @@ class TransformerStep {
   // KV caches (inference): per stack and layer, keys and values (and the cross-attention's).
   std::map<std::pair<int, int>, std::pair<TensorId, TensorId>> caches_, cross_caches_;
   std::vector<Param> relative_;  // T5's per-stack position-bias tables
+  Param enc_final_;              // encoder-decoder: the encoder's final norm
+  // The parameters outside the blocks: the embedding, the head, the encoder's final norm, T5's bias tables.
+  [[nodiscard]] std::vector<const Param*> embedding_and_head() const {
+    std::vector<const Param*> out{&table_,   &positions_, &types_,  &final_norm_, &out_proj_, &lm_dense_,
+                                  &lm_bias_, &lm_norm_,   &pooler_, &pooler_bias_, &enc_final_};
+    for (const Param& p : relative_) out.push_back(&p);
+    return out;
+  }
 };
 
 Param TransformerStep::param(const std::string& name, std::int64_t rows, std::int64_t cols) {
@@ -278,6 +294,13 @@ TensorId TransformerStep::attention_sub(const OpName& base, const Stack& st, int
                        m_.position == PositionKind::relative && st.relative_table.has_value()};
   TensorId keys = k, values = v;
   double kv_times = 1.0;
+  f.k_local = k, f.v_local = v;
+  if (shard_.context_shards > 1) {
+    // Context parallelism: this chip's queries attend to every position's keys and values, all-gathered over
+    // the sequence group (MaxText's all-gather context parallelism).
+    const std::vector<TensorId> kv = points_.gather_keys_values(b_.graph(), layer, ph, {k, v});
+    keys = kv[0], values = kv[1];
+  }
   if (inference_) {
     // The new keys and values go into this layer's cache; attention reads the cache.
     const auto [kc, vc] = caches_.at({static_cast<int>(&st - stacks_.data()), layer});
@@ -369,14 +392,14 @@ TensorId TransformerStep::mlp_forward(const OpName& base, int layer, TensorId h,
   const TensorId disp = points_.expert_dispatch(b_.graph(), layer, ph, f.dispatched);
   f.eu = b_.activation(sc + ".experts_up", static_cast<double>(local) * capacity * fu);
   expert_matmul(OpName{ph, base.scope, "experts_up"}, capacity, d_, fu, mm_dtype_, disp,
-                weights(layer, ph, p.experts_up), f.eu, e.routed * d_ * fu, nullptr, true);
+                weights(layer, ph, p.experts_up), f.eu, e.routed * d_ * fu, nullptr);
   const double ge = static_cast<double>(local) * capacity * fe;
   f.eg = b_.activation(sc + ".experts_act", ge);
   b_.vector(OpName{ph, base.scope, "experts_act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, ge, act,
             {{f.eu, 1}}, {{f.eg, 1}}, f.eu);
   f.eo = b_.activation(sc + ".experts_down", buffer);
   expert_matmul(OpName{ph, base.scope, "experts_down"}, capacity, fe, d_, mm_dtype_, f.eg,
-                weights(layer, ph, p.experts_down), f.eo, e.routed * fe * d_, nullptr, true);
+                weights(layer, ph, p.experts_down), f.eo, e.routed * fe * d_, nullptr);
   const TensorId eo = points_.expert_combine(b_.graph(), layer, ph, f.eo);
   const TensorId o = b_.activation(sc + ".combined", td);
   b_.vector(OpName{ph, base.scope, "combine"}, ir::OpClass::other, ir::VectorOp::elementwise, tokens * k * d_,
@@ -478,52 +501,55 @@ TransformerStep::ExpertShape TransformerStep::expert_shape(double tokens) const 
 }
 
 void TransformerStep::expert_matmul(const OpName& name, std::int64_t m, std::int64_t k, std::int64_t n, DType dtype,
-                                    TensorId a, TensorId b, TensorId out, double useful_macs, const Param* grad,
-                                    bool first) {
+                                    TensorId a, TensorId b, TensorId out, double useful_macs, const Param* grad) {
   Builder::Matmul mm;
   mm.m = m, mm.k = k, mm.n = n, mm.batch = shard_.experts, mm.dtype = dtype;
-  mm.a = {a}, mm.b = {b}, mm.outputs = {out};
+  const GradientWrite gw = grad != nullptr ? b_.gradient(*grad, micro_) : GradientWrite{out, false};
+  mm.a = {a}, mm.b = {b}, mm.outputs = {gw.tensor};
   const bool recompute = name.phase == Phase::recompute;
   mm.flops = Builder::Flops{recompute ? 0.0 : 2.0 * useful_macs,
                             Builder::matmul_flops(m, k, n, shard_.experts, recompute).hardware};
-  if (grad != nullptr && !first) mm.extra_reads.push_back({*grad->grad, 1});
+  if (gw.accumulate) mm.extra_reads.push_back({gw.tensor, 1});
   b_.matmul(name, ir::OpClass::matmul, mm);
 }
 
 void TransformerStep::weight_gradient(const OpName& name, ir::OpClass cls, std::int64_t m, std::int64_t k,
                                       std::int64_t n, std::int64_t batch, std::vector<TensorId> a,
-                                      std::vector<TensorId> dy, const Param& weight, const Param* bias,
-                                      bool first_microbatch) {
+                                      std::vector<TensorId> dy, const Param& weight, const Param* bias) {
   Builder::Matmul mm;
   mm.m = m, mm.k = k, mm.n = n, mm.batch = batch, mm.dtype = w_.dtype;
-  mm.a = std::move(a), mm.b = std::move(dy), mm.outputs = {*weight.grad};
-  if (!first_microbatch) {
+  // The whole gradient (under FSDP a full-size buffer, Builder::gradient), or the stored one accumulated into.
+  const GradientWrite gw = b_.gradient(weight, micro_);
+  mm.a = std::move(a), mm.b = std::move(dy), mm.outputs = {gw.tensor};
+  if (gw.accumulate) {
     // Gradient accumulation: the epilogue adds into the gradient of the earlier microbatches.
-    mm.extra_reads.push_back({*weight.grad, 1});
+    mm.extra_reads.push_back({gw.tensor, 1});
     mm.epilogue += kGradientAccumulate.per_element.times(weight.elements);
   }
   if (bias != nullptr && bias->elements > 0) {
     // The bias gradient is the column sum of dY, done on the VPU in the same kernel.
-    mm.extra_writes.push_back({*bias->grad, 1});
+    const GradientWrite bw = b_.gradient(*bias, micro_);
+    mm.extra_writes.push_back({bw.tensor, 1});
     mm.epilogue += kAdd.per_element.times(static_cast<double>(k) * static_cast<double>(n));
-    if (!first_microbatch) mm.extra_reads.push_back({*bias->grad, 1});
+    if (bw.accumulate) mm.extra_reads.push_back({bw.tensor, 1});
   }
   b_.matmul(name, cls, mm);
 }
 
 TensorId TransformerStep::norm_backward(const OpName& name, TensorId dy, TensorId x, TensorId stats, double tokens,
-                                        const Param& gamma, bool first_microbatch) {
+                                        const Param& gamma) {
   const std::string base = name.scope + "." + std::string(fused::phase_name(name.phase)) + "." + name.name;
   const TensorId dx = b_.activation(base, tokens * static_cast<double>(d_));
   std::vector<Access> reads{{dy, 1}, {x, 1}, {stats, 1}, {gamma.w, 1}};
-  if (!first_microbatch) reads.push_back({*gamma.grad, 1});
+  const GradientWrite gw = b_.gradient(gamma, micro_);
+  if (gw.accumulate) reads.push_back({gw.tensor, 1});
   b_.vector(name, ir::OpClass::norm_activation, ir::VectorOp::reduction, tokens * static_cast<double>(d_),
-            norm_cost(true), reads, {{dx, 1}, {*gamma.grad, 1}});
+            norm_cost(true), reads, {{dx, 1}, {gw.tensor, 1}});
   return dx;
 }
 
 TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId dout, TensorId h, double tokens,
-                                       const BlockParams& p, const BlockFwd& f, bool first) {
+                                       const BlockParams& p, const BlockFwd& f) {
   const std::string sc = base.scope + ".bwd";
   const Phase ph = Phase::backward;
   const VpuCost& act = m_.mlp == MlpKind::gelu     ? kGeluBackward
@@ -545,7 +571,7 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
     b_.vector(OpName{ph, base.scope, "act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
               tokens * static_cast<double>(fd), act, {{dg, 1}, {f.u, 1}}, {{du, 1}}, dg);
     weight_gradient(OpName{ph, base.scope, "down.dw"}, ir::OpClass::matmul, fd, t, d_, 1, {f.g}, {dout}, p.down,
-                    &p.down_bias, first);
+                    &p.down_bias);
     const TensorId dh = b_.activation(sc + ".dh_mlp", td);
     {
       Builder::Matmul mm;
@@ -553,8 +579,7 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
       mm.outputs = {dh};
       b_.matmul(OpName{ph, base.scope, "up.dx"}, ir::OpClass::matmul, mm);
     }
-    weight_gradient(OpName{ph, base.scope, "up.dw"}, ir::OpClass::matmul, d_, t, fu, 1, {h}, {du}, p.up, &p.up_bias,
-                    first);
+    weight_gradient(OpName{ph, base.scope, "up.dw"}, ir::OpClass::matmul, d_, t, fu, 1, {h}, {du}, p.up, &p.up_bias);
     return points_.after_row_parallel(b_.graph(), layer, ph, dh);
   }
   // Mixture of experts, in reverse.
@@ -572,17 +597,17 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
   const TensorId deo_local = points_.expert_combine(b_.graph(), layer, ph, deo);
   const TensorId deg = b_.activation(sc + ".dexperts_act", static_cast<double>(local) * capacity * fe);
   expert_matmul(OpName{ph, base.scope, "experts_down.dx"}, capacity, d_, fe, mm_dtype_, deo_local,
-                weights(layer, ph, p.experts_down), deg, e.routed * d_ * fe, nullptr, true);
+                weights(layer, ph, p.experts_down), deg, e.routed * d_ * fe, nullptr);
   const TensorId deu = b_.activation(sc + ".dexperts_up", static_cast<double>(local) * capacity * fu);
   b_.vector(OpName{ph, base.scope, "experts_act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
             static_cast<double>(local) * capacity * fe, act, {{deg, 1}, {f.eu, 1}}, {{deu, 1}}, deg);
   expert_matmul(OpName{ph, base.scope, "experts_down.dw"}, fe, capacity, d_, w_.dtype, f.eg, deo_local,
-                *p.experts_down.grad, e.routed * d_ * fe, &p.experts_down, first);
+                *p.experts_down.grad, e.routed * d_ * fe, &p.experts_down);
   const TensorId ddisp = b_.activation(sc + ".ddispatched", buffer);
   expert_matmul(OpName{ph, base.scope, "experts_up.dx"}, capacity, fu, d_, mm_dtype_, deu,
-                weights(layer, ph, p.experts_up), ddisp, e.routed * d_ * fu, nullptr, true);
+                weights(layer, ph, p.experts_up), ddisp, e.routed * d_ * fu, nullptr);
   expert_matmul(OpName{ph, base.scope, "experts_up.dw"}, d_, capacity, fu, w_.dtype, f.dispatched, deu,
-                *p.experts_up.grad, e.routed * d_ * fu, &p.experts_up, first);
+                *p.experts_up.grad, e.routed * d_ * fu, &p.experts_up);
   const TensorId ddisp_local = points_.expert_dispatch(b_.graph(), layer, ph, ddisp);
   const TensorId dh_experts = b_.activation(sc + ".dh_experts", td);
   b_.vector(OpName{ph, base.scope, "dispatch"}, ir::OpClass::other, ir::VectorOp::elementwise, buffer, kDispatch,
@@ -602,7 +627,7 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
     b_.matmul(OpName{ph, base.scope, "router.dx"}, ir::OpClass::matmul, mm);
   }
   weight_gradient(OpName{ph, base.scope, "router.dw"}, ir::OpClass::matmul, d_, t, experts, 1, {h}, {drl}, p.router,
-                  nullptr, first);
+                  nullptr);
   const TensorId dh = b_.activation(sc + ".dh_mlp", tdn);
   b_.vector(OpName{ph, base.scope, "dh_sum"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, tdn, kAdd,
             {{dh_router, 1}, {dh_experts_sum, 1}}, {{dh, 1}}, dh_router);
@@ -610,7 +635,7 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
 }
 
 TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd& f, TensorId dout,
-                                         const std::string& mbp, bool first, std::optional<TensorId> enc_out,
+                                         const std::string& mbp, std::optional<TensorId> enc_out,
                                          std::optional<TensorId>& d_enc) {
   const BlockParams& p = st.params[static_cast<std::size_t>(l - st.first)];
   const std::string scope = fmt::format("{}{}{}", mbp, st.name, l);
@@ -621,6 +646,7 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
   const double td = tokens * static_cast<double>(d_);
   const double tdn = norm_tokens(tokens) * static_cast<double>(d_);  // the residual stream on this chip
   const std::int64_t hd = static_cast<std::int64_t>(heads_) * dh_;
+  const std::size_t block_start = b_.graph().ops().size();  // this block's first backward op
   // A norm output with every token for a weight gradient: the rematerialized forward's, else gathered again
   // from the kept shard (sequence parallelism; without it the kept tensor itself). Called right after the
   // output gradient's gather, it starts when that one is done (Megatron-LM launches it then, overlapped with
@@ -652,11 +678,22 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
       b_.matmul(OpName{ph, scope, std::string(tag) + "out.dx"}, ir::OpClass::matmul, mm);
     }
     weight_gradient(OpName{ph, scope, std::string(tag) + "out.dw"}, ir::OpClass::matmul, hd, t, d_, 1, {saved.o}, {dy},
-                    out_w, cross ? nullptr : &p.out_bias, first);
-    const std::int64_t s_k = cross ? stacks_.front().s : st.s;
+                    out_w, cross ? nullptr : &p.out_bias);
+    const std::int64_t s_k = cross ? stacks_.front().s : st.s_k;
     AttentionShape shape{mb(), st.s, s_k, heads_, kv_, dh_, cross ? false : st.causal,
                          !cross && m_.position == PositionKind::relative && st.relative_table.has_value()};
     AttentionSaved use = saved;
+    if (!cross && shard_.context_shards > 1 && w_.remat != Remat::full) {
+      // Context parallelism: only this chip's keys and values were kept; gathered again, started once this
+      // block's backward has started (its first op done), so it overlaps the MLP's backward.
+      const std::size_t before = b_.graph().ops().size();
+      const std::vector<TensorId> kv = points_.gather_keys_values(b_.graph(), l, ph, {f.k_local, f.v_local});
+      auto& ops = b_.graph().ops();
+      for (std::size_t i = before; i < ops.size(); ++i) {
+        if (block_start < before) ops[i].after.push_back(block_start);
+      }
+      use.k = kv[0], use.v = kv[1];
+    }
     if (!cross && w_.remat == Remat::selective && w_.attention == AttentionImpl::unfused) {
       // Selective rematerialization: recompute the attention core (scores, softmax, P) instead of keeping it.
       use = attention_forward(b_, OpName{Phase::recompute, scope, "attention"}, w_.attention, shape, saved.q, saved.k,
@@ -672,8 +709,7 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
       mm.m = t, mm.k = hd, mm.n = d_, mm.dtype = mm_dtype_, mm.a = {g.dq}, mm.b = {weights(l, ph, p.q_x)};
       mm.outputs = {dh_q};
       b_.matmul(OpName{ph, scope, "xq.dx"}, ir::OpClass::matmul, mm);
-      weight_gradient(OpName{ph, scope, "xq.dw"}, ir::OpClass::matmul, d_, t, hd, 1, {h}, {g.dq}, p.q_x, nullptr,
-                      first);
+      weight_gradient(OpName{ph, scope, "xq.dw"}, ir::OpClass::matmul, d_, t, hd, 1, {h}, {g.dq}, p.q_x, nullptr);
       const double enc_tokens = static_cast<double>(mb()) * static_cast<double>(stacks_.front().s);
       const auto te = static_cast<std::int64_t>(enc_tokens);
       const std::int64_t kvw = 2 * static_cast<std::int64_t>(kv_) * dh_;
@@ -683,7 +719,7 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
       kvm.outputs = {de};
       b_.matmul(OpName{ph, scope, "xkv.dx"}, ir::OpClass::matmul, kvm);
       weight_gradient(OpName{ph, scope, "xkv.dw"}, ir::OpClass::matmul, d_, te, kvw, 1, {*enc_out}, {g.dk, g.dv},
-                      p.kv_x, nullptr, first);
+                      p.kv_x, nullptr);
       if (d_enc) {
         const TensorId sum = b_.activation(sc + ".denc", enc_tokens * static_cast<double>(d_));
         b_.vector(OpName{ph, scope, "denc_sum"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
@@ -692,9 +728,14 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
       } else {
         d_enc = de;
       }
-      return norm_backward(OpName{ph, scope, "norm_x"}, dh_q, x_in, stats, tokens, norm_w, first);
+      return norm_backward(OpName{ph, scope, "norm_x"}, dh_q, x_in, stats, tokens, norm_w);
     }
-    TensorId dq = g.dq, dk = g.dk;
+    TensorId dq = g.dq, dk = g.dk, dv = g.dv;
+    if (shard_.context_shards > 1) {
+      // Every position's key and value gradients, summed over the sequence group into this chip's positions.
+      const std::vector<TensorId> dkv = points_.scatter_key_value_gradients(b_.graph(), l, {dk, dv});
+      dk = dkv[0], dv = dkv[1];
+    }
     if (m_.position == PositionKind::rotary) {
       const TensorId dq2 = b_.activation(sc + ".dq_rotary", tokens * hd);
       const TensorId dk2 = b_.activation(sc + ".dk_rotary", tokens * kv_ * dh_);
@@ -705,12 +746,12 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
     const TensorId dh1 = b_.activation(sc + ".dh_attn", td);
     {
       Builder::Matmul mm;
-      mm.m = t, mm.k = qkv_width(), mm.n = d_, mm.dtype = mm_dtype_, mm.a = {dq, dk, g.dv};
+      mm.m = t, mm.k = qkv_width(), mm.n = d_, mm.dtype = mm_dtype_, mm.a = {dq, dk, dv};
       mm.b = {weights(l, ph, p.qkv)}, mm.outputs = {dh1};
       b_.matmul(OpName{ph, scope, "qkv.dx"}, ir::OpClass::matmul, mm);
     }
-    weight_gradient(OpName{ph, scope, "qkv.dw"}, ir::OpClass::matmul, d_, t, qkv_width(), 1, {h}, {dq, dk, g.dv},
-                    p.qkv, &p.qkv_bias, first);
+    weight_gradient(OpName{ph, scope, "qkv.dw"}, ir::OpClass::matmul, d_, t, qkv_width(), 1, {h}, {dq, dk, dv},
+                    p.qkv, &p.qkv_bias);
     return points_.after_row_parallel(b_.graph(), l, ph, dh1);
   };
 
@@ -718,12 +759,12 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
   if (m_.block == TransformerBlock::parallel && !st.cross) {
     // out = x + attn(h) + mlp(h), h = norm1(x): dh = dh_attn + dh_mlp, dx = dout + norm1'(dh).
     const TensorId dout_all = gather(l, ph, dout), h1 = all_tokens(f.h1, f.h1g);
-    const TensorId dh_mlp = mlp_backward(OpName{ph, scope, "mlp"}, l, dout_all, h1, tokens, p, f, first);
+    const TensorId dh_mlp = mlp_backward(OpName{ph, scope, "mlp"}, l, dout_all, h1, tokens, p, f);
     const TensorId dh_attn = attention_backward_sub(dout_all, h1, f.x, f.stats1, p.norm1, false);
     const TensorId dh = b_.activation(sc + ".dh", tdn);
     b_.vector(OpName{ph, scope, "dh_sum"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, tdn, kAdd,
               {{dh_attn, 1}, {dh_mlp, 1}}, {{dh, 1}}, dh_attn);
-    const TensorId dxn = norm_backward(OpName{ph, scope, "norm1"}, dh, f.x, f.stats1, nt, p.norm1, first);
+    const TensorId dxn = norm_backward(OpName{ph, scope, "norm1"}, dh, f.x, f.stats1, nt, p.norm1);
     const TensorId dx = b_.activation(sc + ".dx", tdn);
     b_.vector(OpName{ph, scope, "residual"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, tdn, kAdd,
               {{dxn, 1}, {dout, 1}}, {{dx, 1}}, dxn);
@@ -731,8 +772,8 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
   }
   const TensorId mlp_in = st.cross ? f.x1x : f.x1;
   const TensorId dout_all = gather(l, ph, dout), h2 = all_tokens(f.h2, f.h2g);
-  const TensorId dh2 = mlp_backward(OpName{ph, scope, "mlp"}, l, dout_all, h2, tokens, p, f, first);
-  const TensorId dn2 = norm_backward(OpName{ph, scope, "norm2"}, dh2, mlp_in, f.stats2, nt, p.norm2, first);
+  const TensorId dh2 = mlp_backward(OpName{ph, scope, "mlp"}, l, dout_all, h2, tokens, p, f);
+  const TensorId dn2 = norm_backward(OpName{ph, scope, "norm2"}, dh2, mlp_in, f.stats2, nt, p.norm2);
   TensorId dmid = b_.activation(sc + ".residual2", tdn);
   b_.vector(OpName{ph, scope, "residual2"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, tdn, kAdd,
             {{dn2, 1}, {dout, 1}}, {{dmid, 1}}, dn2);
@@ -745,7 +786,7 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
   }
   const TensorId dmid_all = gather(l, ph, dmid), h1 = all_tokens(f.h1, f.h1g);
   const TensorId dh1 = attention_backward_sub(dmid_all, h1, f.x, f.stats1, p.norm1, false);
-  const TensorId dn1 = norm_backward(OpName{ph, scope, "norm1"}, dh1, f.x, f.stats1, nt, p.norm1, first);
+  const TensorId dn1 = norm_backward(OpName{ph, scope, "norm1"}, dh1, f.x, f.stats1, nt, p.norm1);
   const TensorId dx = b_.activation(sc + ".dx", tdn);
   b_.vector(OpName{ph, scope, "residual1"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, tdn, kAdd,
             {{dn1, 1}, {dmid, 1}}, {{dx, 1}}, dn1);
@@ -837,7 +878,7 @@ void TransformerStep::cross_entropy(const std::string& scope, HeadFwd& h, double
   }
 }
 
-TensorId TransformerStep::head_backward(const std::string& mbp, const HeadFwd& h, bool first) {
+TensorId TransformerStep::head_backward(const std::string& mbp, const HeadFwd& h) {
   const std::string scope = mbp + "head";
   const std::string sc = scope + ".bwd";
   const Phase ph = Phase::backward;
@@ -857,10 +898,10 @@ TensorId TransformerStep::head_backward(const std::string& mbp, const HeadFwd& h
   // parallelism, whose projection input is gathered again for the weight gradient).
   dh = points_.after_row_parallel(b_.graph(), -1, ph, dh);
   weight_gradient(OpName{ph, scope, "logits.dw"}, ir::OpClass::loss, d_, t, vocab, 1, {gather(-1, ph, in)},
-                  {h.dlogits}, proj, nullptr, first);
+                  {h.dlogits}, proj, nullptr);
   if (lm_dense_.elements > 0) {
     const auto tn = static_cast<std::int64_t>(nt);
-    const TensorId dn = norm_backward(OpName{ph, scope, "transform_norm"}, dh, h.ht1, h.statst, nt, lm_norm_, first);
+    const TensorId dn = norm_backward(OpName{ph, scope, "transform_norm"}, dh, h.ht1, h.statst, nt, lm_norm_);
     const TensorId da = b_.activation(sc + ".dtransform", nt * static_cast<double>(d_));
     b_.vector(OpName{ph, scope, "transform_act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
               nt * static_cast<double>(d_), kGeluBackward, {{dn, 1}, {h.ht0, 1}}, {{da, 1}}, dn);
@@ -869,10 +910,10 @@ TensorId TransformerStep::head_backward(const std::string& mbp, const HeadFwd& h
     mm.m = tn, mm.k = d_, mm.n = d_, mm.dtype = mm_dtype_, mm.a = {da}, mm.b = {lm_dense_.w}, mm.outputs = {dhf};
     b_.matmul(OpName{ph, scope, "transform.dx"}, ir::OpClass::matmul, mm);
     weight_gradient(OpName{ph, scope, "transform.dw"}, ir::OpClass::matmul, d_, tn, d_, 1, {h.hf}, {da}, lm_dense_,
-                    &lm_bias_, first);
+                    &lm_bias_);
     dh = dhf;
   }
-  return norm_backward(OpName{ph, scope, "norm"}, dh, h.x, h.statsf, nt, final_norm_, first);
+  return norm_backward(OpName{ph, scope, "norm"}, dh, h.x, h.statsf, nt, final_norm_);
 }
 
 fused::Graph TransformerStep::build() {
@@ -884,9 +925,11 @@ fused::Graph TransformerStep::build() {
   // Stacks: the encoder (encoder-only, or the first of an encoder-decoder), then the decoder.
   const std::int64_t s_enc = shard_.seq_len, s_dec = enc_dec ? shard_.decoder_seq_len : shard_.seq_len;
   const std::int64_t s_new = decode_ ? 1 : s_dec;                              // decoder queries this step
-  const std::int64_t s_keys = decode_ ? shard_.context + 1 : s_dec;          // decoder keys this step
+  // Decoder keys this step; context parallelism: every position's (the sequence group's).
+  const std::int64_t s_keys = decode_ ? shard_.context + 1 : s_dec * shard_.context_shards;
   if (m_.architecture == Architecture::encoder) {
-    stacks_.push_back(Stack{"layer", shard_.first_layer, shard_.layers, false, false, s_enc, s_enc, {}, {}});
+    stacks_.push_back(Stack{"layer", shard_.first_layer, shard_.layers, false, false, s_enc,
+                            s_enc * shard_.context_shards, {}, {}});
   } else if (enc_dec) {
     if (!decode_) stacks_.push_back(Stack{"enc.layer", 0, shard_.encoder_layers, false, false, s_enc, s_enc, {}, {}});
     else stacks_.push_back(Stack{"enc.layer", 0, 0, false, false, s_enc, s_enc, {}, {}});  // encoder ran at prefill
@@ -926,8 +969,8 @@ fused::Graph TransformerStep::build() {
       pooler_bias_ = param("head.pooler_bias", 1, d_);
     }
   }
-  Param enc_final;
-  if (enc_dec) enc_final = param("enc.norm", 1, norm_params());
+  if (enc_dec) enc_final_ = param("enc.norm", 1, norm_params());
+  const Param& enc_final = enc_final_;
   // KV caches: keys and values of every decoder (or encoder-decoder decoder) layer, and the cross-attention
   // keys and values of an encoder-decoder's decoder.
   if (inference_) {
@@ -997,14 +1040,15 @@ fused::Graph TransformerStep::build() {
   };
   auto backward = [&](int micro) {
     const std::string mbp = micro == 0 ? "" : fmt::format("mb{}.", micro);
-    const bool first = micro == 0;
+    const bool first = micro == 0, last = micro == microbatches - 1;
+    micro_ = micro;
     // ---- backward ----
     MicroState& ms = state[static_cast<std::size_t>(micro)];
     const auto& fwd = ms.fwd;
     const auto& enc_out = ms.enc_out;
     const TensorId enc_last = ms.enc_last, enc_stats = ms.enc_stats;
     TensorId dx = shard_.head
-                      ? head_backward(mbp, ms.head, first)
+                      ? head_backward(mbp, ms.head)
                       : points_.stage_input(b_.graph(), Phase::backward,
                                             b_.activation(mbp + "head.bwd.dx",
                                                           norm_tokens(static_cast<double>(mb()) *
@@ -1018,7 +1062,7 @@ fused::Graph TransformerStep::build() {
         if (!d_enc) break;
         const double tokens = static_cast<double>(mb()) * static_cast<double>(st.s);
         dx = norm_backward(OpName{Phase::backward, mbp + "enc", "norm"}, *d_enc, enc_last, enc_stats, tokens,
-                           enc_final, first);
+                           enc_final);
       }
       for (int l = st.first + st.count; l-- > st.first;) {
         BlockFwd use = fwd[si][static_cast<std::size_t>(l - st.first)];
@@ -1026,14 +1070,12 @@ fused::Graph TransformerStep::build() {
           // Full rematerialization: only the block input was kept; run the block forward again first.
           use = forward_block(st, l, use.x, Phase::recompute, mbp, enc_out);
         }
-        dx = backward_block(st, l, use, dx, mbp, first, enc_out, d_enc);
-        if (micro == microbatches - 1) {
-          std::vector<TensorId> grads;
-          for (const Param* p : st.params[static_cast<std::size_t>(l - st.first)].all()) {
-            if (p->grad) grads.push_back(*p->grad);
-          }
-          points_.after_weight_gradients(b_.graph(), l, grads);
-          const BlockParams& bp = st.params[static_cast<std::size_t>(l - st.first)];
+        dx = backward_block(st, l, use, dx, mbp, enc_out, d_enc);
+        // The block's gradients of this microbatch are complete (FSDP reduce-scatters them now; the data-parallel
+        // all-reduce follows the last microbatch).
+        const BlockParams& bp = st.params[static_cast<std::size_t>(l - st.first)];
+        points_.after_weight_gradients(b_.graph(), l, b_.gradient_buffers(bp.all(), micro), first, last);
+        if (last) {
           std::vector<TensorId> norms;
           for (const Param* n : {&bp.norm1, &bp.norm2}) {
             if (n->grad) norms.push_back(*n->grad);
@@ -1046,20 +1088,30 @@ fused::Graph TransformerStep::build() {
         // token's: a vocabulary-parallel table's rows may come from any token).
         const double tokens = static_cast<double>(mb()) * static_cast<double>(st.s);
         std::vector<Access> reads{{gather(-1, Phase::backward, dx), 1}}, writes;
-        const double rows = std::min(1.0, tokens / static_cast<double>(shard_.vocab));
-        reads.push_back({*table_.grad, rows});
-        writes.push_back({*table_.grad, rows});
+        // Under FSDP a table's whole gradient is a fresh buffer per microbatch, written whole (zeros and the added
+        // rows) unless the tied head's weight gradient wrote it first.
+        auto scatter_add = [&](const Param& p, double fraction) {
+          const GradientWrite gw = b_.gradient(p, micro);
+          if (p.shards > 1 && !gw.accumulate) {
+            writes.push_back({gw.tensor, 1});
+            return;
+          }
+          reads.push_back({gw.tensor, fraction});
+          writes.push_back({gw.tensor, fraction});
+        };
+        scatter_add(table_, std::min(1.0, tokens / static_cast<double>(shard_.vocab)));
         if (positions_.elements > 0) {
-          const double pos = std::min(1.0, static_cast<double>(st.s) / static_cast<double>(m_.context));
-          reads.push_back({*positions_.grad, pos});
-          writes.push_back({*positions_.grad, pos});
+          scatter_add(positions_, std::min(1.0, static_cast<double>(st.s) / static_cast<double>(m_.context)));
         }
         b_.vector(OpName{Phase::backward, mbp + (enc_dec ? (si == 0 ? "enc." : "dec.") : "") + "embedding", "lookup"},
                   ir::OpClass::embedding, ir::VectorOp::elementwise, tokens * static_cast<double>(d_), kAdd, reads,
                   writes);
       }
     }
-      if (!shard_.embedding) points_.stage_output(b_.graph(), Phase::backward, dx);  // to the previous stage
+    if (!shard_.embedding) points_.stage_output(b_.graph(), Phase::backward, dx);  // to the previous stage
+    // The embedding and head gradients of a microbatch before the last (FSDP reduce-scatters them now); those
+    // of the last are reduced after the blocks' updates, below.
+    if (!last) points_.after_weight_gradients(b_.graph(), -1, b_.gradient_buffers(embedding_and_head(), micro), first, false);
   };
   // The order of the microbatches' passes: forward then backward of each in turn on one chip; a pipeline
   // stage follows its schedule (pipeline_order, shard.h).
@@ -1074,17 +1126,9 @@ fused::Graph TransformerStep::build() {
                             w_.optimizer);
       }
     }
-    std::vector<const Param*> rest;
-    for (const Param* p : {&table_, &positions_, &types_, &final_norm_, &out_proj_, &lm_dense_, &lm_bias_, &lm_norm_,
-                           &pooler_, &pooler_bias_, &enc_final}) {
-      rest.push_back(p);
-    }
-    for (const Param& p : relative_) rest.push_back(&p);
-    std::vector<TensorId> grads;
-    for (const Param* p : rest) {
-      if (p->elements > 0 && p->grad) grads.push_back(*p->grad);
-    }
-    points_.after_weight_gradients(b_.graph(), -1, grads);
+    const std::vector<const Param*> rest = embedding_and_head();
+    points_.after_weight_gradients(b_.graph(), -1, b_.gradient_buffers(rest, microbatches - 1), microbatches == 1,
+                                   true);
     // Applied to this chip's tokens under sequence parallelism: the final norm and BERT's head transform.
     std::vector<TensorId> sequence_partial;
     for (const Param* p : {&final_norm_, &lm_dense_, &lm_bias_, &lm_norm_}) {

@@ -163,8 +163,7 @@ TEST(Sharding, ABatchThatDoesNotSplitIsBadInput) {
   EXPECT_THROW((void)shard_view(w, make_sharding(w, pod({4}))), ConfigError);
 }
 
-TEST(Sharding, SequenceAxesAndPipelinesAcrossTorusAxesAreRefused) {
-  EXPECT_THROW((void)make_sharding(small(8, mesh({{"sequence", 4}})), pod({4})), ConfigError);
+TEST(Sharding, PipelinesAcrossTorusAxesAreRefused) {
   EXPECT_THROW((void)make_sharding(small(8, mesh({{"pipeline", 4}})), pod({2, 2})), ConfigError);
 }
 
@@ -296,15 +295,17 @@ TEST(Sharding, SequenceParallelismDividesTheActivationsOutsideTheBlocksByTheTens
   EXPECT_EQ(sp_plan->weights, tp_plan->weights);
 }
 
+// The key path of the first error a workload's sharding raises, or "accepted".
+std::string key_of(const WorkloadSpec& w, const PodSpec& p) {
+  try {
+    (void)shard_view(w, make_sharding(w, p));
+  } catch (const ConfigError& e) {
+    return e.diagnostics().front().key_path;
+  }
+  return "accepted";
+}
+
 TEST(Sharding, SequenceParallelismNeedsTheTensorGroupAndWholeSequences) {
-  auto key_of = [](const WorkloadSpec& w, const PodSpec& p) -> std::string {
-    try {
-      (void)shard_view(w, make_sharding(w, p));
-    } catch (const ConfigError& e) {
-      return e.diagnostics().front().key_path;
-    }
-    return "accepted";
-  };
   MeshSpec other = mesh({{"data", 2}, {"tensor", 2}});
   other.rules.push_back(ShardingRuleSpec{"norm_length", {"data"}, {}});
   EXPECT_EQ(key_of(small(4, other), pod({4})), "workload.sharding.norm_length");
@@ -318,7 +319,6 @@ TEST(Sharding, SequenceParallelismNeedsTheTensorGroupAndWholeSequences) {
   WorkloadSpec odd = small(2, mesh({{"data", 2}, {"tensor_sequence", 2}}));  // 1 sequence of 127 tokens per chip
   odd.seq_len = 127;
   EXPECT_EQ(key_of(odd, pod({4})), "workload.seq_len");
-  EXPECT_EQ(key_of(small(8, mesh({{"sequence", 4}})), pod({4})), "workload.mesh.sequence");
 }
 
 TEST(Sharding, AVocabularyParallelCrossEntropyAllReducesItsRowStatistics) {
@@ -378,6 +378,205 @@ TEST(Sharding, TensorParallelExpertMlpsReduceTheirPartialSumsLikeDenseOnesWithAn
   EXPECT_EQ(collectives(p, "tp_all_reduce"), (std::pair<double, int>{2 * dgates, 2}));
   EXPECT_EQ(collectives(p, "fwd.tp_all_gather"), (std::pair<double, int>{5 * act / 2, 5}));
   EXPECT_EQ(collectives(p, "bwd.tp_all_gather"), (std::pair<double, int>{10 * act / 2, 10}));
+}
+
+
+// ---- context parallelism (a sequence axis) ----
+
+// Model FLOPs of the instructions of class `cls`.
+double flops_of(const ir::Program& p, ir::OpClass cls) {
+  double f = 0;
+  for (const auto& ins : p.instructions()) f += ins.op_class == cls ? ins.model_flops : 0;
+  return f;
+}
+
+TEST(ContextParallelism, EachChipHoldsItsPartOfEverySequence) {
+  const WorkloadSpec w = small(8, mesh({{"data", 2}, {"sequence", 2}}));
+  const ShardView s = shard_view(w, make_sharding(w, pod({4})));
+  EXPECT_EQ(s.batch, 4);   // 8 over data 2; the sequence axis does not split the batch
+  EXPECT_EQ(s.seq_len, 64);  // 128 over sequence 2
+  EXPECT_EQ(s.context_shards, 2);
+  EXPECT_EQ(s.heads, 4);
+}
+
+TEST(ContextParallelism, KeysAndValuesAreGatheredOverTheSequenceGroupAndTheirGradientsReduceScattered) {
+  // 4 sequences of 64 of 128 tokens per chip, 4 kv heads of 64, bf16: K and V of this chip's positions are
+  // 4 x 64 x 256 x 2 bytes each; the gradients of every position's, 4 x 128 x 256 x 2 bytes each.
+  const LoweredWorkload l = lower(small(8, mesh({{"data", 2}, {"sequence", 2}})), roomy(), pod({4}));
+  const ir::Program& p = l.programs.programs[0];
+  const double kv = 4 * 64 * 256 * 2, dkv = 4 * 128 * 256 * 2;
+  // Per block: gathered before the attention (forward), and again for its backward (only this chip's part was
+  // kept); the gradients reduce-scattered after it.
+  EXPECT_EQ(collectives(p, "fwd.cp_all_gather"), (std::pair<double, int>{2 * 2 * kv, 2}));
+  EXPECT_EQ(collectives(p, "bwd.cp_all_gather"), (std::pair<double, int>{2 * 2 * kv, 2}));
+  EXPECT_EQ(collectives(p, "bwd.cp_reduce_scatter"), (std::pair<double, int>{2 * 2 * dkv, 2}));
+  // Over the sequence pair: the most communication-heavy axis here, on neighbouring chips (0-1, 2-3).
+  for (const char* kind : {"cp_all_gather", "cp_reduce_scatter"}) {
+    for (const ir::CollectiveGroup& g : groups_of(l, kind)) EXPECT_EQ(g, group({2, 1, 1}, {1, 1, 1}));
+  }
+  // The attention reads every position's keys: 64 queries by 128 keys per product.
+  bool seen = false;
+  for (const auto& ins : p.instructions()) {
+    if (p.label_of(ins) != "layer0.fwd.attention.qk") continue;
+    EXPECT_EQ(ins.m, 64);
+    EXPECT_EQ(ins.n, 128);
+    seen = true;
+  }
+  EXPECT_TRUE(seen);
+  // Full rematerialization gathers them for the recomputed forward instead.
+  WorkloadSpec full = small(8, mesh({{"data", 2}, {"sequence", 2}}));
+  full.remat = Remat::full;
+  const LoweredWorkload lf = lower(full, roomy(), pod({4}));
+  const ir::Program& q = lf.programs.programs[0];
+  EXPECT_EQ(collectives(q, "remat.cp_all_gather"), (std::pair<double, int>{2 * 2 * kv, 2}));
+  EXPECT_EQ(collectives(q, "bwd.cp_all_gather").second, 0);
+}
+
+TEST(ContextParallelism, GradientsAreReducedOverTheSequenceGroupLikeDataParallelism) {
+  // Replicated parameters: every f32 gradient all-reduced over data x sequence (adjacent: one group of 4).
+  const WorkloadSpec w = small(8, mesh({{"data", 2}, {"sequence", 2}}));
+  const LoweredWorkload l = lower(w, roomy(), pod({4}));
+  EXPECT_EQ(collectives(l.programs.programs[0], "dp_all_reduce"),
+            (std::pair<double, int>{4.0 * parameter_count(w.model), 3}));
+  for (const ir::CollectiveGroup& g : groups_of(l, "dp_all_reduce")) EXPECT_EQ(g, group({4, 1, 1}, {1, 1, 1}));
+  // With FSDP: reduce-scattered over fsdp, then the shards all-reduced over the sequence pair.
+  const LoweredWorkload f = lower(small(8, mesh({{"fsdp", 2}, {"sequence", 2}})), roomy(), pod({4}));
+  EXPECT_EQ(collectives(f.programs.programs[0], "fsdp_reduce_scatter"),
+            (std::pair<double, int>{4.0 * parameter_count(w.model), 3}));
+  EXPECT_EQ(collectives(f.programs.programs[0], "dp_all_reduce"),
+            (std::pair<double, int>{4.0 * parameter_count(w.model) / 2, 3}));
+  for (const ir::CollectiveGroup& g : groups_of(f, "dp_all_reduce")) EXPECT_EQ(g, group({2, 1, 1}, {1, 1, 1}));
+  // Named in the embed rule too, the sequence axis shards the parameters (FSDP over it): no all-reduce left.
+  MeshSpec fsdp_cp = mesh({{"sequence", 4}});
+  fsdp_cp.rules.push_back(ShardingRuleSpec{"embed", {"sequence"}, {}});
+  const LoweredWorkload z = lower(small(8, fsdp_cp), roomy(), pod({4}));
+  EXPECT_EQ(collectives(z.programs.programs[0], "fsdp_reduce_scatter"),
+            (std::pair<double, int>{4.0 * parameter_count(w.model), 3}));
+  EXPECT_EQ(collectives(z.programs.programs[0], "dp_all_reduce").second, 0);
+}
+
+TEST(ContextParallelism, EachChipDoesOneCthOfTheAttentionAndOfEveryMatmul) {
+  // One chip with 8 whole sequences, and 4 chips with a quarter of each. Attention model FLOPs of a training
+  // step: 2 blocks x 3 x (Q K^T and P V: 2 x 2 b h s s d_head) = 2 x 12 x 8 x 4 x 128 x 128 x 64 on the one
+  // chip. (Causal masking skips nothing in tpusim's count, so a chip's 32 queries by 128 keys are a quarter
+  // whichever positions it holds.)
+  const LoweredWorkload one = lower(small(8, MeshSpec{}), roomy(), pod({1}));
+  const LoweredWorkload cp = lower(small(8, mesh({{"sequence", 4}})), roomy(), pod({4}));
+  const double attention = 2 * 12.0 * 8 * 4 * 128 * 128 * 64;
+  EXPECT_DOUBLE_EQ(flops_of(one.programs.programs[0], ir::OpClass::attention), attention);
+  EXPECT_DOUBLE_EQ(flops_of(cp.programs.programs[0], ir::OpClass::attention), attention / 4);
+  EXPECT_DOUBLE_EQ(cp.programs.programs[0].model_flops(), one.programs.programs[0].model_flops() / 4);
+  EXPECT_DOUBLE_EQ(cp.programs.programs[0].model_flops(), cp.closed_form_model_flops);
+  EXPECT_DOUBLE_EQ(cp.work.tokens, 8 * 128);  // the job's tokens
+}
+
+TEST(ContextParallelism, ActivationsPerChipDivideByTheSequenceAxis) {
+  // Only this chip's positions are kept (the gathered keys and values die after the forward attention), so a
+  // chip holds what data parallelism holds at the same tokens per chip, for flash and unfused attention (its
+  // probabilities: 64 queries x 128 keys, as 1 sequence's 128 x 128 over 2), a quarter of one chip's.
+  for (const AttentionImpl impl : {AttentionImpl::flash, AttentionImpl::unfused}) {
+    WorkloadSpec one = small(4, MeshSpec{}), cp = small(4, mesh({{"sequence", 4}})), dp = small(4, mesh({{"data", 4}}));
+    one.attention = cp.attention = dp.attention = impl;
+    const auto a = plan_memory(one, roomy(), pod({1}));
+    const auto c = plan_memory(cp, roomy(), pod({4}));
+    const auto d = plan_memory(dp, roomy(), pod({4}));
+    ASSERT_TRUE(a && c && d);
+    EXPECT_DOUBLE_EQ(c->activations.as_double(), d->activations.as_double());
+    EXPECT_DOUBLE_EQ(c->activations.as_double(), a->activations.as_double() / 4);
+    EXPECT_EQ(c->weights, a->weights);
+  }
+  // By hand, under full rematerialization (kept: each block's input, the head's input, its norm output and
+  // RMSNorm statistics, and the logits' gradient; 4 x 32 tokens per chip).
+  WorkloadSpec full = small(4, mesh({{"sequence", 4}}));
+  full.remat = Remat::full;
+  const double tokens = 4 * 32, act = tokens * 256 * 2, dlogits = tokens * 2048 * 2;
+  EXPECT_DOUBLE_EQ(plan_memory(full, roomy(), pod({4}))->activations.as_double(), 4 * act + tokens * 4 + dlogits);
+}
+
+TEST(ContextParallelism, NeedsWholeSequencesThatSplit) {
+  EXPECT_EQ(key_of(small(8, mesh({{"sequence", 4}})), pod({4})), "accepted");
+  WorkloadSpec decode = small(8, mesh({{"sequence", 4}}));
+  decode.step = StepKind::decode;
+  EXPECT_EQ(key_of(decode, pod({4})), "workload.mesh.sequence");
+  WorkloadSpec odd = small(8, mesh({{"sequence", 4}}));
+  odd.seq_len = odd.decoder_seq_len = 126;
+  EXPECT_EQ(key_of(odd, pod({4})), "workload.seq_len");
+  // Combined with sequence parallelism on a tensor pair: the tensor group splits this chip's part again.
+  const WorkloadSpec both = small(8, mesh({{"sequence", 2}, {"tensor_sequence", 2}}));
+  const ShardView s = shard_view(both, make_sharding(both, pod({4})));
+  EXPECT_EQ(s.seq_len, 64);
+  EXPECT_EQ(s.sequence_shards, 2);
+}
+
+
+// ---- the whole weight gradient under FSDP ----
+
+// Bytes the instructions labelled `label` write to HBM (over the TensorCores).
+double written(const ir::Program& p, const std::string& label) {
+  double b = 0;
+  for (const auto& ins : p.instructions()) b += p.label_of(ins) == label ? static_cast<double>(ins.hbm_written) : 0;
+  return b;
+}
+
+TEST(FsdpGradients, TheWeightGradientMatmulWritesTheWholeGradientThatTheReduceScatterReads) {
+  // A chip computes the gradient of the whole gathered weight: the QKV projection's is 256 x 768 f32 values,
+  // written whole under FSDP as under data parallelism (it used to count the quarter the chip stores).
+  const LoweredWorkload f = lower(small(8, mesh({{"fsdp", 4}})), roomy(), pod({4}));
+  const LoweredWorkload d = lower(small(8, mesh({{"data", 4}})), roomy(), pod({4}));
+  const ir::Program& p = f.programs.programs[0];
+  EXPECT_DOUBLE_EQ(written(p, "layer0.bwd.qkv.dw"), 256.0 * 768 * 4);
+  EXPECT_DOUBLE_EQ(written(d.programs.programs[0], "layer0.bwd.qkv.dw"), 256.0 * 768 * 4);
+  // The block's reduce-scatter waits for that matmul (it reads the whole gradient).
+  std::vector<std::uint32_t> dw;
+  for (std::uint32_t i = 0; i < p.size(); ++i) {
+    if (p.label_of(p[i]) == "layer0.bwd.qkv.dw") dw.push_back(i);
+  }
+  ASSERT_FALSE(dw.empty());
+  bool waits = false;
+  for (const auto& ins : p.instructions()) {
+    if (p.label_of(ins) != "layer0.bwd.fsdp_reduce_scatter") continue;
+    for (std::uint32_t k = 0; k < ins.dep_count; ++k) {
+      waits |= std::find(dw.begin(), dw.end(), p.deps_of(ins)[k]) != dw.end();
+    }
+  }
+  EXPECT_TRUE(waits);
+}
+
+TEST(FsdpGradients, EachMicrobatchReduceScattersItsWholeGradientIntoTheShard) {
+  // Two microbatches: the shard accumulates (ZeRO-3, MaxText's sharded accumulator), so each microbatch's
+  // whole f32 gradients are reduce-scattered: 2 x (2 blocks + embedding and head), 4 bytes per parameter each.
+  WorkloadSpec w = small(8, mesh({{"data", 2}, {"fsdp", 2}}));
+  w.microbatches = 2;
+  const LoweredWorkload l = lower(w, roomy(), pod({4}));
+  const ir::Program& p = l.programs.programs[0];
+  EXPECT_EQ(collectives(p, "fsdp_reduce_scatter"), (std::pair<double, int>{2 * 4.0 * parameter_count(w.model), 6}));
+  // The data-parallel all-reduce of the accumulated shards, once, after the last microbatch.
+  EXPECT_EQ(collectives(p, "dp_all_reduce"), (std::pair<double, int>{4.0 * parameter_count(w.model) / 2, 3}));
+  // Without FSDP, one all-reduce of the accumulated gradients, as before.
+  WorkloadSpec dp = small(8, mesh({{"data", 4}}));
+  dp.microbatches = 2;
+  const LoweredWorkload ld = lower(dp, roomy(), pod({4}));
+  EXPECT_EQ(collectives(ld.programs.programs[0], "dp_all_reduce"),
+            (std::pair<double, int>{4.0 * parameter_count(w.model), 3}));
+}
+
+TEST(FsdpGradients, ABlocksWholeGradientLivesInTheMemoryPlanUntilItsReduceScatter) {
+  // 1 sequence of 8 tokens per chip and SGD, so the whole gradients dominate the step's live memory: at the
+  // last block's reduce-scatter its whole f32 gradients (norms 2 x 256, qkv 256 x 768, out 256 x 256, up and
+  // down 256 x 1024 each) and the tied table's (2048 x 256, written by the head's weight gradient, reduced at
+  // the end of the step) are live together. Bounds: at least those two; at most those, the data-parallel
+  // chip's whole peak and one block's gathered bf16 weights.
+  auto peak = [](const std::string& axis) {
+    WorkloadSpec w = small(4, mesh({{axis, 4}}));
+    w.seq_len = w.decoder_seq_len = 8;
+    w.optimizer = Optimizer::sgd;
+    const auto plan = plan_memory(w, roomy(), pod({4}));
+    return plan->activations.as_double() + plan->workspace.as_double();
+  };
+  const double block = 2 * 256 + 256 * 768 + 256 * 256 + 2 * 256 * 1024, table = 2048 * 256;
+  const double whole = 4 * (block + table);
+  EXPECT_GE(peak("fsdp"), whole);
+  EXPECT_LE(peak("fsdp"), whole + peak("data") + 2 * block);
 }
 
 }  // namespace

@@ -128,25 +128,28 @@ TEST_F(ShardCli, SequenceParallelismMovesEachTensorAllReduceIntoAGatherAndAScatt
 
 TEST_F(ShardCli, LayoutSearchRunsEveryMeshThatFitsAndRanksThemByStepTime) {
   // With 1800 MiB of HBM per chip, the 2-block GPT-3 XL step fits only with its state sharded by fsdp 4 or
-  // fsdp 2 x tensor 2 (the others need 1.84 to 3.93 GiB): 2 of the 6 meshes of 4 chips run. The 3 meshes with
-  // a tensor axis are tried again with sequence parallelism on it: tensor_sequence 4 fits where tensor 4 does
-  // not (its kept block inputs are a quarter), and fsdp 2 x tensor_sequence 2 fits too.
+  // fsdp 2 x tensor 2 (the others need 1.84 to 3.93 GiB): 2 of the 6 data x fsdp x tensor meshes of 4 chips
+  // run. The 4 meshes with a sequence axis (context parallelism) hold what the same mesh with data in its
+  // place holds, and do not fit either. The 4 meshes with a tensor axis are tried again with sequence
+  // parallelism on it: tensor_sequence 4 fits where tensor 4 does not (its kept block inputs are a quarter),
+  // and fsdp 2 x tensor_sequence 2 fits too.
   const Outcome o = tpusim("layouts " + std::string(kSharded) +
                            " --set workload.model.layers=2 --set chip.hbm.capacity=1800MiB -j 2 -o " +
                            (dir_ / "l").string());
   EXPECT_EQ(o.exit_code, 0) << o.err;
-  EXPECT_NE(o.out.find("9 meshes of 4 chips, 4 ran"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("14 meshes of 4 chips, 4 ran"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("    1  {data: 1, fsdp: 4, tensor: 1}"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("    2  {data: 1, fsdp: 2, tensor: 2}"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("    3  {data: 1, fsdp: 1, tensor_sequence: 4}"), std::string::npos) << o.out;
-  EXPECT_NE(o.out.find("{data: 1, fsdp: 1, tensor: 4}            dropped: needs 1.84 GiB per chip"),
-            std::string::npos)
-      << o.out;
-  EXPECT_NE(o.out.find("{data: 4, fsdp: 1, tensor: 1}            dropped: needs 3.93 GiB per chip"),
-            std::string::npos)
-      << o.out;
+  auto dropped = [&](const std::string& mesh, const std::string& why) {
+    return o.out.find(mesh + std::string(52 - mesh.size() + 1, ' ') + "dropped: " + why) != std::string::npos;
+  };
+  EXPECT_TRUE(dropped("{data: 1, fsdp: 1, tensor: 4}", "needs 1.84 GiB per chip")) << o.out;
+  EXPECT_TRUE(dropped("{data: 4, fsdp: 1, tensor: 1}", "needs 3.93 GiB per chip")) << o.out;
+  EXPECT_TRUE(dropped("{data: 2, fsdp: 2, tensor: 1}", "needs 2.39 GiB per chip")) << o.out;
+  EXPECT_TRUE(dropped("{data: 1, fsdp: 2, tensor: 1, sequence: 2}", "needs 2.39 GiB per chip")) << o.out;
   const std::string csv = slurp(dir_ / "l" / "layouts.csv");
-  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 10);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 15);
 }
 
 }  // namespace

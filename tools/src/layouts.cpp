@@ -73,14 +73,24 @@ int layouts_command(const LayoutsArgs& args, const std::string& self_exe) {
   if (s.workload.model.kind == ModelKind::transformer && s.workload.model.transformer.moe.experts > 0) {
     names.emplace_back("expert");
   }
+  // Sequence and context parallelism apply to training and forward steps of decoder-only or encoder-only
+  // transformers: there a sequence axis (context parallelism) is one more factor, named only where it is
+  // larger than 1.
+  const auto& t = s.workload.model.transformer;
+  const bool whole_sequences = s.workload.model.kind == ModelKind::transformer &&
+                               t.architecture != Architecture::encoder_decoder &&
+                               (s.workload.step == StepKind::train || s.workload.step == StepKind::forward);
+  if (whole_sequences) names.emplace_back("sequence");
   std::vector<Layout> layouts;
   std::vector<std::pair<std::string, int>> cur;
   factor(static_cast<int>(s.pod.chip_count()), names, 0, cur, layouts);
-  // Each mesh with a tensor axis again with Megatron sequence parallelism on it (tensor_sequence), where it
-  // applies: training and forward steps of decoder-only or encoder-only transformers.
-  const auto& t = s.workload.model.transformer;
-  if (s.workload.model.kind == ModelKind::transformer && t.architecture != Architecture::encoder_decoder &&
-      (s.workload.step == StepKind::train || s.workload.step == StepKind::forward)) {
+  for (Layout& l : layouts) {
+    l.axes.erase(std::remove_if(l.axes.begin(), l.axes.end(),
+                                [](const auto& a) { return a.first == "sequence" && a.second == 1; }),
+                 l.axes.end());
+  }
+  // Each mesh with a tensor axis again with Megatron sequence parallelism on it (tensor_sequence).
+  if (whole_sequences) {
     const std::size_t dense = layouts.size();
     for (std::size_t i = 0; i < dense; ++i) {
       Layout sp = layouts[i];
@@ -161,11 +171,11 @@ int layouts_command(const LayoutsArgs& args, const std::string& self_exe) {
   for (const Layout& l : layouts) {
     if (l.ran) {
       ++rank;
-      std::cout << fmt::format("  {:>3}  {:<40} {:>12.6g} s  MFU {:5.1f}%\n", rank, l.mesh(), l.step_time_s,
+      std::cout << fmt::format("  {:>3}  {:<52} {:>12.6g} s  MFU {:5.1f}%\n", rank, l.mesh(), l.step_time_s,
                                100 * l.mfu);
       csv << fmt::format("{},\"{}\",{},{},\n", rank, l.mesh(), l.step_time_s, l.mfu);
     } else {
-      std::cout << fmt::format("    -  {:<40} dropped: {}\n", l.mesh(), l.dropped);
+      std::cout << fmt::format("    -  {:<52} dropped: {}\n", l.mesh(), l.dropped);
       csv << fmt::format(",\"{}\",,,\"{}\"\n", l.mesh(), l.dropped);
     }
   }

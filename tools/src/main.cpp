@@ -83,7 +83,7 @@ int run_main(int argc, char** argv) {
 
   tpusim::tools::LayoutsArgs layouts;
   auto* layouts_cmd = app.add_subcommand(
-      "layouts", "run every data x fsdp x tensor mesh of a whole model on its pod that fits (tensor also as tensor_sequence), ranked by step time");
+      "layouts", "run every data x fsdp x tensor (x expert, x sequence) mesh of a whole model on its pod that fits (tensor also as tensor_sequence), ranked by step time");
   layouts_cmd->add_option("scenario", layouts.scenario, "bundled scenario name or path")->required();
   layouts_cmd->add_option("--set", layouts.overrides, "override a field by dotted path")->allow_extra_args(false);
   layouts_cmd->add_option("-o,--out", layouts.out_dir, "output folder (default: out/<scenario name>-layouts)");

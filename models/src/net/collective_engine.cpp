@@ -111,7 +111,7 @@ void CollectiveEngine::start(std::uint32_t chip, Slot slot, std::uint32_t instr,
 bool CollectiveEngine::sends(std::uint32_t chip, const PlanInfo& info, const kernels::CollectiveSend& send) const {
   if (send.chain.axis < 0) return true;
   const auto a = static_cast<std::size_t>(send.chain.axis);
-  const int n = static_cast<int>(transport_.topology().shape()[a]);
+  const int n = static_cast<int>(transport_.group(info.group).size[a]);  // the line's members
   const int member = transport_.member(chip, info.group, send.chain.axis);
   return kernels::chain_sends(send.chain, kernels::chain_position(member, info.plan.cut[a], n, send.offset[a]), n);
 }
@@ -119,13 +119,17 @@ bool CollectiveEngine::sends(std::uint32_t chip, const PlanInfo& info, const ker
 bool CollectiveEngine::receives(std::uint32_t chip, const PlanInfo& info, const kernels::CollectiveSend& send) const {
   if (send.chain.axis < 0) return true;
   const auto a = static_cast<std::size_t>(send.chain.axis);
-  const int n = static_cast<int>(transport_.topology().shape()[a]);
+  const int n = static_cast<int>(transport_.group(info.group).size[a]);
   const int member = transport_.member(chip, info.group, send.chain.axis);
   const int upstream = kernels::chain_position(member, info.plan.cut[a], n, send.offset[a]) - 1;
   return upstream >= 0 && kernels::chain_sends(send.chain, upstream, n);
 }
 
-// A ring all-reduce / all-gather / reduce-scatter inside the pod (no DCN step).
+// A ring all-reduce / all-gather / reduce-scatter, in the pod or across pods: its DCN stage is a ring over the
+// pods (pod_offset +1 every step), which every chip runs alike too; its route is the two NIC channels. Axes
+// planned as lines (LineChain sends: a mesh axis or a segment, kernels/collectives.h) run aggregated too: not
+// every chip sends at every step, but every step loads the line's first link with the step's bytes, so the
+// busiest link carries the run's bytes summed, as on a ring (README.md).
 bool CollectiveEngine::ring_plan(const kernels::CollectivePlan& plan) {
   if (plan.kind != CollectiveKind::all_reduce && plan.kind != CollectiveKind::all_gather &&
       plan.kind != CollectiveKind::reduce_scatter) {
@@ -135,11 +139,6 @@ bool CollectiveEngine::ring_plan(const kernels::CollectivePlan& plan) {
       plan.algorithm != kernels::CollectiveAlgorithm::ring_unidirectional) {
     return false;
   }
-  for (const kernels::CollectiveStep& step : plan.steps) {
-    for (const kernels::CollectiveSend& send : step.sends) {
-      if (send.pod_offset != 0 || send.chain.axis >= 0) return false;  // chain sends: not every chip sends
-    }
-  }
   return !plan.steps.empty();
 }
 
@@ -147,17 +146,28 @@ bool CollectiveEngine::ring_plan(const kernels::CollectivePlan& plan) {
 // within a run every link of a group carries the same bytes at every step over fixed routes (the transport
 // runs aggregates only on undegraded links without faults), so its steps are synchronous and take, each, the
 // slowest link's time, which one weighted max-min fair flow over all those links reproduces (README.md).
-void CollectiveEngine::split_runs(PlanInfo& info) const {
+void CollectiveEngine::split_runs(PlanInfo& info) {
   info.aggregate = true;
+  // Chain plans: each chip reduces what its receives bring; a step's reduction on the critical path is that of
+  // the chip of a group reducing most in it (every group is congruent: the first one's members stand for all).
+  const std::vector<std::uint32_t>* line_members = info.chains ? &layout(info.group).members.front() : nullptr;
   std::vector<std::pair<TargetId, std::uint64_t>> previous;
+  bool previous_gather = false;
   for (std::size_t s = 0; s < info.plan.steps.size(); ++s) {
     const kernels::CollectiveStep& step = info.plan.steps[s];
     std::vector<std::pair<TargetId, std::uint64_t>> sends;
+    // A line's reduce-scatter keeps its first link busy at every step, its all-gather its last link: a run
+    // holds steps of one phase only, or its busiest link would not be busy at every step of it.
+    bool gather = false;
     for (std::size_t i = 0; i < step.sends.size(); ++i) {
       if (!transport_.stays_home(info.targets[s][i])) sends.emplace_back(info.targets[s][i], step.sends[i].bytes);
+      gather = gather || (step.sends[i].chain.axis >= 0 && step.sends[i].chain.gather);
     }
     std::sort(sends.begin(), sends.end());
-    if (s == 0 || sends != previous) info.runs.emplace_back();
+    if (s == 0 || sends != previous || gather != previous_gather) {
+      info.runs.emplace_back();
+      info.runs.back().first = static_cast<std::uint32_t>(s);
+    }
     Run& run = info.runs.back();
     if (run.steps++ == 0) {
       run.sends = sends;
@@ -165,14 +175,26 @@ void CollectiveEngine::split_runs(PlanInfo& info) const {
       for (std::size_t i = 0; i < sends.size(); ++i) run.sends[i].second += sends[i].second;
     }
     previous = std::move(sends);
-    if (step.reduce_elements > 0) {
-      info.reduce += cycles_to_ticks(
-          vpu_cycles(chip_.vpu, ir::VectorOp::elementwise, static_cast<std::int64_t>(step.reduce_elements)),
-          chip_.clock);
+    previous_gather = gather;
+    std::uint64_t reduce = step.reduce_elements;
+    if (line_members != nullptr) {
+      std::uint64_t most = 0;
+      for (const std::uint32_t m : *line_members) {
+        std::uint64_t e = 0;
+        for (std::size_t i = 0; i < step.sends.size(); ++i) {
+          if (step.sends[i].chain.axis >= 0 && !transport_.stays_home(info.targets[s][i]) &&
+              receives(m, info, step.sends[i])) {
+            e += step.sends[i].chain.reduce_elements;
+          }
+        }
+        most = std::max(most, e);
+      }
+      reduce += most;
     }
-  }
-  for (Run& run : info.runs) {
-    for (const auto& send : run.sends) run.bytes = std::max(run.bytes, send.second);
+    if (reduce > 0) {
+      info.reduce += cycles_to_ticks(
+          vpu_cycles(chip_.vpu, ir::VectorOp::elementwise, static_cast<std::int64_t>(reduce)), chip_.clock);
+    }
   }
 }
 
@@ -230,17 +252,33 @@ void CollectiveEngine::start_run(std::vector<Member> members, std::uint32_t run,
     Tick longest = 0;
     for (const std::uint32_t m : l.members[g]) {
       for (const auto& [target, bytes] : r.sends) {
+        const std::uint64_t sent = info.chains ? chain_bytes(m, info, r, target) : bytes;
+        if (sent == 0) continue;
         longest = std::max(longest, transport_.append_route(m, target, f.path));
-        f.hop_bytes.resize(f.path.size(), bytes);
+        f.hop_bytes.resize(f.path.size(), sent);
+        f.bytes = std::max(f.bytes, sent);
       }
     }
     f.latency = static_cast<Tick>(r.steps) * longest;
   }
-  const TransferId id = transport_.start_aggregate(f.path, f.hop_bytes, r.bytes, f.latency, now);
+  const TransferId id = transport_.start_aggregate(f.path, f.hop_bytes, f.bytes, f.latency, now);
   if (id >= sent_.size()) sent_.resize(static_cast<std::size_t>(id) + 1);
   sent_[id] = Sent{members[0].slot, o.group, o.seq, run, true};
   if (id >= aggregate_members_.size()) aggregate_members_.resize(static_cast<std::size_t>(id) + 1);
   aggregate_members_[id] = std::move(members);
+}
+
+// What `chip` sends under `target` over the steps of run `r` of a chain plan (only where chain_sends() says).
+std::uint64_t CollectiveEngine::chain_bytes(std::uint32_t chip, const PlanInfo& info, const Run& r,
+                                            TargetId target) const {
+  std::uint64_t bytes = 0;
+  for (std::uint32_t s = r.first; s < r.first + r.steps; ++s) {
+    const kernels::CollectiveStep& step = info.plan.steps[s];
+    for (std::size_t i = 0; i < step.sends.size(); ++i) {
+      if (info.targets[s][i] == target && sends(chip, info, step.sends[i])) bytes += step.sends[i].bytes;
+    }
+  }
+  return bytes;
 }
 
 // The next run, or: every member reduces what its steps would have (one VPU reservation of their summed

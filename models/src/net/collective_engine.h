@@ -20,12 +20,14 @@
 //   each only where kernels::chain_sends() says for the chip's place on the line, and expects a chain receive
 //   only where its upstream neighbour sends.
 // - Aggregate (fidelity.collectives = aggregate, when the transport runs aggregates and the plan is congruent:
-//   a ring all-reduce, all-gather or reduce-scatter whose every step sends equal bytes to the same ring
-//   neighbours in the pod): a chip's start-up ends by joining its group's gathering; when the last member
-//   has joined, the group runs as ONE flow over every member's routes to those neighbours carrying the
-//   steps' bytes summed, delivered steps x (the longest of those routes' latencies) after it drains; then
-//   each member reduces the steps' reduce_elements (their VPU time summed, one reservation) and ends
-//   steps x kCollectiveStepSync later. Derivation and agreement with per_step: README.md.
+//   a ring all-reduce, all-gather or reduce-scatter, whose steps send the same bytes to the same ring
+//   neighbours on every chip, or on an axis planned as a line only on the chips chain_sends() names; its DCN
+//   stage a ring over the pods): the steps are cut into runs of identical sends; a chip's start-up ends by
+//   joining its group's gathering; when the last member has joined, each run of the group runs as ONE flow
+//   over every member's routes to those neighbours carrying the bytes the member sends over the run's steps,
+//   delivered steps x (the longest of those routes' latencies) after it drains; after the last run each member
+//   reduces the steps' reductions (their VPU time summed, one reservation) and ends steps x
+//   kCollectiveStepSync later. Derivation and agreement with per_step: README.md.
 // - No SystemC process: the interconnect calls fire_timers() and keeps its kernel event at next_timer().
 #include <cstdint>
 #include <functional>
@@ -93,12 +95,13 @@ class CollectiveEngine {
   struct GroupFlow {  // one run of one group: its members' routes to the run's targets
     std::vector<std::uint32_t> path;
     std::vector<std::uint64_t> hop_bytes;  // [hop]: the run's bytes to the target whose route the hop is on
+    std::uint64_t bytes = 0;               // the largest of hop_bytes
     Tick latency = 0;                      // the run's steps x the longest route's latency
   };
   struct Run {
+    std::uint32_t first = 0;  // the plan's step the run starts at
     std::uint32_t steps = 0;
     std::vector<std::pair<TargetId, std::uint64_t>> sends;  // other-chip targets, bytes summed over the steps
-    std::uint64_t bytes = 0;                                // the largest of them
     std::vector<GroupFlow> flows;                           // [group of the shape], built on use
   };
   struct PlanInfo {
@@ -111,7 +114,7 @@ class CollectiveEngine {
     // targets, each run one flow per group.
     bool aggregate = false;
     std::vector<Run> runs;
-    Tick reduce = 0;  // the steps' reductions on one chip, each rounded as per step
+    Tick reduce = 0;  // the steps' reductions on one chip (chain plans: the one reducing most), each rounded
   };
   struct Layout {  // the groups of one shape (aggregate plans): dense index per chip, members per group
     std::vector<std::uint32_t> group_of_chip;
@@ -178,7 +181,9 @@ class CollectiveEngine {
   void end_step(std::uint32_t chip, Slot slot, Tick now);
   void receive(std::uint32_t chip, const Sent& sent, Tick now);
   [[nodiscard]] static bool ring_plan(const kernels::CollectivePlan& plan);
-  void split_runs(PlanInfo& info) const;
+  void split_runs(PlanInfo& info);
+  [[nodiscard]] std::uint64_t chain_bytes(std::uint32_t chip, const PlanInfo& info, const Run& r,
+                                          TargetId target) const;
   const Layout& layout(GroupId group);
   void join(std::uint32_t chip, Slot slot, Tick now);
   void start_run(std::vector<Member> members, std::uint32_t run, Tick now);

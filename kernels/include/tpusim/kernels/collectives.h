@@ -95,12 +95,23 @@
 //
 // Automatic choice (CollectiveAlgorithm::automatic): all_to_all -> direct up to kAutoDirectMaxBytes (one step),
 // else ring_bidirectional (neighbour links only; faster for large buffers, see above); permute -> ring_unidirectional;
-// all_reduce / reduce_scatter / all_gather -> ring_bidirectional at every size. Measured, not estimated: the
-// calibration all-gather (measurements.md C1, a 16-ring of v5e) runs like the bandwidth-optimal ring at every
-// size, with a latency floor of ~15 us (15 ring steps of ~1 us) even at 512 B per chip, where `direct`
-// (one step of at most 8 hops) would take ~9 us, and at 32 KiB per chip `direct` (DOR loads one link
-// direction with 36 of the 15 blocks' worth) would take ~36 us against the measured 19 us. `direct` stays
-// available by name.
+// all_reduce / reduce_scatter / all_gather -> by closed form: the candidate plan with the smallest
+// estimate_collective_time (below) for this group, kind and size, ties to the earlier candidate:
+//   1. ring_bidirectional (on a group axis that does not wrap, the ring embedded in the line: the last
+//      member's +1 goes back N - 1 hops, so every step waits N - 1 hops);
+//   2. ring_bidirectional with every such axis of 3 to 256 members planned as a line (the LineChain plan of
+//      "Re-planned around failed links" below, cut after the last member, where no link is): the same bytes
+//      per link, one hop per step. On a mesh axis or a segment of a ring it always beats 1 by
+//      (N - 2) hop latencies per step;
+//   3. ring_unidirectional;  4. halving_doubling (power-of-two lengths).
+// Not direct: measurement C1 (measurements.md, a 16-ring of v5e) shows the calibration all-gather running like
+// the bandwidth-optimal ring at every size, with a latency floor of ~15 us (15 ring steps of ~1 us) even at
+// 512 B per chip, where `direct` (one step of at most 8 hops) would take ~9 us by its closed form, which
+// leaves out what the P - 1 sends of a step cost the DMA engines; at 32 KiB per chip `direct` (DOR loads one
+// link direction with 36 of the 15 blocks' worth) would take ~36 us against the measured 19 us. `direct`
+// stays available by name. On a torus ring the ring and halving-doubling have the same hops per phase
+// (1 + 2 + ... + N/2 = N - 1) and halving-doubling more bytes per link, so the ring is chosen there at every
+// size, as C1 measured. The plan records the chosen candidate's estimate (CollectivePlan::estimate).
 //
 // Re-planned around failed links (plan_collective with a FaultSet; ring algorithms, reduce_scatter /
 // all_gather / all_reduce, group axes that close a ring over a whole, untwisted torus axis with stride 1).
@@ -204,9 +215,11 @@ struct CollectivePlan {
   Seconds ideal_time;
   // Bus bandwidth convention (as in NCCL): bus_bytes / time; e.g. all-reduce moves 2 (n-1)/n x size per chip.
   double bus_factor = 1.0;
-  // Planned around failed links (the plan_collective overload with a FaultSet): per torus axis, -1, or the
-  // group member after which the axis's ring is cut (the axis runs as a line, LineChain sends); `replan` says
-  // which alternative the planner chose and `estimate` its alpha-beta network time (plan_network_time).
+  // Planned around failed links (the plan_collective overload with a FaultSet), or a line the automatic choice
+  // planned: per torus axis, -1, or the group member after which the axis's ring is cut (the axis runs as a
+  // line, LineChain sends; length - 1 on an axis that does not wrap); `replan` says which alternative the
+  // fault planner chose and `estimate` its alpha-beta network time (plan_network_time), or, for the automatic
+  // choice, the chosen candidate's estimate_collective_time.
   std::array<int, kMaxAxes> cut{-1, -1, -1};
   enum class Replan : std::uint8_t { none, detour, line } replan = Replan::none;
   Seconds estimate;
@@ -259,7 +272,20 @@ struct CollectivePlan {
 [[nodiscard]] std::optional<Seconds> plan_network_time(const Topology& topo, const CollectivePlan& plan,
                                         const ir::CollectiveGroup& group, const FaultSet& failed);
 
-// The algorithm `automatic` resolves to (rule at the top of this file); any other value is returned as is.
+// The alpha-beta closed form of `plan` over `group` on the healthy topology, without routing a send: per step,
+// (the most bytes any link carries) / link bandwidth + (the most hops a send takes) x hop latency, from the
+// one-axis pattern of each send's offsets (DOR in group space: the shorter way round a ring, a tie the + way;
+// straight along a line; chain sends only from the members chain_sends() names), a strided group's links
+// shared by its lanes; plus the step's DCN bytes / the per-chip DCN rate. The steps summed (lockstep; the DCN
+// latency, the reductions and the runtime's overheads left out: the same for every candidate of the
+// automatic choice but for the step count, which the hop terms dominate). Equals plan_network_time on a
+// healthy topology for single-axis sends.
+[[nodiscard]] Seconds estimate_collective_time(const Topology& topo, const CollectivePlan& plan,
+                                               const ir::CollectiveGroup& group);
+
+// The algorithm `automatic` resolves to by a rule of its own (all_to_all, permute; the other kinds choose by
+// closed form in plan_collective, which this does not do: it answers ring_bidirectional for them); any other
+// value is returned as is.
 inline constexpr std::uint64_t kAutoDirectMaxBytes = 64 * 1024;  // all_to_all only
 [[nodiscard]] CollectiveAlgorithm resolve_algorithm(CollectiveAlgorithm requested, CollectiveKind kind,
                                                     std::uint64_t bytes_per_chip, int pod_group_size);

@@ -5,9 +5,9 @@
 // ShardView and never from the model's full sizes. On a single chip every size is the full size
 // (full_shard). A sharding plan (device mesh and logical-axis rules, issue 9) fills it in per role, e.g. data
 // and FSDP parallelism shrink `batch`, tensor parallelism `heads`, `kv_heads`, `d_ff` and `vocab`, sequence
-// parallelism `sequence_shards`, pipeline parallelism the layer range and the embedding/head flags, expert
-// parallelism `experts`, FSDP `weight_shards`; and it inserts collectives at the points kernels/src/
-// collective_points.h names.
+// parallelism `sequence_shards`, context parallelism `seq_len` (setting `context_shards`), pipeline
+// parallelism the layer range and the embedding/head flags, expert parallelism `experts`, FSDP
+// `weight_shards`; and it inserts collectives at the points kernels/src/collective_points.h names.
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -20,6 +20,8 @@ struct ShardView {
   std::int64_t batch = 0;        // examples (sequences, images) per step on this chip, all microbatches
   int microbatches = 1;          // gradient accumulation slices of `batch`
   std::int64_t seq_len = 0;      // tokens per sequence on this chip (the prompt, for prefill)
+  int context_shards = 1;        // context parallelism: each sequence is split this many ways over the
+                                 // sequence group, so an attention query sees seq_len x context_shards keys
   std::int64_t decoder_seq_len = 0;  // encoder_decoder: decoder tokens per sequence on this chip
   std::int64_t context = 0;      // decode: tokens per sequence already in this chip's KV cache
   int heads = 0;                 // query heads on this chip

@@ -16,7 +16,10 @@
 //                                    an all-gather before the column-parallel matmul and a reduce-scatter after
 //                                    the row-parallel one (the mirror in the backward)
 //   expert   -> expert               experts per chip (all-to-all dispatch and combine)
-//   length   -> sequence             context parallelism of the attention (not lowered: rejected)
+//   length   -> sequence             context parallelism: every sequence's tokens split over the sequence
+//                                    group; the attention all-gathers the keys and values over it (their
+//                                    gradients reduce-scattered); parameters replicated over it (unless embed
+//                                    names it too), their gradients reduced over it like the batch axes
 //   layers   -> pipeline             stages: layers / stages blocks each, the first with the embedding, the
 //                                    last with the head; activations and gradients sent between neighbours,
 //                                    the microbatches in workload.pipeline_schedule's order (shard.h)
@@ -41,7 +44,7 @@ struct ShardingPlan {
   [[nodiscard]] const std::vector<int>& axes(LogicalAxis a) const { return rules[static_cast<std::size_t>(a)]; }
   [[nodiscard]] int shards(LogicalAxis a) const;  // product of the sizes of axes(a)
   // The mesh axes a gradient of a (dense or expert) parameter is reduced over: the batch axes, less `expert`
-  // for expert parameters; and whether FSDP shards them (reduce-scatter over the embed axes).
+  // for expert parameters, and the length axes (FSDP reduce-scatters over those of them that embed names).
   [[nodiscard]] std::vector<int> gradient_axes(bool expert_param) const;
 };
 
