@@ -32,6 +32,9 @@ class RunControl {
   [[nodiscard]] std::uint32_t unfinished() const { return unfinished_; }
   [[nodiscard]] const std::exception_ptr& error() const { return error_; }
   [[nodiscard]] bool tracing() const { return static_cast<bool>(trace_); }
+  // Chips may run ahead of the kernel (chip/chip.h, "Running ahead"; SimOptions::run_ahead).
+  [[nodiscard]] bool run_ahead() const { return run_ahead_; }
+  void set_run_ahead(bool on) { run_ahead_ = on; }
   void trace(const TraceSpan& span) const { trace_(span); }
 
  private:
@@ -41,6 +44,7 @@ class RunControl {
   std::uint64_t activations_ = 0;
   std::uint64_t clock_check_interval_;
   std::uint32_t unfinished_;
+  bool run_ahead_ = true;
   std::exception_ptr error_;
 };
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include <systemc>
@@ -35,6 +36,8 @@ SimResult run(const Scenario& scenario, const ir::ProgramSet& programs, const Si
   const auto chips = static_cast<std::uint32_t>(scenario.pod.chip_count());
   RunControl control(options.progress, options.trace, chips,
                      scenario.fidelity.mxu == MxuFidelity::cycle ? 1 : 4096);
+  const char* run_ahead = std::getenv("TPUSIM_RUN_AHEAD");
+  control.set_run_ahead(options.run_ahead && !(run_ahead != nullptr && std::string(run_ahead) == "off"));
   auto pod = std::make_unique<Pod>("pod", scenario, programs, control, network, registry, options.degraded_chips);
   sc_core::sc_start();
   if (control.error()) std::rethrow_exception(control.error());

@@ -161,7 +161,7 @@ double matmul_array_macs(const MxuSpec& mxu, MatmulShape s, int array) {
   // (cut by cols); every tile also spans `depth` of the third dimension. Tile t = i x inner + j goes to array
   // t mod per_core. Every tile is full but those of the last grid row (rows short by dr) and the last grid
   // column (cols short by dc), so the array's MACs are depth x (its tiles x R x C - the shortfall of its
-  // last-row and last-column tiles), in O(outer) steps rather than O(tiles) (fused instructions have
+  // last-row and last-column tiles), in O(per_core) steps rather than O(tiles) (fused instructions have
   // hundreds of thousands of tiles).
   const bool ws = mxu.dataflow == MxuDataflow::weight_stationary;
   const std::int64_t outer_len = ws ? s.k : s.m, inner_len = s.n, depth = ws ? s.m : s.k;
@@ -170,9 +170,13 @@ double matmul_array_macs(const MxuSpec& mxu, MatmulShape s, int array) {
   const std::int64_t dr = outer * r - outer_len, dc = inner * c - inner_len;
   const auto mod = [p](std::int64_t x) { return ((x % p) + p) % p; };
   const std::int64_t tiles = tiles_on_array(mxu, outer * inner, array);
-  // Tiles of this array in the last grid column (j = inner - 1): i x inner + inner - 1 = array (mod p).
+  // Tiles of this array in the last grid column (j = inner - 1): i x inner + inner - 1 = array (mod p). The
+  // residue repeats with i every p rows, so count each of the first p rows' residues once per period: the rows
+  // i0, i0 + p, ... below outer are ceil((outer - i0) / p).
   std::int64_t last_column = 0;
-  for (std::int64_t i = 0; i < outer; ++i) last_column += mod(i * inner + inner - 1) == array ? 1 : 0;
+  for (std::int64_t i0 = 0; i0 < std::min(outer, p); ++i0) {
+    if (mod(i0 * inner + inner - 1) == array) last_column += ceil_div(outer - i0, p);
+  }
   // Tiles in the last grid row (i = outer - 1): j = array - (outer - 1) x inner (mod p), j < inner.
   const std::int64_t first_j = mod(array - (outer - 1) * inner);
   const std::int64_t last_row = first_j < inner ? (inner - 1 - first_j) / p + 1 : 0;

@@ -230,8 +230,8 @@ int run_command(const RunArgs& args) {
         tracer->write_timeline_svg(fmt::format("{}: unit timeline", scenario.name), out);
       });
       if (tracer->dropped() > 0) {
-        std::cerr << fmt::format("tpusim: trace.json holds the first {} instructions; {} more were not traced\n",
-                                 kMaxTraceSpans, tracer->dropped());
+        std::cerr << fmt::format("tpusim: trace.json holds the first {} instructions of each traced chip; {} more "
+                                 "were not traced\n", tracer->per_chip_limit(), tracer->dropped());
       }
     }
     folder.commit();

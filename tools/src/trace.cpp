@@ -39,14 +39,16 @@ std::set<std::uint32_t> parse_chip_list(const std::string& text, Diagnostics& di
 }
 
 TraceRecorder::TraceRecorder(std::set<std::uint32_t> chips, std::size_t limit)
-    : chips_(std::move(chips)), limit_(limit) {}
+    : chips_(std::move(chips)), per_chip_(std::max<std::size_t>(1, limit / std::max<std::size_t>(1, chips_.size()))) {}
 
 void TraceRecorder::record(const models::TraceSpan& span) {
   if (chips_.count(span.chip) == 0) return;
-  if (spans_.size() >= limit_) {
+  std::size_t& kept = kept_[span.chip];
+  if (kept >= per_chip_) {
     ++dropped_;
     return;
   }
+  ++kept;
   spans_.push_back(span);
 }
 

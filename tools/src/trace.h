@@ -3,6 +3,7 @@
 // trace-event format, which Perfetto (ui.perfetto.dev) and chrome://tracing open. One process per chip, one
 // thread per (TensorCore, unit) queue.
 #include <cstdint>
+#include <map>
 #include <ostream>
 #include <set>
 #include <string>
@@ -19,7 +20,9 @@ namespace tpusim::tools {
 
 class TraceRecorder {
  public:
-  // Spans beyond `limit` are dropped (and counted) so a huge run cannot exhaust memory.
+  // Each chip keeps its first limit / chips spans (at least 1); later ones are dropped (and counted) so a huge
+  // run cannot exhaust memory. A share per chip, not the first `limit` of all, keeps the trace independent of
+  // how the chips' completions interleave (a chip may run ahead of the others: models/src/chip/chip.h).
   TraceRecorder(std::set<std::uint32_t> chips, std::size_t limit);
   void record(const models::TraceSpan& span);
   void write(const ir::ProgramSet& programs, std::ostream& out) const;
@@ -27,10 +30,12 @@ class TraceRecorder {
   // Spans closer than half a pixel merge into one bar, so the file stays small for long runs.
   void write_timeline_svg(const std::string& title, std::ostream& out) const;
   [[nodiscard]] std::size_t dropped() const { return dropped_; }
+  [[nodiscard]] std::size_t per_chip_limit() const { return per_chip_; }
 
  private:
   std::set<std::uint32_t> chips_;
-  std::size_t limit_;
+  std::size_t per_chip_;
+  std::map<std::uint32_t, std::size_t> kept_;  // spans kept per chip
   std::vector<models::TraceSpan> spans_;
   std::size_t dropped_ = 0;
 };

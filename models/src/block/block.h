@@ -8,7 +8,8 @@
 // rules": few pending kernel events). At every activation of its one method the chip calls, on every block,
 // account() with the state the block had since the previous activation, then advance() to bring it to the
 // current time, runs the program's issue loop, and re-arms its single event at the earliest next_event().
-// Calls between blocks happen inside that activation, at sc_time_stamp(), with zero timing annotation.
+// Calls between blocks happen inside that activation, at its tick (ChipContext::now, which is sc_time_stamp()
+// unless the chip runs ahead: chip.h), with zero timing annotation.
 #include <cstdint>
 #include <string>
 
@@ -33,6 +34,10 @@ struct ChipContext {
   RunControl& control;
   const MxuDataflowModel& dataflow;  // the MXU dataflow of chip.mxu.dataflow
   MxuFidelity mxu_fidelity = MxuFidelity::fast;
+  // The tick the chip's current activation runs at: sc_time_stamp() or, while the chip runs ahead of the
+  // kernel (chip.h, "Running ahead"), a later tick. A block that needs the time outside a call that passes it
+  // (a memory taking a request) reads it here, never from the kernel.
+  Tick now = 0;
   // Throws the SimulationError that names the chip, the instruction and its label.
   [[noreturn]] void fail(std::uint32_t instr, const std::string& what) const;
 };

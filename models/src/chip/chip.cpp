@@ -97,12 +97,29 @@ void Chip::attach_ici(net::Interconnect& ici) {
 }
 
 void Chip::run() {
-  if (context_.control.failed()) return;
+  if (context_.control.failed() || reported_) return;
   try {
-    activate(sc_core::sc_time_stamp().value());
+    const Tick kernel = sc_core::sc_time_stamp().value();
+    context_.control.on_activation(kernel);
+    Tick next = activate(kernel, false);
+    while (next != kNever && may_run_ahead()) {
+      const Tick at = next;
+      next = activate(at, true);
+      if (held_) {
+        held_ = false;
+        next = at;
+        break;
+      }
+    }
+    if (next != kNever) wake_.notify(sc_core::sc_time::from_value(next - kernel));
   } catch (...) {
     context_.control.fail(std::current_exception());
   }
+}
+
+bool Chip::may_run_ahead() const {
+  if (!context_.control.run_ahead() || context_.control.failed()) return false;
+  return std::none_of(all_.begin(), all_.end(), [](const Block* b) { return b->awaits_wake(); });
 }
 
 Tick Chip::reserve_vpu(int core, std::uint32_t instr, Tick now, Tick duration) {
@@ -111,21 +128,27 @@ Tick Chip::reserve_vpu(int core, std::uint32_t instr, Tick now, Tick duration) {
   return vpu->reserve_pops(now, duration);
 }
 
-void Chip::activate(Tick now) {
+Tick Chip::activate(Tick now, bool ahead) {
   // Two wakes at the tick of the last completion (the network's delta wake for an ICI completion and the
   // chip's own timed one) may activate a finished chip once more: nothing to do.
-  if (reported_) return;
-  context_.control.on_activation(now);
+  if (reported_) return kNever;
+  context_.now = now;
   Activity activity = Activity::idle;
   for (const Block* b : all_) activity = std::max(activity, b->activity(now));
   sequencer_.account(now, activity);
   for (Block* b : all_) b->account(now);
   for (Block* b : all_) b->advance(now);
-  sequencer_.run(now, retire_order_);
+  // Ahead, an activation that finishes the program reports it from the kernel at its tick, like one that
+  // would start an ICI instruction (the run control counts unfinished chips at the kernel's time).
+  const bool ran = sequencer_.run(now, retire_order_, ahead);
+  if (ahead && (!ran || sequencer_.finished())) {
+    held_ = true;
+    return now;
+  }
   if (sequencer_.finished()) {
     context_.control.chip_finished();
     reported_ = true;
-    return;
+    return kNever;
   }
   sequencer_.classify(now);
   Tick next = kNever;
@@ -135,10 +158,10 @@ void Chip::activate(Tick now) {
     waiting = waiting || b->awaits_wake();
   }
   if (next == kNever) {
-    if (waiting) return;  // the interconnect wakes the chip when its instruction completes
+    if (waiting) return kNever;  // the interconnect wakes the chip when its instruction completes
     sequencer_.deadlock();
   }
-  wake_.notify(sc_core::sc_time::from_value(next - now));
+  return next;
 }
 
 ChipCounters Chip::collect() const {

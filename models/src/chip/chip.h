@@ -9,6 +9,17 @@
 // earliest next time. This is the "local queue behind one kernel event" of DESIGN.md: the kernel holds one
 // pending event per chip, whatever the number of blocks and transfers. The interconnect wakes the chip by
 // notifying wake(); attach_ici() is the seam to it.
+//
+// Running ahead: while no ICI instruction of the chip is in flight, nothing outside the chip can act on it (the
+// interconnect calls into a chip, waking it or reserving its VPU, only for an ICI instruction the chip
+// started), so its next activations depend on its own state alone. One kernel activation then runs the
+// chip's following activations too, each at its own tick (ChipContext::now), as long as that holds, and stops
+// before one that would start an instruction acting outside the chip (Sequencer::run's `hold`) or that
+// finishes the program; that activation runs at its tick from the kernel, as it did before. Every chip
+// activation computes what it computed before, at the same tick: only the kernel's events between them are
+// saved, and the chip's blocks stay in the cache from one activation to the next. Its instructions complete
+// (SimOptions::trace) in the same order as before, but earlier relative to other chips'. Off with
+// SimOptions::run_ahead false (TPUSIM_RUN_AHEAD=off), which runs every activation from the kernel.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -61,7 +72,12 @@ class Chip : public sc_core::sc_module, public net::VpuPort {
 
  private:
   void run();
-  void activate(Tick now);
+  // One activation at `now` (ahead: later than the kernel's time). Returns the tick of the next one, or kNever
+  // (waiting for the interconnect, or finished); sets held_ when an activation ahead stopped to run again at
+  // `now` from the kernel.
+  Tick activate(Tick now, bool ahead);
+  // Nothing outside the chip can act on it before its next activation (see "Running ahead").
+  [[nodiscard]] bool may_run_ahead() const;
 
   ChipContext context_;
   std::vector<std::unique_ptr<Block>> blocks_;  // chip-level, in composition order (TensorCores own theirs)
@@ -70,6 +86,7 @@ class Chip : public sc_core::sc_module, public net::VpuPort {
   std::vector<ResultDrain*> vpus_;              // by TensorCore (nullptr: no VPU there)
   Sequencer sequencer_;
   bool reported_ = false;  // finished, and told the run control
+  bool held_ = false;
   sc_core::sc_event wake_{"wake"};  // named: an unnamed event costs the chip a unique-name generator
 };
 

@@ -23,6 +23,10 @@ Sequencer::Sequencer(const ChipContext& chip, const ProgramIndex& index)
       queues_(static_cast<std::size_t>(index.layout().count())),
       vmem_(static_cast<std::size_t>(chip.spec.tensorcores), nullptr),
       remaining_(program_.size()) {
+  for (int q = 0; q < index.layout().count(); ++q) {
+    const ir::UnitKind unit = index.layout().unit(q);
+    if (unit == ir::UnitKind::ici || unit == ir::UnitKind::sync) outside_queues_.push_back(q);
+  }
   const auto cores = static_cast<std::size_t>(chip.spec.tensorcores);
   for (HwUnit u : {HwUnit::mxu, HwUnit::vpu, HwUnit::dma, HwUnit::host, HwUnit::sparsecore}) {
     const std::size_t instances = u == HwUnit::mxu || u == HwUnit::vpu ? cores : 1;
@@ -81,16 +85,31 @@ void Sequencer::account(Tick now, Activity activity) {
   }
 }
 
-void Sequencer::run(Tick now, const std::vector<InstructionUnit*>& units) {
+bool Sequencer::run(Tick now, const std::vector<InstructionUnit*>& units, bool hold) {
   bool progress = true;
   while (progress) {
     progress = false;
     for (InstructionUnit* u : units) progress = u->retire(now, *this) || progress;
+    // Only a barrier completes inside an issue round, so without one starting, what an ICI queue could
+    // start cannot change during the round: checking before it is enough.
+    if (hold && outside_ready(now)) return false;
     for (int q = 0; q < static_cast<int>(queues_.size()); ++q) {
       while (try_issue(q, now)) progress = true;
     }
   }
   if (remaining_ == 0) counters_.finish = now;
+  return true;
+}
+
+bool Sequencer::outside_ready(Tick now) const {
+  for (const int q : outside_queues_) {
+    const QueueState& state = queues_[static_cast<std::size_t>(q)];
+    const auto& queue = index_.queue(q);
+    if (state.cursor >= queue.size()) continue;
+    if (state.unit != nullptr && !state.unit->can_start(state.lane, now)) continue;
+    if (dependencies_done(program_[queue[state.cursor]], q)) return true;
+  }
+  return false;
 }
 
 // Per unit instance: busy if any of its queues has work in flight; then `slots` if a queue's next instruction

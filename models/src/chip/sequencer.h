@@ -30,8 +30,13 @@ class Sequencer final : public CompletionSink {
 
   // The interval since the previous activation ends at `now`; the chip was doing `activity`.
   void account(Tick now, Activity activity);
-  // Retires what has finished (asking `units` in order) and starts what may start, until neither changes.
-  void run(Tick now, const std::vector<InstructionUnit*>& units);
+  // Retires what has finished (asking `units` in order) and starts what may start, until neither changes;
+  // returns true. With `hold` (the chip runs ahead of the kernel: chip.h, "Running ahead") it returns false
+  // instead, before an issue round in which an instruction that acts outside the chip could start (the ICI
+  // queue's next one, which starts in the interconnect, or a barrier, which completes within the round):
+  // the chip then runs the activation again at the kernel's time, whose retiring finds nothing new and whose
+  // issue rounds are the ones this call would have run.
+  bool run(Tick now, const std::vector<InstructionUnit*>& units, bool hold = false);
   [[nodiscard]] bool finished() const { return remaining_ == 0; }
   // Each unit instance's state for the interval starting now (after the activation's issues).
   void classify(Tick now);
@@ -74,6 +79,8 @@ class Sequencer final : public CompletionSink {
   };
 
   bool try_issue(int queue, Tick now);
+  // The next instruction of an ICI queue or of the barrier queue could start now (run's `hold`).
+  [[nodiscard]] bool outside_ready(Tick now) const;
   void start(int queue, std::uint32_t instr, Tick now);
   [[nodiscard]] bool dependencies_done(const ir::Instruction& ins, int queue) const;
   // The first dependency of `ins` (in queue `queue`) not yet completed, as its queue; -1 if none.
@@ -83,6 +90,7 @@ class Sequencer final : public CompletionSink {
   const ProgramIndex& index_;
   const ir::Program& program_;
   std::vector<QueueState> queues_;
+  std::vector<int> outside_queues_;  // the ICI and barrier (sync) queues, for run's `hold`
   std::vector<VmemSpace*> vmem_;  // by TensorCore
   std::size_t remaining_;
   Tick last_account_ = 0;

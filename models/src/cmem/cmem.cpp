@@ -9,7 +9,7 @@ namespace {
 class Cmem final : public MemoryBlock {
  public:
   Cmem(const sc_core::sc_module_name& name, const BlockBuild& b)
-      : MemoryBlock(name, BlockKind::cmem, b.block.name, 0, ir::Memory::cmem,
+      : MemoryBlock(name, b.chip, BlockKind::cmem, b.block.name, 0, ir::Memory::cmem,
                     b.chip.spec.cmem.bandwidth) {
     add_scheduler(b.chip.spec.cmem.scheduler, b.chip.spec.cmem.bandwidth.value());
   }

@@ -14,7 +14,7 @@ namespace {
 class Hbm final : public MemoryBlock {
  public:
   Hbm(const sc_core::sc_module_name& name, const BlockBuild& b)
-      : MemoryBlock(name, BlockKind::hbm, b.block.name, 0, ir::Memory::hbm, b.chip.spec.hbm.bandwidth),
+      : MemoryBlock(name, b.chip, BlockKind::hbm, b.block.name, 0, ir::Memory::hbm, b.chip.spec.hbm.bandwidth),
         spec_(b.chip.spec.hbm) {
     add_scheduler(spec_.scheduler, spec_.bandwidth.value() * spec_.efficiency, spec_.turnaround);
   }

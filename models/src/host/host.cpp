@@ -19,7 +19,7 @@ namespace {
 class Host final : public MemoryBlock, public InstructionUnit, private tlm::tlm_bw_transport_if<> {
  public:
   Host(const sc_core::sc_module_name& name, const BlockBuild& b)
-      : MemoryBlock(name, BlockKind::host, b.block.name, 0, ir::Memory::host, b.chip.spec.host.pcie_bandwidth),
+      : MemoryBlock(name, b.chip, BlockKind::host, b.block.name, 0, ir::Memory::host, b.chip.spec.host.pcie_bandwidth),
         engine_(kHostTransfersInFlight, kHostEngine),
         local_(local_port(*this)) {
     in_ = add_scheduler(MemoryScheduler::shared, b.chip.spec.host.pcie_bandwidth.value());

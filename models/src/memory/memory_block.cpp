@@ -32,9 +32,9 @@ void prepare_transfer(tlm::tlm_generic_payload& gp, const Transfer& t, ir::Memor
   gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
 }
 
-MemoryBlock::MemoryBlock(const sc_core::sc_module_name& name, BlockKind kind, const std::string& block, int instance,
-                         ir::Memory memory, BytesPerSecond nominal)
-    : Block(name, kind, block, instance), socket("socket"), memory_(memory), nominal_(nominal) {
+MemoryBlock::MemoryBlock(const sc_core::sc_module_name& name, const ChipContext& chip, BlockKind kind,
+                         const std::string& block, int instance, ir::Memory memory, BytesPerSecond nominal)
+    : Block(name, kind, block, instance), socket("socket"), chip_(chip), memory_(memory), nominal_(nominal) {
   socket.register_nb_transport_fw(this, &MemoryBlock::nb_transport_fw);
 }
 
@@ -65,7 +65,7 @@ tlm::tlm_sync_enum MemoryBlock::nb_transport_fw(int socket_id, tlm::tlm_generic_
   if (phase != tlm::BEGIN_REQ) throw std::logic_error("memory: unexpected phase on the forward path");
   const Transfer* t = gp.get_extension<Transfer>();
   if (t == nullptr) throw std::logic_error("memory: a transfer without its Transfer extension");
-  const Tick now = sc_core::sc_time_stamp().value();
+  const Tick now = chip_.now;
   const Admission a = admit(gp, *t);
   if (a.latency == 0 && a.volume <= 0) {  // nothing to wait for, nothing to move
     gp.set_response_status(tlm::TLM_OK_RESPONSE);

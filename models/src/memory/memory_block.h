@@ -25,8 +25,8 @@ class MemoryBlock : public Block, public MemoryTarget, private TagSink {
 
   // `memory` is the IR's name for it; `nominal` its peak bandwidth (an engine sends a transfer between two
   // memories to the slower one, see dma/dma.h).
-  MemoryBlock(const sc_core::sc_module_name& name, BlockKind kind, const std::string& block, int instance,
-              ir::Memory memory, BytesPerSecond nominal);
+  MemoryBlock(const sc_core::sc_module_name& name, const ChipContext& chip, BlockKind kind, const std::string& block,
+              int instance, ir::Memory memory, BytesPerSecond nominal);
 
   [[nodiscard]] ir::Memory memory() const override { return memory_; }
   [[nodiscard]] BytesPerSecond nominal_bandwidth() const override { return nominal_; }
@@ -87,6 +87,7 @@ class MemoryBlock : public Block, public MemoryTarget, private TagSink {
   void done(std::uint32_t tag) override;
   void respond(std::uint32_t entry);
 
+  const ChipContext& chip_;  // its `now`: the tick a request arrives at
   ir::Memory memory_;
   BytesPerSecond nominal_;
   std::vector<std::unique_ptr<BandwidthScheduler>> schedulers_;

@@ -12,7 +12,7 @@
 //
 // The non-blocking form fits a memory whose bandwidth is shared: when a request arrives its completion time is
 // not known (later arrivals slow it down). Every call happens inside the chip's activation (block/block.h),
-// at sc_time_stamp(), with a zero delay. The model is timing-only: the data pointer is null; the command is
+// at its tick (ChipContext::now), with a zero delay. The model is timing-only: the data pointer is null; the command is
 // TLM_WRITE_COMMAND when the transfer writes the target memory from another memory, TLM_READ_COMMAND
 // otherwise; the data length is the payload (capped at 4 GiB - 1; the extension has the whole count).
 #include <cstdint>

@@ -15,7 +15,7 @@ namespace {
 class Vmem final : public MemoryBlock, public VmemSpace {
  public:
   Vmem(const sc_core::sc_module_name& name, const BlockBuild& b)
-      : MemoryBlock(name, BlockKind::vmem, b.block.name, b.instance, ir::Memory::vmem,
+      : MemoryBlock(name, b.chip, BlockKind::vmem, b.block.name, b.instance, ir::Memory::vmem,
                     b.chip.spec.vmem.bandwidth),
         capacity_(b.chip.spec.vmem.capacity.count()) {
     add_scheduler(b.chip.spec.vmem.scheduler, b.chip.spec.vmem.bandwidth.value());

@@ -152,7 +152,9 @@ struct SimResult {
   TimeBreakdown breakdown;        // mean over chips
   std::vector<ChipResult> chips;  // indexed by chip id
 
-  std::uint64_t kernel_events = 0;  // timed SystemC events that fired (each wakes one chip process)
+  // Timed SystemC events that fired: each wakes one chip process (which may run several of the chip's
+  // activations, models/README.md "Running ahead") or the interconnect's.
+  std::uint64_t kernel_events = 0;
   std::uint64_t delta_cycles = 0;   // sc_delta_count() at the end
   double wall_seconds = 0;          // elaboration + simulation
 

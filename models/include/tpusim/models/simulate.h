@@ -62,8 +62,9 @@ struct TimedLinkFault {
 struct SimOptions {
   // Optional; called from inside the simulation with the simulated time, at most about once per wall second.
   std::function<void(double sim_seconds)> progress;
-  // Optional; called as each instruction completes (per chip in completion order; chips interleave). Costs
-  // one branch per instruction when unset. Filter chips in the callback for big pods.
+  // Optional; called as each instruction completes (per chip in completion order; chips interleave, and a
+  // chip running ahead, models/README.md "Running ahead", reports before other chips' earlier completions).
+  // Costs one branch per instruction when unset. Filter chips in the callback for big pods.
   std::function<void(const TraceSpan&)> trace;
   // Links and chips failed for the whole step (a fault the job reroutes around, tools/src/job_run.cpp); needs
   // fidelity.routing fault_aware, which routes around them; collectives are planned for the surviving graph
@@ -74,6 +75,10 @@ struct SimOptions {
   // Cables failing inside the step, and what happens to the transfers in flight on them.
   std::vector<TimedLinkFault> timed_links;
   InFlightPolicy in_flight = InFlightPolicy::retransmit;
+  // A chip with no ICI instruction in flight runs its next activations within one kernel event (models/README.md,
+  // "Running ahead"): the outputs are the same either way, only faster. false runs every activation from the
+  // kernel, as does the environment variable TPUSIM_RUN_AHEAD=off (to compare the two on any command).
+  bool run_ahead = true;
 };
 
 // Runs every chip of scenario.pod (chips are independent until the interconnect is modelled) on the program
