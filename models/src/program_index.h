@@ -3,8 +3,8 @@
 // goes to and its position there. Chips then keep only a cursor and a completion count per queue, and an
 // instruction's dependency d is done exactly when completed[queue_of(d)] > position(d), because every queue
 // completes its instructions in program order; the ICI queue, whose in-flight instructions complete in any
-// order, adds a 64-bit window of positions completed ahead of the count (Sequencer::QueueState). This keeps
-// per-chip state O(queues), not O(instructions).
+// order, adds the positions completed ahead of the count (Sequencer::QueueState: a 64-bit window, and a list
+// for those further ahead). This keeps per-chip state O(queues + ICI instructions completed out of order).
 #include <bitset>
 #include <cstdint>
 #include <vector>

@@ -179,5 +179,50 @@ TEST(TimedLinkFault, ChunkedLoseResendsTheWholeTransfersAtDetection) {
   (void)check_lose(torus(LinkFidelity::chunked), kTick + 1e-3);
 }
 
+// Regression (issue 10: a sharded GPT-3 step deadlocked with `in_flight: lose`): while one collective waits for
+// its lost sends (until detection) the chip's other ICI slots keep running the instructions behind it, which
+// may complete more than 64 queue positions past it. Here a 256 MiB all-reduce over x (its ring's step 0 cut
+// and lost at the tick, resent at detection 5 ms later) is followed on the ICI queue by 70 independent 4 KiB
+// all-reduces over y (none crosses an x link) and a 1 us vector op that needs all 71. The y ones complete
+// during the stall, far ahead of the x one; the chip must still see every completion (it lost those past 64
+// positions and deadlocked: "dependencies never complete"). They neither share a link nor hold the VPU when
+// the x one needs it, so the step is the same, to the tick, as the x all-reduce and the vector op alone.
+ir::ProgramSet x_all_reduce_then(int y_collectives) {
+  ir::Program p("stall");
+  ir::Instruction x;
+  x.kind = ir::OpKind::collective;
+  x.collective = CollectiveKind::all_reduce;
+  x.bytes = k256MiB;
+  x.dtype = DType::bf16;
+  x.mesh_axes = 1u << 0;
+  std::vector<std::uint32_t> all{p.add(x, {}, "x.all_reduce")};
+  ir::Instruction y = x;
+  y.bytes = 4096;
+  y.mesh_axes = 1u << 1;
+  for (int i = 0; i < y_collectives; ++i) all.push_back(p.add(y, {}, "y.all_reduce"));
+  p.add(vector_us(1.0), all, "after");
+  return single(std::move(p));
+}
+
+TEST(TimedLinkFault, LoseStallsOneCollectiveWhileMoreThan64LaterOnesComplete) {
+  const Scenario s = torus(LinkFidelity::flow);
+  constexpr int kY = 70;
+  const double detected = kTick + 5e-3;
+  const Topology topo = build_topology(s.pod, s.chip);
+  SimOptions o;
+  o.timed_links.push_back(TimedLinkFault{cable_from(topo, 0), Seconds(kTick), Seconds(detected)});
+  o.in_flight = InFlightPolicy::lose;
+  const double alone = in_child([&] { return simulate(s, x_all_reduce_then(0), o).step_time.value(); });
+  const SimResult r = simulate(s, x_all_reduce_then(kY), o);
+  ASSERT_EQ(r.in_step_faults.size(), 1u);
+  EXPECT_EQ(r.in_step_faults[0].transfers_cut, 2u);
+  EXPECT_EQ(r.in_step_faults[0].lost.count(), r.in_step_faults[0].in_flight.count());
+  ASSERT_EQ(r.collectives.size(), static_cast<std::size_t>(kY) + 1);
+  EXPECT_GT(r.collectives[0].end.value(), detected);
+  for (int i = 1; i <= kY; ++i) EXPECT_LT(r.collectives[static_cast<std::size_t>(i)].end.value(), detected) << i;
+  EXPECT_GT(alone, detected);
+  EXPECT_EQ(r.step_time.value(), alone);
+}
+
 }  // namespace
 }  // namespace tpusim::models::net
