@@ -351,9 +351,12 @@ void print_job(const Scenario& s, const JobOutcome& job, std::ostream& out) {
   for (const FaultStep& f : job.hit_steps) {
     out << fmt::format(
         "    the step with {}: {} (healthy {}); {:.0f} transfers in flight on the cable, {:.0f} B: {:.0f} B "
-        "delivered, {:.0f} B retransmitted, {:.0f} B lost (sent again at detection, {} into the step)\n",
+        "delivered, {:.0f} B retransmitted, {:.0f} B lost{}\n",
         f.what, format_time(Seconds(f.step_time_s)), format_time(job.costs.step), f.transfers_cut, f.in_flight_bytes,
-        f.delivered_bytes, f.retransmitted_bytes, f.lost_bytes, format_time(Seconds(f.detected_s)));
+        f.delivered_bytes, f.retransmitted_bytes, f.lost_bytes,
+        // Lost transfers go again in full at detection; say when only if there were any.
+        f.lost_bytes > 0 ? fmt::format(" (sent again at detection, {} into the step)", format_time(Seconds(f.detected_s)))
+                         : std::string());
   }
   if (r.events.empty()) return;
   out << fmt::format("  fault timeline ({} fault{}):\n", r.events.size(), r.events.size() == 1 ? "" : "s");
