@@ -4,6 +4,7 @@
 // the same call as default_collective_planner()), the VPU time its reductions cost, the runtime's collective
 // overheads, and a fork() helper so a test can compare two simulations (a SystemC kernel runs once per process).
 #include <functional>
+#include <stdexcept>
 #include <vector>
 
 #include "net/simulate_with_planner.h"
@@ -97,6 +98,15 @@ inline CollectiveRun run_collective(const Scenario& s, const ir::ProgramSet& pro
 }
 
 using models::testing::single;
+
+// The + link of the cable from chip `src` along axis 0.
+inline LinkId cable_from(const Topology& topo, std::uint32_t src) {
+  for (std::uint32_t l = 0; l < topo.link_count(); ++l) {
+    const Link& link = topo.link(LinkId(l));
+    if (link.src == ChipId(src) && link.axis == 0 && link.direction == 1) return LinkId(l);
+  }
+  throw std::logic_error("no such link");
+}
 
 // A vector op of `us` microseconds on `core`'s VPU (elementwise on the v4-like 128 x 8 VPU at 1.05 GHz).
 inline ir::Instruction vector_us(double us, int core = 0) {

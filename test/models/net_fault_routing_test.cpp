@@ -19,15 +19,6 @@ Scenario torus4x4(RoutingPolicy routing) {
   return s;
 }
 
-// The + link of the cable from chip `src` along axis 0.
-LinkId cable_from(const Topology& topo, std::uint32_t src) {
-  for (std::uint32_t l = 0; l < topo.link_count(); ++l) {
-    const Link& link = topo.link(LinkId(l));
-    if (link.src == ChipId(src) && link.axis == 0 && link.direction == 1) return LinkId(l);
-  }
-  throw std::logic_error("no such link");
-}
-
 // Which plan a collective around a failed link gets: the planner's choice (the line, kernels/collectives.h
 // "Re-planned around failed links"), or the ring kept as planned without faults (its sends through the cut
 // detour on the router's surviving path).

@@ -16,14 +16,6 @@ using namespace nettest;
 
 constexpr double kTick = 0.5e-6 + 100e-6;  // the collective's start-up + 100 us: inside step 0 of the ring
 
-LinkId cable_from(const Topology& topo, std::uint32_t src) {
-  for (std::uint32_t l = 0; l < topo.link_count(); ++l) {
-    const Link& link = topo.link(LinkId(l));
-    if (link.src == ChipId(src) && link.axis == 0 && link.direction == 1) return LinkId(l);
-  }
-  throw std::logic_error("no such link");
-}
-
 Scenario torus(LinkFidelity links) {
   Scenario s = pod_scenario({4, 4}, true, links);
   s.fidelity.collectives = CollectiveFidelity::per_step;
