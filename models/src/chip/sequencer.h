@@ -64,7 +64,9 @@ class Sequencer final : public CompletionSink {
     [[nodiscard]] bool done(std::uint32_t pos) const {
       if (pos < completed) return true;
       if (pos == completed) return false;
-      if (pos - completed <= 64) return ((ahead >> (pos - completed - 1)) & 1) != 0;
+      if (pos - completed <= 64 && ((ahead >> (pos - completed - 1)) & 1) != 0) return true;
+      // The list keeps a position exactly 64 past the prefix as well: the move below fills bits 0-63 before
+      // the final shift, which leaves bit 63 (completed + 64) empty.
       return std::find(beyond.begin(), beyond.end(), pos) != beyond.end();
     }
     void complete(std::uint32_t pos) {
