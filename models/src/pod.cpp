@@ -34,8 +34,6 @@ void RunControl::fail(std::exception_ptr error) {
   if (!error_) error_ = std::move(error);
 }
 
-namespace {
-
 bool uses_ici(const ir::ProgramSet& programs) {
   for (std::size_t p = 0; p < programs.programs.size(); ++p) {
     bool used = programs.role_of_chip.empty() ? p == 0 : false;
@@ -48,11 +46,9 @@ bool uses_ici(const ir::ProgramSet& programs) {
   return false;
 }
 
-}  // namespace
-
 Pod::Pod(const sc_core::sc_module_name& name, const Scenario& scenario, const ir::ProgramSet& programs,
          RunControl& control, const net::InterconnectOptions& network, const BlockRegistry& registry,
-         const std::vector<ChipDegradation>& degraded_chips)
+         const std::vector<ChipDegradation>& degraded_chips, Mirroring* mirroring)
     : sc_core::sc_module(name),
       scenario_(scenario),
       programs_(programs),
@@ -64,6 +60,7 @@ Pod::Pod(const sc_core::sc_module_name& name, const Scenario& scenario, const ir
     throw std::invalid_argument(fmt::format("the program set assigns roles to {} chips, the pod has {}",
                                             programs.role_of_chip.size(), chips));
   }
+  mirroring_ = mirroring;
   indexes_.resize(programs.programs.size());
   chips_.reserve(static_cast<std::size_t>(chips));
   std::size_t heap_before_chip1 = 0;
@@ -71,12 +68,16 @@ Pod::Pod(const sc_core::sc_module_name& name, const Scenario& scenario, const ir
     // The heap the chips still to build need, mapped at once (elaboration_heap.h): what chip 1 took (chip 0 also
     // built its program's index), plus 1/16 for chips that differ.
     if (c == 1) heap_before_chip1 = heap_in_use();
-    if (c == 2) {
+    if (c == 2 && mirroring == nullptr) {
       const std::size_t now = heap_in_use();
       const std::size_t per_chip = now > heap_before_chip1 ? now - heap_before_chip1 : 0;
       (void)prefault_heap(per_chip * static_cast<std::size_t>(chips - 2) / 16 * 17);
     }
     const auto id = static_cast<std::uint32_t>(c);
+    if (mirroring != nullptr && mirroring->mirrored(id)) {
+      chips_.push_back(nullptr);
+      continue;
+    }
     const std::size_t role = programs.role_of_chip.empty() ? 0 : programs.role_of_chip[id];
     if (role >= programs.programs.size()) {
       throw std::invalid_argument(fmt::format("chip {} runs program {}, which does not exist", id, role));
@@ -106,8 +107,15 @@ Pod::Pod(const sc_core::sc_module_name& name, const Scenario& scenario, const ir
   if (uses_ici(programs)) {
     topology_ = std::make_unique<Topology>(build_topology(scenario.pod, scenario.chip));
     interconnect_ = std::make_unique<net::Interconnect>("ici", *topology_, scenario, programs, network, control);
+    if (mirroring != nullptr) interconnect_->mirror(*mirroring);
     for (std::uint32_t c = 0; c < chips_.size(); ++c) {
-      interconnect_->attach_chip(c, chips_[c]->wake(), *chips_[c]);
+      if (!chips_[c]) continue;
+      if (mirroring != nullptr) {
+        mirroring->attach_representative(c, *chips_[c]);
+        interconnect_->attach_chip(c, chips_[c]->wake(), mirroring->vpu(c));
+      } else {
+        interconnect_->attach_chip(c, chips_[c]->wake(), *chips_[c]);
+      }
       chips_[c]->attach_ici(*interconnect_);
     }
   }
@@ -193,8 +201,13 @@ SimResult Pod::collect() const {
   std::vector<ChipCounters> counters;
   counters.reserve(chips_.size());
   Tick step = 0;
-  for (const auto& chip : chips_) {
-    counters.push_back(chip->collect());
+  for (std::size_t c = 0; c < chips_.size(); ++c) {
+    // A mirrored chip's statistics are its representative's (built before it: a lower id).
+    if (!chips_[c]) {
+      counters.push_back(counters[mirroring_->representative(static_cast<std::uint32_t>(c))]);
+    } else {
+      counters.push_back(chips_[c]->collect());
+    }
     step = std::max(step, counters.back().finish);
   }
   r.step_time = to_seconds(step);

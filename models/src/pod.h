@@ -4,7 +4,8 @@
 // composition with `registry`), wires them to the run's RunControl, and turns the chips' counters into a
 // SimResult at the end. When a program in use has an ICI instruction it also builds the
 // topology (topology/) and the Interconnect (net/), plans the collectives, and attaches every chip's ICI queue
-// to it; otherwise the chips are independent and no topology is needed.
+// to it; otherwise the chips are independent and no topology is needed. With `mirroring` (mirror/mirroring.h)
+// only each translation class's representative is a Chip; a mirror's statistics are its representative's.
 #include <memory>
 #include <vector>
 
@@ -12,6 +13,7 @@
 
 #include "block/registry.h"
 #include "chip/chip.h"
+#include "mirror/mirroring.h"
 #include "net/interconnect.h"
 #include "program_index.h"
 #include "run_control.h"
@@ -22,12 +24,15 @@
 
 namespace tpusim::models {
 
+// Some program a chip runs has an ICI instruction (collective, send/recv, remote DMA).
+[[nodiscard]] bool uses_ici(const ir::ProgramSet& programs);
+
 class Pod : public sc_core::sc_module {
  public:
   // `registry` (normally filled by register_chip_blocks) must outlive the elaboration.
   Pod(const sc_core::sc_module_name& name, const Scenario& scenario, const ir::ProgramSet& programs,
       RunControl& control, const net::InterconnectOptions& network, const BlockRegistry& registry,
-      const std::vector<ChipDegradation>& degraded_chips = {});
+      const std::vector<ChipDegradation>& degraded_chips = {}, Mirroring* mirroring = nullptr);
 
   // The interconnect, or nullptr when no program uses ICI.
   [[nodiscard]] net::Interconnect* interconnect() { return interconnect_.get(); }
@@ -44,7 +49,8 @@ class Pod : public sc_core::sc_module {
   // Degraded chips (stragglers, slow HBM): their own spec and program index each.
   std::vector<std::unique_ptr<ChipSpec>> degraded_specs_;
   std::vector<std::unique_ptr<ProgramIndex>> degraded_indexes_;  // by program; built for programs some chip runs
-  std::vector<std::unique_ptr<Chip>> chips_;
+  std::vector<std::unique_ptr<Chip>> chips_;  // [chip]; null for a mirrored chip
+  Mirroring* mirroring_ = nullptr;
   std::unique_ptr<Topology> topology_;
   std::unique_ptr<net::Interconnect> interconnect_;
 };

@@ -4,14 +4,20 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <systemc>
 
+#include <fmt/format.h>
+
 #include "chip/simulate_with_blocks.h"
+#include "mirror/mirrored_run.h"
+#include "mirror/mirroring.h"
 #include "net/simulate_with_planner.h"
 #include "pod.h"
 #include "run_control.h"
@@ -34,18 +40,58 @@ SimResult run(const Scenario& scenario, const ir::ProgramSet& programs, const Si
   }
 
   const auto chips = static_cast<std::uint32_t>(scenario.pod.chip_count());
-  RunControl control(options.progress, options.trace, chips,
+  // Mirrored chips: the mirrored step runs in a child process; the parent returns here only if it fell back.
+  std::string note;
+  std::optional<TranslationClasses> classes = mirror_classes(scenario, programs, options, network, note);
+  std::optional<MirrorChild> child;
+  if (classes) {
+    child.emplace();
+    if (!child->child()) {
+      note = "fell back to simulating every chip: " + child->fallback();
+      logger_for("pod")->warn("mirrored chips: {}", note);
+      classes.reset();
+    }
+  }
+  std::unique_ptr<Mirroring> mirroring;
+  std::function<void(const TraceSpan&)> trace = options.trace;
+  if (classes && trace) {  // a mirror's spans are its representative's, under its own id
+    trace = [&mirroring, inner = options.trace](const TraceSpan& span) {
+      inner(span);
+      for (const std::uint32_t m : mirroring->mirrors(span.chip)) {
+        TraceSpan copy = span;
+        copy.chip = m;
+        inner(copy);
+      }
+    };
+  }
+  RunControl control(options.progress, trace, classes ? classes->classes : chips,
                      scenario.fidelity.mxu == MxuFidelity::cycle ? 1 : 4096);
   const char* run_ahead = std::getenv("TPUSIM_RUN_AHEAD");
   control.set_run_ahead(options.run_ahead && !(run_ahead != nullptr && std::string(run_ahead) == "off"));
-  auto pod = std::make_unique<Pod>("pod", scenario, programs, control, network, registry, options.degraded_chips);
+  if (classes) {
+    const char* env = std::getenv("TPUSIM_MIRROR");
+    mirroring = std::make_unique<Mirroring>(std::move(*classes), control, env != nullptr && std::string(env) == "mismatch");
+  }
+  auto pod = std::make_unique<Pod>("pod", scenario, programs, control, network, registry, options.degraded_chips,
+                                   mirroring.get());
   sc_core::sc_start();
+  if (mirroring) {
+    if (!control.error() && control.unfinished() == 0) pod->interconnect()->check_mirrors_end();
+    if (mirroring->failed()) child->fall_back(mirroring->failure());
+    // Failed otherwise (an error in the program, an interrupt): the full run would fail alike; report it here.
+    child->verified();
+    const std::uint64_t mirrored = chips - mirroring->classes().classes;
+    note = fmt::format("{} of {} chips simulated, {} mirrored; inputs verified", mirroring->classes().classes, chips,
+                       mirrored);
+  }
   if (control.error()) std::rethrow_exception(control.error());
   if (control.unfinished() > 0) {
     throw std::logic_error("the simulation ran out of events before every chip finished");
   }
 
   SimResult result = pod->collect();
+  result.chips_mirrored = mirroring ? chips - mirroring->classes().classes : 0;
+  result.mirroring = note;
   result.kernel_events = control.activations();
   result.delta_cycles = sc_core::sc_delta_count();
   result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();

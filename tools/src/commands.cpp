@@ -183,6 +183,7 @@ int run_command(const RunArgs& args) {
           result.wall_seconds, result.kernel_events, result.kernel_events / std::max(result.wall_seconds, 1e-9),
           result.instructions_executed, result.instructions_executed / std::max(result.wall_seconds, 1e-9),
           peak_rss_mib());
+      if (!result.mirroring.empty()) std::cerr << "tpusim perf: mirrored chips: " << result.mirroring << "\n";
     }
   } catch (const ConfigError& e) {
     print_config_error(e);

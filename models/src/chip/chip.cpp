@@ -101,6 +101,7 @@ void Chip::run() {
   try {
     const Tick kernel = sc_core::sc_time_stamp().value();
     context_.control.on_activation(kernel);
+    if (kernel == timed_) timed_ran_ = kernel;
     Tick next = activate(kernel, false);
     while (next != kNever && may_run_ahead()) {
       const Tick at = next;
@@ -111,6 +112,7 @@ void Chip::run() {
         break;
       }
     }
+    timed_ = next;
     if (next != kNever) wake_.notify(sc_core::sc_time::from_value(next - kernel));
   } catch (...) {
     context_.control.fail(std::current_exception());

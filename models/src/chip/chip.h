@@ -69,6 +69,10 @@ class Chip : public sc_core::sc_module, public net::VpuPort {
   // MXU's result pops (ResultDrain), after what the VPU holds. It does not wake the chip (the sequencer counts
   // the reserved time, InstructionUnit::busy_between). Fails instruction `instr` if the core has no VPU.
   Tick reserve_vpu(int core, std::uint32_t instr, Tick now, Tick duration) override;
+  // The chip has an activation of its own (its timed event, not a wake by the interconnect) at `now`, pending
+  // or run: what reaches it from outside at that tick meets it in the kernel's process order
+  // (mirror/mirroring.h).
+  [[nodiscard]] bool own_activation_at(Tick now) const { return timed_ == now || timed_ran_ == now; }
 
  private:
   void run();
@@ -87,6 +91,8 @@ class Chip : public sc_core::sc_module, public net::VpuPort {
   Sequencer sequencer_;
   bool reported_ = false;  // finished, and told the run control
   bool held_ = false;
+  Tick timed_ = 0;             // the tick of its own pending event (the first activation is at 0)
+  Tick timed_ran_ = kNever;    // the tick of its last activation by its own event
   sc_core::sc_event wake_{"wake"};  // named: an unnamed event costs the chip a unique-name generator
 };
 

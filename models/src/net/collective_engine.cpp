@@ -319,8 +319,13 @@ void CollectiveEngine::aggregate_delivered(TransferId id, Tick now) {
   for (const Member& m : members) {
     Op& o = op(m.chip, m.slot);
     o.step = static_cast<std::uint32_t>(info.plan.steps.size() - 1);
-    const Tick reduced = info.reduce == 0 ? now : vpus_[m.chip]->reserve_vpu(o.core, o.instr, now, info.reduce);
-    const Tick end = reduced + static_cast<Tick>(info.plan.steps.size()) * to_ticks(kCollectiveStepSync);
+    const Tick syncs = static_cast<Tick>(info.plan.steps.size()) * to_ticks(kCollectiveStepSync);
+    if (info.reduce > 0) {
+      o.reducing = true;
+      reductions_.push_back(Reduction{m.chip, m.slot, o.instr, o.core, info.reduce, syncs, 0});
+      continue;
+    }
+    const Tick end = now + syncs;
     if (end == now) {
       end_step(m.chip, m.slot, now);
     } else {
@@ -372,9 +377,33 @@ void CollectiveEngine::check_step(std::uint32_t chip, Slot slot, Tick now) {
     end_step(chip, slot, now);
     return;
   }
-  const Tick reduced = reduce == 0 ? now : vpus_[chip]->reserve_vpu(o.core, o.instr, now, reduce);
   o.reducing = true;
-  timers_.push(Timer{reduced + sync, timer_seq_++, chip, slot, false});
+  if (reduce == 0) {
+    timers_.push(Timer{now + sync, timer_seq_++, chip, slot, false});
+  } else {
+    reductions_.push_back(Reduction{chip, slot, o.instr, o.core, reduce, sync, 0});
+  }
+}
+
+// A chip's reductions that reach its VPU at one tick reserve it in program order (the order the chip issued
+// their collectives), not in the order the network happened to process them: the outcome of a tick does not
+// depend on the order of the processes that ran in it (which mirrored chips rely on, mirror/mirroring.h).
+// Their timers are pushed in arrival order, as they were when each reserved on arrival.
+void CollectiveEngine::flush_reductions(Tick now) {
+  if (reductions_.empty()) return;
+  order_.resize(reductions_.size());
+  for (std::uint32_t i = 0; i < order_.size(); ++i) order_[i] = i;
+  std::sort(order_.begin(), order_.end(), [&](std::uint32_t a, std::uint32_t b) {
+    const Reduction& x = reductions_[a];
+    const Reduction& y = reductions_[b];
+    return x.chip != y.chip ? x.chip < y.chip : x.instr != y.instr ? x.instr < y.instr : a < b;
+  });
+  for (const std::uint32_t i : order_) {
+    Reduction& r = reductions_[i];
+    r.end = vpus_[r.chip]->reserve_vpu(r.core, r.instr, now, r.duration) + r.after;
+  }
+  for (const Reduction& r : reductions_) timers_.push(Timer{r.end, timer_seq_++, r.chip, r.slot, false});
+  reductions_.clear();
 }
 
 bool CollectiveEngine::fire_timers(Tick now) {

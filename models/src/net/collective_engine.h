@@ -93,6 +93,9 @@ class CollectiveEngine {
   // Ends the start-ups and steps (reduction and synchronisation) due by `now`; false if none was.
   bool fire_timers(Tick now);
   [[nodiscard]] Tick next_timer() const { return timers_.empty() ? kNever : timers_.top().time; }
+  // Reserves the VPUs for the reductions that became due at `now` (each chip's in program order) and times
+  // their ends; the interconnect calls it once it has processed everything at `now`.
+  void flush_reductions(Tick now);
 
  private:
   using GroupId = GroupShapeId;  // collectives match per group shape
@@ -162,6 +165,14 @@ class CollectiveEngine {
     std::uint32_t seq = 0, step = 0;
     bool aggregate = false;  // a run of a group's aggregate flow (step = the run; members in aggregate_members_)
   };
+  struct Reduction {  // due at the current tick, reserved by flush_reductions()
+    std::uint32_t chip;
+    Slot slot;
+    std::uint32_t instr;
+    int core;
+    Tick duration, after;  // the VPU time, and the synchronisation after it
+    Tick end;
+  };
   struct Timer {
     Tick time;
     std::uint64_t seq;
@@ -219,6 +230,8 @@ class CollectiveEngine {
   std::vector<Sent> sent_;                 // by TransferId
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   std::uint64_t timer_seq_ = 0;
+  std::vector<Reduction> reductions_;
+  std::vector<std::uint32_t> order_;  // flush_reductions() scratch
   bool aggregates_;                 // fidelity.collectives = aggregate and the transport runs aggregates
   std::vector<Layout> layouts_;     // [group shape], built on use
   // Aggregate ops whose start-up has ended, per (group shape, seq, group) until the last member joins.

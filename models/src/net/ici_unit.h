@@ -8,6 +8,7 @@
 // Interconnect::start() (between begin_start() and end_start()): its own activation collects the completion
 // before it returns, and a wake after its last instruction would activate a finished chip.
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include <systemc>
@@ -31,7 +32,10 @@ class IciUnits {
 
   explicit IciUnits(std::size_t chips) : slots_(chips * kSlots), count_(chips, 0), wake_(chips, nullptr) {}
 
-  void attach(std::uint32_t chip, sc_core::sc_event& wake) { wake_[chip] = &wake; }
+  // `wake` null: a mirrored chip (mirror/mirroring.h), which nothing wakes; `input` (with mirroring) hears of
+  // every completion that reaches a chip from outside its own start.
+  void attach(std::uint32_t chip, sc_core::sc_event* wake) { wake_[chip] = wake; }
+  void watch_inputs(std::function<void(std::uint32_t chip, Tick now)> input) { input_ = std::move(input); }
 
   // Some instruction is in flight (running, or completed and not yet taken).
   [[nodiscard]] bool busy(std::uint32_t chip) const { return count_[chip] > 0; }
@@ -54,13 +58,26 @@ class IciUnits {
   void end_start() { starting_ = kIdle; }
 
   void finish(std::uint32_t chip, Slot s) {
-    slot(chip, s).done = true;
-    if (chip != starting_) wake_[chip]->notify(sc_core::SC_ZERO_TIME);
+    Entry& e = slot(chip, s);
+    e.done = true;
+    if (!input_) {
+      if (chip != starting_) wake_[chip]->notify(sc_core::SC_ZERO_TIME);
+      return;
+    }
+    e.finished = sc_core::sc_time_stamp().value();  // the network runs at the kernel's time
+    if (chip == starting_) return;
+    input_(chip, e.finished);
+    if (wake_[chip] != nullptr) wake_[chip]->notify(sc_core::SC_ZERO_TIME);
   }
 
   // If an instruction of the chip has completed: returns true with the oldest such (by start) and its start
   // tick, and frees its slot.
   bool take_completed(std::uint32_t chip, std::uint32_t& instr, Tick& started) {
+    Tick finished = 0;
+    return take_completed(chip, instr, started, finished);
+  }
+  // The same, with the tick it finished at (recorded with watch_inputs only).
+  bool take_completed(std::uint32_t chip, std::uint32_t& instr, Tick& started, Tick& finished) {
     if (count_[chip] == 0) return false;
     Entry* oldest = nullptr;
     for (Slot s = 0; s < kSlots; ++s) {
@@ -70,6 +87,7 @@ class IciUnits {
     if (oldest == nullptr) return false;
     instr = oldest->instr;
     started = oldest->started;
+    finished = oldest->finished;
     oldest->instr = kIdle;
     oldest->done = false;
     --count_[chip];
@@ -82,6 +100,7 @@ class IciUnits {
     std::uint32_t instr = kIdle;
     bool done = false;
     Tick started = 0;
+    Tick finished = 0;        // with watch_inputs only
     std::uint64_t order = 0;  // start order
   };
   Entry& slot(std::uint32_t chip, Slot s) { return slots_[static_cast<std::size_t>(chip) * kSlots + s]; }
@@ -92,6 +111,7 @@ class IciUnits {
   std::vector<Entry> slots_;  // [chip][slot]
   std::vector<std::uint8_t> count_;
   std::vector<sc_core::sc_event*> wake_;
+  std::function<void(std::uint32_t, Tick)> input_;
   std::uint32_t starting_ = kIdle;
   std::uint64_t next_order_ = 0;
 };

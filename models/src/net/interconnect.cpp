@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "../mirror/mirroring.h"
 #include "../program_index.h"
 #include "tpusim/models/errors.h"
 
@@ -89,8 +90,9 @@ void Interconnect::sync(Tick now) {
     }
     delivered_.clear();
     const bool timers = collectives_.fire_timers(now);
-    if (!deliveries && !timers && transport_.next_event() > now) return;
+    if (!deliveries && !timers && transport_.next_event() > now) break;
   }
+  collectives_.flush_reductions(now);
 }
 
 void Interconnect::arm(Tick now) {
@@ -102,6 +104,21 @@ void Interconnect::arm(Tick now) {
 
 void Interconnect::start(std::uint32_t chip, std::uint32_t instr, Tick now) {
   sync(now);
+  start_one(chip, instr, now);
+  if (mirroring_ != nullptr) {
+    for (const std::uint32_t m : mirroring_->mirrors(chip)) {
+      if (units_.full(m)) {
+        mirroring_->mismatch(m, fmt::format("its ICI unit is full when its representative starts instruction {}", instr));
+        break;
+      }
+      start_one(m, instr, now);
+    }
+  }
+  collectives_.flush_reductions(now);
+  arm(now);
+}
+
+void Interconnect::start_one(std::uint32_t chip, std::uint32_t instr, Tick now) {
   const std::size_t program = programs_.role_of_chip.empty() ? 0 : programs_.role_of_chip[chip];
   const ir::Instruction& ins = programs_.programs[program][instr];
   const Dispatch& d = dispatch_[program][instr];
@@ -112,7 +129,31 @@ void Interconnect::start(std::uint32_t chip, std::uint32_t instr, Tick now) {
     p2p_.start(chip, slot, ins, d.target, now);
   }
   units_.end_start();
-  arm(now);
+}
+
+void Interconnect::mirror(Mirroring& mirroring) {
+  mirroring_ = &mirroring;
+  units_.watch_inputs([&mirroring](std::uint32_t chip, Tick now) { mirroring.input(chip, now); });
+  for (std::uint32_t c = 0; c < mirroring.classes().representative.size(); ++c) {
+    if (mirroring.mirrored(c)) units_.attach(c, nullptr);
+    collectives_.attach_chip(c, mirroring.vpu(c));
+  }
+}
+
+bool Interconnect::take_mirrored(std::uint32_t chip, std::uint32_t& instr, Tick& started) {
+  Tick finished = 0;
+  if (!units_.take_completed(chip, instr, started, finished)) return false;
+  for (const std::uint32_t m : mirroring_->mirrors(chip)) {
+    std::uint32_t i = 0;
+    Tick s = 0, f = 0;
+    const bool taken = units_.take_completed(m, i, s, f);
+    mirroring_->check_take(m, taken, i, s, f, instr, started, finished);
+  }
+  return true;
+}
+
+void Interconnect::check_mirrors_end() {
+  mirroring_->check_end([this](std::uint32_t c) { return units_.busy(c); });
 }
 
 }  // namespace tpusim::models::net

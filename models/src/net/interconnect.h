@@ -35,6 +35,10 @@
 #include "tpusim/topology/routing.h"
 #include "tpusim/topology/topology.h"
 
+namespace tpusim::models {
+class Mirroring;
+}
+
 namespace tpusim::models::net {
 
 // What the network is built with besides the scenario.
@@ -62,9 +66,14 @@ class Interconnect : public sc_core::sc_module {
   // Wiring, by the pod: the event that wakes chip `chip` when an ICI instruction completes, and the chip's
   // VPUs, which its collectives' reductions reserve.
   void attach_chip(std::uint32_t chip, sc_core::sc_event& wake, VpuPort& vpu) {
-    units_.attach(chip, wake);
+    units_.attach(chip, &wake);
     collectives_.attach_chip(chip, vpu);
   }
+  // Mirrored chips (mirror/mirroring.h): a representative's ICI instructions start on its mirrors too, a
+  // mirror has no wake, every chip's reductions reserve through `mirroring`, and what reaches a mirror is
+  // checked against its representative. Call before attach_chip for the representatives; `mirroring` must
+  // outlive the module.
+  void mirror(Mirroring& mirroring);
 
   // The ICI unit of chip `chip` (ici_unit.h), called from the chip's process at `now`. It keeps up to
   // kIciOperationsInFlight instructions in flight, started in queue order, each completing on its own.
@@ -78,8 +87,11 @@ class Interconnect : public sc_core::sc_module {
   // If an instruction of the chip has completed: returns true with the oldest such and its start tick, and
   // frees its slot. Call until it returns false.
   bool take_completed(std::uint32_t chip, std::uint32_t& instr, Tick& started) {
-    return units_.take_completed(chip, instr, started);
+    if (mirroring_ == nullptr) return units_.take_completed(chip, instr, started);
+    return take_mirrored(chip, instr, started);
   }
+  // Mirroring: every ICI unit is empty (the run has ended; reports to the Mirroring).
+  void check_mirrors_end();
 
   [[nodiscard]] OcsFabric& ocs() { return transport_.ocs(); }
   [[nodiscard]] const char* link_model_name() const { return transport_.link_model_name(); }
@@ -99,6 +111,8 @@ class Interconnect : public sc_core::sc_module {
   };
 
   void run();
+  void start_one(std::uint32_t chip, std::uint32_t instr, Tick now);
+  bool take_mirrored(std::uint32_t chip, std::uint32_t& instr, Tick& started);
   // Brings the links, deliveries and reductions up to `now`, including everything they trigger at `now`.
   void sync(Tick now);
   void arm(Tick now);
@@ -113,6 +127,7 @@ class Interconnect : public sc_core::sc_module {
   std::vector<std::vector<Dispatch>> dispatch_;  // [program][instr], for programs with ICI instructions
   std::vector<TransferId> delivered_;
   sc_core::sc_event event_;
+  Mirroring* mirroring_ = nullptr;
 };
 
 }  // namespace tpusim::models::net

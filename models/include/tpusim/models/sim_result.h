@@ -124,6 +124,11 @@ struct SimResult {
   double hardware_flops = 0;    // same, including recomputation
   FlopsPerSecond peak_flops;    // published bf16 peak x chips (the MFU/HFU denominator)
   std::uint64_t chips_simulated = 0;
+  // Mirrored chips (models/README.md "Mirrored chips"): how many chips ran as mirrors of another, and what
+  // happened ("16 of 4096 chips simulated, 4080 mirrored; inputs verified", why it did not apply, or why it
+  // fell back to simulating every chip). For --perf and benchmarks; not part of the outputs.
+  std::uint64_t chips_mirrored = 0;
+  std::string mirroring;
 
   std::uint64_t instructions_executed = 0;                     // over all chips
   std::array<std::uint64_t, ir::kUnitKinds> instructions_per_unit{};  // indexed by ir::UnitKind

@@ -79,6 +79,13 @@ struct SimOptions {
   // "Running ahead"): the outputs are the same either way, only faster. false runs every activation from the
   // kernel, as does the environment variable TPUSIM_RUN_AHEAD=off (to compare the two on any command).
   bool run_ahead = true;
+  // Mirrored chips (models/README.md "Mirrored chips"): where every chip of a translation class provably runs
+  // the same history, only one per class is simulated and the others mirror it, with their inputs checked
+  // against its own; on any difference the step is simulated again with every chip (the mirrored run runs in
+  // a child process: a SystemC kernel runs once per process). The outputs are the same either way. false, or
+  // the environment variable TPUSIM_MIRROR=off, simulates every chip; TPUSIM_MIRROR=mismatch (tests) makes
+  // the first check fail.
+  bool mirror = true;
 };
 
 // Runs every chip of scenario.pod (chips are independent until the interconnect is modelled) on the program

@@ -1,0 +1,96 @@
+#include "mirror/mirroring.h"
+
+#include <fmt/format.h>
+
+#include "chip/chip.h"
+
+namespace tpusim::models {
+
+class Mirroring::Port final : public net::VpuPort {
+ public:
+  Port(Mirroring& m, std::uint32_t chip) : m_(m), chip_(chip) {}
+  Tick reserve_vpu(int core, std::uint32_t instr, Tick now, Tick duration) override {
+    return m_.reserve(chip_, core, instr, now, duration);
+  }
+
+ private:
+  Mirroring& m_;
+  std::uint32_t chip_;
+};
+
+Mirroring::Mirroring(TranslationClasses classes, RunControl& control, bool inject_mismatch)
+    : classes_(std::move(classes)), control_(control), inject_(inject_mismatch) {
+  const std::size_t chips = classes_.representative.size();
+  mirrors_.resize(chips);
+  class_of_.resize(chips);
+  cursor_.assign(chips, 0);
+  std::vector<std::uint32_t> index(chips, 0);
+  for (std::uint32_t c = 0; c < chips; ++c) {
+    const std::uint32_t rep = classes_.representative[c];
+    if (rep == c) {
+      index[c] = static_cast<std::uint32_t>(log_.size());
+      log_.emplace_back();
+      chip_of_class_.push_back(nullptr);
+    } else {
+      mirrors_[rep].push_back(c);
+    }
+    class_of_[c] = index[rep];  // a representative is its class's lowest chip: indexed before its mirrors
+    ports_.push_back(std::make_unique<Port>(*this, c));
+  }
+}
+
+void Mirroring::attach_representative(std::uint32_t rep, Chip& chip) { chip_of_class_[class_of_[rep]] = &chip; }
+
+void Mirroring::mismatch(std::uint32_t chip, const std::string& what) {
+  if (!failure_.empty()) return;
+  failure_ = fmt::format("chip {} (mirroring chip {}): {}", chip, classes_.representative[chip], what);
+  control_.fail(std::make_exception_ptr(MirrorMismatch(failure_)));
+}
+
+void Mirroring::input(std::uint32_t chip, Tick now) {
+  const Chip* rep = chip_of_class_[class_of_[chip]];
+  if (rep != nullptr && rep->own_activation_at(now)) {
+    mismatch(chip, fmt::format("an ICI input at tick {}, when its representative also has its own activation "
+                               "(the kernel's process order decides)",
+                               now));
+  }
+}
+
+void Mirroring::check_take(std::uint32_t mirror, bool taken, std::uint32_t instr, Tick started, Tick done,
+                           std::uint32_t rep_instr, Tick rep_started, Tick rep_done) {
+  if (inject_) {
+    mismatch(mirror, "injected (TPUSIM_MIRROR=mismatch)");
+    return;
+  }
+  if (!taken) {
+    mismatch(mirror, fmt::format("instruction {} completed on its representative at tick {}, not on the mirror",
+                                 rep_instr, rep_done));
+  } else if (instr != rep_instr || started != rep_started || done != rep_done) {
+    mismatch(mirror, fmt::format("completed instruction {} (started {}, done {}) where its representative "
+                                 "completed {} (started {}, done {})",
+                                 instr, started, done, rep_instr, rep_started, rep_done));
+  }
+}
+
+Tick Mirroring::reserve(std::uint32_t chip, int core, std::uint32_t instr, Tick now, Tick duration) {
+  input(chip, now);
+  std::vector<Reservation>& log = log_[class_of_[chip]];
+  std::size_t& k = cursor_[chip];
+  if (k < log.size()) {
+    const Reservation& r = log[k++];
+    if (r.now != now || r.core != core || r.instr != instr || r.duration != duration) {
+      mismatch(chip, fmt::format("VPU reservation {} (instruction {}, tick {}, {} ticks) where its class made "
+                                 "instruction {}'s at tick {} for {} ticks",
+                                 k - 1, instr, now, duration, r.instr, r.now, r.duration));
+    }
+    return r.end;
+  }
+  // The class's first member to make this reservation makes it on the representative's VPU.
+  Chip* rep = chip_of_class_[class_of_[chip]];
+  const Tick end = rep->reserve_vpu(core, instr, now, duration);
+  log.push_back(Reservation{now, duration, end, instr, core});
+  ++k;
+  return end;
+}
+
+}  // namespace tpusim::models

@@ -1,0 +1,94 @@
+#pragma once
+// Mirrored chips (models/README.md "Mirrored chips"): one representative per translation class
+// (mirror/translation_classes.h) runs as a Chip; each other member of its class (a mirror) has no Chip. The
+// network runs every chip in full: when a representative starts an ICI instruction the interconnect starts
+// it on each of its mirrors at the same tick, and what the network does to a mirror is checked here against
+// what it does to its representative, as it happens:
+//   - completions: when the representative takes a completed ICI instruction (Interconnect::take_completed),
+//     each mirror must have the same instruction completed, started and finished at the same ticks;
+//   - VPU reservations of its collectives' reductions: the k-th of each member of a class must be the class's
+//     k-th (same tick, TensorCore, instruction, duration); the first member to make it reserves the
+//     representative's VPU, the others get the same end;
+//   - same-tick order: a chip's behaviour depends on its inputs alone, except where an input reaches it at a
+//     tick at which the chip has its own (timed) activation, or two reservations reach it at one tick: the
+//     kernel's process order then decides, and may decide differently for a mirror in the full run. Both are
+//     reported as mismatches;
+//   - at the end, every mirror has taken every completion and made every reservation of its representative.
+// The first mismatch fails the run (RunControl::fail with MirrorMismatch); simulate() then runs the step again
+// with every chip simulated (models/src/simulate.cpp).
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "mirror/translation_classes.h"
+#include "net/vpu_port.h"
+#include "run_control.h"
+#include "ticks.h"
+
+namespace tpusim::models {
+
+class Chip;
+
+// A mirror received something its representative did not (or not at the same tick, or not in the same order).
+class MirrorMismatch : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Mirroring {
+ public:
+  // `inject_mismatch` (tests: TPUSIM_MIRROR=mismatch) reports a mismatch at the first completion a mirror takes.
+  Mirroring(TranslationClasses classes, RunControl& control, bool inject_mismatch);
+
+  [[nodiscard]] const TranslationClasses& classes() const { return classes_; }
+  [[nodiscard]] bool mirrored(std::uint32_t chip) const { return classes_.mirrored(chip); }
+  [[nodiscard]] std::uint32_t representative(std::uint32_t chip) const { return classes_.representative[chip]; }
+  [[nodiscard]] const std::vector<std::uint32_t>& mirrors(std::uint32_t rep) const { return mirrors_[rep]; }
+
+  // Wiring, by the pod: a representative's chip, whose VPU its class's reductions reserve.
+  void attach_representative(std::uint32_t rep, Chip& chip);
+  // The VPU port the interconnect reserves chip `chip`'s reductions through (representatives and mirrors).
+  [[nodiscard]] net::VpuPort& vpu(std::uint32_t chip) { return *ports_[chip]; }
+
+  // The network acts on `chip` at `now` from outside the chip's own activation (a completion, a reservation).
+  void input(std::uint32_t chip, Tick now);
+  // Mirror `mirror` took (`taken`) the completion its representative took: instruction, start and finish ticks.
+  void check_take(std::uint32_t mirror, bool taken, std::uint32_t instr, Tick started, Tick done,
+                  std::uint32_t rep_instr, Tick rep_started, Tick rep_done);
+  // Every mirror reserved what its representative did; call after the run (`busy`: a chip's ICI unit still
+  // holds an instruction).
+  template <typename Busy>
+  void check_end(Busy busy) {
+    for (std::uint32_t c = 0; c < classes_.representative.size(); ++c) {
+      if (busy(c)) mismatch(c, "an ICI instruction left in flight at the end");
+      if (cursor_[c] != log_[class_of_[c]].size()) mismatch(c, "fewer VPU reservations than its class");
+    }
+  }
+  void mismatch(std::uint32_t chip, const std::string& what);
+  [[nodiscard]] bool failed() const { return !failure_.empty(); }
+  [[nodiscard]] const std::string& failure() const { return failure_; }
+
+ private:
+  struct Reservation {
+    Tick now, duration, end;
+    std::uint32_t instr;
+    int core;
+  };
+  class Port;
+  Tick reserve(std::uint32_t chip, int core, std::uint32_t instr, Tick now, Tick duration);
+
+  TranslationClasses classes_;
+  RunControl& control_;
+  bool inject_;
+  std::vector<std::vector<std::uint32_t>> mirrors_;  // [representative]
+  std::vector<std::uint32_t> class_of_;              // [chip]: dense class index
+  std::vector<Chip*> chip_of_class_;
+  std::vector<std::vector<Reservation>> log_;        // [class]
+  std::vector<std::size_t> cursor_;                  // [chip]: reservations made
+  std::vector<std::unique_ptr<net::VpuPort>> ports_;  // [chip]
+  std::string failure_;
+};
+
+}  // namespace tpusim::models
