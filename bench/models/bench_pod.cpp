@@ -206,6 +206,7 @@ int train(const std::string& name, const std::vector<std::string>& overrides) {
               static_cast<double>(r.instructions_executed) / r.wall_seconds);
   std::printf("  ICI transfers  %10llu    %12.0f transfers/s (sends of collective steps and aggregate flows, all chips)\n",
               static_cast<unsigned long long>(r.ici_transfers), static_cast<double>(r.ici_transfers) / r.wall_seconds);
+  if (!r.mirroring.empty()) std::printf("  mirrored chips %s\n", r.mirroring.c_str());
   const double rss = peak_rss_mib();
   std::printf("  peak RSS       %10.1f MiB\n", rss);
   const double budget = name == "gpt3-175b-train-v4-pod" ? 30 : name == "gpt3-175b-dp-2x-v4-pod" ? 60 : 0;
