@@ -17,14 +17,13 @@
 
 #include <gtest/gtest.h>
 
+#include "support/same_outputs.h"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using tpusim::testing::read_file;
 
 // Runs `args` with TPUSIM_MIRROR=`mode` into `out`; returns what --perf printed.
 std::string run(const std::string& mode, const std::string& args, const fs::path& out) {
@@ -54,15 +53,7 @@ TEST_P(Mirrored, OutputsAreByteIdenticalToSimulatingEveryChip) {
   const std::string on = run(c.mode, c.args, base / "on");
   EXPECT_NE(on.find("tpusim perf: mirrored chips: " + c.expected), std::string::npos) << on;
   EXPECT_NE(off.find("tpusim perf: mirrored chips: mirrored chips off"), std::string::npos) << off;
-  std::size_t files = 0;
-  for (const auto& entry : fs::directory_iterator(base / "off")) {
-    const fs::path name = entry.path().filename();
-    ASSERT_TRUE(fs::exists(base / "on" / name)) << name << " only without mirroring";
-    EXPECT_TRUE(read_file(entry.path()) == read_file(base / "on" / name)) << name << " differs";
-    ++files;
-  }
-  const auto on_files = std::distance(fs::directory_iterator(base / "on"), fs::directory_iterator());
-  EXPECT_EQ(files, static_cast<std::size_t>(on_files));
+  const std::size_t files = tpusim::testing::expect_same_outputs(base / "off", base / "on");
   EXPECT_GE(files, 5u);  // summary.json, chips.csv, links.csv, trace.json, timeline.svg at least
   fs::remove_all(base);
 }

@@ -18,14 +18,13 @@
 
 #include <gtest/gtest.h>
 
+#include "support/same_outputs.h"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using tpusim::testing::read_file;
 
 // Runs `args` with TPUSIM_RUN_AHEAD=`mode` into `out`; returns the kernel events --perf printed (0 if none).
 unsigned long long run(const std::string& mode, const std::string& args, const fs::path& out) {
@@ -49,15 +48,7 @@ TEST_P(RunAhead, OutputsAreByteIdenticalWithFewerKernelEvents) {
   fs::create_directories(base);
   const unsigned long long off = run("off", args, base / "off");
   const unsigned long long on = run("on", args, base / "on");
-  std::size_t files = 0;
-  for (const auto& entry : fs::directory_iterator(base / "off")) {
-    const fs::path name = entry.path().filename();
-    ASSERT_TRUE(fs::exists(base / "on" / name)) << name << " only without running ahead";
-    EXPECT_TRUE(read_file(entry.path()) == read_file(base / "on" / name)) << name << " differs";
-    ++files;
-  }
-  const auto on_files = std::distance(fs::directory_iterator(base / "on"), fs::directory_iterator());
-  EXPECT_EQ(files, static_cast<std::size_t>(on_files));
+  const std::size_t files = tpusim::testing::expect_same_outputs(base / "off", base / "on");
   EXPECT_GE(files, 4u);  // summary.json, chips.csv, trace.json, timeline.svg at least
   fs::remove_all(base);
   ASSERT_GT(off, 0u) << "no kernel events in --perf";
