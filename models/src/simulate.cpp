@@ -21,6 +21,7 @@
 #include "net/simulate_with_planner.h"
 #include "pod.h"
 #include "run_control.h"
+#include "tpusim/core/interrupt.h"
 #include "tpusim/core/logging.h"
 
 namespace tpusim::models {
@@ -70,7 +71,8 @@ SimResult run(const Scenario& scenario, const ir::ProgramSet& programs, const Si
   control.set_run_ahead(options.run_ahead && !(run_ahead != nullptr && std::string(run_ahead) == "off"));
   if (classes) {
     const char* env = std::getenv("TPUSIM_MIRROR");
-    mirroring = std::make_unique<Mirroring>(std::move(*classes), control, env != nullptr && std::string(env) == "mismatch");
+    const bool inject = env != nullptr && std::string(env) == "mismatch";
+    mirroring = std::make_unique<Mirroring>(std::move(*classes), control, inject);
   }
   auto pod = std::make_unique<Pod>("pod", scenario, programs, control, network, registry, options.degraded_chips,
                                    mirroring.get());
@@ -78,7 +80,18 @@ SimResult run(const Scenario& scenario, const ir::ProgramSet& programs, const Si
   if (mirroring) {
     if (!control.error() && control.unfinished() == 0) pod->interconnect()->check_mirrors_end();
     if (mirroring->failed()) child->fall_back(mirroring->failure());
-    // Failed otherwise (an error in the program, an interrupt): the full run would fail alike; report it here.
+    // Failed otherwise (an error in a program, a deadlock): the full run reports it, naming the chip it names.
+    // An interrupt is reported here (the parent has received it too).
+    if (control.error() || control.unfinished() > 0) {
+      bool interrupted = false;
+      try {
+        if (control.error()) std::rethrow_exception(control.error());
+      } catch (const Interrupted&) {
+        interrupted = true;
+      } catch (...) {
+      }
+      if (!interrupted) child->fall_back("the mirrored run failed; the full run reports why");
+    }
     child->verified();
     const std::uint64_t mirrored = chips - mirroring->classes().classes;
     note = fmt::format("{} of {} chips simulated, {} mirrored; inputs verified", mirroring->classes().classes, chips,

@@ -95,7 +95,9 @@ TEST(TranslationClasses, RolesMustMapOntoTheSameRole) {
   ir::ProgramSet set = over_groups({group({4, 4, 1}, {1, 1, 1})});
   set.programs.push_back(set.programs[0]);
   const Topology topo = build_topology(s.pod, s.chip);
-  for (std::uint32_t c = 0; c < 16; ++c) set.role_of_chip.push_back(static_cast<std::uint16_t>(topo.coord(ChipId(c)).pos[0] % 2));
+  for (std::uint32_t c = 0; c < 16; ++c) {
+    set.role_of_chip.push_back(static_cast<std::uint16_t>(topo.coord(ChipId(c)).pos[0] % 2));
+  }
   const TranslationClasses tc = translation_classes(topo, set);
   EXPECT_EQ(tc.period, (std::array<int, 3>{2, 1, 1}));
   EXPECT_EQ(tc.classes, 2u);

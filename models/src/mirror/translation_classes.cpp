@@ -80,8 +80,8 @@ TranslationClasses translation_classes(const Topology& topo, const ir::ProgramSe
         if (!pods && topo.pods() > 1 && p % topo.host_shape()[static_cast<std::size_t>(d)] != 0) continue;
         bool ok = true;
         for (const ir::CollectiveGroup& g : groups) {
-          ok = ok && (pods ? keeps_groups(p, n, g.pods, 1)
-                           : keeps_groups(p, n, g.size[static_cast<std::size_t>(d)], g.stride[static_cast<std::size_t>(d)]));
+          const auto a = static_cast<std::size_t>(pods ? 0 : d);
+          ok = ok && (pods ? keeps_groups(p, n, g.pods, 1) : keeps_groups(p, n, g.size[a], g.stride[a]));
         }
         if (ok && keeps_roles(d, p)) {
           chosen = p;
