@@ -12,7 +12,8 @@
 //   elementwise rate, reserved through the chip's VpuPort: the reduction waits for what the VPU holds and
 //   vector instructions issued after it wait for it. The step ends kCollectiveStepSync after the reduction
 //   (the next step, or the instruction's completion, follows); step 0 starts kCollectiveStartup after the
-//   instruction does.
+//   instruction does. Reductions that become due on one chip at one tick reserve its VPU in program order
+//   once the tick is processed (flush_reductions), whatever order the network processed them in.
 // - Matching: a chip's k-th collective over a group pairs with its peers' k-th collectives over the same
 //   group (SPMD), whatever else is in flight. Receives that arrive before the chip has reached their
 //   collective are kept until it does.
