@@ -10,7 +10,7 @@ namespace {
 
 using net::nettest::pod_scenario;
 
-ir::Instruction collective_over(std::uint16_t group) {
+ir::Instruction classes_test_collective(std::uint16_t group) {
   ir::Instruction ins;
   ins.kind = ir::OpKind::collective;
   ins.collective = CollectiveKind::all_reduce;
@@ -21,31 +21,34 @@ ir::Instruction collective_over(std::uint16_t group) {
 }
 
 // One program with a collective over each group.
-ir::ProgramSet over_groups(const std::vector<ir::CollectiveGroup>& groups) {
+ir::ProgramSet program_over_groups(const std::vector<ir::CollectiveGroup>& groups) {
   ir::ProgramSet set;
   ir::Program p("p");
-  for (std::size_t g = 0; g < groups.size(); ++g) p.add(collective_over(static_cast<std::uint16_t>(g)), {}, "c");
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    p.add(classes_test_collective(static_cast<std::uint16_t>(g)), {}, "c");
+  }
   set.programs.push_back(std::move(p));
   set.groups = groups;
   return set;
 }
 
-ir::CollectiveGroup group(std::array<std::uint32_t, 3> size, std::array<std::uint32_t, 3> stride) {
+ir::CollectiveGroup shaped_group(std::array<std::uint32_t, 3> size, std::array<std::uint32_t, 3> stride) {
   ir::CollectiveGroup g;
   g.size = size;
   g.stride = stride;
   return g;
 }
 
-TranslationClasses classes_of(const Scenario& s, const ir::ProgramSet& programs) {
+TranslationClasses classes_on(const Scenario& s, const ir::ProgramSet& programs) {
   return translation_classes(build_topology(s.pod, s.chip), programs);
 }
 
 // Tensor 4 on x of a 4x4x4 torus, the rest of the cube (y, z) whole: a whole wrapping axis is rotated freely,
 // so every chip is one class.
 TEST(TranslationClasses, WholeAxesOfATorusAreOneClass) {
-  const TranslationClasses tc = classes_of(pod_scenario({4, 4, 4}, true), over_groups({group({4, 1, 1}, {1, 1, 1}),
-                                                                                      group({1, 4, 4}, {1, 1, 1})}));
+  const ir::ProgramSet programs =
+      program_over_groups({shaped_group({4, 1, 1}, {1, 1, 1}), shaped_group({1, 4, 4}, {1, 1, 1})});
+  const TranslationClasses tc = classes_on(pod_scenario({4, 4, 4}, true), programs);
   EXPECT_EQ(tc.period, (std::array<int, 3>{1, 1, 1}));
   EXPECT_EQ(tc.classes, 1u);
   for (std::uint32_t c = 0; c < 64; ++c) EXPECT_EQ(tc.representative[c], 0u);
@@ -55,7 +58,9 @@ TEST(TranslationClasses, WholeAxesOfATorusAreOneClass) {
 // classes, one per position in the segment; x = 5 is represented by x = 1.
 TEST(TranslationClasses, SegmentsOfARingKeepTheirMembersApart) {
   const Scenario s = pod_scenario({8, 4, 4}, true);
-  const TranslationClasses tc = classes_of(s, over_groups({group({4, 1, 1}, {1, 1, 1}), group({2, 4, 4}, {4, 1, 1})}));
+  const ir::ProgramSet programs =
+      program_over_groups({shaped_group({4, 1, 1}, {1, 1, 1}), shaped_group({2, 4, 4}, {4, 1, 1})});
+  const TranslationClasses tc = classes_on(s, programs);
   EXPECT_EQ(tc.period, (std::array<int, 3>{4, 1, 1}));
   EXPECT_EQ(tc.classes, 4u);
   const Topology topo = build_topology(s.pod, s.chip);
@@ -68,8 +73,9 @@ TEST(TranslationClasses, SegmentsOfARingKeepTheirMembersApart) {
 
 // Data on 2-chip segments of z (4x4x4): period 2 along z, 2 classes.
 TEST(TranslationClasses, DataOnSegmentsOfZ) {
-  const TranslationClasses tc = classes_of(pod_scenario({4, 4, 4}, true), over_groups({group({1, 1, 2}, {1, 1, 1}),
-                                                                                      group({4, 4, 1}, {1, 1, 1})}));
+  const ir::ProgramSet programs =
+      program_over_groups({shaped_group({1, 1, 2}, {1, 1, 1}), shaped_group({4, 4, 1}, {1, 1, 1})});
+  const TranslationClasses tc = classes_on(pod_scenario({4, 4, 4}, true), programs);
   EXPECT_EQ(tc.period, (std::array<int, 3>{1, 1, 2}));
   EXPECT_EQ(tc.classes, 2u);
 }
@@ -77,14 +83,16 @@ TEST(TranslationClasses, DataOnSegmentsOfZ) {
 // A strided group spanning the whole axis (stride 2, size 4 on an 8-ring): rotations by the stride keep the
 // lanes, so period 2.
 TEST(TranslationClasses, StridedWholeAxisRotatesByItsStride) {
-  const TranslationClasses tc = classes_of(pod_scenario({8, 4}, true), over_groups({group({4, 4, 1}, {2, 1, 1})}));
+  const ir::ProgramSet programs = program_over_groups({shaped_group({4, 4, 1}, {2, 1, 1})});
+  const TranslationClasses tc = classes_on(pod_scenario({8, 4}, true), programs);
   EXPECT_EQ(tc.period, (std::array<int, 3>{2, 1, 1}));
   EXPECT_EQ(tc.classes, 2u);
 }
 
 // Without wraparound an axis has no symmetry: every chip is its own class.
 TEST(TranslationClasses, AMeshHasNoSymmetry) {
-  const TranslationClasses tc = classes_of(pod_scenario({4, 4}, false), over_groups({group({4, 4, 1}, {1, 1, 1})}));
+  const ir::ProgramSet programs = program_over_groups({shaped_group({4, 4, 1}, {1, 1, 1})});
+  const TranslationClasses tc = classes_on(pod_scenario({4, 4}, false), programs);
   EXPECT_EQ(tc.period, (std::array<int, 3>{4, 4, 1}));
   EXPECT_EQ(tc.classes, 16u);
 }
@@ -92,7 +100,7 @@ TEST(TranslationClasses, AMeshHasNoSymmetry) {
 // Roles break the symmetry: two programs alternating along x of a 4x4 torus give period 2 along x.
 TEST(TranslationClasses, RolesMustMapOntoTheSameRole) {
   const Scenario s = pod_scenario({4, 4}, true);
-  ir::ProgramSet set = over_groups({group({4, 4, 1}, {1, 1, 1})});
+  ir::ProgramSet set = program_over_groups({shaped_group({4, 4, 1}, {1, 1, 1})});
   set.programs.push_back(set.programs[0]);
   const Topology topo = build_topology(s.pod, s.chip);
   for (std::uint32_t c = 0; c < 16; ++c) {
