@@ -39,16 +39,18 @@ ir::CollectiveGroup shaped_group(std::array<std::uint32_t, 3> size, std::array<s
   return g;
 }
 
-TranslationClasses classes_on(const Scenario& s, const ir::ProgramSet& programs) {
-  return translation_classes(build_topology(s.pod, s.chip), programs);
+// The classes of a pod of `shape` (wraparound on every axis when `wrap`) running one program with a collective
+// over each of `groups`.
+TranslationClasses classes_on(std::vector<int> shape, bool wrap, const std::vector<ir::CollectiveGroup>& groups) {
+  const Scenario s = pod_scenario(std::move(shape), wrap);
+  return translation_classes(build_topology(s.pod, s.chip), program_over_groups(groups));
 }
 
 // Tensor 4 on x of a 4x4x4 torus, the rest of the cube (y, z) whole: a whole wrapping axis is rotated freely,
 // so every chip is one class.
 TEST(TranslationClasses, WholeAxesOfATorusAreOneClass) {
-  const ir::ProgramSet programs =
-      program_over_groups({shaped_group({4, 1, 1}, {1, 1, 1}), shaped_group({1, 4, 4}, {1, 1, 1})});
-  const TranslationClasses tc = classes_on(pod_scenario({4, 4, 4}, true), programs);
+  const TranslationClasses tc =
+      classes_on({4, 4, 4}, true, {shaped_group({4, 1, 1}, {1, 1, 1}), shaped_group({1, 4, 4}, {1, 1, 1})});
   EXPECT_EQ(tc.period, (std::array<int, 3>{1, 1, 1}));
   EXPECT_EQ(tc.classes, 1u);
   for (std::uint32_t c = 0; c < 64; ++c) EXPECT_EQ(tc.representative[c], 0u);
@@ -57,10 +59,9 @@ TEST(TranslationClasses, WholeAxesOfATorusAreOneClass) {
 // Tensor on 4-chip segments of x of an 8x4x4 torus: the segment must stay whole (period 4 along x), so 4
 // classes, one per position in the segment; x = 5 is represented by x = 1.
 TEST(TranslationClasses, SegmentsOfARingKeepTheirMembersApart) {
+  const TranslationClasses tc =
+      classes_on({8, 4, 4}, true, {shaped_group({4, 1, 1}, {1, 1, 1}), shaped_group({2, 4, 4}, {4, 1, 1})});
   const Scenario s = pod_scenario({8, 4, 4}, true);
-  const ir::ProgramSet programs =
-      program_over_groups({shaped_group({4, 1, 1}, {1, 1, 1}), shaped_group({2, 4, 4}, {4, 1, 1})});
-  const TranslationClasses tc = classes_on(s, programs);
   EXPECT_EQ(tc.period, (std::array<int, 3>{4, 1, 1}));
   EXPECT_EQ(tc.classes, 4u);
   const Topology topo = build_topology(s.pod, s.chip);
@@ -73,9 +74,8 @@ TEST(TranslationClasses, SegmentsOfARingKeepTheirMembersApart) {
 
 // Data on 2-chip segments of z (4x4x4): period 2 along z, 2 classes.
 TEST(TranslationClasses, DataOnSegmentsOfZ) {
-  const ir::ProgramSet programs =
-      program_over_groups({shaped_group({1, 1, 2}, {1, 1, 1}), shaped_group({4, 4, 1}, {1, 1, 1})});
-  const TranslationClasses tc = classes_on(pod_scenario({4, 4, 4}, true), programs);
+  const TranslationClasses tc =
+      classes_on({4, 4, 4}, true, {shaped_group({1, 1, 2}, {1, 1, 1}), shaped_group({4, 4, 1}, {1, 1, 1})});
   EXPECT_EQ(tc.period, (std::array<int, 3>{1, 1, 2}));
   EXPECT_EQ(tc.classes, 2u);
 }
@@ -83,16 +83,14 @@ TEST(TranslationClasses, DataOnSegmentsOfZ) {
 // A strided group spanning the whole axis (stride 2, size 4 on an 8-ring): rotations by the stride keep the
 // lanes, so period 2.
 TEST(TranslationClasses, StridedWholeAxisRotatesByItsStride) {
-  const ir::ProgramSet programs = program_over_groups({shaped_group({4, 4, 1}, {2, 1, 1})});
-  const TranslationClasses tc = classes_on(pod_scenario({8, 4}, true), programs);
+  const TranslationClasses tc = classes_on({8, 4}, true, {shaped_group({4, 4, 1}, {2, 1, 1})});
   EXPECT_EQ(tc.period, (std::array<int, 3>{2, 1, 1}));
   EXPECT_EQ(tc.classes, 2u);
 }
 
 // Without wraparound an axis has no symmetry: every chip is its own class.
 TEST(TranslationClasses, AMeshHasNoSymmetry) {
-  const ir::ProgramSet programs = program_over_groups({shaped_group({4, 4, 1}, {1, 1, 1})});
-  const TranslationClasses tc = classes_on(pod_scenario({4, 4}, false), programs);
+  const TranslationClasses tc = classes_on({4, 4}, false, {shaped_group({4, 4, 1}, {1, 1, 1})});
   EXPECT_EQ(tc.period, (std::array<int, 3>{4, 4, 1}));
   EXPECT_EQ(tc.classes, 16u);
 }
