@@ -131,6 +131,9 @@ double check_lose(const Scenario& s, double detected) {
   if (s.fidelity.links == LinkFidelity::flow) {  // the flow model's closed forms
     EXPECT_LE(t, detected + ring_kept_lasting(s));
     EXPECT_NEAR(f.delivered.as_double(), 2 * 4.5e6, 2);
+    // The resends (InStepFault::resent_done, the end of trace-fault-K.json's resend span): each alone on its
+    // 3-hop detour from the detection, b / B + 3 a; within 1 ns (a tick is 1 ps).
+    EXPECT_NEAR(f.resent_done.value(), detected + b / kLinkRate + 3 * kHop, 1e-9);
   }
   return t;
 }

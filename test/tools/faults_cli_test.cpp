@@ -1,7 +1,9 @@
 // Fault plans and jobs through the tpusim binary (docs/faults.md): bad plans exit 2 with their line and write
 // nothing, a straggler slows the synchronous step by its own slowdown, a rerouted link's step and the job's
 // timeline land in summary.json, and the same seed gives the same bytes.
+#include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -167,6 +169,74 @@ faults:
   const auto& timeline = summary_json["faults"]["timeline"][1];
   EXPECT_DOUBLE_EQ(events[6]["dur"].get<double>(),
                    (timeline["resumed_s"].get<double>() - timeline["detected_s"].get<double>()) * 1e6);
+}
+
+// With --trace, each step simulated with a fault writes trace-fault-K.json (K as job.simulated_steps[K]): the
+// traced chips' instructions, and on the failed link's track the fault at its tick inside the step, the
+// detection span ending at the detection tick and the resend of the two lost transfers from the detection to
+// the last one's delivery; the chips' collective stalls until the resend. --trace-chips is honoured.
+TEST_F(FaultsCli, AStepHitByALinkFaultTracesTheFaultAtItsTickAndTheStallToTheDetection) {
+  const auto file = write("ft.yaml", R"(name: ft
+pod: v4-2x2x1
+workload:
+  model: {kind: collective, name: ar, op: all_reduce, bytes: 4 MiB, axes: [], algorithm: auto}
+job: {steps: 1000000, recovery: reroute, restart: 2 s, repair: 0 s}
+faults:
+  - {at: 1 s, kind: link_down, target: {chip: [0, 0, 0], dir: x+}}
+)");
+  const auto s = summary(file.string() + " --trace --trace-chips 1", "ft");
+  const auto& steps = s["job"]["simulated_steps"];
+  ASSERT_EQ(steps.size(), 3u);  // healthy, the cable down from the start, the step the fault lands in
+  EXPECT_FALSE(steps[0].contains("trace"));
+  EXPECT_EQ(steps[1]["trace"], "trace-fault-1.json");
+  ASSERT_EQ(steps[2]["trace"], "trace-fault-2.json");
+  const auto& in_step = steps[2]["fault_in_step"];
+  const double at_us = in_step["at_s"].get<double>() * 1e6, detected_us = in_step["detected_s"].get<double>() * 1e6;
+  const auto trace = nlohmann::json::parse(slurp(dir_ / "ft" / "trace-fault-2.json"));
+  EXPECT_EQ(trace["otherData"]["generator"].get<std::string>().rfind("written by tpusim", 0), 0u);
+  std::map<std::string, nlohmann::json> marks;
+  std::set<int> pids;
+  double ici_end_us = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "M") continue;
+    pids.insert(e["pid"].get<int>());
+    if (e["cat"] == "fault") marks[e["name"]] = e;
+    else if (e["cat"] == "ici") ici_end_us = std::max(ici_end_us, e["ts"].get<double>() + e["dur"].get<double>());
+  }
+  EXPECT_EQ(pids, (std::set<int>{1, 4}));  // chip 1 (--trace-chips 1) and the failed links' process (4 chips)
+  ASSERT_EQ(marks.size(), 3u);
+  const auto& fault = marks["link_down [0,0,0] x+"];
+  EXPECT_EQ(fault["ph"], "i");
+  EXPECT_EQ(fault["ts"].get<double>(), at_us);  // the exact tick
+  const auto& detection = marks["detection"];
+  EXPECT_EQ(detection["tid"], fault["tid"]);
+  EXPECT_EQ(detection["ts"].get<double>(), at_us);
+  // 1e-6 us: the duration is a difference of two numbers near 29 s, rounded once.
+  EXPECT_NEAR(detection["ts"].get<double>() + detection["dur"].get<double>(), detected_us, 1e-6);
+  // The fault at the job's 1 s, last heard at 0 s, declared failed at 30 s (timeout 30 s): 29 s later.
+  EXPECT_NEAR(detection["dur"].get<double>(), 29e6, 1e-6);
+  const auto& resend = marks["resend (lost at the cut)"];
+  EXPECT_EQ(resend["ts"].get<double>(), detected_us);
+  EXPECT_EQ(resend["args"]["transfers"].get<double>(), 2.0);
+  EXPECT_EQ(resend["args"]["bytes"], in_step["lost_bytes"]);
+  const double resent_us = in_step["resent_done_s"].get<double>() * 1e6;
+  EXPECT_NEAR(resend["ts"].get<double>() + resend["dur"].get<double>(), resent_us, 1e-6);
+  // 256 KiB alone on a 3-hop detour (a link of 45 GB/s x 0.95 efficiency: about 6 us) and its hop latencies.
+  EXPECT_GT(resent_us - detected_us, 6.0);
+  EXPECT_LT(resent_us - detected_us, 30.0);
+  // Chip 1's all-reduce waits for the lost sends: its last ICI span ends after they were resent.
+  EXPECT_GE(ici_end_us, resent_us);
+  EXPECT_LE(ici_end_us, s["job"]["simulated_steps"][2]["step_time_s"].get<double>() * 1e6 + 1e-6);
+  // The lasting fault's trace: the fault at the step's start, no detection inside the step.
+  const auto lasting = nlohmann::json::parse(slurp(dir_ / "ft" / "trace-fault-1.json"));
+  int lasting_marks = 0;
+  for (const auto& e : lasting["traceEvents"]) {
+    if (e["ph"] == "M" || e["cat"] != "fault") continue;
+    ++lasting_marks;
+    EXPECT_EQ(e["name"], "link_down [0,0,0] x+ (from the step's start)");
+    EXPECT_EQ(e["ts"].get<double>(), 0.0);
+  }
+  EXPECT_EQ(lasting_marks, 1);
 }
 
 }  // namespace

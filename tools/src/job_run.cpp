@@ -7,11 +7,14 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <type_traits>
 
 #include <fmt/format.h>
 
 #include "tpusim/core/interrupt.h"
+#include "tools/src/trace.h"
 #include "tpusim/kernels/lowering.h"
 
 namespace tpusim::tools {
@@ -19,9 +22,15 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-// Runs one simulation in a forked child and reads back its step time and link utilizations through a pipe.
+// The child's report through the pipe: the doubles (step time, link count, utilizations, the in-step fault's
+// six numbers), then the traced spans (a count, then the spans as bytes).
+constexpr std::size_t kInStepNumbers = 6;
+static_assert(std::is_trivially_copyable_v<models::TraceSpan>, "spans go through the pipe as bytes");
+
+// Runs one simulation in a forked child and reads back its step time, link utilizations and, with `trace`,
+// the traced chips' spans through a pipe.
 FaultStep simulate_in_child(const Scenario& s, const ir::ProgramSet& programs, models::SimOptions options,
-                            std::string what) {
+                            std::string what, const std::optional<FaultTraceOptions>& trace) {
   FaultStep out;
   out.what = std::move(what);
   int fds[2];
@@ -39,17 +48,37 @@ FaultStep simulate_in_child(const Scenario& s, const ir::ProgramSet& programs, m
     try {
       Scenario faulty = s;
       if (!options.failed.links.empty()) faulty.fidelity.routing = RoutingPolicy::fault_aware;
+      std::optional<TraceRecorder> recorder;
+      if (trace) {
+        recorder.emplace(trace->chips, trace->limit);
+        options.trace = [&recorder](const models::TraceSpan& span) { recorder->record(span); };
+      }
       const models::SimResult r = models::simulate(faulty, programs, options);
       std::vector<double> data{r.step_time.value(), static_cast<double>(r.links.size())};
       for (const auto& l : r.links) data.push_back(l.utilization);
       models::InStepFault f;  // the first cable failing in the step (one per simulation here), or none
       if (!r.in_step_faults.empty()) f = r.in_step_faults.front();
       for (const double v : {static_cast<double>(f.transfers_cut), f.in_flight.as_double(), f.delivered.as_double(),
-                             f.retransmitted.as_double(), f.lost.as_double()}) {
+                             f.retransmitted.as_double(), f.lost.as_double(), f.resent_done.value()}) {
         data.push_back(v);
       }
-      const auto bytes = static_cast<ssize_t>(data.size() * sizeof(double));
-      status = write(fds[1], data.data(), static_cast<std::size_t>(bytes)) == bytes ? 0 : 1;
+      const std::vector<models::TraceSpan> spans = recorder ? recorder->spans() : std::vector<models::TraceSpan>{};
+      data.push_back(static_cast<double>(spans.size()));
+      const auto write_all = [&](const void* p, std::size_t n) {
+        const char* c = static_cast<const char*>(p);
+        while (n > 0) {
+          const ssize_t w = write(fds[1], c, n);
+          if (w < 0 && errno == EINTR) continue;
+          if (w <= 0) return false;
+          c += w;
+          n -= static_cast<std::size_t>(w);
+        }
+        return true;
+      };
+      status = write_all(data.data(), data.size() * sizeof(double)) &&
+                       write_all(spans.data(), spans.size() * sizeof(models::TraceSpan))
+                   ? 0
+                   : 1;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "tpusim: the step with %s failed to simulate: %s\n", out.what.c_str(), e.what());
     }
@@ -57,31 +86,42 @@ FaultStep simulate_in_child(const Scenario& s, const ir::ProgramSet& programs, m
     _exit(status);
   }
   close(fds[1]);
-  std::vector<double> data;
-  double buf[512];
+  std::vector<char> bytes;
+  char buf[1 << 16];
   ssize_t n = 0;
   // The interrupt handlers do not restart system calls (core/interrupt.h): retry on EINTR, then stop.
   while ((n = read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
-    if (n > 0) data.insert(data.end(), buf, buf + n / static_cast<ssize_t>(sizeof(double)));
+    if (n > 0) bytes.insert(bytes.end(), buf, buf + n);
   }
   close(fds[0]);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   throw_if_interrupted();
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && data.size() >= 2 &&
-      data.size() == 2 + static_cast<std::size_t>(data[1]) + 5) {
-    const auto links = static_cast<std::ptrdiff_t>(data[1]);
-    out.step_time_s = data[0];
-    out.link_utilization.assign(data.begin() + 2, data.begin() + 2 + links);
-    const double* in_step = data.data() + 2 + links;
-    out.transfers_cut = in_step[0];
-    out.in_flight_bytes = in_step[1];
-    out.delivered_bytes = in_step[2];
-    out.retransmitted_bytes = in_step[3];
-    out.lost_bytes = in_step[4];
-    out.ok = true;
-  }
+  const auto number = [&](std::size_t i) {
+    double v = 0;
+    std::memcpy(&v, bytes.data() + i * sizeof(double), sizeof v);
+    return v;
+  };
+  const std::size_t doubles = bytes.size() / sizeof(double);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || doubles < 2) return out;
+  const auto links = static_cast<std::size_t>(number(1));
+  const std::size_t head = 2 + links + kInStepNumbers + 1;  // + the span count
+  if (doubles < head) return out;
+  const auto spans = static_cast<std::size_t>(number(head - 1));
+  if (bytes.size() != head * sizeof(double) + spans * sizeof(models::TraceSpan)) return out;
+  out.step_time_s = number(0);
+  for (std::size_t i = 0; i < links; ++i) out.link_utilization.push_back(number(2 + i));
+  out.transfers_cut = number(2 + links);
+  out.in_flight_bytes = number(3 + links);
+  out.delivered_bytes = number(4 + links);
+  out.retransmitted_bytes = number(5 + links);
+  out.lost_bytes = number(6 + links);
+  out.resent_done_s = number(7 + links);
+  out.traced = trace.has_value();
+  out.spans.resize(spans);
+  if (spans > 0) std::memcpy(out.spans.data(), bytes.data() + head * sizeof(double), spans * sizeof(models::TraceSpan));
+  out.ok = true;
   return out;
 }
 
@@ -91,6 +131,9 @@ std::string recovery_name(const Scenario& s) {
   }
   return "";
 }
+
+// job.simulated_steps[K]'s trace: K counts the healthy step as 0.
+std::string fault_trace_name(std::size_t index) { return fmt::format("trace-fault-{}.json", index + 1); }
 
 bool link_kind(FaultKind k) { return k == FaultKind::link_down || k == FaultKind::ocs_port_down; }
 
@@ -103,8 +146,18 @@ Scenario job_step_scenario(const Scenario& s) {
   return step;
 }
 
-FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, const ir::ProgramSet& programs)
+FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, const ir::ProgramSet& programs,
+                       std::optional<FaultTraceOptions> trace)
     : topo_(topo), reroute_(s.job.recovery == RecoveryPolicyKind::reroute) {
+  // The fault on its trace's track: a chip's in the chip's process, a link's on the link's own track.
+  const auto name_fault = [](FaultStep& step, const models::ConcreteFault& f) {
+    step.fault_target = f.target();
+    step.fault_name = fmt::format("{} {}", fault_kind_name(f.spec.kind), step.fault_target);
+    if (f.spec.kind != FaultKind::link_down && f.spec.kind != FaultKind::ocs_port_down &&
+        f.spec.kind != FaultKind::link_degraded) {
+      step.fault_chip = f.chip.value();
+    }
+  };
   for (const FaultSpec& spec : s.faults.faults) {
     const models::ConcreteFault f = models::concrete_fault(spec, topo, s.seed);
     models::SimOptions o;
@@ -122,7 +175,9 @@ FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, const ir::Progra
       default: continue;
     }
     by_fault_[spec.index] = steps_.size();
-    FaultStep step = simulate_in_child(s, programs, o, fmt::format("{} {}", f.target(), fault_kind_name(spec.kind)));
+    FaultStep step =
+        simulate_in_child(s, programs, o, fmt::format("{} {}", f.target(), fault_kind_name(spec.kind)), trace);
+    name_fault(step, f);
     if (spec.kind == FaultKind::link_degraded && step.ok) {
       const double factor = models::retransmission_factor(spec.bit_error_rate, s.fidelity.link_chunk);
       step.retransmitted_bytes = step.link_utilization.at(f.link.value()) * topo.link(f.link).bandwidth.value() *
@@ -138,8 +193,11 @@ FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, const ir::Progra
       models::SimOptions o;
       o.failed.add_cable(topo, *link);
       by_axis_[axis] = steps_.size();
-      steps_.push_back(
-          simulate_in_child(s, programs, o, fmt::format("a {} link down (for drawn links)", "xyz"[axis])));
+      FaultStep step =
+          simulate_in_child(s, programs, o, fmt::format("a {} link down (for drawn links)", "xyz"[axis]), trace);
+      step.fault_target = fmt::format("chip 0 {}+", "xyz"[axis]);
+      step.fault_name = "link_down " + step.fault_target;
+      steps_.push_back(std::move(step));
     }
   }
   // The steps timed link faults land in. Where a fault lands depends on the step time and on the steps hit
@@ -149,7 +207,7 @@ FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, const ir::Progra
   const bool timed_links = reroute_ && std::any_of(s.faults.faults.begin(), s.faults.faults.end(),
                                                    [](const FaultSpec& f) { return link_kind(f.kind); });
   if (!timed_links) return;
-  const FaultStep healthy = simulate_in_child(s, programs, {}, "no fault (to place the faults in their steps)");
+  const FaultStep healthy = simulate_in_child(s, programs, {}, "no fault (to place the faults in their steps)", std::nullopt);
   if (!healthy.ok) return;  // the run's own simulation reports the error
   models::JobCosts costs = job_costs(s, Seconds(healthy.step_time_s), *this);
   costs.step_hit = [&](const models::ConcreteFault& f, Seconds offset, Seconds detection) -> std::optional<Seconds> {
@@ -159,7 +217,9 @@ FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, const ir::Progra
     o.in_flight = s.job.in_flight;
     FaultStep step = simulate_in_child(
         s, programs, o, fmt::format("{} {} landing {} into its step", f.target(), fault_kind_name(f.spec.kind),
-                                    format_time(offset)));
+                                    format_time(offset)),
+        trace);
+    name_fault(step, f);
     step.hit = true;
     step.fault_at_s = offset.value();
     step.detected_s = detection.value();
@@ -192,6 +252,14 @@ std::vector<std::pair<std::string, const FaultStep*>> FaultSteps::link_maps() co
       continue;
     }
     out.emplace_back(fmt::format("links-fault-{}.svg", i + 1), &f);
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, const FaultStep*>> FaultSteps::traces() const {
+  std::vector<std::pair<std::string, const FaultStep*>> out;
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    if (steps_[i].ok && steps_[i].traced) out.emplace_back(fault_trace_name(i), &steps_[i]);
   }
   return out;
 }
@@ -275,7 +343,8 @@ void add_job_json(json& j, const Scenario& s, const JobOutcome& job, const Fault
   j["faults"] = json{{"timeline", timeline}};
   json simulated = json::array();
   simulated.push_back(json{{"what", "healthy step"}, {"step_time_s", job.costs.step.value()}});
-  for (const FaultStep& f : fault_steps.steps()) {
+  for (std::size_t i = 0; i < fault_steps.steps().size(); ++i) {
+    const FaultStep& f = fault_steps.steps()[i];
     double mean = 0, max = 0;
     for (double u : f.link_utilization) {
       mean += u;
@@ -286,6 +355,7 @@ void add_job_json(json& j, const Scenario& s, const JobOutcome& job, const Fault
               {"step_time_s", f.step_time_s},
               {"link_utilization", json{{"mean", mean}, {"max", max}}},
               {"retransmitted_bytes_per_step", f.retransmitted_bytes}};
+    if (f.ok && f.traced) step["trace"] = fault_trace_name(i);
     if (f.hit) {
       step["fault_in_step"] = json{{"at_s", f.fault_at_s},
                                    {"detected_s", f.detected_s},
@@ -294,7 +364,8 @@ void add_job_json(json& j, const Scenario& s, const JobOutcome& job, const Fault
                                    {"in_flight_bytes", f.in_flight_bytes},
                                    {"delivered_bytes", f.delivered_bytes},
                                    {"retransmitted_bytes", f.retransmitted_bytes},
-                                   {"lost_bytes", f.lost_bytes}};
+                                   {"lost_bytes", f.lost_bytes},
+                                   {"resent_done_s", f.resent_done_s}};
     }
     simulated.push_back(std::move(step));
   }

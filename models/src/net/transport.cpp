@@ -100,7 +100,9 @@ Tick Transport::next_action() const {
 // tick of a cut is delivered).
 void Transport::advance(Tick now, std::vector<TransferId>& delivered) {
   for (Tick a = next_action(); a <= now; a = next_action()) {
+    std::size_t from = delivered.size();
     model_->advance(a, delivered);
+    note_resent(delivered, from, a);
     while (applied_ < timed_.size() && timed_[applied_].at == a) fail_cable(applied_, a);
     while (!resends_.empty() && resends_.front().at == a) {
       const TransferId id = resends_.front().id;
@@ -108,7 +110,21 @@ void Transport::advance(Tick now, std::vector<TransferId>& delivered) {
       launch(id, transfers_[id].bytes, a);
     }
   }
+  const std::size_t from = delivered.size();
   model_->advance(now, delivered);
+  note_resent(delivered, from, now);
+}
+
+// The interconnect advances to each of the transport's next events, so a transfer delivered in this call
+// arrived at `now`.
+void Transport::note_resent(const std::vector<TransferId>& delivered, std::size_t from, Tick now) {
+  if (resent_.empty()) return;
+  for (std::size_t i = from; i < delivered.size(); ++i) {
+    const auto it = std::find_if(resent_.begin(), resent_.end(), [&](const auto& r) { return r.first == delivered[i]; });
+    if (it == resent_.end()) continue;
+    cut_stats_[it->second].resent_done = std::max(cut_stats_[it->second].resent_done, to_seconds(now));
+    resent_.erase(it);
+  }
 }
 
 void Transport::fail_cable(std::size_t k, Tick now) {
@@ -130,12 +146,14 @@ void Transport::fail_cable(std::size_t k, Tick now) {
     if (in_flight_ == InFlightPolicy::retransmit) {
       st.retransmitted = Bytes(st.retransmitted.count() + (c.bytes - c.delivered));
       launch(c.transfer, c.bytes - c.delivered, now);
+      resent_.emplace_back(c.transfer, k);
     } else {
       st.lost = Bytes(st.lost.count() + c.bytes);
       const Resend r{f.detected, c.transfer};
       resends_.insert(std::upper_bound(resends_.begin(), resends_.end(), r,
                                        [](const Resend& a, const Resend& b) { return a.at < b.at; }),
                       r);
+      resent_.emplace_back(c.transfer, k);
     }
   }
 }

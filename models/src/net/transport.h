@@ -187,6 +187,10 @@ class Transport {
   InFlightPolicy in_flight_ = InFlightPolicy::retransmit;
   std::vector<Resend> resends_;        // lost transfers waiting for their detection, by tick
   std::vector<InStepFault> cut_stats_;  // [timed fault]
+  // Cut transfers sent again and not yet delivered: (transfer, timed fault), for InStepFault::resent_done.
+  std::vector<std::pair<TransferId, std::size_t>> resent_;
+  // Notes the delivery, by `now`, of the resent transfers among delivered[from ..).
+  void note_resent(const std::vector<TransferId>& delivered, std::size_t from, Tick now);
   // Route caches replaced at a fault: transfers in flight still point into them.
   std::vector<std::vector<std::vector<std::uint32_t>>> retired_routes_;
 };

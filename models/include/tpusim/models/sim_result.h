@@ -116,6 +116,8 @@ struct InStepFault {
   Bytes delivered;                 // of which had reached their destinations
   Bytes retransmitted;             // in_flight: retransmit: sent again at `at` (in_flight - delivered)
   Bytes lost;                      // in_flight: lose: sent again in full at `detected` (= in_flight)
+  Seconds resent_done;             // since the step's start: the last of the cut transfers sent again was
+                                   // delivered (0 when none was cut)
 };
 
 struct SimResult {
