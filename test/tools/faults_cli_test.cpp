@@ -2,6 +2,7 @@
 // nothing, a straggler slows the synchronous step by its own slowdown, a rerouted link's step and the job's
 // timeline land in summary.json, and the same seed gives the same bytes.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <string>
@@ -237,6 +238,83 @@ faults:
     EXPECT_EQ(e["ts"].get<double>(), 0.0);
   }
   EXPECT_EQ(lasting_marks, 1);
+}
+
+// A chip_down landing inside a step: the step in flight is simulated with the chip stopping at its tick, up to
+// the detection (trace-fault-1.json, job.simulated_steps[1]). On a v5e 2x2 the MLP's step is 18.28 us; the
+// fault at 1 s lands in step 52419, 6.9 us in, and chip [1,0] (chip 1) stops there. Checkpoints every 20000
+// steps: the timeline's lost work is the 12419 steps since the checkpoint at step 40000 plus the tick's offset
+// into the step, exactly the offset the simulation ran with. Progress: what completed by the detection.
+TEST_F(FaultsCli, AChipDownInsideAStepIsSimulatedToItsDetectionAndItsLostWorkIsTheOffsetPlusTheCheckpointsSteps) {
+  const auto file = write("cd.yaml", R"(name: cd
+pod: v5e-2x2
+workload: {model: mlp-small, batch: 64, step: train, checkpoint: {every_steps: 20000}}
+job: {steps: 100000, recovery: checkpoint_restart, restart: 2 s, repair: 0 s}
+faults:
+  - {at: 1 s, kind: chip_down, target: [1, 0]}
+)");
+  const auto s = summary(file.string() + " --trace --trace-chips 0-3", "cd");
+  const double step = s["metrics"]["step_time_s"].get<double>();
+  const auto& steps = s["job"]["simulated_steps"];
+  ASSERT_EQ(steps.size(), 2u);  // the healthy step, and the step the chip stops in
+  const auto& stopped = steps[1];
+  ASSERT_TRUE(stopped.contains("progress"));
+  const auto& in_step = stopped["fault_in_step"];
+  const auto& event = s["faults"]["timeline"][0];
+  EXPECT_EQ(event["recovery"], "checkpoint_restart");
+  const auto hit_step = event["step"].get<std::int64_t>();
+  const double offset = in_step["at_s"].get<double>();
+  // Where the fault lands: 1 s = 52419 steps, two checkpoint writes and the offset.
+  EXPECT_EQ(hit_step, 52419);
+  EXPECT_NEAR(1.0, 52419 * step + 2 * s["job"]["checkpoint_write_s"].get<double>() + offset, 1e-12);
+  EXPECT_GT(offset, 0.0);
+  EXPECT_LT(offset, step);
+  // Lost work: the steps since the checkpoint after step 40000, plus the step in flight up to the tick.
+  EXPECT_NEAR(event["lost_work_s"].get<double>(), (hit_step - 40000) * step + offset, 1e-15);
+  // The simulation ran to the detection: 30 s (last heard at 0 s, timeout 30 s) - the step's start.
+  EXPECT_NEAR(in_step["detected_s"].get<double>() - offset, 29.0, 1e-9);
+  EXPECT_EQ(stopped["step_time_s"], in_step["detected_s"]);
+  const auto& progress = stopped["progress"];
+  EXPECT_EQ(progress["finished"], false);
+  const double instructions = progress["instructions"].get<double>(), completed = progress["completed"].get<double>();
+  EXPECT_EQ(std::fmod(instructions, 4.0), 0.0);  // the same program on the 4 chips
+  EXPECT_LT(completed, instructions);            // chip 1 stopped 6.9 us into an 18.28 us step
+  EXPECT_GT(completed, 3 * instructions / 4);    // the other three need nothing from it here
+  EXPECT_DOUBLE_EQ(progress["fraction"].get<double>(), completed / instructions);
+  EXPECT_LE(progress["last_completion_s"].get<double>(), step);
+  // The trace: the chips' completed instructions (chip 1's all before the tick) and on chip 1's fault track the
+  // fault at its tick, the detection span to the detection and the stall from the last completion.
+  const auto trace = nlohmann::json::parse(slurp(dir_ / "cd" / stopped["trace"].get<std::string>()));
+  std::map<std::string, nlohmann::json> marks;
+  int spans = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "M") continue;
+    if (e["cat"] == "fault") {
+      marks[e["name"]] = e;
+      EXPECT_EQ(e["pid"], 1);
+      continue;
+    }
+    ++spans;
+    if (e["pid"] == 1) EXPECT_LE(e["ts"].get<double>() + e["dur"].get<double>(), offset * 1e6 + 1e-6);
+  }
+  EXPECT_EQ(spans, static_cast<int>(completed));
+  ASSERT_EQ(marks.size(), 3u);
+  EXPECT_EQ(marks["chip_down [1,0]"]["ts"].get<double>(), offset * 1e6);
+  EXPECT_NEAR(marks["detection"]["ts"].get<double>() + marks["detection"]["dur"].get<double>(),
+              in_step["detected_s"].get<double>() * 1e6, 1e-6);
+  EXPECT_EQ(marks["step stalled: nothing completes"]["ts"].get<double>(),
+            progress["last_completion_s"].get<double>() * 1e6);
+  // A chip_down aimed at a chip the pod lacks is still bad input, nothing written.
+  const auto bad = write("cd-bad.yaml", R"(name: cd
+pod: v5e-2x2
+workload: {model: mlp-small, batch: 64, step: train}
+job: {steps: 100000}
+faults:
+  - {at: 1 s, kind: chip_down, target: [2, 0]}
+)");
+  const Outcome o = tpusim("run " + bad.string() + " -o " + (dir_ / "cd-bad").string());
+  EXPECT_EQ(o.exit_code, 2) << o.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "cd-bad"));
 }
 
 }  // namespace

@@ -1,4 +1,6 @@
 // One step simulated with a fault as a Chrome trace (contract in job_run.h, write_fault_trace).
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "tools/src/job_run.h"
@@ -33,6 +35,16 @@ void write_fault_trace(const Topology& topo, const ir::ProgramSet& programs, con
     detection.start = Seconds(step.fault_at_s);
     detection.end = Seconds(step.detected_s);
     marks.push_back(detection);
+  }
+  if (step.stopped) {
+    // Nothing completes from the last completion (or the fault) to the detection, where the simulation ends.
+    TraceMark stall = base;
+    stall.name = "step stalled: nothing completes";
+    stall.start = Seconds(std::max(step.last_completion_s, step.fault_at_s));
+    stall.end = Seconds(step.detected_s);
+    stall.args = {{"completed", step.completed}, {"instructions", step.instructions},
+                  {"transfers_dropped", step.dropped_transfers}};
+    marks.push_back(stall);
   }
   if (step.hit && step.transfers_cut > 0 && step.resent_done_s > 0) {
     // Lost transfers go again in full at the detection; retransmitted ones at once from the first byte lost.

@@ -24,7 +24,7 @@ using json = nlohmann::ordered_json;
 
 // The child's report through the pipe: the doubles (step time, link count, utilizations, the in-step fault's
 // six numbers), then the traced spans (a count, then the spans as bytes).
-constexpr std::size_t kInStepNumbers = 6;
+constexpr std::size_t kInStepNumbers = 12;
 static_assert(std::is_trivially_copyable_v<models::TraceSpan>, "spans go through the pipe as bytes");
 
 // Runs one simulation in a forked child and reads back its step time, link utilizations and, with `trace`,
@@ -59,7 +59,10 @@ FaultStep simulate_in_child(const Scenario& s, const ir::ProgramSet& programs, m
       models::InStepFault f;  // the first cable failing in the step (one per simulation here), or none
       if (!r.in_step_faults.empty()) f = r.in_step_faults.front();
       for (const double v : {static_cast<double>(f.transfers_cut), f.in_flight.as_double(), f.delivered.as_double(),
-                             f.retransmitted.as_double(), f.lost.as_double(), f.resent_done.value()}) {
+                             f.retransmitted.as_double(), f.lost.as_double(), f.resent_done.value(),
+                             static_cast<double>(f.transfers_dropped), f.dropped.as_double(),
+                             r.progress.stopped ? 1.0 : 0.0, static_cast<double>(r.progress.instructions),
+                             static_cast<double>(r.progress.completed), r.progress.last_completion.value()}) {
         data.push_back(v);
       }
       const std::vector<models::TraceSpan> spans = recorder ? recorder->spans() : std::vector<models::TraceSpan>{};
@@ -118,6 +121,12 @@ FaultStep simulate_in_child(const Scenario& s, const ir::ProgramSet& programs, m
   out.retransmitted_bytes = number(5 + links);
   out.lost_bytes = number(6 + links);
   out.resent_done_s = number(7 + links);
+  out.dropped_transfers = number(8 + links);
+  out.dropped_bytes = number(9 + links);
+  out.stopped = number(10 + links) != 0;
+  out.instructions = number(11 + links);
+  out.completed = number(12 + links);
+  out.last_completion_s = number(13 + links);
   out.traced = trace.has_value();
   out.spans.resize(spans);
   if (spans > 0) std::memcpy(out.spans.data(), bytes.data() + head * sizeof(double), spans * sizeof(models::TraceSpan));
@@ -206,7 +215,9 @@ FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, const ir::Progra
   // when the timeline reaches it. run_job_timeline() then finds them at the same offsets.
   const bool timed_links = reroute_ && std::any_of(s.faults.faults.begin(), s.faults.faults.end(),
                                                    [](const FaultSpec& f) { return link_kind(f.kind); });
-  if (!timed_links) return;
+  const bool timed_chips = std::any_of(s.faults.faults.begin(), s.faults.faults.end(),
+                                       [](const FaultSpec& f) { return f.kind == FaultKind::chip_down; });
+  if (!timed_links && !timed_chips) return;
   const FaultStep healthy = simulate_in_child(s, programs, {}, "no fault (to place the faults in their steps)", std::nullopt);
   if (!healthy.ok) return;  // the run's own simulation reports the error
   models::JobCosts costs = job_costs(s, Seconds(healthy.step_time_s), *this);
@@ -230,6 +241,24 @@ FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, const ir::Progra
     hit_by_fault_[f.spec.index] = steps_.size();
     steps_.push_back(std::move(step));
     return Seconds(steps_.back().step_time_s);
+  };
+  // A chip stopping at its tick: simulated to the detection for the report; the timeline's cost is its own.
+  costs.step_stopped = [&](const models::ConcreteFault& f, Seconds offset, Seconds detection) {
+    models::SimOptions o;
+    o.timed_chips.push_back(models::TimedChipFault{f.chip, offset, detection});
+    o.in_flight = s.job.in_flight;
+    FaultStep step = simulate_in_child(
+        s, programs, o,
+        fmt::format("{} chip_down landing {} into its step", f.target(), format_time(offset)), trace);
+    name_fault(step, f);
+    step.hit = true;
+    step.fault_at_s = offset.value();
+    step.detected_s = detection.value();
+    if (!step.ok) {
+      std::fprintf(stderr, "tpusim: the job's timeline does not need that step; it is left out of the report\n");
+      return;
+    }
+    steps_.push_back(std::move(step));
   };
   (void)models::run_job(s, topo, costs);
 }
@@ -367,6 +396,15 @@ void add_job_json(json& j, const Scenario& s, const JobOutcome& job, const Fault
                                    {"lost_bytes", f.lost_bytes},
                                    {"resent_done_s", f.resent_done_s}};
     }
+    if (f.stopped) {
+      step["fault_in_step"]["transfers_dropped"] = f.dropped_transfers;
+      step["fault_in_step"]["dropped_bytes"] = f.dropped_bytes;
+      step["progress"] = json{{"finished", false},
+                              {"instructions", f.instructions},
+                              {"completed", f.completed},
+                              {"fraction", f.instructions > 0 ? f.completed / f.instructions : 1.0},
+                              {"last_completion_s", f.last_completion_s}};
+    }
     simulated.push_back(std::move(step));
   }
   const models::JobLosses& l = r.losses;
@@ -420,6 +458,18 @@ void print_job(const Scenario& s, const JobOutcome& job, std::ostream& out) {
     }
   }
   for (const FaultStep& f : job.hit_steps) {
+    if (f.stopped) {
+      out << fmt::format(
+          "    the step with {}: stopped; by the detection ({} into the step) the chips had completed {:.0f} of "
+          "{:.0f} instructions ({:.1f}%{}); {:.0f} transfers to or from the chip dropped ({:.0f} B); the step's "
+          "work since its start is lost\n",
+          f.what, format_time(Seconds(f.detected_s)), f.completed, f.instructions,
+          f.instructions > 0 ? 100 * f.completed / f.instructions : 100.0,
+          f.completed > 0 ? fmt::format(", the last {} into the step", format_time(Seconds(f.last_completion_s)))
+                          : std::string(),
+          f.dropped_transfers, f.dropped_bytes);
+      continue;
+    }
     out << fmt::format(
         "    the step with {}: {} (healthy {}); {:.0f} transfers in flight on the cable, {:.0f} B: {:.0f} B "
         "delivered, {:.0f} B retransmitted, {:.0f} B lost{}\n",

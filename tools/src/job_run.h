@@ -1,8 +1,10 @@
 #pragma once
 // `tpusim run` of a scenario with a job (job:, faults:, fault_rates:; docs/faults.md): the steady-state step
-// is simulated once in full, the steps under each lasting fault (a link routed around) and the step each timed
-// link fault lands in (with the cable failing at its tick) are simulated once each in forked child processes (a SystemC kernel runs once per process), and the job's timeline over all its
-// steps is composed from them (models/job.h). Writes the fault timeline and the job's goodput into
+// is simulated once in full, the steps under each lasting fault (a link routed around), the step each timed
+// link fault lands in (with the cable failing at its tick) and the step each timed chip_down lands in (the chip
+// stopping at its tick, up to the detection) are simulated once each in forked child processes (a SystemC
+// kernel runs once per process), and the job's timeline over all its steps is composed from them
+// (models/job.h). Writes the fault timeline and the job's goodput into
 // summary.json and onto stdout.
 #include <map>
 #include <optional>
@@ -38,6 +40,11 @@ struct FaultStep {
   double fault_at_s = 0, detected_s = 0;  // since the step's start
   double transfers_cut = 0, in_flight_bytes = 0, delivered_bytes = 0, lost_bytes = 0;
   double resent_done_s = 0;  // since the step's start: the last cut transfer sent again arrived (0: none)
+  // A step stopped by a chip_down at its tick (hit and stopped): simulated up to the detection (step_time_s);
+  // the transfers to or from the chip dropped, and how far the step got (SimResult::progress).
+  bool stopped = false;
+  double dropped_transfers = 0, dropped_bytes = 0;
+  double instructions = 0, completed = 0, last_completion_s = 0;
   // For its trace (trace-fault-K.json, with --trace): the fault ("link_down [0,0,0] x+"), on a chip's track or
   // the failed link's, and the instructions of the traced chips.
   std::string fault_name;
@@ -58,9 +65,10 @@ struct FaultTraceOptions {
 // simulation.
 class FaultSteps {
  public:
-  // With a timed link_down or ocs_port_down under reroute, it also simulates the healthy step (in a child) and
-  // composes the job's timeline with it, to learn where each such fault lands in its step, and simulates that
-  // step with the cable failing at its tick (one child each).
+  // With a timed link_down or ocs_port_down under reroute, or a timed chip_down, it also simulates the healthy
+  // step (in a child) and composes the job's timeline with it, to learn where each such fault lands in its step,
+  // and simulates that step with the cable failing (the chip stopping, up to its detection) at its tick (one
+  // child each).
   // With `trace`, each step simulated with a fault records the traced chips' instructions (written as
   // trace-fault-K.json by write_fault_trace).
   FaultSteps(const Scenario& s, const Topology& topo, const ir::ProgramSet& programs,

@@ -109,7 +109,8 @@ struct CollectiveUsage {
 
 // A cable that failed inside the step (SimOptions::timed_links) and what it did to the transfers in flight.
 struct InStepFault {
-  std::uint32_t link = 0;          // the LinkId given
+  std::uint32_t link = 0;          // the LinkId given (a chip's fault: its first link)
+  std::int64_t chip = -1;          // a chip stopping at `at` (TimedChipFault), else -1
   Seconds at, detected;            // since the step's start
   std::uint64_t transfers_cut = 0;  // transfers moving bytes over the cable at `at`
   Bytes in_flight;                 // their bytes
@@ -118,6 +119,19 @@ struct InStepFault {
   Bytes lost;                      // in_flight: lose: sent again in full at `detected` (= in_flight)
   Seconds resent_done;             // since the step's start: the last of the cut transfers sent again was
                                    // delivered (0 when none was cut)
+  std::uint64_t transfers_dropped = 0;  // a chip's: transfers to or from it cut at `at` or started after it
+  Bytes dropped;                        // their bytes, never delivered
+};
+
+// How far a step stopped by a chip fault got (SimOptions::timed_chips): the simulation ran to the detection.
+struct StepProgress {
+  bool stopped = false;                  // a chip fault stopped the step before every chip finished
+  std::uint64_t instructions = 0;        // over all chips
+  std::uint64_t completed = 0;           // completed by the end of the simulation, over all chips
+  Seconds last_completion;               // the last of them
+  [[nodiscard]] double fraction() const {
+    return instructions > 0 ? static_cast<double>(completed) / static_cast<double>(instructions) : 1.0;
+  }
 };
 
 struct SimResult {
@@ -149,7 +163,8 @@ struct SimResult {
   std::vector<LinkUsage> dcn_ingress;   // by HostId, multislice only
   std::vector<CollectiveUsage> collectives;  // in (program, instruction) order
   std::uint64_t ici_transfers = 0;      // point-to-point sends started (ICI and DCN)
-  std::vector<InStepFault> in_step_faults;  // SimOptions::timed_links, in time order
+  std::vector<InStepFault> in_step_faults;  // SimOptions::timed_links and timed_chips, in time order
+  StepProgress progress;                    // with SimOptions::timed_chips
 
   TimeBreakdown breakdown;        // mean over chips
   std::vector<ChipResult> chips;  // indexed by chip id
