@@ -93,8 +93,11 @@ struct CollectiveUsage {
   std::uint32_t program = 0;      // index in the ProgramSet
   std::uint32_t instruction = 0;  // index in that program
   CollectiveKind kind = CollectiveKind::all_reduce;
-  kernels::CollectiveAlgorithm algorithm = kernels::CollectiveAlgorithm::automatic;  // as planned
-  std::uint32_t axes_mask = 0;    // as planned
+  // As run: with a cable failing inside the step, the plan its chips ran (re-planned around the cable when the
+  // first chip started it after the tick); else as planned.
+  kernels::CollectiveAlgorithm algorithm = kernels::CollectiveAlgorithm::automatic;
+  std::uint32_t axes_mask = 0;
+  bool replanned = false;         // it ran a plan made after a timed cable fault, for the surviving graph
   int participants = 0;           // chips per group
   std::uint64_t steps = 0;
   Bytes bytes_per_chip;
