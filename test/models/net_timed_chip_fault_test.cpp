@@ -27,12 +27,8 @@ Scenario chip_fault_torus() {
 ir::ProgramSet chip_fault_step() {
   ir::Program p("step");
   const std::uint32_t before = p.add(vector_us(10.0), {}, "before");
-  ir::Instruction x;
-  x.kind = ir::OpKind::collective;
-  x.collective = CollectiveKind::all_reduce;
-  x.bytes = kStoppedBytes;
-  x.dtype = DType::bf16;
-  x.mesh_axes = 1u << 0;
+  const ir::Instruction x = one_collective(CollectiveKind::all_reduce, kStoppedBytes,
+                                           kernels::CollectiveAlgorithm::automatic, 1u << 0).programs.at(0)[0];
   const std::uint32_t ar = p.add(x, {before}, "x.all_reduce");
   p.add(vector_us(1.0), {ar}, "after");
   return single(std::move(p));

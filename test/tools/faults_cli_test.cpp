@@ -27,6 +27,15 @@ workload: {model: mlp-small, batch: 64, step: train, checkpoint: {every_steps: 1
 job: {steps: 1000}
 )";
 
+// A 4 MiB all-reduce on a v4 2x2x1 rerouting around a link failing at 1 s (the faults list open for more).
+constexpr const char* kRerouteAllReduce = R"(pod: v4-2x2x1
+workload:
+  model: {kind: collective, name: ar, op: all_reduce, bytes: 4 MiB, axes: [], algorithm: auto}
+job: {steps: 1000000, recovery: reroute, restart: 2 s, repair: 0 s}
+faults:
+  - {at: 1 s, kind: link_down, target: {chip: [0, 0, 0], dir: x+}}
+)";
+
 TEST_F(FaultsCli, AFaultAfterTheJobOfStepsEndsIsBadInputWithItsLineAndNothingIsWritten) {
   const auto file = write("late.yaml", std::string(kJob) + "faults:\n  - {at: 1 d, kind: chip_down, target: [0, 0]}\n");
   const Outcome o = tpusim("run " + file.string() + " -o " + (dir_ / "out").string());
@@ -122,15 +131,8 @@ seed: 5
 // the end of the step in flight (simulated with the fault at its tick); a chip restarted from its checkpoint
 // gets a recovery span of the restart.
 TEST_F(FaultsCli, TheJobTraceHasTheFaultsAsInstantEventsAndTheirDetectionAndRecoveryAsSpans) {
-  const auto file = write("t.yaml", R"(name: t
-pod: v4-2x2x1
-workload:
-  model: {kind: collective, name: ar, op: all_reduce, bytes: 4 MiB, axes: [], algorithm: auto}
-job: {steps: 1000000, recovery: reroute, restart: 2 s, repair: 0 s}
-faults:
-  - {at: 1 s, kind: link_down, target: {chip: [0, 0, 0], dir: x+}}
-  - {at: 62 s, kind: chip_down, target: [1, 1, 0]}
-)");
+  const auto file = write("t.yaml", std::string("name: t\n") + kRerouteAllReduce +
+                                        "  - {at: 62 s, kind: chip_down, target: [1, 1, 0]}\n");
   const auto summary_json = summary(file.string() + " --trace", "t");
   const auto trace = nlohmann::json::parse(slurp(dir_ / "t" / "job-trace.json"));
   std::map<std::string, int> tids;
@@ -177,14 +179,7 @@ faults:
 // detection span ending at the detection tick and the resend of the two lost transfers from the detection to
 // the last one's delivery; the chips' collective stalls until the resend. --trace-chips is honoured.
 TEST_F(FaultsCli, AStepHitByALinkFaultTracesTheFaultAtItsTickAndTheStallToTheDetection) {
-  const auto file = write("ft.yaml", R"(name: ft
-pod: v4-2x2x1
-workload:
-  model: {kind: collective, name: ar, op: all_reduce, bytes: 4 MiB, axes: [], algorithm: auto}
-job: {steps: 1000000, recovery: reroute, restart: 2 s, repair: 0 s}
-faults:
-  - {at: 1 s, kind: link_down, target: {chip: [0, 0, 0], dir: x+}}
-)");
+  const auto file = write("ft.yaml", std::string("name: ft\n") + kRerouteAllReduce);
   const auto s = summary(file.string() + " --trace --trace-chips 1", "ft");
   const auto& steps = s["job"]["simulated_steps"];
   ASSERT_EQ(steps.size(), 3u);  // healthy, the cable down from the start, the step the fault lands in

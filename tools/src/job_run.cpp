@@ -221,19 +221,25 @@ FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, const ir::Progra
   const FaultStep healthy = simulate_in_child(s, programs, {}, "no fault (to place the faults in their steps)", std::nullopt);
   if (!healthy.ok) return;  // the run's own simulation reports the error
   models::JobCosts costs = job_costs(s, Seconds(healthy.step_time_s), *this);
-  costs.step_hit = [&](const models::ConcreteFault& f, Seconds offset, Seconds detection) -> std::optional<Seconds> {
-    if (f.drawn || !link_kind(f.spec.kind)) return std::nullopt;
-    models::SimOptions o;
-    o.timed_links.push_back(models::TimedLinkFault{f.link, offset, detection});
+  // The step in flight simulated with fault `f` at its tick (the options say how), up to its end or detection.
+  const auto simulate_hit = [&](const models::ConcreteFault& f, Seconds offset, Seconds detection,
+                                models::SimOptions o) {
     o.in_flight = s.job.in_flight;
-    FaultStep step = simulate_in_child(
-        s, programs, o, fmt::format("{} {} landing {} into its step", f.target(), fault_kind_name(f.spec.kind),
-                                    format_time(offset)),
-        trace);
+    FaultStep step = simulate_in_child(s, programs, o,
+                                       fmt::format("{} {} landing {} into its step", f.target(),
+                                                   fault_kind_name(f.spec.kind), format_time(offset)),
+                                       trace);
     name_fault(step, f);
     step.hit = true;
     step.fault_at_s = offset.value();
     step.detected_s = detection.value();
+    return step;
+  };
+  costs.step_hit = [&](const models::ConcreteFault& f, Seconds offset, Seconds detection) -> std::optional<Seconds> {
+    if (f.drawn || !link_kind(f.spec.kind)) return std::nullopt;
+    models::SimOptions o;
+    o.timed_links.push_back(models::TimedLinkFault{f.link, offset, detection});
+    FaultStep step = simulate_hit(f, offset, detection, std::move(o));
     if (!step.ok) {
       std::fprintf(stderr, "tpusim: the job charges that step as a stall to the detection and a rerun instead\n");
       return std::nullopt;
@@ -246,14 +252,7 @@ FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, const ir::Progra
   costs.step_stopped = [&](const models::ConcreteFault& f, Seconds offset, Seconds detection) {
     models::SimOptions o;
     o.timed_chips.push_back(models::TimedChipFault{f.chip, offset, detection});
-    o.in_flight = s.job.in_flight;
-    FaultStep step = simulate_in_child(
-        s, programs, o,
-        fmt::format("{} chip_down landing {} into its step", f.target(), format_time(offset)), trace);
-    name_fault(step, f);
-    step.hit = true;
-    step.fault_at_s = offset.value();
-    step.detected_s = detection.value();
+    FaultStep step = simulate_hit(f, offset, detection, std::move(o));
     if (!step.ok) {
       std::fprintf(stderr, "tpusim: the job's timeline does not need that step; it is left out of the report\n");
       return;
