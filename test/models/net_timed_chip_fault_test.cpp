@@ -61,7 +61,9 @@ TEST(TimedChipFault, TheStepRunsToTheDetectionAndTheRowsWithoutTheChipFinishAsWi
   ASSERT_EQ(spans.size(), p.completed);
   for (const TraceSpan& span : spans) {
     const std::uint32_t row = span.chip / 4;
-    if (row == 1) EXPECT_EQ(span.instruction, 0u) << "chip " << span.chip;  // row 1 stalls in its all-reduce
+    if (row == 1) {
+      EXPECT_EQ(span.instruction, 0u) << "chip " << span.chip;  // row 1 stalls in its all-reduce
+    }
     EXPECT_LE(span.end.value(), kChipStop + (row == 1 ? 0.0 : healthy));
   }
   // At the tick step 0 of row 1's ring has four sends on chip 5's cables (4 -> 5 and 5 -> 6 one way, 6 -> 5

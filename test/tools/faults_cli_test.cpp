@@ -290,7 +290,9 @@ faults:
       continue;
     }
     ++spans;
-    if (e["pid"] == 1) EXPECT_LE(e["ts"].get<double>() + e["dur"].get<double>(), offset * 1e6 + 1e-6);
+    if (e["pid"] == 1) {
+      EXPECT_LE(e["ts"].get<double>() + e["dur"].get<double>(), offset * 1e6 + 1e-6);
+    }
   }
   EXPECT_EQ(spans, static_cast<int>(completed));
   ASSERT_EQ(marks.size(), 3u);
