@@ -41,6 +41,22 @@ SimResult run(const Scenario& scenario, const ir::ProgramSet& programs, const Si
   }
 
   const auto chips = static_cast<std::uint32_t>(scenario.pod.chip_count());
+  // A chip stopping inside the step (SimOptions::timed_chips): the run ends at the first detection, and the
+  // completions up to then measure how far the step got. A chip running ahead of the kernel may complete
+  // instructions past the end: they are not counted (nor traced).
+  Tick end = kNever;
+  for (const TimedChipFault& f : network.timed_chips) end = std::min(end, std::max(to_ticks(f.at), to_ticks(f.detected)));
+  StepProgress progress;
+  std::function<void(const TraceSpan&)> trace = options.trace;
+  if (end != kNever) {
+    for (std::uint32_t c = 0; c < chips; ++c) progress.instructions += programs.program_for(c).size();
+    trace = [&progress, end, user = options.trace](const TraceSpan& span) {
+      if (to_ticks(span.end) > end) return;
+      ++progress.completed;
+      progress.last_completion = std::max(progress.last_completion, span.end);
+      if (user) user(span);
+    };
+  }
   // Mirrored chips: the mirrored step runs in a child process; the parent returns here only if it fell back.
   std::string note;
   std::optional<TranslationClasses> classes = mirror_classes(scenario, programs, options, network, note);
@@ -54,9 +70,8 @@ SimResult run(const Scenario& scenario, const ir::ProgramSet& programs, const Si
     }
   }
   std::unique_ptr<Mirroring> mirroring;
-  std::function<void(const TraceSpan&)> trace = options.trace;
   if (classes && trace) {  // a mirror's spans are its representative's, under its own id
-    trace = [&mirroring, inner = options.trace](const TraceSpan& span) {
+    trace = [&mirroring, inner = trace](const TraceSpan& span) {
       inner(span);
       for (const std::uint32_t m : mirroring->mirrors(span.chip)) {
         TraceSpan copy = span;
@@ -76,8 +91,9 @@ SimResult run(const Scenario& scenario, const ir::ProgramSet& programs, const Si
   }
   auto pod = std::make_unique<Pod>("pod", scenario, programs, control, network, registry, options.degraded_chips,
                                    mirroring.get());
-  sc_core::sc_start();
-  if (mirroring) {
+  if (end == kNever) sc_core::sc_start();
+  else sc_core::sc_start(sc_core::sc_time::from_value(end));
+  if (mirroring) {  // (never with a chip stopping inside the step: mirror_classes)
     if (!control.error() && control.unfinished() == 0) pod->interconnect()->check_mirrors_end();
     if (mirroring->failed()) child->fall_back(mirroring->failure());
     // Failed otherwise (an error in a program, a deadlock): the full run reports it, naming the chip it names.
@@ -98,11 +114,15 @@ SimResult run(const Scenario& scenario, const ir::ProgramSet& programs, const Si
                        mirrored);
   }
   if (control.error()) std::rethrow_exception(control.error());
-  if (control.unfinished() > 0) {
+  if (control.unfinished() > 0 && end == kNever) {
     throw std::logic_error("the simulation ran out of events before every chip finished");
   }
 
-  SimResult result = pod->collect();
+  SimResult result = pod->collect(end == kNever ? 0 : end);
+  if (end != kNever) {
+    progress.stopped = control.unfinished() > 0;
+    result.progress = progress;
+  }
   result.chips_mirrored = mirroring ? chips - mirroring->classes().classes : 0;
   result.mirroring = note;
   result.kernel_events = control.activations();
@@ -133,6 +153,7 @@ SimResult simulate(const Scenario& scenario, const ir::ProgramSet& programs, con
   network.degraded = options.degraded_links;
   network.timed = options.timed_links;
   network.in_flight = options.in_flight;
+  network.timed_chips = options.timed_chips;
   return run(scenario, programs, options, network, builtin_blocks());
 }
 

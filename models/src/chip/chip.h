@@ -73,6 +73,9 @@ class Chip : public sc_core::sc_module, public net::VpuPort {
   // or run: what reaches it from outside at that tick meets it in the kernel's process order
   // (mirror/mirroring.h).
   [[nodiscard]] bool own_activation_at(Tick now) const { return timed_ == now || timed_ran_ == now; }
+  // The chip stops at `at` (a chip fault inside the step, SimOptions::timed_chips): no activation at or after
+  // it runs, so nothing completes from then on and the chip never finishes.
+  void stop_at(Tick at) { stop_at_ = at; }
 
  private:
   void run();
@@ -93,6 +96,7 @@ class Chip : public sc_core::sc_module, public net::VpuPort {
   bool held_ = false;
   Tick timed_ = 0;             // the tick of its own pending event (the first activation is at 0)
   Tick timed_ran_ = kNever;    // the tick of its last activation by its own event
+  Tick stop_at_ = kNever;
   sc_core::sc_event wake_{"wake"};  // named: an unnamed event costs the chip a unique-name generator
 };
 

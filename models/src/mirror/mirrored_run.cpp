@@ -24,9 +24,10 @@ std::optional<TranslationClasses> mirror_classes(const Scenario& scenario, const
   } else if (!uses_ici(programs)) {
     why_not = "no ICI instruction";
   } else if (!options.failed.links.empty() || !options.failed.chips.empty() || !options.degraded_links.empty() ||
-             !options.timed_links.empty() || !network.faults.links.empty() || !network.faults.chips.empty() ||
-             !network.degraded.empty() || !network.timed.empty()) {
-    why_not = "a fault or degraded link in the step";
+             !options.timed_links.empty() || !options.timed_chips.empty() || !network.faults.links.empty() ||
+             !network.faults.chips.empty() || !network.degraded.empty() || !network.timed.empty() ||
+             !network.timed_chips.empty()) {
+    why_not = "a fault, degraded link or stopping chip in the step";
   } else if (!options.degraded_chips.empty()) {
     why_not = "a straggler or degraded chip";
   } else if (scenario.fidelity.links != LinkFidelity::flow) {

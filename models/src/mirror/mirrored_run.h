@@ -18,8 +18,9 @@
 namespace tpusim::models {
 
 // The classes to mirror, or nullopt with `why_not` set: mirroring switched off (options.mirror,
-// TPUSIM_MIRROR=off), no ICI, a fault, degraded link or chip in the step, chunked links (whose same-tick order
-// of chunks is the process order), routing other than dimension order, or no class with two chips.
+// TPUSIM_MIRROR=off), no ICI, a fault, degraded link, degraded or stopping chip in the step, chunked links
+// (whose same-tick order of chunks is the process order), routing other than dimension order, or no class
+// with two chips.
 [[nodiscard]] std::optional<TranslationClasses> mirror_classes(const Scenario& scenario,
                                                                const ir::ProgramSet& programs,
                                                                const SimOptions& options,
