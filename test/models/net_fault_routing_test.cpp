@@ -2,6 +2,7 @@
 // routes around it and is slower by the stated amount; an unreachable chip is a SimulationError naming the
 // chips; faults under DOR are rejected. The failed components come in through InterconnectOptions::faults (the
 // test-only entry until the scenario's `faults` input exists). One simulation per test process.
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
@@ -281,6 +282,40 @@ TEST(FaultAwareRouting, AllReduceOverAStridedGroupWithACutCableRunsEachLaneAsALi
   expect_at_closed_form(s, over_group(ir::CollectiveGroup{{4, 1, 1}, {2, 1, 1}, 1}), {0},
                         kernels::CollectivePlan::Replan::line,
                         [](double t, double n) { return 2 * (t - 2 * n * kHop) + 2 * n * kHop; });
+}
+
+// The kept ring's slowdown at small sizes under chunked links (docs/faults.md, "The detour's slowdown and the
+// chunk size"): 64 MiB on the 4x4x4 torus with one cut cable, 1 MiB chunks. The flow model runs it at its
+// closed form F = 2 (T - n a) + 3 n a + R + overheads to 1e-9 (1.98x the healthy step); the chunked model
+// stores and forwards each chunk at each hop, so the send through the cut, on its 3-hop detour, reaches the
+// far end after its first hop's fair share plus the service of its last chunk on two more hops, each behind at
+// most one chunk of the one-hop send it shares that link with, and its first hop shares by whole chunks:
+//   F + (H - 2) C_s  <=  t  <=  F + (2 (H - 1) + 1) C_s,    C_s = sum over steps of min(b_s, chunk) / B
+// (H = 3 hops, b_s the step's largest send). Measured: F + 2.32 C_s, 3.08x the healthy step (which runs
+// aggregated, as the flow). The line has no multi-hop send and is the same in both models (1.91x).
+TEST(FaultAwareRouting, KeptRingAt64MiBUnderChunkedLinksPaysTheDetoursChunkStoreAndForward) {
+  Scenario s = pod_scenario({4, 4, 4}, true, LinkFidelity::chunked, MiB(1));
+  s.fidelity.routing = RoutingPolicy::fault_aware;
+  const Topology topo = build_topology(s.pod, s.chip);
+  const ir::ProgramSet programs = one_collective(CollectiveKind::all_reduce, 64ULL << 20);
+  const double healthy = in_child([&] { return run(s, programs, {}).step_time.value(); });
+  const SimResult r = run(s, programs, cut_cables(topo, {0}), Plan::ring_kept);
+  const kernels::CollectivePlan plan = plan_of(s, programs);
+  const double n = static_cast<double>(plan.steps.size());
+  const double t_healthy = kernels::plan_network_time(topo, plan, kernels::whole_axes_group(topo, 0), {})->value();
+  const double flow = 2 * (t_healthy - n * kHop) + 3 * n * kHop + reduction_seconds(plan, s.chip) +
+                      overhead_seconds(plan);
+  double chunks = 0;  // C_s
+  for (const kernels::CollectiveStep& step : plan.steps) {
+    std::uint64_t largest = 0;
+    for (const kernels::CollectiveSend& send : step.sends) largest = std::max(largest, send.bytes);
+    chunks += static_cast<double>(std::min<std::uint64_t>(largest, 1ULL << 20)) / kLinkRate;
+  }
+  const double t = r.step_time.value(), hops = 3;
+  EXPECT_GE(t, flow + (hops - 2) * chunks) << "(t - F) / C_s " << (t - flow) / chunks;
+  EXPECT_LE(t, flow + (2 * (hops - 1) + 1) * chunks) << "(t - F) / C_s " << (t - flow) / chunks;
+  ::testing::Test::RecordProperty("slowdown", std::to_string(t / healthy));
+  ::testing::Test::RecordProperty("excess_over_chunk_sum", std::to_string((t - flow) / chunks));
 }
 
 // Without faults the fault-aware router keeps every DOR route: the same time as DOR.
