@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 
 #include "collective_algorithm.h"
 
@@ -130,9 +131,27 @@ int line_position(const Topology& topo, const CollectivePlan& plan, const ir::Co
                         static_cast<int>(group.size[a]), send.offset[a]);
 }
 
-std::optional<Seconds> plan_network_time(const Topology& topo, const CollectivePlan& plan,
-                                         const ir::CollectiveGroup& group, const FaultSet& failed) {
-  const std::unique_ptr<Router> router = make_fault_aware_router(topo, failed);
+namespace {
+
+// The fault-aware router's paths, each asked for once: the candidate plans of one collective send between the
+// same chips (they differ in which chips make their chain sends).
+class RouteMemo {
+ public:
+  RouteMemo(const Topology& topo, const FaultSet& failed) : router_(make_fault_aware_router(topo, failed)) {}
+  const std::optional<Path>& route(ChipId src, ChipId dst) {
+    const std::uint64_t key = (std::uint64_t{src.value()} << 32) | dst.value();
+    auto it = paths_.find(key);
+    if (it == paths_.end()) it = paths_.emplace(key, router_->route(src, dst)).first;
+    return it->second;
+  }
+
+ private:
+  std::unique_ptr<Router> router_;
+  std::unordered_map<std::uint64_t, std::optional<Path>> paths_;
+};
+
+std::optional<Seconds> network_time(const Topology& topo, const CollectivePlan& plan, const ir::CollectiveGroup& group,
+                                    RouteMemo& routes) {
   const std::size_t steps = plan.steps.size();
   std::vector<std::vector<double>> bytes(steps, std::vector<double>(topo.link_count(), 0.0));
   std::vector<double> latency(steps, 0.0);
@@ -148,7 +167,7 @@ std::optional<Seconds> plan_network_time(const Topology& topo, const CollectiveP
         }
         const ChipId dst = group_destination(topo, group, chip, send.offset, 0);
         if (dst == chip) continue;
-        const std::optional<Path> path = router->route(chip, dst);
+        const std::optional<Path>& path = routes.route(chip, dst);
         if (!path) return std::nullopt;
         double hops = 0;
         for (const LinkId l : *path) {
@@ -170,6 +189,14 @@ std::optional<Seconds> plan_network_time(const Topology& topo, const CollectiveP
   return Seconds(total);
 }
 
+}  // namespace
+
+std::optional<Seconds> plan_network_time(const Topology& topo, const CollectivePlan& plan,
+                                         const ir::CollectiveGroup& group, const FaultSet& failed) {
+  RouteMemo routes(topo, failed);
+  return network_time(topo, plan, group, routes);
+}
+
 CollectivePlan plan_collective(const Topology& topo, CollectiveKind kind, std::uint64_t bytes_per_chip, DType dtype,
                                const ir::CollectiveGroup& group, CollectiveAlgorithm algorithm,
                                const FaultSet& failed) {
@@ -185,8 +212,9 @@ CollectivePlan plan_collective(const Topology& topo, CollectiveKind kind, std::u
   // plan_network_time wins; ties go to the earlier (more lines: they leave the other rings' links alone).
   std::optional<CollectivePlan> best;
   double best_time = 0;
+  RouteMemo routes(topo, failed);
   const auto consider = [&](CollectivePlan plan) {
-    const std::optional<Seconds> t = plan_network_time(topo, plan, group, failed);
+    const std::optional<Seconds> t = network_time(topo, plan, group, routes);
     if (!t || (best && t->value() >= best_time)) return;
     plan.estimate = *t;
     best_time = t->value();
