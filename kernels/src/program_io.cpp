@@ -620,6 +620,8 @@ void write_program_json(const ProgramSet& set, std::ostream& out) {
   out << (set.programs.empty() ? "]" : "\n  ]") << "\n}\n";
 }
 
+namespace {
+
 // A reading pass that builds nothing and keeps the first error with the byte it happened at. The tree parser
 // reports a syntax error's byte, but not that of a number too large for a double (out_of_range 406, e.g.
 // 1E520): this pass gives both the same place.
@@ -645,14 +647,24 @@ class FirstJsonError final : public nlohmann::json_sax<json> {
   }
 };
 
-ProgramSet parse_program_json(std::string_view text, const std::string& source) {
-  FirstJsonError first;
-  if (!json::sax_parse(text, &first) || first.error) {
-    const auto [byte, what] = first.error.value_or(std::pair<std::size_t, std::string>{0, "unreadable JSON"});
+// The tree of a program file. A file the parser refuses (a syntax error, or out_of_range for a number too
+// large for a double) is read a second time by FirstJsonError, which only the error path pays, to locate it.
+json parse_tree(std::string_view text, const std::string& source) {
+  try {
+    return json::parse(text);
+  } catch (const json::exception& e) {
+    FirstJsonError first;
+    json::sax_parse(text, &first);
+    const auto [byte, what] = first.error.value_or(std::pair<std::size_t, std::string>{0, e.what()});
     const auto [line, column] = line_column(text, byte > 0 ? byte - 1 : 0);
     throw ConfigError({Diagnostic{SourceLoc{source, line, column}, "", "malformed JSON", "valid JSON", what, ""}});
   }
-  const json root = json::parse(text);
+}
+
+}  // namespace
+
+ProgramSet parse_program_json(std::string_view text, const std::string& source) {
+  const json root = parse_tree(text, source);
   Reader r(source);
   // Every error names the file, the line and column of the offending value, and its JSON pointer.
   auto throw_if_any = [&] {

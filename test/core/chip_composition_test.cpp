@@ -35,13 +35,13 @@ paths:
   - mxu -> vpu
 )";
 
-struct Resolved {
+struct ResolvedChip {
   ChipSpec spec;
   Diagnostics diags;
 };
 
-Resolved resolve(const std::string& text) {
-  Resolved r;
+ResolvedChip resolve_chip_yaml(const std::string& text) {
+  ResolvedChip r;
   const ConfigNode root = load_yaml_string(text, "chip.yaml", r.diags);
   r.spec = resolve_chip(root, "chip", r.diags);
   return r;
@@ -55,14 +55,14 @@ std::string replaced(std::string text, const std::string& from, const std::strin
 }
 
 // The one diagnostic of a bad composition.
-const Diagnostic& only(const Resolved& r) {
+const Diagnostic& only(const ResolvedChip& r) {
   EXPECT_EQ(r.diags.size(), 1u) << r.diags.str();
   static const Diagnostic none;
   return r.diags.empty() ? none : r.diags.items().front();
 }
 
 TEST(ChipComposition, ASmallChipResolvesIntoTypedMembersAndItsComposition) {
-  const Resolved r = resolve(kChip);
+  const ResolvedChip r = resolve_chip_yaml(kChip);
   ASSERT_TRUE(r.diags.empty()) << r.diags.str();
   EXPECT_EQ(r.spec.tensorcores, 2);
   EXPECT_EQ(r.spec.mxu.per_core, 1);
@@ -83,7 +83,7 @@ TEST(ChipComposition, ASmallChipResolvesIntoTypedMembersAndItsComposition) {
 TEST(ChipComposition, BlocksMayHaveAnyNameAndAreFoundByKind) {
   std::string text = replaced(kChip, "hbm: {kind: hbm", "main_memory: {kind: hbm");
   text = replaced(text, "dma -> hbm", "dma -> main_memory");
-  const Resolved r = resolve(text);
+  const ResolvedChip r = resolve_chip_yaml(text);
   ASSERT_TRUE(r.diags.empty()) << r.diags.str();
   ASSERT_NE(find_block(r.spec, BlockKind::hbm), nullptr);
   EXPECT_EQ(find_block(r.spec, BlockKind::hbm)->name, "main_memory");
@@ -94,7 +94,7 @@ TEST(ChipComposition, BlocksMayHaveAnyNameAndAreFoundByKind) {
 TEST(ChipComposition, AnExtraMemoryBlockAndItsPathResolve) {
   std::string text = replaced(kChip, "dma: {kind: dma}", "dma: {kind: dma}\ncmem: {kind: cmem, capacity: 64 MiB, bandwidth: 2 TB/s, scheduler: fifo}");
   text = replaced(text, "  - mxu -> vpu\n", "  - mxu -> vpu\n  - dma -> cmem\n");
-  const Resolved r = resolve(text);
+  const ResolvedChip r = resolve_chip_yaml(text);
   ASSERT_TRUE(r.diags.empty()) << r.diags.str();
   EXPECT_EQ(r.spec.cmem.capacity, MiB(64));
   EXPECT_EQ(r.spec.cmem.scheduler, MemoryScheduler::fifo);
@@ -104,7 +104,7 @@ TEST(ChipComposition, AnExtraMemoryBlockAndItsPathResolve) {
 TEST(ChipComposition, CountZeroSwitchesAnOptionalBlockOff) {
   std::string text = replaced(kChip, "dma: {kind: dma}", "dma: {kind: dma}\ncmem: {kind: cmem, count: 0, capacity: 64 MiB, bandwidth: 2 TB/s}");
   text = replaced(text, "  - mxu -> vpu\n", "  - mxu -> vpu\n  - dma -> cmem\n");
-  const Resolved r = resolve(text);
+  const ResolvedChip r = resolve_chip_yaml(text);
   ASSERT_TRUE(r.diags.empty()) << r.diags.str();
   EXPECT_EQ(r.spec.cmem.capacity.count(), 0u);
   EXPECT_EQ(find_block(r.spec, BlockKind::cmem), nullptr);
@@ -112,7 +112,7 @@ TEST(ChipComposition, CountZeroSwitchesAnOptionalBlockOff) {
 }
 
 TEST(ChipComposition, AnUnknownBlockKindNamesTheLineAndTheClosestKind) {
-  const Resolved r = resolve(replaced(kChip, "dma: {kind: dma}", "dma: {kind: dmaa}"));
+  const ResolvedChip r = resolve_chip_yaml(replaced(kChip, "dma: {kind: dma}", "dma: {kind: dmaa}"));
   const Diagnostic& d = only(r);
   EXPECT_EQ(d.loc.file, "chip.yaml");
   EXPECT_EQ(d.loc.line, 16);
@@ -122,7 +122,7 @@ TEST(ChipComposition, AnUnknownBlockKindNamesTheLineAndTheClosestKind) {
 }
 
 TEST(ChipComposition, ADanglingPathNamesTheMissingBlock) {
-  const Resolved r = resolve(replaced(kChip, "  - dma -> hbm\n", "  - dma -> hmb\n"));
+  const ResolvedChip r = resolve_chip_yaml(replaced(kChip, "  - dma -> hbm\n", "  - dma -> hmb\n"));
   ASSERT_GE(r.diags.size(), 1u);
   const Diagnostic& d = r.diags.items().front();
   EXPECT_EQ(d.loc.line, 21);
@@ -132,7 +132,7 @@ TEST(ChipComposition, ADanglingPathNamesTheMissingBlock) {
 }
 
 TEST(ChipComposition, ADuplicatePathNamesBothLines) {
-  const Resolved r = resolve(replaced(kChip, "  - mxu -> vpu\n", "  - mxu -> vpu\n  - dma ->  hbm\n"));
+  const ResolvedChip r = resolve_chip_yaml(replaced(kChip, "  - mxu -> vpu\n", "  - mxu -> vpu\n  - dma ->  hbm\n"));
   const Diagnostic& d = only(r);
   EXPECT_EQ(d.loc.line, 23);
   EXPECT_EQ(d.key_path, "chip.paths[3]");
@@ -143,7 +143,7 @@ TEST(ChipComposition, ADuplicatePathNamesBothLines) {
 TEST(ChipComposition, AMissingRequiredBlockIsReportedAtTheChip) {
   std::string text = replaced(kChip, "hbm: {kind: hbm, capacity: 16 GiB, bandwidth: 1 TB/s, latency: 500 ns}\n", "");
   text = replaced(text, "  - dma -> hbm\n", "");
-  const Resolved r = resolve(text);
+  const ResolvedChip r = resolve_chip_yaml(text);
   const Diagnostic& d = only(r);
   EXPECT_EQ(d.loc.file, "chip.yaml");
   EXPECT_EQ(d.loc.line, 1);
@@ -152,7 +152,7 @@ TEST(ChipComposition, AMissingRequiredBlockIsReportedAtTheChip) {
 }
 
 TEST(ChipComposition, ASecondBlockOfAKindPointsAtTheFirst) {
-  const Resolved r = resolve(replaced(kChip, "dma: {kind: dma}", "dma: {kind: dma}\nhbm2: {kind: hbm, capacity: 1 GiB, bandwidth: 1 TB/s, latency: 1 us}"));
+  const ResolvedChip r = resolve_chip_yaml(replaced(kChip, "dma: {kind: dma}", "dma: {kind: dma}\nhbm2: {kind: hbm, capacity: 1 GiB, bandwidth: 1 TB/s, latency: 1 us}"));
   const Diagnostic& d = only(r);
   EXPECT_EQ(d.loc.line, 17);
   EXPECT_EQ(d.key_path, "chip.hbm2.kind");
@@ -161,7 +161,7 @@ TEST(ChipComposition, ASecondBlockOfAKindPointsAtTheFirst) {
 }
 
 TEST(ChipComposition, APathBetweenKindsThatCannotConnectSaysWhatTheSourceReaches) {
-  const Resolved r = resolve(replaced(kChip, "  - mxu -> vpu\n", "  - mxu -> dma\n"));
+  const ResolvedChip r = resolve_chip_yaml(replaced(kChip, "  - mxu -> vpu\n", "  - mxu -> dma\n"));
   const Diagnostic& d = only(r);
   EXPECT_EQ(d.loc.line, 22);
   EXPECT_EQ(d.message, "a mxu block cannot reach a dma block");
@@ -169,7 +169,7 @@ TEST(ChipComposition, APathBetweenKindsThatCannotConnectSaysWhatTheSourceReaches
 }
 
 TEST(ChipComposition, AMalformedPathShowsTheExpectedForm) {
-  const Resolved r = resolve(replaced(kChip, "  - mxu -> vpu\n", "  - mxu to vpu\n"));
+  const ResolvedChip r = resolve_chip_yaml(replaced(kChip, "  - mxu -> vpu\n", "  - mxu to vpu\n"));
   const Diagnostic& d = only(r);
   EXPECT_EQ(d.loc.line, 22);
   EXPECT_EQ(d.message, "malformed path");
@@ -177,7 +177,7 @@ TEST(ChipComposition, AMalformedPathShowsTheExpectedForm) {
 }
 
 TEST(ChipComposition, AnEngineMustReachTheMemoriesItsWorkNeeds) {
-  const Resolved r = resolve(replaced(kChip, "  - dma -> vmem\n", ""));
+  const ResolvedChip r = resolve_chip_yaml(replaced(kChip, "  - dma -> vmem\n", ""));
   const Diagnostic& d = only(r);
   EXPECT_EQ(d.key_path, "chip.paths");
   EXPECT_EQ(d.loc.line, 19);
@@ -185,7 +185,7 @@ TEST(ChipComposition, AnEngineMustReachTheMemoriesItsWorkNeeds) {
 }
 
 TEST(ChipComposition, ACountOutsideTheKindsRangeIsRejected) {
-  const Resolved r = resolve(replaced(kChip, "vpu: {kind: vpu,", "vpu: {kind: vpu, count: 2,"));
+  const ResolvedChip r = resolve_chip_yaml(replaced(kChip, "vpu: {kind: vpu,", "vpu: {kind: vpu, count: 2,"));
   const Diagnostic& d = only(r);
   EXPECT_EQ(d.key_path, "chip.vpu.count");
   EXPECT_EQ(d.loc.line, 13);
@@ -194,27 +194,27 @@ TEST(ChipComposition, ACountOutsideTheKindsRangeIsRejected) {
 }
 
 TEST(ChipComposition, KeysOfTheFlatFormatSayWhereTheyMoved) {
-  const Resolved r = resolve(replaced(kChip, "clock: 1 GHz\n", "clock: 1 GHz\ntensorcores: 2\n"));
+  const ResolvedChip r = resolve_chip_yaml(replaced(kChip, "clock: 1 GHz\n", "clock: 1 GHz\ntensorcores: 2\n"));
   const Diagnostic& d = only(r);
   EXPECT_EQ(d.key_path, "chip.tensorcores");
   EXPECT_EQ(d.loc.line, 4);
   EXPECT_EQ(d.hint, "did you mean 'tensorcore.count'?");
 
-  const Resolved m = resolve(replaced(kChip, "  count: 1\n  rows: 128", "  per_core: 1\n  rows: 128"));
+  const ResolvedChip m = resolve_chip_yaml(replaced(kChip, "  count: 1\n  rows: 128", "  per_core: 1\n  rows: 128"));
   const Diagnostic& e = only(m);
   EXPECT_EQ(e.key_path, "chip.mxu.per_core");
   EXPECT_EQ(e.hint, "did you mean 'mxu.count'?");
 }
 
 TEST(ChipComposition, AMisspeltBlockInAnOverrideSuggestsTheBlock) {
-  const Resolved r = resolve(std::string(kChip) + "hmb:\n  bandwidth: 2 TB/s\n");
+  const ResolvedChip r = resolve_chip_yaml(std::string(kChip) + "hmb:\n  bandwidth: 2 TB/s\n");
   const Diagnostic& d = only(r);
   EXPECT_EQ(d.key_path, "chip.hmb");
   EXPECT_EQ(d.hint, "did you mean 'hbm'?");
 }
 
 TEST(ChipComposition, ThePublishedPeakIsCheckedAgainstTheBlockCounts) {
-  const Resolved r = resolve(replaced(kChip, "  count: 1\n  rows: 128", "  count: 2\n  rows: 128"));
+  const ResolvedChip r = resolve_chip_yaml(replaced(kChip, "  count: 1\n  rows: 128", "  count: 2\n  rows: 128"));
   const Diagnostic& d = only(r);
   EXPECT_EQ(d.key_path, "chip.peak_bf16");
   EXPECT_EQ(d.loc.line, 4);

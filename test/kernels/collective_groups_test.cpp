@@ -20,11 +20,6 @@ using test::make_pod;
 
 Topology torus8x8() { return build_topology(make_pod({8, 8}, {1, 1}, {1, 1}), make_chip("c", 4, 45)); }
 
-// Members per axis, strides per axis, pods.
-ir::CollectiveGroup group(std::array<std::uint32_t, 3> size, std::array<std::uint32_t, 3> stride = {1, 1, 1},
-                          std::uint32_t pods = 1) {
-  return ir::CollectiveGroup{size, stride, pods};
-}
 
 TEST(CollectiveGroup, MeshAxesNameTheWholeAxesAcrossEveryPod) {
   const Topology t = build_topology(make_pod({4, 2}, {1, 1}, {1, 1}, {}, 3), make_chip("c", 4, 45, 10));

@@ -9,6 +9,8 @@
 namespace tpusim::kernels {
 namespace {
 
+using testing::mlp;
+
 using testing::v4_like;
 using testing::v5e_like;
 
@@ -19,15 +21,6 @@ WorkloadSpec gemm(std::int64_t m, std::int64_t k, std::int64_t n) {
   return w;
 }
 
-WorkloadSpec mlp(std::vector<int> widths, std::int64_t batch, StepKind step, Optimizer opt) {
-  WorkloadSpec w;
-  w.model.kind = ModelKind::mlp;
-  w.model.mlp.widths = std::move(widths);
-  w.batch = batch;
-  w.step = step;
-  w.optimizer = opt;
-  return w;
-}
 
 double lowered(const WorkloadSpec& w, const ChipSpec& chip) {
   double n = 0;

@@ -9,6 +9,7 @@
 
 #include "tpusim/core/chip_spec.h"
 #include "tpusim/core/diagnostics.h"
+#include "tpusim/core/scenario.h"
 #include "tpusim/kernels/program.h"
 #include "tpusim/topology/topology.h"
 #include <gtest/gtest.h>
@@ -122,6 +123,26 @@ inline std::uint64_t worst_vmem_peak(const ir::Program& p) {
     for (std::uint64_t v : asap_vmem_peak(p, seed)) worst = std::max(worst, v);
   }
   return worst;
+}
+
+// An MLP workload of the given layer widths.
+inline WorkloadSpec mlp(std::vector<int> widths, std::int64_t batch, StepKind step, Optimizer opt = Optimizer::adam,
+                        Activation act = Activation::gelu) {
+  WorkloadSpec w;
+  w.model.name = "mlp";
+  w.model.kind = ModelKind::mlp;
+  w.model.mlp.widths = std::move(widths);
+  w.model.mlp.activation = act;
+  w.batch = batch;
+  w.step = step;
+  w.optimizer = opt;
+  return w;
+}
+
+// A collective group: members per axis, strides per axis, pods.
+inline ir::CollectiveGroup group(std::array<std::uint32_t, 3> size, std::array<std::uint32_t, 3> stride = {1, 1, 1},
+                                 std::uint32_t pods = 1) {
+  return ir::CollectiveGroup{size, stride, pods};
 }
 
 }  // namespace tpusim::kernels::testing

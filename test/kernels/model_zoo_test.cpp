@@ -91,7 +91,9 @@ TEST(ModelZoo, ParameterCountsMatchThePublishedCounts) {
   };
   for (const auto& [name, w] : want) {
     const double n = parameter_count(load_model(name));
-    if (w.exact > 0) EXPECT_EQ(n, w.exact) << name;
+    if (w.exact > 0) {
+      EXPECT_EQ(n, w.exact) << name;
+    }
     const double half_unit = 0.5 * std::pow(10.0, std::floor(std::log10(w.paper)) - (w.digits - 1));
     const double tolerance = std::max(0.01 * w.paper, half_unit);
     EXPECT_LE(std::fabs(n - w.paper), tolerance) << name << ": " << n << " against " << w.paper;
@@ -354,8 +356,12 @@ TEST(ModelZoo, Int8WeightsHalveTheWeightBytesAndRunTheWeightMatmulsAtTheInt8Rate
   // The up-projection (4096 x 22016) streams its weights in int8: 4096 x 22016 bytes fewer.
   EXPECT_EQ(read_of(bf16, "layer0.fwd.up") - read_of(int8, "layer0.fwd.up"), 4096u * 22016u);
   for (const auto& ins : int8.instructions()) {
-    if (int8.label_of(ins) == "layer0.fwd.up") EXPECT_EQ(ins.dtype, DType::int8);
-    if (int8.label_of(ins) == "layer0.fwd.attention.qk") EXPECT_EQ(ins.dtype, DType::bf16);  // activations x cache
+    const std::string& label = int8.label_of(ins);
+    if (label == "layer0.fwd.up") {
+      EXPECT_EQ(ins.dtype, DType::int8);
+    } else if (label == "layer0.fwd.attention.qk") {
+      EXPECT_EQ(ins.dtype, DType::bf16);  // activations x cache
+    }
   }
 }
 

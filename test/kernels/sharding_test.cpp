@@ -16,6 +16,8 @@
 namespace tpusim::kernels {
 namespace {
 
+using testing::group;
+
 using testing::v4_like;
 
 PodSpec pod(std::vector<int> shape, int pods = 1) {
@@ -32,14 +34,6 @@ MeshSpec mesh(const std::vector<std::pair<std::string, int>>& axes) {
   return m;
 }
 
-ir::CollectiveGroup group(std::array<std::uint32_t, 3> size, std::array<std::uint32_t, 3> stride,
-                          std::uint32_t pods = 1) {
-  ir::CollectiveGroup g;
-  g.size = size;
-  g.stride = stride;
-  g.pods = pods;
-  return g;
-}
 
 TEST(Mesh, TheHeaviestAxisTakesContiguousChipsAndShorterAxesTakeSegments) {
   // A 16-ring: tensor 4 on chips 0-3 (a segment), data 4 on every 4th chip.

@@ -10,22 +10,12 @@
 namespace tpusim::kernels {
 namespace {
 
+using testing::mlp;
+
 using testing::v4_like;
 using testing::v5e_like;
 using testing::worst_vmem_peak;
 
-WorkloadSpec mlp(std::vector<int> widths, std::int64_t batch, StepKind step, Optimizer opt = Optimizer::adam,
-                 Activation act = Activation::gelu) {
-  WorkloadSpec w;
-  w.model.name = "mlp";
-  w.model.kind = ModelKind::mlp;
-  w.model.mlp.widths = std::move(widths);
-  w.model.mlp.activation = act;
-  w.batch = batch;
-  w.step = step;
-  w.optimizer = opt;
-  return w;
-}
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 

@@ -196,7 +196,7 @@ ChipSpec resolved(const std::string& text) {
   return chip;
 }
 
-constexpr std::int64_t kM = 8192, kK = 2048, kN = 2048;
+constexpr std::int64_t kGemmM = 8192, kGemmK = 2048, kGemmN = 2048;
 
 struct GemmRun {
   double step = -1;
@@ -206,7 +206,7 @@ struct GemmRun {
 
 GemmRun run_gemm(const ChipSpec& chip) {
   ir::Program p("gemm");
-  const kernels::GemmLowering g = kernels::lower_gemm(p, chip, kM, kK, kN, DType::bf16, {}, "gemm");
+  const kernels::GemmLowering g = kernels::lower_gemm(p, chip, kGemmM, kGemmK, kGemmN, DType::bf16, {}, "gemm");
   const SimResult r = simulate(scenario_for(chip), single(std::move(p)), {});
   return GemmRun{r.step_time.value(), r.hbm_read.count(), g.weights_in_cmem};
 }
@@ -221,11 +221,11 @@ TEST(BlockComposition, AWhatIfChipWithAnExtraCmemBlockAndAPathToItIsSimulatedWit
 
   const GemmRun r = run_gemm(with_cmem);
   EXPECT_TRUE(r.staged);
-  const kernels::GemmTiling t = kernels::tile_gemm(with_cmem, kM, kK, kN, DType::bf16);
-  const auto row_tiles = static_cast<std::uint64_t>((kM + t.tm - 1) / t.tm);
-  const auto col_tiles = static_cast<std::uint64_t>((kN + t.tn - 1) / t.tn);
+  const kernels::GemmTiling t = kernels::tile_gemm(with_cmem, kGemmM, kGemmK, kGemmN, DType::bf16);
+  const auto row_tiles = static_cast<std::uint64_t>((kGemmM + t.tm - 1) / t.tm);
+  const auto col_tiles = static_cast<std::uint64_t>((kGemmN + t.tn - 1) / t.tn);
   ASSERT_GT(row_tiles, 1u);
-  const std::uint64_t a = kM * kK * 2, b = kK * kN * 2;
+  const std::uint64_t a = kGemmM * kGemmK * 2, b = kGemmK * kGemmN * 2;
   // Closed forms: A is read once per column of C tiles; B ceil(m / tm) times from HBM, or once into CMEM.
   EXPECT_EQ(without.hbm_read, a * col_tiles + b * row_tiles);
   EXPECT_EQ(r.hbm_read, a * col_tiles + b);

@@ -15,13 +15,13 @@ namespace {
 using namespace nettest;
 using Algo = kernels::CollectiveAlgorithm;
 
-constexpr std::uint64_t kBytes = 16ULL << 20;
+constexpr std::uint64_t kReduced = 16ULL << 20;
 
-ir::Instruction all_reduce() {
+ir::Instruction ring_all_reduce() {
   ir::Instruction ins;
   ins.kind = ir::OpKind::collective;
   ins.collective = CollectiveKind::all_reduce;
-  ins.bytes = kBytes;
+  ins.bytes = kReduced;
   ins.algorithm = static_cast<std::uint8_t>(Algo::ring_bidirectional);
   return ins;
 }
@@ -40,7 +40,7 @@ struct Alone {
   double reduce = 0;
 };
 Alone alone() {
-  const ir::ProgramSet set = one_collective(CollectiveKind::all_reduce, kBytes, Algo::ring_bidirectional);
+  const ir::ProgramSet set = one_collective(CollectiveKind::all_reduce, kReduced, Algo::ring_bidirectional);
   Alone a;
   a.time = in_child([&] { return run_collective(ring4(), set).time(); });
   a.reduce = reduction_seconds(plan_of(ring4(), set), ring4().chip);
@@ -55,9 +55,9 @@ TEST(CollectiveVpu, AReductionWaitsForTheVectorInstructionHoldingTheVpu) {
   ASSERT_GT(a.time, 0);
   ir::Program p("busy");
   p.add(vector_us(1000), {}, "compute");
-  p.add(all_reduce(), {}, "grads");
+  p.add(ring_all_reduce(), {}, "grads");
   const SimResult r = simulate(ring4(), single(std::move(p)), {});
-  const double t1 = kCollectiveStartup.value() + kBytes / 8.0 / kLinkRate + kHop;
+  const double t1 = kCollectiveStartup.value() + kReduced / 8.0 / kLinkRate + kHop;
   const double expected = 1e-3 + (a.time - t1);
   EXPECT_NEAR(r.step_time.value(), expected, 1e-9);
   ASSERT_EQ(r.collectives.size(), 1u);
@@ -76,7 +76,7 @@ TEST(CollectiveVpu, ReductionsAndVectorWorkDelayEachOther) {
   ir::Program p("overlap");
   std::uint32_t prev = p.add(vector_us(10), {}, "compute.0");
   for (int i = 1; i < 100; ++i) prev = p.add(vector_us(10), {prev}, "compute");
-  p.add(all_reduce(), {}, "grads");
+  p.add(ring_all_reduce(), {}, "grads");
   const SimResult r = simulate(ring4(), single(std::move(p)), {});
   ASSERT_LT(a.time, 1e-3);
   EXPECT_NEAR(r.step_time.value(), 1e-3 + a.reduce, 1e-9);
@@ -93,7 +93,7 @@ TEST(CollectiveVpu, AReductionOnTheOtherTensorCoreDoesNotWait) {
   ASSERT_GT(a.time, 0);
   ir::Program p("other-core");
   p.add(vector_us(1000), {}, "compute");
-  ir::Instruction ar = all_reduce();
+  ir::Instruction ar = ring_all_reduce();
   ar.core = 1;
   p.add(ar, {}, "grads");
   const SimResult r = simulate(ring4(), single(std::move(p)), {});
@@ -104,7 +104,7 @@ TEST(CollectiveVpu, AReductionOnTheOtherTensorCoreDoesNotWait) {
 
 TEST(CollectiveVpu, AReductionOnATensorCoreTheChipLacksIsRejectedNamingTheInstruction) {
   ir::Program p("bad-core");
-  ir::Instruction ar = all_reduce();
+  ir::Instruction ar = ring_all_reduce();
   ar.core = 2;
   p.add(ar, {}, "grads");
   try {

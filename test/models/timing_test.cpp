@@ -241,7 +241,7 @@ double array_macs_by_tiles(const MxuSpec& mxu, MatmulShape s, int array) {
 TEST(ArrayMacs, ClosedFormEqualsTheTileByTileSumForEveryArrayAndEdge) {
   for (const MxuDataflow df : {MxuDataflow::weight_stationary, MxuDataflow::output_stationary}) {
     for (const int per_core : {1, 2, 3, 4}) {
-      MxuSpec mxu{per_core, 128, 128, df, 1, 0};
+      MxuSpec mxu{per_core, 128, 128, df, 1, 0, Seconds(0)};
       for (const MatmulShape s : {MatmulShape{100, 600, 300}, MatmulShape{128, 640, 128}, MatmulShape{7, 129, 257},
                                   MatmulShape{2048, 12288, 36864}, MatmulShape{1, 1, 1}, MatmulShape{300, 5, 1000},
                                   MatmulShape{64, 833, 200}, MatmulShape{833, 64, 200}}) {

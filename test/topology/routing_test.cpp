@@ -12,12 +12,7 @@ namespace {
 
 using test::make_chip;
 using test::make_pod;
-
-ChipId at(const Topology& t, int x, int y = 0, int z = 0) {
-  ChipCoord c;
-  c.pos = {x, y, z};
-  return t.chip_at(c);
-}
+using test::at;
 
 // Hop distance by breadth-first search over Topology::out_links, independent of the library's routing code.
 std::vector<int> reference_distances(const Topology& t, ChipId src) {

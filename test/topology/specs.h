@@ -1,11 +1,12 @@
 #pragma once
-// Hand-built pod and chip specs for the topology tests (the bundled YAML configs are tested elsewhere).
+// Hand-built pod and chip specs, and chips by coordinates, for the topology tests (the bundled YAML configs are tested elsewhere).
 // Link rates are the one-direction figures of tpu-specs.md.
 #include <string>
 #include <vector>
 
 #include "tpusim/core/chip_spec.h"
 #include "tpusim/core/pod_spec.h"
+#include "tpusim/topology/topology.h"
 
 namespace tpusim::test {
 
@@ -31,6 +32,14 @@ inline ChipSpec make_chip(const std::string& name, int links, double link_gb_per
   c.ici.hop_latency = Seconds(1e-6);
   c.host.dcn_bandwidth = BytesPerSecond(dcn_gb_per_s * 1e9);
   return c;
+}
+
+// The chip at (x, y, z) of pod `pod`.
+inline ChipId at(const Topology& t, int x, int y = 0, int z = 0, int pod = 0) {
+  ChipCoord c;
+  c.pod = pod;
+  c.pos = {x, y, z};
+  return t.chip_at(c);
 }
 
 }  // namespace tpusim::test

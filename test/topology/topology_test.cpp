@@ -14,13 +14,7 @@ namespace {
 
 using test::make_chip;
 using test::make_pod;
-
-ChipId at(const Topology& t, int x, int y = 0, int z = 0, int pod = 0) {
-  ChipCoord c;
-  c.pod = pod;
-  c.pos = {x, y, z};
-  return t.chip_at(c);
-}
+using test::at;
 
 // One row per published shape: expected counts, diameter (hops) and bisection (directed links one way).
 struct ShapeCase {

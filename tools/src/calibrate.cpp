@@ -27,7 +27,6 @@
 
 namespace tpusim::tools {
 namespace fs = std::filesystem;
-using json = nlohmann::json;
 
 namespace {
 
@@ -47,7 +46,7 @@ constexpr MetricInfo kMetrics[] = {
     {Metric::gathered_bandwidth, "gathered_bandwidth", Dimension::bytes_per_second, "S / runtime"},
 };
 
-struct Bound {
+struct Tolerance {
   bool factor = false;  // "x1.5": predicted / measured in [1/v, v]; else "10%": |predicted / measured - 1| <= v
   double value = 0;
   std::string text;
@@ -60,7 +59,7 @@ struct CalibrationPoint {
   std::vector<std::string> overrides;  // the point's own, then the command line's
   double measured = 0;                 // SI units of the metric
   std::string measured_text;
-  Bound bound;
+  Tolerance bound;
   bool plot = false;
 };
 
@@ -215,17 +214,17 @@ std::vector<CalibrationPoint> load_calibration(const std::string& name_or_path, 
 // The point's metric from its summary.json; nullopt when the run did not produce it.
 std::optional<Outcome> read_outcome(const CalibrationPoint& p, const fs::path& summary_path) {
   std::ifstream in(summary_path);
-  const json s = json::parse(in, nullptr, false);
+  const nlohmann::json s = nlohmann::json::parse(in, nullptr, false);
   if (s.is_discarded()) return std::nullopt;
   Outcome o;
-  const auto number = [](const json& j, const char* key) {
+  const auto number = [](const nlohmann::json& j, const char* key) {
     return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0;
   };
   if (p.metric->metric == Metric::step_time) {
     o.predicted = number(s["metrics"], "step_time_s");
   } else {
     if (!s.contains("collectives") || !s["collectives"].is_array() || s["collectives"].empty()) return std::nullopt;
-    const json& c = s["collectives"][0];
+    const nlohmann::json& c = s["collectives"][0];
     const double time = number(c, "time_s");
     o.size = number(c, "bytes_per_chip") * number(c, "participants");
     o.predicted = p.metric->metric == Metric::collective_time ? time : (time > 0 ? o.size / time : 0.0);
@@ -280,10 +279,10 @@ int calibrate_command(const CalibrateArgs& args, const std::string& self_exe) {
   try {
     (void)claim_output_folder(out);
     fs::create_directories(points_dir);
-    json plan = json::array();
+    nlohmann::json plan = nlohmann::json::array();
     for (const CalibrationPoint& p : points) plan.push_back({{"id", p.id}, {"label", p.label}, {"set", p.overrides}});
     write_file_atomically(out / "calibration.json", [&](std::ostream& f) {
-      f << json{{"calibration", name}, {"points", plan}}.dump(2) << "\n";
+      f << nlohmann::json{{"calibration", name}, {"points", plan}}.dump(2) << "\n";
     });
 
     std::cout << fmt::format("calibration {}: {} points, predicted against measured\n", name, points.size());

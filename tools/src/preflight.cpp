@@ -197,15 +197,15 @@ void check_programs(const Scenario& s, const ir::ProgramSet& programs, const Top
       freed += static_cast<double>(ins.vmem_free);
       if (ins.vmem_free > 0) first_free.try_emplace(ins.core, i);
       if (ins.kind != ir::OpKind::collective) continue;
-      const bool named = ins.group != ir::kAxesGroup && ins.group < programs.groups.size();
+      const ir::CollectiveGroup* group = programs.named_group(ins);  // the reader checked the index
+      const bool named = group != nullptr;
       if (named && !tiles[ins.group]) continue;  // already reported at /groups/N
       const auto key = std::tuple{static_cast<int>(ins.collective), ins.bytes, static_cast<int>(ins.dtype),
                                   ins.mesh_axes, named ? ins.group : ir::kAxesGroup, static_cast<int>(ins.algorithm)};
       if (!planned.emplace(key, true).second) continue;
       try {
         const auto algorithm = static_cast<kernels::CollectiveAlgorithm>(ins.algorithm);
-        (void)(named ? kernels::plan_collective(topology, ins.collective, ins.bytes, ins.dtype,
-                                                programs.groups[ins.group], algorithm)
+        (void)(named ? kernels::plan_collective(topology, ins.collective, ins.bytes, ins.dtype, *group, algorithm)
                      : kernels::plan_collective(topology, ins.collective, ins.bytes, ins.dtype, ins.mesh_axes,
                                                 algorithm));
       } catch (const ConfigError& e) {

@@ -177,7 +177,7 @@ int Sequencer::blocking_queue(const ir::Instruction& ins, int queue) const {
     const std::uint32_t d = deps[k];
     const int dq = index_.queue_of(d);
     if (pipelined && dq == queue) continue;
-    if (!queues_[static_cast<std::size_t>(dq)].done(index_.position(d))) return dq;
+    if (!queues_[static_cast<std::size_t>(dq)].completed.done(index_.position(d))) return dq;
   }
   return -1;
 }
@@ -227,7 +227,7 @@ void Sequencer::complete(std::uint32_t instr, Tick started, Tick now) {
                                     format_bytes(Bytes(vmem != nullptr ? vmem->used() : 0))));
     }
   }
-  queues_[static_cast<std::size_t>(index_.queue_of(instr))].complete(index_.position(instr));
+  queues_[static_cast<std::size_t>(index_.queue_of(instr))].completed.complete(index_.position(instr));
   --remaining_;
 }
 

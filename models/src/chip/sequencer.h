@@ -6,7 +6,6 @@
 // TensorCore's VMEM when it starts and its vmem_free given back when it completes. Barriers complete as soon
 // as their dependencies have (chip-local). The sequencer also keeps the chip's time breakdown and each unit
 // queue's busy / stalled / slot-bound time (UnitUsage in sim_result.h).
-#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -14,6 +13,7 @@
 #include "block/block.h"
 #include "block/counters.h"
 #include "block/instruction_unit.h"
+#include "completion_window.h"
 #include "program_index.h"
 #include "vmem/vmem.h"
 
@@ -49,57 +49,11 @@ class Sequencer final : public CompletionSink {
   [[nodiscard]] const ChipCounters& counters() const { return counters_; }
 
  private:
-  // Completion is a prefix count plus the later positions already completed: the ICI ports complete their
-  // in-flight instructions in any order (net/ici_unit.h); every other queue completes in order. The slots bound
-  // the instructions in flight, not how far past the oldest one they reach: while one collective waits (a
-  // transfer lost on a failed link until its detection, seconds later) the other slots keep completing later
-  // ones. The next 64 positions are bits; later ones (rare) a list, moved into the bits as the prefix grows.
   struct QueueState {
-    std::uint32_t cursor = 0;     // next instruction of the queue to start
-    std::uint32_t completed = 0;  // every position below has completed
-    std::uint64_t ahead = 0;      // bit i: position completed + 1 + i has completed
-    std::vector<std::uint32_t> beyond;  // completed positions past completed + 64, unordered
+    std::uint32_t cursor = 0;  // next instruction of the queue to start
+    CompletionWindow completed;  // completion_window.h
     InstructionUnit* unit = nullptr;
     int lane = 0;
-    [[nodiscard]] bool done(std::uint32_t pos) const {
-      if (pos < completed) return true;
-      if (pos == completed) return false;
-      if (pos - completed <= 64 && ((ahead >> (pos - completed - 1)) & 1) != 0) return true;
-      // The list keeps a position exactly 64 past the prefix as well: the move below fills bits 0-63 before
-      // the final shift, which leaves bit 63 (completed + 64) empty.
-      return std::find(beyond.begin(), beyond.end(), pos) != beyond.end();
-    }
-    void complete(std::uint32_t pos) {
-      if (pos != completed) {
-        if (pos - completed <= 64) {
-          ahead |= std::uint64_t{1} << (pos - completed - 1);
-        } else {
-          beyond.push_back(pos);
-        }
-        return;
-      }
-      ++completed;  // bit i is position completed + i until the shift below
-      for (;;) {
-        while (ahead & 1) {
-          ahead >>= 1;
-          ++completed;
-        }
-        bool next = false;  // position `completed` was in the list
-        for (std::size_t i = 0; i < beyond.size();) {
-          const std::uint32_t d = beyond[i] - completed;
-          if (d >= 64) {
-            ++i;
-            continue;
-          }
-          ahead |= std::uint64_t{1} << d;
-          next = next || d == 0;
-          beyond[i] = beyond.back();
-          beyond.pop_back();
-        }
-        if (!next) break;
-      }
-      ahead >>= 1;
-    }
   };
   struct UnitPhase {
     bool busy = false;

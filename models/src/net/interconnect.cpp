@@ -1,6 +1,7 @@
 #include "interconnect.h"
 
 #include <exception>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -11,16 +12,17 @@ namespace tpusim::models::net {
 
 namespace {
 
-// The program set's group an ICI instruction names; nullptr for the whole axes of mesh_axes (or a remote put).
+// The program set's group an ICI instruction names (ProgramSet::named_group), with the instruction in the
+// error when its index is past the set's groups.
 const ir::CollectiveGroup* named_group(const ir::ProgramSet& programs, const Origin& origin,
                                        const ir::Instruction& ins) {
-  if (ins.group == ir::kAxesGroup || ins.kind == ir::OpKind::dma) return nullptr;
-  if (ins.group >= programs.groups.size()) {
+  try {
+    return programs.named_group(ins);
+  } catch (const std::out_of_range&) {
     throw SimulationError(0, origin.core, origin.instr, origin.label,
                           fmt::format("{} names group {}, but the program set has {} groups", ir::op_name(ins.kind),
                                       ins.group, programs.groups.size()));
   }
-  return &programs.groups[ins.group];
 }
 
 }  // namespace

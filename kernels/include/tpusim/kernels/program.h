@@ -175,6 +175,13 @@ struct ProgramSet {
   [[nodiscard]] const Program& program_for(std::uint32_t chip) const {
     return programs[role_of_chip.empty() ? 0 : role_of_chip[chip]];
   }
+  // The group an ICI instruction names, or nullptr for the whole torus axes of its mesh_axes (and for a
+  // remote put, which names none). An index past `groups` throws std::out_of_range (a file reader rejects it
+  // first, with the line).
+  [[nodiscard]] const CollectiveGroup* named_group(const Instruction& ins) const {
+    if (ins.group == kAxesGroup || ins.kind == OpKind::dma) return nullptr;
+    return &groups.at(ins.group);
+  }
 };
 
 }  // namespace tpusim::ir
