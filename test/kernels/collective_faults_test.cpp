@@ -177,7 +177,7 @@ std::size_t expect_chain_sends_avoid(const Topology& topo, const CollectivePlan&
 // The planner's choice against every candidate it had: the ring kept (its sends through the cuts detouring)
 // and a line starting after each failed cable alone (the plan for that cable alone when it is a line), each
 // timed on the surviving graph with every cable failed. Returns the ring's time.
-double expect_argmin(const Topology& topo, const ir::CollectiveGroup& group, const std::vector<std::uint32_t>& srcs,
+double expect_fastest_candidate(const Topology& topo, const ir::CollectiveGroup& group, const std::vector<std::uint32_t>& srcs,
                      const CollectivePlan& chosen) {
   const FaultSet failed = cut_cables(topo, srcs);
   const auto s = static_cast<std::uint64_t>(kS);
@@ -210,7 +210,7 @@ void expect_two_cuts_on_one_ring_keep_it(const Topology& topo) {
       plan_collective(topo, Kind::all_reduce, s, DType::bf16, group, Algo::automatic, cut_cables(topo, {0, 2}));
   EXPECT_EQ(plan.replan, CollectivePlan::Replan::detour);
   EXPECT_NEAR(plan.estimate.value(), 2 * (t - n * kHop) + 3 * n * kHop, 1e-9 * t);
-  EXPECT_NEAR(expect_argmin(topo, group, {0, 2}, plan), plan.estimate.value(), 1e-12);
+  EXPECT_NEAR(expect_fastest_candidate(topo, group, {0, 2}, plan), plan.estimate.value(), 1e-12);
 }
 
 TEST(ReplannedCollective, TwoCutCablesOnOneRingOfA4x4TorusKeepTheRingWithTwoDetours) {
@@ -238,7 +238,7 @@ void expect_cuts_on_two_rows_run_as_lines(const Topology& topo) {
   EXPECT_EQ(line_cut(topo, plan, group, ChipId(1), 0), 0);  // (1,0): its row is cut between x = 0 and 1
   EXPECT_EQ(line_cut(topo, plan, group, ChipId(5), 0), 2);  // (1,1): between x = 2 and 3
   EXPECT_NEAR(plan.estimate.value(), 2 * (t - n * kHop) + n * kHop, 1e-9 * t);
-  EXPECT_NEAR(expect_argmin(topo, group, {0, 6}, plan), 3 * t, 1e-9 * t);
+  EXPECT_NEAR(expect_fastest_candidate(topo, group, {0, 6}, plan), 3 * t, 1e-9 * t);
   const std::size_t k = static_cast<std::size_t>(topo.axes());
   EXPECT_EQ(expect_chain_sends_avoid(topo, plan, group, failed), topo.chip_count() * k * 2 * 3);
 }
@@ -271,7 +271,7 @@ TEST(ReplannedCollective, StridedGroupAxisWithACutCableRunsEachLaneAsALineFromIt
   EXPECT_EQ(line_cut(topo, plan, group, ChipId(3), 0), 3);
   EXPECT_EQ(line_cut(topo, plan, group, ChipId(11), 0), 0);  // (3,1): no failed cable in row y = 1, cut[0]
   EXPECT_NEAR(plan.estimate.value(), 2 * (t - 2 * n * kHop) + 2 * n * kHop, 1e-9 * t);
-  EXPECT_NEAR(expect_argmin(topo, group, {0}, plan), 2 * (t - 2 * n * kHop) + 4 * n * kHop, 1e-9 * t);
+  EXPECT_NEAR(expect_fastest_candidate(topo, group, {0}, plan), 2 * (t - 2 * n * kHop) + 4 * n * kHop, 1e-9 * t);
   // Per lane and phase N (N - 1) / 2 sends per chain (N = 4), two chains, two phases: 12 per lane of 4 chips.
   EXPECT_EQ(expect_chain_sends_avoid(topo, plan, group, failed), topo.chip_count() * 2 * 3);
 }

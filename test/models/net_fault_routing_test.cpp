@@ -195,17 +195,6 @@ FaultSet cut_cables(const Topology& topo, const std::vector<std::uint32_t>& srcs
   return faults;
 }
 
-// One all-reduce of 256 MiB over `group` (the program set's only group).
-ir::ProgramSet over_group(const ir::CollectiveGroup& group) {
-  ir::ProgramSet set = one_collective(CollectiveKind::all_reduce, k256MiB);
-  set.groups.push_back(group);
-  set.programs[0] = ir::Program("grouped");
-  ir::Instruction ins = one_collective(CollectiveKind::all_reduce, k256MiB).programs[0][0];
-  ins.group = 0;
-  set.programs[0].add(ins, {}, "grads.collective");
-  return set;
-}
-
 // The planner's choice with the cables from chips `srcs` failed, simulated (the healthy step in a child
 // process): nothing crosses a failed cable, and the step takes the chosen plan's closed form, given the plan,
 // T (the healthy plan's alpha-beta network time, plan_network_time without faults) and n (its steps), plus
@@ -279,7 +268,8 @@ TEST(FaultAwareRouting, AllReduceOnA4x4x4TorusWithCutCablesOnTwoRowsRunsEachAsAL
 TEST(FaultAwareRouting, AllReduceOverAStridedGroupWithACutCableRunsEachLaneAsALineAtItsClosedForm) {
   Scenario s = pod_scenario({8, 2}, true, LinkFidelity::flow);
   s.fidelity.routing = RoutingPolicy::fault_aware;
-  expect_at_closed_form(s, over_group(ir::CollectiveGroup{{4, 1, 1}, {2, 1, 1}, 1}), {0},
+  expect_at_closed_form(s, one_collective_over(ir::CollectiveGroup{{4, 1, 1}, {2, 1, 1}, 1}, CollectiveKind::all_reduce, k256MiB,
+                                            kernels::CollectiveAlgorithm::automatic), {0},
                         kernels::CollectivePlan::Replan::line,
                         [](double t, double n) { return 2 * (t - 2 * n * kHop) + 2 * n * kHop; });
 }
