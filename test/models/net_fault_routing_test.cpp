@@ -132,39 +132,6 @@ double line_reduction_seconds(const kernels::CollectivePlan& plan, const Topolog
   return to_seconds(t).value();
 }
 
-// The planner's choice around the cut cable: axis 0 runs as a line (kernels/collectives.h, "Re-planned around
-// failed links"): each step carries twice the healthy step's bytes on axis 0, one hop, no detour, so
-//   t = 2 (ideal - n a) + n a + R + the runtime's overheads        (n = the plan's steps, R its reductions,
-// which the line doubles on axis 0), within 0.5%: the closed form assumes lockstep steps, the chains let the
-// chips at the line's ends run ahead. R: per step the most any chip reduces (line_reduction_seconds).
-void expect_line_at_closed_form(const Scenario& s) {
-  const auto [healthy, r] = run_with_cut_cable(s, Plan::replanned);
-  const Topology topo = build_topology(s.pod, s.chip);
-  const ir::ProgramSet programs = one_collective(CollectiveKind::all_reduce, k256MiB);
-  const ir::Instruction& ins = programs.programs.at(0)[0];
-  const ir::CollectiveGroup group = kernels::whole_axes_group(topo, 0);
-  const kernels::CollectivePlan plan = default_collective_planner()(topo, ins, group, cut_cable(topo));
-  ASSERT_EQ(plan.replan, kernels::CollectivePlan::Replan::line);
-  const double n = static_cast<double>(plan.steps.size());
-  const double expected = 2 * (plan.ideal_time.value() - n * kHop) + n * kHop +
-                          line_reduction_seconds(plan, topo, group, s.chip) + overhead_seconds(plan);
-  const double t = r.step_time.value();
-  EXPECT_GT(t, 1.05 * healthy);
-  EXPECT_NEAR(t, expected, 0.005 * expected) << "t/expected " << t / expected << " healthy " << healthy;
-  ::testing::Test::RecordProperty("slowdown", std::to_string(t / healthy));
-  ::testing::Test::RecordProperty("t_over_closed_form", std::to_string(t / expected));
-}
-
-TEST(FaultAwareRouting, AllReduceOnA4x4TorusWithOneFailedCableRunsTheCutAxisAsALineAtItsClosedForm) {
-  expect_line_at_closed_form(torus4x4(RoutingPolicy::fault_aware));
-}
-
-TEST(FaultAwareRouting, AllReduceOnA4x4x4TorusWithOneFailedCableRunsTheCutAxisAsALineAtItsClosedForm) {
-  Scenario s = pod_scenario({4, 4, 4}, true, LinkFidelity::flow);
-  s.fidelity.routing = RoutingPolicy::fault_aware;
-  expect_line_at_closed_form(s);
-}
-
 // One axis alone: a 16-ring with one cut cable runs as a line at the mesh closed form,
 //   2 (N-1)/N x S / B + 2 (N-1) a + R + the runtime's overheads     (N = 16: 30 steps of S/16 each way),
 // within 0.5% (the chains are not lockstep; R per step is the most any chip reduces). The kept ring's send
@@ -227,6 +194,27 @@ void expect_at_closed_form(const Scenario& s, const ir::ProgramSet& programs, co
   EXPECT_NEAR(t, expected, 0.005 * expected) << "t/expected " << t / expected << " healthy " << healthy;
   ::testing::Test::RecordProperty("slowdown", std::to_string(t / healthy));
   ::testing::Test::RecordProperty("t_over_closed_form", std::to_string(t / expected));
+}
+
+// The planner's choice around the cut cable: axis 0 runs as a line (kernels/collectives.h, "Re-planned around
+// failed links"): each step carries twice the healthy step's bytes on axis 0, one hop, no detour, so
+//   t = 2 (T - n a) + n a + R + the runtime's overheads        (n = the plan's steps, R its reductions,
+// which the line doubles on axis 0), within 0.5%: the closed form assumes lockstep steps, the chains let the
+// chips at the line's ends run ahead. R: per step the most any chip reduces (line_reduction_seconds).
+void expect_line_at_closed_form(const Scenario& s) {
+  expect_at_closed_form(s, one_collective(CollectiveKind::all_reduce, k256MiB), {0},
+                        kernels::CollectivePlan::Replan::line,
+                        [](double t, double n) { return 2 * (t - n * kHop) + n * kHop; });
+}
+
+TEST(FaultAwareRouting, AllReduceOnA4x4TorusWithOneFailedCableRunsTheCutAxisAsALineAtItsClosedForm) {
+  expect_line_at_closed_form(torus4x4(RoutingPolicy::fault_aware));
+}
+
+TEST(FaultAwareRouting, AllReduceOnA4x4x4TorusWithOneFailedCableRunsTheCutAxisAsALineAtItsClosedForm) {
+  Scenario s = pod_scenario({4, 4, 4}, true, LinkFidelity::flow);
+  s.fidelity.routing = RoutingPolicy::fault_aware;
+  expect_line_at_closed_form(s);
 }
 
 // Two cables of one ring down (between x = 0 and 1 and between 2 and 3 of the row y = 0): the planner keeps
