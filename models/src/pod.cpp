@@ -103,6 +103,7 @@ Pod::Pod(const sc_core::sc_module_name& name, const Scenario& scenario, const ir
     chips_.push_back(std::make_unique<Chip>(chip_name.c_str(), id, chip_, *indexes_[role], *dataflow_,
                                             scenario.fidelity.mxu, control, registry));
   }
+  for (const TimedChipFault& f : network.timed_chips) chips_.at(f.chip.value())->stop_at(to_ticks(f.at));
   if (uses_ici(programs)) {
     topology_ = std::make_unique<Topology>(build_topology(scenario.pod, scenario.chip));
     interconnect_ = std::make_unique<net::Interconnect>("ici", *topology_, scenario, programs, network, control);
@@ -187,12 +188,12 @@ void add_unit_stall_stats(const std::vector<ChipCounters>& chips, const ChipSpec
 
 }  // namespace
 
-SimResult Pod::collect() const {
+SimResult Pod::collect(Tick end) const {
   const ChipSpec& spec = scenario_.chip;
   SimResult r;
   std::vector<ChipCounters> counters;
   counters.reserve(chips_.size());
-  Tick step = 0;
+  Tick step = end;
   for (const auto& chip : chips_) {
     counters.push_back(chip->collect());
     step = std::max(step, counters.back().finish);

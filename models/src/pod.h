@@ -33,7 +33,8 @@ class Pod : public sc_core::sc_module {
   [[nodiscard]] net::Interconnect* interconnect() { return interconnect_.get(); }
 
   // Statistics of the finished run (wall time and kernel counters are the caller's).
-  [[nodiscard]] SimResult collect() const;
+  // `end`: the step is at least that long (a run stopped at a chip fault's detection, its chips unfinished).
+  [[nodiscard]] SimResult collect(Tick end = 0) const;
 
  private:
   const Scenario& scenario_;

@@ -34,18 +34,39 @@ SimResult run(const Scenario& scenario, const ir::ProgramSet& programs, const Si
   }
 
   const auto chips = static_cast<std::uint32_t>(scenario.pod.chip_count());
-  RunControl control(options.progress, options.trace, chips,
+  // A chip stopping inside the step (SimOptions::timed_chips): the run ends at the first detection, and the
+  // completions up to then measure how far the step got. A chip running ahead of the kernel may complete
+  // instructions past the end: they are not counted (nor traced).
+  Tick end = kNever;
+  for (const TimedChipFault& f : network.timed_chips) end = std::min(end, std::max(to_ticks(f.at), to_ticks(f.detected)));
+  StepProgress progress;
+  std::function<void(const TraceSpan&)> trace = options.trace;
+  if (end != kNever) {
+    for (std::uint32_t c = 0; c < chips; ++c) progress.instructions += programs.program_for(c).size();
+    trace = [&progress, end, user = options.trace](const TraceSpan& span) {
+      if (to_ticks(span.end) > end) return;
+      ++progress.completed;
+      progress.last_completion = std::max(progress.last_completion, span.end);
+      if (user) user(span);
+    };
+  }
+  RunControl control(options.progress, trace, chips,
                      scenario.fidelity.mxu == MxuFidelity::cycle ? 1 : 4096);
   const char* run_ahead = std::getenv("TPUSIM_RUN_AHEAD");
   control.set_run_ahead(options.run_ahead && !(run_ahead != nullptr && std::string(run_ahead) == "off"));
   auto pod = std::make_unique<Pod>("pod", scenario, programs, control, network, registry, options.degraded_chips);
-  sc_core::sc_start();
+  if (end == kNever) sc_core::sc_start();
+  else sc_core::sc_start(sc_core::sc_time::from_value(end));
   if (control.error()) std::rethrow_exception(control.error());
-  if (control.unfinished() > 0) {
+  if (control.unfinished() > 0 && end == kNever) {
     throw std::logic_error("the simulation ran out of events before every chip finished");
   }
 
-  SimResult result = pod->collect();
+  SimResult result = pod->collect(end == kNever ? 0 : end);
+  if (end != kNever) {
+    progress.stopped = control.unfinished() > 0;
+    result.progress = progress;
+  }
   result.kernel_events = control.activations();
   result.delta_cycles = sc_core::sc_delta_count();
   result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
@@ -74,6 +95,7 @@ SimResult simulate(const Scenario& scenario, const ir::ProgramSet& programs, con
   network.degraded = options.degraded_links;
   network.timed = options.timed_links;
   network.in_flight = options.in_flight;
+  network.timed_chips = options.timed_chips;
   return run(scenario, programs, options, network, builtin_blocks());
 }
 

@@ -131,6 +131,9 @@ double check_lose(const Scenario& s, double detected) {
   if (s.fidelity.links == LinkFidelity::flow) {  // the flow model's closed forms
     EXPECT_LE(t, detected + ring_kept_lasting(s));
     EXPECT_NEAR(f.delivered.as_double(), 2 * 4.5e6, 2);
+    // The resends (InStepFault::resent_done, the end of trace-fault-K.json's resend span): each alone on its
+    // 3-hop detour from the detection, b / B + 3 a; within 1 ns (a tick is 1 ps).
+    EXPECT_NEAR(f.resent_done.value(), detected + b / kLinkRate + 3 * kHop, 1e-9);
   }
   return t;
 }
@@ -214,6 +217,47 @@ TEST(TimedLinkFault, LoseStallsOneCollectiveWhileMoreThan64LaterOnesComplete) {
   for (int i = 1; i <= kY; ++i) EXPECT_LT(r.collectives[static_cast<std::size_t>(i)].end.value(), detected) << i;
   EXPECT_GT(alone, detected);
   EXPECT_EQ(r.step_time.value(), alone);
+}
+
+// A collective that starts after the tick runs the plan made for the surviving graph (its first chip picks
+// it, collective_engine.h), and SimResult::collectives reports that plan, not the one made at elaboration for
+// the healthy torus: here a 200 us vector op, then the 256 MiB all-reduce; the cable fails at 100 us.
+TEST(TimedLinkFault, ACollectiveReplannedAfterTheTickIsReportedWithThePlanItRan) {
+  const Scenario s = torus(LinkFidelity::flow);
+  ir::Program p("after");
+  const std::uint32_t v = p.add(vector_us(200.0), {}, "before");
+  p.add(all_reduce().programs.at(0)[0], {v}, "grads.all_reduce");
+  const ir::ProgramSet programs = single(std::move(p));
+  const Topology topo = build_topology(s.pod, s.chip);
+  SimOptions o;
+  o.timed_links.push_back(TimedLinkFault{cable_from(topo, 0), Seconds(kTick), Seconds(kTick + 1e-3)});
+  o.in_flight = InFlightPolicy::retransmit;
+  const SimResult r = simulate(s, programs, o);
+  ASSERT_EQ(r.collectives.size(), 1u);
+  const CollectiveUsage& c = r.collectives[0];
+  FaultSet cut;
+  cut.add_cable(topo, cable_from(topo, 0));
+  const ir::Instruction& ins = programs.programs.at(0)[1];
+  const ir::CollectiveGroup group = kernels::whole_axes_group(topo, ins.mesh_axes);
+  const kernels::CollectivePlan healthy = default_collective_planner()(topo, ins, group, {});
+  const kernels::CollectivePlan replanned = default_collective_planner()(topo, ins, group, cut);
+  // The same numbers here (each axis keeps N - 1 steps per phase, ring or line); the plan's sends differ: some
+  // of the surviving graph's are chain sends or detour, so the engine made and ran a plan of its own.
+  EXPECT_TRUE(c.replanned);
+  EXPECT_EQ(healthy.steps.size(), replanned.steps.size());
+  EXPECT_EQ(c.steps, replanned.steps.size());
+  EXPECT_EQ(c.ideal_time.value(), replanned.ideal_time.value());
+  EXPECT_EQ(c.algorithm, replanned.algorithm);
+  EXPECT_EQ(r.in_step_faults.at(0).transfers_cut, 0u);  // nothing was on the cable at the tick
+}
+
+// A collective that started before the tick keeps its plan (and so reports no re-planning).
+TEST(TimedLinkFault, ACollectiveInFlightAtTheTickKeepsItsPlan) {
+  const Scenario s = torus(LinkFidelity::flow);
+  const SimResult r = run(s, kTick, kTick + 1e-3, InFlightPolicy::retransmit);
+  ASSERT_EQ(r.collectives.size(), 1u);
+  EXPECT_FALSE(r.collectives[0].replanned);
+  EXPECT_EQ(r.collectives[0].steps, plan_of(s, all_reduce()).steps.size());
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 // Fault plans and jobs through the tpusim binary (docs/faults.md): bad plans exit 2 with their line and write
 // nothing, a straggler slows the synchronous step by its own slowdown, a rerouted link's step and the job's
 // timeline land in summary.json, and the same seed gives the same bytes.
+#include <algorithm>
+#include <cmath>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +25,15 @@ constexpr const char* kJob = R"(name: job
 pod: v5e-2x2
 workload: {model: mlp-small, batch: 64, step: train, checkpoint: {every_steps: 100}}
 job: {steps: 1000}
+)";
+
+// A 4 MiB all-reduce on a v4 2x2x1 rerouting around a link failing at 1 s (the faults list open for more).
+constexpr const char* kRerouteAllReduce = R"(pod: v4-2x2x1
+workload:
+  model: {kind: collective, name: ar, op: all_reduce, bytes: 4 MiB, axes: [], algorithm: auto}
+job: {steps: 1000000, recovery: reroute, restart: 2 s, repair: 0 s}
+faults:
+  - {at: 1 s, kind: link_down, target: {chip: [0, 0, 0], dir: x+}}
 )";
 
 TEST_F(FaultsCli, AFaultAfterTheJobOfStepsEndsIsBadInputWithItsLineAndNothingIsWritten) {
@@ -119,15 +131,8 @@ seed: 5
 // the end of the step in flight (simulated with the fault at its tick); a chip restarted from its checkpoint
 // gets a recovery span of the restart.
 TEST_F(FaultsCli, TheJobTraceHasTheFaultsAsInstantEventsAndTheirDetectionAndRecoveryAsSpans) {
-  const auto file = write("t.yaml", R"(name: t
-pod: v4-2x2x1
-workload:
-  model: {kind: collective, name: ar, op: all_reduce, bytes: 4 MiB, axes: [], algorithm: auto}
-job: {steps: 1000000, recovery: reroute, restart: 2 s, repair: 0 s}
-faults:
-  - {at: 1 s, kind: link_down, target: {chip: [0, 0, 0], dir: x+}}
-  - {at: 62 s, kind: chip_down, target: [1, 1, 0]}
-)");
+  const auto file = write("t.yaml", std::string("name: t\n") + kRerouteAllReduce +
+                                        "  - {at: 62 s, kind: chip_down, target: [1, 1, 0]}\n");
   const auto summary_json = summary(file.string() + " --trace", "t");
   const auto trace = nlohmann::json::parse(slurp(dir_ / "t" / "job-trace.json"));
   std::map<std::string, int> tids;
@@ -167,6 +172,146 @@ faults:
   const auto& timeline = summary_json["faults"]["timeline"][1];
   EXPECT_DOUBLE_EQ(events[6]["dur"].get<double>(),
                    (timeline["resumed_s"].get<double>() - timeline["detected_s"].get<double>()) * 1e6);
+}
+
+// With --trace, each step simulated with a fault writes trace-fault-K.json (K as job.simulated_steps[K]): the
+// traced chips' instructions, and on the failed link's track the fault at its tick inside the step, the
+// detection span ending at the detection tick and the resend of the two lost transfers from the detection to
+// the last one's delivery; the chips' collective stalls until the resend. --trace-chips is honoured.
+TEST_F(FaultsCli, AStepHitByALinkFaultTracesTheFaultAtItsTickAndTheStallToTheDetection) {
+  const auto file = write("ft.yaml", std::string("name: ft\n") + kRerouteAllReduce);
+  const auto s = summary(file.string() + " --trace --trace-chips 1", "ft");
+  const auto& steps = s["job"]["simulated_steps"];
+  ASSERT_EQ(steps.size(), 3u);  // healthy, the cable down from the start, the step the fault lands in
+  EXPECT_FALSE(steps[0].contains("trace"));
+  EXPECT_EQ(steps[1]["trace"], "trace-fault-1.json");
+  ASSERT_EQ(steps[2]["trace"], "trace-fault-2.json");
+  const auto& in_step = steps[2]["fault_in_step"];
+  const double at_us = in_step["at_s"].get<double>() * 1e6, detected_us = in_step["detected_s"].get<double>() * 1e6;
+  const auto trace = nlohmann::json::parse(slurp(dir_ / "ft" / "trace-fault-2.json"));
+  EXPECT_EQ(trace["otherData"]["generator"].get<std::string>().rfind("written by tpusim", 0), 0u);
+  std::map<std::string, nlohmann::json> marks;
+  std::set<int> pids;
+  double ici_end_us = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "M") continue;
+    pids.insert(e["pid"].get<int>());
+    if (e["cat"] == "fault") marks[e["name"]] = e;
+    else if (e["cat"] == "ici") ici_end_us = std::max(ici_end_us, e["ts"].get<double>() + e["dur"].get<double>());
+  }
+  EXPECT_EQ(pids, (std::set<int>{1, 4}));  // chip 1 (--trace-chips 1) and the failed links' process (4 chips)
+  ASSERT_EQ(marks.size(), 3u);
+  const auto& fault = marks["link_down [0,0,0] x+"];
+  EXPECT_EQ(fault["ph"], "i");
+  EXPECT_EQ(fault["ts"].get<double>(), at_us);  // the exact tick
+  const auto& detection = marks["detection"];
+  EXPECT_EQ(detection["tid"], fault["tid"]);
+  EXPECT_EQ(detection["ts"].get<double>(), at_us);
+  // 1e-6 us: the duration is a difference of two numbers near 29 s, rounded once.
+  EXPECT_NEAR(detection["ts"].get<double>() + detection["dur"].get<double>(), detected_us, 1e-6);
+  // The fault at the job's 1 s, last heard at 0 s, declared failed at 30 s (timeout 30 s): 29 s later.
+  EXPECT_NEAR(detection["dur"].get<double>(), 29e6, 1e-6);
+  const auto& resend = marks["resend (lost at the cut)"];
+  EXPECT_EQ(resend["ts"].get<double>(), detected_us);
+  EXPECT_EQ(resend["args"]["transfers"].get<double>(), 2.0);
+  EXPECT_EQ(resend["args"]["bytes"], in_step["lost_bytes"]);
+  const double resent_us = in_step["resent_done_s"].get<double>() * 1e6;
+  EXPECT_NEAR(resend["ts"].get<double>() + resend["dur"].get<double>(), resent_us, 1e-6);
+  // 256 KiB alone on a 3-hop detour (a link of 45 GB/s x 0.95 efficiency: about 6 us) and its hop latencies.
+  EXPECT_GT(resent_us - detected_us, 6.0);
+  EXPECT_LT(resent_us - detected_us, 30.0);
+  // Chip 1's all-reduce waits for the lost sends: its last ICI span ends after they were resent.
+  EXPECT_GE(ici_end_us, resent_us);
+  EXPECT_LE(ici_end_us, s["job"]["simulated_steps"][2]["step_time_s"].get<double>() * 1e6 + 1e-6);
+  // The lasting fault's trace: the fault at the step's start, no detection inside the step.
+  const auto lasting = nlohmann::json::parse(slurp(dir_ / "ft" / "trace-fault-1.json"));
+  int lasting_marks = 0;
+  for (const auto& e : lasting["traceEvents"]) {
+    if (e["ph"] == "M" || e["cat"] != "fault") continue;
+    ++lasting_marks;
+    EXPECT_EQ(e["name"], "link_down [0,0,0] x+ (from the step's start)");
+    EXPECT_EQ(e["ts"].get<double>(), 0.0);
+  }
+  EXPECT_EQ(lasting_marks, 1);
+}
+
+// A chip_down landing inside a step: the step in flight is simulated with the chip stopping at its tick, up to
+// the detection (trace-fault-1.json, job.simulated_steps[1]). On a v5e 2x2 the MLP's step is 18.28 us; the
+// fault at 1 s lands in step 52419, 6.9 us in, and chip [1,0] (chip 1) stops there. Checkpoints every 20000
+// steps: the timeline's lost work is the 12419 steps since the checkpoint at step 40000 plus the tick's offset
+// into the step, exactly the offset the simulation ran with. Progress: what completed by the detection.
+TEST_F(FaultsCli, AChipDownInsideAStepIsSimulatedToItsDetectionAndItsLostWorkIsTheOffsetPlusTheCheckpointsSteps) {
+  const auto file = write("cd.yaml", R"(name: cd
+pod: v5e-2x2
+workload: {model: mlp-small, batch: 64, step: train, checkpoint: {every_steps: 20000}}
+job: {steps: 100000, recovery: checkpoint_restart, restart: 2 s, repair: 0 s}
+faults:
+  - {at: 1 s, kind: chip_down, target: [1, 0]}
+)");
+  const auto s = summary(file.string() + " --trace --trace-chips 0-3", "cd");
+  const double step = s["metrics"]["step_time_s"].get<double>();
+  const auto& steps = s["job"]["simulated_steps"];
+  ASSERT_EQ(steps.size(), 2u);  // the healthy step, and the step the chip stops in
+  const auto& stopped = steps[1];
+  ASSERT_TRUE(stopped.contains("progress"));
+  const auto& in_step = stopped["fault_in_step"];
+  const auto& event = s["faults"]["timeline"][0];
+  EXPECT_EQ(event["recovery"], "checkpoint_restart");
+  const auto hit_step = event["step"].get<std::int64_t>();
+  const double offset = in_step["at_s"].get<double>();
+  // Where the fault lands: 1 s = 52419 steps, two checkpoint writes and the offset.
+  EXPECT_EQ(hit_step, 52419);
+  EXPECT_NEAR(1.0, 52419 * step + 2 * s["job"]["checkpoint_write_s"].get<double>() + offset, 1e-12);
+  EXPECT_GT(offset, 0.0);
+  EXPECT_LT(offset, step);
+  // Lost work: the steps since the checkpoint after step 40000, plus the step in flight up to the tick.
+  EXPECT_NEAR(event["lost_work_s"].get<double>(), (hit_step - 40000) * step + offset, 1e-15);
+  // The simulation ran to the detection: 30 s (last heard at 0 s, timeout 30 s) - the step's start.
+  EXPECT_NEAR(in_step["detected_s"].get<double>() - offset, 29.0, 1e-9);
+  EXPECT_EQ(stopped["step_time_s"], in_step["detected_s"]);
+  const auto& progress = stopped["progress"];
+  EXPECT_EQ(progress["finished"], false);
+  const double instructions = progress["instructions"].get<double>(), completed = progress["completed"].get<double>();
+  EXPECT_EQ(std::fmod(instructions, 4.0), 0.0);  // the same program on the 4 chips
+  EXPECT_LT(completed, instructions);            // chip 1 stopped 6.9 us into an 18.28 us step
+  EXPECT_GT(completed, 3 * instructions / 4);    // the other three need nothing from it here
+  EXPECT_DOUBLE_EQ(progress["fraction"].get<double>(), completed / instructions);
+  EXPECT_LE(progress["last_completion_s"].get<double>(), step);
+  // The trace: the chips' completed instructions (chip 1's all before the tick) and on chip 1's fault track the
+  // fault at its tick, the detection span to the detection and the stall from the last completion.
+  const auto trace = nlohmann::json::parse(slurp(dir_ / "cd" / stopped["trace"].get<std::string>()));
+  std::map<std::string, nlohmann::json> marks;
+  int spans = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "M") continue;
+    if (e["cat"] == "fault") {
+      marks[e["name"]] = e;
+      EXPECT_EQ(e["pid"], 1);
+      continue;
+    }
+    ++spans;
+    if (e["pid"] == 1) {
+      EXPECT_LE(e["ts"].get<double>() + e["dur"].get<double>(), offset * 1e6 + 1e-6);
+    }
+  }
+  EXPECT_EQ(spans, static_cast<int>(completed));
+  ASSERT_EQ(marks.size(), 3u);
+  EXPECT_EQ(marks["chip_down [1,0]"]["ts"].get<double>(), offset * 1e6);
+  EXPECT_NEAR(marks["detection"]["ts"].get<double>() + marks["detection"]["dur"].get<double>(),
+              in_step["detected_s"].get<double>() * 1e6, 1e-6);
+  EXPECT_EQ(marks["step stalled: nothing completes"]["ts"].get<double>(),
+            progress["last_completion_s"].get<double>() * 1e6);
+  // A chip_down aimed at a chip the pod lacks is still bad input, nothing written.
+  const auto bad = write("cd-bad.yaml", R"(name: cd
+pod: v5e-2x2
+workload: {model: mlp-small, batch: 64, step: train}
+job: {steps: 100000}
+faults:
+  - {at: 1 s, kind: chip_down, target: [2, 0]}
+)");
+  const Outcome o = tpusim("run " + bad.string() + " -o " + (dir_ / "cd-bad").string());
+  EXPECT_EQ(o.exit_code, 2) << o.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "cd-bad"));
 }
 
 }  // namespace

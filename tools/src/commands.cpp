@@ -171,7 +171,11 @@ int run_command(const RunArgs& args) {
   std::optional<FaultSteps> fault_steps;  // a job's steps under lasting faults, simulated in child processes
   std::optional<JobOutcome> job;
   try {
-    if (scenario.job.enabled) fault_steps.emplace(scenario, *topology, programs);
+    if (scenario.job.enabled) {
+      std::optional<FaultTraceOptions> fault_trace;  // the steps simulated with a fault trace as trace.json does
+      if (tracer) fault_trace = FaultTraceOptions{tracer->chips(), kMaxTraceSpans};
+      fault_steps.emplace(scenario, *topology, programs, fault_trace);
+    }
     const models::SimResult result = models::simulate(scenario, programs, options);
     if (scenario.job.enabled) job = run_job_timeline(scenario, *topology, result.step_time, *fault_steps);
     report = make_report(scenario, programs, result, &*topology,
@@ -226,6 +230,12 @@ int run_command(const RunArgs& args) {
     if (tracer) {
       write_file(folder.file("trace.json"), [&](std::ostream& out) { tracer->write(programs, out); });
       if (job) write_file(folder.file("job-trace.json"), [&](std::ostream& out) { write_job_trace(scenario, *job, out); });
+      for (const auto& trace : fault_steps ? fault_steps->traces() : decltype(fault_steps->traces()){}) {
+        const FaultStep* traced = trace.second;  // trace-fault-K.json (job_run.h)
+        write_file(folder.file(trace.first), [&](std::ostream& out) {
+          write_fault_trace(*topology, programs, FaultTraceOptions{tracer->chips(), kMaxTraceSpans}, *traced, out);
+        });
+      }
       write_file(folder.file("timeline.svg"), [&](std::ostream& out) {
         tracer->write_timeline_svg(fmt::format("{}: unit timeline", scenario.name), out);
       });

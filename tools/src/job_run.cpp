@@ -7,11 +7,14 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <type_traits>
 
 #include <fmt/format.h>
 
 #include "tpusim/core/interrupt.h"
+#include "tools/src/trace.h"
 #include "tpusim/kernels/lowering.h"
 
 namespace tpusim::tools {
@@ -19,9 +22,15 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-// Runs one simulation in a forked child and reads back its step time and link utilizations through a pipe.
+// The child's report through the pipe: the doubles (step time, link count, utilizations, the in-step fault's
+// six numbers), then the traced spans (a count, then the spans as bytes).
+constexpr std::size_t kInStepNumbers = 12;
+static_assert(std::is_trivially_copyable_v<models::TraceSpan>, "spans go through the pipe as bytes");
+
+// Runs one simulation in a forked child and reads back its step time, link utilizations and, with `trace`,
+// the traced chips' spans through a pipe.
 FaultStep simulate_in_child(const Scenario& s, const ir::ProgramSet& programs, models::SimOptions options,
-                            std::string what) {
+                            std::string what, const std::optional<FaultTraceOptions>& trace) {
   FaultStep out;
   out.what = std::move(what);
   int fds[2];
@@ -39,17 +48,40 @@ FaultStep simulate_in_child(const Scenario& s, const ir::ProgramSet& programs, m
     try {
       Scenario faulty = s;
       if (!options.failed.links.empty()) faulty.fidelity.routing = RoutingPolicy::fault_aware;
+      std::optional<TraceRecorder> recorder;
+      if (trace) {
+        recorder.emplace(trace->chips, trace->limit);
+        options.trace = [&recorder](const models::TraceSpan& span) { recorder->record(span); };
+      }
       const models::SimResult r = models::simulate(faulty, programs, options);
       std::vector<double> data{r.step_time.value(), static_cast<double>(r.links.size())};
       for (const auto& l : r.links) data.push_back(l.utilization);
       models::InStepFault f;  // the first cable failing in the step (one per simulation here), or none
       if (!r.in_step_faults.empty()) f = r.in_step_faults.front();
       for (const double v : {static_cast<double>(f.transfers_cut), f.in_flight.as_double(), f.delivered.as_double(),
-                             f.retransmitted.as_double(), f.lost.as_double()}) {
+                             f.retransmitted.as_double(), f.lost.as_double(), f.resent_done.value(),
+                             static_cast<double>(f.transfers_dropped), f.dropped.as_double(),
+                             r.progress.stopped ? 1.0 : 0.0, static_cast<double>(r.progress.instructions),
+                             static_cast<double>(r.progress.completed), r.progress.last_completion.value()}) {
         data.push_back(v);
       }
-      const auto bytes = static_cast<ssize_t>(data.size() * sizeof(double));
-      status = write(fds[1], data.data(), static_cast<std::size_t>(bytes)) == bytes ? 0 : 1;
+      const std::vector<models::TraceSpan> spans = recorder ? recorder->spans() : std::vector<models::TraceSpan>{};
+      data.push_back(static_cast<double>(spans.size()));
+      const auto write_all = [&](const void* p, std::size_t n) {
+        const char* c = static_cast<const char*>(p);
+        while (n > 0) {
+          const ssize_t w = write(fds[1], c, n);
+          if (w < 0 && errno == EINTR) continue;
+          if (w <= 0) return false;
+          c += w;
+          n -= static_cast<std::size_t>(w);
+        }
+        return true;
+      };
+      status = write_all(data.data(), data.size() * sizeof(double)) &&
+                       write_all(spans.data(), spans.size() * sizeof(models::TraceSpan))
+                   ? 0
+                   : 1;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "tpusim: the step with %s failed to simulate: %s\n", out.what.c_str(), e.what());
     }
@@ -57,31 +89,48 @@ FaultStep simulate_in_child(const Scenario& s, const ir::ProgramSet& programs, m
     _exit(status);
   }
   close(fds[1]);
-  std::vector<double> data;
-  double buf[512];
+  std::vector<char> bytes;
+  char buf[1 << 16];
   ssize_t n = 0;
   // The interrupt handlers do not restart system calls (core/interrupt.h): retry on EINTR, then stop.
   while ((n = read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
-    if (n > 0) data.insert(data.end(), buf, buf + n / static_cast<ssize_t>(sizeof(double)));
+    if (n > 0) bytes.insert(bytes.end(), buf, buf + n);
   }
   close(fds[0]);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   throw_if_interrupted();
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && data.size() >= 2 &&
-      data.size() == 2 + static_cast<std::size_t>(data[1]) + 5) {
-    const auto links = static_cast<std::ptrdiff_t>(data[1]);
-    out.step_time_s = data[0];
-    out.link_utilization.assign(data.begin() + 2, data.begin() + 2 + links);
-    const double* in_step = data.data() + 2 + links;
-    out.transfers_cut = in_step[0];
-    out.in_flight_bytes = in_step[1];
-    out.delivered_bytes = in_step[2];
-    out.retransmitted_bytes = in_step[3];
-    out.lost_bytes = in_step[4];
-    out.ok = true;
-  }
+  const auto number = [&](std::size_t i) {
+    double v = 0;
+    std::memcpy(&v, bytes.data() + i * sizeof(double), sizeof v);
+    return v;
+  };
+  const std::size_t doubles = bytes.size() / sizeof(double);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || doubles < 2) return out;
+  const auto links = static_cast<std::size_t>(number(1));
+  const std::size_t head = 2 + links + kInStepNumbers + 1;  // + the span count
+  if (doubles < head) return out;
+  const auto spans = static_cast<std::size_t>(number(head - 1));
+  if (bytes.size() != head * sizeof(double) + spans * sizeof(models::TraceSpan)) return out;
+  out.step_time_s = number(0);
+  for (std::size_t i = 0; i < links; ++i) out.link_utilization.push_back(number(2 + i));
+  out.transfers_cut = number(2 + links);
+  out.in_flight_bytes = number(3 + links);
+  out.delivered_bytes = number(4 + links);
+  out.retransmitted_bytes = number(5 + links);
+  out.lost_bytes = number(6 + links);
+  out.resent_done_s = number(7 + links);
+  out.dropped_transfers = number(8 + links);
+  out.dropped_bytes = number(9 + links);
+  out.stopped = number(10 + links) != 0;
+  out.instructions = number(11 + links);
+  out.completed = number(12 + links);
+  out.last_completion_s = number(13 + links);
+  out.traced = trace.has_value();
+  out.spans.resize(spans);
+  if (spans > 0) std::memcpy(out.spans.data(), bytes.data() + head * sizeof(double), spans * sizeof(models::TraceSpan));
+  out.ok = true;
   return out;
 }
 
@@ -91,6 +140,9 @@ std::string recovery_name(const Scenario& s) {
   }
   return "";
 }
+
+// job.simulated_steps[K]'s trace: K counts the healthy step as 0.
+std::string fault_trace_name(std::size_t index) { return fmt::format("trace-fault-{}.json", index + 1); }
 
 bool link_kind(FaultKind k) { return k == FaultKind::link_down || k == FaultKind::ocs_port_down; }
 
@@ -103,8 +155,18 @@ Scenario job_step_scenario(const Scenario& s) {
   return step;
 }
 
-FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, const ir::ProgramSet& programs)
+FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, const ir::ProgramSet& programs,
+                       std::optional<FaultTraceOptions> trace)
     : topo_(topo), reroute_(s.job.recovery == RecoveryPolicyKind::reroute) {
+  // The fault on its trace's track: a chip's in the chip's process, a link's on the link's own track.
+  const auto name_fault = [](FaultStep& step, const models::ConcreteFault& f) {
+    step.fault_target = f.target();
+    step.fault_name = fmt::format("{} {}", fault_kind_name(f.spec.kind), step.fault_target);
+    if (f.spec.kind != FaultKind::link_down && f.spec.kind != FaultKind::ocs_port_down &&
+        f.spec.kind != FaultKind::link_degraded) {
+      step.fault_chip = f.chip.value();
+    }
+  };
   for (const FaultSpec& spec : s.faults.faults) {
     const models::ConcreteFault f = models::concrete_fault(spec, topo, s.seed);
     models::SimOptions o;
@@ -122,7 +184,9 @@ FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, const ir::Progra
       default: continue;
     }
     by_fault_[spec.index] = steps_.size();
-    FaultStep step = simulate_in_child(s, programs, o, fmt::format("{} {}", f.target(), fault_kind_name(spec.kind)));
+    FaultStep step =
+        simulate_in_child(s, programs, o, fmt::format("{} {}", f.target(), fault_kind_name(spec.kind)), trace);
+    name_fault(step, f);
     if (spec.kind == FaultKind::link_degraded && step.ok) {
       const double factor = models::retransmission_factor(spec.bit_error_rate, s.fidelity.link_chunk);
       step.retransmitted_bytes = step.link_utilization.at(f.link.value()) * topo.link(f.link).bandwidth.value() *
@@ -138,8 +202,11 @@ FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, const ir::Progra
       models::SimOptions o;
       o.failed.add_cable(topo, *link);
       by_axis_[axis] = steps_.size();
-      steps_.push_back(
-          simulate_in_child(s, programs, o, fmt::format("a {} link down (for drawn links)", "xyz"[axis])));
+      FaultStep step =
+          simulate_in_child(s, programs, o, fmt::format("a {} link down (for drawn links)", "xyz"[axis]), trace);
+      step.fault_target = fmt::format("chip 0 {}+", "xyz"[axis]);
+      step.fault_name = "link_down " + step.fault_target;
+      steps_.push_back(std::move(step));
     }
   }
   // The steps timed link faults land in. Where a fault lands depends on the step time and on the steps hit
@@ -148,21 +215,31 @@ FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, const ir::Progra
   // when the timeline reaches it. run_job_timeline() then finds them at the same offsets.
   const bool timed_links = reroute_ && std::any_of(s.faults.faults.begin(), s.faults.faults.end(),
                                                    [](const FaultSpec& f) { return link_kind(f.kind); });
-  if (!timed_links) return;
-  const FaultStep healthy = simulate_in_child(s, programs, {}, "no fault (to place the faults in their steps)");
+  const bool timed_chips = std::any_of(s.faults.faults.begin(), s.faults.faults.end(),
+                                       [](const FaultSpec& f) { return f.kind == FaultKind::chip_down; });
+  if (!timed_links && !timed_chips) return;
+  const FaultStep healthy = simulate_in_child(s, programs, {}, "no fault (to place the faults in their steps)", std::nullopt);
   if (!healthy.ok) return;  // the run's own simulation reports the error
   models::JobCosts costs = job_costs(s, Seconds(healthy.step_time_s), *this);
+  // The step in flight simulated with fault `f` at its tick (the options say how), up to its end or detection.
+  const auto simulate_hit = [&](const models::ConcreteFault& f, Seconds offset, Seconds detection,
+                                models::SimOptions o) {
+    o.in_flight = s.job.in_flight;
+    FaultStep step = simulate_in_child(s, programs, o,
+                                       fmt::format("{} {} landing {} into its step", f.target(),
+                                                   fault_kind_name(f.spec.kind), format_time(offset)),
+                                       trace);
+    name_fault(step, f);
+    step.hit = true;
+    step.fault_at_s = offset.value();
+    step.detected_s = detection.value();
+    return step;
+  };
   costs.step_hit = [&](const models::ConcreteFault& f, Seconds offset, Seconds detection) -> std::optional<Seconds> {
     if (f.drawn || !link_kind(f.spec.kind)) return std::nullopt;
     models::SimOptions o;
     o.timed_links.push_back(models::TimedLinkFault{f.link, offset, detection});
-    o.in_flight = s.job.in_flight;
-    FaultStep step = simulate_in_child(
-        s, programs, o, fmt::format("{} {} landing {} into its step", f.target(), fault_kind_name(f.spec.kind),
-                                    format_time(offset)));
-    step.hit = true;
-    step.fault_at_s = offset.value();
-    step.detected_s = detection.value();
+    FaultStep step = simulate_hit(f, offset, detection, std::move(o));
     if (!step.ok) {
       std::fprintf(stderr, "tpusim: the job charges that step as a stall to the detection and a rerun instead\n");
       return std::nullopt;
@@ -170,6 +247,17 @@ FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, const ir::Progra
     hit_by_fault_[f.spec.index] = steps_.size();
     steps_.push_back(std::move(step));
     return Seconds(steps_.back().step_time_s);
+  };
+  // A chip stopping at its tick: simulated to the detection for the report; the timeline's cost is its own.
+  costs.step_stopped = [&](const models::ConcreteFault& f, Seconds offset, Seconds detection) {
+    models::SimOptions o;
+    o.timed_chips.push_back(models::TimedChipFault{f.chip, offset, detection});
+    FaultStep step = simulate_hit(f, offset, detection, std::move(o));
+    if (!step.ok) {
+      std::fprintf(stderr, "tpusim: the job's timeline does not need that step; it is left out of the report\n");
+      return;
+    }
+    steps_.push_back(std::move(step));
   };
   (void)models::run_job(s, topo, costs);
 }
@@ -192,6 +280,14 @@ std::vector<std::pair<std::string, const FaultStep*>> FaultSteps::link_maps() co
       continue;
     }
     out.emplace_back(fmt::format("links-fault-{}.svg", i + 1), &f);
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, const FaultStep*>> FaultSteps::traces() const {
+  std::vector<std::pair<std::string, const FaultStep*>> out;
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    if (steps_[i].ok && steps_[i].traced) out.emplace_back(fault_trace_name(i), &steps_[i]);
   }
   return out;
 }
@@ -275,7 +371,8 @@ void add_job_json(json& j, const Scenario& s, const JobOutcome& job, const Fault
   j["faults"] = json{{"timeline", timeline}};
   json simulated = json::array();
   simulated.push_back(json{{"what", "healthy step"}, {"step_time_s", job.costs.step.value()}});
-  for (const FaultStep& f : fault_steps.steps()) {
+  for (std::size_t i = 0; i < fault_steps.steps().size(); ++i) {
+    const FaultStep& f = fault_steps.steps()[i];
     double mean = 0, max = 0;
     for (double u : f.link_utilization) {
       mean += u;
@@ -286,6 +383,7 @@ void add_job_json(json& j, const Scenario& s, const JobOutcome& job, const Fault
               {"step_time_s", f.step_time_s},
               {"link_utilization", json{{"mean", mean}, {"max", max}}},
               {"retransmitted_bytes_per_step", f.retransmitted_bytes}};
+    if (f.ok && f.traced) step["trace"] = fault_trace_name(i);
     if (f.hit) {
       step["fault_in_step"] = json{{"at_s", f.fault_at_s},
                                    {"detected_s", f.detected_s},
@@ -294,7 +392,17 @@ void add_job_json(json& j, const Scenario& s, const JobOutcome& job, const Fault
                                    {"in_flight_bytes", f.in_flight_bytes},
                                    {"delivered_bytes", f.delivered_bytes},
                                    {"retransmitted_bytes", f.retransmitted_bytes},
-                                   {"lost_bytes", f.lost_bytes}};
+                                   {"lost_bytes", f.lost_bytes},
+                                   {"resent_done_s", f.resent_done_s}};
+    }
+    if (f.stopped) {
+      step["fault_in_step"]["transfers_dropped"] = f.dropped_transfers;
+      step["fault_in_step"]["dropped_bytes"] = f.dropped_bytes;
+      step["progress"] = json{{"finished", false},
+                              {"instructions", f.instructions},
+                              {"completed", f.completed},
+                              {"fraction", f.instructions > 0 ? f.completed / f.instructions : 1.0},
+                              {"last_completion_s", f.last_completion_s}};
     }
     simulated.push_back(std::move(step));
   }
@@ -349,6 +457,18 @@ void print_job(const Scenario& s, const JobOutcome& job, std::ostream& out) {
     }
   }
   for (const FaultStep& f : job.hit_steps) {
+    if (f.stopped) {
+      out << fmt::format(
+          "    the step with {}: stopped; by the detection ({} into the step) the chips had completed {:.0f} of "
+          "{:.0f} instructions ({:.1f}%{}); {:.0f} transfers to or from the chip dropped ({:.0f} B); the step's "
+          "work since its start is lost\n",
+          f.what, format_time(Seconds(f.detected_s)), f.completed, f.instructions,
+          f.instructions > 0 ? 100 * f.completed / f.instructions : 100.0,
+          f.completed > 0 ? fmt::format(", the last {} into the step", format_time(Seconds(f.last_completion_s)))
+                          : std::string(),
+          f.dropped_transfers, f.dropped_bytes);
+      continue;
+    }
     out << fmt::format(
         "    the step with {}: {} (healthy {}); {:.0f} transfers in flight on the cable, {:.0f} B: {:.0f} B "
         "delivered, {:.0f} B retransmitted, {:.0f} B lost{}\n",

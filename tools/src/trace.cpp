@@ -52,7 +52,8 @@ void TraceRecorder::record(const models::TraceSpan& span) {
   spans_.push_back(span);
 }
 
-void TraceRecorder::write(const ir::ProgramSet& programs, std::ostream& out) const {
+void TraceRecorder::write(const ir::ProgramSet& programs, std::ostream& out, const std::vector<TraceMark>& marks,
+                          const std::string& written_by) const {
   using json = nlohmann::ordered_json;
   auto tid_of = [](const models::TraceSpan& s) { return s.core * ir::kUnitKinds + static_cast<int>(s.unit); };
   std::vector<models::TraceSpan> spans = spans_;
@@ -104,7 +105,30 @@ void TraceRecorder::write(const ir::ProgramSet& programs, std::ostream& out) con
                           {"dur", (s.end - s.start).value() * 1e6},
                           {"args", args}});
   }
-  out << json{{"displayTimeUnit", "ns"}, {"traceEvents", events}}.dump() << "\n";
+  std::map<std::pair<std::uint32_t, std::string>, int> mark_tracks;
+  for (const TraceMark& m : marks) {
+    if (named.insert({m.pid, -1}).second) {
+      events.push_back(json{{"name", "process_name"}, {"ph", "M"}, {"pid", m.pid}, {"tid", 0},
+                            {"args", json{{"name", m.process}}}});
+    }
+    const auto [it, added] =
+        mark_tracks.emplace(std::make_pair(m.pid, m.track), kMarkTrackBase + static_cast<int>(mark_tracks.size()));
+    if (added) {
+      events.push_back(json{{"name", "thread_name"}, {"ph", "M"}, {"pid", m.pid}, {"tid", it->second},
+                            {"args", json{{"name", m.track}}}});
+    }
+    json args = json::object();
+    for (const auto& [key, value] : m.args) args[key] = value;
+    json e{{"name", m.name}, {"cat", "fault"}, {"ph", m.instant ? "i" : "X"}, {"pid", m.pid}, {"tid", it->second},
+           {"ts", m.start.value() * 1e6}};
+    if (m.instant) e["s"] = "t";
+    else e["dur"] = (m.end - m.start).value() * 1e6;
+    e["args"] = args;
+    events.push_back(std::move(e));
+  }
+  json doc{{"displayTimeUnit", "ns"}, {"traceEvents", events}};
+  if (!written_by.empty()) doc["otherData"] = json{{"generator", written_by}};
+  out << doc.dump() << "\n";
 }
 
 void TraceRecorder::write_timeline_svg(const std::string& title, std::ostream& out) const {

@@ -18,6 +18,18 @@ namespace tpusim::tools {
 // Parses a chip list such as "0-3,8,12-13"; errors go to diags under the key "--trace-chips".
 [[nodiscard]] std::set<std::uint32_t> parse_chip_list(const std::string& text, Diagnostics& diags);
 
+// An event beside the instructions (a fault on its track): an instant event at `start` when `instant`, else a
+// span [start, end]. `pid` is a chip's, or one past the chips for a process of its own named `process`.
+struct TraceMark {
+  std::uint32_t pid = 0;
+  std::string process;  // the process's name when no instruction named it ("chip N")
+  std::string track;    // the thread's name, unique within the process
+  std::string name;
+  Seconds start, end;
+  bool instant = false;
+  std::vector<std::pair<std::string, double>> args;
+};
+
 class TraceRecorder {
  public:
   // Each chip keeps its first limit / chips spans (at least 1); later ones are dropped (and counted) so a huge
@@ -25,11 +37,16 @@ class TraceRecorder {
   // how the chips' completions interleave (a chip may run ahead of the others: models/src/chip/chip.h).
   TraceRecorder(std::set<std::uint32_t> chips, std::size_t limit);
   void record(const models::TraceSpan& span);
-  void write(const ir::ProgramSet& programs, std::ostream& out) const;
+  // With `marks`, each on a track of its own after the instructions' (tid kMarkTrackBase + its track's order).
+  void write(const ir::ProgramSet& programs, std::ostream& out, const std::vector<TraceMark>& marks = {},
+             const std::string& written_by = "") const;
+  static constexpr int kMarkTrackBase = 2000;
   // An SVG timeline of the lowest traced chip: one lane per (TensorCore, unit) queue, busy spans as bars.
   // Spans closer than half a pixel merge into one bar, so the file stays small for long runs.
   void write_timeline_svg(const std::string& title, std::ostream& out) const;
   [[nodiscard]] std::size_t dropped() const { return dropped_; }
+  [[nodiscard]] const std::vector<models::TraceSpan>& spans() const { return spans_; }
+  [[nodiscard]] const std::set<std::uint32_t>& chips() const { return chips_; }
   [[nodiscard]] std::size_t per_chip_limit() const { return per_chip_; }
 
  private:

@@ -131,7 +131,7 @@ Tick Chip::reserve_vpu(int core, std::uint32_t instr, Tick now, Tick duration) {
 Tick Chip::activate(Tick now, bool ahead) {
   // Two wakes at the tick of the last completion (the network's delta wake for an ICI completion and the
   // chip's own timed one) may activate a finished chip once more: nothing to do.
-  if (reported_) return kNever;
+  if (reported_ || now >= stop_at_) return kNever;
   context_.now = now;
   Activity activity = Activity::idle;
   for (const Block* b : all_) activity = std::max(activity, b->activity(now));

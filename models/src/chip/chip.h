@@ -69,6 +69,9 @@ class Chip : public sc_core::sc_module, public net::VpuPort {
   // MXU's result pops (ResultDrain), after what the VPU holds. It does not wake the chip (the sequencer counts
   // the reserved time, InstructionUnit::busy_between). Fails instruction `instr` if the core has no VPU.
   Tick reserve_vpu(int core, std::uint32_t instr, Tick now, Tick duration) override;
+  // The chip stops at `at` (a chip fault inside the step, SimOptions::timed_chips): no activation at or after
+  // it runs, so nothing completes from then on and the chip never finishes.
+  void stop_at(Tick at) { stop_at_ = at; }
 
  private:
   void run();
@@ -87,6 +90,7 @@ class Chip : public sc_core::sc_module, public net::VpuPort {
   Sequencer sequencer_;
   bool reported_ = false;  // finished, and told the run control
   bool held_ = false;
+  Tick stop_at_ = kNever;
   sc_core::sc_event wake_{"wake"};  // named: an unnamed event costs the chip a unique-name generator
 };
 

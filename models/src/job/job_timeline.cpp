@@ -249,6 +249,10 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       continue;
     }
     detection += detected - at;
+    if ((rec.rollback || rec.ends_job) && costs.step_stopped && fault.spec.kind == FaultKind::chip_down &&
+        !fault.drawn && partial < step && before < n) {
+      costs.step_stopped(fault, Seconds(partial), Seconds(detected - t));
+    }
     // The steps since the last checkpoint and the step in flight are lost: the job goes back to the checkpoint.
     auto roll_back = [&] {
       lost += since_time + partial;

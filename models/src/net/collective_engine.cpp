@@ -407,7 +407,7 @@ void CollectiveEngine::end_step(std::uint32_t chip, Slot slot, Tick now) {
     begin_step(chip, slot, now);
     return;
   }
-  stats_.collective_completed(o.entry, o.started, now);
+  stats_.collective_completed(o.entry, o.started, now, o.plan);
   o.active = false;
   set_key(chip, slot, kIdleKey);
   units_.finish(chip, slot);

@@ -46,6 +46,7 @@ struct InterconnectOptions {
   FaultSet faults;
   std::vector<LinkDegradation> degraded;  // links slower for the whole run (tpusim/models/simulate.h)
   std::vector<TimedLinkFault> timed;      // cables failing inside the step (tpusim/models/simulate.h)
+  std::vector<TimedChipFault> timed_chips;  // chips stopping inside the step (their cables fail, their sends drop)
   InFlightPolicy in_flight = InFlightPolicy::retransmit;
 };
 

@@ -13,12 +13,14 @@ NetStatistics::Entry NetStatistics::add_collective(std::size_t program, std::uin
   c.program = static_cast<std::uint32_t>(program);
   c.instr = instr;
   c.plan = plan;
+  c.planned = plan;
   collectives_.push_back(c);
   return static_cast<Entry>(collectives_.size() - 1);
 }
 
-void NetStatistics::collective_completed(Entry entry, Tick start, Tick end) {
+void NetStatistics::collective_completed(Entry entry, Tick start, Tick end, std::uint32_t plan) {
   Collective& c = collectives_[entry];
+  c.plan = plan;
   ++c.executions;
   c.first_start = std::min(c.first_start, start);
   c.last_end = std::max(c.last_end, end);
@@ -67,6 +69,7 @@ void NetStatistics::write(SimResult& r, Tick end, const Transport& transport, co
     c.kind = plan.kind;
     c.algorithm = plan.algorithm;
     c.axes_mask = plan.axes_mask;
+    c.replanned = st.plan != st.planned;
     c.participants = plan.participants;
     c.steps = plan.steps.size();
     c.bytes_per_chip = Bytes(plan.bytes_per_chip);

@@ -21,8 +21,10 @@ class NetStatistics {
   // Registers collective instruction `instr` of `program`, run under plan `plan`; entries are reported in the
   // order they are added.
   [[nodiscard]] Entry add_collective(std::size_t program, std::uint32_t instr, std::uint32_t plan);
-  // One chip ran the collective of `entry` from `start` to `end`.
-  void collective_completed(Entry entry, Tick start, Tick end);
+  // One chip ran the collective of `entry` from `start` to `end` with plan `plan` (with timed faults, the one
+  // chosen when its first chip started it, CollectiveEngine::plan_now: reported instead of the one planned at
+  // elaboration).
+  void collective_completed(Entry entry, Tick start, Tick end, std::uint32_t plan);
 
   // Adds links, DCN NICs, collectives, the link model name and the transfer count to `r`; `end` is the step's end.
   void write(SimResult& r, Tick end, const Transport& transport, const CollectiveEngine& engine) const;
@@ -30,6 +32,7 @@ class NetStatistics {
  private:
   struct Collective {
     std::uint32_t program = 0, instr = 0, plan = 0;
+    std::uint32_t planned = 0;  // the plan made at elaboration (`plan`: the one run)
     std::uint64_t executions = 0;
     Tick first_start = kNever, last_end = 0, longest = 0;
   };

@@ -63,7 +63,7 @@ std::vector<Channel> degrade(std::vector<Channel> ch, const std::vector<LinkDegr
 
 Transport::Transport(const Topology& topo, const Scenario& scenario, const FaultSet& faults,
                      const std::vector<LinkDegradation>& degraded, const std::vector<TimedLinkFault>& timed,
-                     InFlightPolicy in_flight)
+                     InFlightPolicy in_flight, const std::vector<TimedChipFault>& timed_chips)
     : topo_(topo),
       faults_(faults),
       router_(make_router(topo, scenario.fidelity.routing, faults_)),
@@ -75,16 +75,29 @@ Transport::Transport(const Topology& topo, const Scenario& scenario, const Fault
   for (const Channel& c : channels) latency_.push_back(c.latency);
   model_ = make_link_model(scenario.fidelity, std::move(channels));
   aggregates_ = scenario.fidelity.links == LinkFidelity::flow && faults_.links.empty() && faults_.chips.empty() &&
-                degraded.empty() && timed.empty();
+                degraded.empty() && timed.empty() && timed_chips.empty();
   in_flight_ = in_flight;
   for (const TimedLinkFault& f : timed) {
     const Tick at = to_ticks(f.at);
     timed_.push_back(TimedCut{f.link, at, std::max(at, to_ticks(f.detected))});
   }
+  for (const TimedChipFault& f : timed_chips) {
+    const std::vector<LinkId> out = topo.out_links(f.chip);
+    const Tick at = to_ticks(f.at);
+    timed_.push_back(TimedCut{out.empty() ? LinkId(0) : out.front(), at, std::max(at, to_ticks(f.detected)),
+                              static_cast<std::int64_t>(f.chip.value())});
+  }
+  if (!timed_chips.empty()) {
+    dead_.assign(topo.chip_count(), false);
+    dead_fault_.assign(topo.chip_count(), 0);
+  }
   std::stable_sort(timed_.begin(), timed_.end(), [](const TimedCut& a, const TimedCut& b) { return a.at < b.at; });
-  for (const TimedCut& f : timed_) {
+  for (std::size_t k = 0; k < timed_.size(); ++k) {
+    const TimedCut& f = timed_[k];
+    if (f.chip >= 0) dead_fault_[static_cast<std::size_t>(f.chip)] = k;
     InStepFault st;
     st.link = f.link.value();
+    st.chip = f.chip;
     st.at = to_seconds(f.at);
     st.detected = to_seconds(f.detected);
     cut_stats_.push_back(st);
@@ -100,42 +113,103 @@ Tick Transport::next_action() const {
 // tick of a cut is delivered).
 void Transport::advance(Tick now, std::vector<TransferId>& delivered) {
   for (Tick a = next_action(); a <= now; a = next_action()) {
+    std::size_t from = delivered.size();
     model_->advance(a, delivered);
+    settle(delivered, from, a);
     while (applied_ < timed_.size() && timed_[applied_].at == a) fail_cable(applied_, a);
     while (!resends_.empty() && resends_.front().at == a) {
       const TransferId id = resends_.front().id;
       resends_.erase(resends_.begin());
-      launch(id, transfers_[id].bytes, a);
+      if (dead(transfers_[id].src) || dead(transfers_[id].dst)) drop(id, transfers_[id].bytes);
+      else launch(id, transfers_[id].bytes, a);
     }
   }
+  const std::size_t from = delivered.size();
   model_->advance(now, delivered);
+  settle(delivered, from, now);
+}
+
+void Transport::settle(std::vector<TransferId>& delivered, std::size_t from, Tick now) {
+  if (!dead_.empty()) {
+    std::size_t kept = from;
+    for (std::size_t i = from; i < delivered.size(); ++i) {
+      const TransferId id = delivered[i];
+      if (dead(transfers_[id].dst)) {  // arrived at a chip that had stopped
+        drop(id, transfers_[id].bytes);
+        continue;
+      }
+      delivered[kept++] = id;
+    }
+    delivered.resize(kept);
+  }
+  note_resent(delivered, from, now);
+}
+
+// Counted on the stopped chip's fault; the id is never delivered nor released (a few per stopped step).
+void Transport::drop(TransferId id, std::uint64_t bytes) {
+  const Transfer& tr = transfers_[id];
+  const std::uint32_t chip = dead(tr.src) ? tr.src : tr.dst;
+  InStepFault& st = cut_stats_[dead_fault_[chip]];
+  ++st.transfers_dropped;
+  st.dropped = Bytes(st.dropped.count() + bytes);
+}
+
+// The interconnect advances to each of the transport's next events, so a transfer delivered in this call
+// arrived at `now`.
+void Transport::note_resent(const std::vector<TransferId>& delivered, std::size_t from, Tick now) {
+  if (resent_.empty()) return;
+  for (std::size_t i = from; i < delivered.size(); ++i) {
+    const auto it = std::find_if(resent_.begin(), resent_.end(), [&](const auto& r) { return r.first == delivered[i]; });
+    if (it == resent_.end()) continue;
+    cut_stats_[it->second].resent_done = std::max(cut_stats_[it->second].resent_done, to_seconds(now));
+    resent_.erase(it);
+  }
 }
 
 void Transport::fail_cable(std::size_t k, Tick now) {
   const TimedCut f = timed_[k];
   applied_ = static_cast<std::uint32_t>(k + 1);
-  faults_.add_cable(topo_, f.link);
+  std::vector<std::uint32_t> cut;
+  if (f.chip >= 0) {
+    const ChipId chip(static_cast<std::uint32_t>(f.chip));
+    dead_[chip.value()] = true;
+    faults_.chips.push_back(chip);
+    for (const LinkId l : topo_.out_links(chip)) {
+      faults_.add_cable(topo_, l);
+      cut.push_back(l.value());
+      cut.push_back(topo_.link(l).reverse.value());
+    }
+    std::sort(cut.begin(), cut.end());
+    cut.erase(std::unique(cut.begin(), cut.end()), cut.end());
+  } else {
+    ++cables_failed_;
+    faults_.add_cable(topo_, f.link);
+    cut = {f.link.value(), topo_.link(f.link).reverse.value()};
+  }
   router_ = make_fault_aware_router(topo_, faults_);
   // Transfers in flight keep pointing into the old routes; new ones take the surviving graph's.
   retired_routes_.push_back(std::move(route_links_));
   route_links_.clear();
   route_begin_.clear();
   cache_routes();
-  const std::vector<std::uint32_t> dead{f.link.value(), topo_.link(f.link).reverse.value()};
   InStepFault& st = cut_stats_[k];
-  for (const LinkModel::Cut& c : model_->cut(now, dead)) {
+  for (const LinkModel::Cut& c : model_->cut(now, cut)) {
     ++st.transfers_cut;
     st.in_flight = Bytes(st.in_flight.count() + c.bytes);
     st.delivered = Bytes(st.delivered.count() + c.delivered);
-    if (in_flight_ == InFlightPolicy::retransmit) {
+    if (dead(transfers_[c.transfer].src) || dead(transfers_[c.transfer].dst)) {
+      drop(c.transfer, c.bytes);  // to or from the stopped chip: nobody to send it, or to receive it
+    } else if (in_flight_ == InFlightPolicy::retransmit) {
       st.retransmitted = Bytes(st.retransmitted.count() + (c.bytes - c.delivered));
       launch(c.transfer, c.bytes - c.delivered, now);
+      resent_.emplace_back(c.transfer, k);
     } else {
       st.lost = Bytes(st.lost.count() + c.bytes);
       const Resend r{f.detected, c.transfer};
       resends_.insert(std::upper_bound(resends_.begin(), resends_.end(), r,
                                        [](const Resend& a, const Resend& b) { return a.at < b.at; }),
                       r);
+      resent_.emplace_back(c.transfer, k);
     }
   }
 }
@@ -168,6 +242,7 @@ bool Transport::route(std::uint32_t chip, TargetId target, std::vector<std::uint
   const Target& t = targets_[target];
   const ChipId dst = destination(chip, target);
   if (dst == ChipId(chip)) return false;
+  if (dead(chip) || dead(dst.value())) return true;  // no route: start() drops such sends
   if (t.pod_offset != 0) {
     out.push_back(dcn_base_ + topo_.host_of(ChipId(chip)).value());
     out.push_back(dcn_base_ + static_cast<std::uint32_t>(topo_.host_count()) + topo_.host_of(dst).value());
@@ -259,6 +334,10 @@ TransferId Transport::start(std::uint32_t chip, TargetId t, std::uint64_t bytes,
   tr.target = t;
   tr.bytes = bytes;
   tr.owner = owner;
+  if (dead(chip) || dead(tr.dst)) {
+    drop(id, bytes);
+    return id;
+  }
   launch(id, bytes, now);
   return id;
 }

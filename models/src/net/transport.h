@@ -78,9 +78,13 @@ class Transport {
   // `timed` cables fail at their tick (SimOptions::timed_links): advance() cuts them at that tick (the
   // transfers in flight on them retransmitted or lost by `in_flight`), switches the router to fault_aware
   // around every cable failed so far and rebuilds the route cache; epoch() counts the cables failed so far.
+  // `timed_chips` stop at their tick (SimOptions::timed_chips): their cables fail as a timed cable's do, the
+  // transfers to or from them are dropped (cut ones and every later one: start() returns a transfer that is
+  // never delivered), and routes avoid them; collectives keep their plans (epoch() counts cables only).
   Transport(const Topology& topo, const Scenario& scenario, const FaultSet& faults,
             const std::vector<LinkDegradation>& degraded = {}, const std::vector<TimedLinkFault>& timed = {},
-            InFlightPolicy in_flight = InFlightPolicy::retransmit);
+            InFlightPolicy in_flight = InFlightPolicy::retransmit,
+            const std::vector<TimedChipFault>& timed_chips = {});
 
   // Interns a group shape (it must fit the topology: kernels::plan_collective checks).
   [[nodiscard]] GroupShapeId add_group(const ir::CollectiveGroup& group);
@@ -110,7 +114,7 @@ class Transport {
   void advance(Tick now, std::vector<TransferId>& delivered);
   [[nodiscard]] Tick next_event() { return std::min(model_->next_event(), next_action()); }
   // Cables of the timed faults failed so far (0 before the first tick), and whether there are any.
-  [[nodiscard]] std::uint32_t epoch() const { return applied_; }
+  [[nodiscard]] std::uint32_t epoch() const { return cables_failed_; }
   [[nodiscard]] bool has_timed_faults() const { return !timed_.empty(); }
   // What each timed fault did by `end` (SimResult::in_step_faults).
   [[nodiscard]] std::vector<InStepFault> in_step_faults() const { return cut_stats_; }
@@ -144,6 +148,7 @@ class Transport {
   struct TimedCut {  // a timed fault, in ticks
     LinkId link;
     Tick at = 0, detected = 0;
+    std::int64_t chip = -1;  // a chip stopping (all its cables), else -1
   };
   struct Resend {  // a lost transfer sent again in full at `at`
     Tick at = 0;
@@ -157,6 +162,10 @@ class Transport {
   void launch(TransferId id, std::uint64_t bytes, Tick now);
   [[nodiscard]] Tick next_action() const;
   void fail_cable(std::size_t k, Tick now);
+  // Removes from delivered[from ..) the transfers to a stopped chip (dropped), then notes the resent ones.
+  void settle(std::vector<TransferId>& delivered, std::size_t from, Tick now);
+  [[nodiscard]] bool dead(std::uint32_t chip) const { return !dead_.empty() && dead_[chip]; }
+  void drop(TransferId id, std::uint64_t bytes);
 
   const Topology& topo_;
   FaultSet faults_;
@@ -182,9 +191,16 @@ class Transport {
 
   std::vector<TimedCut> timed_;        // by tick
   std::uint32_t applied_ = 0;          // timed_[0 .. applied_) have failed
+  std::uint32_t cables_failed_ = 0;    // of which cable faults (not chips)
+  std::vector<bool> dead_;             // [chip]: stopped (timed chip faults), empty without any
+  std::vector<std::size_t> dead_fault_;  // [chip]: its timed_ entry, for the dropped counts
   InFlightPolicy in_flight_ = InFlightPolicy::retransmit;
   std::vector<Resend> resends_;        // lost transfers waiting for their detection, by tick
   std::vector<InStepFault> cut_stats_;  // [timed fault]
+  // Cut transfers sent again and not yet delivered: (transfer, timed fault), for InStepFault::resent_done.
+  std::vector<std::pair<TransferId, std::size_t>> resent_;
+  // Notes the delivery, by `now`, of the resent transfers among delivered[from ..).
+  void note_resent(const std::vector<TransferId>& delivered, std::size_t from, Tick now);
   // Route caches replaced at a fault: transfers in flight still point into them.
   std::vector<std::vector<std::vector<std::uint32_t>>> retired_routes_;
 };

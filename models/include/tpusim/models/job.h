@@ -41,6 +41,11 @@ struct JobCosts {
   // (tools/src/job_run.cpp). Unset or nullopt: the step stalls from the fault to its detection and runs again
   // from its start at the rerouted step time.
   std::function<std::optional<Seconds>(const ConcreteFault& fault, Seconds offset, Seconds detection)> step_hit;
+  // A timed chip_down landing `offset` inside a step (not a checkpoint write) that the job rolls back or ends
+  // at: told, so the step in flight can be simulated with the chip stopping at its tick, up to `detection`
+  // (since the step's start), to report how far it got (tools/src/job_run.cpp). The timeline's cost is the
+  // same either way: the work since the checkpoint and `offset` of the step are lost.
+  std::function<void(const ConcreteFault& fault, Seconds offset, Seconds detection)> step_stopped;
 };
 
 // One fault on the timeline.

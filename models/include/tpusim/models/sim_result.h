@@ -93,8 +93,11 @@ struct CollectiveUsage {
   std::uint32_t program = 0;      // index in the ProgramSet
   std::uint32_t instruction = 0;  // index in that program
   CollectiveKind kind = CollectiveKind::all_reduce;
-  kernels::CollectiveAlgorithm algorithm = kernels::CollectiveAlgorithm::automatic;  // as planned
-  std::uint32_t axes_mask = 0;    // as planned
+  // As run: with a cable failing inside the step, the plan its chips ran (re-planned around the cable when the
+  // first chip started it after the tick); else as planned.
+  kernels::CollectiveAlgorithm algorithm = kernels::CollectiveAlgorithm::automatic;
+  std::uint32_t axes_mask = 0;
+  bool replanned = false;         // it ran a plan made after a timed cable fault, for the surviving graph
   int participants = 0;           // chips per group
   std::uint64_t steps = 0;
   Bytes bytes_per_chip;
@@ -109,13 +112,29 @@ struct CollectiveUsage {
 
 // A cable that failed inside the step (SimOptions::timed_links) and what it did to the transfers in flight.
 struct InStepFault {
-  std::uint32_t link = 0;          // the LinkId given
+  std::uint32_t link = 0;          // the LinkId given (a chip's fault: its first link)
+  std::int64_t chip = -1;          // a chip stopping at `at` (TimedChipFault), else -1
   Seconds at, detected;            // since the step's start
   std::uint64_t transfers_cut = 0;  // transfers moving bytes over the cable at `at`
   Bytes in_flight;                 // their bytes
   Bytes delivered;                 // of which had reached their destinations
   Bytes retransmitted;             // in_flight: retransmit: sent again at `at` (in_flight - delivered)
   Bytes lost;                      // in_flight: lose: sent again in full at `detected` (= in_flight)
+  Seconds resent_done;             // since the step's start: the last of the cut transfers sent again was
+                                   // delivered (0 when none was cut)
+  std::uint64_t transfers_dropped = 0;  // a chip's: transfers to or from it cut at `at` or started after it
+  Bytes dropped;                        // their bytes, never delivered
+};
+
+// How far a step stopped by a chip fault got (SimOptions::timed_chips): the simulation ran to the detection.
+struct StepProgress {
+  bool stopped = false;                  // a chip fault stopped the step before every chip finished
+  std::uint64_t instructions = 0;        // over all chips
+  std::uint64_t completed = 0;           // completed by the end of the simulation, over all chips
+  Seconds last_completion;               // the last of them
+  [[nodiscard]] double fraction() const {
+    return instructions > 0 ? static_cast<double>(completed) / static_cast<double>(instructions) : 1.0;
+  }
 };
 
 struct SimResult {
@@ -147,7 +166,8 @@ struct SimResult {
   std::vector<LinkUsage> dcn_ingress;   // by HostId, multislice only
   std::vector<CollectiveUsage> collectives;  // in (program, instruction) order
   std::uint64_t ici_transfers = 0;      // point-to-point sends started (ICI and DCN)
-  std::vector<InStepFault> in_step_faults;  // SimOptions::timed_links, in time order
+  std::vector<InStepFault> in_step_faults;  // SimOptions::timed_links and timed_chips, in time order
+  StepProgress progress;                    // with SimOptions::timed_chips
 
   TimeBreakdown breakdown;        // mean over chips
   std::vector<ChipResult> chips;  // indexed by chip id

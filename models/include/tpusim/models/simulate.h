@@ -59,6 +59,18 @@ struct TimedLinkFault {
   Seconds detected;  // since the step's start, >= at: the heartbeat model declares the link failed
 };
 
+// A chip that stops at a tick inside the step (a chip_down landing in this step; tools/src/job_run.cpp). From
+// `at` the chip completes nothing more (its instructions in flight and later ones never complete); its cables
+// fail as a timed link fault's do (TimedLinkFault), except that transfers to or from the chip are dropped, not
+// sent again, and so is every later send to or from it; the others run on and stall on what needs it. The
+// runtime learns of it at `detected`: the simulation stops there (SimResult::progress says how far the step
+// got). Collectives keep the plans they were compiled with: before its detection the job does not know.
+struct TimedChipFault {
+  ChipId chip;
+  Seconds at;        // since the step's start
+  Seconds detected;  // since the step's start, >= at
+};
+
 struct SimOptions {
   // Optional; called from inside the simulation with the simulated time, at most about once per wall second.
   std::function<void(double sim_seconds)> progress;
@@ -74,6 +86,8 @@ struct SimOptions {
   std::vector<ChipDegradation> degraded_chips;
   // Cables failing inside the step, and what happens to the transfers in flight on them.
   std::vector<TimedLinkFault> timed_links;
+  // Chips stopping inside the step; the simulation ends at the first detection.
+  std::vector<TimedChipFault> timed_chips;
   InFlightPolicy in_flight = InFlightPolicy::retransmit;
   // A chip with no ICI instruction in flight runs its next activations within one kernel event (models/README.md,
   // "Running ahead"): the outputs are the same either way, only faster. false runs every activation from the
