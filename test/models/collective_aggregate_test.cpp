@@ -51,16 +51,7 @@ Outcome per_step(const Scenario& s, const ir::ProgramSet& programs) {
 }
 
 ir::ProgramSet over_group(CollectiveKind kind, std::uint64_t bytes, const ir::CollectiveGroup& g) {
-  ir::ProgramSet set = one_collective(kind, bytes, Algo::ring_bidirectional);
-  set.groups.push_back(g);
-  set.programs[0] = [&] {
-    ir::Instruction ins = set.programs[0][0];
-    ins.group = 0;
-    ir::Program p("grouped");
-    p.add(ins, {}, "grads.collective");
-    return p;
-  }();
-  return set;
+  return one_collective_over(g, kind, bytes, Algo::ring_bidirectional);
 }
 
 // `shape` in each of `pods` pods joined by the DCN (12.5 GB/s per chip), `per_host` chips per host along axis 0.

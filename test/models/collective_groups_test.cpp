@@ -18,14 +18,7 @@ ir::CollectiveGroup group(std::array<std::uint32_t, 3> size, std::array<std::uin
 
 // One all-reduce of `bytes` over `g` (the program set's only group).
 ir::ProgramSet over_group(const ir::CollectiveGroup& g, std::uint64_t bytes = k256MiB) {
-  ir::ProgramSet set = one_collective(CollectiveKind::all_reduce, bytes, Algo::ring_bidirectional);
-  set.groups.push_back(g);
-  ir::Instruction ins = set.programs[0][0];
-  ins.group = 0;
-  ir::Program p("grouped");
-  p.add(ins, {}, "grads.collective");
-  set.programs[0] = std::move(p);
-  return set;
+  return one_collective_over(g, CollectiveKind::all_reduce, bytes, Algo::ring_bidirectional);
 }
 
 // A 4-chip tensor group inside a 16-ring: four segments, each a line of 4 with no link shared with another

@@ -53,6 +53,19 @@ inline ir::ProgramSet one_collective(CollectiveKind kind, std::uint64_t bytes,
   return set;
 }
 
+// One program of one collective instruction over `group` (the program set's only group).
+inline ir::ProgramSet one_collective_over(const ir::CollectiveGroup& group, CollectiveKind kind, std::uint64_t bytes,
+                                          kernels::CollectiveAlgorithm algorithm) {
+  ir::ProgramSet set = one_collective(kind, bytes, algorithm);
+  set.groups.push_back(group);
+  ir::Instruction ins = set.programs[0][0];
+  ins.group = 0;
+  ir::Program p("grouped");
+  p.add(ins, {}, "grads.collective");
+  set.programs[0] = std::move(p);
+  return set;
+}
+
 // The plan the interconnect runs for the program's first instruction.
 inline kernels::CollectivePlan plan_of(const Scenario& s, const ir::ProgramSet& programs) {
   const Topology topo = build_topology(s.pod, s.chip);

@@ -136,16 +136,17 @@ bool CollectiveEngine::sends(std::uint32_t chip, const PlanInfo& info, const ker
   if (send.chain.axis < 0) return true;
   const auto a = static_cast<std::size_t>(send.chain.axis);
   const int n = static_cast<int>(transport_.group(info.group).size[a]);  // the line's members
-  const int member = transport_.member(chip, info.group, send.chain.axis);
-  return kernels::chain_sends(send.chain, kernels::chain_position(member, info.plan.cut[a], n, send.offset[a]), n);
+  const int position = kernels::line_position(transport_.topology(), info.plan, transport_.group(info.group),
+                                               ChipId(chip), send);
+  return kernels::chain_sends(send.chain, position, n);
 }
 
 bool CollectiveEngine::receives(std::uint32_t chip, const PlanInfo& info, const kernels::CollectiveSend& send) const {
   if (send.chain.axis < 0) return true;
   const auto a = static_cast<std::size_t>(send.chain.axis);
   const int n = static_cast<int>(transport_.group(info.group).size[a]);
-  const int member = transport_.member(chip, info.group, send.chain.axis);
-  const int upstream = kernels::chain_position(member, info.plan.cut[a], n, send.offset[a]) - 1;
+  const int upstream = kernels::line_position(transport_.topology(), info.plan, transport_.group(info.group),
+                                              ChipId(chip), send) - 1;
   return upstream >= 0 && kernels::chain_sends(send.chain, upstream, n);
 }
 

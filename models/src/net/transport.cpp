@@ -236,10 +236,6 @@ ChipId Transport::destination(std::uint32_t chip, TargetId target) const {
   return kernels::group_destination(topo_, groups_[t.group], ChipId(chip), t.offset, t.pod_offset);
 }
 
-int Transport::member(std::uint32_t chip, GroupShapeId group, int axis) const {
-  return kernels::group_member(topo_, groups_[group], ChipId(chip), axis);
-}
-
 // Deadlock freedom is assumed, not simulated (topology/routing.h and README.md).
 bool Transport::route(std::uint32_t chip, TargetId target, std::vector<std::uint32_t>& out) {
   out.clear();

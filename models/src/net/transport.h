@@ -91,8 +91,6 @@ class Transport {
   [[nodiscard]] TargetId add_target(const Target& t, const Origin& origin);
   [[nodiscard]] const Target& target(TargetId t) const { return targets_[t]; }
   [[nodiscard]] ChipId destination(std::uint32_t chip, TargetId t) const;
-  // The member index of `chip` along torus axis `axis` of its group of shape `group`.
-  [[nodiscard]] int member(std::uint32_t chip, GroupShapeId group, int axis) const;
   // Sends under `t` stay on the chip (the same for every chip: offsets in group space are uniform).
   [[nodiscard]] bool stays_home(TargetId t) const { return home_[t]; }
   // Routes every target added so far from every chip (within the cache budget).

@@ -114,9 +114,9 @@
 // size, as C1 measured. The plan records the chosen candidate's estimate (CollectivePlan::estimate).
 //
 // Re-planned around failed links (plan_collective with a FaultSet; ring algorithms, reduce_scatter /
-// all_gather / all_reduce, group axes that close a ring over a whole, untwisted torus axis with stride 1).
-// A ring with a failed link between members c and c + 1 has two plans, and the planner takes the one with
-// the smaller plan_network_time:
+// all_gather / all_reduce, group axes that close rings over a whole, untwisted torus axis: size x stride =
+// the axis length, 3 to 256 members, any stride). A ring with a failed link between members c and c + 1 has
+// two plans, and the planner takes the one with the smaller plan_network_time:
 //   detour: the ring plan unchanged; the sends through the failed link take the router's shortest surviving
 //           path. Every ring step has one such send, and every path round the cut shares a link with a send
 //           of the step, so each step moves twice its bytes over some link and waits the detour's hops h
@@ -132,6 +132,24 @@
 //           all-reduce (the mesh-axis ideal_time). Several axes: the rotations sit on different axes at every
 //           step (equal lengths), so every step moves twice the healthy step's bytes on the cut axis:
 //           2 (T - n a) + n a, which beats the detour by 2 n a (and leaves the other rings' links alone).
+// A plan is SPMD, but the cut of a line is per ring (line_cut): each ring a failed cable lies on starts after
+// its own failed cable (CollectivePlan::ring_cuts), the other rings of the axis after member cut[axis] (any
+// place serves a ring without a failed cable). So cables of several rows of an axis cut at different places
+// leave every line clear of them: the one-cut line's 2 (T - n a) + n a. On a strided group axis (stride s > 1:
+// every s-th chip, s lanes interleaved on the axis's links, each send s hops) a failed cable lies on one send
+// of every lane's ring, lane l's after member ((c - l) mod N x s) / s; each lane's line starts there. The hops
+// are s: line 2 (T - s n a) + s n a, detour (s + 2 hops) 2 (T - s n a) + (s + 2) n a.
+// A ring with two or more failed cables has no line clear of them: a line after one cut crosses the others,
+// its hop there detouring and loading links that the neighbouring rows' chains already fill at twice the
+// ring's bytes (3.33x T on the 4x4 and 4x4x4 tori with two cuts on one row), while the kept ring's detours
+// cost what one costs when they use different links (2 (T - n a) + 3 n a, two cables two apart). The
+// candidates, compared by plan_network_time (ties to the earlier, more lines): per axis a line after the
+// k-th failed cable of each ring (k < 3; a ring with fewer takes its last), then the axis's fault-free plan
+// (the ring), every combination over the axes (the first 32; the ring kept on every axis always). Not
+// candidates: a segment of an axis (a group axis that does not wrap: the automatic choice already runs it as
+// a line, and a failed cable inside it splits it, so its hop there detours), other axis orders (every
+// rotation of the multi-axis plan visits the cut axis once per stage: no order avoids it), and unequal
+// sub-buffer splits.
 // Ring plans only: halving_doubling, direct, all_to_all and permute keep their plan and detour.
 #include <array>
 #include <cstdint>
@@ -202,6 +220,17 @@ struct CollectiveStep {
   std::uint64_t reduce_elements = 0;  // elements each chip reduces on its VPU after the step's receives
 };
 
+// The rings of a group axis planned as a line that a failed cable cuts (CollectivePlan::ring_cuts): the rings
+// along torus axis `axis` through the chips with `member`'s coordinates on the other axes and its pod (one per
+// lane of a strided group axis: the cable lies on each lane's ring), cut at the cable between torus
+// coordinates `cable` and cable + 1 (modulo the axis length n). Lane l of stride s (the members at
+// l, l + s, ...) is cut after member ((cable - l) mod n) / s: the hop from it to the next crosses the cable.
+struct RingCut {
+  int axis = 0;
+  ChipId member;
+  int cable = 0;
+};
+
 struct CollectivePlan {
   CollectiveKind kind = CollectiveKind::all_reduce;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::automatic;  // the one chosen (never automatic)
@@ -221,6 +250,10 @@ struct CollectivePlan {
   // fault planner chose and `estimate` its alpha-beta network time (plan_network_time), or, for the automatic
   // choice, the chosen candidate's estimate_collective_time.
   std::array<int, kMaxAxes> cut{-1, -1, -1};
+  // The rings of a cut axis that the fault planner cut at a failed cable of their own (each ring's line starts
+  // after its failed cable, so none crosses it); the other rings of the axis are cut after member cut[axis]
+  // (line_cut() says which applies to a chip).
+  std::vector<RingCut> ring_cuts;
   enum class Replan : std::uint8_t { none, detour, line } replan = Replan::none;
   Seconds estimate;
 };
@@ -236,6 +269,14 @@ struct CollectivePlan {
                                        const std::array<int, kMaxAxes>& offset, int pod_offset);
 // The member index of `chip` along torus axis `axis` of its group.
 [[nodiscard]] int group_member(const Topology& topo, const ir::CollectiveGroup& group, ChipId chip, int axis);
+// The member after which the line of `chip` along torus axis `axis` of a plan with that axis cut
+// (CollectivePlan::cut >= 0) is cut: its ring's own cut (CollectivePlan::ring_cuts), else cut[axis].
+[[nodiscard]] int line_cut(const Topology& topo, const CollectivePlan& plan, const ir::CollectiveGroup& group,
+                           ChipId chip, int axis);
+// The position of `chip` along the line of the chain send `send` (send.chain.axis >= 0) of `plan`:
+// chain_position of its member, its line's cut (line_cut) and the send's direction.
+[[nodiscard]] int line_position(const Topology& topo, const CollectivePlan& plan, const ir::CollectiveGroup& group,
+                                ChipId chip, const CollectiveSend& send);
 // Chips in one group of this shape (throws as plan_collective for a group that does not fit).
 [[nodiscard]] int group_participants(const Topology& topo, const ir::CollectiveGroup& group);
 
@@ -257,9 +298,10 @@ struct CollectivePlan {
                                              const ir::CollectiveGroup& group, CollectiveAlgorithm algorithm);
 
 // The same, planned for the surviving topology when `failed` holds links of a ring the group runs over
-// ("Re-planned around failed links" above): the faster, by plan_network_time, of the ring plan (its sends
-// through a failed link detour on the router's surviving path) and the plan with each such axis cut into a
-// line. The plan without faults (or with faults that touch no participating ring) is plan_collective's.
+// ("Re-planned around failed links" above): the fastest, by plan_network_time, of the ring plan (its sends
+// through a failed link detour on the router's surviving path) and the plans with such axes cut into lines
+// (each cut ring after one of its failed cables), with `estimate` its time. The plan without faults (or with
+// faults that touch no participating ring) is plan_collective's.
 [[nodiscard]] CollectivePlan plan_collective(const Topology& topo, CollectiveKind kind,
                                              std::uint64_t bytes_per_chip, DType dtype,
                                              const ir::CollectiveGroup& group, CollectiveAlgorithm algorithm,
