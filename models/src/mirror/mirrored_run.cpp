@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "pod.h"
+#include "tpusim/core/interrupt.h"
 
 namespace tpusim::models {
 
@@ -59,13 +60,22 @@ MirrorChild::MirrorChild() {
   close(fds[1]);
   std::string message;
   char buf[512];
+  bool forwarded = false;
   for (;;) {
     const ssize_t n = read(fds[0], buf, sizeof buf);
     if (n > 0) {
       message.append(buf, static_cast<std::size_t>(n));
       continue;
     }
-    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EINTR) {
+      // A signal sent to this process alone (kill PID, not the process group as Ctrl-C does) reaches the
+      // child too, which stops as a full run would: it was the program.
+      if (interrupt_requested() && !forwarded) {
+        kill(pid, interrupt_signal());
+        forwarded = true;
+      }
+      continue;
+    }
     break;
   }
   close(fds[0]);

@@ -33,8 +33,8 @@ std::vector<ir::CollectiveGroup> used_groups(const Topology& topo, const ir::Pro
     if (!used[p]) continue;
     for (const ir::Instruction& ins : programs.programs[p].instructions()) {
       if (queue_unit(ins) != ir::UnitKind::ici) continue;
-      if (ins.group != ir::kAxesGroup && ins.kind != ir::OpKind::dma && ins.group < programs.groups.size()) {
-        add(programs.groups[ins.group]);
+      if (const ir::CollectiveGroup* g = programs.named_group(ins)) {
+        add(*g);
       } else if (ins.kind == ir::OpKind::collective) {
         add(kernels::whole_axes_group(topo, ins.mesh_axes));
       } else {
