@@ -460,10 +460,11 @@ void print_job(const Scenario& s, const JobOutcome& job, std::ostream& out) {
     if (f.stopped) {
       out << fmt::format(
           "    the step with {}: stopped; by the detection ({} into the step) the chips had completed {:.0f} of "
-          "{:.0f} instructions ({:.1f}%{}); {:.0f} transfers to or from the chip dropped ({:.0f} B); the step's "
+          "{:.0f} instructions ({:.2f}%{}); {:.0f} transfers to or from the chip dropped ({:.0f} B); the step's "
           "work since its start is lost\n",
           f.what, format_time(Seconds(f.detected_s)), f.completed, f.instructions,
-          f.instructions > 0 ? 100 * f.completed / f.instructions : 100.0,
+          // Rounded down, so a step short of one instruction never reads as 100%.
+          f.instructions > 0 ? std::floor(10000 * f.completed / f.instructions) / 100 : 100.0,
           f.completed > 0 ? fmt::format(", the last {} into the step", format_time(Seconds(f.last_completion_s)))
                           : std::string(),
           f.dropped_transfers, f.dropped_bytes);
