@@ -85,9 +85,7 @@ SimResult run(const Scenario& scenario, const ir::ProgramSet& programs, const Si
   const char* run_ahead = std::getenv("TPUSIM_RUN_AHEAD");
   control.set_run_ahead(options.run_ahead && !(run_ahead != nullptr && std::string(run_ahead) == "off"));
   if (classes) {
-    const char* env = std::getenv("TPUSIM_MIRROR");
-    const bool inject = env != nullptr && std::string(env) == "mismatch";
-    mirroring = std::make_unique<Mirroring>(std::move(*classes), control, inject);
+    mirroring = std::make_unique<Mirroring>(std::move(*classes), control, mirror_env() == "mismatch");
   }
   auto pod = std::make_unique<Pod>("pod", scenario, programs, control, network, registry, options.degraded_chips,
                                    mirroring.get());

@@ -14,11 +14,15 @@
 
 namespace tpusim::models {
 
+std::string mirror_env() {
+  const char* env = std::getenv("TPUSIM_MIRROR");
+  return env == nullptr ? "" : env;
+}
+
 std::optional<TranslationClasses> mirror_classes(const Scenario& scenario, const ir::ProgramSet& programs,
                                                  const SimOptions& options, const net::InterconnectOptions& network,
                                                  std::string& why_not) {
-  const char* env = std::getenv("TPUSIM_MIRROR");
-  const std::string mode = env == nullptr ? "" : env;
+  const std::string mode = mirror_env();
   why_not.clear();
   if (!options.mirror || mode == "off") {
     why_not = "mirrored chips off";
