@@ -67,19 +67,8 @@ FaultStep simulate_in_child(const Scenario& s, const ir::ProgramSet& programs, m
       }
       const std::vector<models::TraceSpan> spans = recorder ? recorder->spans() : std::vector<models::TraceSpan>{};
       data.push_back(static_cast<double>(spans.size()));
-      const auto write_all = [&](const void* p, std::size_t n) {
-        const char* c = static_cast<const char*>(p);
-        while (n > 0) {
-          const ssize_t w = write(fds[1], c, n);
-          if (w < 0 && errno == EINTR) continue;
-          if (w <= 0) return false;
-          c += w;
-          n -= static_cast<std::size_t>(w);
-        }
-        return true;
-      };
-      status = write_all(data.data(), data.size() * sizeof(double)) &&
-                       write_all(spans.data(), spans.size() * sizeof(models::TraceSpan))
+      status = write_all(fds[1], data.data(), data.size() * sizeof(double)) &&
+                       write_all(fds[1], spans.data(), spans.size() * sizeof(models::TraceSpan))
                    ? 0
                    : 1;
     } catch (const std::exception& e) {
@@ -89,13 +78,7 @@ FaultStep simulate_in_child(const Scenario& s, const ir::ProgramSet& programs, m
     _exit(status);
   }
   close(fds[1]);
-  std::vector<char> bytes;
-  char buf[1 << 16];
-  ssize_t n = 0;
-  // The interrupt handlers do not restart system calls (core/interrupt.h): retry on EINTR, then stop.
-  while ((n = read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
-    if (n > 0) bytes.insert(bytes.end(), buf, buf + n);
-  }
+  const std::string bytes = read_from_child(fds[0], pid);
   close(fds[0]);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {

@@ -62,26 +62,7 @@ MirrorChild::MirrorChild() {
     return;
   }
   close(fds[1]);
-  std::string message;
-  char buf[512];
-  bool forwarded = false;
-  for (;;) {
-    const ssize_t n = read(fds[0], buf, sizeof buf);
-    if (n > 0) {
-      message.append(buf, static_cast<std::size_t>(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) {
-      // A signal sent to this process alone (kill PID, not the process group as Ctrl-C does) reaches the
-      // child too, which stops as a full run would: it was the program.
-      if (interrupt_requested() && !forwarded) {
-        kill(pid, interrupt_signal());
-        forwarded = true;
-      }
-      continue;
-    }
-    break;
-  }
+  const std::string message = read_from_child(fds[0], pid);
   close(fds[0]);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -101,20 +82,14 @@ MirrorChild::MirrorChild() {
 
 void MirrorChild::verified() {
   const char v = 'V';
-  (void)!write(fd_, &v, 1);
+  (void)write_all(fd_, &v, 1);
   close(fd_);
   fd_ = -1;
 }
 
 void MirrorChild::fall_back(const std::string& why) {
   const std::string message = "F" + why;
-  std::size_t done = 0;
-  while (done < message.size()) {
-    const ssize_t n = write(fd_, message.data() + done, message.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<std::size_t>(n);
-  }
+  (void)write_all(fd_, message.data(), message.size());
   close(fd_);
   _exit(0);  // nothing of the child's is flushed: the parent writes everything
 }
