@@ -153,7 +153,7 @@ void add_unit_stall_stats(const std::vector<ChipCounters>& chips, const ChipSpec
   for (const ChipCounters& c : chips) {
     mxu_bytes += c.mxu_vmem_bytes;
     vpu_bytes += c.vpu_vmem_bytes;
-    // An array's utilization: its useful MACs / (rows x cols x clock cycles of the step), at the bf16 rate.
+    // An array's utilization: its rated MACs / (rows x cols x clock cycles of the step): against its dtype's peak.
     const double capacity = static_cast<double>(spec.mxu.rows) * spec.mxu.cols * r.step_time.value() *
                             spec.clock.value();
     for (double macs : c.array_macs) array_utilization.push_back(capacity > 0 ? macs / capacity : 0.0);
@@ -251,7 +251,7 @@ SimResult Pod::collect(Tick end) const {
     const Seconds mxu_busy = to_seconds(c.mxu_busy) / cores;
     const Seconds vpu_busy = to_seconds(c.vpu_busy) / cores;
     set(HwUnit::mxu, mxu_busy,
-        ratio(c.useful_macs, static_cast<double>(spec.mxu.rows) * spec.mxu.cols * spec.mxu.per_core * cores *
+        ratio(c.rated_macs, static_cast<double>(spec.mxu.rows) * spec.mxu.cols * spec.mxu.per_core * cores *
                                  step_cycles));
     set(HwUnit::vpu, vpu_busy, ratio(vpu_busy.value(), step_s));
     set(HwUnit::dma, to_seconds(c.dma_busy), ratio(to_seconds(c.dma_busy).value(), step_s));

@@ -65,6 +65,23 @@ TEST_P(Golden, SummaryMatchesThePinnedNumbers) {
   }
 }
 
+// Every bundled scenario of the regression list: no unit, MXU array or link is used above its capacity (the
+// goldens are what the scenarios produce, to 1e-9, by the test above).
+TEST_P(Golden, NoUnitArrayOrLinkIsUsedAboveItsCapacity) {
+  const std::string name = GetParam();
+  const fs::path golden_file = fs::path(TPUSIM_SOURCE_DIR) / "test" / "regression" / "golden" / (name + ".json");
+  ASSERT_TRUE(fs::exists(golden_file)) << "no golden for " << name;
+  const json golden = json::parse(std::ifstream(golden_file));
+  int checked = 0;
+  for (const auto& [key, value] : golden["expect"].items()) {
+    if (key.find("utilization") == std::string::npos) continue;
+    ++checked;
+    EXPECT_GE(value.get<double>(), 0.0) << key;
+    EXPECT_LE(value.get<double>(), 1.0 + 1e-9) << key;
+  }
+  EXPECT_GT(checked, 0) << name << ": its golden pins no utilization";
+}
+
 INSTANTIATE_TEST_SUITE_P(Scenarios, Golden, ::testing::ValuesIn(golden_names()),
                          [](const auto& info) {
                            std::string n = info.param;

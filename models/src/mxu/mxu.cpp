@@ -131,7 +131,8 @@ class Mxu final : public Block, public InstructionUnit {
   void start(std::uint32_t instr, const ir::Instruction& ins, Tick now) override {
     const ChipSpec& spec = chip_.spec;
     const double useful = matmul_useful_macs(ins);
-    useful_macs_ += useful;
+    const double rate = mxu_dtype_rate(spec.mxu, ins.dtype);  // MAC slots: counters.h, rated_macs
+    rated_macs_ += useful / rate;
     const MatmulShape shape = matmul_timing_shape(spec.mxu, ins);  // batch > 1: the products side by side
     if (const std::string why = timer_.unsupported(shape); !why.empty()) chip_.fail(instr, why);
     // A batch's padding between products is not useful work.
@@ -139,7 +140,7 @@ class Mxu final : public Block, public InstructionUnit {
         ins.batch > 1 ? useful / (static_cast<double>(shape.m) * static_cast<double>(shape.k) * shape.n) : 1.0;
     for (int a = 0; a < spec.mxu.per_core; ++a) {
       const double macs = matmul_array_macs(spec.mxu, shape, a);
-      array_macs_[static_cast<std::size_t>(a)] += ins.batch > 1 ? macs * useful_share : macs;
+      array_macs_[static_cast<std::size_t>(a)] += (ins.batch > 1 ? macs * useful_share : macs) / rate;
     }
     const std::uint64_t vmem_bytes = matmul_vmem_bytes(spec.mxu, shape, ins.dtype);
     vmem_bytes_ += vmem_bytes;
@@ -199,7 +200,7 @@ class Mxu final : public Block, public InstructionUnit {
   }
   void collect(ChipCounters& c) const override {
     c.mxu_busy += pipeline_.busy_ticks();
-    c.useful_macs += useful_macs_;
+    c.rated_macs += rated_macs_;
     c.mxu_vmem_bytes += vmem_bytes_;
     c.array_macs.insert(c.array_macs.end(), array_macs_.begin(), array_macs_.end());
   }
@@ -216,8 +217,8 @@ class Mxu final : public Block, public InstructionUnit {
   MxuTimer timer_;
   MxuPipeline pipeline_;
   FusedStream stream_;
-  double useful_macs_ = 0;          // m x k x n summed over the matmuls
-  std::vector<double> array_macs_;  // useful MACs per array (matmul_array_macs), summed over the matmuls
+  double rated_macs_ = 0;           // m x k x n / the dtype's rate, summed over the matmuls
+  std::vector<double> array_macs_;  // rated MACs per array (matmul_array_macs / rate), summed over the matmuls
   std::uint64_t vmem_bytes_ = 0;    // operand bytes read from and written to VMEM (matmul_vmem_bytes)
 };
 

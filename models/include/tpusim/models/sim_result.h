@@ -40,7 +40,8 @@ inline constexpr int kStallReasons = 8;
 //         (kernels/program.h) keeps its MXU or VPU busy until its compute and exposed last store end, not while
 //         it then waits for the rest of its HBM stream (which counts in HBM's busy time, not the DMA's).
 //   utilization, per chip over the step time, then spread over chips:
-//     mxu:  useful MACs / (rows x cols x MXUs x TensorCores x clock cycles of the step), at the bf16 rate;
+//     mxu:  useful MACs / (rows x cols x MXUs x TensorCores x clock cycles of the step), each MAC counted at its
+//           dtype's rate (mxu.int8_rate, fp8_rate): utilization against the dtype's own peak, never above 1;
 //     vpu, dma, host, sparsecore: busy / step_time;
 //     hbm:  bytes moved / (peak bandwidth x step_time), so efficiency < 1 caps it below 1.
 //   stalled, stalled_by, queue_slots, idle: the unit's queue, averaged like busy (per TensorCore for MXU and
