@@ -40,6 +40,12 @@ const FieldTable<WorkloadSpec>& workload_fields() {
         "auto",
         "parameters in HBM: auto = f32 for training (mixed precision), dtype otherwise; int8 / fp8 (inference) "
         "need the chip's MXU rate for them");
+    t.add_choice<Quantization>(
+        "quantization", [](S& s) -> Quantization& { return s.quantization; },
+        {{"none", Quantization::none}, {"int8", Quantization::int8}}, "none",
+        "int8: a transformer's dense-layer matmuls (forward, input and weight gradients) quantize their operands "
+        "to int8 inside the kernel and run at the chip's int8 MXU rate, as AQT does (MaxText quantization: "
+        "int8); activations, gradients and master weights keep their types");
     t.add_choice<Optimizer>("optimizer", [](S& s) -> Optimizer& { return s.optimizer; },
                             {{"sgd", Optimizer::sgd},
                              {"adam", Optimizer::adam},

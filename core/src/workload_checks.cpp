@@ -63,6 +63,26 @@ void resolve_workload_defaults(Scenario& s, Diagnostics& diags) {
     }
   }
 
+  if (w.quantization == Quantization::int8) {
+    if (!transformer) {
+      diags.error(at("quantization"), "workload.quantization", "int8 quantization applies to a transformer's dense layers",
+                  "none for a model of kind " + std::string(model_kind_name(model.kind)), "int8");
+    } else if (s.chip.mxu.int8_rate <= 0) {
+      diags.error(at("quantization"), "workload.quantization",
+                  fmt::format("chip {} has no int8 MXU rate (chip.mxu.int8_rate is 0)", s.chip.name),
+                  "none on this chip", "int8", "use a chip with an int8 rate (v3 and later)");
+    } else if (w.dtype != DType::bf16 && w.dtype != DType::f32) {
+      diags.error(at("quantization"), "workload.quantization",
+                  "int8 quantization quantizes bf16 or f32 activations inside each matmul",
+                  "workload.dtype bf16 or f32 with quantization: int8", std::string(dtype_name(w.dtype)));
+    } else if (wd == DType::int8 || wd == DType::fp8) {
+      diags.error(at("quantization"), "workload.quantization",
+                  "the weights are stored quantized already (weight_dtype); quantization: int8 quantizes them in "
+                  "the kernel",
+                  "one of the two", "int8 with weight_dtype " + std::string(dtype_name(wd)));
+    }
+  }
+
   if (w.part == ModelPart::blocks && !transformer) {
     diags.error(at("part"), "workload.part", "only a transformer has blocks to run on their own",
                 "model for a model of kind " + std::string(model_kind_name(model.kind)), "blocks");

@@ -14,7 +14,7 @@ std::vector<VpuCost> vpu_costs() {
           kCrossEntropyForward, kCrossEntropyWithGradient, kCrossEntropyMax, kCrossEntropySums,
           kCrossEntropyGradient, kCrossEntropyLoss, kSampling, kSgdUpdate, kAdamUpdate, kAdamWUpdate,
           kAdafactorUpdate, kGradientAccumulate, kRouter, kDispatch, kCombine, kBatchNormForward, kBatchNormBackward,
-          kMaxPool, kAveragePool};
+          kMaxPool, kAveragePool, kAqtQuantize};
 }
 
 std::string op_label(const OpName& name) {
@@ -79,6 +79,11 @@ std::size_t Builder::matmul(const OpName& name, ir::OpClass cls, const Matmul& m
   op.model_flops = f.model;
   op.hardware_flops = f.hardware;
   op.vpu = mm.epilogue;
+  if (quantize_int8_ && mm.dtype == DType::int8) {
+    const double operands = static_cast<double>(mm.batch) * (static_cast<double>(mm.m) * static_cast<double>(mm.k) +
+                                                              static_cast<double>(mm.k) * static_cast<double>(mm.n));
+    op.vpu += kAqtQuantize.per_element.times(operands);
+  }
   op.grid_steps = static_cast<double>(nm * nn * nk * mm.batch);
   return graph_.add(std::move(op));
 }

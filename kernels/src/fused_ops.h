@@ -24,6 +24,10 @@ struct VpuCost {
   const char* why;
 };
 
+// AQT's dynamic int8 quantization of a matmul operand (per channel of the contraction): |x|, the running max
+// that gives the scale, and x x 127 / max rounded to int8 (an assumption: three VPU ops per element).
+inline constexpr VpuCost kAqtQuantize{"int8 quantization (AQT)", {3, 0},
+                                      "abs, the running max for the scale, multiply by the scale and round to int8"};
 // mean, subtract, square, sum, scale by rsqrt(var), gamma, beta (the row's rsqrt is amortised).
 inline constexpr VpuCost kLayerNormForward{"layernorm forward", {7, 0}, "mean, centre, square, sum, scale, gamma, beta"};
 inline constexpr VpuCost kLayerNormBackward{"layernorm backward", {12, 0},
@@ -182,6 +186,10 @@ class Builder {
   // weight, gradient and state, writes the weight and the state.
   void optimizer_update(const std::string& scope, const std::vector<const Param*>& params, Optimizer optimizer);
 
+  // From now on every int8 matmul quantizes its operands inside its kernel (AQT: kAqtQuantize per element of
+  // A and B per product), its activations and weights stored in wider types.
+  void quantize_int8() { quantize_int8_ = true; }
+
   // Adds VPU work to an op already added (work done inside a kernel, such as flash attention's softmax).
   void add_vpu(std::size_t op, double elements, const VpuCost& cost);
 
@@ -190,6 +198,7 @@ class Builder {
 
   const ChipSpec& chip_;
   DType act_;
+  bool quantize_int8_ = false;
   fused::Graph graph_;
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, DType>, GemmTiling> tilings_;
   std::map<std::pair<fused::TensorId, int>, fused::TensorId> whole_gradients_;  // (stored, microbatch) -> buffer

@@ -98,6 +98,13 @@ class TransformerStep {
     // Matmuls against weights run in the weight type when it is quantized (int8 / fp8: the chip has the rate,
     // load_scenario checks it), in the activation type otherwise.
     mm_dtype_ = wdt_ == DType::int8 || wdt_ == DType::fp8 ? wdt_ : w.dtype;
+    dw_dtype_ = w.dtype;
+    // AQT (workload.quantization: int8): every dense-layer matmul, weight gradients too, in int8, its operands
+    // quantized inside the kernel (Builder::quantize_int8); the attention core keeps w.dtype.
+    if (w.quantization == Quantization::int8) {
+      mm_dtype_ = dw_dtype_ = DType::int8;
+      b_.quantize_int8();
+    }
   }
 
   fused::Graph build();
@@ -174,7 +181,7 @@ class TransformerStep {
   int micro_ = 0;  // the microbatch whose backward is being built (Builder::gradient)
   int heads_ = 0, kv_ = 0, dh_ = 0;
   std::int64_t d_ = 0;
-  DType wdt_ = DType::f32, mm_dtype_ = DType::bf16;
+  DType wdt_ = DType::f32, mm_dtype_ = DType::bf16, dw_dtype_ = DType::bf16;  // dw: weight-gradient matmuls
   // Embedding and head parameters.
   Param table_, positions_, types_, final_norm_, out_proj_, lm_dense_, lm_bias_, lm_norm_, pooler_, pooler_bias_;
   std::vector<Stack> stacks_;
@@ -517,7 +524,7 @@ void TransformerStep::weight_gradient(const OpName& name, ir::OpClass cls, std::
                                       std::int64_t n, std::int64_t batch, std::vector<TensorId> a,
                                       std::vector<TensorId> dy, const Param& weight, const Param* bias) {
   Builder::Matmul mm;
-  mm.m = m, mm.k = k, mm.n = n, mm.batch = batch, mm.dtype = w_.dtype;
+  mm.m = m, mm.k = k, mm.n = n, mm.batch = batch, mm.dtype = dw_dtype_;
   // The whole gradient (under FSDP a full-size buffer, Builder::gradient), or the stored one accumulated into.
   const GradientWrite gw = b_.gradient(weight, micro_);
   mm.a = std::move(a), mm.b = std::move(dy), mm.outputs = {gw.tensor};
@@ -601,12 +608,12 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
   const TensorId deu = b_.activation(sc + ".dexperts_up", static_cast<double>(local) * capacity * fu);
   b_.vector(OpName{ph, base.scope, "experts_act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
             static_cast<double>(local) * capacity * fe, act, {{deg, 1}, {f.eu, 1}}, {{deu, 1}}, deg);
-  expert_matmul(OpName{ph, base.scope, "experts_down.dw"}, fe, capacity, d_, w_.dtype, f.eg, deo_local,
+  expert_matmul(OpName{ph, base.scope, "experts_down.dw"}, fe, capacity, d_, dw_dtype_, f.eg, deo_local,
                 *p.experts_down.grad, e.routed * d_ * fe, &p.experts_down);
   const TensorId ddisp = b_.activation(sc + ".ddispatched", buffer);
   expert_matmul(OpName{ph, base.scope, "experts_up.dx"}, capacity, fu, d_, mm_dtype_, deu,
                 weights(layer, ph, p.experts_up), ddisp, e.routed * d_ * fu, nullptr);
-  expert_matmul(OpName{ph, base.scope, "experts_up.dw"}, d_, capacity, fu, w_.dtype, f.dispatched, deu,
+  expert_matmul(OpName{ph, base.scope, "experts_up.dw"}, d_, capacity, fu, dw_dtype_, f.dispatched, deu,
                 *p.experts_up.grad, e.routed * d_ * fu, &p.experts_up);
   const TensorId ddisp_local = points_.expert_dispatch(b_.graph(), layer, ph, ddisp);
   const TensorId dh_experts = b_.activation(sc + ".dh_experts", td);

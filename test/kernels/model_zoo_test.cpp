@@ -365,6 +365,49 @@ TEST(ModelZoo, Int8WeightsHalveTheWeightBytesAndRunTheWeightMatmulsAtTheInt8Rate
   }
 }
 
+TEST(ModelZoo, Int8QuantizedTrainingRunsEveryDenseMatmulInInt8AndPaysItsQuantizationOnTheVpu) {
+  // The tiny decoder, 2 sequences of 64 tokens: 128 tokens per step, d 128, d_ff 512 (ReLU).
+  WorkloadSpec w = workload(tiny(), StepKind::train, 2, 64);
+  const ir::Program bf16 = lower(w, roomy()).programs.programs[0];
+  w.quantization = Quantization::int8;
+  const LoweredWorkload l = lower(w, roomy());
+  const ir::Program& int8 = l.programs.programs[0];
+  ASSERT_EQ(bf16.size(), int8.size());
+  auto sum_of = [](const ir::Program& p, const std::string& label, auto field) {
+    double s = 0;
+    for (const auto& ins : p.instructions()) s += p.label_of(ins) == label ? static_cast<double>(field(ins)) : 0.0;
+    return s;
+  };
+  const auto elements = [](const ir::Instruction& i) { return i.elements; };
+  const auto model = [](const ir::Instruction& i) { return i.model_flops; };
+  // AQT quantizes both operands of the up-projection (128 x 128 tokens by d, 128 x 512 weights), three VPU ops
+  // per element (kAqtQuantize), on top of the epilogue's work; the FLOPs do not change.
+  EXPECT_EQ(sum_of(int8, "layer0.fwd.up", elements) - sum_of(bf16, "layer0.fwd.up", elements),
+            3.0 * (128 * 128 + 128 * 512));
+  EXPECT_EQ(sum_of(int8, "layer0.fwd.up", model), sum_of(bf16, "layer0.fwd.up", model));
+  int dense = 0, attention = 0;
+  for (std::size_t i = 0; i < int8.size(); ++i) {
+    const ir::Instruction& ins = int8[i];
+    if (ins.kind != ir::OpKind::matmul) continue;
+    const std::string& label = int8.label_of(ins);
+    EXPECT_EQ(ins.model_flops, bf16[i].model_flops) << label;
+    EXPECT_EQ(ins.hardware_flops, bf16[i].hardware_flops) << label;
+    if (label.find("attention") != std::string::npos) {
+      ++attention;
+      EXPECT_EQ(ins.dtype, DType::bf16) << label;  // the attention core is not quantized
+    } else {
+      ++dense;
+      EXPECT_EQ(ins.dtype, DType::int8) << label;  // forward, input and weight gradients
+    }
+  }
+  EXPECT_GT(dense, 0);
+  EXPECT_GT(attention, 0);
+  // Master weights stay f32 and the activations bf16: the memory plan does not change.
+  const LoweredWorkload plain = lower(workload(tiny(), StepKind::train, 2, 64), roomy());
+  EXPECT_EQ(l.memory->weights.count(), plain.memory->weights.count());
+  EXPECT_EQ(l.memory->activations.count(), plain.memory->activations.count());
+}
+
 TEST(ModelZoo, AStepThatDoesNotFitIsBadInputNamingItsLargestCategoriesAndWhatWouldFit) {
   WorkloadSpec w = workload("gpt3-1.3b", StepKind::train, 8, 2048);
   try {

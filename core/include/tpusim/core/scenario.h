@@ -31,6 +31,11 @@ enum class AttentionImpl { unfused, flash };
 // What of a transformer the step runs on its chip: the whole model, or its blocks only (no embedding, final
 // norm, vocabulary projection or loss, as a middle pipeline stage runs them): with model.layers: 1, one layer.
 enum class ModelPart { model, blocks };
+// Quantized training of a transformer's dense layers as AQT does it (MaxText `quantization: int8`): their
+// matmuls (forward, input and weight gradients) take int8 operands, quantized inside the kernel, at the chip's
+// int8 MXU rate; activations and gradients stay in `dtype`, master weights in f32. The attention core is not
+// quantized.
+enum class Quantization { none, int8 };
 
 // The host's input pipeline (tf.data / grain on the host CPU) feeding each step's batch to the chips. The
 // lowering turns it into a host infeed (see lower_workload in kernels/lowering.h).
@@ -54,6 +59,7 @@ struct WorkloadSpec {
   DType dtype = DType::bf16;                // matmul operands and activations
   std::optional<DType> weight_dtype;        // parameters in HBM; resolved by load_scenario (auto: f32 to train,
                                             // else dtype); int8/fp8 need the chip's MXU rate for them
+  Quantization quantization = Quantization::none;  // AQT int8 dense-layer matmuls (transformers)
   Optimizer optimizer = Optimizer::adam;
   int microbatches = 1;                     // gradient accumulation: the batch runs in this many slices
   Remat remat = Remat::none;
