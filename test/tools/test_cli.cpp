@@ -597,23 +597,6 @@ TEST_F(Cli, CalibrateReadsMfuAndFlopsPerChipAndDividesRatiosOfTwoPoints) {
   EXPECT_EQ(plan[3]["ratio"], (nlohmann::json{"two", "one"}));
 }
 
-TEST_F(Cli, CalibrateRefusesPointsOnANonFractionAndARatioOfAnUnknownPoint) {
-  const fs::path scenario = fs::path(TPUSIM_SOURCE_DIR) / "calibration/scenarios/c2-matmul-v6e.yaml";
-  const fs::path f = write("cal.yaml", "name: bad\nentries:\n  - id: X\n    scenario: " + scenario.string() +
-                                           "\n    metric: step_time\n    points:\n"
-                                           "      - {label: matmul, measured: 1 ms, within: 5 points}\n"
-                                           "      - {label: r, ratio: [matmull, matmul], measured: 1.0, within: 3 points}\n"
-                                           "      - {label: m, metric: mfu, measured: 1 ms, within: 5 points}\n");
-  const Outcome o = tpusim("calibrate " + f.string() + " -o " + (dir_ / "out").string());
-  EXPECT_EQ(o.exit_code, 2);
-  EXPECT_NE(o.err.find(f.string() + ":7:"), std::string::npos) << o.err;
-  EXPECT_NE(o.err.find("a bound in points applies to fractions"), std::string::npos) << o.err;
-  EXPECT_NE(o.err.find("entries[0].points[1].ratio"), std::string::npos) << o.err;
-  EXPECT_NE(o.err.find("did you mean 'matmul'?"), std::string::npos) << o.err;
-  EXPECT_NE(o.err.find("a positive fraction such as 56.0% or 0.56 (metric mfu)"), std::string::npos) << o.err;
-  EXPECT_FALSE(fs::exists(dir_ / "out"));
-}
-
 // The C1 plateau in closed form: a bidirectional ring all-gather of S = 1 GiB over 16 v5e chips takes 15 steps,
 // each moving S / 32 per direction at 45 GB/s x ici.link_efficiency 0.94, plus one hop latency (1 us) and one
 // step synchronisation (10 ns) per step and the start-up (0.5 us): t = 15/16 S / (2 x 42.3 GB/s) + 15.65 us.
@@ -628,20 +611,35 @@ TEST_F(Cli, CalibrateC1PlateauIsTheRingClosedFormAtTheAchievableLinkRate) {
   EXPECT_EQ(j["collectives"][0]["algorithm"], "ring_bidirectional");
 }
 
+// Each file holds the points given, on C2's matmul scenario, with metric step_time; nothing runs.
 TEST_F(Cli, CalibrateRejectsABadCalibrationFileWithFileLineAndSuggestion) {
   const fs::path scenario = fs::path(TPUSIM_SOURCE_DIR) / "calibration/scenarios/c2-matmul-v6e.yaml";
-  const fs::path f = write("cal.yaml", "name: bad\nentries:\n  - id: X\n    scenario: " + scenario.string() +
-                                           "\n    metric: step_tme\n    points:\n"
-                                           "      - {label: a, measured: 1 ms, within: 10}\n"
-                                           "      - {label: b, measured: 1 GB/s, withn: 10%}\n");
-  const Outcome o = tpusim("calibrate " + f.string() + " -o " + (dir_ / "out").string());
-  EXPECT_EQ(o.exit_code, 2);
-  EXPECT_NE(o.err.find(f.string() + ":5:13"), std::string::npos) << o.err;
-  EXPECT_NE(o.err.find("did you mean 'step_time'?"), std::string::npos) << o.err;
-  EXPECT_NE(o.err.find("entries[0].points[0].within"), std::string::npos) << o.err;
-  EXPECT_NE(o.err.find("did you mean 'within'?"), std::string::npos) << o.err;
-  EXPECT_NE(o.err.find("nothing was run"), std::string::npos) << o.err;
-  EXPECT_FALSE(fs::exists(dir_ / "out"));
+  const auto refused = [&](const std::string& name, const std::string& points) {
+    const fs::path f = write(name, "name: bad\nentries:\n  - id: X\n    scenario: " + scenario.string() +
+                                       "\n    metric: " + points);
+    const Outcome o = tpusim("calibrate " + f.string() + " -o " + (dir_ / "out").string());
+    EXPECT_EQ(o.exit_code, 2);
+    EXPECT_NE(o.err.find("nothing was run"), std::string::npos) << o.err;
+    EXPECT_FALSE(fs::exists(dir_ / "out"));
+    return std::make_pair(f.string(), o.err);
+  };
+  const auto [f, err] = refused("cal.yaml", "step_tme\n    points:\n"
+                                            "      - {label: a, measured: 1 ms, within: 10}\n"
+                                            "      - {label: b, measured: 1 GB/s, withn: 10%}\n");
+  EXPECT_NE(err.find(f + ":5:13"), std::string::npos) << err;
+  EXPECT_NE(err.find("did you mean 'step_time'?"), std::string::npos) << err;
+  EXPECT_NE(err.find("entries[0].points[0].within"), std::string::npos) << err;
+  EXPECT_NE(err.find("did you mean 'within'?"), std::string::npos) << err;
+  // A points bound on a non-fraction, a ratio of a label the entry lacks, a fraction written as a duration.
+  const auto [g, err2] = refused("cal2.yaml", "step_time\n    points:\n"
+                                              "      - {label: matmul, measured: 1 ms, within: 5 points}\n"
+                                              "      - {label: r, ratio: [matmull, matmul], measured: 1.0, within: 3 points}\n"
+                                              "      - {label: m, metric: mfu, measured: 1 ms, within: 5 points}\n");
+  EXPECT_NE(err2.find(g + ":7:"), std::string::npos) << err2;
+  EXPECT_NE(err2.find("a bound in points applies to fractions"), std::string::npos) << err2;
+  EXPECT_NE(err2.find("entries[0].points[1].ratio"), std::string::npos) << err2;
+  EXPECT_NE(err2.find("did you mean 'matmul'?"), std::string::npos) << err2;
+  EXPECT_NE(err2.find("a positive fraction such as 56.0% or 0.56 (metric mfu)"), std::string::npos) << err2;
 }
 
 // Issue 11: a folder or file tpusim wrote may be replaced by the next run; nothing else may (the refusals are
