@@ -124,9 +124,17 @@ ConfigError does_not_fit(const WorkloadSpec& w, const ChipSpec& chip, const Memo
     }
   };
   if (w.step == StepKind::train) {
+    // More microbatches than now, each a divisor of the batch per chip (the batch over its data and fsdp
+    // shards), which workload.microbatches must split into: a count that divides only the global batch would
+    // be refused as a wrong microbatch count instead of planned.
+    std::int64_t per_chip = w.batch;
+    if (sharding != nullptr) {
+      const std::int64_t shards = sharding->shards(LogicalAxis::batch);
+      per_chip = shards > 0 && w.batch % shards == 0 ? w.batch / shards : 0;
+    }
     std::vector<std::int64_t> counts;
-    for (std::int64_t m = w.microbatches * 2; m <= w.batch && m <= 1024; m *= 2) {
-      if (w.batch % m == 0) counts.push_back(m);
+    for (std::int64_t m = w.microbatches + 1; m <= per_chip && m <= 1024; ++m) {
+      if (per_chip % m == 0) counts.push_back(m);
     }
     first_fitting("microbatches", counts, [](WorkloadSpec& a, std::int64_t v) { a.microbatches = static_cast<int>(v); });
   }

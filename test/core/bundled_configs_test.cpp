@@ -351,8 +351,9 @@ TEST(BundledPods, FullPodsHaveThePublishedChipCounts) {
 TEST(BundledModels, AreTheSyntheticKernelsAndTheZoo) {
   EXPECT_EQ(bundled_names("configs/models"),
             (std::vector<std::string>{"bert-large", "dlrm-mlperf", "gemm-4096", "gemm-skinny", "gpt3-1.3b", "gpt3-13b", "gpt3-175b",
-                                      "gpt3-6.7b", "llama2-13b", "llama2-70b", "llama2-7b", "mixtral-8x7b",
-                                      "mlp-quickstart", "mlp-small", "resnet-50", "t5-base"}));
+                                      "gpt3-6.7b", "llama2-13b", "llama2-70b", "llama2-7b", "llama3.1-405b",
+                                      "llama3.1-70b", "llama3.1-8b", "maxtext-16b", "maxtext-512b", "maxtext-52b",
+                                      "mixtral-8x7b", "mlp-quickstart", "mlp-small", "resnet-50", "t5-base"}));
 }
 
 // Resolves a bundled model through a scenario, the way users reach it.
@@ -414,6 +415,10 @@ TEST(BundledModels, ZooModelsResolveWithTheirPublishedDimensions) {
       {"llama2-7b", {32, 4096, 32, 32, 128, 11008, 32000}},    {"llama2-13b", {40, 5120, 40, 40, 128, 13824, 32000}},
       {"llama2-70b", {80, 8192, 64, 8, 128, 28672, 32000}},    {"bert-large", {24, 1024, 16, 16, 64, 4096, 30522}},
       {"t5-base", {12, 768, 12, 12, 64, 3072, 32128}},         {"mixtral-8x7b", {32, 4096, 32, 8, 128, 14336, 32000}},
+      {"maxtext-16b", {32, 5120, 32, 32, 256, 32768, 32768}},  {"maxtext-52b", {32, 12288, 32, 32, 256, 49152, 32768}},
+      {"maxtext-512b", {128, 20480, 64, 64, 256, 65536, 32768}},
+      {"llama3.1-8b", {32, 4096, 32, 8, 128, 14336, 128256}},  {"llama3.1-70b", {80, 8192, 64, 8, 128, 28672, 128256}},
+      {"llama3.1-405b", {126, 16384, 128, 8, 128, 53248, 128256}},
   };
   for (const auto& [name, w] : want) {
     const Scenario s = scenario_with_model(name);

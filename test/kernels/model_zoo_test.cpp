@@ -106,6 +106,55 @@ TEST(ModelZoo, ParameterCountsMatchThePublishedCounts) {
   }
 }
 
+// The models of the pod calibration entries C4-C7 (/work/shared/reference/measurements.md), counted by hand.
+// MaxText 2023 (16B, 52B, 512B): L blocks of attention (q, k, v, out: 4 x d x H x 256, as many KV heads as
+// heads) and a two-matrix ReLU MLP (2 x d x d_ff), 2 RMSNorm scales per block and a final one, and one
+// 32768 x d table tied with the output projection: L (4 d 256 H + 2 d f) + (2 L + 1) d + 32768 d.
+TEST(ModelZoo, MaxText2023FamilyCountsItsTiedTableOnceAndHeadsOf256) {
+  struct Dims {
+    double layers, d, heads, d_ff;
+    double by_hand;  // the closed form above, worked out
+  };
+  const std::map<std::string, Dims> want{
+      {"maxtext-16b", {32, 5120, 32, 32768, 16274232320.0}},
+      {"maxtext-52b", {32, 12288, 32, 49152, 51943059456.0}},
+      {"maxtext-512b", {128, 20480, 64, 65536, 516072427520.0}},
+  };
+  for (const auto& [name, m] : want) {
+    const double closed = m.layers * (4 * m.d * 256 * m.heads + 2 * m.d * m.d_ff) + (2 * m.layers + 1) * m.d +
+                          32768 * m.d;
+    EXPECT_EQ(closed, m.by_hand) << name;
+    EXPECT_EQ(parameter_count(load_model(name)), m.by_hand) << name;
+    // The tied table is a matmul weight (the output projection), counted once.
+    EXPECT_EQ(active_matmul_parameters(load_model(name)), m.by_hand - (2 * m.layers + 1) * m.d) << name;
+  }
+}
+
+// Llama 3.1 (8B, 70B, 405B; Meta's published configuration): grouped-query attention with 8 KV heads of 128
+// (q and out d x 128 H each, k and v d x 1024 each), a SwiGLU MLP (3 x d x d_ff), 2 L + 1 RMSNorm scales, and
+// an untied 128256 x d table and output projection: L (2 d 128 H + 2 d 1024 + 3 d f) + (2 L + 1) d + 2 x
+// 128256 d. These are the released checkpoints' counts (8,030,261,248; 70,553,706,496; 405,853,388,800).
+TEST(ModelZoo, Llama31FamilyCountsGroupedQueryAttentionAndTheUntiedOutputProjection) {
+  struct Dims {
+    double layers, d, heads, d_ff;
+    double by_hand;
+  };
+  const std::map<std::string, Dims> want{
+      {"llama3.1-8b", {32, 4096, 32, 14336, 8030261248.0}},
+      {"llama3.1-70b", {80, 8192, 64, 28672, 70553706496.0}},
+      {"llama3.1-405b", {126, 16384, 128, 53248, 405853388800.0}},
+  };
+  for (const auto& [name, m] : want) {
+    const double closed = m.layers * (2 * m.d * 128 * m.heads + 2 * m.d * 1024 + 3 * m.d * m.d_ff) +
+                          (2 * m.layers + 1) * m.d + 2 * 128256 * m.d;
+    EXPECT_EQ(closed, m.by_hand) << name;
+    EXPECT_EQ(parameter_count(load_model(name)), m.by_hand) << name;
+    // The input table is a lookup, not a matmul; the output projection is one.
+    EXPECT_EQ(active_matmul_parameters(load_model(name)), m.by_hand - (2 * m.layers + 1) * m.d - 128256 * m.d)
+        << name;
+  }
+}
+
 TEST(ModelZoo, MixtralActivatesItsRouterAndTwoOfEightExpertsPerToken) {
   const ModelSpec m = load_model("mixtral-8x7b");
   const double d = 4096, f = 14336, attention = 32 * (d * (4096 + 2 * 1024) + 4096 * d);
@@ -170,6 +219,8 @@ TEST(ModelZoo, LoweredModelFlopsEqualTheClosedFormForEveryFamilyAndStep) {
       {"t5-base", StepKind::decode, 2, 64, 0},
       {"mixtral-8x7b", StepKind::train, 1, 1024, 2},   // mixture of experts: top-2 of 8
       {"gpt3-6.7b", StepKind::forward, 1, 2048, 4},
+      {"maxtext-16b", StepKind::train, 1, 512, 2},     // heads x 256 (8192) wider than d_model, tied, ReLU
+      {"llama3.1-8b", StepKind::train, 1, 512, 2},     // 128256-token vocabulary, untied
   };
   for (const Case& c : cases) {
     ModelSpec m = load_model(c.model);

@@ -3,6 +3,8 @@
 #include <map>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "kernels_test_support.h"
 #include "tpusim/core/diagnostics.h"
 #include "tpusim/kernels/collectives.h"
@@ -155,6 +157,34 @@ TEST(Sharding, FewerKvHeadsThanTheTensorAxisAreReplicated) {
 TEST(Sharding, ABatchThatDoesNotSplitIsBadInput) {
   const WorkloadSpec w = small(6, mesh({{"data", 4}}));
   EXPECT_THROW((void)shard_view(w, make_sharding(w, pod({4}))), ConfigError);
+}
+
+// The does-not-fit hint tries microbatch counts that divide the batch per chip (36 over fsdp 4: 9, so 3 and 9),
+// not the global batch: before, it tried 2 (a divisor of 36, not of 9), whose plan refused it as a wrong
+// microbatch count, and the user got that error instead of the step's real cause.
+TEST(Sharding, TheDoesNotFitHintTriesMicrobatchesThatDivideTheBatchPerChip) {
+  WorkloadSpec w = small(36, mesh({{"fsdp", 4}}));
+  const PodSpec four = pod({4});
+  const MemoryPlan one = *lower(w, roomy(), four).memory;
+  w.microbatches = 3;
+  const MemoryPlan three = *lower(w, roomy(), four).memory;
+  w.microbatches = 2;
+  EXPECT_THROW((void)lower(w, roomy(), four), ConfigError);  // 9 sequences per chip do not split in two
+  w.microbatches = 1;
+  ASSERT_LT(three.total().as_double(), one.total().as_double());
+  ChipSpec chip = roomy();
+  chip.hbm.capacity = Bytes((three.total().count() + one.total().count()) / 2);  // three microbatches fit, one not
+  try {
+    (void)lower(w, chip, four);
+    FAIL() << "the step fit";
+  } catch (const ConfigError& e) {
+    ASSERT_EQ(e.diagnostics().size(), 1u);
+    const Diagnostic& d = e.diagnostics()[0];
+    EXPECT_EQ(d.key_path, "workload") << d.message;
+    EXPECT_NE(d.message.find("does not fit in HBM"), std::string::npos) << d.message;
+    EXPECT_NE(d.hint.find(fmt::format("microbatches: 3 ({})", format_bytes_approx(three.total()))), std::string::npos)
+        << d.hint;
+  }
 }
 
 TEST(Sharding, PipelinesAcrossTorusAxesAreRefused) {

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -467,47 +468,133 @@ std::vector<std::vector<std::string>> csv_rows(const std::string& text) {
 }
 }  // namespace
 
-// Issue 13, done-when: every entry of the calibration set, predicted against measured, within the issue's
-// bounds (written here, not read from the calibration file, so loosening a `within:` there cannot pass):
-// C1 within 10% from S = 512 KiB up and within a factor 1.5 below; C2's matmul and copy within 10%; C3's
-// matmul and reduce-scatter within 15%.
+// Issue 13, done-when: every entry of C1-C3, predicted against measured, within the issue's bounds (written
+// here, not read from the calibration file, so loosening a `within:` there cannot pass): C1 within 10% from
+// S = 512 KiB up and within a factor 1.5 below; C2's matmul and copy within 10%; C3's matmul and reduce-scatter
+// within 15%. The pod steps C4-C7 (issue 19) have issue 19's bounds (5 MFU points; C7's 32 / 1 slices ratio 3
+// points), pinned here too; most lie outside today or do not fit (docs/calibration.md), so the run exits 1 and
+// this test checks each row's status against its numbers instead of asking them to be within.
 TEST_F(Cli, CalibrateRunsTheCalibrationSetAndEveryPointIsWithinTheIssuesBounds) {
   const Outcome o = tpusim("calibrate -o " + (dir_ / "cal").string());
-  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  ASSERT_TRUE(o.exit_code == 0 || o.exit_code == 1) << o.out << o.err;
   const auto rows = csv_rows(slurp(dir_ / "cal" / "table.csv"));
-  ASSERT_EQ(rows.size(), 14u);  // a header and 13 points
+  ASSERT_EQ(rows.size(), 34u);  // a header and 33 points
   ASSERT_EQ(rows[0][0], "id");
-  int c1 = 0, c2 = 0, c3 = 0;
+  std::map<std::string, int> per_id;
+  int within = 0;
   for (std::size_t i = 1; i < rows.size(); ++i) {
     const auto& r = rows[i];
-    ASSERT_EQ(r.size(), 9u);
-    const double measured = std::stod(r[3]), predicted = std::stod(r[4]);
-    const double ratio = predicted / measured;
-    EXPECT_NEAR(std::stod(r[5]), ratio - 1, 1e-4) << r[1];
-    if (r[0] == "C1") {
-      ++c1;
-      const bool small = r[1] == "S = 8 KiB" || r[1] == "S = 128 KiB";
-      if (small) {
+    ASSERT_EQ(r.size(), 10u);
+    ++per_id[r[0]];
+    const double measured = std::stod(r[3]);
+    if (r[0] == "C1" || r[0] == "C2" || r[0] == "C3") {
+      const double predicted = std::stod(r[4]);
+      const double ratio = predicted / measured;
+      EXPECT_NEAR(std::stod(r[5]), ratio - 1, 1e-4) << r[1];
+      if (r[0] == "C1" && (r[1] == "S = 8 KiB" || r[1] == "S = 128 KiB")) {
         EXPECT_LE(ratio, 1.5) << r[1];
         EXPECT_GE(ratio, 1 / 1.5) << r[1];
       } else {
-        EXPECT_LE(std::fabs(ratio - 1), 0.10) << r[1];
+        EXPECT_LE(std::fabs(ratio - 1), r[0] == "C3" ? 0.15 : 0.10) << r[1];
       }
-    } else if (r[0] == "C2") {
-      ++c2;
-      EXPECT_LE(std::fabs(ratio - 1), 0.10) << r[1];
-    } else {
-      ASSERT_EQ(r[0], "C3");
-      ++c3;
-      EXPECT_LE(std::fabs(ratio - 1), 0.15) << r[1];
+      EXPECT_EQ(r[7], "yes") << r[1];
+      EXPECT_EQ(r[8], "ok") << r[1];
+      ++within;
+      continue;
     }
-    EXPECT_EQ(r[7], "yes") << r[1];
+    // C4-C7: issue 19's bound on each fraction; the status follows the numbers.
+    if (r[2] == "mfu") EXPECT_EQ(r[6], "5 points") << r[0] << " " << r[1];
+    if (r[2] == "ratio") {
+      EXPECT_EQ(r[6], "3 points") << r[1];
+      EXPECT_EQ(r[1], "32 / 1 slices per-chip rate");
+    }
+    if (r[8] == "does not fit") {
+      EXPECT_EQ(r[4], "") << r[1];
+      continue;
+    }
+    ASSERT_NE(r[4], "") << r[0] << " " << r[1] << ": " << r[8];
+    const double predicted = std::stod(r[4]);
+    const double points = r[2] == "ratio" ? 0.03 : 0.05;  // issue 19: 3 points for the ratio, 5 for an MFU
+    const bool inside = r[2] == "mfu" || r[2] == "ratio" ? std::fabs(predicted - measured) <= points
+                                                         : std::fabs(predicted / measured - 1) <= 0.10;
+    EXPECT_EQ(r[8], inside ? "ok" : "outside") << r[0] << " " << r[1];
+    within += inside ? 1 : 0;
   }
-  EXPECT_EQ(c1, 9);
-  EXPECT_EQ(c2, 2);
-  EXPECT_EQ(c3, 2);
-  EXPECT_NE(o.out.find("13 within bound, 0 outside, 0 failed"), std::string::npos) << o.out;
+  EXPECT_EQ(per_id, (std::map<std::string, int>{{"C1", 9}, {"C2", 2}, {"C3", 2}, {"C4", 2}, {"C5", 3}, {"C6", 2},
+                                                {"C7", 13}}));
+  EXPECT_NE(o.out.find("33 points in 22 runs"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find(std::to_string(within) + " within bound"), std::string::npos) << o.out;
+  EXPECT_EQ(o.exit_code, within == 33 ? 0 : 1);
   EXPECT_NE(slurp(dir_ / "cal" / "C1.svg").find("<polyline"), std::string::npos);
+}
+
+// The metrics and bounds of the pod entries on a small scenario, against its own runs: a one-block decoder
+// training step on v5e 2x2 slices, one slice and two over the DCN. mfu is summary.json's metrics.mfu,
+// flops_per_chip its model_flops / step time / chips, a ratio the quotient of two points' predictions; "5
+// points" bounds |predicted - measured| <= 0.05; points of one run share it; a step that does not fit in HBM
+// reports the memory plan's numbers, and a ratio of it does not fit either.
+TEST_F(Cli, CalibrateReadsMfuAndFlopsPerChipAndDividesRatiosOfTwoPoints) {
+  const fs::path s = write("small.yaml",
+                           "name: cal-small\n"
+                           "pod: {name: v5e-2x2-slices, chip: v5e, shape: [2, 2], wraparound: [0, 0], "
+                           "host_shape: [2, 2], pods: 1}\n"
+                           "workload:\n"
+                           "  model: {kind: transformer, name: tiny, layers: 1, d_model: 256, heads: 2, d_ff: 512, "
+                           "vocab: 1024, context: 128}\n"
+                           "  batch: 4\n  seq_len: 128\n  step: train\n  mesh: {data: 1, fsdp: 4}\n");
+  const std::string two = "--set pod.pods=2 --set workload.batch=8 --set workload.mesh.data=2";
+  ASSERT_EQ(tpusim("run -q " + s.string() + " -o " + (dir_ / "one").string()).exit_code, 0);
+  ASSERT_EQ(tpusim("run -q " + s.string() + " -o " + (dir_ / "two").string() + " " + two).exit_code, 0);
+  const auto one = nlohmann::json::parse(slurp(dir_ / "one" / "summary.json"))["metrics"];
+  const auto both = nlohmann::json::parse(slurp(dir_ / "two" / "summary.json"))["metrics"];
+  const double mfu1 = one["mfu"].get<double>(), mfu2 = both["mfu"].get<double>();
+  const double rate1 = one["model_flops"].get<double>() / one["step_time_s"].get<double>() / 4;
+  ASSERT_EQ(both["chips"].get<int>(), 8);
+  // Measured values around the predictions: 4 points above (within 5), 6 points above (outside), a rate 5%
+  // above (within 10%), a ratio 2 points below (within 3).
+  const auto num = [](const char* format, double v) {
+    char b[64];
+    std::snprintf(b, sizeof b, format, v);
+    return std::string(b);
+  };
+  const fs::path cal = write(
+      "cal.yaml",
+      "name: small\nentries:\n  - id: S\n    scenario: " + s.string() + "\n    metric: mfu\n    points:\n" +
+          "      - {label: one, measured: " + num("%.6f%%", 100 * mfu1 + 4) + ", within: 5 points}\n" +
+          "      - {label: one rate, metric: flops_per_chip, measured: " + num("%.6g", rate1 * 1.05 / 1e9) +
+          " GFLOP/s, within: 10%}\n" +
+          "      - {label: two, set: {pod.pods: 2, workload.batch: 8, workload.mesh.data: 2}, measured: " +
+          num("%.6f%%", 100 * mfu2 + 6) + ", within: 5 points}\n" +
+          "      - {label: two / one, ratio: [two, one], measured: " + num("%.6f", mfu2 / mfu1 - 0.02) +
+          ", within: 3 points}\n" +
+          "      - {label: tiny hbm, set: {chip.hbm.capacity: 1 MiB}, measured: 50%, within: 5 points}\n" +
+          "      - {label: tiny / one, ratio: [tiny hbm, one], measured: 1.0, within: 3 points}\n");
+  const Outcome o = tpusim("calibrate " + cal.string() + " -o " + (dir_ / "out").string());
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  EXPECT_NE(o.out.find("6 points in 3 runs"), std::string::npos) << o.out;  // one and one rate share a run
+  EXPECT_NE(o.out.find("3 within bound, 1 outside, 2 do not fit, 0 failed"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find(" -4.0 pt  5 points  ok"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find(" -6.0 pt  5 points  OUTSIDE"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find(" +2.0 pt  3 points  ok"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("DOES NOT FIT: 6.59 MiB per chip, chip v5e has 1 MiB: workspace 2.32 MiB, optimizer_state"),
+            std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("DOES NOT FIT: no ratio: 'tiny hbm' does not fit"), std::string::npos) << o.out;
+  const auto rows = csv_rows(slurp(dir_ / "out" / "table.csv"));
+  ASSERT_EQ(rows.size(), 7u);
+  const std::vector<std::string> status{"ok", "ok", "outside", "ok", "does not fit", "does not fit"};
+  const std::vector<double> predicted{mfu1, rate1, mfu2, mfu2 / mfu1};
+  for (std::size_t i = 0; i < status.size(); ++i) {
+    EXPECT_EQ(rows[i + 1][8], status[i]) << rows[i + 1][1];
+    if (i < predicted.size()) {
+      EXPECT_NEAR(std::stod(rows[i + 1][4]), predicted[i], 1e-5 * predicted[i]) << rows[i + 1][1];  // %.6g
+    }
+  }
+  EXPECT_EQ(rows[2][2], "flops_per_chip");
+  EXPECT_EQ(rows[4][2], "ratio");
+  const auto plan = nlohmann::json::parse(slurp(dir_ / "out" / "calibration.json"))["points"];
+  EXPECT_EQ(plan[0]["run"], plan[1]["run"]);
+  EXPECT_NE(plan[0]["run"], plan[2]["run"]);
+  EXPECT_EQ(plan[3]["ratio"], (nlohmann::json{"two", "one"}));
 }
 
 // The C1 plateau in closed form: a bidirectional ring all-gather of S = 1 GiB over 16 v5e chips takes 15 steps,
@@ -524,20 +611,35 @@ TEST_F(Cli, CalibrateC1PlateauIsTheRingClosedFormAtTheAchievableLinkRate) {
   EXPECT_EQ(j["collectives"][0]["algorithm"], "ring_bidirectional");
 }
 
+// Each file holds the points given, on C2's matmul scenario, with metric step_time; nothing runs.
 TEST_F(Cli, CalibrateRejectsABadCalibrationFileWithFileLineAndSuggestion) {
   const fs::path scenario = fs::path(TPUSIM_SOURCE_DIR) / "calibration/scenarios/c2-matmul-v6e.yaml";
-  const fs::path f = write("cal.yaml", "name: bad\nentries:\n  - id: X\n    scenario: " + scenario.string() +
-                                           "\n    metric: step_tme\n    points:\n"
-                                           "      - {label: a, measured: 1 ms, within: 10}\n"
-                                           "      - {label: b, measured: 1 GB/s, withn: 10%}\n");
-  const Outcome o = tpusim("calibrate " + f.string() + " -o " + (dir_ / "out").string());
-  EXPECT_EQ(o.exit_code, 2);
-  EXPECT_NE(o.err.find(f.string() + ":5:13"), std::string::npos) << o.err;
-  EXPECT_NE(o.err.find("did you mean 'step_time'?"), std::string::npos) << o.err;
-  EXPECT_NE(o.err.find("entries[0].points[0].within"), std::string::npos) << o.err;
-  EXPECT_NE(o.err.find("did you mean 'within'?"), std::string::npos) << o.err;
-  EXPECT_NE(o.err.find("nothing was run"), std::string::npos) << o.err;
-  EXPECT_FALSE(fs::exists(dir_ / "out"));
+  const auto refused = [&](const std::string& name, const std::string& points) {
+    const fs::path f = write(name, "name: bad\nentries:\n  - id: X\n    scenario: " + scenario.string() +
+                                       "\n    metric: " + points);
+    const Outcome o = tpusim("calibrate " + f.string() + " -o " + (dir_ / "out").string());
+    EXPECT_EQ(o.exit_code, 2);
+    EXPECT_NE(o.err.find("nothing was run"), std::string::npos) << o.err;
+    EXPECT_FALSE(fs::exists(dir_ / "out"));
+    return std::make_pair(f.string(), o.err);
+  };
+  const auto [f, err] = refused("cal.yaml", "step_tme\n    points:\n"
+                                            "      - {label: a, measured: 1 ms, within: 10}\n"
+                                            "      - {label: b, measured: 1 GB/s, withn: 10%}\n");
+  EXPECT_NE(err.find(f + ":5:13"), std::string::npos) << err;
+  EXPECT_NE(err.find("did you mean 'step_time'?"), std::string::npos) << err;
+  EXPECT_NE(err.find("entries[0].points[0].within"), std::string::npos) << err;
+  EXPECT_NE(err.find("did you mean 'within'?"), std::string::npos) << err;
+  // A points bound on a non-fraction, a ratio of a label the entry lacks, a fraction written as a duration.
+  const auto [g, err2] = refused("cal2.yaml", "step_time\n    points:\n"
+                                              "      - {label: matmul, measured: 1 ms, within: 5 points}\n"
+                                              "      - {label: r, ratio: [matmull, matmul], measured: 1.0, within: 3 points}\n"
+                                              "      - {label: m, metric: mfu, measured: 1 ms, within: 5 points}\n");
+  EXPECT_NE(err2.find(g + ":7:"), std::string::npos) << err2;
+  EXPECT_NE(err2.find("a bound in points applies to fractions"), std::string::npos) << err2;
+  EXPECT_NE(err2.find("entries[0].points[1].ratio"), std::string::npos) << err2;
+  EXPECT_NE(err2.find("did you mean 'matmul'?"), std::string::npos) << err2;
+  EXPECT_NE(err2.find("a positive fraction such as 56.0% or 0.56 (metric mfu)"), std::string::npos) << err2;
 }
 
 // Issue 11: a folder or file tpusim wrote may be replaced by the next run; nothing else may (the refusals are
