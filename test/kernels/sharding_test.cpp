@@ -573,5 +573,93 @@ TEST(FsdpGradients, ABlocksWholeGradientLivesInTheMemoryPlanUntilItsReduceScatte
   EXPECT_LE(peak("fsdp"), whole + peak("data") + 2 * block);
 }
 
+
+// ---- rules checked before lowering ----
+
+using testing::config_error;
+using testing::mlp;
+
+WorkloadSpec with_rules(const MeshSpec& m, const std::vector<std::pair<std::string, std::vector<std::string>>>& rules) {
+  WorkloadSpec w = small(8, m);
+  for (const auto& [logical, axes] : rules) {
+    ShardingRuleSpec r;
+    r.logical = logical;
+    r.mesh_axes = axes;
+    r.loc = SourceLoc{"s.yaml", 9, 3};
+    w.mesh.rules.push_back(r);
+  }
+  return w;
+}
+
+TEST(ShardingRules, OneMeshAxisOnTwoDimensionsOfOneTensorIsRefusedAtTheRule) {
+  // batch over data and tensor while heads are over tensor: the attention activations would lose half their
+  // heads on every chip.
+  const WorkloadSpec w = with_rules(mesh({{"data", 2}, {"tensor", 2}}), {{"batch", {"data", "tensor"}}});
+  const Diagnostic d = config_error([&] { (void)make_sharding(w, pod({4})); });
+  EXPECT_EQ(d.key_path, "workload.sharding.batch");
+  EXPECT_EQ(d.loc.line, 9);
+  EXPECT_EQ(d.expected, "each mesh axis at most once per tensor");
+  EXPECT_NE(d.message.find("mesh axis tensor shards two dimensions"), std::string::npos) << d.message;
+  // The same mesh axis on a weight's two dimensions (embed and mlp), and twice in one rule.
+  EXPECT_THROW((void)make_sharding(with_rules(mesh({{"data", 2}, {"tensor", 2}}), {{"embed", {"tensor"}}}), pod({4})),
+               ConfigError);
+  const Diagnostic twice = config_error(
+      [&] { (void)make_sharding(with_rules(mesh({{"data", 4}}), {{"batch", {"data", "data"}}}), pod({4})); });
+  EXPECT_EQ(twice.message, "a mesh axis listed twice in one rule");
+}
+
+TEST(ShardingRules, FsdpShardsTheBatchAndTheWeightsEmbedOverOneAxisAsTheDefaultsDo) {
+  // batch and embed name fsdp together, but no tensor has both dimensions.
+  const ShardingPlan plan = make_sharding(with_rules(mesh({{"data", 2}}), {{"embed", {"data"}}}), pod({2}));
+  EXPECT_EQ(plan.shards(LogicalAxis::embed), 2);
+  EXPECT_EQ(plan.shards(LogicalAxis::batch), 2);
+}
+
+TEST(ShardingRules, AMeshAxisNoRuleUsesIsRefusedWithADidYouMean) {
+  WorkloadSpec w = small(8, mesh({{"data", 2}, {"fsdpp", 2}}));
+  w.mesh.axes[1].loc = SourceLoc{"s.yaml", 3, 20};
+  const Diagnostic d = config_error([&] { (void)make_sharding(w, pod({4})); });
+  EXPECT_EQ(d.key_path, "workload.mesh.fsdpp");
+  EXPECT_EQ(d.loc.column, 20);
+  EXPECT_EQ(d.hint, "did you mean 'fsdp'?");
+  // A rule naming it makes it a real axis; an axis of one chip changes nothing.
+  EXPECT_NO_THROW((void)make_sharding(with_rules(mesh({{"data", 2}, {"fsdpp", 2}}), {{"embed", {"fsdpp"}},
+                                                                                       {"batch", {"data", "fsdpp"}}}),
+                                      pod({4})));
+  EXPECT_NO_THROW((void)make_sharding(small(8, mesh({{"data", 4}, {"replica", 1}})), pod({4})));
+}
+
+TEST(ShardingRules, APipelineAxisShardsTheLayersAlone) {
+  // layers over fsdp, which the batch and embed rules use too (before: a deadlock in the simulation).
+  const Diagnostic d = config_error(
+      [&] { (void)make_sharding(with_rules(mesh({{"data", 2}, {"fsdp", 2}}), {{"layers", {"fsdp"}}}), pod({4})); });
+  EXPECT_EQ(d.key_path, "workload.sharding.layers");
+  EXPECT_EQ(d.expected, "a pipeline axis that shards the layers alone");
+}
+
+TEST(ShardingRules, KvHeadsShardOverTheHeadsAxes) {
+  // heads over tensor, kv heads replicated (before: "gemm 0x128x2048: empty" in the lowering).
+  const Diagnostic d = config_error(
+      [&] { (void)make_sharding(with_rules(mesh({{"data", 2}, {"tensor", 2}}), {{"kv_heads", {}}}), pod({4})); });
+  EXPECT_EQ(d.key_path, "workload.sharding.kv_heads");
+  EXPECT_EQ(d.expected, "kv_heads over the heads axes (tensor)");
+  EXPECT_EQ(d.found, "none");
+}
+
+TEST(ShardingRules, AWorkloadThatIsNotShardedTakesNoMesh) {
+  WorkloadSpec w = mlp({256, 256}, 64, StepKind::train);
+  w.mesh = mesh({{"data", 4}});
+  w.mesh.loc = SourceLoc{"s.yaml", 3, 31};
+  const Diagnostic d = config_error([&] { check_sharding(w, pod({4})); });
+  EXPECT_EQ(d.key_path, "workload.mesh");
+  EXPECT_EQ(d.found, "a model of kind mlp");
+  EXPECT_NO_THROW(check_sharding(mlp({256, 256}, 64, StepKind::train), pod({4})));
+  EXPECT_NO_THROW(check_sharding(small(8, mesh({{"data", 2}, {"tensor", 2}})), pod({4})));
+}
+
+TEST(ShardingRules, CheckShardingRefusesSizesThatDoNotDivide) {
+  EXPECT_THROW(check_sharding(small(6, mesh({{"data", 4}})), pod({4})), ConfigError);
+}
+
 }  // namespace
 }  // namespace tpusim::kernels
