@@ -661,5 +661,68 @@ TEST(ShardingRules, CheckShardingRefusesSizesThatDoNotDivide) {
   EXPECT_THROW(check_sharding(small(6, mesh({{"data", 4}})), pod({4})), ConfigError);
 }
 
+// ---- checkpoints of a sharded model ----
+
+// small() has per block 4 x 256^2 attention weights, 2 x 256 x 1024 MLP weights and two RMSNorm vectors of
+// 256; the tied table 2048 x 256 and a final norm of 256: 2 x 786,944 + 524,288 + 256 = 2,098,432 parameters,
+// each f32 (training) with two f32 Adam moments: 12 bytes a parameter.
+constexpr std::uint64_t kSmallParams = 2 * (4 * 256 * 256 + 2 * 256 * 1024 + 2 * 256) + 2048 * 256 + 256;
+
+HostStepCosts checkpoint_of(const std::string& axis) {
+  WorkloadSpec w = small(8, mesh({{axis, 4}}));
+  w.checkpoint.every_steps = 1;
+  ChipSpec chip = roomy();
+  chip.host.chips_per_host = 4;
+  chip.host.storage_bandwidth = BytesPerSecond(1e9);
+  return host_step_costs(w, chip, pod({4}));
+}
+
+TEST(ShardedCheckpoint, ADataParallelChipWritesTheWholeState) {
+  const HostStepCosts c = checkpoint_of("data");
+  EXPECT_EQ(kSmallParams, 2'098'432U);
+  EXPECT_EQ(c.checkpoint_bytes, kSmallParams * 12);
+  // The host writes its 4 chips' states at 1 GB/s.
+  EXPECT_DOUBLE_EQ(c.checkpoint_seconds, 4.0 * kSmallParams * 12 / 1e9);
+}
+
+TEST(ShardedCheckpoint, AnFsdpChipWritesAQuarterOfEveryParameter) {
+  const HostStepCosts c = checkpoint_of("fsdp");
+  EXPECT_EQ(c.checkpoint_bytes, kSmallParams / 4 * 12);  // 524,608 parameters: every one divides by 4
+  EXPECT_DOUBLE_EQ(c.checkpoint_seconds, 4.0 * (kSmallParams / 4) * 12 / 1e9);
+}
+
+TEST(ShardedCheckpoint, ATensorParallelChipWritesItsShardAndTheReplicatedNorms) {
+  // Attention, MLP and the vocabulary-parallel table split 4 ways; the five norm vectors are on every chip.
+  const std::uint64_t norms = 5 * 256;
+  const std::uint64_t per_chip = (kSmallParams - norms) / 4 + norms;
+  const HostStepCosts c = checkpoint_of("tensor");
+  EXPECT_EQ(c.checkpoint_bytes, per_chip * 12);
+  EXPECT_DOUBLE_EQ(c.checkpoint_seconds, 4.0 * per_chip * 12 / 1e9);
+}
+
+TEST(ShardedCheckpoint, EachPipelineStageCheckpointsItsOwnLayers) {
+  // Two stages of one block each; the first also holds the table, the last the final norm and the head: each
+  // stage's program checkpoints its own state.
+  WorkloadSpec w = small(4, mesh({{"pipeline", 2}, {"data", 2}}));
+  w.checkpoint.every_steps = 1;
+  ChipSpec chip = roomy();
+  chip.host.chips_per_host = 4;
+  chip.host.storage_bandwidth = BytesPerSecond(1e9);
+  const LoweredWorkload l = lower(w, chip, pod({2, 2}));
+  ASSERT_EQ(l.programs.programs.size(), 2U);
+  std::vector<std::uint64_t> bytes;
+  for (const ir::Program& p : l.programs.programs) {
+    for (const auto& ins : p.instructions()) {
+      if (p.label_of(ins) == "host.checkpoint") bytes.push_back(ins.bytes);
+    }
+  }
+  ASSERT_EQ(bytes.size(), 2U);
+  const std::uint64_t block = 4 * 256 * 256 + 2 * 256 * 1024 + 2 * 256;
+  EXPECT_EQ(bytes[0], (block + 2048 * 256) * 12);
+  EXPECT_EQ(bytes[1], (block + 256 + 2048 * 256) * 12);  // the head's copy of the tied table
+  // The job's checkpoint is the fullest stage's: its host finishes writing last.
+  EXPECT_EQ(host_step_costs(w, chip, pod({2, 2})).checkpoint_bytes, bytes[1]);
+}
+
 }  // namespace
 }  // namespace tpusim::kernels
