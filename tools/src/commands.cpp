@@ -129,11 +129,13 @@ int run_command(const RunArgs& args) {
     (void)check_output_folder(out_dir);
     guard_topology(scenario.pod, args.limits);
     topology.emplace(check_topology(scenario));
+    check_fault_cuts(scenario, *topology);
     const Scenario step = job_step_scenario(scenario);  // job_run.h
     guard_lowering(step, args.limits);
     lowered = programs_for(step);
     check_programs(step, lowered.programs, *topology);
     guard_simulation(step, lowered.programs, args.limits);
+    guard_fault_rates(scenario);
     return 0;
   });
   if (input != 0) return input;
@@ -271,11 +273,13 @@ int validate_command(const std::string& scenario_name, const std::vector<std::st
     kernels::check_sharding(s.workload, s.pod);
     guard_topology(s.pod, limits);
     const Topology topology = check_topology(s);
+    check_fault_cuts(s, topology);
     const Scenario step = job_step_scenario(s);  // job_run.h
     guard_lowering(step, limits);
     const ir::ProgramSet programs = programs_for(step).programs;
     check_programs(step, programs, topology);
     guard_simulation(step, programs, limits);
+    guard_fault_rates(s);
     std::size_t instructions = 0;
     for (const auto& p : programs.programs) instructions += p.size();
     std::cout << fmt::format("{}: ok ({} on {}, {} chips, {} program{} of {} instructions; about {} of memory)\n",
