@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "model_lowering.h"
+
 namespace tpusim::kernels {
 namespace {
 
@@ -103,6 +105,174 @@ void check_context_parallel(const WorkloadSpec& w, const ShardingPlan& plan) {
   }
 }
 
+// The rule the user wrote for a logical axis, if any.
+const ShardingRuleSpec* written_rule(const WorkloadSpec& w, LogicalAxis axis) {
+  const std::string& logical = logical_axis_names()[static_cast<std::size_t>(axis)];
+  for (const ShardingRuleSpec& r : w.mesh.rules) {
+    if (r.logical == logical) return &r;
+  }
+  return nullptr;
+}
+
+// The tensors of a step by their logical dimensions: a mesh axis may shard at most one dimension of each
+// (two would give each chip a part of the tensor that no chip's work covers, as one axis dividing both the
+// batch and the heads of an activation leaves half the heads of every example unprocessed).
+struct TensorDims {
+  const char* name;
+  std::vector<LogicalAxis> dims;
+};
+const std::vector<TensorDims>& step_tensors() {
+  using L = LogicalAxis;
+  static const std::vector<TensorDims> tensors{
+      {"the attention's query and output weights", {L::embed, L::heads}},
+      {"the attention's key and value weights", {L::embed, L::kv_heads}},
+      {"the MLP weights", {L::embed, L::mlp}},
+      {"the expert MLP weights", {L::expert, L::embed, L::mlp}},
+      {"the embedding table and head", {L::vocab, L::embed}},
+      {"the attention activations", {L::batch, L::length, L::heads}},
+      {"the key and value activations", {L::batch, L::length, L::kv_heads}},
+      {"the MLP activations", {L::batch, L::length, L::mlp}},
+      {"the logits", {L::batch, L::length, L::vocab}},
+      {"the activations outside the blocks", {L::batch, L::length, L::norm_length}},
+  };
+  return tensors;
+}
+
+// The rules resolved against the mesh, checked before anything is lowered: no mesh axis twice in one rule,
+// at most once per tensor, a pipeline (layers) axis for the layers alone, the key/value heads over the query
+// heads' axes, and every mesh axis of more than one chip used by some rule (an unused one replicates the
+// whole step over it, which is never what a mesh means: mostly a misspelt name).
+void check_rules(const WorkloadSpec& w, const ShardingPlan& plan) {
+  Diagnostics diags;
+  const auto& names = logical_axis_names();
+  const auto& mesh_axes = plan.mesh.axes();
+  auto name_of = [&](LogicalAxis a) { return names[static_cast<std::size_t>(a)]; };
+  auto big = [&](int i) { return mesh_axes[static_cast<std::size_t>(i)].size > 1; };
+  auto uses = [&](LogicalAxis a, int i) {
+    const auto& v = plan.axes(a);
+    return std::find(v.begin(), v.end(), i) != v.end();
+  };
+  // Where an error about logical axis l and mesh axis `axis` belongs: l's written rule, else the mesh axis.
+  auto place = [&](LogicalAxis l, int axis) -> std::pair<SourceLoc, std::string> {
+    if (const ShardingRuleSpec* r = written_rule(w, l)) return {r->loc, "workload.sharding." + r->logical};
+    const std::string& m = mesh_axes[static_cast<std::size_t>(axis)].name;
+    return {loc_of_axis(w, m), "workload.mesh." + m};
+  };
+  for (int l = 0; l < kLogicalAxes; ++l) {
+    const auto axis = static_cast<LogicalAxis>(l);
+    std::vector<int> seen;
+    for (int i : plan.axes(axis)) {
+      if (std::find(seen.begin(), seen.end(), i) != seen.end()) {
+        const auto [at, key] = place(axis, i);
+        diags.error(at, key, "a mesh axis listed twice in one rule", "each mesh axis once",
+                    mesh_axes[static_cast<std::size_t>(i)].name);
+      }
+      seen.push_back(i);
+    }
+  }
+  // One error per mesh axis: the first tensor it shards twice, and every rule that shares it with another
+  // dimension of some tensor.
+  for (std::size_t m = 0; m < mesh_axes.size(); ++m) {
+    const int i = static_cast<int>(m);
+    if (!big(i)) continue;
+    std::vector<LogicalAxis> clash;
+    const TensorDims* first = nullptr;
+    std::pair<LogicalAxis, LogicalAxis> pair{};
+    auto note = [&](LogicalAxis a) {
+      if (std::find(clash.begin(), clash.end(), a) == clash.end()) clash.push_back(a);
+    };
+    for (const TensorDims& t : step_tensors()) {
+      for (std::size_t x = 0; x < t.dims.size(); ++x) {
+        for (std::size_t y = x + 1; y < t.dims.size(); ++y) {
+          if (!uses(t.dims[x], i) || !uses(t.dims[y], i)) continue;
+          if (first == nullptr) first = &t, pair = {t.dims[x], t.dims[y]};
+          note(t.dims[x]);
+          note(t.dims[y]);
+        }
+      }
+    }
+    if (first == nullptr) continue;
+    std::sort(clash.begin(), clash.end());
+    // At the first of them the user wrote a rule for (else at the mesh axis).
+    LogicalAxis at_axis = pair.second;
+    for (LogicalAxis a : clash) {
+      if (written_rule(w, a) != nullptr) {
+        at_axis = a;
+        break;
+      }
+    }
+    std::vector<std::string> rules;
+    for (LogicalAxis a : clash) rules.push_back(name_of(a));
+    const std::string& name = mesh_axes[m].name;
+    const auto [at, key] = place(at_axis, i);
+    diags.error(at, key, fmt::format("mesh axis {} shards two dimensions of {} ({} and {})", name, first->name,
+                                     name_of(pair.first), name_of(pair.second)),
+                "each mesh axis at most once per tensor",
+                fmt::format("{} in the rules of {}", name, fmt::join(rules, ", ")),
+                fmt::format("keep {} in one of these rules (workload.sharding)", name));
+  }
+  for (int i : plan.axes(LogicalAxis::layers)) {
+    if (!big(i)) continue;
+    std::vector<std::string> others;
+    LogicalAxis at_axis = LogicalAxis::layers;
+    for (int l = 0; l < kLogicalAxes; ++l) {
+      const auto other = static_cast<LogicalAxis>(l);
+      if (other == LogicalAxis::layers || !uses(other, i)) continue;
+      others.push_back(name_of(other));
+      if (written_rule(w, LogicalAxis::layers) == nullptr && written_rule(w, other) != nullptr) at_axis = other;
+    }
+    if (others.empty()) continue;
+    const std::string& m = mesh_axes[static_cast<std::size_t>(i)].name;
+    const auto [at, key] = place(at_axis, i);
+    diags.error(at, key, fmt::format("mesh axis {} splits the layers into pipeline stages and also shards {}", m,
+                                     fmt::join(others, ", ")),
+                "a pipeline axis that shards the layers alone",
+                fmt::format("{} in the rules of layers and {}", m, fmt::join(others, ", ")),
+                "a mesh axis of its own for the stages (pipeline), or remove it from the other rules");
+  }
+  if (w.model.kind == ModelKind::transformer) {
+    auto sharded = [&](LogicalAxis a) {
+      std::vector<int> v;
+      for (int i : plan.axes(a)) {
+        if (big(i)) v.push_back(i);
+      }
+      std::sort(v.begin(), v.end());
+      return v;
+    };
+    if (sharded(LogicalAxis::kv_heads) != sharded(LogicalAxis::heads)) {
+      const auto [at, key] = loc_of_rule(w, plan, written_rule(w, LogicalAxis::kv_heads) != nullptr
+                                                      ? LogicalAxis::kv_heads
+                                                      : LogicalAxis::heads);
+      diags.error(at, key, "the key and value heads shard over other mesh axes than the query heads",
+                  fmt::format("kv_heads over the heads axes ({})", axis_names(plan, sharded(LogicalAxis::heads))),
+                  axis_names(plan, sharded(LogicalAxis::kv_heads)),
+                  "give kv_heads and heads the same rule: fewer kv heads than the tensor axis are replicated by "
+                  "the lowering itself");
+    }
+  }
+  for (std::size_t i = 0; i < mesh_axes.size(); ++i) {
+    if (!big(static_cast<int>(i))) continue;
+    bool used = false;
+    for (int l = 0; l < kLogicalAxes && !used; ++l) used = uses(static_cast<LogicalAxis>(l), static_cast<int>(i));
+    if (used) continue;
+    const std::string& m = mesh_axes[i].name;
+    const auto& known = known_mesh_axis_names();
+    const std::string close = closest_match(m, known);
+    std::string hint = fmt::format("name a known axis ({}) or add a workload.sharding rule over {}",
+                                   fmt::join(known, ", "), m);
+    if (std::find(known.begin(), known.end(), m) != known.end()) {
+      hint = fmt::format("the workload.sharding rules given replace every default that named {}: add it to one",
+                         m);
+    } else if (!close.empty()) {
+      hint = fmt::format("did you mean '{}'?", close);
+    }
+    diags.error(loc_of_axis(w, m), "workload.mesh." + m,
+                "no sharding rule uses this mesh axis: the whole step would be replicated over it",
+                "a mesh axis some rule shards over", m, hint);
+  }
+  diags.throw_if_any();
+}
+
 }  // namespace
 
 int ShardingPlan::shards(LogicalAxis a) const {
@@ -141,6 +311,7 @@ ShardingPlan make_sharding(const WorkloadSpec& w, const PodSpec& pod) {
       if (i >= 0) plan.rules[static_cast<std::size_t>(l)].push_back(i);
     }
   }
+  check_rules(w, plan);
   if (plan.shards(LogicalAxis::length) > 1) check_context_parallel(w, plan);
   if (plan.shards(LogicalAxis::norm_length) > 1) check_sequence_parallel(w, plan);
   if (plan.shards(LogicalAxis::layers) > 1) {
@@ -242,6 +413,30 @@ ShardView shard_view(const WorkloadSpec& w, const ShardingPlan& plan, int stage)
   }
   diags.throw_if_any();
   return s;
+}
+
+void check_sharding(const WorkloadSpec& w, const PodSpec& pod) {
+  if (w.program.empty() && step_builder(w.model.kind) != nullptr) {
+    const ShardingPlan plan = make_sharding(w, pod);
+    (void)shard_view(w, plan);  // the sizes that must divide are the same on every pipeline stage
+    return;
+  }
+  // Every chip runs the same one-chip program (or a program file's own groups): a mesh would change nothing.
+  const std::string found = w.program.empty() ? fmt::format("a model of kind {}", model_kind_name(w.model.kind))
+                                              : "a program file (its groups place its collectives)";
+  const std::string expected = "no mesh, mapping or sharding: only transformer and resnet models are sharded";
+  const std::string hint = "remove it: every chip runs the same program";
+  Diagnostics diags;
+  if (w.mesh.given()) diags.error(w.mesh.loc, "workload.mesh", "a mesh on a workload that is not sharded", expected, found, hint);
+  for (const MeshMappingSpec& m : w.mesh.mapping) {
+    diags.error(m.loc, "workload.mesh_mapping." + m.axis, "a mesh mapping on a workload that is not sharded",
+                expected, found, hint);
+  }
+  for (const ShardingRuleSpec& r : w.mesh.rules) {
+    diags.error(r.loc, "workload.sharding." + r.logical, "a sharding rule on a workload that is not sharded",
+                expected, found, hint);
+  }
+  diags.throw_if_any();
 }
 
 }  // namespace tpusim::kernels

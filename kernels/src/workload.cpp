@@ -179,24 +179,47 @@ ConfigError does_not_fit(const WorkloadSpec& w, const ChipSpec& chip, const Memo
 
 }  // namespace
 
-HostStepCosts host_step_costs(const WorkloadSpec& workload, const ChipSpec& chip) {
+namespace {
+
+// The host costs of one chip whose checkpoint state (parameters and optimizer state it holds) is `state`
+// bytes; no state: the chip holds no checkpoint (a forward step, no checkpoint interval).
+HostStepCosts host_costs(const WorkloadSpec& workload, const ChipSpec& chip, double state) {
   HostStepCosts c;
   const double chips_per_host = std::max(1, chip.host.chips_per_host);
-  if (workload.model.kind == ModelKind::mlp || whole_model(workload)) {
-    const auto batch = static_cast<double>(std::max<std::int64_t>(workload.batch, 0));
-    c.infeed_bytes = static_cast<std::uint64_t>(batch * workload.input.bytes_per_example.as_double());
-    if (workload.input.examples_per_s_per_host > 0) {
-      c.input_seconds = batch * chips_per_host / workload.input.examples_per_s_per_host;
-    }
-    if (workload.step == StepKind::train && workload.checkpoint.every_steps > 0) {
-      const double every = workload.checkpoint.every_steps;
-      const auto state = static_cast<double>(state_bytes(workload));
-      c.checkpoint_bytes = static_cast<std::uint64_t>(std::ceil(state / every));
-      const double storage = chip.host.storage_bandwidth.value();
-      c.checkpoint_seconds = storage > 0 ? state * chips_per_host / storage / every : 0.0;
-    }
+  const auto batch = static_cast<double>(std::max<std::int64_t>(workload.batch, 0));
+  c.infeed_bytes = static_cast<std::uint64_t>(batch * workload.input.bytes_per_example.as_double());
+  if (workload.input.examples_per_s_per_host > 0) {
+    c.input_seconds = batch * chips_per_host / workload.input.examples_per_s_per_host;
+  }
+  if (workload.step == StepKind::train && workload.checkpoint.every_steps > 0) {
+    const double every = workload.checkpoint.every_steps;
+    c.checkpoint_bytes = static_cast<std::uint64_t>(std::ceil(state / every));
+    const double storage = chip.host.storage_bandwidth.value();
+    c.checkpoint_seconds = storage > 0 ? state * chips_per_host / storage / every : 0.0;
   }
   return c;
+}
+
+// What one chip of a sharded model checkpoints: its shard of the parameters and of the optimizer state.
+double checkpoint_state(const MemoryPlan& plan) {
+  return static_cast<double>((plan.weights + plan.optimizer_state).count());
+}
+
+}  // namespace
+
+HostStepCosts host_step_costs(const WorkloadSpec& workload, const ChipSpec& chip) {
+  if (workload.model.kind != ModelKind::mlp && !whole_model(workload)) return {};
+  return host_costs(workload, chip, static_cast<double>(state_bytes(workload)));
+}
+
+HostStepCosts host_step_costs(const WorkloadSpec& workload, const ChipSpec& chip, const PodSpec& pod) {
+  if (!whole_model(workload)) return host_step_costs(workload, chip);
+  const ShardingPlan sharding = make_sharding(workload, pod);
+  double state = 0;
+  for (int s = 0; s < std::max(1, sharding.shards(LogicalAxis::layers)); ++s) {
+    state = std::max(state, checkpoint_state(build_step(workload, chip, &sharding, nullptr, s).plan));
+  }
+  return host_costs(workload, chip, state);
 }
 
 namespace {
@@ -326,7 +349,9 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
   }
   ir::Program prog(model.name.empty() ? "main" : model.name);
   const DType dt = workload.dtype;
-  const HostStepCosts host = host_step_costs(workload, chip);
+  // A sharded model's chips checkpoint their own shard (the fullest stage's bytes differ from the others').
+  const HostStepCosts host =
+      built ? host_costs(workload, chip, checkpoint_state(built->plan)) : host_step_costs(workload, chip);
 
   // The step starts once the host has launched it; its work depends on the launch (and, without prefetch,
   // on the infeed).
@@ -428,8 +453,10 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
     }
     std::vector<std::uint32_t> stage_sinks =
         fused::emit(later_stages[i].graph, chip, stage_prog, stage_start, !workload.overlap);
-    if (host.checkpoint_bytes > 0) {
-      stage_sinks = {stage_prog.add(host_op(ir::HostOp::checkpoint, host.checkpoint_bytes, host.checkpoint_seconds),
+    const HostStepCosts stage_host = host_costs(workload, chip, checkpoint_state(later_stages[i].plan));
+    if (stage_host.checkpoint_bytes > 0) {
+      stage_sinks = {stage_prog.add(host_op(ir::HostOp::checkpoint, stage_host.checkpoint_bytes,
+                                            stage_host.checkpoint_seconds),
                                     stage_sinks, "host.checkpoint")};
     }
     for (int h = 0; h < workload.host_syncs; ++h) {

@@ -603,5 +603,156 @@ TEST(FsdpGradients, ABlocksWholeGradientLivesInTheMemoryPlanUntilItsReduceScatte
   EXPECT_LE(peak("fsdp"), whole + peak("data") + 2 * block);
 }
 
+
+// ---- rules checked before lowering ----
+
+using testing::config_error;
+using testing::mlp;
+
+WorkloadSpec with_rules(const MeshSpec& m, const std::vector<std::pair<std::string, std::vector<std::string>>>& rules) {
+  WorkloadSpec w = small(8, m);
+  for (const auto& [logical, axes] : rules) {
+    ShardingRuleSpec r;
+    r.logical = logical;
+    r.mesh_axes = axes;
+    r.loc = SourceLoc{"s.yaml", 9, 3};
+    w.mesh.rules.push_back(r);
+  }
+  return w;
+}
+
+TEST(ShardingRules, OneMeshAxisOnTwoDimensionsOfOneTensorIsRefusedAtTheRule) {
+  // batch over data and tensor while heads are over tensor: the attention activations would lose half their
+  // heads on every chip.
+  const WorkloadSpec w = with_rules(mesh({{"data", 2}, {"tensor", 2}}), {{"batch", {"data", "tensor"}}});
+  const Diagnostic d = config_error([&] { (void)make_sharding(w, pod({4})); });
+  EXPECT_EQ(d.key_path, "workload.sharding.batch");
+  EXPECT_EQ(d.loc.line, 9);
+  EXPECT_EQ(d.expected, "each mesh axis at most once per tensor");
+  EXPECT_NE(d.message.find("mesh axis tensor shards two dimensions"), std::string::npos) << d.message;
+  // The same mesh axis on a weight's two dimensions (embed and mlp), and twice in one rule.
+  EXPECT_THROW((void)make_sharding(with_rules(mesh({{"data", 2}, {"tensor", 2}}), {{"embed", {"tensor"}}}), pod({4})),
+               ConfigError);
+  const Diagnostic twice = config_error(
+      [&] { (void)make_sharding(with_rules(mesh({{"data", 4}}), {{"batch", {"data", "data"}}}), pod({4})); });
+  EXPECT_EQ(twice.message, "a mesh axis listed twice in one rule");
+}
+
+TEST(ShardingRules, FsdpShardsTheBatchAndTheWeightsEmbedOverOneAxisAsTheDefaultsDo) {
+  // batch and embed name fsdp together, but no tensor has both dimensions.
+  const ShardingPlan plan = make_sharding(with_rules(mesh({{"data", 2}}), {{"embed", {"data"}}}), pod({2}));
+  EXPECT_EQ(plan.shards(LogicalAxis::embed), 2);
+  EXPECT_EQ(plan.shards(LogicalAxis::batch), 2);
+}
+
+TEST(ShardingRules, AMeshAxisNoRuleUsesIsRefusedWithADidYouMean) {
+  WorkloadSpec w = small(8, mesh({{"data", 2}, {"fsdpp", 2}}));
+  w.mesh.axes[1].loc = SourceLoc{"s.yaml", 3, 20};
+  const Diagnostic d = config_error([&] { (void)make_sharding(w, pod({4})); });
+  EXPECT_EQ(d.key_path, "workload.mesh.fsdpp");
+  EXPECT_EQ(d.loc.column, 20);
+  EXPECT_EQ(d.hint, "did you mean 'fsdp'?");
+  // A rule naming it makes it a real axis; an axis of one chip changes nothing.
+  EXPECT_NO_THROW((void)make_sharding(with_rules(mesh({{"data", 2}, {"fsdpp", 2}}), {{"embed", {"fsdpp"}},
+                                                                                       {"batch", {"data", "fsdpp"}}}),
+                                      pod({4})));
+  EXPECT_NO_THROW((void)make_sharding(small(8, mesh({{"data", 4}, {"replica", 1}})), pod({4})));
+}
+
+TEST(ShardingRules, APipelineAxisShardsTheLayersAlone) {
+  // layers over fsdp, which the batch and embed rules use too (before: a deadlock in the simulation).
+  const Diagnostic d = config_error(
+      [&] { (void)make_sharding(with_rules(mesh({{"data", 2}, {"fsdp", 2}}), {{"layers", {"fsdp"}}}), pod({4})); });
+  EXPECT_EQ(d.key_path, "workload.sharding.layers");
+  EXPECT_EQ(d.expected, "a pipeline axis that shards the layers alone");
+}
+
+TEST(ShardingRules, KvHeadsShardOverTheHeadsAxes) {
+  // heads over tensor, kv heads replicated (before: "gemm 0x128x2048: empty" in the lowering).
+  const Diagnostic d = config_error(
+      [&] { (void)make_sharding(with_rules(mesh({{"data", 2}, {"tensor", 2}}), {{"kv_heads", {}}}), pod({4})); });
+  EXPECT_EQ(d.key_path, "workload.sharding.kv_heads");
+  EXPECT_EQ(d.expected, "kv_heads over the heads axes (tensor)");
+  EXPECT_EQ(d.found, "none");
+}
+
+TEST(ShardingRules, AWorkloadThatIsNotShardedTakesNoMesh) {
+  WorkloadSpec w = mlp({256, 256}, 64, StepKind::train);
+  w.mesh = mesh({{"data", 4}});
+  w.mesh.loc = SourceLoc{"s.yaml", 3, 31};
+  const Diagnostic d = config_error([&] { check_sharding(w, pod({4})); });
+  EXPECT_EQ(d.key_path, "workload.mesh");
+  EXPECT_EQ(d.found, "a model of kind mlp");
+  EXPECT_NO_THROW(check_sharding(mlp({256, 256}, 64, StepKind::train), pod({4})));
+  EXPECT_NO_THROW(check_sharding(small(8, mesh({{"data", 2}, {"tensor", 2}})), pod({4})));
+}
+
+TEST(ShardingRules, CheckShardingRefusesSizesThatDoNotDivide) {
+  EXPECT_THROW(check_sharding(small(6, mesh({{"data", 4}})), pod({4})), ConfigError);
+}
+
+// ---- checkpoints of a sharded model ----
+
+// small() has per block 4 x 256^2 attention weights, 2 x 256 x 1024 MLP weights and two RMSNorm vectors of
+// 256; the tied table 2048 x 256 and a final norm of 256: 2 x 786,944 + 524,288 + 256 = 2,098,432 parameters,
+// each f32 (training) with two f32 Adam moments: 12 bytes a parameter.
+constexpr std::uint64_t kSmallParams = 2 * (4 * 256 * 256 + 2 * 256 * 1024 + 2 * 256) + 2048 * 256 + 256;
+
+HostStepCosts checkpoint_of(const std::string& axis) {
+  WorkloadSpec w = small(8, mesh({{axis, 4}}));
+  w.checkpoint.every_steps = 1;
+  ChipSpec chip = roomy();
+  chip.host.chips_per_host = 4;
+  chip.host.storage_bandwidth = BytesPerSecond(1e9);
+  return host_step_costs(w, chip, pod({4}));
+}
+
+TEST(ShardedCheckpoint, ADataParallelChipWritesTheWholeState) {
+  const HostStepCosts c = checkpoint_of("data");
+  EXPECT_EQ(kSmallParams, 2'098'432U);
+  EXPECT_EQ(c.checkpoint_bytes, kSmallParams * 12);
+  // The host writes its 4 chips' states at 1 GB/s.
+  EXPECT_DOUBLE_EQ(c.checkpoint_seconds, 4.0 * kSmallParams * 12 / 1e9);
+}
+
+TEST(ShardedCheckpoint, AnFsdpChipWritesAQuarterOfEveryParameter) {
+  const HostStepCosts c = checkpoint_of("fsdp");
+  EXPECT_EQ(c.checkpoint_bytes, kSmallParams / 4 * 12);  // 524,608 parameters: every one divides by 4
+  EXPECT_DOUBLE_EQ(c.checkpoint_seconds, 4.0 * (kSmallParams / 4) * 12 / 1e9);
+}
+
+TEST(ShardedCheckpoint, ATensorParallelChipWritesItsShardAndTheReplicatedNorms) {
+  // Attention, MLP and the vocabulary-parallel table split 4 ways; the five norm vectors are on every chip.
+  const std::uint64_t norms = 5 * 256;
+  const std::uint64_t per_chip = (kSmallParams - norms) / 4 + norms;
+  const HostStepCosts c = checkpoint_of("tensor");
+  EXPECT_EQ(c.checkpoint_bytes, per_chip * 12);
+  EXPECT_DOUBLE_EQ(c.checkpoint_seconds, 4.0 * per_chip * 12 / 1e9);
+}
+
+TEST(ShardedCheckpoint, EachPipelineStageCheckpointsItsOwnLayers) {
+  // Two stages of one block each; the first also holds the table, the last the final norm and the head: each
+  // stage's program checkpoints its own state.
+  WorkloadSpec w = small(4, mesh({{"pipeline", 2}, {"data", 2}}));
+  w.checkpoint.every_steps = 1;
+  ChipSpec chip = roomy();
+  chip.host.chips_per_host = 4;
+  chip.host.storage_bandwidth = BytesPerSecond(1e9);
+  const LoweredWorkload l = lower(w, chip, pod({2, 2}));
+  ASSERT_EQ(l.programs.programs.size(), 2U);
+  std::vector<std::uint64_t> bytes;
+  for (const ir::Program& p : l.programs.programs) {
+    for (const auto& ins : p.instructions()) {
+      if (p.label_of(ins) == "host.checkpoint") bytes.push_back(ins.bytes);
+    }
+  }
+  ASSERT_EQ(bytes.size(), 2U);
+  const std::uint64_t block = 4 * 256 * 256 + 2 * 256 * 1024 + 2 * 256;
+  EXPECT_EQ(bytes[0], (block + 2048 * 256) * 12);
+  EXPECT_EQ(bytes[1], (block + 256 + 2048 * 256) * 12);  // the head's copy of the tied table
+  // The job's checkpoint is the fullest stage's: its host finishes writing last.
+  EXPECT_EQ(host_step_costs(w, chip, pod({2, 2})).checkpoint_bytes, bytes[1]);
+}
+
 }  // namespace
 }  // namespace tpusim::kernels

@@ -29,6 +29,7 @@
 #include "tpusim/kernels/assumptions.h"
 #include "tpusim/kernels/lowering.h"
 #include "tpusim/kernels/program_io.h"
+#include "tpusim/kernels/sharding.h"
 #include "tpusim/models/assumptions.h"
 #include "tpusim/models/simulate.h"
 #include "tpusim/topology/describe.h"
@@ -122,16 +123,19 @@ int run_command(const RunArgs& args) {
   fs::path out_dir;
   const int input = with_exit_codes("tpusim run", [&] {
     scenario = load_scenario(args.scenario, args.overrides);
+    kernels::check_sharding(scenario.workload, scenario.pod);
     // Before any work: a run that could not write its output is refused now, not after the simulation.
     out_dir = args.out_dir.empty() ? default_output_dir(scenario.name) : fs::path(args.out_dir);
     (void)check_output_folder(out_dir);
     guard_topology(scenario.pod, args.limits);
     topology.emplace(check_topology(scenario));
+    check_fault_cuts(scenario, *topology);
     const Scenario step = job_step_scenario(scenario);  // job_run.h
     guard_lowering(step, args.limits);
     lowered = programs_for(step);
     check_programs(step, lowered.programs, *topology);
     guard_simulation(step, lowered.programs, args.limits);
+    guard_fault_rates(scenario);
     return 0;
   });
   if (input != 0) return input;
@@ -266,13 +270,16 @@ int validate_command(const std::string& scenario_name, const std::vector<std::st
   return with_exit_codes("tpusim validate", [&] {
     // The same checks as `run`, so that "ok" means the run will not be refused.
     const Scenario s = load_scenario(scenario_name, overrides);
+    kernels::check_sharding(s.workload, s.pod);
     guard_topology(s.pod, limits);
     const Topology topology = check_topology(s);
+    check_fault_cuts(s, topology);
     const Scenario step = job_step_scenario(s);  // job_run.h
     guard_lowering(step, limits);
     const ir::ProgramSet programs = programs_for(step).programs;
     check_programs(step, programs, topology);
     guard_simulation(step, programs, limits);
+    guard_fault_rates(s);
     std::size_t instructions = 0;
     for (const auto& p : programs.programs) instructions += p.size();
     std::cout << fmt::format("{}: ok ({} on {}, {} chips, {} program{} of {} instructions; about {} of memory)\n",
@@ -386,6 +393,7 @@ int lower_command(const std::string& scenario_name, const std::vector<std::strin
                   const std::string& out, const Limits& limits) {
   return with_exit_codes("tpusim lower", [&] {
     const Scenario s = load_scenario(scenario_name, overrides);
+    kernels::check_sharding(s.workload, s.pod);
     guard_lowering(s, limits);
     // A program file names its format in its first bytes; that is how tpusim knows it may replace one.
     const fs::path target = out.empty() ? fs::path() : check_output_file(out, "\"format\": \"tpusim-program\"");

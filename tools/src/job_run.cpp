@@ -302,7 +302,7 @@ models::JobCosts job_costs(const Scenario& s, Seconds step, const FaultSteps& fa
   // One full checkpoint: the host writes the state of each of its chips (kernels::host_step_costs with N = 1).
   WorkloadSpec every_step = s.workload;
   every_step.checkpoint.every_steps = 1;
-  const kernels::HostStepCosts host = kernels::host_step_costs(every_step, s.chip);
+  const kernels::HostStepCosts host = kernels::host_step_costs(every_step, s.chip, s.pod);
   costs.step = step;
   costs.checkpoint_write = Seconds(host.checkpoint_seconds);
   costs.checkpoint_restore = Seconds(host.checkpoint_seconds);

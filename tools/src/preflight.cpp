@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -17,6 +18,7 @@
 #include "tpusim/kernels/estimate.h"
 #include "tpusim/kernels/program_io.h"
 #include "tpusim/models/estimate.h"
+#include "tpusim/models/job.h"
 
 namespace tpusim::tools {
 namespace fs = std::filesystem;
@@ -252,6 +254,61 @@ void guard_simulation(const Scenario& s, const ir::ProgramSet& programs, const L
         "equals), or smaller shapes, or raise the limit with --max-pe-cycles N; nothing was run",
         e.pe_cycles, format_time(Seconds(e.pe_cycles / models::kReferencePeCyclesPerSecond)),
         models::kReferencePeCyclesPerSecond, limits.max_pe_cycles));
+  }
+}
+
+void check_fault_cuts(const Scenario& s, const Topology& topology) {
+  // The cables (a directed link and its reverse, named by the lower LinkId) the timed faults stop, in time order:
+  // the fault that stops a chip's last cable cuts it off from the torus. Rerouting cannot reach it; it is a
+  // failed chip, and the plan must say so (a chip_down fault, whose recovery policy then applies).
+  std::set<std::uint32_t> cut;
+  Diagnostics diags;
+  for (const FaultSpec& f : s.faults.faults) {  // sorted by `at`
+    if (f.target.random || (f.kind != FaultKind::link_down && f.kind != FaultKind::ocs_port_down)) continue;
+    const models::ConcreteFault c = models::concrete_fault(f, topology, s.seed);
+    const Link& l = topology.link(c.link);
+    auto cable_of = [&](LinkId id) {
+      return std::min(id.value(), topology.link(id).reverse.value());
+    };
+    if (!cut.insert(cable_of(c.link)).second) continue;
+    for (ChipId chip : {l.src, l.dst}) {
+      const std::vector<LinkId> out = topology.out_links(chip);
+      const bool alone = !out.empty() && std::all_of(out.begin(), out.end(), [&](LinkId o) {
+        return cut.count(cable_of(o)) != 0;
+      });
+      if (!alone) continue;
+      const ChipCoord at = topology.coord(chip);
+      std::vector<int> pos(at.pos.begin(), at.pos.begin() + topology.axes());
+      diags.error(f.loc, fmt::format("faults[{}]", f.index),
+                  fmt::format("this fault stops the last cable of chip [{}]: it is cut off from the torus, which "
+                              "no rerouting can reach", fmt::join(pos, ", ")),
+                  "link faults that leave every chip at least one cable, or a chip_down fault for a chip that "
+                  "fails", fmt::format("all {} cables of chip [{}] down", out.size(), fmt::join(pos, ", ")),
+                  fmt::format("write {{at: {}, kind: chip_down, target: [{}]}}: job.recovery then applies",
+                              format_value(f.at), fmt::join(pos, ", ")));
+    }
+  }
+  diags.throw_if_any();
+}
+
+void guard_fault_rates(const Scenario& s) {
+  const FaultRates& r = s.faults.rates;
+  if (!s.job.enabled || !r.any() || s.job.duration.value() <= 0) return;
+  // The pod's rate of random faults, each kind's components over its mean time between failures (OCS ports
+  // left out, so this is a lower bound), over the job's length.
+  const double chips = static_cast<double>(s.pod.chip_count());
+  const double cables = topology_links(s.pod) / 2;
+  const double hosts = std::ceil(chips / std::max(1, s.chip.host.chips_per_host));
+  auto rate = [](double components, Seconds mtbf) { return mtbf.value() > 0 ? components / mtbf.value() : 0.0; };
+  const double expected =
+      (rate(chips, r.chip_down) + rate(cables, r.link_down) + rate(hosts, r.host_down)) * s.job.duration.value();
+  // A Poisson count with a mean of twice the cap stays below the cap with negligible probability.
+  if (expected > 2.0 * static_cast<double>(models::kMaxJobFaults)) {
+    throw ResourceRefused(fmt::format(
+        "refused: fault_rates give about {:.3g} random faults over job.duration {} ({:.0f} chips, {:.0f} cables, "
+        "{:.0f} hosts), far more than the {} a job meets before it stops; nothing was run. Use longer mean "
+        "times between failures (fault_rates) or a shorter job.duration",
+        expected, format_value(s.job.duration), chips, cables, hosts, models::kMaxJobFaults));
   }
 }
 

@@ -6,6 +6,8 @@
 //                     collective its algorithm cannot run on these axes, a VMEM free no allocation covers,
 //                     a TensorCore the chip lacks, a step longer than the simulator can count
 //   guard_simulation  chips x programs in memory, and the cycle-level MXU reference's work, against limits
+//   guard_fault_rates the random faults a job's fault_rates expect over job.duration, against what a job can
+//                     meet
 // A refusal (ResourceRefused, exit 2) states the estimate, the limit and the way out; nothing has been
 // allocated for the work yet.
 #include <stdexcept>
@@ -43,6 +45,11 @@ void guard_topology(const PodSpec& pod, const Limits& limits);
 void guard_lowering(const Scenario& scenario, const Limits& limits);
 void check_programs(const Scenario& scenario, const ir::ProgramSet& programs, const Topology& topology);
 void guard_simulation(const Scenario& scenario, const ir::ProgramSet& programs, const Limits& limits);
+// Timed link faults that cut a chip off from the torus (every cable of it down) are bad input at the fault that
+// cuts the last one: the chip has failed, which the plan must say with a chip_down fault.
+void check_fault_cuts(const Scenario& scenario, const Topology& topology);
+// A job's random fault rates against what a job can meet (models::kMaxJobFaults), over job.duration.
+void guard_fault_rates(const Scenario& scenario);
 
 // The estimated peak memory of a run (topology, programs, simulation), for `validate`'s report.
 [[nodiscard]] double estimated_run_bytes(const Scenario& scenario, const ir::ProgramSet& programs);

@@ -21,6 +21,7 @@
 #include "tools/src/sweep_table.h"
 #include "tpusim/core/interrupt.h"
 #include "tpusim/core/scenario.h"
+#include "tpusim/kernels/sharding.h"
 
 namespace tpusim::tools {
 namespace fs = std::filesystem;
@@ -87,7 +88,8 @@ void validate(const SweepPlan& plan, const Expansion& ex) {
     std::vector<std::string> overrides = c.overrides;
     if (!plan.seeds.empty()) overrides.push_back(fmt::format("seed={}", plan.seeds.front()));
     try {
-      (void)load_scenario(plan.scenario.string(), overrides);
+      const Scenario s = load_scenario(plan.scenario.string(), overrides);
+      kernels::check_sharding(s.workload, s.pod);
     } catch (const ConfigError& e) {
       for (const auto& d : at_sweep_lines(e, c.overrides, c.origins)) {
         if (seen.insert(d.str()).second) all.push_back(d);

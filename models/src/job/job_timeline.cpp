@@ -101,14 +101,20 @@ std::int64_t job_steps(const Scenario& s, Seconds step, Seconds checkpoint_write
   if (s.job.duration.value() <= 0) return s.job.steps;
   const int every = s.workload.checkpoint.every_steps;
   const double per_step = step.value() + (every > 0 ? checkpoint_write.value() / every : 0.0);
-  return per_step > 0 ? std::max<std::int64_t>(1, static_cast<std::int64_t>(s.job.duration.value() / per_step)) : 1;
+  const double steps = per_step > 0 ? s.job.duration.value() / per_step : 1.0;
+  if (steps >= 0x1p63) {  // an int64 step count cannot hold it (the cast would wrap)
+    const auto it = s.job.origins.find("duration");
+    throw ConfigError({Diagnostic{it != s.job.origins.end() ? it->second.loc : SourceLoc{s.name}, "job.duration",
+                                  "the job has more steps than the simulator can count",
+                                  fmt::format("at most {:.3g} steps of {} each", 0x1p63, format_value(Seconds(per_step))),
+                                  fmt::format("{} = {:.3g} steps", format_value(s.job.duration), steps), ""}});
+  }
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(steps));
 }
 
 namespace {
 
 constexpr double kNever = std::numeric_limits<double>::infinity();
-// A job that meets this many faults is not making progress worth reporting.
-constexpr std::size_t kMaxFaults = 1'000'000;
 
 // The merged stream of timed faults (in `at` order) and random ones.
 class FaultStream {
@@ -188,7 +194,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       continue;
     }
     // A fault lands inside this stretch: complete the steps before it.
-    if (r.events.size() >= kMaxFaults) {
+    if (r.events.size() >= kMaxJobFaults) {
       throw std::runtime_error(fmt::format(
           "the job met {} faults and has done {} of {} steps: failures come faster than it makes progress "
           "(lower the fault rates, or checkpoint more often)",

@@ -180,10 +180,15 @@ struct LoweredWorkload {
 //                        the host's pipeline prepares the batch of every chip it feeds (each chip's program runs
 //                        the whole batch; assumption: every host is fully populated, so a one-chip run stands
 //                        for one chip of a full host)
-//   checkpoint_bytes   = ceil(state / N), state = parameters x dtype bytes (+ 2 f32 moments per parameter for
-//                        adam): assumption: every chip writes its whole state (no sharding is lowered yet)
-//   checkpoint_seconds = state x chips_per_host / chip.host.storage_bandwidth / N
-// gemm and collective workloads have no input pipeline and no checkpoint (all zero).
+//   checkpoint_bytes   = ceil(state / N), state = what the chip holds: its shard of the parameters and of the
+//                        optimizer state (the memory plan's weights + optimizer_state) for a sharded model; for
+//                        one chip holding the whole model, parameters x dtype bytes (+ 2 f32 moments per
+//                        parameter for adam)
+//   checkpoint_seconds = state x chips_per_host / chip.host.storage_bandwidth / N: the host writes the shards of
+//                        all its chips to storage (assumption: every host is fully populated)
+// gemm and collective workloads have no input pipeline and no checkpoint (all zero). The first form is one
+// chip holding the whole model; the second shards the model over `pod`'s mesh, and its checkpoint is that of
+// the fullest pipeline stage (the last host to finish writing bounds the job's checkpoint).
 struct HostStepCosts {
   std::uint64_t infeed_bytes = 0;
   double input_seconds = 0;
@@ -191,5 +196,6 @@ struct HostStepCosts {
   double checkpoint_seconds = 0;
 };
 [[nodiscard]] HostStepCosts host_step_costs(const WorkloadSpec& workload, const ChipSpec& chip);
+[[nodiscard]] HostStepCosts host_step_costs(const WorkloadSpec& workload, const ChipSpec& chip, const PodSpec& pod);
 
 }  // namespace tpusim::kernels

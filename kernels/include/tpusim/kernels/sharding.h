@@ -52,6 +52,15 @@ struct ShardingPlan {
 // that cannot be placed or a parallelism not lowered yet.
 [[nodiscard]] ShardingPlan make_sharding(const WorkloadSpec& workload, const PodSpec& pod);
 
+// Every check of a workload's mesh, mesh mapping and sharding rules against its model and the pod, made when
+// a scenario is resolved for a run (the tools call it right after load_scenario), so that sharding that cannot
+// be right is bad input at the user's file:line and never reaches the lowering: the mesh placed, the rules
+// (no mesh axis twice in a rule or in two dimensions of one tensor, a pipeline axis for the layers alone, the
+// kv heads over the heads' axes, every mesh axis used by a rule), and the sizes that must divide. A workload
+// that is not sharded (gemm, mlp, dlrm, collective, a program file) must name no mesh, mapping or rule.
+// Throws ConfigError with every error found.
+void check_sharding(const WorkloadSpec& workload, const PodSpec& pod);
+
 // What one chip holds. Throws ConfigError when a sharded size does not divide (the batch over the batch axes,
 // heads, layers, experts).
 // (of pipeline stage `stage`).

@@ -81,6 +81,10 @@ struct JobResult {
   std::uint64_t ocs_remaps = 0;  // circuits the spare-cube swaps remapped
 };
 
+// A job that meets this many faults is not making progress worth reporting: it stops with an error (and a
+// fault plan expecting far more is refused before the run, tools/src/preflight.cpp).
+inline constexpr std::size_t kMaxJobFaults = 1'000'000;
+
 // The job's work in steps: job.steps, or with job.duration the steps a fault-free run fits in it (each with
 // its share of the checkpoint writes).
 [[nodiscard]] std::int64_t job_steps(const Scenario& s, Seconds step, Seconds checkpoint_write);
