@@ -199,6 +199,8 @@ void print_table(const Scenario& s, const RunReport& r, std::ostream& out) {
   out << fmt::format("tpusim {} | scenario {} | {} on {} ({} chip{})\n", version(), s.name,
                      s.workload.program.empty() ? s.workload.model.name : s.workload.program, s.pod.name, r.chips,
                      r.chips == 1 ? "" : "s");
+  if (!r.mesh.empty()) out << fmt::format("  {:<22}{}\n", "mesh", r.mesh);
+  if (!r.sharding.empty()) out << fmt::format("  {:<22}{}\n", "sharding", r.sharding);
   out << fmt::format("  {:<22}{}\n", "step time", short_time(step));
   out << fmt::format("  {:<22}{:.4g} TFLOP ({:.4g} TFLOP executed)\n", "model FLOPs", r.model_flops / 1e12,
                      r.hardware_flops / 1e12);
