@@ -87,3 +87,189 @@ TEST_F(ReportCli, JobRunListsItsTraceFilesToo) {
   std::sort(present.begin(), present.end());
   EXPECT_EQ(present, listed) << o.out;
 }
+
+namespace {
+
+nlohmann::json read_json(const fs::path& p) { return nlohmann::json::parse(slurp(p)); }
+
+const nlohmann::json& row(const nlohmann::json& compare, const std::string& metric) {
+  for (const auto& r : compare["rows"]) {
+    if (r["metric"] == metric) return r;
+  }
+  static const nlohmann::json none;
+  ADD_FAILURE() << "no row " << metric;
+  return none;
+}
+
+// compare.csv's cells of the row `metric`.
+std::vector<std::string> csv_row(const std::string& csv, const std::string& metric) {
+  std::stringstream lines(csv);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(metric + ",", 0) != 0) continue;
+    std::vector<std::string> cells;
+    std::stringstream cs(line);
+    for (std::string c; std::getline(cs, c, ',');) cells.push_back(c);
+    return cells;
+  }
+  ADD_FAILURE() << "no CSV row " << metric;
+  return {};
+}
+
+}  // namespace
+
+TEST_F(ReportCli, CompareSetsOverlapOffAgainstOnWithTheRunsOwnNumbers) {
+  const fs::path on = dir_ / "on", off = dir_ / "off", out = dir_ / "cmp";
+  const auto a = summary("gpt3-1.3b-fsdp-tensor-v4-2x2x1", "on");
+  const auto b = summary("gpt3-1.3b-fsdp-tensor-v4-2x2x1 --set workload.overlap=off", "off");
+  // A folder and a summary.json file alike.
+  const Outcome o = tpusim("compare " + on.string() + " " + (off / "summary.json").string() + " -o " + out.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto c = read_json(out / "compare.json");
+  EXPECT_EQ(c["format"], "tpusim-compare");
+  EXPECT_EQ(c["runs"][0]["path"], on.string());
+  EXPECT_EQ(c["scenario_differences"], (nlohmann::json{{"workload.overlap", {"on", "off"}}}));
+
+  const std::string csv = slurp(out / "compare.csv");
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "metric,unit,run1,run2,run2_delta,run2_delta_pct");
+  for (const auto& [metric, path] : std::vector<std::pair<std::string, nlohmann::json::json_pointer>>{
+           {"metrics.step_time_s", nlohmann::json::json_pointer("/metrics/step_time_s")},
+           {"metrics.mfu", nlohmann::json::json_pointer("/metrics/mfu")},
+           {"breakdown.communication_s", nlohmann::json::json_pointer("/breakdown/communication_s")},
+           {"memory.total_bytes", nlohmann::json::json_pointer("/memory/total_bytes")},
+           {"exposed_communication.all_reduce_s", nlohmann::json::json_pointer("/exposed_communication/all_reduce_s")},
+           {"links.utilization.mean", nlohmann::json::json_pointer("/links/utilization/mean")}}) {
+    const double x = a.at(path).get<double>(), y = b.at(path).get<double>();
+    const auto& r = row(c, metric);
+    EXPECT_EQ(r["values"][0].get<double>(), x) << metric;
+    EXPECT_EQ(r["values"][1].get<double>(), y) << metric;
+    EXPECT_EQ(r["delta"][1].get<double>(), y - x) << metric;
+    if (x != 0) EXPECT_DOUBLE_EQ(r["delta_pct"][1].get<double>(), 100 * (y - x) / x) << metric;
+    const auto cells = csv_row(csv, metric);
+    ASSERT_EQ(cells.size(), 6u) << metric;
+    EXPECT_EQ(std::stod(cells[2]), x) << metric;  // the shortest text that reads back to the same double
+    EXPECT_EQ(std::stod(cells[3]), y) << metric;
+    EXPECT_EQ(std::stod(cells[4]), y - x) << metric;
+  }
+  // Serialising the collectives costs time: the step is longer, the same work is done.
+  EXPECT_GT(row(c, "metrics.step_time_s")["delta"][1].get<double>(), 0);
+  EXPECT_EQ(row(c, "metrics.model_flops")["delta"][1].get<double>(), 0);
+  EXPECT_EQ(row(c, "metrics.step_time_s")["unit"], "s");
+  EXPECT_EQ(row(c, "memory.total_bytes")["unit"], "B");
+
+  // Collectives per kind: the count and the summed time of every instance in summary.json.
+  for (const char* kind : {"all_reduce", "all_gather", "reduce_scatter"}) {
+    for (std::size_t run = 0; run < 2; ++run) {
+      double count = 0, time = 0;
+      for (const auto& coll : (run == 0 ? a : b)["collectives"]) {
+        if (coll["op"] != kind) continue;
+        count += 1;
+        time += coll["time_s"].get<double>();
+      }
+      EXPECT_GT(count, 0) << kind;
+      EXPECT_EQ(row(c, std::string("collectives.") + kind + ".count")["values"][run].get<double>(), count) << kind;
+      EXPECT_EQ(row(c, std::string("collectives.") + kind + ".time_s")["values"][run].get<double>(), time) << kind;
+    }
+  }
+
+  // The table: the differing field, then the step time with its readable values and deltas.
+  EXPECT_NE(o.out.find("    workload.overlap"), std::string::npos) << o.out;
+  const double x = a["metrics"]["step_time_s"], y = b["metrics"]["step_time_s"];
+  char pct[32];
+  std::snprintf(pct, sizeof pct, "%+.3g%%", 100 * (y - x) / x);
+  const auto line_at = o.out.find("    step_time_s ");
+  ASSERT_NE(line_at, std::string::npos) << o.out;
+  const std::string line = o.out.substr(line_at, o.out.find('\n', line_at) - line_at);
+  EXPECT_NE(line.find(pct), std::string::npos) << line;
+  EXPECT_NE(line.find(" ms"), std::string::npos) << line;
+  EXPECT_NE(o.out.find("wrote " + out.string() + ": compare.csv, compare.json"), std::string::npos) << o.out;
+}
+
+TEST_F(ReportCli, CompareOfHandWrittenSummariesPrintsExactDeltas) {
+  const auto make = [&](const std::string& name, double step, double mfu, const std::string& batch) {
+    fs::create_directories(dir_ / name);
+    write(name + "/summary.json", nlohmann::json{{"format", "tpusim-summary"},
+                                                 {"schema_version", 2},
+                                                 {"seed", 1},
+                                                 {"scenario", {{"name", "s"}, {"workload", {{"batch", batch}}}}},
+                                                 {"metrics", {{"step_time_s", step}, {"mfu", mfu}}}}
+                                      .dump());
+  };
+  make("x", 0.002, 0.5, "8");
+  make("y", 0.003, 0.25, "16");
+  make("z", 0.001, 0.5, "8");
+  const Outcome o = tpusim("compare " + (dir_ / "x").string() + " " + (dir_ / "y").string() + " " +
+                           (dir_ / "z").string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("tpusim compare: 3 runs, differences against run 1"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("\n    workload.batch                 8     16      8\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("\n    mfu            50%    25%  -25 pp  -50%    50%  +0 pp   +0%\n"), std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("\n    step_time_s   2 ms   3 ms   +1 ms  +50%   1 ms  -1 ms  -50%\n"), std::string::npos)
+      << o.out;
+}
+
+TEST_F(ReportCli, CompareRefusesWhatIsNotARunOfThisFormatNamingThePath) {
+  const fs::path good = dir_ / "good";
+  fs::create_directories(good);
+  write("good/summary.json", R"({"format": "tpusim-summary", "schema_version": 2, "metrics": {"step_time_s": 1}})");
+  const fs::path empty = dir_ / "empty";
+  fs::create_directories(empty);
+  Outcome o = tpusim("compare " + good.string() + " " + empty.string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find(empty.string() + ": no summary.json in this folder"), std::string::npos) << o.err;
+
+  const fs::path other = write("other.json", R"({"format": "chrome-trace", "schema_version": 2})");
+  o = tpusim("compare " + good.string() + " " + other.string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find(other.string() + ": key 'format': not a tpusim summary: expected \"tpusim-summary\", found "
+                                        "\"chrome-trace\""),
+            std::string::npos)
+      << o.err;
+
+  const fs::path old = write("old.json", R"({"format": "tpusim-summary", "schema_version": 1})");
+  o = tpusim("compare " + good.string() + " " + old.string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find(old.string() + ": key 'schema_version': a summary of another format version: expected 2, "
+                                      "found 1"),
+            std::string::npos)
+      << o.err;
+
+  const fs::path broken = write("broken.json", "{\n  \"format\": tpusim\n}\n");
+  o = tpusim("compare " + good.string() + " " + broken.string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find(broken.string() + ":2:"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("expected JSON"), std::string::npos) << o.err;
+
+  o = tpusim("compare " + good.string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("expected two or more runs"), std::string::npos) << o.err;
+
+  o = tpusim("compare " + good.string() + " " + (dir_ / "missing").string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find((dir_ / "missing").string() + ": no such file or folder"), std::string::npos) << o.err;
+}
+
+TEST_F(ReportCli, CompareWritesOnlyWhereTpusimMayAndNeverOverARunItReads) {
+  for (const char* name : {"a", "b"}) {
+    fs::create_directories(dir_ / name);
+    write(std::string(name) + "/summary.json",
+          R"({"format": "tpusim-summary", "schema_version": 2, "metrics": {"step_time_s": 1}})");
+  }
+  const std::string runs = (dir_ / "a").string() + " " + (dir_ / "b").string();
+  // A user's folder (no .tpusim-output marker) is not replaced.
+  fs::create_directories(dir_ / "mine");
+  write("mine/notes.txt", "keep");
+  Outcome o = tpusim("compare " + runs + " -o " + (dir_ / "mine").string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(slurp(dir_ / "mine" / "notes.txt"), "keep");
+  EXPECT_FALSE(fs::exists(dir_ / "mine" / "compare.csv"));
+  EXPECT_EQ(o.out, "");  // refused before the table
+
+  // A run's own folder (tpusim's, with its marker) would lose its summary.json: refused too.
+  const Outcome run = tpusim("run quickstart -q -o " + (dir_ / "run").string());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  o = tpusim("compare " + (dir_ / "run").string() + " " + (dir_ / "a").string() + " -o " + (dir_ / "run").string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("holds the run"), std::string::npos) << o.err;
+  EXPECT_TRUE(fs::exists(dir_ / "run" / "summary.json"));
+}
