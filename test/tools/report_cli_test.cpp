@@ -21,6 +21,39 @@ using ReportCli = tpusim::test::CliTest;
 
 }  // namespace
 
+TEST_F(ReportCli, MistypedSubcommandGetsADidYouMean) {
+  Outcome o = tpusim("rnu quickstart");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("tpusim: 'rnu' is not a subcommand; did you mean 'run'?"), std::string::npos) << o.err;
+  o = tpusim("--log-level info comapre a b");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("tpusim: 'comapre' is not a subcommand; did you mean 'compare'?"), std::string::npos) << o.err;
+  // Nothing close: the list.
+  o = tpusim("frobnicate");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("tpusim: 'frobnicate' is not a subcommand; expected one of: run, validate, describe"),
+            std::string::npos)
+      << o.err;
+}
+
+TEST_F(ReportCli, MistypedOptionGetsTheClosestOptionOfItsSubcommand) {
+  Outcome o = tpusim("run quickstart --prf");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("tpusim: '--prf' is not an option of tpusim run; did you mean '--perf'?"), std::string::npos)
+      << o.err;
+  o = tpusim("sweep roofline --retry-faild");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("'--retry-faild' is not an option of tpusim sweep; did you mean '--retry-failed'?"),
+            std::string::npos)
+      << o.err;
+  // tpusim's own options, before the subcommand; a value given with '=' is not part of the name.
+  o = tpusim("--log-levle=info run quickstart");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("'--log-levle' is not an option of tpusim; did you mean '--log-level'?"), std::string::npos)
+      << o.err;
+  EXPECT_EQ(o.out, "");  // nothing ran
+}
+
 // The last line of `tpusim run`: "  wrote DIR: a, b, c".
 std::vector<std::string> files_written(const std::string& out, const fs::path& dir) {
   const std::string head = "\n  wrote " + dir.string() + ": ";

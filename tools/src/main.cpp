@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "tools/src/calibrate.h"
+#include "tools/src/cli_suggest.h"
 #include "tools/src/commands.h"
 #include "tools/src/compare.h"
 #include "tools/src/layouts.h"
@@ -149,6 +150,7 @@ int run_main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);
+    std::cerr << tpusim::tools::cli_suggestions(app, argc, argv, e.what());
     return 2;
   }
 
