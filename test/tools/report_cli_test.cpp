@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -17,7 +18,15 @@ namespace {
 
 using tpusim::test::Outcome;
 using tpusim::test::slurp;
-using ReportCli = tpusim::test::CliTest;
+class ReportCli : public tpusim::test::CliTest {
+ protected:
+  // `tpusim run ARGS -o DIR/NAME`, expected to succeed: its stdout and its summary.json.
+  std::pair<std::string, nlohmann::json> run(const std::string& args, const std::string& name) {
+    const Outcome o = tpusim("run " + args + " -o " + (dir_ / name).string());
+    EXPECT_EQ(o.exit_code, 0) << o.err;
+    return {o.out, nlohmann::json::parse(slurp(dir_ / name / "summary.json"))};
+  }
+};
 
 }  // namespace
 
@@ -245,41 +254,28 @@ TEST_F(ReportCli, CompareRefusesWhatIsNotARunOfThisFormatNamingThePath) {
   const fs::path good = dir_ / "good";
   fs::create_directories(good);
   write("good/summary.json", R"({"format": "tpusim-summary", "schema_version": 2, "metrics": {"step_time_s": 1}})");
+  // Exit 2, and the error starts with the refused path.
+  const auto refused = [&](const fs::path& run, const std::string& why) {
+    const Outcome o = tpusim("compare " + good.string() + " " + run.string());
+    EXPECT_EQ(o.exit_code, 2) << run;
+    EXPECT_NE(o.err.find("tpusim compare: " + run.string() + why), std::string::npos) << o.err;
+    EXPECT_EQ(o.out, "");
+  };
   const fs::path empty = dir_ / "empty";
   fs::create_directories(empty);
-  Outcome o = tpusim("compare " + good.string() + " " + empty.string());
-  EXPECT_EQ(o.exit_code, 2);
-  EXPECT_NE(o.err.find(empty.string() + ": no summary.json in this folder"), std::string::npos) << o.err;
+  refused(empty, ": no summary.json in this folder");
+  refused(write("other.json", R"({"format": "chrome-trace", "schema_version": 2})"),
+          ": key 'format': not a tpusim summary: expected \"tpusim-summary\", found \"chrome-trace\"");
+  refused(write("old.json", R"({"format": "tpusim-summary", "schema_version": 1})"),
+          ": key 'schema_version': a summary of another format version: expected 2, found 1");
+  refused(write("broken.json", "{\n  \"format\": tpusim\n}\n"), ":2:");  // line 2 of the file
+  refused(dir_ / "missing", ": no such file or folder");
 
-  const fs::path other = write("other.json", R"({"format": "chrome-trace", "schema_version": 2})");
-  o = tpusim("compare " + good.string() + " " + other.string());
-  EXPECT_EQ(o.exit_code, 2);
-  EXPECT_NE(o.err.find(other.string() + ": key 'format': not a tpusim summary: expected \"tpusim-summary\", found "
-                                        "\"chrome-trace\""),
-            std::string::npos)
-      << o.err;
-
-  const fs::path old = write("old.json", R"({"format": "tpusim-summary", "schema_version": 1})");
-  o = tpusim("compare " + good.string() + " " + old.string());
-  EXPECT_EQ(o.exit_code, 2);
-  EXPECT_NE(o.err.find(old.string() + ": key 'schema_version': a summary of another format version: expected 2, "
-                                      "found 1"),
-            std::string::npos)
-      << o.err;
-
-  const fs::path broken = write("broken.json", "{\n  \"format\": tpusim\n}\n");
-  o = tpusim("compare " + good.string() + " " + broken.string());
-  EXPECT_EQ(o.exit_code, 2);
-  EXPECT_NE(o.err.find(broken.string() + ":2:"), std::string::npos) << o.err;
+  Outcome o = tpusim("compare " + good.string() + " " + (dir_ / "broken.json").string());
   EXPECT_NE(o.err.find("expected JSON"), std::string::npos) << o.err;
-
   o = tpusim("compare " + good.string());
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("expected two or more runs"), std::string::npos) << o.err;
-
-  o = tpusim("compare " + good.string() + " " + (dir_ / "missing").string());
-  EXPECT_EQ(o.exit_code, 2);
-  EXPECT_NE(o.err.find((dir_ / "missing").string() + ": no such file or folder"), std::string::npos) << o.err;
 }
 
 TEST_F(ReportCli, CompareWritesOnlyWhereTpusimMayAndNeverOverARunItReads) {
@@ -305,4 +301,53 @@ TEST_F(ReportCli, CompareWritesOnlyWhereTpusimMayAndNeverOverARunItReads) {
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("holds the run"), std::string::npos) << o.err;
   EXPECT_TRUE(fs::exists(dir_ / "run" / "summary.json"));
+}
+
+namespace {
+
+// The value of a "  label   value" line of the run table.
+std::string table_value(const std::string& out, const std::string& label) {
+  const auto at = out.find("\n  " + label + " ");
+  if (at == std::string::npos) return "";
+  const auto start = out.find_first_not_of(' ', at + 3 + label.size());
+  return out.substr(start, out.find('\n', start) - start);
+}
+
+// "12.73 k" -> 12730: a count as the table prints it.
+double count_value(const std::string& text) {
+  std::size_t used = 0;
+  double v = std::stod(text, &used);
+  const std::string prefix = text.substr(std::min(text.size(), used + 1));
+  if (prefix == "k") v *= 1e3;
+  if (prefix == "M") v *= 1e6;
+  return v;
+}
+
+}  // namespace
+
+TEST_F(ReportCli, PrefillReportsTokensPerSecondAndTimeToFirstToken) {
+  const auto [out, j] = run("llama2-7b-prefill-v5e", "p");
+  const double step = j["metrics"]["step_time_s"];
+  // 4 prompts of 1024 tokens, all in one step whose end is the first token.
+  EXPECT_DOUBLE_EQ(j["metrics"]["tokens_per_s"].get<double>(), 4.0 * 1024 / step);
+  EXPECT_DOUBLE_EQ(j["metrics"]["examples_per_s"].get<double>(), 4.0 / step);
+  EXPECT_EQ(j["metrics"]["time_to_first_token_s"].get<double>(), step);
+  EXPECT_FALSE(j["metrics"].contains("time_per_output_token_s"));
+  EXPECT_EQ(table_value(out, "time to first token"), table_value(out, "step time")) << out;
+  EXPECT_NEAR(count_value(table_value(out, "tokens/s")) / (4.0 * 1024 / step), 1.0, 5e-4) << out;
+  EXPECT_NEAR(count_value(table_value(out, "prompts/s")) / (4.0 / step), 1.0, 5e-4) << out;
+  EXPECT_EQ(table_value(out, "time per output token"), "") << out;
+}
+
+TEST_F(ReportCli, DecodeReportsTokensPerSecondAndTimePerOutputTokenNotExamples) {
+  const auto [out, j] = run("llama2-7b-decode-v5e", "d");
+  const double step = j["metrics"]["step_time_s"];
+  // 4 sequences, one new token each per step.
+  EXPECT_DOUBLE_EQ(j["metrics"]["tokens_per_s"].get<double>(), 4.0 / step);
+  EXPECT_EQ(j["metrics"]["time_per_output_token_s"].get<double>(), step);
+  EXPECT_FALSE(j["metrics"].contains("time_to_first_token_s"));
+  EXPECT_EQ(table_value(out, "time per output token"), table_value(out, "step time")) << out;
+  EXPECT_NEAR(count_value(table_value(out, "tokens/s")) / (4.0 / step), 1.0, 5e-4) << out;
+  // The examples of a decode step are its tokens: one line, tokens/s, says it.
+  EXPECT_EQ(out.find("examples/s"), std::string::npos) << out;
 }
