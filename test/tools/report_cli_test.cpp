@@ -250,6 +250,13 @@ TEST_F(ReportCli, CompareOfHandWrittenSummariesPrintsExactDeltas) {
       << o.out;
 }
 
+TEST_F(ReportCli, CompareHasHelpNamingItsArguments) {
+  const Outcome o = tpusim("compare --help");
+  EXPECT_EQ(o.exit_code, 0);
+  EXPECT_NE(o.out.find("Usage: tpusim compare [OPTIONS] runs..."), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("compare.csv and compare.json"), std::string::npos) << o.out;
+}
+
 TEST_F(ReportCli, CompareRefusesWhatIsNotARunOfThisFormatNamingThePath) {
   const fs::path good = dir_ / "good";
   fs::create_directories(good);
