@@ -358,3 +358,14 @@ TEST_F(ReportCli, DecodeReportsTokensPerSecondAndTimePerOutputTokenNotExamples) 
   // The examples of a decode step are its tokens: one line, tokens/s, says it.
   EXPECT_EQ(out.find("examples/s"), std::string::npos) << out;
 }
+
+TEST_F(ReportCli, ValidateStatesTheMemoryEstimateToFourDigitsEvenBelowAMebibyte) {
+  // One chip's step of a 1.3B model simulates in well under 1 MiB; rounded down to whole MiB it read "about 0 B".
+  const Outcome o = tpusim("validate gpt3-1.3b-train-v4");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("on v4-1x1x1, 1 chip, 1 program of "), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("about 0 B"), std::string::npos) << o.out;
+  const auto at = o.out.find("; about ");
+  ASSERT_NE(at, std::string::npos) << o.out;
+  EXPECT_GT(std::stod(o.out.substr(at + 8)), 0.0) << o.out;
+}

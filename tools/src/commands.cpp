@@ -19,6 +19,7 @@
 #include "tools/src/model_info.h"
 #include "tools/src/op_classes.h"
 #include "tools/src/output_folder.h"
+#include "tools/src/readable.h"
 #include "tools/src/report.h"
 #include "tools/src/simulation_report.h"
 #include "tools/src/svg.h"
@@ -280,11 +281,12 @@ int validate_command(const std::string& scenario_name, const std::vector<std::st
     guard_simulation(step, programs, limits);
     std::size_t instructions = 0;
     for (const auto& p : programs.programs) instructions += p.size();
-    std::cout << fmt::format("{}: ok ({} on {}, {} chips, {} program{} of {} instructions; about {} of memory)\n",
+    // The estimate to four digits (readable.h): rounding it down to whole MiB printed "about 0 B" below 1 MiB.
+    std::cout << fmt::format("{}: ok ({} on {}, {} chip{}, {} program{} of {} instructions; about {} of memory)\n",
                              s.name, s.workload.program.empty() ? s.workload.model.name : s.workload.program,
-                             s.pod.name, s.pod.chip_count(), programs.programs.size(),
-                             programs.programs.size() == 1 ? "" : "s", instructions,
-                             format_bytes(Bytes(static_cast<std::uint64_t>(estimated_run_bytes(s, programs)) >> 20 << 20)));
+                             s.pod.name, s.pod.chip_count(), s.pod.chip_count() == 1 ? "" : "s",
+                             programs.programs.size(), programs.programs.size() == 1 ? "" : "s", instructions,
+                             readable(estimated_run_bytes(s, programs), Quantity::bytes));
     return 0;
   });
 }
