@@ -19,6 +19,7 @@
 #include "tools/src/model_info.h"
 #include "tools/src/op_classes.h"
 #include "tools/src/output_folder.h"
+#include "tools/src/readable.h"
 #include "tools/src/report.h"
 #include "tools/src/simulation_report.h"
 #include "tools/src/svg.h"
@@ -208,17 +209,22 @@ int run_command(const RunArgs& args) {
   }
   if (interactive && std::chrono::steady_clock::now() - wall_start > std::chrono::seconds(2)) std::cerr << "\n";
 
+  std::vector<std::string> written;  // every file the run writes, in order, for the last line on stdout
   try {
     OutputFolder folder(out_dir);
+    const auto file = [&](const std::string& name) {
+      written.push_back(name);
+      return folder.file(name);
+    };
     auto summary = summary_json(scenario, report);
     if (job) add_job_json(summary, scenario, *job, *fault_steps);
-    write_text(folder.file("summary.json"), summary.dump(2) + "\n");
-    write_file(folder.file("chips.csv"), [&](std::ostream& out) { write_chips_csv(report, out); });
+    write_text(file("summary.json"), summary.dump(2) + "\n");
+    write_file(file("chips.csv"), [&](std::ostream& out) { write_chips_csv(report, out); });
     if (!report.links.empty()) {
-      write_file(folder.file("links.csv"), [&](std::ostream& out) { write_links_csv(report, out); });
+      write_file(file("links.csv"), [&](std::ostream& out) { write_links_csv(report, out); });
       std::vector<double> utilization;
       for (const auto& l : report.links) utilization.push_back(l.utilization);
-      write_file(folder.file("links.svg"), [&](std::ostream& out) {
+      write_file(file("links.svg"), [&](std::ostream& out) {
         write_link_heatmap_svg(*topology, utilization,
                                fmt::format("{}: ICI link utilization ({})", scenario.name, scenario.pod.name), out);
       });
@@ -226,22 +232,22 @@ int run_command(const RunArgs& args) {
     if (fault_steps) {  // the link heatmap of each step simulated with a lasting fault (job_run.h)
       for (const auto& map : fault_steps->link_maps()) {  // no structured binding: lambdas capture `step`
         const auto& step = map.second;
-        write_file(folder.file(map.first), [&](std::ostream& out) {
+        write_file(file(map.first), [&](std::ostream& out) {
           write_link_heatmap_svg(*topology, step->link_utilization,
                                  fmt::format("{}: ICI link utilization", step->what), out);
         });
       }
     }
     if (tracer) {
-      write_file(folder.file("trace.json"), [&](std::ostream& out) { tracer->write(programs, out); });
-      if (job) write_file(folder.file("job-trace.json"), [&](std::ostream& out) { write_job_trace(scenario, *job, out); });
+      write_file(file("trace.json"), [&](std::ostream& out) { tracer->write(programs, out); });
+      if (job) write_file(file("job-trace.json"), [&](std::ostream& out) { write_job_trace(scenario, *job, out); });
       for (const auto& trace : fault_steps ? fault_steps->traces() : decltype(fault_steps->traces()){}) {
         const FaultStep* traced = trace.second;  // trace-fault-K.json (job_run.h)
-        write_file(folder.file(trace.first), [&](std::ostream& out) {
+        write_file(file(trace.first), [&](std::ostream& out) {
           write_fault_trace(*topology, programs, FaultTraceOptions{tracer->chips(), kMaxTraceSpans}, *traced, out);
         });
       }
-      write_file(folder.file("timeline.svg"), [&](std::ostream& out) {
+      write_file(file("timeline.svg"), [&](std::ostream& out) {
         tracer->write_timeline_svg(fmt::format("{}: unit timeline", scenario.name), out);
       });
       if (tracer->dropped() > 0) {
@@ -260,7 +266,7 @@ int run_command(const RunArgs& args) {
   if (!args.quiet) {
     print_table(scenario, report, std::cout);
     if (job) print_job(scenario, *job, std::cout);
-    std::cout << "\n  wrote " << (out_dir / "summary.json").string() << " and chips.csv\n";
+    std::cout << fmt::format("\n  wrote {}: {}\n", out_dir.string(), fmt::join(written, ", "));
   }
   return 0;
 }
@@ -282,11 +288,12 @@ int validate_command(const std::string& scenario_name, const std::vector<std::st
     guard_fault_rates(s);
     std::size_t instructions = 0;
     for (const auto& p : programs.programs) instructions += p.size();
-    std::cout << fmt::format("{}: ok ({} on {}, {} chips, {} program{} of {} instructions; about {} of memory)\n",
+    // The estimate to four digits (readable.h): rounding it down to whole MiB printed "about 0 B" below 1 MiB.
+    std::cout << fmt::format("{}: ok ({} on {}, {} chip{}, {} program{} of {} instructions; about {} of memory)\n",
                              s.name, s.workload.program.empty() ? s.workload.model.name : s.workload.program,
-                             s.pod.name, s.pod.chip_count(), programs.programs.size(),
-                             programs.programs.size() == 1 ? "" : "s", instructions,
-                             format_bytes(Bytes(static_cast<std::uint64_t>(estimated_run_bytes(s, programs)) >> 20 << 20)));
+                             s.pod.name, s.pod.chip_count(), s.pod.chip_count() == 1 ? "" : "s",
+                             programs.programs.size(), programs.programs.size() == 1 ? "" : "s", instructions,
+                             readable(estimated_run_bytes(s, programs), Quantity::bytes));
     return 0;
   });
 }

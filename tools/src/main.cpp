@@ -6,7 +6,9 @@
 #include <CLI/CLI.hpp>
 
 #include "tools/src/calibrate.h"
+#include "tools/src/cli_suggest.h"
 #include "tools/src/commands.h"
+#include "tools/src/compare.h"
 #include "tools/src/layouts.h"
 #include "tools/src/sweep.h"
 #include "tpusim/core/diagnostics.h"
@@ -127,6 +129,13 @@ int run_main(int argc, char** argv) {
                                                          "chip.ici.link_efficiency=0.9")
       ->allow_extra_args(false);
 
+  tpusim::tools::CompareArgs compare;
+  auto* compare_cmd = app.add_subcommand(
+      "compare", "two or more runs side by side (output folders or summary.json files), with each one's "
+                 "difference from the first");
+  compare_cmd->add_option("runs", compare.runs, "run output folders or summary.json files")->required();
+  compare_cmd->add_option("-o,--out", compare.out_dir, "also write compare.csv and compare.json into this folder");
+
   if (argc == 1) {  // a bare `tpusim` is a request for orientation, not an error
     std::cout << app.help();
     return 0;
@@ -141,6 +150,7 @@ int run_main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);
+    std::cerr << tpusim::tools::cli_suggestions(app, argc, argv, e.what());
     return 2;
   }
 
@@ -169,6 +179,7 @@ int run_main(int argc, char** argv) {
   if (sweep_cmd->parsed()) return sweep_command(sweep);
   if (calibrate_cmd->parsed()) return calibrate_command(calibrate, "/proc/self/exe");
   if (layouts_cmd->parsed()) return layouts_command(layouts, "/proc/self/exe");
+  if (compare_cmd->parsed()) return compare_command(compare);
   return 2;
 }
 

@@ -1,10 +1,10 @@
 #pragma once
 // What tpusim may write over. tpusim never deletes or replaces a file or folder it did not write:
 //
-// - Output folders (`run -o`, `sweep -o`, `calibrate -o`, `layouts -o`): the target is new, or a folder holding
-//   the marker file `.tpusim-output` that tpusim writes into every folder it creates. Refused (OutputRefused,
-//   exit 2): an existing file, a folder without the marker, a symbolic link, the current folder, any ancestor
-//   of it (so `.`, `..`, `some/dir/.` and `/`), and anything that resolves to them.
+// - Output folders (`run -o`, `sweep -o`, `calibrate -o`, `layouts -o`, `compare -o`): the target is new, or a
+//   folder holding the marker file `.tpusim-output` that tpusim writes into every folder it creates. Refused
+//   (OutputRefused, exit 2): an existing file, a folder without the marker, a symbolic link, the current folder,
+//   any ancestor of it (so `.`, `..`, `some/dir/.` and `/`), and anything that resolves to them.
 // - Single files (`lower -o`, `topo --dot`, `topo --svg`, `describe chip --svg`): the target is new, or a
 //   regular file tpusim wrote, recognised by the signature tpusim puts in its first bytes (a program file's
 //   "format": "tpusim-program", the "written by tpusim" comment of a DOT or SVG drawing). Refused: anything

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "tools/src/readable.h"
 #include "tpusim/core/version.h"
 
 namespace tpusim::tools {
@@ -40,8 +41,9 @@ json spread_json(const Spread& s) { return json{{"mean", s.mean}, {"min", s.min}
 
 double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
-// Four significant digits: enough to read, few enough to scan a column.
-std::string short_time(double s) { return format_time(Seconds(std::stod(fmt::format("{:.4g}", s)))); }
+// Four significant digits: enough to read, few enough to scan a column (readable.h).
+std::string short_time(double s) { return readable(s, Quantity::seconds); }
+std::string bytes_text(double b) { return readable(b, Quantity::bytes); }
 
 }  // namespace
 
@@ -199,26 +201,32 @@ void print_table(const Scenario& s, const RunReport& r, std::ostream& out) {
   out << fmt::format("tpusim {} | scenario {} | {} on {} ({} chip{})\n", version(), s.name,
                      s.workload.program.empty() ? s.workload.model.name : s.workload.program, s.pod.name, r.chips,
                      r.chips == 1 ? "" : "s");
+  if (!r.mesh.empty()) out << fmt::format("  {:<22}{}\n", "mesh", r.mesh);
+  if (!r.sharding.empty()) out << fmt::format("  {:<22}{}\n", "sharding", r.sharding);
   out << fmt::format("  {:<22}{}\n", "step time", short_time(step));
-  out << fmt::format("  {:<22}{:.4g} TFLOP ({:.4g} TFLOP executed)\n", "model FLOPs", r.model_flops / 1e12,
-                     r.hardware_flops / 1e12);
+  out << fmt::format("  {:<22}{} ({} executed)\n", "model FLOPs", readable(r.model_flops, Quantity::flops),
+                     readable(r.hardware_flops, Quantity::flops));
   out << fmt::format("  {:<22}{:.1f}%   (peak {})\n", "MFU", 100 * ratio(r.model_flops, step * r.peak_flops_per_s),
-                     format_flops(FlopsPerSecond(r.peak_flops_per_s)));
-  if (r.examples_per_step > 0) {
-    out << fmt::format("  {:<22}{:.6g}\n", "examples/s", ratio(r.examples_per_step, step));
+                     readable(r.peak_flops_per_s, Quantity::flops_per_s));
+  // A decode step's examples are its tokens (one per sequence); a prefill's are its prompts.
+  if (r.examples_per_step > 0 && r.step != StepKind::decode) {
+    out << fmt::format("  {:<22}{}\n", r.step == StepKind::prefill ? "prompts/s" : "examples/s",
+                       readable(ratio(r.examples_per_step, step), Quantity::count));
   }
-  if (r.tokens_per_step > 0) out << fmt::format("  {:<22}{:.6g}\n", "tokens/s", ratio(r.tokens_per_step, step));
+  if (r.tokens_per_step > 0) {
+    out << fmt::format("  {:<22}{}\n", "tokens/s", readable(ratio(r.tokens_per_step, step), Quantity::count));
+  }
   if (r.step == StepKind::prefill) out << fmt::format("  {:<22}{}\n", "time to first token", short_time(step));
   if (r.step == StepKind::decode) out << fmt::format("  {:<22}{}\n", "time per output token", short_time(step));
-  out << fmt::format("  {:<22}{} read, {} written\n", "HBM traffic",
-                     format_bytes_approx(Bytes(r.hbm_bytes_read)), format_bytes_approx(Bytes(r.hbm_bytes_written)));
+  out << fmt::format("  {:<22}{} read, {} written\n", "HBM traffic", bytes_text(static_cast<double>(r.hbm_bytes_read)),
+                     bytes_text(static_cast<double>(r.hbm_bytes_written)));
   if (r.memory) {
     std::string parts;
     for (const auto& [name, b] : r.memory->categories()) {
-      if (b.count() > 0) parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", name, format_bytes_approx(b));
+      if (b.count() > 0) parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", name, bytes_text(b.as_double()));
     }
-    out << fmt::format("  {:<22}{} of {} per chip ({})\n", "HBM plan", format_bytes_approx(r.memory->total()),
-                       format_bytes_approx(r.memory->capacity), parts);
+    out << fmt::format("  {:<22}{} of {} per chip ({})\n", "HBM plan", bytes_text(r.memory->total().as_double()),
+                       bytes_text(r.memory->capacity.as_double()), parts);
   }
   // The SparseCores have a row only when they ran something (most chips have none).
   const auto shown = [](const UnitReport& u) { return u.name != "sparsecore" || u.instructions > 0; };
@@ -251,7 +259,7 @@ void print_table(const Scenario& s, const RunReport& r, std::ostream& out) {
   }
   if (r.dcn_nics > 0) {
     out << fmt::format("  DCN ({} host NICs): {} sent, utilization mean {:.1f}%, max {:.1f}%\n", r.dcn_nics,
-                       format_bytes(Bytes(static_cast<std::uint64_t>(r.dcn_bytes))), 100 * r.dcn_utilization.mean,
+                       bytes_text(r.dcn_bytes), 100 * r.dcn_utilization.mean,
                        100 * r.dcn_utilization.max);
   }
   if (!r.collectives.empty()) {
@@ -279,9 +287,9 @@ void print_table(const Scenario& s, const RunReport& r, std::ostream& out) {
     for (const auto& l : lines) {
       const double n = l.count;
       out << fmt::format("  {:<16} {:<19} {:>6} {:>12} {:>6} {:>13} {:>11}   {}\n", l.first->op, l.first->algorithm,
-                         l.first->participants, format_bytes(Bytes(static_cast<std::uint64_t>(l.first->bytes_per_chip))),
-                         l.count, short_time(l.time_s / n), short_time(l.ideal_s / n),
-                         format_bandwidth(BytesPerSecond(l.bus_bandwidth / n)));
+                         l.first->participants, bytes_text(l.first->bytes_per_chip), l.count,
+                         short_time(l.time_s / n), short_time(l.ideal_s / n),
+                         readable(l.bus_bandwidth / n, Quantity::bytes_per_s));
     }
   }
   if (!r.exposed_collectives_s.empty()) {

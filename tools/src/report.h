@@ -69,6 +69,9 @@ struct RunReport {
   double examples_per_step = 0;  // 0 when it does not apply (raw GEMM)
   double tokens_per_step = 0;    // transformers: tokens whose loss or next token the step computes (all chips)
   StepKind step = StepKind::train;
+  // Whole models: the device mesh as placed on the torus ("fsdp 2 on y, tensor 2 on x") and the sharding
+  // rules in force, defaults included ("batch, embed over fsdp; heads, kv_heads, mlp, vocab over tensor").
+  std::string mesh, sharding;
   std::optional<kernels::MemoryPlan> memory;  // whole models: the per-chip HBM plan
   std::vector<OpClassTime> op_classes;        // per-op-class breakdown (op_classes.h)
   double op_idle_s = 0;                       // nothing in flight, same weighting as op_classes

@@ -20,6 +20,43 @@ Spread spread_of(const std::vector<double>& values) {
   return s;
 }
 
+// "fsdp 2 on y, tensor 2 on x": each mesh axis with the torus axes its group spans (and the DCN for slices).
+std::string mesh_text(const kernels::DeviceMesh& mesh) {
+  std::vector<std::string> parts;
+  for (const auto& a : mesh.axes()) {
+    std::string on;
+    for (std::size_t t = 0; t < a.group.size.size(); ++t) {
+      if (a.group.size[t] > 1) on += fmt::format("{}{}", on.empty() ? "" : " ", "xyz"[t]);
+    }
+    if (a.group.pods > 1) on += on.empty() ? "dcn" : " dcn";
+    parts.push_back(on.empty() ? fmt::format("{} {}", a.name, a.size) : fmt::format("{} {} on {}", a.name, a.size, on));
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// "batch, embed over fsdp; heads, kv_heads, mlp, vocab over tensor": the logical axes that are split, grouped
+// by the mesh axes they split over, in the order of logical_axis_names(); "replicated" when none is.
+std::string sharding_text(const kernels::ShardingPlan& plan) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> groups;  // mesh axes -> logical axes
+  const auto& logical = logical_axis_names();
+  for (std::size_t l = 0; l < plan.rules.size(); ++l) {
+    std::vector<std::string> over;
+    for (int i : plan.rules[l]) {
+      const auto& axis = plan.mesh.axes()[static_cast<std::size_t>(i)];
+      if (axis.size > 1) over.push_back(axis.name);
+    }
+    if (over.empty()) continue;
+    const std::string key = fmt::format("{}", fmt::join(over, " x "));
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {key, {}});
+    it->second.push_back(logical[l]);
+  }
+  if (groups.empty()) return "replicated";
+  std::vector<std::string> parts;
+  for (const auto& [over, axes] : groups) parts.push_back(fmt::format("{} over {}", fmt::join(axes, ", "), over));
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
 }  // namespace
 
 RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, const models::SimResult& r,
@@ -36,6 +73,10 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
     rep.examples_per_step = lowered->work.examples;
     rep.tokens_per_step = lowered->work.tokens;
     rep.memory = lowered->memory;
+    if (lowered->sharding && lowered->sharding->mesh.chips() > 1) {  // one chip: nothing to place or split
+      rep.mesh = mesh_text(lowered->sharding->mesh);
+      rep.sharding = sharding_text(*lowered->sharding);
+    }
   }
   rep.step = scenario.workload.step;
   if (classes != nullptr) {

@@ -71,6 +71,14 @@ const std::vector<MetricDef>& sweep_metrics() {
       {"goodput", kNone, Better::higher, "{:.6f}", "job goodput (useful / wall time)",
        [](const json& s) { return at(s, {"job", "goodput"}); }},
       {"job_wall_s", kSeconds, Better::lower, "{:.9g}", "job wall time", [](const json& s) { return at(s, {"job", "wall_s"}); }},
+      // Transformers (docs/summary-format.md): tokens/s for every step kind, the latencies of prefill and decode
+      // steps only; empty where the run does not report them.
+      {"tokens_per_s", kPerSecond, Better::higher, "{:.6g}", "tokens per second",
+       [](const json& s) { return at(s, {"metrics", "tokens_per_s"}); }},
+      {"time_to_first_token_s", kSeconds, Better::lower, "{:.9g}", "time to first token (prefill)",
+       [](const json& s) { return at(s, {"metrics", "time_to_first_token_s"}); }},
+      {"time_per_output_token_s", kSeconds, Better::lower, "{:.9g}", "time per output token (decode)",
+       [](const json& s) { return at(s, {"metrics", "time_per_output_token_s"}); }},
   };
   return kMetrics;
 }

@@ -1,0 +1,371 @@
+// What a user reads after a run (issue 22): the header names the mesh and the sharding, the last line every
+// file written; `tpusim compare` puts runs side by side; a mistyped subcommand or option gets a did-you-mean.
+#include <algorithm>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "support/cli.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using tpusim::test::Outcome;
+using tpusim::test::slurp;
+class ReportCli : public tpusim::test::CliTest {
+ protected:
+  // `tpusim run ARGS -o DIR/NAME`, expected to succeed: its stdout and its summary.json.
+  std::pair<std::string, nlohmann::json> run(const std::string& args, const std::string& name) {
+    const Outcome o = tpusim("run " + args + " -o " + (dir_ / name).string());
+    EXPECT_EQ(o.exit_code, 0) << o.err;
+    return {o.out, nlohmann::json::parse(slurp(dir_ / name / "summary.json"))};
+  }
+};
+
+}  // namespace
+
+TEST_F(ReportCli, MistypedSubcommandGetsADidYouMean) {
+  Outcome o = tpusim("rnu quickstart");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("tpusim: 'rnu' is not a subcommand; did you mean 'run'?"), std::string::npos) << o.err;
+  o = tpusim("--log-level info comapre a b");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("tpusim: 'comapre' is not a subcommand; did you mean 'compare'?"), std::string::npos) << o.err;
+  // Nothing close: the list.
+  o = tpusim("frobnicate");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("tpusim: 'frobnicate' is not a subcommand; expected one of: run, validate, describe"),
+            std::string::npos)
+      << o.err;
+}
+
+TEST_F(ReportCli, MistypedOptionGetsTheClosestOptionOfItsSubcommand) {
+  Outcome o = tpusim("run quickstart --prf");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("tpusim: '--prf' is not an option of tpusim run; did you mean '--perf'?"), std::string::npos)
+      << o.err;
+  o = tpusim("sweep roofline --retry-faild");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("'--retry-faild' is not an option of tpusim sweep; did you mean '--retry-failed'?"),
+            std::string::npos)
+      << o.err;
+  // tpusim's own options, before the subcommand; a value given with '=' is not part of the name.
+  o = tpusim("--log-levle=info run quickstart");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("'--log-levle' is not an option of tpusim; did you mean '--log-level'?"), std::string::npos)
+      << o.err;
+  EXPECT_EQ(o.out, "");  // nothing ran
+}
+
+// The last line of `tpusim run`: "  wrote DIR: a, b, c".
+std::vector<std::string> files_written(const std::string& out, const fs::path& dir) {
+  const std::string head = "\n  wrote " + dir.string() + ": ";
+  const auto at = out.find(head);
+  if (at == std::string::npos) return {};
+  std::vector<std::string> files;
+  std::stringstream list(out.substr(at + head.size(), out.find('\n', at + head.size()) - at - head.size()));
+  for (std::string name; std::getline(list, name, ',');) files.push_back(name.substr(name[0] == ' ' ? 1 : 0));
+  return files;
+}
+
+TEST_F(ReportCli, RunHeaderNamesTheMeshAsPlacedAndTheShardingInForce) {
+  const Outcome two_by_two = tpusim("run gpt3-1.3b-fsdp-tensor-v4-2x2x1 -o " + (dir_ / "a").string());
+  ASSERT_EQ(two_by_two.exit_code, 0) << two_by_two.err;
+  // Tensor, the heavier axis, takes the contiguous chips of x, fsdp those of y (kernels/mesh.h); the default
+  // rules split the batch and the weights (embed) over fsdp, heads, MLP and vocabulary over tensor.
+  EXPECT_NE(two_by_two.out.find("\n  mesh                  fsdp 2 on y, tensor 2 on x\n"), std::string::npos)
+      << two_by_two.out;
+  EXPECT_NE(two_by_two.out.find("\n  sharding              batch, embed over fsdp; heads, kv_heads, mlp, vocab over "
+                                "tensor\n"),
+            std::string::npos)
+      << two_by_two.out;
+  const Outcome data = tpusim("run gpt3-1.3b-fsdp-tensor-v4-2x2x1 --set 'workload.mesh={data: 4}' -o " +
+                              (dir_ / "b").string());
+  ASSERT_EQ(data.exit_code, 0) << data.err;
+  EXPECT_NE(data.out.find("\n  mesh                  data 4 on x y\n  sharding              batch over data\n"),
+            std::string::npos)
+      << data.out;
+  // One chip has no mesh to show.
+  const Outcome one = tpusim("run llama2-7b-decode-v5e -o " + (dir_ / "c").string());
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(one.out.find("  mesh "), std::string::npos) << one.out;
+}
+
+TEST_F(ReportCli, RunListsEveryFileItWroteAndNoOther) {
+  const fs::path out = dir_ / "r";
+  const Outcome o = tpusim("run gpt3-1.3b-fsdp-tensor-v4-2x2x1 --trace --trace-chips 0-1 -o " + out.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const std::vector<std::string> listed = files_written(o.out, out);
+  EXPECT_EQ(listed, (std::vector<std::string>{"summary.json", "chips.csv", "links.csv", "links.svg", "trace.json",
+                                              "timeline.svg"}))
+      << o.out;
+  std::vector<std::string> present;
+  for (const auto& e : fs::directory_iterator(out)) {
+    if (e.path().filename() != ".tpusim-output") present.push_back(e.path().filename().string());
+  }
+  std::sort(present.begin(), present.end());
+  std::vector<std::string> sorted = listed;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(present, sorted);
+}
+
+TEST_F(ReportCli, JobRunListsItsTraceFilesToo) {
+  // A job with a lasting link fault writes the job trace and the fault step's heatmap and trace as well.
+  const fs::path out = dir_ / "j";
+  const Outcome o = tpusim("run link-failure-v4-4x4x4 --trace --trace-chips 0 -o " + out.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  std::vector<std::string> listed = files_written(o.out, out), present;
+  for (const auto& e : fs::directory_iterator(out)) {
+    if (e.path().filename() != ".tpusim-output") present.push_back(e.path().filename().string());
+  }
+  EXPECT_NE(std::find(listed.begin(), listed.end(), "job-trace.json"), listed.end()) << o.out;
+  std::sort(listed.begin(), listed.end());
+  std::sort(present.begin(), present.end());
+  EXPECT_EQ(present, listed) << o.out;
+}
+
+namespace {
+
+nlohmann::json read_json(const fs::path& p) { return nlohmann::json::parse(slurp(p)); }
+
+const nlohmann::json& row(const nlohmann::json& compare, const std::string& metric) {
+  for (const auto& r : compare["rows"]) {
+    if (r["metric"] == metric) return r;
+  }
+  static const nlohmann::json none;
+  ADD_FAILURE() << "no row " << metric;
+  return none;
+}
+
+// compare.csv's cells of the row `metric`.
+std::vector<std::string> csv_row(const std::string& csv, const std::string& metric) {
+  std::stringstream lines(csv);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(metric + ",", 0) != 0) continue;
+    std::vector<std::string> cells;
+    std::stringstream cs(line);
+    for (std::string c; std::getline(cs, c, ',');) cells.push_back(c);
+    return cells;
+  }
+  ADD_FAILURE() << "no CSV row " << metric;
+  return {};
+}
+
+}  // namespace
+
+TEST_F(ReportCli, CompareSetsOverlapOffAgainstOnWithTheRunsOwnNumbers) {
+  const fs::path on = dir_ / "on", off = dir_ / "off", out = dir_ / "cmp";
+  const auto a = summary("gpt3-1.3b-fsdp-tensor-v4-2x2x1", "on");
+  const auto b = summary("gpt3-1.3b-fsdp-tensor-v4-2x2x1 --set workload.overlap=off", "off");
+  // A folder and a summary.json file alike.
+  const Outcome o = tpusim("compare " + on.string() + " " + (off / "summary.json").string() + " -o " + out.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto c = read_json(out / "compare.json");
+  EXPECT_EQ(c["format"], "tpusim-compare");
+  EXPECT_EQ(c["runs"][0]["path"], on.string());
+  EXPECT_EQ(c["scenario_differences"], (nlohmann::json{{"workload.overlap", {"on", "off"}}}));
+
+  const std::string csv = slurp(out / "compare.csv");
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "metric,unit,run1,run2,run2_delta,run2_delta_pct");
+  for (const auto& [metric, path] : std::vector<std::pair<std::string, nlohmann::json::json_pointer>>{
+           {"metrics.step_time_s", nlohmann::json::json_pointer("/metrics/step_time_s")},
+           {"metrics.mfu", nlohmann::json::json_pointer("/metrics/mfu")},
+           {"breakdown.communication_s", nlohmann::json::json_pointer("/breakdown/communication_s")},
+           {"memory.total_bytes", nlohmann::json::json_pointer("/memory/total_bytes")},
+           {"exposed_communication.all_reduce_s", nlohmann::json::json_pointer("/exposed_communication/all_reduce_s")},
+           {"links.utilization.mean", nlohmann::json::json_pointer("/links/utilization/mean")}}) {
+    const double x = a.at(path).get<double>(), y = b.at(path).get<double>();
+    const auto& r = row(c, metric);
+    EXPECT_EQ(r["values"][0].get<double>(), x) << metric;
+    EXPECT_EQ(r["values"][1].get<double>(), y) << metric;
+    EXPECT_EQ(r["delta"][1].get<double>(), y - x) << metric;
+    if (x != 0) EXPECT_DOUBLE_EQ(r["delta_pct"][1].get<double>(), 100 * (y - x) / x) << metric;
+    const auto cells = csv_row(csv, metric);
+    ASSERT_EQ(cells.size(), 6u) << metric;
+    EXPECT_EQ(std::stod(cells[2]), x) << metric;  // the shortest text that reads back to the same double
+    EXPECT_EQ(std::stod(cells[3]), y) << metric;
+    EXPECT_EQ(std::stod(cells[4]), y - x) << metric;
+  }
+  // Serialising the collectives costs time: the step is longer, the same work is done.
+  EXPECT_GT(row(c, "metrics.step_time_s")["delta"][1].get<double>(), 0);
+  EXPECT_EQ(row(c, "metrics.model_flops")["delta"][1].get<double>(), 0);
+  EXPECT_EQ(row(c, "metrics.step_time_s")["unit"], "s");
+  EXPECT_EQ(row(c, "memory.total_bytes")["unit"], "B");
+
+  // Collectives per kind: the count and the summed time of every instance in summary.json.
+  for (const char* kind : {"all_reduce", "all_gather", "reduce_scatter"}) {
+    for (std::size_t run = 0; run < 2; ++run) {
+      double count = 0, time = 0;
+      for (const auto& coll : (run == 0 ? a : b)["collectives"]) {
+        if (coll["op"] != kind) continue;
+        count += 1;
+        time += coll["time_s"].get<double>();
+      }
+      EXPECT_GT(count, 0) << kind;
+      EXPECT_EQ(row(c, std::string("collectives.") + kind + ".count")["values"][run].get<double>(), count) << kind;
+      EXPECT_EQ(row(c, std::string("collectives.") + kind + ".time_s")["values"][run].get<double>(), time) << kind;
+    }
+  }
+
+  // The table: the differing field, then the step time with its readable values and deltas.
+  EXPECT_NE(o.out.find("    workload.overlap"), std::string::npos) << o.out;
+  const double x = a["metrics"]["step_time_s"], y = b["metrics"]["step_time_s"];
+  char pct[32];
+  std::snprintf(pct, sizeof pct, "%+.3g%%", 100 * (y - x) / x);
+  const auto line_at = o.out.find("    step_time_s ");
+  ASSERT_NE(line_at, std::string::npos) << o.out;
+  const std::string line = o.out.substr(line_at, o.out.find('\n', line_at) - line_at);
+  EXPECT_NE(line.find(pct), std::string::npos) << line;
+  EXPECT_NE(line.find(" ms"), std::string::npos) << line;
+  EXPECT_NE(o.out.find("wrote " + out.string() + ": compare.csv, compare.json"), std::string::npos) << o.out;
+}
+
+TEST_F(ReportCli, CompareOfHandWrittenSummariesPrintsExactDeltas) {
+  const auto make = [&](const std::string& name, double step, double mfu, const std::string& batch) {
+    fs::create_directories(dir_ / name);
+    write(name + "/summary.json", nlohmann::json{{"format", "tpusim-summary"},
+                                                 {"schema_version", 2},
+                                                 {"seed", 1},
+                                                 {"scenario", {{"name", "s"}, {"workload", {{"batch", batch}}}}},
+                                                 {"metrics", {{"step_time_s", step}, {"mfu", mfu}}}}
+                                      .dump());
+  };
+  make("x", 0.002, 0.5, "8");
+  make("y", 0.003, 0.25, "16");
+  make("z", 0.001, 0.5, "8");
+  const Outcome o = tpusim("compare " + (dir_ / "x").string() + " " + (dir_ / "y").string() + " " +
+                           (dir_ / "z").string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("tpusim compare: 3 runs, differences against run 1"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("\n    workload.batch                 8     16      8\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("\n    mfu            50%    25%  -25 pp  -50%    50%  +0 pp   +0%\n"), std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("\n    step_time_s   2 ms   3 ms   +1 ms  +50%   1 ms  -1 ms  -50%\n"), std::string::npos)
+      << o.out;
+}
+
+TEST_F(ReportCli, CompareHasHelpNamingItsArguments) {
+  const Outcome o = tpusim("compare --help");
+  EXPECT_EQ(o.exit_code, 0);
+  EXPECT_NE(o.out.find("Usage: tpusim compare [OPTIONS] runs..."), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("compare.csv and compare.json"), std::string::npos) << o.out;
+}
+
+TEST_F(ReportCli, CompareRefusesWhatIsNotARunOfThisFormatNamingThePath) {
+  const fs::path good = dir_ / "good";
+  fs::create_directories(good);
+  write("good/summary.json", R"({"format": "tpusim-summary", "schema_version": 2, "metrics": {"step_time_s": 1}})");
+  // Exit 2, and the error starts with the refused path.
+  const auto refused = [&](const fs::path& run, const std::string& why) {
+    const Outcome o = tpusim("compare " + good.string() + " " + run.string());
+    EXPECT_EQ(o.exit_code, 2) << run;
+    EXPECT_NE(o.err.find("tpusim compare: " + run.string() + why), std::string::npos) << o.err;
+    EXPECT_EQ(o.out, "");
+  };
+  const fs::path empty = dir_ / "empty";
+  fs::create_directories(empty);
+  refused(empty, ": no summary.json in this folder");
+  refused(write("other.json", R"({"format": "chrome-trace", "schema_version": 2})"),
+          ": key 'format': not a tpusim summary: expected \"tpusim-summary\", found \"chrome-trace\"");
+  refused(write("old.json", R"({"format": "tpusim-summary", "schema_version": 1})"),
+          ": key 'schema_version': a summary of another format version: expected 2, found 1");
+  refused(write("broken.json", "{\n  \"format\": tpusim\n}\n"), ":2:");  // line 2 of the file
+  refused(dir_ / "missing", ": no such file or folder");
+
+  Outcome o = tpusim("compare " + good.string() + " " + (dir_ / "broken.json").string());
+  EXPECT_NE(o.err.find("expected JSON"), std::string::npos) << o.err;
+  o = tpusim("compare " + good.string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("expected two or more runs"), std::string::npos) << o.err;
+}
+
+TEST_F(ReportCli, CompareWritesOnlyWhereTpusimMayAndNeverOverARunItReads) {
+  for (const char* name : {"a", "b"}) {
+    fs::create_directories(dir_ / name);
+    write(std::string(name) + "/summary.json",
+          R"({"format": "tpusim-summary", "schema_version": 2, "metrics": {"step_time_s": 1}})");
+  }
+  const std::string runs = (dir_ / "a").string() + " " + (dir_ / "b").string();
+  // A user's folder (no .tpusim-output marker) is not replaced.
+  fs::create_directories(dir_ / "mine");
+  write("mine/notes.txt", "keep");
+  Outcome o = tpusim("compare " + runs + " -o " + (dir_ / "mine").string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(slurp(dir_ / "mine" / "notes.txt"), "keep");
+  EXPECT_FALSE(fs::exists(dir_ / "mine" / "compare.csv"));
+  EXPECT_EQ(o.out, "");  // refused before the table
+
+  // A run's own folder (tpusim's, with its marker) would lose its summary.json: refused too.
+  const Outcome run = tpusim("run quickstart -q -o " + (dir_ / "run").string());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  o = tpusim("compare " + (dir_ / "run").string() + " " + (dir_ / "a").string() + " -o " + (dir_ / "run").string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("holds the run"), std::string::npos) << o.err;
+  EXPECT_TRUE(fs::exists(dir_ / "run" / "summary.json"));
+}
+
+namespace {
+
+// The value of a "  label   value" line of the run table.
+std::string table_value(const std::string& out, const std::string& label) {
+  const auto at = out.find("\n  " + label + " ");
+  if (at == std::string::npos) return "";
+  const auto start = out.find_first_not_of(' ', at + 3 + label.size());
+  return out.substr(start, out.find('\n', start) - start);
+}
+
+// "12.73 k" -> 12730: a count as the table prints it.
+double count_value(const std::string& text) {
+  std::size_t used = 0;
+  double v = std::stod(text, &used);
+  const std::string prefix = text.substr(std::min(text.size(), used + 1));
+  if (prefix == "k") v *= 1e3;
+  if (prefix == "M") v *= 1e6;
+  return v;
+}
+
+}  // namespace
+
+TEST_F(ReportCli, PrefillReportsTokensPerSecondAndTimeToFirstToken) {
+  const auto [out, j] = run("llama2-7b-prefill-v5e", "p");
+  const double step = j["metrics"]["step_time_s"];
+  // 4 prompts of 1024 tokens, all in one step whose end is the first token.
+  EXPECT_DOUBLE_EQ(j["metrics"]["tokens_per_s"].get<double>(), 4.0 * 1024 / step);
+  EXPECT_DOUBLE_EQ(j["metrics"]["examples_per_s"].get<double>(), 4.0 / step);
+  EXPECT_EQ(j["metrics"]["time_to_first_token_s"].get<double>(), step);
+  EXPECT_FALSE(j["metrics"].contains("time_per_output_token_s"));
+  EXPECT_EQ(table_value(out, "time to first token"), table_value(out, "step time")) << out;
+  EXPECT_NEAR(count_value(table_value(out, "tokens/s")) / (4.0 * 1024 / step), 1.0, 5e-4) << out;
+  EXPECT_NEAR(count_value(table_value(out, "prompts/s")) / (4.0 / step), 1.0, 5e-4) << out;
+  EXPECT_EQ(table_value(out, "time per output token"), "") << out;
+}
+
+TEST_F(ReportCli, DecodeReportsTokensPerSecondAndTimePerOutputTokenNotExamples) {
+  const auto [out, j] = run("llama2-7b-decode-v5e", "d");
+  const double step = j["metrics"]["step_time_s"];
+  // 4 sequences, one new token each per step.
+  EXPECT_DOUBLE_EQ(j["metrics"]["tokens_per_s"].get<double>(), 4.0 / step);
+  EXPECT_EQ(j["metrics"]["time_per_output_token_s"].get<double>(), step);
+  EXPECT_FALSE(j["metrics"].contains("time_to_first_token_s"));
+  EXPECT_EQ(table_value(out, "time per output token"), table_value(out, "step time")) << out;
+  EXPECT_NEAR(count_value(table_value(out, "tokens/s")) / (4.0 / step), 1.0, 5e-4) << out;
+  // The examples of a decode step are its tokens: one line, tokens/s, says it.
+  EXPECT_EQ(out.find("examples/s"), std::string::npos) << out;
+}
+
+TEST_F(ReportCli, ValidateStatesTheMemoryEstimateToFourDigitsEvenBelowAMebibyte) {
+  // One chip's step of a 1.3B model simulates in well under 1 MiB; rounded down to whole MiB it read "about 0 B".
+  const Outcome o = tpusim("validate gpt3-1.3b-train-v4");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("on v4-1x1x1, 1 chip, 1 program of "), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("about 0 B"), std::string::npos) << o.out;
+  const auto at = o.out.find("; about ");
+  ASSERT_NE(at, std::string::npos) << o.out;
+  EXPECT_GT(std::stod(o.out.substr(at + 8)), 0.0) << o.out;
+}

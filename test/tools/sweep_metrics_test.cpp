@@ -1,0 +1,24 @@
+// The sweep's metric table (tools/src/sweep_metrics.h) reads the transformer metrics a run reports.
+#include "tools/src/sweep_metrics.h"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using tpusim::tools::Better;
+using tpusim::tools::find_metric;
+
+TEST(SweepMetrics, TokenMetricsComeFromTheSummaryAndAreEmptyWhereARunHasNone) {
+  const auto decode = nlohmann::ordered_json::parse(
+      R"({"metrics": {"step_time_s": 0.02, "tokens_per_s": 200.0, "time_per_output_token_s": 0.02}})");
+  const auto gemm = nlohmann::ordered_json::parse(R"({"metrics": {"step_time_s": 0.5}})");
+  ASSERT_NE(find_metric("tokens_per_s"), nullptr);
+  EXPECT_EQ(find_metric("tokens_per_s")->extract(decode), 200.0);
+  EXPECT_EQ(find_metric("tokens_per_s")->better, Better::higher);
+  EXPECT_EQ(find_metric("time_per_output_token_s")->extract(decode), 0.02);
+  EXPECT_EQ(find_metric("time_per_output_token_s")->better, Better::lower);
+  EXPECT_FALSE(find_metric("time_to_first_token_s")->extract(decode).has_value());
+  EXPECT_FALSE(find_metric("tokens_per_s")->extract(gemm).has_value());
+}
+
+}  // namespace
