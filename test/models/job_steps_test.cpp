@@ -139,22 +139,19 @@ job: {steps: 1000, heartbeat: 5 s, timeout: 30 s, restart: 600 s, repair: 3600 s
 faults: [{at: 252.5 s, kind: link_down, target: {chip: [0, 0, 0], dir: y-}}]
 )";
 
-TEST(FaultSteps, OneTimedLinkFaultUnderRerouteAsksForItsLastingStepTheHealthyStepAndTheStepItLandsIn) {
+TEST(FaultSteps, OneTimedLinkFaultUnderRerouteAsksForItsLastingStepAndTheStepItLandsIn) {
   const Scenario s = testing::scenario_from_yaml(kRerouteJob);
   const Topology topo = build_topology(s.pod, s.chip);
   CountingRunner runner;
-  const FaultSteps steps(s, topo, runner);
-  // 3 simulations: the step with the cable down for good (rerouted), the healthy step (to place the fault),
-  // and the step the fault lands in.
-  ASSERT_EQ(runner.calls.size(), 3u);
+  const FaultSteps steps(s, topo, Seconds(1.0), runner);
+  // 2 simulations: the step with the cable down for good (rerouted: the steps after the fault) and the step the
+  // fault lands in. The healthy step that places it is the caller's (the run's own), not simulated again.
+  ASSERT_EQ(runner.calls.size(), 2u);
   EXPECT_EQ(runner.asked[0].failed.links.size(), 2u);  // the cable: both directions
   EXPECT_EQ(runner.routing[0], RoutingPolicy::fault_aware);
-  EXPECT_TRUE(runner.asked[1].failed.links.empty());
-  EXPECT_TRUE(runner.asked[1].timed_links.empty());
-  ASSERT_EQ(runner.asked[2].timed_links.size(), 1u);
-  EXPECT_DOUBLE_EQ(runner.asked[2].timed_links[0].at.value(), 0.5);
-  EXPECT_EQ(runner.routing[2], s.fidelity.routing);
-  // The report keeps the lasting step and the hit step, not the healthy one.
+  ASSERT_EQ(runner.asked[1].timed_links.size(), 1u);
+  EXPECT_DOUBLE_EQ(runner.asked[1].timed_links[0].at.value(), 0.5);
+  EXPECT_EQ(runner.routing[1], s.fidelity.routing);
   ASSERT_EQ(steps.steps().size(), 2u);
   EXPECT_FALSE(steps.steps()[0].hit);
   EXPECT_EQ(steps.steps()[0].step_time_s, 1.25);
@@ -168,18 +165,43 @@ TEST(FaultSteps, OneTimedLinkFaultUnderRerouteAsksForItsLastingStepTheHealthySte
   EXPECT_EQ(job.result.events[0].step_after.value(), 1.25);
 }
 
-TEST(FaultSteps, AFailedStepIsKeptAsNotOk) {
-  class Failing : public StepRunner {
-   public:
-    std::optional<StepReport> run(const Scenario&, const SimOptions&, const std::string&) override { return {}; }
-  } runner;
+// Fails the steps with a timed fault, or every step.
+class FailingRunner : public CountingRunner {
+ public:
+  explicit FailingRunner(bool all) : all_(all) {}
+  std::optional<StepReport> run(const Scenario& s, const SimOptions& options, const std::string& what) override {
+    std::optional<StepReport> r = CountingRunner::run(s, options, what);
+    if (all_ || !options.timed_links.empty()) return std::nullopt;
+    return r;
+  }
+
+ private:
+  bool all_;
+};
+
+TEST(FaultSteps, AHitStepThatFailsIsLeftOutAndTheTimelineStallsInstead) {
   const Scenario s = testing::scenario_from_yaml(kRerouteJob);
   const Topology topo = build_topology(s.pod, s.chip);
-  const FaultSteps steps(s, topo, runner);
-  // The lasting step failed, and so did the healthy one: no fault is placed.
+  FailingRunner runner(false);
+  const FaultSteps steps(s, topo, Seconds(1.0), runner);
+  EXPECT_EQ(runner.calls.size(), 2u);
   ASSERT_EQ(steps.steps().size(), 1u);
-  EXPECT_FALSE(steps.steps()[0].ok);
-  EXPECT_THROW((void)steps.step_with(concrete_fault(s.faults.faults[0], topo, s.seed), Seconds(1)), std::runtime_error);
+  EXPECT_TRUE(steps.steps()[0].ok);
+  const JobOutcome job = run_job_timeline(s, topo, Seconds(1.0), steps);
+  ASSERT_EQ(job.result.events.size(), 1u);
+  EXPECT_EQ(job.result.events[0].step_hit.value(), 0.0);
+}
+
+TEST(FaultSteps, ALastingStepThatFailsFailsTheJob) {
+  const Scenario s = testing::scenario_from_yaml(kRerouteJob);
+  const Topology topo = build_topology(s.pod, s.chip);
+  FailingRunner runner(true);
+  try {
+    (void)FaultSteps(s, topo, Seconds(1.0), runner);
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "the step with [0,0,0] y- link_down could not be simulated");
+  }
 }
 
 }  // namespace

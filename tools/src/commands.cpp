@@ -172,14 +172,17 @@ int run_command(const RunArgs& args) {
   std::optional<models::FaultSteps> fault_steps;  // a job's steps with faults, simulated in child processes
   std::optional<models::JobOutcome> job;
   try {
-    if (scenario.job.enabled) {
-      std::optional<FaultTraceOptions> fault_trace;  // the steps simulated with a fault trace as trace.json does
-      if (tracer) fault_trace = FaultTraceOptions{tracer->chips(), kMaxTraceSpans};
-      ChildStepRunner runner(programs, fault_trace);  // child_process.h
-      fault_steps.emplace(scenario, *topology, runner);
-    }
+    // A job's steps with faults: simulated by a server forked now, once this simulation gives the healthy step.
+    std::optional<FaultTraceOptions> fault_trace;  // the steps simulated with a fault trace as trace.json does
+    if (tracer) fault_trace = FaultTraceOptions{tracer->chips(), kMaxTraceSpans};
+    ChildStepRunner runner(programs, fault_trace);  // child_process.h
+    std::optional<FaultStepServer> server;
+    if (scenario.job.enabled) server.emplace(scenario, *topology, runner);
     const models::SimResult result = models::simulate(scenario, programs, options);
-    if (scenario.job.enabled) job = models::run_job_timeline(scenario, *topology, result.step_time, *fault_steps);
+    if (server) {
+      fault_steps.emplace(server->steps(result.step_time));
+      job = models::run_job_timeline(scenario, *topology, result.step_time, *fault_steps);
+    }
     report = make_report(scenario, programs, result, &*topology,
                          scenario.workload.program.empty() ? &lowered : nullptr, &classes);
     if (args.perf) {

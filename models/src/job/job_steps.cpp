@@ -58,7 +58,7 @@ Scenario job_step_scenario(const Scenario& s) {
   return step;
 }
 
-FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, StepRunner& runner)
+FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, Seconds healthy, StepRunner& runner)
     : topo_(topo), reroute_(s.job.recovery == RecoveryPolicyKind::reroute) {
   // The fault on its trace's track: a chip's in the chip's process, a link's on the link's own track.
   const auto name_fault = [](FaultStep& step, const ConcreteFault& f) {
@@ -112,17 +112,14 @@ FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, StepRunner& runn
     }
   }
   // The steps timed link faults land in. Where a fault lands depends on the step time and on the steps hit
-  // before it, so the timeline is composed here with the healthy step simulated in a child (the run's own
-  // simulation comes later, in the parent, and gives the same step: same inputs), each hit step simulated
-  // when the timeline reaches it. run_job_timeline() then finds them at the same offsets.
+  // before it, so the timeline is composed here with the healthy step, each hit step simulated when the
+  // timeline reaches it. run_job_timeline() then finds them at the same offsets.
   const bool timed_links = reroute_ && std::any_of(s.faults.faults.begin(), s.faults.faults.end(),
                                                    [](const FaultSpec& f) { return link_kind(f.kind); });
   const bool timed_chips = std::any_of(s.faults.faults.begin(), s.faults.faults.end(),
                                        [](const FaultSpec& f) { return f.kind == FaultKind::chip_down; });
   if (!timed_links && !timed_chips) return;
-  const FaultStep healthy = simulate_step(runner, s, {}, "no fault (to place the faults in their steps)");
-  if (!healthy.ok) return;  // the run's own simulation reports the error
-  JobCosts costs = job_costs(s, Seconds(healthy.step_time_s), *this);
+  JobCosts costs = job_costs(s, healthy, *this);
   // The step in flight simulated with fault `f` at its tick (the options say how), up to its end or detection.
   const auto simulate_hit = [&](const ConcreteFault& f, Seconds offset, Seconds detection,
                                 SimOptions o) {

@@ -67,13 +67,13 @@ struct FaultStep : StepReport {
 // workload.checkpoint.every_steps steps, so the simulated step leaves out its amortised share.
 [[nodiscard]] Scenario job_step_scenario(const Scenario& s);
 
-// The steps the job needs simulated, each by `runner` in the constructor.
+// The steps the job needs simulated, each by `runner` in the constructor; the healthy step is the caller's.
 class FaultSteps {
  public:
-  // With a timed link_down or ocs_port_down under reroute, or a timed chip_down, it also simulates the healthy
-  // step and composes the job's timeline with it, to learn where each such fault lands in its step, and
-  // simulates that step with the cable failing (the chip stopping, up to its detection) at its tick.
-  FaultSteps(const Scenario& s, const Topology& topo, StepRunner& runner);
+  // With a timed link_down or ocs_port_down under reroute, or a timed chip_down, it composes the job's
+  // timeline with the `healthy` step time, to learn where each such fault lands in its step, and simulates
+  // that step with the cable failing (the chip stopping, up to its detection) at its tick.
+  FaultSteps(const Scenario& s, const Topology& topo, Seconds healthy, StepRunner& runner);
   // The step time with `f` lasting; the healthy step when `f` needs no simulation of its own.
   [[nodiscard]] Seconds step_with(const ConcreteFault& f, Seconds healthy) const;
   // The step in flight when `f` lands `offset` after its start (JobCosts::step_hit): nullopt for a fault with
