@@ -10,6 +10,7 @@
 #include <exception>
 #include <stdexcept>
 
+#include "tools/src/environment.h"
 #include "tools/src/trace.h"
 #include "tpusim/core/interrupt.h"
 
@@ -31,6 +32,7 @@ std::optional<models::StepReport> ChildStepRunner::run(const Scenario& s, const 
     int status = 1;
     try {
       models::SimOptions o = options;
+      apply_environment(o);
       std::optional<TraceRecorder> recorder;
       if (trace_) {
         recorder.emplace(trace_->chips, trace_->limit);

@@ -16,6 +16,7 @@
 #include "tools/src/describe_chip.h"
 #include "tools/src/graphviz.h"
 #include "tools/src/child_process.h"
+#include "tools/src/environment.h"
 #include "tools/src/job_run.h"
 #include "tools/src/model_info.h"
 #include "tools/src/op_classes.h"
@@ -153,6 +154,7 @@ int run_command(const RunArgs& args) {
   const bool interactive = isatty(STDERR_FILENO) != 0;
   const auto wall_start = std::chrono::steady_clock::now();
   models::SimOptions options;
+  apply_environment(options);  // environment.h
   options.progress = [&](double sim_seconds) {
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
