@@ -13,6 +13,7 @@
 #include <string>
 
 #include "test_chips.h"
+#include "tools/src/environment.h"
 #include "tpusim/core/scenario.h"
 #include "tpusim/kernels/lowering.h"
 #include "tpusim/models/simulate.h"
@@ -21,6 +22,13 @@
 
 namespace tpusim::models {
 namespace {
+
+// TPUSIM_MIRROR and TPUSIM_RUN_AHEAD as `tpusim run` reads them (bench/README.md compares runs both ways).
+SimOptions options_from_environment() {
+  SimOptions o;
+  tools::apply_environment(o);
+  return o;
+}
 
 constexpr int kCores = 2;
 constexpr int kTiles = 1250;  // x 2 cores x 4 instructions = 10,000 instructions
@@ -95,7 +103,7 @@ RunCounters simulate_in_child(const Scenario& scenario, const ir::ProgramSet& pr
   if (pid == 0) {
     close(fds[0]);
     try {
-      const SimResult r = simulate(scenario, programs, {});
+      const SimResult r = simulate(scenario, programs, options_from_environment());
       c = RunCounters{true,
                       static_cast<double>(r.instructions_executed),
                       static_cast<double>(r.kernel_events),

@@ -31,11 +31,19 @@
 #include "pod.h"
 #include "run_control.h"
 #include "test_chips.h"
+#include "tools/src/environment.h"
 #include "tpusim/kernels/collectives.h"
 #include "tpusim/kernels/lowering.h"
 
 namespace tpusim::models {
 namespace {
+
+// TPUSIM_MIRROR and TPUSIM_RUN_AHEAD as `tpusim run` reads them (bench/README.md compares runs both ways).
+SimOptions options_from_environment() {
+  SimOptions o;
+  tools::apply_environment(o);
+  return o;
+}
 
 double peak_rss_mib() {
   rusage u{};
@@ -164,7 +172,7 @@ int allreduce_v4(const std::string& mode, std::uint64_t chunk_mib) {
   const LinkFidelity links = mode == "chunked" ? LinkFidelity::chunked : LinkFidelity::flow;
   const Scenario s = pod_scenario(shape, links, MiB(chunk_mib));
   const kernels::CollectivePlan plan = plan_for(s, 1ULL << 30);
-  const SimResult r = simulate(s, one_all_reduce(1ULL << 30), {});
+  const SimResult r = simulate(s, one_all_reduce(1ULL << 30), options_from_environment());
   std::printf("all-reduce 1 GiB on v4 16x16x16 (4096 chips), %s links, %llu MiB chunks, %s, %zu steps\n",
               r.link_model.c_str(), static_cast<unsigned long long>(chunk_mib),
               std::string(kernels::algorithm_name(plan.algorithm)).c_str(), plan.steps.size());
@@ -191,7 +199,7 @@ int train(const std::string& name, const std::vector<std::string>& overrides) {
   const Scenario s = load_scenario(name, overrides);
   const kernels::LoweredWorkload lowered = kernels::lower(s.workload, s.chip, s.pod);
   const double lowering = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const SimResult r = simulate(s, lowered.programs, {});
+  const SimResult r = simulate(s, lowered.programs, options_from_environment());
   std::size_t instructions = 0;
   for (const auto& p : lowered.programs.programs) instructions += p.size();
   std::printf("%s on %s (%lld chips), %s links: %zu program(s) of %zu instructions\n", s.name.c_str(),

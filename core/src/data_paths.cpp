@@ -1,7 +1,6 @@
 #include "tpusim/core/data_paths.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -9,9 +8,18 @@
 namespace tpusim {
 namespace fs = std::filesystem;
 
+namespace {
+fs::path& data_dir() {
+  static fs::path dir;
+  return dir;
+}
+}  // namespace
+
+void set_data_dir(fs::path dir) { data_dir() = std::move(dir); }
+
 std::vector<fs::path> data_roots() {
   std::vector<fs::path> roots;
-  if (const char* env = std::getenv("TPUSIM_DATA_DIR"); env != nullptr && *env != '\0') roots.emplace_back(env);
+  if (!data_dir().empty()) roots.push_back(data_dir());
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) roots.push_back(exe.parent_path().parent_path() / "share" / "tpusim");

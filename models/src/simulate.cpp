@@ -82,10 +82,9 @@ SimResult run(const Scenario& scenario, const ir::ProgramSet& programs, const Si
   }
   RunControl control(options.progress, trace, classes ? classes->classes : chips,
                      scenario.fidelity.mxu == MxuFidelity::cycle ? 1 : 4096);
-  const char* run_ahead = std::getenv("TPUSIM_RUN_AHEAD");
-  control.set_run_ahead(options.run_ahead && !(run_ahead != nullptr && std::string(run_ahead) == "off"));
+  control.set_run_ahead(options.run_ahead);
   if (classes) {
-    mirroring = std::make_unique<Mirroring>(std::move(*classes), control, mirror_env() == "mismatch");
+    mirroring = std::make_unique<Mirroring>(std::move(*classes), control, options.mirror_mismatch);
   }
   auto pod = std::make_unique<Pod>("pod", scenario, programs, control, network, registry, options.degraded_chips,
                                    mirroring.get());

@@ -4,29 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include "net/ocs.h"
+#include "support/scenario_yaml.h"
 #include "tpusim/models/job.h"
 
 namespace tpusim::models {
 namespace {
-
-namespace fs = std::filesystem;
-
-Scenario scenario_from(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
-  const fs::path dir = fs::temp_directory_path() / fmt::format("tpusim-job-test-{}", ::getpid());
-  fs::create_directories(dir);
-  const fs::path file = dir / "job.yaml";
-  std::ofstream(file) << yaml;
-  Scenario s = load_scenario(file.string(), overrides);
-  fs::remove_all(dir);
-  return s;
-}
 
 // A 1 s step, a 10 s checkpoint write and a 20 s restore.
 JobCosts round_costs() {
@@ -51,7 +37,7 @@ job: {steps: 1000, heartbeat: 5 s, timeout: 30 s, restart: 600 s, repair: 3600 s
 )";
 
 TEST(JobTimeline, WithoutFaultsTheJobIsItsStepsAndCheckpoints) {
-  const Scenario s = scenario_from(kCubeJob);
+  const Scenario s = testing::scenario_from_yaml(kCubeJob);
   const Topology topo = build_topology(s.pod, s.chip);
   const JobResult r = run_job(s, topo, round_costs());
   // 1000 steps of 1 s and a checkpoint after every 100th step but the last: 9 x 10 s.
@@ -65,7 +51,7 @@ TEST(JobTimeline, WithoutFaultsTheJobIsItsStepsAndCheckpoints) {
 TEST(JobTimeline, CheckpointRestartCostsDetectionRepairRestartRestoreAndTheWorkSinceTheCheckpoint) {
   // Checkpoints end at 110 s and 220 s; at 252.5 s 32 steps have run since and the 33rd is half done. Heartbeats every 5 s: the last one
   // before 252.5 s was at 250 s, so the chip is declared failed at 280 s.
-  const Scenario s = scenario_from(std::string(kCubeJob) + "faults: [{at: 252.5 s, kind: chip_down, target: [1, 2, 3]}]\n");
+  const Scenario s = testing::scenario_from_yaml(std::string(kCubeJob) + "faults: [{at: 252.5 s, kind: chip_down, target: [1, 2, 3]}]\n");
   const Topology topo = build_topology(s.pod, s.chip);
   const JobResult r = run_job(s, topo, round_costs());
   ASSERT_EQ(r.events.size(), 1u);
@@ -83,7 +69,7 @@ TEST(JobTimeline, CheckpointRestartCostsDetectionRepairRestartRestoreAndTheWorkS
 }
 
 TEST(JobTimeline, FailStopsTheJobAtDetectionAndLosesTheWorkSinceTheCheckpoint) {
-  const Scenario s = scenario_from(std::string(kCubeJob) + "faults: [{at: 252.5 s, kind: host_down, target: {host: 3}}]\n",
+  const Scenario s = testing::scenario_from_yaml(std::string(kCubeJob) + "faults: [{at: 252.5 s, kind: host_down, target: {host: 3}}]\n",
                                    {"job.recovery=fail"});
   const Topology topo = build_topology(s.pod, s.chip);
   const JobResult r = run_job(s, topo, round_costs());
@@ -96,7 +82,7 @@ TEST(JobTimeline, FailStopsTheJobAtDetectionAndLosesTheWorkSinceTheCheckpoint) {
 }
 
 TEST(JobTimeline, RerouteKeepsTheWorkStallsUntilDetectionAndRunsAtTheReroutedStepTime) {
-  const Scenario s = scenario_from(
+  const Scenario s = testing::scenario_from_yaml(
       std::string(kCubeJob) + "faults: [{at: 252.5 s, kind: link_down, target: {chip: [0, 0, 0], dir: y-}}]\n",
       {"job.recovery=reroute"});
   const Topology topo = build_topology(s.pod, s.chip);
@@ -122,7 +108,7 @@ TEST(JobTimeline, RerouteKeepsTheWorkStallsUntilDetectionAndRunsAtTheReroutedSte
 // 767 steps after it run at 1.25 s.
 TEST(JobTimeline, RerouteWithTheHitStepSimulatedChargesItsExcessAndKeepsIt) {
   for (const char* policy : {"lose", "retransmit"}) {
-    const Scenario s = scenario_from(
+    const Scenario s = testing::scenario_from_yaml(
         std::string(kCubeJob) + "faults: [{at: 252.5 s, kind: link_down, target: {chip: [0, 0, 0], dir: y-}}]\n",
         {"job.recovery=reroute", std::string("job.in_flight=") + policy});
     const Topology topo = build_topology(s.pod, s.chip);
@@ -154,7 +140,7 @@ TEST(JobTimeline, RerouteWithTheHitStepSimulatedChargesItsExcessAndKeepsIt) {
 }
 
 TEST(JobTimeline, ASpareCubeOnTheFullV4PodCostsDetectionReconfigurationRestartRestoreAndLostWork) {
-  const Scenario s = scenario_from(R"(
+  const Scenario s = testing::scenario_from_yaml(R"(
 name: spare
 pod: v4-16x16x16
 workload: {model: mlp-quickstart, batch: 64, checkpoint: {every_steps: 100}}
@@ -220,7 +206,7 @@ TEST(OcsSpareCube, ACubeThatIsItsOwnNeighbourKeepsThatCircuitOnTheSpare) {
 TEST(JobTimeline, TheSameSeedGivesTheSameRandomFaultsAndAnotherSeedOthers) {
   const std::string yaml = std::string(kCubeJob) + "fault_rates: {chip_down: 20000 s, link_down: 50000 s}\n";
   auto timeline = [&](const std::string& seed) {
-    const Scenario s = scenario_from(yaml, {"seed=" + seed, "job.steps=20000"});
+    const Scenario s = testing::scenario_from_yaml(yaml, {"seed=" + seed, "job.steps=20000"});
     const Topology topo = build_topology(s.pod, s.chip);
     const JobResult r = run_job(s, topo, round_costs());
     std::string text;
@@ -239,7 +225,7 @@ TEST(JobTimeline, TheSameSeedGivesTheSameRandomFaultsAndAnotherSeedOthers) {
 TEST(JobTimeline, RandomFaultsArriveAtThePodsRate) {
   // 64 chips with a 64,000 s MTBF each: one failure per 1,000 s of pod time. Over about 2e6 s of wall time
   // the count is Poisson(~2000): within 10% (more than 4 standard deviations).
-  const Scenario s = scenario_from(std::string(kCubeJob) + "fault_rates: {chip_down: 64000 s}\n",
+  const Scenario s = testing::scenario_from_yaml(std::string(kCubeJob) + "fault_rates: {chip_down: 64000 s}\n",
                                    {"job.steps=1500000", "job.restart=0 s", "job.repair=0 s"});
   const Topology topo = build_topology(s.pod, s.chip);
   JobCosts costs = round_costs();
@@ -262,7 +248,7 @@ TEST(JobTimeline, TheBestCheckpointIntervalIsNearYoungsSquareRootOfTwoTimesCostT
   int best = 0;
   double best_goodput = 0;
   for (int every : {300, 500, 700, 900, 1100, 1300, 1600, 2000, 3000}) {
-    const Scenario s = scenario_from(std::string(kCubeJob) + "fault_rates: {chip_down: 640000 s}\n",
+    const Scenario s = testing::scenario_from_yaml(std::string(kCubeJob) + "fault_rates: {chip_down: 640000 s}\n",
                                      {"job.steps=10000000", "job.restart=60 s", "job.repair=0 s",
                                       fmt::format("workload.checkpoint.every_steps={}", every)});
     const Topology topo = build_topology(s.pod, s.chip);

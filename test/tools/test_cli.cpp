@@ -50,6 +50,18 @@ TEST_F(Cli, ValidScenarioValidates) {
   EXPECT_NE(o.out.find("t: ok"), std::string::npos) << o.out;
 }
 
+// TPUSIM_DATA_DIR (read by the tool, passed to core: tools/src/environment.h) is searched before the bundled data.
+TEST_F(Cli, TheDataDirFromTheEnvironmentIsSearchedFirst) {
+  fs::create_directories(dir_ / "data" / "scenarios");
+  std::ofstream(dir_ / "data" / "scenarios" / "only-here.yaml") << kGood;
+  const Outcome without = tpusim("validate only-here");
+  EXPECT_EQ(without.exit_code, 2) << without.err;
+  const std::string cmd = "TPUSIM_DATA_DIR=" + (dir_ / "data").string() + " " + std::string(TPUSIM_BIN) +
+                          " validate only-here > " + (dir_ / "out.txt").string() + " 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << slurp(dir_ / "out.txt");
+  EXPECT_NE(slurp(dir_ / "out.txt").find("t: ok"), std::string::npos) << slurp(dir_ / "out.txt");
+}
+
 TEST_F(Cli, UnknownKeyNamesFileLineKeyAndSuggestsTheRightOne) {
   const fs::path s = write("s.yaml", "name: t\npod: v4-1x1x1\nworkload:\n  modle: mlp-small\n");
   const Outcome o = tpusim("validate " + s.string());

@@ -15,6 +15,8 @@
 
 #include "tools/src/describe_chip.h"
 #include "tools/src/graphviz.h"
+#include "tools/src/child_process.h"
+#include "tools/src/environment.h"
 #include "tools/src/job_run.h"
 #include "tools/src/model_info.h"
 #include "tools/src/op_classes.h"
@@ -131,7 +133,7 @@ int run_command(const RunArgs& args) {
     guard_topology(scenario.pod, args.limits);
     topology.emplace(check_topology(scenario));
     check_fault_cuts(scenario, *topology);
-    const Scenario step = job_step_scenario(scenario);  // job_run.h
+    const Scenario step = models::job_step_scenario(scenario);  // job_steps.h
     guard_lowering(step, args.limits);
     lowered = programs_for(step);
     check_programs(step, lowered.programs, *topology);
@@ -157,6 +159,7 @@ int run_command(const RunArgs& args) {
   const bool interactive = isatty(STDERR_FILENO) != 0;
   const auto wall_start = std::chrono::steady_clock::now();
   models::SimOptions options;
+  apply_environment(options);  // environment.h
   options.progress = [&](double sim_seconds) {
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
@@ -173,16 +176,20 @@ int run_command(const RunArgs& args) {
   };
 
   RunReport report;
-  std::optional<FaultSteps> fault_steps;  // a job's steps under lasting faults, simulated in child processes
-  std::optional<JobOutcome> job;
+  std::optional<models::FaultSteps> fault_steps;  // a job's steps with faults, simulated in child processes
+  std::optional<models::JobOutcome> job;
   try {
-    if (scenario.job.enabled) {
-      std::optional<FaultTraceOptions> fault_trace;  // the steps simulated with a fault trace as trace.json does
-      if (tracer) fault_trace = FaultTraceOptions{tracer->chips(), kMaxTraceSpans};
-      fault_steps.emplace(scenario, *topology, programs, fault_trace);
-    }
+    // A job's steps with faults: simulated by a server forked now, once this simulation gives the healthy step.
+    std::optional<FaultTraceOptions> fault_trace;  // the steps simulated with a fault trace as trace.json does
+    if (tracer) fault_trace = FaultTraceOptions{tracer->chips(), kMaxTraceSpans};
+    ChildStepRunner runner(programs, fault_trace);  // child_process.h
+    std::optional<FaultStepServer> server;
+    if (scenario.job.enabled) server.emplace(scenario, *topology, runner);
     const models::SimResult result = models::simulate(scenario, programs, options);
-    if (scenario.job.enabled) job = run_job_timeline(scenario, *topology, result.step_time, *fault_steps);
+    if (server) {
+      fault_steps.emplace(server->steps(result.step_time));
+      job = models::run_job_timeline(scenario, *topology, result.step_time, *fault_steps);
+    }
     report = make_report(scenario, programs, result, &*topology,
                          scenario.workload.program.empty() ? &lowered : nullptr, &classes);
     if (args.perf) {
@@ -230,7 +237,7 @@ int run_command(const RunArgs& args) {
       });
     }
     if (fault_steps) {  // the link heatmap of each step simulated with a lasting fault (job_run.h)
-      for (const auto& map : fault_steps->link_maps()) {  // no structured binding: lambdas capture `step`
+      for (const auto& map : fault_link_maps(*fault_steps)) {  // no structured binding: lambdas capture `step`
         const auto& step = map.second;
         write_file(file(map.first), [&](std::ostream& out) {
           write_link_heatmap_svg(*topology, step->link_utilization,
@@ -241,8 +248,8 @@ int run_command(const RunArgs& args) {
     if (tracer) {
       write_file(file("trace.json"), [&](std::ostream& out) { tracer->write(programs, out); });
       if (job) write_file(file("job-trace.json"), [&](std::ostream& out) { write_job_trace(scenario, *job, out); });
-      for (const auto& trace : fault_steps ? fault_steps->traces() : decltype(fault_steps->traces()){}) {
-        const FaultStep* traced = trace.second;  // trace-fault-K.json (job_run.h)
+      for (const auto& trace : fault_steps ? fault_traces(*fault_steps) : decltype(fault_traces(*fault_steps)){}) {
+        const models::FaultStep* traced = trace.second;  // trace-fault-K.json (job_run.h)
         write_file(file(trace.first), [&](std::ostream& out) {
           write_fault_trace(*topology, programs, FaultTraceOptions{tracer->chips(), kMaxTraceSpans}, *traced, out);
         });
@@ -280,7 +287,7 @@ int validate_command(const std::string& scenario_name, const std::vector<std::st
     guard_topology(s.pod, limits);
     const Topology topology = check_topology(s);
     check_fault_cuts(s, topology);
-    const Scenario step = job_step_scenario(s);  // job_run.h
+    const Scenario step = models::job_step_scenario(s);  // job_steps.h
     guard_lowering(step, limits);
     const ir::ProgramSet programs = programs_for(step).programs;
     check_programs(step, programs, topology);

@@ -10,7 +10,7 @@
 namespace tpusim::tools {
 
 void write_fault_trace(const Topology& topo, const ir::ProgramSet& programs, const FaultTraceOptions& trace,
-                       const FaultStep& step, std::ostream& out) {
+                       const models::FaultStep& step, std::ostream& out) {
   TraceRecorder recorder(trace.chips, trace.limit);
   for (const models::TraceSpan& s : step.spans) recorder.record(s);
   TraceMark base;

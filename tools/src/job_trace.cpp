@@ -7,7 +7,7 @@
 
 namespace tpusim::tools {
 
-void write_job_trace(const Scenario& s, const JobOutcome& job, std::ostream& out) {
+void write_job_trace(const Scenario& s, const models::JobOutcome& job, std::ostream& out) {
   using json = nlohmann::ordered_json;
   const models::JobResult& r = job.result;
   constexpr double kUs = 1e6;  // trace timestamps are microseconds

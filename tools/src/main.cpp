@@ -9,6 +9,7 @@
 #include "tools/src/cli_suggest.h"
 #include "tools/src/commands.h"
 #include "tools/src/compare.h"
+#include "tools/src/environment.h"
 #include "tools/src/layouts.h"
 #include "tools/src/sweep.h"
 #include "tpusim/core/diagnostics.h"
@@ -21,6 +22,7 @@ namespace {
 int run_main(int argc, char** argv) {
   // The SystemC kernel prints a banner on stdout when it starts; stdout belongs to our reports.
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+  tpusim::tools::use_data_dir_from_environment();  // before anything names bundled data
 
   CLI::App app{"tpusim: a discrete-event simulator of Google TPU pods (v2, v3, v4, v5e, v5p, v6e).", "tpusim"};
   app.set_version_flag("--version", std::string("tpusim ") + std::string(tpusim::version()) + " (SystemC 2.3.4)");

@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <stdexcept>
 
 #include "pod.h"
@@ -14,17 +13,11 @@
 
 namespace tpusim::models {
 
-std::string mirror_env() {
-  const char* env = std::getenv("TPUSIM_MIRROR");
-  return env == nullptr ? "" : env;
-}
-
 std::optional<TranslationClasses> mirror_classes(const Scenario& scenario, const ir::ProgramSet& programs,
                                                  const SimOptions& options, const net::InterconnectOptions& network,
                                                  std::string& why_not) {
-  const std::string mode = mirror_env();
   why_not.clear();
-  if (!options.mirror || mode == "off") {
+  if (!options.mirror) {
     why_not = "mirrored chips off";
   } else if (!uses_ici(programs)) {
     why_not = "no ICI instruction";

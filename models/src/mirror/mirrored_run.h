@@ -17,13 +17,9 @@
 
 namespace tpusim::models {
 
-// TPUSIM_MIRROR: "off" simulates every chip, "mismatch" makes the first check fail (tests of the fallback).
-[[nodiscard]] std::string mirror_env();
-
-// The classes to mirror, or nullopt with `why_not` set: mirroring switched off (options.mirror,
-// TPUSIM_MIRROR=off), no ICI, a fault, degraded link, degraded or stopping chip in the step, chunked links
-// (whose same-tick order of chunks is the process order), routing other than dimension order, or no class
-// with two chips.
+// The classes to mirror, or nullopt with `why_not` set: mirroring switched off (options.mirror), no ICI, a
+// fault, degraded link, degraded or stopping chip in the step, chunked links (whose same-tick order of chunks
+// is the process order), routing other than dimension order, or no class with two chips.
 [[nodiscard]] std::optional<TranslationClasses> mirror_classes(const Scenario& scenario,
                                                                const ir::ProgramSet& programs,
                                                                const SimOptions& options,

@@ -39,7 +39,7 @@ class MirrorMismatch : public std::runtime_error {
 
 class Mirroring {
  public:
-  // `inject_mismatch` (tests: TPUSIM_MIRROR=mismatch) reports a mismatch at the first completion a mirror takes.
+  // `inject_mismatch` (SimOptions::mirror_mismatch) reports a mismatch at the first completion a mirror takes.
   Mirroring(TranslationClasses classes, RunControl& control, bool inject_mismatch);
 
   [[nodiscard]] const TranslationClasses& classes() const { return classes_; }

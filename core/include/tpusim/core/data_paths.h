@@ -1,7 +1,7 @@
 #pragma once
-// Finding bundled data (configs/chips, configs/pods, configs/models, scenarios). Search order: the
-// TPUSIM_DATA_DIR environment variable, the folder above the running binary's share/tpusim, then the source
-// tree the binary was built from.
+// Finding bundled data (configs/chips, configs/pods, configs/models, scenarios). Search order: the folder
+// set_data_dir was given (the tool passes TPUSIM_DATA_DIR), the folder above the running binary's
+// share/tpusim, then the source tree the binary was built from.
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -11,6 +11,8 @@
 
 namespace tpusim {
 
+// Set once at start-up, before anything is read (empty: none). The library reads no environment variable.
+void set_data_dir(std::filesystem::path dir);
 [[nodiscard]] std::vector<std::filesystem::path> data_roots();
 
 // Names of the bundled entries in `folder` (e.g. "configs/chips"), sorted, without ".yaml".

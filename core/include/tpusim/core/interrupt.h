@@ -2,7 +2,8 @@
 // Ctrl-C and SIGTERM: the tool installs handlers that only record the signal; long loops (the simulation
 // kernel's activations, the cycle-level MXU reference, the lowering) poll interrupt_requested() and throw
 // Interrupted, so the run unwinds through its destructors and leaves nothing half-written. The flag is the
-// one process-wide state in tpusim: a signal handler can reach nothing else.
+// one process-wide state in tpusim that changes while it runs (a signal handler can reach nothing else);
+// the other, the data folder (data_paths.h), is set once at start-up.
 #include <sys/types.h>
 
 #include <cstddef>

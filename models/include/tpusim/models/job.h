@@ -27,23 +27,23 @@ struct ConcreteFault {
   [[nodiscard]] std::string target() const;  // "[1,2,3]", "[0,0,0] x+", "host 4"
 };
 
-// The costs the timeline composes, from the simulated step and the specs (tools/src/job_run.cpp).
+// The costs the timeline composes, from the simulated step and the specs (models/src/job/job_steps.cpp).
 struct JobCosts {
   Seconds step;                // the simulated healthy step (checkpoint left out)
   Seconds checkpoint_write;    // one full checkpoint: the host's chips' state / chip.host.storage_bandwidth
   Seconds checkpoint_restore;  // reading it back, at the same bandwidth
   Bytes checkpoint_bytes;      // per chip
   // The step time while `fault` lasts (a rerouted link, a degraded link or HBM, a straggler): the step
-  // simulated again with it (tools/src/job_run.cpp). Unset: the healthy step.
+  // simulated again with it (models/src/job/job_steps.cpp). Unset: the healthy step.
   std::function<Seconds(const ConcreteFault&)> step_with;
   // Under reroute, the wall time of the step in flight when `fault` (a failed link) lands inside it: the step
   // simulated with the cable failing `offset` after the step's start and detected `detection` after it
-  // (tools/src/job_run.cpp). Unset or nullopt: the step stalls from the fault to its detection and runs again
+  // (models/src/job/job_steps.cpp). Unset or nullopt: the step stalls from the fault to its detection and runs again
   // from its start at the rerouted step time.
   std::function<std::optional<Seconds>(const ConcreteFault& fault, Seconds offset, Seconds detection)> step_hit;
   // A timed chip_down landing `offset` inside a step (not a checkpoint write) that the job rolls back or ends
   // at: told, so the step in flight can be simulated with the chip stopping at its tick, up to `detection`
-  // (since the step's start), to report how far it got (tools/src/job_run.cpp). The timeline's cost is the
+  // (since the step's start), to report how far it got (models/src/job/job_steps.cpp). The timeline's cost is the
   // same either way: the work since the checkpoint and `offset` of the step are lost.
   std::function<void(const ConcreteFault& fault, Seconds offset, Seconds detection)> step_stopped;
 };

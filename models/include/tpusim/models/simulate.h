@@ -29,7 +29,7 @@ struct TraceSpan {
 // A link that runs slower for the whole step (a link_degraded fault the job lives with): the channel keeps
 // bandwidth_fraction of its rate, its hop takes added_latency more, and with a bit error rate each chunk
 // (fidelity.link_chunk) is sent 1 / (1 - p) times on average, p = 1 - (1 - ber)^(chunk bits), which divides
-// its rate by that factor (retransmitted bytes: sim_result's links bytes x (factor - 1), tools/src/job_run.cpp).
+// its rate by that factor (retransmitted bytes: sim_result's links bytes x (factor - 1), models/src/job/job_steps.cpp).
 struct LinkDegradation {
   LinkId link;
   double bandwidth_fraction = 1;
@@ -47,7 +47,7 @@ struct ChipDegradation {
 };
 
 // A cable that fails at a tick inside the step (a link_down or ocs_port_down the job reroutes around, landing
-// in this step; tools/src/job_run.cpp). At `at` both directions stop: the transfers still moving bytes over
+// in this step; models/src/job/job_steps.cpp). At `at` both directions stop: the transfers still moving bytes over
 // them are cut (LinkModel::cut) and, by `in_flight`, sent again at once over the surviving route from the first
 // byte not delivered, or sent again in full at `detected`; from `at` the router is fault_aware around every
 // cable failed so far (its route cache rebuilt), and a collective whose first chip starts at or after `at` is
@@ -59,7 +59,7 @@ struct TimedLinkFault {
   Seconds detected;  // since the step's start, >= at: the heartbeat model declares the link failed
 };
 
-// A chip that stops at a tick inside the step (a chip_down landing in this step; tools/src/job_run.cpp). From
+// A chip that stops at a tick inside the step (a chip_down landing in this step; models/src/job/job_steps.cpp). From
 // `at` the chip completes nothing more (its instructions in flight and later ones never complete); its cables
 // fail as a timed link fault's do (TimedLinkFault), except that transfers to or from the chip are dropped, not
 // sent again, and so is every later send to or from it; the others run on and stall on what needs it. The
@@ -78,7 +78,7 @@ struct SimOptions {
   // chip running ahead, models/README.md "Running ahead", reports before other chips' earlier completions).
   // Costs one branch per instruction when unset. Filter chips in the callback for big pods.
   std::function<void(const TraceSpan&)> trace;
-  // Links and chips failed for the whole step (a fault the job reroutes around, tools/src/job_run.cpp); needs
+  // Links and chips failed for the whole step (a fault the job reroutes around, models/src/job/job_steps.cpp); needs
   // fidelity.routing fault_aware, which routes around them; collectives are planned for the surviving graph
   // (kernels::plan_collective with the FaultSet: a ring the failure cuts may run as a line).
   FaultSet failed;
@@ -91,15 +91,16 @@ struct SimOptions {
   InFlightPolicy in_flight = InFlightPolicy::retransmit;
   // A chip with no ICI instruction in flight runs its next activations within one kernel event (models/README.md,
   // "Running ahead"): the outputs are the same either way, only faster. false runs every activation from the
-  // kernel, as does the environment variable TPUSIM_RUN_AHEAD=off (to compare the two on any command).
+  // kernel (the tool sets it from TPUSIM_RUN_AHEAD=off, to compare the two on any command).
   bool run_ahead = true;
   // Mirrored chips (models/README.md "Mirrored chips"): where every chip of a translation class provably runs
   // the same history, only one per class is simulated and the others mirror it, with their inputs checked
   // against its own; on any difference the step is simulated again with every chip (the mirrored run runs in
-  // a child process: a SystemC kernel runs once per process). The outputs are the same either way. false, or
-  // the environment variable TPUSIM_MIRROR=off, simulates every chip; TPUSIM_MIRROR=mismatch (tests) makes
-  // the first check fail.
+  // a child process: a SystemC kernel runs once per process). The outputs are the same either way. false
+  // simulates every chip (the tool: TPUSIM_MIRROR=off).
   bool mirror = true;
+  // Tests of the fallback: the first check of a mirrored run fails (the tool: TPUSIM_MIRROR=mismatch).
+  bool mirror_mismatch = false;
 };
 
 // Runs every chip of scenario.pod (chips are independent until the interconnect is modelled) on the program

@@ -1,0 +1,110 @@
+#pragma once
+// The job's simulated steps (models/README.md "Job"): which steps a job with faults needs simulated (one per
+// lasting fault, one per axis for drawn links, the step each timed link or chip fault lands in), the costs the
+// timeline composes from them, and the timeline. Each step is simulated by an injected StepRunner (the tool's
+// runs it in a child process: a SystemC kernel runs once per process) that answers with a StepReport.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tpusim/core/scenario.h"
+#include "tpusim/models/job.h"
+#include "tpusim/models/simulate.h"
+#include "tpusim/topology/topology.h"
+
+namespace tpusim::models {
+
+// What the job needs of one simulated step. Counts are doubles as summary.json has them.
+struct StepReport {
+  double step_time_s = 0;
+  std::vector<double> link_utilization;  // by LinkId
+  // The first cable failing or chip stopping in the step (SimResult::in_step_faults), else zeros.
+  double transfers_cut = 0, in_flight_bytes = 0, delivered_bytes = 0;
+  double retransmitted_bytes = 0;  // also: a link with a bit error rate, bytes sent again (set by FaultSteps)
+  double lost_bytes = 0;
+  double resent_done_s = 0;  // since the step's start: the last cut transfer sent again arrived (0: none)
+  double dropped_transfers = 0, dropped_bytes = 0;
+  // SimResult::progress (a step stopped by a chip fault).
+  bool stopped = false;
+  double instructions = 0, completed = 0, last_completion_s = 0;
+  bool traced = false;  // the runner recorded the traced chips' spans
+  std::vector<TraceSpan> spans;
+};
+[[nodiscard]] StepReport step_report(const SimResult& r);  // without spans
+
+// The report between processes: a magic word, a version, then every field with its counts. decode refuses a
+// message of another version, a short or long one, or a span of an unknown unit (nullopt, `why` says which).
+[[nodiscard]] std::string encode_step_report(const StepReport& r);
+[[nodiscard]] std::optional<StepReport> decode_step_report(std::string_view bytes, std::string& why);
+
+// Simulates one step of `s` with `options` (the programs are the runner's); nullopt when it failed (the runner
+// has said why). `what` names the step in messages.
+class StepRunner {
+ public:
+  virtual ~StepRunner() = default;
+  [[nodiscard]] virtual std::optional<StepReport> run(const Scenario& s, const SimOptions& options,
+                                                      const std::string& what) = 0;
+};
+
+// One step simulated with a fault.
+struct FaultStep : StepReport {
+  std::string what;  // "[0,0,0] x+ link_down", ...
+  bool ok = false;   // simulated (else the report is zeros)
+  // A step the fault lands in (a timed link fault under reroute, or a chip_down, `stopped` then).
+  bool hit = false;
+  double fault_at_s = 0, detected_s = 0;  // since the step's start
+  // For its trace: the fault ("link_down [0,0,0] x+") on its track ("[0,0,0] x+", "[1,1,0]"), in its chip's
+  // process for a chip's fault.
+  std::string fault_name;
+  std::string fault_target;
+  std::optional<std::uint32_t> fault_chip;
+};
+
+// The scenario whose step is simulated: with a job, the checkpoint is written in full on the timeline every
+// workload.checkpoint.every_steps steps, so the simulated step leaves out its amortised share.
+[[nodiscard]] Scenario job_step_scenario(const Scenario& s);
+
+// The steps the job needs simulated, each by `runner` in the constructor; the healthy step is the caller's.
+class FaultSteps {
+ public:
+  // With a timed link_down or ocs_port_down under reroute, or a timed chip_down, it composes the job's
+  // timeline with the `healthy` step time, to learn where each such fault lands in its step, and simulates
+  // that step with the cable failing (the chip stopping, up to its detection) at its tick.
+  FaultSteps(const Scenario& s, const Topology& topo, Seconds healthy, StepRunner& runner);
+  // The step time with `f` lasting; the healthy step when `f` needs no simulation of its own.
+  [[nodiscard]] Seconds step_with(const ConcreteFault& f, Seconds healthy) const;
+  // The step in flight when `f` lands `offset` after its start (JobCosts::step_hit): nullopt for a fault with
+  // no such step or one simulated at another offset.
+  [[nodiscard]] std::optional<Seconds> step_hit(const ConcreteFault& f, Seconds offset) const;
+  [[nodiscard]] const std::vector<FaultStep>& steps() const { return steps_; }
+
+ private:
+  // A timed fault's own step, or for a link drawn from fault_rates its axis's (chip 0's + link: on a torus
+  // every link of an axis is alike under translation).
+  [[nodiscard]] std::optional<std::size_t> index_of(const ConcreteFault& f) const;
+
+  const Topology& topo_;
+  bool reroute_ = false;
+  std::map<int, std::size_t> by_fault_;      // FaultSpec::index -> steps_
+  std::map<int, std::size_t> by_axis_;       // axis -> steps_ (drawn links)
+  std::map<int, std::size_t> hit_by_fault_;  // FaultSpec::index -> steps_ (the step it lands in)
+  std::vector<FaultStep> steps_;
+};
+
+struct JobOutcome {
+  JobCosts costs;
+  JobResult result;
+  std::vector<FaultStep> hit_steps;  // the steps simulated with a fault at its tick inside them
+};
+
+// The costs the timeline composes from the simulated step (no check of the fault times).
+[[nodiscard]] JobCosts job_costs(const Scenario& s, Seconds step, const FaultSteps& fault_steps);
+// Composes the job's timeline from the simulated step; throws ConfigError for a timed fault at or after the
+// job's end.
+[[nodiscard]] JobOutcome run_job_timeline(const Scenario& s, const Topology& topo, Seconds step,
+                                          const FaultSteps& fault_steps);
+
+}  // namespace tpusim::models

@@ -1,0 +1,231 @@
+// The job's simulated steps (contract in tpusim/models/job_steps.h; models/README.md "Job").
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "tpusim/core/fault_plan.h"
+#include "tpusim/kernels/lowering.h"
+#include "tpusim/models/job_steps.h"
+
+namespace tpusim::models {
+namespace {
+
+bool link_kind(FaultKind k) { return k == FaultKind::link_down || k == FaultKind::ocs_port_down; }
+
+// One step simulated by the runner; a step with failed links is routed around them.
+FaultStep simulate_step(StepRunner& runner, const Scenario& s, const SimOptions& options, std::string what) {
+  FaultStep out;
+  out.what = std::move(what);
+  Scenario faulty = s;
+  if (!options.failed.links.empty()) faulty.fidelity.routing = RoutingPolicy::fault_aware;
+  if (std::optional<StepReport> report = runner.run(faulty, options, out.what)) {
+    static_cast<StepReport&>(out) = std::move(*report);
+    out.ok = true;
+  }
+  return out;
+}
+
+}  // namespace
+
+StepReport step_report(const SimResult& r) {
+  StepReport out;
+  out.step_time_s = r.step_time.value();
+  for (const auto& l : r.links) out.link_utilization.push_back(l.utilization);
+  InStepFault f;  // the first cable failing in the step (one per simulation here), or none
+  if (!r.in_step_faults.empty()) f = r.in_step_faults.front();
+  out.transfers_cut = static_cast<double>(f.transfers_cut);
+  out.in_flight_bytes = f.in_flight.as_double();
+  out.delivered_bytes = f.delivered.as_double();
+  out.retransmitted_bytes = f.retransmitted.as_double();
+  out.lost_bytes = f.lost.as_double();
+  out.resent_done_s = f.resent_done.value();
+  out.dropped_transfers = static_cast<double>(f.transfers_dropped);
+  out.dropped_bytes = f.dropped.as_double();
+  out.stopped = r.progress.stopped;
+  out.instructions = static_cast<double>(r.progress.instructions);
+  out.completed = static_cast<double>(r.progress.completed);
+  out.last_completion_s = r.progress.last_completion.value();
+  return out;
+}
+
+Scenario job_step_scenario(const Scenario& s) {
+  if (!s.job.enabled) return s;
+  Scenario step = s;
+  step.workload.checkpoint.every_steps = 0;
+  return step;
+}
+
+FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, Seconds healthy, StepRunner& runner)
+    : topo_(topo), reroute_(s.job.recovery == RecoveryPolicyKind::reroute) {
+  // The fault on its trace's track: a chip's in the chip's process, a link's on the link's own track.
+  const auto name_fault = [](FaultStep& step, const ConcreteFault& f) {
+    step.fault_target = f.target();
+    step.fault_name = fmt::format("{} {}", fault_kind_name(f.spec.kind), step.fault_target);
+    if (f.spec.kind != FaultKind::link_down && f.spec.kind != FaultKind::ocs_port_down &&
+        f.spec.kind != FaultKind::link_degraded) {
+      step.fault_chip = f.chip.value();
+    }
+  };
+  for (const FaultSpec& spec : s.faults.faults) {
+    const ConcreteFault f = concrete_fault(spec, topo, s.seed);
+    SimOptions o;
+    switch (spec.kind) {
+      case FaultKind::link_down:
+      case FaultKind::ocs_port_down:
+        if (!reroute_) continue;  // the other policies restart on a repaired slice
+        o.failed.add_cable(topo, f.link);
+        break;
+      case FaultKind::link_degraded:
+        o.degraded_links.push_back({f.link, spec.bandwidth_fraction, spec.added_latency, spec.bit_error_rate});
+        break;
+      case FaultKind::hbm_degraded: o.degraded_chips.push_back({f.chip, 1.0, spec.bandwidth_fraction}); break;
+      case FaultKind::straggler: o.degraded_chips.push_back({f.chip, spec.clock_fraction, 1.0}); break;
+      default: continue;
+    }
+    by_fault_[spec.index] = steps_.size();
+    FaultStep step =
+        simulate_step(runner, s, o, fmt::format("{} {}", f.target(), fault_kind_name(spec.kind)));
+    name_fault(step, f);
+    if (spec.kind == FaultKind::link_degraded && step.ok) {
+      const double factor = retransmission_factor(spec.bit_error_rate, s.fidelity.link_chunk);
+      step.retransmitted_bytes = step.link_utilization.at(f.link.value()) * topo.link(f.link).bandwidth.value() *
+                                 step.step_time_s * (factor - 1);
+    }
+    steps_.push_back(std::move(step));
+  }
+  const bool drawn_links = reroute_ && (s.faults.rates.link_down.value() > 0 || s.faults.rates.ocs_port_down.value() > 0);
+  if (drawn_links) {
+    for (int axis = 0; axis < topo.axes(); ++axis) {
+      const auto link = topo.out_link(ChipId(0), axis, +1);
+      if (!link) continue;
+      SimOptions o;
+      o.failed.add_cable(topo, *link);
+      by_axis_[axis] = steps_.size();
+      FaultStep step =
+          simulate_step(runner, s, o, fmt::format("a {} link down (for drawn links)", "xyz"[axis]));
+      step.fault_target = fmt::format("chip 0 {}+", "xyz"[axis]);
+      step.fault_name = "link_down " + step.fault_target;
+      steps_.push_back(std::move(step));
+    }
+  }
+  // The steps timed link faults land in. Where a fault lands depends on the step time and on the steps hit
+  // before it, so the timeline is composed here with the healthy step, each hit step simulated when the
+  // timeline reaches it. run_job_timeline() then finds them at the same offsets.
+  const bool timed_links = reroute_ && std::any_of(s.faults.faults.begin(), s.faults.faults.end(),
+                                                   [](const FaultSpec& f) { return link_kind(f.kind); });
+  const bool timed_chips = std::any_of(s.faults.faults.begin(), s.faults.faults.end(),
+                                       [](const FaultSpec& f) { return f.kind == FaultKind::chip_down; });
+  if (!timed_links && !timed_chips) return;
+  JobCosts costs = job_costs(s, healthy, *this);
+  // The step in flight simulated with fault `f` at its tick (the options say how), up to its end or detection.
+  const auto simulate_hit = [&](const ConcreteFault& f, Seconds offset, Seconds detection,
+                                SimOptions o) {
+    o.in_flight = s.job.in_flight;
+    FaultStep step = simulate_step(runner, s, o,
+                                   fmt::format("{} {} landing {} into its step", f.target(),
+                                               fault_kind_name(f.spec.kind), format_time(offset)));
+    name_fault(step, f);
+    step.hit = true;
+    step.fault_at_s = offset.value();
+    step.detected_s = detection.value();
+    return step;
+  };
+  costs.step_hit = [&](const ConcreteFault& f, Seconds offset, Seconds detection) -> std::optional<Seconds> {
+    if (f.drawn || !link_kind(f.spec.kind)) return std::nullopt;
+    SimOptions o;
+    o.timed_links.push_back(TimedLinkFault{f.link, offset, detection});
+    FaultStep step = simulate_hit(f, offset, detection, std::move(o));
+    if (!step.ok) {
+      std::fprintf(stderr, "tpusim: the job charges that step as a stall to the detection and a rerun instead\n");
+      return std::nullopt;
+    }
+    hit_by_fault_[f.spec.index] = steps_.size();
+    steps_.push_back(std::move(step));
+    return Seconds(steps_.back().step_time_s);
+  };
+  // A chip stopping at its tick: simulated to the detection for the report; the timeline's cost is its own.
+  costs.step_stopped = [&](const ConcreteFault& f, Seconds offset, Seconds detection) {
+    SimOptions o;
+    o.timed_chips.push_back(TimedChipFault{f.chip, offset, detection});
+    FaultStep step = simulate_hit(f, offset, detection, std::move(o));
+    if (!step.ok) {
+      std::fprintf(stderr, "tpusim: the job's timeline does not need that step; it is left out of the report\n");
+      return;
+    }
+    steps_.push_back(std::move(step));
+  };
+  (void)run_job(s, topo, costs);
+}
+
+std::optional<Seconds> FaultSteps::step_hit(const ConcreteFault& f, Seconds offset) const {
+  if (f.drawn) return std::nullopt;
+  const auto it = hit_by_fault_.find(f.spec.index);
+  if (it == hit_by_fault_.end()) return std::nullopt;
+  const FaultStep& step = steps_[it->second];
+  // The same inputs give the same offset; a picosecond of slack for the sums in another order.
+  if (std::abs(step.fault_at_s - offset.value()) > 1e-12) return std::nullopt;
+  return Seconds(step.step_time_s);
+}
+
+std::optional<std::size_t> FaultSteps::index_of(const ConcreteFault& f) const {
+  if (!f.drawn) {
+    const auto it = by_fault_.find(f.spec.index);
+    if (it != by_fault_.end()) return it->second;
+    return std::nullopt;
+  }
+  if (!reroute_ || !link_kind(f.spec.kind)) return std::nullopt;
+  const auto it = by_axis_.find(topo_.link(f.link).axis);
+  if (it != by_axis_.end()) return it->second;
+  return std::nullopt;
+}
+
+Seconds FaultSteps::step_with(const ConcreteFault& f, Seconds healthy) const {
+  const auto i = index_of(f);
+  if (!i) return healthy;
+  const FaultStep& s = steps_[*i];
+  if (!s.ok) {
+    throw std::runtime_error(fmt::format("the step with {} could not be simulated", s.what));
+  }
+  return Seconds(s.step_time_s);
+}
+
+JobCosts job_costs(const Scenario& s, Seconds step, const FaultSteps& fault_steps) {
+  JobCosts costs;
+  // One full checkpoint: the host writes the state of each of its chips (kernels::host_step_costs with N = 1).
+  WorkloadSpec every_step = s.workload;
+  every_step.checkpoint.every_steps = 1;
+  const kernels::HostStepCosts host = kernels::host_step_costs(every_step, s.chip, s.pod);
+  costs.step = step;
+  costs.checkpoint_write = Seconds(host.checkpoint_seconds);
+  costs.checkpoint_restore = Seconds(host.checkpoint_seconds);
+  costs.checkpoint_bytes = Bytes(host.checkpoint_bytes);
+  costs.step_with = [&fault_steps, step](const ConcreteFault& f) { return fault_steps.step_with(f, step); };
+  costs.step_hit = [&fault_steps](const ConcreteFault& f, Seconds offset, Seconds /*detection*/) {
+    return fault_steps.step_hit(f, offset);
+  };
+  return costs;
+}
+
+JobOutcome run_job_timeline(const Scenario& s, const Topology& topo, Seconds step, const FaultSteps& fault_steps) {
+  JobOutcome out;
+  out.costs = job_costs(s, step, fault_steps);
+  for (const FaultStep& f : fault_steps.steps()) {
+    if (f.hit) out.hit_steps.push_back(f);
+  }
+  if (s.job.duration.value() <= 0) {
+    const int every = s.workload.checkpoint.every_steps;
+    const double end = static_cast<double>(s.job.steps) * step.value() +
+                       (every > 0 ? static_cast<double>((s.job.steps - 1) / every) * out.costs.checkpoint_write.value()
+                                  : 0.0);
+    Diagnostics diags;
+    check_fault_times(s.faults, Seconds(end), diags);
+    diags.throw_if_any();
+  }
+  out.result = run_job(s, topo, out.costs);
+  return out;
+}
+
+}  // namespace tpusim::models

@@ -1,0 +1,208 @@
+// The job layer's steps (tpusim/models/job_steps.h): the StepReport's encoding between processes, and which
+// steps FaultSteps asks its runner for. Pure C++ (no SystemC): the runner is a fake that counts its calls.
+#include <gtest/gtest.h>
+
+
+#include <fmt/format.h>
+
+#include "support/scenario_yaml.h"
+#include "tpusim/models/job_steps.h"
+
+namespace tpusim::models {
+namespace {
+
+// Every field set to a value of its own.
+StepReport full_report() {
+  StepReport r;
+  r.step_time_s = 1.5;
+  r.link_utilization = {0.25, 0.0, 0.75};
+  r.transfers_cut = 3;
+  r.in_flight_bytes = 4096;
+  r.delivered_bytes = 1024;
+  r.retransmitted_bytes = 3072;
+  r.lost_bytes = 5;
+  r.resent_done_s = 0.125;
+  r.dropped_transfers = 7;
+  r.dropped_bytes = 8192;
+  r.stopped = true;
+  r.instructions = 100;
+  r.completed = 99;
+  r.last_completion_s = 0.875;
+  r.traced = true;
+  r.spans = {TraceSpan{2, 1, ir::UnitKind::ici, 17, Seconds(0.5), Seconds(0.75)},
+             TraceSpan{3, 0, ir::UnitKind::sparsecore, 4'000'000'000u, Seconds(1e-12), Seconds(2e-12)}};
+  return r;
+}
+
+TEST(StepReport, EveryFieldSurvivesTheRoundTrip) {
+  const StepReport in = full_report();
+  std::string why;
+  const std::optional<StepReport> out = decode_step_report(encode_step_report(in), why);
+  ASSERT_TRUE(out) << why;
+  EXPECT_EQ(out->step_time_s, 1.5);
+  EXPECT_EQ(out->link_utilization, (std::vector<double>{0.25, 0.0, 0.75}));
+  EXPECT_EQ(out->transfers_cut, 3);
+  EXPECT_EQ(out->in_flight_bytes, 4096);
+  EXPECT_EQ(out->delivered_bytes, 1024);
+  EXPECT_EQ(out->retransmitted_bytes, 3072);
+  EXPECT_EQ(out->lost_bytes, 5);
+  EXPECT_EQ(out->resent_done_s, 0.125);
+  EXPECT_EQ(out->dropped_transfers, 7);
+  EXPECT_EQ(out->dropped_bytes, 8192);
+  EXPECT_TRUE(out->stopped);
+  EXPECT_EQ(out->instructions, 100);
+  EXPECT_EQ(out->completed, 99);
+  EXPECT_EQ(out->last_completion_s, 0.875);
+  EXPECT_TRUE(out->traced);
+  ASSERT_EQ(out->spans.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(out->spans[i].chip, in.spans[i].chip);
+    EXPECT_EQ(out->spans[i].core, in.spans[i].core);
+    EXPECT_EQ(out->spans[i].unit, in.spans[i].unit);
+    EXPECT_EQ(out->spans[i].instruction, in.spans[i].instruction);
+    EXPECT_EQ(out->spans[i].start.value(), in.spans[i].start.value());
+    EXPECT_EQ(out->spans[i].end.value(), in.spans[i].end.value());
+  }
+  // An empty report too: no links, no spans, flags false.
+  const std::optional<StepReport> empty = decode_step_report(encode_step_report(StepReport{}), why);
+  ASSERT_TRUE(empty) << why;
+  EXPECT_TRUE(empty->link_utilization.empty());
+  EXPECT_TRUE(empty->spans.empty());
+  EXPECT_FALSE(empty->stopped);
+  EXPECT_FALSE(empty->traced);
+}
+
+// 4 magic + 4 version + 8 step + 8 count + 3 x 8 links + 11 x 8 numbers + 2 flags + 8 count + 2 x 26 spans.
+TEST(StepReport, TheEncodingHasTheSizeItsFieldsSay) {
+  EXPECT_EQ(encode_step_report(full_report()).size(), 4u + 4 + 8 + 8 + 3 * 8 + 11 * 8 + 2 + 8 + 2 * 26);
+}
+
+TEST(StepReport, EveryShortMessageIsRefused) {
+  const std::string bytes = encode_step_report(full_report());
+  for (std::size_t n = 0; n < bytes.size(); ++n) {
+    std::string why;
+    EXPECT_FALSE(decode_step_report(std::string_view(bytes).substr(0, n), why)) << n << " bytes";
+    EXPECT_FALSE(why.empty()) << n << " bytes";
+  }
+}
+
+TEST(StepReport, MalformedMessagesAreRefusedSayingWhy) {
+  const std::string good = encode_step_report(full_report());
+  const auto refused = [](std::string bytes) {
+    std::string why;
+    EXPECT_FALSE(decode_step_report(bytes, why));
+    return why;
+  };
+  std::string bad = good;
+  bad[0] = 'X';
+  EXPECT_EQ(refused(bad), "not a step report (no TPSR at its start)");
+  bad = good;
+  bad[4] = 2;  // version 2 (little-endian)
+  EXPECT_EQ(refused(bad), "a step report of version 2, expected 1");
+  EXPECT_EQ(refused(good + "x"), "1 bytes after the step report's end");
+  // A link count far beyond the message: refused before anything is allocated.
+  bad = good;
+  bad[4 + 4 + 8 + 7] = 0x10;
+  EXPECT_EQ(refused(bad), "the step report ends early, in the link utilizations");
+  // The flags (after the links and the 11 numbers) and a span's unit.
+  const std::size_t flags = 4 + 4 + 8 + 8 + 3 * 8 + 11 * 8;
+  bad = good;
+  bad[flags] = 2;
+  EXPECT_EQ(refused(bad), "a step report with a flag other than 0 or 1");
+  bad = good;
+  bad[flags + 2 + 8 + 4 + 1] = static_cast<char>(ir::kUnitKinds);
+  EXPECT_EQ(refused(bad), fmt::format("a span of unit {}, expected below {}", ir::kUnitKinds, ir::kUnitKinds));
+}
+
+// Answers every step with a step time of its own and remembers what it was asked.
+class CountingRunner : public StepRunner {
+ public:
+  std::optional<StepReport> run(const Scenario& s, const SimOptions& options, const std::string& what) override {
+    calls.push_back(what);
+    routing.push_back(s.fidelity.routing);
+    asked.push_back(options);
+    StepReport r;
+    r.step_time_s = options.timed_links.empty() ? (options.failed.links.empty() ? 1.0 : 1.25) : 1.5;
+    return r;
+  }
+  std::vector<std::string> calls;
+  std::vector<RoutingPolicy> routing;
+  std::vector<SimOptions> asked;
+};
+
+// No checkpoints, 1 s steps (the runner's healthy step): a fault at 252.5 s lands 0.5 s into step 252.
+constexpr const char* kRerouteJob = R"(
+name: job-steps-test
+pod: v4-4x4x4
+workload: {model: mlp-quickstart, batch: 64, checkpoint: {every_steps: 0}}
+job: {steps: 1000, heartbeat: 5 s, timeout: 30 s, restart: 600 s, repair: 3600 s, recovery: reroute}
+faults: [{at: 252.5 s, kind: link_down, target: {chip: [0, 0, 0], dir: y-}}]
+)";
+
+TEST(FaultSteps, OneTimedLinkFaultUnderRerouteAsksForItsLastingStepAndTheStepItLandsIn) {
+  const Scenario s = testing::scenario_from_yaml(kRerouteJob);
+  const Topology topo = build_topology(s.pod, s.chip);
+  CountingRunner runner;
+  const FaultSteps steps(s, topo, Seconds(1.0), runner);
+  // 2 simulations: the step with the cable down for good (rerouted: the steps after the fault) and the step the
+  // fault lands in. The healthy step that places it is the caller's (the run's own), not simulated again.
+  ASSERT_EQ(runner.calls.size(), 2u);
+  EXPECT_EQ(runner.asked[0].failed.links.size(), 2u);  // the cable: both directions
+  EXPECT_EQ(runner.routing[0], RoutingPolicy::fault_aware);
+  ASSERT_EQ(runner.asked[1].timed_links.size(), 1u);
+  EXPECT_DOUBLE_EQ(runner.asked[1].timed_links[0].at.value(), 0.5);
+  EXPECT_EQ(runner.routing[1], s.fidelity.routing);
+  ASSERT_EQ(steps.steps().size(), 2u);
+  EXPECT_FALSE(steps.steps()[0].hit);
+  EXPECT_EQ(steps.steps()[0].step_time_s, 1.25);
+  EXPECT_TRUE(steps.steps()[1].hit);
+  EXPECT_DOUBLE_EQ(steps.steps()[1].fault_at_s, 0.5);
+  // The timeline finds the hit step at the same offset.
+  const JobOutcome job = run_job_timeline(s, topo, Seconds(1.0), steps);
+  ASSERT_EQ(job.result.events.size(), 1u);
+  EXPECT_EQ(job.result.events[0].step, 252);
+  EXPECT_EQ(job.result.events[0].step_hit.value(), 1.5);
+  EXPECT_EQ(job.result.events[0].step_after.value(), 1.25);
+}
+
+// Fails the steps with a timed fault, or every step.
+class FailingRunner : public CountingRunner {
+ public:
+  explicit FailingRunner(bool all) : all_(all) {}
+  std::optional<StepReport> run(const Scenario& s, const SimOptions& options, const std::string& what) override {
+    std::optional<StepReport> r = CountingRunner::run(s, options, what);
+    if (all_ || !options.timed_links.empty()) return std::nullopt;
+    return r;
+  }
+
+ private:
+  bool all_;
+};
+
+TEST(FaultSteps, AHitStepThatFailsIsLeftOutAndTheTimelineStallsInstead) {
+  const Scenario s = testing::scenario_from_yaml(kRerouteJob);
+  const Topology topo = build_topology(s.pod, s.chip);
+  FailingRunner runner(false);
+  const FaultSteps steps(s, topo, Seconds(1.0), runner);
+  EXPECT_EQ(runner.calls.size(), 2u);
+  ASSERT_EQ(steps.steps().size(), 1u);
+  EXPECT_TRUE(steps.steps()[0].ok);
+  const JobOutcome job = run_job_timeline(s, topo, Seconds(1.0), steps);
+  ASSERT_EQ(job.result.events.size(), 1u);
+  EXPECT_EQ(job.result.events[0].step_hit.value(), 0.0);
+}
+
+TEST(FaultSteps, ALastingStepThatFailsFailsTheJob) {
+  const Scenario s = testing::scenario_from_yaml(kRerouteJob);
+  const Topology topo = build_topology(s.pod, s.chip);
+  FailingRunner runner(true);
+  try {
+    (void)FaultSteps(s, topo, Seconds(1.0), runner);
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "the step with [0,0,0] y- link_down could not be simulated");
+  }
+}
+
+}  // namespace
+}  // namespace tpusim::models
