@@ -190,6 +190,8 @@ class TransformerStep {
   TensorId attention_sub(const OpName& base, const Stack& st, int layer, TensorId h, double tokens,
                          const BlockParams& p, BlockFwd& f, std::optional<TensorId> enc_out);
   // ---- remat policies (policy_) ----
+  // A DMA copying `from` into `to` between HBM and host memory (the direction from their kinds).
+  std::size_t host_copy(const std::string& label, Phase phase, TensorId from, TensorId to);
   // The offloaded tags of a block's forward, each copied to host memory after the block (a DMA over PCIe).
   void offload(const BlockFwd& f, bool moe, const std::string& scope);
   // The block's forward again in phase recompute with every kept tensor (and every offloaded one, fetched
@@ -725,6 +727,18 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
   return dh;
 }
 
+std::size_t TransformerStep::host_copy(const std::string& label, Phase phase, TensorId from, TensorId to) {
+  fused::Op op;
+  op.label = label;
+  op.cls = ir::OpClass::host;
+  op.unit = fused::Unit::dma;
+  op.phase = phase;
+  op.dtype = b_.graph().tensor(from).dtype;
+  op.reads = {{from, 1}};
+  op.writes = {{to, 1}};
+  return b_.graph().add(std::move(op));
+}
+
 void TransformerStep::offload(const BlockFwd& f, bool moe, const std::string& scope) {
   const std::array<TensorId, kRematTags> t = tagged(f, moe);
   for (std::size_t i = 0; i < kRematTags; ++i) {
@@ -732,15 +746,7 @@ void TransformerStep::offload(const BlockFwd& f, bool moe, const std::string& sc
     const fused::Tensor& src = b_.graph().tensor(t[i]);
     const std::string name = fmt::format("{}.offload.{}", scope, remat_tag_name(static_cast<RematTag>(i)));
     const TensorId copy = b_.tensor(name + ".host", src.elements, src.dtype, TensorKind::host_offload);
-    fused::Op op;
-    op.label = name;
-    op.cls = ir::OpClass::host;
-    op.unit = fused::Unit::dma;
-    op.phase = Phase::forward;
-    op.dtype = src.dtype;
-    op.reads = {{t[i], 1}};
-    op.writes = {{copy, 1}};
-    b_.graph().add(std::move(op));
+    host_copy(name, Phase::forward, t[i], copy);
     host_copies_[t[i]] = copy;
   }
 }
@@ -760,17 +766,9 @@ BlockFwd TransformerStep::rematerialize(const Stack& st, int l, const BlockFwd& 
     const fused::Tensor& src = b_.graph().tensor(kept_tags[i]);
     const std::string name = fmt::format("{}.fetch.{}", scope, remat_tag_name(static_cast<RematTag>(i)));
     const TensorId back = b_.activation(name, src.elements, src.dtype);
-    fused::Op op;
-    op.label = name;
-    op.cls = ir::OpClass::host;
-    op.unit = fused::Unit::dma;
-    op.phase = Phase::backward;
-    op.dtype = src.dtype;
-    op.reads = {{copy->second, 1}};
-    op.writes = {{back, 1}};
+    const std::size_t fetch = host_copy(name, Phase::backward, copy->second, back);
     // Prefetched: started with the backward of the block after this one, so the copy overlaps its compute.
-    if (last_backward_start_) op.after = {*last_backward_start_};
-    b_.graph().add(std::move(op));
+    if (last_backward_start_) b_.graph().ops()[fetch].after = {*last_backward_start_};
     held[i] = back;
   }
   start = b_.graph().ops().size();
