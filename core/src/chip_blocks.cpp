@@ -140,6 +140,9 @@ FieldTable<ChipSpec> host_fields() {
                         positive<BytesPerSecond>());
   t.add<BytesPerSecond>("dcn_bandwidth", [](S& s) -> BytesPerSecond& { return s.host.dcn_bandwidth; }, "0 B/s",
                         "data-center network bandwidth per chip (between pods)");
+  t.add<Bytes>("memory_per_chip", [](S& s) -> Bytes& { return s.host.memory_per_chip; }, "0 B",
+               "host DRAM per chip (the host's DRAM over chips_per_host), which holds the activations a remat "
+               "policy offloads; 0 = unknown: offloading is refused");
   t.add<Seconds>("round_trip", [](S& s) -> Seconds& { return s.host.round_trip; }, "20 us",
                  "one host sync: the host waits for the chip and answers (assumption: PCIe round trip plus runtime "
                  "overhead, tens of us; not published)",

@@ -9,6 +9,20 @@
 namespace tpusim {
 namespace fs = std::filesystem;
 
+std::string_view remat_tag_name(RematTag tag) {
+  switch (tag) {
+    case RematTag::decoder_layer_input: return "decoder_layer_input";
+    case RematTag::query_proj: return "query_proj";
+    case RematTag::key_proj: return "key_proj";
+    case RematTag::value_proj: return "value_proj";
+    case RematTag::context: return "context";
+    case RematTag::out_proj: return "out_proj";
+    case RematTag::mlpwi: return "mlpwi";
+    case RematTag::mlpwo: return "mlpwo";
+  }
+  return "?";
+}
+
 namespace {
 
 const FieldTable<WorkloadSpec>& workload_fields() {
@@ -56,9 +70,33 @@ const FieldTable<WorkloadSpec>& workload_fields() {
                "gradient accumulation: the batch runs as this many microbatches, one optimizer update",
                in_range(1, kMaxRepeat));
     t.add_choice<Remat>("remat", [](S& s) -> Remat& { return s.remat; },
-                        {{"none", Remat::none}, {"full", Remat::full}, {"selective", Remat::selective}}, "none",
-                        "rematerialization: keep all activations, recompute each block (full), or recompute the "
-                        "attention core (selective)");
+                        {{"none", Remat::none},
+                         {"full", Remat::full},
+                         {"selective", Remat::selective},
+                         {"minimal", Remat::minimal},
+                         {"save_dot_except_mlpwi", Remat::save_dot_except_mlpwi},
+                         {"save_dot_except_mlp", Remat::save_dot_except_mlp},
+                         {"save_dot_with_context_except_mlp", Remat::save_dot_with_context_except_mlp},
+                         {"save_dot_except_logits_ffn1", Remat::save_dot_except_logits_ffn1},
+                         {"save_qkv_proj", Remat::save_qkv_proj},
+                         {"save_out_proj", Remat::save_out_proj},
+                         {"qkv_proj_offloaded", Remat::qkv_proj_offloaded},
+                         {"minimal_offloaded", Remat::minimal_offloaded},
+                         {"custom", Remat::custom}},
+                        "none",
+                        "rematerialization: keep all activations (none), recompute each block (full), recompute "
+                        "the attention core (selective), or a MaxText policy saving, recomputing or offloading to "
+                        "host memory each tagged tensor of a block (kernels/README.md; custom: remat_custom.*)");
+    for (std::size_t i = 0; i < kRematTags; ++i) {
+      const auto tag = static_cast<RematTag>(i);
+      t.add_choice<RematPlacement>(
+          "remat_custom." + std::string(remat_tag_name(tag)),
+          [i](S& s) -> RematPlacement& { return s.remat_custom[i]; },
+          {{"device", RematPlacement::device}, {"remat", RematPlacement::remat}, {"offload", RematPlacement::offload}},
+          tag == RematTag::decoder_layer_input ? "device" : "remat",
+          "remat: custom: where this tensor of each block waits for the backward pass: kept in HBM (device), "
+          "recomputed (remat), or written to host memory and read back (offload)");
+    }
     t.add_choice<bool>("fusion", [](S& s) -> bool& { return s.fusion; }, {{"on", true}, {"off", false}}, "on",
                        "fuse elementwise ops into matmul prologues/epilogues and into each other (one HBM round "
                        "trip per fusion), or run every op on its own");

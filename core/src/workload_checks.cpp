@@ -44,6 +44,21 @@ void resolve_workload_defaults(Scenario& s, Diagnostics& diags) {
     }
   }
 
+  // remat_custom.* places the tensors of remat: custom only; a block's input is what every recomputation of the
+  // block starts from, so it stays on the device or goes to host memory.
+  for (std::size_t i = 0; i < kRematTags; ++i) {
+    const std::string key = "remat_custom." + std::string(remat_tag_name(static_cast<RematTag>(i)));
+    const auto it = w.origins.find(key);
+    if (it == w.origins.end() || it->second.defaulted) continue;
+    if (w.remat != Remat::custom) {
+      diags.error(at(key), "workload." + key, "places a tensor under remat: custom only",
+                  "no remat_custom entries, or remat: custom", "remat_custom with another remat policy");
+    } else if (static_cast<RematTag>(i) == RematTag::decoder_layer_input && w.remat_custom[i] == RematPlacement::remat) {
+      diags.error(at(key), "workload." + key, "a block's input is where its recomputation starts",
+                  "device or offload", "remat");
+    }
+  }
+
   // Parameter storage: f32 master weights for training (mixed precision), the compute type otherwise.
   if (!w.weight_dtype) w.weight_dtype = w.weights();
   const DType wd = *w.weight_dtype;

@@ -44,6 +44,21 @@ std::vector<Assumption> lowering_assumptions() {
        "equal, and every chip computes its queries against all keys (masked blocks are not skipped)"},
       {"gradient reduction granularity", "one collective per block (per kind)", "kernels/src/sharding_points.cpp",
        "XLA's all-reduce / reduce-scatter combiner joins a layer's gradients into one collective"},
+      {"remat policies: what is recomputed", "only what the backward reads", "kernels/src/transformer.cpp",
+       "a block's forward runs again before its backward with each kept or fetched tensor read in its place, and "
+       "every recomputed op whose output nothing reads is dropped, as jax.checkpoint saves and recomputes only "
+       "the residuals the backward needs (saving mlpwo keeps nothing: no backward op reads the MLP's output)"},
+      {"remat tags", "MaxText's checkpoint names on this block", "kernels/src/transformer.cpp",
+       "query_proj / key_proj / value_proj: the attention's inputs after bias and rotary (recomputed in the "
+       "projection's epilogue); out_proj / mlpwo: the sub-block outputs after their row-parallel reduction; mlpwi: "
+       "both halves of a gated up-projection; context: the attention output. The flash attention's log-sum-exp "
+       "has no tag: saving the context still runs the attention forward again for it"},
+      {"save_dot_except_logits_ffn1", "q, k, v, context, out_proj, mlpwo", "kernels/src/transformer.cpp",
+       "read from the name (every dot of the block but the attention logits and the MLP's first projection); "
+       "MaxText's own definition of it was not found"},
+      {"offload prefetch", "one block ahead", "kernels/src/transformer.cpp",
+       "a block's offloaded tensors are copied back (host -> HBM DMA) once the backward of the block after it has "
+       "started, so the copy overlaps that block's compute; the copies to host start when their producer ends"},
   };
   for (const VpuCost& c : vpu_costs()) {
     out.push_back({std::string("VPU work: ") + c.name,

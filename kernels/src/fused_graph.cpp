@@ -58,16 +58,19 @@ void fuse(Graph& g) {
   std::map<TensorId, std::size_t> writer;
   for (std::size_t i = 0; i < n; ++i) {
     group[i] = i;
+    if (ops[i].dropped) continue;
     if (ops[i].fuse_into) {
       const auto it = writer.find(*ops[i].fuse_into);
       if (it == writer.end()) throw std::logic_error("fuse: " + ops[i].label + " fuses into an unwritten tensor");
-      if (ops[it->second].unit != Unit::ici) group[i] = group[it->second];  // a collective has no epilogue
+      // A collective or a host copy has no epilogue.
+      if (ops[it->second].unit != Unit::ici && ops[it->second].unit != Unit::dma) group[i] = group[it->second];
     }
     for (const Access& w : ops[i].writes) writer[w.tensor] = i;
   }
   // Which groups read each tensor, to find the tensors that never leave their group.
   std::map<TensorId, std::vector<std::size_t>> reader_groups;
   for (std::size_t i = 0; i < n; ++i) {
+    if (ops[i].dropped) continue;
     for (const Access& r : ops[i].reads) reader_groups[r.tensor].push_back(group[i]);
   }
   auto internal = [&](TensorId t, std::size_t grp) {
@@ -82,6 +85,7 @@ void fuse(Graph& g) {
   std::map<std::size_t, std::vector<TensorId>> produced;  // per group, written so far
   std::map<std::size_t, std::vector<Access>> reads;       // per group, from HBM
   for (std::size_t i = 0; i < n; ++i) {
+    if (ops[i].dropped) continue;
     const std::size_t grp = group[i];
     auto& made = produced[grp];
     auto& in = reads[grp];
@@ -104,7 +108,7 @@ void fuse(Graph& g) {
   }
   for (std::size_t i = 0; i < n; ++i) {
     Op& op = ops[i];
-    if (op.merged) continue;
+    if (op.merged || op.dropped) continue;
     op.reads = std::move(reads[i]);
     std::vector<Access> writes;
     for (const Access& w : op.writes) {
@@ -120,7 +124,7 @@ Liveness activation_liveness(const Graph& g) {
   std::vector<std::size_t> first(g.tensors().size(), n), last(g.tensors().size(), 0);
   std::vector<bool> forward_written(g.tensors().size(), false), backward_read(g.tensors().size(), false);
   for (std::size_t i = 0; i < n; ++i) {
-    if (ops[i].merged) continue;
+    if (ops[i].merged || ops[i].dropped) continue;
     for (const Access& w : ops[i].writes) {
       first[w.tensor] = std::min(first[w.tensor], i);
       last[w.tensor] = std::max(last[w.tensor], i);
@@ -133,11 +137,16 @@ Liveness activation_liveness(const Graph& g) {
     }
   }
   // Sweep: +bytes at the first write, -bytes after the last access; kept tensors also on their own sweep.
-  std::vector<double> delta(n + 1, 0.0), kept_delta(n + 1, 0.0);
+  std::vector<double> delta(n + 1, 0.0), kept_delta(n + 1, 0.0), host_delta(n + 1, 0.0);
   for (TensorId t = 0; t < g.tensors().size(); ++t) {
     const Tensor& tensor = g.tensor(t);
-    if (tensor.kind != TensorKind::activation || first[t] == n) continue;
+    if (first[t] == n) continue;
     const std::size_t end = std::max(first[t], last[t]) + 1;
+    if (tensor.kind == TensorKind::host_offload) {
+      host_delta[first[t]] += tensor.bytes();
+      host_delta[end] -= tensor.bytes();
+    }
+    if (tensor.kind != TensorKind::activation) continue;
     delta[first[t]] += tensor.bytes();
     delta[end] -= tensor.bytes();
     if (forward_written[t] && backward_read[t]) {
@@ -146,10 +155,12 @@ Liveness activation_liveness(const Graph& g) {
     }
   }
   Liveness l;
-  double live = 0, kept = 0;
+  double live = 0, kept = 0, host = 0;
   for (std::size_t i = 0; i < n; ++i) {
     live += delta[i];
     kept += kept_delta[i];
+    host += host_delta[i];
+    l.host_offload = std::max(l.host_offload, host);
     l.peak = std::max(l.peak, live);
     l.saved_for_backward = std::max(l.saved_for_backward, kept);
   }
@@ -177,7 +188,7 @@ std::vector<std::uint32_t> emit(const Graph& g, const ChipSpec& chip, ir::Progra
   std::optional<std::uint32_t> last_collective;
   for (std::size_t oi = 0; oi < g.ops().size(); ++oi) {
     const Op& op = g.ops()[oi];
-    if (op.merged) continue;
+    if (op.merged || op.dropped) continue;
     std::vector<std::uint32_t> deps = after;
     for (std::size_t a : op.after) {
       const std::size_t head = g.ops()[a].merged ? g.ops()[a].merged_into : a;
@@ -190,7 +201,21 @@ std::vector<std::uint32_t> emit(const Graph& g, const ChipSpec& chip, ir::Progra
     }
     const double read = read_bytes(g, op), written = written_bytes(g, op);
     std::vector<std::uint32_t> ids;
-    if (op.unit == Unit::ici) {
+    if (op.unit == Unit::dma) {
+      // A copy between HBM and host memory on the chip's DMA engine, over PCIe; it runs beside the compute.
+      std::sort(deps.begin(), deps.end());
+      deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+      ir::Instruction ins;
+      ins.kind = ir::OpKind::dma;
+      ins.op_class = op.cls;
+      ins.dtype = op.dtype;
+      const bool to_host = g.tensor(op.writes.at(0).tensor).kind == TensorKind::host_offload;
+      ins.src = to_host ? ir::Memory::hbm : ir::Memory::host;
+      ins.dst = to_host ? ir::Memory::host : ir::Memory::hbm;
+      ins.bytes = static_cast<std::uint64_t>(std::llround(written));
+      ids.push_back(prog.add(ins, deps, op.label));
+      sinks.push_back(ids.back());
+    } else if (op.unit == Unit::ici) {
       if (serialize_collectives) {
         for (const auto& c : chain) {
           if (c) deps.push_back(*c);

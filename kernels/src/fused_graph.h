@@ -35,6 +35,7 @@ enum class TensorKind : std::uint8_t {
   optimizer_state,  // moments, factored second moments
   kv_cache,         // the attention KV cache of inference steps
   on_chip,          // stays in VMEM between the instructions of one kernel (flash attention): no HBM traffic
+  host_offload,     // an activation copied to host memory for the backward pass (the memory plan's host_offload)
 };
 
 struct Tensor {
@@ -54,7 +55,8 @@ struct Access {
   double times = 1;
 };
 
-enum class Unit : std::uint8_t { mxu, vpu, ici };
+// dma: a copy of its one read into its one write between HBM and host memory over PCIe (host offload).
+enum class Unit : std::uint8_t { mxu, vpu, ici, dma };
 enum class Phase : std::uint8_t { forward, backward, recompute, optimizer, other };
 [[nodiscard]] std::string_view phase_name(Phase p);
 
@@ -105,6 +107,9 @@ struct Op {
   // Merged into another op by fuse() (then skipped by liveness and emit), the op `merged_into`.
   bool merged = false;
   std::size_t merged_into = 0;
+  // A recomputation nothing reads (remat policies recompute only what the backward needs): skipped by fuse,
+  // liveness and emit; an op placed after it gets no dependency from it.
+  bool dropped = false;
 };
 
 class Graph {
@@ -140,6 +145,7 @@ void fuse(Graph& g);
 struct Liveness {
   double peak = 0;
   double saved_for_backward = 0;
+  double host_offload = 0;  // the peak of live host_offload bytes (host memory, not HBM)
 };
 [[nodiscard]] Liveness activation_liveness(const Graph& g);
 

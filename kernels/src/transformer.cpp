@@ -21,7 +21,10 @@
 // sequence group after the QKV projection (CollectivePoints::gather_keys_values), gathered again in the
 // backward from the kept part, and the key and value gradients reduce-scattered before the QKV input gradient.
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <initializer_list>
+#include <map>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -80,8 +83,78 @@ struct BlockFwd {
   AttentionSaved xattn;
   TensorId u = 0, g = 0;                                      // dense MLP
   TensorId router_logits = 0, gates = 0, dispatched = 0, eu = 0, eg = 0, eo = 0;  // mixture of experts
+  TensorId attn_out = 0, mlp_out = 0;  // the sub-blocks' outputs (after their row-parallel reduction)
   TensorId out = 0;
 };
+
+// Calls fn on every tensor field of f (keep in step with BlockFwd).
+template <class F>
+void for_each_tensor(BlockFwd& f, F fn) {
+  for (TensorId* t : {&f.x, &f.h1, &f.stats1, &f.h1g, &f.h2g, &f.attn.q, &f.attn.k, &f.attn.v, &f.attn.o,
+                      &f.attn.stats, &f.q_pre, &f.k_pre, &f.k_local, &f.v_local, &f.x1, &f.h2, &f.stats2, &f.hx,
+                      &f.statsx, &f.x1x, &f.xattn.q, &f.xattn.k, &f.xattn.v, &f.xattn.o, &f.xattn.stats, &f.u, &f.g,
+                      &f.router_logits, &f.gates, &f.dispatched, &f.eu, &f.eg, &f.eo, &f.attn_out, &f.mlp_out,
+                      &f.out}) {
+    fn(*t);
+  }
+}
+
+// The tensor of each RematTag in a block's forward (MaxText's checkpoint names): the block input; the
+// self-attention's queries, keys and values as the attention core reads them (after bias and rotary, which
+// recompute in the projection's epilogue; this chip's positions under context parallelism); the attention
+// core's output (context); the attention's and the MLP's outputs after their row-parallel reduction
+// (out_proj, mlpwo); the MLP's input projection (mlpwi: both halves of a gated one; a mixture of experts'
+// expert up-projections).
+std::array<TensorId, kRematTags> tagged(const BlockFwd& f, bool moe) {
+  std::array<TensorId, kRematTags> t{};
+  t[static_cast<std::size_t>(RematTag::decoder_layer_input)] = f.x;
+  t[static_cast<std::size_t>(RematTag::query_proj)] = f.attn.q;
+  t[static_cast<std::size_t>(RematTag::key_proj)] = f.k_local;
+  t[static_cast<std::size_t>(RematTag::value_proj)] = f.v_local;
+  t[static_cast<std::size_t>(RematTag::context)] = f.attn.o;
+  t[static_cast<std::size_t>(RematTag::out_proj)] = f.attn_out;
+  t[static_cast<std::size_t>(RematTag::mlpwi)] = moe ? f.eu : f.u;
+  t[static_cast<std::size_t>(RematTag::mlpwo)] = f.mlp_out;
+  return t;
+}
+
+// The placement of each tag under a named policy (kernels/README.md, "Rematerialization"); nullopt for none,
+// full and selective, which do not go by tags. MaxText's policies name which tags are saved
+// (jax.checkpoint_policies.save_only_these_names) or offloaded; `minimal` saves the outputs of the dots
+// without batch dimensions (checkpoint_dots_with_no_batch_dims), in a block the four projections;
+// save_dot_except_logits_ffn1 saves, as its name says, every dot of the block but the attention logits and
+// the MLP's first projection. The block input is always kept: it is the scan carry every recomputation starts from.
+std::optional<RematPlacements> policy_placements(const WorkloadSpec& w) {
+  using T = RematTag;
+  auto only = [](std::initializer_list<T> saved, RematPlacement how) {
+    RematPlacements p;
+    p.fill(RematPlacement::remat);
+    p[static_cast<std::size_t>(T::decoder_layer_input)] = RematPlacement::device;
+    for (const T t : saved) p[static_cast<std::size_t>(t)] = how;
+    return p;
+  };
+  constexpr RematPlacement dev = RematPlacement::device, host = RematPlacement::offload;
+  switch (w.remat) {
+    case Remat::none:
+    case Remat::full:
+    case Remat::selective: return std::nullopt;
+    case Remat::minimal: return only({T::query_proj, T::key_proj, T::value_proj, T::out_proj, T::mlpwi, T::mlpwo}, dev);
+    case Remat::save_dot_except_mlpwi:
+      return only({T::query_proj, T::key_proj, T::value_proj, T::out_proj, T::mlpwo}, dev);
+    case Remat::save_dot_except_mlp: return only({T::query_proj, T::key_proj, T::value_proj, T::out_proj}, dev);
+    case Remat::save_dot_with_context_except_mlp:
+      return only({T::query_proj, T::key_proj, T::value_proj, T::context, T::out_proj}, dev);
+    case Remat::save_dot_except_logits_ffn1:
+      return only({T::query_proj, T::key_proj, T::value_proj, T::context, T::out_proj, T::mlpwo}, dev);
+    case Remat::save_qkv_proj: return only({T::query_proj, T::key_proj, T::value_proj}, dev);
+    case Remat::save_out_proj: return only({T::out_proj}, dev);
+    case Remat::qkv_proj_offloaded: return only({T::query_proj, T::key_proj, T::value_proj}, host);
+    case Remat::minimal_offloaded:
+      return only({T::query_proj, T::key_proj, T::value_proj, T::out_proj, T::mlpwi, T::mlpwo}, host);
+    case Remat::custom: return w.remat_custom;
+  }
+  return std::nullopt;
+}
 
 class TransformerStep {
  public:
@@ -105,6 +178,7 @@ class TransformerStep {
       mm_dtype_ = dw_dtype_ = DType::int8;
       b_.quantize_int8();
     }
+    if (train_) policy_ = policy_placements(w);
   }
 
   fused::Graph build();
@@ -122,6 +196,18 @@ class TransformerStep {
   TensorId mlp_forward(const OpName& base, int layer, TensorId h, double tokens, const BlockParams& p, BlockFwd& f);
   TensorId attention_sub(const OpName& base, const Stack& st, int layer, TensorId h, double tokens,
                          const BlockParams& p, BlockFwd& f, std::optional<TensorId> enc_out);
+  // ---- remat policies (policy_) ----
+  // A DMA copying `from` into `to` between HBM and host memory (the direction from their kinds).
+  std::size_t host_copy(const std::string& label, Phase phase, TensorId from, TensorId to);
+  // The offloaded tags of a block's forward, each copied to host memory after the block (a DMA over PCIe).
+  void offload(const BlockFwd& f, bool moe, const std::string& scope);
+  // The block's forward again in phase recompute with every kept tensor (and every offloaded one, fetched
+  // back from host memory once the backward of the block after it has started) read in place of its
+  // recomputation; returns what the backward reads. Ops from `start` on are the recomputation.
+  BlockFwd rematerialize(const Stack& st, int l, const BlockFwd& kept, const std::string& mbp,
+                         std::optional<TensorId> enc_out, std::size_t& start);
+  // Drops the ops of [start, end) whose writes no op from `end` on reads (transitively within the range).
+  void drop_unread(std::size_t start, std::size_t end);
   // ---- backward ----
   TensorId backward_block(const Stack& st, int l, const BlockFwd& f, TensorId dout, const std::string& mbp,
                           std::optional<TensorId> enc_out, std::optional<TensorId>& d_enc);
@@ -179,6 +265,10 @@ class TransformerStep {
   Builder b_;
   bool train_ = false, decode_ = false, inference_ = false;
   int micro_ = 0;  // the microbatch whose backward is being built (Builder::gradient)
+  // A named remat policy: each tag's placement (nullopt: none, full or selective, or not training).
+  std::optional<RematPlacements> policy_;
+  std::map<TensorId, TensorId> host_copies_;      // an offloaded activation -> its copy in host memory
+  std::optional<std::size_t> last_backward_start_;  // the first op of the latest block backward
   int heads_ = 0, kv_ = 0, dh_ = 0;
   std::int64_t d_ = 0;
   DType wdt_ = DType::f32, mm_dtype_ = DType::bf16, dw_dtype_ = DType::bf16;  // dw: weight-gradient matmuls
@@ -334,6 +424,7 @@ TensorId TransformerStep::attention_sub(const OpName& base, const Stack& st, int
   }
   a = points_.after_row_parallel(b_.graph(), layer, ph, a);
   (void)enc_out;
+  f.attn_out = a;
   return a;
 }
 
@@ -374,7 +465,8 @@ TensorId TransformerStep::mlp_forward(const OpName& base, int layer, TensorId h,
                 {{o, 1}, {p.down_bias.w, 1}}, {{o1, 1}}, o);
       o = o1;
     }
-    return points_.after_row_parallel(b_.graph(), layer, ph, o);
+    f.mlp_out = points_.after_row_parallel(b_.graph(), layer, ph, o);
+    return f.mlp_out;
   }
   // Mixture of experts: router, top-k, dispatch into per-expert buffers of `capacity` tokens, the expert MLPs
   // as batched matmuls (one product per local expert), combine. Model FLOPs count the routed tokens (top_k
@@ -412,7 +504,8 @@ TensorId TransformerStep::mlp_forward(const OpName& base, int layer, TensorId h,
   b_.vector(OpName{ph, base.scope, "combine"}, ir::OpClass::other, ir::VectorOp::elementwise, tokens * k * d_,
             kCombine, {{eo, 1}, {f.gates, 1}}, {{o, 1}});
   // The expert down-projections are row parallel over the tensor group (their d_ff is split): partial sums.
-  return points_.after_row_parallel(b_.graph(), layer, ph, o);
+  f.mlp_out = points_.after_row_parallel(b_.graph(), layer, ph, o);
+  return f.mlp_out;
 }
 
 BlockFwd TransformerStep::forward_block(const Stack& st, int l, TensorId x, Phase phase, const std::string& mbp,
@@ -639,6 +732,89 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
   b_.vector(OpName{ph, base.scope, "dh_sum"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, tdn, kAdd,
             {{dh_router, 1}, {dh_experts_sum, 1}}, {{dh, 1}}, dh_router);
   return dh;
+}
+
+std::size_t TransformerStep::host_copy(const std::string& label, Phase phase, TensorId from, TensorId to) {
+  fused::Op op;
+  op.label = label;
+  op.cls = ir::OpClass::host;
+  op.unit = fused::Unit::dma;
+  op.phase = phase;
+  op.dtype = b_.graph().tensor(from).dtype;
+  op.reads = {{from, 1}};
+  op.writes = {{to, 1}};
+  return b_.graph().add(std::move(op));
+}
+
+void TransformerStep::offload(const BlockFwd& f, bool moe, const std::string& scope) {
+  const std::array<TensorId, kRematTags> t = tagged(f, moe);
+  for (std::size_t i = 0; i < kRematTags; ++i) {
+    if ((*policy_)[i] != RematPlacement::offload || host_copies_.count(t[i]) > 0) continue;
+    const fused::Tensor& src = b_.graph().tensor(t[i]);
+    const std::string name = fmt::format("{}.offload.{}", scope, remat_tag_name(static_cast<RematTag>(i)));
+    const TensorId copy = b_.tensor(name + ".host", src.elements, src.dtype, TensorKind::host_offload);
+    host_copy(name, Phase::forward, t[i], copy);
+    host_copies_[t[i]] = copy;
+  }
+}
+
+BlockFwd TransformerStep::rematerialize(const Stack& st, int l, const BlockFwd& kept, const std::string& mbp,
+                                        std::optional<TensorId> enc_out, std::size_t& start) {
+  const bool moe = st.params[static_cast<std::size_t>(l - st.first)].moe;
+  const std::array<TensorId, kRematTags> kept_tags = tagged(kept, moe);
+  const std::string scope = fmt::format("{}{}{}", mbp, st.name, l);
+  // The tensor the backward reads for each tag that is not recomputed: the kept one, or its copy fetched back.
+  std::array<std::optional<TensorId>, kRematTags> held;
+  for (std::size_t i = 0; i < kRematTags; ++i) {
+    if ((*policy_)[i] == RematPlacement::device) held[i] = kept_tags[i];
+    if ((*policy_)[i] != RematPlacement::offload) continue;
+    const auto copy = host_copies_.find(kept_tags[i]);
+    if (copy == host_copies_.end()) throw std::logic_error("remat: " + scope + " fetches a tensor never offloaded");
+    const fused::Tensor& src = b_.graph().tensor(kept_tags[i]);
+    const std::string name = fmt::format("{}.fetch.{}", scope, remat_tag_name(static_cast<RematTag>(i)));
+    const TensorId back = b_.activation(name, src.elements, src.dtype);
+    const std::size_t fetch = host_copy(name, Phase::backward, copy->second, back);
+    // Prefetched: started with the backward of the block after this one, so the copy overlaps its compute.
+    if (last_backward_start_) b_.graph().ops()[fetch].after = {*last_backward_start_};
+    held[i] = back;
+  }
+  start = b_.graph().ops().size();
+  const auto input = static_cast<std::size_t>(RematTag::decoder_layer_input);
+  BlockFwd rec = forward_block(st, l, held[input].value_or(kept.x), Phase::recompute, mbp, enc_out);
+  const std::array<TensorId, kRematTags> rec_tags = tagged(rec, moe);
+  std::map<TensorId, TensorId> use;  // recomputed tensor -> what is read instead
+  for (std::size_t i = 0; i < kRematTags; ++i) {
+    if (held[i] && rec_tags[i] != *held[i]) use[rec_tags[i]] = *held[i];
+  }
+  auto& ops = b_.graph().ops();
+  for (std::size_t i = start; i < ops.size(); ++i) {
+    for (Access& r : ops[i].reads) {
+      if (const auto it = use.find(r.tensor); it != use.end()) r.tensor = it->second;
+    }
+    // An epilogue of a producer that is not recomputed runs on its own, reading the held tensor from HBM.
+    if (ops[i].fuse_into && use.count(*ops[i].fuse_into) > 0) ops[i].fuse_into.reset();
+  }
+  for_each_tensor(rec, [&](TensorId& t) {
+    if (const auto it = use.find(t); it != use.end()) t = it->second;
+  });
+  return rec;
+}
+
+void TransformerStep::drop_unread(std::size_t start, std::size_t end) {
+  auto& ops = b_.graph().ops();
+  std::vector<bool> read(b_.graph().tensors().size(), false);
+  for (std::size_t i = end; i < ops.size(); ++i) {
+    for (const Access& r : ops[i].reads) read[r.tensor] = true;
+  }
+  for (std::size_t i = end; i-- > start;) {
+    const bool needed = std::any_of(ops[i].writes.begin(), ops[i].writes.end(),
+                                    [&](const Access& w) { return read[w.tensor]; });
+    if (!needed) {
+      ops[i].dropped = true;
+      continue;
+    }
+    for (const Access& r : ops[i].reads) read[r.tensor] = true;
+  }
 }
 
 TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd& f, TensorId dout,
@@ -1029,6 +1205,10 @@ fused::Graph TransformerStep::build() {
       }
       for (int l = st.first; l < st.first + st.count; ++l) {
         fwd[si].push_back(forward_block(st, l, x, Phase::forward, mbp, enc_out));
+        if (policy_) {
+          offload(fwd[si].back(), st.params[static_cast<std::size_t>(l - st.first)].moe,
+                  fmt::format("{}{}{}.fwd", mbp, st.name, l));
+        }
         x = fwd[si].back().out;
       }
       if (enc_dec && si == 0 && st.count > 0) {
@@ -1077,7 +1257,14 @@ fused::Graph TransformerStep::build() {
           // Full rematerialization: only the block input was kept; run the block forward again first.
           use = forward_block(st, l, use.x, Phase::recompute, mbp, enc_out);
         }
+        std::size_t recompute_start = 0;
+        if (policy_) use = rematerialize(st, l, use, mbp, enc_out, recompute_start);
+        const std::size_t backward_start = b_.graph().ops().size();
         dx = backward_block(st, l, use, dx, mbp, enc_out, d_enc);
+        if (policy_) {
+          drop_unread(recompute_start, backward_start);
+          last_backward_start_ = backward_start;
+        }
         // The block's gradients of this microbatch are complete (FSDP reduce-scatters them now; the data-parallel
         // all-reduce follows the last microbatch).
         const BlockParams& bp = st.params[static_cast<std::size_t>(l - st.first)];

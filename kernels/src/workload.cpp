@@ -85,6 +85,8 @@ BuiltStep build_step(const WorkloadSpec& w, const ChipSpec& chip, const Sharding
   b.plan.kv_cache = bytes(b.graph.bytes_of(fused::TensorKind::kv_cache));
   b.plan.activations = bytes(live.saved_for_backward);
   b.plan.workspace = bytes(live.peak - live.saved_for_backward);
+  b.plan.host_offload = bytes(live.host_offload);
+  b.plan.host_capacity = chip.host.memory_per_chip;
   return b;
 }
 
@@ -175,6 +177,23 @@ ConfigError does_not_fit(const WorkloadSpec& w, const ChipSpec& chip, const Memo
                                  fmt::format("at most {} (chip.hbm.capacity)", format_bytes_approx(plan.capacity)),
                                  fmt::format("{}", fmt::join(found, ", ")),
                                  fmt::format("would fit: {}", fmt::join(fits, "; "))}});
+}
+
+// The error for a step whose offloaded activations exceed the host memory of a chip.
+ConfigError host_does_not_fit(const WorkloadSpec& w, const ChipSpec& chip, const MemoryPlan& plan) {
+  const SourceLoc at = origin_of(w.origins, "remat");
+  const bool unknown = plan.host_capacity.count() == 0;
+  return ConfigError({Diagnostic{
+      at, "workload.remat",
+      unknown ? fmt::format("the policy offloads {} per chip to host memory, but chip {} gives no host memory",
+                            format_bytes_approx(plan.host_offload), chip.name)
+              : fmt::format("the offloaded activations do not fit in host memory: {} per chip, chip {} has {}",
+                            format_bytes_approx(plan.host_offload), chip.name, format_bytes_approx(plan.host_capacity)),
+      fmt::format("at most {} (chip.host.memory_per_chip)", format_bytes_approx(plan.host_capacity)),
+      format_bytes_approx(plan.host_offload),
+      unknown ? "set chip.host.memory_per_chip (the host's DRAM over its chips), or keep the tensors on the device"
+              : "offload fewer tensors (remat_custom: device or remat), more microbatches, or a smaller batch per "
+                "chip"}});
 }
 
 }  // namespace
@@ -338,12 +357,14 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
   if (whole_model(workload)) {
     built = build_step(workload, chip, &*sharding, &out.programs.groups);
     if (!built->plan.fits()) throw does_not_fit(workload, chip, built->plan, &*sharding);
+    if (!built->plan.host_fits()) throw host_does_not_fit(workload, chip, built->plan);
     out.memory = built->plan;
     out.sharding = sharding;
     for (int s = 1; s < shard.stages; ++s) {
       later_stages.push_back(build_step(workload, chip, &*sharding, &out.programs.groups, s));
       const MemoryPlan& p = later_stages.back().plan;
       if (!p.fits()) throw does_not_fit(workload, chip, p, &*sharding);
+      if (!p.host_fits()) throw host_does_not_fit(workload, chip, p);
       if (p.total() > out.memory->total()) out.memory = p;  // the plan of the fullest stage
     }
   }

@@ -133,3 +133,42 @@ TEST_F(ZooCli, AModelFromABundledOneNamesAMisspeltBaseAndBlocksNeedATransformer)
   EXPECT_FALSE(std::filesystem::exists(dir_ / "a"));
   EXPECT_FALSE(std::filesystem::exists(dir_ / "b"));
 }
+
+TEST_F(ZooCli, AnOffloadedBlockInputTakesItsTwoPcieCopiesAndAtMostThemPlusTheCompute) {
+  // One block of d 128 over 256 x 256 tokens on a v6e chip with its PCIe link set to 4 GB/s each way, so that
+  // the copies dominate: the block input, 65536 x 128 bf16 = 16 MiB, goes to host memory after the embedding
+  // and comes back before the block's recomputation, 2 x 16 MiB / 4 GB/s = 8.39 ms against about 3 ms of
+  // compute. The copy back reads what the copy out wrote, so the two cannot overlap: the step takes at least
+  // both, and at most both plus the same step with the input kept in HBM (1% for the PCIe latencies).
+  const std::string scenario = R"(name: offload
+pod: v6e-1x1
+chip: {host: {pcie_bandwidth: 4 GB/s}}
+workload:
+  model: {kind: transformer, layers: 1, d_model: 128, heads: 2, d_ff: 512, vocab: 256, context: 256,
+          position: none, norm: rmsnorm, mlp: relu, bias: false}
+  batch: 256
+  step: train
+  remat: custom
+)";
+  write("device.yaml", scenario);
+  write("offload.yaml", scenario + "  remat_custom: {decoder_layer_input: offload}\n");
+  const auto device = summary((dir_ / "device.yaml").string(), "device");
+  const auto offload = summary((dir_ / "offload.yaml").string(), "offload");
+  const double bytes = 65536.0 * 128 * 2, pcie = 4e9;
+  const double copies = 2 * bytes / pcie;
+  const double t_device = device["metrics"]["step_time_s"], t_offload = offload["metrics"]["step_time_s"];
+  EXPECT_GT(copies, 2 * t_device);
+  EXPECT_GE(t_offload, copies);
+  EXPECT_LE(t_offload, 1.01 * (copies + t_device));
+  EXPECT_EQ(offload["memory"]["host_offload_bytes"], 16777216);
+  EXPECT_EQ(offload["memory"]["host_capacity_bytes"], 192ull << 30);
+  EXPECT_FALSE(device["memory"].contains("host_offload_bytes"));
+  // The kept input left the device: 16 MiB fewer activations kept for the backward.
+  EXPECT_EQ(device["memory"]["categories"]["activations"].get<std::int64_t>() -
+                offload["memory"]["categories"]["activations"].get<std::int64_t>(),
+            16777216);
+  // The two copies are the op class `host` (nothing else of this training step is), on the DMA engine.
+  EXPECT_EQ(offload["op_classes"]["host"]["instructions"], 2);
+  EXPECT_GE(offload["op_classes"]["host"]["busy_s"].get<double>(), copies);
+  EXPECT_LE(offload["op_classes"]["host"]["busy_s"].get<double>(), 1.01 * copies);
+}

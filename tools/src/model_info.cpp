@@ -36,6 +36,12 @@ void print_lowering_summary(const Scenario& s, const kernels::LoweredWorkload& l
     for (const auto& [name, b] : m.categories()) {
       out << fmt::format("    {:<16}{:>12}  ({} B)\n", name, format_bytes_approx(b), b.count());
     }
+    if (m.host_offload.count() > 0) {
+      out << fmt::format("  host memory     {} of {} per chip\n", format_bytes_approx(m.host_offload),
+                         format_bytes_approx(m.host_capacity));
+      out << fmt::format("    {:<16}{:>12}  ({} B)\n", "host_offload", format_bytes_approx(m.host_offload),
+                         m.host_offload.count());
+    }
   }
 }
 

@@ -95,6 +95,11 @@ json summary_json(const Scenario& scenario, const RunReport& r) {
     j["memory"] = json{{"capacity_bytes", r.memory->capacity.count()},
                        {"total_bytes", r.memory->total().count()},
                        {"categories", cats}};
+    // Host memory, when a remat policy offloads activations there (absent otherwise).
+    if (r.memory->host_offload.count() > 0) {
+      j["memory"]["host_offload_bytes"] = r.memory->host_offload.count();
+      j["memory"]["host_capacity_bytes"] = r.memory->host_capacity.count();
+    }
   }
   json classes = json::object();
   for (const auto& c : r.op_classes) {
@@ -227,6 +232,11 @@ void print_table(const Scenario& s, const RunReport& r, std::ostream& out) {
     }
     out << fmt::format("  {:<22}{} of {} per chip ({})\n", "HBM plan", bytes_text(r.memory->total().as_double()),
                        bytes_text(r.memory->capacity.as_double()), parts);
+    if (r.memory->host_offload.count() > 0) {
+      out << fmt::format("  {:<22}{} of {} per chip (activations offloaded by the remat policy)\n", "host memory",
+                         bytes_text(r.memory->host_offload.as_double()),
+                         bytes_text(r.memory->host_capacity.as_double()));
+    }
   }
   // The SparseCores have a row only when they ran something (most chips have none).
   const auto shown = [](const UnitReport& u) { return u.name != "sparsecore" || u.instructions > 0; };

@@ -77,6 +77,7 @@ struct HostLinkSpec {
   int chips_per_host = 0;
   BytesPerSecond pcie_bandwidth;  // per chip, each direction
   BytesPerSecond dcn_bandwidth;   // per chip, to other pods
+  Bytes memory_per_chip;             // host DRAM for each chip (the host's over its chips): offloaded activations
   Seconds round_trip;                // one host <-> chip synchronisation (host sync)
   BytesPerSecond storage_bandwidth;  // per host, checkpoint writes to storage
 };

@@ -2,10 +2,13 @@
 // A scenario: pod + workload + options, fully resolved. load_scenario() composes the scenario YAML with the
 // bundled pod, chip and model it names, merges inline overrides, applies `--set` overrides, and validates the
 // whole tree at once. Nothing downstream sees YAML.
+#include <array>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tpusim/core/chip_spec.h"
@@ -21,10 +24,41 @@ namespace tpusim {
 // prompt that fills the KV cache (time to first token); decode: one new token per sequence against a KV cache.
 enum class StepKind { forward, train, prefill, decode };
 enum class Optimizer { sgd, adam, adamw, adafactor };
-// Rematerialization: keep every activation the backward pass reads (none), keep each block's input and
-// recompute the block in the backward pass (full), or recompute only the attention core (selective,
-// Korthikanti et al. 2022).
-enum class Remat { none, full, selective };
+// Rematerialization (kernels/README.md, "Rematerialization"): keep every activation the backward pass reads
+// (none), keep each block's input and recompute the block in the backward pass (full), recompute only the
+// attention core (selective, Korthikanti et al. 2022), or one of MaxText's named policies over the block's
+// tagged tensors (RematTag), with custom naming each tag's placement in WorkloadSpec::remat_custom.
+enum class Remat {
+  none,
+  full,
+  selective,
+  minimal,
+  save_dot_except_mlpwi,
+  save_dot_except_mlp,
+  save_dot_with_context_except_mlp,
+  save_dot_except_logits_ffn1,
+  save_qkv_proj,
+  save_out_proj,
+  qkv_proj_offloaded,
+  minimal_offloaded,
+  custom,
+};
+// The tensors of a transformer block a named policy places, by MaxText's checkpoint names.
+enum class RematTag : std::uint8_t {
+  decoder_layer_input,
+  query_proj,
+  key_proj,
+  value_proj,
+  context,
+  out_proj,
+  mlpwi,
+  mlpwo,
+};
+inline constexpr std::size_t kRematTags = 8;
+// Where a tagged tensor waits for the backward pass: in HBM, recomputed, or in host memory.
+enum class RematPlacement : std::uint8_t { device, remat, offload };
+using RematPlacements = std::array<RematPlacement, kRematTags>;
+[[nodiscard]] std::string_view remat_tag_name(RematTag tag);  // "query_proj"
 // Attention core: scores and probabilities written to HBM (unfused), or tiled through VMEM with an online
 // softmax (flash, Dao et al. 2022).
 enum class AttentionImpl { unfused, flash };
@@ -63,6 +97,10 @@ struct WorkloadSpec {
   Optimizer optimizer = Optimizer::adam;
   int microbatches = 1;                     // gradient accumulation: the batch runs in this many slices
   Remat remat = Remat::none;
+  // remat: custom: each tag's placement (the block input on the device, the rest recomputed unless named).
+  RematPlacements remat_custom{RematPlacement::device, RematPlacement::remat, RematPlacement::remat,
+                               RematPlacement::remat,  RematPlacement::remat, RematPlacement::remat,
+                               RematPlacement::remat,  RematPlacement::remat};
   bool fusion = true;                       // XLA-style fusion of elementwise ops into their neighbours
   AttentionImpl attention = AttentionImpl::flash;
   ModelPart part = ModelPart::model;

@@ -22,6 +22,10 @@ struct MemoryPlan {
     return weights + gradients + optimizer_state + activations + kv_cache + workspace;
   }
   [[nodiscard]] bool fits() const { return total() <= capacity; }
+  // Host memory (not HBM): the peak of the activations a remat policy offloaded, against chip.host.memory_per_chip.
+  Bytes host_offload;
+  Bytes host_capacity;
+  [[nodiscard]] bool host_fits() const { return host_offload <= host_capacity; }
   // (name, bytes) in the order above: "weights", "gradients", "optimizer_state", "activations", "kv_cache",
   // "workspace".
   [[nodiscard]] std::vector<std::pair<std::string, Bytes>> categories() const {
