@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "tools/src/calibrate.h"
+#include "tools/src/cli_values.h"
 #include "tools/src/commands.h"
 #include "tools/src/layouts.h"
 #include "tools/src/sweep.h"
@@ -145,7 +146,8 @@ int run_main(int argc, char** argv) {
   }
 
   tpusim::Diagnostics diags;
-  tpusim::configure_logging(log_level, diags);
+  tpusim::tools::check_command_line(app, diags);
+  if (diags.empty()) tpusim::configure_logging(log_level, diags);
   if (!diags.empty()) {
     std::cerr << diags.str();
     return 2;
