@@ -32,7 +32,7 @@ test_s=$((SECONDS - start))
 start=$SECONDS
 corpus="$build/fuzz-corpus"
 rm -rf "$corpus" "$build/fuzz-crashes"
-mkdir -p "$corpus"/{scenario,model,chip_pod,units,set,program,sweep} "$build/fuzz-crashes"
+mkdir -p "$corpus"/{scenario,model,chip_pod,units,set,program,sweep,expr} "$build/fuzz-crashes"
 cp scenarios/*.yaml "$corpus/scenario/"
 find test/badinput/cases -name '*.yaml' -size -64k | while read -r f; do cp "$f" "$corpus/scenario/$(echo "$f" | tr / _)"; done
 cp configs/chips/*.yaml configs/pods/*.yaml "$corpus/chip_pod/"
@@ -45,6 +45,7 @@ cp test/badinput/cases/good/p.json "$corpus/program/mlp-small.json"
 "$build/tools/tpusim" lower dlrm-v4 --set workload.model.tables=2 > "$corpus/program/gather-v2.json" 2>/dev/null
 i=0; while IFS= read -r line; do printf '%s' "$line" > "$corpus/units/$i"; i=$((i + 1)); done < fuzz/seeds/units.txt
 i=0; while IFS= read -r line; do printf '%s' "$line" > "$corpus/set/$i"; i=$((i + 1)); done < fuzz/seeds/set.txt
+i=0; while IFS= read -r line; do printf '%s' "$line" > "$corpus/expr/$i"; i=$((i + 1)); done < fuzz/seeds/expr.txt
 
 failed=0
 run_fuzzer() {
@@ -53,7 +54,7 @@ run_fuzzer() {
     -max_len=16384 -print_final_stats=1 -artifact_prefix="$build/fuzz-crashes/$target-" \
     >"$build/fuzz-$target.log" 2>&1
 }
-targets=(scenario model chip_pod units set program sweep)
+targets=(scenario model chip_pod units set program sweep expr)
 # Two at a time on two cores: each fuzzer is single-threaded.
 for ((t = 0; t < ${#targets[@]}; t += jobs)); do
   pids=()

@@ -140,7 +140,11 @@ class ConfigLoader {
             diags_.error(key_loc, child_path, "duplicate key", "each key once", fmt::format("'{}' again", key));
             continue;
           }
-          n.entries_.push_back(ConfigNode::Entry{key, key_loc, convert(kv.second, child_path, depth + 1)});
+          ConfigNode value = convert(kv.second, child_path, depth + 1);
+          // yaml-cpp marks an empty value (`key:` at the end of its line) where the next token starts, often
+          // on a later line: an error about it belongs on the key's line.
+          if (value.is_null() && value.loc_.line != key_loc.line) value.loc_ = key_loc;
+          n.entries_.push_back(ConfigNode::Entry{key, key_loc, std::move(value)});
         }
         break;
     }
@@ -198,6 +202,52 @@ std::vector<std::string> split_lines(std::string_view text) {
   lines.push_back(std::move(cur));
   return lines;
 }
+
+
+// The offset of the first byte that does not continue valid UTF-8 (RFC 3629: no overlong forms, no
+// surrogates, nothing past U+10FFFF), or npos when the text is valid.
+std::size_t first_invalid_utf8(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    if (b < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t len = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // the range of the second byte
+    if (b >= 0xC2 && b <= 0xDF) {
+      len = 2;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+      len = 3;
+      if (b == 0xE0) lo = 0xA0;
+      if (b == 0xED) hi = 0x9F;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+      len = 4;
+      if (b == 0xF0) lo = 0x90;
+      if (b == 0xF4) hi = 0x8F;
+    } else {
+      return i;
+    }
+    if (i + len > text.size()) return i;
+    for (std::size_t k = 1; k < len; ++k) {
+      const auto c = static_cast<unsigned char>(text[i + k]);
+      if (c < (k == 1 ? lo : 0x80) || c > (k == 1 ? hi : 0xBF)) return i;
+    }
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+// The 1-based line and column of a byte offset.
+SourceLoc loc_of_offset(std::string_view text, std::size_t offset, const std::string& origin) {
+  const std::string_view before = text.substr(0, offset);
+  const auto line = static_cast<int>(std::count(before.begin(), before.end(), '\n')) + 1;
+  const std::size_t line_start = before.rfind('\n');
+  const auto column = static_cast<int>(offset - (line_start == std::string_view::npos ? 0 : line_start + 1)) + 1;
+  return SourceLoc{origin, line, column};
+}
+
 }  // namespace
 
 ConfigNode load_yaml_string(std::string_view text, const std::string& origin, Diagnostics& diags) {
@@ -206,9 +256,27 @@ ConfigNode load_yaml_string(std::string_view text, const std::string& origin, Di
                 fmt::format("at most {} MiB", kMaxYamlBytes >> 20), fmt::format("more than {} MiB", kMaxYamlBytes >> 20));
     return ConfigNode{};
   }
+  // Names and values end up in summary.json and the tables, which are UTF-8: a byte that is not is refused
+  // here, where its line is known, not when the report is written after the simulation.
+  if (const std::size_t bad = first_invalid_utf8(text); bad != std::string_view::npos) {
+    diags.error(loc_of_offset(text, bad, origin), "", "not valid UTF-8", "UTF-8 text",
+                fmt::format("the byte 0x{:02X}", static_cast<unsigned char>(text[bad])),
+                "save the file as UTF-8");
+    return ConfigNode{};
+  }
   YAML::Node root;
   try {
-    root = YAML::Load(std::string(text));
+    // Every document of the stream is read, so that a second one (after `---`) is refused, not dropped.
+    const std::vector<YAML::Node> documents = YAML::LoadAll(std::string(text));
+    if (documents.size() > 1) {
+      const YAML::Mark m = documents[1].Mark();
+      diags.error(m.line >= 0 ? SourceLoc{origin, m.line + 1, m.column + 1} : SourceLoc{origin, 0, 0}, "",
+                  "more than one YAML document", "one document per file",
+                  fmt::format("{} documents separated by '---'", documents.size()),
+                  "merge them into one, or put each in a file of its own");
+      return ConfigNode{};
+    }
+    if (!documents.empty()) root = documents.front();
   } catch (const YAML::DeepRecursion& e) {
     diags.error(SourceLoc{origin, e.mark.line + 1, e.mark.column + 1}, "", "malformed YAML",
                 "a configuration of reasonable size", fmt::format("nesting deeper than {} levels", e.depth()));

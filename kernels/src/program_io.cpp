@@ -5,6 +5,7 @@
 #include <fstream>
 #include <limits>
 #include <optional>
+#include <set>
 #include <ostream>
 #include <sstream>
 #include <type_traits>
@@ -622,42 +623,93 @@ void write_program_json(const ProgramSet& set, std::ostream& out) {
 
 namespace {
 
-// A reading pass that builds nothing and keeps the first error with the byte it happened at. The tree parser
-// reports a syntax error's byte, but not that of a number too large for a double (out_of_range 406, e.g.
-// 1E520): this pass gives both the same place.
+// A reading pass that builds nothing and keeps the first error with the byte it happened at, and the JSON
+// pointer of the first key an object gives twice (the tree parser would keep the last and say nothing). The
+// tree parser reports a syntax error's byte, but not that of a number too large for a double (out_of_range
+// 406, e.g. 1E520): this pass gives both the same place.
 class FirstJsonError final : public nlohmann::json_sax<json> {
  public:
   std::optional<std::pair<std::size_t, std::string>> error;  // (byte after the offending token, what)
+  std::optional<std::string> duplicate;                       // the pointer of the key given again
 
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
-  bool start_object(std::size_t) override { return true; }
-  bool key(string_t&) override { return true; }
-  bool end_object() override { return true; }
-  bool start_array(std::size_t) override { return true; }
-  bool end_array() override { return true; }
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(number_integer_t) override { return value(); }
+  bool number_unsigned(number_unsigned_t) override { return value(); }
+  bool number_float(number_float_t, const string_t&) override { return value(); }
+  bool string(string_t&) override { return value(); }
+  bool binary(binary_t&) override { return value(); }
+  bool start_object(std::size_t) override { return open(true); }
+  bool key(string_t& k) override {
+    Frame& f = frames_.back();
+    f.key = k;
+    if (!f.keys.insert(k).second && !duplicate) duplicate = pointer();
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override { return open(false); }
+  bool end_array() override { return close(); }
   bool parse_error(std::size_t byte, const std::string&, const nlohmann::detail::exception& e) override {
     error = {byte, e.what()};
     return false;
   }
+
+ private:
+  struct Frame {
+    bool object;
+    std::set<std::string> keys;  // an object's keys so far
+    std::string key;             // an object's current key
+    std::size_t index = 0;       // an array's current element
+  };
+  bool value() {
+    if (!frames_.empty() && !frames_.back().object) ++frames_.back().index;
+    return true;
+  }
+  bool open(bool object) {
+    frames_.push_back(Frame{object, {}, {}, 0});
+    return true;
+  }
+  bool close() {
+    frames_.pop_back();
+    return value();
+  }
+  // The pointer of the current position ("/programs/0/name"), '~' and '/' escaped as RFC 6901 says.
+  [[nodiscard]] std::string pointer() const {
+    std::string out;
+    for (const Frame& f : frames_) {
+      out += '/';
+      if (!f.object) {
+        out += std::to_string(f.index);
+        continue;
+      }
+      for (const char c : f.key) out += c == '~' ? std::string("~0") : c == '/' ? std::string("~1") : std::string(1, c);
+    }
+    return out;
+  }
+  std::vector<Frame> frames_;
 };
 
-// The tree of a program file. A file the parser refuses (a syntax error, or out_of_range for a number too
-// large for a double) is read a second time by FirstJsonError, which only the error path pays, to locate it.
+// The tree of a program file, read twice: first by FirstJsonError, which locates a syntax error (or a number
+// too large for a double) by its byte and finds a key given twice, then by the tree parser.
 json parse_tree(std::string_view text, const std::string& source) {
+  FirstJsonError first;
+  json::sax_parse(text, &first);
+  if (first.error) {
+    const auto [byte, what] = *first.error;
+    const auto [line, column] = line_column(text, byte > 0 ? byte - 1 : 0);
+    throw ConfigError({Diagnostic{SourceLoc{source, line, column}, "", "malformed JSON", "valid JSON", what, ""}});
+  }
+  if (first.duplicate) {
+    const std::string& ptr = *first.duplicate;
+    const std::string key = ptr.substr(ptr.rfind('/') + 1);
+    const auto [line, column] = line_column(text, PointerScanner(text).find(ptr));
+    throw ConfigError({Diagnostic{SourceLoc{source, line, column}, ptr, "duplicate key", "each key once in an object",
+                                  fmt::format("'{}' given twice (first here)", key), ""}});
+  }
   try {
     return json::parse(text);
   } catch (const json::exception& e) {
-    FirstJsonError first;
-    json::sax_parse(text, &first);
-    const auto [byte, what] = first.error.value_or(std::pair<std::size_t, std::string>{0, e.what()});
-    const auto [line, column] = line_column(text, byte > 0 ? byte - 1 : 0);
-    throw ConfigError({Diagnostic{SourceLoc{source, line, column}, "", "malformed JSON", "valid JSON", what, ""}});
+    throw ConfigError({Diagnostic{SourceLoc{source}, "", "malformed JSON", "valid JSON", e.what(), ""}});
   }
 }
 

@@ -113,12 +113,17 @@ TEST(ConfigTree, DuplicateKeyIsAnErrorAtTheSecondKey) {
   EXPECT_EQ(at(root, "hbm.capacity")->scalar(), "1 GiB");
 }
 
-TEST(ConfigTree, MalformedYamlIsOneErrorWithItsLine) {
+// The one error a text that cannot be read gives, which leaves nothing read (a null tree).
+Diagnostic only_error(std::string_view text, const std::string& origin) {
   Diagnostics diags;
-  const ConfigNode root = load_yaml_string("a: 1\nb: [1, 2\nc: 3\n", "bad.yaml", diags);
+  const ConfigNode root = load_yaml_string(text, origin, diags);
   EXPECT_TRUE(root.is_null());
-  ASSERT_EQ(diags.size(), 1u);
-  const Diagnostic& d = diags.items()[0];
+  EXPECT_EQ(diags.size(), 1u) << diags.str();
+  return diags.empty() ? Diagnostic{} : diags.items()[0];
+}
+
+TEST(ConfigTree, MalformedYamlIsOneErrorWithItsLine) {
+  const Diagnostic d = only_error("a: 1\nb: [1, 2\nc: 3\n", "bad.yaml");
   EXPECT_EQ(d.message, "malformed YAML");
   EXPECT_EQ(d.loc.file, "bad.yaml");
   EXPECT_GE(d.loc.line, 2);  // yaml-cpp reports where it gave up: on or after the unclosed list
@@ -132,6 +137,30 @@ TEST(ConfigTree, BadIndentationIsReportedWithItsLine) {
   ASSERT_EQ(diags.size(), 1u);
   EXPECT_EQ(diags.items()[0].message, "malformed YAML");
   EXPECT_EQ(diags.items()[0].loc.line, 3);
+}
+
+TEST(ConfigTree, ASecondDocumentIsAnErrorAtItsFirstLine) {
+  const Diagnostic d = only_error("a: 1\n---\nb: 2\n", "two.yaml");
+  EXPECT_EQ(d.message, "more than one YAML document");
+  EXPECT_EQ(d.found, "2 documents separated by '---'");
+  EXPECT_EQ(d.loc.str(), "two.yaml:3:1");
+  // One document with its start marker, or an empty text, is fine.
+  EXPECT_EQ(load_ok("---\na: 1\n").find("a")->scalar(), "1");
+  EXPECT_TRUE(load_ok("").is_null());
+}
+
+TEST(ConfigTree, TextThatIsNotUtf8IsAnErrorAtItsFirstBadByte) {
+  // "caf\xe9" is Latin-1; overlong forms (0xC0 0xAF) and surrogates (0xED 0xA0 0x80) are not UTF-8 either.
+  const Diagnostic d = only_error("a: 1\nname: caf\xe9\n", "latin1.yaml");
+  EXPECT_EQ(d.message, "not valid UTF-8");
+  EXPECT_EQ(d.found, "the byte 0xE9");
+  EXPECT_EQ(d.loc.str(), "latin1.yaml:2:10");
+  for (const char* bad : {"a: \xc0\xaf\n", "a: \xed\xa0\x80\n", "a: \xf4\x90\x80\x80\n", "a: \xe2\x82\n"}) {
+    EXPECT_EQ(only_error(bad, "bad.yaml").loc.str(), "bad.yaml:1:4") << bad;
+  }
+  // Two-, three- and four-byte characters are accepted: "café", "€", "𝄞".
+  EXPECT_EQ(load_ok("a: caf\xc3\xa9 \xe2\x82\xac \xf0\x9d\x84\x9e\n").find("a")->scalar(),
+            "caf\xc3\xa9 \xe2\x82\xac \xf0\x9d\x84\x9e");
 }
 
 TEST(ConfigTree, MissingFileIsAnErrorNamingTheFile) {

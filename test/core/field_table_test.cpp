@@ -144,6 +144,20 @@ TEST(FieldTable, KeyWithAnEmptyValueCountsAsMissing) {
   EXPECT_EQ(r.diags.items()[0].message, "missing required key");
 }
 
+TEST(FieldTable, AnOptionalKeyWithAnEmptyValueIsAnErrorNotItsDefault) {
+  // `efficiency:` and `efficiency: ~` say nothing: leaving the key out is how a file asks for the default 0.9.
+  for (const char* empty : {"efficiency:\n", "efficiency: ~\n", "efficiency: null\n"}) {
+    const Resolved r = resolve(std::string(kValid) + empty);
+    ASSERT_EQ(r.diags.size(), 1u) << empty << r.diags.str();
+    const Diagnostic& d = r.diags.items()[0];
+    EXPECT_EQ(d.key_path, "demo.efficiency");
+    EXPECT_EQ(d.message, "empty value");
+    EXPECT_EQ(d.found, "nothing (an empty value)");
+    EXPECT_EQ(d.hint, "leave the key out for its default (0.9)");
+    EXPECT_EQ(d.loc.line, 7);
+  }
+}
+
 TEST(FieldTable, WithoutAPathPrefixKeyPathsAreRelative) {
   const Resolved r = resolve("name: d\ncount: 2\nshape: [1]\nmem:\n  size: 16 MiB\n", "");
   ASSERT_EQ(r.diags.size(), 1u);

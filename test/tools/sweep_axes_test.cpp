@@ -96,6 +96,65 @@ TEST(SweepExpression, MismatchedUnitsAndUnknownNamesAreErrorsWithTheirColumn) {
   EXPECT_THROW((void)eval("system(1)"), ExprError);
 }
 
+std::string repeat(const std::string& piece, std::size_t n) {
+  std::string out;
+  for (std::size_t i = 0; i < n; ++i) out += piece;
+  return out;
+}
+
+TEST(SweepExpression, NestingIsBoundedAtSixtyFourLevelsWithTheColumnWhereItGoesPast) {
+  // 64 parentheses around 1 are the deepest accepted; the 65th opens one level too many.
+  EXPECT_EQ(eval(repeat("(", 64) + "1" + repeat(")", 64)).si, 1);
+  try {
+    (void)Expression::parse(repeat("(", 65) + "1" + repeat(")", 65));
+    FAIL() << "65 nested parentheses must be refused";
+  } catch (const ExprError& e) {
+    EXPECT_NE(std::string(e.what()).find("nested more than 64 levels deep"), std::string::npos) << e.what();
+    EXPECT_EQ(e.column(), 65u);  // just past the 65th '('
+  }
+  // Signs, 'not', calls and '^' open levels too: 64 minus signs negate 64 times, 65 are refused.
+  EXPECT_EQ(eval(repeat("-", 64) + "2").si, 2);
+  EXPECT_THROW((void)Expression::parse(repeat("-", 65) + "2"), ExprError);
+  EXPECT_EQ(eval(repeat("not ", 63) + "true").si, 0);  // 63 negations of true
+  EXPECT_THROW((void)Expression::parse(repeat("not ", 65) + "true"), ExprError);
+  EXPECT_EQ(eval(repeat("abs(", 63) + "-3" + repeat(")", 63)).si, 3);  // 63 calls and a sign
+  EXPECT_THROW((void)Expression::parse(repeat("abs(", 65) + "3" + repeat(")", 65)), ExprError);
+  EXPECT_EQ(eval(repeat("1 ^ ", 64) + "1").si, 1);
+  EXPECT_THROW((void)Expression::parse(repeat("1 ^ ", 65) + "1"), ExprError);
+  // The 20 KB of parentheses that crashed the parser before the bound is an error, not a stack overflow.
+  EXPECT_THROW((void)Expression::parse(repeat("(", 20'000)), ExprError);
+}
+
+TEST(SweepExpression, LengthIsBoundedAt4096CharactersAndLongFlatRunsEvaluateWithoutRecursion) {
+  // 1+1+...+1 with 2,048 ones is 4,095 characters: accepted, and it sums exactly (a chain, not a deep tree).
+  const std::string sum = repeat("1+", 2047) + "1";
+  ASSERT_EQ(sum.size(), 4095u);
+  EXPECT_EQ(eval(sum).si, 2048);
+  EXPECT_EQ(eval(sum + " ").si, 2048);  // 4,096 characters, the bound itself
+  try {
+    (void)Expression::parse(sum + "  ");
+    FAIL() << "4,097 characters must be refused";
+  } catch (const ExprError& e) {
+    EXPECT_NE(std::string(e.what()).find("longer than 4096 characters (4097 here)"), std::string::npos) << e.what();
+    EXPECT_EQ(e.column(), 0u);
+  }
+  // Left to right within one level: 2048 / 2 / 2 / ... / 2 (11 halvings) is 1, and 1 - 1 - 1 is -1.
+  EXPECT_EQ(eval("2048" + repeat(" / 2", 11)).si, 1);
+  EXPECT_EQ(eval("1 - 1 - 1").si, -1);
+  // The operator's column still locates an error in the middle of a chain.
+  try {
+    (void)eval("1 s + 2 s + 3 B + 4 s");
+    FAIL();
+  } catch (const ExprError& e) {
+    EXPECT_STREQ(e.what(), "'+' needs the same unit on both sides, found s and B");
+    EXPECT_EQ(e.column(), 10u);
+  }
+  // 'and' and 'or' stop at the first operand that decides them: the unknown name after it is never looked up.
+  EXPECT_EQ(eval("false and nothing.here and 1 > 0").si, 0);
+  EXPECT_EQ(eval("1 > 2 or true or nothing.here").si, 1);
+  EXPECT_THROW((void)eval("true and nothing.here"), ExprError);
+}
+
 // ---- ranges --------------------------------------------------------------------------------------------------
 
 std::vector<std::string> range(const std::string& text) { return expand_range(text).value(); }

@@ -66,6 +66,7 @@ struct CalibrationPoint {
   fs::path scenario;
   const MetricInfo* metric = nullptr;
   std::vector<std::string> overrides;  // the point's own, then the command line's
+  std::vector<Override> located;       // the point's own with where the calibration file writes them
   double measured = 0;                 // SI units of the metric; a fraction for mfu and ratio
   std::string measured_text;
   Tolerance bound;
@@ -217,7 +218,10 @@ std::vector<CalibrationPoint> load_calibration(const std::string& name_or_path, 
         if (!set->is_map()) {
           diags.error(set->loc(), pp + "set", "wrong type", "a map from a field path to a value", set->describe());
         } else {
-          for (const auto& kv : set->entries()) p.overrides.push_back(kv.key + "=" + flow_text(kv.value));
+          for (const auto& kv : set->entries()) {
+            p.overrides.push_back(kv.key + "=" + flow_text(kv.value));
+            p.located.push_back(Override{p.overrides.back(), kv.key_loc, kv.value.loc()});
+          }
         }
       }
       p.measured_text = text(pt, pp, "measured", true);
@@ -405,9 +409,12 @@ int calibrate_command(const CalibrateArgs& args, const std::string& self_exe) {
   try {
     points = load_calibration(args.set, name);
     // Every point must resolve before anything runs: a typo in an override is bad input, not a failed run.
+    // An error in a point's `set:` names the calibration file's line; one in a --set names the argument.
     for (CalibrationPoint& p : points) {
       p.overrides.insert(p.overrides.end(), args.overrides.begin(), args.overrides.end());
-      (void)load_scenario(p.scenario.string(), p.overrides);
+      std::vector<Override> located = p.located;
+      for (const std::string& o : args.overrides) located.push_back(Override{o, {}, {}});
+      (void)load_scenario_with_overrides(p.scenario.string(), located);
     }
   } catch (const ConfigError& e) {
     std::cerr << e.what() << "\ntpusim calibrate: bad input; nothing was run\n";

@@ -7,6 +7,7 @@
 
 #include "tools/src/calibrate.h"
 #include "tools/src/cli_suggest.h"
+#include "tools/src/cli_values.h"
 #include "tools/src/commands.h"
 #include "tools/src/compare.h"
 #include "tools/src/environment.h"
@@ -157,7 +158,8 @@ int run_main(int argc, char** argv) {
   }
 
   tpusim::Diagnostics diags;
-  tpusim::configure_logging(log_level, diags);
+  tpusim::tools::check_command_line(app, diags);
+  if (diags.empty()) tpusim::configure_logging(log_level, diags);
   if (!diags.empty()) {
     std::cerr << diags.str();
     return 2;

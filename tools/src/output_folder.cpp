@@ -49,6 +49,17 @@ fs::path resolve_target(const fs::path& target, const std::string& what) {
                                     : real == cwd            ? "the current folder"
                                                              : "an ancestor of the current folder"));
   }
+  // The nearest ancestor that exists must be a folder: below a file nothing can be written, and finding that
+  // out only when the results are written would throw the run away.
+  for (fs::path p = target.parent_path(); !p.empty() && p.has_relative_path(); p = p.parent_path()) {
+    const fs::file_status st = fs::status(p, ec);
+    if (!fs::exists(st)) continue;
+    if (!fs::is_directory(st)) {
+      throw OutputRefused(fmt::format("{} {} is below {}, which is a file, not a folder; choose another path",
+                                      what, target.string(), p.string()));
+    }
+    break;
+  }
   return real;
 }
 

@@ -90,7 +90,14 @@ Diagnostic relocate_plan_error(const Scenario& s, Diagnostic d, std::size_t p, s
   const std::string model_prefix = "workload.model.", chip_prefix = "chip.";
   if (d.key_path.rfind(chip_prefix, 0) == 0) {
     const auto it = s.chip.origins.find(d.key_path.substr(chip_prefix.size()));
-    if (it != s.chip.origins.end()) d.loc = it->second.loc;
+    if (it != s.chip.origins.end() && !it->second.defaulted) {
+      d.loc = it->second.loc;
+    } else if (const auto chosen = s.pod.origins.find("chip"); chosen != s.pod.origins.end()) {
+      // A field nobody wrote has no line of its own: name where the chip was chosen, and how to set it.
+      d.loc = chosen->second.loc;
+      d.hint += fmt::format("{}{} is not set for chip {} (it takes its default): set it under chip: in the scenario",
+                            d.hint.empty() ? "" : "; ", d.key_path, s.chip.name);
+    }
     return d;
   }
   const std::string field = d.key_path.rfind(model_prefix, 0) == 0 ? d.key_path.substr(model_prefix.size()) : "";
@@ -193,6 +200,15 @@ void check_programs(const Scenario& s, const ir::ProgramSet& programs, const Top
         diags.error(program_location(s, p, i, "core"), program_key(s, p, i, "core"), "the chip has no such TensorCore",
                     fmt::format("a core below {} ({} has {})", s.chip.tensorcores, s.chip.name, s.chip.tensorcores),
                     std::to_string(ins.core));
+      }
+      // One allocation larger than the whole VMEM can never be granted, whatever else runs: the simulator
+      // would stop at it. Bad input at its line, before anything is simulated.
+      if (ins.vmem_alloc > s.chip.vmem.capacity.count() && diags.size() < 20) {
+        diags.error(program_location(s, p, i, "vmem_alloc"), program_key(s, p, i, "vmem_alloc"),
+                    "allocates more VMEM than the TensorCore has",
+                    fmt::format("at most {} (chip.vmem.capacity of {})", format_bytes(s.chip.vmem.capacity),
+                                s.chip.name),
+                    fmt::format("{} bytes", ins.vmem_alloc));
       }
       auto& [alloc, freed] = vmem[ins.core];
       alloc += static_cast<double>(ins.vmem_alloc);

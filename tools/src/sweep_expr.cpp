@@ -97,12 +97,20 @@ std::optional<std::string> value_to_text(const Value& v) {
 
 // ---- syntax tree ---------------------------------------------------------------------------------------------
 
+// A run of one precedence level ("a + b - c", "x and y and z") is one `chain` node, its operands in `args` and
+// the operator before each later operand in `steps`, so a long flat sum is a loop, not a deep tree: the tree is
+// only as deep as the expression's nesting, which the parser bounds (kMaxExprDepth).
 struct ExprNode {
-  enum class Op { literal, name, call, neg, not_, add, sub, mul, div, pow, lt, le, gt, ge, eq, ne, and_, or_ };
+  enum class Op { literal, name, call, neg, not_, chain, add, sub, mul, div, pow, lt, le, gt, ge, eq, ne, and_, or_ };
+  struct Step {
+    Op op;
+    std::size_t column;
+  };
   Op op = Op::literal;
   Value literal;
   std::string name;  // a name, or the function of a call
   std::vector<std::shared_ptr<const ExprNode>> args;
+  std::vector<Step> steps;  // a chain: the operator before args[i + 1]
   std::size_t column = 0;
 };
 
@@ -118,6 +126,10 @@ class Parser {
   Parser(std::string_view text, std::vector<std::string>& names) : s_(text), names_(names) {}
 
   NodePtr parse() {
+    if (s_.size() > kMaxExprChars) {
+      throw ExprError(fmt::format("longer than {} characters ({} here); split it into derived values", kMaxExprChars,
+                                  s_.size()), 0);
+    }
     NodePtr n = parse_or();
     skip();
     if (pos_ < s_.size()) throw ExprError(fmt::format("unexpected '{}'", s_.substr(pos_, 12)), pos_);
@@ -136,6 +148,24 @@ class Parser {
     pos_ += token.size();
     return true;
   }
+  // Opens one level of nesting (a parenthesis, a call's arguments, a sign, 'not', '^') for the guard's lifetime:
+  // the parser and the evaluation recurse once per level, so the bound keeps both far from the stack's end.
+  class Nesting {
+   public:
+    explicit Nesting(Parser& p) : p_(p) {
+      if (++p_.depth_ > kMaxExprDepth) {
+        throw ExprError(fmt::format("nested more than {} levels deep (each parenthesis, call, sign, 'not' and '^' "
+                                    "opens one)", kMaxExprDepth), p_.pos_);
+      }
+    }
+    ~Nesting() { --p_.depth_; }
+    Nesting(const Nesting&) = delete;
+    Nesting& operator=(const Nesting&) = delete;
+
+   private:
+    Parser& p_;
+  };
+
   NodePtr node(ExprNode::Op op, std::size_t column, std::vector<NodePtr> args) {
     auto n = std::make_shared<ExprNode>();
     n->op = op;
@@ -149,9 +179,11 @@ class Parser {
     const char* token;
     ExprNode::Op op;
   };
-  // One left-associative precedence level: operands parsed by `next`, joined by any of `ops`.
+  // One left-associative precedence level: operands parsed by `next`, joined by any of `ops`, as one chain node
+  // (or the single operand itself).
   NodePtr left_assoc(Level next, std::initializer_list<BinaryOp> ops) {
-    NodePtr l = (this->*next)();
+    NodePtr first = (this->*next)();
+    std::shared_ptr<ExprNode> chain;
     for (;;) {
       skip();
       const std::size_t at = pos_;
@@ -162,8 +194,15 @@ class Parser {
           break;
         }
       }
-      if (hit == nullptr) return l;
-      l = node(hit->op, at, {l, (this->*next)()});
+      if (hit == nullptr) return chain ? chain : first;
+      if (!chain) {
+        chain = std::make_shared<ExprNode>();
+        chain->op = ExprNode::Op::chain;
+        chain->column = first->column;
+        chain->args.push_back(first);
+      }
+      chain->steps.push_back(ExprNode::Step{hit->op, at});
+      chain->args.push_back((this->*next)());
     }
   }
   NodePtr parse_or() { return left_assoc(&Parser::parse_and, {{"or", ExprNode::Op::or_}, {"||", ExprNode::Op::or_}}); }
@@ -173,7 +212,10 @@ class Parser {
   NodePtr parse_not() {
     skip();
     const std::size_t at = pos_;
-    if (eat("not") || (s_.substr(pos_, 2) != "!=" && eat("!"))) return node(ExprNode::Op::not_, at, {parse_not()});
+    if (eat("not") || (s_.substr(pos_, 2) != "!=" && eat("!"))) {
+      const Nesting level(*this);
+      return node(ExprNode::Op::not_, at, {parse_not()});
+    }
     return parse_cmp();
   }
   NodePtr parse_cmp() {
@@ -195,12 +237,21 @@ class Parser {
   NodePtr parse_unary() {
     skip();
     const std::size_t at = pos_;
-    if (eat("-")) return node(ExprNode::Op::neg, at, {parse_unary()});
-    if (eat("+")) return parse_unary();
+    if (eat("-")) {
+      const Nesting level(*this);
+      return node(ExprNode::Op::neg, at, {parse_unary()});
+    }
+    if (eat("+")) {
+      const Nesting level(*this);
+      return parse_unary();
+    }
     NodePtr base = parse_primary();
     skip();
     const std::size_t pat = pos_;
-    if (eat("^")) return node(ExprNode::Op::pow, pat, {base, parse_unary()});
+    if (eat("^")) {
+      const Nesting level(*this);
+      return node(ExprNode::Op::pow, pat, {base, parse_unary()});
+    }
     return base;
   }
 
@@ -261,6 +312,7 @@ class Parser {
     }
     if (c == '(') {
       ++pos_;
+      const Nesting level(*this);
       NodePtr inner = parse_or();
       if (!eat(")")) throw ExprError("expected ')'", pos_);
       return inner;
@@ -278,6 +330,7 @@ class Parser {
       }
       n->name = word;
       if (eat("(")) {
+        const Nesting level(*this);
         n->op = ExprNode::Op::call;
         if (!eat(")")) {
           do {
@@ -296,6 +349,7 @@ class Parser {
 
   std::string_view s_;
   std::size_t pos_ = 0;
+  int depth_ = 0;
   std::vector<std::string>& names_;
 };
 
@@ -325,44 +379,69 @@ class Evaluator {
       }
       case Op::call: return call(n);
       case Op::neg: {
-        Value v = number(n, eval(*n.args[0]), "'-'");
+        Value v = number(n.column, eval(*n.args[0]), "'-'");
         v.si = -v.si;
         return v;
       }
-      case Op::not_: return Value::boolean(!truth(n, eval(*n.args[0]), "'not'"));
-      case Op::and_: return Value::boolean(truth(n, eval(*n.args[0]), "'and'") && truth(n, eval(*n.args[1]), "'and'"));
-      case Op::or_: return Value::boolean(truth(n, eval(*n.args[0]), "'or'") || truth(n, eval(*n.args[1]), "'or'"));
+      case Op::not_: return Value::boolean(!truth(n.column, eval(*n.args[0]), "'not'"));
+      case Op::chain: return chain(n);
       default: break;
     }
-    const Value a = eval(*n.args[0]);
-    const Value b = eval(*n.args[1]);
-    switch (n.op) {
+    return binary(n.op, n.column, eval(*n.args[0]), eval(*n.args[1]));
+  }
+
+ private:
+  // Left to right; 'and' and 'or' skip an operand whose value cannot change the result, as a binary tree would.
+  Value chain(const ExprNode& n) {
+    using Op = ExprNode::Op;
+    Value acc = eval(*n.args[0]);
+    for (std::size_t i = 1; i < n.args.size(); ++i) {
+      const ExprNode::Step& step = n.steps[i - 1];
+      if (step.op == Op::and_ || step.op == Op::or_) {
+        const char* what = step.op == Op::and_ ? "'and'" : "'or'";
+        const bool left = truth(step.column, acc, what);
+        if (left == (step.op == Op::or_)) {
+          acc = Value::boolean(left);
+          continue;
+        }
+        acc = Value::boolean(truth(step.column, eval(*n.args[i]), what));
+        continue;
+      }
+      acc = binary(step.op, step.column, acc, eval(*n.args[i]));
+    }
+    return acc;
+  }
+
+  // The arithmetic and comparison operators; `at` is the operator's column, for errors.
+  static Value binary(ExprNode::Op op, std::size_t at, const Value& a, const Value& b) {
+    using Op = ExprNode::Op;
+    switch (op) {
       case Op::add:
       case Op::sub: {
-        same_dim(n, a, b, n.op == Op::add ? "'+'" : "'-'");
-        return Value::number(n.op == Op::add ? a.si + b.si : a.si - b.si, a.dim);
+        same_dim(at, a, b, op == Op::add ? "'+'" : "'-'");
+        return Value::number(op == Op::add ? a.si + b.si : a.si - b.si, a.dim);
       }
       case Op::mul: {
-        number(n, a, "'*'");
-        number(n, b, "'*'");
+        number(at, a, "'*'");
+        number(at, b, "'*'");
         Dim d;
         for (int i = 0; i < 4; ++i) d.e[i] = a.dim.e[i] + b.dim.e[i];
         return Value::number(a.si * b.si, d);
       }
       case Op::div: {
-        number(n, a, "'/'");
-        number(n, b, "'/'");
-        if (b.si == 0) throw ExprError("division by zero", n.column);
+        number(at, a, "'/'");
+        number(at, b, "'/'");
+        if (b.si == 0) throw ExprError("division by zero", at);
         Dim d;
         for (int i = 0; i < 4; ++i) d.e[i] = a.dim.e[i] - b.dim.e[i];
         return Value::number(a.si / b.si, d);
       }
       case Op::pow: {
-        number(n, a, "'^'");
-        number(n, b, "'^'");
-        if (!b.dim.none()) throw ExprError("an exponent must be a plain number, found " + describe(b), n.column);
+        number(at, a, "'^'");
+        number(at, b, "'^'");
+        if (!b.dim.none()) throw ExprError("an exponent must be a plain number, found " + describe(b), at);
         if (!a.dim.none() && b.si != std::floor(b.si)) {
-          throw ExprError("a quantity with a unit can only be raised to a whole power", n.column);
+          throw ExprError("a quantity with a unit can only be raised to a whole power", at);
         }
         Dim d;
         for (int i = 0; i < 4; ++i) d.e[i] = a.dim.e[i] * static_cast<int>(b.si);
@@ -372,45 +451,40 @@ class Evaluator {
       case Op::ne: {
         bool equal = false;
         if (a.kind == Value::Kind::text || b.kind == Value::Kind::text) {
-          if (a.kind != b.kind) {
-            throw ExprError(fmt::format("cannot compare {} with {}", describe(a), describe(b)), n.column);
-          }
+          if (a.kind != b.kind) throw ExprError(fmt::format("cannot compare {} with {}", describe(a), describe(b)), at);
           equal = a.text == b.text;
         } else if (a.kind == Value::Kind::boolean || b.kind == Value::Kind::boolean) {
-          if (a.kind != b.kind) {
-            throw ExprError(fmt::format("cannot compare {} with {}", describe(a), describe(b)), n.column);
-          }
+          if (a.kind != b.kind) throw ExprError(fmt::format("cannot compare {} with {}", describe(a), describe(b)), at);
           equal = a.si == b.si;
         } else {
-          same_dim(n, a, b, "a comparison");
+          same_dim(at, a, b, "a comparison");
           equal = a.si == b.si;
         }
-        return Value::boolean(n.op == Op::eq ? equal : !equal);
+        return Value::boolean(op == Op::eq ? equal : !equal);
       }
-      case Op::lt: same_dim(n, a, b, "a comparison"); return Value::boolean(a.si < b.si);
-      case Op::le: same_dim(n, a, b, "a comparison"); return Value::boolean(a.si <= b.si);
-      case Op::gt: same_dim(n, a, b, "a comparison"); return Value::boolean(a.si > b.si);
-      case Op::ge: same_dim(n, a, b, "a comparison"); return Value::boolean(a.si >= b.si);
+      case Op::lt: same_dim(at, a, b, "a comparison"); return Value::boolean(a.si < b.si);
+      case Op::le: same_dim(at, a, b, "a comparison"); return Value::boolean(a.si <= b.si);
+      case Op::gt: same_dim(at, a, b, "a comparison"); return Value::boolean(a.si > b.si);
+      case Op::ge: same_dim(at, a, b, "a comparison"); return Value::boolean(a.si >= b.si);
       default: break;
     }
-    throw ExprError("internal: unknown operator", n.column);
+    throw ExprError("internal: unknown operator", at);
   }
 
- private:
-  static const Value& number(const ExprNode& n, const Value& v, const char* what) {
-    if (v.kind != Value::Kind::number) throw ExprError(fmt::format("{} needs numbers, found {}", what, describe(v)), n.column);
+  static const Value& number(std::size_t at, const Value& v, const char* what) {
+    if (v.kind != Value::Kind::number) throw ExprError(fmt::format("{} needs numbers, found {}", what, describe(v)), at);
     return v;
   }
-  static void same_dim(const ExprNode& n, const Value& a, const Value& b, const char* what) {
-    number(n, a, what);
-    number(n, b, what);
+  static void same_dim(std::size_t at, const Value& a, const Value& b, const char* what) {
+    number(at, a, what);
+    number(at, b, what);
     if (a.dim != b.dim) {
       throw ExprError(fmt::format("{} needs the same unit on both sides, found {} and {}", what, dim_label(a.dim),
-                                  dim_label(b.dim)), n.column);
+                                  dim_label(b.dim)), at);
     }
   }
-  static bool truth(const ExprNode& n, const Value& v, const char* what) {
-    if (v.kind != Value::Kind::boolean) throw ExprError(fmt::format("{} needs true or false, found {}", what, describe(v)), n.column);
+  static bool truth(std::size_t at, const Value& v, const char* what) {
+    if (v.kind != Value::Kind::boolean) throw ExprError(fmt::format("{} needs true or false, found {}", what, describe(v)), at);
     return v.si != 0;
   }
 
@@ -421,27 +495,27 @@ class Evaluator {
     };
     if (f == "if") {
       arity(3);
-      return truth(n, eval(*n.args[0]), "if()") ? eval(*n.args[1]) : eval(*n.args[2]);
+      return truth(n.column, eval(*n.args[0]), "if()") ? eval(*n.args[1]) : eval(*n.args[2]);
     }
     if (f == "min" || f == "max") {
       if (n.args.empty()) throw ExprError(f + "() needs at least one argument", n.column);
-      Value best = number(n, eval(*n.args[0]), "min()/max()");
+      Value best = number(n.column, eval(*n.args[0]), "min()/max()");
       for (std::size_t i = 1; i < n.args.size(); ++i) {
         const Value v = eval(*n.args[i]);
-        same_dim(n, best, v, "min()/max()");
+        same_dim(n.column, best, v, "min()/max()");
         if (f == "min" ? v.si < best.si : v.si > best.si) best = v;
       }
       return best;
     }
     if (f == "abs") {
       arity(1);
-      Value v = number(n, eval(*n.args[0]), "abs()");
+      Value v = number(n.column, eval(*n.args[0]), "abs()");
       v.si = std::fabs(v.si);
       return v;
     }
     if (f == "sqrt") {
       arity(1);
-      Value v = number(n, eval(*n.args[0]), "sqrt()");
+      Value v = number(n.column, eval(*n.args[0]), "sqrt()");
       for (int& e : v.dim.e) {
         if (e % 2 != 0) throw ExprError("sqrt() of a quantity needs even powers of its units", n.column);
         e /= 2;
@@ -457,7 +531,7 @@ class Evaluator {
     for (const auto& [name, fn] : kPlain) {
       if (f != name) continue;
       arity(1);
-      const Value v = number(n, eval(*n.args[0]), name);
+      const Value v = number(n.column, eval(*n.args[0]), name);
       if (!v.dim.none()) {
         throw ExprError(fmt::format("{}() takes a plain number, found {} (divide by a unit first, e.g. x / 1 GB/s)",
                                     f, describe(v)), n.column);

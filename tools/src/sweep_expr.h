@@ -67,9 +67,15 @@ class ExprError : public std::runtime_error {
 
 struct ExprNode;
 
+// Bounds on an expression, as the YAML reader bounds a file: the sweeps' expressions are a line or two with a
+// few parentheses. Nesting (parentheses, calls, signs, 'not', '^') is what the parser and the evaluation recurse
+// on, so it is bounded; a long run of one operator ("a + b + ..."), bounded only by the length, is a loop.
+inline constexpr std::size_t kMaxExprChars = 4096;
+inline constexpr int kMaxExprDepth = 64;
+
 class Expression {
  public:
-  // Parses the text; throws ExprError on a syntax error.
+  // Parses the text; throws ExprError on a syntax error or an expression beyond the bounds above.
   static Expression parse(std::string_view text);
 
   // Names the expression refers to, in order of first use.

@@ -162,10 +162,19 @@ class FieldTable {
       const ConfigNode* n = lookup(root, f.info.key);
       const std::string full = path.empty() ? f.info.key : path + "." + f.info.key;
       std::string expected;
-      if (n == nullptr || n->is_null()) {
+      // A key written with no value (`batch:`, `batch: ~`, `--set workload.batch=`) is a mistake, not a
+      // request for the default: the default is what leaving the key out gives.
+      if (n != nullptr && n->is_null()) {
+        diags.error(n->loc(), full, f.info.default_text ? "empty value" : "missing required key",
+                    fmt_expected(f.info), "nothing (an empty value)",
+                    f.info.default_text ? "leave the key out for its default (" +
+                                              (f.info.default_text->empty() ? "\"\"" : *f.info.default_text) + ")"
+                                        : std::string{});
+        continue;
+      }
+      if (n == nullptr) {
         if (!f.info.default_text) {
-          const SourceLoc where = n != nullptr ? n->loc() : parent_loc(root, f.info.key);
-          diags.error(where, full, "missing required key", fmt_expected(f.info), "nothing");
+          diags.error(parent_loc(root, f.info.key), full, "missing required key", fmt_expected(f.info), "nothing");
           continue;
         }
         // Defaults are YAML text too ("[]", "1 us"), parsed like a value from a file; "" is an empty text.
