@@ -187,6 +187,29 @@ TEST(Sharding, TheDoesNotFitHintTriesMicrobatchesThatDivideTheBatchPerChip) {
   }
 }
 
+// A step whose state already fits beside full remat's activations on its mesh: the hint says remat: full and
+// no mesh (it suggested "a mesh with fsdp: 4, with remat: full" for the fsdp 4 mesh the step already had).
+TEST(Sharding, TheDoesNotFitHintNeverSuggestsTheMeshTheStepHas) {
+  WorkloadSpec w = small(16, mesh({{"fsdp", 4}}));
+  const PodSpec four = pod({4});
+  const MemoryPlan none = *lower(w, roomy(), four).memory;
+  w.remat = Remat::full;
+  const MemoryPlan full = *lower(w, roomy(), four).memory;
+  w.remat = Remat::none;
+  ASSERT_LT(full.total().as_double(), none.total().as_double());
+  ChipSpec chip = roomy();
+  chip.hbm.capacity = Bytes((full.total().count() + none.total().count()) / 2);  // full remat fits, none not
+  try {
+    (void)lower(w, chip, four);
+    FAIL() << "the step fit";
+  } catch (const ConfigError& e) {
+    const Diagnostic& d = e.diagnostics().at(0);
+    EXPECT_NE(d.hint.find(fmt::format("remat: full ({})", format_bytes_approx(full.total()))), std::string::npos)
+        << d.hint;
+    EXPECT_EQ(d.hint.find("fsdp: 4"), std::string::npos) << d.hint;
+  }
+}
+
 TEST(Sharding, PipelinesAcrossTorusAxesAreRefused) {
   EXPECT_THROW((void)make_sharding(small(8, mesh({{"pipeline", 4}})), pod({2, 2})), ConfigError);
 }
