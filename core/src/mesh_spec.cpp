@@ -10,7 +10,8 @@ namespace tpusim {
 
 const std::vector<std::string>& logical_axis_names() {
   static const std::vector<std::string> names{"batch", "length", "embed",  "heads",  "kv_heads",
-                                              "mlp",   "vocab",  "expert", "layers", "norm_length"};
+                                              "mlp",   "vocab",  "expert", "layers", "norm_length",
+                                              "activation_embed"};
   return names;
 }
 

@@ -23,6 +23,7 @@ const std::array<std::vector<std::string>, kLogicalAxes>& default_rules() {
       {"expert"},                     // expert
       {"pipeline"},                   // layers
       {"tensor_sequence"},            // norm_length
+      {},                             // activation_embed (opt-in)
   }};
   return rules;
 }
@@ -50,10 +51,14 @@ std::string axis_names(const ShardingPlan& plan, const std::vector<int>& axes) {
   return names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "));
 }
 
-// Megatron sequence parallelism splits the norm regions' tokens over the tensor group: it needs the tensor
-// group (the same axes for heads, mlp and vocab, and more than one chip) and a step over whole sequences.
-void check_sequence_parallel(const WorkloadSpec& w, const ShardingPlan& plan) {
-  const auto [at, key] = loc_of_rule(w, plan, LogicalAxis::norm_length);
+// Megatron sequence parallelism splits the norm regions' tokens over the tensor group, MaxText's
+// activation_embed their d_model: either needs the tensor group (the same axes for heads, mlp and vocab, and
+// more than one chip) and a step over whole sequences, and the residual stream is split one way, not both.
+void check_residual_split(const WorkloadSpec& w, const ShardingPlan& plan, LogicalAxis axis) {
+  const auto [at, key] = loc_of_rule(w, plan, axis);
+  const std::string name = logical_axis_names()[static_cast<std::size_t>(axis)];
+  const std::string what = axis == LogicalAxis::norm_length ? "sequence parallelism (norm_length)"
+                                                            : "the d_model split (activation_embed)";
   auto sorted = [&](LogicalAxis a) {
     std::vector<int> v;
     for (int i : plan.axes(a)) {
@@ -62,24 +67,32 @@ void check_sequence_parallel(const WorkloadSpec& w, const ShardingPlan& plan) {
     std::sort(v.begin(), v.end());
     return v;
   };
-  const std::vector<int> sp = sorted(LogicalAxis::norm_length);
+  const std::vector<int> sp = sorted(axis);
   const std::string heads = axis_names(plan, sorted(LogicalAxis::heads));
   std::string problem, expected, found;
   std::string hint = key.rfind("workload.sharding", 0) == 0
-                         ? "remove the norm_length rule (tensor parallelism alone)"
+                         ? fmt::format("remove the {} rule (tensor parallelism alone)", name)
                          : "name the axis tensor instead of tensor_sequence (tensor parallelism alone)";
   if (w.model.kind != ModelKind::transformer || w.model.transformer.architecture == Architecture::encoder_decoder) {
-    problem = "sequence parallelism (norm_length) applies to decoder-only and encoder-only transformers";
+    problem = what + " applies to decoder-only and encoder-only transformers";
     expected = "a decoder-only or encoder-only transformer", found = std::string(model_kind_name(w.model.kind));
   } else if (w.step != StepKind::train && w.step != StepKind::forward) {
-    problem = "sequence parallelism (norm_length) splits whole sequences: it applies to train and forward steps";
+    problem = what + " splits the activations of whole sequences: it applies to train and forward steps";
     expected = "step train or forward", found = w.step == StepKind::prefill ? "prefill" : "decode";
   } else if (sp != sorted(LogicalAxis::heads) || sp != sorted(LogicalAxis::mlp) || sp != sorted(LogicalAxis::vocab)) {
-    problem = "sequence parallelism runs over the tensor group: norm_length must shard over the heads, mlp and "
-              "vocab axes";
-    expected = fmt::format("norm_length over the heads axes ({})", heads);
+    problem = what + " runs over the tensor group: " + name + " must shard over the heads, mlp and vocab axes";
+    expected = fmt::format("{} over the heads axes ({})", name, heads);
     found = axis_names(plan, sp);
-    hint = fmt::format("workload.sharding: {{norm_length: [{}]}}, or a tensor_sequence mesh axis", heads);
+    hint = axis == LogicalAxis::norm_length
+               ? fmt::format("workload.sharding: {{norm_length: [{}]}}, or a tensor_sequence mesh axis", heads)
+               : fmt::format("workload.sharding: {{activation_embed: [{}]}}", heads);
+  } else if (axis == LogicalAxis::activation_embed && plan.shards(LogicalAxis::norm_length) > 1) {
+    problem = "the residual stream is split along the tokens (norm_length) or along d_model (activation_embed), "
+              "not both";
+    expected = "one of norm_length and activation_embed";
+    found = fmt::format("norm_length over {}, activation_embed over {}",
+                        axis_names(plan, plan.axes(LogicalAxis::norm_length)), axis_names(plan, sp));
+    hint = "name the tensor axis tensor instead of tensor_sequence, or drop the activation_embed rule";
   }
   if (!problem.empty()) throw ConfigError({Diagnostic{at, key, problem, expected, found, hint}});
 }
@@ -133,7 +146,7 @@ const std::vector<TensorDims>& step_tensors() {
       {"the key and value activations", {L::batch, L::length, L::kv_heads}},
       {"the MLP activations", {L::batch, L::length, L::mlp}},
       {"the logits", {L::batch, L::length, L::vocab}},
-      {"the activations outside the blocks", {L::batch, L::length, L::norm_length}},
+      {"the activations outside the blocks", {L::batch, L::length, L::norm_length, L::activation_embed}},
   };
   return tensors;
 }
@@ -281,6 +294,14 @@ int ShardingPlan::shards(LogicalAxis a) const {
   return n;
 }
 
+const std::vector<int>& ShardingPlan::residual_axes() const {
+  return shards(LogicalAxis::norm_length) > 1 ? axes(LogicalAxis::norm_length) : axes(LogicalAxis::activation_embed);
+}
+
+int ShardingPlan::residual_shards() const {
+  return std::max(shards(LogicalAxis::norm_length), shards(LogicalAxis::activation_embed));
+}
+
 std::vector<int> ShardingPlan::gradient_axes(bool expert_param) const {
   std::vector<int> out;
   for (int i : axes(LogicalAxis::batch)) {
@@ -313,7 +334,8 @@ ShardingPlan make_sharding(const WorkloadSpec& w, const PodSpec& pod) {
   }
   check_rules(w, plan);
   if (plan.shards(LogicalAxis::length) > 1) check_context_parallel(w, plan);
-  if (plan.shards(LogicalAxis::norm_length) > 1) check_sequence_parallel(w, plan);
+  if (plan.shards(LogicalAxis::norm_length) > 1) check_residual_split(w, plan, LogicalAxis::norm_length);
+  if (plan.shards(LogicalAxis::activation_embed) > 1) check_residual_split(w, plan, LogicalAxis::activation_embed);
   if (plan.shards(LogicalAxis::layers) > 1) {
     const std::string name = plan.mesh.axes()[static_cast<std::size_t>(plan.axes(LogicalAxis::layers).front())].name;
     const auto groups = plan.mesh.groups(plan.axes(LogicalAxis::layers));
@@ -393,9 +415,12 @@ ShardView shard_view(const WorkloadSpec& w, const ShardingPlan& plan, int stage)
                          origin_of(w.origins, "seq_len"));
       s.context_shards = c;
     }
-    s.sequence_shards = plan.shards(LogicalAxis::norm_length);
+    s.sequence_shards = plan.residual_shards();
     const std::int64_t tokens = s.microbatch() * s.seq_len;
-    if (s.sequence_shards > 1 && tokens % s.sequence_shards != 0) {
+    if (plan.shards(LogicalAxis::activation_embed) > 1) {
+      // activation_embed splits d_model, not the tokens (the per-chip bytes are the same either way).
+      (void)divide(t.d_model, s.sequence_shards, LogicalAxis::activation_embed, "d_model", "workload.mesh", model_at);
+    } else if (s.sequence_shards > 1 && tokens % s.sequence_shards != 0) {
       diags.error(origin_of(w.origins, "seq_len"), "workload.seq_len",
                   "the tokens of a microbatch do not split over the sequence-parallel tensor group",
                   fmt::format("batch per microbatch x seq_len a multiple of {}", s.sequence_shards),

@@ -85,7 +85,7 @@ TensorId ShardingPoints::weights_before_use(fused::Graph& g, int layer, fused::P
 TensorId ShardingPoints::after_row_parallel(fused::Graph& g, int layer, fused::Phase phase, TensorId partial) {
   // Sequence parallelism (its axes are the tensor group's, make_sharding checks): each chip keeps the sum over
   // its tokens only, a reduce-scatter of the same input as the all-reduce it replaces.
-  return reduce_partial(g, layer, phase, partial, plan_.shards(LogicalAxis::norm_length) > 1);
+  return reduce_partial(g, layer, phase, partial, plan_.residual_shards() > 1);
 }
 
 TensorId ShardingPoints::tensor_all_reduce(fused::Graph& g, int layer, fused::Phase phase, TensorId partial) {
@@ -97,7 +97,7 @@ TensorId ShardingPoints::reduce_partial(fused::Graph& g, int layer, fused::Phase
   const LogicalAxis axis = layer < 0 ? LogicalAxis::vocab : LogicalAxis::heads;
   if (plan_.shards(axis) <= 1) return partial;
   const fused::Tensor t = g.tensor(partial);
-  const int sp = plan_.shards(LogicalAxis::norm_length);
+  const int sp = plan_.residual_shards();
   const TensorId out = g.tensor(t.name + ".reduced", t.elements / (scatter ? sp : 1), t.dtype, TensorKind::activation);
   collective(g, scope(layer, phase) + (scatter ? ".tp_reduce_scatter" : ".tp_all_reduce"), phase,
              scatter ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce, t.bytes(), t.dtype,
@@ -106,13 +106,13 @@ TensorId ShardingPoints::reduce_partial(fused::Graph& g, int layer, fused::Phase
 }
 
 TensorId ShardingPoints::gather_sequence(fused::Graph& g, int layer, fused::Phase phase, TensorId shard) {
-  const int sp = plan_.shards(LogicalAxis::norm_length);
+  const int sp = plan_.residual_shards();
   if (sp <= 1) return shard;
   const fused::Tensor t = g.tensor(shard);
   const TensorId out = g.tensor(fmt::format("{}.gathered.{}", t.name, fused::phase_name(phase)), t.elements * sp,
                                 t.dtype, TensorKind::activation);
   collective(g, scope(layer, phase) + ".tp_all_gather", phase, CollectiveKind::all_gather, t.bytes(), t.dtype,
-             plan_.axes(LogicalAxis::norm_length), {{shard, 1}}, {{out, 1}});
+             plan_.residual_axes(), {{shard, 1}}, {{out, 1}});
   return out;
 }
 
@@ -153,7 +153,7 @@ std::vector<TensorId> ShardingPoints::scatter_key_value_gradients(fused::Graph& 
 
 void ShardingPoints::after_sequence_parallel_gradients(fused::Graph& g, int layer,
                                                        const std::vector<TensorId>& gradients) {
-  if (plan_.shards(LogicalAxis::norm_length) <= 1 || gradients.empty()) return;
+  if (plan_.residual_shards() <= 1 || gradients.empty()) return;
   std::vector<Access> grads;
   double bytes = 0;
   for (TensorId t : gradients) {
@@ -162,7 +162,7 @@ void ShardingPoints::after_sequence_parallel_gradients(fused::Graph& g, int laye
   }
   collective(g, scope(layer, fused::Phase::backward) + ".tp_norm_all_reduce", fused::Phase::backward,
              CollectiveKind::all_reduce, bytes, g.tensor(gradients.front()).dtype,
-             plan_.axes(LogicalAxis::norm_length), grads, grads);
+             plan_.residual_axes(), grads, grads);
 }
 
 TensorId ShardingPoints::vocab_reduction(fused::Graph& g, fused::Phase phase, const std::string& what, TensorId stat) {

@@ -152,12 +152,16 @@ ConfigError does_not_fit(const WorkloadSpec& w, const ChipSpec& chip, const Memo
   const double rest = use_remat ? rest_of(*full_remat) : rest_of(plan);
   const double state = (plan.weights + plan.gradients + plan.optimizer_state).as_double();
   const double room = plan.capacity.as_double() - rest;
-  if (room > 0) {
+  const auto more_fsdp = static_cast<long long>(std::ceil(state / room));
+  if (room > 0 && more_fsdp > 1) {
     const long long fsdp = sharding != nullptr ? sharding->shards(LogicalAxis::embed) : 1;
-    fits.push_back(fmt::format("a mesh with fsdp: {} (the weights{} sharded{}; workload.mesh)",
-                               fsdp * static_cast<long long>(std::ceil(state / room)),
+    fits.push_back(fmt::format("a mesh with fsdp: {} (the weights{} sharded{}; workload.mesh)", fsdp * more_fsdp,
                                w.step == StepKind::train ? ", gradients and optimizer state" : "",
                                use_remat ? ", with remat: full" : ""));
+  } else if (room > 0) {
+    // The state already fits beside the rest: with full remat on this mesh (suggested above), which a mesh
+    // suggestion would only repeat as the mesh the user already has.
+    if (fits.empty()) fits.push_back("remat: full (workload.remat)");
   } else {
     fits.push_back(fmt::format("the {} alone exceed the chip: a smaller batch per chip (more data or fsdp "
                                "chips) or tensor parallelism (workload.mesh)",

@@ -187,6 +187,29 @@ TEST(Sharding, TheDoesNotFitHintTriesMicrobatchesThatDivideTheBatchPerChip) {
   }
 }
 
+// A step whose state already fits beside full remat's activations on its mesh: the hint says remat: full and
+// no mesh (it suggested "a mesh with fsdp: 4, with remat: full" for the fsdp 4 mesh the step already had).
+TEST(Sharding, TheDoesNotFitHintNeverSuggestsTheMeshTheStepHas) {
+  WorkloadSpec w = small(16, mesh({{"fsdp", 4}}));
+  const PodSpec four = pod({4});
+  const MemoryPlan none = *lower(w, roomy(), four).memory;
+  w.remat = Remat::full;
+  const MemoryPlan full = *lower(w, roomy(), four).memory;
+  w.remat = Remat::none;
+  ASSERT_LT(full.total().as_double(), none.total().as_double());
+  ChipSpec chip = roomy();
+  chip.hbm.capacity = Bytes((full.total().count() + none.total().count()) / 2);  // full remat fits, none not
+  try {
+    (void)lower(w, chip, four);
+    FAIL() << "the step fit";
+  } catch (const ConfigError& e) {
+    const Diagnostic& d = e.diagnostics().at(0);
+    EXPECT_NE(d.hint.find(fmt::format("remat: full ({})", format_bytes_approx(full.total()))), std::string::npos)
+        << d.hint;
+    EXPECT_EQ(d.hint.find("fsdp: 4"), std::string::npos) << d.hint;
+  }
+}
+
 TEST(Sharding, PipelinesAcrossTorusAxesAreRefused) {
   EXPECT_THROW((void)make_sharding(small(8, mesh({{"pipeline", 4}})), pod({2, 2})), ConfigError);
 }
@@ -343,6 +366,67 @@ TEST(Sharding, SequenceParallelismNeedsTheTensorGroupAndWholeSequences) {
   WorkloadSpec odd = small(2, mesh({{"data", 2}, {"tensor_sequence", 2}}));  // 1 sequence of 127 tokens per chip
   odd.seq_len = 127;
   EXPECT_EQ(key_of(odd, pod({4})), "workload.seq_len");
+}
+
+// MaxText's activation_embed (base.yml maps it to tensor): the residual stream between the blocks split along
+// d_model over the tensor group. Opt-in here; the same bytes kept and moved as sequence parallelism.
+MeshSpec embed_split(const std::vector<std::string>& axes) {
+  MeshSpec m = mesh({{"data", 2}, {"tensor", 2}});
+  m.rules.push_back(ShardingRuleSpec{"activation_embed", axes, {}});
+  return m;
+}
+
+TEST(ActivationEmbed, TheResidualStreamSplitAlongDModelKeepsHalfTheActivationsOutsideTheBlocks) {
+  // Full remat, 2 sequences of 128 tokens per chip, d 256 in bf16 over a tensor pair: each block's input
+  // (2 blocks), the head's input and its norm output are [256 tokens, 128 of d] per chip, the RMSNorm
+  // statistics (1 f32 per token) are counted halved as sequence parallelism counts them, and the logits'
+  // gradient (every token, this chip's 1024 vocabulary rows) is not split.
+  WorkloadSpec w = small(4, embed_split({"tensor"}));
+  w.remat = Remat::full;
+  const double tokens = 2 * 128, act = tokens * 256 * 2, dlogits = tokens * 1024 * 2;
+  const auto plan = plan_memory(w, roomy(), pod({4}));
+  ASSERT_TRUE(plan);
+  EXPECT_DOUBLE_EQ(plan->activations.as_double(), (4 * act + tokens * 4) / 2 + dlogits);
+  WorkloadSpec tp = small(4, mesh({{"data", 2}, {"tensor", 2}}));
+  tp.remat = Remat::full;
+  const auto tp_plan = plan_memory(tp, roomy(), pod({4}));
+  ASSERT_TRUE(tp_plan);
+  EXPECT_DOUBLE_EQ(tp_plan->activations.as_double(), 4 * act + tokens * 4 + dlogits);
+  EXPECT_EQ(plan->weights, tp_plan->weights);
+  EXPECT_EQ(shard_view(w, make_sharding(w, pod({4}))).sequence_shards, 2);
+}
+
+TEST(ActivationEmbed, EachTensorAllReduceBecomesAReduceScatterAndAnAllGatherOverTheTensorPair) {
+  const LoweredWorkload l = lower(small(4, embed_split({"tensor"})), roomy(), pod({4}));
+  const ir::Program& p = l.programs.programs[0];
+  const double act = 2 * 128 * 256 * 2;  // [tokens, d] in bf16, 2 sequences of 128 tokens per chip
+  // Per block the attention output and MLP down (forward), the QKV and up input gradients (backward), the
+  // embedding lookup and the head's input gradient: reduce-scattered into this chip's half of d_model.
+  EXPECT_EQ(collectives(p, "tp_all_reduce").second, 0);
+  EXPECT_EQ(collectives(p, "tp_reduce_scatter"), (std::pair<double, int>{10 * act, 10}));
+  // The halves all-gathered before the QKV, up and head projections (forward: 2 per block + 1), and in the
+  // backward the MLP's and attention's output gradients and the two norm outputs per block, the head's input
+  // and the embedding's input gradient.
+  EXPECT_EQ(collectives(p, "fwd.tp_all_gather"), (std::pair<double, int>{5 * act / 2, 5}));
+  EXPECT_EQ(collectives(p, "bwd.tp_all_gather"), (std::pair<double, int>{10 * act / 2, 10}));
+  for (const char* kind : {"tp_reduce_scatter", "tp_all_gather"}) {
+    for (const ir::CollectiveGroup& g : groups_of(l, kind)) EXPECT_EQ(g, group({2, 1, 1}, {1, 1, 1}));
+  }
+}
+
+TEST(ActivationEmbed, NeedsTheTensorGroupADModelThatSplitsAndNoTokenSplitBesides) {
+  EXPECT_EQ(key_of(small(4, embed_split({"data"})), pod({4})), "workload.sharding.activation_embed");
+  EXPECT_EQ(key_of(small(4, embed_split({"tensor"})), pod({4})), "accepted");
+  MeshSpec both = embed_split({"tensor"});
+  both.rules.push_back(ShardingRuleSpec{"norm_length", {"tensor"}, {}});
+  EXPECT_EQ(key_of(small(4, both), pod({4})), "workload.sharding.norm_length");  // one axis, two dims
+  WorkloadSpec decode = small(4, embed_split({"tensor"}));
+  decode.step = StepKind::decode;
+  EXPECT_EQ(key_of(decode, pod({4})), "workload.sharding.activation_embed");
+  // The tokens need not split: 1 sequence of 127 tokens per chip is accepted.
+  WorkloadSpec odd = small(2, embed_split({"tensor"}));
+  odd.seq_len = odd.decoder_seq_len = odd.context = 127;
+  EXPECT_EQ(key_of(odd, pod({4})), "accepted");
 }
 
 TEST(Sharding, AVocabularyParallelCrossEntropyAllReducesItsRowStatistics) {

@@ -35,7 +35,7 @@ struct MeshMappingSpec {
 
 struct ShardingRuleSpec {
   std::string logical;                 // batch, length, embed, heads, kv_heads, mlp, vocab, expert, layers,
-                                       // norm_length
+                                       // norm_length, activation_embed
   std::vector<std::string> mesh_axes;  // empty: replicated
   SourceLoc loc;
 };

@@ -15,6 +15,11 @@
 //                                    axes must be the heads / mlp / vocab axes. The tensor all-reduce becomes
 //                                    an all-gather before the column-parallel matmul and a reduce-scatter after
 //                                    the row-parallel one (the mirror in the backward)
+//   activation_embed -> (none)       MaxText's activation_embed: the residual stream between the blocks split
+//                                    along d_model over the tensor group (opt-in: workload.sharding:
+//                                    {activation_embed: [tensor]}). The same bytes kept and moved as
+//                                    norm_length (an all-gather before the column-parallel matmuls, a
+//                                    reduce-scatter after the row-parallel ones), and the same checks
 //   expert   -> expert               experts per chip (all-to-all dispatch and combine)
 //   length   -> sequence             context parallelism: every sequence's tokens split over the sequence
 //                                    group; the attention all-gathers the keys and values over it (their
@@ -35,8 +40,10 @@
 namespace tpusim::kernels {
 
 // In the order of logical_axis_names() (core/mesh_spec.h).
-enum class LogicalAxis : std::uint8_t { batch, length, embed, heads, kv_heads, mlp, vocab, expert, layers, norm_length };
-inline constexpr int kLogicalAxes = 10;
+enum class LogicalAxis : std::uint8_t {
+  batch, length, embed, heads, kv_heads, mlp, vocab, expert, layers, norm_length, activation_embed
+};
+inline constexpr int kLogicalAxes = 11;
 
 struct ShardingPlan {
   DeviceMesh mesh;
@@ -46,6 +53,10 @@ struct ShardingPlan {
   // The mesh axes a gradient of a (dense or expert) parameter is reduced over: the batch axes, less `expert`
   // for expert parameters, and the length axes (FSDP reduce-scatters over those of them that embed names).
   [[nodiscard]] std::vector<int> gradient_axes(bool expert_param) const;
+  // The tensor group the residual stream is split over between the blocks: norm_length's axes (split along
+  // the tokens) or activation_embed's (along d_model), never both (make_sharding checks); empty when neither.
+  [[nodiscard]] const std::vector<int>& residual_axes() const;
+  [[nodiscard]] int residual_shards() const;
 };
 
 // The plan of a workload on a pod: mesh placed on the torus, rules resolved. Throws ConfigError for a mesh
