@@ -82,6 +82,17 @@ std::vector<Assumption> model_assumptions() {
        "core/src/chip_blocks.cpp",
        "one VM's share of a distributed file system, for writes and for the restore's reads alike; the job's "
        "checkpoint cost is a host's chips' state over it"},
+      // The vector unit's throughput per generation (configs/chips/*.yaml, docs/hardware.md).
+      {"VPU ALUs per lane-sublane", "v4 2, v5e 4, v6e 4 (chip.vpu.alus)", "configs/chips/v4.yaml, v5e.yaml, v6e.yaml",
+       "published for v2 and v3 (2, Norrie et al.) and v5p (4, the scaling book) only. v4 and v6e count the "
+       "vector-ALU issue slots of one instruction bundle in a third-party disassembler of their machine code "
+       "(tpuasm: v4 va0-va1, v6e va0-va3), each slot working on a whole 8 x 128 vreg; v5e has no source and "
+       "takes the 4 of v5p (its generation) and of v6e (its successor)"},
+      {"VPU transcendental rate", "one 8 x 128 vreg per cycle: 1/alus (chip.vpu.transcendental_rate)",
+       "configs/chips/*.yaml",
+       "exp, tanh, rsqrt and reciprocal run on one transcendental unit beside the ALUs; on v6e only one of the "
+       "four vector-ALU slots issues them (tpuasm), so at most one vreg per cycle; taken as one vreg per "
+       "cycle on every generation (0.5 on v2-v4, 0.25 on v5e-v6e), not published"},
       {"slowdown onset, reroute stall", "from the start of the step a fault hits", "models/src/job/job_timeline.cpp",
        "a slowdown or a rerouted link takes effect at the start of the step it lands in (at most one step "
        "pessimistic); faults inside a step at their tick are not simulated yet"},

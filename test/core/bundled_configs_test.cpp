@@ -221,6 +221,31 @@ TEST(BundledChips, V5pAndV6eVmemSizesAreLabelledAssumptions) {
   }
 }
 
+// ALUs per lane-sublane with the source its comment cites (docs/hardware.md): published for v2, v3 (Norrie et
+// al., micro21) and v5p (the scaling book); v4 and v6e from tpuasm's issue slots and v5e by analogy, all three
+// labelled assumptions. The transcendental unit takes one vreg per cycle everywhere (1 / ALUs), an assumption.
+TEST(BundledChips, VpuAluCountsAndTranscendentalRatesCiteTheirSources) {
+  struct Row {
+    const char* chip;
+    int alus;
+    const char* source;
+    bool assumption;
+  };
+  for (const Row& row : {Row{"v2", 2, "[P] micro21", false}, Row{"v3", 2, "[P] micro21", false},
+                         Row{"v4", 2, "[U] tpuasm", true}, Row{"v5e", 4, "v5p", true},
+                         Row{"v5p", 4, "[P]", false}, Row{"v6e", 4, "[U] tpuasm", true}}) {
+    const auto chip = load_chip_or_fail(row.chip);
+    ASSERT_TRUE(chip.has_value());
+    EXPECT_EQ(chip->vpu.alus, row.alus) << row.chip;
+    const std::string& alus = chip->origins.at("vpu.alus").comment;
+    EXPECT_NE(alus.find(row.source), std::string::npos) << row.chip << ": '" << alus << "'";
+    EXPECT_EQ(alus.rfind("assumption", 0) == 0, row.assumption) << row.chip << ": '" << alus << "'";
+    EXPECT_EQ(chip->vpu.transcendental_rate, 1.0 / row.alus) << row.chip;
+    const std::string& rate = chip->origins.at("vpu.transcendental_rate").comment;
+    EXPECT_EQ(rate.rfind("assumption", 0), 0u) << row.chip << ": '" << rate << "'";
+  }
+}
+
 TEST(BundledChips, OriginsPointIntoTheChipFile) {
   const auto chip = load_chip_or_fail("v4");
   ASSERT_TRUE(chip.has_value());

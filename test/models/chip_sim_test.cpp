@@ -7,6 +7,7 @@
 
 #include "support/in_child.h"
 #include "test_chips.h"
+#include "tpusim/core/scenario.h"
 #include "tpusim/kernels/lowering.h"
 #include "tpusim/models/simulate.h"
 #include "tpusim/models/timing.h"
@@ -215,6 +216,21 @@ TEST(ChipSimulation, ElementwiseOpRunsAtTheVpuRate) {
   EXPECT_NEAR(r.step_time.value(), 16384 / 1.05e9, kPicosecond);
   EXPECT_NEAR(r.unit(HwUnit::vpu).utilization.mean, 0.5, 1e-9);  // one of the two TensorCores' VPUs
   EXPECT_NEAR(r.breakdown.compute.value(), r.step_time.value(), kPicosecond);
+}
+
+// The bundled v6e (configs/chips/v6e.yaml): 128 lanes x 8 sublanes x 4 ALUs = 4096 element-ops per cycle at
+// 1.75 GHz. An elementwise op of 2^24 elements takes 2^24 / 4096 = 4096 cycles; the exp after it (2^20
+// elements at transcendental_rate 0.25, one vreg of 1024 per cycle) 1024 cycles: 5120 cycles in all.
+TEST(ChipSimulation, BundledV6eVectorOpsRunAtLanesTimesSublanesTimesAlusTimesClock) {
+  const ChipSpec chip = load_chip("v6e");
+  ASSERT_EQ(chip.vpu.lanes * chip.vpu.sublanes * chip.vpu.alus, 4096);
+  ASSERT_EQ(chip.vpu.transcendental_rate, 0.25);
+  ASSERT_EQ(chip.clock.value(), 1.75e9);
+  ir::Program p;
+  const std::uint32_t add = p.add(vector(0, ir::VectorOp::elementwise, 1 << 24), {}, "add");
+  p.add(vector(0, ir::VectorOp::transcendental, 1 << 20), {add}, "exp");
+  const SimResult r = simulate(scenario_for(chip), single(std::move(p)), {});
+  EXPECT_NEAR(r.step_time.value(), (4096 + 1024) / 1.75e9, 2 * kPicosecond);
 }
 
 TEST(ChipSimulation, InputBoundStepShowsTheTpuWaitingOnTheHost) {

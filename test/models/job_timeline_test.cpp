@@ -271,9 +271,9 @@ TEST(JobTimeline, TheBestCheckpointIntervalIsNearYoungsSquareRootOfTwoTimesCostT
 TEST(JobTimeline, ADurationOfMoreStepsThanAnInt64CountsIsBadInputAtItsLine) {
   constexpr const char* kLong = "name: job-test\npod: v4-2x2x1\nworkload: {model: mlp-quickstart, batch: 64}\n";
   // 2^62 s of 1 s steps still count exactly; 1e30 s would wrap (before: to a one-step job).
-  const Scenario fits = scenario_from(std::string(kLong) + "job: {duration: 4611686018427387904 s}\n");
+  const Scenario fits = testing::scenario_from_yaml(std::string(kLong) + "job: {duration: 4611686018427387904 s}\n");
   EXPECT_EQ(job_steps(fits, Seconds(1), Seconds(0)), std::int64_t{1} << 62);
-  const Scenario s = scenario_from(std::string(kLong) + "job: {duration: 1e30 s}\n");
+  const Scenario s = testing::scenario_from_yaml(std::string(kLong) + "job: {duration: 1e30 s}\n");
   try {
     (void)job_steps(s, Seconds(1), Seconds(0));
     ADD_FAILURE() << "no ConfigError";
