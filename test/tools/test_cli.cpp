@@ -172,7 +172,7 @@ TEST_F(Cli, DescribeChipShowsUnitsAndSources) {
   const Outcome o = tpusim("describe chip v4");
   EXPECT_EQ(o.exit_code, 0) << o.err;
   EXPECT_NE(o.out.find("1.2 TB/s"), std::string::npos) << o.out;
-  EXPECT_NE(o.out.find("tpu-specs.md"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("hardware.md"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("assumption"), std::string::npos) << o.out;
 }
 
@@ -305,7 +305,7 @@ TEST_F(Cli, APodTheChipCannotFormIsBadInput) {
   EXPECT_NE(o.err.find("the pod cannot be built with this chip"), std::string::npos) << o.err;
 }
 
-// tpu-specs.md "Useful derived checks": a chip turns compute-bound at peak FLOP/s / HBM bandwidth (v4 229,
+// docs/hardware.md "Useful derived checks": a chip turns compute-bound at peak FLOP/s / HBM bandwidth (v4 229,
 // v5e 240, v5p 166 FLOP/B). sweeps/roofline.yaml runs GEMMs of rising m on one slice of each generation and
 // measures the ridge as best achieved FLOP/s over best achieved HBM bandwidth.
 TEST_F(Cli, RooflineSweepPutsTheRidgeWithinFivePercentOfPeakOverHbmBandwidth) {
@@ -484,8 +484,8 @@ std::vector<std::vector<std::string>> csv_rows(const std::string& text) {
 // here, not read from the calibration file, so loosening a `within:` there cannot pass): C1 within 10% from
 // S = 512 KiB up and within a factor 1.5 below; C2's matmul and copy within 10%; C3's matmul and reduce-scatter
 // within 15%. The pod steps C4-C7 (issue 19) have issue 19's bounds (5 MFU points; C7's 32 / 1 slices ratio 3
-// points), pinned here too; most lie outside today or do not fit (docs/calibration.md), so the run exits 1 and
-// this test checks each row's status against its numbers instead of asking them to be within.
+// points), pinned here too; C5 must lie within them; C4, C6 and C7 lie outside today (docs/calibration.md), so
+// the run exits 1 and this test checks their rows' status against their numbers instead.
 TEST_F(Cli, CalibrateRunsTheCalibrationSetAndEveryPointIsWithinTheIssuesBounds) {
   const Outcome o = tpusim("calibrate -o " + (dir_ / "cal").string());
   ASSERT_TRUE(o.exit_code == 0 || o.exit_code == 1) << o.out << o.err;
@@ -530,6 +530,8 @@ TEST_F(Cli, CalibrateRunsTheCalibrationSetAndEveryPointIsWithinTheIssuesBounds) 
     const bool inside = r[2] == "mfu" || r[2] == "ratio" ? std::fabs(predicted - measured) <= points
                                                          : std::fabs(predicted / measured - 1) <= 0.10;
     EXPECT_EQ(r[8], inside ? "ok" : "outside") << r[0] << " " << r[1];
+    // C5 runs as published (the custom remat policy's host offload) and is held within its bounds.
+    if (r[0] == "C5") EXPECT_TRUE(inside) << r[1] << ": measured " << measured << ", predicted " << predicted;
     within += inside ? 1 : 0;
   }
   EXPECT_EQ(per_id, (std::map<std::string, int>{{"C1", 9}, {"C2", 2}, {"C3", 2}, {"C4", 2}, {"C5", 3}, {"C6", 2},
