@@ -1,6 +1,6 @@
 // ring_bidirectional: per axis two rings, one each way, each carrying half the buffer, so both directions of
 // every ring link are busy: the bandwidth-optimal all-reduce on a torus, 2 (N-1)/N x S / (2B) per axis
-// (tpu-specs.md, "Useful derived checks"). The automatic choice for all_reduce, reduce_scatter and all_gather
+// (docs/hardware.md, "Useful derived checks"). The automatic choice for all_reduce, reduce_scatter and all_gather
 // at every size. Decomposition in collectives.h with D = 2.
 // All-to-all: per axis floor(N/2) neighbour steps, each block going the shorter way round (ring_axis_all_to_all);
 // with only one-hop sends on distinct links it meets ideal_time exactly on a torus (collectives.h), where

@@ -179,7 +179,7 @@ std::vector<std::uint32_t> emit(const Graph& g, const ChipSpec& chip, ir::Progra
                                 const std::vector<std::uint32_t>& after, bool serialize_collectives) {
   const int cores = std::max(1, chip.tensorcores);
   const double transcendental_cost = chip.vpu.transcendental_rate > 0 ? 1.0 / chip.vpu.transcendental_rate : 1.0;
-  const std::int64_t row_granule = 8;  // the MXU takes LHS rows 8 at a time (tpu-specs.md)
+  const std::int64_t row_granule = 8;  // the MXU takes LHS rows 8 at a time (docs/hardware.md)
   std::vector<std::vector<std::uint32_t>> writer(g.tensors().size());   // instructions of the last write
   std::vector<std::vector<std::uint32_t>> readers(g.tensors().size());  // instructions reading since then
   std::vector<std::optional<std::uint32_t>> chain(static_cast<std::size_t>(cores));

@@ -21,7 +21,7 @@ namespace {
 // C tile's write-back queued ahead of operand loads, HBM latency barely hidden), so a tiling with more steps
 // must win by more than this per step. Assumption: 50 ns.
 constexpr double kStepRankingSeconds = 50e-9;
-// The MXU consumes LHS rows 8 at a time (bf16[8,128] per push, tpu-specs.md), so rows pad to 8.
+// The MXU consumes LHS rows 8 at a time (bf16[8,128] per push, docs/hardware.md), so rows pad to 8.
 constexpr std::int64_t kRowGranule = 8;
 constexpr std::uint64_t kAccumulatorBytes = 4;  // f32 (int32 for int8) accumulation
 

@@ -35,7 +35,7 @@ std::vector<Assumption> model_assumptions() {
        "a layer's overlapped all-gather, reduce-scatter, pipeline transfers and gradient buckets"},
       {"DCN latency", format_time(net::kDcnLatency), "models/src/net/transport.h",
        "one way between hosts of different pods (NIC, a few switch hops, host stack); not published"},
-      // Calibrated on /work/shared/reference/measurements.md (C1-C3); `tpusim calibrate` checks them.
+      // Calibrated on the calibration set (calibration/measurements.yaml, C1-C3); `tpusim calibrate` checks them.
       {"ICI link efficiency", fmt::format("{} (default of chip.ici.link_efficiency)", kIciLinkEfficiency),
        "core/include/tpusim/core/chip_spec.h",
        "achievable fraction of a link's one-way rate after framing and flow control; C1's plateau (8x16 v5e "

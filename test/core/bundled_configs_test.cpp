@@ -1,5 +1,5 @@
 // The bundled hardware configs (configs/chips, configs/pods, configs/models) resolve with no diagnostics,
-// agree with the reference sheet (shared/reference/tpu-specs.md), and cite a source for every value they set.
+// agree with the reference sheet (docs/hardware.md), and cite a source for every value they set.
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -127,7 +127,7 @@ struct SheetRow {
   std::uint64_t vmem_bytes;
 };
 
-// tpu-specs.md chip table, plus the per-link rates and VMEM sizes chosen in the brief for the configs.
+// docs/hardware.md chip table, plus the per-link rates and VMEM sizes chosen in the brief for the configs.
 const std::map<std::string, SheetRow>& sheet() {
   static const std::map<std::string, SheetRow> rows{
       {"v2", {46, 2, 1, 128, 700, 16ULL << 30, 4, 62, 4, 16, 16ULL << 20}},
@@ -252,7 +252,7 @@ TEST(BundledChips, OriginsPointIntoTheChipFile) {
   const FieldOrigin& clock = chip->origins.at("clock");
   EXPECT_EQ(std::filesystem::path(clock.loc.file).filename(), "v4.yaml");
   EXPECT_GT(clock.loc.line, 0);
-  EXPECT_NE(clock.comment.find("tpu-specs.md"), std::string::npos);
+  EXPECT_NE(clock.comment.find("hardware.md"), std::string::npos);
 }
 
 // ---- pods -----------------------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ const ConfigNode* at(const ConfigNode& root, const std::string& dotted) {
 constexpr std::string_view kNested =
     "name: v4\n"
     "hbm:\n"
-    "  capacity: 32 GiB   # tpu-specs.md [P]\n"
+    "  capacity: 32 GiB   # docs/hardware.md [P]\n"
     "  timing:\n"
     "    latency: 500 ns  # assumption: not published\n"
     "shape: [4, 4, 4]     # three axes\n";
@@ -69,7 +69,7 @@ TEST(ConfigTree, MapEntriesRecordWhereTheirKeyIs) {
 
 TEST(ConfigTree, TrailingCommentIsCapturedTrimmed) {
   const ConfigNode root = load_ok(kNested);
-  EXPECT_EQ(at(root, "hbm.capacity")->comment(), "tpu-specs.md [P]");
+  EXPECT_EQ(at(root, "hbm.capacity")->comment(), "docs/hardware.md [P]");
   EXPECT_EQ(at(root, "hbm.timing.latency")->comment(), "assumption: not published");
   EXPECT_EQ(at(root, "shape")->comment(), "three axes");
   EXPECT_EQ(at(root, "name")->comment(), "");

@@ -11,7 +11,7 @@ namespace tpusim::kernels::testing {
 using Algo = CollectiveAlgorithm;
 using Kind = CollectiveKind;
 
-inline constexpr double kB = 45e9;                    // link rate one way (v4, tpu-specs.md)
+inline constexpr double kB = 45e9;                    // link rate one way (v4, docs/hardware.md)
 inline constexpr double kHop = 1e-6;                  // make_chip's hop latency
 inline constexpr double kS = 1024.0 * 1024 * 1024;    // the closed forms' S: 1 GiB
 

@@ -35,7 +35,7 @@ Diagnostic config_error(F f) {
   return {};
 }
 
-// v4-like numbers from docs/tpu-specs.md: 2 TensorCores of 4 128x128 MXUs, 16 MiB VMEM each, 1200 GB/s HBM.
+// v4-like numbers from docs/hardware.md: 2 TensorCores of 4 128x128 MXUs, 16 MiB VMEM each, 1200 GB/s HBM.
 inline ChipSpec v4_like() {
   ChipSpec c;
   c.name = "v4-like";

@@ -106,7 +106,7 @@ TEST(ModelZoo, ParameterCountsMatchThePublishedCounts) {
   }
 }
 
-// The models of the pod calibration entries C4-C7 (/work/shared/reference/measurements.md), counted by hand.
+// The models of the pod calibration entries C4-C7 (calibration/measurements.yaml), counted by hand.
 // MaxText 2023 (16B, 52B, 512B): L blocks of attention (q, k, v, out: 4 x d x H x 256, as many KV heads as
 // heads) and a two-matrix ReLU MLP (2 x d x d_ff), 2 RMSNorm scales per block and a final one, and one
 // 32768 x d table tied with the output projection: L (4 d 256 H + 2 d f) + (2 L + 1) d + 32768 d.

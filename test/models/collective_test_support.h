@@ -17,8 +17,8 @@
 
 namespace tpusim::models::net::nettest {
 
-inline constexpr double kLinkRate = 45e9;  // v4, one direction (tpu-specs.md)
-inline constexpr double kHop = 1e-6;       // the scaling book's assumed hop latency (tpu-specs.md)
+inline constexpr double kLinkRate = 45e9;  // v4, one direction (docs/hardware.md)
+inline constexpr double kHop = 1e-6;       // the scaling book's assumed hop latency (docs/hardware.md)
 inline constexpr std::uint64_t k256MiB = 256ULL << 20;
 
 // A pod of v4-like chips (one chip per host) of `shape`; wraparound on every axis when `wrap`.

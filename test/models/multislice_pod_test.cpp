@@ -21,7 +21,7 @@ TEST(Multislice, TwoPodAllReduceAddsADcnStageAtTheNicRate) {
   Scenario s = load_scenario("multislice-v5e-2x16x16", {});
   s.chip.ici.link_efficiency = 1.0;
   ASSERT_EQ(s.pod.pods, 2);
-  // configs/chips/v5e.yaml: tpu-specs.md "2 x 100 Gb/s NICs per host" / 8 chips = 25 Gb/s per chip.
+  // configs/chips/v5e.yaml: docs/hardware.md "2 x 100 Gb/s NICs per host" / 8 chips = 25 Gb/s per chip.
   EXPECT_DOUBLE_EQ(s.chip.host.dcn_bandwidth.value(), 25e9 / 8);
   const ir::ProgramSet programs = kernels::lower_workload(s.workload, s.chip);
   const CollectiveRun r = run_collective(s, programs);

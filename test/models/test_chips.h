@@ -13,7 +13,7 @@ namespace tpusim::models::testing {
 // The tick of the simulations (1 ps): the tolerance of an exact timing comparison in seconds.
 inline constexpr double kPicosecond = 1e-12;
 
-// A TPU v4-like chip (tpu-specs.md): 2 TensorCores x 4 MXUs of 128 x 128 at 1.05 GHz = 275.25 TFLOP/s bf16,
+// A TPU v4-like chip (docs/hardware.md): 2 TensorCores x 4 MXUs of 128 x 128 at 1.05 GHz = 275.25 TFLOP/s bf16,
 // 128 x 8 VPU, 16 MiB VMEM per core, 1200 GB/s HBM at 100% efficiency and 500 ns latency, 8 DMAs in flight,
 // 16 GB/s PCIe.
 inline ChipSpec v4_like() {

@@ -47,7 +47,7 @@ TEST(SweepExpression, ArithmeticFollowsPrecedence) {
 }
 
 TEST(SweepExpression, UnitsMultiplyAndRenderBackAsAFieldTakesThem) {
-  // v4: 2 TensorCores x 4 MXUs x 128 x 128 x 2 FLOP at 1.05 GHz = 275.2512 TFLOP/s (tpu-specs.md).
+  // v4: 2 TensorCores x 4 MXUs x 128 x 128 x 2 FLOP at 1.05 GHz = 275.2512 TFLOP/s (docs/hardware.md).
   EXPECT_EQ(eval_text("2 FLOP * chip.clock * 2 * 4 * chip.mxu.rows * chip.mxu.cols",
                       {{"chip.clock", "1.05 GHz"}, {"chip.mxu.rows", "128"}, {"chip.mxu.cols", "128"}}),
             "275.2512 TFLOP/s");

@@ -31,7 +31,7 @@ TEST_F(Cli, DescribeChipShowsTheBlockTreeWithPathsAndEveryFieldWithItsSource) {
   EXPECT_NE(o.out.find("results -> vpu"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("memory -> vmem, cmem, hbm, host"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("hbm.bandwidth              1.2 TB/s"), std::string::npos) << o.out;
-  EXPECT_NE(o.out.find("tpu-specs.md [P]: HBM bandwidth / chip"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("hardware.md [P]: HBM bandwidth / chip"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("default [assumption]"), std::string::npos) << o.out;
 }
 

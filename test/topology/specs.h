@@ -1,6 +1,6 @@
 #pragma once
 // Hand-built pod and chip specs, and chips by coordinates, for the topology tests (the bundled YAML configs are tested elsewhere).
-// Link rates are the one-direction figures of tpu-specs.md.
+// Link rates are the one-direction figures of docs/hardware.md.
 #include <string>
 #include <vector>
 

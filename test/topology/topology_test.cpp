@@ -1,5 +1,5 @@
 // Structure of built topologies: counts, neighbours, hosts, OCS mapping, twist, diameter and bisection for
-// the published pod shapes (tpu-specs.md).
+// the published pod shapes (docs/hardware.md).
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -64,7 +64,7 @@ TEST(PublishedShapes, ChipLinkHostCountsDiameterAndBisectionAreExact) {
 }
 
 TEST(PublishedShapes, BisectionBandwidthMatchesTheSpecSheetWithinTenPercent) {
-  // tpu-specs.md, "Pods": v3 6.4 TB/s, v4 24 TB/s, v5e 1.6 TB/s, v6e 3.2 TB/s.
+  // docs/hardware.md, "Pods": v3 6.4 TB/s, v4 24 TB/s, v5e 1.6 TB/s, v6e 3.2 TB/s.
   struct Row {
     PodSpec pod;
     ChipSpec chip;

@@ -338,7 +338,7 @@ inline constexpr std::uint64_t kAutoDirectMaxBytes = 64 * 1024;  // all_to_all o
 // S = bytes_per_chip, B = link rate one way, a = hop latency, for the participating axes of lengths N_i:
 // r_i = 2B on an axis with wraparound (two ring directions), B on a mesh axis (the ring is embedded in the
 // line, so each direction carries twice the traffic); R = sum r_i; P = prod N_i; L = sum (N_i - 1).
-//   all_reduce      2 (P-1)/P x S / R + 2 L a     (one axis: 2 (N-1)/N x S / (2B), tpu-specs.md; several
+//   all_reduce      2 (P-1)/P x S / R + 2 L a     (one axis: 2 (N-1)/N x S / (2B), docs/hardware.md; several
 //   reduce_scatter    (P-1)/P x S / R +   L a      axes: the scaling book's "divide by the number of axes",
 //   all_gather        (P-1)   x S / R +   L a      all links busy; the S, S/N0, S/(N0 N1) terms telescope)
 //   all_to_all      max_i floor(N_i^2 / 4) x S / (N_i r_i) + diameter x a  (the per-link load of minimal
