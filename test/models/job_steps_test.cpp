@@ -140,7 +140,7 @@ faults: [{at: 252.5 s, kind: link_down, target: {chip: [0, 0, 0], dir: y-}}]
 )";
 
 TEST(FaultSteps, OneTimedLinkFaultUnderRerouteAsksForItsLastingStepAndTheStepItLandsIn) {
-  const Scenario s = testing::scenario_from_yaml(kRerouteJob);
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(kRerouteJob);
   const Topology topo = build_topology(s.pod, s.chip);
   CountingRunner runner;
   const FaultSteps steps(s, topo, Seconds(1.0), runner);
@@ -180,7 +180,7 @@ class FailingRunner : public CountingRunner {
 };
 
 TEST(FaultSteps, AHitStepThatFailsIsLeftOutAndTheTimelineStallsInstead) {
-  const Scenario s = testing::scenario_from_yaml(kRerouteJob);
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(kRerouteJob);
   const Topology topo = build_topology(s.pod, s.chip);
   FailingRunner runner(false);
   const FaultSteps steps(s, topo, Seconds(1.0), runner);
@@ -193,7 +193,7 @@ TEST(FaultSteps, AHitStepThatFailsIsLeftOutAndTheTimelineStallsInstead) {
 }
 
 TEST(FaultSteps, ALastingStepThatFailsFailsTheJob) {
-  const Scenario s = testing::scenario_from_yaml(kRerouteJob);
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(kRerouteJob);
   const Topology topo = build_topology(s.pod, s.chip);
   FailingRunner runner(true);
   try {

@@ -37,7 +37,7 @@ job: {steps: 1000, heartbeat: 5 s, timeout: 30 s, restart: 600 s, repair: 3600 s
 )";
 
 TEST(JobTimeline, WithoutFaultsTheJobIsItsStepsAndCheckpoints) {
-  const Scenario s = testing::scenario_from_yaml(kCubeJob);
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(kCubeJob);
   const Topology topo = build_topology(s.pod, s.chip);
   const JobResult r = run_job(s, topo, round_costs());
   // 1000 steps of 1 s and a checkpoint after every 100th step but the last: 9 x 10 s.
@@ -51,7 +51,7 @@ TEST(JobTimeline, WithoutFaultsTheJobIsItsStepsAndCheckpoints) {
 TEST(JobTimeline, CheckpointRestartCostsDetectionRepairRestartRestoreAndTheWorkSinceTheCheckpoint) {
   // Checkpoints end at 110 s and 220 s; at 252.5 s 32 steps have run since and the 33rd is half done. Heartbeats every 5 s: the last one
   // before 252.5 s was at 250 s, so the chip is declared failed at 280 s.
-  const Scenario s = testing::scenario_from_yaml(std::string(kCubeJob) + "faults: [{at: 252.5 s, kind: chip_down, target: [1, 2, 3]}]\n");
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(std::string(kCubeJob) + "faults: [{at: 252.5 s, kind: chip_down, target: [1, 2, 3]}]\n");
   const Topology topo = build_topology(s.pod, s.chip);
   const JobResult r = run_job(s, topo, round_costs());
   ASSERT_EQ(r.events.size(), 1u);
@@ -69,7 +69,7 @@ TEST(JobTimeline, CheckpointRestartCostsDetectionRepairRestartRestoreAndTheWorkS
 }
 
 TEST(JobTimeline, FailStopsTheJobAtDetectionAndLosesTheWorkSinceTheCheckpoint) {
-  const Scenario s = testing::scenario_from_yaml(std::string(kCubeJob) + "faults: [{at: 252.5 s, kind: host_down, target: {host: 3}}]\n",
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(std::string(kCubeJob) + "faults: [{at: 252.5 s, kind: host_down, target: {host: 3}}]\n",
                                    {"job.recovery=fail"});
   const Topology topo = build_topology(s.pod, s.chip);
   const JobResult r = run_job(s, topo, round_costs());
@@ -82,7 +82,7 @@ TEST(JobTimeline, FailStopsTheJobAtDetectionAndLosesTheWorkSinceTheCheckpoint) {
 }
 
 TEST(JobTimeline, RerouteKeepsTheWorkStallsUntilDetectionAndRunsAtTheReroutedStepTime) {
-  const Scenario s = testing::scenario_from_yaml(
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(
       std::string(kCubeJob) + "faults: [{at: 252.5 s, kind: link_down, target: {chip: [0, 0, 0], dir: y-}}]\n",
       {"job.recovery=reroute"});
   const Topology topo = build_topology(s.pod, s.chip);
@@ -108,7 +108,7 @@ TEST(JobTimeline, RerouteKeepsTheWorkStallsUntilDetectionAndRunsAtTheReroutedSte
 // 767 steps after it run at 1.25 s.
 TEST(JobTimeline, RerouteWithTheHitStepSimulatedChargesItsExcessAndKeepsIt) {
   for (const char* policy : {"lose", "retransmit"}) {
-    const Scenario s = testing::scenario_from_yaml(
+    const Scenario s = ::tpusim::testing::scenario_from_yaml(
         std::string(kCubeJob) + "faults: [{at: 252.5 s, kind: link_down, target: {chip: [0, 0, 0], dir: y-}}]\n",
         {"job.recovery=reroute", std::string("job.in_flight=") + policy});
     const Topology topo = build_topology(s.pod, s.chip);
@@ -140,7 +140,7 @@ TEST(JobTimeline, RerouteWithTheHitStepSimulatedChargesItsExcessAndKeepsIt) {
 }
 
 TEST(JobTimeline, ASpareCubeOnTheFullV4PodCostsDetectionReconfigurationRestartRestoreAndLostWork) {
-  const Scenario s = testing::scenario_from_yaml(R"(
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(R"(
 name: spare
 pod: v4-16x16x16
 workload: {model: mlp-quickstart, batch: 64, checkpoint: {every_steps: 100}}
@@ -206,7 +206,7 @@ TEST(OcsSpareCube, ACubeThatIsItsOwnNeighbourKeepsThatCircuitOnTheSpare) {
 TEST(JobTimeline, TheSameSeedGivesTheSameRandomFaultsAndAnotherSeedOthers) {
   const std::string yaml = std::string(kCubeJob) + "fault_rates: {chip_down: 20000 s, link_down: 50000 s}\n";
   auto timeline = [&](const std::string& seed) {
-    const Scenario s = testing::scenario_from_yaml(yaml, {"seed=" + seed, "job.steps=20000"});
+    const Scenario s = ::tpusim::testing::scenario_from_yaml(yaml, {"seed=" + seed, "job.steps=20000"});
     const Topology topo = build_topology(s.pod, s.chip);
     const JobResult r = run_job(s, topo, round_costs());
     std::string text;
@@ -225,7 +225,7 @@ TEST(JobTimeline, TheSameSeedGivesTheSameRandomFaultsAndAnotherSeedOthers) {
 TEST(JobTimeline, RandomFaultsArriveAtThePodsRate) {
   // 64 chips with a 64,000 s MTBF each: one failure per 1,000 s of pod time. Over about 2e6 s of wall time
   // the count is Poisson(~2000): within 10% (more than 4 standard deviations).
-  const Scenario s = testing::scenario_from_yaml(std::string(kCubeJob) + "fault_rates: {chip_down: 64000 s}\n",
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(std::string(kCubeJob) + "fault_rates: {chip_down: 64000 s}\n",
                                    {"job.steps=1500000", "job.restart=0 s", "job.repair=0 s"});
   const Topology topo = build_topology(s.pod, s.chip);
   JobCosts costs = round_costs();
@@ -248,7 +248,7 @@ TEST(JobTimeline, TheBestCheckpointIntervalIsNearYoungsSquareRootOfTwoTimesCostT
   int best = 0;
   double best_goodput = 0;
   for (int every : {300, 500, 700, 900, 1100, 1300, 1600, 2000, 3000}) {
-    const Scenario s = testing::scenario_from_yaml(std::string(kCubeJob) + "fault_rates: {chip_down: 640000 s}\n",
+    const Scenario s = ::tpusim::testing::scenario_from_yaml(std::string(kCubeJob) + "fault_rates: {chip_down: 640000 s}\n",
                                      {"job.steps=10000000", "job.restart=60 s", "job.repair=0 s",
                                       fmt::format("workload.checkpoint.every_steps={}", every)});
     const Topology topo = build_topology(s.pod, s.chip);
@@ -271,9 +271,9 @@ TEST(JobTimeline, TheBestCheckpointIntervalIsNearYoungsSquareRootOfTwoTimesCostT
 TEST(JobTimeline, ADurationOfMoreStepsThanAnInt64CountsIsBadInputAtItsLine) {
   constexpr const char* kLong = "name: job-test\npod: v4-2x2x1\nworkload: {model: mlp-quickstart, batch: 64}\n";
   // 2^62 s of 1 s steps still count exactly; 1e30 s would wrap (before: to a one-step job).
-  const Scenario fits = testing::scenario_from_yaml(std::string(kLong) + "job: {duration: 4611686018427387904 s}\n");
+  const Scenario fits = ::tpusim::testing::scenario_from_yaml(std::string(kLong) + "job: {duration: 4611686018427387904 s}\n");
   EXPECT_EQ(job_steps(fits, Seconds(1), Seconds(0)), std::int64_t{1} << 62);
-  const Scenario s = testing::scenario_from_yaml(std::string(kLong) + "job: {duration: 1e30 s}\n");
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(std::string(kLong) + "job: {duration: 1e30 s}\n");
   try {
     (void)job_steps(s, Seconds(1), Seconds(0));
     ADD_FAILURE() << "no ConfigError";

@@ -167,7 +167,9 @@ std::vector<std::pair<std::string, std::vector<Row>>> rows_of(const std::vector<
   for (std::size_t sec = 0; sec < per_run.front().size(); ++sec) {
     std::vector<Row> rows;
     for (std::size_t run = 0; run < runs.size(); ++run) {
-      for (const auto& [key, value] : per_run[run][sec].second) {
+      for (const auto& entry : per_run[run][sec].second) {  // no structured binding: the lambda captures the key
+        const std::string& key = entry.first;
+        const auto& value = entry.second;
         auto it = std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return r.key == key; });
         if (it == rows.end()) {
           it = rows.insert(rows.end(), Row{key, quantity_of_key(key), std::vector<std::optional<double>>(runs.size())});
