@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
 #include <fmt/format.h>
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 namespace tpusim {
@@ -239,6 +241,65 @@ std::size_t first_invalid_utf8(std::string_view text) {
   return std::string_view::npos;
 }
 
+// Where each document of a YAML stream starts, read with yaml-cpp's event parser. yaml-cpp 0.7 does not
+// consume a ',' met outside a flow collection: it reports an empty document and then the same one again,
+// for ever (YAML::LoadAll never returns and YAML::Load gives an empty node, a silent wrong answer). A
+// document that starts where the one before it started is that stall, and is reported as malformed YAML.
+class DocumentStarts final : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> starts;  // each document's start (its '---' when it has one)
+  std::vector<YAML::Mark> roots;   // each document's first node, where a reader sees it begin
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    starts.push_back(mark);
+    roots.push_back(mark);
+    root_seen_ = false;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& m, YAML::anchor_t) override { node(m); }
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { node(m); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override { node(m); }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    node(m);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    node(m);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void node(const YAML::Mark& m) {
+    if (root_seen_ || roots.empty()) return;
+    roots.back() = m;
+    root_seen_ = true;
+  }
+  bool root_seen_ = false;
+};
+
+struct StreamShape {
+  std::size_t documents = 0;         // how many documents, counting at most three
+  std::optional<YAML::Mark> second;  // where the second one starts
+  std::optional<YAML::Mark> stalled; // where the parser stopped making progress
+};
+
+StreamShape stream_shape(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentStarts handler;
+  StreamShape shape;
+  // Three are enough: one is the configuration, a second is refused, and a stall shows by the third.
+  while (handler.starts.size() < 3 && parser.HandleNextDocument(handler)) {
+    const std::size_t n = handler.starts.size();
+    if (n >= 2 && handler.starts[n - 1].pos == handler.starts[n - 2].pos) {
+      shape.stalled = handler.starts[n - 1];
+      break;
+    }
+  }
+  shape.documents = handler.starts.size();
+  if (handler.roots.size() >= 2) shape.second = handler.roots[1];
+  return shape;
+}
+
 // The 1-based line and column of a byte offset.
 SourceLoc loc_of_offset(std::string_view text, std::size_t offset, const std::string& origin) {
   const std::string_view before = text.substr(0, offset);
@@ -267,16 +328,25 @@ ConfigNode load_yaml_string(std::string_view text, const std::string& origin, Di
   YAML::Node root;
   try {
     // Every document of the stream is read, so that a second one (after `---`) is refused, not dropped.
-    const std::vector<YAML::Node> documents = YAML::LoadAll(std::string(text));
-    if (documents.size() > 1) {
-      const YAML::Mark m = documents[1].Mark();
+    const std::string owned(text);
+    const StreamShape shape = stream_shape(owned);
+    if (shape.stalled) {
+      const YAML::Mark& m = *shape.stalled;
+      diags.error(SourceLoc{origin, m.line + 1, m.column + 1}, "", "malformed YAML", "valid YAML",
+                  "a ',' outside a [...] or {...} collection",
+                  "quote a value that starts with ',' or remove the stray comma");
+      return ConfigNode{};
+    }
+    if (shape.documents > 1) {
+      const YAML::Mark& m = *shape.second;
       diags.error(m.line >= 0 ? SourceLoc{origin, m.line + 1, m.column + 1} : SourceLoc{origin, 0, 0}, "",
                   "more than one YAML document", "one document per file",
-                  fmt::format("{} documents separated by '---'", documents.size()),
+                  shape.documents > 2 ? std::string("3 or more documents separated by '---'")
+                                      : std::string("2 documents separated by '---'"),
                   "merge them into one, or put each in a file of its own");
       return ConfigNode{};
     }
-    if (!documents.empty()) root = documents.front();
+    if (shape.documents == 1) root = YAML::Load(owned);
   } catch (const YAML::DeepRecursion& e) {
     diags.error(SourceLoc{origin, e.mark.line + 1, e.mark.column + 1}, "", "malformed YAML",
                 "a configuration of reasonable size", fmt::format("nesting deeper than {} levels", e.depth()));

@@ -149,6 +149,20 @@ TEST(ConfigTree, ASecondDocumentIsAnErrorAtItsFirstLine) {
   EXPECT_TRUE(load_ok("").is_null());
 }
 
+// yaml-cpp 0.7 never consumes a ',' outside a flow collection: LoadAll looped for ever on such a file (a
+// fuzzer found ",  itr") and Load read it as an empty document. Both are refused, at the comma.
+TEST(ConfigTree, AStrayCommaIsMalformedYamlAtTheComma) {
+  const Diagnostic first = only_error(",  itr\003", "comma.yaml");
+  EXPECT_EQ(first.message, "malformed YAML");
+  EXPECT_EQ(first.found, "a ',' outside a [...] or {...} collection");
+  EXPECT_EQ(first.loc.str(), "comma.yaml:1:1");
+  const Diagnostic later = only_error("name: s\npod: v4-1x1x1\n, workload\n", "later.yaml");
+  EXPECT_EQ(later.message, "malformed YAML");
+  EXPECT_EQ(later.loc.line, 3);
+  // Inside a flow collection a comma is the separator it should be.
+  EXPECT_EQ(load_ok("a: [1, 2]\n").find("a")->items().size(), 2u);
+}
+
 TEST(ConfigTree, TextThatIsNotUtf8IsAnErrorAtItsFirstBadByte) {
   // "caf\xe9" is Latin-1; overlong forms (0xC0 0xAF) and surrogates (0xED 0xA0 0x80) are not UTF-8 either.
   const Diagnostic d = only_error("a: 1\nname: caf\xe9\n", "latin1.yaml");

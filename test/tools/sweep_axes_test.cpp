@@ -96,6 +96,24 @@ TEST(SweepExpression, MismatchedUnitsAndUnknownNamesAreErrorsWithTheirColumn) {
   EXPECT_THROW((void)eval("system(1)"), ExprError);
 }
 
+// A fuzzer found "y^e^e^sGFLOP": a power tower whose exponent overflows. A unit's power is bounded, a plain
+// number may be raised to any power, and a result that is not finite is refused rather than shown as "inf".
+TEST(SweepExpression, PowersStayFiniteAndAUnitsPowerIsBounded) {
+  EXPECT_DOUBLE_EQ(eval("2 ^ 10").si, 1024.0);
+  EXPECT_EQ(eval_text("(2 s) ^ 2"), eval_text("4 s * 1 s"));
+  try {
+    (void)eval("(1 s) ^ 65");
+    FAIL() << "a time to the 65th power must be refused";
+  } catch (const ExprError& e) {
+    EXPECT_NE(std::string(e.what()).find("at most the power 64"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)eval("((1 s) ^ 40) ^ 2"), ExprError);
+  EXPECT_THROW((void)eval("3 ^ 3 ^ 3 ^ 3"), ExprError);  // 3^7625597484987 overflows a double
+  EXPECT_THROW((void)eval("1e300 * 1e300"), ExprError);
+  EXPECT_THROW((void)eval("3 ^ 1e30"), ExprError);
+  EXPECT_DOUBLE_EQ(eval("0.5 ^ 1e30").si, 0.0);
+}
+
 std::string repeat(const std::string& piece, std::size_t n) {
   std::string out;
   for (std::size_t i = 0; i < n; ++i) out += piece;

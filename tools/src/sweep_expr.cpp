@@ -387,10 +387,18 @@ class Evaluator {
       case Op::chain: return chain(n);
       default: break;
     }
-    return binary(n.op, n.column, eval(*n.args[0]), eval(*n.args[1]));
+    return finite(n.column, binary(n.op, n.column, eval(*n.args[0]), eval(*n.args[1])));
   }
 
  private:
+  // A column of "inf" or "nan" compares and sorts as nonsense; an operation whose result overflows is refused.
+  static Value finite(std::size_t at, Value v) {
+    if (v.kind == Value::Kind::number && !std::isfinite(v.si)) {
+      throw ExprError("the result is too large (or not a number) to be a value", at);
+    }
+    return v;
+  }
+
   // Left to right; 'and' and 'or' skip an operand whose value cannot change the result, as a binary tree would.
   Value chain(const ExprNode& n) {
     using Op = ExprNode::Op;
@@ -407,7 +415,7 @@ class Evaluator {
         acc = Value::boolean(truth(step.column, eval(*n.args[i]), what));
         continue;
       }
-      acc = binary(step.op, step.column, acc, eval(*n.args[i]));
+      acc = finite(step.column, binary(step.op, step.column, acc, eval(*n.args[i])));
     }
     return acc;
   }
@@ -443,8 +451,25 @@ class Evaluator {
         if (!a.dim.none() && b.si != std::floor(b.si)) {
           throw ExprError("a quantity with a unit can only be raised to a whole power", at);
         }
+        // A unit's power stays small: a time to the 65th power means nothing, and casting a huge exponent to
+        // int (or multiplying powers without bound) is undefined behaviour.
+        constexpr int kMaxUnitPower = 64;
         Dim d;
-        for (int i = 0; i < 4; ++i) d.e[i] = a.dim.e[i] * static_cast<int>(b.si);
+        if (!a.dim.none()) {
+          if (std::fabs(b.si) > kMaxUnitPower) {
+            throw ExprError(fmt::format("a quantity with a unit can be raised to at most the power {}, found {}",
+                                        kMaxUnitPower, b.si),
+                            at);
+          }
+          for (int i = 0; i < 4; ++i) {
+            d.e[i] = a.dim.e[i] * static_cast<int>(b.si);
+            if (std::abs(d.e[i]) > kMaxUnitPower) {
+              throw ExprError(fmt::format("{} raised to {} has a unit power beyond {}", describe(a), b.si,
+                                          kMaxUnitPower),
+                              at);
+            }
+          }
+        }
         return Value::number(std::pow(a.si, b.si), d);
       }
       case Op::eq:
