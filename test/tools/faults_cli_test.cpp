@@ -127,6 +127,31 @@ seed: 5
   EXPECT_NE(a["faults"]["timeline"].dump(), other["faults"]["timeline"].dump());
 }
 
+// stdout lists every step simulated in full, numbered as job.simulated_steps, with its time against the
+// healthy step's: a reader sees what the rerouted step and the step the fault lands in cost without opening
+// summary.json.
+TEST_F(FaultsCli, StdoutListsEveryStepSimulatedInFullWithItsTimeAgainstTheHealthyOne) {
+  const auto file = write("r.yaml", "name: r\n" + std::string(kRerouteAllReduce));
+  const Outcome o = tpusim("run " + file.string() + " -o " + (dir_ / "out").string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto j = nlohmann::json::parse(slurp(dir_ / "out" / "summary.json"));
+  const auto& steps = j["job"]["simulated_steps"];
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_NE(o.out.find("steps simulated in full"), std::string::npos) << o.out;
+  // Each row: its index, its name as in summary.json, then its time.
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    const std::string what = steps[k]["what"].get<std::string>();
+    const auto row = o.out.find(std::to_string(k) + "   " + what);
+    EXPECT_NE(row, std::string::npos) << "row " << k << " (" << what << ") missing in:\n" << o.out;
+  }
+  // The rerouted step is slower than the healthy one, so its row carries a '+' change or a factor.
+  const std::string rerouted = steps[1]["what"].get<std::string>();
+  const auto at = o.out.find("1   " + rerouted);
+  ASSERT_NE(at, std::string::npos);
+  const std::string line = o.out.substr(at, o.out.find('\n', at) - at);
+  EXPECT_TRUE(line.find(" +") != std::string::npos || line.find(" x") != std::string::npos) << line;
+}
+
 // --trace with a job also writes job-trace.json (Perfetto): the job's span, and on the failed link's own track
 // an instant event at the fault, the detection span up to the timeout and the reroute's recovery span up to
 // the end of the step in flight (simulated with the fault at its tick); a chip restarted from its checkpoint

@@ -272,7 +272,7 @@ int run_command(const RunArgs& args) {
   }
   if (!args.quiet) {
     print_table(scenario, report, std::cout);
-    if (job) print_job(scenario, *job, std::cout);
+    if (job) print_job(scenario, *job, *fault_steps, std::cout);
     std::cout << fmt::format("\n  wrote {}: {}\n", out_dir.string(), fmt::join(written, ", "));
   }
   return 0;

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "tools/src/readable.h"
+
 namespace tpusim::tools {
 namespace {
 
@@ -123,20 +125,48 @@ void add_job_json(json& j, const Scenario& s, const models::JobOutcome& job, con
                   {"simulated_steps", simulated}};
 }
 
-void print_job(const Scenario& s, const models::JobOutcome& job, std::ostream& out) {
+namespace {
+// A step's time against the healthy one: a change in percent, or a factor once it is twice as long or more.
+std::string vs_healthy(double ratio) {
+  return ratio >= 2 ? fmt::format("x{}", readable(ratio, Quantity::count)) : fmt::format("{:+.1f}%", 100 * (ratio - 1));
+}
+}  // namespace
+
+void print_job(const Scenario& s, const models::JobOutcome& job, const models::FaultSteps& fault_steps,
+               std::ostream& out) {
   const models::JobResult& r = job.result;
   const models::JobLosses& l = r.losses;
-  out << fmt::format("\n  job: {} of {} steps{}, wall {}, goodput {:.2f}%\n", r.steps_done, r.steps,
-                     r.failed ? " (FAILED)" : "", format_time(r.wall), 100 * r.goodput);
-  out << fmt::format("    steps simulated in full: the healthy step ({}){}; the others are composed from them\n",
-                     format_time(job.costs.step),
-                     job.result.events.empty() ? "" : " and one per lasting fault (job.simulated_steps in summary.json)");
+  const auto time = [](double seconds) { return readable(seconds, Quantity::seconds); };
+  out << fmt::format("\n  job: {} of {} steps{}, wall {}, goodput {}\n", r.steps_done, r.steps,
+                     r.failed ? " (FAILED)" : "", time(r.wall.value()), readable(r.goodput, Quantity::fraction));
+  // Every step simulated in full, so that a fault's cost per step is read here, not dug out of summary.json.
+  const double healthy = job.costs.step.value();
+  out << fmt::format("    steps simulated in full ({}; the others are composed from them):\n",
+                     fault_steps.steps().empty() ? "the healthy step only" : "job.simulated_steps in summary.json");
+  out << fmt::format("      {:<2}  {:<54} {:>10} {:>10}  {}\n", "#", "step", "time", "vs healthy", "links (mean / max)");
+  out << fmt::format("      {:<2}  {:<54} {:>10} {:>10}\n", 0, "healthy step", time(healthy), "");
+  for (std::size_t i = 0; i < fault_steps.steps().size(); ++i) {
+    const models::FaultStep& f = fault_steps.steps()[i];
+    double mean = 0, max = 0;
+    for (double u : f.link_utilization) {
+      mean += u;
+      max = std::max(max, u);
+    }
+    if (!f.link_utilization.empty()) mean /= static_cast<double>(f.link_utilization.size());
+    out << fmt::format("      {:<2}  {:<54} {:>10} {:>10}  {}\n", i + 1, f.what,
+                       f.ok ? time(f.step_time_s) : std::string("not run"),
+                       f.ok && healthy > 0 ? vs_healthy(f.step_time_s / healthy)
+                                           : std::string(),
+                       f.link_utilization.empty()
+                           ? std::string()
+                           : fmt::format("{} / {}", readable(mean, Quantity::fraction), readable(max, Quantity::fraction)));
+  }
   if (s.workload.checkpoint.every_steps == 0) {
     out << "    no checkpoints (workload.checkpoint.every_steps is 0): a restart begins again from step 0\n";
   } else {
     out << fmt::format("    checkpoint every {} steps: write {}, restore {} ({} written)\n",
-                       s.workload.checkpoint.every_steps, format_time(job.costs.checkpoint_write),
-                       format_time(job.costs.checkpoint_restore), r.checkpoints);
+                       s.workload.checkpoint.every_steps, time(job.costs.checkpoint_write.value()),
+                       time(job.costs.checkpoint_restore.value()), r.checkpoints);
   }
   const std::pair<const char*, Seconds> parts[] = {
       {"checkpoint", l.checkpoint}, {"lost work", l.lost_work}, {"detection", l.detection},
@@ -144,31 +174,32 @@ void print_job(const Scenario& s, const models::JobOutcome& job, std::ostream& o
       {"restore", l.restore},       {"slowdown", l.slowdown}};
   for (const auto& [name, t] : parts) {
     if (t.value() > 0) {
-      out << fmt::format("    lost to {:<16} {:>12}  {:.3f}%\n", name, format_time(t),
-                         r.wall.value() > 0 ? 100 * t.value() / r.wall.value() : 0.0);
+      out << fmt::format("    lost to {:<16} {:>10}  {}\n", name, time(t.value()),
+                         readable(r.wall.value() > 0 ? t.value() / r.wall.value() : 0.0, Quantity::fraction));
     }
   }
   for (const models::FaultStep& f : job.hit_steps) {
     if (f.stopped) {
       out << fmt::format(
           "    the step with {}: stopped; by the detection ({} into the step) the chips had completed {:.0f} of "
-          "{:.0f} instructions ({:.2f}%{}); {:.0f} transfers to or from the chip dropped ({:.0f} B); the step's "
+          "{:.0f} instructions ({:.2f}%{}); {:.0f} transfers to or from the chip dropped ({}); the step's "
           "work since its start is lost\n",
-          f.what, format_time(Seconds(f.detected_s)), f.completed, f.instructions,
+          f.what, time(f.detected_s), f.completed, f.instructions,
           // Rounded down, so a step short of one instruction never reads as 100%.
           f.instructions > 0 ? std::floor(10000 * f.completed / f.instructions) / 100 : 100.0,
-          f.completed > 0 ? fmt::format(", the last {} into the step", format_time(Seconds(f.last_completion_s)))
+          f.completed > 0 ? fmt::format(", the last {} into the step", time(f.last_completion_s))
                           : std::string(),
-          f.dropped_transfers, f.dropped_bytes);
+          f.dropped_transfers, readable(f.dropped_bytes, Quantity::bytes));
       continue;
     }
     out << fmt::format(
-        "    the step with {}: {} (healthy {}); {:.0f} transfers in flight on the cable, {:.0f} B: {:.0f} B "
-        "delivered, {:.0f} B retransmitted, {:.0f} B lost{}\n",
-        f.what, format_time(Seconds(f.step_time_s)), format_time(job.costs.step), f.transfers_cut, f.in_flight_bytes,
-        f.delivered_bytes, f.retransmitted_bytes, f.lost_bytes,
+        "    the step with {}: {} (healthy {}); {:.0f} transfers in flight on the cable, {}: {} "
+        "delivered, {} retransmitted, {} lost{}\n",
+        f.what, time(f.step_time_s), time(healthy), f.transfers_cut,
+        readable(f.in_flight_bytes, Quantity::bytes), readable(f.delivered_bytes, Quantity::bytes),
+        readable(f.retransmitted_bytes, Quantity::bytes), readable(f.lost_bytes, Quantity::bytes),
         // Lost transfers go again in full at detection; say when only if there were any.
-        f.lost_bytes > 0 ? fmt::format(" (sent again at detection, {} into the step)", format_time(Seconds(f.detected_s)))
+        f.lost_bytes > 0 ? fmt::format(" (sent again at detection, {} into the step)", time(f.detected_s))
                          : std::string());
   }
   if (r.events.empty()) return;
@@ -178,9 +209,9 @@ void print_job(const Scenario& s, const models::JobOutcome& job, std::ostream& o
   constexpr std::size_t kShown = 20;
   for (std::size_t i = 0; i < r.events.size() && i < kShown; ++i) {
     const models::FaultEvent& e = r.events[i];
-    out << fmt::format("    {:>12}  {:<14} {:<28} {:>8}  {:>12}  {:<22} {:>12} {:>12}\n", format_time(e.fault.spec.at),
-                       fault_kind_name(e.fault.spec.kind), e.fault.target(), e.step, format_time(e.detected),
-                       e.recovery.substr(0, 22), format_time(e.downtime), format_time(e.lost_work));
+    out << fmt::format("    {:>12}  {:<14} {:<28} {:>8}  {:>12}  {:<22} {:>12} {:>12}\n", time(e.fault.spec.at.value()),
+                       fault_kind_name(e.fault.spec.kind), e.fault.target(), e.step, time(e.detected.value()),
+                       e.recovery.substr(0, 22), time(e.downtime.value()), time(e.lost_work.value()));
   }
   if (r.events.size() > kShown) out << fmt::format("    ... {} more in summary.json\n", r.events.size() - kShown);
 }

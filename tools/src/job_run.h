@@ -37,7 +37,10 @@ struct FaultTraceOptions {
 // summary.json's `faults.timeline` and `job` (docs/summary-format.md).
 void add_job_json(nlohmann::ordered_json& summary, const Scenario& s, const models::JobOutcome& job,
                   const models::FaultSteps& fault_steps);
-void print_job(const Scenario& s, const models::JobOutcome& job, std::ostream& out);
+// The job on stdout: wall time and goodput, every step simulated in full (the healthy one and each with a fault)
+// with its time against the healthy step, the checkpoint costs, the losses and the fault timeline.
+void print_job(const Scenario& s, const models::JobOutcome& job, const models::FaultSteps& fault_steps,
+               std::ostream& out);
 // The job's timeline in the Chrome trace-event format (Perfetto), written beside the step's trace.json as
 // job-trace.json (microseconds over the whole job, hours long): a "job" track with the job's span, and one
 // track per failed component with an instant event at the fault and spans for its detection (fault to
