@@ -8,16 +8,51 @@
 
 namespace tpusim {
 
+const std::vector<LogicalAxisInfo>& logical_axes() {
+  static const std::vector<LogicalAxisInfo> axes{
+      {"batch", {"data", "fsdp", "expert"}, "the examples of a step (data parallelism; FSDP splits the batch too)"},
+      {"length", {"sequence"}, "the tokens of each sequence (context parallelism: attention gathers the keys)"},
+      {"embed", {"fsdp"}, "d_model of the weights (FSDP / ZeRO-3 storage of weights, gradients, optimizer state)"},
+      {"heads", {"tensor", "tensor_sequence"}, "attention heads (tensor parallelism)"},
+      {"kv_heads", {"tensor", "tensor_sequence"}, "key/value heads; over the same axes as heads"},
+      {"mlp", {"tensor", "tensor_sequence"}, "d_ff of the MLP and the experts (tensor parallelism)"},
+      {"vocab", {"tensor", "tensor_sequence"}, "the vocabulary of the embedding and the head (padded to split)"},
+      {"expert", {"expert"}, "the experts of a mixture-of-experts layer (expert parallelism)"},
+      {"layers", {"pipeline"}, "the layers (pipeline stages); no other rule may use its axis"},
+      {"norm_length", {"tensor_sequence"}, "the residual stream's tokens in the norm regions (sequence parallelism)"},
+      {"activation_embed", {}, "the residual stream's d_model (MaxText's activation_embed; opt-in)"},
+  };
+  return axes;
+}
+
+const std::vector<MeshAxisInfo>& known_mesh_axes() {
+  static const std::vector<MeshAxisInfo> axes{
+      {"data", "replicas: each holds the whole model and its share of the batch; gradients all-reduced"},
+      {"fsdp", "shards the weights (embed) and the batch: weights all-gathered per layer, gradients reduce-scattered"},
+      {"tensor", "splits heads, d_ff and the vocabulary (Megatron tensor parallelism)"},
+      {"tensor_sequence", "tensor parallelism that also splits the norm regions' tokens (sequence parallelism)"},
+      {"sequence", "splits each sequence's tokens (context parallelism)"},
+      {"pipeline", "splits the layers into stages (pipeline parallelism, workload.microbatches)"},
+      {"expert", "splits the experts of a mixture of experts, and the batch"},
+  };
+  return axes;
+}
+
 const std::vector<std::string>& logical_axis_names() {
-  static const std::vector<std::string> names{"batch", "length", "embed",  "heads",  "kv_heads",
-                                              "mlp",   "vocab",  "expert", "layers", "norm_length",
-                                              "activation_embed"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const LogicalAxisInfo& a : logical_axes()) out.push_back(a.name);
+    return out;
+  }();
   return names;
 }
 
 const std::vector<std::string>& known_mesh_axis_names() {
-  static const std::vector<std::string> names{"data",     "fsdp",     "tensor", "tensor_sequence",
-                                              "sequence", "pipeline", "expert"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const MeshAxisInfo& a : known_mesh_axes()) out.push_back(a.name);
+    return out;
+  }();
   return names;
 }
 

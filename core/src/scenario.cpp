@@ -4,6 +4,7 @@
 
 #include "tpusim/core/chip_blocks.h"
 #include "tpusim/core/data_paths.h"
+#include "tpusim/core/mesh_spec.h"
 #include "workload_checks.h"
 
 namespace tpusim {
@@ -421,11 +422,36 @@ PodSpec load_pod(const std::string& name_or_path) {
 
 namespace tpusim {
 
+namespace {
+
+// The sharding keys, from the tables parse_mesh checks against (core/mesh_spec.h): one entry per known mesh
+// axis, one for the mapping, one per logical axis with its default rule.
+std::vector<FieldInfo> mesh_field_infos() {
+  std::vector<FieldInfo> out;
+  for (const MeshAxisInfo& a : known_mesh_axes()) {
+    out.push_back(FieldInfo{"mesh." + a.name, "integer", "absent", a.doc});
+  }
+  out.push_back(FieldInfo{"mesh.<other name>", "integer", "absent",
+                          "any other axis name: it shards what a sharding rule maps to it. The sizes multiply to "
+                          "the pod's chips; no mesh = one data axis over every chip"});
+  out.push_back(FieldInfo{"mesh_mapping.<axis>", "list of x y z", "automatic",
+                          "the torus axes the mesh axis is laid on, in order (automatic: the most communicating "
+                          "axes on the first torus axes, kernels/README.md)"});
+  for (const LogicalAxisInfo& a : logical_axes()) {
+    out.push_back(FieldInfo{"sharding." + a.name, "list of mesh axes",
+                            fmt::format("[{}]", fmt::join(a.default_mesh_axes, ", ")), a.doc + "; [] = replicated"});
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<std::pair<std::string, std::vector<FieldInfo>>> all_field_tables() {
   std::vector<std::pair<std::string, std::vector<FieldInfo>>> out{{"scenario", scenario_fields().infos()},
                                                                     {"pod", pod_fields().infos()}};
   for (auto& section : chip_field_sections()) out.push_back(std::move(section));
   out.emplace_back("workload", workload_fields().infos());
+  out.emplace_back("workload.mesh, workload.mesh_mapping, workload.sharding (sharded models)", mesh_field_infos());
   for (const ModelKindInfo& k : model_kinds()) {
     out.emplace_back(fmt::format("workload.model (kind: {})", k.name), k.fields().infos());
   }

@@ -10,21 +10,14 @@
 namespace tpusim::kernels {
 namespace {
 
-// The default rules, by logical axis (sharding.h).
+// The default rules, by logical axis (sharding.h), from core's table of logical axes.
 const std::array<std::vector<std::string>, kLogicalAxes>& default_rules() {
-  static const std::array<std::vector<std::string>, kLogicalAxes> rules{{
-      {"data", "fsdp", "expert"},  // batch
-      {"sequence"},                // length
-      {"fsdp"},                    // embed
-      {"tensor", "tensor_sequence"},  // heads
-      {"tensor", "tensor_sequence"},  // kv_heads
-      {"tensor", "tensor_sequence"},  // mlp
-      {"tensor", "tensor_sequence"},  // vocab
-      {"expert"},                     // expert
-      {"pipeline"},                   // layers
-      {"tensor_sequence"},            // norm_length
-      {},                             // activation_embed (opt-in)
-  }};
+  static const std::array<std::vector<std::string>, kLogicalAxes> rules = [] {
+    std::array<std::vector<std::string>, kLogicalAxes> out;
+    const auto& axes = logical_axes();
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = axes.at(i).default_mesh_axes;
+    return out;
+  }();
   return rules;
 }
 

@@ -297,6 +297,39 @@ TEST_F(Cli, ParameterDocsMatchTheFieldTablesInTheCode) {
       << "docs/parameters.md is stale: run scripts/gen-docs.sh";
 }
 
+// describe params covers the sharding keys from the parser's own tables: a rule for every logical axis it lists
+// is accepted, and a logical axis it does not list is refused with a did-you-mean.
+TEST_F(Cli, DescribeParamsListsEveryShardingKeyTheParserAccepts) {
+  const Outcome o = tpusim("describe params");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  // kernels/README.md "Rules" names these; core/mesh_spec.cpp holds them.
+  for (const std::string axis : {"batch", "length", "embed", "heads", "kv_heads", "mlp", "vocab", "expert", "layers",
+                                 "norm_length", "activation_embed"}) {
+    EXPECT_NE(o.out.find("  sharding." + axis + " "), std::string::npos) << axis;
+  }
+  for (const std::string axis : {"data", "fsdp", "tensor", "tensor_sequence", "sequence", "pipeline", "expert"}) {
+    EXPECT_NE(o.out.find("  mesh." + axis + " "), std::string::npos) << axis;
+  }
+  EXPECT_NE(o.out.find("  sharding.batch               list of mesh axes default [data, fsdp, expert]"),
+            std::string::npos);
+  EXPECT_NE(o.out.find("  mesh_mapping.<axis>"), std::string::npos);
+  const fs::path bad = write("shard.yaml", R"(name: s
+pod: v4-2x2x1
+workload:
+  model: gpt3-1.3b
+  batch: 8
+  step: train
+  mesh: {fsdp: 4}
+  sharding: {embedd: [fsdp]}
+)");
+  const Outcome refused = tpusim("validate " + bad.string());
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("shard.yaml:8:14: error: workload.sharding.embedd: unknown logical axis"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("did you mean 'embed'"), std::string::npos) << refused.err;
+}
+
 TEST_F(Cli, APodTheChipCannotFormIsBadInput) {
   // A 3D slice needs 6 ICI ports per chip; a chip overridden to 4 cannot form it.
   const fs::path s = write("s.yaml", std::string(kGood) + "chip:\n  ici:\n    links: 4\n");

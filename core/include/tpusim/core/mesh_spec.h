@@ -50,9 +50,24 @@ struct MeshSpec {
   [[nodiscard]] bool given() const { return !axes.empty(); }
 };
 
-// The logical tensor axes sharding rules name (MaxText's logical axis names, shortened).
+// A logical tensor axis sharding rules name (MaxText's logical axis names, shortened): what it splits and the
+// mesh axes it goes over unless workload.sharding says otherwise. The one table the parser, the lowering's
+// default rules (kernels/sharding.cpp) and `tpusim describe params` read.
+struct LogicalAxisInfo {
+  std::string name;
+  std::vector<std::string> default_mesh_axes;
+  std::string doc;
+};
+[[nodiscard]] const std::vector<LogicalAxisInfo>& logical_axes();
+// A mesh axis name with a built-in meaning (others may be named; they shard what rules map to them).
+struct MeshAxisInfo {
+  std::string name;
+  std::string doc;
+};
+[[nodiscard]] const std::vector<MeshAxisInfo>& known_mesh_axes();
+
+// The names of the two tables above, in their order.
 [[nodiscard]] const std::vector<std::string>& logical_axis_names();
-// The mesh axis names with a built-in meaning (others may be named; they shard what rules map to them).
 [[nodiscard]] const std::vector<std::string>& known_mesh_axis_names();
 
 // Reads workload.mesh, workload.mesh_mapping and workload.sharding from the workload map (absent keys leave
