@@ -97,13 +97,57 @@ TEST_F(ReportCli, RunHeaderNamesTheMeshAsPlacedAndTheShardingInForce) {
   EXPECT_EQ(one.out.find("  mesh "), std::string::npos) << one.out;
 }
 
+// The top-ops table: instructions grouped by label without the layer index, timed as the op classes are (so
+// the ops add up to the same time), with their FLOPs counted exactly.
+TEST_F(ReportCli, TopOpsGroupTheLayersAndAddUpToTheOpClassesTime) {
+  const auto [out, j] = run("gpt3-1.3b-train-v4", "g");
+  const auto& top = j["top_ops"];
+  ASSERT_FALSE(top.empty());
+  for (std::size_t i = 1; i < top.size(); ++i) {
+    EXPECT_GE(top[i - 1]["time_s"].get<double>(), top[i]["time_s"].get<double>()) << i;
+  }
+  // ops.csv has every op; their times add up to the op classes' (both split each interval the same way).
+  const std::string csv = slurp(dir_ / "g" / "ops.csv");
+  std::istringstream lines(csv);
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_EQ(line.substr(0, 26), "op,unit,instructions,time_");
+  double ops_time = 0;
+  std::size_t rows = 0;
+  bool qkv = false;
+  while (std::getline(lines, line)) {
+    ++rows;
+    std::vector<std::string> cells;
+    std::stringstream cs(line);
+    for (std::string c; std::getline(cs, c, ',');) cells.push_back(c);
+    ASSERT_EQ(cells.size(), 12u) << line;
+    ops_time += std::stod(cells[3]);
+    if (cells[0] == "layer*.fwd.qkv") {
+      qkv = true;
+      // 24 layers, each split over v4's 2 TensorCores; per layer 2 x tokens x d x 3d FLOPs: 8 sequences of
+      // 2048 tokens (the scenario), d = 2048.
+      EXPECT_EQ(cells[1], "mxu");
+      EXPECT_EQ(std::stod(cells[2]), 48.0);
+      EXPECT_DOUBLE_EQ(std::stod(cells[6]), 24.0 * 2 * (8.0 * 2048) * 2048 * (3 * 2048));
+    }
+  }
+  EXPECT_TRUE(qkv) << csv;
+  EXPECT_GT(rows, top.size() - 1);
+  double classes_time = 0;
+  for (const auto& [k, v] : j["op_classes"].items()) {
+    if (v.is_object()) classes_time += v["time_s"].get<double>();
+  }
+  EXPECT_NEAR(ops_time, classes_time, 1e-6 * classes_time);
+  EXPECT_NE(out.find("top ops by time"), std::string::npos) << out;
+}
+
 TEST_F(ReportCli, RunListsEveryFileItWroteAndNoOther) {
   const fs::path out = dir_ / "r";
   const Outcome o = tpusim("run gpt3-1.3b-fsdp-tensor-v4-2x2x1 --trace --trace-chips 0-1 -o " + out.string());
   ASSERT_EQ(o.exit_code, 0) << o.err;
   const std::vector<std::string> listed = files_written(o.out, out);
-  EXPECT_EQ(listed, (std::vector<std::string>{"summary.json", "chips.csv", "links.csv", "links.svg", "trace.json",
-                                              "timeline.svg"}))
+  EXPECT_EQ(listed, (std::vector<std::string>{"summary.json", "chips.csv", "ops.csv", "links.csv", "links.svg",
+                                              "trace.json", "timeline.svg"}))
       << o.out;
   std::vector<std::string> present;
   for (const auto& e : fs::directory_iterator(out)) {

@@ -227,6 +227,7 @@ int run_command(const RunArgs& args) {
     if (job) add_job_json(summary, scenario, *job, *fault_steps);
     write_text(file("summary.json"), summary.dump(2) + "\n");
     write_file(file("chips.csv"), [&](std::ostream& out) { write_chips_csv(report, out); });
+    if (!report.ops.empty()) write_file(file("ops.csv"), [&](std::ostream& out) { write_ops_csv(report, out); });
     if (!report.links.empty()) {
       write_file(file("links.csv"), [&](std::ostream& out) { write_links_csv(report, out); });
       std::vector<double> utilization;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
+#include <map>
 
 namespace tpusim::tools {
 namespace {
@@ -21,16 +23,53 @@ std::uint8_t tier_of(ir::UnitKind u) {
 
 }  // namespace
 
+std::string op_of_label(const std::string& label) {
+  // Leading segments that are a name and an index ("layer12", "stage0", "block3", "top2") lose the index; the
+  // first other segment ends that, so "layer0.fwd.norm1" keeps its norm1 apart from norm2.
+  std::string out;
+  std::size_t begin = 0;
+  bool leading = true;
+  while (begin <= label.size()) {
+    const std::size_t dot = std::min(label.find('.', begin), label.size());
+    std::string segment = label.substr(begin, dot - begin);
+    if (leading) {
+      std::size_t digits = segment.size();
+      while (digits > 0 && std::isdigit(static_cast<unsigned char>(segment[digits - 1]))) --digits;
+      const bool indexed = digits > 0 && digits < segment.size() &&
+                           std::isalpha(static_cast<unsigned char>(segment[digits - 1]));
+      if (indexed) segment = segment.substr(0, digits) + "*";
+      else leading = false;
+    }
+    if (!out.empty() || begin > 0) out += '.';
+    out += segment;
+    if (dot == label.size()) break;
+    begin = dot + 1;
+  }
+  return out;
+}
+
 OpClassRecorder::OpClassRecorder(const ir::ProgramSet& programs, std::uint32_t chips)
     : programs_(programs),
       role_chip_(programs.programs.size(), -1),
       role_weight_(programs.programs.size(), 0.0),
-      spans_(programs.programs.size()) {
+      spans_(programs.programs.size()),
+      op_of_label_(programs.programs.size()),
+      ops_(programs.programs.size()) {
   for (std::uint32_t c = 0; c < chips; ++c) {
     const std::size_t role = programs.role_of_chip.empty() ? 0 : programs.role_of_chip[c];
     if (role >= role_chip_.size()) continue;
     if (role_chip_[role] < 0) role_chip_[role] = c;
     role_weight_[role] += 1.0 / std::max<std::uint32_t>(1, chips);
+  }
+  for (std::size_t role = 0; role < programs.programs.size(); ++role) {
+    if (role_chip_[role] < 0) continue;
+    const ir::Program& p = programs.programs[role];
+    std::map<std::string, std::uint32_t> index;
+    for (const std::string& label : p.labels()) {
+      const auto [it, added] = index.emplace(op_of_label(label), static_cast<std::uint32_t>(ops_[role].size()));
+      if (added) ops_[role].push_back(OpTime{it->first});
+      op_of_label_[role].push_back(it->second);
+    }
   }
 }
 
@@ -42,12 +81,24 @@ void OpClassRecorder::record(const models::TraceSpan& span) {
   const ir::Instruction& ins = programs_.programs[role][span.instruction];
   const std::uint8_t kind =
       ins.kind == ir::OpKind::collective ? static_cast<std::uint8_t>(ins.collective) : kNoCollective;
+  const std::uint32_t op = op_of_label_[role][ins.label];
+  OpTime& o = ops_[role][op];
+  if (o.unit.empty()) o.unit = std::string(ir::unit_name(span.unit));
+  o.instructions += 1;
+  o.flops += ins.hardware_flops;
+  o.hbm_bytes += static_cast<double>(ins.hbm_read + ins.hbm_written);
+  if (ins.kind == ir::OpKind::dma || ins.kind == ir::OpKind::collective || ins.kind == ir::OpKind::send ||
+      ins.kind == ir::OpKind::recv) {
+    o.moved_bytes += static_cast<double>(ins.bytes);
+  }
   spans_[role].push_back(
-      Span{span.start.value(), span.end.value(), tier, static_cast<std::uint8_t>(ins.op_class), kind});
+      Span{span.start.value(), span.end.value(), tier, static_cast<std::uint8_t>(ins.op_class), kind, op});
 }
 
 std::vector<OpClassTime> OpClassRecorder::finish(double step_time, double* idle_s,
-                                                  std::vector<std::pair<std::string, double>>* exposed) const {
+                                                  std::vector<std::pair<std::string, double>>* exposed,
+                                                  std::vector<OpTime>* ops) const {
+  std::map<std::string, OpTime> by_name;  // ops merged over roles, weighted like the times
   constexpr std::size_t kKinds = 8;  // CollectiveKind values (5 today), with room
   std::array<double, ir::kOpClasses> time{}, busy{}, count{};
   std::array<double, kKinds> kind_time{};
@@ -57,11 +108,13 @@ std::vector<OpClassTime> OpClassRecorder::finish(double step_time, double* idle_
     const double weight = role_weight_[role];
     if (weight <= 0) continue;
     const std::vector<Span>& spans = spans_[role];
+    std::vector<double> op_time(ops_[role].size(), 0.0), op_active(ops_[role].size(), 0.0);
     // Sweep over start (+1) and end (-1) events; between events the in-flight set is constant.
     struct Event {
       double t;
       int delta;
       std::uint8_t tier, op_class, collective;
+      std::uint32_t op;
     };
     std::vector<Event> events;
     events.reserve(2 * spans.size());
@@ -70,12 +123,14 @@ std::vector<OpClassTime> OpClassRecorder::finish(double step_time, double* idle_
       count[s.op_class] += weight;
       if (s.collective < kKinds) kind_ran[s.collective] = true;
       if (s.end <= s.start) continue;
-      events.push_back({s.start, +1, s.tier, s.op_class, s.collective});
-      events.push_back({s.end, -1, s.tier, s.op_class, s.collective});
+      events.push_back({s.start, +1, s.tier, s.op_class, s.collective, s.op});
+      events.push_back({s.end, -1, s.tier, s.op_class, s.collective, s.op});
     }
     std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.t < b.t; });
     std::array<std::array<int, ir::kOpClasses>, 5> live{};  // [tier][class] instructions in flight
     std::array<int, kKinds> live_kind{};                    // collectives in flight by kind
+    std::vector<int> live_op(ops_[role].size(), 0);         // instructions in flight by op, any tier
+    std::array<std::vector<std::uint32_t>, 5> live_ops;     // [tier] the op of each instruction in flight
     double last = 0;
     double covered = 0;
     for (std::size_t i = 0; i < events.size();) {
@@ -87,20 +142,42 @@ std::vector<OpClassTime> OpClassRecorder::finish(double step_time, double* idle_
           for (int c : live[tier]) n += c;
           if (n == 0) continue;
           for (std::size_t c = 0; c < ir::kOpClasses; ++c) time[c] += dt * weight * live[tier][c] / n;
+          for (std::uint32_t op : live_ops[tier]) op_time[op] += dt / n;
           if (tier == tier_of(ir::UnitKind::ici)) {
             for (std::size_t k = 0; k < kKinds; ++k) kind_time[k] += dt * weight * live_kind[k] / n;
           }
           covered += dt;
           break;
         }
+        for (std::size_t op = 0; op < live_op.size(); ++op) {
+          if (live_op[op] > 0) op_active[op] += dt;
+        }
       }
       for (; i < events.size() && events[i].t == t; ++i) {
         live[events[i].tier][events[i].op_class] += events[i].delta;
         if (events[i].collective < kKinds) live_kind[events[i].collective] += events[i].delta;
+        live_op[events[i].op] += events[i].delta;
+        std::vector<std::uint32_t>& at_tier = live_ops[events[i].tier];
+        if (events[i].delta > 0) {
+          at_tier.push_back(events[i].op);
+        } else {
+          at_tier.erase(std::find(at_tier.begin(), at_tier.end(), events[i].op));
+        }
       }
       last = t;
     }
     idle += std::max(0.0, step_time - covered) * weight;
+    for (std::size_t op = 0; op < ops_[role].size(); ++op) {
+      const OpTime& o = ops_[role][op];
+      if (o.instructions == 0) continue;
+      OpTime& merged = by_name.try_emplace(o.name, OpTime{o.name, o.unit}).first->second;
+      merged.instructions += o.instructions * weight;
+      merged.time_s += op_time[op] * weight;
+      merged.active_s += op_active[op] * weight;
+      merged.flops += o.flops * weight;
+      merged.hbm_bytes += o.hbm_bytes * weight;
+      merged.moved_bytes += o.moved_bytes * weight;
+    }
   }
   std::vector<OpClassTime> out;
   for (std::size_t c = 0; c < ir::kOpClasses; ++c) {
@@ -109,6 +186,11 @@ std::vector<OpClassTime> OpClassRecorder::finish(double step_time, double* idle_
                               static_cast<std::uint64_t>(count[c] + 0.5)});
   }
   if (idle_s != nullptr) *idle_s = idle;
+  if (ops != nullptr) {
+    ops->clear();
+    for (auto& [name, o] : by_name) ops->push_back(std::move(o));
+    std::stable_sort(ops->begin(), ops->end(), [](const OpTime& a, const OpTime& b) { return a.time_s > b.time_s; });
+  }
   if (exposed != nullptr) {
     exposed->clear();
     for (std::size_t k = 0; k < kKinds; ++k) {

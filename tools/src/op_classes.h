@@ -25,6 +25,21 @@ struct OpClassTime {
   std::uint64_t instructions = 0;  // per recorded chip, summed over roles weighted like the times
 };
 
+// One op of the step: the instructions of one label with its layer (stage, block...) index dropped, so
+// "layer0.fwd.qkv" ... "layer23.fwd.qkv" are the op "layer*.fwd.qkv" (a profiler's "top ops by time").
+struct OpTime {
+  std::string name;
+  std::string unit;                // the unit it runs on: mxu, vpu, sparsecore, ici, dma, host
+  double instructions = 0;         // per chip (weighted over roles like the times)
+  double time_s = 0;               // attributed as the op classes' times are (they add up the same way)
+  double active_s = 0;             // the union of its instructions' spans on the chip: when any of them ran
+  double flops = 0;                // hardware FLOPs per chip
+  double hbm_bytes = 0;            // HBM bytes a fused instruction streams (read + written), per chip
+  double moved_bytes = 0;          // bytes a DMA or a collective moves, per chip
+};
+// An op's name from an instruction label (see OpTime).
+[[nodiscard]] std::string op_of_label(const std::string& label);
+
 class OpClassRecorder {
  public:
   explicit OpClassRecorder(const ir::ProgramSet& programs, std::uint32_t chips);
@@ -32,9 +47,11 @@ class OpClassRecorder {
   // Classes with any instruction, in ir::OpClass order, and the time nothing was in flight up to step_time.
   // `exposed_collectives` (may be null) receives the same attribution of the collectives' exposed time (ICI
   // the highest tier in flight) by collective kind ("all_reduce", ...; kinds that ran only).
+  // `ops` (may be null) receives every op of the step, longest attributed time first (ties by name).
   [[nodiscard]] std::vector<OpClassTime> finish(double step_time, double* idle_s,
                                                 std::vector<std::pair<std::string, double>>* exposed_collectives =
-                                                    nullptr) const;
+                                                    nullptr,
+                                                std::vector<OpTime>* ops = nullptr) const;
 
  private:
   struct Span {
@@ -42,12 +59,16 @@ class OpClassRecorder {
     std::uint8_t tier;
     std::uint8_t op_class;
     std::uint8_t collective;  // CollectiveKind of a collective, else kNoCollective
+    std::uint32_t op;         // index into ops_[role]
   };
   static constexpr std::uint8_t kNoCollective = 0xff;
   const ir::ProgramSet& programs_;
   std::vector<std::int64_t> role_chip_;     // per program: the chip recorded (-1: none runs it)
   std::vector<double> role_weight_;         // per program: chips running it / all chips
   std::vector<std::vector<Span>> spans_;    // per program
+  // Per program: each label's op (index into ops_), and the ops with their per-chip totals (times unset).
+  std::vector<std::vector<std::uint32_t>> op_of_label_;
+  std::vector<std::vector<OpTime>> ops_;
 };
 
 }  // namespace tpusim::tools

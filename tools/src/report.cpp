@@ -41,6 +41,24 @@ json spread_json(const Spread& s) { return json{{"mean", s.mean}, {"min", s.min}
 
 double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
+constexpr std::size_t kTopOpsInSummary = 20;  // summary.json's top_ops; ops.csv has them all
+constexpr std::size_t kTopOpsOnStdout = 10;
+
+nlohmann::ordered_json op_json(const RunReport& r, const OpTime& o) {
+  return nlohmann::ordered_json{{"op", o.name},
+                                {"unit", o.unit},
+                                {"instructions", o.instructions},
+                                {"time_s", o.time_s},
+                                {"share", ratio(o.time_s, r.step_time_s)},
+                                {"active_s", o.active_s},
+                                {"flops", o.flops},
+                                {"hbm_bytes", o.hbm_bytes},
+                                {"moved_bytes", o.moved_bytes},
+                                {"flops_per_s", ratio(o.flops, o.active_s)},
+                                {"hbm_bytes_per_s", ratio(o.hbm_bytes, o.active_s)},
+                                {"bound_by", op_bound_by(r, o)}};
+}
+
 // Four significant digits: enough to read, few enough to scan a column (readable.h).
 std::string short_time(double s) { return readable(s, Quantity::seconds); }
 std::string bytes_text(double b) { return readable(b, Quantity::bytes); }
@@ -110,6 +128,9 @@ json summary_json(const Scenario& scenario, const RunReport& r) {
   }
   classes["idle_s"] = r.op_idle_s;
   j["op_classes"] = classes;
+  json top = json::array();
+  for (std::size_t i = 0; i < r.ops.size() && i < kTopOpsInSummary; ++i) top.push_back(op_json(r, r.ops[i]));
+  j["top_ops"] = top;
   if (!r.exposed_collectives_s.empty()) {
     json exposed = json::object();
     for (const auto& [kind, t] : r.exposed_collectives_s) exposed[kind + "_s"] = t;
@@ -171,6 +192,28 @@ json summary_json(const Scenario& scenario, const RunReport& r) {
   j["faults"] = json{{"timeline", json::array()}};
   j["notes"] = r.notes;
   return j;
+}
+
+std::string op_bound_by(const RunReport& r, const OpTime& op) {
+  if (op.unit == "mxu") {
+    const double per_chip_peak = ratio(r.peak_flops_per_s, static_cast<double>(std::max<long long>(1, r.chips)));
+    const double mxu = ratio(op.flops, per_chip_peak), hbm = ratio(op.hbm_bytes, r.hbm_bandwidth);
+    // Neither the MXU at peak nor HBM at its bandwidth takes half the op's time: start-up, fill and drain,
+    // step overheads or waiting on another unit do.
+    if (std::max(mxu, hbm) < 0.5 * op.active_s) return "latency";
+    return mxu >= hbm ? "mxu" : "hbm";
+  }
+  if (op.unit == "vpu") return ratio(op.hbm_bytes, r.hbm_bandwidth) >= 0.5 * op.active_s ? "hbm" : "vpu";
+  return op.unit;
+}
+
+void write_ops_csv(const RunReport& r, std::ostream& out) {
+  out << "op,unit,instructions,time_s,share,active_s,flops,hbm_bytes,moved_bytes,flops_per_s,hbm_bytes_per_s,bound_by\n";
+  for (const OpTime& o : r.ops) {
+    out << fmt::format("{},{},{:.6g},{:.9g},{:.6f},{:.9g},{:.17g},{:.17g},{:.17g},{:.9g},{:.9g},{}\n", o.name, o.unit,
+                       o.instructions, o.time_s, ratio(o.time_s, r.step_time_s), o.active_s, o.flops, o.hbm_bytes,
+                       o.moved_bytes, ratio(o.flops, o.active_s), ratio(o.hbm_bytes, o.active_s), op_bound_by(r, o));
+  }
 }
 
 void write_chips_csv(const RunReport& r, std::ostream& out) {
@@ -312,6 +355,19 @@ void print_table(const Scenario& s, const RunReport& r, std::ostream& out) {
     out << "\n  by op class (time attributed, see docs/summary-format.md)\n";
     for (const auto& c : r.op_classes) {
       out << fmt::format("  {:<16}{:>11}  {:5.1f}%\n", c.name, short_time(c.time_s), 100 * ratio(c.time_s, step));
+    }
+  }
+  if (!r.ops.empty()) {
+    out << fmt::format("\n  top ops by time (of {}; all in ops.csv)\n", r.ops.size());
+    out << fmt::format("  {:<34} {:>5} {:>10} {:>6} {:>13} {:>11}  {}\n", "op", "unit", "time", "share", "FLOP/s",
+                       "HBM", "bound by");
+    for (std::size_t i = 0; i < r.ops.size() && i < kTopOpsOnStdout; ++i) {
+      const OpTime& o = r.ops[i];
+      out << fmt::format("  {:<34} {:>5} {:>10} {:5.1f}% {:>13} {:>11}  {}\n", o.name.substr(0, 34), o.unit,
+                         short_time(o.time_s), 100 * ratio(o.time_s, step),
+                         o.flops > 0 ? readable(ratio(o.flops, o.active_s), Quantity::flops_per_s) : "-",
+                         o.hbm_bytes > 0 ? readable(ratio(o.hbm_bytes, o.active_s), Quantity::bytes_per_s) : "-",
+                         op_bound_by(r, o));
     }
   }
   out << "\n  where the time went (mean over chips)\n";

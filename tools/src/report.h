@@ -74,6 +74,8 @@ struct RunReport {
   std::string mesh, sharding;
   std::optional<kernels::MemoryPlan> memory;  // whole models: the per-chip HBM plan
   std::vector<OpClassTime> op_classes;        // per-op-class breakdown (op_classes.h)
+  std::vector<OpTime> ops;                    // every op, longest attributed time first (op_classes.h)
+  double hbm_bandwidth = 0;                   // one chip's, nominal: what an op's "bound by" compares with
   double op_idle_s = 0;                       // nothing in flight, same weighting as op_classes
   // Exposed communication by collective kind (op_classes.h: the collectives' share of the time ICI was the
   // highest tier in flight), same weighting as op_classes; empty without collectives.
@@ -103,6 +105,11 @@ struct RunReport {
 [[nodiscard]] nlohmann::ordered_json chip_spread_json(const RunReport& report);
 void write_chips_csv(const RunReport& report, std::ostream& out);
 void write_links_csv(const RunReport& report, std::ostream& out);
+// ops.csv: every op of the step (RunReport::ops) with its time, FLOPs, bytes, achieved rates and bound.
+void write_ops_csv(const RunReport& report, std::ostream& out);
+// What limits an op (docs/summary-format.md, "top_ops"): mxu, hbm or latency for a matmul, vpu or hbm for a
+// vector op, else the unit it runs on.
+[[nodiscard]] std::string op_bound_by(const RunReport& report, const OpTime& op);
 void print_table(const Scenario& scenario, const RunReport& report, std::ostream& out);
 
 // Builds a nested JSON object from dotted keys with string values; integers, booleans and integer lists

@@ -79,8 +79,9 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
     }
   }
   rep.step = scenario.workload.step;
+  rep.hbm_bandwidth = scenario.chip.hbm.bandwidth.value();
   if (classes != nullptr) {
-    rep.op_classes = classes->finish(r.step_time.value(), &rep.op_idle_s, &rep.exposed_collectives_s);
+    rep.op_classes = classes->finish(r.step_time.value(), &rep.op_idle_s, &rep.exposed_collectives_s, &rep.ops);
   }
   rep.breakdown_s = {{"compute", r.breakdown.compute.value()},
                      {"communication", r.breakdown.communication.value()},
