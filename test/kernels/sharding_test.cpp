@@ -533,7 +533,7 @@ TEST(Sharding, AnFsdpCastWaitsForItsTensorCoresPreviousFusionAndNoGatherWaitsFor
       if (prev != last_compute.end()) {
         bool after_prev = false;
         for (std::uint32_t d = 0; d < ins.dep_count; ++d) after_prev |= deps[d] == prev->second;
-        EXPECT_TRUE(after_prev) << p.label_of(ins) << " on core " << int(ins.core);
+        EXPECT_TRUE(after_prev) << p.label_of(ins) << " on core " << static_cast<int>(ins.core);
         chained += after_prev ? 1 : 0;
       }
     }
