@@ -34,6 +34,11 @@ std::vector<Assumption> lowering_assumptions() {
       {"FSDP all-gather type", "the activation dtype (bf16)", "kernels/src/sharding_points.cpp",
        "the f32 master weights are cast to the compute type before they are gathered (the cast moved across the "
        "all-gather, half the bytes); gradients are reduced in their storage type (f32)"},
+      {"FSDP weight cast", "a VPU fusion per gathered weight shard", "kernels/src/sharding_points.cpp",
+       "before each FSDP all-gather of an f32 master weight the shard is converted in a fusion of its own (XLA moves "
+       "the convert ahead of the all-gather, which cannot run it): it reads the shard in f32 and writes it in the "
+       "compute type, on the VPU and HBM of the layer's compute stream, one fusion after another; the gather does "
+       "not wait for it (the scheduler converts ahead of a gather it starts one layer early)"},
       {"FSDP prefetch depth", "one layer", "kernels/src/sharding_points.cpp",
        "a layer's all-gathers start when the previous layer's first gathered weight is consumed, as XLA's "
        "latency-hiding scheduler overlaps them with one layer of compute"},

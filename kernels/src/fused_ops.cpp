@@ -13,7 +13,7 @@ std::vector<VpuCost> vpu_costs() {
           kSoftmax, kOnlineSoftmax, kSoftmaxRecompute, kSoftmaxBackward, kSoftmaxBackwardRows, kAttentionBackwardRows, kRotary, kAdd,
           kCrossEntropyForward, kCrossEntropyWithGradient, kCrossEntropyMax, kCrossEntropySums,
           kCrossEntropyGradient, kCrossEntropyLoss, kSampling, kSgdUpdate, kAdamUpdate, kAdamWUpdate,
-          kAdafactorUpdate, kGradientAccumulate, kRouter, kDispatch, kCombine, kBatchNormForward, kBatchNormBackward,
+          kAdafactorUpdate, kGradientAccumulate, kWeightCast, kRouter, kDispatch, kCombine, kBatchNormForward, kBatchNormBackward,
           kMaxPool, kAveragePool, kAqtQuantize};
 }
 
@@ -49,9 +49,8 @@ GemmTiling Builder::tiling(std::int64_t m, std::int64_t k, std::int64_t n, DType
   return tilings_[key] = tile_gemm(chip_, m, k, n, dtype);
 }
 
-double Builder::vector_steps(double elements, double bytes_per_element) const {
-  // Chunks as lower_vector_pass cuts them: double-buffered within kVectorVmemFraction of VMEM.
-  const double budget = chip_.vmem.capacity.as_double() * kVectorVmemFraction;
+double vector_grid_steps(const ChipSpec& chip, double elements, double bytes_per_element) {
+  const double budget = chip.vmem.capacity.as_double() * kVectorVmemFraction;
   const double chunk = std::max(1024.0, budget / std::max(1.0, 2.0 * bytes_per_element));
   return std::max(1.0, std::ceil(elements / chunk));
 }
@@ -105,7 +104,7 @@ std::size_t Builder::vector(const OpName& name, ir::OpClass cls, ir::VectorOp ki
   double bytes = 0;
   for (const auto& r : reads) bytes += graph_.tensor(r.tensor).bytes() * r.times;
   for (const auto& w : writes) bytes += graph_.tensor(w.tensor).bytes() * w.times;
-  op.grid_steps = vector_steps(elements, elements > 0 ? bytes / elements : 0.0);
+  op.grid_steps = vector_grid_steps(chip_, elements, elements > 0 ? bytes / elements : 0.0);
   return graph_.add(std::move(op));
 }
 

@@ -18,6 +18,10 @@
 
 namespace tpusim::kernels {
 
+// The grid steps of a fused vector op over `elements` of `bytes_per_element` (its reads and writes): chunks as
+// lower_vector_pass cuts them, double-buffered within kVectorVmemFraction of VMEM.
+[[nodiscard]] double vector_grid_steps(const ChipSpec& chip, double elements, double bytes_per_element);
+
 struct VpuCost {
   const char* name;
   fused::VpuWork per_element;
@@ -81,6 +85,8 @@ inline constexpr VpuCost kAdamWUpdate{"adamw update", {13, 1}, "adam plus w -= l
 inline constexpr VpuCost kAdafactorUpdate{"adafactor update", {12, 1},
                                           "g^2 row and column sums, v = r c / sum r, g / sqrt(v), RMS clip, w -= lr u"};
 inline constexpr VpuCost kGradientAccumulate{"gradient accumulation", {1, 0}, "add into the accumulator"};
+// Per weight element, before an FSDP all-gather of the compute-type copy (sharding_points.cpp).
+inline constexpr VpuCost kWeightCast{"weight cast", {1, 0}, "convert an f32 master weight to the compute type"};
 // Mixture of experts, per routing logit (softmax, top-k selection) and per dispatched or combined element.
 inline constexpr VpuCost kRouter{"router top-k", {10, 1}, "softmax over experts, k rounds of max and mask"};
 inline constexpr VpuCost kDispatch{"expert dispatch", {1, 0}, "select each expert's token rows (a gather)"};
@@ -194,8 +200,6 @@ class Builder {
   void add_vpu(std::size_t op, double elements, const VpuCost& cost);
 
  private:
-  [[nodiscard]] double vector_steps(double elements, double bytes_per_element) const;
-
   const ChipSpec& chip_;
   DType act_;
   bool quantize_int8_ = false;

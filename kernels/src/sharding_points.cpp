@@ -6,15 +6,17 @@
 
 #include <fmt/format.h>
 
+#include "fused_ops.h"
+
 namespace tpusim::kernels {
 
 using fused::Access;
 using fused::TensorId;
 using fused::TensorKind;
 
-ShardingPoints::ShardingPoints(const ShardingPlan& plan, DType activation_dtype,
+ShardingPoints::ShardingPoints(const ShardingPlan& plan, const ChipSpec& chip, DType activation_dtype,
                                std::vector<ir::CollectiveGroup>& groups)
-    : plan_(plan), act_(activation_dtype), groups_(groups) {}
+    : plan_(plan), chip_(chip), act_(activation_dtype), groups_(groups) {}
 
 std::uint16_t ShardingPoints::group_index(const ir::CollectiveGroup& group) {
   const auto it = std::find(groups_.begin(), groups_.end(), group);
@@ -77,9 +79,33 @@ TensorId ShardingPoints::weights_before_use(fused::Graph& g, int layer, fused::P
       }
     }
   }
+  if (w.dtype != act_) cast_before_gather(g, layer, phase, weight);
   collective(g, scope(layer, phase) + ".fsdp_all_gather", phase, CollectiveKind::all_gather,
              w.elements * static_cast<double>(dtype_bytes(act_)), act_, axes, {{weight, 1}}, {{gathered, 1}}, after);
   return gathered;
+}
+
+// A fusion of its own on the VPU (XLA moves the convert before the all-gather, which cannot run it): the shard
+// is read in its stored type and written in the compute type, in the compute stream of the layer that uses it.
+// The gather does not wait for it (an assumption: XLA's scheduler converts ahead of a gather it starts one layer
+// early; the convert's place in the stream does not change what it costs).
+void ShardingPoints::cast_before_gather(fused::Graph& g, int layer, fused::Phase phase, TensorId weight) {
+  const fused::Tensor w = g.tensor(weight);
+  const TensorId cast = g.tensor(w.name + ".cast." + std::string(fused::phase_name(phase)), w.elements, act_,
+                                 TensorKind::activation);
+  fused::Op op;
+  op.label = scope(layer, phase) + ".fsdp_cast";
+  op.cls = ir::OpClass::other;
+  op.unit = fused::Unit::vpu;
+  op.phase = phase;
+  op.dtype = DType::f32;
+  op.vector_op = ir::VectorOp::elementwise;
+  op.vpu = kWeightCast.per_element.times(w.elements);
+  op.reads = {{weight, 1}};
+  op.writes = {{cast, 1}};
+  const double bytes_per_element = static_cast<double>(dtype_bytes(w.dtype) + dtype_bytes(act_));
+  op.grid_steps = vector_grid_steps(chip_, w.elements, bytes_per_element);
+  g.add(std::move(op));
 }
 
 TensorId ShardingPoints::after_row_parallel(fused::Graph& g, int layer, fused::Phase phase, TensorId partial) {

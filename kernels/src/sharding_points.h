@@ -12,7 +12,9 @@ namespace tpusim::kernels {
 class ShardingPoints : public CollectivePoints {
  public:
   // `groups` collects the groups the collectives name (ProgramSet::groups).
-  ShardingPoints(const ShardingPlan& plan, DType activation_dtype, std::vector<ir::CollectiveGroup>& groups);
+  // `chip` times the weight casts before the FSDP gathers (weights_before_use).
+  ShardingPoints(const ShardingPlan& plan, const ChipSpec& chip, DType activation_dtype,
+                 std::vector<ir::CollectiveGroup>& groups);
 
   fused::TensorId weights_before_use(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId weight) override;
   fused::TensorId after_row_parallel(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId partial) override;
@@ -39,6 +41,8 @@ class ShardingPoints : public CollectivePoints {
   void collective(fused::Graph& g, const std::string& label, fused::Phase phase, CollectiveKind kind,
                   double bytes, DType dtype, const std::vector<int>& axes, const std::vector<fused::Access>& reads,
                   const std::vector<fused::Access>& writes, const std::vector<std::size_t>& after = {});
+  // The weight-cast fusion before weight's FSDP all-gather (weights_before_use).
+  void cast_before_gather(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId weight);
   std::uint16_t group_index(const ir::CollectiveGroup& group);
   // The tensor group's reduction of `partial`: all-reduced, or reduce-scattered into this chip's tokens.
   fused::TensorId reduce_partial(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId partial, bool scatter);
@@ -51,6 +55,7 @@ class ShardingPoints : public CollectivePoints {
   [[nodiscard]] std::string scope(int layer, fused::Phase phase) const;
 
   const ShardingPlan& plan_;
+  const ChipSpec& chip_;
   DType act_;
   std::vector<ir::CollectiveGroup>& groups_;
   // FSDP prefetch: the first gathered weight of the current (layer, phase) and of the previous one.

@@ -464,6 +464,85 @@ TEST(Sharding, FsdpGathersTheEmbeddingTableBeforeTheLookupAndReduceScattersItsGr
   EXPECT_EQ(collectives(p, "head.bwd.fsdp_reduce_scatter"), (std::pair<double, int>{4.0 * (2048 * 256 + 256), 1}));
 }
 
+// The weight casts whose label ends with `suffix`, summed over their instructions (one per TensorCore).
+struct CastTotals {
+  double read = 0, written = 0, elements = 0;
+  int count = 0;
+};
+CastTotals casts(const ir::Program& p, const std::string& suffix) {
+  CastTotals t;
+  for (const auto& ins : p.instructions()) {
+    const std::string& l = p.label_of(ins);
+    if (ins.kind != ir::OpKind::vector || l.size() < suffix.size() ||
+        l.compare(l.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      continue;
+    }
+    t.read += static_cast<double>(ins.hbm_read);
+    t.written += static_cast<double>(ins.hbm_written);
+    t.elements += static_cast<double>(ins.elements);
+    ++t.count;
+  }
+  return t;
+}
+
+TEST(Sharding, FsdpCastsEachF32WeightShardToBf16InAFusionOfItsOwnBeforeGatheringIt) {
+  const LoweredWorkload l = lower(small(8, mesh({{"fsdp", 4}})), roomy(), pod({4}));
+  const ir::Program& p = l.programs.programs[0];
+  // The tied table's shard, 2048 x 256 / 4 elements, cast for each of its two forward gathers (the lookup, the
+  // head's projection): read in f32, written in bf16, one VPU op per element, split over the 2 TensorCores.
+  const double table_shard = 2048.0 * 256 / 4;
+  const CastTotals head = casts(p, "head.fwd.fsdp_cast");
+  EXPECT_EQ(head.count, 2 * 2);
+  EXPECT_EQ(head.read, 2 * table_shard * 4);
+  EXPECT_EQ(head.written, 2 * table_shard * 2);
+  EXPECT_EQ(head.elements, 2 * table_shard);
+  // Layer 0's forward: qkv 256 x 3 x 256 (4 heads of 64), out 256 x 256, up 256 x 1024 and down 1024 x 256,
+  // each a quarter.
+  const double layer_shard = (256.0 * 768 + 256 * 256 + 256 * 1024 + 1024 * 256) / 4;
+  const CastTotals layer = casts(p, "layer0.fwd.fsdp_cast");
+  EXPECT_EQ(layer.count, 4 * 2);
+  EXPECT_EQ(layer.read, layer_shard * 4);
+  EXPECT_EQ(layer.written, layer_shard * 2);
+  // Every gather of the step has its cast: the casts write exactly the bytes the gathers send.
+  EXPECT_EQ(casts(p, "fsdp_cast").written, collectives(p, "fsdp_all_gather").first);
+  // bf16 master weights are gathered as stored: nothing to cast.
+  WorkloadSpec bf16 = small(8, mesh({{"fsdp", 4}}));
+  bf16.weight_dtype = DType::bf16;
+  EXPECT_EQ(casts(lower(bf16, roomy(), pod({4})).programs.programs[0], "fsdp_cast").count, 0);
+}
+
+TEST(Sharding, AnFsdpCastWaitsForItsTensorCoresPreviousFusionAndNoGatherWaitsForACast) {
+  // One fusion at a time per TensorCore: each cast depends on the compute instruction its core ran before it;
+  // the gathers, started a layer ahead, read the stored shard and do not wait for the casts.
+  const LoweredWorkload l = lower(small(8, mesh({{"fsdp", 4}})), roomy(), pod({4}));
+  const ir::Program& p = l.programs.programs[0];
+  const auto is_cast = [&](const ir::Instruction& ins) { return p.label_of(ins).find("fsdp_cast") != std::string::npos; };
+  std::map<int, std::uint32_t> last_compute;  // by TensorCore
+  int chained = 0, casts_seen = 0;
+  for (std::uint32_t i = 0; i < p.size(); ++i) {
+    const ir::Instruction& ins = p[i];
+    const std::uint32_t* deps = p.deps_of(ins);
+    if (ins.kind == ir::OpKind::collective) {
+      for (std::uint32_t d = 0; d < ins.dep_count; ++d) EXPECT_FALSE(is_cast(p[deps[d]])) << p.label_of(ins);
+      continue;
+    }
+    if (ins.kind != ir::OpKind::matmul && ins.kind != ir::OpKind::vector) continue;
+    if (is_cast(ins)) {
+      ++casts_seen;
+      const auto prev = last_compute.find(ins.core);
+      if (prev != last_compute.end()) {
+        bool after_prev = false;
+        for (std::uint32_t d = 0; d < ins.dep_count; ++d) after_prev |= deps[d] == prev->second;
+        EXPECT_TRUE(after_prev) << p.label_of(ins) << " on core " << static_cast<int>(ins.core);
+        chained += after_prev ? 1 : 0;
+      }
+    }
+    last_compute[ins.core] = i;
+  }
+  EXPECT_GT(casts_seen, 0);
+  EXPECT_GT(chained, 0);
+}
+
 TEST(Sharding, TensorParallelExpertMlpsReduceTheirPartialSumsLikeDenseOnesWithAndWithoutSequenceParallelism) {
   // Every block a mixture of 4 experts (top 2) over a tensor pair: the expert down projections are row
   // parallel, so the combined output (forward) and the input gradient of the expert branch (backward) are
