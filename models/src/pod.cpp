@@ -267,9 +267,10 @@ SimResult Pod::collect(Tick end) const {
     r.breakdown.memory_stall += cr.breakdown.memory_stall;
     r.breakdown.host_stall += cr.breakdown.host_stall;
     r.breakdown.idle += cr.breakdown.idle;
+    const bool mirrored = !chips_[i];
     for (std::size_t u = 0; u < c.executed.size(); ++u) {
       r.instructions_per_unit[u] += c.executed[u];
-      r.instructions_executed += c.executed[u];
+      (mirrored ? r.instructions_mirrored : r.instructions_executed) += c.executed[u];
     }
     hbm_read += c.hbm_read;
     hbm_written += c.hbm_written;

@@ -88,6 +88,7 @@ SimResult run(const Scenario& scenario, const ir::ProgramSet& programs, const Si
   }
   auto pod = std::make_unique<Pod>("pod", scenario, programs, control, network, registry, options.degraded_chips,
                                    mirroring.get());
+  const auto elaborated = std::chrono::steady_clock::now();
   if (end == kNever) sc_core::sc_start();
   else sc_core::sc_start(sc_core::sc_time::from_value(end));
   if (mirroring) {  // (never with a chip stopping inside the step: mirror_classes)
@@ -125,6 +126,7 @@ SimResult run(const Scenario& scenario, const ir::ProgramSet& programs, const Si
   result.kernel_events = control.activations();
   result.delta_cycles = sc_core::sc_delta_count();
   result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  result.elaboration_seconds = std::chrono::duration<double>(elaborated - wall_start).count();
   logger_for("pod")->debug("simulated {} chips: step {} s, {} kernel events, {:.3f} s wall",
                            result.chips_simulated, result.step_time.value(), result.kernel_events,
                            result.wall_seconds);

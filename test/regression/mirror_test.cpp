@@ -15,6 +15,8 @@
 #include <ostream>
 #include <string>
 
+#include <regex>
+
 #include <gtest/gtest.h>
 
 #include "support/same_outputs.h"
@@ -51,8 +53,22 @@ TEST_P(Mirrored, OutputsAreByteIdenticalToSimulatingEveryChip) {
   fs::create_directories(base);
   const std::string off = run("off", c.args, base / "off");
   const std::string on = run(c.mode, c.args, base / "on");
-  EXPECT_NE(on.find("tpusim perf: mirrored chips: " + c.expected), std::string::npos) << on;
-  EXPECT_NE(off.find("tpusim perf: mirrored chips: mirrored chips off"), std::string::npos) << off;
+  EXPECT_NE(on.find("tpusim perf: mirroring " + c.expected), std::string::npos) << on;
+  EXPECT_NE(off.find("tpusim perf: mirroring not applied: mirrored chips off"), std::string::npos) << off;
+  // Honest counts: the mirrored run executes only its simulated chips' instructions, and with the mirrored
+  // ones they make up exactly what the full run executed.
+  const auto counts = [](const std::string& text) {
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(text, m, std::regex(R"(instructions (\d+) executed, (\d+) mirrored)"))) << text;
+    return m.size() == 3 ? std::pair{std::stoull(m[1].str()), std::stoull(m[2].str())} : std::pair{0ull, 0ull};
+  };
+  const auto [off_executed, off_mirrored] = counts(off);
+  const auto [on_executed, on_mirrored] = counts(on);
+  EXPECT_EQ(off_mirrored, 0u);
+  EXPECT_EQ(on_executed + on_mirrored, off_executed);
+  if (c.expected.find(" mirrored; inputs verified") != std::string::npos) {
+    EXPECT_GT(on_mirrored, on_executed);
+  }
   const std::size_t files = tpusim::testing::expect_same_outputs(base / "off", base / "on");
   EXPECT_GE(files, 5u);  // summary.json, chips.csv, links.csv, trace.json, timeline.svg at least
   fs::remove_all(base);

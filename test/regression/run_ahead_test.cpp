@@ -36,7 +36,7 @@ unsigned long long run(const std::string& mode, const std::string& args, const f
   std::smatch m;
   const std::string text = read_file(perf);
   fs::remove(perf);
-  if (!std::regex_search(text, m, std::regex(R"(, (\d+) kernel events)"))) return 0;
+  if (!std::regex_search(text, m, std::regex(R"([,;] (\d+) kernel events)"))) return 0;
   return std::stoull(m[1].str());
 }
 

@@ -117,6 +117,37 @@ double peak_rss_mib() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
+// What --perf prints: where the wall time went and what was really simulated.
+struct PerfFigures {
+  double simulation_s = 0, elaboration_s = 0;
+  std::uint64_t kernel_events = 0;
+  std::uint64_t instructions_executed = 0, instructions_mirrored = 0;
+  std::uint64_t chips_simulated = 0, chips_mirrored = 0;
+  std::string mirroring;
+};
+
+void print_perf(const PerfFigures& p, double lowering_s, double fault_steps_s, double output_s) {
+  const double wall = lowering_s + p.elaboration_s + p.simulation_s + fault_steps_s + output_s;
+  const auto t = [](double s) { return readable(s, Quantity::seconds); };
+  std::cerr << fmt::format("tpusim perf: wall {}: lowering {}, elaboration {}, simulation {}{}, output {}\n", t(wall),
+                           t(lowering_s), t(p.elaboration_s), t(p.simulation_s),
+                           fault_steps_s > 0 ? fmt::format(", the job's fault steps {}", t(fault_steps_s)) : "",
+                           t(output_s));
+  std::cerr << fmt::format(
+      "tpusim perf: chips {} simulated, {} mirrored; instructions {} executed, {} mirrored; {} kernel events "
+      "({} events/s, {} instructions/s of simulation); peak memory {}\n",
+      p.chips_simulated, p.chips_mirrored, p.instructions_executed, p.instructions_mirrored, p.kernel_events,
+      readable(static_cast<double>(p.kernel_events) / std::max(p.simulation_s, 1e-9), Quantity::count),
+      readable(static_cast<double>(p.instructions_executed) / std::max(p.simulation_s, 1e-9), Quantity::count),
+      readable(peak_rss_mib() * 1024 * 1024, Quantity::bytes));
+  if (!p.mirroring.empty()) {
+    std::cerr << fmt::format("tpusim perf: mirroring {}\n",
+                             p.chips_mirrored > 0 || p.mirroring.rfind("fell back", 0) == 0
+                                 ? p.mirroring
+                                 : "not applied: " + p.mirroring);
+  }
+}
+
 }  // namespace
 
 int run_command(const RunArgs& args) {
@@ -124,6 +155,7 @@ int run_command(const RunArgs& args) {
   kernels::LoweredWorkload lowered;
   std::optional<Topology> topology;
   fs::path out_dir;
+  double lowering_s = 0;  // for --perf
   const int input = with_exit_codes("tpusim run", [&] {
     scenario = load_scenario(args.scenario, args.overrides);
     kernels::check_sharding(scenario.workload, scenario.pod);
@@ -135,7 +167,9 @@ int run_command(const RunArgs& args) {
     check_fault_cuts(scenario, *topology);
     const Scenario step = models::job_step_scenario(scenario);  // job_steps.h
     guard_lowering(step, args.limits);
+    const auto lowering_start = std::chrono::steady_clock::now();
     lowered = programs_for(step);
+    lowering_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - lowering_start).count();
     check_programs(step, lowered.programs, *topology);
     guard_simulation(step, lowered.programs, args.limits);
     guard_fault_rates(scenario);
@@ -176,6 +210,9 @@ int run_command(const RunArgs& args) {
   };
 
   RunReport report;
+  std::optional<PerfFigures> perf;
+  double fault_steps_s = 0;
+  std::chrono::steady_clock::time_point output_start;
   std::optional<models::FaultSteps> fault_steps;  // a job's steps with faults, simulated in child processes
   std::optional<models::JobOutcome> job;
   try {
@@ -187,19 +224,23 @@ int run_command(const RunArgs& args) {
     if (scenario.job.enabled) server.emplace(scenario, *topology, runner);
     const models::SimResult result = models::simulate(scenario, programs, options);
     if (server) {
+      const auto fault_start = std::chrono::steady_clock::now();
       fault_steps.emplace(server->steps(result.step_time));
+      fault_steps_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - fault_start).count();
       job = models::run_job_timeline(scenario, *topology, result.step_time, *fault_steps);
     }
+    output_start = std::chrono::steady_clock::now();
     report = make_report(scenario, programs, result, &*topology,
                          scenario.workload.program.empty() ? &lowered : nullptr, &classes);
     if (args.perf) {
-      std::cerr << fmt::format(
-          "tpusim perf: wall {:.3f} s, {} kernel events ({:.3g} events/s), {} instructions simulated "
-          "({:.3g} instr/s), peak memory {:.1f} MiB\n",
-          result.wall_seconds, result.kernel_events, result.kernel_events / std::max(result.wall_seconds, 1e-9),
-          result.instructions_executed, result.instructions_executed / std::max(result.wall_seconds, 1e-9),
-          peak_rss_mib());
-      if (!result.mirroring.empty()) std::cerr << "tpusim perf: mirrored chips: " << result.mirroring << "\n";
+      perf = PerfFigures{result.wall_seconds - result.elaboration_seconds,
+                         result.elaboration_seconds,
+                         result.kernel_events,
+                         result.instructions_executed,
+                         result.instructions_mirrored,
+                         result.chips_simulated - result.chips_mirrored,
+                         result.chips_mirrored,
+                         result.mirroring};
     }
   } catch (const ConfigError& e) {
     print_config_error(e);
@@ -264,6 +305,10 @@ int run_command(const RunArgs& args) {
       }
     }
     folder.commit();
+    if (perf) {
+      print_perf(*perf, lowering_s, fault_steps_s,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - output_start).count());
+    }
   } catch (const Interrupted& e) {
     std::cerr << "tpusim: " << e.what() << "; " << out_dir.string() << " was left as it was\n";
     return e.exit_code();

@@ -150,7 +150,10 @@ struct SimResult {
   std::uint64_t chips_mirrored = 0;
   std::string mirroring;
 
-  std::uint64_t instructions_executed = 0;                     // over all chips
+  // Instructions the simulated chips executed, and those a mirrored chip reports as its representative's
+  // (not executed: --perf and benchmarks tell them apart). instructions_per_unit counts both: the step's work.
+  std::uint64_t instructions_executed = 0;
+  std::uint64_t instructions_mirrored = 0;
   std::array<std::uint64_t, ir::kUnitKinds> instructions_per_unit{};  // indexed by ir::UnitKind
 
   std::array<UnitUsage, kHwUnits> units{};  // indexed by HwUnit
@@ -183,6 +186,7 @@ struct SimResult {
   std::uint64_t kernel_events = 0;
   std::uint64_t delta_cycles = 0;   // sc_delta_count() at the end
   double wall_seconds = 0;          // elaboration + simulation
+  double elaboration_seconds = 0;   // of wall_seconds: building the pod's modules (and the mirror's fork)
 
   [[nodiscard]] const UnitUsage& unit(HwUnit u) const { return units[static_cast<std::size_t>(u)]; }
   [[nodiscard]] double mfu() const;
