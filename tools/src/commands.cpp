@@ -129,7 +129,7 @@ int run_command(const RunArgs& args) {
     kernels::check_sharding(scenario.workload, scenario.pod);
     // Before any work: a run that could not write its output is refused now, not after the simulation.
     out_dir = args.out_dir.empty() ? default_output_dir(scenario.name) : fs::path(args.out_dir);
-    (void)check_output_folder(out_dir);
+    (void)check_output_folder(out_dir, "run");
     guard_topology(scenario.pod, args.limits);
     topology.emplace(check_topology(scenario));
     check_fault_cuts(scenario, *topology);
@@ -218,7 +218,7 @@ int run_command(const RunArgs& args) {
 
   std::vector<std::string> written;  // every file the run writes, in order, for the last line on stdout
   try {
-    OutputFolder folder(out_dir);
+    OutputFolder folder(out_dir, "run");
     const auto file = [&](const std::string& name) {
       written.push_back(name);
       return folder.file(name);
@@ -382,7 +382,7 @@ int describe_command(const std::string& what, const std::string& name, const std
     if (what == "chip") {
       const ChipSpec chip = load_chip(name);
       // Refused before any output when the path is not tpusim's to write (output_folder.h).
-      const fs::path target = svg_path.empty() ? fs::path() : check_output_file(svg_path, kWrittenByTpusim);
+      const fs::path target = svg_path.empty() ? fs::path() : check_output_file(svg_path, is_signed_drawing);
       print_chip_description(chip, std::cout);
       std::cout << "(model constants that are assumptions: tpusim describe assumptions)\n";
       if (!svg_path.empty()) {
@@ -409,8 +409,18 @@ int lower_command(const std::string& scenario_name, const std::vector<std::strin
     const Scenario s = load_scenario(scenario_name, overrides);
     kernels::check_sharding(s.workload, s.pod);
     guard_lowering(s, limits);
-    // A program file names its format in its first bytes; that is how tpusim knows it may replace one.
-    const fs::path target = out.empty() ? fs::path() : check_output_file(out, "\"format\": \"tpusim-program\"");
+    // tpusim replaces a program file it wrote and nobody changed: one that reads back to exactly the bytes
+    // tpusim writes for it (a hand-written or edited file does not, whatever its first line says).
+    const auto is_our_program = [&](const std::string& text) {
+      try {
+        std::ostringstream again;
+        ir::write_program_json(ir::parse_program_json(text, out), again);
+        return again.str() == text;
+      } catch (const ConfigError&) {
+        return false;
+      }
+    };
+    const fs::path target = out.empty() ? fs::path() : check_output_file(out, is_our_program);
     const kernels::LoweredWorkload lowered = programs_for(s);
     if (out.empty()) {
       ir::write_program_json(lowered.programs, std::cout);
@@ -433,8 +443,8 @@ int topo_command(const std::string& name, const std::string& dot_path, const std
     const Topology topo = build_topology(pod, chip);
     const bool drawing = !dot_path.empty() || !svg_path.empty();
     // Refused before any work when the paths are not tpusim's to write.
-    if (!dot_path.empty()) (void)check_output_file(dot_path, kWrittenByTpusim);
-    if (!svg_path.empty()) (void)check_output_file(svg_path, kWrittenByTpusim);
+    if (!dot_path.empty()) (void)check_output_file(dot_path, is_signed_drawing);
+    if (!svg_path.empty()) (void)check_output_file(svg_path, is_signed_drawing);
     if (drawing && topo.chip_count() > kDotChipLimit) {
       std::cerr << fmt::format("tpusim topo: {} has {} chips; drawings (--dot, --svg) are limited to {} chips\n",
                                pod.name, topo.chip_count(), kDotChipLimit);
@@ -448,13 +458,13 @@ int topo_command(const std::string& name, const std::string& dot_path, const std
     }
     std::cout << describe_topology(topo);
     if (!dot_path.empty()) {
-      write_file_atomically(check_output_file(dot_path, kWrittenByTpusim),
+      write_file_atomically(check_output_file(dot_path, is_signed_drawing),
                             [&](std::ostream& out) { out << sign_drawing(dot, false); });
       std::cout << "wrote " << dot_path << "\n";
     }
     if (!svg_path.empty()) {
       const std::string svg = sign_drawing(graphviz_svg(dot), true);
-      write_file_atomically(check_output_file(svg_path, kWrittenByTpusim), [&](std::ostream& out) { out << svg; });
+      write_file_atomically(check_output_file(svg_path, is_signed_drawing), [&](std::ostream& out) { out << svg; });
       std::cout << "wrote " << svg_path << "\n";
     }
     return 0;
