@@ -138,7 +138,7 @@ int run_command(const RunArgs& args) {
     lowered = programs_for(step);
     check_programs(step, lowered.programs, *topology);
     guard_simulation(step, lowered.programs, args.limits);
-    guard_fault_rates(scenario);
+    guard_fault_rates(scenario, scenario.job.duration);  // a job given in steps: once its step is known
     return 0;
   });
   if (input != 0) return input;
@@ -187,6 +187,12 @@ int run_command(const RunArgs& args) {
     if (scenario.job.enabled) server.emplace(scenario, *topology, runner);
     const models::SimResult result = models::simulate(scenario, programs, options);
     if (server) {
+      // A job given in steps: its length is known now; its fault plan is checked before any step with a fault
+      // is simulated.
+      models::check_fault_times_of_steps(scenario, result.step_time);
+      if (scenario.job.duration.value() <= 0) {
+        guard_fault_rates(scenario, models::healthy_job_length(scenario, result.step_time));
+      }
       fault_steps.emplace(server->steps(result.step_time));
       job = models::run_job_timeline(scenario, *topology, result.step_time, *fault_steps);
     }
@@ -203,6 +209,9 @@ int run_command(const RunArgs& args) {
     }
   } catch (const ConfigError& e) {
     print_config_error(e);
+    return 2;
+  } catch (const ResourceRefused& e) {
+    std::cerr << "tpusim: " << e.what() << "\n";
     return 2;
   } catch (const Interrupted& e) {
     if (interactive) std::cerr << "\n";
@@ -292,7 +301,7 @@ int validate_command(const std::string& scenario_name, const std::vector<std::st
     const ir::ProgramSet programs = programs_for(step).programs;
     check_programs(step, programs, topology);
     guard_simulation(step, programs, limits);
-    guard_fault_rates(s);
+    guard_fault_rates(s, s.job.duration);  // a job given in steps is checked by run, once its step is known
     std::size_t instructions = 0;
     for (const auto& p : programs.programs) instructions += p.size();
     // The estimate to four digits (readable.h): rounding it down to whole MiB printed "about 0 B" below 1 MiB.
