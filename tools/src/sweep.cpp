@@ -301,6 +301,10 @@ int run_sweep(const SweepArgs& args) {
     write_file_atomically(script, [&](std::ostream& o) { write_slurm_script(job, o); });
     fs::permissions(script, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
                     fs::perm_options::add);
+    // The array tasks' logs (slurm.h: slurm/task-N.out) are written by Slurm for tpusim: listed as tpusim's.
+    for (int task = 0; task < job.tasks; ++task) {
+      record_written(out / "slurm" / fmt::format("task-{}.out", task), true);
+    }
     std::cout << fmt::format("wrote {} ({} array tasks for {} pending of {})\n", script.string(), job.tasks,
                              todo.size(), describe_points(plan, ex));
     std::cout << fmt::format("submit:        sbatch {}\nthen collect:  {} sweep {} -o {} --collect\n",
