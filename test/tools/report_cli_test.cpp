@@ -151,7 +151,8 @@ TEST_F(ReportCli, RunListsEveryFileItWroteAndNoOther) {
       << o.out;
   std::vector<std::string> present;
   for (const auto& e : fs::directory_iterator(out)) {
-    if (e.path().filename() != ".tpusim-output") present.push_back(e.path().filename().string());
+    const std::string name = e.path().filename().string();
+    if (name != ".tpusim-output" && name != ".tpusim-manifest") present.push_back(name);
   }
   std::sort(present.begin(), present.end());
   std::vector<std::string> sorted = listed;
@@ -166,7 +167,8 @@ TEST_F(ReportCli, JobRunListsItsTraceFilesToo) {
   ASSERT_EQ(o.exit_code, 0) << o.err;
   std::vector<std::string> listed = files_written(o.out, out), present;
   for (const auto& e : fs::directory_iterator(out)) {
-    if (e.path().filename() != ".tpusim-output") present.push_back(e.path().filename().string());
+    const std::string name = e.path().filename().string();
+    if (name != ".tpusim-output" && name != ".tpusim-manifest") present.push_back(name);
   }
   EXPECT_NE(std::find(listed.begin(), listed.end(), "job-trace.json"), listed.end()) << o.out;
   std::sort(listed.begin(), listed.end());
@@ -345,12 +347,13 @@ TEST_F(ReportCli, CompareWritesOnlyWhereTpusimMayAndNeverOverARunItReads) {
   EXPECT_FALSE(fs::exists(dir_ / "mine" / "compare.csv"));
   EXPECT_EQ(o.out, "");  // refused before the table
 
-  // A run's own folder (tpusim's, with its marker) would lose its summary.json: refused too.
+  // A run's own folder (tpusim's, with its marker) would lose its summary.json: refused too, as a folder of
+  // another kind.
   const Outcome run = tpusim("run quickstart -q -o " + (dir_ / "run").string());
   ASSERT_EQ(run.exit_code, 0) << run.err;
   o = tpusim("compare " + (dir_ / "run").string() + " " + (dir_ / "a").string() + " -o " + (dir_ / "run").string());
   EXPECT_EQ(o.exit_code, 2);
-  EXPECT_NE(o.err.find("holds the run"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("holds a run's output (tpusim run), not a comparison"), std::string::npos) << o.err;
   EXPECT_TRUE(fs::exists(dir_ / "run" / "summary.json"));
 }
 

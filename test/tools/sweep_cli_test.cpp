@@ -297,16 +297,17 @@ TEST_F(SweepCli, SlurmArrayTasksRunSharesThatCollectIntoTheLocalTableByteForByte
   EXPECT_NE(text.find("--share \"${SLURM_ARRAY_TASK_ID}/3\""), std::string::npos) << text;
   EXPECT_FALSE(fs::exists(array / "table.csv"));
 
-  // Each task as sbatch runs it: the script with its array index in the environment.
+  // Each task as sbatch runs it: the script with its array index in the environment, its output where the
+  // script's --output puts it (inside the sweep's folder, which must not count it as the user's).
   const std::size_t expected_share[] = {3, 3, 2};  // points 0,3,6 / 1,4,7 / 2,5
   for (int task = 0; task < 3; ++task) {
-    const std::string cmd = "SLURM_ARRAY_TASK_ID=" + std::to_string(task) + " bash " + script.string() + " >" +
-                            (dir_ / "task.out").string() + " 2>&1";
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(dir_ / "task.out");
-    EXPECT_NE(slurp(dir_ / "task.out").find("share " + std::to_string(task) + "/3 has " +
-                                            std::to_string(expected_share[task])),
+    const fs::path log = array / "slurm" / ("task-" + std::to_string(task) + ".out");
+    const std::string cmd =
+        "SLURM_ARRAY_TASK_ID=" + std::to_string(task) + " bash " + script.string() + " >" + log.string() + " 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(log);
+    EXPECT_NE(slurp(log).find("share " + std::to_string(task) + "/3 has " + std::to_string(expected_share[task])),
               std::string::npos)
-        << slurp(dir_ / "task.out");
+        << slurp(log);
     EXPECT_FALSE(fs::exists(array / "table.csv")) << "a task must not write the table";
   }
   o = tpusim("sweep " + sweep.string() + " --collect -o " + array.string());

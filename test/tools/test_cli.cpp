@@ -696,10 +696,17 @@ TEST_F(Cli, RunReplacesAFolderItWroteAndLeavesNoStagingBehind) {
   const fs::path out = dir_ / "nested" / "o";
   ASSERT_EQ(tpusim("run -q " + s.string() + " -o " + out.string()).exit_code, 0);
   EXPECT_TRUE(fs::is_regular_file(out / ".tpusim-output"));
-  std::ofstream(out / "stale.txt") << "from an earlier run";
+  EXPECT_TRUE(fs::is_regular_file(out / ".tpusim-manifest"));
+  // A file the user put there is not in the manifest: the run is refused and the file kept.
+  std::ofstream(out / "notes.txt") << "mine";
+  const Outcome refused = tpusim("run -q " + s.string() + " -o " + out.string() + " --set workload.batch=16");
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("holds 1 file tpusim did not write (or changed since):\n  notes.txt"),
+            std::string::npos) << refused.err;
+  EXPECT_EQ(slurp(out / "notes.txt"), "mine");
+  fs::remove(out / "notes.txt");
   const Outcome again = tpusim("run -q " + s.string() + " -o " + out.string() + " --set workload.batch=16");
   ASSERT_EQ(again.exit_code, 0) << again.err;
-  EXPECT_FALSE(fs::exists(out / "stale.txt"));  // replaced as a whole
   EXPECT_EQ(nlohmann::json::parse(slurp(out / "summary.json"))["scenario"]["workload"]["batch"], 16);
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(out.parent_path())) names.push_back(e.path().filename().string());

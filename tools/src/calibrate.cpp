@@ -424,14 +424,14 @@ int calibrate_command(const CalibrateArgs& args, const std::string& self_exe) {
   // one tpusim wrote; never the current folder or an ancestor of it.
   fs::path out;
   try {
-    out = check_output_folder(args.out_dir);
+    out = check_output_folder(args.out_dir, "calibrate");
   } catch (const OutputRefused& e) {
     std::cerr << "tpusim calibrate: " << e.what() << "\ntpusim calibrate: bad input; nothing was run\n";
     return 2;
   }
   const fs::path points_dir = out / "points";
   try {
-    (void)claim_output_folder(out);
+    (void)claim_output_folder(out, "calibrate");
     fs::create_directories(points_dir);
     // One `tpusim run` per distinct scenario and overrides (sweep_runner.h), on every core: the points that read
     // several metrics of one run (a pod step's MFU and its FLOP/s per chip) share it, and a ratio runs nothing.

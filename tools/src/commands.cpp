@@ -161,7 +161,7 @@ int run_command(const RunArgs& args) {
     kernels::check_sharding(scenario.workload, scenario.pod);
     // Before any work: a run that could not write its output is refused now, not after the simulation.
     out_dir = args.out_dir.empty() ? default_output_dir(scenario.name) : fs::path(args.out_dir);
-    (void)check_output_folder(out_dir);
+    (void)check_output_folder(out_dir, "run");
     guard_topology(scenario.pod, args.limits);
     topology.emplace(check_topology(scenario));
     check_fault_cuts(scenario, *topology);
@@ -172,7 +172,7 @@ int run_command(const RunArgs& args) {
     lowering_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - lowering_start).count();
     check_programs(step, lowered.programs, *topology);
     guard_simulation(step, lowered.programs, args.limits);
-    guard_fault_rates(scenario);
+    guard_fault_rates(scenario, scenario.job.duration);  // a job given in steps: once its step is known
     return 0;
   });
   if (input != 0) return input;
@@ -224,6 +224,12 @@ int run_command(const RunArgs& args) {
     if (scenario.job.enabled) server.emplace(scenario, *topology, runner);
     const models::SimResult result = models::simulate(scenario, programs, options);
     if (server) {
+      // A job given in steps: its length is known now; its fault plan is checked before any step with a fault
+      // is simulated.
+      models::check_fault_times_of_steps(scenario, result.step_time);
+      if (scenario.job.duration.value() <= 0) {
+        guard_fault_rates(scenario, models::healthy_job_length(scenario, result.step_time));
+      }
       const auto fault_start = std::chrono::steady_clock::now();
       fault_steps.emplace(server->steps(result.step_time));
       fault_steps_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - fault_start).count();
@@ -245,6 +251,9 @@ int run_command(const RunArgs& args) {
   } catch (const ConfigError& e) {
     print_config_error(e);
     return 2;
+  } catch (const ResourceRefused& e) {
+    std::cerr << "tpusim: " << e.what() << "\n";
+    return 2;
   } catch (const Interrupted& e) {
     if (interactive) std::cerr << "\n";
     std::cerr << "tpusim: " << e.what() << "; no output was written\n";
@@ -259,7 +268,7 @@ int run_command(const RunArgs& args) {
 
   std::vector<std::string> written;  // every file the run writes, in order, for the last line on stdout
   try {
-    OutputFolder folder(out_dir);
+    OutputFolder folder(out_dir, "run");
     const auto file = [&](const std::string& name) {
       written.push_back(name);
       return folder.file(name);
@@ -338,7 +347,7 @@ int validate_command(const std::string& scenario_name, const std::vector<std::st
     const ir::ProgramSet programs = programs_for(step).programs;
     check_programs(step, programs, topology);
     guard_simulation(step, programs, limits);
-    guard_fault_rates(s);
+    guard_fault_rates(s, s.job.duration);  // a job given in steps is checked by run, once its step is known
     std::size_t instructions = 0;
     for (const auto& p : programs.programs) instructions += p.size();
     // The estimate to four digits (readable.h): rounding it down to whole MiB printed "about 0 B" below 1 MiB.
@@ -428,7 +437,7 @@ int describe_command(const std::string& what, const std::string& name, const std
     if (what == "chip") {
       const ChipSpec chip = load_chip(name);
       // Refused before any output when the path is not tpusim's to write (output_folder.h).
-      const fs::path target = svg_path.empty() ? fs::path() : check_output_file(svg_path, kWrittenByTpusim);
+      const fs::path target = svg_path.empty() ? fs::path() : check_output_file(svg_path, is_signed_drawing);
       print_chip_description(chip, std::cout);
       std::cout << "(model constants that are assumptions: tpusim describe assumptions)\n";
       if (!svg_path.empty()) {
@@ -455,8 +464,18 @@ int lower_command(const std::string& scenario_name, const std::vector<std::strin
     const Scenario s = load_scenario(scenario_name, overrides);
     kernels::check_sharding(s.workload, s.pod);
     guard_lowering(s, limits);
-    // A program file names its format in its first bytes; that is how tpusim knows it may replace one.
-    const fs::path target = out.empty() ? fs::path() : check_output_file(out, "\"format\": \"tpusim-program\"");
+    // tpusim replaces a program file it wrote and nobody changed: one that reads back to exactly the bytes
+    // tpusim writes for it (a hand-written or edited file does not, whatever its first line says).
+    const auto is_our_program = [&](const std::string& text) {
+      try {
+        std::ostringstream again;
+        ir::write_program_json(ir::parse_program_json(text, out), again);
+        return again.str() == text;
+      } catch (const ConfigError&) {
+        return false;
+      }
+    };
+    const fs::path target = out.empty() ? fs::path() : check_output_file(out, is_our_program);
     const kernels::LoweredWorkload lowered = programs_for(s);
     if (out.empty()) {
       ir::write_program_json(lowered.programs, std::cout);
@@ -479,8 +498,8 @@ int topo_command(const std::string& name, const std::string& dot_path, const std
     const Topology topo = build_topology(pod, chip);
     const bool drawing = !dot_path.empty() || !svg_path.empty();
     // Refused before any work when the paths are not tpusim's to write.
-    if (!dot_path.empty()) (void)check_output_file(dot_path, kWrittenByTpusim);
-    if (!svg_path.empty()) (void)check_output_file(svg_path, kWrittenByTpusim);
+    if (!dot_path.empty()) (void)check_output_file(dot_path, is_signed_drawing);
+    if (!svg_path.empty()) (void)check_output_file(svg_path, is_signed_drawing);
     if (drawing && topo.chip_count() > kDotChipLimit) {
       std::cerr << fmt::format("tpusim topo: {} has {} chips; drawings (--dot, --svg) are limited to {} chips\n",
                                pod.name, topo.chip_count(), kDotChipLimit);
@@ -494,13 +513,13 @@ int topo_command(const std::string& name, const std::string& dot_path, const std
     }
     std::cout << describe_topology(topo);
     if (!dot_path.empty()) {
-      write_file_atomically(check_output_file(dot_path, kWrittenByTpusim),
+      write_file_atomically(check_output_file(dot_path, is_signed_drawing),
                             [&](std::ostream& out) { out << sign_drawing(dot, false); });
       std::cout << "wrote " << dot_path << "\n";
     }
     if (!svg_path.empty()) {
       const std::string svg = sign_drawing(graphviz_svg(dot), true);
-      write_file_atomically(check_output_file(svg_path, kWrittenByTpusim), [&](std::ostream& out) { out << svg; });
+      write_file_atomically(check_output_file(svg_path, is_signed_drawing), [&](std::ostream& out) { out << svg; });
       std::cout << "wrote " << svg_path << "\n";
     }
     return 0;

@@ -395,13 +395,13 @@ int compare_command(const CompareArgs& args) {
     for (const auto& a : args.runs) runs.push_back(load_run(a));
     fs::path out;
     if (!args.out_dir.empty()) {
-      out = check_output_folder(args.out_dir);
+      out = check_output_folder(args.out_dir, "compare");
       check_not_an_input(out, runs);
     }
     const auto differences = scenario_differences(runs);
     const auto rows = rows_of(runs);
     if (!args.out_dir.empty()) {
-      OutputFolder folder(args.out_dir);
+      OutputFolder folder(args.out_dir, "compare");
       write_file(folder.file("compare.csv"), [&](std::ostream& f) { write_csv(runs, rows, f); });
       write_file(folder.file("compare.json"),
                  [&](std::ostream& f) { f << compare_json(runs, differences, rows).dump(2) << "\n"; });

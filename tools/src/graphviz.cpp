@@ -64,12 +64,4 @@ std::string graphviz_svg(const std::string& dot) {
   return text.str();
 }
 
-std::string sign_drawing(const std::string& text, bool svg) {
-  const std::string comment = svg ? std::string("<!-- ") + kWrittenByTpusim + " -->\n"
-                                  : std::string("// ") + kWrittenByTpusim + "\n";
-  const auto eol = text.find('\n');
-  if (eol == std::string::npos) return text + "\n" + comment;
-  return text.substr(0, eol + 1) + comment + text.substr(eol + 1);
-}
-
 }  // namespace tpusim::tools

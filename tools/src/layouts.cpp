@@ -119,13 +119,14 @@ int layouts_command(const LayoutsArgs& args, const std::string& self_exe) {
   // Updated in place, under the rules of every output folder (output_folder.h): new, or one tpusim wrote.
   fs::path out;
   try {
-    out = check_output_folder(args.out_dir.empty() ? default_output_dir(s.name + "-layouts") : fs::path(args.out_dir));
+    out = check_output_folder(args.out_dir.empty() ? default_output_dir(s.name + "-layouts") : fs::path(args.out_dir),
+                              "layouts");
   } catch (const OutputRefused& e) {
     std::cerr << "tpusim layouts: " << e.what() << "\n";
     return 2;
   }
   const fs::path points = out / "points";
-  (void)claim_output_folder(out);
+  (void)claim_output_folder(out, "layouts");
   fs::create_directories(points);
   std::vector<PointTask> tasks;
   for (std::size_t i = 0; i < layouts.size(); ++i) {

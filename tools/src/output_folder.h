@@ -2,13 +2,18 @@
 // What tpusim may write over. tpusim never deletes or replaces a file or folder it did not write:
 //
 // - Output folders (`run -o`, `sweep -o`, `calibrate -o`, `layouts -o`, `compare -o`): the target is new, or a
-//   folder holding the marker file `.tpusim-output` that tpusim writes into every folder it creates. Refused
-//   (OutputRefused, exit 2): an existing file, a folder without the marker, a symbolic link, the current folder,
-//   any ancestor of it (so `.`, `..`, `some/dir/.` and `/`), and anything that resolves to them.
+//   folder of the same kind holding the marker file `.tpusim-output` (which names the kind: run, sweep, ...)
+//   and nothing but the files listed in its manifest `.tpusim-manifest` (name and size of every file tpusim
+//   wrote there). A sub-folder with its own marker (a sweep's point) is judged by its own manifest. Refused
+//   (OutputRefused, exit 2): an existing file, a folder without the marker, a folder of another kind, a folder
+//   holding any file its manifest does not list at that size (the user's; an older tpusim kept no manifest, so
+//   all of its files count as the user's), a symbolic link, the current folder, any ancestor of it (so `.`,
+//   `..`, `some/dir/.` and `/`), and anything that resolves to them. tpusim's own leftovers of a killed run
+//   (`.NAME.partial-PID`, `.NAME.old-PID`) are not the user's: they are ignored, and replaced with the folder.
 // - Single files (`lower -o`, `topo --dot`, `topo --svg`, `describe chip --svg`): the target is new, or a
-//   regular file tpusim wrote, recognised by the signature tpusim puts in its first bytes (a program file's
-//   "format": "tpusim-program", the "written by tpusim" comment of a DOT or SVG drawing). Refused: anything
-//   else, including folders, links and device files.
+//   regular file tpusim wrote and nobody changed since: a drawing whose "written by tpusim" comment carries the
+//   checksum of the rest of the file, a program file that reads back to exactly the bytes tpusim writes for it.
+//   Refused: anything else, including hand-written or edited files, folders, links and device files.
 //
 // Writes are staged beside the target (`.NAME.partial-PID`) and renamed into place only when everything was
 // written, so a failed or interrupted run leaves the previous output, or nothing, never a half-written one.
@@ -22,6 +27,10 @@
 namespace tpusim::tools {
 
 inline constexpr const char* kOutputMarker = ".tpusim-output";
+// Every file tpusim wrote into a marked folder, one "SIZE<TAB>RELATIVE/PATH" line each, appended as each file
+// is complete ("*" as the size: a log still being written). A file is tpusim's when a line lists it at its
+// present size, or it is listed and empty (cut short by a crash). A run's folder gets its whole manifest last, before the folder is renamed into place.
+inline constexpr const char* kOutputManifest = ".tpusim-manifest";
 // The comment tpusim puts into the drawings it writes, so it can recognise them as its own later.
 inline constexpr const char* kWrittenByTpusim = "written by tpusim";
 
@@ -35,23 +44,35 @@ class OutputRefused : public std::runtime_error {
 // cannot be a folder name (empty, ".", "..", or containing '/').
 [[nodiscard]] std::filesystem::path default_output_dir(const std::string& name);
 
-// Checks that tpusim may (re)place the output folder `target`; returns its absolute, normalised path.
-[[nodiscard]] std::filesystem::path check_output_folder(const std::filesystem::path& target);
+// Checks that tpusim may (re)place the output folder `target` of kind `kind` ("run", "sweep", "layouts",
+// "calibrate", "compare"); returns its absolute, normalised path.
+[[nodiscard]] std::filesystem::path check_output_folder(const std::filesystem::path& target, const std::string& kind);
 
-// Checks that tpusim may (re)place the single output file `target`, recognised as its own by `signature`
-// within its first bytes; returns its absolute, normalised path.
+// The files under `dir` (relative paths, sorted) that its manifests do not list at their present size.
+[[nodiscard]] std::vector<std::string> foreign_files(const std::filesystem::path& dir);
+
+// Checks that tpusim may (re)place the single output file `target`: new, or one that `is_ours` recognises
+// from its whole content. Returns its absolute, normalised path.
 [[nodiscard]] std::filesystem::path check_output_file(const std::filesystem::path& target,
-                                                      const std::string& signature);
+                                                      const std::function<bool(const std::string&)>& is_ours);
+// A drawing tpusim wrote: its "written by tpusim" comment holds the checksum of the rest of the text.
+[[nodiscard]] bool is_signed_drawing(const std::string& text);
+// `text` with that comment put after its first line (an SVG's XML declaration must stay first).
+[[nodiscard]] std::string sign_drawing(const std::string& text, bool svg);
 
-// Opens (creating when new, with the marker) an output folder that is written in place over several runs
-// (a sweep's folder). Same rules as check_output_folder. Returns its path.
-std::filesystem::path claim_output_folder(const std::filesystem::path& target);
+// Opens (creating when new, with the marker) an output folder of kind `kind` that is written in place over
+// several runs (a sweep's folder). Same rules as check_output_folder. Returns its path.
+std::filesystem::path claim_output_folder(const std::filesystem::path& target, const std::string& kind);
+
+// Lists `file` in the manifest of the nearest marked folder above it at its present size (or, with
+// in_progress, as a file tpusim is still writing). Nothing when no folder above it is marked.
+void record_written(const std::filesystem::path& file, bool in_progress = false);
 
 // A run's output folder: files are written into a fresh sibling, which commit() swaps into place. Until
 // commit(), the previous content (if any) is untouched; a destroyed, uncommitted folder leaves nothing.
 class OutputFolder {
  public:
-  explicit OutputFolder(const std::filesystem::path& target);
+  OutputFolder(const std::filesystem::path& target, const std::string& kind);
   ~OutputFolder();
   OutputFolder(const OutputFolder&) = delete;
   OutputFolder& operator=(const OutputFolder&) = delete;
@@ -65,14 +86,16 @@ class OutputFolder {
  private:
   std::filesystem::path final_;
   std::filesystem::path staging_;
+  std::string kind_;
   std::vector<std::filesystem::path> created_parents_;  // removed again when nothing was committed
   bool committed_ = false;
 };
 
 // Writes one file through `fill`; any stream failure (a full disk) throws std::runtime_error.
 void write_file(const std::filesystem::path& path, const std::function<void(std::ostream&)>& fill);
-// Writes `target` through a staged sibling renamed into place: readers never see a partial file. Does not
-// check ownership (callers do, or write inside a folder they own).
+// Writes `target` through a staged sibling renamed into place: readers never see a partial file, and lists it
+// in the manifest of the marked folder it is in (record_written). Does not check ownership (callers do, or
+// write inside a folder they own).
 void write_file_atomically(const std::filesystem::path& target, const std::function<void(std::ostream&)>& fill);
 
 }  // namespace tpusim::tools

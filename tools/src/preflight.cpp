@@ -307,9 +307,9 @@ void check_fault_cuts(const Scenario& s, const Topology& topology) {
   diags.throw_if_any();
 }
 
-void guard_fault_rates(const Scenario& s) {
+void guard_fault_rates(const Scenario& s, Seconds length) {
   const FaultRates& r = s.faults.rates;
-  if (!s.job.enabled || !r.any() || s.job.duration.value() <= 0) return;
+  if (!s.job.enabled || !r.any() || length.value() <= 0) return;
   // The pod's rate of random faults, each kind's components over its mean time between failures (OCS ports
   // left out, so this is a lower bound), over the job's length.
   const double chips = static_cast<double>(s.pod.chip_count());
@@ -317,14 +317,19 @@ void guard_fault_rates(const Scenario& s) {
   const double hosts = std::ceil(chips / std::max(1, s.chip.host.chips_per_host));
   auto rate = [](double components, Seconds mtbf) { return mtbf.value() > 0 ? components / mtbf.value() : 0.0; };
   const double expected =
-      (rate(chips, r.chip_down) + rate(cables, r.link_down) + rate(hosts, r.host_down)) * s.job.duration.value();
+      (rate(chips, r.chip_down) + rate(cables, r.link_down) + rate(hosts, r.host_down)) * length.value();
   // A Poisson count with a mean of twice the cap stays below the cap with negligible probability.
   if (expected > 2.0 * static_cast<double>(models::kMaxJobFaults)) {
     throw ResourceRefused(fmt::format(
-        "refused: fault_rates give about {:.3g} random faults over job.duration {} ({:.0f} chips, {:.0f} cables, "
-        "{:.0f} hosts), far more than the {} a job meets before it stops; nothing was run. Use longer mean "
-        "times between failures (fault_rates) or a shorter job.duration",
-        expected, format_value(s.job.duration), chips, cables, hosts, models::kMaxJobFaults));
+        "refused: fault_rates give about {:.3g} random faults over {} ({:.0f} chips, {:.0f} cables, "
+        "{:.0f} hosts), far more than the {} a job meets before it stops; {}. Use longer mean times between "
+        "failures (fault_rates) or a shorter {}",
+        expected,
+        s.job.duration.value() > 0 ? "job.duration " + format_value(s.job.duration)
+                                   : fmt::format("job.steps {} (healthy: {})", s.job.steps, format_time(length)),
+        chips, cables, hosts, models::kMaxJobFaults,
+        s.job.duration.value() > 0 ? "nothing was run" : "no step with a fault was simulated, nothing was written",
+        s.job.duration.value() > 0 ? "job.duration" : "job.steps"));
   }
 }
 

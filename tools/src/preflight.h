@@ -48,8 +48,9 @@ void guard_simulation(const Scenario& scenario, const ir::ProgramSet& programs, 
 // Timed link faults that cut a chip off from the torus (every cable of it down) are bad input at the fault that
 // cuts the last one: the chip has failed, which the plan must say with a chip_down fault.
 void check_fault_cuts(const Scenario& scenario, const Topology& topology);
-// A job's random fault rates against what a job can meet (models::kMaxJobFaults), over job.duration.
-void guard_fault_rates(const Scenario& scenario);
+// A job's random fault rates against what a job can meet (models::kMaxJobFaults), over `length` (job.duration,
+// or for a job given in steps its healthy length once the step is simulated: models::healthy_job_length).
+void guard_fault_rates(const Scenario& scenario, Seconds length);
 
 // The estimated peak memory of a run (topology, programs, simulation), for `validate`'s report.
 [[nodiscard]] double estimated_run_bytes(const Scenario& scenario, const ir::ProgramSet& programs);

@@ -209,7 +209,8 @@ int run_sweep(const SweepArgs& args) {
   // wrote; never the current folder or an ancestor of it.
   fs::path out;
   try {
-    out = check_output_folder(args.out_dir.empty() ? default_output_dir(plan.name) : fs::path(args.out_dir));
+    out = check_output_folder(args.out_dir.empty() ? default_output_dir(plan.name) : fs::path(args.out_dir),
+                              "sweep");
   } catch (const OutputRefused& e) {
     std::cerr << "tpusim sweep: " << e.what() << "\ntpusim sweep: bad input; nothing was run\n";
     return 2;
@@ -222,10 +223,28 @@ int run_sweep(const SweepArgs& args) {
   const fs::path plan_file = out / "plan.json";
   if (fs::exists(plan_file)) {
     std::ifstream in(plan_file);
-    if (json::parse(in, nullptr, false) != plan_doc) {
-      std::cerr << fmt::format(
-          "tpusim sweep: {} holds the results of a different sweep (plan.json differs); choose another -o or "
-          "delete it\n", out.string());
+    const json found = json::parse(in, nullptr, false);
+    if (found != plan_doc) {
+      // Say what differs: resuming would label one sweep's points with another's values.
+      std::string what;
+      if (!found.is_object()) {
+        what = "its plan.json is not one tpusim wrote";
+      } else if (found.value("sweep", json()) != plan_doc["sweep"]) {
+        what = fmt::format("it is sweep {}, not {}", found.value("sweep", json()).dump(), plan_doc["sweep"].dump());
+      } else if (found.value("scenario", json()) != plan_doc["scenario"]) {
+        what = fmt::format("its base scenario is {}, not {}", found.value("scenario", json()).dump(),
+                           plan_doc["scenario"].dump());
+      } else {
+        const json& was = found.value("points", json::array());
+        std::size_t i = 0;
+        while (i < was.size() && i < points.size() && was[i] == points[i]) ++i;
+        what = i < was.size() && i < points.size()
+                   ? fmt::format("its axes differ: point {} was {}, now {}", i, was[i].dump(), points[i].dump())
+                   : fmt::format("its axes differ: {} points, now {}", was.size(), points.size());
+      }
+      std::cerr << fmt::format("tpusim sweep: {} holds the results of a different sweep ({}); choose another -o\n"
+                               "tpusim sweep: bad input; nothing was run\n",
+                               out.string(), what);
       return 2;
     }
   } else if (!args.share.empty()) {
@@ -233,7 +252,7 @@ int run_sweep(const SweepArgs& args) {
                              "--slurm\n", out.string());
     return 2;
   } else {
-    (void)claim_output_folder(out);
+    (void)claim_output_folder(out, "sweep");
     fs::create_directories(points_dir);
     write_file_atomically(plan_file, [&](std::ostream& o) { o << plan_doc.dump(2) << "\n"; });
   }
@@ -241,8 +260,15 @@ int run_sweep(const SweepArgs& args) {
 
   auto pending = [&](const Run& r) {
     if (fs::exists(points_dir / point_dir_name(r.index) / "summary.json")) return false;
-    return args.retry_failed || !fs::exists(failure_file(points_dir, r.index));
+    return args.retry_failed || !has_failure_record(points_dir, r.index);
   };
+  for (const auto& r : ex.runs) {
+    if (is_broken_failure_record(points_dir, r.index)) {
+      std::cerr << fmt::format("tpusim sweep: {} is empty or cut short (a run killed while writing it); point {} "
+                               "runs again\n",
+                               failure_file(points_dir, r.index).string(), r.index);
+    }
+  }
   std::vector<const Run*> todo;
   for (const auto& r : ex.runs) {
     if (pending(r) && static_cast<int>(r.index % share_n) == share_k) todo.push_back(&r);
@@ -275,6 +301,10 @@ int run_sweep(const SweepArgs& args) {
     write_file_atomically(script, [&](std::ostream& o) { write_slurm_script(job, o); });
     fs::permissions(script, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
                     fs::perm_options::add);
+    // The array tasks' logs (slurm.h: slurm/task-N.out) are written by Slurm for tpusim: listed as tpusim's.
+    for (int task = 0; task < job.tasks; ++task) {
+      record_written(out / "slurm" / fmt::format("task-{}.out", task), true);
+    }
     std::cout << fmt::format("wrote {} ({} array tasks for {} pending of {})\n", script.string(), job.tasks,
                              todo.size(), describe_points(plan, ex));
     std::cout << fmt::format("submit:        sbatch {}\nthen collect:  {} sweep {} -o {} --collect\n",
@@ -290,7 +320,7 @@ int run_sweep(const SweepArgs& args) {
       if (static_cast<int>(r.index % share_n) != share_k) continue;
       ++share_total;
       if (!args.retry_failed && !fs::exists(points_dir / point_dir_name(r.index) / "summary.json") &&
-          fs::exists(failure_file(points_dir, r.index))) {
+          has_failure_record(points_dir, r.index)) {
         ++failed_before;
       }
     }

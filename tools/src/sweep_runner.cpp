@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "tools/src/output_folder.h"
 #include "tpusim/core/interrupt.h"
 
 namespace tpusim::tools {
@@ -29,9 +30,20 @@ fs::path failure_file(const fs::path& points_dir, std::size_t index) {
 std::optional<PointFailure> read_failure(const fs::path& points_dir, std::size_t index) {
   std::ifstream in(failure_file(points_dir, index));
   if (!in) return std::nullopt;
+  // A record cut short (a crash, a kill -9 or a full disk while it was written) records nothing: the point is
+  // pending again.
   const auto j = nlohmann::json::parse(in, nullptr, false);
-  if (!j.is_object()) return PointFailure{1, "unreadable failure record"};
-  return PointFailure{j.value("exit_code", 1), j.value("error", std::string())};
+  if (!j.is_object() || !j.contains("exit_code") || !j["exit_code"].is_number_integer()) return std::nullopt;
+  return PointFailure{j["exit_code"].get<int>(), j.value("error", std::string())};
+}
+
+bool has_failure_record(const fs::path& points_dir, std::size_t index) {
+  return read_failure(points_dir, index).has_value();
+}
+
+bool is_broken_failure_record(const fs::path& points_dir, std::size_t index) {
+  std::error_code ec;
+  return fs::exists(failure_file(points_dir, index), ec) && !has_failure_record(points_dir, index);
 }
 
 std::string format_duration(double seconds) {
@@ -106,10 +118,7 @@ void record_failure(const fs::path& points_dir, const PointTask& t, int exit_cod
   std::string error = error_from_log(log);
   if (error.empty()) error = exit_code >= 128 ? fmt::format("killed by signal {}", exit_code - 128) : "no message";
   const nlohmann::ordered_json j{{"exit_code", exit_code}, {"error", error}};
-  const fs::path file = failure_file(points_dir, t.index);
-  const fs::path tmp = file.string() + ".tmp";
-  std::ofstream(tmp, std::ios::binary) << j.dump(2) << "\n";
-  fs::rename(tmp, file);
+  write_file_atomically(failure_file(points_dir, t.index), [&](std::ostream& o) { o << j.dump(2) << "\n"; });
 }
 
 // Staging folders a killed run left behind for this point (the run writes .NNNNN.partial-PID and renames it).
@@ -141,7 +150,9 @@ RunSummary run_points(const std::vector<PointTask>& tasks, int jobs, const fs::p
       std::error_code ec;
       fs::remove(failure_file(points_dir, t.index), ec);
       remove_stale_staging(points_dir, t.index);
-      running[spawn(t.argv, points_dir / (point_dir_name(t.index) + ".log"))] = &t;
+      const fs::path log = points_dir / (point_dir_name(t.index) + ".log");
+      record_written(log, true);  // tpusim's while the point writes it; its size is listed when it ends
+      running[spawn(t.argv, log)] = &t;
     }
     int status = 0;
     const pid_t pid = wait(&status);
@@ -152,6 +163,7 @@ RunSummary run_points(const std::vector<PointTask>& tasks, int jobs, const fs::p
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     const PointTask& t = *it->second;
     running.erase(it);
+    record_written(points_dir / (point_dir_name(t.index) + ".log"));
     const bool complete = code == 0 && fs::exists(t.dir / "summary.json");
     if (!complete && interrupt_requested()) {
       // Stopped by the interrupt, not failed: it stays pending, so that a rerun runs it.

@@ -27,7 +27,11 @@ struct PointFailure {
   int exit_code = 0;
   std::string error;
 };
+// A record cut short (empty, or not the JSON tpusim writes) is none.
 [[nodiscard]] std::optional<PointFailure> read_failure(const std::filesystem::path& points_dir, std::size_t index);
+[[nodiscard]] bool has_failure_record(const std::filesystem::path& points_dir, std::size_t index);
+// A failure record file that is there but cut short: it does not block a resume.
+[[nodiscard]] bool is_broken_failure_record(const std::filesystem::path& points_dir, std::size_t index);
 
 // Prints "NAME: 12/40 points, 1 failed, 1m03s elapsed, ETA 2m27s": rewritten in place on a terminal; in a log,
 // one line per tenth of the work (and at least every 30 s) so that a cluster job's output stays short.

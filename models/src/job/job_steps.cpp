@@ -209,21 +209,30 @@ JobCosts job_costs(const Scenario& s, Seconds step, const FaultSteps& fault_step
   return costs;
 }
 
+Seconds healthy_job_length(const Scenario& s, Seconds step) {
+  if (s.job.duration.value() > 0) return s.job.duration;
+  const int every = s.workload.checkpoint.every_steps;
+  WorkloadSpec every_step = s.workload;  // one full checkpoint, as job_costs writes it
+  every_step.checkpoint.every_steps = 1;
+  const double write = every > 0 ? kernels::host_step_costs(every_step, s.chip, s.pod).checkpoint_seconds : 0.0;
+  return Seconds(static_cast<double>(s.job.steps) * step.value() +
+                 (every > 0 ? static_cast<double>((s.job.steps - 1) / every) * write : 0.0));
+}
+
+void check_fault_times_of_steps(const Scenario& s, Seconds step) {
+  if (s.job.duration.value() > 0) return;
+  Diagnostics diags;
+  check_fault_times(s.faults, healthy_job_length(s, step), diags);
+  diags.throw_if_any();
+}
+
 JobOutcome run_job_timeline(const Scenario& s, const Topology& topo, Seconds step, const FaultSteps& fault_steps) {
   JobOutcome out;
   out.costs = job_costs(s, step, fault_steps);
   for (const FaultStep& f : fault_steps.steps()) {
     if (f.hit) out.hit_steps.push_back(f);
   }
-  if (s.job.duration.value() <= 0) {
-    const int every = s.workload.checkpoint.every_steps;
-    const double end = static_cast<double>(s.job.steps) * step.value() +
-                       (every > 0 ? static_cast<double>((s.job.steps - 1) / every) * out.costs.checkpoint_write.value()
-                                  : 0.0);
-    Diagnostics diags;
-    check_fault_times(s.faults, Seconds(end), diags);
-    diags.throw_if_any();
-  }
+  check_fault_times_of_steps(s, step);
   out.result = run_job(s, topo, out.costs);
   return out;
 }

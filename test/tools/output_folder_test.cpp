@@ -1,0 +1,112 @@
+// The manifest of an output folder (output_folder.h): what tpusim counts as its own, and what as the user's.
+#include "tools/src/output_folder.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+namespace tpusim::tools {
+namespace {
+namespace fs = std::filesystem;
+
+class OutputFolderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("tpusim-output-folder-" + std::to_string(getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  static void put(const fs::path& p, const std::string& text) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << text;
+  }
+  static std::string slurp(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  fs::path dir_;
+};
+
+TEST_F(OutputFolderTest, ACommittedFolderListsEveryFileAtItsSize) {
+  const fs::path out = dir_ / "o";
+  {
+    OutputFolder folder(out, "run");
+    put(folder.file("a.csv"), "12345");
+    put(folder.file("sub") / "b.json", "{}\n");
+    folder.commit();
+  }
+  EXPECT_EQ(slurp(out / kOutputManifest), "3\tsub/b.json\n5\ta.csv\n");
+  EXPECT_TRUE(foreign_files(out).empty());
+  EXPECT_EQ(check_output_folder(out, "run"), fs::weakly_canonical(out));
+}
+
+TEST_F(OutputFolderTest, UnlistedChangedAndLinkedFilesAreTheUsers) {
+  const fs::path out = dir_ / "o";
+  {
+    OutputFolder folder(out, "run");
+    put(folder.file("a.csv"), "12345");
+    put(folder.file("e.csv"), "123");
+    folder.commit();
+  }
+  put(out / "notes.txt", "mine");  // not listed
+  put(out / "a.csv", "123456");    // listed at 5 bytes, now 6: edited
+  put(out / "e.csv", "");          // listed, now empty: cut short by a crash, still tpusim's
+  fs::create_symlink(out / "a.csv", out / "link");
+  put(out / ".x.partial-123", "staging of a killed run");  // tpusim's leftover, not the user's
+  EXPECT_EQ(foreign_files(out), (std::vector<std::string>{"a.csv", "link", "notes.txt"}));
+  EXPECT_THROW((void)check_output_folder(out, "run"), OutputRefused);
+}
+
+TEST_F(OutputFolderTest, InPlaceWritesAppendToTheManifestAndTheLastSizeOfAnyLineCounts) {
+  const fs::path out = claim_output_folder(dir_ / "sw", "sweep");
+  write_file_atomically(out / "table.csv", [](std::ostream& o) { o << "1,2\n"; });
+  write_file_atomically(out / "table.csv", [](std::ostream& o) { o << "1,2,3\n"; });
+  record_written(out / "points" / "00000.log", true);  // still being written: any size
+  put(out / "points" / "00000.log", "a long log");
+  EXPECT_EQ(slurp(out / kOutputManifest), "4\ttable.csv\n6\ttable.csv\n*\tpoints/00000.log\n");
+  EXPECT_TRUE(foreign_files(out).empty());
+  // A point's folder, with its own marker, is judged by its own manifest.
+  put(out / "points" / "00000" / kOutputMarker, "kind: run\n");
+  put(out / "points" / "00000" / "summary.json", "{}");
+  EXPECT_EQ(foreign_files(out), std::vector<std::string>{"points/00000/summary.json"});
+}
+
+TEST_F(OutputFolderTest, AFolderOfAnotherKindOrWithoutAManifestIsRefused) {
+  const fs::path lay = claim_output_folder(dir_ / "lay", "layouts");
+  EXPECT_THROW((void)check_output_folder(lay, "sweep"), OutputRefused);
+  EXPECT_NO_THROW((void)check_output_folder(lay, "layouts"));
+  // An older tpusim's folder: a marker naming no kind, no manifest. Its files are not provably tpusim's.
+  put(dir_ / "old" / kOutputMarker, "This folder was written by tpusim.\n");
+  EXPECT_NO_THROW((void)check_output_folder(dir_ / "old", "run"));  // empty: nothing to lose
+  put(dir_ / "old" / "summary.json", "{}");
+  EXPECT_EQ(foreign_files(dir_ / "old"), std::vector<std::string>{"summary.json"});
+  EXPECT_THROW((void)check_output_folder(dir_ / "old", "run"), OutputRefused);
+}
+
+TEST_F(OutputFolderTest, AManifestLineCutShortListsNothing) {
+  const fs::path out = claim_output_folder(dir_ / "sw", "sweep");
+  put(out / "plan.json", "{}\n");
+  put(out / kOutputManifest, "3\tplan.json");  // no newline: the write was cut short
+  EXPECT_EQ(foreign_files(out), std::vector<std::string>{"plan.json"});
+}
+
+TEST_F(OutputFolderTest, ADrawingIsTpusimsOnlyWithTheChecksumOfWhatItHolds) {
+  const std::string svg = sign_drawing("<?xml version=\"1.0\"?>\n<svg>x</svg>\n", true);
+  EXPECT_EQ(svg.substr(0, svg.find('\n', 22) + 1).rfind("<?xml version=\"1.0\"?>\n<!-- written by tpusim, ", 0), 0u);
+  EXPECT_TRUE(is_signed_drawing(svg));
+  std::string edited = svg;
+  edited.replace(edited.find(">x<"), 3, ">y<");
+  EXPECT_FALSE(is_signed_drawing(edited));
+  EXPECT_FALSE(is_signed_drawing("<?xml version=\"1.0\"?>\n<!-- written by tpusim -->\n<svg>x</svg>\n"));
+  EXPECT_TRUE(is_signed_drawing(sign_drawing("digraph {}", false)));
+}
+
+}  // namespace
+}  // namespace tpusim::tools
