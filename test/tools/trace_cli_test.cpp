@@ -98,7 +98,9 @@ std::vector<std::string> trace_problems(const json& doc) {
         problems.push_back(at + ": a flow event needs id and cat");
         continue;
       }
-      if (ph == "f" && e.value("bp", "") != "e") problems.push_back(at + ": a flow's end must bind to its slice (bp e)");
+      if (ph == "f" && e.value("bp", "") != "e") {
+        problems.push_back(at + ": a flow's end must bind to its slice (bp e)");
+      }
       flows[e["id"].dump()].push_back(Flow{ph, pid, tid, ts});
     }
   }
@@ -222,4 +224,127 @@ TEST_F(TraceCli, AJobWithAFaultWritesWellFormedTraces) {
   ASSERT_EQ(docs.count("trace.json"), 1u);
   ASSERT_EQ(docs.count("job-trace.json"), 1u);
   for (const auto& [file, doc] : docs) EXPECT_EQ(joined(trace_problems(doc)), "") << file;
+}
+
+// The instruction slices of a trace (those with args.instruction), by chip.
+std::map<long long, std::vector<json>> instruction_slices(const json& doc) {
+  std::map<long long, std::vector<json>> by_chip;
+  for (const json& e : doc["traceEvents"]) {
+    if (e["ph"] == "X" && e.contains("args") && e["args"].contains("instruction")) by_chip[e["pid"]].push_back(e);
+  }
+  return by_chip;
+}
+
+TEST_F(TraceCli, EachChipHasAStepSpanAndOneSpanPerLayerAndPhase) {
+  const auto docs = traces("gpt3-1.3b-fsdp-tensor-v4-2x2x1", "--trace-chips 0-3", "layers");
+  ASSERT_EQ(docs.count("trace.json"), 1u);
+  const json& doc = docs.at("trace.json");
+  const auto slices = instruction_slices(doc);
+  ASSERT_EQ(slices.size(), 4u);
+  std::map<long long, std::map<long long, std::string>> tracks;  // pid -> tid -> name
+  for (const json& e : doc["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") tracks[e["pid"]][e["tid"]] = e["args"]["name"];
+  }
+  for (const auto& [chip, list] : slices) {
+    // From the instructions' labels: each (block, phase) one's first start and last end, and the step's.
+    std::map<std::string, std::pair<double, double>> expected;
+    double first = 1e300, last = -1;
+    for (const json& s : list) {
+      const std::string name = s["name"];
+      const double ts = s["ts"], end = ts + s["dur"].get<double>();
+      first = std::min(first, ts);
+      last = std::max(last, end);
+      const auto dot = name.find('.');
+      if (dot == std::string::npos) continue;
+      const std::string phase = name.substr(dot + 1, name.find('.', dot + 1) - dot - 1);
+      if (phase != "fwd" && phase != "bwd" && phase != "remat") continue;
+      const std::string key = name.substr(0, dot) + "." + phase;
+      auto [it, added] = expected.emplace(key, std::make_pair(ts, end));
+      it->second = {std::min(it->second.first, ts), std::max(it->second.second, end)};
+    }
+    // 24 layers, each with its forward, backward and recomputation; the head's and embedding's fwd and bwd.
+    ASSERT_EQ(expected.size(), 24u * 3 + 4) << "chip " << chip;
+    EXPECT_EQ(expected.count("layer23.remat"), 1u);
+    std::map<std::string, std::pair<double, double>> found;
+    int steps = 0;
+    for (const json& e : doc["traceEvents"]) {
+      if (e["ph"] != "X" || e["pid"] != chip) continue;
+      const std::string track = tracks[chip][e["tid"]];
+      const double ts = e["ts"], end = ts + e["dur"].get<double>();
+      if (e.value("cat", "") == "step") {
+        ++steps;
+        EXPECT_EQ(track, "step");
+        EXPECT_NEAR(ts, first, kSlackUs);
+        EXPECT_NEAR(end, last, kSlackUs);
+        EXPECT_EQ(e["args"]["instructions"], list.size());
+        EXPECT_EQ(e["args"]["not_traced"], 0);
+      } else if (e.value("cat", "") == "layer") {
+        const std::string name = e["name"];
+        EXPECT_TRUE(found.emplace(name, std::make_pair(ts, end)).second) << name << " twice on chip " << chip;
+        const std::string phase = name.substr(name.find('.') + 1);
+        EXPECT_EQ(track.rfind("layers " + phase, 0), 0u) << name << " on " << track;
+      }
+    }
+    EXPECT_EQ(steps, 1);
+    ASSERT_EQ(found.size(), expected.size());
+    for (const auto& [name, extent] : expected) {
+      ASSERT_EQ(found.count(name), 1u) << name;
+      EXPECT_NEAR(found[name].first, extent.first, kSlackUs) << name;
+      EXPECT_NEAR(found[name].second, extent.second, kSlackUs) << name;
+    }
+  }
+}
+
+TEST_F(TraceCli, FlowsTieEachCollectiveFromItsEarliestChipToTheOthers) {
+  const auto docs = traces("gpt3-1.3b-fsdp-tensor-v4-2x2x1", "--trace-chips 0-3", "flows");
+  ASSERT_EQ(docs.count("trace.json"), 1u);
+  const json& doc = docs.at("trace.json");
+  // Every ICI slice of this run is a collective (no sends): by instruction index, each chip's slice.
+  std::map<long long, std::vector<json>> collectives;
+  for (const auto& [chip, list] : instruction_slices(doc)) {
+    for (const json& s : list) {
+      if (s["cat"] == "ici") collectives[s["args"]["instruction"]].push_back(s);
+    }
+  }
+  ASSERT_GT(collectives.size(), 100u);
+  std::map<long long, std::vector<json>> flows_of;  // instruction -> its flow events
+  std::map<long long, std::vector<json>> by_id;
+  for (const json& e : doc["traceEvents"]) {
+    if (e["ph"] == "s" || e["ph"] == "f") {
+      flows_of[e["args"]["instruction"]].push_back(e);
+      by_id[e["id"]].push_back(e);
+    }
+  }
+  for (const auto& [id, points] : by_id) {
+    ASSERT_EQ(points.size(), 2u) << "flow " << id;
+    EXPECT_EQ(points[0]["ph"], "s");
+    EXPECT_EQ(points[1]["ph"], "f");
+  }
+  EXPECT_EQ(flows_of.size(), collectives.size());
+  const auto inside = [](const json& point, const json& slice) {
+    const double ts = point["ts"], start = slice["ts"], end = start + slice["dur"].get<double>();
+    return point["pid"] == slice["pid"] && point["tid"] == slice["tid"] && start - kSlackUs <= ts &&
+           ts <= end + kSlackUs;
+  };
+  for (const auto& [instruction, list] : collectives) {
+    ASSERT_EQ(list.size(), 4u) << "instruction " << instruction;
+    const auto earliest = std::min_element(list.begin(), list.end(), [](const json& a, const json& b) {
+      return std::make_pair(a["ts"].get<double>(), a["pid"].get<long long>()) <
+             std::make_pair(b["ts"].get<double>(), b["pid"].get<long long>());
+    });
+    const std::vector<json>& flows = flows_of[instruction];
+    ASSERT_EQ(flows.size(), 6u) << "instruction " << instruction;  // three chips, a start and an end each
+    std::set<long long> reached;
+    for (const json& f : flows) {
+      if (f["ph"] == "s") {
+        EXPECT_TRUE(inside(f, *earliest)) << f.dump();
+      } else {
+        const auto to = std::find_if(list.begin(), list.end(), [&](const json& s) { return inside(f, s); });
+        ASSERT_NE(to, list.end()) << f.dump();
+        EXPECT_NE((*to)["pid"], (*earliest)["pid"]);
+        reached.insert((*to)["pid"].get<long long>());
+      }
+    }
+    EXPECT_EQ(reached.size(), 3u) << "instruction " << instruction;
+  }
 }

@@ -7,7 +7,10 @@
 #include <ostream>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "tpusim/core/diagnostics.h"
 #include "tpusim/kernels/program.h"
@@ -50,10 +53,30 @@ class TraceRecorder {
   [[nodiscard]] std::size_t per_chip_limit() const { return per_chip_; }
 
  private:
+  using json_events = nlohmann::ordered_json;
+  struct PlacedSlice {  // an instruction's slice as written: its chip, track and extent (seconds)
+    std::uint32_t chip;
+    int tid;
+    double start, end;
+    std::string label;
+  };
+  struct BlockSpan {  // a (block, phase)'s instructions on one chip: from the first's start to the last's end
+    double start = 0, end = 0;
+    std::size_t instructions = 0;
+  };
+  // Each chip's "step" span and its "layers <phase>" tracks (trace.cpp says how spans take lanes).
+  void add_step_and_blocks(json_events& events, const std::map<std::uint32_t, std::pair<double, double>>& step_extent,
+                           const std::map<std::uint32_t, std::size_t>& traced_on,
+                           const std::map<std::tuple<std::uint32_t, int, std::string>, BlockSpan>& blocks) const;
+  // Flow events from each collective's earliest slice to its slices on the other traced chips.
+  using CollectiveSlices = std::map<std::pair<std::uint32_t, std::string>, std::vector<PlacedSlice>>;
+  static void add_collective_flows(json_events& events, const CollectiveSlices& collectives);
+
   std::set<std::uint32_t> chips_;
   std::size_t per_chip_;
   std::map<std::uint32_t, std::size_t> kept_;  // spans kept per chip
   std::vector<models::TraceSpan> spans_;
+  std::map<std::uint32_t, std::size_t> dropped_on_;  // spans dropped per chip
   std::size_t dropped_ = 0;
 };
 
