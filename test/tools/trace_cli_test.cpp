@@ -348,3 +348,30 @@ TEST_F(TraceCli, FlowsTieEachCollectiveFromItsEarliestChipToTheOthers) {
     EXPECT_EQ(reached.size(), 3u) << "instruction " << instruction;
   }
 }
+
+TEST_F(TraceCli, ChipsBeyondThePodAreRefusedBeforeAnythingRuns) {
+  // A 64-chip pod: chip 99 would leave trace.json empty.
+  Outcome o = tpusim("run link-failure-v4-4x4x4 --trace --trace-chips 0-3,99 -o " + (dir_ / "a").string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("--trace-chips: error: --trace-chips: chip 99 is not in the pod\n"
+                       "    expected: chip ids from 0 to 63 (the pod has 64 chips)\n"
+                       "    found:    99"),
+            std::string::npos)
+      << o.err;
+  EXPECT_FALSE(fs::exists(dir_ / "a"));
+  o = tpusim("run link-failure-v4-4x4x4 --trace --trace-chips 64-70 -o " + (dir_ / "b").string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("range 64-70 is not in the pod"), std::string::npos) << o.err;
+  EXPECT_FALSE(fs::exists(dir_ / "b"));
+  // A range ending beyond the pod keeps its chips in the pod: the default 0-3 on one chip traces chip 0.
+  const auto docs = traces("quickstart", "", "one");
+  ASSERT_EQ(docs.count("trace.json"), 1u);
+  std::set<long long> pids;
+  for (const json& e : docs.at("trace.json")["traceEvents"]) pids.insert(e["pid"].get<long long>());
+  EXPECT_EQ(pids, (std::set<long long>{0}));
+  const auto tail = traces("link-failure-v4-4x4x4", "--trace-chips 62-70", "tail");
+  ASSERT_EQ(tail.count("trace.json"), 1u);
+  pids.clear();
+  for (const json& e : tail.at("trace.json")["traceEvents"]) pids.insert(e["pid"].get<long long>());
+  EXPECT_EQ(pids, (std::set<long long>{62, 63}));
+}

@@ -13,7 +13,7 @@
 
 namespace tpusim::tools {
 
-std::set<std::uint32_t> parse_chip_list(const std::string& text, Diagnostics& diags) {
+std::set<std::uint32_t> parse_chip_list(const std::string& text, std::size_t pod_chips, Diagnostics& diags) {
   std::set<std::uint32_t> chips;
   std::size_t start = 0;
   while (start <= text.size()) {
@@ -34,6 +34,14 @@ std::set<std::uint32_t> parse_chip_list(const std::string& text, Diagnostics& di
                   "chip ids and ranges, e.g. 0-3,8", item);
       return {};
     }
+    if (lo >= pod_chips) {
+      // Nothing of it would be traced: an empty trace.json, silently, is a wrong answer.
+      diags.error(SourceLoc{"--trace-chips", 0, 0}, "--trace-chips",
+                  fmt::format("{} {} is not in the pod", dash == std::string::npos ? "chip" : "range", item),
+                  fmt::format("chip ids from 0 to {} (the pod has {} chips)", pod_chips - 1, pod_chips), item);
+      return {};
+    }
+    hi = std::min<unsigned long>(hi, pod_chips - 1);  // a range keeps the pod's chips within it ("0-3" on one chip)
     for (unsigned long c = lo; c <= hi; ++c) chips.insert(static_cast<std::uint32_t>(c));
     if (comma == std::string::npos) break;
     start = comma + 1;

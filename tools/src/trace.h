@@ -18,8 +18,11 @@
 
 namespace tpusim::tools {
 
-// Parses a chip list such as "0-3,8,12-13"; errors go to diags under the key "--trace-chips".
-[[nodiscard]] std::set<std::uint32_t> parse_chip_list(const std::string& text, Diagnostics& diags);
+// Parses a chip list such as "0-3,8,12-13" for a pod of pod_chips chips; errors go to diags under the key
+// "--trace-chips". A chip, or a range's first chip, beyond the pod is refused; a range ending beyond it keeps
+// the pod's chips within it (the default 0-3 traces the one chip of a 1-chip pod).
+[[nodiscard]] std::set<std::uint32_t> parse_chip_list(const std::string& text, std::size_t pod_chips,
+                                                      Diagnostics& diags);
 
 // An event beside the instructions (a fault on its track): an instant event at `start` when `instant`, else a
 // span [start, end]. `pid` is a chip's, or one past the chips for a process of its own named `process`.
