@@ -316,6 +316,7 @@ faults:
       EXPECT_EQ(e["pid"], 1);
       continue;
     }
+    if (e["ph"] != "X" || !e["args"].contains("instruction")) continue;  // step and layer spans, flows
     ++spans;
     if (e["pid"] == 1) {
       EXPECT_LE(e["ts"].get<double>() + e["dur"].get<double>(), offset * 1e6 + 1e-6);

@@ -182,7 +182,7 @@ int run_command(const RunArgs& args) {
   std::optional<TraceRecorder> tracer;
   if (args.trace) {
     Diagnostics diags;
-    auto chips = parse_chip_list(args.trace_chips, diags);
+    auto chips = parse_chip_list(args.trace_chips, static_cast<std::size_t>(scenario.pod.chip_count()), diags);
     if (!diags.empty()) {
       std::cerr << diags.str();
       return 2;

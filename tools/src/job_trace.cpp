@@ -15,7 +15,7 @@ void write_job_trace(const Scenario& s, const models::JobOutcome& job, std::ostr
   const auto thread_name = [&](int tid, const std::string& name) {
     events.push_back(json{{"ph", "M"}, {"pid", 0}, {"tid", tid}, {"name", "thread_name"}, {"args", {{"name", name}}}});
   };
-  events.push_back(json{{"ph", "M"}, {"pid", 0}, {"name", "process_name"}, {"args", {{"name", s.name + " job"}}}});
+  events.push_back(json{{"ph", "M"}, {"pid", 0}, {"tid", 0}, {"name", "process_name"}, {"args", {{"name", s.name + " job"}}}});
   thread_name(0, "job");
   events.push_back(json{{"ph", "X"}, {"pid", 0}, {"tid", 0}, {"name", r.failed ? "job (failed)" : "job"},
                         {"ts", 0.0}, {"dur", r.wall.value() * kUs},

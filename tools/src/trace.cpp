@@ -1,16 +1,19 @@
 #include "tools/src/trace.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
+#include <optional>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace tpusim::tools {
 
-std::set<std::uint32_t> parse_chip_list(const std::string& text, Diagnostics& diags) {
+std::set<std::uint32_t> parse_chip_list(const std::string& text, std::size_t pod_chips, Diagnostics& diags) {
   std::set<std::uint32_t> chips;
   std::size_t start = 0;
   while (start <= text.size()) {
@@ -31,11 +34,117 @@ std::set<std::uint32_t> parse_chip_list(const std::string& text, Diagnostics& di
                   "chip ids and ranges, e.g. 0-3,8", item);
       return {};
     }
+    if (lo >= pod_chips) {
+      // Nothing of it would be traced: an empty trace.json, silently, is a wrong answer.
+      diags.error(SourceLoc{"--trace-chips", 0, 0}, "--trace-chips",
+                  fmt::format("{} {} is not in the pod", dash == std::string::npos ? "chip" : "range", item),
+                  fmt::format("chip ids from 0 to {} (the pod has {} chips)", pod_chips - 1, pod_chips), item);
+      return {};
+    }
+    hi = std::min<unsigned long>(hi, pod_chips - 1);  // a range keeps the pod's chips within it ("0-3" on one chip)
     for (unsigned long c = lo; c <= hi; ++c) chips.insert(static_cast<std::uint32_t>(c));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
   return chips;
+}
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// The phases a label's second part names, each with a track of its own per chip ("layers fwd", ...): a layer's
+// recomputation runs inside the backward pass, so the phases' spans overlap in time.
+constexpr std::array<const char*, 3> kPhases = {"fwd", "bwd", "remat"};
+constexpr int kStepTrack = 3000;        // tid of a chip's "step" track
+constexpr int kBlockTrackBase = 3100;   // + 100 x phase + lane: its "layers <phase>" tracks
+constexpr int kFlowIdBase = 1;
+
+// "layer3.fwd.qkv" -> ("layer3", 0); labels without a phase as their second part (or none): nothing.
+std::optional<std::pair<std::string, int>> block_of(const std::string& label) {
+  const auto dot = label.find('.');
+  if (dot == std::string::npos || dot == 0) return std::nullopt;
+  const auto next = label.find('.', dot + 1);
+  const std::string phase = label.substr(dot + 1, next == std::string::npos ? std::string::npos : next - dot - 1);
+  for (std::size_t p = 0; p < kPhases.size(); ++p) {
+    if (phase == kPhases[p]) return std::make_pair(label.substr(0, dot), static_cast<int>(p));
+  }
+  return std::nullopt;
+}
+
+void name_thread(json& events, std::uint32_t pid, int tid, const std::string& name) {
+  events.push_back(
+      json{{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", json{{"name", name}}}});
+}
+
+}  // namespace
+
+void TraceRecorder::add_step_and_blocks(
+    json_events& events, const std::map<std::uint32_t, std::pair<double, double>>& step_extent,
+    const std::map<std::uint32_t, std::size_t>& traced_on,
+    const std::map<std::tuple<std::uint32_t, int, std::string>, BlockSpan>& blocks) const {
+  for (const auto& [chip, extent] : step_extent) {
+    name_thread(events, chip, kStepTrack, "step");
+    const std::size_t traced = traced_on.at(chip);
+    const std::size_t not_traced = dropped_on_.count(chip) != 0 ? dropped_on_.at(chip) : 0;
+    events.push_back(json{{"name", "step"}, {"cat", "step"}, {"ph", "X"}, {"pid", chip}, {"tid", kStepTrack},
+                          {"ts", extent.first * 1e6}, {"dur", (extent.second - extent.first) * 1e6},
+                          {"args", json{{"instructions", traced}, {"not_traced", not_traced}}}});
+  }
+  // Per chip and phase, in order of start: each span takes the first lane free at its start, so spans on a lane
+  // follow each other (a layer's forward can start before the one before it ends: its weights' all-gather).
+  std::map<std::pair<std::uint32_t, int>, std::vector<std::pair<const std::string*, const BlockSpan*>>> by_phase;
+  for (const auto& [key, span] : blocks) {
+    by_phase[{std::get<0>(key), std::get<1>(key)}].emplace_back(&std::get<2>(key), &span);
+  }
+  for (auto& [key, list] : by_phase) {
+    std::stable_sort(list.begin(), list.end(), [](const auto& a, const auto& b) {
+      return a.second->start != b.second->start ? a.second->start < b.second->start : a.second->end > b.second->end;
+    });
+    std::vector<double> lane_end;
+    for (const auto& [name, span] : list) {
+      std::size_t lane = 0;
+      while (lane < lane_end.size() && lane_end[lane] > span->start) ++lane;
+      const int tid = kBlockTrackBase + 100 * key.second + static_cast<int>(lane);
+      if (lane == lane_end.size()) {
+        lane_end.push_back(0);
+        name_thread(events, key.first, tid,
+                    fmt::format("layers {}{}", kPhases[static_cast<std::size_t>(key.second)],
+                                lane == 0 ? std::string() : fmt::format(" {}", lane + 1)));
+      }
+      lane_end[lane] = span->end;
+      events.push_back(json{{"name", fmt::format("{}.{}", *name, kPhases[static_cast<std::size_t>(key.second)])},
+                            {"cat", "layer"}, {"ph", "X"}, {"pid", key.first}, {"tid", tid},
+                            {"ts", span->start * 1e6}, {"dur", (span->end - span->start) * 1e6},
+                            {"args", json{{"instructions", span->instructions}}}});
+    }
+  }
+}
+
+void TraceRecorder::add_collective_flows(json_events& events,
+                                         const CollectiveSlices& collectives) {
+  // A flow from the chip that started the collective first to each other chip's slice of it, bound to the slices
+  // at their middles (an end's "bp": "e" binds it to the slice around it, not the next one).
+  int id = kFlowIdBase;
+  for (const auto& [key, placed] : collectives) {
+    const std::uint32_t instruction = key.first;
+    if (placed.size() < 2) continue;
+    std::vector<PlacedSlice> order = placed;
+    std::stable_sort(order.begin(), order.end(), [](const PlacedSlice& a, const PlacedSlice& b) {
+      return a.start != b.start ? a.start < b.start : a.chip < b.chip;
+    });
+    const PlacedSlice& from = order.front();
+    const std::string name = from.label.empty() ? "collective" : from.label;
+    for (std::size_t i = 1; i < order.size(); ++i, ++id) {
+      const PlacedSlice& to = order[i];
+      events.push_back(json{{"name", name}, {"cat", "collective"}, {"ph", "s"}, {"id", id}, {"pid", from.chip},
+                            {"tid", from.tid}, {"ts", (from.start + from.end) / 2 * 1e6},
+                            {"args", json{{"instruction", instruction}}}});
+      events.push_back(json{{"name", name}, {"cat", "collective"}, {"ph", "f"}, {"bp", "e"}, {"id", id},
+                            {"pid", to.chip}, {"tid", to.tid}, {"ts", (to.start + to.end) / 2 * 1e6},
+                            {"args", json{{"instruction", instruction}}}});
+    }
+  }
 }
 
 TraceRecorder::TraceRecorder(std::set<std::uint32_t> chips, std::size_t limit)
@@ -46,6 +155,7 @@ void TraceRecorder::record(const models::TraceSpan& span) {
   std::size_t& kept = kept_[span.chip];
   if (kept >= per_chip_) {
     ++dropped_;
+    ++dropped_on_[span.chip];
     return;
   }
   ++kept;
@@ -54,7 +164,6 @@ void TraceRecorder::record(const models::TraceSpan& span) {
 
 void TraceRecorder::write(const ir::ProgramSet& programs, std::ostream& out, const std::vector<TraceMark>& marks,
                           const std::string& written_by) const {
-  using json = nlohmann::ordered_json;
   auto tid_of = [](const models::TraceSpan& s) { return s.core * ir::kUnitKinds + static_cast<int>(s.unit); };
   std::vector<models::TraceSpan> spans = spans_;
   std::stable_sort(spans.begin(), spans.end(), [&](const auto& a, const auto& b) {
@@ -65,6 +174,13 @@ void TraceRecorder::write(const ir::ProgramSet& programs, std::ostream& out, con
   });
   json events = json::array();
   std::set<std::pair<std::uint32_t, int>> named;
+  // Where each collective's slice went, by instruction index and label (the chips' programs may differ): flows
+  // tie its chips' slices together below.
+  std::map<std::pair<std::uint32_t, std::string>, std::vector<PlacedSlice>> collectives;
+  // Per chip the step's extent and each (block, phase)'s, from the labels ("layer3.fwd.qkv").
+  std::map<std::uint32_t, std::pair<double, double>> step_extent;
+  std::map<std::uint32_t, std::size_t> traced_on;
+  std::map<std::tuple<std::uint32_t, int, std::string>, BlockSpan> blocks;
   // Several collectives (and sends) are in flight at once on a chip's ICI unit: each gets the first ICI lane
   // free at its start, a track of its own ("ici 1", "ici 2", ...), so overlapping spans never share a track.
   constexpr int kIciLaneBase = 1000;
@@ -90,13 +206,27 @@ void TraceRecorder::write(const ir::ProgramSet& programs, std::ostream& out, con
     }
     const ir::Program& prog = programs.program_for(s.chip);
     const ir::Instruction& ins = prog[s.instruction];
+    const std::string& label = prog.label_of(ins);
+    const double start = s.start.value(), end = s.end.value();
+    if (ins.kind == ir::OpKind::collective) {
+      collectives[{s.instruction, label}].push_back(PlacedSlice{s.chip, tid, start, end, label});
+    }
+    auto [extent, first] = step_extent.emplace(s.chip, std::make_pair(start, end));
+    if (!first) extent->second = {std::min(extent->second.first, start), std::max(extent->second.second, end)};
+    ++traced_on[s.chip];
+    if (const auto block = block_of(label)) {
+      BlockSpan& b = blocks[{s.chip, block->second, block->first}];
+      b.start = b.instructions == 0 ? start : std::min(b.start, start);
+      b.end = b.instructions == 0 ? end : std::max(b.end, end);
+      ++b.instructions;
+    }
     json args{{"instruction", s.instruction}};
     if (ins.kind == ir::OpKind::matmul) args["mkn"] = fmt::format("{}x{}x{}", ins.m, ins.k, ins.n);
     if (ins.bytes > 0) args["bytes"] = ins.bytes;
     if (ins.kind == ir::OpKind::matmul && ins.batch > 1) args["batch"] = ins.batch;
     if (ins.streams_hbm()) args["hbm_bytes"] = ins.hbm_read + ins.hbm_written;
     if (ins.op_class != ir::OpClass::other) args["class"] = std::string(ir::op_class_name(ins.op_class));
-    events.push_back(json{{"name", prog.label_of(ins).empty() ? std::string(ir::op_name(ins.kind)) : prog.label_of(ins)},
+    events.push_back(json{{"name", label.empty() ? std::string(ir::op_name(ins.kind)) : label},
                           {"cat", std::string(ir::unit_name(s.unit))},
                           {"ph", "X"},
                           {"pid", s.chip},
@@ -105,6 +235,8 @@ void TraceRecorder::write(const ir::ProgramSet& programs, std::ostream& out, con
                           {"dur", (s.end - s.start).value() * 1e6},
                           {"args", args}});
   }
+  add_step_and_blocks(events, step_extent, traced_on, blocks);
+  add_collective_flows(events, collectives);
   std::map<std::pair<std::uint32_t, std::string>, int> mark_tracks;
   for (const TraceMark& m : marks) {
     if (named.insert({m.pid, -1}).second) {

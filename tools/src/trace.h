@@ -7,7 +7,10 @@
 #include <ostream>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "tpusim/core/diagnostics.h"
 #include "tpusim/kernels/program.h"
@@ -15,8 +18,11 @@
 
 namespace tpusim::tools {
 
-// Parses a chip list such as "0-3,8,12-13"; errors go to diags under the key "--trace-chips".
-[[nodiscard]] std::set<std::uint32_t> parse_chip_list(const std::string& text, Diagnostics& diags);
+// Parses a chip list such as "0-3,8,12-13" for a pod of pod_chips chips; errors go to diags under the key
+// "--trace-chips". A chip, or a range's first chip, beyond the pod is refused; a range ending beyond it keeps
+// the pod's chips within it (the default 0-3 traces the one chip of a 1-chip pod).
+[[nodiscard]] std::set<std::uint32_t> parse_chip_list(const std::string& text, std::size_t pod_chips,
+                                                      Diagnostics& diags);
 
 // An event beside the instructions (a fault on its track): an instant event at `start` when `instant`, else a
 // span [start, end]. `pid` is a chip's, or one past the chips for a process of its own named `process`.
@@ -50,10 +56,30 @@ class TraceRecorder {
   [[nodiscard]] std::size_t per_chip_limit() const { return per_chip_; }
 
  private:
+  using json_events = nlohmann::ordered_json;
+  struct PlacedSlice {  // an instruction's slice as written: its chip, track and extent (seconds)
+    std::uint32_t chip;
+    int tid;
+    double start, end;
+    std::string label;
+  };
+  struct BlockSpan {  // a (block, phase)'s instructions on one chip: from the first's start to the last's end
+    double start = 0, end = 0;
+    std::size_t instructions = 0;
+  };
+  // Each chip's "step" span and its "layers <phase>" tracks (trace.cpp says how spans take lanes).
+  void add_step_and_blocks(json_events& events, const std::map<std::uint32_t, std::pair<double, double>>& step_extent,
+                           const std::map<std::uint32_t, std::size_t>& traced_on,
+                           const std::map<std::tuple<std::uint32_t, int, std::string>, BlockSpan>& blocks) const;
+  // Flow events from each collective's earliest slice to its slices on the other traced chips.
+  using CollectiveSlices = std::map<std::pair<std::uint32_t, std::string>, std::vector<PlacedSlice>>;
+  static void add_collective_flows(json_events& events, const CollectiveSlices& collectives);
+
   std::set<std::uint32_t> chips_;
   std::size_t per_chip_;
   std::map<std::uint32_t, std::size_t> kept_;  // spans kept per chip
   std::vector<models::TraceSpan> spans_;
+  std::map<std::uint32_t, std::size_t> dropped_on_;  // spans dropped per chip
   std::size_t dropped_ = 0;
 };
 
