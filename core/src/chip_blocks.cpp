@@ -139,7 +139,7 @@ FieldTable<ChipSpec> host_fields() {
                         std::nullopt, "host<->chip PCIe bandwidth per chip, each direction",
                         positive<BytesPerSecond>());
   t.add<BytesPerSecond>("dcn_bandwidth", [](S& s) -> BytesPerSecond& { return s.host.dcn_bandwidth; }, "0 B/s",
-                        "data-center network bandwidth per chip (between pods)");
+                        "data-center network bandwidth per chip (between pods)", non_negative<BytesPerSecond>());
   t.add<Bytes>("memory_per_chip", [](S& s) -> Bytes& { return s.host.memory_per_chip; }, "0 B",
                "host DRAM per chip (the host's DRAM over chips_per_host), which holds the activations a remat "
                "policy offloads; 0 = unknown: offloading is refused");

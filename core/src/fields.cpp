@@ -193,6 +193,7 @@ template Constraint<std::int64_t> non_negative<std::int64_t>();
 template Constraint<double> non_negative<double>();
 template Constraint<Seconds> non_negative<Seconds>();
 template Constraint<Bytes> non_negative<Bytes>();
+template Constraint<BytesPerSecond> non_negative<BytesPerSecond>();
 
 Constraint<double> fraction() {
   return [](const double& v) { return v > 0 && v <= 1 ? std::string{} : std::string("a fraction in (0, 1]"); };

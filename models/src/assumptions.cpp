@@ -5,9 +5,21 @@
 #include "host/host.h"
 #include "mxu/mxu.h"
 #include "net/interconnect.h"
+#include "tpusim/core/pod_spec.h"
 #include "tpusim/models/timing.h"
 
 namespace tpusim::models {
+namespace {
+
+// The field table's default, so that the listing cannot drift from it.
+std::string host_jitter_default() {
+  for (const FieldInfo& f : pod_fields().infos()) {
+    if (f.key == "host_jitter" && f.default_text) return *f.default_text;
+  }
+  return "?";
+}
+
+}  // namespace
 
 std::vector<Assumption> model_assumptions() {
   return {
@@ -35,6 +47,13 @@ std::vector<Assumption> model_assumptions() {
        "a layer's overlapped all-gather, reduce-scatter, pipeline transfers and gradient buckets"},
       {"DCN latency", format_time(net::kDcnLatency), "models/src/net/transport.h",
        "one way between hosts of different pods (NIC, a few switch hops, host stack); not published"},
+      {"per-host step jitter", host_jitter_default() + " (default of pod.host_jitter)", "models/src/host/step_jitter.h",
+       "each host's step is late by a normal draw of standard deviation pod.host_jitter x the step time, drawn "
+       "afresh every step, and a step whose chips communicate across hosts ends when its slowest host does: "
+       "it pays cv x step x E[max - mean of H normals] (about sqrt(2 ln H)), estimated from 256 seeded draws "
+       "per host, as idle time on every chip; 0 for one host. The distribution is an assumption; its size is "
+       "set from C7 (MaxText 16B on 1 to 32 v5e-256 slices: 32 hosts to 1024) so that the 32 / 1-slice "
+       "per-chip rate matches, one value for every generation (docs/calibration.md)"},
       // Calibrated on the calibration set (calibration/measurements.yaml, C1-C3); `tpusim calibrate` checks them.
       {"ICI link efficiency", fmt::format("{} (default of chip.ici.link_efficiency)", kIciLinkEfficiency),
        "core/include/tpusim/core/chip_spec.h",

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "elaboration_heap.h"
+#include "host/step_jitter.h"
 #include "tpusim/core/interrupt.h"
 
 namespace tpusim::models {
@@ -210,6 +211,13 @@ SimResult Pod::collect(Tick end) const {
       counters.push_back(chips_[c]->collect());
     }
     step = std::max(step, counters.back().finish);
+  }
+  // A step whose chips communicate across hosts waits for the slowest host (host/step_jitter.h): every chip
+  // idles that long after the last one finishes. Not for a step a chip fault stopped.
+  if (end == 0 && interconnect_ && topology_) {
+    const std::uint64_t hosts = topology_->host_count();
+    step += to_ticks(host_sync_wait(hosts, scenario_.pod.host_jitter, to_seconds(step),
+                                    static_cast<std::uint64_t>(scenario_.seed)));
   }
   r.step_time = to_seconds(step);
   r.chips_simulated = chips_.size();

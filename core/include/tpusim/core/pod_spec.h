@@ -21,6 +21,7 @@ struct PodSpec {
   std::vector<int> host_shape;   // chips per host along each axis (e.g. [2,2,1])
   Seconds ocs_reconfiguration;   // time to remap an OCS (not published; a parameter)
   int pods = 1;                  // multislice: number of such slices joined by the DCN
+  double host_jitter = 0;        // per-host step delay: standard deviation / step time (an assumption)
   std::map<std::string, FieldOrigin> origins;
 
   // Chips of all pods; saturates at LLONG_MAX for an absurd shape (resolve_pod rejects any above kMaxChips).
