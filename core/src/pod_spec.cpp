@@ -27,10 +27,10 @@ const FieldTable<PodSpec>& pod_fields() {
                    non_negative<Seconds>());
     t.add<int>("pods", [](S& s) -> int& { return s.pods; }, "1", "slices joined by the data-center network",
                at_least(1));
-    t.add<double>("host_jitter", [](S& s) -> double& { return s.host_jitter; }, "0.075",
+    t.add<double>("host_jitter", [](S& s) -> double& { return s.host_jitter; }, "0",
                   "per-host step jitter: each host's step is late by a normal draw whose standard deviation is "
                   "this fraction of the step time, and a step that spans hosts waits for the slowest "
-                  "(assumption: a normal spread, its size set from measurement C7's 32 / 1-slice rate, docs/calibration.md)",
+                  "(assumption, docs/calibration.md)",
                   [](const double& v) { return v >= 0 && v <= 0.5 ? std::string{} : std::string("a fraction in [0, 0.5]"); });
     return t;
   }();

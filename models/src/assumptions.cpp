@@ -51,9 +51,8 @@ std::vector<Assumption> model_assumptions() {
        "each host's step is late by a normal draw of standard deviation pod.host_jitter x the step time, drawn "
        "afresh every step, and a step whose chips communicate across hosts ends when its slowest host does: "
        "it pays cv x step x E[max - mean of H normals] (about sqrt(2 ln H)), estimated from 256 seeded draws "
-       "per host, as idle time on every chip; 0 for one host. The distribution is an assumption; its size is "
-       "set from C7 (MaxText 16B on 1 to 32 v5e-256 slices: 32 hosts to 1024) so that the 32 / 1-slice "
-       "per-chip rate matches, one value for every generation (docs/calibration.md)"},
+       "per host, as idle time on every chip; 0 for one host. The distribution is an assumption "
+       "(docs/calibration.md)"},
       // Calibrated on the calibration set (calibration/measurements.yaml, C1-C3); `tpusim calibrate` checks them.
       {"ICI link efficiency", fmt::format("{} (default of chip.ici.link_efficiency)", kIciLinkEfficiency),
        "core/include/tpusim/core/chip_spec.h",
