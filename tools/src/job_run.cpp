@@ -19,6 +19,17 @@ std::string recovery_name(const Scenario& s) {
   return "";
 }
 
+// A fault step's link utilization over its directed links: mean and max.
+std::pair<double, double> link_load(const models::FaultStep& f) {
+  double mean = 0, max = 0;
+  for (double u : f.link_utilization) {
+    mean += u;
+    max = std::max(max, u);
+  }
+  if (!f.link_utilization.empty()) mean /= static_cast<double>(f.link_utilization.size());
+  return {mean, max};
+}
+
 // job.simulated_steps[K]'s trace: K counts the healthy step as 0.
 std::string fault_trace_name(std::size_t index) { return fmt::format("trace-fault-{}.json", index + 1); }
 
@@ -67,12 +78,7 @@ void add_job_json(json& j, const Scenario& s, const models::JobOutcome& job, con
   simulated.push_back(json{{"what", "healthy step"}, {"step_time_s", job.costs.step.value()}});
   for (std::size_t i = 0; i < fault_steps.steps().size(); ++i) {
     const models::FaultStep& f = fault_steps.steps()[i];
-    double mean = 0, max = 0;
-    for (double u : f.link_utilization) {
-      mean += u;
-      max = std::max(max, u);
-    }
-    if (!f.link_utilization.empty()) mean /= static_cast<double>(f.link_utilization.size());
+    const auto [mean, max] = link_load(f);
     json step{{"what", f.what},
               {"step_time_s", f.step_time_s},
               {"link_utilization", json{{"mean", mean}, {"max", max}}},
@@ -147,12 +153,7 @@ void print_job(const Scenario& s, const models::JobOutcome& job, const models::F
   out << fmt::format("      {:<2}  {:<54} {:>10} {:>10}\n", 0, "healthy step", time(healthy), "");
   for (std::size_t i = 0; i < fault_steps.steps().size(); ++i) {
     const models::FaultStep& f = fault_steps.steps()[i];
-    double mean = 0, max = 0;
-    for (double u : f.link_utilization) {
-      mean += u;
-      max = std::max(max, u);
-    }
-    if (!f.link_utilization.empty()) mean /= static_cast<double>(f.link_utilization.size());
+    const auto [mean, max] = link_load(f);
     out << fmt::format("      {:<2}  {:<54} {:>10} {:>10}  {}\n", i + 1, f.what,
                        f.ok ? time(f.step_time_s) : std::string("not run"),
                        f.ok && healthy > 0 ? vs_healthy(f.step_time_s / healthy)
