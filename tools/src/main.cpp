@@ -52,7 +52,7 @@ int run_main(int argc, char** argv) {
   run_cmd->add_option("--set", run.overrides,
                       "override any resolved field by dotted path, e.g. --set chip.hbm.bandwidth=2TB/s")
       ->allow_extra_args(false);
-  run_cmd->add_flag("--perf", run.perf, "print wall time, kernel events/s and peak memory to stderr");
+  run_cmd->add_flag("--perf", run.perf, "print to stderr the wall time by phase, the chips and instructions simulated and mirrored, kernel events/s and peak memory");
   run_cmd->add_flag("-q,--quiet", run.quiet, "do not print the result table");
   run_cmd->add_flag("--trace", run.trace,
                     "write trace.json, a timeline of every instruction (open in ui.perfetto.dev), and for a "
