@@ -231,7 +231,9 @@ TEST_F(ReportCli, CompareSetsOverlapOffAgainstOnWithTheRunsOwnNumbers) {
     EXPECT_EQ(r["values"][0].get<double>(), x) << metric;
     EXPECT_EQ(r["values"][1].get<double>(), y) << metric;
     EXPECT_EQ(r["delta"][1].get<double>(), y - x) << metric;
-    if (x != 0) EXPECT_DOUBLE_EQ(r["delta_pct"][1].get<double>(), 100 * (y - x) / x) << metric;
+    if (x != 0) {
+      EXPECT_DOUBLE_EQ(r["delta_pct"][1].get<double>(), 100 * (y - x) / x) << metric;
+    }
     const auto cells = csv_row(csv, metric);
     ASSERT_EQ(cells.size(), 6u) << metric;
     EXPECT_EQ(std::stod(cells[2]), x) << metric;  // the shortest text that reads back to the same double

@@ -548,7 +548,9 @@ TEST_F(Cli, CalibrateRunsTheCalibrationSetAndEveryPointIsWithinTheIssuesBounds) 
       continue;
     }
     // C4-C7: issue 19's bound on each fraction; the status follows the numbers.
-    if (r[2] == "mfu") EXPECT_EQ(r[6], "5 points") << r[0] << " " << r[1];
+    if (r[2] == "mfu") {
+      EXPECT_EQ(r[6], "5 points") << r[0] << " " << r[1];
+    }
     if (r[2] == "ratio") {
       EXPECT_EQ(r[6], "3 points") << r[1];
       EXPECT_EQ(r[1], "32 / 1 slices per-chip rate");
@@ -564,7 +566,9 @@ TEST_F(Cli, CalibrateRunsTheCalibrationSetAndEveryPointIsWithinTheIssuesBounds) 
                                                          : std::fabs(predicted / measured - 1) <= 0.10;
     EXPECT_EQ(r[8], inside ? "ok" : "outside") << r[0] << " " << r[1];
     // C5 runs as published (the custom remat policy's host offload) and is held within its bounds.
-    if (r[0] == "C5") EXPECT_TRUE(inside) << r[1] << ": measured " << measured << ", predicted " << predicted;
+    if (r[0] == "C5") {
+      EXPECT_TRUE(inside) << r[1] << ": measured " << measured << ", predicted " << predicted;
+    }
     within += inside ? 1 : 0;
   }
   EXPECT_EQ(per_id, (std::map<std::string, int>{{"C1", 9}, {"C2", 2}, {"C3", 2}, {"C4", 2}, {"C5", 3}, {"C6", 2},
