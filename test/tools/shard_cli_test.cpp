@@ -2,7 +2,9 @@
 // on one chip and on a data-parallel slice, global metrics, sequence parallelism against plain tensor
 // parallelism, the layout search, pipelines, and bad meshes as bad input.
 #include <algorithm>
+#include <set>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -176,6 +178,75 @@ TEST_F(ShardCli, LayoutSearchRunsEveryMeshThatFitsAndRanksThemByStepTime) {
   EXPECT_TRUE(dropped("{data: 1, fsdp: 2, tensor: 1, sequence: 2}", "needs 2.39 GiB per chip")) << o.out;
   const std::string csv = slurp(dir_ / "l" / "layouts.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 15);
+}
+
+// The cells of each line of a layouts.csv ("quoted" cells hold commas).
+std::vector<std::vector<std::string>> layout_rows(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> row{""};
+  bool quoted = false;
+  for (const char c : text) {
+    if (c == '"') {
+      quoted = !quoted;
+    } else if (c == ',' && !quoted) {
+      row.emplace_back();
+    } else if (c == '\n' && !quoted) {
+      rows.push_back(row);
+      row = {""};
+    } else {
+      row.back() += c;
+    }
+  }
+  return rows;
+}
+
+TEST_F(ShardCli, LayoutSearchTakesItsAxesAndSearchesRematAndMicrobatchesJointlyWithTheMesh) {
+  // fsdp x tensor on 4 chips: {4, 1}, {2, 2}, {1, 4}, each with remat full / minimal and 1 / 2 microbatches:
+  // 12 layouts, all fit in the v4's 32 GiB.
+  const Outcome o = tpusim("layouts " + std::string(kSharded) +
+                           " --axes fsdp,tensor --remat full,minimal --microbatches 1,2 -j 2 -o " + (dir_ / "j").string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("3 meshes of 4 chips x 4 combinations of microbatches,remat: 12 layouts, 12 ran"),
+            std::string::npos)
+      << o.out;
+  const auto rows = layout_rows(slurp(dir_ / "j" / "layouts.csv"));
+  ASSERT_EQ(rows.size(), 13u);
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"rank", "mesh", "microbatches", "remat", "step_time_s", "mfu",
+                                               "hbm_per_chip_bytes", "dropped"}));
+  std::set<std::string> seen;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    ASSERT_EQ(r.size(), 8u) << i;
+    EXPECT_EQ(r[0], std::to_string(i));
+    // Only the axes asked for, and no other.
+    EXPECT_EQ(r[1].find("data"), std::string::npos) << r[1];
+    EXPECT_EQ(r[1].find("sequence"), std::string::npos) << r[1];
+    EXPECT_NE(r[1].find("fsdp: "), std::string::npos) << r[1];
+    EXPECT_TRUE(seen.insert(r[1] + r[2] + r[3]).second) << "twice: " << r[1] << " " << r[2] << " " << r[3];
+    if (i > 1) {
+      // Ranked by step time, then by HBM per chip.
+      const double prev = std::stod(rows[i - 1][4]), t = std::stod(r[4]);
+      EXPECT_LE(prev, t) << i;
+      if (prev == t) {
+        EXPECT_LE(std::stod(rows[i - 1][6]), std::stod(r[6])) << i;
+      }
+    }
+  }
+  // The search's first layout is the run a user makes by hand with the same fields, to the tick.
+  const auto& best = rows[1];
+  const auto direct = summary(std::string(kSharded) + " --set 'workload.mesh=" + best[1] + "' --set workload.microbatches=" +
+                                  best[2] + " --set workload.remat=" + best[3],
+                              "best");
+  EXPECT_EQ(direct["metrics"]["step_time_s"].get<double>(), std::stod(best[4]));
+  EXPECT_EQ(direct["memory"]["total_bytes"].get<double>(), std::stod(best[6]));
+  // Two microbatches keep fewer activations than one with the same mesh and policy.
+  double one = 0, two = 0;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    if (rows[i][1] != "{fsdp: 4, tensor: 1}" || rows[i][3] != "full") continue;
+    (rows[i][2] == "1" ? one : two) = std::stod(rows[i][6]);
+  }
+  EXPECT_GT(one, two);
+  EXPECT_GT(two, 0);
 }
 
 }  // namespace

@@ -26,23 +26,70 @@ namespace {
 
 struct Layout {
   std::vector<std::pair<std::string, int>> axes;
+  std::vector<std::pair<std::string, std::string>> knobs;  // the workload fields searched with the mesh
   std::string dropped;  // why it was not run (empty: run)
   double step_time_s = 0;
   double mfu = 0;
+  double hbm_bytes = 0;  // the memory plan's total per chip
   bool ran = false;
   [[nodiscard]] std::string mesh() const {
     std::vector<std::string> parts;
     for (const auto& [n, s] : axes) parts.push_back(fmt::format("{}: {}", n, s));
     return fmt::format("{{{}}}", fmt::join(parts, ", "));
   }
+  // The mesh and, when fields are searched with it, their values ("{fsdp: 4} remat=full").
+  [[nodiscard]] std::string label() const {
+    std::string out = mesh();
+    for (const auto& [field, value] : knobs) out += fmt::format(" {}={}", field, value);
+    return out;
+  }
 };
+
+// The workload fields `layouts` can search jointly with the mesh, with the values asked for.
+using Knobs = std::vector<std::pair<std::string, std::string>>;
+
+// Every combination of the values given (one empty combination when none is).
+std::vector<Knobs> combinations(const LayoutsArgs& args) {
+  std::vector<Knobs> out{{}};
+  for (const auto& [field, values] : {std::pair<std::string, const std::vector<std::string>*>{"microbatches", &args.microbatches},
+                                      {"remat", &args.remat},
+                                      {"overlap", &args.overlap}}) {
+    if (values->empty()) continue;
+    std::vector<Knobs> next;
+    for (const Knobs& k : out) {
+      for (const std::string& v : *values) {
+        Knobs more = k;
+        more.emplace_back(field, v);
+        next.push_back(std::move(more));
+      }
+    }
+    out = std::move(next);
+  }
+  return out;
+}
+
+// A value listed twice for one field (it would run every mesh twice), or an empty one.
+std::string listed_badly(const LayoutsArgs& args) {
+  for (const auto& [flag, values] : {std::pair<std::string, const std::vector<std::string>*>{"--microbatches", &args.microbatches},
+                                     {"--remat", &args.remat},
+                                     {"--overlap", &args.overlap},
+                                     {"--axes", &args.axes}}) {
+    for (std::size_t i = 0; i < values->size(); ++i) {
+      if ((*values)[i].empty()) return fmt::format("{}: an empty value", flag);
+      for (std::size_t j = 0; j < i; ++j) {
+        if ((*values)[i] == (*values)[j]) return fmt::format("{}: '{}' listed twice", flag, (*values)[i]);
+      }
+    }
+  }
+  return "";
+}
 
 // Every ordered factorization of `n` over `names`.
 void factor(int n, const std::vector<std::string>& names, std::size_t i, std::vector<std::pair<std::string, int>>& cur,
             std::vector<Layout>& out) {
   if (i + 1 == names.size()) {
     cur.emplace_back(names[i], n);
-    out.push_back(Layout{cur, "", 0, 0, false});
+    out.push_back(Layout{cur, {}, "", 0, 0, 0, false});
     cur.pop_back();
     return;
   }
@@ -57,15 +104,41 @@ void factor(int n, const std::vector<std::string>& names, std::size_t i, std::ve
 }  // namespace
 
 int layouts_command(const LayoutsArgs& args, const std::string& self_exe) {
-  Scenario s;
-  try {
-    s = load_scenario(args.scenario, args.overrides);
-  } catch (const ConfigError& e) {
-    std::cerr << e.what() << "\n";
+  if (const std::string bad = listed_badly(args); !bad.empty()) {
+    std::cerr << "tpusim layouts: " << bad << "; nothing was run\n";
     return 2;
   }
+  // One scenario per combination of the searched fields, each read by the parser (a bad value is its error,
+  // with its did-you-mean).
+  const std::vector<Knobs> combos = combinations(args);
+  std::vector<Scenario> scenarios;
+  for (const Knobs& k : combos) {
+    std::vector<std::string> overrides = args.overrides;
+    for (const auto& [field, value] : k) overrides.push_back(fmt::format("workload.{}={}", field, value));
+    try {
+      scenarios.push_back(load_scenario(args.scenario, overrides));
+    } catch (const ConfigError& e) {
+      // A searched value's error names the flag it came from, not a --set the user never passed.
+      std::vector<Diagnostic> diags = e.diagnostics();
+      for (Diagnostic& d : diags) {
+        for (const auto& [field, value] : k) {
+          if (d.loc.file == fmt::format("--set workload.{}={}", field, value)) {
+            d.loc.file = fmt::format("--{} {}", field, value);
+          }
+        }
+      }
+      std::cerr << ConfigError(diags).what() << "\n";
+      return 2;
+    }
+  }
+  const Scenario& s = scenarios.front();
   if (s.workload.model.kind != ModelKind::transformer && s.workload.model.kind != ModelKind::resnet) {
-    std::cerr << "tpusim layouts: the layout search applies to whole models (transformer, resnet)\n";
+    std::cerr << "tpusim layouts: the layout search applies to whole models (transformer, resnet); nothing was run\n";
+    return 2;
+  }
+  if (s.workload.step != StepKind::train && (!args.microbatches.empty() || !args.remat.empty())) {
+    std::cerr << "tpusim layouts: --microbatches and --remat apply to training steps; this scenario's step is not "
+                 "a training step; nothing was run\n";
     return 2;
   }
   std::vector<std::string> names{"data", "fsdp"};
@@ -81,34 +154,83 @@ int layouts_command(const LayoutsArgs& args, const std::string& self_exe) {
                                t.architecture != Architecture::encoder_decoder &&
                                (s.workload.step == StepKind::train || s.workload.step == StepKind::forward);
   if (whole_sequences) names.emplace_back("sequence");
-  std::vector<Layout> layouts;
+  // The axes searched: every one above (and tensor_sequence beside tensor) unless --axes names some.
+  std::vector<std::string> searchable = names;
+  if (whole_sequences) searchable.emplace_back("tensor_sequence");
+  bool with_tensor_sequence = whole_sequences;  // each tensor mesh again as tensor_sequence
+  bool only_tensor_sequence = false;            // the tensor factor named tensor_sequence
+  if (!args.axes.empty()) {
+    for (const std::string& a : args.axes) {
+      if (std::find(searchable.begin(), searchable.end(), a) != searchable.end()) continue;
+      const auto& known = known_mesh_axis_names();
+      if (std::find(known.begin(), known.end(), a) != known.end()) {
+        std::cerr << fmt::format("tpusim layouts: --axes: '{}' does not apply to this workload; its axes are {}; "
+                                 "nothing was run\n",
+                                 a, fmt::join(searchable, ", "));
+      } else {
+        std::cerr << fmt::format("tpusim layouts: --axes: unknown axis '{}' ({}); nothing was run\n", a,
+                                 suggestion(a, searchable));
+      }
+      return 2;
+    }
+    auto given = [&](const std::string& a) { return std::find(args.axes.begin(), args.axes.end(), a) != args.axes.end(); };
+    with_tensor_sequence = given("tensor") && given("tensor_sequence");
+    only_tensor_sequence = !given("tensor") && given("tensor_sequence");
+    std::vector<std::string> kept;
+    for (const std::string& n : names) {
+      if (given(n) || (n == "tensor" && only_tensor_sequence)) kept.push_back(n);
+    }
+    names = kept;
+  }
+  std::vector<Layout> meshes;
   std::vector<std::pair<std::string, int>> cur;
-  factor(static_cast<int>(s.pod.chip_count()), names, 0, cur, layouts);
-  for (Layout& l : layouts) {
+  factor(static_cast<int>(s.pod.chip_count()), names, 0, cur, meshes);
+  for (Layout& l : meshes) {
+    if (only_tensor_sequence) {
+      for (auto& a : l.axes) {
+        if (a.first == "tensor") a.first = "tensor_sequence";
+      }
+    }
     l.axes.erase(std::remove_if(l.axes.begin(), l.axes.end(),
-                                [](const auto& a) { return a.first == "sequence" && a.second == 1; }),
+                                [&](const auto& a) {
+                                  return (a.first == "sequence" || a.first == "tensor_sequence") && a.second == 1 &&
+                                         l.axes.size() > 1;
+                                }),
                  l.axes.end());
   }
   // Each mesh with a tensor axis again with Megatron sequence parallelism on it (tensor_sequence).
-  if (whole_sequences) {
-    const std::size_t dense = layouts.size();
+  if (with_tensor_sequence) {
+    const std::size_t dense = meshes.size();
     for (std::size_t i = 0; i < dense; ++i) {
-      Layout sp = layouts[i];
+      Layout sp = meshes[i];
       for (auto& [name, size] : sp.axes) {
         if (name != "tensor" || size < 2) continue;
         name = "tensor_sequence";
-        layouts.push_back(sp);
+        meshes.push_back(sp);
       }
+    }
+  }
+  // Every mesh with every combination of the searched fields, the mesh varying slowest.
+  std::vector<Layout> layouts;
+  std::vector<std::size_t> scenario_of;  // the combination's scenario
+  for (const Layout& m : meshes) {
+    for (std::size_t c = 0; c < combos.size(); ++c) {
+      Layout l = m;
+      l.knobs = combos[c];
+      layouts.push_back(l);
+      scenario_of.push_back(c);
     }
   }
 
   // Drop before running what cannot be lowered or does not fit.
-  for (Layout& l : layouts) {
-    WorkloadSpec w = s.workload;
+  for (std::size_t i = 0; i < layouts.size(); ++i) {
+    Layout& l = layouts[i];
+    const Scenario& sc = scenarios[scenario_of[i]];
+    WorkloadSpec w = sc.workload;
     w.mesh.axes.clear();
     for (const auto& [n, size] : l.axes) w.mesh.axes.push_back(MeshAxisSpec{n, size, w.mesh.loc});
     try {
-      const auto plan = kernels::plan_memory(w, s.chip, s.pod);
+      const auto plan = kernels::plan_memory(w, sc.chip, sc.pod);
       if (plan && !plan->fits()) {
         l.dropped = fmt::format("needs {} per chip", format_bytes_approx(plan->total()));
       }
@@ -136,6 +258,9 @@ int layouts_command(const LayoutsArgs& args, const std::string& self_exe) {
     t.dir = points / point_dir_name(i);
     t.argv = {self_exe, "run", args.scenario};
     for (const std::string& o : args.overrides) t.argv.insert(t.argv.end(), {"--set", o});
+    for (const auto& [field, value] : layouts[i].knobs) {
+      t.argv.insert(t.argv.end(), {"--set", fmt::format("workload.{}={}", field, value)});
+    }
     t.argv.insert(t.argv.end(), {"--set", "workload.mesh=" + layouts[i].mesh(), "-q", "-o", t.dir.string()});
     tasks.push_back(t);  // always run: a folder from another search (other overrides) must not be reused
   }
@@ -158,26 +283,41 @@ int layouts_command(const LayoutsArgs& args, const std::string& self_exe) {
     const auto j = nlohmann::json::parse(in);
     l.step_time_s = j["metrics"]["step_time_s"];
     l.mfu = j["metrics"]["mfu"];
+    l.hbm_bytes = j["memory"]["total_bytes"];
     l.ran = true;
   }
   std::stable_sort(layouts.begin(), layouts.end(), [](const Layout& a, const Layout& b) {
     if (a.ran != b.ran) return a.ran;
-    return a.ran && a.step_time_s < b.step_time_s;
+    if (!a.ran) return false;
+    return a.step_time_s != b.step_time_s ? a.step_time_s < b.step_time_s : a.hbm_bytes < b.hbm_bytes;
   });
   std::ostringstream csv;
-  csv << "rank,mesh,step_time_s,mfu,dropped\n";
-  std::cout << fmt::format("{}: {} meshes of {} chips, {} ran\n", s.name, layouts.size(), s.pod.chip_count(),
-                           std::count_if(layouts.begin(), layouts.end(), [](const Layout& l) { return l.ran; }));
+  std::string knob_columns;
+  for (const auto& [field, value] : combos.front()) knob_columns += field + ",";
+  csv << "rank,mesh," << knob_columns << "step_time_s,mfu,hbm_per_chip_bytes,dropped\n";
+  auto knob_cells = [](const Layout& l) {
+    std::string out;
+    for (const auto& [field, value] : l.knobs) out += value + ",";
+    return out;
+  };
+  const auto ran = std::count_if(layouts.begin(), layouts.end(), [](const Layout& l) { return l.ran; });
+  if (combos.size() == 1) {
+    std::cout << fmt::format("{}: {} meshes of {} chips, {} ran\n", s.name, layouts.size(), s.pod.chip_count(), ran);
+  } else {
+    std::cout << fmt::format("{}: {} meshes of {} chips x {} combinations of {}: {} layouts, {} ran\n", s.name,
+                             meshes.size(), s.pod.chip_count(), combos.size(), knob_columns.substr(0, knob_columns.size() - 1),
+                             layouts.size(), ran);
+  }
   int rank = 0;
   for (const Layout& l : layouts) {
     if (l.ran) {
       ++rank;
-      std::cout << fmt::format("  {:>3}  {:<52} {:>12.6g} s  MFU {:5.1f}%\n", rank, l.mesh(), l.step_time_s,
-                               100 * l.mfu);
-      csv << fmt::format("{},\"{}\",{},{},\n", rank, l.mesh(), l.step_time_s, l.mfu);
+      std::cout << fmt::format("  {:>3}  {:<52} {:>10}  MFU {:5.1f}%  HBM {}\n", rank, l.label(), format_time(Seconds(l.step_time_s)),
+                               100 * l.mfu, format_bytes_approx(Bytes(static_cast<std::uint64_t>(l.hbm_bytes))));
+      csv << fmt::format("{},\"{}\",{}{},{},{},\n", rank, l.mesh(), knob_cells(l), l.step_time_s, l.mfu, l.hbm_bytes);
     } else {
-      std::cout << fmt::format("    -  {:<52} dropped: {}\n", l.mesh(), l.dropped);
-      csv << fmt::format(",\"{}\",,,\"{}\"\n", l.mesh(), l.dropped);
+      std::cout << fmt::format("    -  {:<52} dropped: {}\n", l.label(), l.dropped);
+      csv << fmt::format(",\"{}\",{},,,\"{}\"\n", l.mesh(), knob_cells(l), l.dropped);
     }
   }
   try {

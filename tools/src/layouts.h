@@ -3,7 +3,9 @@
 // data x fsdp x tensor (x expert for a mixture of experts) whose product is the pod's chips, drops before
 // running those that cannot be lowered (a size that does not split, an axis that cannot be placed) or do not
 // fit in HBM (the memory plan after sharding), runs the rest (one `tpusim run` per mesh, in parallel) and
-// ranks them by step time: OUT/layouts.csv and a table on stdout.
+// ranks them by step time, then by HBM per chip: OUT/layouts.csv and a table on stdout. `axes` restricts the
+// mesh axes searched; `microbatches`, `remat` and `overlap` list values of those workload fields searched
+// jointly with the mesh (every combination of the values given, each checked by the scenario parser).
 #include <string>
 #include <vector>
 
@@ -14,6 +16,10 @@ struct LayoutsArgs {
   std::vector<std::string> overrides;
   std::string out_dir;  // default out/<scenario name>-layouts
   int jobs = 0;         // 0: every core
+  std::vector<std::string> axes;          // empty: every axis the model has
+  std::vector<std::string> microbatches;  // values of workload.microbatches (empty: the scenario's)
+  std::vector<std::string> remat;         // values of workload.remat
+  std::vector<std::string> overlap;       // values of workload.overlap
 };
 
 int layouts_command(const LayoutsArgs& args, const std::string& self_exe);

@@ -88,11 +88,15 @@ int run_main(int argc, char** argv) {
 
   tpusim::tools::LayoutsArgs layouts;
   auto* layouts_cmd = app.add_subcommand(
-      "layouts", "run every data x fsdp x tensor (x expert, x sequence) mesh of a whole model on its pod that fits (tensor also as tensor_sequence), ranked by step time");
+      "layouts", "run every data x fsdp x tensor (x expert, x sequence) mesh of a whole model on its pod that fits (tensor also as tensor_sequence), with --microbatches, --remat and --overlap values searched jointly, ranked by step time then HBM per chip");
   layouts_cmd->add_option("scenario", layouts.scenario, "bundled scenario name or path")->required();
   layouts_cmd->add_option("--set", layouts.overrides, "override a field by dotted path")->allow_extra_args(false);
   layouts_cmd->add_option("-o,--out", layouts.out_dir, "output folder (default: out/<scenario name>-layouts)");
   layouts_cmd->add_option("-j,--jobs", layouts.jobs, "runs at once (default: every core)");
+  layouts_cmd->add_option("--axes", layouts.axes, "search only these mesh axes, comma-separated (data, fsdp, tensor, tensor_sequence, expert, sequence; default: every one the model has)")->delimiter(',');
+  layouts_cmd->add_option("--microbatches", layouts.microbatches, "also search these workload.microbatches values, comma-separated (every combination with the mesh)")->delimiter(',');
+  layouts_cmd->add_option("--remat", layouts.remat, "also search these workload.remat policies, comma-separated (e.g. full,minimal)")->delimiter(',');
+  layouts_cmd->add_option("--overlap", layouts.overlap, "also search workload.overlap: on,off")->delimiter(',');
 
   std::string topo_name, topo_dot, topo_svg;
   auto* topo_cmd = app.add_subcommand("topo", "print a pod's chips, links, diameter and bisection");
