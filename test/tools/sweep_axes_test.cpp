@@ -342,6 +342,38 @@ TEST_F(SweepPlanTest, BadPlansNameTheLineOfTheProblem) {
   EXPECT_NE(key.find("did you mean 'seeds'?"), std::string::npos) << key;
 }
 
+TEST_F(SweepPlanTest, ComputedColumnsDeclareTheirDirectionAndAFrontNeedsOne) {
+  // Lines: 1 name, 2 scenario, 3 grid, 4 axis, 5 columns, 6 first column, ...
+  const SweepPlan p = plan("grid:\n  a: [1]\ncolumns:\n  cs: {expr: chips * step_time_s, better: lower}\n"
+                           "  speed: {expr: 1 / step_time_s, better: higher}\n  bare: chips + 1\n");
+  ASSERT_EQ(p.columns.size(), 3u);
+  EXPECT_EQ(p.columns[0].better, ::tpusim::tools::Better::lower);
+  EXPECT_EQ(p.columns[1].better, ::tpusim::tools::Better::higher);
+  EXPECT_EQ(p.columns[2].better, ::tpusim::tools::Better::neither);
+  EXPECT_EQ(p.columns[1].expr.text(), "1 / step_time_s");
+  // A declared column is a Pareto objective as it stands; a bare one, or a metric with no direction, needs min / max.
+  EXPECT_EQ(error("grid:\n  a: [1]\ncolumns:\n  cs: {expr: chips * step_time_s, better: lower}\nanalysis:\n"
+                  "  - pareto: {x: cs, y: step_time_s}\n"),
+            "(no error)");
+  const std::string bare = error("grid:\n  a: [1]\ncolumns:\n  cs: chips * step_time_s\nanalysis:\n"
+                                 "  - pareto: {x: cs, y: step_time_s}\n");
+  EXPECT_NE(bare.find(":8:13: error: analysis.pareto: 'cs' has no better direction"), std::string::npos) << bare;
+  EXPECT_NE(bare.find("'min cs' or 'max cs', or the column declared as {expr: ..., better: higher}"), std::string::npos)
+      << bare;
+  EXPECT_EQ(error("grid:\n  a: [1]\ncolumns:\n  cs: chips * step_time_s\nanalysis:\n"
+                  "  - pareto: {x: min cs, y: step_time_s}\n"),
+            "(no error)");
+  const std::string flops = error("grid:\n  a: [1]\nanalysis:\n  - pareto: {x: model_flops, y: step_time_s}\n");
+  EXPECT_NE(flops.find("'model_flops' has no better direction"), std::string::npos) << flops;
+  const std::string typo = error("grid:\n  a: [1]\ncolumns:\n  cs: {expr: chips, better: hihger}\n");
+  EXPECT_NE(typo.find(":6:29: error: columns.cs.better: invalid value"), std::string::npos) << typo;
+  EXPECT_NE(typo.find("did you mean 'higher'?"), std::string::npos) << typo;
+  const std::string key = error("grid:\n  a: [1]\ncolumns:\n  cs: {exp: chips}\n");
+  EXPECT_NE(key.find("columns.cs.exp: unknown key 'exp'"), std::string::npos) << key;
+  EXPECT_NE(key.find("did you mean 'expr'?"), std::string::npos) << key;
+  EXPECT_NE(key.find("a column's map needs its expression"), std::string::npos) << key;
+}
+
 // ---- analyses ------------------------------------------------------------------------------------------------
 
 TEST(SweepPareto, TheFrontIsEveryRowNoOtherBeatsOnOneAndMatchesOnTheOther) {

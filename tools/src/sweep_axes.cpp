@@ -315,8 +315,49 @@ class PlanReader {
                      e.key);
         continue;
       }
-      if (auto ex = expression(e.value, "columns." + e.key)) plan.columns.push_back({e.key, *ex, e.value.loc()});
+      const std::string key = "columns." + e.key;
+      if (!e.value.is_map()) {
+        if (auto ex = expression(e.value, key)) plan.columns.push_back({e.key, *ex, e.value.loc(), Better::neither});
+        continue;
+      }
+      // {expr: EXPRESSION, better: higher | lower | neither}
+      for (const auto& f : e.value.entries()) {
+        if (f.key != "expr" && f.key != "better") {
+          diags_.error(f.key_loc, key + "." + f.key, fmt::format("unknown key '{}'", f.key), "expr or better", f.key,
+                       suggestion(f.key, {"expr", "better"}));
+        }
+      }
+      const ConfigNode* expr = e.value.find("expr");
+      if (expr == nullptr) {
+        diags_.error(e.value.loc(), key, "a column's map needs its expression", "{expr: EXPRESSION, better: higher}",
+                     e.value.describe());
+        continue;
+      }
+      Better better = Better::neither;
+      if (const ConfigNode* b = e.value.find("better")) {
+        const std::vector<std::string> choices{"higher", "lower", "neither"};
+        const std::string v = b->is_scalar() ? b->scalar() : "";
+        if (v == "higher") {
+          better = Better::higher;
+        } else if (v == "lower") {
+          better = Better::lower;
+        } else if (v != "neither") {
+          diags_.error(b->loc(), key + ".better", "invalid value", "higher, lower or neither", b->describe(),
+                       suggestion(v, choices));
+          continue;
+        }
+      }
+      if (auto ex = expression(*expr, key + ".expr")) plan.columns.push_back({e.key, *ex, expr->loc(), better});
     }
+  }
+
+  // Which way a metric or computed column is better (Better::neither when unknown).
+  static Better direction_of(const std::string& name, const SweepPlan& plan) {
+    if (const auto* m = find_metric(name)) return m->better;
+    for (const auto& c : plan.columns) {
+      if (c.name == name) return c.better;
+    }
+    return Better::neither;
   }
 
   // A metric or computed column for a Pareto axis or a heatmap colour; nullopt (reported) when unknown.
@@ -402,7 +443,15 @@ class PlanReader {
         for (std::string* v : {&a.x, &a.y}) {
           std::string bare = *v;
           if (bare.rfind("min ", 0) == 0 || bare.rfind("max ", 0) == 0) bare = trim(bare.substr(4));
-          if (!bare.empty()) check_quantity(*body, key, bare, plan);
+          if (bare.empty() || !check_quantity(*body, key, bare, plan)) continue;
+          // A front needs each objective's direction: the metric's or column's own, or min / max.
+          if (bare == *v && direction_of(bare, plan) == Better::neither) {
+            diags_.error(body->loc(), key, fmt::format("'{}' has no better direction", bare),
+                         fmt::format("'min {0}' or 'max {0}'{1}", bare,
+                                     find_metric(bare) == nullptr ? ", or the column declared as {expr: ..., better: higher}"
+                                                                  : ""),
+                         fmt::format("'{}'", bare));
+          }
         }
         auto bare = [](const std::string& s) {
           return s.rfind("min ", 0) == 0 || s.rfind("max ", 0) == 0 ? trim(s.substr(4)) : s;

@@ -19,6 +19,7 @@
 #include "tpusim/core/config_tree.h"
 #include "tpusim/core/diagnostics.h"
 #include "tools/src/sweep_expr.h"
+#include "tools/src/sweep_metrics.h"
 
 namespace tpusim::tools {
 
@@ -45,6 +46,7 @@ struct ColumnDef {
   std::string name;
   Expression expr;
   SourceLoc loc;
+  Better better = Better::neither;  // declared in the sweep file ({expr: ..., better: higher}); for Pareto fronts
 };
 
 enum class AnalysisKind { roofline, heatmap, pareto, line };

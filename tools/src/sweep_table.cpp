@@ -135,7 +135,7 @@ SweepTable build_table(const SweepPlan& plan, const Expansion& ex, const std::ve
   for (const auto& m : sweep_metrics()) t.columns.push_back({m.name, m.dim, m.better, m.format, m.description});
   const std::vector<Dim> dims = column_dims(plan, ex);
   for (std::size_t i = 0; i < plan.columns.size(); ++i) {
-    t.columns.push_back({plan.columns[i].name, dims[i], Better::lower, "{:.9g}", plan.columns[i].expr.text()});
+    t.columns.push_back({plan.columns[i].name, dims[i], plan.columns[i].better, "{:.9g}", plan.columns[i].expr.text()});
   }
   std::vector<std::vector<const RunRecord*>> by_config(ex.configs.size());
   for (const auto& r : runs) by_config[r.run->config].push_back(&r);
