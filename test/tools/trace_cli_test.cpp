@@ -38,8 +38,8 @@ std::vector<std::string> trace_problems(const json& doc) {
   if (!doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array()) {
     return {"no traceEvents array"};
   }
-  const std::set<std::string> phases{"X", "M", "i", "s", "f"};
-  std::set<long long> process_named;
+  const std::set<std::string> phases{"X", "M", "i", "s", "f", "C"};
+  std::set<long long> process_named, counted;
   std::set<std::pair<long long, long long>> thread_named, used;
   std::map<std::pair<long long, long long>, std::vector<Slice>> slices;
   struct Flow {
@@ -67,7 +67,7 @@ std::vector<std::string> trace_problems(const json& doc) {
     const std::string ph = e["ph"];
     const long long pid = e["pid"], tid = e["tid"];
     if (phases.count(ph) == 0) {
-      problems.push_back(at + ": ph '" + ph + "' is not one of X, M, i, s, f");
+      problems.push_back(at + ": ph '" + ph + "' is not one of X, M, i, s, f, C");
       continue;
     }
     if (ph == "M") {
@@ -83,6 +83,18 @@ std::vector<std::string> trace_problems(const json& doc) {
     }
     if (!e.contains("ts") || !e["ts"].is_number() || !std::isfinite(e["ts"].get<double>())) {
       problems.push_back(at + ": no finite ts");
+      continue;
+    }
+    if (ph == "C") {
+      // A counter: its series in args, each a finite number >= 0, on a named process (no thread of its own).
+      bool ok = e.contains("args") && e["args"].is_object() && !e["args"].empty();
+      if (ok) {
+        for (const auto& [series, value] : e["args"].items()) {
+          if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0) ok = false;
+        }
+      }
+      if (!ok) problems.push_back(at + ": a counter needs args of finite numbers >= 0");
+      counted.insert(pid);
       continue;
     }
     used.insert({pid, tid});
@@ -105,6 +117,11 @@ std::vector<std::string> trace_problems(const json& doc) {
     }
   }
   std::set<long long> unnamed;
+  for (const long long pid : counted) {
+    if (process_named.count(pid) == 0 && unnamed.insert(pid).second) {
+      problems.push_back("pid " + std::to_string(pid) + " has no process_name");
+    }
+  }
   for (const auto& key : used) {
     if (process_named.count(key.first) == 0 && unnamed.insert(key.first).second) {
       problems.push_back("pid " + std::to_string(key.first) + " has no process_name");
@@ -201,7 +218,9 @@ TEST(TraceFormat, TheValidatorFindsWhatIsWrong) {
     {"name":"d","ph":"B","pid":0,"tid":1,"ts":0},
     {"name":"e","ph":"i","pid":0,"tid":1},
     {"name":"f","ph":"X","pid":0,"tid":3,"ts":0,"dur":1},
-    {"name":"g","ph":"s","cat":"x","id":7,"pid":0,"tid":1,"ts":50}]})");
+    {"name":"g","ph":"s","cat":"x","id":7,"pid":0,"tid":1,"ts":50},
+    {"name":"HBM bandwidth","ph":"C","pid":0,"tid":0,"ts":1,"args":{"GB/s":-2}},
+    {"name":"HBM bandwidth","ph":"C","pid":9,"tid":0,"ts":1,"args":{"GB/s":2}}]})");
   const std::string found = joined(trace_problems(bad));
   EXPECT_NE(found.find("'b' [5.000000, 15.000000] overlaps 'a' [0.000000, 10.000000] partly"), std::string::npos)
       << found;
@@ -211,6 +230,45 @@ TEST(TraceFormat, TheValidatorFindsWhatIsWrong) {
   EXPECT_NE(found.find("pid 0 tid 3 has no thread_name"), std::string::npos) << found;
   EXPECT_NE(found.find("flow 7: 1 starts and 0 ends"), std::string::npos) << found;
   EXPECT_NE(found.find("flow 7: its s is in no slice of its thread"), std::string::npos) << found;
+  EXPECT_NE(found.find("a counter needs args of finite numbers >= 0"), std::string::npos) << found;
+  EXPECT_NE(found.find("pid 9 has no process_name"), std::string::npos) << found;
+}
+
+TEST_F(TraceCli, CounterTracksCarryEveryTracedByteOfHbmAndIci) {
+  // Each chip's HBM and ICI counters are piecewise constant (GB/s from each sample to the next); their
+  // integrals over the step are the bytes of the slices they sum: every slice's args.hbm_bytes, and every
+  // collective's or send's args.bytes. 1e-9 relative: the rates are summed and differenced in doubles.
+  const auto docs = traces("gpt3-1.3b-fsdp-tensor-v4-2x2x1 --set workload.model.layers=2", "--trace-chips 0-1", "counters");
+  ASSERT_EQ(docs.count("trace.json"), 1u);
+  const json& doc = docs.at("trace.json");
+  std::map<std::pair<long long, std::string>, std::vector<std::pair<double, double>>> samples;  // (pid, name)
+  std::map<std::pair<long long, std::string>, double> expected;
+  for (const json& e : doc["traceEvents"]) {
+    const long long pid = e["pid"];
+    if (e["ph"] == "C") {
+      samples[{pid, e["name"]}].emplace_back(e["ts"].get<double>(), e["args"]["GB/s"].get<double>());
+    } else if (e["ph"] == "X" && e.contains("args")) {
+      if (e["args"].contains("hbm_bytes")) expected[{pid, "HBM bandwidth"}] += e["args"]["hbm_bytes"].get<double>();
+      if ((e["cat"] == "ici") && e["args"].contains("bytes")) {
+        expected[{pid, "ICI bandwidth"}] += e["args"]["bytes"].get<double>();
+      }
+    }
+  }
+  for (const long long pid : {0LL, 1LL}) {
+    for (const char* name : {"HBM bandwidth", "ICI bandwidth"}) {
+      const auto& list = samples[{pid, name}];
+      ASSERT_GT(list.size(), 2u) << pid << " " << name;
+      double bytes = 0;
+      for (std::size_t i = 0; i + 1 < list.size(); ++i) {
+        EXPECT_LT(list[i].first, list[i + 1].first) << "one sample per time";
+        bytes += list[i].second * 1e9 * (list[i + 1].first - list[i].first) * 1e-6;
+      }
+      EXPECT_EQ(list.back().second, 0) << "every rate ends";
+      const double want = expected[{pid, name}];
+      ASSERT_GT(want, 0) << pid << " " << name;
+      EXPECT_NEAR(bytes, want, want * 1e-9) << pid << " " << name;
+    }
+  }
 }
 
 TEST_F(TraceCli, AShardedStepsTraceIsWellFormed) {

@@ -79,6 +79,41 @@ void name_thread(json& events, std::uint32_t pid, int tid, const std::string& na
 
 }  // namespace
 
+namespace {
+
+// The HBM bytes an instruction moves: a fused op's streams, a DMA's read and write where an end is HBM.
+double hbm_bytes_of(const ir::Instruction& ins) {
+  if (ins.streams_hbm()) return static_cast<double>(ins.hbm_read + ins.hbm_written);
+  if (ins.kind != ir::OpKind::dma) return 0;
+  const int ends = (ins.src == ir::Memory::hbm ? 1 : 0) + (ins.dst == ir::Memory::hbm ? 1 : 0);
+  return static_cast<double>(ins.bytes) * ends;
+}
+
+// The bytes an instruction sends over ICI: a collective's or a send's payload.
+double ici_bytes_of(const ir::Instruction& ins) {
+  const bool network = ins.kind == ir::OpKind::collective || ins.kind == ir::OpKind::send;
+  return network ? static_cast<double>(ins.bytes) : 0;
+}
+
+// One counter track per chip (Chrome "C" events in GB/s): the rate's running sum at each time it changes.
+void add_counter(json& events, const std::string& name,
+                 std::map<std::uint32_t, std::vector<std::pair<double, double>>>& changes) {
+  for (auto& [chip, list] : changes) {
+    std::stable_sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    double rate = 0;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      rate += list[i].second;
+      if (i + 1 < list.size() && list[i + 1].first == list[i].first) continue;  // one value per time
+      // The sum of what started and ended cancels to rounding: a rate below a byte per second is 0.
+      const double value = rate < 1 ? 0.0 : rate / 1e9;
+      events.push_back(json{{"name", name}, {"ph", "C"}, {"pid", chip}, {"tid", 0},
+                            {"ts", list[i].first * 1e6}, {"args", json{{"GB/s", value}}}});
+    }
+  }
+}
+
+}  // namespace
+
 void TraceRecorder::add_step_and_blocks(
     json_events& events, const std::map<std::uint32_t, std::pair<double, double>>& step_extent,
     const std::map<std::uint32_t, std::size_t>& traced_on,
@@ -185,6 +220,9 @@ void TraceRecorder::write(const ir::ProgramSet& programs, std::ostream& out, con
   // free at its start, a track of its own ("ici 1", "ici 2", ...), so overlapping spans never share a track.
   constexpr int kIciLaneBase = 1000;
   std::map<std::uint32_t, std::vector<double>> ici_lane_end;  // per chip: when each lane frees
+  // Counter tracks: per chip, each instruction's HBM bytes and ICI bytes spread evenly over its slice, as
+  // (time, change of the rate in B/s) pairs summed below.
+  std::map<std::uint32_t, std::vector<std::pair<double, double>>> hbm_rate, ici_rate;
   for (const auto& s : spans) {
     int tid = tid_of(s);
     int lane = 0;
@@ -220,11 +258,22 @@ void TraceRecorder::write(const ir::ProgramSet& programs, std::ostream& out, con
       b.end = b.instructions == 0 ? end : std::max(b.end, end);
       ++b.instructions;
     }
+    if (end > start) {
+      const double hbm = hbm_bytes_of(ins), ici = ici_bytes_of(ins);
+      if (hbm > 0) {
+        hbm_rate[s.chip].emplace_back(start, hbm / (end - start));
+        hbm_rate[s.chip].emplace_back(end, -hbm / (end - start));
+      }
+      if (ici > 0) {
+        ici_rate[s.chip].emplace_back(start, ici / (end - start));
+        ici_rate[s.chip].emplace_back(end, -ici / (end - start));
+      }
+    }
     json args{{"instruction", s.instruction}};
     if (ins.kind == ir::OpKind::matmul) args["mkn"] = fmt::format("{}x{}x{}", ins.m, ins.k, ins.n);
     if (ins.bytes > 0) args["bytes"] = ins.bytes;
     if (ins.kind == ir::OpKind::matmul && ins.batch > 1) args["batch"] = ins.batch;
-    if (ins.streams_hbm()) args["hbm_bytes"] = ins.hbm_read + ins.hbm_written;
+    if (const double hbm = hbm_bytes_of(ins); hbm > 0) args["hbm_bytes"] = static_cast<std::uint64_t>(hbm);
     if (ins.op_class != ir::OpClass::other) args["class"] = std::string(ir::op_class_name(ins.op_class));
     events.push_back(json{{"name", label.empty() ? std::string(ir::op_name(ins.kind)) : label},
                           {"cat", std::string(ir::unit_name(s.unit))},
@@ -235,6 +284,8 @@ void TraceRecorder::write(const ir::ProgramSet& programs, std::ostream& out, con
                           {"dur", (s.end - s.start).value() * 1e6},
                           {"args", args}});
   }
+  add_counter(events, "HBM bandwidth", hbm_rate);
+  add_counter(events, "ICI bandwidth", ici_rate);
   add_step_and_blocks(events, step_extent, traced_on, blocks);
   add_collective_flows(events, collectives);
   std::map<std::pair<std::uint32_t, std::string>, int> mark_tracks;
