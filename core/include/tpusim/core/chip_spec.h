@@ -146,7 +146,7 @@ struct ChipSpec {
 };
 
 // Calibrated overheads: the defaults of chip fields that no datasheet gives, set once for every generation from
-// the calibration set (/work/shared/reference/measurements.md, C1-C3) with the reasoning below; each is listed
+// the calibration set (calibration/measurements.yaml and docs/calibration.md, C1-C3) with the reasoning below; each is listed
 // by `tpusim describe assumptions`. None is set per chip or per scenario (a chip file may override one only
 // with a source of its own).
 //
