@@ -146,9 +146,9 @@ struct ChipSpec {
 };
 
 // Calibrated overheads: the defaults of chip fields that no datasheet gives, set once for every generation from
-// the calibration set (calibration/measurements.yaml and docs/calibration.md, C1-C3) with the reasoning below; each is listed
-// by `tpusim describe assumptions`. None is set per chip or per scenario (a chip file may override one only
-// with a source of its own).
+// the calibration set (calibration/measurements.yaml, docs/calibration.md: C1-C3) with the reasoning below; each
+// is listed by `tpusim describe assumptions`. None is set per chip or per scenario (a chip file may override one
+// only with a source of its own).
 //
 // ICI link efficiency: the fraction of a link's one-way rate (chip.ici.link_bandwidth, the scaling book's
 // per-link figure) that data moves at once link-layer framing (packet headers, CRC) and credit-based flow
