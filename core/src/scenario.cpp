@@ -159,8 +159,9 @@ const FieldTable<FidelitySpec>& fidelity_fields() {
                               {{"fast", MxuFidelity::fast}, {"cycle", MxuFidelity::cycle}}, "fast",
                               "MXU timing: closed-form fast model, or cycle-stepped reference (small shapes)");
     t.add_choice<LinkFidelity>("links", [](S& s) -> LinkFidelity& { return s.links; },
-                               {{"chunked", LinkFidelity::chunked}, {"flow", LinkFidelity::flow}}, "chunked",
-                               "ICI links: chunked store-and-forward with contention, or max-min fair flows");
+                               {{"chunked", LinkFidelity::chunked}, {"flow", LinkFidelity::flow}}, "flow",
+                               "ICI links: max-min fair flows (within 0.35% of chunked on every bundled scenario, "
+                               "docs/fidelity.md), or chunked store-and-forward with contention");
     t.add<Bytes>("link_chunk", [](S& s) -> Bytes& { return s.link_chunk; }, "1 MiB",
                  "transfer chunk of the chunked link model", positive<Bytes>());
     t.add_choice<RoutingPolicy>("routing", [](S& s) -> RoutingPolicy& { return s.routing; },

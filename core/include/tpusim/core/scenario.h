@@ -138,7 +138,7 @@ enum class CollectiveFidelity { per_step, aggregate };
 
 struct FidelitySpec {
   MxuFidelity mxu = MxuFidelity::fast;
-  LinkFidelity links = LinkFidelity::chunked;
+  LinkFidelity links = LinkFidelity::flow;
   Bytes link_chunk = MiB(1);  // chunk size of the chunked link model
   RoutingPolicy routing = RoutingPolicy::dor;
   CollectiveFidelity collectives = CollectiveFidelity::aggregate;
