@@ -56,8 +56,9 @@ void write_link_heatmap_svg(const Topology& topo, const std::vector<double>& lin
   }
   double busiest = 0;
   for (double u : link_utilization) busiest = std::max(busiest, u);
-  // The colour scale's top: a round value at or above the busiest link, at most 100%.
-  const double top = busiest > 0 ? std::min(1.0, nice_ticks(0, busiest, Quantity::fraction, false, 4).back()) : 1.0;
+  // The colour scale's top: a round value at or above the busiest link, from 1% (a step stopped by a chip fault
+  // and run to its detection loads its links by millionths: drawn as idle, not stretched) to 100%.
+  const double top = std::clamp(nice_ticks(0, std::max(busiest, 0.01), Quantity::fraction, false, 4).back(), 0.01, 1.0);
 
   out << fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{:.0f}" height="{:.0f}" font-family="sans-serif" font-size="11">)",
                      width, height)
@@ -79,7 +80,7 @@ void write_link_heatmap_svg(const Topology& topo, const std::vector<double>& lin
     const int pod = p / nz, z = p % nz;
     const auto [ox, oy] = origin(pod, z);
     std::string label = topo.pods() > 1 ? fmt::format("pod {}", pod) : std::string();
-    if (topo.axes() >= 3) label += (label.empty() ? "" : ", ") + fmt::format("z = {}", z);
+    if (nz > 1) label += (label.empty() ? "" : ", ") + fmt::format("z = {}", z);
     if (!label.empty()) {
       out << fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-weight="bold">{}</text>)", ox - 30, oy - 16, label) << "\n";
     }
@@ -153,7 +154,7 @@ void write_link_heatmap_svg(const Topology& topo, const std::vector<double>& lin
   out << fmt::format(R"(<text x="10" y="{:.0f}">each square a chip at (x, y): its +x link right of it (upper half of the gap), -x left (lower half), +y below (left half), -y above (right half)</text>)",
                      ly + 70)
       << "\n";
-  if (topo.axes() >= 3) {
+  if (nz > 1) {
     out << fmt::format(R"(<text x="10" y="{:.0f}">+z and -z links: the left and right half inside the square; a link at the edge of a panel wraps around</text>)",
                        ly + 86)
         << "\n";

@@ -22,7 +22,7 @@ struct LinkMapMarks {
 // the lower half of the gap to its left (+y / -y alike, below / above), so that the gap between two neighbours
 // holds both directions of their cable and a wraparound link is a stub at the panel's edge; a 3D pod has one
 // panel per z plane, its +z / -z links the chip square's left / right half. Failed chips and links are
-// hatched. The colour scale runs from 0 to a round value at or above the busiest link (at most 100%), so that
+// hatched. The colour scale runs from 0 to a round value at or above the busiest link (1% to 100%), so that
 // a lightly loaded step is not drawn all dark. `link_utilization` is indexed by LinkId.
 void write_link_heatmap_svg(const Topology& topo, const std::vector<double>& link_utilization,
                             const std::string& title, const LinkMapMarks& marks, std::ostream& out);
