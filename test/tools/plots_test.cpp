@@ -79,12 +79,12 @@ TEST(PlotTicks, LogTicksArePowersOfTenOrForBytesOfTwo) {
   EXPECT_EQ(labels(log_ticks(3e11, 9e14), Quantity::flops_per_s),
             (std::vector<std::string>{"100 GFLOP/s", "1 TFLOP/s", "10 TFLOP/s", "100 TFLOP/s", "1 PFLOP/s"}));
   EXPECT_EQ(log_ticks(2e14, 8e14), (std::vector<double>{1e14, 2e14, 5e14, 1e15}));  // within one decade
-  // 1 KiB .. 1 GiB is twenty doublings: every second power of two.
+  // 1 KiB .. 1 GiB is twenty doublings: every third power of two (2^9 .. 2^30).
   EXPECT_EQ(labels(log_ticks(1024, 1073741824.0, Quantity::bytes), Quantity::bytes),
-            (std::vector<std::string>{"1 KiB", "4 KiB", "16 KiB", "64 KiB", "256 KiB", "1 MiB", "4 MiB", "16 MiB",
-                                      "64 MiB", "256 MiB", "1 GiB"}));
-  // Forty decades: every fourth.
-  EXPECT_EQ(log_ticks(1e-20, 1e20).size(), 11u);
+            (std::vector<std::string>{"512 B", "4 KiB", "32 KiB", "256 KiB", "2 MiB", "16 MiB", "128 MiB", "1 GiB"}));
+  // Forty decades: every sixth, 1e-24 .. 1e24.
+  EXPECT_EQ(log_ticks(1e-20, 1e20).size(), 9u);
+  EXPECT_EQ(log_ticks(1e-20, 1e20).front(), 1e-24);
 }
 
 TEST(PlotTicks, AColumnsQuantityComesFromItsUnitOrItsName) {

@@ -53,7 +53,7 @@ std::vector<double> log_ticks(double lo, double hi, Quantity q) {
     for (double m : {1.0, 2.0, 5.0, 10.0}) ticks.push_back(m * std::pow(10.0, e0));
     return ticks;
   }
-  const int every = (e1 - e0 + 9) / 10;  // at most about ten ticks
+  const int every = (e1 - e0 + 6) / 7;  // at most about eight ticks, so that their labels do not touch
   const int first = static_cast<int>(std::floor(static_cast<double>(e0) / every)) * every;
   for (int e = first; e < e1 + every; e += every) ticks.push_back(std::pow(base, e));
   return ticks;

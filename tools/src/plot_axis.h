@@ -24,9 +24,9 @@ struct PlotAxis {
 // hi, so the ticks are the axis's range. lo == hi gives the ticks around the value.
 [[nodiscard]] std::vector<double> nice_ticks(double lo, double hi, Quantity q, bool integer, int target = 5);
 // Ticks of a logarithmic axis over [lo, hi] (0 < lo <= hi): every power of ten from the one at or below lo to
-// the one at or above hi (every second, third ... past ten decades); spanning a single decade, also 2 and 5
-// times its power of ten. Bytes take powers of two instead (1 KiB, 4 KiB, 16 KiB ...: every 2^k, k a multiple
-// of the smallest step giving at most about ten ticks).
+// the one at or above hi (every second, third ... past seven decades: at most about eight ticks); spanning a
+// single decade, also 2 and 5 times its power of ten. Bytes take powers of two instead (4 KiB, 32 KiB, 256 KiB
+// ...: every 2^k, k a multiple of the smallest step giving at most about eight ticks).
 [[nodiscard]] std::vector<double> log_ticks(double lo, double hi, Quantity q = Quantity::count);
 // A tick's text: the value in the axis's unit (readable()).
 [[nodiscard]] std::string tick_label(double v, Quantity q);
