@@ -28,6 +28,13 @@ using Cli = tpusim::test::CliTest;
 
 const char* kGood = tpusim::test::kMinimalScenario;
 
+// How many times `part` occurs in `text` (elements of a written SVG).
+std::size_t occurrences(const std::string& text, const std::string& part) {
+  std::size_t n = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
 }  // namespace
 
 TEST_F(Cli, VersionPrintsTheReleaseVersion) {
@@ -397,14 +404,9 @@ TEST_F(Cli, CollectiveRunReportsLinksAndTheCollective) {
   EXPECT_LE(j["collectives"][0]["efficiency"].get<double>(), link_efficiency);
   // links.svg: one segment per directed link, a square per chip, one panel per z plane; no e-notation in any text.
   const std::string map = slurp(dir_ / "ar" / "links.svg");
-  const auto occurrences = [&](const std::string& part) {
-    std::size_t n = 0;
-    for (auto at = map.find(part); at != std::string::npos; at = map.find(part, at + 1)) ++n;
-    return n;
-  };
-  EXPECT_EQ(occurrences("<rect class=\"link\""), 384u);
-  EXPECT_EQ(occurrences("<rect class=\"chip\""), 64u);
-  EXPECT_EQ(occurrences(">z = "), 4u);
+  EXPECT_EQ(occurrences(map, "<rect class=\"link\""), 384u);
+  EXPECT_EQ(occurrences(map, "<rect class=\"chip\""), 64u);
+  EXPECT_EQ(occurrences(map, ">z = "), 4u);
   for (auto at = map.find("<text"); at != std::string::npos; at = map.find("<text", at + 1)) {
     const auto open = map.find('>', at), close = map.find("</text>", at);
     EXPECT_EQ(map.substr(open, close - open).find("e+"), std::string::npos) << map.substr(open, close - open);
@@ -742,16 +744,11 @@ TEST_F(Cli, TopoDrawsACubeAsOnePanelPerZPlane) {
   const Outcome topo = tpusim("topo v4-4x4x4 --svg " + (dir_ / "c.svg").string());
   ASSERT_EQ(topo.exit_code, 0) << topo.err;
   const std::string svg = slurp(dir_ / "c.svg");
-  const auto occurrences = [&](const std::string& part) {
-    std::size_t n = 0;
-    for (auto at = svg.find(part); at != std::string::npos; at = svg.find(part, at + 1)) ++n;
-    return n;
-  };
-  EXPECT_EQ(occurrences("<rect class=\"chip\""), 64u);
-  EXPECT_EQ(occurrences(">z = "), 4u);
+  EXPECT_EQ(occurrences(svg, "<rect class=\"chip\""), 64u);
+  EXPECT_EQ(occurrences(svg, ">z = "), 4u);
   // 192 cables: 32 in-plane ones per plane drawn (wraparound ones as two stubs), the 64 along z named below.
-  EXPECT_EQ(occurrences("class=\"cable\""), 4u * 24);
-  EXPECT_EQ(occurrences("class=\"cable wraparound\""), 4u * 8);
+  EXPECT_EQ(occurrences(svg, "class=\"cable\""), 4u * 24);
+  EXPECT_EQ(occurrences(svg, "class=\"cable wraparound\""), 4u * 8);
   EXPECT_NE(svg.find(">64 more cables join each chip to the same (x, y) in the neighbouring z planes"), std::string::npos);
   const auto size = [&](const char* attribute) {
     const auto at = svg.find(std::string(attribute) + "=\"", svg.find("<svg "));

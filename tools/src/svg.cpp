@@ -19,6 +19,41 @@ std::string ramp(double u) {
 }
 
 
+// How the torus drawings (links.svg, topo --svg) lay a pod out: one panel per z plane and pod, in a near-square
+// grid of panels; each panel is an x-by-y grid of chips.
+struct TorusPanels {
+  explicit TorusPanels(const Topology& topo)
+      : nx(topo.shape()[0]),
+        ny(topo.axes() >= 2 ? topo.shape()[1] : 1),
+        nz(topo.axes() >= 3 ? topo.shape()[2] : 1),
+        pods(topo.pods()),
+        panels(nz * pods),
+        cols(std::max(1, std::min(panels, static_cast<int>(std::ceil(std::sqrt(panels * 1.0)))))),
+        rows((panels + cols - 1) / cols) {}
+
+  // "pod 1, z = 2"; empty for a single plane of a single pod.
+  [[nodiscard]] std::string label(int pod, int z) const {
+    std::string s = pods > 1 ? fmt::format("pod {}", pod) : std::string();
+    if (nz > 1) s += (s.empty() ? "" : ", ") + fmt::format("z = {}", z);
+    return s;
+  }
+  // Every chip of panel `p`, row by row: its coordinate and id.
+  [[nodiscard]] std::vector<std::pair<ChipCoord, ChipId>> chips(const Topology& topo, int p) const {
+    std::vector<std::pair<ChipCoord, ChipId>> out;
+    for (int y = 0; y < ny; ++y) {
+      for (int x = 0; x < nx; ++x) {
+        ChipCoord c;
+        c.pod = p / nz;
+        c.pos = {x, y, p % nz};
+        out.emplace_back(c, topo.chip_at(c));
+      }
+    }
+    return out;
+  }
+
+  int nx, ny, nz, pods, panels, cols, rows;
+};
+
 }  // namespace
 
 std::string svg_escape(const std::string& s) {
@@ -34,11 +69,8 @@ std::string svg_escape(const std::string& s) {
 
 void write_link_heatmap_svg(const Topology& topo, const std::vector<double>& link_utilization,
                             const std::string& title, const LinkMapMarks& marks, std::ostream& out) {
-  const auto& shape = topo.shape();
-  const int nx = shape[0], ny = topo.axes() >= 2 ? shape[1] : 1, nz = topo.axes() >= 3 ? shape[2] : 1;
-  const int panels = nz * topo.pods();
-  const int cols = std::max(1, std::min(panels, static_cast<int>(std::ceil(std::sqrt(panels * 1.0)))));
-  const int rows = (panels + cols - 1) / cols;
+  const TorusPanels grid(topo);
+  const int nx = grid.nx, ny = grid.ny, nz = grid.nz, panels = grid.panels, cols = grid.cols, rows = grid.rows;
   // A chip square and the gap after it, where its links are drawn.
   const double pitch = std::clamp(480.0 / std::max(nx, ny), 14.0, 64.0);
   const double chip = std::round(pitch * 0.55), gap = pitch - chip;
@@ -79,8 +111,7 @@ void write_link_heatmap_svg(const Topology& topo, const std::vector<double>& lin
   for (int p = 0; p < panels; ++p) {
     const int pod = p / nz, z = p % nz;
     const auto [ox, oy] = origin(pod, z);
-    std::string label = topo.pods() > 1 ? fmt::format("pod {}", pod) : std::string();
-    if (nz > 1) label += (label.empty() ? "" : ", ") + fmt::format("z = {}", z);
+    const std::string label = grid.label(pod, z);
     if (!label.empty()) {
       out << fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-weight="bold">{}</text>)", ox - 30, oy - 16, label) << "\n";
     }
@@ -94,18 +125,12 @@ void write_link_heatmap_svg(const Topology& topo, const std::vector<double>& lin
                          oy + gap + y * pitch + chip / 2 + 4, y)
           << "\n";
     }
-    for (int y = 0; y < ny; ++y) {
-      for (int x = 0; x < nx; ++x) {
-        ChipCoord c;
-        c.pod = pod;
-        c.pos = {x, y, z};
-        const ChipId id = topo.chip_at(c);
-        const auto [cx, cy] = chip_box(c);
-        out << fmt::format(R"(<rect class="chip" x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="{}" stroke="#444"><title>chip {} ({},{},{}){}</title></rect>)",
-                           cx, cy, chip, chip, chip_failed[id.value()] ? "url(#failed)" : "#f2f2f2", id.value(), x, y,
-                           z, chip_failed[id.value()] ? ": failed" : "")
-            << "\n";
-      }
+    for (const auto& [c, id] : grid.chips(topo, p)) {
+      const auto [cx, cy] = chip_box(c);
+      out << fmt::format(R"(<rect class="chip" x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="{}" stroke="#444"><title>chip {} ({},{},{}){}</title></rect>)",
+                         cx, cy, chip, chip, chip_failed[id.value()] ? "url(#failed)" : "#f2f2f2", id.value(), c.pos[0],
+                         c.pos[1], c.pos[2], chip_failed[id.value()] ? ": failed" : "")
+          << "\n";
     }
   }
   for (std::size_t i = 0; i < topo.link_count(); ++i) {
@@ -165,11 +190,8 @@ void write_link_heatmap_svg(const Topology& topo, const std::vector<double>& lin
 }
 
 void write_topology_svg(const Topology& topo, std::ostream& out) {
-  const auto& shape = topo.shape();
-  const int nx = shape[0], ny = topo.axes() >= 2 ? shape[1] : 1, nz = topo.axes() >= 3 ? shape[2] : 1;
-  const int panels = nz * topo.pods();
-  const int cols = std::max(1, std::min(panels, static_cast<int>(std::ceil(std::sqrt(panels * 1.0)))));
-  const int rows = (panels + cols - 1) / cols;
+  const TorusPanels grid(topo);
+  const int nx = grid.nx, ny = grid.ny, nz = grid.nz, panels = grid.panels, cols = grid.cols, rows = grid.rows;
   const double pitch = std::clamp(360.0 / std::max(nx, ny), 26.0, 72.0), chip = std::round(pitch * 0.5);
   const double panel_w = nx * pitch + pitch, panel_h = ny * pitch + pitch + 24;
   const std::string title = fmt::format("{}: {} chips ({}), {} links", topo.name(), topo.chip_count(),
@@ -222,8 +244,7 @@ void write_topology_svg(const Topology& topo, std::ostream& out) {
   for (int p = 0; p < panels; ++p) {
     const int pod = p / nz, z = p % nz;
     const auto [ox, oy] = origin(pod, z);
-    std::string label = topo.pods() > 1 ? fmt::format("pod {}", pod) : std::string();
-    if (topo.axes() >= 3) label += (label.empty() ? "" : ", ") + fmt::format("z = {}", z);
+    const std::string label = grid.label(pod, z);
     if (!label.empty()) {
       out << fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-weight="bold">{}</text>)", ox, oy - 12, label) << "\n";
     }
@@ -237,19 +258,14 @@ void write_topology_svg(const Topology& topo, std::ostream& out) {
         }
       }
     }
-    for (int y = 0; y < ny; ++y) {
-      for (int x = 0; x < nx; ++x) {
-        ChipCoord c;
-        c.pod = pod;
-        c.pos = {x, y, z};
-        const ChipId id = topo.chip_at(c);
-        const auto [cx, cy] = centre(c);
-        out << fmt::format(R"(<rect class="chip" x="{:.1f}" y="{:.1f}" width="{:.0f}" height="{:.0f}" fill="#f2f2f2" stroke="#444"><title>chip {} ({},{},{})</title></rect>)",
-                           cx - chip / 2, cy - chip / 2, chip, chip, id.value(), x, y, z)
-            << fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle" font-size="{}">{}</text>)", cx, cy + 3,
-                           chip >= 30 ? 10 : 8, topo.axes() >= 2 ? fmt::format("{},{}", x, y) : fmt::format("{}", x))
-            << "\n";
-      }
+    for (const auto& [c, id] : grid.chips(topo, p)) {
+      const auto [cx, cy] = centre(c);
+      out << fmt::format(R"(<rect class="chip" x="{:.1f}" y="{:.1f}" width="{:.0f}" height="{:.0f}" fill="#f2f2f2" stroke="#444"><title>chip {} ({},{},{})</title></rect>)",
+                         cx - chip / 2, cy - chip / 2, chip, chip, id.value(), c.pos[0], c.pos[1], c.pos[2])
+          << fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle" font-size="{}">{}</text>)", cx, cy + 3,
+                         chip >= 30 ? 10 : 8,
+                         topo.axes() >= 2 ? fmt::format("{},{}", c.pos[0], c.pos[1]) : fmt::format("{}", c.pos[0]))
+          << "\n";
     }
   }
   const double ly = height - 70;
