@@ -152,6 +152,23 @@ TEST(PlotHeatmap, CellsPrintTheMetricInItsUnitAndTheScaleHasRoundTicks) {
   for (const char* tick : {"12 ms", "14 ms", "16 ms", "18 ms"}) EXPECT_NE(std::find(t.begin(), t.end(), tick), t.end()) << tick;
 }
 
+TEST(PlotRoofline, TheRoofsMeetAtTheRidgePointAndEveryPointIsALabelledMarker) {
+  // v4: 275 TFLOP/s over 1.08 TB/s of achievable HBM bandwidth: the ridge at 254.6 FLOP per byte.
+  const std::vector<tpusim::tools::Roof> roofs{{"v4", 275e12, 1.08e12}};
+  const std::vector<tpusim::tools::Series> groups{{"all", {30, 300, 3000}, {3e13, 2.5e14, 2.6e14}, {}, {}}};
+  std::ostringstream out;
+  tpusim::tools::write_roofline_svg(roofs, groups, {{"8", "64", "1024"}}, "r", "", out);
+  const std::string svg = out.str();
+  EXPECT_EQ(count_of(svg, "class=\"roof\""), 1u);
+  EXPECT_EQ(count_of(svg, "class=\"point\""), 3u);
+  const auto t = texts(svg);
+  for (const char* text : {"ridge 254.6 FLOP/B", "peak 275 TFLOP/s", "8", "64", "1024", "v4: 275 TFLOP/s, HBM 1.08 TB/s",
+                           "10 TFLOP/s", "1 PFLOP/s"}) {
+    EXPECT_NE(std::find(t.begin(), t.end(), text), t.end()) << text;
+  }
+  for (const auto& s : t) EXPECT_EQ(s.find("e+"), std::string::npos) << s;
+}
+
 TEST(PlotLinks, OneSegmentPerDirectedLinkAndTheFailedOnesHatched) {
   using tpusim::test::make_chip;
   using tpusim::test::make_pod;
