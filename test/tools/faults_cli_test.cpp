@@ -121,6 +121,14 @@ seed: 5
   // The rerouted step's link heatmap beside the healthy one: no traffic on the cut cable.
   EXPECT_TRUE(std::filesystem::exists(dir_ / "a" / "links.svg"));
   EXPECT_TRUE(std::filesystem::exists(dir_ / "a" / "links-fault-1.svg"));
+  // Its failed cable hatched: both directions, and nothing else.
+  const std::string rerouted = slurp(dir_ / "a" / "links-fault-1.svg");
+  std::size_t hatched = 0;
+  for (auto at = rerouted.find("fill=\"url(#failed)\"><title>link"); at != std::string::npos;
+       at = rerouted.find("fill=\"url(#failed)\"><title>link", at + 1)) {
+    ++hatched;
+  }
+  EXPECT_EQ(hatched, 2u);
   (void)summary(file.string(), "b");
   EXPECT_EQ(slurp(dir_ / "a" / "summary.json"), slurp(dir_ / "b" / "summary.json"));
   const auto other = summary(file.string() + " --set seed=6", "c");

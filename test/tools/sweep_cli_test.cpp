@@ -217,6 +217,40 @@ analysis:
   EXPECT_FALSE(fs::exists(dir_ / "bad"));
 }
 
+// step_time.svg of a sweep whose outer axis is written out of order: the legend is titled with that axis and
+// lists its values by number (45, 90, 180 GB/s; as text 180 would come first); the x axis (bytes) is ticked in
+// MiB, every point has a marker, and no text is in e-notation.
+TEST_F(SweepCli, TheStepTimeChartsLegendNamesItsAxisAndListsItsValuesByNumber) {
+  write("c.yaml", R"(name: c
+pod: v4-2x2x1
+workload:
+  model: {kind: collective, name: ar, op: all_reduce, bytes: 1 MiB, axes: [], algorithm: auto}
+)");
+  const fs::path sweep = write("l.yaml", R"(name: l
+scenario: c.yaml
+grid:
+  chip.ici.link_bandwidth: [180 GB/s, 45 GB/s, 90 GB/s]
+  workload.model.bytes: [1 MiB, 2 MiB, 4 MiB]
+)");
+  const fs::path out = dir_ / "l";
+  const Outcome o = tpusim("sweep " + sweep.string() + " -j 2 -o " + out.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const std::string svg = slurp(out / "step_time.svg");
+  const auto at = [&](const std::string& text) { return svg.find(">" + text + "</text>"); };
+  ASSERT_NE(at("chip.ici.link_bandwidth"), std::string::npos) << svg;
+  EXPECT_LT(at("chip.ici.link_bandwidth"), at("45 GB/s"));
+  EXPECT_LT(at("45 GB/s"), at("90 GB/s"));
+  EXPECT_LT(at("90 GB/s"), at("180 GB/s"));
+  EXPECT_EQ(count_of(svg, "class=\"legend-entry\""), 3u);
+  EXPECT_EQ(count_of(svg, "<circle"), 9u + 3u);  // a marker per point and per legend entry
+  for (const char* tick : {"1 MiB", "2 MiB", "3 MiB", "4 MiB"}) EXPECT_NE(at(tick), std::string::npos) << tick;
+  for (auto t = svg.find("<text"); t != std::string::npos; t = svg.find("<text", t + 1)) {
+    const auto text = svg.substr(svg.find('>', t), svg.find("</text>", t) - svg.find('>', t));
+    EXPECT_EQ(text.find("e+"), std::string::npos) << text;
+    EXPECT_EQ(text.find("e-"), std::string::npos) << text;
+  }
+}
+
 TEST_F(SweepCli, AFailedPointRecordsItsErrorAndTheOthersGoOn) {
   write("s.yaml", kScenario);
   const fs::path sweep = write("w.yaml", "name: w\nscenario: s.yaml\ngrid:\n  chip.vmem.capacity: [1 KiB, 16 MiB]\n");

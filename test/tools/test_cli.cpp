@@ -28,6 +28,13 @@ using Cli = tpusim::test::CliTest;
 
 const char* kGood = tpusim::test::kMinimalScenario;
 
+// How many times `part` occurs in `text` (elements of a written SVG).
+std::size_t occurrences(const std::string& text, const std::string& part) {
+  std::size_t n = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
 }  // namespace
 
 TEST_F(Cli, VersionPrintsTheReleaseVersion) {
@@ -395,7 +402,15 @@ TEST_F(Cli, CollectiveRunReportsLinksAndTheCollective) {
   EXPECT_EQ(link_efficiency, 0.94);  // the calibrated default (core/include/tpusim/core/chip_spec.h)
   EXPECT_GT(j["collectives"][0]["efficiency"].get<double>(), 0.9 * link_efficiency);
   EXPECT_LE(j["collectives"][0]["efficiency"].get<double>(), link_efficiency);
-  EXPECT_NE(slurp(dir_ / "ar" / "links.svg").find("<rect"), std::string::npos);
+  // links.svg: one segment per directed link, a square per chip, one panel per z plane; no e-notation in any text.
+  const std::string map = slurp(dir_ / "ar" / "links.svg");
+  EXPECT_EQ(occurrences(map, "<rect class=\"link\""), 384u);
+  EXPECT_EQ(occurrences(map, "<rect class=\"chip\""), 64u);
+  EXPECT_EQ(occurrences(map, ">z = "), 4u);
+  for (auto at = map.find("<text"); at != std::string::npos; at = map.find("<text", at + 1)) {
+    const auto open = map.find('>', at), close = map.find("</text>", at);
+    EXPECT_EQ(map.substr(open, close - open).find("e+"), std::string::npos) << map.substr(open, close - open);
+  }
   const std::string links = slurp(dir_ / "ar" / "links.csv");
   EXPECT_EQ(std::count(links.begin(), links.end(), '\n'), 385);  // a header and one row per directed link
 }
@@ -726,6 +741,25 @@ TEST_F(Cli, LowerAndTopoReplaceTheFilesTheyWrote) {
   }
   EXPECT_NE(slurp(dir_ / "t.dot").find("written by tpusim"), std::string::npos);
   EXPECT_NE(slurp(dir_ / "t.svg").find("<svg"), std::string::npos);
+}
+
+// topo --svg of a 4x4x4 cube: four 4x4 panels (one per z plane) of a fixed size, not a graph layout.
+TEST_F(Cli, TopoDrawsACubeAsOnePanelPerZPlane) {
+  const Outcome topo = tpusim("topo v4-4x4x4 --svg " + (dir_ / "c.svg").string());
+  ASSERT_EQ(topo.exit_code, 0) << topo.err;
+  const std::string svg = slurp(dir_ / "c.svg");
+  EXPECT_EQ(occurrences(svg, "<rect class=\"chip\""), 64u);
+  EXPECT_EQ(occurrences(svg, ">z = "), 4u);
+  // 192 cables: 32 in-plane ones per plane drawn (wraparound ones as two stubs), the 64 along z named below.
+  EXPECT_EQ(occurrences(svg, "class=\"cable\""), 4u * 24);
+  EXPECT_EQ(occurrences(svg, "class=\"cable wraparound\""), 4u * 8);
+  EXPECT_NE(svg.find(">64 more cables join each chip to the same (x, y) in the neighbouring z planes"), std::string::npos);
+  const auto size = [&](const char* attribute) {
+    const auto at = svg.find(std::string(attribute) + "=\"", svg.find("<svg "));
+    return std::stod(svg.substr(at + std::string(attribute).size() + 2));
+  };
+  EXPECT_LE(size("width"), 1000.0);
+  EXPECT_LE(size("height"), 1000.0);
 }
 
 TEST_F(Cli, ASweepResumesInAFolderItWroteButNotInAnotherOne) {

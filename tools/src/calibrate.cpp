@@ -551,18 +551,19 @@ int calibrate_command(const CalibrateArgs& args, const std::string& self_exe) {
       const CalibrationPoint& p = points[i];
       if (!p.plot || p.ratio || !outcomes[i]) continue;
       std::vector<Series>& s = charts[p.id];
-      if (s.empty()) s = {Series{"measured", {}, {}, {}}, Series{"predicted (tpusim)", {}, {}, {}}};
+      if (s.empty()) s = {Series{"measured", {}, {}, {}, {}}, Series{"predicted (tpusim)", {}, {}, {}, {}}};
       s[0].x.push_back(outcomes[i]->size);
-      s[0].y.push_back(p.measured / 1e9);
+      s[0].y.push_back(p.measured);
       s[1].x.push_back(outcomes[i]->size);
-      s[1].y.push_back(outcomes[i]->predicted / 1e9);
+      s[1].y.push_back(outcomes[i]->predicted);
     }
     for (const auto& chart : charts) {  // not a structured binding: a lambda cannot capture one in C++17
       const std::string& id = chart.first;
       const std::vector<Series>& series = chart.second;
       write_file_atomically(out / (id + ".svg"), [&](std::ostream& f) {
         write_line_chart_svg(series, fmt::format("{}: measured and predicted bandwidth", id),
-                             "gathered size S (bytes)", "bandwidth S / runtime (GB/s)", true, true, f);
+                             PlotAxis{"gathered size S", Quantity::bytes, true, false},
+                             PlotAxis{"bandwidth S / runtime", Quantity::bytes_per_s, true, false}, "", f);
       });
     }
     std::cout << fmt::format("{} within bound, {} outside, {} do not fit, {} failed; table: {}\n", count[0], count[1],

@@ -14,7 +14,6 @@
 #include <fmt/format.h>
 
 #include "tools/src/describe_chip.h"
-#include "tools/src/graphviz.h"
 #include "tools/src/child_process.h"
 #include "tools/src/environment.h"
 #include "tools/src/job_run.h"
@@ -284,7 +283,8 @@ int run_command(const RunArgs& args) {
       for (const auto& l : report.links) utilization.push_back(l.utilization);
       write_file(file("links.svg"), [&](std::ostream& out) {
         write_link_heatmap_svg(*topology, utilization,
-                               fmt::format("{}: ICI link utilization ({})", scenario.name, scenario.pod.name), out);
+                               fmt::format("{}: ICI link utilization ({})", scenario.name, scenario.pod.name), {},
+                               out);
       });
     }
     if (fault_steps) {  // the link heatmap of each step simulated with a lasting fault (job_run.h)
@@ -292,7 +292,8 @@ int run_command(const RunArgs& args) {
         const auto& step = map.second;
         write_file(file(map.first), [&](std::ostream& out) {
           write_link_heatmap_svg(*topology, step->link_utilization,
-                                 fmt::format("{}: ICI link utilization", step->what), out);
+                                 fmt::format("{}: ICI link utilization", step->what),
+                                 fault_marks(scenario, *topology, *step), out);
         });
       }
     }
@@ -518,7 +519,9 @@ int topo_command(const std::string& name, const std::string& dot_path, const std
       std::cout << "wrote " << dot_path << "\n";
     }
     if (!svg_path.empty()) {
-      const std::string svg = sign_drawing(graphviz_svg(dot), true);
+      std::ostringstream drawn;
+      write_topology_svg(topo, drawn);
+      const std::string svg = sign_drawing(drawn.str(), true);
       write_file_atomically(check_output_file(svg_path, is_signed_drawing), [&](std::ostream& out) { out << svg; });
       std::cout << "wrote " << svg_path << "\n";
     }

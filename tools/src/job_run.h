@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tools/src/svg.h"
 #include "tpusim/core/scenario.h"
 #include "tpusim/kernels/program.h"
 #include "tpusim/models/job_steps.h"
@@ -29,6 +30,9 @@ struct FaultTraceOptions {
 // The link-utilization maps worth drawing (steps with ICI traffic): links-fault-K.svg and the step.
 [[nodiscard]] std::vector<std::pair<std::string, const models::FaultStep*>> fault_link_maps(
     const models::FaultSteps& steps);
+// What links-fault-K.svg marks as failed in a step: the chip of a chip_down or host_down, both directions of
+// the cable of a link_down or ocs_port_down (degraded links and chips, stragglers, are not failed).
+[[nodiscard]] LinkMapMarks fault_marks(const Scenario& s, const Topology& topo, const models::FaultStep& step);
 // The traces to write (with --trace): trace-fault-K.json per step simulated with a fault, numbered as
 // job.simulated_steps[K] and links-fault-K.svg.
 [[nodiscard]] std::vector<std::pair<std::string, const models::FaultStep*>> fault_traces(

@@ -102,7 +102,7 @@ int run_main(int argc, char** argv) {
   auto* topo_cmd = app.add_subcommand("topo", "print a pod's chips, links, diameter and bisection");
   topo_cmd->add_option("pod", topo_name, "bundled pod name or path")->required();
   topo_cmd->add_option("--dot", topo_dot, "also write a Graphviz DOT file (up to 512 chips)");
-  topo_cmd->add_option("--svg", topo_svg, "also draw the topology as SVG with Graphviz (up to 512 chips)");
+  topo_cmd->add_option("--svg", topo_svg, "also draw the topology as SVG: one panel per z plane (up to 512 chips)");
 
   tpusim::tools::SweepArgs sweep;
   auto* sweep_cmd = app.add_subcommand(

@@ -35,6 +35,45 @@ std::string group_key(const SweepPlan& plan, const Config& c, std::vector<std::s
 
 std::string column_label(const TableColumn& c) { return c.name + unit_suffix(c.dim); }
 
+// A value as a number for plotting ("4096", "1 MiB", "2 TB/s"), or nullopt.
+std::optional<double> numeric(const std::string& v) {
+  const Value x = value_from_text(v);
+  if (x.kind != Value::Kind::number) return std::nullopt;
+  return x.si;
+}
+
+// The axes a group_key names, in the same order: the legend's title ("chip.ici.link_bandwidth").
+std::string group_axes(const SweepPlan& plan, std::vector<std::size_t> skip = {}) {
+  if (skip.empty() && !plan.axes.empty()) skip.push_back(plan.axes.size() - 1);
+  std::string names;
+  for (std::size_t i = 0; i < plan.axes.size(); ++i) {
+    if (std::find(skip.begin(), skip.end(), i) != skip.end() || plan.axes[i].values.size() < 2) continue;
+    names += (names.empty() ? "" : ", ") + plan.axes[i].name;
+  }
+  return names;
+}
+
+// A group's place in a legend: per axis of its key, the value as a number where every value of the axis is
+// one (a single-path axis), else the value's position in the plan; "45 GB/s" before "180 GB/s".
+std::vector<double> group_order(const SweepPlan& plan, const Config& c, std::vector<std::size_t> skip = {}) {
+  if (skip.empty() && !plan.axes.empty()) skip.push_back(plan.axes.size() - 1);
+  std::vector<double> key;
+  for (std::size_t i = 0; i < plan.axes.size(); ++i) {
+    const Axis& a = plan.axes[i];
+    if (std::find(skip.begin(), skip.end(), i) != skip.end() || a.values.size() < 2) continue;
+    const bool numbers = a.paths.size() == 1 && std::all_of(a.values.begin(), a.values.end(), [](const auto& v) {
+                           return numeric(v[0]).has_value();
+                         });
+    key.push_back(numbers ? *numeric(a.values[c.choice[i]][0]) : static_cast<double>(c.choice[i]));
+  }
+  return key;
+}
+
+// The axis of a chart that shows a table column: its label with the unit, its quantity, integer for chips.
+PlotAxis column_axis(const TableColumn& c, const std::string& label, bool log) {
+  return PlotAxis{label, quantity_of(c.dim, c.name), log, c.name == "chips"};
+}
+
 // Per group of points (all axes but the last), the measured ridge point: best achieved FLOP/s over best
 // achieved HBM bandwidth, against the chip's peak / achievable HBM bandwidth (hbm.bandwidth x hbm.efficiency).
 void roofline(const SweepPlan& plan, const SweepTable& table, const fs::path& dir, std::ostream& out) {
@@ -45,12 +84,16 @@ void roofline(const SweepPlan& plan, const SweepTable& table, const fs::path& di
     groups[key.empty() ? "all" : key].push_back(&r);
   }
   std::vector<Series> series;
+  std::vector<std::vector<std::string>> point_labels;
+  std::vector<Roof> roofs;
+  const bool inner_varies = !plan.axes.empty() && plan.axes.back().values.size() > 1;
   write_file_atomically(dir / "roofline.csv", [&](std::ostream& csv) {
     csv << "group,chip,peak_flops_per_s,hbm_bytes_per_s,expected_ridge,best_flops_per_s,best_hbm_bytes_per_s,"
            "measured_ridge,ridge_error\n";
     out << fmt::format("  {:<22} {:>14} {:>14} {:>8}\n", "roofline group", "expected ridge", "measured ridge", "error");
     for (const auto& [group, members] : groups) {
-      Series line{group, {}, {}, {}};
+      Series line{group, {}, {}, {}, group_order(plan, *members.front()->config)};
+      std::vector<std::string> labels;
       double best_flops = 0, best_bw = 0, peak = 0, hbm = 0;
       std::string chip;
       for (const TableRow* r : members) {
@@ -64,6 +107,7 @@ void roofline(const SweepPlan& plan, const SweepTable& table, const fs::path& di
         if (bytes > 0) {
           line.x.push_back(num(m, "model_flops") / bytes);
           line.y.push_back(num(m, "model_flops") / step / chips);
+          labels.push_back(inner_varies ? plan.axes.back().label(r->config->choice.back()) : std::string());
         }
         best_bw = std::max(best_bw, bytes / step / chips);
         peak = num(m, "peak_flops_per_s") / chips;
@@ -82,20 +126,20 @@ void roofline(const SweepPlan& plan, const SweepTable& table, const fs::path& di
                          expected, best_flops, best_bw, measured, error);
       out << fmt::format("  {:<22} {:>9.1f} F/B {:>9.1f} F/B {:>7.1f}%\n", group, expected, measured, 100 * error);
       series.push_back(std::move(line));
+      point_labels.push_back(std::move(labels));
+      const bool known = std::any_of(roofs.begin(), roofs.end(), [&](const Roof& r) {
+        return r.name == chip && r.peak_flops_per_s == peak && r.hbm_bytes_per_s == hbm;
+      });
+      if (!known && peak > 0 && hbm > 0) roofs.push_back(Roof{chip, peak, hbm});
     }
   });
   write_file_atomically(dir / "roofline.svg", [&](std::ostream& svg) {
-    write_line_chart_svg(series, "roofline: achieved FLOP/s per chip", "arithmetic intensity (FLOP per HBM byte)",
-                         "FLOP/s per chip", true, true, svg);
+    write_roofline_svg(roofs, series, point_labels,
+                       fmt::format("{}: roofline, achieved FLOP/s per chip{}", plan.name,
+                                   inner_varies ? " (points: " + plan.axes.back().name + ")" : std::string()),
+                       group_axes(plan), svg);
   });
   out << "  roofline: " << (dir / "roofline.csv").string() << ", " << (dir / "roofline.svg").string() << "\n";
-}
-
-// A value as a number for plotting ("4096", "1 MiB", "2 TB/s"), or nullopt.
-std::optional<double> numeric(const std::string& v) {
-  const Value x = value_from_text(v);
-  if (x.kind != Value::Kind::number) return std::nullopt;
-  return x.si;
 }
 
 // When the innermost axis is a single numeric path: a metric (or column) against it, one line per combination of
@@ -116,6 +160,7 @@ void plot_against_inner_axis(const SweepPlan& plan, const SweepTable& table, con
     const std::string key = group_key(plan, *r.config);
     Series& s = groups[key];
     s.name = key.empty() ? plan.name : key;
+    s.order = group_order(plan, *r.config);
     s.x.push_back(x);
     s.y.push_back(*r.mean[col]);
     if (!plan.seeds.empty()) s.err.push_back(r.spread[col].value_or(0.0));
@@ -133,8 +178,14 @@ void plot_against_inner_axis(const SweepPlan& plan, const SweepTable& table, con
         plan.seeds.empty() ? fmt::format("{}: {}", plan.name, what)
                            : fmt::format("{}: {}, mean of {} seeds, bars +/- 1 sd", plan.name, what,
                                          plan.seeds.size());
-    write_line_chart_svg(series, title, inner.name + unit_suffix(unit_probe.dim), column_label(c), log,
-                         log && metric == "step_time_s", out);
+    const bool integer = std::all_of(inner.values.begin(), inner.values.end(), [](const auto& v) {
+      const double x = *numeric(v[0]);
+      return x == std::floor(x);
+    });
+    write_line_chart_svg(series, title,
+                         PlotAxis{inner.name + unit_suffix(unit_probe.dim),
+                                  quantity_of(unit_probe.dim, inner.name), log, integer && unit_probe.dim.none()},
+                         column_axis(c, column_label(c), log && metric == "step_time_s"), group_axes(plan), out);
   });
 }
 
@@ -154,6 +205,7 @@ void heatmap(const SweepPlan& plan, const SweepTable& table, const AnalysisSpec&
   Heatmap map;
   map.title = fmt::format("{}: {}", plan.name, table.columns[col].description);
   map.value_label = column_label(table.columns[col]) + (plan.seeds.empty() ? "" : ", mean over seeds");
+  map.quantity = quantity_of(table.columns[col].dim, table.columns[col].name);
   map.better = table.columns[col].better == Better::lower ? -1 : table.columns[col].better == Better::higher ? 1 : 0;
   map.x_label = ax.name;
   map.y_label = ay.name;
@@ -225,9 +277,11 @@ void pareto(const SweepPlan& plan, const SweepTable& table, const AnalysisSpec& 
   auto direction = [](bool higher) { return higher ? "higher is better" : "lower is better"; };
   write_file_atomically(svg, [&](std::ostream& o) {
     write_scatter_svg(points, fmt::format("{}: Pareto front of {} and {}", plan.name, cx.name, cy.name),
-                      fmt::format("{} ({})", column_label(cx), direction(x.higher)),
-                      fmt::format("{} ({})", column_label(cy), direction(y.higher)), xlo > 0 && xhi / xlo >= 100,
-                      ylo > 0 && yhi / ylo >= 100, o);
+                      column_axis(cx, fmt::format("{} ({})", column_label(cx), direction(x.higher)),
+                                  xlo > 0 && xhi / xlo >= 100),
+                      column_axis(cy, fmt::format("{} ({})", column_label(cy), direction(y.higher)),
+                                  ylo > 0 && yhi / ylo >= 100),
+                      o);
   });
   out << fmt::format("  Pareto front of {} and {}: {} of {} points; {}, {}\n", cx.name, cy.name, front.size(),
                      points.size(), csv.string(), svg.string());

@@ -6,10 +6,14 @@
 #include <cstdlib>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "tools/src/plot_axis.h"
+#include "tools/src/svg.h"
 
 namespace tpusim::tools {
 
@@ -328,11 +332,11 @@ void TraceRecorder::write_timeline_svg(const std::string& title, std::ostream& o
     lane_of[tid] = {s.core, s.unit};
     t_end = std::max(t_end, s.end.value());
   }
-  const double height = kTop + kLane * static_cast<double>(lanes.size()) + 40;
+  const double height = kTop + kLane * static_cast<double>(lanes.size()) + 60;
   out << fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{:.0f}" height="{:.0f}" font-family="sans-serif" font-size="11">)",
                      kLeft + kPlotWidth + 60, height)
       << "\n";
-  out << fmt::format(R"(<text x="10" y="18" font-size="14">{}</text>)", title) << "\n";
+  out << fmt::format(R"(<text x="10" y="18" font-size="14">{}</text>)", svg_escape(title)) << "\n";
   if (lanes.empty() || t_end <= 0) {
     out << R"(<text x="10" y="40">no instructions were traced</text></svg>)" << "\n";
     return;
@@ -340,6 +344,15 @@ void TraceRecorder::write_timeline_svg(const std::string& title, std::ostream& o
   const double scale = kPlotWidth / t_end;
   static constexpr const char* kUnitColor[ir::kUnitKinds] = {"#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
                                                              "#7f7f7f", "#e377c2"};
+  // The time axis in round steps of the step's unit, its grid behind the lanes.
+  const double axis_y = kTop + kLane * static_cast<double>(lanes.size()) + 14;
+  for (double t : nice_ticks(0, t_end, Quantity::seconds, false, 8)) {
+    if (t > t_end * (1 + 1e-9)) break;
+    out << fmt::format(R"(<line x1="{0:.1f}" y1="{1:.1f}" x2="{0:.1f}" y2="{2:.1f}" stroke="#ccc"/>)"
+                       R"(<text x="{0:.1f}" y="{3:.1f}" text-anchor="middle">{4}</text>)",
+                       kLeft + t * scale, kTop - 2, axis_y - 10, axis_y, readable(t, Quantity::seconds))
+        << "\n";
+  }
   int row = 0;
   for (auto& [tid, spans] : lanes) {
     const auto [core, lane_unit] = lane_of[tid];
@@ -367,11 +380,15 @@ void TraceRecorder::write_timeline_svg(const std::string& title, std::ostream& o
     }
     flush();
   }
-  const double axis_y = kTop + kLane * row + 14;
-  for (int i = 0; i <= 4; ++i) {
-    out << fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle">{}</text>)", kLeft + kPlotWidth * i / 4,
-                       axis_y, format_time(Seconds(std::stod(fmt::format("{:.3g}", t_end * i / 4)))))
+  // A colour legend naming each unit drawn.
+  std::set<ir::UnitKind> units;
+  for (const auto& lane : lane_of) units.insert(lane.second.second);
+  double lx = 10;
+  for (ir::UnitKind u : units) {
+    out << fmt::format(R"(<g class="legend-entry"><rect x="{:.0f}" y="{:.1f}" width="12" height="12" fill="{}"/><text x="{:.0f}" y="{:.1f}">{}</text></g>)",
+                       lx, axis_y + 12, kUnitColor[static_cast<int>(u)], lx + 16, axis_y + 22, ir::unit_name(u))
         << "\n";
+    lx += 24 + 7.0 * static_cast<double>(std::string(ir::unit_name(u)).size());
   }
   out << "</svg>\n";
 }
