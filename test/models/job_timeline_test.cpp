@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "job/failed_cables.h"
 #include "net/ocs.h"
 #include "support/scenario_yaml.h"
 #include "tpusim/models/job.h"
@@ -137,6 +138,141 @@ TEST(JobTimeline, RerouteWithTheHitStepSimulatedChargesItsExcessAndKeepsIt) {
     EXPECT_DOUBLE_EQ(sum_of_parts(r), r.wall.value());
     EXPECT_EQ(r.steps_done, 1000);
   }
+}
+
+// Chip [1,1,1] of the 4x4x4 cube loses its six cables one by one under reroute (faults at 0.5 s past a heartbeat:
+// each is detected 29.5 s after it). The first five are routed around: each stalls the step in flight until
+// its detection, no work is lost (steps from 10, 21, 31, 62 and 72 on). The sixth, at 300.5 s, cuts the chip off:
+// no route reaches it, so it is the chip failing, and reroute's recovery of a chip applies: restart after
+// repair from the checkpoint written at 257.5 s (after step 100), the 43 steps since it lost.
+TEST(JobTimeline, ACableThatCutsAChipOffUnderRerouteFailsTheChipAndRestartsFromTheCheckpoint) {
+  std::string yaml = std::string(kCubeJob) + "faults:\n";
+  const char* dirs[] = {"x+", "x-", "y+", "y-", "z+", "z-"};
+  const double at[] = {10.5, 50.5, 90.5, 150.5, 190.5, 300.5};
+  for (int i = 0; i < 6; ++i) {
+    yaml += fmt::format("  - {{at: {} s, kind: link_down, target: {{chip: [1, 1, 1], dir: {}}}}}\n", at[i], dirs[i]);
+  }
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(yaml, {"job.recovery=reroute"});
+  const Topology topo = build_topology(s.pod, s.chip);
+  const JobResult r = run_job(s, topo, round_costs());
+  ASSERT_EQ(r.events.size(), 6u);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(r.events[static_cast<std::size_t>(i)].recovery, "reroute") << i;
+    EXPECT_DOUBLE_EQ(r.events[static_cast<std::size_t>(i)].lost_work.value(), 0.0) << i;
+  }
+  const FaultEvent& cut = r.events[5];
+  EXPECT_EQ(cut.recovery, "checkpoint_restart (chip [1,1,1] cut off: every cable down)");
+  EXPECT_EQ(cut.step, 143);
+  EXPECT_DOUBLE_EQ(cut.detected.value(), 330.0);
+  EXPECT_DOUBLE_EQ(cut.lost_work.value(), 43.0);
+  EXPECT_DOUBLE_EQ(cut.resumed.value(), 330.0 + 3600 + 600 + 20);
+  // From 4550 s the 900 steps left and 8 checkpoints.
+  EXPECT_DOUBLE_EQ(r.wall.value(), 4550.0 + 900 + 80);
+  EXPECT_DOUBLE_EQ(r.losses.lost_work.value(), 43.0);
+  EXPECT_DOUBLE_EQ(r.losses.detection.value(), 6 * 29.5);
+  EXPECT_DOUBLE_EQ(r.losses.repair.value(), 3600.0);
+  EXPECT_DOUBLE_EQ(sum_of_parts(r), r.wall.value());
+  EXPECT_EQ(r.steps_done, 1000);
+  EXPECT_FALSE(r.failed);
+}
+
+// A link that fails while the step stalls for another's detection is still routed around (or fails its chip):
+// it is met when the job runs again, detected from its own heartbeat (before, it was recorded as "during
+// recovery" and forgotten). The first at 10.5 s stalls step 10 until 40 s (resumed at 39.5 s: the step runs
+// again from its start); the second, at 20.5 s, is detected at 50 s: the job stalls again from 39.5 s to 50 s.
+TEST(JobTimeline, ALinkFailingDuringARerouteStallIsRoutedAroundWhenTheJobRunsAgain) {
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(
+      std::string(kCubeJob) +
+          "faults:\n  - {at: 10.5 s, kind: link_down, target: {chip: [1, 1, 1], dir: x+}}\n"
+          "  - {at: 20.5 s, kind: link_down, target: {chip: [2, 2, 2], dir: y+}}\n",
+      {"job.recovery=reroute"});
+  const Topology topo = build_topology(s.pod, s.chip);
+  JobCosts costs = round_costs();
+  costs.step_with = [](const ConcreteFault& f) { return Seconds(f.spec.index == 0 ? 1.25 : 1.5); };
+  const JobResult r = run_job(s, topo, costs);
+  ASSERT_EQ(r.events.size(), 2u);
+  EXPECT_EQ(r.events[1].recovery, "reroute");
+  EXPECT_DOUBLE_EQ(r.events[1].detected.value(), 50.0);
+  EXPECT_DOUBLE_EQ(r.events[1].step_after.value(), 1.5);
+  EXPECT_DOUBLE_EQ(r.losses.detection.value(), 29.5 + 10.5);
+  // Every step from step 10 on runs at the slower rerouted step, 1.5 s.
+  EXPECT_DOUBLE_EQ(r.losses.slowdown.value(), 990 * 0.5);
+  EXPECT_DOUBLE_EQ(r.wall.value(), 1090.0 + 29.5 + 10.5 + 990 * 0.5);
+  EXPECT_DOUBLE_EQ(sum_of_parts(r), r.wall.value());
+}
+
+// Random link failures under reroute on the 2x2x1 slice, until some chip is cut off: the cable that cuts it is
+// met as the chip failing (a restart from the checkpoint), never a "reroute" with the chip unreachable; the
+// restart's repair brings the chip's cables back. Checked against the cables each event has taken down.
+TEST(JobTimeline, RandomLinkFailuresThatCutAChipOffRestartTheJobNeverReroute) {
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(
+      "name: job-test\npod: v4-2x2x1\nworkload: {model: mlp-quickstart, batch: 64, checkpoint: {every_steps: 100}}\n"
+      "job: {steps: 20000, heartbeat: 5 s, timeout: 30 s, restart: 600 s, repair: 3600 s, recovery: reroute}\n"
+      "fault_rates: {link_down: 2000 s}\n");
+  const Topology topo = build_topology(s.pod, s.chip);
+  const JobResult r = run_job(s, topo, round_costs());
+  job::FailedCables oracle(topo);
+  int cuts = 0;
+  for (const FaultEvent& e : r.events) {
+    ASSERT_TRUE(e.fault.drawn);
+    if (e.recovery == "during recovery") continue;  // the restart's repair replaces it
+    const std::optional<std::vector<ChipId>> cut = oracle.fail(e.fault.link);
+    if (!cut) {
+      EXPECT_EQ(e.recovery, "reroute") << e.fault.spec.at.value();
+      EXPECT_DOUBLE_EQ(e.lost_work.value(), 0.0);
+      continue;
+    }
+    ++cuts;
+    EXPECT_EQ(e.recovery.rfind("checkpoint_restart (", 0), 0u) << e.recovery;
+    EXPECT_NE(e.recovery.find("cut off"), std::string::npos) << e.recovery;
+    // The steps since the checkpoint and the part of the step (or checkpoint write: more than a step's 1 s
+    // into it) in flight are lost, and the repair is paid.
+    const double partial = std::max(0.0, (e.fault.spec.at - e.step_started).value());
+    const double since = partial >= 1.0 ? 100.0 : static_cast<double>(e.step % 100);
+    EXPECT_DOUBLE_EQ(e.lost_work.value(), since + partial);
+    EXPECT_DOUBLE_EQ(e.resumed.value(), e.detected.value() + 3600 + 600 + 20);
+    oracle.repair_around(*cut);
+  }
+  EXPECT_GT(cuts, 0);
+  EXPECT_EQ(r.steps_done, 20000);
+  EXPECT_NEAR(sum_of_parts(r), r.wall.value(), 1e-9 * r.wall.value());
+}
+
+// The cables of one chip: the last to fail cuts it off (and only it); the repair around it brings all back.
+// Every cable along x cuts the 2x2x1 slice into its two x = 0 and x = 1 columns: the side without the last
+// cable's source is cut off.
+TEST(FailedCables, TheLastCableOfAChipCutsItOffAndAllCablesAlongAnAxisSplitThePod) {
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(
+      "name: cables\npod: v4-2x2x1\nworkload: {model: mlp-quickstart, batch: 64}\n");
+  const Topology topo = build_topology(s.pod, s.chip);
+  job::FailedCables cables(topo);
+  const std::vector<LinkId> out = topo.out_links(ChipId(0));
+  ASSERT_GE(out.size(), 2u);
+  for (std::size_t i = 0; i + 1 < out.size(); ++i) EXPECT_EQ(cables.fail(out[i]), std::nullopt) << i;
+  EXPECT_EQ(cables.fail(out.front()), std::nullopt);  // already down
+  const auto alone = cables.fail(out.back());
+  ASSERT_TRUE(alone.has_value());
+  EXPECT_EQ(*alone, std::vector<ChipId>{ChipId(0)});
+  cables.repair_around(*alone);
+  EXPECT_EQ(cables.size(), 0u);
+
+  std::vector<LinkId> along_x;
+  for (std::uint32_t i = 0; i < topo.link_count(); ++i) {
+    if (topo.link(LinkId(i)).axis == 0) along_x.emplace_back(i);
+  }
+  std::optional<std::vector<ChipId>> split;
+  LinkId last{};
+  for (LinkId l : along_x) {
+    split = cables.fail(l);
+    last = l;
+    if (split) break;
+  }
+  // Only the last of the x cables (each is two of the links) splits the slice.
+  EXPECT_EQ(cables.size(), along_x.size() / 2);
+  ASSERT_TRUE(split.has_value());
+  ASSERT_EQ(split->size(), 2u);
+  const int x = topo.coord(topo.link(last).dst).pos[0];
+  for (ChipId c : *split) EXPECT_EQ(topo.coord(c).pos[0], x);
 }
 
 TEST(JobTimeline, ASpareCubeOnTheFullV4PodCostsDetectionReconfigurationRestartRestoreAndLostWork) {

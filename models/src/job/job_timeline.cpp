@@ -7,7 +7,9 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "failed_cables.h"
 #include "random_faults.h"
 #include "recovery_policy.h"
 #include "tpusim/models/job.h"
@@ -116,6 +118,20 @@ namespace {
 
 constexpr double kNever = std::numeric_limits<double>::infinity();
 
+bool link_stops(FaultKind k) { return k == FaultKind::link_down || k == FaultKind::ocs_port_down; }
+
+std::string coord_str(const Topology& topo, ChipId chip) {
+  const ChipCoord c = topo.coord(chip);
+  return fmt::format("[{}]", fmt::join(c.pos.begin(), c.pos.begin() + topo.axes(), ","));
+}
+
+// "chip [1,0,0] cut off: every cable down", "4 chips cut off from the pod: [0,0,0] to [1,1,0]".
+std::string cut_description(const Topology& topo, const std::vector<ChipId>& cut) {
+  if (cut.size() == 1) return fmt::format("chip {} cut off: every cable down", coord_str(topo, cut.front()));
+  return fmt::format("{} chips cut off from the pod: {} to {}", cut.size(), coord_str(topo, cut.front()),
+                     coord_str(topo, cut.back()));
+}
+
 // The merged stream of timed faults (in `at` order) and random ones.
 class FaultStream {
  public:
@@ -158,6 +174,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
   auto policy = job::make_recovery_policy(s, topo);
   const job::RecoveryContext ctx{s, topo, costs};
   FaultStream faults(s, topo);
+  job::FailedCables cables(topo);  // routed around so far (reroute)
 
   double t = 0;             // wall time at the current step boundary
   double step = healthy;    // the step time now (lasting faults slow it)
@@ -227,8 +244,25 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     }
     // Detection: the component's last heartbeat was at the last multiple of `heartbeat` before it failed; it
     // is declared failed `timeout` later.
-    const double detected = std::max(at, std::floor(at / heartbeat) * heartbeat + timeout);
-    const job::Recovery rec = policy->recover(ctx, fault);
+    // A fault left over from a reroute's stall (f < t) is detected from its own time, once the job runs.
+    const double detected = std::max(at, std::floor(f / heartbeat) * heartbeat + timeout);
+    job::Recovery rec = policy->recover(ctx, fault);
+    // A cable routed around that cuts chips off (its pod no longer connected) fails them: no route reaches
+    // them, so the recovery of a failed chip applies, for the first of them (the policy that routes links
+    // around keeps no state, so asking it again is safe); that recovery repairs their cables.
+    std::vector<ChipId> cut_off;
+    if (rec.lasting && !rec.rollback && link_stops(fault.spec.kind)) {
+      if (std::optional<std::vector<ChipId>> cut = cables.fail(fault.link)) {
+        cut_off = std::move(*cut);
+        ConcreteFault chip = fault;
+        chip.spec.kind = FaultKind::chip_down;
+        chip.chip = cut_off.front();
+        chip.host = topo.host_of(chip.chip);
+        chip.cube = job::cube_of(topo, chip.chip);
+        rec = policy->recover(ctx, chip);
+        rec.how = fmt::format("{} ({})", rec.how.substr(0, rec.how.find(" (")), cut_description(topo, cut_off));
+      }
+    }
     e.detected = Seconds(detected);
     e.recovery = rec.how;
     // Rerouted in place with the step in flight simulated with the fault at its tick: the step ends when that
@@ -285,6 +319,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     restore += rec.restore.value();
     if (rec.rollback) {
       roll_back();
+      cables.repair_around(cut_off);
     } else {
       // In place: the step in flight stalls from the fault to its detection (its transfers on the failed link
       // wait for the timeout and are sent again on the new routes), then runs at the step time simulated with
@@ -296,9 +331,11 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     e.resumed = Seconds(rec.rollback ? resume : detected);
     e.step_after = Seconds(step);
     t = resume;
-    // Faults that land while the job is down: one that stops a component hits hardware the recovery replaces
-    // or re-plans anyway (recorded, at no extra cost); a slowdown applies once the job runs again.
-    while (faults.peek() < resume) {
+    // Faults that land while the job is down for a restart: one that stops a component hits hardware the
+    // recovery replaces anyway (recorded, at no extra cost); a slowdown applies once the job runs again. A
+    // reroute's stall replaces nothing: the faults landing in it are met when the job runs again (a cable is
+    // routed around, or cuts a chip off; a chip fails), each detected from its own heartbeat.
+    while (rec.rollback && faults.peek() < resume) {
       FaultEvent d;
       d.fault = faults.pop();
       d.step = done;
