@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -144,6 +145,11 @@ class FaultStream {
     const double b = next_random_ ? next_random_->spec.at.value() : kNever;
     return std::min(a, b);
   }
+  [[nodiscard]] FaultKind peek_kind() const {  // of the fault peek() times; only when one is left
+    const double a = pos_ < timed_.size() ? timed_[pos_].spec.at.value() : kNever;
+    const double b = next_random_ ? next_random_->spec.at.value() : kNever;
+    return a <= b ? timed_[pos_].spec.kind : next_random_->spec.kind;
+  }
   ConcreteFault pop() {
     const double a = pos_ < timed_.size() ? timed_[pos_].spec.at.value() : kNever;
     const double b = next_random_ ? next_random_->spec.at.value() : kNever;
@@ -175,6 +181,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
   const job::RecoveryContext ctx{s, topo, costs};
   FaultStream faults(s, topo);
   job::FailedCables cables(topo);  // routed around so far (reroute)
+  bool in_restore = false;         // the next fault landed in a restore, which it interrupted
 
   double t = 0;             // wall time at the current step boundary
   double step = healthy;    // the step time now (lasting faults slow it)
@@ -218,6 +225,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
           r.events.size(), done, r.steps));
     }
     ConcreteFault fault = faults.pop();
+    const bool restoring = std::exchange(in_restore, false);
     const double at = std::max(f, t);
     const auto before = std::min<std::int64_t>(n, static_cast<std::int64_t>(std::floor((at - t) / step)));
     t += static_cast<double>(before) * step;
@@ -269,7 +277,8 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     // simulation says (its in-flight transfers retransmitted, or lost until detection: job.in_flight); its
     // excess over the step time is charged to detection (lose) or slowdown (retransmit). No work is lost.
     std::optional<Seconds> hit;
-    if (!rec.rollback && !rec.ends_job && rec.lasting && costs.step_hit && partial < step && before < n) {
+    if (!restoring && !rec.rollback && !rec.ends_job && rec.lasting && costs.step_hit && partial < step &&
+        before < n) {
       hit = costs.step_hit(fault, Seconds(partial), Seconds(detected - t));
     }
     if (hit) {
@@ -290,7 +299,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     }
     detection += detected - at;
     if ((rec.rollback || rec.ends_job) && costs.step_stopped && fault.spec.kind == FaultKind::chip_down &&
-        !fault.drawn && partial < step && before < n) {
+        !fault.drawn && !restoring && partial < step && before < n) {
       costs.step_stopped(fault, Seconds(partial), Seconds(detected - t));
     }
     // The steps since the last checkpoint and the step in flight are lost: the job goes back to the checkpoint.
@@ -321,21 +330,41 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       roll_back();
       cables.repair_around(cut_off);
     } else {
-      // In place: the step in flight stalls from the fault to its detection (its transfers on the failed link
-      // wait for the timeout and are sent again on the new routes), then runs at the step time simulated with
-      // the fault, from its start (at most one step pessimistic).
-      resume = t + (detected - at);
+      // In place: the step (or checkpoint write) in flight stalls from the fault to its detection (its transfers
+      // on the failed link wait for the timeout and are sent again on the new routes), then runs again from its
+      // start at the step time simulated with the fault (at most one step pessimistic): what it did before the
+      // fault is lost. A restore the fault interrupted reads the checkpoint again from the detection.
+      resume = detected;
+      if (restoring) {
+        resume += costs.checkpoint_restore.value();
+        restore += costs.checkpoint_restore.value();
+      } else {
+        lost += partial;
+        e.lost_work = Seconds(partial);
+      }
       if (rec.lasting && costs.step_with) step = std::max(step, costs.step_with(fault).value());
     }
-    e.downtime = Seconds(rec.rollback ? resume - at : detected - at);
-    e.resumed = Seconds(rec.rollback ? resume : detected);
+    if (restoring) e.recovery += ", in the restore: read again";
+    e.downtime = Seconds(resume - at);
+    e.resumed = Seconds(resume);
     e.step_after = Seconds(step);
-    t = resume;
     // Faults that land while the job is down for a restart: one that stops a component hits hardware the
     // recovery replaces anyway (recorded, at no extra cost); a slowdown applies once the job runs again. A
     // reroute's stall replaces nothing: the faults landing in it are met when the job runs again (a cable is
     // routed around, or cuts a chip off; a chip fails), each detected from its own heartbeat.
+    // A fault that stops a component during the restore (the recovery's last part) interrupts it: the part not
+    // yet read is not paid, and the fault is met at once, as in a step (nothing more to lose: the job is at the
+    // checkpoint); its recovery reads the checkpoint again.
+    const double restore_from = resume - rec.restore.value();
     while (rec.rollback && faults.peek() < resume) {
+      if (rec.restore.value() > 0 && faults.peek() >= restore_from && fault_stops(faults.peek_kind())) {
+        restore -= resume - faults.peek();
+        resume = faults.peek();
+        e.downtime = Seconds(resume - at);
+        e.resumed = Seconds(resume);
+        in_restore = true;
+        break;
+      }
       FaultEvent d;
       d.fault = faults.pop();
       d.step = done;
@@ -353,6 +382,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       r.events.push_back(std::move(e));
       e = std::move(d);
     }
+    t = resume;
     r.events.push_back(std::move(e));
   }
   keep_since();
