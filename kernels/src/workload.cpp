@@ -1,7 +1,9 @@
 // Vector passes and whole-workload lowering (contracts in lowering.h).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <stdexcept>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -205,8 +207,9 @@ ConfigError host_does_not_fit(const WorkloadSpec& w, const ChipSpec& chip, const
 namespace {
 
 // The host costs of one chip whose checkpoint state (parameters and optimizer state it holds) is `state`
-// bytes; no state: the chip holds no checkpoint (a forward step, no checkpoint interval).
-HostStepCosts host_costs(const WorkloadSpec& workload, const ChipSpec& chip, double state) {
+// bytes, on a host whose `writers` chips write theirs; no state: the chip holds no checkpoint (a forward step,
+// no checkpoint interval).
+HostStepCosts host_costs(const WorkloadSpec& workload, const ChipSpec& chip, double state, int writers) {
   HostStepCosts c;
   const double chips_per_host = std::max(1, chip.host.chips_per_host);
   const auto batch = static_cast<double>(std::max<std::int64_t>(workload.batch, 0));
@@ -218,7 +221,7 @@ HostStepCosts host_costs(const WorkloadSpec& workload, const ChipSpec& chip, dou
     const double every = workload.checkpoint.every_steps;
     c.checkpoint_bytes = static_cast<std::uint64_t>(std::ceil(state / every));
     const double storage = chip.host.storage_bandwidth.value();
-    c.checkpoint_seconds = storage > 0 ? state * chips_per_host / storage / every : 0.0;
+    c.checkpoint_seconds = storage > 0 ? state * writers / storage / every : 0.0;
   }
   return c;
 }
@@ -228,21 +231,64 @@ double checkpoint_state(const MemoryPlan& plan) {
   return static_cast<double>((plan.weights + plan.optimizer_state).count());
 }
 
+// The most chips of one host that write the checkpoint. Each distinct shard is written once: chips that differ
+// only along mesh axes no parameter is sharded over (data, and sequence unless embed names it) hold the same
+// state, and of them the one at coordinate 0 along those axes writes it (JAX's Shard.replica_id 0, the copy
+// Orbax saves). Hosts are pod.host_shape blocks of the torus (a pod without one: runs of chips_per_host
+// chips); they write in parallel, so the fullest bounds the checkpoint. No sharding: every chip holds the whole state and chip 0 alone writes it. The few
+// parameters replicated over a sharded axis (norms over tensor, kv heads fewer than the tensor axis) are
+// counted on every chip holding them, as before.
+int checkpoint_writers(const ShardingPlan* sharding, const PodSpec& pod, int chips_per_host) {
+  if (sharding == nullptr) return 1;
+  const DeviceMesh& mesh = sharding->mesh;
+  std::vector<bool> sharded(mesh.axes().size(), false);
+  for (LogicalAxis a : {LogicalAxis::embed, LogicalAxis::heads, LogicalAxis::kv_heads, LogicalAxis::mlp,
+                        LogicalAxis::vocab, LogicalAxis::expert, LogicalAxis::layers}) {
+    for (int m : sharding->axes(a)) sharded[static_cast<std::size_t>(m)] = true;
+  }
+  std::vector<int> replica;
+  for (std::size_t m = 0; m < sharded.size(); ++m) {
+    if (!sharded[m] && mesh.axes()[m].size > 1) replica.push_back(static_cast<int>(m));
+  }
+  std::array<int, ir::kGroupAxes> block{std::max(1, chips_per_host), 1, 1};  // the host's chips per torus axis
+  if (!pod.host_shape.empty()) block[0] = 1;
+  for (std::size_t a = 0; a < pod.host_shape.size() && a < block.size(); ++a) block[a] = std::max(1, pod.host_shape[a]);
+  const std::array<int, ir::kGroupAxes>& shape = mesh.shape();
+  const int hx = std::max(1, (shape[0] + block[0] - 1) / block[0]), hy = std::max(1, shape[1] / block[1]);
+  const int hz = std::max(1, shape[2] / block[2]);
+  std::vector<int> per_host(static_cast<std::size_t>(hx) * hy * hz * std::max(1, mesh.pods()), 0);
+  const auto chips = static_cast<std::uint32_t>(mesh.chips());
+  for (std::uint32_t c = 0; c < chips; ++c) {
+    if (std::any_of(replica.begin(), replica.end(), [&](int m) { return mesh.coordinate(c, m) != 0; })) continue;
+    // Chips are numbered x fastest, then y, z, pod (mesh.h).
+    const auto x = static_cast<int>(c % static_cast<std::uint32_t>(shape[0]));
+    const auto y = static_cast<int>(c / static_cast<std::uint32_t>(shape[0]) % static_cast<std::uint32_t>(shape[1]));
+    const auto z = static_cast<int>(c / static_cast<std::uint32_t>(shape[0] * shape[1]) % static_cast<std::uint32_t>(shape[2]));
+    const auto p = static_cast<int>(c / static_cast<std::uint32_t>(shape[0] * shape[1] * shape[2]));
+    ++per_host[static_cast<std::size_t>(x / block[0] + hx * (y / block[1] + hy * (z / block[2] + hz * p)))];
+  }
+  return std::max(1, *std::max_element(per_host.begin(), per_host.end()));
+}
+
 }  // namespace
 
 HostStepCosts host_step_costs(const WorkloadSpec& workload, const ChipSpec& chip) {
   if (workload.model.kind != ModelKind::mlp && !whole_model(workload)) return {};
-  return host_costs(workload, chip, static_cast<double>(state_bytes(workload)));
+  // One chip holding the whole model: the host's other chips hold the same state, and this one writes it.
+  return host_costs(workload, chip, static_cast<double>(state_bytes(workload)), 1);
 }
 
 HostStepCosts host_step_costs(const WorkloadSpec& workload, const ChipSpec& chip, const PodSpec& pod) {
-  if (!whole_model(workload)) return host_step_costs(workload, chip);
+  if (!whole_model(workload)) {
+    if (workload.model.kind != ModelKind::mlp) return {};
+    return host_costs(workload, chip, static_cast<double>(state_bytes(workload)), checkpoint_writers(nullptr, pod, chip.host.chips_per_host));
+  }
   const ShardingPlan sharding = make_sharding(workload, pod);
   double state = 0;
   for (int s = 0; s < std::max(1, sharding.shards(LogicalAxis::layers)); ++s) {
     state = std::max(state, checkpoint_state(build_step(workload, chip, &sharding, nullptr, s).plan));
   }
-  return host_costs(workload, chip, state);
+  return host_costs(workload, chip, state, checkpoint_writers(&sharding, pod, chip.host.chips_per_host));
 }
 
 namespace {
@@ -375,8 +421,9 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
   ir::Program prog(model.name.empty() ? "main" : model.name);
   const DType dt = workload.dtype;
   // A sharded model's chips checkpoint their own shard (the fullest stage's bytes differ from the others').
-  const HostStepCosts host =
-      built ? host_costs(workload, chip, checkpoint_state(built->plan)) : host_step_costs(workload, chip);
+  const int writers = built ? checkpoint_writers(&*sharding, pod, chip.host.chips_per_host) : 1;
+  const HostStepCosts host = built ? host_costs(workload, chip, checkpoint_state(built->plan), writers)
+                                  : host_step_costs(workload, chip, pod);
 
   // The step starts once the host has launched it; its work depends on the launch (and, without prefetch,
   // on the infeed).
@@ -478,7 +525,7 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
     }
     std::vector<std::uint32_t> stage_sinks =
         fused::emit(later_stages[i].graph, chip, stage_prog, stage_start, !workload.overlap);
-    const HostStepCosts stage_host = host_costs(workload, chip, checkpoint_state(later_stages[i].plan));
+    const HostStepCosts stage_host = host_costs(workload, chip, checkpoint_state(later_stages[i].plan), writers);
     if (stage_host.checkpoint_bytes > 0) {
       stage_sinks = {stage_prog.add(host_op(ir::HostOp::checkpoint, stage_host.checkpoint_bytes,
                                             stage_host.checkpoint_seconds),

@@ -99,7 +99,8 @@ std::vector<Assumption> model_assumptions() {
       {"checkpoint storage bandwidth", "1 GB/s per host (default of chip.host.storage_bandwidth)",
        "core/src/chip_blocks.cpp",
        "one VM's share of a distributed file system, for writes and for the restore's reads alike; the job's "
-       "checkpoint cost is a host's chips' state over it"},
+       "checkpoint cost is the state of a host's writing chips over it (each distinct shard written once, by "
+       "the data replica at coordinate 0, JAX's replica_id 0)"},
       // The vector unit's throughput per generation (configs/chips/*.yaml, docs/hardware.md).
       {"VPU ALUs per lane-sublane", "v4 2, v5e 4, v6e 4 (chip.vpu.alus)", "configs/chips/v4.yaml, v5e.yaml, v6e.yaml",
        "published for v2 and v3 (2, Norrie et al.) and v5p (4, the scaling book) only. v4 and v6e count the "

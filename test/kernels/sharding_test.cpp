@@ -870,12 +870,47 @@ HostStepCosts checkpoint_of(const std::string& axis) {
   return host_step_costs(w, chip, pod({4}));
 }
 
-TEST(ShardedCheckpoint, ADataParallelChipWritesTheWholeState) {
+TEST(ShardedCheckpoint, DataParallelChipsHoldTheWholeStateAndOneOfThemWritesIt) {
   const HostStepCosts c = checkpoint_of("data");
   EXPECT_EQ(kSmallParams, 2'098'432U);
   EXPECT_EQ(c.checkpoint_bytes, kSmallParams * 12);
-  // The host writes its 4 chips' states at 1 GB/s.
-  EXPECT_DOUBLE_EQ(c.checkpoint_seconds, 4.0 * kSmallParams * 12 / 1e9);
+  // The 4 replicas are identical: chip 0 alone writes the state, at 1 GB/s (before: the host wrote all 4).
+  EXPECT_DOUBLE_EQ(c.checkpoint_seconds, 1.0 * kSmallParams * 12 / 1e9);
+}
+
+// Checkpoint writers on 64 chips (4x4x4, hosts of 2x2x1). The state S = kSmallParams x 12 B. Each distinct
+// shard is written once, by the chips at data coordinate 0 (mesh.h places fsdp and tensor before data).
+//   fsdp 64:           every chip holds S/64 and writes it: 4 writers a host, 4 x S/64 / 1 GB/s
+//   data 4 x fsdp 16:  fsdp on x and y, data on z; the 16 chips of z = 0 write (4 hosts of 4): 4 x S/16
+//   data 16 x tensor 4: tensor on x, data on y and z; the 4 chips of y = z = 0 write, 2 on each of 2 hosts:
+//                      2 x (its shard of the matmuls and table + the 5 norms)
+//   data 4 x fsdp 2 on 8 chips in a row, 4 a host: fsdp on chips 0 and 1, both on host 0: 2 x S/2 = S
+TEST(ShardedCheckpoint, EachDistinctShardIsWrittenOnceByTheHostsOfDataReplicaZero) {
+  ChipSpec chip = roomy();
+  chip.host.chips_per_host = 4;
+  chip.host.storage_bandwidth = BytesPerSecond(1e9);
+  PodSpec cube = pod({4, 4, 4});
+  cube.host_shape = {2, 2, 1};
+  auto costs = [&](const MeshSpec& m, const PodSpec& p) {
+    WorkloadSpec w = small(64, m);
+    w.checkpoint.every_steps = 1;
+    return host_step_costs(w, chip, p);
+  };
+  const double state = kSmallParams * 12.0;
+  const HostStepCosts fsdp = costs(mesh({{"fsdp", 64}}), cube);
+  EXPECT_EQ(fsdp.checkpoint_bytes, kSmallParams / 64 * 12);
+  EXPECT_DOUBLE_EQ(fsdp.checkpoint_seconds, 4 * (state / 64) / 1e9);
+  const HostStepCosts dxf = costs(mesh({{"data", 4}, {"fsdp", 16}}), cube);
+  EXPECT_EQ(dxf.checkpoint_bytes, kSmallParams / 16 * 12);
+  EXPECT_DOUBLE_EQ(dxf.checkpoint_seconds, 4 * (state / 16) / 1e9);
+  const std::uint64_t norms = 5 * 256;
+  const std::uint64_t tensor_chip = ((kSmallParams - norms) / 4 + norms) * 12;
+  const HostStepCosts dxt = costs(mesh({{"data", 16}, {"tensor", 4}}), cube);
+  EXPECT_EQ(dxt.checkpoint_bytes, tensor_chip);
+  EXPECT_DOUBLE_EQ(dxt.checkpoint_seconds, 2.0 * static_cast<double>(tensor_chip) / 1e9);
+  const HostStepCosts row = costs(mesh({{"data", 4}, {"fsdp", 2}}), pod({8}));
+  EXPECT_EQ(row.checkpoint_bytes, kSmallParams / 2 * 12);
+  EXPECT_DOUBLE_EQ(row.checkpoint_seconds, 2 * (state / 2) / 1e9);
 }
 
 TEST(ShardedCheckpoint, AnFsdpChipWritesAQuarterOfEveryParameter) {

@@ -556,10 +556,10 @@ TEST(HostSimulation, CheckpointAndSyncsAddStorageWritePcieAndRoundTrips) {
   w.host_syncs = 2;
   const kernels::HostStepCosts host = kernels::host_step_costs(w, chip);
   const SimResult r = simulate(scenario_for(chip), kernels::lower_workload(w, chip), {});
-  // 2 x 2048^2 bf16 weights = 16 MiB of state; 1/100 per step: 167773 B over PCIe, and 4 chips' share of the
-  // storage write, 4 x 16 MiB / 1 GB/s / 100 = 671 us.
+  // 2 x 2048^2 bf16 weights = 16 MiB of state; 1/100 per step: 167773 B over PCIe, and the storage write of
+  // one copy (the host's 4 chips are identical replicas; one writes), 16 MiB / 1 GB/s / 100 = 168 us.
   EXPECT_EQ(host.checkpoint_bytes, 167773u);
-  EXPECT_NEAR(host.checkpoint_seconds, 4.0 * 16 * 1048576 / 1e9 / 100, 1e-15);
+  EXPECT_NEAR(host.checkpoint_seconds, 16.0 * 1048576 / 1e9 / 100, 1e-15);
   const double checkpoint = host.checkpoint_seconds + kPcieLatency.value() + 167773.0 / 16e9;
   EXPECT_NEAR(r.step_time.value(), t0 + checkpoint + 2 * 20e-6, 4 * kPicosecond);
   EXPECT_NEAR(r.breakdown.host_stall.value(), checkpoint + 2 * 20e-6, 4 * kPicosecond);

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "job/failed_cables.h"
 #include "net/ocs.h"
 #include "support/scenario_yaml.h"
 #include "tpusim/models/job.h"
@@ -92,12 +93,13 @@ TEST(JobTimeline, RerouteKeepsTheWorkStallsUntilDetectionAndRunsAtTheReroutedSte
   ASSERT_EQ(r.events.size(), 1u);
   EXPECT_EQ(r.events[0].recovery, "reroute");
   EXPECT_EQ(r.events[0].fault.link, *topo.out_link(ChipId(0), 1, -1));
-  EXPECT_DOUBLE_EQ(r.events[0].lost_work.value(), 0.0);
   EXPECT_DOUBLE_EQ(r.events[0].step_after.value(), 1.25);
-  // The step in flight (from 252 s) stalls 27.5 s and runs again from its start at 1.25 s, as do the 767
-  // steps after it.
+  // The step in flight (from 252 s) stalls 27.5 s from the fault and runs again from its start at 1.25 s, as
+  // do the 767 steps after it: its first 0.5 s are lost (before, they were left out of the wall time).
+  EXPECT_DOUBLE_EQ(r.events[0].lost_work.value(), 0.5);
+  EXPECT_DOUBLE_EQ(r.events[0].resumed.value(), 280.0);
   EXPECT_DOUBLE_EQ(r.losses.slowdown.value(), 768 * 0.25);
-  EXPECT_DOUBLE_EQ(r.wall.value(), 1090.0 + 27.5 + 768 * 0.25);
+  EXPECT_DOUBLE_EQ(r.wall.value(), 1090.0 + 0.5 + 27.5 + 768 * 0.25);
   EXPECT_DOUBLE_EQ(sum_of_parts(r), r.wall.value());
 }
 
@@ -137,6 +139,222 @@ TEST(JobTimeline, RerouteWithTheHitStepSimulatedChargesItsExcessAndKeepsIt) {
     EXPECT_DOUBLE_EQ(sum_of_parts(r), r.wall.value());
     EXPECT_EQ(r.steps_done, 1000);
   }
+}
+
+// Chip [1,1,1] of the 4x4x4 cube loses its six cables one by one under reroute (faults at 0.5 s past a heartbeat:
+// each is detected 29.5 s after it, 0.5 s into a step). The first five are routed around: each stalls the step
+// in flight until its detection and runs it again, its first 0.5 s lost (steps 10, 20, 30, 60 and 70). The
+// sixth, at 300.5 s, cuts the chip off: no route reaches it, so it is the chip failing, and reroute's
+// recovery of a chip applies: restart after repair from the checkpoint written at 260 s (after step 100), the
+// 40 steps since it and 0.5 s of step 140 lost.
+TEST(JobTimeline, ACableThatCutsAChipOffUnderRerouteFailsTheChipAndRestartsFromTheCheckpoint) {
+  std::string yaml = std::string(kCubeJob) + "faults:\n";
+  const char* dirs[] = {"x+", "x-", "y+", "y-", "z+", "z-"};
+  const double at[] = {10.5, 50.5, 90.5, 150.5, 190.5, 300.5};
+  for (int i = 0; i < 6; ++i) {
+    yaml += fmt::format("  - {{at: {} s, kind: link_down, target: {{chip: [1, 1, 1], dir: {}}}}}\n", at[i], dirs[i]);
+  }
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(yaml, {"job.recovery=reroute"});
+  const Topology topo = build_topology(s.pod, s.chip);
+  const JobResult r = run_job(s, topo, round_costs());
+  ASSERT_EQ(r.events.size(), 6u);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(r.events[static_cast<std::size_t>(i)].recovery, "reroute") << i;
+    EXPECT_DOUBLE_EQ(r.events[static_cast<std::size_t>(i)].lost_work.value(), 0.5) << i;
+  }
+  const FaultEvent& cut = r.events[5];
+  EXPECT_EQ(cut.recovery, "checkpoint_restart (chip [1,1,1] cut off: every cable down)");
+  EXPECT_EQ(cut.step, 140);
+  EXPECT_DOUBLE_EQ(cut.detected.value(), 330.0);
+  EXPECT_DOUBLE_EQ(cut.lost_work.value(), 40.5);
+  EXPECT_DOUBLE_EQ(cut.resumed.value(), 330.0 + 3600 + 600 + 20);
+  // From 4550 s the 900 steps left and 8 checkpoints.
+  EXPECT_DOUBLE_EQ(r.wall.value(), 4550.0 + 900 + 80);
+  EXPECT_DOUBLE_EQ(r.losses.lost_work.value(), 43.0);
+  EXPECT_DOUBLE_EQ(r.losses.detection.value(), 6 * 29.5);
+  EXPECT_DOUBLE_EQ(r.losses.repair.value(), 3600.0);
+  EXPECT_DOUBLE_EQ(sum_of_parts(r), r.wall.value());
+  EXPECT_EQ(r.steps_done, 1000);
+  EXPECT_FALSE(r.failed);
+}
+
+// A link that fails while the step stalls for another's detection is still routed around (or fails its chip):
+// it is met when the job runs again, detected from its own heartbeat (before, it was recorded as "during
+// recovery" and forgotten). The first at 10.5 s stalls step 10 until 40 s (the step runs again from its start);
+// the second, at 20.5 s, is detected at 50 s: the job stalls again from 40 s to 50 s.
+TEST(JobTimeline, ALinkFailingDuringARerouteStallIsRoutedAroundWhenTheJobRunsAgain) {
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(
+      std::string(kCubeJob) +
+          "faults:\n  - {at: 10.5 s, kind: link_down, target: {chip: [1, 1, 1], dir: x+}}\n"
+          "  - {at: 20.5 s, kind: link_down, target: {chip: [2, 2, 2], dir: y+}}\n",
+      {"job.recovery=reroute"});
+  const Topology topo = build_topology(s.pod, s.chip);
+  JobCosts costs = round_costs();
+  costs.step_with = [](const ConcreteFault& f) { return Seconds(f.spec.index == 0 ? 1.25 : 1.5); };
+  const JobResult r = run_job(s, topo, costs);
+  ASSERT_EQ(r.events.size(), 2u);
+  EXPECT_EQ(r.events[1].recovery, "reroute");
+  EXPECT_DOUBLE_EQ(r.events[1].detected.value(), 50.0);
+  EXPECT_DOUBLE_EQ(r.events[1].step_after.value(), 1.5);
+  EXPECT_DOUBLE_EQ(r.events[1].resumed.value(), 50.0);
+  EXPECT_DOUBLE_EQ(r.losses.detection.value(), 29.5 + 10);
+  // Every step from step 10 on runs at the slower rerouted step, 1.5 s.
+  EXPECT_DOUBLE_EQ(r.losses.slowdown.value(), 990 * 0.5);
+  EXPECT_DOUBLE_EQ(r.wall.value(), 1090.0 + 0.5 + 29.5 + 10 + 990 * 0.5);
+  EXPECT_DOUBLE_EQ(sum_of_parts(r), r.wall.value());
+}
+
+// Random link failures under reroute on the 2x2x1 slice, until some chip is cut off: the cable that cuts it is
+// met as the chip failing (a restart from the checkpoint), never a "reroute" with the chip unreachable; the
+// restart's repair brings the chip's cables back. Checked against the cables each event has taken down.
+TEST(JobTimeline, RandomLinkFailuresThatCutAChipOffRestartTheJobNeverReroute) {
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(
+      "name: job-test\npod: v4-2x2x1\nworkload: {model: mlp-quickstart, batch: 64, checkpoint: {every_steps: 100}}\n"
+      "job: {steps: 20000, heartbeat: 5 s, timeout: 30 s, restart: 600 s, repair: 3600 s, recovery: reroute}\n"
+      "fault_rates: {link_down: 2000 s}\n");
+  const Topology topo = build_topology(s.pod, s.chip);
+  const JobResult r = run_job(s, topo, round_costs());
+  job::FailedCables oracle(topo);
+  int cuts = 0;
+  for (const FaultEvent& e : r.events) {
+    ASSERT_TRUE(e.fault.drawn);
+    if (e.recovery == "during recovery") continue;  // the restart's repair replaces it
+    const std::optional<std::vector<ChipId>> cut = oracle.fail(e.fault.link);
+    // What the step (or checkpoint write) in flight had done; none for a fault met after a stall or a restore.
+    const double partial = std::max(0.0, (e.fault.spec.at - e.step_started).value());
+    if (!cut) {
+      EXPECT_EQ(e.recovery.rfind("reroute", 0), 0u) << e.fault.spec.at.value() << " " << e.recovery;
+      EXPECT_DOUBLE_EQ(e.lost_work.value(), partial);
+      continue;
+    }
+    ++cuts;
+    EXPECT_EQ(e.recovery.rfind("checkpoint_restart (", 0), 0u) << e.recovery;
+    EXPECT_NE(e.recovery.find("cut off"), std::string::npos) << e.recovery;
+    // The steps since the checkpoint and the part of the step (or checkpoint write: more than a step's 1 s
+    // into it) in flight are lost, and the repair is paid.
+    const double since = partial >= 1.0 ? 100.0 : static_cast<double>(e.step % 100);
+    EXPECT_DOUBLE_EQ(e.lost_work.value(), since + partial);
+    EXPECT_DOUBLE_EQ(e.resumed.value(), e.detected.value() + 3600 + 600 + 20);
+    oracle.repair_around(*cut);
+  }
+  EXPECT_GT(cuts, 0);
+  EXPECT_EQ(r.steps_done, 20000);
+  EXPECT_NEAR(sum_of_parts(r), r.wall.value(), 1e-9 * r.wall.value());
+}
+
+// The cables of one chip: the last to fail cuts it off (and only it); the repair around it brings all back.
+// Every cable along x cuts the 2x2x1 slice into its two x = 0 and x = 1 columns: the side without the last
+// cable's source is cut off.
+TEST(FailedCables, TheLastCableOfAChipCutsItOffAndAllCablesAlongAnAxisSplitThePod) {
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(
+      "name: cables\npod: v4-2x2x1\nworkload: {model: mlp-quickstart, batch: 64}\n");
+  const Topology topo = build_topology(s.pod, s.chip);
+  job::FailedCables cables(topo);
+  const std::vector<LinkId> out = topo.out_links(ChipId(0));
+  ASSERT_GE(out.size(), 2u);
+  for (std::size_t i = 0; i + 1 < out.size(); ++i) EXPECT_EQ(cables.fail(out[i]), std::nullopt) << i;
+  EXPECT_EQ(cables.fail(out.front()), std::nullopt);  // already down
+  const auto alone = cables.fail(out.back());
+  ASSERT_TRUE(alone.has_value());
+  EXPECT_EQ(*alone, std::vector<ChipId>{ChipId(0)});
+  cables.repair_around(*alone);
+  EXPECT_EQ(cables.size(), 0u);
+
+  std::vector<LinkId> along_x;
+  for (std::uint32_t i = 0; i < topo.link_count(); ++i) {
+    if (topo.link(LinkId(i)).axis == 0) along_x.emplace_back(i);
+  }
+  std::optional<std::vector<ChipId>> split;
+  LinkId last{};
+  for (LinkId l : along_x) {
+    split = cables.fail(l);
+    last = l;
+    if (split) break;
+  }
+  // Only the last of the x cables (each is two of the links) splits the slice.
+  EXPECT_EQ(cables.size(), along_x.size() / 2);
+  ASSERT_TRUE(split.has_value());
+  ASSERT_EQ(split->size(), 2u);
+  const int x = topo.coord(topo.link(last).dst).pos[0];
+  for (ChipId c : *split) EXPECT_EQ(topo.coord(c).pos[0], x);
+}
+
+// A fault landing in a checkpoint write (the first runs from 100 s to 110 s) loses that checkpoint: under
+// checkpoint_restart the job goes back to the start, the 100 steps and the 5.5 s written lost, and the
+// checkpoint is not counted; under reroute the write stalls until the detection and is written again from its
+// start, the 5.5 s written lost.
+TEST(JobTimeline, AFaultInACheckpointWriteLosesThatCheckpoint) {
+  const std::string chip = std::string(kCubeJob) + "faults: [{at: 105.5 s, kind: chip_down, target: [1, 2, 3]}]\n";
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(chip);
+  const Topology topo = build_topology(s.pod, s.chip);
+  const JobResult r = run_job(s, topo, round_costs());
+  ASSERT_EQ(r.events.size(), 1u);
+  EXPECT_EQ(r.events[0].step, 100);
+  EXPECT_DOUBLE_EQ(r.events[0].step_started.value(), 100.0);
+  EXPECT_DOUBLE_EQ(r.events[0].lost_work.value(), 105.5);
+  EXPECT_DOUBLE_EQ(r.events[0].resumed.value(), 135.0 + 3600 + 600 + 20);
+  EXPECT_EQ(r.checkpoints, 9);
+  EXPECT_DOUBLE_EQ(r.wall.value(), 4355.0 + 1090);
+  EXPECT_DOUBLE_EQ(sum_of_parts(r), r.wall.value());
+
+  const Scenario link = ::tpusim::testing::scenario_from_yaml(
+      std::string(kCubeJob) + "faults: [{at: 105.5 s, kind: link_down, target: {chip: [0, 0, 0], dir: y-}}]\n",
+      {"job.recovery=reroute"});
+  const JobResult l = run_job(link, topo, round_costs());
+  ASSERT_EQ(l.events.size(), 1u);
+  EXPECT_EQ(l.events[0].recovery, "reroute");
+  EXPECT_DOUBLE_EQ(l.events[0].lost_work.value(), 5.5);
+  EXPECT_DOUBLE_EQ(l.events[0].resumed.value(), 135.0);
+  // Written again from 135 s to 145 s, then the 900 steps and 8 checkpoints left.
+  EXPECT_EQ(l.checkpoints, 9);
+  EXPECT_DOUBLE_EQ(l.wall.value(), 145.0 + 900 + 80);
+  EXPECT_DOUBLE_EQ(l.losses.checkpoint.value(), 90.0);
+  EXPECT_DOUBLE_EQ(sum_of_parts(l), l.wall.value());
+}
+
+// A fault in a restore restarts it. The chip fault at 252.5 s is detected at 280 s; repair and restart end at
+// 4480 s and the restore would end at 4500 s. A second chip fails at 4490.5 s, 10.5 s into the restore: the
+// restore stops there (the 9.5 s left are not paid), the fault is detected at 4520 s, and its own repair,
+// restart and restore end at 8740 s; nothing more is lost (the job is at the checkpoint of step 200). Before,
+// the second fault was "during recovery" at no cost. Under reroute a link failing in the restore is routed
+// around and the checkpoint read again from its detection: 4520 + 20 s.
+TEST(JobTimeline, AFaultInARestoreRestartsTheRestore) {
+  const std::string yaml = std::string(kCubeJob) +
+                           "faults:\n  - {at: 252.5 s, kind: chip_down, target: [1, 2, 3]}\n"
+                           "  - {at: 4490.5 s, kind: chip_down, target: [3, 2, 1]}\n";
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(yaml);
+  const Topology topo = build_topology(s.pod, s.chip);
+  const JobResult r = run_job(s, topo, round_costs());
+  ASSERT_EQ(r.events.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.events[0].resumed.value(), 4490.5);
+  EXPECT_EQ(r.events[1].recovery, "checkpoint_restart, in the restore: read again");
+  EXPECT_EQ(r.events[1].step, 200);
+  EXPECT_DOUBLE_EQ(r.events[1].detected.value(), 4520.0);
+  EXPECT_DOUBLE_EQ(r.events[1].lost_work.value(), 0.0);
+  EXPECT_DOUBLE_EQ(r.events[1].resumed.value(), 4520.0 + 3600 + 600 + 20);
+  EXPECT_DOUBLE_EQ(r.losses.restore.value(), 10.5 + 20);
+  EXPECT_DOUBLE_EQ(r.losses.repair.value(), 2 * 3600.0);
+  EXPECT_DOUBLE_EQ(r.losses.detection.value(), 27.5 + 29.5);
+  // The 800 steps and 7 checkpoints left.
+  EXPECT_DOUBLE_EQ(r.wall.value(), 8740.0 + 800 + 70);
+  EXPECT_DOUBLE_EQ(sum_of_parts(r), r.wall.value());
+  EXPECT_EQ(r.steps_done, 1000);
+
+  const Scenario link = ::tpusim::testing::scenario_from_yaml(
+      std::string(kCubeJob) +
+          "faults:\n  - {at: 252.5 s, kind: chip_down, target: [1, 2, 3]}\n"
+          "  - {at: 4490.5 s, kind: link_down, target: {chip: [0, 0, 0], dir: y-}}\n",
+      {"job.recovery=reroute"});
+  JobCosts costs = round_costs();
+  costs.step_with = [](const ConcreteFault&) { return Seconds(1.25); };
+  const JobResult l = run_job(link, topo, costs);
+  ASSERT_EQ(l.events.size(), 2u);
+  EXPECT_EQ(l.events[1].recovery, "reroute, in the restore: read again");
+  EXPECT_DOUBLE_EQ(l.events[1].resumed.value(), 4540.0);
+  EXPECT_DOUBLE_EQ(l.losses.restore.value(), 10.5 + 20);
+  EXPECT_DOUBLE_EQ(l.losses.slowdown.value(), 800 * 0.25);
+  EXPECT_DOUBLE_EQ(l.wall.value(), 4540.0 + 800 * 1.25 + 70);
+  EXPECT_DOUBLE_EQ(sum_of_parts(l), l.wall.value());
 }
 
 TEST(JobTimeline, ASpareCubeOnTheFullV4PodCostsDetectionReconfigurationRestartRestoreAndLostWork) {

@@ -64,7 +64,7 @@ TEST_F(OutputFolderTest, UnlistedChangedAndLinkedFilesAreTheUsers) {
   EXPECT_THROW((void)check_output_folder(out, "run"), OutputRefused);
 }
 
-TEST_F(OutputFolderTest, InPlaceWritesAppendToTheManifestAndTheLastSizeOfAnyLineCounts) {
+TEST_F(OutputFolderTest, InPlaceWritesAppendToTheManifestAndOnlyTheLastSizeListedCounts) {
   const fs::path out = claim_output_folder(dir_ / "sw", "sweep");
   write_file_atomically(out / "table.csv", [](std::ostream& o) { o << "1,2\n"; });
   write_file_atomically(out / "table.csv", [](std::ostream& o) { o << "1,2,3\n"; });
@@ -72,6 +72,10 @@ TEST_F(OutputFolderTest, InPlaceWritesAppendToTheManifestAndTheLastSizeOfAnyLine
   put(out / "points" / "00000.log", "a long log");
   EXPECT_EQ(slurp(out / kOutputManifest), "4\ttable.csv\n6\ttable.csv\n*\tpoints/00000.log\n");
   EXPECT_TRUE(foreign_files(out).empty());
+  // Edited back to the size it was first written at (4 bytes): the user's, since tpusim last wrote 6.
+  put(out / "table.csv", "9,9\n");
+  EXPECT_EQ(foreign_files(out), std::vector<std::string>{"table.csv"});
+  put(out / "table.csv", "1,2,3\n");
   // A point's folder, with its own marker, is judged by its own manifest.
   put(out / "points" / "00000" / kOutputMarker, "kind: run\n");
   put(out / "points" / "00000" / "summary.json", "{}");

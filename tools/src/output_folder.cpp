@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <fstream>
 #include <map>
-#include <set>
 #include <sstream>
 #include <system_error>
 
@@ -108,16 +107,17 @@ std::string describe_kind(const std::string& kind) {
   return kind;
 }
 
-// The sizes each file of a manifest was listed at ("*": any); a line without its newline (cut short by a
-// crash) lists nothing.
-std::map<std::string, std::set<std::string>> read_manifest(const fs::path& dir) {
-  std::map<std::string, std::set<std::string>> sizes;
+// The size each file of a manifest was last listed at ("*": any): a file tpusim wrote again is its own only at
+// its latest size, so an edit back to an earlier size is the user's. A line without its newline (cut short by
+// a crash) lists nothing.
+std::map<std::string, std::string> read_manifest(const fs::path& dir) {
+  std::map<std::string, std::string> sizes;
   const std::string text = read_text(dir / kOutputManifest);
   std::size_t at = 0;
   for (std::size_t eol = text.find('\n'); eol != std::string::npos; at = eol + 1, eol = text.find('\n', at)) {
     const std::string line = text.substr(at, eol - at);
     const auto tab = line.find('\t');
-    if (tab != std::string::npos) sizes[line.substr(tab + 1)].insert(line.substr(0, tab));
+    if (tab != std::string::npos) sizes[line.substr(tab + 1)] = line.substr(0, tab);
   }
   return sizes;
 }
@@ -137,7 +137,7 @@ bool is_staging_name(const std::string& name) {
 // Adds to `found` the files under `dir` (named `prefix`+relative path) that `listed` (the manifest of the
 // marked folder `dir` is in, relative to it with `rel`) does not list at their size.
 void collect_foreign(const fs::path& dir, const std::string& prefix, const std::string& rel,
-                     const std::map<std::string, std::set<std::string>>& listed, std::vector<std::string>& found) {
+                     const std::map<std::string, std::string>& listed, std::vector<std::string>& found) {
   std::error_code ec;
   std::vector<fs::path> entries;
   for (const auto& e : fs::directory_iterator(dir, ec)) entries.push_back(e.path());
@@ -161,7 +161,7 @@ void collect_foreign(const fs::path& dir, const std::string& prefix, const std::
     if (fs::is_regular_file(st) && it != listed.end()) {
       // Empty but listed: tpusim's file, cut short by a crash (the listing reached the disk, the data did not).
       const std::string size = std::to_string(fs::file_size(p, ec));
-      ours = it->second.count("*") > 0 || it->second.count(size) > 0 || size == "0";
+      ours = it->second == "*" || it->second == size || size == "0";
     }
     if (!ours) found.push_back(shown);
   }

@@ -28,8 +28,8 @@ namespace tpusim::tools {
 
 inline constexpr const char* kOutputMarker = ".tpusim-output";
 // Every file tpusim wrote into a marked folder, one "SIZE<TAB>RELATIVE/PATH" line each, appended as each file
-// is complete ("*" as the size: a log still being written). A file is tpusim's when a line lists it at its
-// present size, or it is listed and empty (cut short by a crash). A run's folder gets its whole manifest last, before the folder is renamed into place.
+// is complete ("*" as the size: a log still being written). A file is tpusim's when the last line listing it
+// gives its present size (or "*"), or it is listed and empty (cut short by a crash). A run's folder gets its whole manifest last, before the folder is renamed into place.
 inline constexpr const char* kOutputManifest = ".tpusim-manifest";
 // The comment tpusim puts into the drawings it writes, so it can recognise them as its own later.
 inline constexpr const char* kWrittenByTpusim = "written by tpusim";

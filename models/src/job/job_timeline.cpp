@@ -5,9 +5,12 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "failed_cables.h"
 #include "random_faults.h"
 #include "recovery_policy.h"
 #include "tpusim/models/job.h"
@@ -116,6 +119,20 @@ namespace {
 
 constexpr double kNever = std::numeric_limits<double>::infinity();
 
+bool link_stops(FaultKind k) { return k == FaultKind::link_down || k == FaultKind::ocs_port_down; }
+
+std::string coord_str(const Topology& topo, ChipId chip) {
+  const ChipCoord c = topo.coord(chip);
+  return fmt::format("[{}]", fmt::join(c.pos.begin(), c.pos.begin() + topo.axes(), ","));
+}
+
+// "chip [1,0,0] cut off: every cable down", "4 chips cut off from the pod: [0,0,0] to [1,1,0]".
+std::string cut_description(const Topology& topo, const std::vector<ChipId>& cut) {
+  if (cut.size() == 1) return fmt::format("chip {} cut off: every cable down", coord_str(topo, cut.front()));
+  return fmt::format("{} chips cut off from the pod: {} to {}", cut.size(), coord_str(topo, cut.front()),
+                     coord_str(topo, cut.back()));
+}
+
 // The merged stream of timed faults (in `at` order) and random ones.
 class FaultStream {
  public:
@@ -127,6 +144,11 @@ class FaultStream {
     const double a = pos_ < timed_.size() ? timed_[pos_].spec.at.value() : kNever;
     const double b = next_random_ ? next_random_->spec.at.value() : kNever;
     return std::min(a, b);
+  }
+  [[nodiscard]] FaultKind peek_kind() const {  // of the fault peek() times; only when one is left
+    const double a = pos_ < timed_.size() ? timed_[pos_].spec.at.value() : kNever;
+    const double b = next_random_ ? next_random_->spec.at.value() : kNever;
+    return a <= b ? timed_[pos_].spec.kind : next_random_->spec.kind;
   }
   ConcreteFault pop() {
     const double a = pos_ < timed_.size() ? timed_[pos_].spec.at.value() : kNever;
@@ -158,6 +180,8 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
   auto policy = job::make_recovery_policy(s, topo);
   const job::RecoveryContext ctx{s, topo, costs};
   FaultStream faults(s, topo);
+  job::FailedCables cables(topo);  // routed around so far (reroute)
+  bool in_restore = false;         // the next fault landed in a restore, which it interrupted
 
   double t = 0;             // wall time at the current step boundary
   double step = healthy;    // the step time now (lasting faults slow it)
@@ -201,6 +225,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
           r.events.size(), done, r.steps));
     }
     ConcreteFault fault = faults.pop();
+    const bool restoring = std::exchange(in_restore, false);
     const double at = std::max(f, t);
     const auto before = std::min<std::int64_t>(n, static_cast<std::int64_t>(std::floor((at - t) / step)));
     t += static_cast<double>(before) * step;
@@ -227,15 +252,33 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     }
     // Detection: the component's last heartbeat was at the last multiple of `heartbeat` before it failed; it
     // is declared failed `timeout` later.
-    const double detected = std::max(at, std::floor(at / heartbeat) * heartbeat + timeout);
-    const job::Recovery rec = policy->recover(ctx, fault);
+    // A fault left over from a reroute's stall (f < t) is detected from its own time, once the job runs.
+    const double detected = std::max(at, std::floor(f / heartbeat) * heartbeat + timeout);
+    job::Recovery rec = policy->recover(ctx, fault);
+    // A cable routed around that cuts chips off (its pod no longer connected) fails them: no route reaches
+    // them, so the recovery of a failed chip applies, for the first of them (the policy that routes links
+    // around keeps no state, so asking it again is safe); that recovery repairs their cables.
+    std::vector<ChipId> cut_off;
+    if (rec.lasting && !rec.rollback && link_stops(fault.spec.kind)) {
+      if (std::optional<std::vector<ChipId>> cut = cables.fail(fault.link)) {
+        cut_off = std::move(*cut);
+        ConcreteFault chip = fault;
+        chip.spec.kind = FaultKind::chip_down;
+        chip.chip = cut_off.front();
+        chip.host = topo.host_of(chip.chip);
+        chip.cube = job::cube_of(topo, chip.chip);
+        rec = policy->recover(ctx, chip);
+        rec.how = fmt::format("{} ({})", rec.how.substr(0, rec.how.find(" (")), cut_description(topo, cut_off));
+      }
+    }
     e.detected = Seconds(detected);
     e.recovery = rec.how;
     // Rerouted in place with the step in flight simulated with the fault at its tick: the step ends when that
     // simulation says (its in-flight transfers retransmitted, or lost until detection: job.in_flight); its
     // excess over the step time is charged to detection (lose) or slowdown (retransmit). No work is lost.
     std::optional<Seconds> hit;
-    if (!rec.rollback && !rec.ends_job && rec.lasting && costs.step_hit && partial < step && before < n) {
+    if (!restoring && !rec.rollback && !rec.ends_job && rec.lasting && costs.step_hit && partial < step &&
+        before < n) {
       hit = costs.step_hit(fault, Seconds(partial), Seconds(detected - t));
     }
     if (hit) {
@@ -256,7 +299,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     }
     detection += detected - at;
     if ((rec.rollback || rec.ends_job) && costs.step_stopped && fault.spec.kind == FaultKind::chip_down &&
-        !fault.drawn && partial < step && before < n) {
+        !fault.drawn && !restoring && partial < step && before < n) {
       costs.step_stopped(fault, Seconds(partial), Seconds(detected - t));
     }
     // The steps since the last checkpoint and the step in flight are lost: the job goes back to the checkpoint.
@@ -285,20 +328,43 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     restore += rec.restore.value();
     if (rec.rollback) {
       roll_back();
+      cables.repair_around(cut_off);
     } else {
-      // In place: the step in flight stalls from the fault to its detection (its transfers on the failed link
-      // wait for the timeout and are sent again on the new routes), then runs at the step time simulated with
-      // the fault, from its start (at most one step pessimistic).
-      resume = t + (detected - at);
+      // In place: the step (or checkpoint write) in flight stalls from the fault to its detection (its transfers
+      // on the failed link wait for the timeout and are sent again on the new routes), then runs again from its
+      // start at the step time simulated with the fault (at most one step pessimistic): what it did before the
+      // fault is lost. A restore the fault interrupted reads the checkpoint again from the detection.
+      resume = detected;
+      if (restoring) {
+        resume += costs.checkpoint_restore.value();
+        restore += costs.checkpoint_restore.value();
+      } else {
+        lost += partial;
+        e.lost_work = Seconds(partial);
+      }
       if (rec.lasting && costs.step_with) step = std::max(step, costs.step_with(fault).value());
     }
-    e.downtime = Seconds(rec.rollback ? resume - at : detected - at);
-    e.resumed = Seconds(rec.rollback ? resume : detected);
+    if (restoring) e.recovery += ", in the restore: read again";
+    e.downtime = Seconds(resume - at);
+    e.resumed = Seconds(resume);
     e.step_after = Seconds(step);
-    t = resume;
-    // Faults that land while the job is down: one that stops a component hits hardware the recovery replaces
-    // or re-plans anyway (recorded, at no extra cost); a slowdown applies once the job runs again.
-    while (faults.peek() < resume) {
+    // Faults that land while the job is down for a restart: one that stops a component hits hardware the
+    // recovery replaces anyway (recorded, at no extra cost); a slowdown applies once the job runs again. A
+    // reroute's stall replaces nothing: the faults landing in it are met when the job runs again (a cable is
+    // routed around, or cuts a chip off; a chip fails), each detected from its own heartbeat.
+    // A fault that stops a component during the restore (the recovery's last part) interrupts it: the part not
+    // yet read is not paid, and the fault is met at once, as in a step (nothing more to lose: the job is at the
+    // checkpoint); its recovery reads the checkpoint again.
+    const double restore_from = resume - rec.restore.value();
+    while (rec.rollback && faults.peek() < resume) {
+      if (rec.restore.value() > 0 && faults.peek() >= restore_from && fault_stops(faults.peek_kind())) {
+        restore -= resume - faults.peek();
+        resume = faults.peek();
+        e.downtime = Seconds(resume - at);
+        e.resumed = Seconds(resume);
+        in_restore = true;
+        break;
+      }
       FaultEvent d;
       d.fault = faults.pop();
       d.step = done;
@@ -316,6 +382,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       r.events.push_back(std::move(e));
       e = std::move(d);
     }
+    t = resume;
     r.events.push_back(std::move(e));
   }
   keep_since();

@@ -184,8 +184,10 @@ struct LoweredWorkload {
 //                        optimizer state (the memory plan's weights + optimizer_state) for a sharded model; for
 //                        one chip holding the whole model, parameters x dtype bytes (+ 2 f32 moments per
 //                        parameter for adam)
-//   checkpoint_seconds = state x chips_per_host / chip.host.storage_bandwidth / N: the host writes the shards of
-//                        all its chips to storage (assumption: every host is fully populated)
+//   checkpoint_seconds = state x writers / chip.host.storage_bandwidth / N: each distinct shard is written
+//                        once, by the data replica at coordinate 0 (JAX's replica_id 0), its host writing the
+//                        shards of its writing chips; writers = the most such chips on one host (one for a
+//                        chip holding the whole model: its host's other chips are identical replicas)
 // gemm and collective workloads have no input pipeline and no checkpoint (all zero). The first form is one
 // chip holding the whole model; the second shards the model over `pod`'s mesh, and its checkpoint is that of
 // the fullest pipeline stage (the last host to finish writing bounds the job's checkpoint).
