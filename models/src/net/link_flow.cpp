@@ -30,10 +30,7 @@ constexpr std::uint32_t kUnindexed = ~std::uint32_t{0};
 class FlowLinkModel final : public LinkModel {
  public:
   explicit FlowLinkModel(std::vector<Channel> channels)
-      : channels_(std::move(channels)),
-        ports_(channels_.size()),
-        port_mark_(channels_.size(), 0),
-        stats_(channels_.size()) {}
+      : channels_(std::move(channels)), ports_(channels_.size()), stats_(channels_.size()) {}
 
   const char* name() const override { return "flow"; }
 
@@ -194,6 +191,7 @@ class FlowLinkModel final : public LinkModel {
     double bytes = 0;
     bool active = false;     // draining (holds bandwidth on its channels)
     bool indexed = false;    // slots_[id] holds its position in each channel's flows (drain without a search)
+    std::uint32_t mark = 0;  // epoch of the last settle that visited it
     double remaining = 0;    // bytes at `last`
     double rate = 0;         // bytes per tick (0 until the first settle)
     double previous = 0;     // settle scratch: the rate before this settle
@@ -204,6 +202,7 @@ class FlowLinkModel final : public LinkModel {
     std::vector<TransferId> flows;  // active flows through the channel
     std::vector<std::uint32_t> hop;  // [i]: the hop of flows[i]'s path on this channel, or kUnindexed
     Tick busy_since = 0;
+    std::uint32_t mark = 0;         // epoch of the last settle that visited it
     bool dirty = false;
     std::uint32_t unfrozen = 0;     // progressive filling scratch: unfrozen flows through the channel,
     double demand = 0;              // their summed weights
@@ -219,11 +218,9 @@ class FlowLinkModel final : public LinkModel {
     if (id >= flows_.size()) {
       flows_.resize(static_cast<std::size_t>(id) + 1);
       slots_.resize(flows_.size());
-      flow_mark_.resize(flows_.size(), 0);
     }
     Flow& f = flows_[id];
     f = Flow{};  // ids are reused; a delivered transfer has no event left in the queue
-    flow_mark_[id] = 0;
     f.path = path;
     f.hops = hops;
     f.hop_bytes = hop_bytes;
@@ -307,9 +304,9 @@ class FlowLinkModel final : public LinkModel {
     dirty_.clear();
     for (std::size_t i = 0; i < comp_channels_.size(); ++i) {
       for (TransferId id : ports_[comp_channels_[i]].flows) {
-        if (flow_mark_[id] == epoch_) continue;
-        flow_mark_[id] = epoch_;
-        const Flow& f = flows_[id];
+        Flow& f = flows_[id];
+        if (f.mark == epoch_) continue;
+        f.mark = epoch_;
         comp_flows_.push_back(id);
         for (std::uint32_t h = 0; h < f.hops; ++h) visit_channel(f.path[h]);
       }
@@ -370,17 +367,13 @@ class FlowLinkModel final : public LinkModel {
   }
 
   void visit_channel(std::uint32_t c) {
-    if (port_mark_[c] == epoch_) return;
-    port_mark_[c] = epoch_;
+    if (ports_[c].mark == epoch_) return;
+    ports_[c].mark = epoch_;
     comp_channels_.push_back(c);
   }
 
   std::vector<Channel> channels_;
   std::vector<Port> ports_;
-  // Epoch of the last settle that visited each channel and flow: apart from ports_ and flows_, so that the
-  // component search, which meets every flow once per channel of its path, reads a dense array.
-  std::vector<std::uint32_t> port_mark_;
-  std::vector<std::uint32_t> flow_mark_;
   std::vector<ChannelStats> stats_;
   std::vector<Flow> flows_;
   // [flow][hop]: the flow's index in ports_[path[hop]].flows, kept by begin() and drain() for indexed flows.
