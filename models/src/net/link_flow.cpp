@@ -24,8 +24,6 @@ namespace {
 
 // A floor on a flow's rate (bytes per tick) against rounding leaving a bottleneck channel at zero capacity.
 constexpr double kMinRate = 1e-12;
-// Port::hop of an entry whose flow is not indexed (an aggregate, or a path listing a channel twice).
-constexpr std::uint32_t kUnindexed = ~std::uint32_t{0};
 
 class FlowLinkModel final : public LinkModel {
  public:
@@ -190,7 +188,6 @@ class FlowLinkModel final : public LinkModel {
     const std::uint64_t* hop_bytes = nullptr;  // aggregates: bytes per hop (weight hop_bytes[h] / bytes)
     double bytes = 0;
     bool active = false;     // draining (holds bandwidth on its channels)
-    bool indexed = false;    // slots_[id] holds its position in each channel's flows (drain without a search)
     std::uint32_t mark = 0;  // epoch of the last settle that visited it
     double remaining = 0;    // bytes at `last`
     double rate = 0;         // bytes per tick (0 until the first settle)
@@ -200,7 +197,6 @@ class FlowLinkModel final : public LinkModel {
   };
   struct Port {
     std::vector<TransferId> flows;  // active flows through the channel
-    std::vector<std::uint32_t> hop;  // [i]: the hop of flows[i]'s path on this channel, or kUnindexed
     Tick busy_since = 0;
     std::uint32_t mark = 0;         // epoch of the last settle that visited it
     bool dirty = false;
@@ -215,10 +211,7 @@ class FlowLinkModel final : public LinkModel {
       settle();
       now_ = now;
     }
-    if (id >= flows_.size()) {
-      flows_.resize(static_cast<std::size_t>(id) + 1);
-      slots_.resize(flows_.size());
-    }
+    if (id >= flows_.size()) flows_.resize(static_cast<std::size_t>(id) + 1);
     Flow& f = flows_[id];
     f = Flow{};  // ids are reused; a delivered transfer has no event left in the queue
     f.path = path;
@@ -233,15 +226,11 @@ class FlowLinkModel final : public LinkModel {
       return;
     }
     f.active = true;
-    f.indexed = hop_bytes == nullptr && !repeats_channel(path, hops);
-    if (f.indexed) slots_[id].resize(hops);
     for (std::uint32_t h = 0; h < hops; ++h) {
       const std::uint32_t c = path[h];
       Port& p = ports_[c];
       if (p.flows.empty()) p.busy_since = now;
-      if (f.indexed) slots_[id][h] = static_cast<std::uint32_t>(p.flows.size());
       p.flows.push_back(id);
-      p.hop.push_back(f.indexed ? h : kUnindexed);
       stats_[c].bytes += hop_bytes == nullptr ? bytes : hop_bytes[h];
       mark_dirty(c);
     }
@@ -269,26 +258,12 @@ class FlowLinkModel final : public LinkModel {
     for (std::uint32_t h = 0; h < f.hops; ++h) {
       const std::uint32_t c = f.path[h];
       Port& p = ports_[c];
-      // The flow's first entry on the channel (its only one when indexed), swapped with the last.
-      const std::size_t i = f.indexed ? slots_[id][h]
-                                      : static_cast<std::size_t>(
-                                            std::find(p.flows.begin(), p.flows.end(), id) - p.flows.begin());
-      p.flows[i] = p.flows.back();
-      p.hop[i] = p.hop.back();
+      const auto it = std::find(p.flows.begin(), p.flows.end(), id);
+      *it = p.flows.back();
       p.flows.pop_back();
-      p.hop.pop_back();
-      if (i < p.flows.size() && p.hop[i] != kUnindexed) slots_[p.flows[i]][p.hop[i]] = static_cast<std::uint32_t>(i);
       if (p.flows.empty()) stats_[c].busy += now - p.busy_since;
       mark_dirty(c);
     }
-  }
-
-  // Whether a path lists a channel twice (such a flow is removed from its channels by search, not by index).
-  static bool repeats_channel(const std::uint32_t* path, std::uint32_t hops) {
-    for (std::uint32_t h = 1; h < hops; ++h) {
-      if (std::find(path, path + h, path[h]) != path + h) return true;
-    }
-    return false;
   }
 
   // Recomputes the rates of every flow connected to a dirty channel, at time now_.
@@ -376,10 +351,6 @@ class FlowLinkModel final : public LinkModel {
   std::vector<Port> ports_;
   std::vector<ChannelStats> stats_;
   std::vector<Flow> flows_;
-  // [flow][hop]: the flow's index in ports_[path[hop]].flows, kept by begin() and drain() for indexed flows.
-  // Removing a flow by its index leaves each channel's list as the search for its first entry did, so the
-  // settle order, and every rate, is unchanged.
-  std::vector<std::vector<std::uint32_t>> slots_;
   std::vector<std::uint32_t> dirty_;
   std::vector<std::uint32_t> comp_channels_;
   std::vector<TransferId> comp_flows_;
