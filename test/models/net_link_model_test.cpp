@@ -134,12 +134,12 @@ TEST(LinkModels, FlowRatesAreMaxMinFairAndRecomputedWhenAFlowEnds) {
   EXPECT_EQ(at[2], kLatency + 3 * kBytesTicks);
 }
 
-// A drained flow leaves each channel's list by the index it keeps there, and moves the list's last flow into
-// its place: four flows share channel 0 (each with a channel of its own after it) and drain smallest first,
-// from different places in the list. Max-min fair with B = kBytes, R = kRate: all at R/4 until the B flow
-// drains at 4B/R; three at R/3 until the next (B left) at 7B/R; two at R/2 until 9B/R; the last alone at
-// 10B/R. A stale index would take the wrong flow off the channel and move every later time. The ids are
-// then reused in another order, with the same times.
+// A drained flow leaves each channel's list and the list's last flow takes its place: four flows share
+// channel 0 (each with a channel of its own after it) and drain smallest first, from different places in the
+// list. Max-min fair with B = kBytes, R = kRate: all at R/4 until the B flow drains at 4B/R; three at R/3
+// until the next (B left) at 7B/R; two at R/2 until 9B/R; the last alone at 10B/R. Taking the wrong flow
+// off the channel would move every later time. The ids are then reused in another order, with the same
+// times.
 TEST(LinkModels, FlowsLeavingASharedChannelOutOfOrderKeepTheOthersRates) {
   auto m = make_flow_link_model(channels(5));
   const std::uint32_t paths[4][2] = {{0, 1}, {0, 2}, {0, 3}, {0, 4}};
@@ -169,7 +169,7 @@ TEST(LinkModels, FlowsLeavingASharedChannelOutOfOrderKeepTheOthersRates) {
 
 // A path that lists a channel twice holds two shares of it (and leaves it by search): X over {0, 0} and Y
 // over {0} split channel 0 as 2/3 and 1/3 of R, each R/3. X (B) drains at 3B/R; Y (2B, B left) then runs
-// at R and drains at 4B/R. Y moved in the list when X left; it still leaves by its own index.
+// at R and drains at 4B/R. Y moves in the channel's list when X leaves it.
 TEST(LinkModels, AFlowListingAChannelTwiceHoldsTwoSharesOfIt) {
   auto m = make_flow_link_model(channels(1));
   const std::uint32_t twice[] = {0, 0};
