@@ -134,5 +134,53 @@ TEST(LinkModels, FlowRatesAreMaxMinFairAndRecomputedWhenAFlowEnds) {
   EXPECT_EQ(at[2], kLatency + 3 * kBytesTicks);
 }
 
+// A drained flow leaves each channel's list and the list's last flow takes its place: four flows share
+// channel 0 (each with a channel of its own after it) and drain smallest first, from different places in the
+// list. Max-min fair with B = kBytes, R = kRate: all at R/4 until the B flow drains at 4B/R; three at R/3
+// until the next (B left) at 7B/R; two at R/2 until 9B/R; the last alone at 10B/R. Taking the wrong flow
+// off the channel would move every later time. The ids are then reused in another order, with the same
+// times.
+TEST(LinkModels, FlowsLeavingASharedChannelOutOfOrderKeepTheOthersRates) {
+  auto m = make_flow_link_model(channels(5));
+  const std::uint32_t paths[4][2] = {{0, 1}, {0, 2}, {0, 3}, {0, 4}};
+  for (int round = 0; round < 2; ++round) {
+    const std::uint64_t sizes[4] = {4 * kBytes, kBytes, 3 * kBytes, 2 * kBytes};
+    const Tick t0 = round == 0 ? 0 : 20 * kBytesTicks;  // after the first round has ended
+    for (TransferId i = 0; i < 4; ++i) {
+      const TransferId id = round == 0 ? i : 3 - i;  // the second round starts them in reverse id order
+      m->start(t0, id, paths[id], 2, sizes[id]);
+    }
+    std::vector<Tick> at(4, kNever);
+    std::vector<TransferId> done;
+    for (Tick t = m->next_event(); t != kNever; t = m->next_event()) {
+      m->advance(t, done);
+      for (TransferId id : done) at[id] = t - t0;
+      done.clear();
+    }
+    // Each drain is ceil(remaining / rate) ticks after the previous one: within a tick of the closed form
+    // per drain (three drains before the last).
+    const auto near = [](Tick got, Tick want) { return got + 3 >= want && got <= want + 3; };
+    EXPECT_PRED2(near, at[1], 2 * kLatency + 4 * kBytesTicks) << "round " << round;
+    EXPECT_PRED2(near, at[3], 2 * kLatency + 7 * kBytesTicks) << "round " << round;
+    EXPECT_PRED2(near, at[2], 2 * kLatency + 9 * kBytesTicks) << "round " << round;
+    EXPECT_PRED2(near, at[0], 2 * kLatency + 10 * kBytesTicks) << "round " << round;
+  }
+}
+
+// A path that lists a channel twice holds two shares of it (and leaves it by search): X over {0, 0} and Y
+// over {0} split channel 0 as 2/3 and 1/3 of R, each R/3. X (B) drains at 3B/R; Y (2B, B left) then runs
+// at R and drains at 4B/R. Y moves in the channel's list when X leaves it.
+TEST(LinkModels, AFlowListingAChannelTwiceHoldsTwoSharesOfIt) {
+  auto m = make_flow_link_model(channels(1));
+  const std::uint32_t twice[] = {0, 0};
+  const std::uint32_t once[] = {0};
+  m->start(0, 0, twice, 2, kBytes);
+  m->start(0, 1, once, 1, 2 * kBytes);
+  const auto at = run(*m, 2);
+  const auto near = [](Tick got, Tick want) { return got + 2 >= want && got <= want + 2; };
+  EXPECT_PRED2(near, at[0], 2 * kLatency + 3 * kBytesTicks);
+  EXPECT_PRED2(near, at[1], kLatency + 4 * kBytesTicks);
+}
+
 }  // namespace
 }  // namespace tpusim::models::net
