@@ -142,6 +142,11 @@ const FieldTable<WorkloadSpec>& workload_fields() {
     t.add_choice<bool>("overlap", [](S& s) -> bool& { return s.overlap; }, {{"on", true}, {"off", false}}, "on",
                        "sharded steps: collectives overlap independent compute as XLA schedules them (on), or run "
                        "after all earlier compute and before all later compute (off: the serialized baseline)");
+    t.add_choice<bool>("collective_matmul", [](S& s) -> bool& { return s.collective_matmul; },
+                       {{"on", true}, {"off", false}}, "off",
+                       "sequence parallelism: a tensor-parallel all-gather feeding a matmul runs as ring steps "
+                       "(a permute of one shard to the neighbour each) overlapped with the partial matmul on the "
+                       "shard already here (XLA's collective matmul); off: one all-gather, then the matmul");
     t.add_choice<PipelineSchedule>("pipeline_schedule", [](S& s) -> PipelineSchedule& { return s.pipeline_schedule; },
                                    {{"gpipe", PipelineSchedule::gpipe}, {"1f1b", PipelineSchedule::one_f_one_b}},
                                    "gpipe", "pipeline parallelism: the order of the microbatches' forward and "

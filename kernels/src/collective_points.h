@@ -44,6 +44,9 @@ class CollectivePoints {
   virtual fused::TensorId gather_sequence(fused::Graph&, int /*layer*/, fused::Phase, fused::TensorId shard) {
     return shard;
   }
+  // Collective matmul (workload.collective_matmul): the pieces a gather_sequence result arrives in, one per ring
+  // step in arrival order (the first this chip's own shard); empty when it arrives whole.
+  [[nodiscard]] virtual std::vector<fused::TensorId> ring_chunks(fused::TensorId /*gathered*/) const { return {}; }
   // Context parallelism (ShardView::context_shards): the all-gather over the sequence group of this chip's
   // keys and values `shards` (rotary applied) before the attention reads every position's. Returns the
   // gathered tensors, in order.

@@ -15,8 +15,8 @@ using fused::TensorId;
 using fused::TensorKind;
 
 ShardingPoints::ShardingPoints(const ShardingPlan& plan, const ChipSpec& chip, DType activation_dtype,
-                               std::vector<ir::CollectiveGroup>& groups)
-    : plan_(plan), chip_(chip), act_(activation_dtype), groups_(groups) {}
+                               std::vector<ir::CollectiveGroup>& groups, bool collective_matmul)
+    : plan_(plan), chip_(chip), act_(activation_dtype), groups_(groups), collective_matmul_(collective_matmul) {}
 
 std::uint16_t ShardingPoints::group_index(const ir::CollectiveGroup& group) {
   const auto it = std::find(groups_.begin(), groups_.end(), group);
@@ -137,9 +137,32 @@ TensorId ShardingPoints::gather_sequence(fused::Graph& g, int layer, fused::Phas
   const fused::Tensor t = g.tensor(shard);
   const TensorId out = g.tensor(fmt::format("{}.gathered.{}", t.name, fused::phase_name(phase)), t.elements * sp,
                                 t.dtype, TensorKind::activation);
-  collective(g, scope(layer, phase) + ".tp_all_gather", phase, CollectiveKind::all_gather, t.bytes(), t.dtype,
-             plan_.residual_axes(), {{shard, 1}}, {{out, 1}});
+  if (!collective_matmul_) {
+    collective(g, scope(layer, phase) + ".tp_all_gather", phase, CollectiveKind::all_gather, t.bytes(), t.dtype,
+               plan_.residual_axes(), {{shard, 1}}, {{out, 1}});
+    return out;
+  }
+  // Collective matmul: sp - 1 ring steps, each a permute of the shard that arrived last to the ring neighbour
+  // (step s forwards step s-1's chunk, so the steps run back to back on the ICI while the matmul's partials
+  // run on the chunks already here). The last step also completes `out`, the whole gathered tensor, for the
+  // readers that are not decomposed (the backward's saved copy, a norm).
+  std::vector<TensorId> chunks{shard};
+  for (int s = 1; s < sp; ++s) {
+    const TensorId chunk = g.tensor(fmt::format("{}.ring{}.{}", t.name, s, fused::phase_name(phase)), t.elements,
+                                    t.dtype, TensorKind::activation);
+    std::vector<Access> writes{{chunk, 1}};
+    if (s == sp - 1) writes.push_back({out, 1});
+    collective(g, scope(layer, phase) + ".tp_ring_permute", phase, CollectiveKind::permute,
+               t.bytes(), t.dtype, plan_.residual_axes(), {{chunks.back(), 1}}, writes);
+    chunks.push_back(chunk);
+  }
+  ring_chunks_[out] = std::move(chunks);
   return out;
+}
+
+std::vector<TensorId> ShardingPoints::ring_chunks(TensorId gathered) const {
+  const auto it = ring_chunks_.find(gathered);
+  return it == ring_chunks_.end() ? std::vector<TensorId>{} : it->second;
 }
 
 std::vector<TensorId> ShardingPoints::over_length_axes(fused::Graph& g, const std::string& label, fused::Phase phase,

@@ -13,13 +13,15 @@ class ShardingPoints : public CollectivePoints {
  public:
   // `groups` collects the groups the collectives name (ProgramSet::groups).
   // `chip` times the weight casts before the FSDP gathers (weights_before_use).
+  // `collective_matmul` (workload.collective_matmul): gather_sequence runs as ring steps (ring_chunks).
   ShardingPoints(const ShardingPlan& plan, const ChipSpec& chip, DType activation_dtype,
-                 std::vector<ir::CollectiveGroup>& groups);
+                 std::vector<ir::CollectiveGroup>& groups, bool collective_matmul = false);
 
   fused::TensorId weights_before_use(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId weight) override;
   fused::TensorId after_row_parallel(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId partial) override;
   fused::TensorId tensor_all_reduce(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId partial) override;
   fused::TensorId gather_sequence(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId shard) override;
+  [[nodiscard]] std::vector<fused::TensorId> ring_chunks(fused::TensorId gathered) const override;
   std::vector<fused::TensorId> gather_keys_values(fused::Graph& g, int layer, fused::Phase phase,
                                                   const std::vector<fused::TensorId>& shards) override;
   std::vector<fused::TensorId> scatter_key_value_gradients(fused::Graph& g, int layer,
@@ -66,6 +68,8 @@ class ShardingPoints : public CollectivePoints {
     std::size_t first_op = 0;
   };
   LayerGathers current_, previous_;
+  bool collective_matmul_ = false;
+  std::map<fused::TensorId, std::vector<fused::TensorId>> ring_chunks_;  // gathered -> its ring steps' chunks
   bool have_previous_ = false;
 };
 

@@ -233,7 +233,12 @@ class TransformerStep {
                        std::int64_t batch, std::vector<TensorId> a, std::vector<TensorId> dy, const Param& weight,
                        const Param* bias);
   TensorId weights(int layer, Phase phase, const Param& p) { return points_.weights_before_use(b_.graph(), layer, phase, p.w); }
-  TensorId gather(int layer, Phase phase, TensorId shard) { return points_.gather_sequence(b_.graph(), layer, phase, shard); }
+  TensorId gather(int layer, Phase phase, TensorId shard) {
+    const TensorId out = points_.gather_sequence(b_.graph(), layer, phase, shard);
+    std::vector<TensorId> chunks = points_.ring_chunks(out);
+    if (!chunks.empty()) b_.ring_gathered(out, std::move(chunks));  // collective matmul: matmuls split per step
+    return out;
+  }
   // Tokens outside the attention and MLP blocks on this chip (sequence parallelism splits them).
   [[nodiscard]] double norm_tokens(double tokens) const { return tokens / shard_.sequence_shards; }
   // ---- head, loss, optimizer ----
@@ -618,6 +623,7 @@ void TransformerStep::weight_gradient(const OpName& name, ir::OpClass cls, std::
                                       std::vector<TensorId> dy, const Param& weight, const Param* bias) {
   Builder::Matmul mm;
   mm.m = m, mm.k = k, mm.n = n, mm.batch = batch, mm.dtype = dw_dtype_;
+  mm.gathered_along_k = true;  // A^T's contraction runs over the tokens
   // The whole gradient (under FSDP a full-size buffer, Builder::gradient), or the stored one accumulated into.
   const GradientWrite gw = b_.gradient(weight, micro_);
   mm.a = std::move(a), mm.b = std::move(dy), mm.outputs = {gw.tensor};

@@ -71,7 +71,8 @@ BuiltStep build_step(const WorkloadSpec& w, const ChipSpec& chip, const Sharding
   CollectivePoints single_chip;  // inserts nothing
   std::vector<ir::CollectiveGroup> scratch;
   std::optional<ShardingPoints> sharded;
-  if (plan != nullptr) sharded.emplace(*plan, chip, w.dtype, groups != nullptr ? *groups : scratch);
+  if (plan != nullptr)
+    sharded.emplace(*plan, chip, w.dtype, groups != nullptr ? *groups : scratch, w.collective_matmul);
   CollectivePoints& points = sharded ? static_cast<CollectivePoints&>(*sharded) : single_chip;
   BuiltStep b{step_builder(w.model.kind)(w, chip, shard, points), {}};
   if (w.fusion) fused::fuse(b.graph);

@@ -327,6 +327,34 @@ TEST(Sharding, SequenceParallelismTurnsEachTensorAllReduceIntoAReduceScatterAndA
   EXPECT_EQ(collectives(tp.programs.programs[0], "tp_norm_all_reduce").second, 0);
 }
 
+TEST(Sharding, CollectiveMatmulTurnsEachSequenceGatherIntoRingPermutesAndSplitsTheMatmulsItFeeds) {
+  // As above (tensor_sequence 2, 2 sequences of 128 tokens per chip), with collective matmul: each of the 15
+  // all-gathers (5 forward, 10 backward) becomes sp - 1 = 1 permute of this chip's shard to its neighbour.
+  const WorkloadSpec off = small(4, mesh({{"data", 2}, {"tensor_sequence", 2}}));
+  WorkloadSpec on = off;
+  on.collective_matmul = true;
+  const LoweredWorkload lo = lower(off, roomy(), pod({4})), ln = lower(on, roomy(), pod({4}));
+  const ir::Program& p = ln.programs.programs[0];
+  const double act = 2 * 128 * 256 * 2;  // [tokens, d] in bf16
+  EXPECT_EQ(collectives(p, "tp_all_gather").second, 0);
+  EXPECT_EQ(collectives(p, "tp_ring_permute"), (std::pair<double, int>{15 * act / 2, 15}));
+  EXPECT_EQ(collectives(lo.programs.programs[0], "tp_all_gather"), (std::pair<double, int>{15 * act / 2, 15}));
+  for (const ir::CollectiveGroup& g : groups_of(ln, "tp_ring_permute")) EXPECT_EQ(g, group({2, 1, 1}, {1, 1, 1}));
+  // The matmuls whose rows are the gathered tokens run as 2 partials of half the rows: per block the QKV and
+  // MLP up projections (forward) and the MLP down and attention output projections' input gradients
+  // (backward), and the head's projection: 9 matmuls, each a step0 and a step1 with the same MXU FLOPs in all.
+  int step1 = 0;
+  for (const auto& ins : p.instructions()) {
+    const std::string& l = p.label_of(ins);
+    if (l.size() > 6 && l.compare(l.size() - 6, 6, ".step1") == 0) ++step1;
+  }
+  EXPECT_EQ(step1, 9 * p.cores_used());  // one instruction per TensorCore and op
+  EXPECT_EQ(p.cores_used(), 2);
+  EXPECT_DOUBLE_EQ(p.model_flops(), lo.programs.programs[0].model_flops());
+  // The remaining collectives are untouched.
+  EXPECT_EQ(collectives(p, "tp_reduce_scatter"), collectives(lo.programs.programs[0], "tp_reduce_scatter"));
+}
+
 TEST(Sharding, SequenceParallelismDividesTheActivationsOutsideTheBlocksByTheTensorSize) {
   // Full rematerialization keeps each block's input, the head's input, its norm output and statistics (RMSNorm:
   // 1 f32 per token) and the logits' gradient (every token, this chip's 1024 vocabulary rows).
