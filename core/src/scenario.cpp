@@ -144,9 +144,9 @@ const FieldTable<WorkloadSpec>& workload_fields() {
                        "after all earlier compute and before all later compute (off: the serialized baseline)");
     t.add_choice<bool>("collective_matmul", [](S& s) -> bool& { return s.collective_matmul; },
                        {{"on", true}, {"off", false}}, "off",
-                       "sequence parallelism: a tensor-parallel all-gather feeding a matmul runs as ring steps "
-                       "(a permute of one shard to the neighbour each) overlapped with the partial matmul on the "
-                       "shard already here (XLA's collective matmul); off: one all-gather, then the matmul");
+                       "a residual stream split over the tensor group (activation_embed, norm_length): its "
+                       "all-gathers and reduce-scatters run as bidirectional ring steps overlapped with partial "
+                       "matmuls (XLA's collective matmul); off: one collective before or after the matmul");
     t.add_choice<PipelineSchedule>("pipeline_schedule", [](S& s) -> PipelineSchedule& { return s.pipeline_schedule; },
                                    {{"gpipe", PipelineSchedule::gpipe}, {"1f1b", PipelineSchedule::one_f_one_b}},
                                    "gpipe", "pipeline parallelism: the order of the microbatches' forward and "

@@ -84,6 +84,23 @@ std::size_t Builder::matmul(const OpName& name, ir::OpClass cls, const Matmul& m
   return last;
 }
 
+std::size_t Builder::partial_rows(const OpName& name, ir::OpClass cls, const Matmul& mm, int blocks, int order,
+                                  fused::TensorId out) {
+  const Flops whole = mm.flops.value_or(matmul_flops(mm.m, mm.k, mm.n, mm.batch, name.phase == fused::Phase::recompute));
+  const double share = 1.0 / static_cast<double>(blocks);
+  Matmul part = mm;
+  part.m = mm.m / blocks;
+  const GemmTiling t = tiling(part.m, part.k, part.n, part.dtype);
+  // This block's rows of `a`, each re-read once per column tile of the part's own tiling.
+  part.a_times = mm.a_times.value_or(static_cast<double>((part.n + t.tn - 1) / t.tn)) * share;
+  part.flops = Flops{whole.model * share, whole.hardware * share};
+  part.epilogue = mm.epilogue.times(share);
+  part.outputs = {out};
+  OpName pn = name;
+  pn.name = fmt::format("{}.ring{}", name.name, order);
+  return one_matmul(pn, cls, part);
+}
+
 std::size_t Builder::one_matmul(const OpName& name, ir::OpClass cls, const Matmul& mm) {
   const GemmTiling t = tiling(mm.m, mm.k, mm.n, mm.dtype);
   const auto ceil_div = [](std::int64_t x, std::int64_t y) { return (x + y - 1) / y; };

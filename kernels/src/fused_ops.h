@@ -173,6 +173,10 @@ class Builder {
   // operand is `whole` (its rows the gathered tokens) runs as one partial matmul per chunk, 1/N of the rows,
   // each reading its chunk, so each waits only for its ring step.
   void ring_gathered(fused::TensorId whole, std::vector<fused::TensorId> chunks);
+  // Collective matmul, the reduce-scatter side: one of `blocks` row blocks of `mm` (m / blocks rows, reading that
+  // share of `a`, the weights whole), writing `out` instead of mm.outputs. Labelled "<name>.ring<order>".
+  std::size_t partial_rows(const OpName& name, ir::OpClass cls, const Matmul& mm, int blocks, int order,
+                           fused::TensorId out);
 
   // A VPU op over `elements` values doing `cost` per value: reads `reads`, writes `writes`; with `fuse_into`,
   // an elementwise consumer of that tensor that fusion merges into its producer.

@@ -345,6 +345,12 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
   // A whole model is sharded over the pod's mesh (no mesh: data parallel over every chip); the other kinds run
   // the same one-chip program on every chip.
   std::optional<ShardingPlan> sharding;
+  if (workload.collective_matmul && !whole_model(workload)) {
+    throw ConfigError({Diagnostic{origin_of(workload.origins, "collective_matmul"), "workload.collective_matmul",
+                                  "collective matmul decomposes a whole model's tensor-parallel all-gathers",
+                                  "a transformer with a tensor split", std::string(model_kind_name(model.kind)),
+                                  "set workload.collective_matmul: off"}});
+  }
   if (whole_model(workload)) sharding = make_sharding(workload, pod);
   const ShardView shard = sharding ? shard_view(workload, *sharding) : full_shard(workload);
   out.work = step_work(workload, full_shard(workload));

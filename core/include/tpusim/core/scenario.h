@@ -116,9 +116,9 @@ struct WorkloadSpec {
   // each after all earlier compute and before all later compute (off, the serialized baseline).
   MeshSpec mesh;
   bool overlap = true;
-  // Collective matmul (Wang et al., ASPLOS 2023; XLA's windowed einsum): a sequence-parallel all-gather over the
-  // tensor group that feeds a matmul runs as ring steps, each passing one shard to the neighbour while the
-  // matmul works on the shard already here (kernels/README.md "Collective matmul").
+  // Collective matmul (Wang et al., ASPLOS 2023; XLA's windowed einsum): the tensor group's all-gathers of the
+  // split residual stream and its reduce-scatters run as bidirectional ring steps, each overlapped with a
+  // partial matmul (kernels/README.md "Collective matmul").
   bool collective_matmul = false;
   PipelineSchedule pipeline_schedule = PipelineSchedule::gpipe;
   std::map<std::string, FieldOrigin> origins;  // where each workload field came from (for errors)
