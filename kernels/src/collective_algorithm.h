@@ -63,9 +63,10 @@ struct AlgorithmVariant {
                                             int dtype_bytes) = nullptr;
 };
 
-// The `unsupported` answer of every variant but ring_unidirectional for permute: a +1 shift has one plan
-// (collectives.h says why there is no alternative), named ring_unidirectional.
-inline constexpr std::string_view kPermuteHasOnePlan = "permute (a single +1 shift has one plan, ring_unidirectional)";
+// The `unsupported` answer of halving_doubling and direct for permute: a +1 shift has one plan (collectives.h
+// says why there is no alternative), named ring_unidirectional; ring_bidirectional's is the two-way exchange.
+inline constexpr std::string_view kPermuteHasOnePlan =
+    "permute (a +1 shift has one plan, ring_unidirectional; half to each neighbour is ring_bidirectional)";
 
 // The variants (one per .cpp).
 [[nodiscard]] AlgorithmVariant ring_bidirectional_algorithm();

@@ -102,7 +102,8 @@ const std::string kAlgorithmKey = "workload.model.algorithm";
 constexpr std::string_view kPermuteNoAlternative =
     ". A +1 shift already fills the + direction of every link of its axis; the only spare capacity (the - "
     "direction of a torus axis) is N - 1 hops the long way round and would gain at most N/(N-1), nothing on a "
-    "mesh axis, so there is no alternative plan (kernels/README.md)";
+    "mesh axis, so there is no alternative plan; ring_bidirectional sends half to each neighbour instead "
+    "(kernels/README.md)";
 
 [[noreturn]] void fail(const std::string& key, std::string message, std::string expected, std::string found,
                        std::string hint = {}) {
@@ -403,6 +404,11 @@ CollectivePlan detail::plan_collective_cut(const Topology& topo, CollectiveKind 
          fmt::format("an algorithm that can run {} here", collective_name(kind)), why, std::move(hint));
   }
   plan.ideal_time = ideal_collective_time(topo, kind, bytes_per_chip, group);
+  // A permute's algorithm says where its data goes: ring_bidirectional sends half each way, so its best case is
+  // the +1 shift of half the buffer.
+  if (kind == CollectiveKind::permute && plan.algorithm == CollectiveAlgorithm::ring_bidirectional) {
+    plan.ideal_time = ideal_collective_time(topo, kind, ceil_div(bytes_per_chip, std::uint64_t{2}), group);
+  }
   if (bytes_per_chip == 0 || (axes.empty() && pods == 1)) return plan;
 
   const int dbytes = dtype_bytes(dtype);
@@ -442,8 +448,17 @@ CollectivePlan detail::plan_collective_cut(const Topology& topo, CollectiveKind 
     }
     case CollectiveKind::permute: {
       CollectiveStep step;
-      if (axes.empty()) step.sends.push_back(CollectiveSend{{}, 1, elements * static_cast<std::uint64_t>(dbytes), {}});
-      else step.sends.push_back(detail::axis_send(axes.front().axis, 1, elements * static_cast<std::uint64_t>(dbytes)));
+      const auto db = static_cast<std::uint64_t>(dbytes);
+      if (axes.empty()) {
+        step.sends.push_back(CollectiveSend{{}, 1, elements * db, {}});
+      } else if (plan.algorithm == CollectiveAlgorithm::ring_bidirectional) {
+        // The exchange of a bidirectional ring step (collectives.h): the first half to +1, the rest to -1.
+        const std::uint64_t plus = ceil_div(elements, std::uint64_t{2});
+        step.sends.push_back(detail::axis_send(axes.front().axis, 1, plus * db));
+        if (elements > plus) step.sends.push_back(detail::axis_send(axes.front().axis, -1, (elements - plus) * db));
+      } else {
+        step.sends.push_back(detail::axis_send(axes.front().axis, 1, elements * db));
+      }
       plan.steps.push_back(std::move(step));
       break;
     }

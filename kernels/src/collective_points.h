@@ -4,6 +4,7 @@
 // it was given. A sharding plan overrides them: each may add ops to the graph (a collective is an op on the
 // ICI unit, fused::Op::unit = ici, reading and writing tensors like any other, so dependencies follow) and
 // returns the tensor the lowering continues with.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,27 @@ class CollectivePoints {
   // before the row-parallel matmul's and the norm output again for the weight gradient). Without it, `shard`.
   virtual fused::TensorId gather_sequence(fused::Graph&, int /*layer*/, fused::Phase, fused::TensorId shard) {
     return shard;
+  }
+  // Collective matmul (workload.collective_matmul): the pieces a gather_sequence result arrives in, one per ring
+  // step in arrival order (the first this chip's own shard); empty when it arrives whole.
+  [[nodiscard]] virtual std::vector<fused::TensorId> ring_chunks(fused::TensorId /*gathered*/) const { return {}; }
+  // MaxText's activation_embed splits d_model over the tensor group: a norm's per-token sums (`stats`, this
+  // chip's part over its d_model slice) are all-reduced over the group before `out` (the norm's output, or its
+  // input gradient in the backward) is complete. Nothing without that split.
+  virtual void norm_statistics(fused::Graph&, const std::string& /*label*/, fused::Phase, fused::TensorId /*stats*/,
+                               fused::TensorId /*out*/) {}
+  // Collective matmul, the reduce-scatter side: the row blocks N a row-parallel matmul of `layer` is cut into
+  // when after_row_parallel would reduce-scatter its output (0: not decomposed, one matmul then the reduction).
+  [[nodiscard]] virtual int ring_scatter_blocks(int /*layer*/) const { return 0; }
+  // Adds the partial matmul of one row block of the output (the `order`-th of the ring, 0 .. N - 1, the last
+  // this chip's own block) and the sum of it and the partial sums `received` from the neighbours, into `out`.
+  using PartialMatmul =
+      std::function<void(int order, const std::vector<fused::TensorId>& received, fused::TensorId out)>;
+  // The ring steps of that reduce-scatter over the output `name` (`elements` of `dtype` in all), each step's
+  // partial matmuls built by `partial`; returns this chip's reduced block (after_row_parallel's result).
+  virtual fused::TensorId ring_reduce_scatter(fused::Graph&, int /*layer*/, fused::Phase, const std::string& /*name*/,
+                                              double /*elements*/, DType /*dtype*/, const PartialMatmul& /*partial*/) {
+    return 0;
   }
   // Context parallelism (ShardView::context_shards): the all-gather over the sequence group of this chip's
   // keys and values `shards` (rotary applied) before the attention reads every position's. Returns the

@@ -11,8 +11,11 @@ namespace tpusim::kernels::detail {
 
 namespace {
 
-std::string unsupported(CollectiveKind kind, const std::vector<GroupAxis>& /*axes*/) {
-  return kind == CollectiveKind::permute ? std::string(kPermuteHasOnePlan) : "";
+// A permute here is the exchange of a bidirectional ring step (collectives.h, "permute"): half to each ring
+// neighbour of the first participating axis, so it needs an axis in the pod.
+std::string unsupported(CollectiveKind kind, const std::vector<GroupAxis>& axes) {
+  if (kind == CollectiveKind::permute && axes.empty()) return "permute across pods only (the DCN stage runs one way)";
+  return "";
 }
 
 PhasePlan phase(Phase p, const std::vector<GroupAxis>& axes, std::uint64_t elements, int dtype_bytes) {

@@ -232,6 +232,7 @@ std::vector<std::uint32_t> emit(const Graph& g, const ChipSpec& chip, ir::Progra
       ins.mesh_axes = op.mesh_axes;
       ins.group = op.group;
       ins.bytes = op.collective_bytes;
+      ins.algorithm = op.algorithm;
       ins.dtype = op.dtype;
       ids.push_back(prog.add(ins, deps, op.label));
       sinks.push_back(ids.back());

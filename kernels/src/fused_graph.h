@@ -99,6 +99,7 @@ struct Op {
   std::uint32_t mesh_axes = 0;
   std::uint16_t group = ir::kAxesGroup;
   std::uint64_t collective_bytes = 0;
+  std::uint8_t algorithm = 0;  // collective: ir::Instruction::algorithm (0 = auto)
   // Ops (earlier indices) this one also waits for besides its tensors: the placement of an async collective
   // (an FSDP all-gather waits for the previous layer's compute to start, as XLA's scheduler places it).
   std::vector<std::size_t> after;

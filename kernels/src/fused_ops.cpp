@@ -55,7 +55,53 @@ double vector_grid_steps(const ChipSpec& chip, double elements, double bytes_per
   return std::max(1.0, std::ceil(elements / chunk));
 }
 
+void Builder::ring_gathered(fused::TensorId whole, std::vector<fused::TensorId> chunks) {
+  ring_chunks_[whole] = std::move(chunks);
+}
+
 std::size_t Builder::matmul(const OpName& name, ir::OpClass cls, const Matmul& mm) {
+  const auto ring = mm.a.size() == 1 ? ring_chunks_.find(mm.a.front()) : ring_chunks_.end();
+  if (ring == ring_chunks_.end() || mm.batch != 1 || mm.gathered_along_k) return one_matmul(name, cls, mm);
+  const std::vector<fused::TensorId>& chunks = ring->second;
+  const auto n = static_cast<std::int64_t>(chunks.size());
+  if (n < 2 || mm.m % n != 0) return one_matmul(name, cls, mm);
+  // Collective matmul: one partial matmul per ring step, on the chunk that step delivered, at 1/N of the rows;
+  // each writes its rows of the outputs.
+  const Flops whole = mm.flops.value_or(matmul_flops(mm.m, mm.k, mm.n, mm.batch, name.phase == fused::Phase::recompute));
+  const double share = 1.0 / static_cast<double>(n);
+  std::size_t last = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    Matmul part = mm;
+    part.m = mm.m / n;
+    part.a = {chunks[static_cast<std::size_t>(i)]};
+    part.flops = Flops{whole.model * share, whole.hardware * share};
+    part.epilogue = mm.epilogue.times(share);
+    OpName pn = name;
+    pn.name = fmt::format("{}.step{}", name.name, i);
+    last = one_matmul(pn, cls, part);
+    for (fused::Access& w : graph_.ops()[last].writes) w.times = share;
+  }
+  return last;
+}
+
+std::size_t Builder::partial_rows(const OpName& name, ir::OpClass cls, const Matmul& mm, int blocks, int order,
+                                  fused::TensorId out) {
+  const Flops whole = mm.flops.value_or(matmul_flops(mm.m, mm.k, mm.n, mm.batch, name.phase == fused::Phase::recompute));
+  const double share = 1.0 / static_cast<double>(blocks);
+  Matmul part = mm;
+  part.m = mm.m / blocks;
+  const GemmTiling t = tiling(part.m, part.k, part.n, part.dtype);
+  // This block's rows of `a`, each re-read once per column tile of the part's own tiling.
+  part.a_times = mm.a_times.value_or(static_cast<double>((part.n + t.tn - 1) / t.tn)) * share;
+  part.flops = Flops{whole.model * share, whole.hardware * share};
+  part.epilogue = mm.epilogue.times(share);
+  part.outputs = {out};
+  OpName pn = name;
+  pn.name = fmt::format("{}.ring{}", name.name, order);
+  return one_matmul(pn, cls, part);
+}
+
+std::size_t Builder::one_matmul(const OpName& name, ir::OpClass cls, const Matmul& mm) {
   const GemmTiling t = tiling(mm.m, mm.k, mm.n, mm.dtype);
   const auto ceil_div = [](std::int64_t x, std::int64_t y) { return (x + y - 1) / y; };
   const std::int64_t nm = ceil_div(mm.m, t.tm), nn = ceil_div(mm.n, t.tn), nk = ceil_div(mm.k, t.tk);

@@ -163,8 +163,20 @@ class Builder {
     std::optional<double> a_times, b_times;
     std::optional<Flops> flops;
     fused::VpuWork epilogue;  // VPU work inside the kernel
+    // Collective matmul: `a`'s tokens run along the contraction (a weight gradient, A^T dY), so a ring-gathered
+    // `a` is read whole rather than split by rows (ring_gathered). Its gather happened in an earlier phase
+    // (forward or recompute): nothing is left to overlap.
+    bool gathered_along_k = false;
   };
   std::size_t matmul(const OpName& name, ir::OpClass cls, const Matmul& mm);
+  // Collective matmul: `whole` arrives as `chunks` (one per ring step, in arrival order); a matmul whose one `a`
+  // operand is `whole` (its rows the gathered tokens) runs as one partial matmul per chunk, 1/N of the rows,
+  // each reading its chunk, so each waits only for its ring step.
+  void ring_gathered(fused::TensorId whole, std::vector<fused::TensorId> chunks);
+  // Collective matmul, the reduce-scatter side: one of `blocks` row blocks of `mm` (m / blocks rows, reading that
+  // share of `a`, the weights whole), writing `out` instead of mm.outputs. Labelled "<name>.ring<order>".
+  std::size_t partial_rows(const OpName& name, ir::OpClass cls, const Matmul& mm, int blocks, int order,
+                           fused::TensorId out);
 
   // A VPU op over `elements` values doing `cost` per value: reads `reads`, writes `writes`; with `fuse_into`,
   // an elementwise consumer of that tensor that fusion merges into its producer.
@@ -206,6 +218,8 @@ class Builder {
   fused::Graph graph_;
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, DType>, GemmTiling> tilings_;
   std::map<std::pair<fused::TensorId, int>, fused::TensorId> whole_gradients_;  // (stored, microbatch) -> buffer
+  std::map<fused::TensorId, std::vector<fused::TensorId>> ring_chunks_;  // ring_gathered
+  std::size_t one_matmul(const OpName& name, ir::OpClass cls, const Matmul& mm);
 };
 
 [[nodiscard]] std::string op_label(const OpName& name);

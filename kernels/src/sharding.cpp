@@ -90,6 +90,25 @@ void check_residual_split(const WorkloadSpec& w, const ShardingPlan& plan, Logic
   if (!problem.empty()) throw ConfigError({Diagnostic{at, key, problem, expected, found, hint}});
 }
 
+// Collective matmul decomposes the tensor group's gathers of the split residual stream (sequence parallelism or
+// activation_embed, which check_residual_split allows only over the heads' axes of a transformer): with no such
+// split there is nothing to decompose, and `on` would change nothing while saying it did.
+void check_collective_matmul(const WorkloadSpec& w, const ShardingPlan& plan) {
+  if (plan.residual_shards() > 1) return;
+  const int tensor = plan.shards(LogicalAxis::heads);
+  throw ConfigError({Diagnostic{
+      origin_of(w.origins, "collective_matmul"), "workload.collective_matmul",
+      tensor > 1 ? "collective matmul decomposes the all-gathers of a split residual stream, and this tensor group "
+                   "does not split it (each chip holds every token at full width): nothing to decompose"
+                 : "collective matmul decomposes the tensor group's all-gathers, and this step has no tensor split",
+      "a residual stream split over the tensor group (activation_embed or norm_length over heads' axes)",
+      tensor > 1 ? fmt::format("tensor group of {} chips, residual stream not split", tensor)
+                 : "no tensor axis larger than 1",
+      tensor > 1 ? "add workload.sharding: {activation_embed: [tensor]}, or name the axis tensor_sequence; or set "
+                   "collective_matmul: off"
+                 : "set workload.collective_matmul: off, or shard the model over a tensor axis with activation_embed"}});
+}
+
 // Context parallelism splits every sequence over the length axes: whole sequences of a decoder-only or
 // encoder-only transformer in a train or forward step (a decode step has one token per sequence; prefill
 // would split the KV cache, not lowered).
@@ -329,6 +348,7 @@ ShardingPlan make_sharding(const WorkloadSpec& w, const PodSpec& pod) {
   if (plan.shards(LogicalAxis::length) > 1) check_context_parallel(w, plan);
   if (plan.shards(LogicalAxis::norm_length) > 1) check_residual_split(w, plan, LogicalAxis::norm_length);
   if (plan.shards(LogicalAxis::activation_embed) > 1) check_residual_split(w, plan, LogicalAxis::activation_embed);
+  if (w.collective_matmul) check_collective_matmul(w, plan);
   if (plan.shards(LogicalAxis::layers) > 1) {
     const std::string name = plan.mesh.axes()[static_cast<std::size_t>(plan.axes(LogicalAxis::layers).front())].name;
     const auto groups = plan.mesh.groups(plan.axes(LogicalAxis::layers));

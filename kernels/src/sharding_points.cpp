@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "fused_ops.h"
+#include "tpusim/kernels/collectives.h"
 
 namespace tpusim::kernels {
 
@@ -15,8 +16,8 @@ using fused::TensorId;
 using fused::TensorKind;
 
 ShardingPoints::ShardingPoints(const ShardingPlan& plan, const ChipSpec& chip, DType activation_dtype,
-                               std::vector<ir::CollectiveGroup>& groups)
-    : plan_(plan), chip_(chip), act_(activation_dtype), groups_(groups) {}
+                               std::vector<ir::CollectiveGroup>& groups, bool collective_matmul)
+    : plan_(plan), chip_(chip), act_(activation_dtype), groups_(groups), collective_matmul_(collective_matmul) {}
 
 std::uint16_t ShardingPoints::group_index(const ir::CollectiveGroup& group) {
   const auto it = std::find(groups_.begin(), groups_.end(), group);
@@ -137,8 +138,159 @@ TensorId ShardingPoints::gather_sequence(fused::Graph& g, int layer, fused::Phas
   const fused::Tensor t = g.tensor(shard);
   const TensorId out = g.tensor(fmt::format("{}.gathered.{}", t.name, fused::phase_name(phase)), t.elements * sp,
                                 t.dtype, TensorKind::activation);
-  collective(g, scope(layer, phase) + ".tp_all_gather", phase, CollectiveKind::all_gather, t.bytes(), t.dtype,
-             plan_.residual_axes(), {{shard, 1}}, {{out, 1}});
+  const std::vector<std::size_t> after = statistics_before(g, shard);
+  if (!collective_matmul_) {
+    collective(g, scope(layer, phase) + ".tp_all_gather", phase, CollectiveKind::all_gather, t.bytes(), t.dtype,
+               plan_.residual_axes(), {{shard, 1}}, {{out, 1}}, after);
+    return out;
+  }
+  ring_chunks_[out] = ring_steps(g, scope(layer, phase) + ".tp_ring_permute", phase, shard, out, after);
+  return out;
+}
+
+// Collective matmul, bidirectional as XLA runs it on TPU (kernels/README.md "Collective matmul"): the shards
+// travel both ways round the tensor group's ring at once. Step s (1 <= s < N/2) is one exchange (a
+// ring_bidirectional permute of two shards: the one that came from -1 in step s - 1 goes on to +1, the one
+// that came from +1 goes on to -1; this chip's own both ways at s = 1), so each link direction carries one
+// shard per step; for even N the last step (s = N/2) brings the opposite chip's shard, half from each side.
+// N/2 steps for the N - 1 shards, (N - 1) / 2 shards per link direction: the bidirectional all-gather's
+// bandwidth on a ring. A 2-chip group is one +1 shift. The chunks come back in arrival order (this chip's
+// first), and the last step also completes `whole` for the readers that are not decomposed.
+std::vector<TensorId> ShardingPoints::ring_steps(fused::Graph& g, const std::string& label, fused::Phase phase,
+                                                 TensorId shard, TensorId whole, const std::vector<std::size_t>& after) {
+  const int n = plan_.residual_shards();
+  const fused::Tensor t = g.tensor(shard);
+  const auto chunk = [&](const std::string& what) {
+    return g.tensor(fmt::format("{}.ring_{}.{}", t.name, what, fused::phase_name(phase)), t.elements, t.dtype,
+                    TensorKind::activation);
+  };
+  bool first_step = true;
+  const auto exchange = [&](double shards, const std::vector<Access>& reads, std::vector<Access> writes, bool last) {
+    if (last) writes.push_back({whole, 1});
+    const std::size_t first = g.ops().size();
+    collective(g, label, phase, CollectiveKind::permute, shards * t.bytes(), t.dtype, plan_.residual_axes(), reads,
+               writes, first_step ? after : std::vector<std::size_t>{});
+    first_step = false;
+    const CollectiveAlgorithm a = n == 2 ? CollectiveAlgorithm::ring_unidirectional : CollectiveAlgorithm::ring_bidirectional;
+    for (std::size_t i = first; i < g.ops().size(); ++i) g.ops()[i].algorithm = static_cast<std::uint8_t>(a);
+  };
+  std::vector<TensorId> chunks{shard};
+  if (n == 2) {
+    chunks.push_back(chunk("1"));
+    exchange(1, {{shard, 1}}, {{chunks.back(), 1}}, true);
+    return chunks;
+  }
+  TensorId from_minus = shard, from_plus = shard;  // what goes on to +1 and to -1 next
+  const int both_ways = (n - 1) / 2;               // steps bringing a shard from each side
+  for (int s = 1; s <= both_ways; ++s) {
+    const TensorId cw = chunk(fmt::format("{}m", s)), ccw = chunk(fmt::format("{}p", s));
+    std::vector<Access> reads{{from_minus, 1}};
+    if (from_plus != from_minus) reads.push_back({from_plus, 1});
+    exchange(2, reads, {{cw, 1}, {ccw, 1}}, s == both_ways && n % 2 == 1);
+    chunks.push_back(cw);
+    chunks.push_back(ccw);
+    from_minus = cw, from_plus = ccw;
+  }
+  if (n % 2 == 0) {
+    const TensorId opposite = chunk(fmt::format("{}", n / 2));
+    exchange(1, {{from_minus, 0.5}, {from_plus, 0.5}}, {{opposite, 1}}, true);
+    chunks.push_back(opposite);
+  }
+  return chunks;
+}
+
+std::vector<TensorId> ShardingPoints::ring_chunks(TensorId gathered) const {
+  const auto it = ring_chunks_.find(gathered);
+  return it == ring_chunks_.end() ? std::vector<TensorId>{} : it->second;
+}
+
+// The lowering runs a norm under activation_embed on 1/N of the elements as under sequence parallelism (the
+// same work), its `stats` tensor 1/N of the tokens' statistics; the all-reduce carries every token's: N x its
+// bytes (f32: 1 per token for RMSNorm, 2 for LayerNorm, forward; as many sums in the backward). It starts when
+// the norm's op is done (it reads `out` for no bytes) and the next tensor-group gather, the first reader of
+// the norm's output (or of the backward's residual add after it), waits for it (gather_sequence).
+void ShardingPoints::norm_statistics(fused::Graph& g, const std::string& label, fused::Phase phase, TensorId stats,
+                                     TensorId out) {
+  const int n = plan_.shards(LogicalAxis::activation_embed);
+  if (n <= 1) return;
+  const fused::Tensor t = g.tensor(stats);
+  const TensorId sums = g.tensor(label + ".stats_sum", t.elements * n, t.dtype, TensorKind::activation);
+  pending_statistics_[out] = g.ops().size();
+  collective(g, label + ".tp_stats_all_reduce", phase, CollectiveKind::all_reduce, t.bytes() * n, t.dtype,
+             plan_.axes(LogicalAxis::activation_embed), {{stats, 1}, {out, 0}}, {{sums, 1}});
+}
+
+// The statistics all-reduces a gather of `shard` waits for: the one completing `shard` itself (a norm's
+// output), or one completing a tensor the op writing `shard` reads (the backward's residual add after the norm).
+std::vector<std::size_t> ShardingPoints::statistics_before(const fused::Graph& g, TensorId shard) {
+  std::vector<std::size_t> after;
+  const auto take = [&](TensorId t) {
+    const auto it = pending_statistics_.find(t);
+    if (it == pending_statistics_.end()) return;
+    after.push_back(it->second);
+    pending_statistics_.erase(it);
+  };
+  take(shard);
+  const auto& ops = g.ops();
+  for (std::size_t i = ops.size(); after.empty() && i-- > 0;) {
+    const bool writes = std::any_of(ops[i].writes.begin(), ops[i].writes.end(),
+                                    [&](const Access& w) { return w.tensor == shard; });
+    if (!writes) continue;
+    for (const Access& r : ops[i].reads) take(r.tensor);
+    break;
+  }
+  return after;
+}
+
+int ShardingPoints::ring_scatter_blocks(int layer) const {
+  // The blocks' row-parallel outputs (the head's vocabulary-parallel one stays one reduce-scatter).
+  if (!collective_matmul_ || layer < 0 || plan_.shards(LogicalAxis::heads) <= 1) return 0;
+  return plan_.residual_shards() > 1 ? plan_.residual_shards() : 0;
+}
+
+// Collective matmul, the reduce-scatter side (kernels/README.md "Collective matmul"): the partial sums of each
+// row block travel to the block's owner, each chip on the way adding its own partial matmul of that block to
+// the sum that came in and passing it on. Both ways at once: the sum of block j comes from -1 over the
+// floor(N/2) chips before j and from +1 over the ceil(N/2) - 1 after it, so step s (1 <= s <= floor(N/2)) sends
+// one block each way (only +1 at the last step of an even N), and this chip's own block, computed last, adds the
+// two sums that arrived. The partial matmuls do not wait for the ring (only the adds after them do), so each
+// step's transfer overlaps the next blocks' matmuls.
+TensorId ShardingPoints::ring_reduce_scatter(fused::Graph& g, int layer, fused::Phase phase, const std::string& name,
+                                             double elements, DType dtype, const PartialMatmul& partial) {
+  const int n = plan_.residual_shards();
+  const double block = elements / n;
+  const auto tensor = [&](const std::string& what) {
+    return g.tensor(fmt::format("{}.{}", name, what), block, dtype, TensorKind::activation);
+  };
+  const int plus = n / 2, minus = n - 1 - plus;  // chain lengths: sends to +1 and to -1
+  std::vector<TensorId> in_plus, in_minus;       // the sums received from -1 (sent +1) and from +1
+  int order = 0;
+  for (int s = 1; s <= plus; ++s) {
+    std::vector<Access> reads, writes;
+    const TensorId up = tensor(fmt::format("ring_sum{}m", s));
+    partial(order++, in_plus, up);
+    reads.push_back({up, 1});
+    in_plus = {tensor(fmt::format("ring_in{}m", s))};
+    writes.push_back({in_plus.front(), 1});
+    if (s <= minus) {
+      const TensorId down = tensor(fmt::format("ring_sum{}p", s));
+      partial(order++, in_minus, down);
+      reads.push_back({down, 1});
+      in_minus = {tensor(fmt::format("ring_in{}p", s))};
+      writes.push_back({in_minus.front(), 1});
+    }
+    const std::size_t first = g.ops().size();
+    collective(g, scope(layer, phase) + ".tp_ring_scatter", phase, CollectiveKind::permute,
+               static_cast<double>(reads.size()) * block * static_cast<double>(dtype_bytes(dtype)), dtype,
+               plan_.residual_axes(), reads, writes);
+    const CollectiveAlgorithm a =
+        reads.size() == 2 ? CollectiveAlgorithm::ring_bidirectional : CollectiveAlgorithm::ring_unidirectional;
+    for (std::size_t i = first; i < g.ops().size(); ++i) g.ops()[i].algorithm = static_cast<std::uint8_t>(a);
+  }
+  const TensorId out = g.tensor(name + ".reduced", block, dtype, TensorKind::activation);
+  std::vector<TensorId> received = in_plus;
+  received.insert(received.end(), in_minus.begin(), in_minus.end());
+  partial(order, received, out);
   return out;
 }
 

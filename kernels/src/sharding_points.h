@@ -13,13 +13,20 @@ class ShardingPoints : public CollectivePoints {
  public:
   // `groups` collects the groups the collectives name (ProgramSet::groups).
   // `chip` times the weight casts before the FSDP gathers (weights_before_use).
+  // `collective_matmul` (workload.collective_matmul): gather_sequence runs as ring steps (ring_chunks).
   ShardingPoints(const ShardingPlan& plan, const ChipSpec& chip, DType activation_dtype,
-                 std::vector<ir::CollectiveGroup>& groups);
+                 std::vector<ir::CollectiveGroup>& groups, bool collective_matmul = false);
 
   fused::TensorId weights_before_use(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId weight) override;
   fused::TensorId after_row_parallel(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId partial) override;
   fused::TensorId tensor_all_reduce(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId partial) override;
   fused::TensorId gather_sequence(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId shard) override;
+  [[nodiscard]] std::vector<fused::TensorId> ring_chunks(fused::TensorId gathered) const override;
+  void norm_statistics(fused::Graph& g, const std::string& label, fused::Phase phase, fused::TensorId stats,
+                       fused::TensorId out) override;
+  [[nodiscard]] int ring_scatter_blocks(int layer) const override;
+  fused::TensorId ring_reduce_scatter(fused::Graph& g, int layer, fused::Phase phase, const std::string& name,
+                                      double elements, DType dtype, const PartialMatmul& partial) override;
   std::vector<fused::TensorId> gather_keys_values(fused::Graph& g, int layer, fused::Phase phase,
                                                   const std::vector<fused::TensorId>& shards) override;
   std::vector<fused::TensorId> scatter_key_value_gradients(fused::Graph& g, int layer,
@@ -46,6 +53,11 @@ class ShardingPoints : public CollectivePoints {
   std::uint16_t group_index(const ir::CollectiveGroup& group);
   // The tensor group's reduction of `partial`: all-reduced, or reduce-scattered into this chip's tokens.
   fused::TensorId reduce_partial(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId partial, bool scatter);
+  // Collective matmul: the ring steps that bring the tensor group's shards of `shard` (gather_sequence);
+  // returns the chunks in arrival order, this chip's first; the last step also writes `whole`.
+  std::vector<fused::TensorId> ring_steps(fused::Graph& g, const std::string& label, fused::Phase phase,
+                                          fused::TensorId shard, fused::TensorId whole,
+                                          const std::vector<std::size_t>& after);
   // Context parallelism: one all-gather (or reduce-scatter) of `tensors` over the length axes; returns the
   // gathered (reduced) tensors.
   std::vector<fused::TensorId> over_length_axes(fused::Graph& g, const std::string& label, fused::Phase phase,
@@ -66,6 +78,12 @@ class ShardingPoints : public CollectivePoints {
     std::size_t first_op = 0;
   };
   LayerGathers current_, previous_;
+  bool collective_matmul_ = false;
+  // norm_statistics: the all-reduce (op index) completing each norm output or input gradient, until a gather
+  // waits for it (statistics_before).
+  std::map<fused::TensorId, std::size_t> pending_statistics_;
+  std::vector<std::size_t> statistics_before(const fused::Graph& g, fused::TensorId shard);
+  std::map<fused::TensorId, std::vector<fused::TensorId>> ring_chunks_;  // gathered -> its ring steps' chunks
   bool have_previous_ = false;
 };
 

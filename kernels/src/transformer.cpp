@@ -232,8 +232,62 @@ class TransformerStep {
   void weight_gradient(const OpName& name, ir::OpClass cls, std::int64_t m, std::int64_t k, std::int64_t n,
                        std::int64_t batch, std::vector<TensorId> a, std::vector<TensorId> dy, const Param& weight,
                        const Param* bias);
-  TensorId weights(int layer, Phase phase, const Param& p) { return points_.weights_before_use(b_.graph(), layer, phase, p.w); }
-  TensorId gather(int layer, Phase phase, TensorId shard) { return points_.gather_sequence(b_.graph(), layer, phase, shard); }
+  TensorId weights(int layer, Phase phase, const Param& p) {
+    const auto it = prefetched_.find(p.w);
+    if (it == prefetched_.end()) return points_.weights_before_use(b_.graph(), layer, phase, p.w);
+    const TensorId w = it->second;
+    prefetched_.erase(it);
+    return w;
+  }
+  // Collective matmul: the weights of the matmul a ring gather feeds are gathered (FSDP) before the ring's
+  // steps are issued, so their all-gather does not queue behind the ring on the ICI and the first partial
+  // matmul (this chip's own shard) can start at once; the next weights() of `p` returns them.
+  void prefetch(int layer, Phase phase, const Param& p) {
+    if (points_.ring_scatter_blocks(layer) > 0) prefetched_[p.w] = points_.weights_before_use(b_.graph(), layer, phase, p.w);
+  }
+  // Collective matmul, the reduce-scatter side: the row blocks of a row-parallel matmul whose output
+  // after_row_parallel would reduce-scatter (0: one matmul, then the reduction).
+  [[nodiscard]] int ring_blocks(int layer, const Builder::Matmul& mm) const {
+    const int n = points_.ring_scatter_blocks(layer);
+    return n > 1 && mm.batch == 1 && mm.m % n == 0 && mm.outputs.size() == 1 ? n : 0;
+  }
+  // Its ring steps (CollectivePoints::ring_reduce_scatter): this chip's reduced block of mm's output, `bias`
+  // added by the epilogue of the last partial (this chip's own block).
+  TensorId ring_row_parallel(const OpName& name, int layer, const Builder::Matmul& mm, const Param* bias) {
+    const int n = ring_blocks(layer, mm);
+    const fused::Tensor out = b_.graph().tensor(mm.outputs.front());
+    Builder::Matmul last = mm;
+    if (bias != nullptr && bias->elements > 0) {
+      last.extra_reads.push_back({bias->w, 1});
+      last.epilogue += kAdd.per_element.times(static_cast<double>(mm.m) * static_cast<double>(mm.n));
+    }
+    return points_.ring_reduce_scatter(
+        b_.graph(), layer, name.phase, out.name, out.elements, out.dtype,
+        [&](int order, const std::vector<TensorId>& received, TensorId block) {
+          const Builder::Matmul& part = order == n - 1 ? last : mm;
+          if (received.empty()) {
+            b_.partial_rows(name, ir::OpClass::matmul, part, n, order, block);
+            return;
+          }
+          // The matmul does not wait for the sums: it runs while they travel, and a VPU add (its own fusion,
+          // as the collectives' reductions) then adds what arrived.
+          const fused::Tensor bt = b_.graph().tensor(block);
+          const TensorId mine = b_.activation(fmt::format("{}.ring{}", bt.name, order), bt.elements, bt.dtype);
+          b_.partial_rows(name, ir::OpClass::matmul, part, n, order, mine);
+          std::vector<Access> reads{{mine, 1}};
+          for (TensorId r : received) reads.push_back({r, 1});
+          OpName add = name;
+          add.name = fmt::format("{}.ring_add{}", name.name, order);
+          b_.vector(add, ir::OpClass::other, ir::VectorOp::elementwise,
+                    bt.elements * static_cast<double>(received.size()), kAdd, reads, {{block, 1}});
+        });
+  }
+  TensorId gather(int layer, Phase phase, TensorId shard) {
+    const TensorId out = points_.gather_sequence(b_.graph(), layer, phase, shard);
+    std::vector<TensorId> chunks = points_.ring_chunks(out);
+    if (!chunks.empty()) b_.ring_gathered(out, std::move(chunks));  // collective matmul: matmuls split per step
+    return out;
+  }
   // Tokens outside the attention and MLP blocks on this chip (sequence parallelism splits them).
   [[nodiscard]] double norm_tokens(double tokens) const { return tokens / shard_.sequence_shards; }
   // ---- head, loss, optimizer ----
@@ -265,6 +319,7 @@ class TransformerStep {
   Builder b_;
   bool train_ = false, decode_ = false, inference_ = false;
   int micro_ = 0;  // the microbatch whose backward is being built (Builder::gradient)
+  std::map<TensorId, TensorId> prefetched_;  // prefetch: parameter -> its gathered weights, used once
   // A named remat policy: each tag's placement (nullopt: none, full or selective, or not training).
   std::optional<RematPlacements> policy_;
   std::map<TensorId, TensorId> host_copies_;      // an offloaded activation -> its copy in host memory
@@ -332,6 +387,7 @@ TensorId TransformerStep::norm(const OpName& name, TensorId x, double tokens, co
   *stats = b_.activation(base + ".stats", tokens * (m_.norm == NormKind::layernorm ? 2 : 1), DType::f32);
   b_.vector(name, ir::OpClass::norm_activation, ir::VectorOp::reduction, tokens * static_cast<double>(d_),
             norm_cost(false), {{x, x_times}, {gamma.w, 1}}, {{h, 1}, {*stats, 1}});
+  points_.norm_statistics(b_.graph(), base, name.phase, *stats, h);
   return h;
 }
 
@@ -414,6 +470,10 @@ TensorId TransformerStep::attention_sub(const OpName& base, const Stack& st, int
     mm.m = static_cast<std::int64_t>(tokens), mm.k = static_cast<std::int64_t>(heads_) * dh_, mm.n = d_;
     mm.dtype = mm_dtype_;
     mm.a = {f.attn.o}, mm.b = {weights(layer, ph, p.out)}, mm.outputs = {a};
+    if (ring_blocks(layer, mm) > 0) {
+      f.attn_out = ring_row_parallel(OpName{ph, base.scope, "out"}, layer, mm, &p.out_bias);
+      return f.attn_out;
+    }
     b_.matmul(OpName{ph, base.scope, "out"}, ir::OpClass::matmul, mm);
   }
   if (p.out_bias.elements > 0) {
@@ -458,6 +518,10 @@ TensorId TransformerStep::mlp_forward(const OpName& base, int layer, TensorId h,
     Builder::Matmul down;
     down.m = static_cast<std::int64_t>(tokens), down.k = shard_.d_ff, down.n = d_, down.dtype = mm_dtype_;
     down.a = {f.g}, down.b = {weights(layer, ph, p.down)}, down.outputs = {o};
+    if (ring_blocks(layer, down) > 0) {
+      f.mlp_out = ring_row_parallel(OpName{ph, base.scope, "down"}, layer, down, &p.down_bias);
+      return f.mlp_out;
+    }
     b_.matmul(OpName{ph, base.scope, "down"}, ir::OpClass::matmul, down);
     if (p.down_bias.elements > 0) {
       const TensorId o1 = b_.activation(sc + ".down_biased", td);
@@ -519,6 +583,7 @@ BlockFwd TransformerStep::forward_block(const Stack& st, int l, TensorId x, Phas
   BlockFwd f;
   f.x = x;
   f.h1 = norm(OpName{phase, scope, "norm1"}, x, norm_tokens(tokens), p.norm1, &f.stats1);
+  prefetch(l, phase, p.qkv);
   f.h1g = gather(l, phase, f.h1);
   const TensorId a = attention_sub(OpName{phase, scope, "attn"}, st, l, f.h1g, tokens, p, f, enc_out);
   if (m_.block == TransformerBlock::parallel && !st.cross) {
@@ -577,6 +642,7 @@ BlockFwd TransformerStep::forward_block(const Stack& st, int l, TensorId x, Phas
     mlp_in = f.x1x;
   }
   f.h2 = norm(OpName{phase, scope, "norm2"}, mlp_in, norm_tokens(tokens), p.norm2, &f.stats2);
+  if (!p.moe) prefetch(l, phase, p.up);
   f.h2g = gather(l, phase, f.h2);
   const TensorId o = mlp_forward(OpName{phase, scope, "mlp"}, l, f.h2g, tokens, p, f);
   f.out = b_.activation(sc + ".residual2", td);
@@ -618,6 +684,7 @@ void TransformerStep::weight_gradient(const OpName& name, ir::OpClass cls, std::
                                       std::vector<TensorId> dy, const Param& weight, const Param* bias) {
   Builder::Matmul mm;
   mm.m = m, mm.k = k, mm.n = n, mm.batch = batch, mm.dtype = dw_dtype_;
+  mm.gathered_along_k = true;  // A^T's contraction runs over the tokens
   // The whole gradient (under FSDP a full-size buffer, Builder::gradient), or the stored one accumulated into.
   const GradientWrite gw = b_.gradient(weight, micro_);
   mm.a = std::move(a), mm.b = std::move(dy), mm.outputs = {gw.tensor};
@@ -645,6 +712,7 @@ TensorId TransformerStep::norm_backward(const OpName& name, TensorId dy, TensorI
   if (gw.accumulate) reads.push_back({gw.tensor, 1});
   b_.vector(name, ir::OpClass::norm_activation, ir::VectorOp::reduction, tokens * static_cast<double>(d_),
             norm_cost(true), reads, {{dx, 1}, {gw.tensor, 1}});
+  points_.norm_statistics(b_.graph(), base, name.phase, stats, dx);
   return dx;
 }
 
@@ -673,14 +741,16 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
     weight_gradient(OpName{ph, base.scope, "down.dw"}, ir::OpClass::matmul, fd, t, d_, 1, {f.g}, {dout}, p.down,
                     &p.down_bias);
     const TensorId dh = b_.activation(sc + ".dh_mlp", td);
+    std::optional<TensorId> ring;
     {
       Builder::Matmul mm;
       mm.m = t, mm.k = fu, mm.n = d_, mm.dtype = mm_dtype_, mm.a = {du}, mm.b = {weights(layer, ph, p.up)};
       mm.outputs = {dh};
-      b_.matmul(OpName{ph, base.scope, "up.dx"}, ir::OpClass::matmul, mm);
+      if (ring_blocks(layer, mm) > 0) ring = ring_row_parallel(OpName{ph, base.scope, "up.dx"}, layer, mm, nullptr);
+      else b_.matmul(OpName{ph, base.scope, "up.dx"}, ir::OpClass::matmul, mm);
     }
     weight_gradient(OpName{ph, base.scope, "up.dw"}, ir::OpClass::matmul, d_, t, fu, 1, {h}, {du}, p.up, &p.up_bias);
-    return points_.after_row_parallel(b_.graph(), layer, ph, dh);
+    return ring ? *ring : points_.after_row_parallel(b_.graph(), layer, ph, dh);
   }
   // Mixture of experts, in reverse.
   const ExpertShape e = expert_shape(tokens);
@@ -927,15 +997,17 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
       dq = dq2, dk = dk2;
     }
     const TensorId dh1 = b_.activation(sc + ".dh_attn", td);
+    std::optional<TensorId> ring;
     {
       Builder::Matmul mm;
       mm.m = t, mm.k = qkv_width(), mm.n = d_, mm.dtype = mm_dtype_, mm.a = {dq, dk, dv};
       mm.b = {weights(l, ph, p.qkv)}, mm.outputs = {dh1};
-      b_.matmul(OpName{ph, scope, "qkv.dx"}, ir::OpClass::matmul, mm);
+      if (ring_blocks(l, mm) > 0) ring = ring_row_parallel(OpName{ph, scope, "qkv.dx"}, l, mm, nullptr);
+      else b_.matmul(OpName{ph, scope, "qkv.dx"}, ir::OpClass::matmul, mm);
     }
     weight_gradient(OpName{ph, scope, "qkv.dw"}, ir::OpClass::matmul, d_, t, qkv_width(), 1, {h}, {dq, dk, dv},
                     p.qkv, &p.qkv_bias);
-    return points_.after_row_parallel(b_.graph(), l, ph, dh1);
+    return ring ? *ring : points_.after_row_parallel(b_.graph(), l, ph, dh1);
   };
 
   const double nt = norm_tokens(tokens);
@@ -954,6 +1026,7 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
     return dx;
   }
   const TensorId mlp_in = st.cross ? f.x1x : f.x1;
+  if (!p.moe) prefetch(l, ph, p.down);
   const TensorId dout_all = gather(l, ph, dout), h2 = all_tokens(f.h2, f.h2g);
   const TensorId dh2 = mlp_backward(OpName{ph, scope, "mlp"}, l, dout_all, h2, tokens, p, f);
   const TensorId dn2 = norm_backward(OpName{ph, scope, "norm2"}, dh2, mlp_in, f.stats2, nt, p.norm2);
@@ -967,6 +1040,7 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
               {{dnx, 1}, {dmid, 1}}, {{d1, 1}}, dnx);
     dmid = d1;
   }
+  prefetch(l, ph, p.out);
   const TensorId dmid_all = gather(l, ph, dmid), h1 = all_tokens(f.h1, f.h1g);
   const TensorId dh1 = attention_backward_sub(dmid_all, h1, f.x, f.stats1, p.norm1, false);
   const TensorId dn1 = norm_backward(OpName{ph, scope, "norm1"}, dh1, f.x, f.stats1, nt, p.norm1);

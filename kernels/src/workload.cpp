@@ -73,7 +73,8 @@ BuiltStep build_step(const WorkloadSpec& w, const ChipSpec& chip, const Sharding
   CollectivePoints single_chip;  // inserts nothing
   std::vector<ir::CollectiveGroup> scratch;
   std::optional<ShardingPoints> sharded;
-  if (plan != nullptr) sharded.emplace(*plan, chip, w.dtype, groups != nullptr ? *groups : scratch);
+  if (plan != nullptr)
+    sharded.emplace(*plan, chip, w.dtype, groups != nullptr ? *groups : scratch, w.collective_matmul);
   CollectivePoints& points = sharded ? static_cast<CollectivePoints&>(*sharded) : single_chip;
   BuiltStep b{step_builder(w.model.kind)(w, chip, shard, points), {}};
   if (w.fusion) fused::fuse(b.graph);
@@ -390,6 +391,12 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
   // A whole model is sharded over the pod's mesh (no mesh: data parallel over every chip); the other kinds run
   // the same one-chip program on every chip.
   std::optional<ShardingPlan> sharding;
+  if (workload.collective_matmul && !whole_model(workload)) {
+    throw ConfigError({Diagnostic{origin_of(workload.origins, "collective_matmul"), "workload.collective_matmul",
+                                  "collective matmul decomposes a whole model's tensor-parallel all-gathers",
+                                  "a transformer with a tensor split", std::string(model_kind_name(model.kind)),
+                                  "set workload.collective_matmul: off"}});
+  }
   if (whole_model(workload)) sharding = make_sharding(workload, pod);
   const ShardView shard = sharding ? shard_view(workload, *sharding) : full_shard(workload);
   out.work = step_work(workload, full_shard(workload));

@@ -393,13 +393,33 @@ TEST(CollectivePlan, PermuteHasOnePlanAndOtherAlgorithmsAreRejectedWithTheReason
   const CollectivePlan p = plan_collective(ring16(), Kind::permute, 4096, DType::bf16, 0, Algo::ring_unidirectional);
   ASSERT_EQ(p.steps.size(), 1u);
   EXPECT_EQ(p.steps[0].sends.at(0).offset, along(0, 1));
-  for (Algo a : {Algo::ring_bidirectional, Algo::halving_doubling, Algo::direct}) {
+  for (Algo a : {Algo::halving_doubling, Algo::direct}) {
     const Diagnostic d = config_error([&] { (void)plan_collective(ring16(), Kind::permute, 4096, DType::bf16, 0, a); });
     EXPECT_EQ(d.key_path, "workload.model.algorithm");
-    EXPECT_EQ(d.found, "permute (a single +1 shift has one plan, ring_unidirectional)");
-    EXPECT_EQ(d.hint.rfind("algorithms that can: auto, ring_unidirectional. A +1 shift", 0), 0u) << d.hint;
+    EXPECT_EQ(d.found,
+              "permute (a +1 shift has one plan, ring_unidirectional; half to each neighbour is ring_bidirectional)");
+    EXPECT_EQ(d.hint.rfind("algorithms that can: auto, ring_bidirectional, ring_unidirectional. A +1 shift", 0), 0u)
+        << d.hint;
     EXPECT_NE(d.hint.find("at most N/(N-1)"), std::string::npos) << d.hint;
   }
+}
+
+// The bidirectional exchange (one step of a bidirectional collective matmul): 4096 bf16 bytes = 2048 elements,
+// 1024 to each neighbour, one step; its ideal is the +1 shift of 2048 bytes. An odd count gives +1 the extra one.
+TEST(CollectivePlan, ABidirectionalPermuteSendsHalfToEachNeighbourInOneStep) {
+  const CollectivePlan p = plan_collective(ring16(), Kind::permute, 4096, DType::bf16, 0, Algo::ring_bidirectional);
+  ASSERT_EQ(p.steps.size(), 1u);
+  ASSERT_EQ(p.steps[0].sends.size(), 2u);
+  EXPECT_EQ(p.steps[0].sends[0].offset, along(0, 1));
+  EXPECT_EQ(p.steps[0].sends[0].bytes, 2048u);
+  EXPECT_EQ(p.steps[0].sends[1].offset, along(0, -1));
+  EXPECT_EQ(p.steps[0].sends[1].bytes, 2048u);
+  EXPECT_DOUBLE_EQ(p.ideal_time.value(),
+                   ideal_collective_time(ring16(), Kind::permute, 2048, whole_axes_group(ring16(), 1)).value());
+  const CollectivePlan odd = plan_collective(ring16(), Kind::permute, 6, DType::bf16, 0, Algo::ring_bidirectional);
+  ASSERT_EQ(odd.steps[0].sends.size(), 2u);
+  EXPECT_EQ(odd.steps[0].sends[0].bytes, 4u);
+  EXPECT_EQ(odd.steps[0].sends[1].bytes, 2u);
 }
 
 TEST(CollectivePlan, AcrossPodsReducesTheInPodShardOverTheDcn) {

@@ -327,6 +327,123 @@ TEST(Sharding, SequenceParallelismTurnsEachTensorAllReduceIntoAReduceScatterAndA
   EXPECT_EQ(collectives(tp.programs.programs[0], "tp_norm_all_reduce").second, 0);
 }
 
+TEST(Sharding, CollectiveMatmulTurnsEachSequenceGatherIntoRingPermutesAndSplitsTheMatmulsItFeeds) {
+  // As above (tensor_sequence 2, 2 sequences of 128 tokens per chip), with collective matmul: each of the 15
+  // all-gathers (5 forward, 10 backward) becomes sp - 1 = 1 permute of this chip's shard to its neighbour.
+  const WorkloadSpec off = small(4, mesh({{"data", 2}, {"tensor_sequence", 2}}));
+  WorkloadSpec on = off;
+  on.collective_matmul = true;
+  const LoweredWorkload lo = lower(off, roomy(), pod({4})), ln = lower(on, roomy(), pod({4}));
+  const ir::Program& p = ln.programs.programs[0];
+  const double act = 2 * 128 * 256 * 2;  // [tokens, d] in bf16
+  EXPECT_EQ(collectives(p, "tp_all_gather").second, 0);
+  EXPECT_EQ(collectives(p, "tp_ring_permute"), (std::pair<double, int>{15 * act / 2, 15}));
+  EXPECT_EQ(collectives(lo.programs.programs[0], "tp_all_gather"), (std::pair<double, int>{15 * act / 2, 15}));
+  for (const ir::CollectiveGroup& g : groups_of(ln, "tp_ring_permute")) EXPECT_EQ(g, group({2, 1, 1}, {1, 1, 1}));
+  // The matmuls whose rows are the gathered tokens run as 2 partials of half the rows: per block the QKV and
+  // MLP up projections (forward) and the MLP down and attention output projections' input gradients
+  // (backward), and the head's projection: 9 matmuls, each a step0 and a step1 with the same MXU FLOPs in all.
+  int step1 = 0;
+  for (const auto& ins : p.instructions()) {
+    const std::string& l = p.label_of(ins);
+    if (l.size() > 6 && l.compare(l.size() - 6, 6, ".step1") == 0) ++step1;
+  }
+  EXPECT_EQ(step1, 9 * p.cores_used());  // one instruction per TensorCore and op
+  EXPECT_EQ(p.cores_used(), 2);
+  EXPECT_DOUBLE_EQ(p.model_flops(), lo.programs.programs[0].model_flops());
+  // The reduce-scatter side: the 8 block outputs reduce-scattered (per block attention out and MLP down
+  // forward, QKV and MLP up input gradients backward) become, for N = 2, one +1 step each of the half this chip
+  // does not keep; the embedding's and the head's stay reduce-scatters of the whole partial.
+  EXPECT_EQ(collectives(lo.programs.programs[0], "tp_reduce_scatter"), (std::pair<double, int>{10 * act, 10}));
+  EXPECT_EQ(collectives(p, "tp_reduce_scatter"), (std::pair<double, int>{2 * act, 2}));
+  EXPECT_EQ(collectives(p, "tp_ring_scatter"), (std::pair<double, int>{8 * act / 2, 8}));
+  int ring1 = 0;
+  for (const auto& ins : p.instructions()) {
+    const std::string& l = p.label_of(ins);
+    if (l.size() > 6 && l.compare(l.size() - 6, 6, ".ring1") == 0) ++ring1;
+  }
+  EXPECT_EQ(ring1, 8 * p.cores_used());
+}
+
+TEST(Sharding, CollectiveMatmulOverFourChipsRunsBothWaysRoundTheRingInTwoSteps) {
+  // tensor_sequence 4 on a 4-ring, 2 sequences of 128 tokens per chip: each chip holds 64 of the 256 tokens,
+  // a shard of act / 4. Each of the 15 gathers (5 forward, 10 backward) is N/2 = 2 bidirectional exchanges:
+  // step 1 sends this chip's shard both ways (2 shards' bytes, 1 each way), step 2 the opposite chip's shard,
+  // half from each side (1 shard's bytes): 3 shards per gather, the all-gather's (N - 1) shards.
+  const WorkloadSpec off = small(2, mesh({{"tensor_sequence", 4}}));
+  WorkloadSpec on = off;
+  on.collective_matmul = true;
+  const LoweredWorkload lo = lower(off, roomy(), pod({4})), ln = lower(on, roomy(), pod({4}));
+  const ir::Program& p = ln.programs.programs[0];
+  const double shard = 2 * 128 * 256 * 2 / 4.0;  // [64 tokens, d] in bf16
+  EXPECT_EQ(collectives(lo.programs.programs[0], "tp_all_gather"), (std::pair<double, int>{15 * shard, 15}));
+  EXPECT_EQ(collectives(p, "tp_all_gather").second, 0);
+  EXPECT_EQ(collectives(p, "tp_ring_permute"), (std::pair<double, int>{15 * 3 * shard, 30}));
+  int two = 0, one = 0;
+  for (const auto& ins : p.instructions()) {
+    const std::string& l = p.label_of(ins);
+    if (ins.kind != ir::OpKind::collective || l.find("tp_ring_permute") == std::string::npos) continue;
+    EXPECT_EQ(ins.algorithm, static_cast<std::uint8_t>(CollectiveAlgorithm::ring_bidirectional));
+    (ins.bytes == static_cast<std::uint64_t>(2 * shard) ? two : one) += 1;
+  }
+  EXPECT_EQ(two, 15);
+  EXPECT_EQ(one, 15);
+  for (const ir::CollectiveGroup& g : groups_of(ln, "tp_ring_permute")) EXPECT_EQ(g, group({4, 1, 1}, {1, 1, 1}));
+  // The 9 matmuls fed by a gather (as with 2 chips) run as 4 partials of 64 rows each, one per shard.
+  int step3 = 0;
+  for (const auto& ins : p.instructions()) {
+    const std::string& l = p.label_of(ins);
+    if (l.size() > 6 && l.compare(l.size() - 6, 6, ".step3") == 0) ++step3;
+  }
+  EXPECT_EQ(step3, 9 * p.cores_used());
+  // The reduce-scatter side: each of the 8 block reductions (of act = 4 shards) is floor(N/2) = 2 steps:
+  // step 1 one block each way (2 shards' bytes, bidirectional), step 2 one block to +1 (unidirectional); the
+  // 4 row blocks' partial matmuls are ring0 .. ring3. The embedding's and the head's stay reduce-scatters.
+  EXPECT_EQ(collectives(lo.programs.programs[0], "tp_reduce_scatter"), (std::pair<double, int>{10 * 4 * shard, 10}));
+  EXPECT_EQ(collectives(p, "tp_reduce_scatter"), (std::pair<double, int>{2 * 4 * shard, 2}));
+  EXPECT_EQ(collectives(p, "tp_ring_scatter"), (std::pair<double, int>{8 * 3 * shard, 16}));
+  int bidirectional = 0, ring3 = 0;
+  for (const auto& ins : p.instructions()) {
+    const std::string& l = p.label_of(ins);
+    if (l.find("tp_ring_scatter") != std::string::npos &&
+        ins.algorithm == static_cast<std::uint8_t>(CollectiveAlgorithm::ring_bidirectional)) {
+      EXPECT_EQ(ins.bytes, static_cast<std::uint64_t>(2 * shard));
+      ++bidirectional;
+    }
+    if (l.size() > 6 && l.compare(l.size() - 6, 6, ".ring3") == 0) ++ring3;
+  }
+  EXPECT_EQ(bidirectional, 8);
+  EXPECT_EQ(ring3, 8 * p.cores_used());
+  EXPECT_DOUBLE_EQ(p.model_flops(), lo.programs.programs[0].model_flops());
+  EXPECT_DOUBLE_EQ(p.hardware_flops(), lo.programs.programs[0].hardware_flops());
+}
+
+TEST(Sharding, ADModelSplitAllReducesEachNormsStatisticsOverTheTensorGroup) {
+  // activation_embed over tensor 4, 2 sequences of 128 tokens per chip: each chip holds a quarter of d_model
+  // of every token, so every RMSNorm sums its tokens' squares over the group (256 tokens x 4 B, f32), forward
+  // (2 per block and the final norm) and backward (as many): 10 all-reduces. Splitting the tokens instead
+  // (tensor_sequence) needs none.
+  WorkloadSpec embed = small(2, mesh({{"tensor", 4}}));
+  embed.mesh.rules.push_back(ShardingRuleSpec{"activation_embed", {"tensor"}, {}});
+  const LoweredWorkload e = lower(embed, roomy(), pod({4}));
+  const LoweredWorkload sp = lower(small(2, mesh({{"tensor_sequence", 4}})), roomy(), pod({4}));
+  EXPECT_EQ(collectives(e.programs.programs[0], "tp_stats_all_reduce"), (std::pair<double, int>{10 * 256 * 4.0, 10}));
+  EXPECT_EQ(collectives(sp.programs.programs[0], "tp_stats_all_reduce").second, 0);
+  for (const ir::CollectiveGroup& g : groups_of(e, "tp_stats_all_reduce")) EXPECT_EQ(g, group({4, 1, 1}, {1, 1, 1}));
+  // Each gather of a norm's output (or of the residual add after a norm's backward) waits for that norm's
+  // statistics: 5 forward and 5 backward gathers depend on an all-reduce of statistics.
+  const ir::Program& p = e.programs.programs[0];
+  int waiting = 0;
+  for (const auto& ins : p.instructions()) {
+    if (p.label_of(ins).find("tp_all_gather") == std::string::npos) continue;
+    const std::uint32_t* deps = p.deps_of(ins);
+    for (std::uint32_t d = 0; d < ins.dep_count; ++d) {
+      if (p.label_of(p.instructions()[deps[d]]).find("tp_stats_all_reduce") != std::string::npos) ++waiting;
+    }
+  }
+  EXPECT_EQ(waiting, 10);
+}
+
 TEST(Sharding, SequenceParallelismDividesTheActivationsOutsideTheBlocksByTheTensorSize) {
   // Full rematerialization keeps each block's input, the head's input, its norm output and statistics (RMSNorm:
   // 1 f32 per token) and the logits' gradient (every token, this chip's 1024 vocabulary rows).

@@ -74,6 +74,38 @@ TEST_F(ShardCli, TheFsdpWeightCastsTakeTheirBytesAtTheHbmRateInTheStepsOtherClas
   EXPECT_FALSE(bf16["op_classes"].contains("other"));
 }
 
+TEST_F(ShardCli, CollectiveMatmulIsFasterAndNeverFasterThanItsMatmulsOrItsRingStepsAlone) {
+  // The bundled sequence-parallel Llama 2 70B cut to 2 blocks: v5p 4x4x4, fsdp 16 x tensor_sequence 4 (the
+  // tensor axis a wrapped 4-ring), every block's norm outputs all-gathered before the matmuls, the row-parallel
+  // outputs reduce-scattered.
+  const std::string tp = "llama2-70b-fsdp-sp-v5p --set workload.model.layers=2";
+  const auto off = summary(tp, "cm_off");
+  const auto on = summary(tp + " --set workload.collective_matmul=on", "cm_on");
+  const double t_on = on["metrics"]["step_time_s"], t_off = off["metrics"]["step_time_s"];
+  EXPECT_LT(t_on, t_off);
+  // The same work either way.
+  EXPECT_DOUBLE_EQ(on["metrics"]["model_flops"].get<double>(), off["metrics"]["model_flops"].get<double>());
+  // Lower bounds the step cannot beat: the MXU's busy time (the partial matmuls with the rest), and the ring
+  // steps' bytes from the lowered program over one link direction (90 GB/s, configs/chips/v5p.yaml; a
+  // ring_bidirectional permute sends half its bytes each way).
+  ASSERT_EQ(tpusim("lower " + tp + " --set workload.collective_matmul=on -o " + (dir_ / "p.json").string()).exit_code, 0);
+  const auto program = nlohmann::json::parse(slurp(dir_ / "p.json"));
+  double ring_s = 0, partials = 0;
+  for (const auto& ins : program["programs"][0]["instructions"]) {
+    const std::string label = ins["label"];
+    if (label.find("tp_ring_") != std::string::npos) {
+      const double bytes = ins["bytes"];
+      ring_s += (ins.value("algorithm", std::string("auto")) == "ring_bidirectional" ? bytes / 2 : bytes) / 90e9;
+    }
+    if (label.find(".step") != std::string::npos || label.find(".ring") != std::string::npos) ++partials;
+  }
+  EXPECT_GT(ring_s, 0.0);
+  EXPECT_GT(partials, 0);
+  EXPECT_GE(t_on, ring_s);
+  const double mxu = on["units"]["mxu"]["busy_s"]["max"];
+  EXPECT_GE(t_on, mxu);
+}
+
 TEST_F(ShardCli, ADataParallelSliceRunsTheOneChipComputeOnEveryChip) {
   const std::string model = "gpt3-1.3b-train-v4 --set workload.model.layers=2";
   const auto one = summary(model + " --set workload.batch=2", "one");

@@ -116,6 +116,10 @@ struct WorkloadSpec {
   // each after all earlier compute and before all later compute (off, the serialized baseline).
   MeshSpec mesh;
   bool overlap = true;
+  // Collective matmul (Wang et al., ASPLOS 2023; XLA's windowed einsum): the tensor group's all-gathers of the
+  // split residual stream and its reduce-scatters run as bidirectional ring steps, each overlapped with a
+  // partial matmul (kernels/README.md "Collective matmul").
+  bool collective_matmul = false;
   PipelineSchedule pipeline_schedule = PipelineSchedule::gpipe;
   std::map<std::string, FieldOrigin> origins;  // where each workload field came from (for errors)
 
