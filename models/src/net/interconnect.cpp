@@ -121,6 +121,16 @@ void Interconnect::start(std::uint32_t chip, std::uint32_t instr, Tick now) {
   arm(now);
 }
 
+void Interconnect::hbm_done(std::uint32_t chip, std::uint32_t token, Tick now) {
+  sync(now);
+  if (mirroring_ == nullptr) {
+    collectives_.hbm_done(chip, token, now);
+  } else {
+    for (const Mirroring::Charger& c : mirroring_->charge_done(chip, token)) collectives_.hbm_done(c.chip, c.slot, now);
+  }
+  arm(now);
+}
+
 void Interconnect::start_one(std::uint32_t chip, std::uint32_t instr, Tick now) {
   const std::size_t program = programs_.role_of_chip.empty() ? 0 : programs_.role_of_chip[chip];
   const ir::Instruction& ins = programs_.programs[program][instr];
