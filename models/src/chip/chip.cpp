@@ -138,11 +138,11 @@ Tick Chip::reserve_vpu(int core, std::uint32_t instr, Tick now, Tick duration) {
 }
 
 void Chip::charge_hbm(std::uint32_t slot, std::uint32_t token, std::uint32_t instr, Tick /*now*/,
-                      std::uint64_t read, std::uint64_t written) {
+                      std::uint64_t read, std::uint64_t written, Tick spread) {
   if (hbm_ == nullptr) {
     context_.fail(instr, "a collective's HBM traffic on a chip whose HBM block does not take charges (MemoryBlock)");
   }
-  charges_.push_back(Charge{slot, token, read, written});
+  charges_.push_back(Charge{slot, token, read, written, spread});
   // The network charges at the kernel's time: the chip is not running ahead (it has this collective in flight).
   if (!activating_) wake_.notify(sc_core::SC_ZERO_TIME);
 }
@@ -150,7 +150,14 @@ void Chip::charge_hbm(std::uint32_t slot, std::uint32_t token, std::uint32_t ins
 void Chip::take_charges(Tick now) {
   if (hbm_ == nullptr) return;
   for (const Charge& c : charges_) {
-    const double cap = hbm_channel_share(context_.spec.hbm, static_cast<double>(std::max(c.read, c.written)));
+    const HbmSpec& hbm = context_.spec.hbm;
+    double cap = hbm_channel_share(hbm, static_cast<double>(std::max(c.read, c.written)));
+    if (c.spread > 0) {
+      const double turnaround = c.read > 0 && c.written > 0 ? hbm.turnaround : 0.0;
+      const double rate = hbm.bandwidth.value() * hbm.efficiency * (1.0 - turnaround);  // bytes/s
+      const double paced = static_cast<double>(c.read + c.written) / (rate * to_seconds(c.spread).value());
+      cap = std::min(cap, std::max(paced, 1e-9));
+    }
     hbm_->charge(now, static_cast<std::uint8_t>(kFirstIciEngine + c.slot), charge_order_++, c.read, c.written, cap,
                  c.token);
   }

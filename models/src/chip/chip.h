@@ -73,10 +73,11 @@ class Chip : public sc_core::sc_module, public net::ChipPort {
   // A collective's HBM traffic (net/chip_port.h): kept until the chip's activation at `now` (the chip wakes
   // for it when it comes from outside one), which charges it to the HBM block (MemoryBlock::charge) as the
   // transfer of ICI engine kFirstIciEngine + slot, capped at the channel share of its larger direction
-  // (hbm_channel_share); when the HBM has moved it, the activation reports Interconnect::hbm_done. Fails
-  // instruction `instr` if the chip has no HBM block that takes charges.
+  // (hbm_channel_share) and, with a `spread`, at its bytes over that time at the HBM's rate (less the
+  // turnaround when it reads and writes); when the HBM has moved it, the activation reports
+  // Interconnect::hbm_done. Fails instruction `instr` if the chip has no HBM block that takes charges.
   void charge_hbm(std::uint32_t slot, std::uint32_t token, std::uint32_t instr, Tick now, std::uint64_t read,
-                  std::uint64_t written) override;
+                  std::uint64_t written, Tick spread) override;
   // The chip has an activation of its own (its timed event, not a wake by the interconnect) at `now`, pending
   // or run: what reaches it from outside at that tick meets it in the kernel's process order
   // (mirror/mirroring.h).
@@ -106,6 +107,7 @@ class Chip : public sc_core::sc_module, public net::ChipPort {
   struct Charge {
     std::uint32_t slot, token;
     std::uint64_t read, written;
+    Tick spread;
   };
   std::vector<Charge> charges_;  // HBM traffic of collectives, until the next activation charges it
   std::uint64_t charge_order_ = 0;

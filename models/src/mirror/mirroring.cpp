@@ -13,8 +13,8 @@ class Mirroring::Port final : public net::ChipPort {
     return m_.reserve(chip_, core, instr, now, duration);
   }
   void charge_hbm(std::uint32_t slot, std::uint32_t /*token*/, std::uint32_t instr, Tick now, std::uint64_t read,
-                  std::uint64_t written) override {
-    m_.charge(chip_, slot, instr, now, read, written);
+                  std::uint64_t written, Tick spread) override {
+    m_.charge(chip_, slot, instr, now, read, written, spread);
   }
 
  private:
@@ -100,12 +100,13 @@ Tick Mirroring::reserve(std::uint32_t chip, int core, std::uint32_t instr, Tick 
 }
 
 void Mirroring::charge(std::uint32_t chip, std::uint32_t slot, std::uint32_t instr, Tick now, std::uint64_t read,
-                       std::uint64_t written) {
+                       std::uint64_t written, Tick spread) {
   std::vector<Charge>& log = charges_[class_of_[chip]];
   std::size_t& k = charge_cursor_[chip];
   if (k < log.size()) {
     Charge& c = log[k++];
-    if (c.now != now || c.instr != instr || c.slot != slot || c.read != read || c.written != written) {
+    if (c.now != now || c.instr != instr || c.slot != slot || c.read != read || c.written != written ||
+        c.spread != spread) {
       mismatch(chip, fmt::format("HBM charge {} (instruction {}, slot {}, tick {}, {} bytes read, {} written) where its "
                                  "class made instruction {}'s (slot {}, tick {}, {} read, {} written)",
                                  k - 1, instr, slot, now, read, written, c.instr, c.slot, c.now, c.read, c.written));
@@ -115,8 +116,9 @@ void Mirroring::charge(std::uint32_t chip, std::uint32_t slot, std::uint32_t ins
     return;
   }
   // The class's first member to make this charge makes it on the representative's HBM, under its index.
-  chip_of_class_[class_of_[chip]]->charge_hbm(slot, static_cast<std::uint32_t>(log.size()), instr, now, read, written);
-  log.push_back(Charge{now, instr, slot, read, written, {Charger{chip, slot}}});
+  chip_of_class_[class_of_[chip]]->charge_hbm(slot, static_cast<std::uint32_t>(log.size()), instr, now, read, written,
+                                              spread);
+  log.push_back(Charge{now, instr, slot, read, written, spread, {Charger{chip, slot}}});
   ++k;
 }
 

@@ -10,7 +10,7 @@
 //     k-th (same tick, TensorCore, instruction, duration); the first member to make it reserves the
 //     representative's VPU, the others get the same end;
 //   - HBM charges of its collectives' steps: the k-th of each member of a class must be the class's k-th (same
-//     tick, instruction, slot, bytes); the first member to make it charges the representative's HBM, and when
+//     tick, instruction, slot, bytes, spread); the first member to make it charges the representative's HBM, and when
 //     that HBM has moved the bytes every member that made the charge hears of it (charge_done). A charge is not
 //     an input in the sense below: what it does to the HBM's rates does not depend on its order relative to
 //     the chip's own activation at that tick (the shared scheduler's shares depend on the set of transfers; the
@@ -95,12 +95,13 @@ class Mirroring {
     Tick now;
     std::uint32_t instr, slot;
     std::uint64_t read, written;
+    Tick spread;
     std::vector<Charger> members;  // until charge_done
   };
   class Port;
   Tick reserve(std::uint32_t chip, int core, std::uint32_t instr, Tick now, Tick duration);
   void charge(std::uint32_t chip, std::uint32_t slot, std::uint32_t instr, Tick now, std::uint64_t read,
-              std::uint64_t written);
+              std::uint64_t written, Tick spread);
 
   TranslationClasses classes_;
   RunControl& control_;

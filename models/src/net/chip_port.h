@@ -21,10 +21,12 @@ class ChipPort {
   // Moves `read` bytes out of and `written` bytes into the chip's HBM from `now` on, on behalf of collective
   // `instr` running in ICI slot `slot`, sharing the HBM's bandwidth with everything else the chip's HBM serves
   // (the slot is an engine of its own there). Called at the current simulation time from the network's
-  // process (outside the chip's activation: the chip wakes to take it at that tick). When the bytes are
-  // moved, the chip reports Interconnect::hbm_done(chip, token, tick) from its activation.
+  // process (outside the chip's activation: the chip wakes to take it at that tick). `spread` > 0: the bytes
+  // move no faster than over `spread` ticks (the collective's links pace its DMAs); 0: as fast as the HBM's
+  // share allows. When the bytes are moved, the chip reports Interconnect::hbm_done(chip, token, tick) from its
+  // activation.
   virtual void charge_hbm(std::uint32_t slot, std::uint32_t token, std::uint32_t instr, Tick now,
-                          std::uint64_t read, std::uint64_t written) = 0;
+                          std::uint64_t read, std::uint64_t written, Tick spread) = 0;
 };
 
 }  // namespace tpusim::models::net

@@ -304,15 +304,24 @@ void CollectiveEngine::start_run(std::uint32_t gr, std::uint32_t run, Tick now) 
   GroupRun& pending = group_runs_[gr];
   pending.run = run;
   pending.flow_pending = true;
+  if (run != 0) return;
+  // The whole collective's HBM traffic at its first run, paced over its bandwidth-optimal time: one charge
+  // per member and collective, not per run (each is two chip activations: README.md).
   pending.hbm_pending = 0;
+  const Tick spread = to_ticks(info.plan.ideal_time);
   for (const Member& m : pending.members) {
-    const auto [read, written] = run_hbm(m.chip, info, r);
+    std::uint64_t read = 0, written = 0;
+    for (Run& each : info.runs) {
+      const auto [rd, wr] = run_hbm(m.chip, info, each);
+      read += rd;
+      written += wr;
+    }
     if (read + written == 0) continue;
     Op& mo = op(m.chip, m.slot);
     mo.hbm_pending = true;
     mo.group_run = gr;
     ++pending.hbm_pending;
-    charge(m.chip, m.slot, now, read, written);
+    charge(m.chip, m.slot, now, read, written, spread);
   }
 }
 
@@ -341,12 +350,25 @@ std::pair<std::uint64_t, std::uint64_t> CollectiveEngine::run_hbm(std::uint32_t 
   return {read, written};
 }
 
-void CollectiveEngine::charge(std::uint32_t chip, Slot slot, Tick now, std::uint64_t read, std::uint64_t written) {
-  ports_[chip]->charge_hbm(slot, slot, op(chip, slot).instr, now, read, written);
+void CollectiveEngine::charge(std::uint32_t chip, Slot slot, Tick now, std::uint64_t read, std::uint64_t written,
+                              Tick spread) {
+  ports_[chip]->charge_hbm(slot, slot, op(chip, slot).instr, now, read, written, spread);
 }
 
-void CollectiveEngine::hbm_done(std::uint32_t chip, Slot slot, Tick now) {
+bool CollectiveEngine::hbm_done(std::uint32_t chip, Slot slot, Tick now) {
+  Op& o = op(chip, slot);
+  // Nothing waits for the HBM yet (the step's transfers, the collective's last flow are still moving): mark it
+  // done at once; nothing follows from it now, so no chip hears of it.
+  const bool waiting = o.aggregate ? !group_runs_[o.group_run].flow_pending &&
+                                         group_runs_[o.group_run].run + 1 >= plans_[o.plan].runs.size()
+                                   : o.sends_pending == 0 && o.arrived[o.step] >= o.expected;
+  if (!waiting) {
+    o.hbm_pending = false;
+    if (o.aggregate) --group_runs_[o.group_run].hbm_pending;
+    return false;
+  }
   timers_.push(Timer{now + 1, timer_seq_++, chip, slot, TimerKind::hbm});
+  return true;
 }
 
 // What `chip` sends under `target` over the steps of run `r` of a chain plan (only where chain_sends() says).
@@ -373,9 +395,10 @@ void CollectiveEngine::aggregate_delivered(TransferId id, Tick now) {
 
 void CollectiveEngine::advance_run(std::uint32_t gr, Tick now) {
   GroupRun& g = group_runs_[gr];
-  if (g.flow_pending || g.hbm_pending > 0) return;
+  if (g.flow_pending) return;
   const std::uint32_t next = g.run + 1;
   const PlanInfo& info = plans_[op(g.members[0].chip, g.members[0].slot).plan];
+  if (next >= info.runs.size() && g.hbm_pending > 0) return;  // the last run waits for the members' HBM
   if (next < info.runs.size()) {
     start_run(gr, next, now);
     return;
@@ -430,7 +453,7 @@ void CollectiveEngine::begin_step(std::uint32_t chip, Slot slot, Tick now) {
     sent_[id] = Sent{slot, o.group, o.seq, o.step};
   }
   o.hbm_pending = read + written > 0;
-  if (o.hbm_pending) charge(chip, slot, now, read, written);
+  if (o.hbm_pending) charge(chip, slot, now, read, written, 0);
   check_step(chip, slot, now);
 }
 

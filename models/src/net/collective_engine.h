@@ -31,9 +31,10 @@
 //   stage a ring over the pods): the steps are cut into runs of identical sends; a chip's start-up ends by
 //   joining its group's gathering; when the last member has joined, each run of the group runs as ONE flow
 //   over every member's routes to those neighbours carrying the bytes the member sends over the run's steps,
-//   delivered steps x (the longest of those routes' latencies) after it drains, each member's HBM charged
-//   with what its steps of the run read and write; the next run starts once the flow is delivered and every
-//   member's HBM has moved its bytes. After the last run each member
+//   delivered steps x (the longest of those routes' latencies) after it drains. At the first run each
+//   member's HBM is charged with what all its steps read and write, paced over the plan's bandwidth-optimal
+//   time (the links pace the DMAs); the last run ends once its flow is delivered and every member's HBM has
+//   moved its bytes. After the last run each member
 //   reduces the steps' reductions (their VPU time summed, one reservation) and ends steps x
 //   kCollectiveStepSync later. Derivation and agreement with per_step: README.md.
 // - Timed faults (a cable failing inside the step, transport.h): the first chip to start a group shape's k-th
@@ -100,8 +101,10 @@ class CollectiveEngine {
   void on_delivered(TransferId id, Tick now);
   // The HBM of `chip` has moved what the collective in `slot` charged it with (ChipPort::charge_hbm), at
   // `now`, inside the chip's activation: the engine takes it at now + 1 tick from its own process, so that
-  // what follows reaches chips from outside their activations, as every other input from the network does.
-  void hbm_done(std::uint32_t chip, Slot slot, Tick now);
+  // what follows reaches chips from outside their activations, as every other input from the network does;
+  // when nothing waits for it yet (the step's or the collective's transfers are still moving) it is marked at
+  // once, without a timer. Returns whether it pushed a timer.
+  bool hbm_done(std::uint32_t chip, Slot slot, Tick now);
   // Ends the start-ups and steps (reduction and synchronisation) due by `now`; false if none was.
   bool fire_timers(Tick now);
   [[nodiscard]] Tick next_timer() const { return timers_.empty() ? kNever : timers_.top().time; }
@@ -156,7 +159,7 @@ class CollectiveEngine {
     std::vector<Member> members;
     std::uint32_t run = 0;
     bool flow_pending = false;
-    std::uint32_t hbm_pending = 0;  // members whose HBM has not moved the run's bytes yet
+    std::uint32_t hbm_pending = 0;  // members whose HBM has not moved the collective's bytes yet
   };
   struct Early {  // receives that arrived before the chip reached their collective
     GroupId group;
@@ -244,7 +247,7 @@ class CollectiveEngine {
   void advance_run(std::uint32_t group_run, Tick now);
   // The bytes `chip` reads from and writes to its HBM over run `r` (each of its steps' HBM traffic, summed).
   [[nodiscard]] std::pair<std::uint64_t, std::uint64_t> run_hbm(std::uint32_t chip, const PlanInfo& info, Run& r) const;
-  void charge(std::uint32_t chip, Slot slot, Tick now, std::uint64_t read, std::uint64_t written);
+  void charge(std::uint32_t chip, Slot slot, Tick now, std::uint64_t read, std::uint64_t written, Tick spread);
 
   Transport& transport_;
   const ChipSpec& chip_;

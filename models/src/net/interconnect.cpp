@@ -121,14 +121,18 @@ void Interconnect::start(std::uint32_t chip, std::uint32_t instr, Tick now) {
   arm(now);
 }
 
+// No sync: marking a charge done changes nothing in the network at `now`; a timer at now + 1 only needs the
+// event armed (a pending earlier notification wins).
 void Interconnect::hbm_done(std::uint32_t chip, std::uint32_t token, Tick now) {
-  sync(now);
+  bool timer = false;
   if (mirroring_ == nullptr) {
-    collectives_.hbm_done(chip, token, now);
+    timer = collectives_.hbm_done(chip, token, now);
   } else {
-    for (const Mirroring::Charger& c : mirroring_->charge_done(chip, token)) collectives_.hbm_done(c.chip, c.slot, now);
+    for (const Mirroring::Charger& c : mirroring_->charge_done(chip, token)) {
+      timer = collectives_.hbm_done(c.chip, c.slot, now) || timer;
+    }
   }
-  arm(now);
+  if (timer) arm(now);
 }
 
 void Interconnect::start_one(std::uint32_t chip, std::uint32_t instr, Tick now) {
