@@ -309,12 +309,19 @@ void CollectiveEngine::start_run(std::uint32_t gr, std::uint32_t run, Tick now) 
   // per member and collective, not per run (each is two chip activations: README.md).
   pending.hbm_pending = 0;
   const Tick spread = to_ticks(info.plan.ideal_time);
+  constexpr std::uint64_t kUnknownHbm = ~std::uint64_t{0};
+  if (info.chains && info.hbm_of_chip.empty()) info.hbm_of_chip.assign(chips_, {kUnknownHbm, 0});
   for (const Member& m : pending.members) {
     std::uint64_t read = 0, written = 0;
-    for (Run& each : info.runs) {
-      const auto [rd, wr] = run_hbm(m.chip, info, each);
-      read += rd;
-      written += wr;
+    if (info.chains && info.hbm_of_chip[m.chip].first != kUnknownHbm) {
+      std::tie(read, written) = info.hbm_of_chip[m.chip];
+    } else {
+      for (Run& each : info.runs) {
+        const auto [rd, wr] = run_hbm(m.chip, info, each);
+        read += rd;
+        written += wr;
+      }
+      if (info.chains) info.hbm_of_chip[m.chip] = {read, written};
     }
     if (read + written == 0) continue;
     Op& mo = op(m.chip, m.slot);

@@ -146,6 +146,9 @@ class CollectiveEngine {
     std::vector<Run> runs;
     Tick reduce = 0;  // the steps' reductions on one chip (chain plans: the one reducing most), each rounded
     std::uint64_t element_bytes = 0;  // of the instruction's dtype: a reduction reads its local operand
+    // Aggregate chain plans: each chip's HBM bytes over all runs (read, written), once known (kUnknownHbm
+    // before): a chain's sends depend on the chip's place on its line, which is costly to find.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> hbm_of_chip;
   };
   struct Layout {  // the groups of one shape (aggregate plans): dense index per chip, members per group
     std::vector<std::uint32_t> group_of_chip;
