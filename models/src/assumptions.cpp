@@ -82,6 +82,13 @@ std::vector<Assumption> model_assumptions() {
       {"collective step synchronisation", format_time(net::kCollectiveStepSync), "models/src/net/collective_engine.h",
        "per step, after its data has arrived: the waiting core sees the arrival semaphore (it travels behind the "
        "data, no extra hop) and issues the next step's DMA, ~10-20 cycles; bounded by C1's floor as above"},
+      {"collective HBM traffic", "sends read, receives write, a reduction reads its local operand",
+       "models/src/net/collective_engine.h",
+       "the ICI DMAs read a step's send buffers from HBM and write what arrives into HBM; a reduction reads its "
+       "local operand and writes the sum in place of the received shard (no separate write of the shard); the "
+       "bytes share the chip's HBM scheduler, one engine per ICI slot, reading and writing at once (they pay "
+       "hbm.turnaround as a copy does) without hbm.latency (the DMA pipelines it); a step ends no sooner than its "
+       "HBM has moved them, taken 1 ps later by the network's process; no new constant"},
       {"aggregate ring collectives", "fidelity.collectives: aggregate (default)", "models/src/net/collective_engine.h",
        "a ring collective's steps are synchronous across its group (a step ends when its slowest send arrives), "
        "so a run of identical steps moves at the group's bottleneck link rate: one weighted max-min fair flow per "

@@ -69,8 +69,12 @@ void ProgramIndex::note_uses(const ir::Instruction& ins, ir::UnitKind unit) {
       break;
     case ir::UnitKind::ici:
       use(BlockKind::ici);
-      // A collective's reductions run on the VPU of its TensorCore (net/vpu_port.h).
-      if (ins.kind == ir::OpKind::collective) use(BlockKind::vpu);
+      // A collective's reductions run on the VPU of its TensorCore, and its steps read and write HBM
+      // (net/chip_port.h).
+      if (ins.kind == ir::OpKind::collective) {
+        use(BlockKind::vpu);
+        use(BlockKind::hbm);
+      }
       break;
     case ir::UnitKind::host: use(BlockKind::host); break;
     case ir::UnitKind::sync: break;

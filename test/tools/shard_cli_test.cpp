@@ -52,7 +52,9 @@ TEST_F(ShardCli, TheFsdpWeightCastsTakeTheirBytesAtTheHbmRateInTheStepsOtherClas
   // The casts (op class other, nothing else in this step) read each f32 shard and write it in bf16; both
   // TensorCores cast their halves at once, sharing HBM, so together they take the bytes at v4's 1200 GB/s x
   // the 0.9 efficiency (configs/chips/v4.yaml, chip.hbm.efficiency), their HBM latency hidden behind the other
-  // core's stream. The whole 24-block model: 584 cast instructions.
+  // core's stream. The whole 24-block model: 584 cast instructions. With workload.overlap off: overlapped, the
+  // FSDP all-gathers and reduce-scatters move their own bytes through the same HBM beside the casts
+  // (net/collective_engine.h), and the casts then take longer than their bytes alone at the HBM rate.
   const std::string scenario = "gpt3-1.3b-fsdp-tensor-v4-2x2x1";
   ASSERT_EQ(tpusim("lower " + scenario + " -o " + (dir_ / "p.json").string()).exit_code, 0);
   const auto program = nlohmann::json::parse(slurp(dir_ / "p.json"));
@@ -64,7 +66,7 @@ TEST_F(ShardCli, TheFsdpWeightCastsTakeTheirBytesAtTheHbmRateInTheStepsOtherClas
     ++casts;
   }
   ASSERT_EQ(casts, 584);
-  const auto s = summary(scenario, "run");
+  const auto s = summary(scenario + " --set workload.overlap=off", "run");
   const auto& other = s["op_classes"]["other"];
   EXPECT_EQ(other["instructions"].get<int>(), casts);
   const double closed_form = bytes / (1200e9 * 0.9);

@@ -8,6 +8,9 @@
 
 #include "chip/elaborator.h"
 #include "ici/ici_port.h"
+#include "memory/memory_block.h"
+#include "memory/transfer.h"
+#include "net/interconnect.h"
 #include "vmem/vmem.h"
 #include "vpu/vpu.h"
 
@@ -68,6 +71,9 @@ Chip::Chip(const sc_core::sc_module_name& name, std::uint32_t id, const ChipSpec
   vpus_.assign(static_cast<std::size_t>(spec.tensorcores), nullptr);
   for (Block* b : all_) {
     if (auto* vmem = dynamic_cast<VmemSpace*>(b)) sequencer_.bind_vmem(b->instance(), vmem);
+    if (auto* memory = dynamic_cast<MemoryBlock*>(b); memory != nullptr && memory->memory() == ir::Memory::hbm) {
+      hbm_ = memory;
+    }
     if (auto* vpu = dynamic_cast<ResultDrain*>(b); vpu != nullptr && b->block_kind() == BlockKind::vpu) {
       vpus_.at(static_cast<std::size_t>(b->instance())) = vpu;
     }
@@ -91,6 +97,7 @@ Chip::Chip(const sc_core::sc_module_name& name, std::uint32_t id, const ChipSpec
 }
 
 void Chip::attach_ici(net::Interconnect& ici) {
+  ici_ = &ici;
   for (Block* b : all_) {
     if (auto* port = dynamic_cast<IciPort*>(b)) port->attach(ici);
   }
@@ -130,16 +137,54 @@ Tick Chip::reserve_vpu(int core, std::uint32_t instr, Tick now, Tick duration) {
   return vpu->reserve_pops(now, duration);
 }
 
+void Chip::charge_hbm(std::uint32_t slot, std::uint32_t token, std::uint32_t instr, Tick /*now*/,
+                      std::uint64_t read, std::uint64_t written, Tick spread) {
+  if (hbm_ == nullptr) {
+    context_.fail(instr, "a collective's HBM traffic on a chip whose HBM block does not take charges (MemoryBlock)");
+  }
+  charges_.push_back(Charge{slot, token, read, written, spread});
+  // The network charges at the kernel's time: the chip is not running ahead (it has this collective in flight).
+  if (!activating_) wake_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void Chip::take_charges(Tick now) {
+  if (hbm_ == nullptr) return;
+  for (const Charge& c : charges_) {
+    const HbmSpec& hbm = context_.spec.hbm;
+    double cap = hbm_channel_share(hbm, static_cast<double>(std::max(c.read, c.written)));
+    if (c.spread > 0) {
+      const double turnaround = c.read > 0 && c.written > 0 ? hbm.turnaround : 0.0;
+      const double rate = hbm.bandwidth.value() * hbm.efficiency * (1.0 - turnaround);  // bytes/s
+      const double paced = static_cast<double>(c.read + c.written) / (rate * to_seconds(c.spread).value());
+      cap = std::min(cap, std::max(paced, 1e-9));
+    }
+    hbm_->charge(now, static_cast<std::uint8_t>(kFirstIciEngine + c.slot), charge_order_++, c.read, c.written, cap,
+                 c.token);
+  }
+  charges_.clear();
+  std::vector<std::uint32_t>& done = hbm_->charges_done();
+  for (const std::uint32_t token : done) ici_->hbm_done(context_.chip, token, now);
+  done.clear();
+}
+
 Tick Chip::activate(Tick now, bool ahead) {
   // Two wakes at the tick of the last completion (the network's delta wake for an ICI completion and the
   // chip's own timed one) may activate a finished chip once more: nothing to do.
   if (reported_ || now >= stop_at_) return kNever;
+  struct Activating {
+    bool& flag;
+    explicit Activating(bool& f) : flag(f) { flag = true; }
+    ~Activating() { flag = false; }
+    Activating(const Activating&) = delete;
+    Activating& operator=(const Activating&) = delete;
+  } activating(activating_);
   context_.now = now;
   Activity activity = Activity::idle;
   for (const Block* b : all_) activity = std::max(activity, b->activity(now));
   sequencer_.account(now, activity);
   for (Block* b : all_) b->account(now);
   for (Block* b : all_) b->advance(now);
+  take_charges(now);
   // Ahead, an activation that finishes the program reports it from the kernel at its tick, like one that
   // would start an ICI instruction (the run control counts unfinished chips at the kernel's time).
   const bool ran = sequencer_.run(now, retire_order_, ahead);
@@ -152,6 +197,7 @@ Tick Chip::activate(Tick now, bool ahead) {
     reported_ = true;
     return kNever;
   }
+  take_charges(now);  // an ICI instruction started by this activation may have charged the HBM
   sequencer_.classify(now);
   Tick next = kNever;
   bool waiting = false;

@@ -31,7 +31,7 @@
 #include "block/counters.h"
 #include "block/registry.h"
 #include "chip/sequencer.h"
-#include "net/vpu_port.h"
+#include "net/chip_port.h"
 #include "program_index.h"
 #include "run_control.h"
 #include "tpusim/core/chip_spec.h"
@@ -45,8 +45,9 @@ class Interconnect;
 }
 
 class ResultDrain;
+class MemoryBlock;
 
-class Chip : public sc_core::sc_module, public net::VpuPort {
+class Chip : public sc_core::sc_module, public net::ChipPort {
  public:
   SC_HAS_PROCESS(Chip);
   // `spec`, with its composition (standard_composition() of a spec built in code), and `program` must outlive
@@ -65,10 +66,18 @@ class Chip : public sc_core::sc_module, public net::VpuPort {
   // the chip's ICI ports; without one, an ICI instruction fails the run. The interconnect wakes the chip
   // (wake()) when an ICI instruction completes.
   void attach_ici(net::Interconnect& ici);
-  // A collective's reduction on TensorCore `core`'s VPU (net/vpu_port.h): reserved on the VPU block like the
+  // A collective's reduction on TensorCore `core`'s VPU (net/chip_port.h): reserved on the VPU block like the
   // MXU's result pops (ResultDrain), after what the VPU holds. It does not wake the chip (the sequencer counts
   // the reserved time, InstructionUnit::busy_between). Fails instruction `instr` if the core has no VPU.
   Tick reserve_vpu(int core, std::uint32_t instr, Tick now, Tick duration) override;
+  // A collective's HBM traffic (net/chip_port.h): kept until the chip's activation at `now` (the chip wakes
+  // for it when it comes from outside one), which charges it to the HBM block (MemoryBlock::charge) as the
+  // transfer of ICI engine kFirstIciEngine + slot, capped at the channel share of its larger direction
+  // (hbm_channel_share) and, with a `spread`, at its bytes over that time at the HBM's rate (less the
+  // turnaround when it reads and writes); when the HBM has moved it, the activation reports
+  // Interconnect::hbm_done. Fails instruction `instr` if the chip has no HBM block that takes charges.
+  void charge_hbm(std::uint32_t slot, std::uint32_t token, std::uint32_t instr, Tick now, std::uint64_t read,
+                  std::uint64_t written, Tick spread) override;
   // The chip has an activation of its own (its timed event, not a wake by the interconnect) at `now`, pending
   // or run: what reaches it from outside at that tick meets it in the kernel's process order
   // (mirror/mirroring.h).
@@ -85,12 +94,24 @@ class Chip : public sc_core::sc_module, public net::VpuPort {
   Tick activate(Tick now, bool ahead);
   // Nothing outside the chip can act on it before its next activation (see "Running ahead").
   [[nodiscard]] bool may_run_ahead() const;
+  // Charges the collectives' HBM traffic kept since the last activation and reports what the HBM has moved.
+  void take_charges(Tick now);
 
   ChipContext context_;
   std::vector<std::unique_ptr<Block>> blocks_;  // chip-level, in composition order (TensorCores own theirs)
   std::vector<Block*> all_;                     // every block, TensorCore children included, in build order
   std::vector<InstructionUnit*> retire_order_;  // per TensorCore its MXU then VPU, then DMA, host, ICI
   std::vector<ResultDrain*> vpus_;              // by TensorCore (nullptr: no VPU there)
+  MemoryBlock* hbm_ = nullptr;                  // the HBM block, if built
+  net::Interconnect* ici_ = nullptr;
+  struct Charge {
+    std::uint32_t slot, token;
+    std::uint64_t read, written;
+    Tick spread;
+  };
+  std::vector<Charge> charges_;  // HBM traffic of collectives, until the next activation charges it
+  std::uint64_t charge_order_ = 0;
+  bool activating_ = false;
   Sequencer sequencer_;
   bool reported_ = false;  // finished, and told the run control
   bool held_ = false;

@@ -3,7 +3,8 @@
 // the last byte); an HBM -> HBM copy moves its bytes twice and pays the turnaround by itself; a transfer is
 // striped over
 // min(hbm.channels, ceil(bytes / kHbmStripe)) channels and moves at most at that share of the rate
-// (hbm_channel_share in timing.h).
+// (hbm_channel_share in timing.h). A collective's steps read and write it too (MemoryBlock::charge, from
+// Chip::charge_hbm); their bytes count in hbm_read / hbm_written.
 #include "block/counters.h"
 #include "block/registry.h"
 #include "memory/memory_block.h"
@@ -21,8 +22,8 @@ class Hbm final : public MemoryBlock {
 
   void collect(ChipCounters& c) const override {
     c.hbm_busy += scheduler(0).busy_ticks();
-    c.hbm_read += read_;
-    c.hbm_written += written_;
+    c.hbm_read += read_ + charged_read();
+    c.hbm_written += written_ + charged_written();
   }
 
  private:

@@ -89,6 +89,28 @@ tlm::tlm_sync_enum MemoryBlock::nb_transport_fw(int socket_id, tlm::tlm_generic_
   return tlm::TLM_ACCEPTED;
 }
 
+void MemoryBlock::charge(Tick now, std::uint8_t engine, std::uint64_t order, std::uint64_t read,
+                         std::uint64_t written, double cap, std::uint32_t token) {
+  if (read + written == 0) throw std::logic_error("memory: a charge of no bytes");
+  std::uint32_t index;
+  if (!free_.empty()) {
+    index = free_.back();
+    free_.pop_back();
+  } else {
+    if (entries_.size() >= (1u << 24)) throw std::logic_error("memory: too many transfers in flight");
+    index = static_cast<std::uint32_t>(entries_.size());
+    entries_.emplace_back();
+  }
+  Admission a;
+  a.volume = static_cast<double>(read + written);
+  a.cap = cap;
+  a.direction = read > 0 && written > 0 ? FlowDirection::copy : read > 0 ? FlowDirection::read : FlowDirection::write;
+  entries_[index] = Entry{nullptr, static_cast<int>(token), now, a, engine, order};
+  charged_read_ += read;
+  charged_written_ += written;
+  serve(index, now);
+}
+
 void MemoryBlock::serve(std::uint32_t index, Tick now) {
   const Entry& e = entries_[index];
   if (e.admission.volume <= 0) {
@@ -125,6 +147,11 @@ Tick MemoryBlock::next_event(Tick /*now*/) const {
 void MemoryBlock::done(std::uint32_t tag) { respond(tag & 0xffffffu); }
 
 void MemoryBlock::respond(std::uint32_t index) {
+  if (entries_[index].gp == nullptr) {  // a charge
+    charges_done_.push_back(static_cast<std::uint32_t>(entries_[index].socket));
+    free_.push_back(index);
+    return;
+  }
   tlm::tlm_generic_payload& gp = *entries_[index].gp;
   const int socket_id = entries_[index].socket;
   free_.push_back(index);

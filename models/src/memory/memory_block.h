@@ -39,6 +39,17 @@ class MemoryBlock : public Block, public MemoryTarget, private TagSink {
   void advance(Tick now) override;
   [[nodiscard]] Tick next_event(Tick now) const override;
 
+  // Bytes moved for something that is not one of the chip's engines (a collective's DMAs over ICI,
+  // net/chip_port.h): `read` bytes out and `written` bytes in from `now` (the memory advanced to `now`, inside
+  // the chip's activation), on scheduler 0 as a transfer of engine `engine` with issue order `order`, at most
+  // `cap` of the rate; a transfer that reads and writes pays the turnaround by itself, as a copy does. Once
+  // moved, `token` is listed in charges_done() (the caller empties it).
+  void charge(Tick now, std::uint8_t engine, std::uint64_t order, std::uint64_t read, std::uint64_t written,
+              double cap, std::uint32_t token);
+  [[nodiscard]] std::vector<std::uint32_t>& charges_done() { return charges_done_; }
+  [[nodiscard]] std::uint64_t charged_read() const { return charged_read_; }
+  [[nodiscard]] std::uint64_t charged_written() const { return charged_written_; }
+
  protected:
   struct Admission {
     std::size_t scheduler = 0;  // index from add_scheduler()
@@ -59,7 +70,7 @@ class MemoryBlock : public Block, public MemoryTarget, private TagSink {
  private:
   static constexpr int kLocalSocket = -1;
   struct Entry {
-    tlm::tlm_generic_payload* gp = nullptr;
+    tlm::tlm_generic_payload* gp = nullptr;  // null: a charge (charge()), whose token is `socket`
     int socket = 0;
     Tick ready = 0;
     Admission admission;
@@ -96,6 +107,9 @@ class MemoryBlock : public Block, public MemoryTarget, private TagSink {
   std::vector<std::uint32_t> waiting_;  // entries in their latency, in arrival order
   LocalPort local_{*this};
   tlm::tlm_bw_transport_if<>* local_bw_ = nullptr;
+  std::vector<std::uint32_t> charges_done_;
+  std::uint64_t charged_read_ = 0;
+  std::uint64_t charged_written_ = 0;
 };
 
 }  // namespace tpusim::models

@@ -40,6 +40,9 @@ struct Transfer : tlm::tlm_extension<Transfer> {
 // Engine ids: the DMA descriptor queues take 0, 1, ... (one per TensorCore); these follow.
 inline constexpr std::uint8_t kHostEngine = 255;
 inline constexpr std::uint8_t kSparseCoreEngine = 254;
+// The HBM traffic of the collective in ICI slot s (net/chip_port.h) is engine kFirstIciEngine + s: below the
+// fused streams' (memory/fused_stream.h), above the DMA queues' (a chip has far fewer TensorCores).
+inline constexpr std::uint8_t kFirstIciEngine = 120;
 
 // Fills `gp` for a transfer sent to memory `target` (its command, length and a fresh response status).
 void prepare_transfer(tlm::tlm_generic_payload& gp, const Transfer& t, ir::Memory target);

@@ -6,11 +6,15 @@
 
 namespace tpusim::models {
 
-class Mirroring::Port final : public net::VpuPort {
+class Mirroring::Port final : public net::ChipPort {
  public:
   Port(Mirroring& m, std::uint32_t chip) : m_(m), chip_(chip) {}
   Tick reserve_vpu(int core, std::uint32_t instr, Tick now, Tick duration) override {
     return m_.reserve(chip_, core, instr, now, duration);
+  }
+  void charge_hbm(std::uint32_t slot, std::uint32_t /*token*/, std::uint32_t instr, Tick now, std::uint64_t read,
+                  std::uint64_t written, Tick spread) override {
+    m_.charge(chip_, slot, instr, now, read, written, spread);
   }
 
  private:
@@ -24,12 +28,14 @@ Mirroring::Mirroring(TranslationClasses classes, RunControl& control, bool injec
   mirrors_.resize(chips);
   class_of_.resize(chips);
   cursor_.assign(chips, 0);
+  charge_cursor_.assign(chips, 0);
   std::vector<std::uint32_t> index(chips, 0);
   for (std::uint32_t c = 0; c < chips; ++c) {
     const std::uint32_t rep = classes_.representative[c];
     if (rep == c) {
       index[c] = static_cast<std::uint32_t>(log_.size());
       log_.emplace_back();
+      charges_.emplace_back();
       chip_of_class_.push_back(nullptr);
     } else {
       mirrors_[rep].push_back(c);
@@ -91,6 +97,33 @@ Tick Mirroring::reserve(std::uint32_t chip, int core, std::uint32_t instr, Tick 
   log.push_back(Reservation{now, duration, end, instr, core});
   ++k;
   return end;
+}
+
+void Mirroring::charge(std::uint32_t chip, std::uint32_t slot, std::uint32_t instr, Tick now, std::uint64_t read,
+                       std::uint64_t written, Tick spread) {
+  std::vector<Charge>& log = charges_[class_of_[chip]];
+  std::size_t& k = charge_cursor_[chip];
+  if (k < log.size()) {
+    Charge& c = log[k++];
+    if (c.now != now || c.instr != instr || c.slot != slot || c.read != read || c.written != written ||
+        c.spread != spread) {
+      mismatch(chip, fmt::format("HBM charge {} (instruction {}, slot {}, tick {}, {} bytes read, {} written) where its "
+                                 "class made instruction {}'s (slot {}, tick {}, {} read, {} written)",
+                                 k - 1, instr, slot, now, read, written, c.instr, c.slot, c.now, c.read, c.written));
+      return;
+    }
+    c.members.push_back(Charger{chip, slot});
+    return;
+  }
+  // The class's first member to make this charge makes it on the representative's HBM, under its index.
+  chip_of_class_[class_of_[chip]]->charge_hbm(slot, static_cast<std::uint32_t>(log.size()), instr, now, read, written,
+                                              spread);
+  log.push_back(Charge{now, instr, slot, read, written, spread, {Charger{chip, slot}}});
+  ++k;
+}
+
+std::vector<Mirroring::Charger> Mirroring::charge_done(std::uint32_t rep, std::uint32_t token) {
+  return std::move(charges_[class_of_[rep]].at(token).members);
 }
 
 }  // namespace tpusim::models

@@ -9,6 +9,12 @@
 //   - VPU reservations of its collectives' reductions: the k-th of each member of a class must be the class's
 //     k-th (same tick, TensorCore, instruction, duration); the first member to make it reserves the
 //     representative's VPU, the others get the same end;
+//   - HBM charges of its collectives' steps: the k-th of each member of a class must be the class's k-th (same
+//     tick, instruction, slot, bytes, spread); the first member to make it charges the representative's HBM, and when
+//     that HBM has moved the bytes every member that made the charge hears of it (charge_done). A charge is not
+//     an input in the sense below: what it does to the HBM's rates does not depend on its order relative to
+//     the chip's own activation at that tick (the shared scheduler's shares depend on the set of transfers; the
+//     fifo scheduler serves in arrival order, an exposure this leaves open);
 //   - same-tick order: a chip's behaviour depends on its inputs alone, except where an input reaches it at a
 //     tick at which the chip has its own (timed) activation, or two reservations reach it at one tick: the
 //     kernel's process order then decides, and may decide differently for a mirror in the full run. Both are
@@ -23,7 +29,7 @@
 #include <vector>
 
 #include "mirror/translation_classes.h"
-#include "net/vpu_port.h"
+#include "net/chip_port.h"
 #include "run_control.h"
 #include "ticks.h"
 
@@ -50,7 +56,15 @@ class Mirroring {
   // Wiring, by the pod: a representative's chip, whose VPU its class's reductions reserve.
   void attach_representative(std::uint32_t rep, Chip& chip);
   // The VPU port the interconnect reserves chip `chip`'s reductions through (representatives and mirrors).
-  [[nodiscard]] net::VpuPort& vpu(std::uint32_t chip) { return *ports_[chip]; }
+  [[nodiscard]] net::ChipPort& vpu(std::uint32_t chip) { return *ports_[chip]; }
+
+  // The members that made the HBM charge `token` of representative `rep`'s class, each with its ICI slot, once
+  // the representative's HBM has moved it (called once per charge).
+  struct Charger {
+    std::uint32_t chip;
+    std::uint32_t slot;
+  };
+  [[nodiscard]] std::vector<Charger> charge_done(std::uint32_t rep, std::uint32_t token);
 
   // The network acts on `chip` at `now` from outside the chip's own activation (a completion, a reservation).
   void input(std::uint32_t chip, Tick now);
@@ -64,6 +78,7 @@ class Mirroring {
     for (std::uint32_t c = 0; c < classes_.representative.size(); ++c) {
       if (busy(c)) mismatch(c, "an ICI instruction left in flight at the end");
       if (cursor_[c] != log_[class_of_[c]].size()) mismatch(c, "fewer VPU reservations than its class");
+      if (charge_cursor_[c] != charges_[class_of_[c]].size()) mismatch(c, "fewer HBM charges than its class");
     }
   }
   void mismatch(std::uint32_t chip, const std::string& what);
@@ -76,8 +91,17 @@ class Mirroring {
     std::uint32_t instr;
     int core;
   };
+  struct Charge {
+    Tick now;
+    std::uint32_t instr, slot;
+    std::uint64_t read, written;
+    Tick spread;
+    std::vector<Charger> members;  // until charge_done
+  };
   class Port;
   Tick reserve(std::uint32_t chip, int core, std::uint32_t instr, Tick now, Tick duration);
+  void charge(std::uint32_t chip, std::uint32_t slot, std::uint32_t instr, Tick now, std::uint64_t read,
+              std::uint64_t written, Tick spread);
 
   TranslationClasses classes_;
   RunControl& control_;
@@ -87,7 +111,9 @@ class Mirroring {
   std::vector<Chip*> chip_of_class_;
   std::vector<std::vector<Reservation>> log_;        // [class]
   std::vector<std::size_t> cursor_;                  // [chip]: reservations made
-  std::vector<std::unique_ptr<net::VpuPort>> ports_;  // [chip]
+  std::vector<std::vector<Charge>> charges_;         // [class]
+  std::vector<std::size_t> charge_cursor_;           // [chip]: HBM charges made
+  std::vector<std::unique_ptr<net::ChipPort>> ports_;  // [chip]
   std::string failure_;
 };
 

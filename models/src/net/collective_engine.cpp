@@ -27,7 +27,7 @@ CollectiveEngine::CollectiveEngine(Transport& transport, const ChipSpec& chip, I
       ops_(chips_ * IciUnits::kSlots),
       keys_(chips_ * IciUnits::kSlots, kIdleKey),
       early_(chips_),
-      vpus_(chips_, nullptr),
+      ports_(chips_, nullptr),
       aggregates_(fidelity == CollectiveFidelity::aggregate && transport.runs_aggregates()) {}
 
 PlanId CollectiveEngine::add(const Origin& origin, const ir::Instruction& ins, const ir::CollectiveGroup& group) {
@@ -47,6 +47,7 @@ CollectiveEngine::PlanInfo CollectiveEngine::make_plan(const Origin& origin, con
   PlanInfo info;
   info.plan = planner_(topo, ins, group, transport_.faults());
   info.group = shape;
+  info.element_bytes = static_cast<std::uint64_t>(dtype_bytes(ins.dtype));
   if (transport_.has_timed_faults()) info.source = std::make_unique<PlanSource>(PlanSource{origin, ins, group});
   groups_ = std::max<std::size_t>(groups_, shape + 1);
   for (const kernels::CollectiveStep& step : info.plan.steps) {
@@ -118,13 +119,14 @@ void CollectiveEngine::start(std::uint32_t chip, Slot slot, std::uint32_t instr,
   }
   early.resize(kept);
   o.aggregate = info.aggregate;
+  o.hbm_pending = false;
   if (info.plan.steps.empty()) {
     o.active = false;
     set_key(chip, slot, kIdleKey);
     units_.finish(chip, slot);
   } else if (kCollectiveStartup.value() > 0) {
     o.starting = true;
-    timers_.push(Timer{now + to_ticks(kCollectiveStartup), timer_seq_++, chip, slot, true});
+    timers_.push(Timer{now + to_ticks(kCollectiveStartup), timer_seq_++, chip, slot, TimerKind::start});
   } else if (o.aggregate) {
     join(chip, slot, now);
   } else {
@@ -259,13 +261,23 @@ void CollectiveEngine::join(std::uint32_t chip, Slot slot, Tick now) {
   const auto it = gathering_.try_emplace(std::make_tuple(o.group, o.seq, g)).first;
   it->second.push_back(Member{chip, slot});
   if (it->second.size() < l.members[g].size()) return;
-  std::vector<Member> members = std::move(it->second);
+  std::uint32_t gr = 0;
+  if (free_group_runs_.empty()) {
+    gr = static_cast<std::uint32_t>(group_runs_.size());
+    group_runs_.emplace_back();
+  } else {
+    gr = free_group_runs_.back();
+    free_group_runs_.pop_back();
+  }
+  group_runs_[gr].members = std::move(it->second);
   gathering_.erase(it);
-  start_run(std::move(members), 0, now);
+  start_run(gr, 0, now);
 }
 
-// Run `run` of the members' group as one flow (members[0]'s op names the plan, group and seq).
-void CollectiveEngine::start_run(std::vector<Member> members, std::uint32_t run, Tick now) {
+// Run `run` of a group as one flow (its members[0]'s op names the plan, group and seq), and each member's HBM
+// charged with what it reads and writes over the run's steps.
+void CollectiveEngine::start_run(std::uint32_t gr, std::uint32_t run, Tick now) {
+  const std::vector<Member>& members = group_runs_[gr].members;
   const Op& o = op(members[0].chip, members[0].slot);
   PlanInfo& info = plans_[o.plan];
   const Layout& l = layout(o.group);
@@ -288,9 +300,82 @@ void CollectiveEngine::start_run(std::vector<Member> members, std::uint32_t run,
   }
   const TransferId id = transport_.start_aggregate(f.path, f.hop_bytes, f.bytes, f.latency, now);
   if (id >= sent_.size()) sent_.resize(static_cast<std::size_t>(id) + 1);
-  sent_[id] = Sent{members[0].slot, o.group, o.seq, run, true};
-  if (id >= aggregate_members_.size()) aggregate_members_.resize(static_cast<std::size_t>(id) + 1);
-  aggregate_members_[id] = std::move(members);
+  sent_[id] = Sent{members[0].slot, o.group, o.seq, gr, true};
+  GroupRun& pending = group_runs_[gr];
+  pending.run = run;
+  pending.flow_pending = true;
+  if (run != 0) return;
+  // The whole collective's HBM traffic at its first run, paced over its bandwidth-optimal time: one charge
+  // per member and collective, not per run (each is two chip activations: README.md).
+  pending.hbm_pending = 0;
+  const Tick spread = to_ticks(info.plan.ideal_time);
+  constexpr std::uint64_t kUnknownHbm = ~std::uint64_t{0};
+  if (info.chains && info.hbm_of_chip.empty()) info.hbm_of_chip.assign(chips_, {kUnknownHbm, 0});
+  for (const Member& m : pending.members) {
+    std::uint64_t read = 0, written = 0;
+    if (info.chains && info.hbm_of_chip[m.chip].first != kUnknownHbm) {
+      std::tie(read, written) = info.hbm_of_chip[m.chip];
+    } else {
+      for (Run& each : info.runs) {
+        const auto [rd, wr] = run_hbm(m.chip, info, each);
+        read += rd;
+        written += wr;
+      }
+      if (info.chains) info.hbm_of_chip[m.chip] = {read, written};
+    }
+    if (read + written == 0) continue;
+    Op& mo = op(m.chip, m.slot);
+    mo.hbm_pending = true;
+    mo.group_run = gr;
+    ++pending.hbm_pending;
+    charge(m.chip, m.slot, now, read, written, spread);
+  }
+}
+
+std::pair<std::uint64_t, std::uint64_t> CollectiveEngine::run_hbm(std::uint32_t chip, const PlanInfo& info,
+                                                                  Run& r) const {
+  if (!info.chains && r.hbm_known) return {r.hbm_read, r.hbm_written};
+  std::uint64_t read = 0, written = 0, reduce = 0;
+  for (std::uint32_t s = r.first; s < r.first + r.steps; ++s) {
+    const kernels::CollectiveStep& step = info.plan.steps[s];
+    reduce += step.reduce_elements;
+    for (std::size_t i = 0; i < step.sends.size(); ++i) {
+      if (transport_.stays_home(info.targets[s][i])) continue;
+      if (sends(chip, info, step.sends[i])) read += step.sends[i].bytes;
+      if (receives(chip, info, step.sends[i])) {
+        written += step.sends[i].bytes;
+        reduce += step.sends[i].chain.reduce_elements;
+      }
+    }
+  }
+  read += reduce * info.element_bytes;
+  if (!info.chains) {
+    r.hbm_known = true;
+    r.hbm_read = read;
+    r.hbm_written = written;
+  }
+  return {read, written};
+}
+
+void CollectiveEngine::charge(std::uint32_t chip, Slot slot, Tick now, std::uint64_t read, std::uint64_t written,
+                              Tick spread) {
+  ports_[chip]->charge_hbm(slot, slot, op(chip, slot).instr, now, read, written, spread);
+}
+
+bool CollectiveEngine::hbm_done(std::uint32_t chip, Slot slot, Tick now) {
+  Op& o = op(chip, slot);
+  // Nothing waits for the HBM yet (the step's transfers, the collective's last flow are still moving): mark it
+  // done at once; nothing follows from it now, so no chip hears of it.
+  const bool waiting = o.aggregate ? !group_runs_[o.group_run].flow_pending &&
+                                         group_runs_[o.group_run].run + 1 >= plans_[o.plan].runs.size()
+                                   : o.sends_pending == 0 && o.arrived[o.step] >= o.expected;
+  if (!waiting) {
+    o.hbm_pending = false;
+    if (o.aggregate) --group_runs_[o.group_run].hbm_pending;
+    return false;
+  }
+  timers_.push(Timer{now + 1, timer_seq_++, chip, slot, TimerKind::hbm});
+  return true;
 }
 
 // What `chip` sends under `target` over the steps of run `r` of a chain plan (only where chain_sends() says).
@@ -310,13 +395,24 @@ std::uint64_t CollectiveEngine::chain_bytes(std::uint32_t chip, const PlanInfo& 
 // time), then pays the steps' synchronisations and completes (end_step of the last step).
 void CollectiveEngine::aggregate_delivered(TransferId id, Tick now) {
   transport_.release(id);
-  std::vector<Member> members = std::move(aggregate_members_[id]);
-  const std::uint32_t next = sent_[id].step + 1;
-  const PlanInfo& info = plans_[op(members[0].chip, members[0].slot).plan];
+  const std::uint32_t gr = sent_[id].step;
+  group_runs_[gr].flow_pending = false;
+  advance_run(gr, now);
+}
+
+void CollectiveEngine::advance_run(std::uint32_t gr, Tick now) {
+  GroupRun& g = group_runs_[gr];
+  if (g.flow_pending) return;
+  const std::uint32_t next = g.run + 1;
+  const PlanInfo& info = plans_[op(g.members[0].chip, g.members[0].slot).plan];
+  if (next >= info.runs.size() && g.hbm_pending > 0) return;  // the last run waits for the members' HBM
   if (next < info.runs.size()) {
-    start_run(std::move(members), next, now);
+    start_run(gr, next, now);
     return;
   }
+  const std::vector<Member> members = std::move(g.members);
+  g.members.clear();
+  free_group_runs_.push_back(gr);
   for (const Member& m : members) {
     Op& o = op(m.chip, m.slot);
     o.step = static_cast<std::uint32_t>(info.plan.steps.size() - 1);
@@ -331,7 +427,7 @@ void CollectiveEngine::aggregate_delivered(TransferId id, Tick now) {
       end_step(m.chip, m.slot, now);
     } else {
       o.reducing = true;
-      timers_.push(Timer{end, timer_seq_++, m.chip, m.slot, false});
+      timers_.push(Timer{end, timer_seq_++, m.chip, m.slot, TimerKind::step});
     }
   }
 }
@@ -351,21 +447,26 @@ void CollectiveEngine::begin_step(std::uint32_t chip, Slot slot, Tick now) {
       else --o.expected;
     }
   }
+  std::uint64_t read = o.reduce * info.element_bytes, written = 0;
   for (std::size_t i = 0; i < step.sends.size(); ++i) {
     const TargetId t = targets[i];
     if (transport_.stays_home(t)) continue;
+    if (!info.chains || receives(chip, info, step.sends[i])) written += step.sends[i].bytes;
     if (info.chains && !sends(chip, info, step.sends[i])) continue;
+    read += step.sends[i].bytes;
     ++o.sends_pending;
     const TransferId id = transport_.start(chip, t, step.sends[i].bytes, now, Owner::collective);
     if (id >= sent_.size()) sent_.resize(static_cast<std::size_t>(id) + 1);
     sent_[id] = Sent{slot, o.group, o.seq, o.step};
   }
+  o.hbm_pending = read + written > 0;
+  if (o.hbm_pending) charge(chip, slot, now, read, written, 0);
   check_step(chip, slot, now);
 }
 
 void CollectiveEngine::check_step(std::uint32_t chip, Slot slot, Tick now) {
   Op& o = op(chip, slot);
-  if (!o.active || o.starting || o.reducing || o.sends_pending > 0) return;
+  if (!o.active || o.starting || o.reducing || o.hbm_pending || o.sends_pending > 0) return;
   if (o.arrived[o.step] < o.expected) return;
   const std::uint64_t elements = o.reduce;
   const Tick reduce =
@@ -380,7 +481,7 @@ void CollectiveEngine::check_step(std::uint32_t chip, Slot slot, Tick now) {
   }
   o.reducing = true;
   if (reduce == 0) {
-    timers_.push(Timer{now + sync, timer_seq_++, chip, slot, false});
+    timers_.push(Timer{now + sync, timer_seq_++, chip, slot, TimerKind::step});
   } else {
     reductions_.push_back(Reduction{chip, slot, o.instr, o.core, reduce, sync, 0});
   }
@@ -401,9 +502,9 @@ void CollectiveEngine::flush_reductions(Tick now) {
   });
   for (const std::uint32_t i : order_) {
     Reduction& r = reductions_[i];
-    r.end = vpus_[r.chip]->reserve_vpu(r.core, r.instr, now, r.duration) + r.after;
+    r.end = ports_[r.chip]->reserve_vpu(r.core, r.instr, now, r.duration) + r.after;
   }
-  for (const Reduction& r : reductions_) timers_.push(Timer{r.end, timer_seq_++, r.chip, r.slot, false});
+  for (const Reduction& r : reductions_) timers_.push(Timer{r.end, timer_seq_++, r.chip, r.slot, TimerKind::step});
   reductions_.clear();
 }
 
@@ -412,13 +513,22 @@ bool CollectiveEngine::fire_timers(Tick now) {
   while (!timers_.empty() && timers_.top().time <= now) {
     const Timer t = timers_.top();
     timers_.pop();
-    if (t.start) {
+    if (t.kind == TimerKind::start) {
       Op& o = op(t.chip, t.slot);
       o.starting = false;
       if (o.aggregate) {
         join(t.chip, t.slot, now);
       } else {
         begin_step(t.chip, t.slot, now);
+      }
+    } else if (t.kind == TimerKind::hbm) {
+      Op& o = op(t.chip, t.slot);
+      o.hbm_pending = false;
+      if (o.aggregate) {
+        --group_runs_[o.group_run].hbm_pending;
+        advance_run(o.group_run, now);
+      } else {
+        check_step(t.chip, t.slot, now);
       }
     } else {
       op(t.chip, t.slot).reducing = false;

@@ -9,8 +9,13 @@
 //   slots run their own instructions meanwhile. A step issues its sends (to other chips), and ends when the
 //   chip's own sends are delivered and the mirror receives (one per send to another chip) have arrived;
 //   then the chip reduces the step's reduce_elements on the VPU of the instruction's TensorCore, at the
-//   elementwise rate, reserved through the chip's VpuPort: the reduction waits for what the VPU holds and
-//   vector instructions issued after it wait for it. The step ends kCollectiveStepSync after the reduction
+//   elementwise rate, reserved through the chip's ChipPort: the reduction waits for what the VPU holds and
+//   vector instructions issued after it wait for it. A step's HBM traffic (reads: what its sends carry, and
+//   the local operand of its reduction, reduce_elements x the dtype's bytes; writes: what its receives carry,
+//   the reduction's sums written in place of the received shards) is charged to the chip's HBM
+//   through the same port when the step begins, sharing the HBM with the chip's own transfers; the step's
+//   reduction also waits until the HBM has moved those bytes (the chip reports it from its activation, the
+//   engine takes it one tick later in its own process). The step ends kCollectiveStepSync after the reduction
 //   (the next step, or the instruction's completion, follows); step 0 starts kCollectiveStartup after the
 //   instruction does. Reductions that become due on one chip at one tick reserve its VPU in program order
 //   once the tick is processed (flush_reductions), whatever order the network processed them in.
@@ -26,7 +31,10 @@
 //   stage a ring over the pods): the steps are cut into runs of identical sends; a chip's start-up ends by
 //   joining its group's gathering; when the last member has joined, each run of the group runs as ONE flow
 //   over every member's routes to those neighbours carrying the bytes the member sends over the run's steps,
-//   delivered steps x (the longest of those routes' latencies) after it drains; after the last run each member
+//   delivered steps x (the longest of those routes' latencies) after it drains. At the first run each
+//   member's HBM is charged with what all its steps read and write, paced over the plan's bandwidth-optimal
+//   time (the links pace the DMAs); the last run ends once its flow is delivered and every member's HBM has
+//   moved its bytes. After the last run each member
 //   reduces the steps' reductions (their VPU time summed, one reservation) and ends steps x
 //   kCollectiveStepSync later. Derivation and agreement with per_step: README.md.
 // - Timed faults (a cable failing inside the step, transport.h): the first chip to start a group shape's k-th
@@ -45,7 +53,7 @@
 #include "ici_unit.h"
 #include "statistics.h"
 #include "transport.h"
-#include "vpu_port.h"
+#include "chip_port.h"
 #include "tpusim/core/chip_spec.h"
 #include "tpusim/kernels/collectives.h"
 #include "tpusim/kernels/program.h"
@@ -81,8 +89,8 @@ class CollectiveEngine {
   // Plan `id` runs as aggregate flows (see the contract).
   [[nodiscard]] bool aggregate(PlanId id) const { return plans_[id].aggregate; }
 
-  // Wiring: the VPUs of chip `chip`, which its reductions reserve.
-  void attach_chip(std::uint32_t chip, VpuPort& vpu) { vpus_[chip] = &vpu; }
+  // Wiring: the VPUs and HBM of chip `chip`, which its reductions reserve and its steps' traffic loads.
+  void attach_chip(std::uint32_t chip, ChipPort& port) { ports_[chip] = &port; }
 
   // Runs collective instruction `instr` (with `ins`'s TensorCore, whose VPU reduces) under plan `id` in ICI
   // slot `slot` of `chip` (its ICI unit has begun it); its completion is recorded under `entry` of the
@@ -91,6 +99,12 @@ class CollectiveEngine {
              NetStatistics::Entry entry, Tick now);
   // A transfer of this engine was delivered (the transport still holds it; the engine releases it).
   void on_delivered(TransferId id, Tick now);
+  // The HBM of `chip` has moved what the collective in `slot` charged it with (ChipPort::charge_hbm), at
+  // `now`, inside the chip's activation: the engine takes it at now + 1 tick from its own process, so that
+  // what follows reaches chips from outside their activations, as every other input from the network does;
+  // when nothing waits for it yet (the step's or the collective's transfers are still moving) it is marked at
+  // once, without a timer. Returns whether it pushed a timer.
+  bool hbm_done(std::uint32_t chip, Slot slot, Tick now);
   // Ends the start-ups and steps (reduction and synchronisation) due by `now`; false if none was.
   bool fire_timers(Tick now);
   [[nodiscard]] Tick next_timer() const { return timers_.empty() ? kNever : timers_.top().time; }
@@ -111,6 +125,8 @@ class CollectiveEngine {
     std::uint32_t steps = 0;
     std::vector<std::pair<TargetId, std::uint64_t>> sends;  // other-chip targets, bytes summed over the steps
     std::vector<GroupFlow> flows;                           // [group of the shape], built on use
+    bool hbm_known = false;  // plans without chain sends: every member's HBM bytes over the run, once known
+    std::uint64_t hbm_read = 0, hbm_written = 0;
   };
   struct PlanSource {  // what a plan was made from (kept with timed faults, to re-plan after a cut)
     Origin origin;
@@ -129,6 +145,10 @@ class CollectiveEngine {
     bool aggregate = false;
     std::vector<Run> runs;
     Tick reduce = 0;  // the steps' reductions on one chip (chain plans: the one reducing most), each rounded
+    std::uint64_t element_bytes = 0;  // of the instruction's dtype: a reduction reads its local operand
+    // Aggregate chain plans: each chip's HBM bytes over all runs (read, written), once known (kUnknownHbm
+    // before): a chain's sends depend on the chip's place on its line, which is costly to find.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> hbm_of_chip;
   };
   struct Layout {  // the groups of one shape (aggregate plans): dense index per chip, members per group
     std::vector<std::uint32_t> group_of_chip;
@@ -137,6 +157,12 @@ class CollectiveEngine {
   struct Member {
     std::uint32_t chip;
     Slot slot;
+  };
+  struct GroupRun {  // one run of an aggregate group in flight: its flow and its members' HBM charges
+    std::vector<Member> members;
+    std::uint32_t run = 0;
+    bool flow_pending = false;
+    std::uint32_t hbm_pending = 0;  // members whose HBM has not moved the collective's bytes yet
   };
   struct Early {  // receives that arrived before the chip reached their collective
     GroupId group;
@@ -147,6 +173,7 @@ class CollectiveEngine {
     bool starting = false;  // the start-up (kCollectiveStartup) is pending
     bool reducing = false;  // the step's reduction and synchronisation (kCollectiveStepSync) are pending
     bool aggregate = false; // runs as its group's aggregate flow
+    bool hbm_pending = false;  // the HBM has not yet moved the step's (or the run's) bytes
     PlanId plan = 0;
     NetStatistics::Entry entry = 0;
     GroupId group = 0;
@@ -157,6 +184,7 @@ class CollectiveEngine {
     std::uint32_t sends_pending = 0;
     std::uint32_t expected = 0;  // receives the current step waits for
     std::uint64_t reduce = 0;    // elements the current step reduces once they have arrived
+    std::uint32_t group_run = 0;  // aggregate: its group's run in group_runs_
     Tick started = 0;
     std::vector<std::uint32_t> arrived;  // [step]
   };
@@ -164,7 +192,7 @@ class CollectiveEngine {
     Slot slot = 0;
     GroupId group = 0;
     std::uint32_t seq = 0, step = 0;
-    bool aggregate = false;  // a run of a group's aggregate flow (step = the run; members in aggregate_members_)
+    bool aggregate = false;  // a run of a group's aggregate flow (step = its index in group_runs_)
   };
   struct Reduction {  // due at the current tick, reserved by flush_reductions()
     std::uint32_t chip;
@@ -174,12 +202,17 @@ class CollectiveEngine {
     Tick duration, after;  // the VPU time, and the synchronisation after it
     Tick end;
   };
+  enum class TimerKind : std::uint8_t {
+    start,  // ends the start-up (begins step 0)
+    step,   // ends a step (its reduction and synchronisation)
+    hbm,    // the chip's HBM has moved the step's (or run's) bytes
+  };
   struct Timer {
     Tick time;
     std::uint64_t seq;
     std::uint32_t chip;
     Slot slot;
-    bool start;  // ends the start-up (begins step 0); else ends a step
+    TimerKind kind;
     bool operator>(const Timer& o) const { return time != o.time ? time > o.time : seq > o.seq; }
   };
 
@@ -211,8 +244,13 @@ class CollectiveEngine {
                                           TargetId target) const;
   const Layout& layout(GroupId group);
   void join(std::uint32_t chip, Slot slot, Tick now);
-  void start_run(std::vector<Member> members, std::uint32_t run, Tick now);
+  void start_run(std::uint32_t group_run, std::uint32_t run, Tick now);
   void aggregate_delivered(TransferId id, Tick now);
+  // The next run of the group, or its end, once its flow is delivered and its members' HBM is done.
+  void advance_run(std::uint32_t group_run, Tick now);
+  // The bytes `chip` reads from and writes to its HBM over run `r` (each of its steps' HBM traffic, summed).
+  [[nodiscard]] std::pair<std::uint64_t, std::uint64_t> run_hbm(std::uint32_t chip, const PlanInfo& info, Run& r) const;
+  void charge(std::uint32_t chip, Slot slot, Tick now, std::uint64_t read, std::uint64_t written, Tick spread);
 
   Transport& transport_;
   const ChipSpec& chip_;
@@ -227,7 +265,7 @@ class CollectiveEngine {
   std::vector<std::uint64_t> keys_;       // [chip][slot]: key() of the running collective, or kIdleKey
   std::vector<std::uint32_t> seq_;        // [chip][group]: collectives over the group started so far
   std::vector<std::vector<Early>> early_;  // [chip]
-  std::vector<VpuPort*> vpus_;             // [chip]
+  std::vector<ChipPort*> ports_;            // [chip]
   std::vector<Sent> sent_;                 // by TransferId
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   std::uint64_t timer_seq_ = 0;
@@ -237,7 +275,8 @@ class CollectiveEngine {
   std::vector<Layout> layouts_;     // [group shape], built on use
   // Aggregate ops whose start-up has ended, per (group shape, seq, group) until the last member joins.
   std::map<std::tuple<GroupId, std::uint32_t, std::uint32_t>, std::vector<Member>> gathering_;
-  std::vector<std::vector<Member>> aggregate_members_;  // by TransferId: the members an aggregate flow ends
+  std::vector<GroupRun> group_runs_;       // aggregate runs in flight (and free entries)
+  std::vector<std::uint32_t> free_group_runs_;
   // Timed faults (Transport::has_timed_faults): the plan each (shape, seq) runs, and the re-planned plans by
   // (plan, epoch).
   std::map<std::uint64_t, PlanId> chosen_;

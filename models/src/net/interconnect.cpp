@@ -121,6 +121,20 @@ void Interconnect::start(std::uint32_t chip, std::uint32_t instr, Tick now) {
   arm(now);
 }
 
+// No sync: marking a charge done changes nothing in the network at `now`; a timer at now + 1 only needs the
+// event armed (a pending earlier notification wins).
+void Interconnect::hbm_done(std::uint32_t chip, std::uint32_t token, Tick now) {
+  bool timer = false;
+  if (mirroring_ == nullptr) {
+    timer = collectives_.hbm_done(chip, token, now);
+  } else {
+    for (const Mirroring::Charger& c : mirroring_->charge_done(chip, token)) {
+      timer = collectives_.hbm_done(c.chip, c.slot, now) || timer;
+    }
+  }
+  if (timer) arm(now);
+}
+
 void Interconnect::start_one(std::uint32_t chip, std::uint32_t instr, Tick now) {
   const std::size_t program = programs_.role_of_chip.empty() ? 0 : programs_.role_of_chip[chip];
   const ir::Instruction& ins = programs_.programs[program][instr];

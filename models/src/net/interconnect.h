@@ -14,7 +14,8 @@
 // both to the current time and re-arms its event at the earliest next time. Chips enter through start() (from
 // their own activation; it first brings the network up to that time) and are woken with a delta notification
 // when their ICI instruction completes. So the kernel holds at most one pending event for the whole network
-// plus one per chip, whatever the traffic. A reduction reserves the chip's VPU (vpu_port.h) without waking it.
+// plus one per chip, whatever the traffic. A reduction reserves the chip's VPU (chip_port.h) without waking it;
+// a step's HBM traffic is charged to the chip (which wakes to take it) and reported back from its activation.
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -65,10 +66,10 @@ class Interconnect : public sc_core::sc_module {
                const ir::ProgramSet& programs, const InterconnectOptions& options, RunControl& control);
 
   // Wiring, by the pod: the event that wakes chip `chip` when an ICI instruction completes, and the chip's
-  // VPUs, which its collectives' reductions reserve.
-  void attach_chip(std::uint32_t chip, sc_core::sc_event& wake, VpuPort& vpu) {
+  // VPUs and HBM, which its collectives' reductions reserve and their steps' traffic loads.
+  void attach_chip(std::uint32_t chip, sc_core::sc_event& wake, ChipPort& port) {
     units_.attach(chip, &wake);
-    collectives_.attach_chip(chip, vpu);
+    collectives_.attach_chip(chip, port);
   }
   // Mirrored chips (mirror/mirroring.h): a representative's ICI instructions start on its mirrors too, a
   // mirror has no wake, every chip's reductions reserve through `mirroring`, and what reaches a mirror is
@@ -91,6 +92,9 @@ class Interconnect : public sc_core::sc_module {
     if (mirroring_ == nullptr) return units_.take_completed(chip, instr, started);
     return take_mirrored(chip, instr, started);
   }
+  // The HBM of chip `chip` has moved what was charged to it under `token` (ChipPort::charge_hbm), called from
+  // the chip's activation at `now`; with mirroring, for every member of the chip's class that made the charge.
+  void hbm_done(std::uint32_t chip, std::uint32_t token, Tick now);
   // Mirroring: every ICI unit is empty (the run has ended; reports to the Mirroring).
   void check_mirrors_end();
 
