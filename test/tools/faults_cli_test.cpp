@@ -251,10 +251,10 @@ TEST_F(FaultsCli, AStepHitByALinkFaultTracesTheFaultAtItsTickAndTheStallToTheDet
   EXPECT_EQ(resend["args"]["bytes"], in_step["lost_bytes"]);
   const double resent_us = in_step["resent_done_s"].get<double>() * 1e6;
   EXPECT_NEAR(resend["ts"].get<double>() + resend["dur"].get<double>(), resent_us, 1e-6);
-  // The four lost sends, 2 MiB, share one link of the 3-hop detour (45 GB/s x 0.94 efficiency: 49.6 us), plus
-  // its 3 hop latencies of 1 us.
-  EXPECT_GT(resent_us - detected_us, 49.6);
-  EXPECT_LT(resent_us - detected_us, 60.0);
+  // The four lost sends, 2 MiB, are sent again two and two over two disjoint 3-hop detours: under flow links
+  // (the default) 1 MiB at 45 GB/s x 0.94 efficiency (24.79 us) plus the 3 hop latencies of 1 us. (Chunked
+  // links add each send's store-and-forward at the two further hops: 52.6 us.)
+  EXPECT_NEAR(resent_us - detected_us, 1048576 / (45e9 * 0.94) * 1e6 + 3, 0.01);
   // Chip 1's all-reduce waits for the lost sends: its last ICI span ends after they were resent.
   EXPECT_GE(ici_end_us, resent_us);
   EXPECT_LE(ici_end_us, s["job"]["simulated_steps"][2]["step_time_s"].get<double>() * 1e6 + 1e-6);
