@@ -246,6 +246,7 @@ TEST_F(TraceCli, CounterTracksCarryEveryTracedByteOfHbmAndIci) {
   for (const json& e : doc["traceEvents"]) {
     const long long pid = e["pid"];
     if (e["ph"] == "C") {
+      EXPECT_EQ(e["cat"], "counter");
       samples[{pid, e["name"]}].emplace_back(e["ts"].get<double>(), e["args"]["GB/s"].get<double>());
     } else if (e["ph"] == "X" && e.contains("args")) {
       if (e["args"].contains("hbm_bytes")) expected[{pid, "HBM bandwidth"}] += e["args"]["hbm_bytes"].get<double>();

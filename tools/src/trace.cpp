@@ -110,7 +110,7 @@ void add_counter(json& events, const std::string& name,
       if (i + 1 < list.size() && list[i + 1].first == list[i].first) continue;  // one value per time
       // The sum of what started and ended cancels to rounding: a rate below a byte per second is 0.
       const double value = rate < 1 ? 0.0 : rate / 1e9;
-      events.push_back(json{{"name", name}, {"ph", "C"}, {"pid", chip}, {"tid", 0},
+      events.push_back(json{{"name", name}, {"cat", "counter"}, {"ph", "C"}, {"pid", chip}, {"tid", 0},
                             {"ts", list[i].first * 1e6}, {"args", json{{"GB/s", value}}}});
     }
   }
