@@ -60,6 +60,17 @@ std::size_t MemoryBlock::add_scheduler(MemoryScheduler kind, double bytes_per_se
   return schedulers_.size() - 1;
 }
 
+std::uint32_t MemoryBlock::take_entry() {
+  if (!free_.empty()) {
+    const std::uint32_t index = free_.back();
+    free_.pop_back();
+    return index;
+  }
+  if (entries_.size() >= (1u << 24)) throw std::logic_error("memory: too many transfers in flight");
+  entries_.emplace_back();
+  return static_cast<std::uint32_t>(entries_.size() - 1);
+}
+
 tlm::tlm_sync_enum MemoryBlock::nb_transport_fw(int socket_id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
                                                 sc_core::sc_time& /*delay*/) {
   if (phase != tlm::BEGIN_REQ) throw std::logic_error("memory: unexpected phase on the forward path");
@@ -71,15 +82,7 @@ tlm::tlm_sync_enum MemoryBlock::nb_transport_fw(int socket_id, tlm::tlm_generic_
     gp.set_response_status(tlm::TLM_OK_RESPONSE);
     return tlm::TLM_COMPLETED;
   }
-  std::uint32_t index;
-  if (!free_.empty()) {
-    index = free_.back();
-    free_.pop_back();
-  } else {
-    if (entries_.size() >= (1u << 24)) throw std::logic_error("memory: too many transfers in flight");
-    index = static_cast<std::uint32_t>(entries_.size());
-    entries_.emplace_back();
-  }
+  const std::uint32_t index = take_entry();
   entries_[index] = Entry{&gp, socket_id, now + a.latency, a, t->engine, t->order};
   if (a.latency == 0) {
     serve(index, now);
@@ -92,15 +95,7 @@ tlm::tlm_sync_enum MemoryBlock::nb_transport_fw(int socket_id, tlm::tlm_generic_
 void MemoryBlock::charge(Tick now, std::uint8_t engine, std::uint64_t order, std::uint64_t read,
                          std::uint64_t written, double cap, std::uint32_t token) {
   if (read + written == 0) throw std::logic_error("memory: a charge of no bytes");
-  std::uint32_t index;
-  if (!free_.empty()) {
-    index = free_.back();
-    free_.pop_back();
-  } else {
-    if (entries_.size() >= (1u << 24)) throw std::logic_error("memory: too many transfers in flight");
-    index = static_cast<std::uint32_t>(entries_.size());
-    entries_.emplace_back();
-  }
+  const std::uint32_t index = take_entry();
   Admission a;
   a.volume = static_cast<double>(read + written);
   a.cap = cap;

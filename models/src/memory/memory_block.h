@@ -92,6 +92,8 @@ class MemoryBlock : public Block, public MemoryTarget, private TagSink {
     MemoryBlock& memory_;
   };
 
+  // A free slot of entries_ (reused, or a new one).
+  std::uint32_t take_entry();
   tlm::tlm_sync_enum nb_transport_fw(int socket_id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
                                      sc_core::sc_time& delay);
   void serve(std::uint32_t entry, Tick now);  // latency over: onto the scheduler, or done if nothing to move
