@@ -1,6 +1,7 @@
 // The plotting layer every chart shares (tools/src/plot_axis.h, tools/src/svg.h): round ticks in 1-2-5 steps
 // labelled in the quantity's unit, legends in numeric order, heatmap cells in the metric's unit, and the link
 // heatmap with one segment per directed link and its failed chips and links marked. Pure C++.
+#include <algorithm>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -162,7 +163,7 @@ TEST(PlotRoofline, TheRoofsMeetAtTheRidgePointAndEveryPointIsALabelledMarker) {
   EXPECT_EQ(count_of(svg, "class=\"roof\""), 1u);
   EXPECT_EQ(count_of(svg, "class=\"point\""), 3u);
   const auto t = texts(svg);
-  for (const char* text : {"ridge 254.6 FLOP/B", "peak 275 TFLOP/s", "8", "64", "1024", "v4: 275 TFLOP/s, HBM 1.08 TB/s",
+  for (const char* text : {"ridge 254.6 FLOP/B", "peak 275 TFLOP/s", "8", "64", "1024", "v4: 275 TFLOP/s,", "HBM 1.08 TB/s",
                            "10 TFLOP/s", "1 PFLOP/s"}) {
     EXPECT_NE(std::find(t.begin(), t.end(), text), t.end()) << text;
   }
@@ -199,3 +200,63 @@ TEST(PlotLinks, OneSegmentPerDirectedLinkAndTheFailedOnesHatched) {
 }
 
 }  // namespace
+
+TEST(PlotTicks, AGeometricSweepIsShownOnALogAxisAndPowersOfTwoAreTickedAtPowersOfTwo) {
+  using tpusim::tools::all_powers_of_two;
+  using tpusim::tools::wants_log_axis;
+  // 256, 1024, 4096 (x4 each, 16x in all) and 10 k .. 640 k (x2 each, 64x): linear axes would crowd all but the
+  // last one or two points into the first fifth of the width.
+  EXPECT_TRUE(wants_log_axis({256, 1024, 4096}));
+  EXPECT_TRUE(wants_log_axis({640000, 10000, 20000, 40000, 80000, 160000, 320000}));  // any order
+  EXPECT_TRUE(wants_log_axis({1, 100}));                                              // a factor of 100 by itself
+  EXPECT_FALSE(wants_log_axis({256, 1024}));          // two values are no series
+  EXPECT_FALSE(wants_log_axis({1, 2, 3, 4, 5, 6, 7, 8, 9}));  // 9x, but arithmetic
+  EXPECT_FALSE(wants_log_axis({2, 4, 8}));             // geometric, but only 4x
+  EXPECT_FALSE(wants_log_axis({0, 1024, 4096}));       // a log axis cannot show 0
+  EXPECT_TRUE(all_powers_of_two({256, 1024, 4096}));
+  EXPECT_FALSE(all_powers_of_two({256, 1000}));
+  EXPECT_FALSE(all_powers_of_two({0.5, 1}));
+  // Powers of two on a log axis: 2^8 .. 2^12, every power (five doublings), each read in full.
+  EXPECT_EQ(labels(log_ticks(256, 4096, Quantity::count, true), Quantity::count),
+            (std::vector<std::string>{"256", "512", "1024", "2048", "4096"}));
+  EXPECT_EQ(tick_label(1024, Quantity::count), "1024");
+  EXPECT_EQ(tick_label(2000, Quantity::count), "2 k");  // a round thousand keeps its prefix
+  EXPECT_EQ(tick_label(250000, Quantity::count), "250 k");
+}
+
+TEST(PlotLegend, LongEntriesWrapInsideTheMarginAndOneUnnamedSeriesHasNoLegend) {
+  const std::vector<tpusim::tools::Roof> roofs{{"v4", 275e12, 1.08e12}};
+  std::ostringstream roof;
+  tpusim::tools::write_roofline_svg(roofs, {}, {}, "r", "", roof);
+  const auto t = texts(roof.str());
+  // "v4: 275 TFLOP/s, HBM 1.08 TB/s" is 30 characters: wider than the 26 the margin holds, broken after its comma.
+  EXPECT_NE(std::find(t.begin(), t.end(), "v4: 275 TFLOP/s,"), t.end());
+  EXPECT_NE(std::find(t.begin(), t.end(), "HBM 1.08 TB/s"), t.end());
+  const std::string legend = roof.str().substr(roof.str().find("<g class=\"legend-entry\""));
+  for (const auto& s : texts(legend)) EXPECT_LE(s.size(), 26u) << s;
+
+  const tpusim::tools::PlotAxis x{"m", Quantity::count, false, true};
+  const tpusim::tools::PlotAxis y{"step time", Quantity::seconds, false, false};
+  std::ostringstream one, two;
+  tpusim::tools::write_line_chart_svg({{"gemm", {1, 2}, {1e-3, 2e-3}, {}, {}}}, "t", x, y, "", one);
+  EXPECT_EQ(count_of(one.str(), "legend-entry"), 0u);
+  tpusim::tools::write_line_chart_svg({{"a", {1, 2}, {1e-3, 2e-3}, {}, {1}}, {"b", {1, 2}, {2e-3, 3e-3}, {}, {2}}}, "t",
+                                      x, y, "", two);
+  EXPECT_EQ(count_of(two.str(), "legend-entry"), 2u);
+}
+
+TEST(PlotRoofline, APointLabelThatWouldCoverAnotherGoesBelowItsMarkerOrIsLeftToTheTooltip) {
+  // Three points 2% apart in intensity on the roof: their labels above right would overlap. The first is drawn
+  // above, the second below, the third (both places taken) only as the marker's tooltip.
+  const std::vector<tpusim::tools::Roof> roofs{{"v4", 275e12, 1.08e12}};
+  const std::vector<tpusim::tools::Series> groups{{"all", {3000, 3060, 3120}, {2.6e14, 2.6e14, 2.6e14}, {}, {}}};
+  std::ostringstream out;
+  tpusim::tools::write_roofline_svg(roofs, groups, {{"1024", "2048", "4096"}}, "r", "", out);
+  const std::string svg = out.str();
+  EXPECT_EQ(count_of(svg, "class=\"point\""), 3u);
+  const auto t = texts(svg);
+  EXPECT_EQ(std::count(t.begin(), t.end(), "1024"), 1);
+  EXPECT_EQ(std::count(t.begin(), t.end(), "2048"), 1);
+  EXPECT_EQ(std::count(t.begin(), t.end(), "4096"), 0);
+  EXPECT_NE(svg.find("<title>all 4096: "), std::string::npos);
+}

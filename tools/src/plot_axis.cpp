@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+
+#include <fmt/format.h>
 
 namespace tpusim::tools {
 namespace {
@@ -40,10 +43,10 @@ std::vector<double> nice_ticks(double lo, double hi, Quantity q, bool integer, i
   return ticks;
 }
 
-std::vector<double> log_ticks(double lo, double hi, Quantity q) {
+std::vector<double> log_ticks(double lo, double hi, Quantity q, bool binary) {
   if (!(lo > 0) || !std::isfinite(lo) || !std::isfinite(hi)) return {1, 10};
   if (hi < lo) std::swap(lo, hi);
-  const double base = q == Quantity::bytes ? 2.0 : 10.0;
+  const double base = q == Quantity::bytes || binary ? 2.0 : 10.0;
   const auto log_base = [&](double v) { return std::log(v) / std::log(base); };
   const int e0 = static_cast<int>(std::floor(log_base(lo) + 1e-9));
   int e1 = static_cast<int>(std::ceil(log_base(hi) - 1e-9));
@@ -59,7 +62,35 @@ std::vector<double> log_ticks(double lo, double hi, Quantity q) {
   return ticks;
 }
 
-std::string tick_label(double v, Quantity q) { return readable(std::fabs(v) < 1e-300 ? 0.0 : v, q); }
+std::string tick_label(double v, Quantity q) {
+  if (q == Quantity::count && v == std::floor(v) && std::fabs(v) < 1e5 && std::fmod(v, 1000.0) != 0) {
+    return fmt::format("{:.0f}", v);
+  }
+  return readable(std::fabs(v) < 1e-300 ? 0.0 : v, q);
+}
+
+bool wants_log_axis(std::vector<double> values) {
+  if (values.empty() || std::any_of(values.begin(), values.end(), [](double v) { return !(v > 0); })) return false;
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  const double span = values.back() / values.front();
+  if (span >= 100) return true;
+  if (values.size() < 3 || span < 8) return false;
+  const double factor = values[1] / values[0];
+  if (factor < 1.5) return false;
+  for (std::size_t i = 2; i < values.size(); ++i) {
+    if (std::fabs(values[i] / values[i - 1] / factor - 1) > 1e-6) return false;
+  }
+  return true;
+}
+
+bool all_powers_of_two(const std::vector<double>& values) {
+  return !values.empty() && std::all_of(values.begin(), values.end(), [](double v) {
+    if (!(v >= 1) || v != std::floor(v) || v > 9.007199254740992e15) return false;
+    const auto n = static_cast<std::uint64_t>(v);
+    return (n & (n - 1)) == 0;
+  });
+}
 
 Quantity quantity_of(const Dim& d, std::string_view name) {
   const auto is = [&](std::array<int, 4> e) { return d.e == e; };

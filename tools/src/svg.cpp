@@ -323,8 +323,8 @@ class PlotFrame {
       widen(x0_, x1_, x_.log);
       widen(y0_, y1_, y_.log);
     }
-    xt_ = x_.log ? log_ticks(x0_, x1_, x_.quantity) : nice_ticks(x0_, x1_, x_.quantity, x_.integer);
-    yt_ = y_.log ? log_ticks(y0_, y1_, y_.quantity) : nice_ticks(y0_, y1_, y_.quantity, y_.integer);
+    xt_ = x_.log ? log_ticks(x0_, x1_, x_.quantity, x_.binary) : nice_ticks(x0_, x1_, x_.quantity, x_.integer);
+    yt_ = y_.log ? log_ticks(y0_, y1_, y_.quantity, y_.binary) : nice_ticks(y0_, y1_, y_.quantity, y_.integer);
     out << fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="11">)", kW, kH)
         << "\n";
     out << fmt::format(R"(<text x="{}" y="20" font-size="14">{}</text>)", 10, svg_escape(title)) << "\n";
@@ -379,21 +379,52 @@ class PlotFrame {
 constexpr const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
-// The legend in the right margin: its title, then one entry per name, `swatch` drawing each entry's key.
+// A legend entry's text in lines that fit the right margin (about 26 characters of 11 px type in its 160 px):
+// broken after the last ", " that fits, else at the last space, mid-word only where a word alone is longer than a
+// line.
+std::vector<std::string> legend_lines(const std::string& text, std::size_t width = 26) {
+  std::vector<std::string> lines;
+  std::string rest = text;
+  while (rest.size() > width) {
+    std::size_t cut = rest.rfind(", ", width - 1);
+    if (cut != std::string::npos && cut > 0) {
+      ++cut;  // the comma stays on its line
+    } else {
+      cut = rest.rfind(' ', width);
+      if (cut == std::string::npos || cut == 0) cut = width;
+    }
+    lines.push_back(rest.substr(0, cut));
+    rest.erase(0, cut);
+    rest.erase(0, rest.find_first_not_of(' '));
+  }
+  if (!rest.empty() || lines.empty()) lines.push_back(rest);
+  return lines;
+}
+
+// The legend in the right margin: its title, then one entry per name (its text in lines that fit the margin),
+// each with its colour's key.
 void write_legend(const std::string& title, const std::vector<std::pair<std::string, std::string>>& entries,
                   bool markers, std::ostream& out) {
   const double x = PlotFrame::kW - PlotFrame::kRight + 12;
   double y = PlotFrame::kTop;
   if (!title.empty()) {
-    out << fmt::format(R"(<text x="{}" y="{}" font-weight="bold">{}</text>)", x, y + 10, svg_escape(title)) << "\n";
-    y += 18;
+    for (const std::string& line : legend_lines(title)) {
+      out << fmt::format(R"(<text x="{}" y="{}" font-weight="bold">{}</text>)", x, y + 10, svg_escape(line)) << "\n";
+      y += 14;
+    }
+    y += 4;
   }
   for (const auto& [name, color] : entries) {
     out << fmt::format(R"(<g class="legend-entry"><line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}" stroke-width="2"/>)",
                        x, y + 6, x + 16, y + 6, color);
     if (markers) out << fmt::format(R"(<circle cx="{}" cy="{}" r="3" fill="{}"/>)", x + 8, y + 6, color);
-    out << fmt::format(R"(<text x="{}" y="{}">{}</text></g>)", x + 22, y + 10, svg_escape(name)) << "\n";
-    y += 18;
+    const std::vector<std::string> lines = legend_lines(name);
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      out << fmt::format(R"(<text x="{}" y="{}">{}</text>)", x + 22, y + 10 + 14 * static_cast<double>(i),
+                         svg_escape(lines[i]));
+    }
+    out << "</g>\n";
+    y += 18 + 14 * static_cast<double>(lines.size() - 1);
   }
 }
 
@@ -442,7 +473,8 @@ void write_line_chart_svg(const std::vector<Series>& series, const std::string& 
         << markers << "\n";
     legend.emplace_back(s.name, color);
   }
-  write_legend(legend_title, legend, true, out);
+  // One line under no axis needs no key: the title names it.
+  if (series.size() > 1 || !legend_title.empty()) write_legend(legend_title, legend, true, out);
   out << "</svg>\n";
 }
 
@@ -518,6 +550,19 @@ void write_roofline_svg(const std::vector<Roof>& roofs, const std::vector<Series
                                     readable(r.hbm_bytes_per_s, Quantity::bytes_per_s)),
                         color);
   }
+  // A point's label goes above right of its marker, or below right when that would cover a label already
+  // drawn (or the ridge's), and is left to the marker's tooltip when both would.
+  struct Box {
+    double x0, y0, x1, y1;
+    [[nodiscard]] bool meets(const Box& o) const { return x0 < o.x1 && o.x0 < x1 && y0 < o.y1 && o.y0 < y1; }
+  };
+  std::vector<Box> placed;
+  for (const auto& r : roofs) {
+    if (r.peak_flops_per_s <= 0 || r.hbm_bytes_per_s <= 0) continue;
+    const double rx = frame.px(r.peak_flops_per_s / r.hbm_bytes_per_s), ry = frame.py(r.peak_flops_per_s);
+    placed.push_back(Box{rx - 5, ry - 5, rx + 5, ry + 5});
+    placed.push_back(Box{rx + 6, ry + 4, rx + 6 + 5.5 * 20, ry + 16});  // "ridge N FLOP/B"
+  }
   const auto ordered = legend_order(groups);
   for (std::size_t k = 0; k < ordered.size(); ++k) {
     const Series& g = *ordered[k];
@@ -526,12 +571,21 @@ void write_roofline_svg(const std::vector<Roof>& roofs, const std::vector<Series
     for (std::size_t i = 0; i < g.x.size(); ++i) {
       if (!frame.shown(g.x[i], g.y[i])) continue;
       const std::string label = gi < point_labels.size() && i < point_labels[gi].size() ? point_labels[gi][i] : "";
+      const double cx = frame.px(g.x[i]), cy = frame.py(g.y[i]);
       out << fmt::format(R"(<circle class="point" cx="{:.1f}" cy="{:.1f}" r="4" fill="{}"><title>{}{}: {} FLOP/B, {}</title></circle>)",
-                         frame.px(g.x[i]), frame.py(g.y[i]), color, svg_escape(g.name), label.empty() ? "" : " " + svg_escape(label),
+                         cx, cy, color, svg_escape(g.name), label.empty() ? "" : " " + svg_escape(label),
                          readable(g.x[i], Quantity::count), readable(g.y[i], Quantity::flops_per_s))
-          << fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="9">{}</text>)", frame.px(g.x[i]) + 6,
-                         frame.py(g.y[i]) - 6, svg_escape(label))
           << "\n";
+      if (label.empty()) continue;
+      const double width = 5.0 * static_cast<double>(label.size());  // 9 px type
+      for (const double dy : {-6.0, 14.0}) {
+        const Box box{cx + 6, cy + dy - 9, cx + 6 + width, cy + dy + 1};
+        if (std::any_of(placed.begin(), placed.end(), [&](const Box& b) { return b.meets(box); })) continue;
+        out << fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="9">{}</text>)", cx + 6, cy + dy, svg_escape(label))
+            << "\n";
+        placed.push_back(box);
+        break;
+      }
     }
     legend.emplace_back(g.name, color);
   }

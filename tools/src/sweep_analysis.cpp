@@ -169,10 +169,17 @@ void plot_against_inner_axis(const SweepPlan& plan, const SweepTable& table, con
   }
   std::vector<Series> series;
   for (auto& [k, s] : groups) series.push_back(std::move(s));
-  const bool log = lo > 0 && hi / lo >= 100;
+  std::vector<double> xs;
+  for (const auto& v : inner.values) xs.push_back(*numeric(v[0]));
+  const bool log = lo > 0 && wants_log_axis(xs);
   const Value unit_probe = value_from_text(inner.values.front()[0]);
   const TableColumn& c = table.columns[col];
   const std::string what = metric == "step_time_s" ? "step time" : c.name;
+  // The ticks print each axis's unit, so a title repeats it only for a unit they do not (FLOP/B).
+  const Quantity xq = quantity_of(unit_probe.dim, inner.name), yq = quantity_of(c.dim, c.name);
+  const std::string x_title = inner.name + (xq == Quantity::count ? unit_suffix(unit_probe.dim) : std::string());
+  const std::string y_title =
+      metric == "step_time_s" ? what : c.name + (yq == Quantity::count ? unit_suffix(c.dim) : std::string());
   write_file_atomically(path, [&](std::ostream& out) {
     const std::string title =
         plan.seeds.empty() ? fmt::format("{}: {}", plan.name, what)
@@ -182,10 +189,10 @@ void plot_against_inner_axis(const SweepPlan& plan, const SweepTable& table, con
       const double x = *numeric(v[0]);
       return x == std::floor(x);
     });
-    write_line_chart_svg(series, title,
-                         PlotAxis{inner.name + unit_suffix(unit_probe.dim),
-                                  quantity_of(unit_probe.dim, inner.name), log, integer && unit_probe.dim.none()},
-                         column_axis(c, column_label(c), log && metric == "step_time_s"), group_axes(plan), out);
+    PlotAxis x_axis{x_title, xq, log, integer && unit_probe.dim.none()};
+    x_axis.binary = log && xq == Quantity::count && all_powers_of_two(xs);
+    write_line_chart_svg(series, title, x_axis, column_axis(c, y_title, log && metric == "step_time_s"),
+                         group_axes(plan), out);
   });
 }
 
