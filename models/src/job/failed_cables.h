@@ -23,6 +23,8 @@ class FailedCables {
   // The recovery of a cut replaces what failed around `chips`: their cables are up again.
   void repair_around(const std::vector<ChipId>& chips);
   [[nodiscard]] std::size_t size() const { return down_.size(); }
+  // The cable of `link` is routed around (failed, not yet repaired).
+  [[nodiscard]] bool down(LinkId link) const { return down_.count(cable_of(link)) != 0; }
 
  private:
   [[nodiscard]] std::uint32_t cable_of(LinkId link) const;
