@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "job/failed_cables.h"
+#include "tpusim/models/failed_cables.h"
 #include "net/ocs.h"
 #include "support/scenario_yaml.h"
 #include "tpusim/models/job.h"
@@ -177,6 +177,29 @@ TEST(JobTimeline, ACableThatCutsAChipOffUnderRerouteFailsTheChipAndRestartsFromT
   EXPECT_DOUBLE_EQ(sum_of_parts(r), r.wall.value());
   EXPECT_EQ(r.steps_done, 1000);
   EXPECT_FALSE(r.failed);
+}
+
+// Both x cables of the 2x2x1 slice (under reroute) split it into its x = 0 and x = 1 columns, no chip alone:
+// the second, at 60.5 s, is met as the pod split (the columns cannot reach each other; a timed plan that does
+// this is refused before the run, tools/src/preflight.cpp, so here it stands for random draws): restart after
+// repair from the start (no checkpoint yet), the 30 steps since the first fault's rerun and 0.5 s lost.
+TEST(JobTimeline, CablesThatSplitThePodUnderRerouteRestartAfterTheirRepair) {
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(
+      "name: job-test\npod: v4-2x2x1\nworkload: {model: mlp-quickstart, batch: 64, checkpoint: {every_steps: 100}}\n"
+      "job: {steps: 1000, heartbeat: 5 s, timeout: 30 s, restart: 600 s, repair: 3600 s, recovery: reroute}\n"
+      "faults:\n  - {at: 10.5 s, kind: link_down, target: {chip: [0, 0, 0], dir: x+}}\n"
+      "  - {at: 60.5 s, kind: link_down, target: {chip: [0, 1, 0], dir: x+}}\n");
+  const Topology topo = build_topology(s.pod, s.chip);
+  const JobResult r = run_job(s, topo, round_costs());
+  ASSERT_EQ(r.events.size(), 2u);
+  EXPECT_EQ(r.events[0].recovery, "reroute");
+  EXPECT_EQ(r.events[1].recovery,
+            "checkpoint_restart (pod split by 2 cables down: 2 chips [1,0,0] to [1,1,0] cut off from the other 2)");
+  EXPECT_DOUBLE_EQ(r.events[1].lost_work.value(), 30.5);
+  EXPECT_DOUBLE_EQ(r.events[1].resumed.value(), 90.0 + 3600 + 600 + 20);
+  EXPECT_DOUBLE_EQ(r.losses.detection.value(), 2 * 29.5);
+  EXPECT_DOUBLE_EQ(r.wall.value(), 4310.0 + 1000 + 90);
+  EXPECT_DOUBLE_EQ(sum_of_parts(r), r.wall.value());
 }
 
 // A link that fails while the step stalls for another's detection is still routed around (or fails its chip):

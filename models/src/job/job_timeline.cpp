@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "failed_cables.h"
+#include "tpusim/models/failed_cables.h"
 #include "random_faults.h"
 #include "recovery_policy.h"
 #include "tpusim/models/job.h"
@@ -128,11 +128,14 @@ std::string coord_str(const Topology& topo, ChipId chip) {
   return fmt::format("[{}]", fmt::join(c.pos.begin(), c.pos.begin() + topo.axes(), ","));
 }
 
-// "chip [1,0,0] cut off: every cable down", "4 chips cut off from the pod: [0,0,0] to [1,1,0]".
-std::string cut_description(const Topology& topo, const std::vector<ChipId>& cut) {
+// "chip [1,0,0] cut off: every cable down"; a split: "pod split by 8 cables down: 4 chips [2,0,0] to [3,1,0]
+// cut off from the other 4".
+std::string cut_description(const Topology& topo, const job::FailedCables& cables, const std::vector<ChipId>& cut) {
   if (cut.size() == 1) return fmt::format("chip {} cut off: every cable down", coord_str(topo, cut.front()));
-  return fmt::format("{} chips cut off from the pod: {} to {}", cut.size(), coord_str(topo, cut.front()),
-                     coord_str(topo, cut.back()));
+  const std::size_t pod = topo.chip_count() / static_cast<std::size_t>(std::max(1, topo.pods()));
+  return fmt::format("pod split by {} cables down: {} chips {} to {} cut off from the other {}",
+                     cables.between(cut).size(), cut.size(), coord_str(topo, cut.front()),
+                     coord_str(topo, cut.back()), pod - cut.size());
 }
 
 // The merged stream of timed faults (in `at` order) and random ones, after the faults found at a relaunch: those
@@ -285,7 +288,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
         chip.host = topo.host_of(chip.chip);
         chip.cube = job::cube_of(topo, chip.chip);
         rec = policy->recover(ctx, chip);
-        rec.how = fmt::format("{} ({})", rec.how.substr(0, rec.how.find(" (")), cut_description(topo, cut_off));
+        rec.how = fmt::format("{} ({})", rec.how.substr(0, rec.how.find(" (")), cut_description(topo, cables, cut_off));
       }
     }
     return rec;
