@@ -297,6 +297,64 @@ TEST(JobTimeline, RandomLinkFailuresThatCutAChipOffRestartTheJobNeverReroute) {
   EXPECT_NEAR(sum_of_parts(r), r.wall.value(), 1e-9 * r.wall.value());
 }
 
+// Random chip failures under checkpoint_restart on the 2x2x1 slice (a chip every 750 s on average against a
+// recovery of about 710 s), so that many land in another's recovery; checked event by event. On main every
+// one landing in a repair or relaunch was "during recovery", free.
+TEST(JobTimeline, RandomChipFailuresDuringRecoveriesAreFoundAtTheRelaunchOrNotInUse) {
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(
+      "name: job-test\npod: v4-2x2x1\nworkload: {model: mlp-quickstart, batch: 64, checkpoint: {every_steps: 100}}\n"
+      "job: {steps: 20000, heartbeat: 5 s, timeout: 30 s, restart: 60 s, repair: 600 s}\n"
+      "fault_rates: {chip_down: 3000 s}\n");
+  const Topology topo = build_topology(s.pod, s.chip);
+  const JobResult r = run_job(s, topo, round_costs());
+  int found = 0, unused = 0, alone = 0;
+  for (std::size_t i = 0; i < r.events.size(); ++i) {
+    const FaultEvent& e = r.events[i];
+    ASSERT_NE(e.recovery, "during recovery");
+    const double at = e.fault.spec.at.value();
+    const double own = std::floor(at / 5) * 5 + 30;  // its heartbeat's timeout
+    if (e.recovery == "not in use (failed before: in repair)") {
+      // An earlier fault of the same chip is still in its repair (from its fault to detection + 600 s).
+      bool covered = false;
+      for (std::size_t j = 0; j < i; ++j) {
+        const FaultEvent& o = r.events[j];
+        covered |= o.fault.chip == e.fault.chip && o.recovery.rfind("checkpoint_restart", 0) == 0 &&
+                   o.detected.value() + 600 > at;
+      }
+      EXPECT_TRUE(covered) << at;
+      EXPECT_DOUBLE_EQ(e.downtime.value(), 0.0);
+      ++unused;
+      continue;
+    }
+    if (e.recovery.rfind("not in use", 0) == 0) {
+      EXPECT_EQ(e.recovery, "not in use (failed before: not yet found)") << at;
+      ++unused;
+      continue;
+    }
+    EXPECT_EQ(e.recovery.rfind("checkpoint_restart", 0), 0u) << e.recovery;
+    if (e.recovery.find(", found at the relaunch") != std::string::npos) {
+      // Landed while the job was down; met when it started again, nothing more lost.
+      ++found;
+      EXPECT_LT(at, e.step_started.value());
+      EXPECT_GE(e.detected.value(), std::max(e.step_started.value(), own) - 1e-9) << at;
+      EXPECT_DOUBLE_EQ(e.lost_work.value(), 0.0);
+      continue;
+    }
+    if (e.recovery == "checkpoint_restart") {
+      ++alone;
+      EXPECT_DOUBLE_EQ(e.detected.value(), std::max(at, own)) << at;
+    }
+    // Detection, repair and relaunch paid; the restore too unless a fault found or landing in it cut it short.
+    EXPECT_GE(e.resumed.value(), e.detected.value() + 660 - 1e-9) << at;
+    EXPECT_LE(e.resumed.value(), e.detected.value() + 680 + 1e-9) << at;
+  }
+  EXPECT_GT(found, 0);
+  EXPECT_GT(unused, 0);
+  EXPECT_GT(alone, 0);
+  EXPECT_EQ(r.steps_done, 20000);
+  EXPECT_NEAR(sum_of_parts(r), r.wall.value(), 1e-9 * r.wall.value());
+}
+
 // The cables of one chip: the last to fail cuts it off (and only it); the repair around it brings all back.
 // Every cable along x cuts the 2x2x1 slice into its two x = 0 and x = 1 columns: the side without the last
 // cable's source is cut off.
