@@ -31,6 +31,12 @@ double sum_of_parts(const JobResult& r) {
          l.restart.value() + l.reconfiguration.value() + l.restore.value() + l.slowdown.value();
 }
 
+// A long random job: every step done, the wall time exactly its useful time and losses (to rounding).
+void expect_done_and_accounted(const JobResult& r, std::int64_t steps) {
+  EXPECT_EQ(r.steps_done, steps);
+  EXPECT_NEAR(sum_of_parts(r), r.wall.value(), 1e-9 * r.wall.value());
+}
+
 constexpr const char* kCubeJob = R"(
 name: job-test
 pod: v4-4x4x4
@@ -293,8 +299,7 @@ TEST(JobTimeline, RandomLinkFailuresThatCutAChipOffRestartTheJobNeverReroute) {
   EXPECT_GT(cuts, 0);
   EXPECT_GT(found, 0);
   EXPECT_GT(unused, 0);
-  EXPECT_EQ(r.steps_done, 20000);
-  EXPECT_NEAR(sum_of_parts(r), r.wall.value(), 1e-9 * r.wall.value());
+  expect_done_and_accounted(r, 20000);
 }
 
 // Random chip failures under checkpoint_restart on the 2x2x1 slice (a chip every 750 s on average against a
@@ -351,8 +356,7 @@ TEST(JobTimeline, RandomChipFailuresDuringRecoveriesAreFoundAtTheRelaunchOrNotIn
   EXPECT_GT(found, 0);
   EXPECT_GT(unused, 0);
   EXPECT_GT(alone, 0);
-  EXPECT_EQ(r.steps_done, 20000);
-  EXPECT_NEAR(sum_of_parts(r), r.wall.value(), 1e-9 * r.wall.value());
+  expect_done_and_accounted(r, 20000);
 }
 
 // The cables of one chip: the last to fail cuts it off (and only it); the repair around it brings all back.
@@ -534,6 +538,15 @@ TEST(JobTimeline, ALinkFailingDuringARestartIsRepairedOrRoutedAroundAtTheRelaunc
   EXPECT_DOUBLE_EQ(sum_of_parts(l), l.wall.value());
 }
 
+// The kCubeJob timing on the full v4 pod under spare_cube with `spares` spare cubes and the fault list `faults`.
+Scenario spare_cube_job(int spares, const std::string& faults) {
+  return ::tpusim::testing::scenario_from_yaml(fmt::format(
+      "name: spare\npod: v4-16x16x16\nworkload: {{model: mlp-quickstart, batch: 64, checkpoint: {{every_steps: 100}}}}\n"
+      "job: {{steps: 1000, heartbeat: 5 s, timeout: 30 s, restart: 600 s, repair: 3600 s, recovery: spare_cube, "
+      "spare_cubes: {}}}\nfaults:{}",
+      spares, faults));
+}
+
 // Faults around a spare-cube swap (two spares, ocs_reconfiguration 0.1 s). Chip [5,9,13] fails at 252.5 s:
 // detected at 280 s, its cube (1,2,3) swapped out, relaunch to 880.1 s. Chip [4,8,12], of the same cube, at
 // 270.5 s is not in use (the cube is being swapped out). Chip [0,0,0] at 500.5 s, during the relaunch, is
@@ -542,12 +555,7 @@ TEST(JobTimeline, ALinkFailingDuringARestartIsRepairedOrRoutedAroundAtTheRelaunc
 // repair to 5740 s, reading the checkpoint again. On main the first two were "during recovery", the job ran
 // from 900.1 s, and the last fault hit a running step and took the second spare.
 TEST(JobTimeline, FaultsDuringASpareCubeSwapAreSwappedInTurnOrNotInUse) {
-  const Scenario s = ::tpusim::testing::scenario_from_yaml(R"(
-name: spare
-pod: v4-16x16x16
-workload: {model: mlp-quickstart, batch: 64, checkpoint: {every_steps: 100}}
-job: {steps: 1000, heartbeat: 5 s, timeout: 30 s, restart: 600 s, repair: 3600 s, recovery: spare_cube, spare_cubes: 2}
-faults:
+  const Scenario s = spare_cube_job(2, R"(
   - {at: 252.5 s, kind: chip_down, target: [5, 9, 13]}
   - {at: 270.5 s, kind: chip_down, target: [4, 8, 12]}
   - {at: 500.5 s, kind: chip_down, target: [0, 0, 0]}
@@ -577,12 +585,7 @@ faults:
 }
 
 TEST(JobTimeline, ASpareCubeOnTheFullV4PodCostsDetectionReconfigurationRestartRestoreAndLostWork) {
-  const Scenario s = ::tpusim::testing::scenario_from_yaml(R"(
-name: spare
-pod: v4-16x16x16
-workload: {model: mlp-quickstart, batch: 64, checkpoint: {every_steps: 100}}
-job: {steps: 1000, heartbeat: 5 s, timeout: 30 s, restart: 600 s, repair: 3600 s, recovery: spare_cube, spare_cubes: 1}
-faults:
+  const Scenario s = spare_cube_job(1, R"(
   - {at: 252.5 s, kind: chip_down, target: [5, 9, 13]}
   - {at: 1500 s, kind: chip_down, target: [0, 0, 0]}
 )");
