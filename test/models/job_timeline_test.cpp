@@ -256,7 +256,8 @@ TEST(JobTimeline, RandomLinkFailuresThatCutAChipOffRestartTheJobNeverReroute) {
     if (e.recovery == "not in use (failed before: not yet found)") {
       // Its cable failed earlier while the job was down, and was found at the relaunch after it landed.
       const auto first = std::find_if(r.events.begin(), r.events.end(), [&](const FaultEvent& o) {
-        return same_cable(o.fault.link, e.fault.link) && o.recovery.find(", found at the relaunch") != std::string::npos &&
+        return same_cable(o.fault.link, e.fault.link) &&
+               o.recovery.find(", found at the relaunch") != std::string::npos &&
                o.fault.spec.at < e.fault.spec.at && o.step_started > e.fault.spec.at;
       });
       EXPECT_NE(first, r.events.end()) << e.fault.spec.at.value();
@@ -475,15 +476,16 @@ TEST(JobTimeline, AFaultInARestoreRestartsTheRestore) {
 }
 
 // Faults while the job is down for a restart cost what they cost (on main each was "during recovery", free: the
-// wall was that of the one recovery, 1090 + 32.5 + 27.5 + 4220 = 5370 s). The chip fault at 252.5 s is detected at 280 s; its repair runs to 3880 s and the relaunch to
-// 4480 s. Chip [3,2,1] fails at 1000.5 s, during that repair: the relaunch finds it (its own detection, 1030 s,
-// is long past), so the restore is not read; its repair, relaunch and restore run from 4480 s to 8700 s. Chip
-// [1,2,3] failing again at 2000 s, while in repair, is not in use: nothing.
+// wall was that of the one recovery, 1090 + 32.5 + 27.5 + 4220 = 5370 s). The chip fault at 252.5 s is detected
+// at 280 s; its repair runs to 3880 s and the relaunch to 4480 s. Chip [3,2,1] fails at 1000.5 s, during that
+// repair: the relaunch finds it (its own detection, 1030 s, is long past), so the restore is not read; its
+// repair, relaunch and restore run from 4480 s to 8700 s. Chip [1,2,3] failing again at 2000 s, while in
+// repair, is not in use: nothing.
 TEST(JobTimeline, AChipFailingDuringAnothersRepairIsFoundAtTheRelaunchAndRepairedInTurn) {
-  const Scenario s = ::tpusim::testing::scenario_from_yaml(std::string(kCubeJob) +
-                                                           "faults:\n  - {at: 252.5 s, kind: chip_down, target: [1, 2, 3]}\n"
-                                                           "  - {at: 1000.5 s, kind: chip_down, target: [3, 2, 1]}\n"
-                                                           "  - {at: 2000 s, kind: chip_down, target: [1, 2, 3]}\n");
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(
+      std::string(kCubeJob) +
+      "faults:\n  - {at: 252.5 s, kind: chip_down, target: [1, 2, 3]}\n"
+      "  - {at: 1000.5 s, kind: chip_down, target: [3, 2, 1]}\n  - {at: 2000 s, kind: chip_down, target: [1, 2, 3]}\n");
   const Topology topo = build_topology(s.pod, s.chip);
   const JobResult r = run_job(s, topo, round_costs());
   ASSERT_EQ(r.events.size(), 3u);
@@ -541,7 +543,8 @@ TEST(JobTimeline, ALinkFailingDuringARestartIsRepairedOrRoutedAroundAtTheRelaunc
 // The kCubeJob timing on the full v4 pod under spare_cube with `spares` spare cubes and the fault list `faults`.
 Scenario spare_cube_job(int spares, const std::string& faults) {
   return ::tpusim::testing::scenario_from_yaml(fmt::format(
-      "name: spare\npod: v4-16x16x16\nworkload: {{model: mlp-quickstart, batch: 64, checkpoint: {{every_steps: 100}}}}\n"
+      "name: spare\npod: v4-16x16x16\n"
+      "workload: {{model: mlp-quickstart, batch: 64, checkpoint: {{every_steps: 100}}}}\n"
       "job: {{steps: 1000, heartbeat: 5 s, timeout: 30 s, restart: 600 s, repair: 3600 s, recovery: spare_cube, "
       "spare_cubes: {}}}\nfaults:{}",
       spares, faults));

@@ -202,7 +202,9 @@ std::uint32_t cable_of(const Topology& topo, LinkId link) {
   return std::min(link.value(), topo.link(link).reverse.value());
 }
 
-bool chip_kind(FaultKind k) { return k == FaultKind::chip_down || k == FaultKind::hbm_degraded || k == FaultKind::straggler; }
+bool chip_kind(FaultKind k) {
+  return k == FaultKind::chip_down || k == FaultKind::hbm_degraded || k == FaultKind::straggler;
+}
 
 // The component `fault` takes out of use (the cube, when its recovery switched the cube out).
 OutOfUse out_of_use(const Topology& topo, const ConcreteFault& fault, bool swapped, double until, std::string why) {
@@ -369,7 +371,8 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     }
     // Detection: the component's last heartbeat was at the last multiple of `heartbeat` before it failed; it
     // is declared failed `timeout` later.
-    // A fault left over from a reroute's stall (f < t) is detected from its own time, once the job runs.
+    // A fault left over from a reroute's stall, or found at a relaunch (f < t), is detected from its own time once
+    // the job runs (at = t).
     const double detected = std::max(at, std::floor(f / heartbeat) * heartbeat + timeout);
     std::vector<ChipId> cut_off;
     job::Recovery rec = recover(fault, cut_off);
