@@ -508,6 +508,35 @@ TEST(JobTimeline, AChipFailingDuringAnothersRepairIsFoundAtTheRelaunchAndRepaire
   EXPECT_EQ(r.steps_done, 1000);
 }
 
+// Two chips found at one relaunch are repaired together. As above, chip [3,2,1] fails during the first repair;
+// chip [0,0,0] fails at 4470.5 s, in the relaunch, and is declared failed at 4500 s, after the relaunch ends
+// (4480 s). Both are found then: [3,2,1]'s repair would end at 8080 s, [0,0,0]'s, from 4500 s, at 8100 s, so the
+// pair adds 20 s of repair to one relaunch and restore, resuming at 8720 s (one after the other, as each found
+// fault met at the next relaunch, they would resume at 8680 + 4220 = 12900 s).
+TEST(JobTimeline, ChipsFoundAtOneRelaunchAreRepairedTogether) {
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(
+      std::string(kCubeJob) +
+      "faults:\n  - {at: 252.5 s, kind: chip_down, target: [1, 2, 3]}\n"
+      "  - {at: 1000.5 s, kind: chip_down, target: [3, 2, 1]}\n  - {at: 4470.5 s, kind: chip_down, target: [0, 0, 0]}\n");
+  const Topology topo = build_topology(s.pod, s.chip);
+  const JobResult r = run_job(s, topo, round_costs());
+  ASSERT_EQ(r.events.size(), 3u);
+  EXPECT_DOUBLE_EQ(r.events[0].resumed.value(), 4480.0);
+  for (std::size_t i : {1u, 2u}) {
+    EXPECT_EQ(r.events[i].recovery, "checkpoint_restart, found at the relaunch") << i;
+    EXPECT_DOUBLE_EQ(r.events[i].resumed.value(), 8720.0) << i;
+    EXPECT_DOUBLE_EQ(r.events[i].lost_work.value(), 0.0) << i;
+  }
+  EXPECT_DOUBLE_EQ(r.events[1].detected.value(), 4480.0);
+  EXPECT_DOUBLE_EQ(r.events[2].detected.value(), 4500.0);
+  EXPECT_DOUBLE_EQ(r.events[2].downtime.value(), 20.0);
+  EXPECT_DOUBLE_EQ(r.losses.repair.value(), 2 * 3600.0 + 20);
+  EXPECT_DOUBLE_EQ(r.losses.restart.value(), 2 * 600.0);
+  EXPECT_DOUBLE_EQ(r.losses.restore.value(), 20.0);
+  EXPECT_DOUBLE_EQ(r.wall.value(), 8720.0 + 800 + 70);
+  EXPECT_DOUBLE_EQ(sum_of_parts(r), r.wall.value());
+}
+
 // A cable failing during the relaunch (4200.5 s, in 3880-4480 s) is found when the job starts again: under
 // checkpoint_restart it is repaired then (to 8700 s, as a chip would be); under reroute it is routed around at
 // 4480 s (its own detection, 4230 s, is past), the restore read, and the 800 steps left run at the rerouted
