@@ -122,6 +122,12 @@ std::vector<Assumption> model_assumptions() {
       {"slowdown onset, reroute stall", "from the start of the step a fault hits", "models/src/job/job_timeline.cpp",
        "a slowdown or a rerouted link takes effect at the start of the step it lands in (at most one step "
        "pessimistic); faults inside a step at their tick are not simulated yet"},
+      {"faults while the job is down", "found at the relaunch's end, repaired together",
+       "models/src/job/job_timeline.cpp",
+       "a component that fails while the job is down for a recovery is found when the job starts again (the "
+       "relaunch initialises every chip and cable), at no extra detection unless its own heartbeat timeout is "
+       "later, and must be recovered before the restore; several found at one relaunch are repaired (or "
+       "swapped) in parallel, the relaunch and restore paid once; not published"},
   };
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -18,6 +19,7 @@
 #include "tpusim/kernels/estimate.h"
 #include "tpusim/kernels/program_io.h"
 #include "tpusim/models/estimate.h"
+#include "tpusim/models/failed_cables.h"
 #include "tpusim/models/job.h"
 
 namespace tpusim::tools {
@@ -273,6 +275,63 @@ void guard_simulation(const Scenario& s, const ir::ProgramSet& programs, const L
   }
 }
 
+namespace {
+
+std::string chip_str(const Topology& topo, ChipId chip) {
+  const ChipCoord c = topo.coord(chip);
+  return fmt::format("[{}]", fmt::join(c.pos.begin(), c.pos.begin() + topo.axes(), ", "));
+}
+
+// Under reroute the cables a timed plan stops stay down (routed around) until a restart repairs them: a set of
+// them that splits a pod into two parts, no chip alone (that case is check_fault_cuts's), leaves chips no route
+// reaches. The plan is bad input at the fault that splits it, naming the parts and the plan's cables between
+// them. A chip_down repairs only its chip, so it reconnects nothing.
+void check_fault_splits(const Scenario& s, const Topology& topology) {
+  models::job::FailedCables cables(topology);
+  std::map<std::uint32_t, int> fault_of;  // a cable -> the plan's entry that stopped it
+  for (const FaultSpec& f : s.faults.faults) {  // sorted by `at`
+    if (f.target.random || (f.kind != FaultKind::link_down && f.kind != FaultKind::ocs_port_down)) continue;
+    const models::ConcreteFault c = models::concrete_fault(f, topology, s.seed);
+    fault_of.emplace(cables.cable_of(c.link), f.index);
+    const std::optional<std::vector<ChipId>> cut = cables.fail(c.link);
+    if (!cut) continue;
+    std::vector<ChipId> rest;
+    const int pod = topology.coord(cut->front()).pod;
+    for (std::uint32_t i = 0; i < topology.chip_count(); ++i) {
+      const ChipId chip(i);
+      if (topology.coord(chip).pod == pod && !std::binary_search(cut->begin(), cut->end(), chip)) {
+        rest.push_back(chip);
+      }
+    }
+    std::vector<std::string> between;
+    for (LinkId l : cables.between(*cut)) {
+      const auto it = fault_of.find(cables.cable_of(l));
+      between.push_back(it != fault_of.end() ? fmt::format("faults[{}]", it->second) : "?");
+    }
+    std::sort(between.begin(), between.end(), [](const std::string& a, const std::string& b) {
+      return a.size() != b.size() ? a.size() < b.size() : a < b;
+    });
+    const std::size_t shown = std::min<std::size_t>(between.size(), 8);
+    const std::string listed =
+        fmt::format("{}{}", fmt::join(between.begin(), between.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
+                    between.size() > shown ? fmt::format(" and {} more", between.size() - shown) : "");
+    Diagnostics diags;
+    diags.error(f.loc, fmt::format("faults[{}]", f.index),
+                fmt::format("with the link faults before it, this fault splits the pod into two parts that no "
+                            "rerouting connects: {} chips {} to {}, and {} chips {} to {}",
+                            cut->size(), chip_str(topology, cut->front()), chip_str(topology, cut->back()),
+                            rest.size(), chip_str(topology, rest.front()), chip_str(topology, rest.back())),
+                "link faults that leave the pod's chips one connected torus (job.recovery: reroute keeps each "
+                "failed cable down)",
+                fmt::format("{} cables down between the parts: {}", between.size(), listed),
+                "drop one of these faults, or write chip_down faults for the chips meant to fail, or use "
+                "job.recovery: checkpoint_restart (each failed cable is repaired at the restart)");
+    diags.throw_if_any();
+  }
+}
+
+}  // namespace
+
 void check_fault_cuts(const Scenario& s, const Topology& topology) {
   // The cables (a directed link and its reverse, named by the lower LinkId) the timed faults stop, in time order:
   // the fault that stops a chip's last cable cuts it off from the torus. Rerouting cannot reach it; it is a
@@ -305,6 +364,7 @@ void check_fault_cuts(const Scenario& s, const Topology& topology) {
     }
   }
   diags.throw_if_any();
+  if (s.job.recovery == RecoveryPolicyKind::reroute) check_fault_splits(s, topology);
 }
 
 void guard_fault_rates(const Scenario& s, Seconds length) {

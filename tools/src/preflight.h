@@ -46,7 +46,9 @@ void guard_lowering(const Scenario& scenario, const Limits& limits);
 void check_programs(const Scenario& scenario, const ir::ProgramSet& programs, const Topology& topology);
 void guard_simulation(const Scenario& scenario, const ir::ProgramSet& programs, const Limits& limits);
 // Timed link faults that cut a chip off from the torus (every cable of it down) are bad input at the fault that
-// cuts the last one: the chip has failed, which the plan must say with a chip_down fault.
+// cuts the last one: the chip has failed, which the plan must say with a chip_down fault. Under job.recovery:
+// reroute (which keeps failed cables down), timed link faults that split a pod into two parts are bad input at
+// the fault that splits it, naming the parts and the cables between them.
 void check_fault_cuts(const Scenario& scenario, const Topology& topology);
 // A job's random fault rates against what a job can meet (models::kMaxJobFaults), over `length` (job.duration,
 // or for a job given in steps its healthy length once the step is simulated: models::healthy_job_length).

@@ -1,5 +1,5 @@
 // The cables a reroute job has routed around, and the chips they cut off (failed_cables.h).
-#include "failed_cables.h"
+#include "tpusim/models/failed_cables.h"
 
 #include <algorithm>
 #include <deque>
@@ -41,6 +41,16 @@ std::optional<std::vector<ChipId>> FailedCables::fail(LinkId link) {
   std::vector<ChipId> cut = src_side->size() < dst_side.size() ? *src_side : dst_side;
   std::sort(cut.begin(), cut.end());
   return cut;
+}
+
+std::vector<LinkId> FailedCables::between(const std::vector<ChipId>& side) const {
+  auto in = [&side](ChipId c) { return std::binary_search(side.begin(), side.end(), c); };
+  std::vector<LinkId> out;
+  for (std::uint32_t cable : down_) {
+    const Link& l = topo_.link(LinkId(cable));
+    if (in(l.src) != in(l.dst)) out.emplace_back(cable);
+  }
+  return out;
 }
 
 void FailedCables::repair_around(const std::vector<ChipId>& chips) {

@@ -3,6 +3,8 @@
 // one, so a year of steps costs as much as the faults in it.
 #include <algorithm>
 #include <cmath>
+#include <deque>
+#include <iterator>
 #include <limits>
 #include <stdexcept>
 #include <utility>
@@ -10,7 +12,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "failed_cables.h"
+#include "tpusim/models/failed_cables.h"
 #include "random_faults.h"
 #include "recovery_policy.h"
 #include "tpusim/models/job.h"
@@ -126,14 +128,19 @@ std::string coord_str(const Topology& topo, ChipId chip) {
   return fmt::format("[{}]", fmt::join(c.pos.begin(), c.pos.begin() + topo.axes(), ","));
 }
 
-// "chip [1,0,0] cut off: every cable down", "4 chips cut off from the pod: [0,0,0] to [1,1,0]".
-std::string cut_description(const Topology& topo, const std::vector<ChipId>& cut) {
+// "chip [1,0,0] cut off: every cable down"; a split: "pod split by 8 cables down: 4 chips [2,0,0] to [3,1,0]
+// cut off from the other 4".
+std::string cut_description(const Topology& topo, const job::FailedCables& cables, const std::vector<ChipId>& cut) {
   if (cut.size() == 1) return fmt::format("chip {} cut off: every cable down", coord_str(topo, cut.front()));
-  return fmt::format("{} chips cut off from the pod: {} to {}", cut.size(), coord_str(topo, cut.front()),
-                     coord_str(topo, cut.back()));
+  const std::size_t pod = topo.chip_count() / static_cast<std::size_t>(std::max(1, topo.pods()));
+  return fmt::format("pod split by {} cables down: {} chips {} to {} cut off from the other {}",
+                     cables.between(cut).size(), cut.size(), coord_str(topo, cut.front()),
+                     coord_str(topo, cut.back()), pod - cut.size());
 }
 
-// The merged stream of timed faults (in `at` order) and random ones.
+// The merged stream of timed faults (in `at` order) and random ones, after the faults found at a relaunch: those
+// landed while the job was down for a recovery and are met, in time order, when it starts again (they are
+// older than any fault left in the stream).
 class FaultStream {
  public:
   FaultStream(const Scenario& s, const Topology& topo) : random_(s, topo) {
@@ -141,16 +148,25 @@ class FaultStream {
     next_random_ = random_.next();
   }
   [[nodiscard]] double peek() const {
+    if (!found_.empty()) return found_.front().spec.at.value();
     const double a = pos_ < timed_.size() ? timed_[pos_].spec.at.value() : kNever;
     const double b = next_random_ ? next_random_->spec.at.value() : kNever;
     return std::min(a, b);
   }
-  [[nodiscard]] FaultKind peek_kind() const {  // of the fault peek() times; only when one is left
+  [[nodiscard]] const ConcreteFault& peek_fault() const {  // the fault peek() times; only when one is left
+    if (!found_.empty()) return found_.front();
     const double a = pos_ < timed_.size() ? timed_[pos_].spec.at.value() : kNever;
     const double b = next_random_ ? next_random_->spec.at.value() : kNever;
-    return a <= b ? timed_[pos_].spec.kind : next_random_->spec.kind;
+    return a <= b ? timed_[pos_] : *next_random_;
   }
+  // The next fault is one found at a relaunch (already judged in use when it landed).
+  [[nodiscard]] bool next_found() const { return !found_.empty(); }
   ConcreteFault pop() {
+    if (!found_.empty()) {
+      ConcreteFault f = std::move(found_.front());
+      found_.pop_front();
+      return f;
+    }
     const double a = pos_ < timed_.size() ? timed_[pos_].spec.at.value() : kNever;
     const double b = next_random_ ? next_random_->spec.at.value() : kNever;
     if (a <= b) return timed_[pos_++];
@@ -158,13 +174,69 @@ class FaultStream {
     next_random_ = random_.next();
     return f;
   }
+  // Faults found when the job starts again, in time order, to be met before any other.
+  void found(std::vector<ConcreteFault> faults) {
+    found_.insert(found_.begin(), std::make_move_iterator(faults.begin()), std::make_move_iterator(faults.end()));
+  }
 
  private:
   std::vector<ConcreteFault> timed_;
   std::size_t pos_ = 0;
   job::RandomFaults random_;
   std::optional<ConcreteFault> next_random_;
+  std::deque<ConcreteFault> found_;
 };
+
+// Hardware the job does not use for a while: a failed chip, host or cable until its repair ends; a cube switched
+// out for a spare, from its fault to the swap (then its place in the slice is the spare's); a component whose
+// fault is to be found at the relaunch, until it is met. A fault on it costs nothing.
+struct OutOfUse {
+  std::vector<ChipId> chips;            // sorted; a chip fault, or a host's whose chips are all here, is on it
+  bool links = false;                   // and a link fault whose source is here (a cube's cables and ports)
+  std::optional<std::uint32_t> cable;   // a failed cable (the lower LinkId of its two directions)
+  double until = kNever;
+  std::string why;
+};
+
+std::uint32_t cable_of(const Topology& topo, LinkId link) {
+  return std::min(link.value(), topo.link(link).reverse.value());
+}
+
+bool chip_kind(FaultKind k) {
+  return k == FaultKind::chip_down || k == FaultKind::hbm_degraded || k == FaultKind::straggler;
+}
+
+// The component `fault` takes out of use (the cube, when its recovery switched the cube out).
+OutOfUse out_of_use(const Topology& topo, const ConcreteFault& fault, bool swapped, double until, std::string why) {
+  OutOfUse o;
+  o.until = until;
+  o.why = std::move(why);
+  if (swapped) {
+    const int pod = topo.coord(fault.chip).pod;
+    for (std::uint32_t i = 0; i < topo.chip_count(); ++i) {
+      if (topo.coord(ChipId(i)).pod == pod && job::cube_of(topo, ChipId(i)) == fault.cube) o.chips.emplace_back(i);
+    }
+    o.links = true;
+  } else if (fault.spec.kind == FaultKind::host_down) {
+    o.chips = topo.chips_of(fault.host);
+    std::sort(o.chips.begin(), o.chips.end());
+  } else if (chip_kind(fault.spec.kind)) {
+    o.chips = {fault.chip};
+  } else {
+    o.cable = cable_of(topo, fault.link);
+  }
+  return o;
+}
+
+bool on(const Topology& topo, const OutOfUse& o, const ConcreteFault& f) {
+  auto holds = [&o](ChipId c) { return std::binary_search(o.chips.begin(), o.chips.end(), c); };
+  if (f.spec.kind == FaultKind::host_down) {
+    const std::vector<ChipId> chips = topo.chips_of(f.host);
+    return !chips.empty() && std::all_of(chips.begin(), chips.end(), holds);
+  }
+  if (chip_kind(f.spec.kind)) return holds(f.chip);
+  return (o.cable && *o.cable == cable_of(topo, f.link)) || (o.links && holds(f.chip));
+}
 
 }  // namespace
 
@@ -181,7 +253,19 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
   const job::RecoveryContext ctx{s, topo, costs};
   FaultStream faults(s, topo);
   job::FailedCables cables(topo);  // routed around so far (reroute)
-  bool in_restore = false;         // the next fault landed in a restore, which it interrupted
+  bool in_restore = false;  // the restore is still to be read: a fault interrupted it, or was found before it
+  std::vector<OutOfUse> out;  // hardware the job does not use now (a fault on it costs nothing)
+  // What a fault landing at `when` is on that the job does not use (nullptr: it is in use).
+  auto unused = [&](const ConcreteFault& f, double when) -> const OutOfUse* {
+    static const OutOfUse routed{{}, false, std::nullopt, kNever, "cable routed around"};
+    if (link_stops(f.spec.kind) || f.spec.kind == FaultKind::link_degraded) {
+      if (cables.down(f.link)) return &routed;
+    }
+    for (const OutOfUse& o : out) {
+      if (when < o.until && on(topo, o, f)) return &o;
+    }
+    return nullptr;
+  };
 
   double t = 0;             // wall time at the current step boundary
   double step = healthy;    // the step time now (lasting faults slow it)
@@ -191,6 +275,26 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
   double since_slow = 0;    // their slowdown part (moves to `slowdown` when a checkpoint keeps them)
   double slowdown = 0, lost = 0, checkpointing = 0, detection = 0, repair = 0, restart = 0, reconf = 0, restore = 0;
 
+  // The policy's recovery of `fault`. A cable routed around that cuts chips off (its pod no longer connected)
+  // fails them: no route reaches them, so the recovery of a failed chip applies, for the first of them (the
+  // policy that routes links around keeps no state, so asking it again is safe); that recovery repairs their
+  // cables (the timeline does, once the recovery is known to roll back), and `cut_off` says which chips.
+  auto recover = [&](const ConcreteFault& fault, std::vector<ChipId>& cut_off) {
+    job::Recovery rec = policy->recover(ctx, fault);
+    if (rec.lasting && !rec.rollback && link_stops(fault.spec.kind)) {
+      if (std::optional<std::vector<ChipId>> cut = cables.fail(fault.link)) {
+        cut_off = std::move(*cut);
+        ConcreteFault chip = fault;
+        chip.spec.kind = FaultKind::chip_down;
+        chip.chip = cut_off.front();
+        chip.host = topo.host_of(chip.chip);
+        chip.cube = job::cube_of(topo, chip.chip);
+        rec = policy->recover(ctx, chip);
+        rec.how = fmt::format("{} ({})", rec.how.substr(0, rec.how.find(" (")), cut_description(topo, cables, cut_off));
+      }
+    }
+    return rec;
+  };
   auto keep_since = [&] {
     slowdown += since_slow;
     since = 0;
@@ -224,6 +328,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
           "(lower the fault rates, or checkpoint more often)",
           r.events.size(), done, r.steps));
     }
+    const bool found = faults.next_found();  // landed while the job was down: met as it starts again
     ConcreteFault fault = faults.pop();
     const bool restoring = std::exchange(in_restore, false);
     const double at = std::max(f, t);
@@ -239,6 +344,19 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     e.step = done;
     e.step_before = Seconds(step);
     e.step_started = Seconds(t);
+    if (found) {
+      // It is met now: its component leaves the list of those failed and not yet found.
+      const auto o = std::find_if(out.begin(), out.end(), [](const OutOfUse& u) { return u.until == kNever; });
+      if (o != out.end()) out.erase(o);
+    } else if (const OutOfUse* o = unused(fault, f)) {
+      e.detected = Seconds(at);
+      e.resumed = Seconds(at);
+      e.recovery = fmt::format("not in use ({})", o->why);
+      e.step_after = Seconds(step);
+      r.events.push_back(std::move(e));
+      in_restore = restoring;
+      continue;
+    }
     if (!fault_stops(fault.spec.kind)) {
       // A slowdown applies from the start of the step (or checkpoint write) it hits, at most one step early.
       const double after = costs.step_with ? costs.step_with(fault).value() : healthy;
@@ -248,29 +366,16 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       e.recovery = "slowdown";
       e.step_after = Seconds(step);
       r.events.push_back(std::move(e));
+      in_restore = restoring;
       continue;
     }
     // Detection: the component's last heartbeat was at the last multiple of `heartbeat` before it failed; it
     // is declared failed `timeout` later.
-    // A fault left over from a reroute's stall (f < t) is detected from its own time, once the job runs.
+    // A fault left over from a reroute's stall, or found at a relaunch (f < t), is detected from its own time once
+    // the job runs (at = t).
     const double detected = std::max(at, std::floor(f / heartbeat) * heartbeat + timeout);
-    job::Recovery rec = policy->recover(ctx, fault);
-    // A cable routed around that cuts chips off (its pod no longer connected) fails them: no route reaches
-    // them, so the recovery of a failed chip applies, for the first of them (the policy that routes links
-    // around keeps no state, so asking it again is safe); that recovery repairs their cables.
     std::vector<ChipId> cut_off;
-    if (rec.lasting && !rec.rollback && link_stops(fault.spec.kind)) {
-      if (std::optional<std::vector<ChipId>> cut = cables.fail(fault.link)) {
-        cut_off = std::move(*cut);
-        ConcreteFault chip = fault;
-        chip.spec.kind = FaultKind::chip_down;
-        chip.chip = cut_off.front();
-        chip.host = topo.host_of(chip.chip);
-        chip.cube = job::cube_of(topo, chip.chip);
-        rec = policy->recover(ctx, chip);
-        rec.how = fmt::format("{} ({})", rec.how.substr(0, rec.how.find(" (")), cut_description(topo, cut_off));
-      }
-    }
+    job::Recovery rec = recover(fault, cut_off);
     e.detected = Seconds(detected);
     e.recovery = rec.how;
     // Rerouted in place with the step in flight simulated with the fault at its tick: the step ends when that
@@ -335,7 +440,9 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       // start at the step time simulated with the fault (at most one step pessimistic): what it did before the
       // fault is lost. A restore the fault interrupted reads the checkpoint again from the detection.
       resume = detected;
-      if (restoring) {
+      if (restoring && faults.next_found()) {
+        in_restore = true;  // another fault found at the same relaunch is met first: the restore waits for it
+      } else if (restoring) {
         resume += costs.checkpoint_restore.value();
         restore += costs.checkpoint_restore.value();
       } else {
@@ -344,48 +451,135 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       }
       if (rec.lasting && costs.step_with) step = std::max(step, costs.step_with(fault).value());
     }
-    if (restoring) e.recovery += ", in the restore: read again";
+    if (found) {
+      e.recovery += ", found at the relaunch";
+    } else if (restoring) {
+      e.recovery += ", in the restore: read again";
+    }
     e.downtime = Seconds(resume - at);
     e.resumed = Seconds(resume);
     e.step_after = Seconds(step);
-    // Faults that land while the job is down for a restart: one that stops a component hits hardware the
-    // recovery replaces anyway (recorded, at no extra cost); a slowdown applies once the job runs again. A
-    // reroute's stall replaces nothing: the faults landing in it are met when the job runs again (a cable is
-    // routed around, or cuts a chip off; a chip fails), each detected from its own heartbeat.
-    // A fault that stops a component during the restore (the recovery's last part) interrupts it: the part not
-    // yet read is not paid, and the fault is met at once, as in a step (nothing more to lose: the job is at the
-    // checkpoint); its recovery reads the checkpoint again.
-    const double restore_from = resume - rec.restore.value();
-    while (rec.rollback && faults.peek() < resume) {
-      if (rec.restore.value() > 0 && faults.peek() >= restore_from && fault_stops(faults.peek_kind())) {
-        restore -= resume - faults.peek();
-        resume = faults.peek();
-        e.downtime = Seconds(resume - at);
-        e.resumed = Seconds(resume);
+    const std::size_t met = r.events.size();
+    r.events.push_back(std::move(e));
+    if (rec.rollback) {
+      // The faults that land while the job is down for this recovery (its detection, repair, relaunch or
+      // reconfiguration; docs/faults.md):
+      // - on hardware the job does not use (this fault's chip, host or cable until its repair ends, its cube
+      //   until the swap, a component already failed): nothing;
+      // - a slowdown: from when the job runs again;
+      // - one that stops a component the job uses: found when the job starts again, at the end of this
+      //   recovery's relaunch, before the restore (which is not read): met then, detected from its own heartbeat
+      //   if that is later, and recovered by the policy (repaired, swapped for a spare or routed around, before
+      //   the restore). Several found at one relaunch are recovered together (below).
+      // One that stops a component during the restore (the recovery's last part) interrupts it: the part not
+      // yet read is not paid, and the fault is met at once, as in a step (nothing more to lose: the job is at
+      // the checkpoint); its recovery reads the checkpoint again.
+      out.erase(std::remove_if(out.begin(), out.end(), [t](const OutOfUse& o) { return o.until <= t; }), out.end());
+      if (cut_off.empty()) {
+        out.push_back(out_of_use(topo, fault, rec.swapped, detected + rec.repair.value(),
+                                 rec.swapped ? "cube swapped out" : "failed before: in repair"));
+      }
+      double restore_from = resume - rec.restore.value();
+      std::vector<ConcreteFault> found_now;
+      std::vector<std::size_t> group{met};  // this fault and the others found at the same relaunch
+      while (faults.peek() < resume) {
+        const double next = faults.peek();
+        if (!found_now.empty() && next >= restore_from) break;  // the restore is not read: met after them
+        if (faults.next_found()) {
+          // Found at the same relaunch as this fault: recovered with it, in parallel (its repair, swap or
+          // detection overlaps this one's; the relaunch and restore are paid once). What it adds is the time
+          // its own recovery ends after this one's, before the relaunch.
+          ConcreteFault g = faults.pop();
+          const auto o = std::find_if(out.begin(), out.end(), [](const OutOfUse& u) { return u.until == kNever; });
+          if (o != out.end()) out.erase(o);
+          FaultEvent d;
+          d.fault = g;
+          d.step = done;
+          d.step_before = Seconds(step);
+          d.step_started = Seconds(t);
+          if (const OutOfUse* u = unused(g, g.spec.at.value())) {  // its cube went with this fault's swap
+            d.detected = d.resumed = g.spec.at;
+            d.recovery = fmt::format("not in use ({})", u->why);
+            d.step_after = Seconds(step);
+            r.events.push_back(std::move(d));
+            continue;
+          }
+          const double ready = restore_from - rec.restart.value();  // this recovery's repair or swap ends
+          const double own = std::max(t, std::floor(g.spec.at.value() / heartbeat) * heartbeat + timeout);
+          std::vector<ChipId> cut;
+          const job::Recovery gr = recover(g, cut);
+          double end = own;
+          if (gr.rollback) {
+            end += gr.repair.value() + gr.reconfiguration.value();
+            if (cut.empty()) {
+              out.push_back(out_of_use(topo, g, gr.swapped, own + gr.repair.value(),
+                                       gr.swapped ? "cube swapped out" : "failed before: in repair"));
+            }
+            cables.repair_around(cut);
+          } else if (gr.lasting && costs.step_with) {
+            step = std::max(step, costs.step_with(g).value());
+          }
+          const double extra = std::max(0.0, end - ready);
+          const double late = std::clamp(own - ready, 0.0, extra);  // detected after this recovery's repair
+          detection += late;
+          (gr.swapped ? reconf : repair) += extra - late;
+          resume += extra;
+          restore_from += extra;
+          d.detected = Seconds(own);
+          d.recovery = gr.how + ", found at the relaunch";
+          d.downtime = Seconds(extra);
+          d.step_after = Seconds(step);
+          group.push_back(r.events.size());
+          r.events.push_back(std::move(d));
+          continue;
+        }
+        const OutOfUse* o = unused(faults.peek_fault(), next);
+        if (o == nullptr && fault_stops(faults.peek_fault().spec.kind)) {
+          if (next >= restore_from) {
+            restore -= resume - next;
+            resume = next;
+            in_restore = true;
+            break;
+          }
+          ConcreteFault d = faults.pop();
+          out.push_back(out_of_use(topo, d, false, kNever, "failed before: not yet found"));
+          found_now.push_back(std::move(d));
+          continue;
+        }
+        FaultEvent d;
+        d.fault = faults.pop();
+        d.step = done;
+        d.step_before = Seconds(step);
+        d.step_started = Seconds(t);
+        if (o != nullptr) {
+          d.detected = d.fault.spec.at;
+          d.resumed = d.fault.spec.at;
+          d.recovery = fmt::format("not in use ({})", o->why);
+        } else {
+          // A slowdown still applies once the job runs again.
+          d.detected = d.fault.spec.at;
+          d.resumed = Seconds(resume);
+          d.recovery = "slowdown";
+          if (costs.step_with) step = std::max(step, costs.step_with(d.fault).value());
+        }
+        d.step_after = Seconds(step);
+        r.events.push_back(std::move(d));
+      }
+      if (!found_now.empty()) {
+        restore -= rec.restore.value();
+        resume = restore_from;
         in_restore = true;
-        break;
+        faults.found(std::move(found_now));
       }
-      FaultEvent d;
-      d.fault = faults.pop();
-      d.step = done;
-      d.detected = d.fault.spec.at;
-      d.resumed = Seconds(resume);
-      d.step_before = Seconds(step);
-      if (fault_stops(d.fault.spec.kind)) {
-        d.recovery = "during recovery";
-      } else {
-        // A slowdown still applies once the job runs again.
-        d.recovery = "slowdown";
-        if (costs.step_with) step = std::max(step, costs.step_with(d.fault).value());
-      }
-      d.step_after = Seconds(step);
-      r.events.push_back(std::move(e));
-      e = std::move(d);
+      r.events[met].downtime = Seconds(resume - at);
+      for (std::size_t i : group) r.events[i].resumed = Seconds(resume);
     }
     t = resume;
-    r.events.push_back(std::move(e));
   }
   keep_since();
+  // Faults found at a relaunch are recorded when they are met, after those that landed later and cost nothing.
+  std::stable_sort(r.events.begin(), r.events.end(),
+                   [](const FaultEvent& a, const FaultEvent& b) { return a.fault.spec.at < b.fault.spec.at; });
   r.steps_done = done;
   r.wall = Seconds(t);
   r.useful = Seconds(static_cast<double>(done) * healthy);

@@ -24,6 +24,7 @@ class SpareCubePolicy final : public RecoveryPolicy {
     ++used_;
     Recovery r;
     r.how = "spare_cube";
+    r.swapped = true;
     r.reconfiguration = Seconds(static_cast<double>(up) / kTicksPerSecond);
     r.restart = ctx.scenario.job.restart;
     r.restore = ctx.costs.checkpoint_restore;

@@ -54,7 +54,9 @@ struct FaultEvent {
   std::int64_t step = 0;  // the step in flight when it hit (0-based)
   Seconds detected;       // = at for faults that only slow a component
   Seconds resumed;        // the job runs again (or, for a slowdown, the step it takes effect)
-  std::string recovery;   // "reroute", "spare_cube", "checkpoint_restart", "failed", "slowdown", "during recovery"
+  std::string recovery;   // "reroute", "spare_cube", "checkpoint_restart", "failed", "slowdown", "not in use (...)";
+                          // ", found at the relaunch" or ", in the restore: read again" appended when met after
+                          // landing in another's recovery
   Seconds lost_work;      // steps since the last checkpoint plus the step in flight, re-run
   Seconds downtime;       // detection + repair + restart + reconfiguration + restore (or the stall of a reroute)
   Seconds step_before, step_after;
