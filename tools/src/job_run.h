@@ -46,9 +46,12 @@ void add_job_json(nlohmann::ordered_json& summary, const Scenario& s, const mode
 void print_job(const Scenario& s, const models::JobOutcome& job, const models::FaultSteps& fault_steps,
                std::ostream& out);
 // The job's timeline in the Chrome trace-event format (Perfetto), written beside the step's trace.json as
-// job-trace.json (microseconds over the whole job, hours long): a "job" track with the job's span, and one
-// track per failed component with an instant event at the fault and spans for its detection (fault to
-// detection) and recovery (detection to resumption), named by the recovery. job_trace.cpp.
+// job-trace.json (microseconds of the job's wall clock, hours long). A "job" process: the job's span, every
+// checkpoint write kept (JobResult::checkpoint_writes), each fault's lost work (the work since the checkpoint
+// it rolled back to, up to the fault) and the job's downtime after each detection ("recovery: <how>", up to
+// the resumption, holding its repair, restart, reconfiguration and restore in turn). A "faults" process: one
+// track per failed component with an instant event at the fault and its detection span. Spans that would
+// overlap on a track take a second one ("lost work 2"). docs/faults.md says how to read it. job_trace.cpp.
 void write_job_trace(const Scenario& s, const models::JobOutcome& job, std::ostream& out);
 // One step simulated with a fault as a Chrome trace (trace-fault-K.json, fault_trace.cpp): the traced chips'
 // instructions as trace.json has them, plus the fault's own track (in its chip's process for a chip fault, in
