@@ -160,6 +160,41 @@ TEST_F(FaultsCli, StdoutListsEveryStepSimulatedInFullWithItsTimeAgainstTheHealth
   EXPECT_TRUE(line.find(" +") != std::string::npos || line.find(" x") != std::string::npos) << line;
 }
 
+// links-fault-K.svg marks the fault its step was simulated with, by the link id the step carries: the degraded
+// link's one direction outlined (not hatched, nothing failed) in its step's map, the straggler's square in its
+// own, and nothing else.
+TEST_F(FaultsCli, TheLinkMapsOutlineTheDegradedLinkAndTheStragglerEachInItsStep) {
+  const auto file = write("d.yaml", R"(name: d
+pod: v4-2x2x1
+workload:
+  model: {kind: collective, name: ar, op: all_reduce, bytes: 4 MiB, axes: [], algorithm: auto}
+job: {steps: 1000000}
+faults:
+  - {at: 1 s, kind: link_degraded, target: {chip: [0, 0, 0], dir: x+}, bandwidth_fraction: 0.5}
+  - {at: 2 s, kind: straggler, target: [1, 1, 0], clock_fraction: 0.5}
+)");
+  const auto j = summary(file.string(), "d");
+  ASSERT_EQ(j["job"]["simulated_steps"].size(), 3u);
+  const auto count = [](const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  const std::string link = slurp(dir_ / "d" / "links-fault-1.svg");
+  EXPECT_EQ(count(link, "class=\"link degraded\""), 1u);
+  EXPECT_NE(link.find("link 0: chip (0,0,0) x+ to (1,0,0)"), std::string::npos);
+  EXPECT_EQ(count(link, "<title>link 0: chip (0,0,0) x+ to (1,0,0)"), 1u);
+  EXPECT_EQ(count(link, "class=\"chip degraded\""), 0u);
+  EXPECT_EQ(count(link, "url(#failed)\"><title>"), 0u);
+  const std::string straggler = slurp(dir_ / "d" / "links-fault-2.svg");
+  EXPECT_EQ(count(straggler, "class=\"chip degraded\""), 1u);
+  EXPECT_EQ(count(straggler, "(1,1,0): degraded</title>"), 1u);
+  EXPECT_EQ(count(straggler, "class=\"link degraded\""), 0u);
+  EXPECT_EQ(count(straggler, "url(#failed)\"><title>"), 0u);
+  const std::string healthy = slurp(dir_ / "d" / "links.svg");
+  EXPECT_EQ(count(healthy, "degraded\""), 0u);
+}
+
 // --trace with a job also writes job-trace.json (Perfetto): the job's span and its downtime on the job's
 // tracks, and on each failed component's own track in the faults process an instant event at the fault and
 // the detection span up to the timeout. The reroute's downtime runs from the detection to the end of the step

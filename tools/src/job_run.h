@@ -30,9 +30,11 @@ struct FaultTraceOptions {
 // The link-utilization maps worth drawing (steps with ICI traffic): links-fault-K.svg and the step.
 [[nodiscard]] std::vector<std::pair<std::string, const models::FaultStep*>> fault_link_maps(
     const models::FaultSteps& steps);
-// What links-fault-K.svg marks as failed in a step: the chip of a chip_down or host_down, both directions of
-// the cable of a link_down or ocs_port_down (degraded links and chips, stragglers, are not failed).
-[[nodiscard]] LinkMapMarks fault_marks(const Scenario& s, const Topology& topo, const models::FaultStep& step);
+// What links-fault-K.svg marks in a step, from the fault the step was simulated with (FaultStep::fault_kind,
+// fault_link, fault_chip): failed, the chip of a chip_down or host_down and both directions of the cable of a
+// link_down or ocs_port_down; degraded, the direction of a link_degraded and the chip of a straggler or
+// hbm_degraded.
+[[nodiscard]] LinkMapMarks fault_marks(const Topology& topo, const models::FaultStep& step);
 // The traces to write (with --trace): trace-fault-K.json per step simulated with a fault, numbered as
 // job.simulated_steps[K] and links-fault-K.svg.
 [[nodiscard]] std::vector<std::pair<std::string, const models::FaultStep*>> fault_traces(
