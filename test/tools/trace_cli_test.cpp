@@ -293,6 +293,22 @@ TEST_F(TraceCli, AJobWithAFaultWritesWellFormedTraces) {
   for (const auto& [file, doc] : docs) EXPECT_EQ(joined(trace_problems(doc)), "") << file;
 }
 
+// A year of random chip failures (about 400) and a checkpoint every 40,000 steps: tens of thousands of
+// checkpoint writes, and faults that land while the job is down for a restart, whose spans start inside the
+// restart and take a second recovery track rather than overlap it.
+TEST_F(TraceCli, AYearLongJobsTraceIsWellFormed) {
+  const auto docs = traces("checkpoint-goodput-v4", "", "year");
+  ASSERT_EQ(docs.count("job-trace.json"), 1u);
+  EXPECT_EQ(joined(trace_problems(docs.at("job-trace.json"))), "");
+  std::set<std::string> tracks;
+  for (const json& e : docs.at("job-trace.json")["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] == 0) tracks.insert(e["args"]["name"]);
+  }
+  EXPECT_EQ(tracks.count("checkpoints"), 1u);
+  EXPECT_EQ(tracks.count("lost work"), 1u);
+  EXPECT_EQ(tracks.count("recovery"), 1u);
+}
+
 // The instruction slices of a trace (those with args.instruction), by chip.
 std::map<long long, std::vector<json>> instruction_slices(const json& doc) {
   std::map<long long, std::vector<json>> by_chip;

@@ -18,28 +18,49 @@ constexpr double kUs = 1e6;  // trace timestamps are microseconds
 constexpr int kJobPid = 0;
 constexpr int kFaultPid = 1;
 
-// The tracks of one process, each split into lanes so that the spans of a lane nest or follow each other: a
-// span goes on the first lane of its track on which it nests in or follows what is there (a lane keeps the
-// spans open at the span's start), a new lane ("lost work 2") when none takes it. Spans must come in order of
-// start, a parent before the spans it holds.
+// The tracks of one process, each split into lanes so that the spans of a lane nest or follow each other.
+// Spans and instants are collected, then written in order of start (at one start instants first, then the
+// longer span first): each goes
+// on the first lane of its track on which it nests in or follows what is open there, a new lane ("lost work 2")
+// when none takes it.
 class Tracks {
  public:
-  Tracks(json& events, int pid, int first_tid) : events_(events), pid_(pid), next_tid_(first_tid) {}
+  Tracks(json& events, int pid) : events_(events), pid_(pid) {}
 
   void span(const std::string& track, const std::string& name, const std::string& cat, double start, double end,
             json args = json::object()) {
-    const int tid = lane_for(track, start, end);
-    json e{{"ph", "X"}, {"cat", cat}, {"pid", pid_}, {"tid", tid}, {"name", name}, {"ts", start * kUs},
-           {"dur", (end - start) * kUs}};
+    json e{{"ph", "X"}, {"cat", cat}, {"pid", pid_}, {"name", name}, {"ts", start * kUs}, {"dur", (end - start) * kUs}};
     if (!args.empty()) e["args"] = std::move(args);
-    events_.push_back(std::move(e));
+    pending_.push_back(Pending{track, start, end, std::move(e)});
   }
   void instant(const std::string& track, const std::string& name, const std::string& cat, double at, json args) {
-    events_.push_back(json{{"ph", "i"}, {"s", "t"}, {"cat", cat}, {"pid", pid_}, {"tid", lane_for(track, at, at)},
-                           {"name", name}, {"ts", at * kUs}, {"args", std::move(args)}});
+    pending_.push_back(Pending{track, at, at,
+                               json{{"ph", "i"}, {"s", "t"}, {"cat", cat}, {"pid", pid_}, {"name", name},
+                                    {"ts", at * kUs}, {"args", std::move(args)}}});
+  }
+  // Writes what was collected: the tracks' names (in order of first use), then the events.
+  void write() {
+    std::stable_sort(pending_.begin(), pending_.end(), [](const Pending& a, const Pending& b) {
+      if (a.start != b.start) return a.start < b.start;
+      const bool a_instant = a.end == a.start, b_instant = b.end == b.start;
+      if (a_instant != b_instant) return a_instant;  // the fault, then the spans it starts
+      return a.end > b.end;
+    });
+    json placed = json::array();
+    for (Pending& p : pending_) {
+      p.event["tid"] = lane_for(p.track, p.start, p.end);
+      placed.push_back(std::move(p.event));
+    }
+    for (json& e : placed) events_.push_back(std::move(e));
+    pending_.clear();
   }
 
  private:
+  struct Pending {
+    std::string track;
+    double start = 0, end = 0;
+    json event;
+  };
   struct Lane {
     int tid = 0;
     std::vector<double> open;  // ends of the spans open on it, innermost last
@@ -62,7 +83,8 @@ class Tracks {
 
   json& events_;
   int pid_;
-  int next_tid_;
+  int next_tid_ = 0;
+  std::vector<Pending> pending_;
   std::map<std::string, std::vector<Lane>> tracks_;
 };
 
@@ -76,7 +98,7 @@ void write_job_trace(const Scenario& s, const models::JobOutcome& job, std::ostr
   const models::JobResult& r = job.result;
   json events = json::array();
   name_process(events, kJobPid, s.name + " job");
-  Tracks work(events, kJobPid, 0);
+  Tracks work(events, kJobPid);
   json job_args{{"steps_done", r.steps_done}, {"goodput", r.goodput}, {"checkpoints", r.checkpoints}};
   if (r.checkpoints > static_cast<std::int64_t>(r.checkpoint_writes.size())) {
     job_args["checkpoint_writes_not_shown"] = r.checkpoints - static_cast<std::int64_t>(r.checkpoint_writes.size());
@@ -109,10 +131,11 @@ void write_job_trace(const Scenario& s, const models::JobOutcome& job, std::ostr
       t = end;
     }
   }
+  work.write();
   // The faults in a process of their own, one track per failed component: seconds-long detections beside the
   // hours of the job, which the job's tracks do not crowd.
   if (!r.events.empty()) name_process(events, kFaultPid, s.name + " faults");
-  Tracks faults(events, kFaultPid, 0);
+  Tracks faults(events, kFaultPid);
   for (const models::FaultEvent& e : r.events) {
     const std::string kind(fault_kind_name(e.fault.spec.kind));
     const std::string target = e.fault.target();
@@ -121,6 +144,7 @@ void write_job_trace(const Scenario& s, const models::JobOutcome& job, std::ostr
                    json{{"step", e.step}, {"drawn", e.fault.drawn}, {"recovery", e.recovery}});
     if (e.detected.value() > at) faults.span(target, "detection", "fault", at, e.detected.value());
   }
+  faults.write();
   out << json{{"displayTimeUnit", "ms"}, {"traceEvents", events}}.dump() << "\n";
 }
 
