@@ -78,22 +78,18 @@ void write_link_heatmap_svg(const Topology& topo, const std::vector<double>& lin
   const double title_w = 8.0 * static_cast<double>(title.size()) + 20;
   const double width = std::max({cols * panel_w + 20, title_w, 880.0}), height = rows * panel_h + 166;
 
-  std::vector<bool> chip_failed(topo.chip_count(), false);
-  for (ChipId c : marks.failed_chips) {
-    if (c.value() < chip_failed.size()) chip_failed[c.value()] = true;
-  }
-  std::vector<bool> link_failed(topo.link_count(), false);
-  for (LinkId l : marks.failed_links) {
-    if (l.value() < link_failed.size()) link_failed[l.value()] = true;
-  }
-  std::vector<bool> chip_degraded(topo.chip_count(), false);
-  for (ChipId c : marks.degraded_chips) {
-    if (c.value() < chip_degraded.size()) chip_degraded[c.value()] = true;
-  }
-  std::vector<bool> link_degraded(topo.link_count(), false);
-  for (LinkId l : marks.degraded_links) {
-    if (l.value() < link_degraded.size()) link_degraded[l.value()] = true;
-  }
+  // Per chip (link) id: whether the marks list it.
+  const auto flags = [](std::size_t count, const auto& ids) {
+    std::vector<bool> out(count, false);
+    for (const auto id : ids) {
+      if (id.value() < count) out[id.value()] = true;
+    }
+    return out;
+  };
+  const std::vector<bool> chip_failed = flags(topo.chip_count(), marks.failed_chips);
+  const std::vector<bool> link_failed = flags(topo.link_count(), marks.failed_links);
+  const std::vector<bool> chip_degraded = flags(topo.chip_count(), marks.degraded_chips);
+  const std::vector<bool> link_degraded = flags(topo.link_count(), marks.degraded_links);
   // A degraded chip or link: a thick dashed outline, its fill (the load) kept.
   constexpr const char* kDegraded = R"(stroke="#1f5fd6" stroke-width="2.5" stroke-dasharray="4 2")";
   double busiest = 0;
