@@ -160,52 +160,98 @@ TEST_F(FaultsCli, StdoutListsEveryStepSimulatedInFullWithItsTimeAgainstTheHealth
   EXPECT_TRUE(line.find(" +") != std::string::npos || line.find(" x") != std::string::npos) << line;
 }
 
-// --trace with a job also writes job-trace.json (Perfetto): the job's span, and on the failed link's own track
-// an instant event at the fault, the detection span up to the timeout and the reroute's recovery span up to
-// the end of the step in flight (simulated with the fault at its tick); a chip restarted from its checkpoint
-// gets a recovery span of the restart.
+// links-fault-K.svg marks the fault its step was simulated with, by the link id the step carries: the degraded
+// link's one direction outlined (not hatched, nothing failed) in its step's map, the straggler's square in its
+// own, and nothing else.
+TEST_F(FaultsCli, TheLinkMapsOutlineTheDegradedLinkAndTheStragglerEachInItsStep) {
+  const auto file = write("d.yaml", R"(name: d
+pod: v4-2x2x1
+workload:
+  model: {kind: collective, name: ar, op: all_reduce, bytes: 4 MiB, axes: [], algorithm: auto}
+job: {steps: 1000000}
+faults:
+  - {at: 1 s, kind: link_degraded, target: {chip: [0, 0, 0], dir: x+}, bandwidth_fraction: 0.5}
+  - {at: 2 s, kind: straggler, target: [1, 1, 0], clock_fraction: 0.5}
+)");
+  const auto j = summary(file.string(), "d");
+  ASSERT_EQ(j["job"]["simulated_steps"].size(), 3u);
+  const auto count = [](const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  const std::string link = slurp(dir_ / "d" / "links-fault-1.svg");
+  EXPECT_EQ(count(link, "class=\"link degraded\""), 1u);
+  EXPECT_NE(link.find("link 0: chip (0,0,0) x+ to (1,0,0)"), std::string::npos);
+  EXPECT_EQ(count(link, "<title>link 0: chip (0,0,0) x+ to (1,0,0)"), 1u);
+  EXPECT_EQ(count(link, "class=\"chip degraded\""), 0u);
+  EXPECT_EQ(count(link, "url(#failed)\"><title>"), 0u);
+  const std::string straggler = slurp(dir_ / "d" / "links-fault-2.svg");
+  EXPECT_EQ(count(straggler, "class=\"chip degraded\""), 1u);
+  EXPECT_EQ(count(straggler, "(1,1,0): degraded</title>"), 1u);
+  EXPECT_EQ(count(straggler, "class=\"link degraded\""), 0u);
+  EXPECT_EQ(count(straggler, "url(#failed)\"><title>"), 0u);
+  const std::string healthy = slurp(dir_ / "d" / "links.svg");
+  EXPECT_EQ(count(healthy, "degraded\""), 0u);
+}
+
+// --trace with a job also writes job-trace.json (Perfetto): the job's span and its downtime on the job's
+// tracks, and on each failed component's own track in the faults process an instant event at the fault and
+// the detection span up to the timeout. The reroute's downtime runs from the detection to the end of the step
+// in flight (simulated with the fault at its tick); the chip restarted from its checkpoint holds its restart.
 TEST_F(FaultsCli, TheJobTraceHasTheFaultsAsInstantEventsAndTheirDetectionAndRecoveryAsSpans) {
   const auto file = write("t.yaml", std::string("name: t\n") + kRerouteAllReduce +
                                         "  - {at: 62 s, kind: chip_down, target: [1, 1, 0]}\n");
   const auto summary_json = summary(file.string() + " --trace", "t");
   const auto trace = nlohmann::json::parse(slurp(dir_ / "t" / "job-trace.json"));
-  std::map<std::string, int> tids;
+  std::map<std::pair<int, std::string>, int> tids;  // (pid, track) -> tid
   std::vector<nlohmann::json> events;
   for (const auto& e : trace["traceEvents"]) {
     if (e["ph"] != "M") events.push_back(e);
-    else if (e["name"] == "thread_name") tids[e["args"]["name"]] = e["tid"];
+    else if (e["name"] == "thread_name") tids[{e["pid"].get<int>(), e["args"]["name"].get<std::string>()}] = e["tid"];
   }
-  ASSERT_EQ(tids.count("job"), 1u);
-  ASSERT_EQ(tids.count("[0,0,0] x+"), 1u);
-  ASSERT_EQ(tids.count("[1,1,0]"), 1u);
-  // The job; per fault: instant, detection and recovery (the reroute's: from detection to the end of the step
-  // in flight, which resends its lost transfers then).
-  ASSERT_EQ(events.size(), 7u);
-  EXPECT_EQ(events[0]["name"], "job");
-  EXPECT_DOUBLE_EQ(events[0]["dur"].get<double>(), summary_json["job"]["wall_s"].get<double>() * 1e6);
-  const int link = tids["[0,0,0] x+"], chip = tids["[1,1,0]"];
-  EXPECT_EQ(events[1]["ph"], "i");
-  EXPECT_EQ(events[1]["tid"], link);
-  EXPECT_EQ(events[1]["name"], "link_down [0,0,0] x+");
-  EXPECT_DOUBLE_EQ(events[1]["ts"].get<double>(), 1e6);
-  EXPECT_EQ(events[2]["name"], "detection");
-  EXPECT_DOUBLE_EQ(events[2]["ts"].get<double>(), 1e6);
-  EXPECT_DOUBLE_EQ(events[2]["dur"].get<double>(), 29e6);  // heartbeats every 5 s, timeout 30 s: last heard at 0 s
-  EXPECT_EQ(events[3]["name"], "recovery: reroute");
-  EXPECT_EQ(events[3]["tid"], link);
+  const auto on = [&](int pid, const std::string& track) {
+    std::vector<nlohmann::json> found;
+    const auto it = tids.find({pid, track});
+    if (it == tids.end()) return found;
+    for (const auto& e : events) {
+      if (e["pid"] == pid && e["tid"] == it->second) found.push_back(e);
+    }
+    return found;
+  };
+  const auto job = on(0, "job");
+  ASSERT_EQ(job.size(), 1u);
+  EXPECT_EQ(job[0]["name"], "job");
+  EXPECT_DOUBLE_EQ(job[0]["dur"].get<double>(), summary_json["job"]["wall_s"].get<double>() * 1e6);
+  const auto link = on(1, "[0,0,0] x+"), chip = on(1, "[1,1,0]");
+  ASSERT_EQ(link.size(), 2u);
+  EXPECT_EQ(link[0]["ph"], "i");
+  EXPECT_EQ(link[0]["name"], "link_down [0,0,0] x+");
+  EXPECT_DOUBLE_EQ(link[0]["ts"].get<double>(), 1e6);
+  EXPECT_EQ(link[1]["name"], "detection");
+  EXPECT_DOUBLE_EQ(link[1]["ts"].get<double>(), 1e6);
+  EXPECT_DOUBLE_EQ(link[1]["dur"].get<double>(), 29e6);  // heartbeats every 5 s, timeout 30 s: last heard at 0 s
+  ASSERT_EQ(chip.size(), 2u);
+  EXPECT_EQ(chip[0]["ph"], "i");
+  EXPECT_DOUBLE_EQ(chip[0]["ts"].get<double>(), 62e6);
+  EXPECT_DOUBLE_EQ(chip[1]["dur"].get<double>(), 28e6);  // last heard at 60 s, declared failed at 90 s
+  // The job's downtime after each detection: the reroute's, then the restart's with its parts inside it.
+  const auto recovery = on(0, "recovery");
+  ASSERT_GE(recovery.size(), 2u);
   const auto& rerouted = summary_json["faults"]["timeline"][0];
-  EXPECT_DOUBLE_EQ(events[3]["dur"].get<double>(),
+  EXPECT_EQ(recovery[0]["name"], "recovery: reroute");
+  EXPECT_DOUBLE_EQ(recovery[0]["ts"].get<double>(), rerouted["detected_s"].get<double>() * 1e6);
+  EXPECT_DOUBLE_EQ(recovery[0]["dur"].get<double>(),
                    (rerouted["resumed_s"].get<double>() - rerouted["detected_s"].get<double>()) * 1e6);
-  EXPECT_EQ(events[4]["ph"], "i");
-  EXPECT_EQ(events[4]["tid"], chip);
-  EXPECT_DOUBLE_EQ(events[4]["ts"].get<double>(), 62e6);
-  EXPECT_DOUBLE_EQ(events[5]["dur"].get<double>(), 28e6);  // last heard at 60 s, declared failed at 90 s
-  EXPECT_EQ(events[6]["tid"], chip);
-  EXPECT_EQ(events[6]["name"].get<std::string>().rfind("recovery: checkpoint_restart", 0), 0u);
-  EXPECT_DOUBLE_EQ(events[6]["ts"].get<double>(), 90e6);
-  const auto& timeline = summary_json["faults"]["timeline"][1];
-  EXPECT_DOUBLE_EQ(events[6]["dur"].get<double>(),
-                   (timeline["resumed_s"].get<double>() - timeline["detected_s"].get<double>()) * 1e6);
+  const auto& restarted = summary_json["faults"]["timeline"][1];
+  EXPECT_EQ(recovery[1]["name"].get<std::string>().rfind("recovery: checkpoint_restart", 0), 0u);
+  EXPECT_DOUBLE_EQ(recovery[1]["ts"].get<double>(), 90e6);
+  EXPECT_DOUBLE_EQ(recovery[1]["dur"].get<double>(),
+                   (restarted["resumed_s"].get<double>() - restarted["detected_s"].get<double>()) * 1e6);
+  ASSERT_EQ(recovery.size(), 3u);  // job.restart 2 s, repair 0 s, no checkpoint to read: the restart alone
+  EXPECT_EQ(recovery[2]["name"], "restart");
+  EXPECT_DOUBLE_EQ(recovery[2]["ts"].get<double>(), 90e6);
+  EXPECT_DOUBLE_EQ(recovery[2]["dur"].get<double>(), 2e6);
 }
 
 // With --trace, each step simulated with a fault writes trace-fault-K.json (K as job.simulated_steps[K]): the

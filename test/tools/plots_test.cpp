@@ -199,6 +199,39 @@ TEST(PlotLinks, OneSegmentPerDirectedLinkAndTheFailedOnesHatched) {
   EXPECT_EQ(count_of(chip.str(), "fill=\"url(#failed)\" stroke=\"#444\"><title>chip"), 1u);
 }
 
+// A degraded link and a straggler chip keep their fill (the load) and get the dashed outline, apart from the
+// failed marks, and the legend names them.
+TEST(PlotLinks, DegradedLinksAndChipsAreOutlinedApartFromFailedOnes) {
+  using tpusim::test::make_chip;
+  using tpusim::test::make_pod;
+  const tpusim::Topology topo = tpusim::build_topology(make_pod({4, 4, 2}, {1, 1, 0}, {1, 1, 1}), make_chip("c", 6, 45));
+  const std::vector<double> load(topo.link_count(), 0.2);
+  tpusim::tools::LinkMapMarks marks;
+  marks.degraded_links = {tpusim::LinkId(5)};
+  marks.degraded_chips = {tpusim::test::at(topo, 2, 1, 1)};
+  marks.failed_links = {tpusim::LinkId(3), topo.link(tpusim::LinkId(3)).reverse};
+  std::ostringstream out;
+  tpusim::tools::write_link_heatmap_svg(topo, load, "a title", marks, out);
+  const std::string svg = out.str();
+  EXPECT_EQ(count_of(svg, "class=\"link degraded\""), 1u);
+  EXPECT_EQ(count_of(svg, "class=\"chip degraded\""), 1u);
+  EXPECT_EQ(count_of(svg, "class=\"link"), topo.link_count());
+  EXPECT_EQ(count_of(svg, "class=\"chip"), topo.chip_count());
+  EXPECT_EQ(count_of(svg, "fill=\"url(#failed)\"><title>link"), 2u);  // the failed cable only
+  EXPECT_EQ(count_of(svg, ", degraded</title>"), 1u);                   // the link's tooltip
+  EXPECT_EQ(count_of(svg, ": degraded</title>"), 1u);                   // the chip's
+  const auto t = texts(svg);
+  EXPECT_NE(std::find_if(t.begin(), t.end(), [](const std::string& s) { return s.rfind("degraded link or chip", 0) == 0; }),
+            t.end());
+  // Degraded and failed at once: failed wins (the chip's links are hatched, no outline).
+  marks = {};
+  marks.failed_chips = {tpusim::test::at(topo, 2, 1, 1)};
+  marks.degraded_chips = marks.failed_chips;
+  std::ostringstream both;
+  tpusim::tools::write_link_heatmap_svg(topo, load, "a title", marks, both);
+  EXPECT_EQ(count_of(both.str(), "class=\"chip degraded\""), 0u);
+}
+
 }  // namespace
 
 TEST(PlotTicks, AGeometricSweepIsShownOnALogAxisAndPowersOfTwoAreTickedAtPowersOfTwo) {

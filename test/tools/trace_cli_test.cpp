@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -69,6 +70,9 @@ std::vector<std::string> trace_problems(const json& doc) {
     if (phases.count(ph) == 0) {
       problems.push_back(at + ": ph '" + ph + "' is not one of X, M, i, s, f, C");
       continue;
+    }
+    if (ph != "M" && !(e.contains("cat") && e["cat"].is_string())) {
+      problems.push_back(at + ": no cat (every event but metadata carries a category)");
     }
     if (ph == "M") {
       const std::string name = e["name"];
@@ -202,13 +206,15 @@ TEST(TraceFormat, TheValidatorFindsWhatIsWrong) {
   const json good = json::parse(R"({"traceEvents":[
     {"name":"process_name","ph":"M","pid":0,"tid":0,"args":{"name":"chip 0"}},
     {"name":"thread_name","ph":"M","pid":0,"tid":1,"args":{"name":"core 0 mxu"}},
-    {"name":"a","ph":"X","pid":0,"tid":1,"ts":0,"dur":10},
-    {"name":"b","ph":"X","pid":0,"tid":1,"ts":2,"dur":8},
-    {"name":"c","ph":"X","pid":0,"tid":1,"ts":10,"dur":1},
+    {"name":"a","ph":"X","cat":"mxu","pid":0,"tid":1,"ts":0,"dur":10},
+    {"name":"b","ph":"X","cat":"mxu","pid":0,"tid":1,"ts":2,"dur":8},
+    {"name":"c","ph":"X","cat":"mxu","pid":0,"tid":1,"ts":10,"dur":1},
+    {"name":"i","ph":"i","s":"t","cat":"fault","pid":0,"tid":1,"ts":10},
     {"name":"c","ph":"s","cat":"x","id":1,"pid":0,"tid":1,"ts":10},
     {"name":"c","ph":"f","bp":"e","cat":"x","id":1,"pid":0,"tid":1,"ts":2}]})");
   EXPECT_EQ(joined(trace_problems(good)), "");
-  // Partial overlap, a thread without a name, a negative duration, an unknown phase, a missing ts.
+  // Partial overlap, a thread without a name, a negative duration, an unknown phase, a missing ts, a slice
+  // without a category.
   const json bad = json::parse(R"({"traceEvents":[
     {"name":"process_name","ph":"M","pid":0,"tid":0,"args":{"name":"chip 0"}},
     {"name":"thread_name","ph":"M","pid":0,"tid":1,"args":{"name":"core 0 mxu"}},
@@ -232,6 +238,8 @@ TEST(TraceFormat, TheValidatorFindsWhatIsWrong) {
   EXPECT_NE(found.find("flow 7: its s is in no slice of its thread"), std::string::npos) << found;
   EXPECT_NE(found.find("a counter needs args of finite numbers >= 0"), std::string::npos) << found;
   EXPECT_NE(found.find("pid 9 has no process_name"), std::string::npos) << found;
+  EXPECT_NE(found.find(R"({"dur":10,"name":"a","ph":"X","pid":0,"tid":1,"ts":0}: no cat)"), std::string::npos)
+      << found;
 }
 
 TEST_F(TraceCli, CounterTracksCarryEveryTracedByteOfHbmAndIci) {
@@ -283,6 +291,22 @@ TEST_F(TraceCli, AJobWithAFaultWritesWellFormedTraces) {
   ASSERT_EQ(docs.count("trace.json"), 1u);
   ASSERT_EQ(docs.count("job-trace.json"), 1u);
   for (const auto& [file, doc] : docs) EXPECT_EQ(joined(trace_problems(doc)), "") << file;
+}
+
+// A year of random chip failures (about 400) and a checkpoint every 40,000 steps: tens of thousands of
+// checkpoint writes, and faults that land while the job is down for a restart, whose spans start inside the
+// restart and take a second recovery track rather than overlap it.
+TEST_F(TraceCli, AYearLongJobsTraceIsWellFormed) {
+  const auto docs = traces("checkpoint-goodput-v4", "", "year");
+  ASSERT_EQ(docs.count("job-trace.json"), 1u);
+  EXPECT_EQ(joined(trace_problems(docs.at("job-trace.json"))), "");
+  std::set<std::string> tracks;
+  for (const json& e : docs.at("job-trace.json")["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] == 0) tracks.insert(e["args"]["name"]);
+  }
+  EXPECT_EQ(tracks.count("checkpoints"), 1u);
+  EXPECT_EQ(tracks.count("lost work"), 1u);
+  EXPECT_EQ(tracks.count("recovery"), 1u);
 }
 
 // The instruction slices of a trace (those with args.instruction), by chip.
@@ -433,4 +457,122 @@ TEST_F(TraceCli, ChipsBeyondThePodAreRefusedBeforeAnythingRuns) {
   pids.clear();
   for (const json& e : tail.at("trace.json")["traceEvents"]) pids.insert(e["pid"].get<long long>());
   EXPECT_EQ(pids, (std::set<long long>{62, 63}));
+}
+
+// job-trace.json of a small job with one chip failure restarted from its checkpoint, walked against
+// summary.json: every checkpoint write (each checkpoint_write_s long, the job's 100 steps of step_time_s
+// apart, adding up to losses_s.checkpoint), the lost work from the end of the last write before the fault
+// to the fault, the downtime from the detection to the resumption holding repair, restart and restore one
+// after the other (losses_s of each), and on the faults process the fault and its detection; the file is
+// well formed (every event but metadata with a category, slices nested per track).
+TEST_F(TraceCli, TheJobTraceSpansEveryCheckpointWriteTheLostWorkAndTheRestartAsSummaryJsonHasThem) {
+  const fs::path scenario = dir_ / "ckpt.yaml";
+  {
+    std::ofstream out(scenario);
+    out << R"(name: ckpt
+pod: v5e-2x2
+workload: {model: mlp-small, batch: 64, step: train, checkpoint: {every_steps: 100}}
+job: {steps: 100000, recovery: checkpoint_restart, restart: 2 s, repair: 10 s}
+faults:
+  - {at: 0.5 s, kind: chip_down, target: [1, 1]}
+)";
+  }
+  const auto docs = traces(scenario.string(), "", "ckpt");
+  ASSERT_EQ(docs.count("job-trace.json"), 1u);
+  const json& doc = docs.at("job-trace.json");
+  EXPECT_EQ(joined(trace_problems(doc)), "");
+  const json summary = json::parse(slurp(dir_ / "ckpt" / "summary.json"));
+  const json& job = summary["job"];
+  const json& fault = summary["faults"]["timeline"].at(0);
+  const double step = summary["metrics"]["step_time_s"].get<double>();
+  const double write = job["checkpoint_write_s"].get<double>();
+  const double at = fault["at_s"].get<double>(), detected = fault["detected_s"].get<double>();
+  const double resumed = fault["resumed_s"].get<double>();
+  ASSERT_EQ(fault["recovery"], "checkpoint_restart");
+
+  std::map<std::pair<long long, std::string>, long long> tids;  // (pid, track) -> tid
+  std::map<long long, std::string> processes;
+  for (const json& e : doc["traceEvents"]) {
+    if (e["ph"] != "M") continue;
+    if (e["name"] == "thread_name") tids[{e["pid"].get<long long>(), e["args"]["name"].get<std::string>()}] = e["tid"];
+    if (e["name"] == "process_name") processes[e["pid"].get<long long>()] = e["args"]["name"];
+  }
+  EXPECT_EQ(processes, (std::map<long long, std::string>{{0, "ckpt job"}, {1, "ckpt faults"}}));
+  // (start, duration) in seconds of the slices on a track, in file order.
+  const auto spans = [&](long long pid, const std::string& track) {
+    std::vector<std::tuple<std::string, double, double>> out;
+    const auto it = tids.find({pid, track});
+    if (it == tids.end()) return out;
+    for (const json& e : doc["traceEvents"]) {
+      if (e["ph"] == "M" || e["pid"] != pid || e["tid"] != it->second) continue;
+      out.emplace_back(e["name"].get<std::string>(), e["ts"].get<double>() / 1e6,
+                       e.contains("dur") ? e["dur"].get<double>() / 1e6 : 0.0);
+    }
+    return out;
+  };
+  constexpr double kSlack = 1e-9;  // seconds: a microsecond timestamp's rounding
+  const auto job_span = spans(0, "job");
+  ASSERT_EQ(job_span.size(), 1u);
+  EXPECT_NEAR(std::get<2>(job_span[0]), job["wall_s"].get<double>(), kSlack);
+
+  // Checkpoint writes: 100 steps, a write, 100 steps, ...; after the restart again from the resumption.
+  const auto writes = spans(0, "checkpoints");
+  ASSERT_EQ(static_cast<long long>(writes.size()), job["checkpoints"].get<long long>());
+  ASSERT_GT(writes.size(), 2u);
+  double sum = 0, t = 0, last_before_fault = 0;
+  bool restarted = false;
+  for (const auto& [name, start, dur] : writes) {
+    EXPECT_EQ(name, "checkpoint write");
+    EXPECT_NEAR(dur, write, kSlack);
+    sum += dur;
+    if (!restarted && start > at) {
+      restarted = true;
+      t = resumed;
+    }
+    EXPECT_NEAR(start, t + 100 * step, kSlack) << "write " << sum / write;
+    t = start + dur;
+    if (!restarted) last_before_fault = t;
+  }
+  EXPECT_TRUE(restarted);
+  EXPECT_NEAR(sum, job["losses_s"]["checkpoint"].get<double>(), 1e-6);
+
+  // The lost work: from the end of the last write before the fault to the fault.
+  const auto lost = spans(0, "lost work");
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_NEAR(std::get<1>(lost[0]), last_before_fault, kSlack);
+  EXPECT_NEAR(std::get<1>(lost[0]) + std::get<2>(lost[0]), at, kSlack);
+  EXPECT_NEAR(std::get<2>(lost[0]), job["losses_s"]["lost_work"].get<double>(), kSlack);
+  EXPECT_NEAR(std::get<2>(lost[0]), fault["lost_work_s"].get<double>(), kSlack);
+
+  // The downtime after the detection, and its parts in turn (no reconfiguration: 0 s is left out).
+  const auto recovery = spans(0, "recovery");
+  ASSERT_EQ(recovery.size(), 4u);
+  EXPECT_EQ(std::get<0>(recovery[0]), "recovery: checkpoint_restart");
+  EXPECT_NEAR(std::get<1>(recovery[0]), detected, kSlack);
+  EXPECT_NEAR(std::get<2>(recovery[0]), resumed - detected, kSlack);
+  const std::vector<std::pair<std::string, double>> parts{
+      {"repair", job["losses_s"]["repair"].get<double>()},
+      {"restart", job["losses_s"]["restart"].get<double>()},
+      {"restore", job["losses_s"]["restore"].get<double>()}};
+  EXPECT_DOUBLE_EQ(parts[0].second, 10.0);
+  EXPECT_DOUBLE_EQ(parts[1].second, 2.0);
+  EXPECT_DOUBLE_EQ(parts[2].second, job["checkpoint_restore_s"].get<double>());
+  t = detected;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    EXPECT_EQ(std::get<0>(recovery[i + 1]), parts[i].first);
+    EXPECT_NEAR(std::get<1>(recovery[i + 1]), t, kSlack) << parts[i].first;
+    EXPECT_NEAR(std::get<2>(recovery[i + 1]), parts[i].second, kSlack) << parts[i].first;
+    t += parts[i].second;
+  }
+  EXPECT_NEAR(t, resumed, kSlack);
+
+  // The faults process: the chip's track with the fault and its detection (heartbeat 5 s, timeout 30 s).
+  const auto chip = spans(1, "[1,1]");
+  ASSERT_EQ(chip.size(), 2u);
+  EXPECT_EQ(std::get<0>(chip[0]), "chip_down [1,1]");
+  EXPECT_NEAR(std::get<1>(chip[0]), at, kSlack);
+  EXPECT_EQ(std::get<0>(chip[1]), "detection");
+  EXPECT_NEAR(std::get<1>(chip[1]), at, kSlack);
+  EXPECT_NEAR(std::get<2>(chip[1]), job["losses_s"]["detection"].get<double>(), kSlack);
+  EXPECT_DOUBLE_EQ(detected, 30.0);
 }

@@ -293,7 +293,7 @@ int run_command(const RunArgs& args) {
         write_file(file(map.first), [&](std::ostream& out) {
           write_link_heatmap_svg(*topology, step->link_utilization,
                                  fmt::format("{}: ICI link utilization", step->what),
-                                 fault_marks(scenario, *topology, *step), out);
+                                 fault_marks(*topology, *step), out);
         });
       }
     }

@@ -47,28 +47,28 @@ std::vector<std::pair<std::string, const models::FaultStep*>> fault_link_maps(co
   return out;
 }
 
-LinkMapMarks fault_marks(const Scenario& s, const Topology& topo, const models::FaultStep& step) {
+LinkMapMarks fault_marks(const Topology& topo, const models::FaultStep& step) {
   LinkMapMarks marks;
-  const auto starts = [&](std::string_view kind) { return step.fault_name.rfind(std::string(kind) + " ", 0) == 0; };
-  if (starts("chip_down") || starts("host_down")) {
-    if (step.fault_chip) marks.failed_chips.push_back(ChipId(*step.fault_chip));
-    return marks;
-  }
-  if (!starts("link_down") && !starts("ocs_port_down")) return marks;
-  const auto cable = [&](LinkId l) {
-    marks.failed_links.push_back(l);
-    marks.failed_links.push_back(topo.link(l).reverse);
-  };
-  for (const FaultSpec& spec : s.faults.faults) {  // the fault the step was simulated with, by its name
-    const models::ConcreteFault f = models::concrete_fault(spec, topo, s.seed);
-    if (fmt::format("{} {}", fault_kind_name(spec.kind), f.target()) == step.fault_name) {
-      cable(f.link);
-      return marks;
-    }
-  }
-  for (int axis = 0; axis < topo.axes(); ++axis) {  // the step standing in for drawn link faults (job_steps.h)
-    if (step.fault_target != fmt::format("chip 0 {}+", "xyz"[axis])) continue;
-    if (const auto l = topo.out_link(ChipId(0), axis, +1)) cable(*l);
+  if (!step.fault_kind) return marks;
+  switch (*step.fault_kind) {
+    case FaultKind::chip_down:
+    case FaultKind::host_down:
+      if (step.fault_chip) marks.failed_chips.emplace_back(*step.fault_chip);
+      break;
+    case FaultKind::straggler:
+    case FaultKind::hbm_degraded:
+      if (step.fault_chip) marks.degraded_chips.emplace_back(*step.fault_chip);
+      break;
+    case FaultKind::link_down:
+    case FaultKind::ocs_port_down:  // the cable: both directions
+      if (step.fault_link) {
+        marks.failed_links.push_back(*step.fault_link);
+        marks.failed_links.push_back(topo.link(*step.fault_link).reverse);
+      }
+      break;
+    case FaultKind::link_degraded:  // the one direction
+      if (step.fault_link) marks.degraded_links.push_back(*step.fault_link);
+      break;
   }
   return marks;
 }

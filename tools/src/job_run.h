@@ -30,9 +30,11 @@ struct FaultTraceOptions {
 // The link-utilization maps worth drawing (steps with ICI traffic): links-fault-K.svg and the step.
 [[nodiscard]] std::vector<std::pair<std::string, const models::FaultStep*>> fault_link_maps(
     const models::FaultSteps& steps);
-// What links-fault-K.svg marks as failed in a step: the chip of a chip_down or host_down, both directions of
-// the cable of a link_down or ocs_port_down (degraded links and chips, stragglers, are not failed).
-[[nodiscard]] LinkMapMarks fault_marks(const Scenario& s, const Topology& topo, const models::FaultStep& step);
+// What links-fault-K.svg marks in a step, from the fault the step was simulated with (FaultStep::fault_kind,
+// fault_link, fault_chip): failed, the chip of a chip_down or host_down and both directions of the cable of a
+// link_down or ocs_port_down; degraded, the direction of a link_degraded and the chip of a straggler or
+// hbm_degraded.
+[[nodiscard]] LinkMapMarks fault_marks(const Topology& topo, const models::FaultStep& step);
 // The traces to write (with --trace): trace-fault-K.json per step simulated with a fault, numbered as
 // job.simulated_steps[K] and links-fault-K.svg.
 [[nodiscard]] std::vector<std::pair<std::string, const models::FaultStep*>> fault_traces(
@@ -46,9 +48,12 @@ void add_job_json(nlohmann::ordered_json& summary, const Scenario& s, const mode
 void print_job(const Scenario& s, const models::JobOutcome& job, const models::FaultSteps& fault_steps,
                std::ostream& out);
 // The job's timeline in the Chrome trace-event format (Perfetto), written beside the step's trace.json as
-// job-trace.json (microseconds over the whole job, hours long): a "job" track with the job's span, and one
-// track per failed component with an instant event at the fault and spans for its detection (fault to
-// detection) and recovery (detection to resumption), named by the recovery. job_trace.cpp.
+// job-trace.json (microseconds of the job's wall clock, hours long). A "job" process: the job's span, every
+// checkpoint write kept (JobResult::checkpoint_writes), each fault's lost work (the work since the checkpoint
+// it rolled back to, up to the fault) and the job's downtime after each detection ("recovery: <how>", up to
+// the resumption, holding its repair, restart, reconfiguration and restore in turn). A "faults" process: one
+// track per failed component with an instant event at the fault and its detection span. Spans that would
+// overlap on a track take a second one ("lost work 2"). docs/faults.md says how to read it. job_trace.cpp.
 void write_job_trace(const Scenario& s, const models::JobOutcome& job, std::ostream& out);
 // One step simulated with a fault as a Chrome trace (trace-fault-K.json, fault_trace.cpp): the traced chips'
 // instructions as trace.json has them, plus the fault's own track (in its chip's process for a chip fault, in

@@ -56,7 +56,7 @@ int run_main(int argc, char** argv) {
   run_cmd->add_flag("-q,--quiet", run.quiet, "do not print the result table");
   run_cmd->add_flag("--trace", run.trace,
                     "write trace.json, a timeline of every instruction (open in ui.perfetto.dev), and for a "
-                    "job job-trace.json, its faults, detections and recoveries");
+                    "job job-trace.json, its checkpoint writes, lost work, restarts, faults and detections");
   run_cmd->add_option("--trace-chips", run.trace_chips, "chips to trace, e.g. 0-3,8")->capture_default_str();
 
   std::string validate_scenario;

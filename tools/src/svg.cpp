@@ -76,16 +76,22 @@ void write_link_heatmap_svg(const Topology& topo, const std::vector<double>& lin
   const double chip = std::round(pitch * 0.55), gap = pitch - chip;
   const double panel_w = nx * pitch + gap + 30, panel_h = ny * pitch + gap + 40;
   const double title_w = 8.0 * static_cast<double>(title.size()) + 20;
-  const double width = std::max({cols * panel_w + 20, title_w, 880.0}), height = rows * panel_h + 150;
+  const double width = std::max({cols * panel_w + 20, title_w, 880.0}), height = rows * panel_h + 166;
 
-  std::vector<bool> chip_failed(topo.chip_count(), false);
-  for (ChipId c : marks.failed_chips) {
-    if (c.value() < chip_failed.size()) chip_failed[c.value()] = true;
-  }
-  std::vector<bool> link_failed(topo.link_count(), false);
-  for (LinkId l : marks.failed_links) {
-    if (l.value() < link_failed.size()) link_failed[l.value()] = true;
-  }
+  // Per chip (link) id: whether the marks list it.
+  const auto flags = [](std::size_t count, const auto& ids) {
+    std::vector<bool> out(count, false);
+    for (const auto id : ids) {
+      if (id.value() < count) out[id.value()] = true;
+    }
+    return out;
+  };
+  const std::vector<bool> chip_failed = flags(topo.chip_count(), marks.failed_chips);
+  const std::vector<bool> link_failed = flags(topo.link_count(), marks.failed_links);
+  const std::vector<bool> chip_degraded = flags(topo.chip_count(), marks.degraded_chips);
+  const std::vector<bool> link_degraded = flags(topo.link_count(), marks.degraded_links);
+  // A degraded chip or link: a thick dashed outline, its fill (the load) kept.
+  constexpr const char* kDegraded = R"(stroke="#1f5fd6" stroke-width="2.5" stroke-dasharray="4 2")";
   double busiest = 0;
   for (double u : link_utilization) busiest = std::max(busiest, u);
   // The colour scale's top: a round value at or above the busiest link, from 1% (a step stopped by a chip fault
@@ -127,9 +133,11 @@ void write_link_heatmap_svg(const Topology& topo, const std::vector<double>& lin
     }
     for (const auto& [c, id] : grid.chips(topo, p)) {
       const auto [cx, cy] = chip_box(c);
-      out << fmt::format(R"(<rect class="chip" x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="{}" stroke="#444"><title>chip {} ({},{},{}){}</title></rect>)",
-                         cx, cy, chip, chip, chip_failed[id.value()] ? "url(#failed)" : "#f2f2f2", id.value(), c.pos[0],
-                         c.pos[1], c.pos[2], chip_failed[id.value()] ? ": failed" : "")
+      const bool failed = chip_failed[id.value()], degraded = !failed && chip_degraded[id.value()];
+      out << fmt::format(R"(<rect class="chip{}" x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="{}" {}><title>chip {} ({},{},{}){}</title></rect>)",
+                         degraded ? " degraded" : "", cx, cy, chip, chip, failed ? "url(#failed)" : "#f2f2f2",
+                         degraded ? kDegraded : R"(stroke="#444")", id.value(), c.pos[0], c.pos[1], c.pos[2],
+                         failed ? ": failed" : degraded ? ": degraded" : "")
           << "\n";
     }
   }
@@ -149,15 +157,17 @@ void write_link_heatmap_svg(const Topology& topo, const std::vector<double>& lin
     }
     const double u = i < link_utilization.size() ? link_utilization[i] : 0.0;
     const bool failed = link_failed[i] || chip_failed[l.src.value()] || chip_failed[l.dst.value()];
-    out << fmt::format(R"(<rect class="link" x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="{}"><title>link {}: chip ({},{},{}) {}{} to ({},{},{}){}: {}{}</title></rect>)",
-                       x, y, std::max(1.0, w - 1), std::max(1.0, h - 1), failed ? "url(#failed)" : ramp(u / top), i,
+    const bool degraded = !failed && link_degraded[i];
+    out << fmt::format(R"(<rect class="link{}" x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="{}"{}><title>link {}: chip ({},{},{}) {}{} to ({},{},{}){}: {}{}</title></rect>)",
+                       degraded ? " degraded" : "", x, y, std::max(1.0, w - 1), std::max(1.0, h - 1),
+                       failed ? "url(#failed)" : ramp(u / top), degraded ? std::string(" ") + kDegraded : "", i,
                        c.pos[0], c.pos[1], c.pos[2], "xyz"[std::clamp<int>(l.axis, 0, 2)], plus ? "+" : "-", d.pos[0],
                        d.pos[1], d.pos[2], l.wraparound ? " (wraparound)" : "", readable(u, Quantity::fraction),
-                       failed ? ", failed" : "")
+                       failed ? ", failed" : degraded ? ", degraded" : "")
         << "\n";
   }
-  // The legend: the colour scale with round ticks, the failed marks, how to read a chip's links.
-  const double ly = height - 110, bar = 240;
+  // The legend: the colour scale with round ticks, the failed and degraded marks, how to read a chip's links.
+  const double ly = height - 126, bar = 240;
   for (int i = 0; i < 40; ++i) {
     out << fmt::format(R"(<rect x="{:.0f}" y="{:.0f}" width="{:.0f}" height="12" fill="{}"/>)", 10 + i * bar / 40, ly,
                        bar / 40 + 1, ramp((i + 0.5) / 40))
@@ -176,15 +186,18 @@ void write_link_heatmap_svg(const Topology& topo, const std::vector<double>& lin
   out << fmt::format(R"svg(<rect x="10" y="{0:.0f}" width="24" height="12" fill="url(#failed)" stroke="#444"/><text x="40" y="{1:.0f}">failed link, or a link of a failed chip; a hatched square: a failed chip</text>)svg",
                      ly + 38, ly + 48)
       << "\n";
+  out << fmt::format(R"svg(<rect x="10" y="{0:.0f}" width="24" height="12" fill="#f2f2f2" {2}/><text x="40" y="{1:.0f}">degraded link or chip (a slower link, a straggler, degraded HBM): dashed blue outline, the fill still its load</text>)svg",
+                     ly + 56, ly + 66, kDegraded)
+      << "\n";
   out << fmt::format(R"(<text x="10" y="{:.0f}">each square a chip at (x, y): its +x link right of it (upper half of the gap), -x left (lower half), +y below (left half), -y above (right half)</text>)",
-                     ly + 70)
+                     ly + 86)
       << "\n";
   if (nz > 1) {
     out << fmt::format(R"(<text x="10" y="{:.0f}">+z and -z links: the left and right half inside the square; a link at the edge of a panel wraps around</text>)",
-                       ly + 86)
+                       ly + 102)
         << "\n";
   } else {
-    out << fmt::format(R"(<text x="10" y="{:.0f}">a link at the edge of the panel wraps around</text>)", ly + 86) << "\n";
+    out << fmt::format(R"(<text x="10" y="{:.0f}">a link at the edge of the panel wraps around</text>)", ly + 102) << "\n";
   }
   out << "</svg>\n";
 }

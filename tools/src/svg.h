@@ -11,10 +11,13 @@
 
 namespace tpusim::tools {
 
-// What a link heatmap marks apart from the load: the chips and links that failed in the step.
+// What a link heatmap marks apart from the load: the chips and links that failed in the step, and those that
+// ran degraded (slower, still carrying their load).
 struct LinkMapMarks {
   std::vector<ChipId> failed_chips;
   std::vector<LinkId> failed_links;
+  std::vector<ChipId> degraded_chips;  // stragglers, degraded HBM
+  std::vector<LinkId> degraded_links;
 };
 
 // One segment per directed ICI link, coloured by its utilization, laid out on the torus: chips are squares at
@@ -22,7 +25,8 @@ struct LinkMapMarks {
 // the lower half of the gap to its left (+y / -y alike, below / above), so that the gap between two neighbours
 // holds both directions of their cable and a wraparound link is a stub at the panel's edge; a 3D pod has one
 // panel per z plane, its +z / -z links the chip square's left / right half. Failed chips and links are
-// hatched. The colour scale runs from 0 to a round value at or above the busiest link (1% to 100%), so that
+// hatched in red; degraded ones keep their colour (a degraded link still carries its load) inside a thick
+// dashed blue outline (class "link degraded" / "chip degraded"); the legend names both. The colour scale runs from 0 to a round value at or above the busiest link (1% to 100%), so that
 // a lightly loaded step is not drawn all dark. `link_utilization` is indexed by LinkId.
 void write_link_heatmap_svg(const Topology& topo, const std::vector<double>& link_utilization,
                             const std::string& title, const LinkMapMarks& marks, std::ostream& out);

@@ -64,9 +64,12 @@ FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, Seconds healthy,
   const auto name_fault = [](FaultStep& step, const ConcreteFault& f) {
     step.fault_target = f.target();
     step.fault_name = fmt::format("{} {}", fault_kind_name(f.spec.kind), step.fault_target);
+    step.fault_kind = f.spec.kind;
     if (f.spec.kind != FaultKind::link_down && f.spec.kind != FaultKind::ocs_port_down &&
         f.spec.kind != FaultKind::link_degraded) {
       step.fault_chip = f.chip.value();
+    } else {
+      step.fault_link = f.link;
     }
   };
   for (const FaultSpec& spec : s.faults.faults) {
@@ -108,6 +111,8 @@ FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, Seconds healthy,
           simulate_step(runner, s, o, fmt::format("a {} link down (for drawn links)", "xyz"[axis]));
       step.fault_target = fmt::format("chip 0 {}+", "xyz"[axis]);
       step.fault_name = "link_down " + step.fault_target;
+      step.fault_kind = FaultKind::link_down;
+      step.fault_link = *link;
       steps_.push_back(std::move(step));
     }
   }

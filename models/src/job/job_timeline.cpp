@@ -309,6 +309,9 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     const double end = t + static_cast<double>(n) * step + (writes ? write : 0.0);
     const double f = faults.peek();
     if (f >= end) {
+      if (writes && r.checkpoint_writes.size() < kMaxRecordedCheckpoints) {
+        r.checkpoint_writes.emplace_back(t + static_cast<double>(n) * step);  // `end` less the write, as it adds up
+      }
       t = end;
       done += n;
       since += n;
@@ -378,6 +381,12 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     job::Recovery rec = recover(fault, cut_off);
     e.detected = Seconds(detected);
     e.recovery = rec.how;
+    if (!rec.ends_job && rec.rollback) {
+      e.repair = rec.repair;
+      e.restart = rec.restart;
+      e.reconfiguration = rec.reconfiguration;
+      e.restore = rec.restore;
+    }
     // Rerouted in place with the step in flight simulated with the fault at its tick: the step ends when that
     // simulation says (its in-flight transfers retransmitted, or lost until detection: job.in_flight); its
     // excess over the step time is charged to detection (lose) or slowdown (retransmit). No work is lost.
@@ -445,6 +454,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       } else if (restoring) {
         resume += costs.checkpoint_restore.value();
         restore += costs.checkpoint_restore.value();
+        e.restore = costs.checkpoint_restore;
       } else {
         lost += partial;
         e.lost_work = Seconds(partial);

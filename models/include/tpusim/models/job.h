@@ -62,6 +62,9 @@ struct FaultEvent {
   Seconds step_before, step_after;
   Seconds step_hit;       // the step in flight simulated with the fault at its tick (JobCosts::step_hit), or 0
   Seconds step_started;   // when the step (or checkpoint write) in flight began
+  // The recovery's parts after the detection, in this order up to `resumed` (a restore a later fault
+  // interrupted ends at `resumed`); 0 for a reroute, a slowdown and a fault during recovery.
+  Seconds repair, restart, reconfiguration, restore;
 };
 
 // Where the job's wall time went; the parts add up to `wall`.
@@ -79,6 +82,9 @@ struct JobResult {
   double goodput = 0;           // useful / wall
   JobLosses losses;
   std::vector<FaultEvent> events;  // in time order
+  // When each checkpoint write began (each takes JobCosts::checkpoint_write; a write a fault cut short is not
+  // listed: its time is lost work), the first kMaxRecordedCheckpoints of them (`checkpoints` counts all).
+  std::vector<Seconds> checkpoint_writes;
   int spare_cubes_left = 0;
   std::uint64_t ocs_remaps = 0;  // circuits the spare-cube swaps remapped
 };
@@ -86,6 +92,8 @@ struct JobResult {
 // A job that meets this many faults is not making progress worth reporting: it stops with an error (and a
 // fault plan expecting far more is refused before the run, tools/src/preflight.cpp).
 inline constexpr std::size_t kMaxJobFaults = 1'000'000;
+// JobResult::checkpoint_writes keeps this many (a year of short steps writes more than a trace can show).
+inline constexpr std::size_t kMaxRecordedCheckpoints = 100'000;
 
 // The job's work in steps: job.steps, or with job.duration the steps a fault-free run fits in it (each with
 // its share of the checkpoint writes).

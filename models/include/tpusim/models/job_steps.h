@@ -61,6 +61,9 @@ struct FaultStep : StepReport {
   std::string fault_name;
   std::string fault_target;
   std::optional<std::uint32_t> fault_chip;
+  // The fault's kind and, for a link fault, the direction it failed or degraded (the link map marks it).
+  std::optional<FaultKind> fault_kind;
+  std::optional<LinkId> fault_link;
 };
 
 // The scenario whose step is simulated: with a job, the checkpoint is written in full on the timeline every
