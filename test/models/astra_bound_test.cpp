@@ -9,7 +9,7 @@
 #include "collective_test_support.h"
 #include <gtest/gtest.h>
 
-namespace tpusim::models::net {
+namespace tpusim::models::net::astra {  // its own namespace: the unity build joins this file with others
 namespace {
 
 using namespace nettest;
@@ -43,4 +43,4 @@ TEST(AstraComparison, A4MiBAllReduceOnA16x16x16TorusIsWithin15PercentOfTheBound)
 }
 
 }  // namespace
-}  // namespace tpusim::models::net
+}  // namespace tpusim::models::net::astra

@@ -15,7 +15,7 @@
 #include "tpusim/topology/routing.h"
 #include <gtest/gtest.h>
 
-namespace tpusim::models::net {
+namespace tpusim::models::net::aggfault {  // its own namespace: the unity build joins this file with others
 namespace {
 
 using namespace nettest;
@@ -271,4 +271,4 @@ TEST(CollectiveAggregateFaults, ALostFlowStallsUntilTheDetectionAndIsLaterThanPe
 }
 
 }  // namespace
-}  // namespace tpusim::models::net
+}  // namespace tpusim::models::net::aggfault
