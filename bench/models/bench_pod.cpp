@@ -7,6 +7,10 @@
 //   bench_pod allreduce-v4 MODE [CHUNK_MIB]
 //                                    1 GiB all-reduce on the full v4 pod (16x16x16), MODE flow|chunked; prints
 //                                    simulated vs ideal time, wall time, kernel events, events/s, transfers/s
+//   bench_pod astra SHAPE            the ASTRA-sim analytical comparison (issue 21): an all-reduce of 1 MiB to
+//                                    1 GiB on a SHAPE torus (32x32 or 16x16x16) of 100 GB/s links and 1 us
+//                                    hops in the default fidelity, each size in its own child process; prints
+//                                    per size the wall time, the simulated time and its ratio to the bound
 //   bench_pod raw N                  the raw SystemC rate: one SC_METHOD re-notifying itself N times (compare
 //                                    with allreduce-v4's events/s: DESIGN.md asks for within 2x)
 //   bench_pod train SCENARIO [KEY=VALUE ...]
@@ -28,6 +32,7 @@
 #include <systemc>
 
 #include "net/simulate_with_planner.h"
+#include "collective_test_support.h"
 #include "pod.h"
 #include "run_control.h"
 #include "test_chips.h"
@@ -194,6 +199,50 @@ int allreduce_v4(const std::string& mode, std::uint64_t chunk_mib) {
   return 0;
 }
 
+struct AstraCase {
+  double simulated = -1, wall = 0, cpu = 0;
+  std::uint64_t kernel_events = 0, transfers = 0;
+};
+
+int astra(const std::string& name) {
+  const std::vector<int> shape = name == "32x32" ? std::vector<int>{32, 32} : std::vector<int>{16, 16, 16};
+  const Scenario s = net::nettest::astra_torus(shape);
+  std::printf("all-reduce on a %s torus (%zu chips), 100 GB/s links, 1 us hops, %s links, %s collectives\n",
+              name.c_str(), s.pod.chip_count(), s.fidelity.links == LinkFidelity::flow ? "flow" : "chunked",
+              s.fidelity.collectives == CollectiveFidelity::aggregate ? "aggregate" : "per-step");
+  std::printf("  %10s %8s %8s %14s %14s %8s %8s %10s\n", "size", "wall s", "cpu s", "simulated us", "bound us",
+              "x bound", "events", "transfers");
+  double total = 0, total_cpu = 0;
+  for (std::uint64_t mib = 1; mib <= 1024; mib *= 4) {
+    const std::uint64_t bytes = mib << 20;
+    std::fflush(stdout);  // the child must not inherit unwritten output
+    const AstraCase c = tpusim::testing::in_child<AstraCase>(
+        [&] {
+          const auto t0 = std::chrono::steady_clock::now();
+          const std::clock_t cpu0 = std::clock();
+          const SimResult r = simulate(s, one_all_reduce(bytes), options_from_environment());
+          AstraCase out;
+          out.simulated = r.step_time.value();
+          out.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          out.cpu = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
+          out.kernel_events = r.kernel_events;
+          out.transfers = r.ici_transfers;
+          return out;
+        },
+        AstraCase{});
+    if (c.simulated < 0) return 1;
+    const double bound = net::nettest::all_reduce_bound(shape, static_cast<double>(bytes), 100e9, 1e-6);
+    total += c.wall;
+    total_cpu += c.cpu;
+    std::printf("  %6llu MiB %8.3f %8.3f %14.2f %14.2f %8.3f %8llu %10llu\n", static_cast<unsigned long long>(mib),
+                c.wall, c.cpu, c.simulated * 1e6, bound * 1e6, c.simulated / bound,
+                static_cast<unsigned long long>(c.kernel_events), static_cast<unsigned long long>(c.transfers));
+  }
+  std::printf("  all sizes: %.3f s wall, %.3f s cpu (each size's simulate() call, elaboration included)\n", total,
+              total_cpu);
+  return 0;
+}
+
 int train(const std::string& name, const std::vector<std::string>& overrides) {
   const auto t0 = std::chrono::steady_clock::now();
   const Scenario s = load_scenario(name, overrides);
@@ -259,13 +308,14 @@ int main(int argc, char** argv) {
     if (what == "allreduce-v4" && argc > 2) {
       return tpusim::models::allreduce_v4(argv[2], argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 1);
     }
+    if (what == "astra" && argc > 2) return tpusim::models::astra(argv[2]);
     if (what == "raw" && argc > 2) return tpusim::models::raw(std::strtoull(argv[2], nullptr, 10));
     if (what == "train" && argc > 2) return tpusim::models::train(argv[2], std::vector<std::string>(argv + 3, argv + argc));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_pod: %s\n", e.what());
     return 1;
   }
-  std::fprintf(stderr, "usage: bench_pod elaborate-v5p [full] | allreduce-v4 flow|chunked [CHUNK_MIB] | raw N | train SCENARIO "
+  std::fprintf(stderr, "usage: bench_pod elaborate-v5p [full] | allreduce-v4 flow|chunked [CHUNK_MIB] | astra 32x32|16x16x16 | raw N | train SCENARIO "
                        "[KEY=VALUE ...]\n");
   return 2;
 }

@@ -177,7 +177,7 @@ const FieldTable<FidelitySpec>& fidelity_fields() {
         "collectives", [](S& s) -> CollectiveFidelity& { return s.collectives; },
         {{"aggregate", CollectiveFidelity::aggregate}, {"per_step", CollectiveFidelity::per_step}}, "aggregate",
         "ring collectives: each group advanced as one flow at its bottleneck link's rate plus the steps' fixed "
-        "costs (aggregate; flow links, congruent ring plans, no faults or degraded links), or step by step, "
+        "costs (aggregate; flow links, congruent ring plans, no chip failed or stopping), or step by step, "
         "every send a transfer (per_step; always used otherwise)");
     return t;
   }();

@@ -121,6 +121,35 @@ inline LinkId cable_from(const Topology& topo, std::uint32_t src) {
   throw std::logic_error("no such link");
 }
 
+// The ASTRA-sim comparison's machine (issue 21; bench_pod astra): a torus of `shape` of v4-like chips whose
+// links move 100 GB/s each way (link_efficiency 1: the bound and ASTRA-sim's analytical backend take the link
+// rate as given) with 1 us hops, one chip per host, the default fidelity otherwise.
+inline Scenario astra_torus(const std::vector<int>& shape) {
+  ChipSpec chip = models::testing::v4_like();
+  chip.ici.link_bandwidth = BytesPerSecond(100e9);
+  chip.ici.link_efficiency = 1.0;
+  chip.ici.hop_latency = Seconds(1e-6);
+  Scenario s = models::testing::scenario_for(chip, shape);
+  s.pod.wraparound.assign(shape.size(), 1);
+  s.pod.host_shape.assign(shape.size(), 1);
+  return s;
+}
+
+// The bound of an all-reduce of S bytes on a D-axis torus of P chips (N_i per axis) with links of B bytes/s
+// each way and hops of a: every chip sends (and receives) at least 2 (P - 1) / P x S (a reduce-scatter and an
+// all-gather of the whole buffer) over its 2 D outgoing links, and a ring over every axis (each axis's ring
+// used in both directions by half the buffer) takes 2 sum_i (N_i - 1) steps of at least one hop:
+//   T_bound = 2 (P - 1) / P x S / (2 D B) + 2 sum_i (N_i - 1) a.
+inline double all_reduce_bound(const std::vector<int>& shape, double bytes, double link_rate, double hop) {
+  double chips = 1, hops = 0;
+  for (const int n : shape) {
+    chips *= n;
+    hops += 2.0 * (n - 1);
+  }
+  const auto d = static_cast<double>(shape.size());
+  return 2 * (chips - 1) / chips * bytes / (2 * d * link_rate) + hops * hop;
+}
+
 // A vector op of `us` microseconds on `core`'s VPU (elementwise on the v4-like 128 x 8 VPU at 1.05 GHz).
 inline ir::Instruction vector_us(double us, int core = 0) {
   return models::testing::vector(core, ir::VectorOp::elementwise, static_cast<std::int64_t>(1024 * 1.05e3 * us));

@@ -84,7 +84,10 @@ TEST_F(FaultsCli, AStragglerSlowsTheSynchronousStepByItsOwnSlowdown) {
 }
 
 TEST_F(FaultsCli, ARerouteWritesBothStepsAndTheTimelineAndTheSameSeedTheSameBytes) {
+  // Per-step collectives: the counts below are the ring's sends (an aggregate flow cut at the tick counts one,
+  // test/models/collective_aggregate_fault_test.cpp).
   const auto file = write("r.yaml", R"(name: r
+fidelity: {collectives: per_step}
 pod: v4-2x2x1
 workload:
   model: {kind: collective, name: ar, op: all_reduce, bytes: 4 MiB, axes: [], algorithm: auto}
@@ -259,7 +262,10 @@ TEST_F(FaultsCli, TheJobTraceHasTheFaultsAsInstantEventsAndTheirDetectionAndReco
 // detection span ending at the detection tick and the resend of the two lost transfers from the detection to
 // the last one's delivery; the chips' collective stalls until the resend. --trace-chips is honoured.
 TEST_F(FaultsCli, AStepHitByALinkFaultTracesTheFaultAtItsTickAndTheStallToTheDetection) {
-  const auto file = write("ft.yaml", std::string("name: ft\n") + kRerouteAllReduce);
+  // Per-step collectives: the resend below is the ring's four sends on two detours (an aggregate flow cut at the
+  // tick is one transfer, test/models/collective_aggregate_fault_test.cpp).
+  const auto file =
+      write("ft.yaml", std::string("name: ft\nfidelity: {collectives: per_step}\n") + kRerouteAllReduce);
   const auto s = summary(file.string() + " --trace --trace-chips 1", "ft");
   const auto& steps = s["job"]["simulated_steps"];
   ASSERT_EQ(steps.size(), 3u);  // healthy, the cable down from the start, the step the fault lands in

@@ -170,9 +170,9 @@ bool CollectiveEngine::ring_plan(const kernels::CollectivePlan& plan) {
 }
 
 // Cuts the steps into runs of consecutive steps whose sends to other chips are the same (target, bytes) pairs:
-// within a run every link of a group carries the same bytes at every step over fixed routes (the transport
-// runs aggregates only on undegraded links without faults), so its steps are synchronous and take, each, the
-// slowest link's time, which one weighted max-min fair flow over all those links reproduces (README.md).
+// within a run every link of a group carries the same bytes at every step over fixed routes (failed and
+// degraded links change neither between faults), so its steps are synchronous and take, each, the slowest
+// link's time, which one weighted max-min fair flow over all those links reproduces (README.md).
 void CollectiveEngine::split_runs(PlanInfo& info) {
   info.aggregate = true;
   // Chain plans: each chip reduces what its receives bring; a step's reduction on the critical path is that of
@@ -285,20 +285,33 @@ void CollectiveEngine::start_run(std::uint32_t gr, std::uint32_t run, Tick now) 
   Run& r = info.runs[run];
   if (r.flows.empty()) r.flows.resize(l.members.size());
   GroupFlow& f = r.flows[g];
-  if (f.path.empty() && !r.sends.empty()) {
-    Tick longest = 0;
+  if (!f.built) {
     for (const std::uint32_t m : l.members[g]) {
       for (const auto& [target, bytes] : r.sends) {
         const std::uint64_t sent = info.chains ? chain_bytes(m, info, r, target) : bytes;
-        if (sent == 0) continue;
-        longest = std::max(longest, transport_.append_route(m, target, f.path));
-        f.hop_bytes.resize(f.path.size(), sent);
-        f.bytes = std::max(f.bytes, sent);
+        if (sent > 0) f.parts.push_back(AggregatePart{m, target, sent});
       }
+    }
+  }
+  if (!f.built || f.epoch != transport_.epoch()) {  // routed again after a timed cable fault
+    if (f.built) {
+      retired_paths_.push_back(std::move(f.path));
+      retired_hop_bytes_.push_back(std::move(f.hop_bytes));
+      f.path.clear();
+      f.hop_bytes.clear();
+    }
+    f.built = true;
+    f.epoch = transport_.epoch();
+    f.bytes = 0;
+    Tick longest = 0;
+    for (const AggregatePart& p : f.parts) {
+      longest = std::max(longest, transport_.append_route(p.chip, p.target, f.path));
+      f.hop_bytes.resize(f.path.size(), p.bytes);
+      f.bytes = std::max(f.bytes, p.bytes);
     }
     f.latency = static_cast<Tick>(r.steps) * longest;
   }
-  const TransferId id = transport_.start_aggregate(f.path, f.hop_bytes, f.bytes, f.latency, now);
+  const TransferId id = transport_.start_aggregate(f.path, f.hop_bytes, f.bytes, f.latency, f.parts, r.steps, now);
   if (id >= sent_.size()) sent_.resize(static_cast<std::size_t>(id) + 1);
   sent_[id] = Sent{members[0].slot, o.group, o.seq, gr, true};
   GroupRun& pending = group_runs_[gr];

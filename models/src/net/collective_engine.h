@@ -39,7 +39,9 @@
 //   kCollectiveStepSync later. Derivation and agreement with per_step: README.md.
 // - Timed faults (a cable failing inside the step, transport.h): the first chip to start a group shape's k-th
 //   collective picks its plan for every chip: the one planned around the cables failed by then (planned on
-//   first use). Collectives in flight at the tick keep their plan; their later sends take the new routes.
+//   first use). Collectives in flight at the tick keep their plan; their later sends take the new routes (an
+//   aggregate's flow cut at the tick sends its rest over them: Transport::start_aggregate, and its later runs
+//   are routed again).
 // - No SystemC process: the interconnect calls fire_timers() and keeps its kernel event at next_timer().
 #include <cstdint>
 #include <functional>
@@ -115,10 +117,13 @@ class CollectiveEngine {
  private:
   using GroupId = GroupShapeId;  // collectives match per group shape
   struct GroupFlow {  // one run of one group: its members' routes to the run's targets
-    std::vector<std::uint32_t> path;
+    std::vector<AggregatePart> parts;      // what each member sends to each target over the run
+    std::vector<std::uint32_t> path;       // the parts' routes (when routed under `epoch`)
     std::vector<std::uint64_t> hop_bytes;  // [hop]: the run's bytes to the target whose route the hop is on
     std::uint64_t bytes = 0;               // the largest of hop_bytes
     Tick latency = 0;                      // the run's steps x the longest route's latency
+    bool built = false;
+    std::uint32_t epoch = 0;  // Transport::epoch() the routes were taken at
   };
   struct Run {
     std::uint32_t first = 0;  // the plan's step the run starts at
@@ -281,6 +286,9 @@ class CollectiveEngine {
   // (plan, epoch).
   std::map<std::uint64_t, PlanId> chosen_;
   std::map<std::pair<PlanId, std::uint32_t>, PlanId> variants_;
+  // Timed faults: the routes of group flows taken before a cable failed, kept for the flows still in flight.
+  std::vector<std::vector<std::uint32_t>> retired_paths_;
+  std::vector<std::vector<std::uint64_t>> retired_hop_bytes_;
 };
 
 }  // namespace tpusim::models::net

@@ -86,13 +86,16 @@ class FlowLinkModel final : public LinkModel {
     std::vector<Cut> out;
     for (const TransferId id : hit) {
       Flow& f = flows_[id];
-      if (f.hop_bytes != nullptr) throw std::logic_error("flow link model: an aggregate transfer crosses a cut link");
       const double left = std::max(0.0, f.remaining - f.rate * static_cast<double>(now_ - f.last));
       const auto bytes = static_cast<std::uint64_t>(f.bytes);
       const std::uint64_t delivered = std::min(bytes, static_cast<std::uint64_t>(std::floor(f.bytes - left)));
       drain(now_, id);
-      // Its channels carried only the delivered bytes (begin() counted them all).
-      for (std::uint32_t h = 0; h < f.hops; ++h) stats_[f.path[h]].bytes -= bytes - delivered;
+      // Its channels carried only the delivered bytes (begin() counted them all); an aggregate's hop h the
+      // same share of its hop_bytes[h].
+      for (std::uint32_t h = 0; h < f.hops; ++h) {
+        const std::uint64_t hop = f.hop_bytes == nullptr ? bytes : f.hop_bytes[h];
+        stats_[f.path[h]].bytes -= hop - delivered_share(hop, delivered, bytes);
+      }
       events_.erase(id);
       out.push_back(Cut{id, bytes, delivered});
     }
@@ -234,6 +237,11 @@ class FlowLinkModel final : public LinkModel {
       stats_[c].bytes += hop_bytes == nullptr ? bytes : hop_bytes[h];
       mark_dirty(c);
     }
+  }
+
+  static std::uint64_t delivered_share(std::uint64_t hop, std::uint64_t delivered, std::uint64_t bytes) {
+    return bytes == 0 ? hop : static_cast<std::uint64_t>(std::floor(static_cast<double>(hop) *
+                                                                    (static_cast<double>(delivered) / bytes)));
   }
 
   static double weight(const Flow& f, std::uint32_t h) {

@@ -70,11 +70,12 @@ class LinkModel {
   // one of them is removed from the model (its pending events dropped, its other channels freed) and
   // returned with the bytes delivered to its destination so far (flow: drained; chunked: chunks delivered).
   // Transfers that have put all their bytes through and only wait for their tail's latency are left to
-  // deliver. The ids returned are free in the model: the owner may start() them again. Aggregates crossing a
-  // dead channel are a std::logic_error (the transport runs none with timed faults).
+  // deliver. The ids returned are free in the model: the owner may start() them again. An aggregate is cut
+  // like any transfer, in its progress through `bytes`: each hop h is left with the same share of its
+  // hop_bytes[h] (rounded down) counted as carried; the owner starts the rest again (start_aggregate).
   struct Cut {
     TransferId transfer = 0;
-    std::uint64_t bytes = 0;      // the transfer's size
+    std::uint64_t bytes = 0;      // the transfer's size (an aggregate's: the `bytes` it progresses through)
     std::uint64_t delivered = 0;  // of which had reached the destination at `now`
   };
   virtual std::vector<Cut> cut(Tick now, const std::vector<std::uint32_t>& dead) = 0;

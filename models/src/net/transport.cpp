@@ -1,6 +1,7 @@
 #include "transport.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -74,8 +75,10 @@ Transport::Transport(const Topology& topo, const Scenario& scenario, const Fault
   latency_.reserve(channels.size());
   for (const Channel& c : channels) latency_.push_back(c.latency);
   model_ = make_link_model(scenario.fidelity, std::move(channels));
-  aggregates_ = scenario.fidelity.links == LinkFidelity::flow && faults_.links.empty() && faults_.chips.empty() &&
-                degraded.empty() && timed.empty() && timed_chips.empty();
+  // Failed and degraded links leave every route fixed (the fault-aware router's detours included) and every
+  // channel at one rate, which is all an aggregate flow needs; timed cable faults cut aggregates in flight and
+  // start their rest again (relaunch_aggregate). Stopped chips drop transfers one by one: per step (README.md).
+  aggregates_ = scenario.fidelity.links == LinkFidelity::flow && faults_.chips.empty() && timed_chips.empty();
   in_flight_ = in_flight;
   for (const TimedLinkFault& f : timed) {
     const Tick at = to_ticks(f.at);
@@ -121,6 +124,7 @@ void Transport::advance(Tick now, std::vector<TransferId>& delivered) {
       const TransferId id = resends_.front().id;
       resends_.erase(resends_.begin());
       if (dead(transfers_[id].src) || dead(transfers_[id].dst)) drop(id, transfers_[id].bytes);
+      else if (transfers_[id].parts != nullptr) relaunch_aggregate(id, a);
       else launch(id, transfers_[id].bytes, a);
     }
   }
@@ -194,6 +198,33 @@ void Transport::fail_cable(std::size_t k, Tick now) {
   cache_routes();
   InStepFault& st = cut_stats_[k];
   for (const LinkModel::Cut& c : model_->cut(now, cut)) {
+    Transfer& tr = transfers_[c.transfer];
+    if (tr.parts != nullptr) {  // an aggregate: its bytes over the cut cable, and the share delivered
+      std::uint64_t on_cut = 0;
+      for (std::uint32_t h = 0; h < tr.agg_hops; ++h) {
+        if (std::find(cut.begin(), cut.end(), tr.agg_path[h]) != cut.end()) on_cut += tr.agg_hop_bytes[h];
+      }
+      const double done = c.bytes == 0 ? 1.0 : static_cast<double>(c.delivered) / static_cast<double>(c.bytes);
+      const auto moved = static_cast<std::uint64_t>(std::floor(static_cast<double>(on_cut) * done));
+      ++st.transfers_cut;
+      st.in_flight = Bytes(st.in_flight.count() + on_cut);
+      st.delivered = Bytes(st.delivered.count() + moved);
+      tr.latency_done += tr.left * done * static_cast<double>(tr.steps) * tr.longest;
+      tr.left *= 1 - done;
+      if (in_flight_ == InFlightPolicy::retransmit) {
+        st.retransmitted = Bytes(st.retransmitted.count() + (on_cut - moved));
+        relaunch_aggregate(c.transfer, now);
+      } else {
+        // As per step the lost transfer's bytes count whole; what is sent again is the share not delivered.
+        st.lost = Bytes(st.lost.count() + on_cut);
+        const Resend r{f.detected, c.transfer};
+        resends_.insert(std::upper_bound(resends_.begin(), resends_.end(), r,
+                                         [](const Resend& a, const Resend& b) { return a.at < b.at; }),
+                        r);
+      }
+      resent_.emplace_back(c.transfer, k);
+      continue;
+    }
     ++st.transfers_cut;
     st.in_flight = Bytes(st.in_flight.count() + c.bytes);
     st.delivered = Bytes(st.delivered.count() + c.delivered);
@@ -315,15 +346,48 @@ Tick Transport::append_route(std::uint32_t chip, TargetId t, std::vector<std::ui
 
 TransferId Transport::start_aggregate(const std::vector<std::uint32_t>& path,
                                       const std::vector<std::uint64_t>& hop_bytes, std::uint64_t bytes, Tick latency,
-                                      Tick now) {
+                                      const std::vector<AggregatePart>& parts, std::uint32_t steps, Tick now) {
   const TransferId id = new_transfer();
   Transfer& tr = transfers_[id];
   tr.src = 0;
   tr.dst = 0;
   tr.owner = Owner::collective;
-  model_->start_aggregate(now, id, path.data(), hop_bytes.data(), static_cast<std::uint32_t>(path.size()), bytes,
-                          latency);
+  tr.parts = &parts;
+  tr.steps = steps;
+  tr.agg_path = path.data();
+  tr.agg_hop_bytes = hop_bytes.data();
+  tr.agg_hops = static_cast<std::uint32_t>(path.size());
+  tr.left = 1;
+  tr.latency_done = 0;
+  tr.longest = steps == 0 ? 0.0 : static_cast<double>(latency) / steps;
+  model_->start_aggregate(now, id, path.data(), hop_bytes.data(), tr.agg_hops, bytes, latency);
   return id;
+}
+
+// The rest of every part (rounded up to a byte) over its current route; the steps left (the `left` share of
+// them) wait the longest of the new routes' latencies, those done before the cut the old ones'.
+void Transport::relaunch_aggregate(TransferId id, Tick now) {
+  Transfer& tr = transfers_[id];
+  std::vector<std::uint32_t> path;
+  std::vector<std::uint64_t> hop_bytes;
+  Tick longest = 0;
+  std::uint64_t most = 0;
+  for (const AggregatePart& p : *tr.parts) {
+    const auto bytes = static_cast<std::uint64_t>(std::ceil(static_cast<double>(p.bytes) * tr.left));
+    if (bytes == 0) continue;
+    longest = std::max(longest, append_route(p.chip, p.target, path));
+    hop_bytes.resize(path.size(), bytes);
+    most = std::max(most, bytes);
+  }
+  tr.path = std::move(path);
+  tr.hop_bytes = std::move(hop_bytes);
+  tr.agg_path = tr.path.data();
+  tr.agg_hop_bytes = tr.hop_bytes.data();
+  tr.agg_hops = static_cast<std::uint32_t>(tr.path.size());
+  tr.longest = static_cast<double>(longest);
+  const auto latency =
+      static_cast<Tick>(std::llround(tr.latency_done + tr.left * static_cast<double>(tr.steps) * tr.longest));
+  model_->start_aggregate(now, id, tr.agg_path, tr.agg_hop_bytes, tr.agg_hops, most, latency);
 }
 
 TransferId Transport::start(std::uint32_t chip, TargetId t, std::uint64_t bytes, Tick now, Owner owner) {
@@ -334,6 +398,7 @@ TransferId Transport::start(std::uint32_t chip, TargetId t, std::uint64_t bytes,
   tr.target = t;
   tr.bytes = bytes;
   tr.owner = owner;
+  tr.parts = nullptr;
   if (dead(chip) || dead(tr.dst)) {
     drop(id, bytes);
     return id;

@@ -66,6 +66,14 @@ struct Origin {
   std::string label;
 };
 
+// One member's share of an aggregate: what `chip` sends under `target` over the aggregate's steps. The
+// transport routes the parts again when a timed fault cuts the aggregate in flight.
+struct AggregatePart {
+  std::uint32_t chip = 0;
+  TargetId target = 0;
+  std::uint64_t bytes = 0;
+};
+
 // Which engine a transfer's delivery goes to.
 enum class Owner : std::uint8_t { collective, point_to_point };
 
@@ -99,18 +107,24 @@ class Transport {
   [[nodiscard]] TransferId start(std::uint32_t chip, TargetId t, std::uint64_t bytes, Tick now, Owner owner);
 
   // Aggregate transfers (fidelity.collectives = aggregate; the collective engine's). Whether the links can run
-  // them: flow links, no failed links or chips (routes are DOR or fault-aware detours: not fixed ring hops) and
-  // no degraded links.
+  // them: flow links and no chip failed or failing (the transfers to a stopped chip are dropped one by one).
+  // Failed and degraded links leave every route fixed and every channel at one rate; a timed cable fault cuts
+  // an aggregate in flight like any transfer (see start_aggregate).
   [[nodiscard]] bool runs_aggregates() const { return aggregates_; }
   [[nodiscard]] const ir::CollectiveGroup& group(GroupShapeId g) const { return groups_[g]; }
   // Appends the channels of the route from `chip` under `t` to `out` (nothing when it stays home) and returns
   // their summed latency.
   Tick append_route(std::uint32_t chip, TargetId t, std::vector<std::uint32_t>& out);
   // Starts an aggregate (LinkModel::start_aggregate) owned by the collective engine: `path` and `hop_bytes`
-  // must stay valid until it is delivered; source() and sink() of its id are 0.
+  // are the routes of `parts` with each part's bytes on its hops, `latency` = `steps` x the longest of those
+  // routes' latencies; all three must stay valid until it is delivered; source() and sink() of its id are 0.
+  // A timed cable fault cutting it in flight keeps the share delivered and starts the rest of every part again
+  // over the routes around the cable (retransmit: at the tick; lose: at the detection), the steps left paying
+  // the new routes' latency; the id stays the same.
   [[nodiscard]] TransferId start_aggregate(const std::vector<std::uint32_t>& path,
                                            const std::vector<std::uint64_t>& hop_bytes, std::uint64_t bytes,
-                                           Tick latency, Tick now);
+                                           Tick latency, const std::vector<AggregatePart>& parts,
+                                           std::uint32_t steps, Tick now);
   void advance(Tick now, std::vector<TransferId>& delivered);
   [[nodiscard]] Tick next_event() { return std::min(model_->next_event(), next_action()); }
   // Cables of the timed faults failed so far (0 before the first tick), and whether there are any.
@@ -139,10 +153,19 @@ class Transport {
  private:
   struct Transfer {
     std::uint32_t src = 0, dst = 0;
-    TargetId target = 0;  // aggregates: none (they never cross a timed fault)
+    TargetId target = 0;  // aggregates: none (see parts)
     std::uint64_t bytes = 0;
     Owner owner = Owner::collective;
-    std::vector<std::uint32_t> path;  // used when the target's routes are not cached
+    std::vector<std::uint32_t> path;  // used when the target's routes are not cached, and by a cut aggregate
+    // Aggregates: the parts and steps (start_aggregate), the path and hop bytes in flight, the share of the
+    // parts' bytes left, the latency of the steps done and the longest route latency of the current path.
+    const std::vector<AggregatePart>* parts = nullptr;
+    std::uint32_t steps = 0;
+    const std::uint32_t* agg_path = nullptr;
+    const std::uint64_t* agg_hop_bytes = nullptr;
+    std::uint32_t agg_hops = 0;
+    std::vector<std::uint64_t> hop_bytes;  // a cut aggregate's, on `path`
+    double left = 1, latency_done = 0, longest = 0;
   };
 
   struct TimedCut {  // a timed fault, in ticks
@@ -166,6 +189,8 @@ class Transport {
   void settle(std::vector<TransferId>& delivered, std::size_t from, Tick now);
   [[nodiscard]] bool dead(std::uint32_t chip) const { return !dead_.empty() && dead_[chip]; }
   void drop(TransferId id, std::uint64_t bytes);
+  // Starts the rest of cut aggregate `id` (its `left` share of every part) over the current routes.
+  void relaunch_aggregate(TransferId id, Tick now);
 
   const Topology& topo_;
   FaultSet faults_;
