@@ -397,22 +397,23 @@ TEST(Sharding, CollectiveMatmulOverFourChipsRunsBothWaysRoundTheRingInTwoSteps) 
   }
   EXPECT_EQ(step3, 9 * p.cores_used());
   // The reduce-scatter side: each of the 8 block reductions (of act = 4 shards) is floor(N/2) = 2 steps:
-  // step 1 one block each way (2 shards' bytes, bidirectional), step 2 one block to +1 (unidirectional); the
-  // 4 row blocks' partial matmuls are ring0 .. ring3. The embedding's and the head's stay reduce-scatters.
+  // step 1 one block each way (2 shards' bytes), step 2 one block, half each way (half of every block's rows
+  // take the mirror image of the chains), both bidirectional; the 4 row blocks' partial matmuls are ring0 ..
+  // ring3. The embedding's and the head's stay reduce-scatters.
   EXPECT_EQ(collectives(lo.programs.programs[0], "tp_reduce_scatter"), (std::pair<double, int>{10 * 4 * shard, 10}));
   EXPECT_EQ(collectives(p, "tp_reduce_scatter"), (std::pair<double, int>{2 * 4 * shard, 2}));
   EXPECT_EQ(collectives(p, "tp_ring_scatter"), (std::pair<double, int>{8 * 3 * shard, 16}));
-  int bidirectional = 0, ring3 = 0;
+  int two_blocks = 0, one_block = 0, ring3 = 0;
   for (const auto& ins : p.instructions()) {
     const std::string& l = p.label_of(ins);
-    if (l.find("tp_ring_scatter") != std::string::npos &&
-        ins.algorithm == static_cast<std::uint8_t>(CollectiveAlgorithm::ring_bidirectional)) {
-      EXPECT_EQ(ins.bytes, static_cast<std::uint64_t>(2 * shard));
-      ++bidirectional;
+    if (l.find("tp_ring_scatter") != std::string::npos) {
+      EXPECT_EQ(ins.algorithm, static_cast<std::uint8_t>(CollectiveAlgorithm::ring_bidirectional));
+      (ins.bytes == static_cast<std::uint64_t>(2 * shard) ? two_blocks : one_block) += 1;
     }
     if (l.size() > 6 && l.compare(l.size() - 6, 6, ".ring3") == 0) ++ring3;
   }
-  EXPECT_EQ(bidirectional, 8);
+  EXPECT_EQ(two_blocks, 8);
+  EXPECT_EQ(one_block, 8);
   EXPECT_EQ(ring3, 8 * p.cores_used());
   EXPECT_DOUBLE_EQ(p.model_flops(), lo.programs.programs[0].model_flops());
   EXPECT_DOUBLE_EQ(p.hardware_flops(), lo.programs.programs[0].hardware_flops());
