@@ -203,8 +203,9 @@ std::vector<std::string> valid_algorithms(CollectiveKind kind, const std::vector
 
 // A ring_bidirectional permute over a group of several axes (collectives.h, "permute"): the step's bytes spread
 // over every axis's links in proportion to what each axis carries per chip (the lanes' weights, in units of half
-// a link of a group axis of stride 1; stride t divides them by t): a wrapped axis +1 and -1, 2 units each; a line
-// of 2 one send to the other member, 2 units (+1 and -1 are the same chip); a longer line +1 and -1, 1 unit each
+// a link of a group axis of stride 1; stride t divides them by t): a wrapped axis +1 and -1, 2 units each; a pair
+// one send to the other member, 2 units (+1 and -1 are the same chip, and DOR sends both out of the + port even
+// over a wrapped pair's two cables, kernels/README.md "Permute has no alternative"); a longer line +1 and -1, 1 unit each
 // (its ring's wrap send goes back over the links the other direction uses). Every directed link of the group
 // then carries the same bytes, S / (the sum of the axes' rates).
 struct PermuteLane {
@@ -219,7 +220,7 @@ std::vector<PermuteLane> permute_lanes(const std::vector<GroupAxis>& axes) {
   std::vector<PermuteLane> lanes;
   for (const GroupAxis& a : axes) {
     const std::uint64_t unit = strides / static_cast<std::uint64_t>(a.stride);
-    if (!a.wraps && a.length == 2) {
+    if (a.length == 2) {
       lanes.push_back({a.axis, 1, 2 * unit});
     } else {
       const std::uint64_t w = a.wraps ? 2 * unit : unit;
@@ -245,7 +246,7 @@ std::vector<std::uint64_t> lane_elements(const std::vector<PermuteLane>& lanes, 
 }
 
 // The multi-axis permute's closed form: the most bytes a directed link carries / B + the longest send's hops (a
-// wrapped axis or a line of 2: stride hops; a longer line: its wrap send's (N - 1) x stride).
+// wrapped axis or a pair: stride hops; a longer line: its wrap send's (N - 1) x stride).
 Seconds multi_axis_permute_ideal(const Topology& topo, double bytes, const std::vector<GroupAxis>& axes) {
   const std::vector<PermuteLane> lanes = permute_lanes(axes);
   std::uint64_t total = 0;

@@ -439,6 +439,14 @@ TEST(CollectivePlan, ABidirectionalPermuteOverSeveralAxesSpreadsItsBytesOverEver
   EXPECT_EQ(p.steps[0].sends[2].offset, along(1, 1));
   for (const CollectiveSend& send : p.steps[0].sends) EXPECT_EQ(send.bytes, mib);
   EXPECT_DOUBLE_EQ(p.ideal_time.value(), static_cast<double>(mib) / kB + kHop);
+  // A 4x2 torus whose pair wraps (two cables): DOR sends +1 and -1 out of the same port, one cable each way, so
+  // the pair is one partner as in the segment above, the same three sends.
+  const Topology wrapped = build_topology(test::make_pod({4, 2}, {1, 1}, {2, 2}), test::make_chip("c", 4, 45));
+  const CollectivePlan pair = plan_collective(wrapped, Kind::permute, 3 * mib, DType::bf16, 0, Algo::ring_bidirectional);
+  ASSERT_EQ(pair.steps.at(0).sends.size(), 3u);
+  EXPECT_EQ(pair.steps[0].sends[2].offset, along(1, 1));
+  for (const CollectiveSend& send : pair.steps[0].sends) EXPECT_EQ(send.bytes, mib);
+  EXPECT_DOUBLE_EQ(pair.ideal_time.value(), static_cast<double>(mib) / kB + kHop);
 
   const CollectivePlan cube =
       plan_collective(t, Kind::permute, 3 * mib, DType::bf16, ir::CollectiveGroup{{2, 2, 2}, {1, 1, 1}, 1},

@@ -62,7 +62,7 @@
 // permute: one step, S to offset +1 on the first participating axis. It has one plan, named
 // ring_unidirectional (halving_doubling, direct rejected). ring_bidirectional: a step of a bidirectional collective
 // matmul (kernels/README.md), ceil(S/2) to +1 and the rest to -1, ideal the +1 shift of ceil(S/2), in the pod only;
-// over several axes S is shared by every axis's neighbours by its links (wrapped: +1 and -1; a line of 2: the
+// over several axes S is shared by every axis's neighbours by its links (wrapped: +1 and -1; a pair: the
 // partner; a longer line: +1 and -1 at half weight), ideal S / (sum of rates) + hops. No alternative to +1: the +1 sends of
 // all chips fill the + direction of every link of the axis; the only capacity left is the - direction of a
 // torus axis, which reaches the +1 chip only the long way round (N - 1 hops, as a relay of N - 1
