@@ -332,7 +332,7 @@ TEST(Sharding, CollectiveMatmulTurnsEachSequenceGatherIntoRingPermutesAndSplitsT
   // all-gathers (5 forward, 10 backward) becomes sp - 1 = 1 permute of this chip's shard to its neighbour.
   const WorkloadSpec off = small(4, mesh({{"data", 2}, {"tensor_sequence", 2}}));
   WorkloadSpec on = off;
-  on.collective_matmul = true;
+  on.collective_matmul = ::tpusim::CollectiveMatmul::on;
   const LoweredWorkload lo = lower(off, roomy(), pod({4})), ln = lower(on, roomy(), pod({4}));
   const ir::Program& p = ln.programs.programs[0];
   const double act = 2 * 128 * 256 * 2;  // [tokens, d] in bf16
@@ -367,6 +367,28 @@ TEST(Sharding, CollectiveMatmulTurnsEachSequenceGatherIntoRingPermutesAndSplitsT
   EXPECT_EQ(ring1, 8 * p.cores_used());
 }
 
+TEST(Sharding, CollectiveMatmulAutoDecomposesWhereTheGatheredResidualReachesXlasThreshold) {
+  // data 2 x tensor_sequence 2, 2 sequences per chip, d_model 256 in bf16: the residual stream gathered on a
+  // chip is 2 x seq x 256 x 2 B, 1 KiB per position of the two sequences; XLA's 256 MiB threshold
+  // (kWindowedEinsumThreshold, 2^28 B) is reached at seq = 2^18 = 262,144.
+  WorkloadSpec at = small(4, mesh({{"data", 2}, {"tensor_sequence", 2}}));
+  ASSERT_EQ(at.collective_matmul, ::tpusim::CollectiveMatmul::automatic);  // the default
+  at.seq_len = at.decoder_seq_len = at.context = at.model.transformer.context = 262144;
+  WorkloadSpec below = at;
+  below.seq_len = below.decoder_seq_len = below.context = 262144 - 128;
+  const LoweredWorkload la = lower(at, roomy(), pod({4})), lb = lower(below, roomy(), pod({4}));
+  EXPECT_EQ(collectives(la.programs.programs[0], "tp_ring_permute").second, 15);
+  EXPECT_EQ(collectives(la.programs.programs[0], "tp_all_gather").second, 0);
+  EXPECT_EQ(collectives(lb.programs.programs[0], "tp_ring_permute").second, 0);
+  EXPECT_EQ(collectives(lb.programs.programs[0], "tp_all_gather").second, 15);
+  // With nothing to decompose (a tensor group that does not split the residual stream) auto is off without
+  // a word, where on is refused.
+  WorkloadSpec tp = small(4, mesh({{"data", 2}, {"tensor", 2}}));
+  EXPECT_NO_THROW((void)lower(tp, roomy(), pod({4})));
+  tp.collective_matmul = ::tpusim::CollectiveMatmul::on;
+  EXPECT_THROW((void)lower(tp, roomy(), pod({4})), ConfigError);
+}
+
 TEST(Sharding, CollectiveMatmulOverFourChipsRunsBothWaysRoundTheRingInTwoSteps) {
   // tensor_sequence 4 on a 4-ring, 2 sequences of 128 tokens per chip: each chip holds 64 of the 256 tokens,
   // a shard of act / 4. Each of the 15 gathers (5 forward, 10 backward) is N/2 = 2 bidirectional exchanges:
@@ -374,7 +396,7 @@ TEST(Sharding, CollectiveMatmulOverFourChipsRunsBothWaysRoundTheRingInTwoSteps) 
   // half from each side (1 shard's bytes): 3 shards per gather, the all-gather's (N - 1) shards.
   const WorkloadSpec off = small(2, mesh({{"tensor_sequence", 4}}));
   WorkloadSpec on = off;
-  on.collective_matmul = true;
+  on.collective_matmul = ::tpusim::CollectiveMatmul::on;
   const LoweredWorkload lo = lower(off, roomy(), pod({4})), ln = lower(on, roomy(), pod({4}));
   const ir::Program& p = ln.programs.programs[0];
   const double shard = 2 * 128 * 256 * 2 / 4.0;  // [64 tokens, d] in bf16
@@ -431,7 +453,7 @@ TEST(Sharding, CollectiveMatmulRunsTheWeightGradientOfAGatheredGradientChunkByCh
   // to add its own: 3 more reads and writes of dW (this model has no biases) and 3 adds of each element.
   const WorkloadSpec off = small(2, mesh({{"tensor_sequence", 4}}));
   WorkloadSpec on = off;
-  on.collective_matmul = true;
+  on.collective_matmul = ::tpusim::CollectiveMatmul::on;
   const LoweredWorkload lo = lower(off, roomy(), pod({4})), ln = lower(on, roomy(), pod({4}));
   const ir::Program& a = lo.programs.programs[0];
   const ir::Program& b = ln.programs.programs[0];

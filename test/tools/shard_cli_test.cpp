@@ -81,7 +81,7 @@ TEST_F(ShardCli, CollectiveMatmulIsFasterAndNeverFasterThanItsMatmulsOrItsRingSt
   // tensor axis a wrapped 4-ring), every block's norm outputs all-gathered before the matmuls, the row-parallel
   // outputs reduce-scattered.
   const std::string tp = "llama2-70b-fsdp-sp-v5p --set workload.model.layers=2";
-  const auto off = summary(tp, "cm_off");
+  const auto off = summary(tp + " --set workload.collective_matmul=off", "cm_off");
   const auto on = summary(tp + " --set workload.collective_matmul=on", "cm_on");
   const double t_on = on["metrics"]["step_time_s"], t_off = off["metrics"]["step_time_s"];
   EXPECT_LT(t_on, t_off);
@@ -116,7 +116,7 @@ TEST_F(ShardCli, CollectiveMatmulOverATwoAxisTensorGroupIsFasterAndNeverFasterTh
   // does the MXU's busy time.
   const std::string c6 =
       std::string(TPUSIM_SOURCE_DIR) + "/calibration/scenarios/c6-maxtext-512b-v5p-1024.yaml --set workload.model.layers=2";
-  const auto off = summary(c6, "c6_off");
+  const auto off = summary(c6 + " --set workload.collective_matmul=off", "c6_off");
   const auto on = summary(c6 + " --set workload.collective_matmul=on", "c6_on");
   const double t_on = on["metrics"]["step_time_s"], t_off = off["metrics"]["step_time_s"];
   EXPECT_LT(t_on, t_off);
