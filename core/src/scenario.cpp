@@ -142,11 +142,13 @@ const FieldTable<WorkloadSpec>& workload_fields() {
     t.add_choice<bool>("overlap", [](S& s) -> bool& { return s.overlap; }, {{"on", true}, {"off", false}}, "on",
                        "sharded steps: collectives overlap independent compute as XLA schedules them (on), or run "
                        "after all earlier compute and before all later compute (off: the serialized baseline)");
-    t.add_choice<bool>("collective_matmul", [](S& s) -> bool& { return s.collective_matmul; },
-                       {{"on", true}, {"off", false}}, "off",
-                       "a residual stream split over the tensor group (activation_embed, norm_length): its "
-                       "all-gathers and reduce-scatters run as bidirectional ring steps overlapped with partial "
-                       "matmuls (XLA's collective matmul); off: one collective before or after the matmul");
+    t.add_choice<CollectiveMatmul>(
+        "collective_matmul", [](S& s) -> CollectiveMatmul& { return s.collective_matmul; },
+        {{"auto", CollectiveMatmul::automatic}, {"on", CollectiveMatmul::on}, {"off", CollectiveMatmul::off}}, "auto",
+        "a residual stream split over the tensor group (activation_embed, norm_length): its all-gathers and "
+        "reduce-scatters run as bidirectional ring steps overlapped with partial matmuls (XLA's collective "
+        "matmul); off: one collective before or after the matmul; auto: on where the gathered residual stream "
+        "is at least 256 MiB per chip, XLA's default threshold for a windowed einsum (an assumption for libtpu)");
     t.add_choice<PipelineSchedule>("pipeline_schedule", [](S& s) -> PipelineSchedule& { return s.pipeline_schedule; },
                                    {{"gpipe", PipelineSchedule::gpipe}, {"1f1b", PipelineSchedule::one_f_one_b}},
                                    "gpipe", "pipeline parallelism: the order of the microbatches' forward and "

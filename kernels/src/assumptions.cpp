@@ -21,6 +21,12 @@ std::vector<Assumption> lowering_assumptions() {
        "kernels/include/tpusim/kernels/collectives.h",
        "below this, one latency-bound step beats ring steps (sweeps/alltoall-algorithms-v4-4x4x4.yaml); all-reduce, "
        "reduce-scatter and all-gather take the ring at every size, as measurement C1 shows the runtime does"},
+      {"collective matmul threshold (auto)",
+       fmt::format("{} gathered per chip", format_bytes(Bytes(kWindowedEinsumThreshold))),
+       "core/include/tpusim/core/scenario.h",
+       "workload.collective_matmul: auto decomposes the tensor group's gathers and reduce-scatters where the "
+       "residual stream gathered on a chip is at least this: XLA's SPMD partitioner windows an einsum whose "
+       "operand reaches threshold_for_windowed_einsum_mib (default 256); libtpu's own default is not published"},
       {"flash attention key block", fmt::format("{} keys", kFlashKeyBlock), "kernels/src/attention.h",
        "the key block of JAX's splash-attention kernels; the query block is the largest power of two whose "
        "working set fits the GEMM share of VMEM"},

@@ -201,6 +201,72 @@ std::vector<std::string> valid_algorithms(CollectiveKind kind, const std::vector
   return names;
 }
 
+// A ring_bidirectional permute over a group of several axes (collectives.h, "permute"): the step's bytes spread
+// over every axis's links in proportion to what each axis carries per chip (the lanes' weights, in units of half
+// a link of a group axis of stride 1; stride t divides them by t): a wrapped axis +1 and -1, 2 units each; a pair
+// one send to the other member, 2 units (+1 and -1 are the same chip, and DOR sends both out of the + port even
+// over a wrapped pair's two cables, kernels/README.md "Permute has no alternative"); a longer line +1 and -1, 1 unit each
+// (its ring's wrap send goes back over the links the other direction uses). Every directed link of the group
+// then carries the same bytes, S / (the sum of the axes' rates).
+struct PermuteLane {
+  int axis = 0;
+  int distance = 1;
+  std::uint64_t weight = 0;
+};
+
+std::vector<PermuteLane> permute_lanes(const std::vector<GroupAxis>& axes) {
+  std::uint64_t strides = 1;  // a common multiple of the strides, so every weight is whole
+  for (const GroupAxis& a : axes) strides *= static_cast<std::uint64_t>(a.stride);
+  std::vector<PermuteLane> lanes;
+  for (const GroupAxis& a : axes) {
+    const std::uint64_t unit = strides / static_cast<std::uint64_t>(a.stride);
+    if (a.length == 2) {
+      lanes.push_back({a.axis, 1, 2 * unit});
+    } else {
+      const std::uint64_t w = a.wraps ? 2 * unit : unit;
+      lanes.push_back({a.axis, 1, w});
+      lanes.push_back({a.axis, -1, w});
+    }
+  }
+  return lanes;
+}
+
+// `elements` shared over the lanes by weight, the first (remainder) lanes one element more.
+std::vector<std::uint64_t> lane_elements(const std::vector<PermuteLane>& lanes, std::uint64_t elements) {
+  std::uint64_t total = 0;
+  for (const PermuteLane& l : lanes) total += l.weight;
+  std::vector<std::uint64_t> out;
+  std::uint64_t given = 0;
+  for (const PermuteLane& l : lanes) {
+    out.push_back(elements / total * l.weight + (elements % total) * l.weight / total);
+    given += out.back();
+  }
+  for (std::size_t i = 0; given < elements; i = (i + 1) % out.size(), ++given) ++out[i];
+  return out;
+}
+
+// The multi-axis permute's closed form: the most bytes a directed link carries / B + the longest send's hops (a
+// wrapped axis or a pair: stride hops; a longer line: its wrap send's (N - 1) x stride).
+Seconds multi_axis_permute_ideal(const Topology& topo, double bytes, const std::vector<GroupAxis>& axes) {
+  const std::vector<PermuteLane> lanes = permute_lanes(axes);
+  std::uint64_t total = 0;
+  for (const PermuteLane& l : lanes) total += l.weight;
+  double load = 0;
+  int hops = 0;
+  for (const GroupAxis& a : axes) {
+    double plus = 0, minus = 0;
+    for (const PermuteLane& l : lanes) {
+      if (l.axis != a.axis) continue;
+      (l.distance > 0 ? plus : minus) += bytes * static_cast<double>(l.weight) / static_cast<double>(total);
+    }
+    // The t lanes of a strided block interleave on the same links; a longer line's two directions share them.
+    const double on_link = (a.wraps || a.length == 2 ? std::max(plus, minus) : plus + minus) * a.stride;
+    load = std::max(load, on_link);
+    hops = std::max(hops, (a.wraps || a.length == 2 ? 1 : a.length - 1) * a.stride);
+  }
+  return Seconds(load / topo.link_bandwidth().value() + hops * topo.hop_latency().value());
+}
+
 // Closed forms of the in-pod part (see ideal_collective_time in collectives.h).
 Seconds in_pod_ideal(const Topology& topo, CollectiveKind kind, double s, const std::vector<GroupAxis>& axes) {
   if (axes.empty() || s == 0) return Seconds(0);
@@ -407,7 +473,9 @@ CollectivePlan detail::plan_collective_cut(const Topology& topo, CollectiveKind 
   // A permute's algorithm says where its data goes: ring_bidirectional sends half each way, so its best case is
   // the +1 shift of half the buffer.
   if (kind == CollectiveKind::permute && plan.algorithm == CollectiveAlgorithm::ring_bidirectional) {
-    plan.ideal_time = ideal_collective_time(topo, kind, ceil_div(bytes_per_chip, std::uint64_t{2}), group);
+    plan.ideal_time = axes.size() > 1
+                          ? multi_axis_permute_ideal(topo, static_cast<double>(bytes_per_chip), axes)
+                          : ideal_collective_time(topo, kind, ceil_div(bytes_per_chip, std::uint64_t{2}), group);
   }
   if (bytes_per_chip == 0 || (axes.empty() && pods == 1)) return plan;
 
@@ -451,6 +519,13 @@ CollectivePlan detail::plan_collective_cut(const Topology& topo, CollectiveKind 
       const auto db = static_cast<std::uint64_t>(dbytes);
       if (axes.empty()) {
         step.sends.push_back(CollectiveSend{{}, 1, elements * db, {}});
+      } else if (plan.algorithm == CollectiveAlgorithm::ring_bidirectional && axes.size() > 1) {
+        // Over several axes: rings through the members, on every axis's links (collectives.h).
+        const std::vector<PermuteLane> lanes = permute_lanes(axes);
+        const std::vector<std::uint64_t> share = lane_elements(lanes, elements);
+        for (std::size_t i = 0; i < lanes.size(); ++i) {
+          if (share[i] > 0) step.sends.push_back(detail::axis_send(lanes[i].axis, lanes[i].distance, share[i] * db));
+        }
       } else if (plan.algorithm == CollectiveAlgorithm::ring_bidirectional) {
         // The exchange of a bidirectional ring step (collectives.h): the first half to +1, the rest to -1.
         const std::uint64_t plus = ceil_div(elements, std::uint64_t{2});

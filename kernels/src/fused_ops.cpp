@@ -59,29 +59,82 @@ void Builder::ring_gathered(fused::TensorId whole, std::vector<fused::TensorId> 
   ring_chunks_[whole] = std::move(chunks);
 }
 
-std::size_t Builder::matmul(const OpName& name, ir::OpClass cls, const Matmul& mm) {
+std::vector<fused::TensorId> Builder::ring_split(const Matmul& mm) const {
   const auto ring = mm.a.size() == 1 ? ring_chunks_.find(mm.a.front()) : ring_chunks_.end();
-  if (ring == ring_chunks_.end() || mm.batch != 1 || mm.gathered_along_k) return one_matmul(name, cls, mm);
-  const std::vector<fused::TensorId>& chunks = ring->second;
-  const auto n = static_cast<std::int64_t>(chunks.size());
-  if (n < 2 || mm.m % n != 0) return one_matmul(name, cls, mm);
+  if (ring == ring_chunks_.end() || mm.batch != 1 || mm.gathered_along_k) return {};
+  const auto n = static_cast<std::int64_t>(ring->second.size());
+  if (n < 2 || mm.m % n != 0) return {};
+  return ring->second;
+}
+
+std::size_t Builder::matmul(const OpName& name, ir::OpClass cls, const Matmul& mm) {
+  const std::vector<fused::TensorId> chunks = ring_split(mm);
+  if (chunks.empty()) return one_matmul(name, cls, mm);
   // Collective matmul: one partial matmul per ring step, on the chunk that step delivered, at 1/N of the rows;
   // each writes its rows of the outputs.
-  const Flops whole = mm.flops.value_or(matmul_flops(mm.m, mm.k, mm.n, mm.batch, name.phase == fused::Phase::recompute));
-  const double share = 1.0 / static_cast<double>(n);
   std::size_t last = 0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    Matmul part = mm;
-    part.m = mm.m / n;
-    part.a = {chunks[static_cast<std::size_t>(i)]};
-    part.flops = Flops{whole.model * share, whole.hardware * share};
-    part.epilogue = mm.epilogue.times(share);
-    OpName pn = name;
-    pn.name = fmt::format("{}.step{}", name.name, i);
-    last = one_matmul(pn, cls, part);
-    for (fused::Access& w : graph_.ops()[last].writes) w.times = share;
-  }
+  for (std::size_t i = 0; i < chunks.size(); ++i) last = ring_partial(name, cls, mm, chunks, i);
   return last;
+}
+
+std::size_t Builder::ring_partial(const OpName& name, ir::OpClass cls, const Matmul& mm,
+                                  const std::vector<fused::TensorId>& chunks, std::size_t i) {
+  const Flops whole = mm.flops.value_or(matmul_flops(mm.m, mm.k, mm.n, mm.batch, name.phase == fused::Phase::recompute));
+  const auto n = static_cast<std::int64_t>(chunks.size());
+  const double share = 1.0 / static_cast<double>(n);
+  Matmul part = mm;
+  part.m = mm.m / n;
+  part.a = {chunks[i]};
+  part.flops = Flops{whole.model * share, whole.hardware * share};
+  part.epilogue = mm.epilogue.times(share);
+  OpName pn = name;
+  pn.name = fmt::format("{}.step{}", name.name, i);
+  const std::size_t op = one_matmul(pn, cls, part);
+  for (fused::Access& w : graph_.ops()[op].writes) w.times = share;
+  return op;
+}
+
+void Builder::matmul_with_gradient(const OpName& fed_name, ir::OpClass fed_cls, const Matmul& fed,
+                                   const OpName& dw_name, ir::OpClass dw_cls, const Matmul& dw) {
+  const std::vector<fused::TensorId> chunks = ring_split(fed);
+  const auto n = static_cast<std::int64_t>(chunks.size());
+  const fused::TensorId whole = chunks.empty() ? fused::TensorId{} : fed.a.front();
+  const bool in_a = dw.a.size() == 1 && dw.a.front() == whole, in_b = dw.b.size() == 1 && dw.b.front() == whole;
+  if (chunks.empty() || !dw.gathered_along_k || dw.batch != 1 || dw.k % n != 0 || in_a == in_b) {
+    matmul(fed_name, fed_cls, fed);
+    matmul(dw_name, dw_cls, dw);
+    return;
+  }
+  const Flops f = dw.flops.value_or(matmul_flops(dw.m, dw.k, dw.n, dw.batch, dw_name.phase == fused::Phase::recompute));
+  const double share = 1.0 / static_cast<double>(n);
+  std::vector<fused::TensorId> accumulated = dw.outputs;  // every tensor the partials write, added into in place
+  for (const fused::Access& w : dw.extra_writes) accumulated.push_back(w.tensor);
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    ring_partial(fed_name, fed_cls, fed, chunks, i);
+    Matmul part = dw;
+    part.k = dw.k / n;
+    const GemmTiling t = tiling(part.m, part.k, part.n, part.dtype);
+    // The chunk's tokens of the other operand, re-read once per tile of the part's own tiling.
+    if (in_b) {
+      part.b = {chunks[i]};
+      part.a_times = dw.a_times.value_or(static_cast<double>((part.n + t.tn - 1) / t.tn)) * share;
+    } else {
+      part.a = {chunks[i]};
+      part.b_times = dw.b_times.value_or(static_cast<double>((part.m + t.tm - 1) / t.tm)) * share;
+    }
+    part.flops = Flops{f.model * share, f.hardware * share};
+    part.epilogue = dw.epilogue.times(share);
+    for (fused::Access& r : part.extra_reads) r.times *= share;
+    if (i > 0) {
+      for (fused::TensorId o : accumulated) {
+        part.extra_reads.push_back({o, 1});
+        part.epilogue += kAdd.per_element.times(graph_.tensor(o).elements);
+      }
+    }
+    OpName pn = dw_name;
+    pn.name = fmt::format("{}.step{}", dw_name.name, i);
+    one_matmul(pn, dw_cls, part);
+  }
 }
 
 std::size_t Builder::partial_rows(const OpName& name, ir::OpClass cls, const Matmul& mm, int blocks, int order,

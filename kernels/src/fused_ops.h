@@ -173,6 +173,16 @@ class Builder {
   // operand is `whole` (its rows the gathered tokens) runs as one partial matmul per chunk, 1/N of the rows,
   // each reading its chunk, so each waits only for its ring step.
   void ring_gathered(fused::TensorId whole, std::vector<fused::TensorId> chunks);
+  // Collective matmul: the ring chunks `mm` would run on as partial matmuls (matmul above), or none.
+  [[nodiscard]] std::vector<fused::TensorId> ring_split(const Matmul& mm) const;
+  // Collective matmul with the weight gradient fed by the same gathered tensor (`dw`, gathered_along_k, reading
+  // `fed`'s ring-gathered `a` as its `a` or `b`): `fed` runs as its partials and `dw` as N partial matmuls over
+  // k / N of the tokens, partial i right after fed's (`<dw name>.step<i>`, on the chunk that step i delivered
+  // and that chunk's tokens of the other operand). The partials accumulate in place: each after the first
+  // reads what the one before wrote and adds its own (one add per element of every output, on the VPU in the
+  // kernel); FLOPs, the epilogue and dw's extra reads are split evenly. Otherwise fed, then dw, as matmul does.
+  void matmul_with_gradient(const OpName& fed_name, ir::OpClass fed_cls, const Matmul& fed, const OpName& dw_name,
+                            ir::OpClass dw_cls, const Matmul& dw);
   // Collective matmul, the reduce-scatter side: one of `blocks` row blocks of `mm` (m / blocks rows, reading that
   // share of `a`, the weights whole), writing `out` instead of mm.outputs. Labelled "<name>.ring<order>".
   std::size_t partial_rows(const OpName& name, ir::OpClass cls, const Matmul& mm, int blocks, int order,
@@ -220,6 +230,9 @@ class Builder {
   std::map<std::pair<fused::TensorId, int>, fused::TensorId> whole_gradients_;  // (stored, microbatch) -> buffer
   std::map<fused::TensorId, std::vector<fused::TensorId>> ring_chunks_;  // ring_gathered
   std::size_t one_matmul(const OpName& name, ir::OpClass cls, const Matmul& mm);
+  // Partial i of a ring-split matmul (matmul): 1/N of the rows, on chunk i.
+  std::size_t ring_partial(const OpName& name, ir::OpClass cls, const Matmul& mm,
+                           const std::vector<fused::TensorId>& chunks, std::size_t i);
 };
 
 [[nodiscard]] std::string op_label(const OpName& name);

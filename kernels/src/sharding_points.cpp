@@ -252,8 +252,9 @@ int ShardingPoints::ring_scatter_blocks(int layer) const {
 // row block travel to the block's owner, each chip on the way adding its own partial matmul of that block to
 // the sum that came in and passing it on. Both ways at once: the sum of block j comes from -1 over the
 // floor(N/2) chips before j and from +1 over the ceil(N/2) - 1 after it, so step s (1 <= s <= floor(N/2)) sends
-// one block each way (only +1 at the last step of an even N), and this chip's own block, computed last, adds the
-// two sums that arrived. The partial matmuls do not wait for the ring (only the adds after them do), so each
+// one block each way (at the last step of an even N one block, half each way: half of every block's rows take
+// the mirror image of these chains, so each direction carries (N - 1)/2 blocks), and this chip's own block,
+// computed last, adds the two sums that arrived. The partial matmuls do not wait for the ring (only the adds after them do), so each
 // step's transfer overlaps the next blocks' matmuls.
 TensorId ShardingPoints::ring_reduce_scatter(fused::Graph& g, int layer, fused::Phase phase, const std::string& name,
                                              double elements, DType dtype, const PartialMatmul& partial) {
@@ -283,8 +284,9 @@ TensorId ShardingPoints::ring_reduce_scatter(fused::Graph& g, int layer, fused::
     collective(g, scope(layer, phase) + ".tp_ring_scatter", phase, CollectiveKind::permute,
                static_cast<double>(reads.size()) * block * static_cast<double>(dtype_bytes(dtype)), dtype,
                plan_.residual_axes(), reads, writes);
-    const CollectiveAlgorithm a =
-        reads.size() == 2 ? CollectiveAlgorithm::ring_bidirectional : CollectiveAlgorithm::ring_unidirectional;
+    // The last step of an even N sends one block: half its rows took the mirror image of the chains (the long
+    // one from +1), so it goes half each way, as every other step loads both directions (a 2-chip group: +1).
+    const CollectiveAlgorithm a = n == 2 ? CollectiveAlgorithm::ring_unidirectional : CollectiveAlgorithm::ring_bidirectional;
     for (std::size_t i = first; i < g.ops().size(); ++i) g.ops()[i].algorithm = static_cast<std::uint8_t>(a);
   }
   const TensorId out = g.tensor(name + ".reduced", block, dtype, TensorKind::activation);

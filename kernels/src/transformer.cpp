@@ -231,7 +231,23 @@ class TransformerStep {
   // dW = A^T dY as a matmul writing (or, after the first microbatch, accumulating into) the gradient.
   void weight_gradient(const OpName& name, ir::OpClass cls, std::int64_t m, std::int64_t k, std::int64_t n,
                        std::int64_t batch, std::vector<TensorId> a, std::vector<TensorId> dy, const Param& weight,
-                       const Param* bias);
+                       const Param* bias) {
+    b_.matmul(name, cls, weight_gradient_matmul(m, k, n, batch, std::move(a), std::move(dy), weight, bias));
+  }
+  Builder::Matmul weight_gradient_matmul(std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t batch,
+                                         std::vector<TensorId> a, std::vector<TensorId> dy, const Param& weight,
+                                         const Param* bias);
+  // An input gradient `dx` whose `a` is a ring-gathered dY (collective matmul) with the weight gradient reading
+  // the same dY: both run chunk by chunk, interleaved (Builder::matmul_with_gradient). False, building nothing,
+  // when dx does not run on ring chunks: the caller builds the two as before.
+  bool input_and_weight_gradient(const OpName& dx_name, const Builder::Matmul& dx, const OpName& dw_name,
+                                 std::int64_t m, std::int64_t k, std::int64_t n, std::vector<TensorId> a,
+                                 std::vector<TensorId> dy, const Param& weight, const Param* bias) {
+    if (b_.ring_split(dx).empty()) return false;
+    b_.matmul_with_gradient(dx_name, ir::OpClass::matmul, dx, dw_name, ir::OpClass::matmul,
+                            weight_gradient_matmul(m, k, n, 1, std::move(a), std::move(dy), weight, bias));
+    return true;
+  }
   TensorId weights(int layer, Phase phase, const Param& p) {
     const auto it = prefetched_.find(p.w);
     if (it == prefetched_.end()) return points_.weights_before_use(b_.graph(), layer, phase, p.w);
@@ -679,9 +695,10 @@ void TransformerStep::expert_matmul(const OpName& name, std::int64_t m, std::int
   b_.matmul(name, ir::OpClass::matmul, mm);
 }
 
-void TransformerStep::weight_gradient(const OpName& name, ir::OpClass cls, std::int64_t m, std::int64_t k,
-                                      std::int64_t n, std::int64_t batch, std::vector<TensorId> a,
-                                      std::vector<TensorId> dy, const Param& weight, const Param* bias) {
+Builder::Matmul TransformerStep::weight_gradient_matmul(std::int64_t m, std::int64_t k, std::int64_t n,
+                                                       std::int64_t batch, std::vector<TensorId> a,
+                                                       std::vector<TensorId> dy, const Param& weight,
+                                                       const Param* bias) {
   Builder::Matmul mm;
   mm.m = m, mm.k = k, mm.n = n, mm.batch = batch, mm.dtype = dw_dtype_;
   mm.gathered_along_k = true;  // A^T's contraction runs over the tokens
@@ -700,7 +717,7 @@ void TransformerStep::weight_gradient(const OpName& name, ir::OpClass cls, std::
     mm.epilogue += kAdd.per_element.times(static_cast<double>(k) * static_cast<double>(n));
     if (bw.accumulate) mm.extra_reads.push_back({bw.tensor, 1});
   }
-  b_.matmul(name, cls, mm);
+  return mm;
 }
 
 TensorId TransformerStep::norm_backward(const OpName& name, TensorId dy, TensorId x, TensorId stats, double tokens,
@@ -729,17 +746,23 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
   if (!p.moe) {
     const std::int64_t fu = up_width(false), fd = shard_.d_ff;
     const TensorId dg = b_.activation(sc + ".dact", tokens * static_cast<double>(fd));
+    bool together = false;  // down.dx and down.dw run chunk by chunk on the gathered dY
     {
       Builder::Matmul mm;
       mm.m = t, mm.k = d_, mm.n = fd, mm.dtype = mm_dtype_, mm.a = {dout}, mm.b = {weights(layer, ph, p.down)};
       mm.outputs = {dg};
-      b_.matmul(OpName{ph, base.scope, "down.dx"}, ir::OpClass::matmul, mm);
+      const OpName dw{ph, base.scope, "down.dw"};
+      together = input_and_weight_gradient(OpName{ph, base.scope, "down.dx"}, mm, dw, fd, t, d_, {f.g}, {dout},
+                                           p.down, &p.down_bias);
+      if (!together) b_.matmul(OpName{ph, base.scope, "down.dx"}, ir::OpClass::matmul, mm);
     }
     const TensorId du = b_.activation(sc + ".dup", tokens * static_cast<double>(fu));
     b_.vector(OpName{ph, base.scope, "act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
               tokens * static_cast<double>(fd), act, {{dg, 1}, {f.u, 1}}, {{du, 1}}, dg);
-    weight_gradient(OpName{ph, base.scope, "down.dw"}, ir::OpClass::matmul, fd, t, d_, 1, {f.g}, {dout}, p.down,
-                    &p.down_bias);
+    if (!together) {
+      weight_gradient(OpName{ph, base.scope, "down.dw"}, ir::OpClass::matmul, fd, t, d_, 1, {f.g}, {dout}, p.down,
+                      &p.down_bias);
+    }
     const TensorId dh = b_.activation(sc + ".dh_mlp", td);
     std::optional<TensorId> ring;
     {
@@ -928,10 +951,12 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
       Builder::Matmul mm;
       mm.m = t, mm.k = d_, mm.n = hd, mm.dtype = mm_dtype_, mm.a = {dy}, mm.b = {weights(l, ph, out_w)};
       mm.outputs = {d_o};
-      b_.matmul(OpName{ph, scope, std::string(tag) + "out.dx"}, ir::OpClass::matmul, mm);
+      const OpName dx{ph, scope, std::string(tag) + "out.dx"}, dw{ph, scope, std::string(tag) + "out.dw"};
+      if (!input_and_weight_gradient(dx, mm, dw, hd, t, d_, {saved.o}, {dy}, out_w, cross ? nullptr : &p.out_bias)) {
+        b_.matmul(dx, ir::OpClass::matmul, mm);
+        weight_gradient(dw, ir::OpClass::matmul, hd, t, d_, 1, {saved.o}, {dy}, out_w, cross ? nullptr : &p.out_bias);
+      }
     }
-    weight_gradient(OpName{ph, scope, std::string(tag) + "out.dw"}, ir::OpClass::matmul, hd, t, d_, 1, {saved.o}, {dy},
-                    out_w, cross ? nullptr : &p.out_bias);
     const std::int64_t s_k = cross ? stacks_.front().s : st.s_k;
     AttentionShape shape{mb(), st.s, s_k, heads_, kv_, dh_, cross ? false : st.causal,
                          !cross && m_.position == PositionKind::relative && st.relative_table.has_value()};

@@ -59,6 +59,22 @@ std::uint64_t state_bytes(const WorkloadSpec& workload) {
 
 bool whole_model(const WorkloadSpec& w) { return step_builder(w.model.kind) != nullptr; }
 
+// Whether the tensor group's gathers and reduce-scatters of the split residual stream run as ring steps
+// (workload.collective_matmul): always under `on` (check_collective_matmul has refused a step with nothing to
+// decompose), never under `off`, and under `auto` where XLA's partitioner would window the einsum: the residual
+// stream gathered on a chip, one microbatch's tokens at full width, is at least kWindowedEinsumThreshold.
+bool decomposes_collective_matmul(const WorkloadSpec& w, const ShardingPlan& plan, const ShardView& shard) {
+  switch (w.collective_matmul) {
+    case CollectiveMatmul::on: return true;
+    case CollectiveMatmul::off: return false;
+    case CollectiveMatmul::automatic: break;
+  }
+  if (plan.residual_shards() <= 1) return false;
+  const double gathered = static_cast<double>(shard.microbatch()) * static_cast<double>(shard.seq_len) *
+                          static_cast<double>(w.model.transformer.d_model) * static_cast<double>(dtype_bytes(w.dtype));
+  return gathered >= static_cast<double>(kWindowedEinsumThreshold);
+}
+
 // A whole model's step: the graph (fused when workload.fusion is on) and its memory plan.
 struct BuiltStep {
   fused::Graph graph;
@@ -73,8 +89,10 @@ BuiltStep build_step(const WorkloadSpec& w, const ChipSpec& chip, const Sharding
   CollectivePoints single_chip;  // inserts nothing
   std::vector<ir::CollectiveGroup> scratch;
   std::optional<ShardingPoints> sharded;
-  if (plan != nullptr)
-    sharded.emplace(*plan, chip, w.dtype, groups != nullptr ? *groups : scratch, w.collective_matmul);
+  if (plan != nullptr) {
+    sharded.emplace(*plan, chip, w.dtype, groups != nullptr ? *groups : scratch,
+                    decomposes_collective_matmul(w, *plan, shard));
+  }
   CollectivePoints& points = sharded ? static_cast<CollectivePoints&>(*sharded) : single_chip;
   BuiltStep b{step_builder(w.model.kind)(w, chip, shard, points), {}};
   if (w.fusion) fused::fuse(b.graph);
@@ -391,7 +409,7 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
   // A whole model is sharded over the pod's mesh (no mesh: data parallel over every chip); the other kinds run
   // the same one-chip program on every chip.
   std::optional<ShardingPlan> sharding;
-  if (workload.collective_matmul && !whole_model(workload)) {
+  if (workload.collective_matmul == CollectiveMatmul::on && !whole_model(workload)) {
     throw ConfigError({Diagnostic{origin_of(workload.origins, "collective_matmul"), "workload.collective_matmul",
                                   "collective matmul decomposes a whole model's tensor-parallel all-gathers",
                                   "a transformer with a tensor split", std::string(model_kind_name(model.kind)),

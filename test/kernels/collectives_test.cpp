@@ -422,6 +422,62 @@ TEST(CollectivePlan, ABidirectionalPermuteSendsHalfToEachNeighbourInOneStep) {
   EXPECT_EQ(odd.steps[0].sends[1].bytes, 2u);
 }
 
+// Over a group of several axes the exchange uses every axis's links (collectives.h, "permute"): a 4x2 block of
+// a 4x4x4 torus (axis 0 a ring of 4, axis 1 a line of 2) has per chip two links on axis 0 and one on axis 1, so
+// 3 MiB (1.5 Mi bf16 elements) goes 1 MiB to +1 and to -1 of axis 0 and 1 MiB to the other member of axis 1;
+// every directed link of the block carries 1 MiB: 1 MiB / B + one hop (a single-axis exchange would put
+// 1.5 MiB on each link of axis 0). A 2x2x2 block (three lines of 2): 1 MiB to each of the three partners.
+TEST(CollectivePlan, ABidirectionalPermuteOverSeveralAxesSpreadsItsBytesOverEveryAxissLinks) {
+  const std::uint64_t mib = 1ull << 20;
+  const Topology t = torus4x4x4();
+  const CollectivePlan p = plan_collective(t, Kind::permute, 3 * mib, DType::bf16, ir::CollectiveGroup{{4, 2, 1}, {1, 1, 1}, 1},
+                                           Algo::ring_bidirectional);
+  ASSERT_EQ(p.steps.size(), 1u);
+  ASSERT_EQ(p.steps[0].sends.size(), 3u);
+  EXPECT_EQ(p.steps[0].sends[0].offset, along(0, 1));
+  EXPECT_EQ(p.steps[0].sends[1].offset, along(0, -1));
+  EXPECT_EQ(p.steps[0].sends[2].offset, along(1, 1));
+  for (const CollectiveSend& send : p.steps[0].sends) EXPECT_EQ(send.bytes, mib);
+  EXPECT_DOUBLE_EQ(p.ideal_time.value(), static_cast<double>(mib) / kB + kHop);
+  // A 4x2 torus whose pair wraps (two cables): DOR sends +1 and -1 out of the same port, one cable each way, so
+  // the pair is one partner as in the segment above, the same three sends.
+  const Topology wrapped = build_topology(test::make_pod({4, 2}, {1, 1}, {2, 2}), test::make_chip("c", 4, 45));
+  const CollectivePlan pair = plan_collective(wrapped, Kind::permute, 3 * mib, DType::bf16, 0, Algo::ring_bidirectional);
+  ASSERT_EQ(pair.steps.at(0).sends.size(), 3u);
+  EXPECT_EQ(pair.steps[0].sends[2].offset, along(1, 1));
+  for (const CollectiveSend& send : pair.steps[0].sends) EXPECT_EQ(send.bytes, mib);
+  EXPECT_DOUBLE_EQ(pair.ideal_time.value(), static_cast<double>(mib) / kB + kHop);
+
+  const CollectivePlan cube =
+      plan_collective(t, Kind::permute, 3 * mib, DType::bf16, ir::CollectiveGroup{{2, 2, 2}, {1, 1, 1}, 1},
+                      Algo::ring_bidirectional);
+  ASSERT_EQ(cube.steps.size(), 1u);
+  ASSERT_EQ(cube.steps[0].sends.size(), 3u);
+  for (int a = 0; a < 3; ++a) {
+    EXPECT_EQ(cube.steps[0].sends[static_cast<std::size_t>(a)].offset, along(a, 1));
+    EXPECT_EQ(cube.steps[0].sends[static_cast<std::size_t>(a)].bytes, mib);
+  }
+  EXPECT_DOUBLE_EQ(cube.ideal_time.value(), static_cast<double>(mib) / kB + kHop);
+
+  // A longer line (a 4x4 block of an 8x8 torus: two lines of 4) sends a quarter each way on each axis, and each
+  // directed link carries two of them (its ring's wrap send goes back 3 hops): S / (2B) + 3 hops. 7 elements
+  // shared by weight 1, 1, 1, 1: the first three lanes one more.
+  const Topology big = build_topology(test::make_pod({8, 8}, {1, 1}, {2, 2}), test::make_chip("c", 4, 45));
+  const CollectivePlan box =
+      plan_collective(big, Kind::permute, 4 * mib, DType::bf16, ir::CollectiveGroup{{4, 4, 1}, {1, 1, 1}, 1},
+                      Algo::ring_bidirectional);
+  ASSERT_EQ(box.steps[0].sends.size(), 4u);
+  for (const CollectiveSend& send : box.steps[0].sends) EXPECT_EQ(send.bytes, mib);
+  EXPECT_DOUBLE_EQ(box.ideal_time.value(), 2.0 * static_cast<double>(mib) / kB + 3 * kHop);
+  const CollectivePlan odd = plan_collective(big, Kind::permute, 14, DType::bf16, ir::CollectiveGroup{{4, 4, 1}, {1, 1, 1}, 1},
+                                             Algo::ring_bidirectional);
+  ASSERT_EQ(odd.steps[0].sends.size(), 4u);
+  EXPECT_EQ(odd.steps[0].sends[0].bytes, 4u);
+  EXPECT_EQ(odd.steps[0].sends[1].bytes, 4u);
+  EXPECT_EQ(odd.steps[0].sends[2].bytes, 4u);
+  EXPECT_EQ(odd.steps[0].sends[3].bytes, 2u);
+}
+
 TEST(CollectivePlan, AcrossPodsReducesTheInPodShardOverTheDcn) {
   const Topology two = build_topology(make_pod({4}, {1}, {2}, {}, 2), make_chip("c", 2, 45, 6.25));
   const std::uint64_t s = 8 * 2 * 2;  // 16 elements

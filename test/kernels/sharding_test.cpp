@@ -332,7 +332,7 @@ TEST(Sharding, CollectiveMatmulTurnsEachSequenceGatherIntoRingPermutesAndSplitsT
   // all-gathers (5 forward, 10 backward) becomes sp - 1 = 1 permute of this chip's shard to its neighbour.
   const WorkloadSpec off = small(4, mesh({{"data", 2}, {"tensor_sequence", 2}}));
   WorkloadSpec on = off;
-  on.collective_matmul = true;
+  on.collective_matmul = ::tpusim::CollectiveMatmul::on;
   const LoweredWorkload lo = lower(off, roomy(), pod({4})), ln = lower(on, roomy(), pod({4}));
   const ir::Program& p = ln.programs.programs[0];
   const double act = 2 * 128 * 256 * 2;  // [tokens, d] in bf16
@@ -342,13 +342,15 @@ TEST(Sharding, CollectiveMatmulTurnsEachSequenceGatherIntoRingPermutesAndSplitsT
   for (const ir::CollectiveGroup& g : groups_of(ln, "tp_ring_permute")) EXPECT_EQ(g, group({2, 1, 1}, {1, 1, 1}));
   // The matmuls whose rows are the gathered tokens run as 2 partials of half the rows: per block the QKV and
   // MLP up projections (forward) and the MLP down and attention output projections' input gradients
-  // (backward), and the head's projection: 9 matmuls, each a step0 and a step1 with the same MXU FLOPs in all.
+  // (backward), and the head's projection: 9 matmuls; with them the weight gradients that read the gathered
+  // gradient along their tokens (per block the MLP down and attention output projections': 4). 13, each a
+  // step0 and a step1 with the same MXU FLOPs in all.
   int step1 = 0;
   for (const auto& ins : p.instructions()) {
     const std::string& l = p.label_of(ins);
     if (l.size() > 6 && l.compare(l.size() - 6, 6, ".step1") == 0) ++step1;
   }
-  EXPECT_EQ(step1, 9 * p.cores_used());  // one instruction per TensorCore and op
+  EXPECT_EQ(step1, 13 * p.cores_used());  // one instruction per TensorCore and op
   EXPECT_EQ(p.cores_used(), 2);
   EXPECT_DOUBLE_EQ(p.model_flops(), lo.programs.programs[0].model_flops());
   // The reduce-scatter side: the 8 block outputs reduce-scattered (per block attention out and MLP down
@@ -365,6 +367,28 @@ TEST(Sharding, CollectiveMatmulTurnsEachSequenceGatherIntoRingPermutesAndSplitsT
   EXPECT_EQ(ring1, 8 * p.cores_used());
 }
 
+TEST(Sharding, CollectiveMatmulAutoDecomposesWhereTheGatheredResidualReachesXlasThreshold) {
+  // data 2 x tensor_sequence 2, 2 sequences per chip, d_model 256 in bf16: the residual stream gathered on a
+  // chip is 2 x seq x 256 x 2 B, 1 KiB per position of the two sequences; XLA's 256 MiB threshold
+  // (kWindowedEinsumThreshold, 2^28 B) is reached at seq = 2^18 = 262,144.
+  WorkloadSpec at = small(4, mesh({{"data", 2}, {"tensor_sequence", 2}}));
+  ASSERT_EQ(at.collective_matmul, ::tpusim::CollectiveMatmul::automatic);  // the default
+  at.seq_len = at.decoder_seq_len = at.context = at.model.transformer.context = 262144;
+  WorkloadSpec below = at;
+  below.seq_len = below.decoder_seq_len = below.context = 262144 - 128;
+  const LoweredWorkload la = lower(at, roomy(), pod({4})), lb = lower(below, roomy(), pod({4}));
+  EXPECT_EQ(collectives(la.programs.programs[0], "tp_ring_permute").second, 15);
+  EXPECT_EQ(collectives(la.programs.programs[0], "tp_all_gather").second, 0);
+  EXPECT_EQ(collectives(lb.programs.programs[0], "tp_ring_permute").second, 0);
+  EXPECT_EQ(collectives(lb.programs.programs[0], "tp_all_gather").second, 15);
+  // With nothing to decompose (a tensor group that does not split the residual stream) auto is off without
+  // a word, where on is refused.
+  WorkloadSpec tp = small(4, mesh({{"data", 2}, {"tensor", 2}}));
+  EXPECT_NO_THROW((void)lower(tp, roomy(), pod({4})));
+  tp.collective_matmul = ::tpusim::CollectiveMatmul::on;
+  EXPECT_THROW((void)lower(tp, roomy(), pod({4})), ConfigError);
+}
+
 TEST(Sharding, CollectiveMatmulOverFourChipsRunsBothWaysRoundTheRingInTwoSteps) {
   // tensor_sequence 4 on a 4-ring, 2 sequences of 128 tokens per chip: each chip holds 64 of the 256 tokens,
   // a shard of act / 4. Each of the 15 gathers (5 forward, 10 backward) is N/2 = 2 bidirectional exchanges:
@@ -372,7 +396,7 @@ TEST(Sharding, CollectiveMatmulOverFourChipsRunsBothWaysRoundTheRingInTwoSteps) 
   // half from each side (1 shard's bytes): 3 shards per gather, the all-gather's (N - 1) shards.
   const WorkloadSpec off = small(2, mesh({{"tensor_sequence", 4}}));
   WorkloadSpec on = off;
-  on.collective_matmul = true;
+  on.collective_matmul = ::tpusim::CollectiveMatmul::on;
   const LoweredWorkload lo = lower(off, roomy(), pod({4})), ln = lower(on, roomy(), pod({4}));
   const ir::Program& p = ln.programs.programs[0];
   const double shard = 2 * 128 * 256 * 2 / 4.0;  // [64 tokens, d] in bf16
@@ -389,33 +413,86 @@ TEST(Sharding, CollectiveMatmulOverFourChipsRunsBothWaysRoundTheRingInTwoSteps) 
   EXPECT_EQ(two, 15);
   EXPECT_EQ(one, 15);
   for (const ir::CollectiveGroup& g : groups_of(ln, "tp_ring_permute")) EXPECT_EQ(g, group({4, 1, 1}, {1, 1, 1}));
-  // The 9 matmuls fed by a gather (as with 2 chips) run as 4 partials of 64 rows each, one per shard.
+  // The 9 matmuls fed by a gather (as with 2 chips) run as 4 partials of 64 rows each, one per shard, and the
+  // 4 weight gradients reading a gathered gradient as 4 partials of 64 tokens each.
   int step3 = 0;
   for (const auto& ins : p.instructions()) {
     const std::string& l = p.label_of(ins);
     if (l.size() > 6 && l.compare(l.size() - 6, 6, ".step3") == 0) ++step3;
   }
-  EXPECT_EQ(step3, 9 * p.cores_used());
+  EXPECT_EQ(step3, 13 * p.cores_used());
   // The reduce-scatter side: each of the 8 block reductions (of act = 4 shards) is floor(N/2) = 2 steps:
-  // step 1 one block each way (2 shards' bytes, bidirectional), step 2 one block to +1 (unidirectional); the
-  // 4 row blocks' partial matmuls are ring0 .. ring3. The embedding's and the head's stay reduce-scatters.
+  // step 1 one block each way (2 shards' bytes), step 2 one block, half each way (half of every block's rows
+  // take the mirror image of the chains), both bidirectional; the 4 row blocks' partial matmuls are ring0 ..
+  // ring3. The embedding's and the head's stay reduce-scatters.
   EXPECT_EQ(collectives(lo.programs.programs[0], "tp_reduce_scatter"), (std::pair<double, int>{10 * 4 * shard, 10}));
   EXPECT_EQ(collectives(p, "tp_reduce_scatter"), (std::pair<double, int>{2 * 4 * shard, 2}));
   EXPECT_EQ(collectives(p, "tp_ring_scatter"), (std::pair<double, int>{8 * 3 * shard, 16}));
-  int bidirectional = 0, ring3 = 0;
+  int two_blocks = 0, one_block = 0, ring3 = 0;
   for (const auto& ins : p.instructions()) {
     const std::string& l = p.label_of(ins);
-    if (l.find("tp_ring_scatter") != std::string::npos &&
-        ins.algorithm == static_cast<std::uint8_t>(CollectiveAlgorithm::ring_bidirectional)) {
-      EXPECT_EQ(ins.bytes, static_cast<std::uint64_t>(2 * shard));
-      ++bidirectional;
+    if (l.find("tp_ring_scatter") != std::string::npos) {
+      EXPECT_EQ(ins.algorithm, static_cast<std::uint8_t>(CollectiveAlgorithm::ring_bidirectional));
+      (ins.bytes == static_cast<std::uint64_t>(2 * shard) ? two_blocks : one_block) += 1;
     }
     if (l.size() > 6 && l.compare(l.size() - 6, 6, ".ring3") == 0) ++ring3;
   }
-  EXPECT_EQ(bidirectional, 8);
+  EXPECT_EQ(two_blocks, 8);
+  EXPECT_EQ(one_block, 8);
   EXPECT_EQ(ring3, 8 * p.cores_used());
   EXPECT_DOUBLE_EQ(p.model_flops(), lo.programs.programs[0].model_flops());
   EXPECT_DOUBLE_EQ(p.hardware_flops(), lo.programs.programs[0].hardware_flops());
+}
+
+TEST(Sharding, CollectiveMatmulRunsTheWeightGradientOfAGatheredGradientChunkByChunkAccumulatingInPlace) {
+  // tensor_sequence 4 on a 4-ring, 2 sequences of 128 tokens per chip: the backward gathers the gradient at
+  // each block's output (and at its attention output) over the 4 chips, and the MLP down projection's weight
+  // gradient dW = G^T dY, [d_ff / 4 = 256 x 256 tokens] x [256 tokens x d = 256], reads it along its tokens.
+  // With collective matmul it runs as 4 partials of 64 tokens each, partial i right after the input gradient's
+  // partial i (both on chunk i), each writing the whole f32 dW and every one after the first reading it back
+  // to add its own: 3 more reads and writes of dW (this model has no biases) and 3 adds of each element.
+  const WorkloadSpec off = small(2, mesh({{"tensor_sequence", 4}}));
+  WorkloadSpec on = off;
+  on.collective_matmul = ::tpusim::CollectiveMatmul::on;
+  const LoweredWorkload lo = lower(off, roomy(), pod({4})), ln = lower(on, roomy(), pod({4}));
+  const ir::Program& a = lo.programs.programs[0];
+  const ir::Program& b = ln.programs.programs[0];
+  const std::string dw = "layer0.bwd.down.dw";
+  double whole_flops = 0, whole_read = 0, whole_written = 0, whole_vpu = 0;
+  int whole_count = 0;
+  for (const auto& ins : a.instructions()) {
+    if (a.label_of(ins) != dw) continue;
+    ++whole_count;
+    whole_flops += ins.hardware_flops, whole_read += static_cast<double>(ins.hbm_read);
+    whole_written += static_cast<double>(ins.hbm_written), whole_vpu += static_cast<double>(ins.elements);
+  }
+  ASSERT_EQ(whole_count, a.cores_used());
+  const double grads = 256.0 * 256 * 4 / a.cores_used();  // the f32 dW, per core
+  EXPECT_DOUBLE_EQ(whole_written, a.cores_used() * grads);
+  double flops = 0, read = 0, written = 0, vpu = 0;
+  int parts = 0;
+  std::vector<std::string> order;
+  for (const auto& ins : b.instructions()) {
+    const std::string& l = b.label_of(ins);
+    if (l.rfind("layer0.bwd.down.d", 0) == 0 && l.find(".step") != std::string::npos && ins.kind == ir::OpKind::matmul) {
+      if (order.empty() || order.back() != l) order.push_back(l);
+    }
+    if (l.rfind(dw + ".step", 0) != 0) continue;
+    ++parts;
+    EXPECT_EQ(ins.k, 64);
+    flops += ins.hardware_flops, read += static_cast<double>(ins.hbm_read), written += static_cast<double>(ins.hbm_written);
+    vpu += static_cast<double>(ins.elements);
+  }
+  EXPECT_EQ(parts, 4 * b.cores_used());
+  EXPECT_DOUBLE_EQ(flops, whole_flops);
+  EXPECT_DOUBLE_EQ(written, 4 * whole_written);
+  EXPECT_DOUBLE_EQ(read, whole_read + 3 * whole_written);
+  EXPECT_DOUBLE_EQ(vpu, whole_vpu + 3 * 256.0 * 256);
+  EXPECT_EQ(order, (std::vector<std::string>{"layer0.bwd.down.dx.step0", dw + ".step0", "layer0.bwd.down.dx.step1",
+                                             dw + ".step1", "layer0.bwd.down.dx.step2", dw + ".step2",
+                                             "layer0.bwd.down.dx.step3", dw + ".step3"}));
+  EXPECT_DOUBLE_EQ(b.model_flops(), a.model_flops());
+  EXPECT_DOUBLE_EQ(b.hardware_flops(), a.hardware_flops());
 }
 
 TEST(Sharding, ADModelSplitAllReducesEachNormsStatisticsOverTheTensorGroup) {

@@ -101,6 +101,85 @@ TEST(CollectiveGroups, AGroupAcrossTwoSlicesRunsOverTheDcn) {
   for (const LinkUsage& nic : r.result.dcn_egress) EXPECT_EQ(nic.bytes.count(), bytes);
 }
 
+// A bidirectional ring step of collective matmul (a ring_bidirectional permute) over a group of several axes
+// spreads its bytes over every axis's links (kernels/collectives.h, "permute"). Link by link: a directed link
+// between two members of a group carries `per_link`, every other link nothing.
+void expect_every_group_link_carries(const Scenario& s, const CollectiveRun& r, const ir::CollectiveGroup& g,
+                                     std::uint64_t per_link) {
+  const Topology topo = build_topology(s.pod, s.chip);
+  for (std::uint32_t l = 0; l < topo.link_count(); ++l) {
+    const Link& link = topo.link(LinkId(l));
+    const ChipCoord a = topo.coord(link.src), b = topo.coord(link.dst);
+    bool same_group = true;  // members of one block: the same block index on every axis
+    for (std::size_t i = 0; i < 3; ++i) same_group = same_group && a.pos[i] / static_cast<int>(g.size[i]) == b.pos[i] / static_cast<int>(g.size[i]);
+    EXPECT_EQ(r.result.links.at(l).bytes.count(), same_group ? per_link : 0u) << "link " << l;
+  }
+}
+
+// A 4x2 block of a 4x4 torus (axis 0 a ring of 4, axis 1 a line of 2): 3 MiB per chip goes 1 MiB to +1 and -1
+// of axis 0 and 1 MiB to the other member of axis 1, so each of a chip's three links carries 1 MiB, one hop:
+// 1 MiB / B + a, plus the runtime's start-up and one step synchronisation. Along axis 0 as before this change
+// the step put 1.5 MiB on each of two links.
+TEST(CollectiveGroups, ABidirectionalRingStepOverAFourByTwoBlockLoadsEveryLinkOfTheBlockEqually) {
+  const std::uint64_t mib = 1ULL << 20;
+  const Scenario s = pod_scenario({4, 4}, true, LinkFidelity::flow);
+  const ir::CollectiveGroup g = group({4, 2, 1});
+  const CollectiveRun r = run_collective(s, one_collective_over(g, CollectiveKind::permute, 3 * mib, Algo::ring_bidirectional));
+  EXPECT_EQ(r.plan.participants, 8);
+  expect_every_group_link_carries(s, r, g, mib);
+  const double expected = static_cast<double>(mib) / kLinkRate + kHop + r.overhead;
+  EXPECT_DOUBLE_EQ(r.ideal(), static_cast<double>(mib) / kLinkRate + kHop);
+  EXPECT_NEAR(r.time(), expected, 1e-6 * expected);
+}
+
+// A 2x2x2 block of a 4x4x4 torus (three lines of 2): 1 MiB to each of the three partners, on the block's links
+// only, in 1 MiB / B + a plus the overheads.
+TEST(CollectiveGroups, ABidirectionalRingStepOverATwoByTwoByTwoBlockLoadsEveryLinkOfTheBlockEqually) {
+  const std::uint64_t mib = 1ULL << 20;
+  const Scenario s = pod_scenario({4, 4, 4}, true, LinkFidelity::flow);
+  const ir::CollectiveGroup g = group({2, 2, 2});
+  const CollectiveRun r = run_collective(s, one_collective_over(g, CollectiveKind::permute, 3 * mib, Algo::ring_bidirectional));
+  EXPECT_EQ(r.plan.participants, 8);
+  expect_every_group_link_carries(s, r, g, mib);
+  const double expected = static_cast<double>(mib) / kLinkRate + kHop + r.overhead;
+  EXPECT_NEAR(r.time(), expected, 1e-6 * expected);
+}
+
+// The whole decomposed all-gather of collective matmul on the 4x2 block (N = 8, shards of 1.5 MiB, as
+// kernels/src/sharding_points.cpp chains them): three exchanges of two shards (3 MiB: 1 MiB per link) and the
+// opposite shard half from each side (1.5 MiB: 0.5 MiB per link), each waiting for the one before. 3.5 MiB / B
+// + 4 a plus each permute's start-up and synchronisation; the multi-axis all-gather it replaces moves the same
+// 7 x 1.5 MiB / (3 links) per link.
+TEST(CollectiveGroups, ADecomposedGatherOverAFourByTwoBlockTakesItsStepsClosedForm) {
+  const std::uint64_t mib = 1ULL << 20;
+  const Scenario s = pod_scenario({4, 4}, true, LinkFidelity::flow);
+  ir::ProgramSet set;
+  set.groups.push_back(group({4, 2, 1}));
+  ir::Program p("ring");
+  std::vector<std::uint32_t> deps;
+  double overhead = 0;
+  for (std::uint64_t bytes : {3 * mib, 3 * mib, 3 * mib, 3 * mib / 2}) {
+    ir::Instruction ins;
+    ins.kind = ir::OpKind::collective;
+    ins.collective = CollectiveKind::permute;
+    ins.bytes = bytes;
+    ins.dtype = DType::bf16;
+    ins.group = 0;
+    ins.algorithm = static_cast<std::uint8_t>(Algo::ring_bidirectional);
+    deps = {p.add(ins, deps, "layer0.forward.tp_ring_permute")};
+    ir::ProgramSet one;
+    one.groups = set.groups;
+    ir::Program q("one");
+    q.add(ins, {}, "step");
+    one.programs.push_back(std::move(q));
+    overhead += overhead_seconds(plan_of(s, one));
+  }
+  set.programs.push_back(std::move(p));
+  const SimResult r = simulate(s, set, {});
+  const double expected = 3.5 * static_cast<double>(mib) / kLinkRate + 4 * kHop + overhead;
+  EXPECT_NEAR(r.step_time.value(), expected, 1e-6 * expected);
+}
+
 // A group index past the program set's table is an error naming the instruction; a group that does not
 // tile the pod is bad input naming the shape.
 TEST(CollectiveGroups, AMissingGroupIsRejectedNamingTheInstruction) {

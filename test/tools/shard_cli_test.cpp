@@ -81,7 +81,7 @@ TEST_F(ShardCli, CollectiveMatmulIsFasterAndNeverFasterThanItsMatmulsOrItsRingSt
   // tensor axis a wrapped 4-ring), every block's norm outputs all-gathered before the matmuls, the row-parallel
   // outputs reduce-scattered.
   const std::string tp = "llama2-70b-fsdp-sp-v5p --set workload.model.layers=2";
-  const auto off = summary(tp, "cm_off");
+  const auto off = summary(tp + " --set workload.collective_matmul=off", "cm_off");
   const auto on = summary(tp + " --set workload.collective_matmul=on", "cm_on");
   const double t_on = on["metrics"]["step_time_s"], t_off = off["metrics"]["step_time_s"];
   EXPECT_LT(t_on, t_off);
@@ -106,6 +106,32 @@ TEST_F(ShardCli, CollectiveMatmulIsFasterAndNeverFasterThanItsMatmulsOrItsRingSt
   EXPECT_GE(t_on, ring_s);
   const double mxu = on["units"]["mxu"]["busy_s"]["max"];
   EXPECT_GE(t_on, mxu);
+}
+
+TEST_F(ShardCli, CollectiveMatmulOverATwoAxisTensorGroupIsFasterAndNeverFasterThanItsMatmulsOrItsLinks) {
+  // Calibration C6 cut to 2 blocks: v5p 8x8x8, fsdp 32 x tensor 16, activation_embed over tensor. The tensor
+  // group is a ring of 8 along x by a pair along y, 3 links per chip, and each ring step shares its bytes over
+  // all three (kernels/README.md "Where the ring lies"): a step of S bytes puts S / 3 on every directed link
+  // of the group, so the ring's bytes / 3 at 90 GB/s (configs/chips/v5p.yaml) bound the step from below, as
+  // does the MXU's busy time.
+  const std::string c6 =
+      std::string(TPUSIM_SOURCE_DIR) + "/calibration/scenarios/c6-maxtext-512b-v5p-1024.yaml --set workload.model.layers=2";
+  const auto off = summary(c6 + " --set workload.collective_matmul=off", "c6_off");
+  const auto on = summary(c6 + " --set workload.collective_matmul=on", "c6_on");
+  const double t_on = on["metrics"]["step_time_s"], t_off = off["metrics"]["step_time_s"];
+  EXPECT_LT(t_on, t_off);
+  EXPECT_DOUBLE_EQ(on["metrics"]["model_flops"].get<double>(), off["metrics"]["model_flops"].get<double>());
+  ASSERT_EQ(tpusim("lower " + c6 + " --set workload.collective_matmul=on -o " + (dir_ / "c6.json").string()).exit_code, 0);
+  const auto program = nlohmann::json::parse(slurp(dir_ / "c6.json"));
+  double ring_s = 0;
+  for (const auto& ins : program["programs"][0]["instructions"]) {
+    if (ins["label"].get<std::string>().find("tp_ring_") == std::string::npos) continue;
+    EXPECT_EQ(ins.value("algorithm", std::string("auto")), "ring_bidirectional");
+    ring_s += ins["bytes"].get<double>() / 3 / 90e9;
+  }
+  EXPECT_GT(ring_s, 0.0);
+  EXPECT_GE(t_on, ring_s);
+  EXPECT_GE(t_on, on["units"]["mxu"]["busy_s"]["max"].get<double>());
 }
 
 TEST_F(ShardCli, ADataParallelSliceRunsTheOneChipComputeOnEveryChip) {

@@ -532,7 +532,7 @@ std::vector<std::vector<std::string>> csv_rows(const std::string& text) {
 // here, not read from the calibration file, so loosening a `within:` there cannot pass): C1 within 10% from
 // S = 512 KiB up and within a factor 1.5 below; C2's matmul and copy within 10%; C3's matmul and reduce-scatter
 // within 15%. The pod steps C4-C7 (issue 19) have issue 19's bounds (5 MFU points; C7's 32 / 1 slices ratio 3
-// points), pinned here too; C5 must lie within them; C4, C6 and C7 lie outside today (docs/calibration.md), so
+// points), pinned here too; C5 and C6 must lie within them; C4 and C7 lie outside today (docs/calibration.md), so
 // the run exits 1 and this test checks their rows' status against their numbers instead.
 TEST_F(Cli, CalibrateRunsTheCalibrationSetAndEveryPointIsWithinTheIssuesBounds) {
   const Outcome o = tpusim("calibrate -o " + (dir_ / "cal").string());
@@ -580,8 +580,10 @@ TEST_F(Cli, CalibrateRunsTheCalibrationSetAndEveryPointIsWithinTheIssuesBounds) 
     const bool inside = r[2] == "mfu" || r[2] == "ratio" ? std::fabs(predicted - measured) <= points
                                                          : std::fabs(predicted / measured - 1) <= 0.10;
     EXPECT_EQ(r[8], inside ? "ok" : "outside") << r[0] << " " << r[1];
-    // C5 runs as published (the custom remat policy's host offload) and is held within its bounds.
-    if (r[0] == "C5") {
+    // C5 runs as published (the custom remat policy's host offload) and C6 with the collective matmul XLA's
+    // default threshold turns on for its 2.5 GiB gathers (workload.collective_matmul: auto): both are held
+    // within their bounds.
+    if (r[0] == "C5" || r[0] == "C6") {
       EXPECT_TRUE(inside) << r[1] << ": measured " << measured << ", predicted " << predicted;
     }
     within += inside ? 1 : 0;

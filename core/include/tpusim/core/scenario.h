@@ -83,6 +83,15 @@ struct CheckpointSpec {
   int every_steps = 0;  // write the parameters and optimizer state every N steps (amortised); 0 = never
 };
 
+// workload.collective_matmul: decompose the tensor group's gathers and reduce-scatters into ring steps always
+// (on), never (off), or where XLA would (automatic, written `auto`: kWindowedEinsumThreshold).
+enum class CollectiveMatmul { off, on, automatic };
+// XLA's SPMD partitioner rewrites an einsum as a windowed loop of ring steps when the operand it would otherwise
+// all-gather is at least this large (SpmdPartitionerOptions::threshold_for_windowed_einsum_mib, default 256,
+// in xla/service/spmd/spmd_partitioner.h). Assumption: libtpu keeps the partitioner's default (its own flag,
+// xla_jf_spmd_threshold_for_windowed_einsum_mib, has no published default).
+inline constexpr std::uint64_t kWindowedEinsumThreshold = 256ull << 20;
+
 struct WorkloadSpec {
   ModelSpec model;
   // A program file (the format `tpusim lower` writes, kernels/README.md) run instead of a lowered model: the
@@ -118,8 +127,9 @@ struct WorkloadSpec {
   bool overlap = true;
   // Collective matmul (Wang et al., ASPLOS 2023; XLA's windowed einsum): the tensor group's all-gathers of the
   // split residual stream and its reduce-scatters run as bidirectional ring steps, each overlapped with a
-  // partial matmul (kernels/README.md "Collective matmul").
-  bool collective_matmul = false;
+  // partial matmul (kernels/README.md "Collective matmul"). `automatic` does so where XLA's SPMD partitioner
+  // does by default: when the gathered operand is at least kWindowedEinsumThreshold.
+  CollectiveMatmul collective_matmul = CollectiveMatmul::automatic;
   PipelineSchedule pipeline_schedule = PipelineSchedule::gpipe;
   std::map<std::string, FieldOrigin> origins;  // where each workload field came from (for errors)
 

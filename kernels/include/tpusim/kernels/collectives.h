@@ -60,10 +60,10 @@
 //     DOR sends every tie the + way, so on even torus axes its + links carry sum_{d=1..N/2} d blocks instead
 //     of N^2/8: 3/2 of the ideal's bandwidth term on a 4-ring (and a 4x4x4 torus), 9/8 on a 16-ring.
 // permute: one step, S to offset +1 on the first participating axis. It has one plan, named
-// ring_unidirectional (halving_doubling and direct are rejected with a ConfigError saying so). ring_bidirectional
-// names a different exchange: the first ceil(S/2) to +1 and the rest to -1, both ring neighbours at once (one
-// step of a bidirectional collective matmul, kernels/README.md "Collective matmul"); its ideal_time is the +1
-// shift's of ceil(S/2); in the pod only. No alternative to the +1 shift: the +1 sends of
+// ring_unidirectional (halving_doubling, direct rejected). ring_bidirectional: a step of a bidirectional collective
+// matmul (kernels/README.md), ceil(S/2) to +1 and the rest to -1, ideal the +1 shift of ceil(S/2), in the pod only;
+// over several axes S is shared by every axis's neighbours by its links (wrapped: +1 and -1; a pair: the
+// partner; a longer line: +1 and -1 at half weight), ideal S / (sum of rates) + hops. No alternative to +1: the +1 sends of
 // all chips fill the + direction of every link of the axis; the only capacity left is the - direction of a
 // torus axis, which reaches the +1 chip only the long way round (N - 1 hops, as a relay of N - 1
 // store-and-forward steps, since sends name a destination and the network routes it the short way): a fraction
