@@ -57,18 +57,9 @@ SimResult run(const Scenario& scenario, const ir::ProgramSet& programs, const Si
       if (user) user(span);
     };
   }
-  // Mirrored chips: the mirrored step runs in a child process; the parent returns here only if it fell back.
+  // Mirrored chips: a run that does not verify throws MirrorFallback (the caller runs every chip, elsewhere).
   std::string note;
   std::optional<TranslationClasses> classes = mirror_classes(scenario, programs, options, network, note);
-  std::optional<MirrorChild> child;
-  if (classes) {
-    child.emplace();
-    if (!child->child()) {
-      note = "fell back to simulating every chip: " + child->fallback();
-      logger_for("pod")->warn("mirrored chips: {}", note);
-      classes.reset();
-    }
-  }
   std::unique_ptr<Mirroring> mirroring;
   if (classes && trace) {  // a mirror's spans are its representative's, under its own id
     trace = [&mirroring, inner = trace](const TraceSpan& span) {
@@ -93,20 +84,23 @@ SimResult run(const Scenario& scenario, const ir::ProgramSet& programs, const Si
   else sc_core::sc_start(sc_core::sc_time::from_value(end));
   if (mirroring) {  // (never with a chip stopping inside the step: mirror_classes)
     if (!control.error() && control.unfinished() == 0) pod->interconnect()->check_mirrors_end();
-    if (mirroring->failed()) child->fall_back(mirroring->failure());
-    // Failed otherwise (an error in a program, a deadlock): the full run reports it, naming the chip it names.
-    // An interrupt is reported here (the parent has received it too).
-    if (control.error() || control.unfinished() > 0) {
-      bool interrupted = false;
+    // A mismatch, or a failure of another kind (an error in a program, a deadlock: a run of every chip reports
+    // it, naming its chip), throws MirrorFallback; an interrupt is reported as one. The pod is left to the
+    // kernel, as below.
+    std::string why = mirroring->failed() ? mirroring->failure() : "";
+    if (why.empty() && (control.error() || control.unfinished() > 0)) {
       try {
         if (control.error()) std::rethrow_exception(control.error());
+        why = "the mirrored run failed; the full run reports why";
       } catch (const Interrupted&) {
-        interrupted = true;
       } catch (...) {
+        why = "the mirrored run failed; the full run reports why";
       }
-      if (!interrupted) child->fall_back("the mirrored run failed; the full run reports why");
     }
-    child->verified();
+    if (!why.empty()) {
+      (void)pod.release();
+      throw MirrorFallback(why);
+    }
     const std::uint64_t mirrored = chips - mirroring->classes().classes;
     note = fmt::format("{} of {} chips simulated, {} mirrored; inputs verified", mirroring->classes().classes, chips,
                        mirrored);
@@ -138,6 +132,16 @@ SimResult run(const Scenario& scenario, const ir::ProgramSet& programs, const Si
   return result;
 }
 
+net::InterconnectOptions network_of(const SimOptions& options) {
+  net::InterconnectOptions network;
+  network.faults = options.failed;
+  network.degraded = options.degraded_links;
+  network.timed = options.timed_links;
+  network.in_flight = options.in_flight;
+  network.timed_chips = options.timed_chips;
+  return network;
+}
+
 BlockRegistry builtin_blocks() {
   BlockRegistry registry;
   register_chip_blocks(registry);
@@ -147,14 +151,18 @@ BlockRegistry builtin_blocks() {
 }  // namespace
 
 SimResult simulate(const Scenario& scenario, const ir::ProgramSet& programs, const SimOptions& options) {
-  net::InterconnectOptions network;
-  network.faults = options.failed;
-  network.degraded = options.degraded_links;
-  network.timed = options.timed_links;
-  network.in_flight = options.in_flight;
-  network.timed_chips = options.timed_chips;
-  return run(scenario, programs, options, network, builtin_blocks());
+  return run(scenario, programs, options, network_of(options), builtin_blocks());
 }
+
+bool runs_mirrored(const Scenario& scenario, const ir::ProgramSet& programs, const SimOptions& options) {
+  std::string why_not;
+  return mirror_classes(scenario, programs, options, network_of(options), why_not).has_value();
+}
+
+MirrorFallback::MirrorFallback(std::string why)
+    : std::runtime_error("mirrored chips did not verify (" + why +
+                         "): simulate the step again with SimOptions::mirror false, in a fresh process"),
+      why_(std::move(why)) {}
 
 double retransmission_factor(double bit_error_rate, Bytes chunk) {
   if (bit_error_rate <= 0) return 1.0;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "collective_test_support.h"
+#include "support/simulate_step.h"
 #include <gtest/gtest.h>
 
 namespace tpusim::models::net {
@@ -47,7 +48,7 @@ Scenario with(Scenario s, CollectiveFidelity f) {
 
 Outcome per_step(const Scenario& s, const ir::ProgramSet& programs) {
   return tpusim::testing::in_child<Outcome>(
-      [&] { return outcome(simulate(with(s, CollectiveFidelity::per_step), programs, {})); }, Outcome{});
+      [&] { return outcome(::tpusim::testing::simulate_step(with(s, CollectiveFidelity::per_step), programs, {})); }, Outcome{});
 }
 
 ir::ProgramSet over_group(CollectiveKind kind, std::uint64_t bytes, const ir::CollectiveGroup& g) {
@@ -67,7 +68,7 @@ Scenario multislice(std::vector<int> shape, bool wrap, int pods, int per_host = 
 // per step; returns the aggregate's time.
 double expect_close(const Scenario& s, const ir::ProgramSet& programs, double upper) {
   const Outcome step = per_step(s, programs);
-  const Outcome agg = outcome(simulate(with(s, CollectiveFidelity::aggregate), programs, {}));
+  const Outcome agg = outcome(::tpusim::testing::simulate_step(with(s, CollectiveFidelity::aggregate), programs, {}));
   EXPECT_GT(step.time, 0);
   EXPECT_EQ(agg.link_bytes_hash, step.link_bytes_hash);
   ::testing::Test::RecordProperty("aggregate_over_per_step", std::to_string(agg.time / step.time));
@@ -344,7 +345,7 @@ TEST(CollectiveAggregate, TheReductionsWaitForTheVpuAtTheEnd) {
   const ir::ProgramSet set = single(std::move(p));
   const kernels::CollectivePlan plan =
       plan_of(s, one_collective(CollectiveKind::all_reduce, 16ULL << 20, Algo::ring_bidirectional));
-  const SimResult r = simulate(s, set, {});
+  const SimResult r = ::tpusim::testing::simulate_step(s, set, {});
   const double expected = 1e-3 + reduction_seconds(plan, s.chip) +
                           static_cast<double>(plan.steps.size()) * kCollectiveStepSync.value();
   EXPECT_NEAR(r.step_time.value(), expected, 1e-9);

@@ -3,6 +3,7 @@
 // sharing them with the others. Flow links throughout (max-min fair sharing is what the closed forms assume).
 // One simulation per test process; comparisons fork a child.
 #include "collective_test_support.h"
+#include "support/simulate_step.h"
 #include <gtest/gtest.h>
 
 namespace tpusim::models::net {
@@ -186,7 +187,7 @@ TEST(CollectiveGroups, AMissingGroupIsRejectedNamingTheInstruction) {
   ir::ProgramSet set = over_group(group({4, 1, 1}));
   set.groups.clear();
   try {
-    (void)simulate(pod_scenario({16}, true), set, {});
+    (void)::tpusim::testing::simulate_step(pod_scenario({16}, true), set, {});
     FAIL() << "expected a SimulationError";
   } catch (const SimulationError& e) {
     EXPECT_EQ(e.label(), "grads.collective");
@@ -197,7 +198,7 @@ TEST(CollectiveGroups, AMissingGroupIsRejectedNamingTheInstruction) {
 
 TEST(CollectiveGroups, AGroupThatDoesNotTileThePodIsAConfigError) {
   try {
-    (void)simulate(pod_scenario({16}, true), over_group(group({4, 1, 1}, {3, 1, 1})), {});
+    (void)::tpusim::testing::simulate_step(pod_scenario({16}, true), over_group(group({4, 1, 1}, {3, 1, 1})), {});
     FAIL() << "expected a ConfigError";
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.diagnostics().at(0).key_path, "group");
@@ -222,7 +223,7 @@ TEST(CollectiveGroups, SendAndRecvInAStridedGroupGoToTheNextMember) {
   p.add(send, {}, "shift.send");
   p.add(recv, {}, "shift.recv");
   set.programs.push_back(std::move(p));
-  const SimResult r = simulate(pod_scenario({16}, true, LinkFidelity::flow), set, {});
+  const SimResult r = ::tpusim::testing::simulate_step(pod_scenario({16}, true, LinkFidelity::flow), set, {});
   const double expected = 4.0 * (8ULL << 20) / kLinkRate + 4 * kHop;
   EXPECT_NEAR(r.step_time.value(), expected, 1e-6 * expected);
   EXPECT_EQ(r.ici_transfers, 16u);

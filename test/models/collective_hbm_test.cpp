@@ -11,6 +11,7 @@
 //                   reduces the two received pieces, 2 x S/8 / 2 B = S/8 elements, reading as many local bf16
 //                   operands: 3 x S/8 x 2 B = 3S/4 more read, so 3S/2 read and 3S/4 written.
 #include "collective_test_support.h"
+#include "support/simulate_step.h"
 #include <gtest/gtest.h>
 
 namespace tpusim::models::net {
@@ -134,12 +135,12 @@ TEST(CollectiveHbm, AnOverlappedCopySharesTheHbmWithTheCollective) {
   const double copy_alone = in_child([] {
     ir::Program p("copy");
     p.add(models::testing::dma(ir::Memory::hbm, ir::Memory::hbm, kCopy), {}, "copy");
-    return simulate(slow_hbm(CollectiveFidelity::aggregate, 0.0), single(std::move(p)), {}).step_time.value();
+    return ::tpusim::testing::simulate_step(slow_hbm(CollectiveFidelity::aggregate, 0.0), single(std::move(p)), {}).step_time.value();
   });
   ASSERT_GT(copy_alone, 0);
   const double vc = 6.0 * kS;
   ASSERT_GT(2.0 * kCopy, vc);  // the copy outlasts the charge
-  const SimResult r = simulate(slow_hbm(CollectiveFidelity::aggregate, 0.0), program(), {});
+  const SimResult r = ::tpusim::testing::simulate_step(slow_hbm(CollectiveFidelity::aggregate, 0.0), program(), {});
   EXPECT_NEAR(r.step_time.value(), copy_alone + vc / kSlowHbm, 1e-6 * copy_alone);
   ASSERT_EQ(r.collectives.size(), 1u);
   const double gather_end = kCollectiveStartup.value() + 2 * vc / kSlowHbm + 1e-12 + 3 * kCollectiveStepSync.value();

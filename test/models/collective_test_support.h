@@ -9,6 +9,7 @@
 
 #include "net/simulate_with_planner.h"
 #include "support/in_child.h"
+#include "support/simulate_step.h"
 #include "test_chips.h"
 #include "ticks.h"
 #include "tpusim/kernels/collectives.h"
@@ -106,7 +107,7 @@ inline CollectiveRun run_collective(const Scenario& s, const ir::ProgramSet& pro
   r.plan = plan_of(s, programs);
   r.reduce = reduction_seconds(r.plan, s.chip);
   r.overhead = overhead_seconds(r.plan);
-  r.result = simulate(s, programs, {});
+  r.result = ::tpusim::testing::simulate_step(s, programs, {});
   return r;
 }
 

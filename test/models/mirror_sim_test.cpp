@@ -1,6 +1,8 @@
 // Mirrored chips through simulate() (mirror/mirroring.h): where they apply the result equals simulating every
-// chip (the comparison runs in a child process), and where they must not (a straggler, chunked links) the
-// result says why they did not.
+// chip (the comparison runs in a child process), a mismatch throws MirrorFallback, and where they must not (a
+// straggler, chunked links) the result says why they did not.
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "collective_test_support.h"
@@ -22,6 +24,7 @@ TEST(Mirrored, AllReduceOnATorusEqualsEveryChipSimulated) {
         return simulate(s, programs, o).step_time.value();
       },
       -1);
+  EXPECT_TRUE(runs_mirrored(s, programs, {}));
   const SimResult r = simulate(s, programs, {});
   EXPECT_EQ(r.chips_mirrored, 63u);
   EXPECT_EQ(r.mirroring, "1 of 64 chips simulated, 63 mirrored; inputs verified");
@@ -31,10 +34,27 @@ TEST(Mirrored, AllReduceOnATorusEqualsEveryChipSimulated) {
   for (const ChipResult& c : r.chips) EXPECT_EQ(c.finish.value(), r.chips[0].finish.value());
 }
 
+// In the process that calls it, simulate() does not run the step again: a mirrored run that does not verify
+// throws, naming the first mismatch (the tool then runs every chip in a fresh process, test_mirror).
+TEST(Mirrored, AMismatchThrowsMirrorFallback) {
+  const Scenario s = pod_scenario({4, 4, 4}, true, LinkFidelity::flow);
+  SimOptions o;
+  o.mirror_mismatch = true;
+  std::string why;
+  try {
+    (void)simulate(s, one_collective(CollectiveKind::all_reduce, 1 << 20), o);
+  } catch (const MirrorFallback& e) {
+    why = e.why();
+    EXPECT_NE(std::string(e.what()).find("SimOptions::mirror false"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(why, "chip 1 (mirroring chip 0): injected (TPUSIM_MIRROR=mismatch)");
+}
+
 TEST(Mirrored, AStragglerIsSimulatedWithEveryChip) {
   const Scenario s = pod_scenario({4, 4, 4}, true, LinkFidelity::flow);
   SimOptions o;
   o.degraded_chips.push_back({ChipId(5), 0.8, 1.0});
+  EXPECT_FALSE(runs_mirrored(s, one_collective(CollectiveKind::all_reduce, 1 << 20), o));
   const SimResult r = simulate(s, one_collective(CollectiveKind::all_reduce, 1 << 20), o);
   EXPECT_EQ(r.chips_mirrored, 0u);
   EXPECT_EQ(r.mirroring, "a straggler or degraded chip");
@@ -42,6 +62,7 @@ TEST(Mirrored, AStragglerIsSimulatedWithEveryChip) {
 
 TEST(Mirrored, ChunkedLinksAreSimulatedWithEveryChip) {
   const Scenario s = pod_scenario({4, 4, 4}, true, LinkFidelity::chunked);
+  EXPECT_FALSE(runs_mirrored(s, one_collective(CollectiveKind::all_reduce, 1 << 20), {}));
   const SimResult r = simulate(s, one_collective(CollectiveKind::all_reduce, 1 << 20), {});
   EXPECT_EQ(r.chips_mirrored, 0u);
   EXPECT_EQ(r.mirroring, "chunked links (chunks of one tick are served in process order)");

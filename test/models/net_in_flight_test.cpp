@@ -8,6 +8,7 @@
 //   ideal = 3 S / (2B) + 3 a      (kernels/collectives.h), which the flow model meets to the tick,
 // plus the runtime's start-up and 3 step synchronisations (net/collective_engine.h).
 #include "collective_test_support.h"
+#include "support/simulate_step.h"
 #include <gtest/gtest.h>
 
 namespace tpusim::models::net {
@@ -33,7 +34,7 @@ SimResult two_all_gathers(std::uint32_t first_axes, std::uint32_t second_axes) {
   ir::Program p("two");
   p.add(all_gather(kShard, first_axes), {}, "first");
   p.add(all_gather(kShard, second_axes), {}, "second");
-  return simulate(pod_scenario({4, 4}, true, LinkFidelity::flow), single(std::move(p)), {});
+  return ::tpusim::testing::simulate_step(pod_scenario({4, 4}, true, LinkFidelity::flow), single(std::move(p)), {});
 }
 
 // Over axis 0 and axis 1 of a 4x4 torus the two all-gathers use disjoint links: both run at once and the step
@@ -76,7 +77,7 @@ TEST(IciInFlight, AllReducesOnDisjointAxesOverlapAndShareOnlyTheVpu) {
     ir::Program p("two");
     p.add(all_reduce(0b01, 0), {}, "axis0");
     p.add(all_reduce(0b10, second_core), {}, "axis1");
-    return simulate(pod_scenario({4, 4}, true, LinkFidelity::flow), single(std::move(p)), {});
+    return ::tpusim::testing::simulate_step(pod_scenario({4, 4}, true, LinkFidelity::flow), single(std::move(p)), {});
   };
   const double other_cores = in_child([&] { return two(1).step_time.value(); });
   const double same_core = in_child([&] { return two(0).step_time.value(); });
@@ -101,7 +102,7 @@ TEST(IciInFlight, ADependentOfALaterShortCollectiveDoesNotWaitForAnEarlierLongOn
   p.add(all_gather(kShard, 0b01), {}, "long");
   const std::uint32_t small = p.add(all_gather(1ULL << 20, 0b10), {}, "short");
   p.add(vector_us(1000), {small}, "compute");
-  const SimResult r = simulate(pod_scenario({4, 4}, true, LinkFidelity::flow), single(std::move(p)), {});
+  const SimResult r = ::tpusim::testing::simulate_step(pod_scenario({4, 4}, true, LinkFidelity::flow), single(std::move(p)), {});
   const double short_time = 3.0 * (1 << 20) / (2 * kLinkRate) + 3 * kHop + kOverhead;
   ASSERT_LT(short_time + 1e-3, kAllGather + 1e-3);
   const double expected = short_time + 1e-3;
@@ -124,7 +125,7 @@ TEST(IciInFlight, CollectivesMatchPerGroupWhateverTheIssueOrder) {
   ir::ProgramSet set;
   set.programs = {std::move(even), std::move(odd)};
   for (std::uint16_t c = 0; c < 16; ++c) set.role_of_chip.push_back(c % 2);  // x = chip mod 4
-  const SimResult r = simulate(pod_scenario({4, 4}, true, LinkFidelity::flow), set, {});
+  const SimResult r = ::tpusim::testing::simulate_step(pod_scenario({4, 4}, true, LinkFidelity::flow), set, {});
   EXPECT_NEAR(r.step_time.value(), kAllGather, kTolerance * kAllGather);
   EXPECT_EQ(r.collectives.size(), 4u);
 }
@@ -147,7 +148,7 @@ TEST(IciInFlight, TheKthRecvMatchesTheKthSendEvenWhenALaterSendArrivesFirst) {
   p.add(p2p(ir::OpKind::recv, -1, 0), {}, "big.recv");
   const std::uint32_t small = p.add(p2p(ir::OpKind::recv, -1, 0), {}, "small.recv");
   p.add(vector_us(1000), {small}, "compute");
-  const SimResult r = simulate(pod_scenario({4}, true, LinkFidelity::flow), single(std::move(p)), {});
+  const SimResult r = ::tpusim::testing::simulate_step(pod_scenario({4}, true, LinkFidelity::flow), single(std::move(p)), {});
   const double small_arrives = 2.0 * (1 << 20) / kLinkRate + kHop;
   const double big_arrives = 9.0 * (1 << 20) / kLinkRate + kHop;
   ASSERT_LT(big_arrives, small_arrives + 1e-3);
@@ -175,7 +176,7 @@ TEST(IciInFlight, MoreOperationsThanSlotsWaitForAFreeSlot) {
     recv.peer = -1;
     p.add(recv, {}, "recv");
   }
-  const SimResult r = simulate(pod_scenario({4}, true, LinkFidelity::flow), single(std::move(p)), {});
+  const SimResult r = ::tpusim::testing::simulate_step(pod_scenario({4}, true, LinkFidelity::flow), single(std::move(p)), {});
   const double expected = 12.0 * (1 << 20) / kLinkRate + 2 * kHop;
   EXPECT_NEAR(r.step_time.value(), expected, kTolerance * expected);
   EXPECT_EQ(r.ici_transfers, 48u);

@@ -1,10 +1,11 @@
 // Mirrored chips (models/README.md "Mirrored chips") must not change a single output byte: each scenario runs
 // through the tpusim binary with TPUSIM_MIRROR=off (every chip simulated) and as by default, with --trace, and
 // every file of the two output folders must be equal; --perf must say that mirroring took place (how many
-// chips ran) or, for the forced mismatch (TPUSIM_MIRROR=mismatch), that the run fell back to every chip. The
-// scenarios: the 175B step cut to 64 chips (one class of 64: FSDP all-gathers in flight during compute, tensor
-// all-reduces, every chip traced), the same on 512 chips (tensor on 4-chip segments of x: 4 classes of 128),
-// a two-slice data-parallel step over the DCN (8 classes), and the forced mismatch.
+// chips ran) or, for the forced mismatch (TPUSIM_MIRROR=mismatch), that the run fell back to every chip (and
+// a warning on stderr must say so once). The scenarios: the 175B step cut to 64 chips (one class of 64: FSDP
+// all-gathers in flight during compute, tensor all-reduces, every chip traced), the same on 512 chips (tensor
+// on 4-chip segments of x: 4 classes of 128), a two-slice data-parallel step over the DCN (8 classes), and the
+// forced mismatch.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,6 +55,12 @@ TEST_P(Mirrored, OutputsAreByteIdenticalToSimulatingEveryChip) {
   const std::string off = run("off", c.args, base / "off");
   const std::string on = run(c.mode, c.args, base / "on");
   EXPECT_NE(on.find("tpusim perf: mirroring " + c.expected), std::string::npos) << on;
+  // A fall-back says so on stderr as it happens, once (the tool's parent process: tools/src/mirrored_step.h).
+  const std::string warning = "[pod] warning: mirrored chips: " + c.expected + "\n";
+  if (c.mode == "mismatch") {
+    EXPECT_NE(on.find(warning), std::string::npos) << on;
+    EXPECT_EQ(on.find(warning), on.rfind(warning)) << on;
+  }
   EXPECT_NE(off.find("tpusim perf: mirroring not applied: mirrored chips off"), std::string::npos) << off;
   // Honest counts: the mirrored run executes only its simulated chips' instructions, and with the mirrored
   // ones they make up exactly what the full run executed.

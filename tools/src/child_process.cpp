@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "tools/src/environment.h"
+#include "tools/src/mirrored_step.h"
 #include "tools/src/trace.h"
 #include "tpusim/core/interrupt.h"
 
@@ -38,7 +39,7 @@ std::optional<models::StepReport> ChildStepRunner::run(const Scenario& s, const 
         recorder.emplace(trace_->chips, trace_->limit);
         o.trace = [&recorder](const models::TraceSpan& span) { recorder->record(span); };
       }
-      models::StepReport report = models::step_report(models::simulate(s, programs_, o));
+      models::StepReport report = models::step_report(simulate_step(s, programs_, o));
       if (recorder) {
         report.traced = true;
         report.spans = recorder->spans();

@@ -17,6 +17,7 @@
 #include "tools/src/child_process.h"
 #include "tools/src/environment.h"
 #include "tools/src/job_run.h"
+#include "tools/src/mirrored_step.h"
 #include "tools/src/model_info.h"
 #include "tools/src/op_classes.h"
 #include "tools/src/output_folder.h"
@@ -221,7 +222,7 @@ int run_command(const RunArgs& args) {
     ChildStepRunner runner(programs, fault_trace);  // child_process.h
     std::optional<FaultStepServer> server;
     if (scenario.job.enabled) server.emplace(scenario, *topology, runner);
-    const models::SimResult result = models::simulate(scenario, programs, options);
+    const models::SimResult result = simulate_step(scenario, programs, options);  // mirrored_step.h
     if (server) {
       // A job given in steps: its length is known now; its fault plan is checked before any step with a fault
       // is simulated.

@@ -1,15 +1,6 @@
 #include "mirror/mirrored_run.h"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <csignal>
-#include <cstdio>
-#include <stdexcept>
-
 #include "pod.h"
-#include "tpusim/core/interrupt.h"
 
 namespace tpusim::models {
 
@@ -41,50 +32,6 @@ std::optional<TranslationClasses> mirror_classes(const Scenario& scenario, const
     return std::nullopt;
   }
   return classes;
-}
-
-MirrorChild::MirrorChild() {
-  int fds[2];
-  if (pipe(fds) != 0) throw std::runtime_error("mirrored chips: pipe() failed");
-  std::fflush(nullptr);  // nothing buffered before the fork is written twice
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("mirrored chips: fork() failed");
-  if (pid == 0) {
-    close(fds[0]);
-    fd_ = fds[1];
-    return;
-  }
-  close(fds[1]);
-  const std::string message = read_from_child(fds[0], pid);
-  close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!message.empty() && message[0] == 'F') {
-    fallback_ = message.substr(1);
-    return;
-  }
-  // The child verified (or failed in its own way, which it has reported): it was the program.
-  if (WIFSIGNALED(status)) {
-    std::signal(WTERMSIG(status), SIG_DFL);
-    std::raise(WTERMSIG(status));
-    _exit(128 + WTERMSIG(status));
-  }
-  _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
-}
-
-void MirrorChild::verified() {
-  const char v = 'V';
-  (void)write_all(fd_, &v, 1);
-  close(fd_);
-  fd_ = -1;
-}
-
-void MirrorChild::fall_back(const std::string& why) {
-  const std::string message = "F" + why;
-  (void)write_all(fd_, message.data(), message.size());
-  close(fd_);
-  _exit(0);  // nothing of the child's is flushed: the parent writes everything
 }
 
 }  // namespace tpusim::models

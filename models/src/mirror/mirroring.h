@@ -20,8 +20,8 @@
 //     kernel's process order then decides, and may decide differently for a mirror in the full run. Both are
 //     reported as mismatches;
 //   - at the end, every mirror has taken every completion and made every reservation of its representative.
-// The first mismatch fails the run (RunControl::fail with MirrorMismatch); simulate() then runs the step again
-// with every chip simulated (models/src/simulate.cpp).
+// The first mismatch fails the run (RunControl::fail with MirrorMismatch); simulate() then throws MirrorFallback
+// (models/src/simulate.cpp), and the caller simulates the step again with every chip.
 #include <cstdint>
 #include <memory>
 #include <stdexcept>

@@ -186,7 +186,7 @@ struct SimResult {
   std::uint64_t kernel_events = 0;
   std::uint64_t delta_cycles = 0;   // sc_delta_count() at the end
   double wall_seconds = 0;          // elaboration + simulation
-  double elaboration_seconds = 0;   // of wall_seconds: building the pod's modules (and the mirror's fork)
+  double elaboration_seconds = 0;   // of wall_seconds: building the pod's modules
 
   [[nodiscard]] const UnitUsage& unit(HwUnit u) const { return units[static_cast<std::size_t>(u)]; }
   [[nodiscard]] double mfu() const;

@@ -5,6 +5,8 @@
 // A SystemC kernel cannot be restarted: call simulate() at most once per process.
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "tpusim/core/scenario.h"
@@ -95,18 +97,35 @@ struct SimOptions {
   bool run_ahead = true;
   // Mirrored chips (models/README.md "Mirrored chips"): where every chip of a translation class provably runs
   // the same history, only one per class is simulated and the others mirror it, with their inputs checked
-  // against its own; on any difference the step is simulated again with every chip (the mirrored run runs in
-  // a child process: a SystemC kernel runs once per process). The outputs are the same either way. false
-  // simulates every chip (the tool: TPUSIM_MIRROR=off).
+  // against its own; on any difference simulate() throws MirrorFallback, and the step must be simulated again
+  // with every chip, in a fresh process (the tool runs the mirrored step in a child: tools/src/mirrored_step.h).
+  // The outputs are the same either way. false simulates every chip (the tool: TPUSIM_MIRROR=off).
   bool mirror = true;
   // Tests of the fallback: the first check of a mirrored run fails (the tool: TPUSIM_MIRROR=mismatch).
   bool mirror_mismatch = false;
 };
 
+// A mirrored run did not verify (a mirror's input differed from its representative's, or the run failed and
+// a run of every chip must name the chip): nothing of it may be used, the trace spans already delivered
+// included. Simulate the step again with SimOptions::mirror false, in a fresh process.
+class MirrorFallback : public std::runtime_error {
+ public:
+  explicit MirrorFallback(std::string why);
+  [[nodiscard]] const std::string& why() const { return why_; }
+
+ private:
+  std::string why_;
+};
+
 // Runs every chip of scenario.pod (chips are independent until the interconnect is modelled) on the program
 // its role names, until all have finished. Throws SimulationError for a program that does not fit the chip
-// (VMEM overflow, a TensorCore the chip lacks, a unit not modelled yet). Also sets
-// SYSTEMC_DISABLE_COPYRIGHT_MESSAGE (without overwriting) before the kernel starts.
+// (VMEM overflow, a TensorCore the chip lacks, a unit not modelled yet), and MirrorFallback when mirrored
+// chips did not verify (only if runs_mirrored()). Also sets SYSTEMC_DISABLE_COPYRIGHT_MESSAGE (without
+// overwriting) before the kernel starts.
 [[nodiscard]] SimResult simulate(const Scenario& scenario, const ir::ProgramSet& programs, const SimOptions& options);
+
+// Whether simulate() with these arguments mirrors chips, and so may throw MirrorFallback once its kernel has
+// run; false (a fault, chunked links, no class of two chips...) when it simulates every chip.
+[[nodiscard]] bool runs_mirrored(const Scenario& scenario, const ir::ProgramSet& programs, const SimOptions& options);
 
 }  // namespace tpusim::models
