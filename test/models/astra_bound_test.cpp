@@ -7,6 +7,7 @@
 #include <string>
 
 #include "collective_test_support.h"
+#include "support/simulate_step.h"
 #include <gtest/gtest.h>
 
 namespace tpusim::models::net::astra {  // its own namespace: the unity build joins this file with others
@@ -18,7 +19,7 @@ void expect_near_bound(const std::vector<int>& shape, std::uint64_t bytes) {
   const Scenario s = astra_torus(shape);
   ASSERT_EQ(s.fidelity.links, LinkFidelity::flow);
   ASSERT_EQ(s.fidelity.collectives, CollectiveFidelity::aggregate);
-  const SimResult r = simulate(s, one_collective(CollectiveKind::all_reduce, bytes), {});
+  const SimResult r = ::tpusim::testing::simulate_step(s, one_collective(CollectiveKind::all_reduce, bytes), {});
   const double bound = all_reduce_bound(shape, static_cast<double>(bytes), 100e9, 1e-6);
   const double t = r.step_time.value();
   EXPECT_GE(t, bound);
