@@ -21,25 +21,6 @@ namespace {
 using namespace nettest;
 using Algo = kernels::CollectiveAlgorithm;
 
-struct Outcome {
-  double time = -1;
-  std::uint64_t link_bytes_hash = 0;
-  double link_bytes = 0;
-};
-
-Outcome outcome(const SimResult& r) {
-  Outcome o;
-  o.time = r.step_time.value();
-  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a over the links' byte counts in link order
-  for (const LinkUsage& l : r.links) {
-    const std::uint64_t b = l.bytes.count();
-    for (int i = 0; i < 8; ++i) h = (h ^ ((b >> (8 * i)) & 0xff)) * 1099511628211ULL;
-    o.link_bytes += static_cast<double>(b);
-  }
-  o.link_bytes_hash = h;
-  return o;
-}
-
 // What fails or slows: cables leaving `cut` chips along x+ (both directions), the ring kept or re-planned, and
 // links slowed for the whole run.
 struct Faults {

@@ -19,28 +19,6 @@ namespace {
 using namespace nettest;
 using Algo = kernels::CollectiveAlgorithm;
 
-// What crosses the pipe from the child: the step time and a hash of the bytes of every link and DCN NIC.
-struct Outcome {
-  double time = -1;
-  std::uint64_t link_bytes_hash = 0;
-  double link_bytes = 0;  // summed over links
-};
-
-Outcome outcome(const SimResult& r) {
-  Outcome o;
-  o.time = r.step_time.value();
-  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a over the links' byte counts in link order, then the NICs'
-  for (const auto* links : {&r.links, &r.dcn_egress, &r.dcn_ingress}) {
-    for (const LinkUsage& l : *links) {
-      const std::uint64_t b = l.bytes.count();
-      for (int i = 0; i < 8; ++i) h = (h ^ ((b >> (8 * i)) & 0xff)) * 1099511628211ULL;
-      o.link_bytes += static_cast<double>(b);
-    }
-  }
-  o.link_bytes_hash = h;
-  return o;
-}
-
 Scenario with(Scenario s, CollectiveFidelity f) {
   s.fidelity.collectives = f;
   return s;
