@@ -119,7 +119,7 @@ std::int64_t job_steps(const Scenario& s, Seconds step, Seconds checkpoint_write
 
 namespace {
 
-constexpr double kNever = std::numeric_limits<double>::infinity();
+constexpr double kNoEnd = std::numeric_limits<double>::infinity();
 
 bool link_stops(FaultKind k) { return k == FaultKind::link_down || k == FaultKind::ocs_port_down; }
 
@@ -149,14 +149,14 @@ class FaultStream {
   }
   [[nodiscard]] double peek() const {
     if (!found_.empty()) return found_.front().spec.at.value();
-    const double a = pos_ < timed_.size() ? timed_[pos_].spec.at.value() : kNever;
-    const double b = next_random_ ? next_random_->spec.at.value() : kNever;
+    const double a = pos_ < timed_.size() ? timed_[pos_].spec.at.value() : kNoEnd;
+    const double b = next_random_ ? next_random_->spec.at.value() : kNoEnd;
     return std::min(a, b);
   }
   [[nodiscard]] const ConcreteFault& peek_fault() const {  // the fault peek() times; only when one is left
     if (!found_.empty()) return found_.front();
-    const double a = pos_ < timed_.size() ? timed_[pos_].spec.at.value() : kNever;
-    const double b = next_random_ ? next_random_->spec.at.value() : kNever;
+    const double a = pos_ < timed_.size() ? timed_[pos_].spec.at.value() : kNoEnd;
+    const double b = next_random_ ? next_random_->spec.at.value() : kNoEnd;
     return a <= b ? timed_[pos_] : *next_random_;
   }
   // The next fault is one found at a relaunch (already judged in use when it landed).
@@ -167,8 +167,8 @@ class FaultStream {
       found_.pop_front();
       return f;
     }
-    const double a = pos_ < timed_.size() ? timed_[pos_].spec.at.value() : kNever;
-    const double b = next_random_ ? next_random_->spec.at.value() : kNever;
+    const double a = pos_ < timed_.size() ? timed_[pos_].spec.at.value() : kNoEnd;
+    const double b = next_random_ ? next_random_->spec.at.value() : kNoEnd;
     if (a <= b) return timed_[pos_++];
     ConcreteFault f = *next_random_;
     next_random_ = random_.next();
@@ -194,7 +194,7 @@ struct OutOfUse {
   std::vector<ChipId> chips;            // sorted; a chip fault, or a host's whose chips are all here, is on it
   bool links = false;                   // and a link fault whose source is here (a cube's cables and ports)
   std::optional<std::uint32_t> cable;   // a failed cable (the lower LinkId of its two directions)
-  double until = kNever;
+  double until = kNoEnd;
   std::string why;
 };
 
@@ -257,7 +257,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
   std::vector<OutOfUse> out;  // hardware the job does not use now (a fault on it costs nothing)
   // What a fault landing at `when` is on that the job does not use (nullptr: it is in use).
   auto unused = [&](const ConcreteFault& f, double when) -> const OutOfUse* {
-    static const OutOfUse routed{{}, false, std::nullopt, kNever, "cable routed around"};
+    static const OutOfUse routed{{}, false, std::nullopt, kNoEnd, "cable routed around"};
     if (link_stops(f.spec.kind) || f.spec.kind == FaultKind::link_degraded) {
       if (cables.down(f.link)) return &routed;
     }
@@ -349,7 +349,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     e.step_started = Seconds(t);
     if (found) {
       // It is met now: its component leaves the list of those failed and not yet found.
-      const auto o = std::find_if(out.begin(), out.end(), [](const OutOfUse& u) { return u.until == kNever; });
+      const auto o = std::find_if(out.begin(), out.end(), [](const OutOfUse& u) { return u.until == kNoEnd; });
       if (o != out.end()) out.erase(o);
     } else if (const OutOfUse* o = unused(fault, f)) {
       e.detected = Seconds(at);
@@ -500,7 +500,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
           // detection overlaps this one's; the relaunch and restore are paid once). What it adds is the time
           // its own recovery ends after this one's, before the relaunch.
           ConcreteFault g = faults.pop();
-          const auto o = std::find_if(out.begin(), out.end(), [](const OutOfUse& u) { return u.until == kNever; });
+          const auto o = std::find_if(out.begin(), out.end(), [](const OutOfUse& u) { return u.until == kNoEnd; });
           if (o != out.end()) out.erase(o);
           FaultEvent d;
           d.fault = g;
@@ -552,7 +552,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
             break;
           }
           ConcreteFault d = faults.pop();
-          out.push_back(out_of_use(topo, d, false, kNever, "failed before: not yet found"));
+          out.push_back(out_of_use(topo, d, false, kNoEnd, "failed before: not yet found"));
           found_now.push_back(std::move(d));
           continue;
         }
