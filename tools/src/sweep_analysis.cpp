@@ -149,14 +149,16 @@ void plot_against_inner_axis(const SweepPlan& plan, const SweepTable& table, con
   if (plan.axes.empty() || plan.axes.back().paths.size() != 1) return;
   const Axis& inner = plan.axes.back();
   std::map<std::string, Series> groups;
-  double lo = INFINITY, hi = 0;
+  std::vector<double> xs;  // the axis's values as numbers
   for (const auto& v : inner.values) {
-    if (!numeric(v[0])) return;
+    const std::optional<double> x = numeric(v[0]);
+    if (!x) return;
+    xs.push_back(*x);
   }
   const std::size_t col = *table.column(metric);
   for (const auto& r : table.rows) {
     if (!r.mean[col]) continue;
-    const double x = *numeric(inner.values[r.config->choice.back()][0]);
+    const double x = xs[r.config->choice.back()];
     const std::string key = group_key(plan, *r.config);
     Series& s = groups[key];
     s.name = key.empty() ? plan.name : key;
@@ -164,14 +166,10 @@ void plot_against_inner_axis(const SweepPlan& plan, const SweepTable& table, con
     s.x.push_back(x);
     s.y.push_back(*r.mean[col]);
     if (!plan.seeds.empty()) s.err.push_back(r.spread[col].value_or(0.0));
-    lo = std::min(lo, x);
-    hi = std::max(hi, x);
   }
   std::vector<Series> series;
   for (auto& [k, s] : groups) series.push_back(std::move(s));
-  std::vector<double> xs;
-  for (const auto& v : inner.values) xs.push_back(*numeric(v[0]));
-  const bool log = lo > 0 && wants_log_axis(xs);
+  const bool log = wants_log_axis(xs);
   const Value unit_probe = value_from_text(inner.values.front()[0]);
   const TableColumn& c = table.columns[col];
   const std::string what = metric == "step_time_s" ? "step time" : c.name;
@@ -185,10 +183,7 @@ void plot_against_inner_axis(const SweepPlan& plan, const SweepTable& table, con
         plan.seeds.empty() ? fmt::format("{}: {}", plan.name, what)
                            : fmt::format("{}: {}, mean of {} seeds, bars +/- 1 sd", plan.name, what,
                                          plan.seeds.size());
-    const bool integer = std::all_of(inner.values.begin(), inner.values.end(), [](const auto& v) {
-      const double x = *numeric(v[0]);
-      return x == std::floor(x);
-    });
+    const bool integer = std::all_of(xs.begin(), xs.end(), [](double x) { return x == std::floor(x); });
     PlotAxis x_axis{x_title, xq, log, integer && unit_probe.dim.none()};
     x_axis.binary = log && xq == Quantity::count && all_powers_of_two(xs);
     write_line_chart_svg(series, title, x_axis, column_axis(c, y_title, log && metric == "step_time_s"),
