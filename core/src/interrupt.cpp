@@ -1,8 +1,5 @@
 #include "tpusim/core/interrupt.h"
 
-#include <unistd.h>
-
-#include <cerrno>
 #include <csignal>
 #include <cstring>
 
@@ -39,35 +36,5 @@ void throw_if_interrupted() {
 }
 
 void simulate_interrupt(int signal) { g_signal = signal; }
-
-bool write_all(int fd, const void* data, std::size_t size) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    const ssize_t n = write(fd, p, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    size -= static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
-std::string read_from_child(int fd, pid_t child) {
-  std::string bytes;
-  char buf[1 << 16];
-  bool forwarded = false;
-  for (;;) {
-    if (const int s = g_signal; s != 0 && !forwarded) {  // before the read too: it may have come since the fork
-      kill(child, s);
-      forwarded = true;
-    }
-    const ssize_t n = read(fd, buf, sizeof buf);
-    if (n > 0) {
-      bytes.append(buf, static_cast<std::size_t>(n));
-    } else if (n == 0 || errno != EINTR) {
-      return bytes;
-    }
-  }
-}
 
 }  // namespace tpusim

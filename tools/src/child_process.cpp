@@ -10,6 +10,7 @@
 #include <exception>
 #include <stdexcept>
 
+#include "tools/src/child_pipe.h"
 #include "tools/src/environment.h"
 #include "tools/src/mirrored_step.h"
 #include "tools/src/trace.h"

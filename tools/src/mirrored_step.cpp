@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "tools/src/child_pipe.h"
 #include "tpusim/core/interrupt.h"
 #include "tpusim/core/logging.h"
 

@@ -4,9 +4,6 @@
 // Interrupted, so the run unwinds through its destructors and leaves nothing half-written. The flag is the
 // one process-wide state in tpusim that changes while it runs (a signal handler can reach nothing else);
 // the other, the data folder (data_paths.h), is set once at start-up.
-#include <sys/types.h>
-
-#include <cstddef>
 #include <stdexcept>
 #include <string>
 
@@ -33,13 +30,5 @@ void install_interrupt_handlers();
 void throw_if_interrupted();
 // For tests: behave as if `signal` had been received (0 clears).
 void simulate_interrupt(int signal);
-
-// A pipe between tpusim and a child process it forked (a job's fault steps, a mirrored run). Writes all of
-// `size` bytes, retrying when a signal interrupts the write; false if the pipe fails.
-[[nodiscard]] bool write_all(int fd, const void* data, std::size_t size);
-// Reads the pipe to its end, retrying when a signal interrupts the read. A SIGINT or SIGTERM recorded meanwhile
-// is sent on to `child` once: a signal sent to this process alone (kill PID, not the process group as Ctrl-C
-// does) stops the child's work too, instead of waiting for it.
-[[nodiscard]] std::string read_from_child(int fd, pid_t child);
 
 }  // namespace tpusim
