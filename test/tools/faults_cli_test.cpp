@@ -45,6 +45,34 @@ TEST_F(FaultsCli, AFaultAfterTheJobOfStepsEndsIsBadInputWithItsLineAndNothingIsW
   EXPECT_FALSE(std::filesystem::exists(dir_ / "out"));
 }
 
+// A chip's six cables failing one by one: under reroute the sixth cuts the chip off and the plan is refused
+// (test/badinput/cases.yaml, fault-plan-cuts-every-cable-of-a-chip); under checkpoint_restart each failure is
+// repaired at the restart its detection starts, so the plan runs, each fault a restart, and nothing else
+// about the job changes.
+TEST_F(FaultsCli, SixCablesOfAChipFailingOneByOneRunUnderCheckpointRestartAndAreRefusedUnderReroute) {
+  std::string yaml = "name: s\npod: v4-4x4x4\nworkload: {model: mlp-small, batch: 64, step: train}\n"
+                     "job: {steps: 100000000, recovery: checkpoint_restart, restart: 1 s, repair: 0 s}\nfaults:\n";
+  const char* dirs[] = {"x+", "x-", "y+", "y-", "z+", "z-"};
+  for (int i = 0; i < 6; ++i) {
+    yaml += std::string("  - {at: ") + std::to_string(i + 1) + " min, kind: link_down, target: {chip: [1, 1, 1], dir: " +
+            dirs[i] + "}}\n";
+  }
+  const auto file = write("six.yaml", yaml);
+  const Outcome o = tpusim("run " + file.string() + " -q -o " + (dir_ / "out").string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto s = nlohmann::json::parse(slurp(dir_ / "out" / "summary.json"));
+  const auto& timeline = s["faults"]["timeline"];
+  ASSERT_EQ(timeline.size(), 6u);
+  for (std::size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(timeline[i]["kind"], "link_down") << i;
+    EXPECT_EQ(timeline[i]["recovery"], "checkpoint_restart") << i;
+  }
+  const Outcome refused = tpusim("validate " + file.string() + " --set job.recovery=reroute");
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("six.yaml:11:"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("the last cable of chip [1, 1, 1]"), std::string::npos) << refused.err;
+}
+
 TEST_F(FaultsCli, AnUnknownKindAndAMissingTargetAreBadInputBeforeAnythingRuns) {
   const auto file = write("bad.yaml", std::string(kJob) + R"(faults:
   - {at: 1 s, kind: chip_failure, target: [0, 0]}

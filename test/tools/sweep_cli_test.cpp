@@ -359,6 +359,28 @@ TEST_F(SweepCli, ABadGridValueNamesTheSweepFilesLine) {
   EXPECT_FALSE(fs::exists(dir_ / "sw"));
 }
 
+// A fault plan that one point's values make wrong (both x cables of a 2x2x1 slice down split it in two, which
+// reroute cannot route around, while checkpoint_restart repairs them) is refused before any point runs, as
+// `run` refuses it, at the scenario's fault and naming the point.
+TEST_F(SweepCli, AFaultPlanThatOnePointMakesWrongIsRefusedBeforeAnyPointRuns) {
+  write("s.yaml",
+        "name: s\npod: v4-2x2x1\nworkload: {model: mlp-small, batch: 64, step: train}\n"
+        "job: {steps: 10000000, recovery: checkpoint_restart}\nfaults:\n"
+        "  - {at: 1 s, kind: link_down, target: {chip: [0, 0, 0], dir: x+}}\n"
+        "  - {at: 3 s, kind: link_down, target: {chip: [0, 1, 0], dir: x+}}\n");
+  const fs::path sweep =
+      write("w.yaml", "name: w\nscenario: s.yaml\ngrid:\n  job.recovery: [checkpoint_restart, reroute]\n");
+  const Outcome o = tpusim("sweep " + sweep.string() + " -o " + (dir_ / "sw").string());
+  EXPECT_EQ(o.exit_code, 2) << o.err;
+  EXPECT_NE(o.err.find("s.yaml:7:"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("faults[1]"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("splits the pod into two parts"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("in the sweep's point job.recovery=reroute"), std::string::npos) << o.err;
+  EXPECT_EQ(count_of(o.err, "splits the pod"), 1u) << o.err;
+  EXPECT_NE(o.err.find("nothing was run"), std::string::npos) << o.err;
+  EXPECT_FALSE(fs::exists(dir_ / "sw"));
+}
+
 TEST_F(SweepCli, BundledSweepsResolveAndExpandToTheirPointCounts) {
   const std::pair<const char*, int> kSweeps[] = {
       {"roofline", 54},      {"roofline-v4", 5},    {"allreduce-size-v4-4x4x4", 55}, {"allreduce-size-v4-pod", 11},

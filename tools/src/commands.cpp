@@ -42,20 +42,6 @@ namespace tpusim::tools {
 namespace fs = std::filesystem;
 namespace {
 
-// Builds the pod's topology once to check that the pod and chip fit together (axes vs ICI ports, cube
-// divisibility, twist rules); a mismatch is bad input, reported before anything runs.
-Topology check_topology(const Scenario& s) {
-  try {
-    return build_topology(s.pod, s.chip);
-  } catch (const std::invalid_argument& e) {
-    const auto it = s.pod.origins.find("shape");
-    Diagnostics diags;
-    diags.error(it != s.pod.origins.end() ? it->second.loc : SourceLoc{"(pod)", 0, 0}, "pod",
-                "the pod cannot be built with this chip", "a pod the chip can form", e.what());
-    throw ConfigError(diags.items());
-  }
-}
-
 // The scenario's programs: a program file it names (checked like any input), or the lowered model (with its
 // memory plan and step work).
 kernels::LoweredWorkload programs_for(const Scenario& s) {

@@ -332,10 +332,25 @@ void check_fault_splits(const Scenario& s, const Topology& topology) {
 
 }  // namespace
 
+Topology check_topology(const Scenario& s) {
+  try {
+    return build_topology(s.pod, s.chip);
+  } catch (const std::invalid_argument& e) {
+    const auto it = s.pod.origins.find("shape");
+    Diagnostics diags;
+    diags.error(it != s.pod.origins.end() ? it->second.loc : SourceLoc{"(pod)", 0, 0}, "pod",
+                "the pod cannot be built with this chip", "a pod the chip can form", e.what());
+    throw ConfigError(diags.items());
+  }
+}
+
 void check_fault_cuts(const Scenario& s, const Topology& topology) {
   // The cables (a directed link and its reverse, named by the lower LinkId) the timed faults stop, in time order:
   // the fault that stops a chip's last cable cuts it off from the torus. Rerouting cannot reach it; it is a
   // failed chip, and the plan must say so (a chip_down fault, whose recovery policy then applies).
+  // Only reroute keeps cables down (routed around until a restart); the other policies repair each at the restart
+  // its detection starts, and simulate no step with a cable down (models/job/job_steps.cpp).
+  if (s.job.recovery != RecoveryPolicyKind::reroute) return;
   std::set<std::uint32_t> cut;
   Diagnostics diags;
   for (const FaultSpec& f : s.faults.faults) {  // sorted by `at`
@@ -364,7 +379,14 @@ void check_fault_cuts(const Scenario& s, const Topology& topology) {
     }
   }
   diags.throw_if_any();
-  if (s.job.recovery == RecoveryPolicyKind::reroute) check_fault_splits(s, topology);
+  check_fault_splits(s, topology);
+}
+
+void check_fault_plan(const Scenario& s) {
+  const bool timed_links = std::any_of(s.faults.faults.begin(), s.faults.faults.end(), [](const FaultSpec& f) {
+    return !f.target.random && (f.kind == FaultKind::link_down || f.kind == FaultKind::ocs_port_down);
+  });
+  if (timed_links && s.job.recovery == RecoveryPolicyKind::reroute) check_fault_cuts(s, check_topology(s));
 }
 
 void guard_fault_rates(const Scenario& s, Seconds length) {

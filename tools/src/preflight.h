@@ -1,5 +1,6 @@
 #pragma once
 // The checks every command makes before it does work, in the order they can fail:
+//   check_topology    the pod and chip fit together
 //   guard_topology    the pod's chips and links against the memory limit
 //   guard_lowering    what lowering the model will emit (or reading the program file) against the limit
 //   check_programs    a program that cannot run here is bad input (exit 2, at its file and line): a
@@ -42,14 +43,22 @@ class ResourceRefused : public std::runtime_error {
 };
 
 void guard_topology(const PodSpec& pod, const Limits& limits);
+// Builds the pod's topology to check that the pod and chip fit together (axes against ICI ports, cube
+// divisibility, twist rules); a mismatch is bad input (ConfigError at the pod's shape), reported before anything
+// runs.
+[[nodiscard]] Topology check_topology(const Scenario& scenario);
 void guard_lowering(const Scenario& scenario, const Limits& limits);
 void check_programs(const Scenario& scenario, const ir::ProgramSet& programs, const Topology& topology);
 void guard_simulation(const Scenario& scenario, const ir::ProgramSet& programs, const Limits& limits);
-// Timed link faults that cut a chip off from the torus (every cable of it down) are bad input at the fault that
-// cuts the last one: the chip has failed, which the plan must say with a chip_down fault. Under job.recovery:
-// reroute (which keeps failed cables down), timed link faults that split a pod into two parts are bad input at
-// the fault that splits it, naming the parts and the cables between them.
+// Under job.recovery: reroute, which keeps failed cables down until a restart: timed link faults that cut a chip
+// off from the torus (every cable of it down) are bad input at the fault that cuts the last one (the chip has
+// failed, which the plan must say with a chip_down fault), and timed link faults that split a pod into two
+// parts are bad input at the fault that splits it, naming the parts and the cables between them. The other
+// policies repair each cable at the restart its detection starts.
 void check_fault_cuts(const Scenario& scenario, const Topology& topology);
+// check_fault_cuts for a scenario whose topology is not built yet (a sweep's points, before any runs): builds it
+// (check_topology) only for timed link faults under reroute.
+void check_fault_plan(const Scenario& scenario);
 // A job's random fault rates against what a job can meet (models::kMaxJobFaults), over `length` (job.duration,
 // or for a job given in steps its healthy length once the step is simulated: models::healthy_job_length).
 void guard_fault_rates(const Scenario& scenario, Seconds length);

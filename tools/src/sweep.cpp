@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/src/output_folder.h"
+#include "tools/src/preflight.h"
 #include "tools/src/slurm.h"
 #include "tools/src/sweep_analysis.h"
 #include "tools/src/sweep_axes.h"
@@ -90,6 +91,17 @@ void validate(const SweepPlan& plan, const Expansion& ex) {
     try {
       const Scenario s = load_scenario(plan.scenario.string(), overrides);
       kernels::check_sharding(s.workload, s.pod);
+      try {
+        check_fault_plan(s);  // preflight.h, as `run` checks it
+      } catch (const ConfigError& e) {
+        // At the scenario's fault, which every point shares: the message names the point whose pod or plan
+        // makes it wrong (the first such point, when several share the error).
+        for (Diagnostic d : at_sweep_lines(e, c.overrides, c.origins)) {
+          if (!seen.insert(d.str()).second) continue;
+          d.hint += fmt::format("{}in the sweep's point {}", d.hint.empty() ? "" : "; ", fmt::join(c.overrides, ", "));
+          all.push_back(std::move(d));
+        }
+      }
     } catch (const ConfigError& e) {
       for (const auto& d : at_sweep_lines(e, c.overrides, c.origins)) {
         if (seen.insert(d.str()).second) all.push_back(d);
