@@ -312,11 +312,17 @@ class FlowLinkModel final : public LinkModel {
     }
     std::size_t frozen = 0;
     while (frozen < comp_flows_.size()) {
+      // Channels whose flows are all frozen drop out of the rounds (the order of the rest kept, so the
+      // subtractions below run in the same order and the rates come out bit for bit the same).
       double share = std::numeric_limits<double>::infinity();
+      std::size_t kept = 0;
       for (std::uint32_t c : comp_channels_) {
         const Port& p = ports_[c];
-        if (p.unfrozen > 0) share = std::min(share, p.left / p.demand);
+        if (p.unfrozen == 0) continue;
+        comp_channels_[kept++] = c;
+        share = std::min(share, p.left / p.demand);
       }
+      comp_channels_.resize(kept);
       // Freeze the flows of every channel at the bottleneck share (relative slack for rounding).
       const double limit = share * (1 + 1e-12);
       for (std::uint32_t c : comp_channels_) {
