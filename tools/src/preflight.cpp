@@ -282,6 +282,15 @@ std::string chip_str(const Topology& topo, ChipId chip) {
   return fmt::format("[{}]", fmt::join(c.pos.begin(), c.pos.begin() + topo.axes(), ", "));
 }
 
+// A fault the plan times on one cable (a link or an OCS port), whose cable the preflight can follow.
+bool timed_cable_fault(const FaultSpec& f) {
+  return !f.target.random && (f.kind == FaultKind::link_down || f.kind == FaultKind::ocs_port_down);
+}
+
+// Only reroute keeps failed cables down (routed around until a restart); the other policies repair each at the
+// restart its detection starts, and simulate no step with a cable down (models/job/job_steps.cpp).
+bool cables_stay_down(const Scenario& s) { return s.job.recovery == RecoveryPolicyKind::reroute; }
+
 // Under reroute the cables a timed plan stops stay down (routed around) until a restart repairs them: a set of
 // them that splits a pod into two parts, no chip alone (that case is check_fault_cuts's), leaves chips no route
 // reaches. The plan is bad input at the fault that splits it, naming the parts and the plan's cables between
@@ -290,7 +299,7 @@ void check_fault_splits(const Scenario& s, const Topology& topology) {
   models::job::FailedCables cables(topology);
   std::map<std::uint32_t, int> fault_of;  // a cable -> the plan's entry that stopped it
   for (const FaultSpec& f : s.faults.faults) {  // sorted by `at`
-    if (f.target.random || (f.kind != FaultKind::link_down && f.kind != FaultKind::ocs_port_down)) continue;
+    if (!timed_cable_fault(f)) continue;
     const models::ConcreteFault c = models::concrete_fault(f, topology, s.seed);
     fault_of.emplace(cables.cable_of(c.link), f.index);
     const std::optional<std::vector<ChipId>> cut = cables.fail(c.link);
@@ -348,13 +357,11 @@ void check_fault_cuts(const Scenario& s, const Topology& topology) {
   // The cables (a directed link and its reverse, named by the lower LinkId) the timed faults stop, in time order:
   // the fault that stops a chip's last cable cuts it off from the torus. Rerouting cannot reach it; it is a
   // failed chip, and the plan must say so (a chip_down fault, whose recovery policy then applies).
-  // Only reroute keeps cables down (routed around until a restart); the other policies repair each at the restart
-  // its detection starts, and simulate no step with a cable down (models/job/job_steps.cpp).
-  if (s.job.recovery != RecoveryPolicyKind::reroute) return;
+  if (!cables_stay_down(s)) return;
   std::set<std::uint32_t> cut;
   Diagnostics diags;
   for (const FaultSpec& f : s.faults.faults) {  // sorted by `at`
-    if (f.target.random || (f.kind != FaultKind::link_down && f.kind != FaultKind::ocs_port_down)) continue;
+    if (!timed_cable_fault(f)) continue;
     const models::ConcreteFault c = models::concrete_fault(f, topology, s.seed);
     const Link& l = topology.link(c.link);
     auto cable_of = [&](LinkId id) {
@@ -383,10 +390,10 @@ void check_fault_cuts(const Scenario& s, const Topology& topology) {
 }
 
 void check_fault_plan(const Scenario& s) {
-  const bool timed_links = std::any_of(s.faults.faults.begin(), s.faults.faults.end(), [](const FaultSpec& f) {
-    return !f.target.random && (f.kind == FaultKind::link_down || f.kind == FaultKind::ocs_port_down);
-  });
-  if (timed_links && s.job.recovery == RecoveryPolicyKind::reroute) check_fault_cuts(s, check_topology(s));
+  if (!cables_stay_down(s)) return;  // check_fault_cuts would return at once: no topology to build
+  if (std::any_of(s.faults.faults.begin(), s.faults.faults.end(), timed_cable_fault)) {
+    check_fault_cuts(s, check_topology(s));
+  }
 }
 
 void guard_fault_rates(const Scenario& s, Seconds length) {
