@@ -27,9 +27,4 @@ struct SweepArgs {
 
 int sweep_command(const SweepArgs& args);
 
-// Reads a sweep file, expands it and resolves its first `max_configs` combinations as sweep_command does
-// before running anything; throws ConfigError for bad input. Returns the combinations checked. (For the
-// fuzz target.)
-std::size_t check_sweep(const std::string& name_or_path, std::size_t max_configs);
-
 }  // namespace tpusim::tools
