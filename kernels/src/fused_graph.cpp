@@ -118,39 +118,59 @@ void fuse(Graph& g) {
   }
 }
 
-Liveness activation_liveness(const Graph& g) {
+namespace {
+
+// Each tensor's extent over the ops that touch it (first write, last access: `n` and 0 for a tensor no kept op
+// touches), and whether the forward phase wrote it for the backward (or a recomputed block) to read.
+struct TensorExtents {
+  std::vector<std::size_t> first, last;
+  std::vector<bool> kept;
+};
+
+TensorExtents tensor_extents(const Graph& g) {
   const std::vector<Op>& ops = g.ops();
   const std::size_t n = ops.size();
-  std::vector<std::size_t> first(g.tensors().size(), n), last(g.tensors().size(), 0);
+  TensorExtents e{std::vector<std::size_t>(g.tensors().size(), n), std::vector<std::size_t>(g.tensors().size(), 0),
+                  {}};
   std::vector<bool> forward_written(g.tensors().size(), false), backward_read(g.tensors().size(), false);
   for (std::size_t i = 0; i < n; ++i) {
     if (ops[i].merged || ops[i].dropped) continue;
     for (const Access& w : ops[i].writes) {
-      first[w.tensor] = std::min(first[w.tensor], i);
-      last[w.tensor] = std::max(last[w.tensor], i);
+      e.first[w.tensor] = std::min(e.first[w.tensor], i);
+      e.last[w.tensor] = std::max(e.last[w.tensor], i);
       if (ops[i].phase == Phase::forward) forward_written[w.tensor] = true;
     }
     for (const Access& r : ops[i].reads) {
-      last[r.tensor] = std::max(last[r.tensor], i);
+      e.last[r.tensor] = std::max(e.last[r.tensor], i);
       // A block recomputed for the backward pass reads what the forward pass kept, as the backward does.
       if (ops[i].phase == Phase::backward || ops[i].phase == Phase::recompute) backward_read[r.tensor] = true;
     }
   }
+  e.kept.resize(g.tensors().size());
+  for (TensorId t = 0; t < g.tensors().size(); ++t) e.kept[t] = forward_written[t] && backward_read[t];
+  return e;
+}
+
+}  // namespace
+
+Liveness activation_liveness(const Graph& g) {
+  const std::size_t n = g.ops().size();
+  const TensorExtents e = tensor_extents(g);
   // Sweep: +bytes at the first write, -bytes after the last access; kept tensors also on their own sweep.
   std::vector<double> delta(n + 1, 0.0), kept_delta(n + 1, 0.0), host_delta(n + 1, 0.0);
   for (TensorId t = 0; t < g.tensors().size(); ++t) {
     const Tensor& tensor = g.tensor(t);
-    if (first[t] == n) continue;
-    const std::size_t end = std::max(first[t], last[t]) + 1;
+    if (e.first[t] == n) continue;
+    const std::size_t end = std::max(e.first[t], e.last[t]) + 1;
     if (tensor.kind == TensorKind::host_offload) {
-      host_delta[first[t]] += tensor.bytes();
+      host_delta[e.first[t]] += tensor.bytes();
       host_delta[end] -= tensor.bytes();
     }
     if (tensor.kind != TensorKind::activation) continue;
-    delta[first[t]] += tensor.bytes();
+    delta[e.first[t]] += tensor.bytes();
     delta[end] -= tensor.bytes();
-    if (forward_written[t] && backward_read[t]) {
-      kept_delta[first[t]] += tensor.bytes();
+    if (e.kept[t]) {
+      kept_delta[e.first[t]] += tensor.bytes();
       kept_delta[end] -= tensor.bytes();
     }
   }
@@ -167,6 +187,18 @@ Liveness activation_liveness(const Graph& g) {
   return l;
 }
 
+ActivationSpans activation_spans(const Graph& g) {
+  const std::size_t n = g.ops().size();
+  const TensorExtents e = tensor_extents(g);
+  ActivationSpans spans{std::vector<double>(n, 0.0), std::vector<double>(n, 0.0)};
+  for (TensorId t = 0; t < g.tensors().size(); ++t) {
+    if (e.first[t] == n || g.tensor(t).kind != TensorKind::activation) continue;
+    spans.allocated[e.first[t]] += g.tensor(t).bytes();
+    spans.freed[std::max(e.first[t], e.last[t])] += g.tensor(t).bytes();
+  }
+  return spans;
+}
+
 namespace {
 
 std::int64_t split_size(std::int64_t total, int parts, int part) {
@@ -176,7 +208,8 @@ std::int64_t split_size(std::int64_t total, int parts, int part) {
 }  // namespace
 
 std::vector<std::uint32_t> emit(const Graph& g, const ChipSpec& chip, ir::Program& prog,
-                                const std::vector<std::uint32_t>& after, bool serialize_collectives) {
+                                const std::vector<std::uint32_t>& after, bool serialize_collectives,
+                                std::vector<std::vector<std::uint32_t>>* op_instructions) {
   const int cores = std::max(1, chip.tensorcores);
   const double transcendental_cost = chip.vpu.transcendental_rate > 0 ? 1.0 / chip.vpu.transcendental_rate : 1.0;
   const std::int64_t row_granule = 8;  // the MXU takes LHS rows 8 at a time (docs/hardware.md)
@@ -308,6 +341,7 @@ std::vector<std::uint32_t> emit(const Graph& g, const ChipSpec& chip, ir::Progra
   if (sinks.empty()) sinks = after;
   std::sort(sinks.begin(), sinks.end());
   sinks.erase(std::unique(sinks.begin(), sinks.end()), sinks.end());
+  if (op_instructions != nullptr) *op_instructions = std::move(op_ids);
   return sinks;
 }
 

@@ -150,6 +150,14 @@ struct Liveness {
 };
 [[nodiscard]] Liveness activation_liveness(const Graph& g);
 
+// The same activations by op, for following them in time: a tensor is allocated by the first op that writes it
+// and freed by the last op that reads or writes it (activation_liveness sweeps these in graph order). Indexed by
+// op; merged and dropped ops allocate and free nothing (a group's head carries its members' accesses).
+struct ActivationSpans {
+  std::vector<double> allocated, freed;  // bytes
+};
+[[nodiscard]] ActivationSpans activation_spans(const Graph& g);
+
 // Appends the graph's ops to `prog`: one instruction per TensorCore and op (parts of equal size along the
 // batch, the rows, or else the columns of a matmul, or the elements of a vector op; an op too small to split
 // runs on TensorCore 0), every instruction depending on `after`. Returns the step's last instructions (the
@@ -157,7 +165,10 @@ struct Liveness {
 //
 // With `serialize_collectives` (workload overlap: off) every collective waits for all earlier instructions of
 // the step and every later instruction waits for it: the baseline without compute / communication overlap.
+// `op_instructions` (if not null) receives each op's instructions, indexed by op (none for merged and dropped
+// ops).
 std::vector<std::uint32_t> emit(const Graph& g, const ChipSpec& chip, ir::Program& prog,
-                                const std::vector<std::uint32_t>& after, bool serialize_collectives = false);
+                                const std::vector<std::uint32_t>& after, bool serialize_collectives = false,
+                                std::vector<std::vector<std::uint32_t>>* op_instructions = nullptr);
 
 }  // namespace tpusim::kernels::fused

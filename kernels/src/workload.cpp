@@ -111,6 +111,19 @@ BuiltStep build_step(const WorkloadSpec& w, const ChipSpec& chip, const Sharding
   return b;
 }
 
+// The memory a step's graph holds over its step (MemoryTimeline), given the instructions emit() made of each op.
+MemoryTimeline memory_timeline(const fused::Graph& graph, const MemoryPlan& plan,
+                               std::vector<std::vector<std::uint32_t>> op_instructions) {
+  MemoryTimeline t;
+  t.persistent = plan.weights + plan.gradients + plan.optimizer_state + plan.kv_cache;
+  const fused::ActivationSpans spans = fused::activation_spans(graph);
+  for (std::size_t op = 0; op < op_instructions.size(); ++op) {
+    if (op_instructions[op].empty() || (spans.allocated[op] == 0 && spans.freed[op] == 0)) continue;
+    t.uses.push_back(kernels::ActivationUse{std::move(op_instructions[op]), spans.allocated[op], spans.freed[op]});
+  }
+  return t;
+}
+
 // The largest step (in estimated instructions) an alternative of the does-not-fit hint may build.
 constexpr double kHintSearchInstructions = 2e5;
 
@@ -479,7 +492,9 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
     b.matmul(OpName{fused::Phase::forward, "gemm", "matmul"}, ir::OpClass::matmul, mm);
     sinks = fused::emit(b.graph(), chip, prog, start);
   } else if (built) {
-    sinks = fused::emit(built->graph, chip, prog, start, !workload.overlap);
+    std::vector<std::vector<std::uint32_t>> op_instructions;
+    sinks = fused::emit(built->graph, chip, prog, start, !workload.overlap, &op_instructions);
+    out.memory_timeline = memory_timeline(built->graph, built->plan, std::move(op_instructions));
     if (host.checkpoint_bytes > 0) {
       sinks = {prog.add(host_op(ir::HostOp::checkpoint, host.checkpoint_bytes, host.checkpoint_seconds), sinks,
                         "host.checkpoint")};

@@ -155,3 +155,41 @@ TEST(Remat, OffloadBeyondTheHostMemoryIsRefused) {
 
 }  // namespace
 }  // namespace tpusim::kernels
+
+namespace tpusim::kernels {
+namespace {
+
+// The memory timeline the tools follow in simulated time (memory_in_use.h) is the plan's own count: its ops'
+// allocations and frees, swept in program order (allocate at an op, free after it), peak at exactly the plan's
+// activations + workspace on top of its persistent bytes, under every policy; everything allocated is freed;
+// each instruction belongs to at most one op, and only to instructions of the program.
+TEST(MemoryTimeline, SweptInProgramOrderItIsThePlansCount) {
+  for (const Remat remat : {Remat::none, Remat::full, Remat::minimal, Remat::save_qkv_proj}) {
+    const LoweredWorkload l = lower(two_blocks(remat), roomy());
+    ASSERT_TRUE(l.memory_timeline.has_value());
+    ASSERT_TRUE(l.memory.has_value());
+    const MemoryTimeline& t = *l.memory_timeline;
+    const MemoryPlan& p = *l.memory;
+    EXPECT_EQ(t.persistent, p.weights + p.gradients + p.optimizer_state + p.kv_cache);
+    double held = 0, peak = 0, allocated = 0, freed = 0;
+    std::vector<int> owner(l.programs.programs[0].size(), 0);
+    for (const ActivationUse& u : t.uses) {
+      held += u.allocated;
+      peak = std::max(peak, held);
+      held -= u.freed;
+      allocated += u.allocated;
+      freed += u.freed;
+      EXPECT_FALSE(u.instructions.empty());
+      for (const std::uint32_t i : u.instructions) {
+        ASSERT_LT(i, owner.size());
+        EXPECT_EQ(++owner[i], 1) << "instruction " << i << " in two ops";
+      }
+    }
+    EXPECT_EQ(allocated, freed) << static_cast<int>(remat);
+    EXPECT_NEAR(peak, (p.activations + p.workspace).as_double(), 1.0) << static_cast<int>(remat);
+    EXPECT_GT(peak, 0);
+  }
+}
+
+}  // namespace
+}  // namespace tpusim::kernels

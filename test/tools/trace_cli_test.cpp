@@ -253,7 +253,7 @@ TEST_F(TraceCli, CounterTracksCarryEveryTracedByteOfHbmAndIci) {
   std::map<std::pair<long long, std::string>, double> expected;
   for (const json& e : doc["traceEvents"]) {
     const long long pid = e["pid"];
-    if (e["ph"] == "C") {
+    if (e["ph"] == "C" && e["args"].contains("GB/s")) {  // the rates (not "HBM in use", in GB)
       EXPECT_EQ(e["cat"], "counter");
       samples[{pid, e["name"]}].emplace_back(e["ts"].get<double>(), e["args"]["GB/s"].get<double>());
     } else if (e["ph"] == "X" && e.contains("args")) {
@@ -278,6 +278,37 @@ TEST_F(TraceCli, CounterTracksCarryEveryTracedByteOfHbmAndIci) {
       EXPECT_NEAR(bytes, want, want * 1e-9) << pid << " " << name;
     }
   }
+}
+
+TEST_F(TraceCli, HbmInUseRisesToTheSummarysPeakOnTheFirstChipAndEndsAtThePersistentBytes) {
+  // The first chip's "HBM in use" counter (GB): the weights, gradients and optimizer state held from the start,
+  // the activations on top; its highest sample is summary.json's memory.in_use.peak_bytes, and it ends with every
+  // activation freed. Chip 1 is traced but carries no such counter (the first chip's only). On this FSDP x tensor
+  // slice the peak is above the plan's total (1.909 GB against 1.806 GB): the weights' all-gathers run ahead of
+  // the matmuls that read them, so their outputs are held beside the live activations, which the plan's
+  // program-order sweep does not count together.
+  const auto docs = traces("gpt3-1.3b-fsdp-tensor-v4-2x2x1 --set workload.model.layers=2", "--trace-chips 0-1",
+                           "in-use");
+  ASSERT_EQ(docs.count("trace.json"), 1u);
+  const json summary = json::parse(slurp(dir_ / "in-use" / "summary.json"));
+  const json& memory = summary["memory"];
+  const json& cats = memory["categories"];
+  const double persistent = cats["weights"].get<double>() + cats["gradients"].get<double>() +
+                            cats["optimizer_state"].get<double>() + cats["kv_cache"].get<double>();
+  std::map<long long, std::vector<double>> in_use;  // GB by pid, in time order
+  for (const json& e : docs.at("trace.json")["traceEvents"]) {
+    if (e["ph"] == "C" && e["name"] == "HBM in use") in_use[e["pid"].get<long long>()].push_back(e["args"]["GB"]);
+  }
+  ASSERT_EQ(in_use.size(), 1u);
+  ASSERT_EQ(in_use.count(0), 1u);
+  const std::vector<double>& gb = in_use[0];
+  ASSERT_GT(gb.size(), 10u);
+  const double peak = memory["in_use"]["peak_bytes"].get<double>();
+  EXPECT_NEAR(*std::max_element(gb.begin(), gb.end()) * 1e9, peak, 1.0);
+  EXPECT_GT(peak, persistent + cats["activations"].get<double>() / 2);
+  EXPECT_GT(peak, memory["total_bytes"].get<double>());
+  for (double v : gb) EXPECT_GE(v * 1e9, persistent - 1.0);
+  EXPECT_NEAR(gb.back() * 1e9, persistent, 1.0);
 }
 
 TEST_F(TraceCli, AShardedStepsTraceIsWellFormed) {

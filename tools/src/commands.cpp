@@ -19,6 +19,7 @@
 #include "tools/src/job_run.h"
 #include "tools/src/mirrored_step.h"
 #include "tools/src/model_info.h"
+#include "tools/src/memory_in_use.h"
 #include "tools/src/op_classes.h"
 #include "tools/src/output_folder.h"
 #include "tools/src/readable.h"
@@ -190,8 +191,11 @@ int run_command(const RunArgs& args) {
 
   const ir::ProgramSet& programs = lowered.programs;
   OpClassRecorder classes(programs, static_cast<std::uint32_t>(scenario.pod.chip_count()));
-  options.trace = [&tracer, &classes](const models::TraceSpan& s) {
+  std::optional<MemoryInUseRecorder> in_use;  // whole models lowered here (not program files)
+  if (scenario.workload.program.empty() && lowered.memory_timeline) in_use.emplace(programs, *lowered.memory_timeline);
+  options.trace = [&tracer, &classes, &in_use](const models::TraceSpan& s) {
     classes.record(s);
+    if (in_use) in_use->record(s);
     if (tracer) tracer->record(s);
   };
 
@@ -224,6 +228,21 @@ int run_command(const RunArgs& args) {
     output_start = std::chrono::steady_clock::now();
     report = make_report(scenario, programs, result, &*topology,
                          scenario.workload.program.empty() ? &lowered : nullptr, &classes);
+    if (in_use) {
+      report.memory_in_use = in_use->finish(result.step_time.value());
+      if (report.memory && report.memory_in_use->peak_bytes > report.memory->capacity.as_double()) {
+        // The plan fits (lowering refuses a step whose plan does not); the schedule holds more at once.
+        report.notes.push_back(fmt::format(
+            "HBM over capacity as scheduled: chip {} holds {} at {} into the step, above its {} (the plan's "
+            "program-order count, {}, fits; ops the schedule overlaps, such as all-gathers run ahead of the "
+            "matmuls they feed, hold their buffers together, where a compiler would hold them back)",
+            report.memory_in_use->chip, readable(report.memory_in_use->peak_bytes, Quantity::bytes),
+            readable(report.memory_in_use->peak_at_s, Quantity::seconds),
+            readable(report.memory->capacity.as_double(), Quantity::bytes),
+            readable(report.memory->total().as_double(), Quantity::bytes)));
+      }
+      if (tracer) tracer->set_hbm_in_use(report.memory_in_use->chip, report.memory_in_use->changes);
+    }
     if (args.perf) {
       perf = PerfFigures{result.wall_seconds - result.elaboration_seconds,
                          result.elaboration_seconds,

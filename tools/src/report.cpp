@@ -1,6 +1,7 @@
 #include <algorithm>
 #include "tools/src/report.h"
 
+#include <cmath>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -117,6 +118,16 @@ json summary_json(const Scenario& scenario, const RunReport& r) {
     if (r.memory->host_offload.count() > 0) {
       j["memory"]["host_offload_bytes"] = r.memory->host_offload.count();
       j["memory"]["host_capacity_bytes"] = r.memory->host_capacity.count();
+    }
+    if (r.memory_in_use) {
+      const MemoryInUse& u = *r.memory_in_use;
+      json slices = json::array();
+      for (double b : u.slice_peak_bytes) slices.push_back(std::llround(b));
+      j["memory"]["in_use"] = json{{"chip", u.chip},
+                                   {"peak_bytes", std::llround(u.peak_bytes)},
+                                   {"peak_at_s", u.peak_at_s},
+                                   {"slice_s", u.slice_s},
+                                   {"slice_peak_bytes", slices}};
     }
   }
   json classes = json::object();
@@ -275,6 +286,11 @@ void print_table(const Scenario& s, const RunReport& r, std::ostream& out) {
     }
     out << fmt::format("  {:<22}{} of {} per chip ({})\n", "HBM plan", bytes_text(r.memory->total().as_double()),
                        bytes_text(r.memory->capacity.as_double()), parts);
+    if (r.memory_in_use) {
+      out << fmt::format("  {:<22}peak {} at {} on chip {}, as the step ran\n", "HBM in use",
+                         bytes_text(r.memory_in_use->peak_bytes), short_time(r.memory_in_use->peak_at_s),
+                         r.memory_in_use->chip);
+    }
     if (r.memory->host_offload.count() > 0) {
       out << fmt::format("  {:<22}{} of {} per chip (activations offloaded by the remat policy)\n", "host memory",
                          bytes_text(r.memory->host_offload.as_double()),

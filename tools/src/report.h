@@ -11,6 +11,7 @@
 
 #include "tools/src/op_classes.h"
 #include "tpusim/core/scenario.h"
+#include "tools/src/memory_in_use.h"
 #include "tpusim/kernels/memory_plan.h"
 
 namespace tpusim::tools {
@@ -73,6 +74,7 @@ struct RunReport {
   // rules in force, defaults included ("batch, embed over fsdp; heads, kv_heads, mlp, vocab over tensor").
   std::string mesh, sharding;
   std::optional<kernels::MemoryPlan> memory;  // whole models: the per-chip HBM plan
+  std::optional<MemoryInUse> memory_in_use;  // whole models: HBM held over the step (memory_in_use.h)
   std::vector<OpClassTime> op_classes;        // per-op-class breakdown (op_classes.h)
   std::vector<OpTime> ops;                    // every op, longest attributed time first (op_classes.h)
   double hbm_bandwidth = 0;                   // one chip's, nominal: what an op's "bound by" compares with

@@ -99,19 +99,20 @@ double ici_bytes_of(const ir::Instruction& ins) {
   return network ? static_cast<double>(ins.bytes) : 0;
 }
 
-// One counter track per chip (Chrome "C" events in GB/s): the rate's running sum at each time it changes.
-void add_counter(json& events, const std::string& name,
+// One counter track per chip (Chrome "C" events, in GB/s for a rate or GB for bytes held, per `unit`): the
+// running sum of the changes at each time it changes.
+void add_counter(json& events, const std::string& name, const char* unit,
                  std::map<std::uint32_t, std::vector<std::pair<double, double>>>& changes) {
   for (auto& [chip, list] : changes) {
     std::stable_sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    double rate = 0;
+    double sum = 0;
     for (std::size_t i = 0; i < list.size(); ++i) {
-      rate += list[i].second;
+      sum += list[i].second;
       if (i + 1 < list.size() && list[i + 1].first == list[i].first) continue;  // one value per time
-      // The sum of what started and ended cancels to rounding: a rate below a byte per second is 0.
-      const double value = rate < 1 ? 0.0 : rate / 1e9;
+      // What started and ended cancels to rounding: below a byte (per second) is 0.
+      const double value = sum < 1 ? 0.0 : sum / 1e9;
       events.push_back(json{{"name", name}, {"cat", "counter"}, {"ph", "C"}, {"pid", chip}, {"tid", 0},
-                            {"ts", list[i].first * 1e6}, {"args", json{{"GB/s", value}}}});
+                            {"ts", list[i].first * 1e6}, {"args", json{{unit, value}}}});
     }
   }
 }
@@ -188,6 +189,11 @@ void TraceRecorder::add_collective_flows(json_events& events,
 
 TraceRecorder::TraceRecorder(std::set<std::uint32_t> chips, std::size_t limit)
     : chips_(std::move(chips)), per_chip_(std::max<std::size_t>(1, limit / std::max<std::size_t>(1, chips_.size()))) {}
+
+void TraceRecorder::set_hbm_in_use(std::uint32_t chip, std::vector<std::pair<double, double>> changes) {
+  hbm_in_use_chip_ = chip;
+  hbm_in_use_ = std::move(changes);
+}
 
 void TraceRecorder::record(const models::TraceSpan& span) {
   if (chips_.count(span.chip) == 0) return;
@@ -288,8 +294,12 @@ void TraceRecorder::write(const ir::ProgramSet& programs, std::ostream& out, con
                           {"dur", (s.end - s.start).value() * 1e6},
                           {"args", args}});
   }
-  add_counter(events, "HBM bandwidth", hbm_rate);
-  add_counter(events, "ICI bandwidth", ici_rate);
+  add_counter(events, "HBM bandwidth", "GB/s", hbm_rate);
+  add_counter(events, "ICI bandwidth", "GB/s", ici_rate);
+  if (!hbm_in_use_.empty() && chips_.count(hbm_in_use_chip_) != 0) {
+    std::map<std::uint32_t, std::vector<std::pair<double, double>>> in_use{{hbm_in_use_chip_, hbm_in_use_}};
+    add_counter(events, "HBM in use", "GB", in_use);
+  }
   add_step_and_blocks(events, step_extent, traced_on, blocks);
   add_collective_flows(events, collectives);
   std::map<std::pair<std::uint32_t, std::string>, int> mark_tracks;

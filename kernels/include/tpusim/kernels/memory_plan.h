@@ -2,6 +2,7 @@
 // The per-chip HBM plan of a lowered step, by category, computed before simulation from the same graph the
 // instructions come from (kernels/src/fused_graph.h): persistent tensors by kind, and the activations from a
 // liveness sweep over the step's ops in program order.
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,6 +33,21 @@ struct MemoryPlan {
     return {{"weights", weights},       {"gradients", gradients}, {"optimizer_state", optimizer_state},
             {"activations", activations}, {"kv_cache", kv_cache},   {"workspace", workspace}};
   }
+};
+
+// The HBM a chip's program holds over its step, for following it in simulated time (tools: summary.json's
+// memory.in_use, the trace's "HBM in use" counter): the persistent bytes (weights, gradients, optimizer state,
+// KV cache: held all step) and, per op of the step's graph that allocates or frees activations (the transients and
+// FSDP-gathered weights included), its instructions and the bytes it allocates from the first one's start and
+// frees at the last one's end. The plan's activations and workspace come from the same spans swept in program
+// order; in time, ops that overlap (a prefetched gather beside a matmul) hold theirs together.
+struct ActivationUse {
+  std::vector<std::uint32_t> instructions;
+  double allocated = 0, freed = 0;  // bytes
+};
+struct MemoryTimeline {
+  Bytes persistent;
+  std::vector<ActivationUse> uses;  // in graph order
 };
 
 }  // namespace tpusim::kernels
