@@ -195,7 +195,7 @@ int run_command(const RunArgs& args) {
   if (scenario.workload.program.empty() && lowered.memory_timeline) in_use.emplace(programs, *lowered.memory_timeline);
   options.trace = [&tracer, &classes, &in_use](const models::TraceSpan& s) {
     classes.record(s);
-    if (in_use) in_use->record(s);
+    if (in_use && s.chip == in_use->chip()) in_use->record(s);  // one chip of thousands: test before the call
     if (tracer) tracer->record(s);
   };
 

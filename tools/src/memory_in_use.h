@@ -29,7 +29,9 @@ struct MemoryInUse {
 class MemoryInUseRecorder {
  public:
   MemoryInUseRecorder(const ir::ProgramSet& programs, const kernels::MemoryTimeline& timeline);
+  // Spans of other chips than chip() are ignored.
   void record(const models::TraceSpan& span);
+  [[nodiscard]] std::uint32_t chip() const { return chip_; }
   // Over [0, step_time]. An op none of whose instructions was recorded (a step cut short) holds nothing.
   [[nodiscard]] MemoryInUse finish(double step_time) const;
 
