@@ -21,4 +21,17 @@ TEST(SweepMetrics, TokenMetricsComeFromTheSummaryAndAreEmptyWhereARunHasNone) {
   EXPECT_FALSE(find_metric("tokens_per_s")->extract(gemm).has_value());
 }
 
+TEST(SweepMetrics, MemoryMetricsAreThePlanAndTheScheduledPeakAndEmptyWithoutAPlan) {
+  const auto model = nlohmann::ordered_json::parse(
+      R"({"metrics": {"step_time_s": 1.5}, "memory": {"total_bytes": 1806040000, "in_use": {"peak_bytes": 1908970000}}})");
+  const auto gemm = nlohmann::ordered_json::parse(R"({"metrics": {"step_time_s": 0.5}})");
+  ASSERT_NE(find_metric("hbm_plan_bytes"), nullptr);
+  ASSERT_NE(find_metric("hbm_in_use_peak_bytes"), nullptr);
+  EXPECT_EQ(find_metric("hbm_plan_bytes")->extract(model), 1806040000.0);
+  EXPECT_EQ(find_metric("hbm_in_use_peak_bytes")->extract(model), 1908970000.0);
+  EXPECT_EQ(find_metric("hbm_in_use_peak_bytes")->better, Better::lower);
+  EXPECT_FALSE(find_metric("hbm_plan_bytes")->extract(gemm).has_value());
+  EXPECT_FALSE(find_metric("hbm_in_use_peak_bytes")->extract(gemm).has_value());
+}
+
 }  // namespace

@@ -79,6 +79,11 @@ const std::vector<MetricDef>& sweep_metrics() {
        [](const json& s) { return at(s, {"metrics", "time_to_first_token_s"}); }},
       {"time_per_output_token_s", kSeconds, Better::lower, "{:.9g}", "time per output token (decode)",
        [](const json& s) { return at(s, {"metrics", "time_per_output_token_s"}); }},
+      // Whole models (docs/summary-format.md, "memory"): the plan before simulation and the peak as scheduled.
+      {"hbm_plan_bytes", kBytes, Better::lower, "{:.0f}", "HBM plan per chip",
+       [](const json& s) { return at(s, {"memory", "total_bytes"}); }},
+      {"hbm_in_use_peak_bytes", kBytes, Better::lower, "{:.0f}", "peak HBM in use as scheduled (first chip)",
+       [](const json& s) { return at(s, {"memory", "in_use", "peak_bytes"}); }},
   };
   return kMetrics;
 }
