@@ -98,7 +98,8 @@ struct Expansion {
 // reported at its grid before anything is expanded.
 inline constexpr std::size_t kMaxSweepPoints = 100'000;
 
-// Reads a sweep by bundled name (sweeps/NAME.yaml) or path. Throws ConfigError with every problem found.
+// Reads a sweep by bundled name (sweeps/NAME.yaml) or path (sweep_plan_reader.cpp). Throws ConfigError with
+// every problem found.
 [[nodiscard]] SweepPlan load_sweep_plan(const std::string& name_or_path);
 
 // The resolved value of a scenario field (as `tpusim describe scenario` prints it) under the given overrides,
@@ -120,5 +121,10 @@ using FieldLookup =
 // "1 .. 2 points 5" or "1 GB/s .. 1 TB/s log points 4", each rendered in the unit of the first bound.
 // nullopt when the text is no range (has no ".."); throws ExprError when it is a malformed one.
 [[nodiscard]] std::optional<std::vector<std::string>> expand_range(const std::string& text);
+
+// `s` without its leading and trailing white space.
+[[nodiscard]] std::string trim_spaces(std::string s);
+// An expression error at a YAML scalar: the scalar's location moved to the column of the problem.
+[[nodiscard]] SourceLoc at_column(SourceLoc loc, std::size_t column);
 
 }  // namespace tpusim::tools
