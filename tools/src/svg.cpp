@@ -56,6 +56,14 @@ std::string svg_ramp(double u) {
   return fmt::format("#{:02x}{:02x}{:02x}", mix(0), mix(1), mix(2));
 }
 
+void write_colour_bar(double y, double width, std::ostream& out) {
+  for (int i = 0; i < 40; ++i) {
+    out << fmt::format(R"(<rect x="{:.0f}" y="{:.0f}" width="{:.0f}" height="12" fill="{}"/>)", 10 + i * width / 40, y,
+                       width / 40 + 1, svg_ramp((i + 0.5) / 40))
+        << "\n";
+  }
+}
+
 std::string svg_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -168,11 +176,7 @@ void write_link_heatmap_svg(const Topology& topo, const std::vector<double>& lin
   }
   // The legend: the colour scale with round ticks, the failed and degraded marks, how to read a chip's links.
   const double ly = height - 126, bar = 240;
-  for (int i = 0; i < 40; ++i) {
-    out << fmt::format(R"(<rect x="{:.0f}" y="{:.0f}" width="{:.0f}" height="12" fill="{}"/>)", 10 + i * bar / 40, ly,
-                       bar / 40 + 1, svg_ramp((i + 0.5) / 40))
-        << "\n";
-  }
+  write_colour_bar(ly, bar, out);
   for (double v : nice_ticks(0, top, Quantity::fraction, false, 4)) {
     if (v > top * (1 + 1e-9)) break;
     const double tx = 10 + bar * v / top;

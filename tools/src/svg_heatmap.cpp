@@ -105,11 +105,7 @@ void write_heatmap_svg(const Heatmap& map, std::ostream& out) {
   }
   // The colour scale: a bar of 40 steps, its round ticks labelled in the value's unit.
   const double ly = height - 64, bar = 240;
-  for (int i = 0; i < 40; ++i) {
-    out << fmt::format(R"(<rect x="{:.0f}" y="{:.0f}" width="{:.0f}" height="12" fill="{}"/>)", 10 + i * bar / 40, ly,
-                       bar / 40 + 1, svg_ramp((i + 0.5) / 40))
-        << "\n";
-  }
+  write_colour_bar(ly, bar, out);
   for (double v : scale) {
     const double tx = 10 + bar * position(v);
     out << fmt::format(R"(<g class="scale-tick"><line x1="{0:.1f}" y1="{1:.0f}" x2="{0:.1f}" y2="{2:.0f}" stroke="#000"/>)"
