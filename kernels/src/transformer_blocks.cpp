@@ -1,0 +1,297 @@
+// A transformer block's forward (transformer_step.h): attention, the dense or mixture-of-experts MLP, the
+// block's order and the weight-gradient matmuls they share with the backward.
+#include "transformer_step.h"
+
+namespace tpusim::kernels::transformer {
+
+TensorId TransformerStep::attention_sub(const OpName& base, const Stack& st, int layer, TensorId h, double tokens,
+                                        const BlockParams& p, BlockFwd& f, std::optional<TensorId> enc_out) {
+  const std::string sc = base.scope + "." + std::string(fused::phase_name(base.phase));
+  const double q_elems = tokens * heads_ * dh_, kv_elems = tokens * kv_ * dh_;
+  const Phase ph = base.phase;
+  // QKV projection, bias and rotary as elementwise ops that fusion folds into the projection's epilogue.
+  TensorId q = b_.activation(sc + ".q", q_elems), k = b_.activation(sc + ".k", kv_elems),
+           v = b_.activation(sc + ".v", kv_elems);
+  {
+    Builder::Matmul mm;
+    mm.m = static_cast<std::int64_t>(tokens), mm.k = d_, mm.n = qkv_width(), mm.dtype = mm_dtype_;
+    mm.a = {h}, mm.b = {weights(layer, ph, p.qkv)}, mm.outputs = {q, k, v};
+    b_.matmul(OpName{ph, base.scope, "qkv"}, ir::OpClass::matmul, mm);
+  }
+  if (p.qkv_bias.elements > 0) {
+    const TensorId q1 = b_.activation(sc + ".q_biased", q_elems), k1 = b_.activation(sc + ".k_biased", kv_elems),
+                   v1 = b_.activation(sc + ".v_biased", kv_elems);
+    b_.vector(OpName{ph, base.scope, "qkv_bias"}, ir::OpClass::matmul, ir::VectorOp::elementwise,
+              q_elems + 2 * kv_elems, kAdd, {{q, 1}, {k, 1}, {v, 1}, {p.qkv_bias.w, 1}}, {{q1, 1}, {k1, 1}, {v1, 1}},
+              q);
+    q = q1, k = k1, v = v1;
+  }
+  f.q_pre = q, f.k_pre = k;
+  if (m_.position == PositionKind::rotary) {
+    const TensorId q2 = b_.activation(sc + ".q_rotary", q_elems), k2 = b_.activation(sc + ".k_rotary", kv_elems);
+    b_.vector(OpName{ph, base.scope, "rotary"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
+              q_elems + kv_elems, kRotary, {{q, 1}, {k, 1}}, {{q2, 1}, {k2, 1}}, q);
+    q = q2, k = k2;
+  }
+  AttentionShape shape{mb(), st.s, st.s_k, heads_, kv_, dh_, st.causal,
+                       m_.position == PositionKind::relative && st.relative_table.has_value()};
+  TensorId keys = k, values = v;
+  double kv_times = 1.0;
+  f.k_local = k, f.v_local = v;
+  if (shard_.context_shards > 1) {
+    // Context parallelism: this chip's queries attend to every position's keys and values, all-gathered over
+    // the sequence group (MaxText's all-gather context parallelism).
+    const std::vector<TensorId> kv = points_.gather_keys_values(b_.graph(), layer, ph, {k, v});
+    keys = kv[0], values = kv[1];
+  }
+  if (inference_) {
+    // The new keys and values go into this layer's cache; attention reads the cache.
+    const auto [kc, vc] = caches_.at({static_cast<int>(&st - stacks_.data()), layer});
+    const double fraction = static_cast<double>(st.s) / static_cast<double>(st.s_k);
+    b_.vector(OpName{ph, base.scope, "kv_cache_write"}, ir::OpClass::attention, ir::VectorOp::elementwise,
+              2 * kv_elems, VpuCost{"copy", {0, 0}, ""}, {{k, 1}, {v, 1}}, {{kc, fraction}, {vc, fraction}}, k);
+    keys = kc, values = vc;
+  }
+  f.attn = attention_forward(b_, OpName{ph, base.scope, "attention"}, w_.attention, shape, q, keys, values, kv_times);
+  // Output projection, bias, the tensor-parallel reduction point, and the residual add.
+  TensorId a = b_.activation(sc + ".attn_out", tokens * static_cast<double>(d_));
+  {
+    Builder::Matmul mm;
+    mm.m = static_cast<std::int64_t>(tokens), mm.k = static_cast<std::int64_t>(heads_) * dh_, mm.n = d_;
+    mm.dtype = mm_dtype_;
+    mm.a = {f.attn.o}, mm.b = {weights(layer, ph, p.out)}, mm.outputs = {a};
+    if (ring_blocks(layer, mm) > 0) {
+      f.attn_out = ring_row_parallel(OpName{ph, base.scope, "out"}, layer, mm, &p.out_bias);
+      return f.attn_out;
+    }
+    b_.matmul(OpName{ph, base.scope, "out"}, ir::OpClass::matmul, mm);
+  }
+  if (p.out_bias.elements > 0) {
+    const TensorId a1 = b_.activation(sc + ".attn_out_biased", tokens * static_cast<double>(d_));
+    b_.vector(OpName{ph, base.scope, "out_bias"}, ir::OpClass::matmul, ir::VectorOp::elementwise,
+              tokens * static_cast<double>(d_), kAdd, {{a, 1}, {p.out_bias.w, 1}}, {{a1, 1}}, a);
+    a = a1;
+  }
+  a = points_.after_row_parallel(b_.graph(), layer, ph, a);
+  (void)enc_out;
+  f.attn_out = a;
+  return a;
+}
+
+TensorId TransformerStep::mlp_forward(const OpName& base, int layer, TensorId h, double tokens, const BlockParams& p,
+                                      BlockFwd& f) {
+  const std::string sc = base.scope + "." + std::string(fused::phase_name(base.phase));
+  const Phase ph = base.phase;
+  const VpuCost& act = m_.mlp == MlpKind::gelu     ? kGeluForward
+                       : m_.mlp == MlpKind::relu   ? kReluForward
+                       : m_.mlp == MlpKind::swiglu ? kSwigluForward
+                                                   : kGegluForward;
+  const double td = tokens * static_cast<double>(d_);
+  if (!p.moe) {
+    const double f_elems = tokens * static_cast<double>(shard_.d_ff);
+    TensorId u = b_.activation(sc + ".up", tokens * static_cast<double>(up_width(false)));
+    Builder::Matmul up;
+    up.m = static_cast<std::int64_t>(tokens), up.k = d_, up.n = up_width(false), up.dtype = mm_dtype_;
+    up.a = {h}, up.b = {weights(layer, ph, p.up)}, up.outputs = {u};
+    b_.matmul(OpName{ph, base.scope, "up"}, ir::OpClass::matmul, up);
+    if (p.up_bias.elements > 0) {
+      const TensorId u1 = b_.activation(sc + ".up_biased", tokens * static_cast<double>(up_width(false)));
+      b_.vector(OpName{ph, base.scope, "up_bias"}, ir::OpClass::matmul, ir::VectorOp::elementwise,
+                tokens * static_cast<double>(up_width(false)), kAdd, {{u, 1}, {p.up_bias.w, 1}}, {{u1, 1}}, u);
+      u = u1;
+    }
+    f.u = u;
+    f.g = b_.activation(sc + ".act", f_elems);
+    b_.vector(OpName{ph, base.scope, "act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, f_elems, act,
+              {{u, 1}}, {{f.g, 1}}, u);
+    TensorId o = b_.activation(sc + ".down", td);
+    Builder::Matmul down;
+    down.m = static_cast<std::int64_t>(tokens), down.k = shard_.d_ff, down.n = d_, down.dtype = mm_dtype_;
+    down.a = {f.g}, down.b = {weights(layer, ph, p.down)}, down.outputs = {o};
+    if (ring_blocks(layer, down) > 0) {
+      f.mlp_out = ring_row_parallel(OpName{ph, base.scope, "down"}, layer, down, &p.down_bias);
+      return f.mlp_out;
+    }
+    b_.matmul(OpName{ph, base.scope, "down"}, ir::OpClass::matmul, down);
+    if (p.down_bias.elements > 0) {
+      const TensorId o1 = b_.activation(sc + ".down_biased", td);
+      b_.vector(OpName{ph, base.scope, "down_bias"}, ir::OpClass::matmul, ir::VectorOp::elementwise, td, kAdd,
+                {{o, 1}, {p.down_bias.w, 1}}, {{o1, 1}}, o);
+      o = o1;
+    }
+    f.mlp_out = points_.after_row_parallel(b_.graph(), layer, ph, o);
+    return f.mlp_out;
+  }
+  // Mixture of experts: router, top-k, dispatch into per-expert buffers of `capacity` tokens, the expert MLPs
+  // as batched matmuls (one product per local expert), combine. Model FLOPs count the routed tokens (top_k
+  // per token); hardware FLOPs the full capacity (padding included).
+  const ExpertShape e = expert_shape(tokens);
+  const int experts = e.experts, local = e.local, k = e.top_k;
+  const std::int64_t capacity = e.capacity, fe = e.fe, fu = e.fu;
+  const double buffer = e.buffer;
+  f.router_logits = b_.activation(sc + ".router", tokens * experts, DType::f32);
+  {
+    Builder::Matmul r;
+    r.m = static_cast<std::int64_t>(tokens), r.k = d_, r.n = experts, r.dtype = mm_dtype_;
+    r.a = {h}, r.b = {weights(layer, ph, p.router)}, r.outputs = {f.router_logits};
+    b_.matmul(OpName{ph, base.scope, "router"}, ir::OpClass::matmul, r);
+  }
+  f.gates = b_.activation(sc + ".gates", tokens * k * 2, DType::f32);  // weights and expert indices
+  b_.vector(OpName{ph, base.scope, "top_k"}, ir::OpClass::other, ir::VectorOp::reduction, tokens * experts, kRouter,
+            {{f.router_logits, 1}}, {{f.gates, 1}});
+  f.dispatched = b_.activation(sc + ".dispatched", buffer);
+  b_.vector(OpName{ph, base.scope, "dispatch"}, ir::OpClass::other, ir::VectorOp::elementwise, buffer, kDispatch,
+            {{h, std::min<double>(k, static_cast<double>(local))}, {f.gates, 1}}, {{f.dispatched, 1}});
+  const TensorId disp = points_.expert_dispatch(b_.graph(), layer, ph, f.dispatched);
+  f.eu = b_.activation(sc + ".experts_up", static_cast<double>(local) * capacity * fu);
+  expert_matmul(OpName{ph, base.scope, "experts_up"}, capacity, d_, fu, mm_dtype_, disp,
+                weights(layer, ph, p.experts_up), f.eu, e.routed * d_ * fu, nullptr);
+  const double ge = static_cast<double>(local) * capacity * fe;
+  f.eg = b_.activation(sc + ".experts_act", ge);
+  b_.vector(OpName{ph, base.scope, "experts_act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, ge, act,
+            {{f.eu, 1}}, {{f.eg, 1}}, f.eu);
+  f.eo = b_.activation(sc + ".experts_down", buffer);
+  expert_matmul(OpName{ph, base.scope, "experts_down"}, capacity, fe, d_, mm_dtype_, f.eg,
+                weights(layer, ph, p.experts_down), f.eo, e.routed * fe * d_, nullptr);
+  const TensorId eo = points_.expert_combine(b_.graph(), layer, ph, f.eo);
+  const TensorId o = b_.activation(sc + ".combined", td);
+  b_.vector(OpName{ph, base.scope, "combine"}, ir::OpClass::other, ir::VectorOp::elementwise, tokens * k * d_,
+            kCombine, {{eo, 1}, {f.gates, 1}}, {{o, 1}});
+  // The expert down-projections are row parallel over the tensor group (their d_ff is split): partial sums.
+  f.mlp_out = points_.after_row_parallel(b_.graph(), layer, ph, o);
+  return f.mlp_out;
+}
+
+BlockFwd TransformerStep::forward_block(const Stack& st, int l, TensorId x, Phase phase, const std::string& mbp,
+                                        std::optional<TensorId> enc_out) {
+  const BlockParams& p = st.params[static_cast<std::size_t>(l - st.first)];
+  const std::string scope = fmt::format("{}{}{}", mbp, st.name, l);
+  const std::string sc = scope + "." + std::string(fused::phase_name(phase));
+  const double tokens = static_cast<double>(mb()) * static_cast<double>(st.s);
+  // The residual stream: this chip's tokens (all of them without sequence parallelism).
+  const double td = norm_tokens(tokens) * static_cast<double>(d_);
+  BlockFwd f;
+  f.x = x;
+  f.h1 = norm(OpName{phase, scope, "norm1"}, x, norm_tokens(tokens), p.norm1, &f.stats1);
+  prefetch(l, phase, p.qkv);
+  f.h1g = gather(l, phase, f.h1);
+  const TensorId a = attention_sub(OpName{phase, scope, "attn"}, st, l, f.h1g, tokens, p, f, enc_out);
+  if (m_.block == TransformerBlock::parallel && !st.cross) {
+    const TensorId o = mlp_forward(OpName{phase, scope, "mlp"}, l, f.h1g, tokens, p, f);
+    f.out = b_.activation(sc + ".out", td);
+    b_.vector(OpName{phase, scope, "residual"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td,
+              VpuCost{"two residual adds", {2, 0}, ""}, {{x, 1}, {a, 1}, {o, 1}}, {{f.out, 1}}, o);
+    return f;
+  }
+  f.x1 = b_.activation(sc + ".residual1", td);
+  b_.vector(OpName{phase, scope, "residual1"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td, kAdd,
+            {{a, 1}, {x, 1}}, {{f.x1, 1}}, a);
+  TensorId mlp_in = f.x1;
+  if (st.cross) {
+    // Cross-attention over the encoder output: queries from the decoder, keys and values from the encoder.
+    f.hx = norm(OpName{phase, scope, "norm_x"}, f.x1, tokens, p.norm_x, &f.statsx);
+    const double q_elems = tokens * heads_ * dh_;
+    const double enc_tokens = static_cast<double>(mb()) * static_cast<double>(stacks_.front().s);
+    const TensorId q = b_.activation(sc + ".xq", q_elems);
+    {
+      Builder::Matmul mm;
+      mm.m = static_cast<std::int64_t>(tokens), mm.k = d_, mm.n = static_cast<std::int64_t>(heads_) * dh_;
+      mm.dtype = mm_dtype_, mm.a = {f.hx}, mm.b = {weights(l, phase, p.q_x)}, mm.outputs = {q};
+      b_.matmul(OpName{phase, scope, "xq"}, ir::OpClass::matmul, mm);
+    }
+    TensorId kx = 0, vx = 0;
+    if (decode_) {
+      std::tie(kx, vx) = cross_caches_.at({1, l});
+    } else {
+      const double kv_elems = enc_tokens * kv_ * dh_;
+      kx = b_.activation(sc + ".xk", kv_elems);
+      vx = b_.activation(sc + ".xv", kv_elems);
+      std::vector<TensorId> outs{kx, vx};
+      if (inference_) {  // prefill fills the cross-attention cache once
+        std::tie(kx, vx) = cross_caches_.at({1, l});
+        outs = {kx, vx};
+      }
+      Builder::Matmul mm;
+      mm.m = static_cast<std::int64_t>(enc_tokens), mm.k = d_, mm.n = 2 * static_cast<std::int64_t>(kv_) * dh_;
+      mm.dtype = mm_dtype_, mm.a = {*enc_out}, mm.b = {weights(l, phase, p.kv_x)}, mm.outputs = outs;
+      b_.matmul(OpName{phase, scope, "xkv"}, ir::OpClass::matmul, mm);
+    }
+    const AttentionShape shape{mb(), st.s, stacks_.front().s, heads_, kv_, dh_, false, false};
+    f.xattn = attention_forward(b_, OpName{phase, scope, "xattn"}, w_.attention, shape, q, kx, vx);
+    const TensorId ax = b_.activation(sc + ".xattn_out", tokens * static_cast<double>(d_));
+    {
+      Builder::Matmul mm;
+      mm.m = static_cast<std::int64_t>(tokens), mm.k = static_cast<std::int64_t>(heads_) * dh_, mm.n = d_;
+      mm.dtype = mm_dtype_, mm.a = {f.xattn.o}, mm.b = {weights(l, phase, p.out_x)}, mm.outputs = {ax};
+      b_.matmul(OpName{phase, scope, "xout"}, ir::OpClass::matmul, mm);
+    }
+    const TensorId axr = points_.after_row_parallel(b_.graph(), l, phase, ax);
+    f.x1x = b_.activation(sc + ".residual_x", td);
+    b_.vector(OpName{phase, scope, "residual_x"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td, kAdd,
+              {{axr, 1}, {f.x1, 1}}, {{f.x1x, 1}}, axr);
+    mlp_in = f.x1x;
+  }
+  f.h2 = norm(OpName{phase, scope, "norm2"}, mlp_in, norm_tokens(tokens), p.norm2, &f.stats2);
+  if (!p.moe) prefetch(l, phase, p.up);
+  f.h2g = gather(l, phase, f.h2);
+  const TensorId o = mlp_forward(OpName{phase, scope, "mlp"}, l, f.h2g, tokens, p, f);
+  f.out = b_.activation(sc + ".residual2", td);
+  b_.vector(OpName{phase, scope, "residual2"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td, kAdd,
+            {{o, 1}, {mlp_in, 1}}, {{f.out, 1}}, o);
+  return f;
+}
+
+TransformerStep::ExpertShape TransformerStep::expert_shape(double tokens) const {
+  ExpertShape e;
+  e.experts = m_.moe.experts;
+  e.local = shard_.experts;
+  e.top_k = m_.moe.top_k;
+  e.capacity = static_cast<std::int64_t>(
+      std::ceil(m_.moe.capacity_factor * tokens * shard_.expert_group * e.top_k / static_cast<double>(e.experts) -
+                1e-9));
+  e.routed = tokens * shard_.expert_group * e.top_k * static_cast<double>(e.local) / e.experts;
+  e.fe = shard_.expert_d_ff;
+  e.fu = up_width(true);
+  e.buffer = static_cast<double>(e.local) * static_cast<double>(e.capacity) * static_cast<double>(d_);
+  return e;
+}
+
+void TransformerStep::expert_matmul(const OpName& name, std::int64_t m, std::int64_t k, std::int64_t n, DType dtype,
+                                    TensorId a, TensorId b, TensorId out, double useful_macs, const Param* grad) {
+  Builder::Matmul mm;
+  mm.m = m, mm.k = k, mm.n = n, mm.batch = shard_.experts, mm.dtype = dtype;
+  const GradientWrite gw = grad != nullptr ? b_.gradient(*grad, micro_) : GradientWrite{out, false};
+  mm.a = {a}, mm.b = {b}, mm.outputs = {gw.tensor};
+  const bool recompute = name.phase == Phase::recompute;
+  mm.flops = Builder::Flops{recompute ? 0.0 : 2.0 * useful_macs,
+                            Builder::matmul_flops(m, k, n, shard_.experts, recompute).hardware};
+  if (gw.accumulate) mm.extra_reads.push_back({gw.tensor, 1});
+  b_.matmul(name, ir::OpClass::matmul, mm);
+}
+
+Builder::Matmul TransformerStep::weight_gradient_matmul(std::int64_t m, std::int64_t k, std::int64_t n,
+                                                       std::int64_t batch, std::vector<TensorId> a,
+                                                       std::vector<TensorId> dy, const Param& weight,
+                                                       const Param* bias) {
+  Builder::Matmul mm;
+  mm.m = m, mm.k = k, mm.n = n, mm.batch = batch, mm.dtype = dw_dtype_;
+  mm.gathered_along_k = true;  // A^T's contraction runs over the tokens
+  // The whole gradient (under FSDP a full-size buffer, Builder::gradient), or the stored one accumulated into.
+  const GradientWrite gw = b_.gradient(weight, micro_);
+  mm.a = std::move(a), mm.b = std::move(dy), mm.outputs = {gw.tensor};
+  if (gw.accumulate) {
+    // Gradient accumulation: the epilogue adds into the gradient of the earlier microbatches.
+    mm.extra_reads.push_back({gw.tensor, 1});
+    mm.epilogue += kGradientAccumulate.per_element.times(weight.elements);
+  }
+  if (bias != nullptr && bias->elements > 0) {
+    // The bias gradient is the column sum of dY, done on the VPU in the same kernel.
+    const GradientWrite bw = b_.gradient(*bias, micro_);
+    mm.extra_writes.push_back({bw.tensor, 1});
+    mm.epilogue += kAdd.per_element.times(static_cast<double>(k) * static_cast<double>(n));
+    if (bw.accumulate) mm.extra_reads.push_back({bw.tensor, 1});
+  }
+  return mm;
+}
+
+}  // namespace tpusim::kernels::transformer

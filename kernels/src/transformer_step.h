@@ -1,0 +1,345 @@
+#pragma once
+// What the transformer step's files share (transformer.cpp: parameters, embedding, head and the step's order;
+// transformer_blocks.cpp: a block's forward; transformer_backward.cpp: its backward, rematerialization and host
+// offload): the per-block tensors and the TransformerStep builder. Private to kernels/src; the entry point is
+// build_transformer_step (model_lowering.h).
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <initializer_list>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "attention.h"
+#include "fused_ops.h"
+#include "model_lowering.h"
+
+
+namespace tpusim::kernels::transformer {
+
+using fused::Access;
+using fused::Phase;
+using fused::TensorId;
+using fused::TensorKind;
+
+struct BlockParams {
+  Param norm1, qkv, qkv_bias, out, out_bias, norm2, up, up_bias, down, down_bias;
+  // decoder of an encoder-decoder: cross-attention
+  Param norm_x, q_x, kv_x, out_x;
+  // mixture of experts
+  Param router, experts_up, experts_down;
+  bool moe = false;
+  [[nodiscard]] std::vector<const Param*> all() const {
+    std::vector<const Param*> out_list;
+    for (const Param* p : {&norm1, &qkv, &qkv_bias, &out, &out_bias, &norm2, &up, &up_bias, &down, &down_bias,
+                           &norm_x, &q_x, &kv_x, &out_x, &router, &experts_up, &experts_down}) {
+      if (p->elements > 0) out_list.push_back(p);
+    }
+    return out_list;
+  }
+};
+
+// One stack of blocks: the decoder (or encoder-only) stack, or an encoder-decoder's encoder or decoder.
+struct Stack {
+  std::string name;  // scope prefix: "layer", "enc.layer", "dec.layer"
+  int first = 0, count = 0;
+  bool causal = true;
+  bool cross = false;   // blocks attend to the encoder output
+  std::int64_t s = 0;   // query tokens per sequence in this step
+  std::int64_t s_k = 0; // key tokens per sequence (the KV cache length when decoding)
+  std::vector<BlockParams> params;
+  std::optional<TensorId> relative_table;  // T5: the stack's position-bias table
+};
+
+// What a block's backward reads of its forward.
+struct BlockFwd {
+  TensorId x = 0, h1 = 0, stats1 = 0;
+  TensorId h1g = 0, h2g = 0;  // the norm outputs with every token (sequence parallelism: gathered; else h1, h2)
+  AttentionSaved attn;
+  TensorId q_pre = 0, k_pre = 0;  // before rotary (for its backward: none needed beyond the op)
+  TensorId k_local = 0, v_local = 0;  // context parallelism: this chip's positions' keys and values (attn.k, attn.v
+                                      // are every position's, gathered)
+  TensorId x1 = 0, h2 = 0, stats2 = 0;
+  TensorId hx = 0, statsx = 0, x1x = 0;  // cross-attention
+  AttentionSaved xattn;
+  TensorId u = 0, g = 0;                                      // dense MLP
+  TensorId router_logits = 0, gates = 0, dispatched = 0, eu = 0, eg = 0, eo = 0;  // mixture of experts
+  TensorId attn_out = 0, mlp_out = 0;  // the sub-blocks' outputs (after their row-parallel reduction)
+  TensorId out = 0;
+};
+
+// Calls fn on every tensor field of f (keep in step with BlockFwd).
+template <class F>
+void for_each_tensor(BlockFwd& f, F fn) {
+  for (TensorId* t : {&f.x, &f.h1, &f.stats1, &f.h1g, &f.h2g, &f.attn.q, &f.attn.k, &f.attn.v, &f.attn.o,
+                      &f.attn.stats, &f.q_pre, &f.k_pre, &f.k_local, &f.v_local, &f.x1, &f.h2, &f.stats2, &f.hx,
+                      &f.statsx, &f.x1x, &f.xattn.q, &f.xattn.k, &f.xattn.v, &f.xattn.o, &f.xattn.stats, &f.u, &f.g,
+                      &f.router_logits, &f.gates, &f.dispatched, &f.eu, &f.eg, &f.eo, &f.attn_out, &f.mlp_out,
+                      &f.out}) {
+    fn(*t);
+  }
+}
+
+// The tensor of each RematTag in a block's forward (MaxText's checkpoint names): the block input; the
+// self-attention's queries, keys and values as the attention core reads them (after bias and rotary, which
+// recompute in the projection's epilogue; this chip's positions under context parallelism); the attention
+// core's output (context); the attention's and the MLP's outputs after their row-parallel reduction
+// (out_proj, mlpwo); the MLP's input projection (mlpwi: both halves of a gated one; a mixture of experts'
+// expert up-projections).
+inline std::array<TensorId, kRematTags> tagged(const BlockFwd& f, bool moe) {
+  std::array<TensorId, kRematTags> t{};
+  t[static_cast<std::size_t>(RematTag::decoder_layer_input)] = f.x;
+  t[static_cast<std::size_t>(RematTag::query_proj)] = f.attn.q;
+  t[static_cast<std::size_t>(RematTag::key_proj)] = f.k_local;
+  t[static_cast<std::size_t>(RematTag::value_proj)] = f.v_local;
+  t[static_cast<std::size_t>(RematTag::context)] = f.attn.o;
+  t[static_cast<std::size_t>(RematTag::out_proj)] = f.attn_out;
+  t[static_cast<std::size_t>(RematTag::mlpwi)] = moe ? f.eu : f.u;
+  t[static_cast<std::size_t>(RematTag::mlpwo)] = f.mlp_out;
+  return t;
+}
+
+// The placement of each tag under a named policy (kernels/README.md, "Rematerialization"); nullopt for none,
+// full and selective, which do not go by tags. MaxText's policies name which tags are saved
+// (jax.checkpoint_policies.save_only_these_names) or offloaded; `minimal` saves the outputs of the dots
+// without batch dimensions (checkpoint_dots_with_no_batch_dims), in a block the four projections;
+// save_dot_except_logits_ffn1 saves, as its name says, every dot of the block but the attention logits and
+// the MLP's first projection. The block input is always kept: it is the scan carry every recomputation starts from.
+inline std::optional<RematPlacements> policy_placements(const WorkloadSpec& w) {
+  using T = RematTag;
+  auto only = [](std::initializer_list<T> saved, RematPlacement how) {
+    RematPlacements p;
+    p.fill(RematPlacement::remat);
+    p[static_cast<std::size_t>(T::decoder_layer_input)] = RematPlacement::device;
+    for (const T t : saved) p[static_cast<std::size_t>(t)] = how;
+    return p;
+  };
+  constexpr RematPlacement dev = RematPlacement::device, host = RematPlacement::offload;
+  switch (w.remat) {
+    case Remat::none:
+    case Remat::full:
+    case Remat::selective: return std::nullopt;
+    case Remat::minimal: return only({T::query_proj, T::key_proj, T::value_proj, T::out_proj, T::mlpwi, T::mlpwo}, dev);
+    case Remat::save_dot_except_mlpwi:
+      return only({T::query_proj, T::key_proj, T::value_proj, T::out_proj, T::mlpwo}, dev);
+    case Remat::save_dot_except_mlp: return only({T::query_proj, T::key_proj, T::value_proj, T::out_proj}, dev);
+    case Remat::save_dot_with_context_except_mlp:
+      return only({T::query_proj, T::key_proj, T::value_proj, T::context, T::out_proj}, dev);
+    case Remat::save_dot_except_logits_ffn1:
+      return only({T::query_proj, T::key_proj, T::value_proj, T::context, T::out_proj, T::mlpwo}, dev);
+    case Remat::save_qkv_proj: return only({T::query_proj, T::key_proj, T::value_proj}, dev);
+    case Remat::save_out_proj: return only({T::out_proj}, dev);
+    case Remat::qkv_proj_offloaded: return only({T::query_proj, T::key_proj, T::value_proj}, host);
+    case Remat::minimal_offloaded:
+      return only({T::query_proj, T::key_proj, T::value_proj, T::out_proj, T::mlpwi, T::mlpwo}, host);
+    case Remat::custom: return w.remat_custom;
+  }
+  return std::nullopt;
+}
+
+class TransformerStep {
+ public:
+  TransformerStep(const WorkloadSpec& w, const ChipSpec& chip, const ShardView& shard, CollectivePoints& points)
+      : w_(w), m_(w.model.transformer), shard_(shard), points_(points), b_(chip, w.dtype) {
+    train_ = w.step == StepKind::train;
+    decode_ = w.step == StepKind::decode;
+    inference_ = w.inference();
+    heads_ = shard.heads;
+    kv_ = shard.kv_heads;
+    dh_ = m_.head_dim();
+    d_ = m_.d_model;
+    wdt_ = w.weights();
+    // Matmuls against weights run in the weight type when it is quantized (int8 / fp8: the chip has the rate,
+    // load_scenario checks it), in the activation type otherwise.
+    mm_dtype_ = wdt_ == DType::int8 || wdt_ == DType::fp8 ? wdt_ : w.dtype;
+    dw_dtype_ = w.dtype;
+    // AQT (workload.quantization: int8): every dense-layer matmul, weight gradients too, in int8, its operands
+    // quantized inside the kernel (Builder::quantize_int8); the attention core keeps w.dtype.
+    if (w.quantization == Quantization::int8) {
+      mm_dtype_ = dw_dtype_ = DType::int8;
+      b_.quantize_int8();
+    }
+    if (train_) policy_ = policy_placements(w);
+  }
+
+  fused::Graph build();
+
+ private:
+  // ---- parameters ----
+  Param param(const std::string& name, std::int64_t rows, std::int64_t cols);
+  BlockParams block_params(const std::string& scope, bool cross, bool moe);
+  // ---- forward ----
+  TensorId embed(const std::string& mbp, std::int64_t tokens, std::int64_t s, Phase phase);
+  BlockFwd forward_block(const Stack& st, int l, TensorId x, Phase phase, const std::string& mbp,
+                         std::optional<TensorId> enc_out);
+  TensorId norm(const OpName& name, TensorId x, double tokens, const Param& gamma, TensorId* stats,
+                double x_times = 1.0);
+  TensorId mlp_forward(const OpName& base, int layer, TensorId h, double tokens, const BlockParams& p, BlockFwd& f);
+  TensorId attention_sub(const OpName& base, const Stack& st, int layer, TensorId h, double tokens,
+                         const BlockParams& p, BlockFwd& f, std::optional<TensorId> enc_out);
+  // ---- remat policies (policy_) ----
+  // A DMA copying `from` into `to` between HBM and host memory (the direction from their kinds).
+  std::size_t host_copy(const std::string& label, Phase phase, TensorId from, TensorId to);
+  // The offloaded tags of a block's forward, each copied to host memory after the block (a DMA over PCIe).
+  void offload(const BlockFwd& f, bool moe, const std::string& scope);
+  // The block's forward again in phase recompute with every kept tensor (and every offloaded one, fetched
+  // back from host memory once the backward of the block after it has started) read in place of its
+  // recomputation; returns what the backward reads. Ops from `start` on are the recomputation.
+  BlockFwd rematerialize(const Stack& st, int l, const BlockFwd& kept, const std::string& mbp,
+                         std::optional<TensorId> enc_out, std::size_t& start);
+  // Drops the ops of [start, end) whose writes no op from `end` on reads (transitively within the range).
+  void drop_unread(std::size_t start, std::size_t end);
+  // ---- backward ----
+  TensorId backward_block(const Stack& st, int l, const BlockFwd& f, TensorId dout, const std::string& mbp,
+                          std::optional<TensorId> enc_out, std::optional<TensorId>& d_enc);
+  TensorId norm_backward(const OpName& name, TensorId dy, TensorId x, TensorId stats, double tokens,
+                         const Param& gamma);
+  // `dout` and `h` (the MLP's input) with every token; returns the gradient of h, reduced into this chip's tokens.
+  TensorId mlp_backward(const OpName& base, int layer, TensorId dout, TensorId h, double tokens,
+                        const BlockParams& p, const BlockFwd& f);
+  // Mixture of experts: each local expert's buffer of `capacity` token rows (capacity = ceil(capacity_factor x
+  // tokens x top_k / experts)), of which `routed` (tokens x top_k x local / experts) carry tokens.
+  struct ExpertShape {
+    int experts = 0, local = 0, top_k = 0;
+    std::int64_t capacity = 0, fe = 0, fu = 0;
+    double routed = 0, buffer = 0;  // buffer: local x capacity x d_model elements
+  };
+  [[nodiscard]] ExpertShape expert_shape(double tokens) const;
+  // One batched matmul over the local experts; model FLOPs count the routed rows (useful_macs), hardware FLOPs
+  // the whole capacity. With `grad`, it writes that gradient (accumulating after the first microbatch).
+  void expert_matmul(const OpName& name, std::int64_t m, std::int64_t k, std::int64_t n, DType dtype,
+                     TensorId a, TensorId b, TensorId out, double useful_macs, const Param* grad);
+  // dW = A^T dY as a matmul writing (or, after the first microbatch, accumulating into) the gradient.
+  void weight_gradient(const OpName& name, ir::OpClass cls, std::int64_t m, std::int64_t k, std::int64_t n,
+                       std::int64_t batch, std::vector<TensorId> a, std::vector<TensorId> dy, const Param& weight,
+                       const Param* bias) {
+    b_.matmul(name, cls, weight_gradient_matmul(m, k, n, batch, std::move(a), std::move(dy), weight, bias));
+  }
+  Builder::Matmul weight_gradient_matmul(std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t batch,
+                                         std::vector<TensorId> a, std::vector<TensorId> dy, const Param& weight,
+                                         const Param* bias);
+  // An input gradient `dx` whose `a` is a ring-gathered dY (collective matmul) with the weight gradient reading
+  // the same dY: both run chunk by chunk, interleaved (Builder::matmul_with_gradient). False, building nothing,
+  // when dx does not run on ring chunks: the caller builds the two as before.
+  bool input_and_weight_gradient(const OpName& dx_name, const Builder::Matmul& dx, const OpName& dw_name,
+                                 std::int64_t m, std::int64_t k, std::int64_t n, std::vector<TensorId> a,
+                                 std::vector<TensorId> dy, const Param& weight, const Param* bias) {
+    if (b_.ring_split(dx).empty()) return false;
+    b_.matmul_with_gradient(dx_name, ir::OpClass::matmul, dx, dw_name, ir::OpClass::matmul,
+                            weight_gradient_matmul(m, k, n, 1, std::move(a), std::move(dy), weight, bias));
+    return true;
+  }
+  TensorId weights(int layer, Phase phase, const Param& p) {
+    const auto it = prefetched_.find(p.w);
+    if (it == prefetched_.end()) return points_.weights_before_use(b_.graph(), layer, phase, p.w);
+    const TensorId w = it->second;
+    prefetched_.erase(it);
+    return w;
+  }
+  // Collective matmul: the weights of the matmul a ring gather feeds are gathered (FSDP) before the ring's
+  // steps are issued, so their all-gather does not queue behind the ring on the ICI and the first partial
+  // matmul (this chip's own shard) can start at once; the next weights() of `p` returns them.
+  void prefetch(int layer, Phase phase, const Param& p) {
+    if (points_.ring_scatter_blocks(layer) > 0) prefetched_[p.w] = points_.weights_before_use(b_.graph(), layer, phase, p.w);
+  }
+  // Collective matmul, the reduce-scatter side: the row blocks of a row-parallel matmul whose output
+  // after_row_parallel would reduce-scatter (0: one matmul, then the reduction).
+  [[nodiscard]] int ring_blocks(int layer, const Builder::Matmul& mm) const {
+    const int n = points_.ring_scatter_blocks(layer);
+    return n > 1 && mm.batch == 1 && mm.m % n == 0 && mm.outputs.size() == 1 ? n : 0;
+  }
+  // Its ring steps (CollectivePoints::ring_reduce_scatter): this chip's reduced block of mm's output, `bias`
+  // added by the epilogue of the last partial (this chip's own block).
+  TensorId ring_row_parallel(const OpName& name, int layer, const Builder::Matmul& mm, const Param* bias) {
+    const int n = ring_blocks(layer, mm);
+    const fused::Tensor out = b_.graph().tensor(mm.outputs.front());
+    Builder::Matmul last = mm;
+    if (bias != nullptr && bias->elements > 0) {
+      last.extra_reads.push_back({bias->w, 1});
+      last.epilogue += kAdd.per_element.times(static_cast<double>(mm.m) * static_cast<double>(mm.n));
+    }
+    return points_.ring_reduce_scatter(
+        b_.graph(), layer, name.phase, out.name, out.elements, out.dtype,
+        [&](int order, const std::vector<TensorId>& received, TensorId block) {
+          const Builder::Matmul& part = order == n - 1 ? last : mm;
+          if (received.empty()) {
+            b_.partial_rows(name, ir::OpClass::matmul, part, n, order, block);
+            return;
+          }
+          // The matmul does not wait for the sums: it runs while they travel, and a VPU add (its own fusion,
+          // as the collectives' reductions) then adds what arrived.
+          const fused::Tensor bt = b_.graph().tensor(block);
+          const TensorId mine = b_.activation(fmt::format("{}.ring{}", bt.name, order), bt.elements, bt.dtype);
+          b_.partial_rows(name, ir::OpClass::matmul, part, n, order, mine);
+          std::vector<Access> reads{{mine, 1}};
+          for (TensorId r : received) reads.push_back({r, 1});
+          OpName add = name;
+          add.name = fmt::format("{}.ring_add{}", name.name, order);
+          b_.vector(add, ir::OpClass::other, ir::VectorOp::elementwise,
+                    bt.elements * static_cast<double>(received.size()), kAdd, reads, {{block, 1}});
+        });
+  }
+  TensorId gather(int layer, Phase phase, TensorId shard) {
+    const TensorId out = points_.gather_sequence(b_.graph(), layer, phase, shard);
+    std::vector<TensorId> chunks = points_.ring_chunks(out);
+    if (!chunks.empty()) b_.ring_gathered(out, std::move(chunks));  // collective matmul: matmuls split per step
+    return out;
+  }
+  // Tokens outside the attention and MLP blocks on this chip (sequence parallelism splits them).
+  [[nodiscard]] double norm_tokens(double tokens) const { return tokens / shard_.sequence_shards; }
+  // ---- head, loss, optimizer ----
+  struct HeadFwd {
+    TensorId x = 0, hf = 0, statsf = 0, ht0 = 0, ht1 = 0, ht = 0, statst = 0, logits = 0, dlogits = 0;
+    double tokens = 0;
+    double x_times = 1;
+  };
+  HeadFwd head_forward(const std::string& mbp, TensorId x, double tokens, double x_times, Phase phase);
+  void cross_entropy(const std::string& scope, HeadFwd& h, double logits, Phase phase);
+  TensorId head_backward(const std::string& mbp, const HeadFwd& h);
+
+  [[nodiscard]] std::int64_t mb() const { return shard_.microbatch(); }
+  [[nodiscard]] const VpuCost& norm_cost(bool backward) const {
+    if (m_.norm == NormKind::rmsnorm) return backward ? kRmsNormBackward : kRmsNormForward;
+    return backward ? kLayerNormBackward : kLayerNormForward;
+  }
+  [[nodiscard]] std::int64_t norm_params() const { return m_.norm == NormKind::layernorm && m_.bias ? 2 * d_ : d_; }
+  [[nodiscard]] std::int64_t qkv_width() const { return static_cast<std::int64_t>(heads_ + 2 * kv_) * dh_; }
+  [[nodiscard]] std::int64_t up_width(bool expert) const {
+    const std::int64_t f = expert ? shard_.expert_d_ff : shard_.d_ff;
+    return m_.gated() ? 2 * f : f;
+  }
+
+  const WorkloadSpec& w_;
+  const TransformerModel& m_;
+  const ShardView& shard_;
+  CollectivePoints& points_;
+  Builder b_;
+  bool train_ = false, decode_ = false, inference_ = false;
+  int micro_ = 0;  // the microbatch whose backward is being built (Builder::gradient)
+  std::map<TensorId, TensorId> prefetched_;  // prefetch: parameter -> its gathered weights, used once
+  // A named remat policy: each tag's placement (nullopt: none, full or selective, or not training).
+  std::optional<RematPlacements> policy_;
+  std::map<TensorId, TensorId> host_copies_;      // an offloaded activation -> its copy in host memory
+  std::optional<std::size_t> last_backward_start_;  // the first op of the latest block backward
+  int heads_ = 0, kv_ = 0, dh_ = 0;
+  std::int64_t d_ = 0;
+  DType wdt_ = DType::f32, mm_dtype_ = DType::bf16, dw_dtype_ = DType::bf16;  // dw: weight-gradient matmuls
+  // Embedding and head parameters.
+  Param table_, positions_, types_, final_norm_, out_proj_, lm_dense_, lm_bias_, lm_norm_, pooler_, pooler_bias_;
+  std::vector<Stack> stacks_;
+  // KV caches (inference): per stack and layer, keys and values (and the cross-attention's).
+  std::map<std::pair<int, int>, std::pair<TensorId, TensorId>> caches_, cross_caches_;
+  std::vector<Param> relative_;  // T5's per-stack position-bias tables
+  Param enc_final_;              // encoder-decoder: the encoder's final norm
+  // The parameters outside the blocks: the embedding, the head, the encoder's final norm, T5's bias tables.
+  [[nodiscard]] std::vector<const Param*> embedding_and_head() const {
+    std::vector<const Param*> out{&table_,   &positions_, &types_,  &final_norm_, &out_proj_, &lm_dense_,
+                                  &lm_bias_, &lm_norm_,   &pooler_, &pooler_bias_, &enc_final_};
+    for (const Param& p : relative_) out.push_back(&p);
+    return out;
+  }
+};
+
+}  // namespace tpusim::kernels::transformer
