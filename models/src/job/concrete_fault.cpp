@@ -1,0 +1,112 @@
+// A fault plan's entries made concrete on the pod (tpusim/models/job.h): the chip, link or OCS port a target
+// names or a seeded draw picks, and the steps of a job given by its duration.
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "random_faults.h"
+#include "tpusim/models/job.h"
+
+namespace tpusim::models {
+
+std::string ConcreteFault::target() const {
+  if (spec.target.random) {
+    return fmt::format("random: {}", spec.kind == FaultKind::host_down
+                                         ? fmt::format("host {}", host.value())
+                                         : fmt::format("chip {}", chip.value()) +
+                                               (spec.kind == FaultKind::link_down || spec.kind == FaultKind::ocs_port_down
+                                                    ? fmt::format(" link {}", link.value())
+                                                    : std::string()));
+  }
+  return spec.target.str();
+}
+
+namespace job {
+
+int cube_of(const Topology& topo, ChipId chip) {
+  if (topo.cube().empty()) return -1;
+  const ChipCoord c = topo.coord(chip);
+  int cube = 0, stride = 1;
+  for (int a = 0; a < topo.axes(); ++a) {
+    const auto i = static_cast<std::size_t>(a);
+    cube += c.pos[i] / topo.cube()[i] * stride;
+    stride *= topo.shape()[i] / topo.cube()[i];
+  }
+  return cube;
+}
+
+}  // namespace job
+
+namespace {
+
+ConcreteFault draw_target(const FaultSpec& spec, std::int64_t seed, const Topology& topo) {
+  // A stream of its own (seed mixed with the entry's position), so adding one does not move the others.
+  std::mt19937_64 rng(static_cast<std::uint64_t>(seed) * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(spec.index));
+  auto pick = [&rng](std::size_t n) { return static_cast<std::uint32_t>((rng() >> 11) % std::max<std::size_t>(n, 1)); };
+  ConcreteFault f;
+  f.spec = spec;
+  switch (spec.kind) {
+    case FaultKind::host_down:
+      f.host = HostId(pick(topo.host_count()));
+      f.chip = topo.chips_of(f.host).front();
+      break;
+    case FaultKind::link_down:
+    case FaultKind::link_degraded:
+    case FaultKind::ocs_port_down: {
+      std::vector<LinkId> links;
+      for (std::uint32_t i = 0; i < topo.link_count(); ++i) {
+        if (spec.kind != FaultKind::ocs_port_down || topo.link(LinkId(i)).ocs) links.emplace_back(i);
+      }
+      f.link = links.empty() ? LinkId(0) : links[pick(links.size())];
+      f.chip = topo.link(f.link).src;
+      break;
+    }
+    default: f.chip = ChipId(pick(topo.chip_count())); break;
+  }
+  if (spec.kind != FaultKind::host_down) f.host = topo.host_of(f.chip);
+  f.cube = job::cube_of(topo, f.chip);
+  return f;
+}
+
+}  // namespace
+
+ConcreteFault concrete_fault(const FaultSpec& spec, const Topology& topo, std::int64_t seed) {
+  if (spec.target.random) return draw_target(spec, seed, topo);
+  ConcreteFault f;
+  f.spec = spec;
+  const FaultTarget& t = spec.target;
+  if (spec.kind == FaultKind::host_down && t.host >= 0) {
+    f.host = HostId(static_cast<std::uint32_t>(t.host));
+    f.chip = topo.chips_of(f.host).front();
+  } else {
+    ChipCoord c;
+    for (std::size_t i = 0; i < t.chip.size() && i < c.pos.size(); ++i) c.pos[i] = t.chip[i];
+    f.chip = topo.chip_at(c);
+    f.host = topo.host_of(f.chip);
+    if (t.axis >= 0) {
+      const auto link = topo.out_link(f.chip, t.axis, t.sign);
+      if (link) f.link = *link;
+    }
+  }
+  f.cube = job::cube_of(topo, f.chip);
+  return f;
+}
+
+std::int64_t job_steps(const Scenario& s, Seconds step, Seconds checkpoint_write) {
+  if (s.job.duration.value() <= 0) return s.job.steps;
+  const int every = s.workload.checkpoint.every_steps;
+  const double per_step = step.value() + (every > 0 ? checkpoint_write.value() / every : 0.0);
+  const double steps = per_step > 0 ? s.job.duration.value() / per_step : 1.0;
+  if (steps >= 0x1p63) {  // an int64 step count cannot hold it (the cast would wrap)
+    const auto it = s.job.origins.find("duration");
+    throw ConfigError({Diagnostic{it != s.job.origins.end() ? it->second.loc : SourceLoc{s.name}, "job.duration",
+                                  "the job has more steps than the simulator can count",
+                                  fmt::format("at most {:.3g} steps of {} each", 0x1p63, format_value(Seconds(per_step))),
+                                  fmt::format("{} = {:.3g} steps", format_value(s.job.duration), steps), ""}});
+  }
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(steps));
+}
+
+}  // namespace tpusim::models
