@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "json_locate.h"
+#include "program_format.h"
 #include "tpusim/core/diagnostics.h"
 #include "tpusim/core/fields.h"
 #include "tpusim/kernels/collectives.h"
@@ -25,162 +26,7 @@ namespace {
 
 using nlohmann::json;
 using nlohmann::ordered_json;
-
-constexpr std::string_view kFormat = "tpusim-program";
-// Largest matmul dimension (products of two stay inside 64 bits) and largest element or byte count of one
-// instruction (256 Ti): beyond them the arithmetic of the hardware models would overflow.
-constexpr auto kMaxDim = static_cast<std::uint64_t>(kMaxDimension);
-constexpr std::uint64_t kMaxCount = std::uint64_t{1} << 48;
-constexpr int kVersion = 2;  // version 1 files (no fused-op fields) read unchanged
-
-template <class E>
-struct Named {
-  E value;
-  std::string_view name;
-};
-
-constexpr Named<OpKind> kOps[] = {{OpKind::matmul, "matmul"}, {OpKind::vector, "vector"},
-                                  {OpKind::dma, "dma"},       {OpKind::collective, "collective"},
-                                  {OpKind::send, "send"},     {OpKind::recv, "recv"},
-                                  {OpKind::host, "host"},     {OpKind::barrier, "barrier"},
-                                  {OpKind::gather, "gather"}, {OpKind::scatter, "scatter"}};
-constexpr Named<VectorOp> kVectorOps[] = {{VectorOp::elementwise, "elementwise"},
-                                          {VectorOp::transcendental, "transcendental"},
-                                          {VectorOp::reduction, "reduction"},
-                                          {VectorOp::transpose, "transpose"}};
-constexpr Named<Memory> kMemories[] = {{Memory::hbm, "hbm"},   {Memory::vmem, "vmem"},    {Memory::cmem, "cmem"},
-                                       {Memory::host, "host"}, {Memory::remote, "remote"}};
-constexpr Named<DmaPattern> kPatterns[] = {
-    {DmaPattern::contiguous, "contiguous"}, {DmaPattern::strided, "strided"}, {DmaPattern::gather, "gather"}};
-constexpr Named<CollectiveKind> kCollectives[] = {{CollectiveKind::all_reduce, "all_reduce"},
-                                                  {CollectiveKind::reduce_scatter, "reduce_scatter"},
-                                                  {CollectiveKind::all_gather, "all_gather"},
-                                                  {CollectiveKind::all_to_all, "all_to_all"},
-                                                  {CollectiveKind::permute, "permute"}};
-constexpr Named<HostOp> kHostOps[] = {
-    {HostOp::infeed, "infeed"}, {HostOp::outfeed, "outfeed"}, {HostOp::checkpoint, "checkpoint"}};
-constexpr Named<OpClass> kOpClassNames[] = {{OpClass::other, "other"},
-                                         {OpClass::matmul, "matmul"},
-                                         {OpClass::attention, "attention"},
-                                         {OpClass::norm_activation, "norm_activation"},
-                                         {OpClass::optimizer, "optimizer"},
-                                         {OpClass::embedding, "embedding"},
-                                         {OpClass::loss, "loss"},
-                                         {OpClass::communication, "communication"},
-                                         {OpClass::host, "host"}};
-static_assert(std::size(kOpClassNames) == kOpClasses, "one name per OpClass");
-constexpr Named<DType> kDTypes[] = {
-    {DType::bf16, "bf16"}, {DType::f32, "f32"}, {DType::int8, "int8"}, {DType::fp8, "fp8"}};
-
-template <class E, std::size_t N>
-std::string name_of(const Named<E> (&table)[N], E v) {
-  for (const auto& e : table) {
-    if (e.value == v) return std::string(e.name);
-  }
-  return "?";
-}
-
-template <class E, std::size_t N>
-std::vector<std::string> names(const Named<E> (&table)[N]) {
-  std::vector<std::string> out;
-  for (const auto& e : table) out.emplace_back(e.name);
-  return out;
-}
-
-// The fields an op kind uses beyond the common ones, in the order they are written.
-const std::vector<std::string>& op_fields(OpKind k) {
-  static const std::vector<std::string> matmul{"m", "k", "n", "dtype"}, vector{"vector_op", "elements", "dtype"},
-      dma{"src", "dst", "pattern", "bytes"}, collective{"collective", "dtype", "bytes", "mesh_axes"},
-      peer{"bytes", "mesh_axes", "peer"}, host{"host_op", "bytes"},
-      embedding{"rows", "width", "bags", "dtype", "src", "dst"}, none{};
-  switch (k) {
-    case OpKind::matmul: return matmul;
-    case OpKind::vector: return vector;
-    case OpKind::dma: return dma;
-    case OpKind::collective: return collective;
-    case OpKind::send:
-    case OpKind::recv: return peer;
-    case OpKind::host: return host;
-    case OpKind::barrier: return none;
-    case OpKind::gather:
-    case OpKind::scatter: return embedding;
-  }
-  return none;
-}
-
-const std::vector<std::string> kCommonFields{"op",        "label",       "core",           "vmem_alloc",
-                                             "vmem_free", "model_flops", "hardware_flops", "deps"};
-
-ordered_json axes_json(std::uint32_t mask) {
-  ordered_json a = ordered_json::array();
-  for (std::uint32_t i = 0; i < 32; ++i) {
-    if (mask & (1u << i)) a.push_back(i);
-  }
-  return a;
-}
-
-ordered_json instruction_json(const Program& p, const Instruction& ins) {
-  ordered_json j;
-  j["op"] = std::string(op_name(ins.kind));
-  if (!p.label_of(ins).empty()) j["label"] = p.label_of(ins);
-  if (ins.core != 0) j["core"] = ins.core;
-  for (const std::string& f : op_fields(ins.kind)) {
-    if (f == "m" || f == "rows") j[f] = ins.m;
-    else if (f == "k" || f == "bags") j[f] = ins.k;
-    else if (f == "n" || f == "width") j[f] = ins.n;
-    else if (f == "dtype") j[f] = name_of(kDTypes, ins.dtype);
-    else if (f == "vector_op") j[f] = name_of(kVectorOps, ins.vector_op);
-    else if (f == "elements") j[f] = ins.elements;
-    else if (f == "src") j[f] = name_of(kMemories, ins.src);
-    else if (f == "dst") j[f] = name_of(kMemories, ins.dst);
-    else if (f == "pattern") j[f] = name_of(kPatterns, ins.pattern);
-    else if (f == "bytes") j[f] = ins.bytes;
-    else if (f == "collective") j[f] = name_of(kCollectives, ins.collective);
-    else if (f == "mesh_axes" && ins.group != kAxesGroup) j["group"] = ins.group;  // instead of mesh_axes
-    else if (f == "mesh_axes") j[f] = axes_json(ins.mesh_axes);
-    else if (f == "peer") j[f] = ins.peer;
-    else if (f == "host_op") j[f] = name_of(kHostOps, ins.host_op);
-  }
-  // Optional: the VMEM operand bytes of a vector op (0 = none declared: no VMEM bound).
-  if (ins.kind == OpKind::vector && ins.bytes != 0) j["bytes"] = ins.bytes;
-  // Version 2, each optional and written only when not its default.
-  if (ins.op_class != OpClass::other) j["class"] = name_of(kOpClassNames, ins.op_class);
-  if (ins.kind == OpKind::matmul) {
-    if (ins.batch != 1) j["batch"] = ins.batch;
-    if (ins.sum_batch) j["sum_batch"] = true;
-    if (ins.elements != 0) {
-      j["vector_op"] = name_of(kVectorOps, ins.vector_op);
-      j["elements"] = ins.elements;
-    }
-  }
-  if (ins.kind == OpKind::matmul || ins.kind == OpKind::vector) {
-    if (ins.hbm_read != 0) j["hbm_read"] = ins.hbm_read;
-    if (ins.hbm_written != 0) j["hbm_written"] = ins.hbm_written;
-    if (ins.grid_steps != 0) j["grid_steps"] = ins.grid_steps;
-  }
-  // Optional (version 1 files without it mean "auto"), so written only when not auto.
-  if (ins.kind == OpKind::collective && ins.algorithm != 0) {
-    j["algorithm"] = std::string(kernels::algorithm_name(static_cast<kernels::CollectiveAlgorithm>(ins.algorithm)));
-  }
-  // Optional (files without it mean no host-side time), so written only when set.
-  if (ins.kind == OpKind::host && ins.host_seconds != 0) j["host_seconds"] = ins.host_seconds;
-  if (ins.vmem_alloc != 0) j["vmem_alloc"] = ins.vmem_alloc;
-  if (ins.vmem_free != 0) j["vmem_free"] = ins.vmem_free;
-  if (ins.model_flops != 0) j["model_flops"] = ins.model_flops;
-  if (ins.hardware_flops != 0) j["hardware_flops"] = ins.hardware_flops;
-  ordered_json deps = ordered_json::array();
-  for (std::uint32_t d = 0; d < ins.dep_count; ++d) deps.push_back(p.deps_of(ins)[d]);
-  j["deps"] = std::move(deps);
-  return j;
-}
-
-ordered_json group_json(const CollectiveGroup& g) {
-  ordered_json j;
-  j["size"] = g.size;
-  j["stride"] = g.stride;
-  j["pods"] = g.pods;
-  return j;
-}
+using namespace program_format;
 
 // Collects every problem of a file, each located by the JSON pointer of the offending value.
 class Reader {
@@ -480,29 +326,6 @@ std::vector<CollectiveGroup> read_groups(Reader& r, const json& v) {
 }
 
 }  // namespace
-
-void write_program_json(const ProgramSet& set, std::ostream& out) {
-  out << "{\n  \"format\": " << json(std::string(kFormat)).dump() << ",\n  \"version\": " << kVersion
-      << ",\n  \"role_of_chip\": " << json(set.role_of_chip).dump();
-  if (!set.groups.empty()) {  // optional: files without groups read (and are written) as before
-    out << ",\n  \"groups\": [";
-    for (std::size_t g = 0; g < set.groups.size(); ++g) {
-      out << (g == 0 ? "\n    " : ",\n    ") << group_json(set.groups[g]).dump();
-    }
-    out << "\n  ]";
-  }
-  out << ",\n  \"programs\": [";
-  for (std::size_t p = 0; p < set.programs.size(); ++p) {
-    const Program& prog = set.programs[p];
-    out << (p == 0 ? "\n" : ",\n") << "    {\n      \"name\": " << json(prog.name()).dump()
-        << ",\n      \"instructions\": [";
-    for (std::size_t i = 0; i < prog.size(); ++i) {
-      out << (i == 0 ? "\n" : ",\n") << "        " << instruction_json(prog, prog[i]).dump();
-    }
-    out << (prog.size() == 0 ? "]" : "\n      ]") << "\n    }";
-  }
-  out << (set.programs.empty() ? "]" : "\n  ]") << "\n}\n";
-}
 
 ProgramSet parse_program_json(std::string_view text, const std::string& source) {
   const json root = parse_tree(text, source);
