@@ -494,7 +494,7 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
   } else if (built) {
     std::vector<std::vector<std::uint32_t>> op_instructions;
     sinks = fused::emit(built->graph, chip, prog, start, !workload.overlap, &op_instructions);
-    out.memory_timeline = memory_timeline(built->graph, built->plan, std::move(op_instructions));
+    out.memory_timelines.push_back(memory_timeline(built->graph, built->plan, std::move(op_instructions)));
     if (host.checkpoint_bytes > 0) {
       sinks = {prog.add(host_op(ir::HostOp::checkpoint, host.checkpoint_bytes, host.checkpoint_seconds), sinks,
                         "host.checkpoint")};
@@ -563,8 +563,11 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
       stage_start.push_back(stage_prog.add(host_op(ir::HostOp::infeed, 0, workload.step_launch_overhead.value()),
                                            {}, "host.launch"));
     }
+    std::vector<std::vector<std::uint32_t>> op_instructions;
     std::vector<std::uint32_t> stage_sinks =
-        fused::emit(later_stages[i].graph, chip, stage_prog, stage_start, !workload.overlap);
+        fused::emit(later_stages[i].graph, chip, stage_prog, stage_start, !workload.overlap, &op_instructions);
+    out.memory_timelines.push_back(
+        memory_timeline(later_stages[i].graph, later_stages[i].plan, std::move(op_instructions)));
     const HostStepCosts stage_host = host_costs(workload, chip, checkpoint_state(later_stages[i].plan), writers);
     if (stage_host.checkpoint_bytes > 0) {
       stage_sinks = {stage_prog.add(host_op(ir::HostOp::checkpoint, stage_host.checkpoint_bytes,

@@ -166,9 +166,9 @@ namespace {
 TEST(MemoryTimeline, SweptInProgramOrderItIsThePlansCount) {
   for (const Remat remat : {Remat::none, Remat::full, Remat::minimal, Remat::save_qkv_proj}) {
     const LoweredWorkload l = lower(two_blocks(remat), roomy());
-    ASSERT_TRUE(l.memory_timeline.has_value());
+    ASSERT_EQ(l.memory_timelines.size(), 1U);
     ASSERT_TRUE(l.memory.has_value());
-    const MemoryTimeline& t = *l.memory_timeline;
+    const MemoryTimeline& t = l.memory_timelines[0];
     const MemoryPlan& p = *l.memory;
     EXPECT_EQ(t.persistent, p.weights + p.gradients + p.optimizer_state + p.kv_cache);
     double held = 0, peak = 0, allocated = 0, freed = 0;

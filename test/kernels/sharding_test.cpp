@@ -1,7 +1,9 @@
 // Device meshes on the torus, sharding rules, per-chip shard shapes and the collectives the sharding implies,
 // against hand counts.
+#include <algorithm>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -244,6 +246,41 @@ TEST(Sharding, PipelineStagesAreRolesThatSendActivationsForwardAndGradientsBack)
   EXPECT_EQ(count(l.programs.programs[0], ir::OpKind::recv, +1), 2);
   EXPECT_EQ(count(l.programs.programs[1], ir::OpKind::recv, -1), 2);
   EXPECT_EQ(count(l.programs.programs[1], ir::OpKind::send, -1), 2);
+}
+
+// Every pipeline stage keeps its own memory timeline (the tools follow each stage's first chip over the step):
+// one per program, each naming only its own program's instructions, freeing what it allocates, and the fullest
+// stage's program-order sweep is the memory plan's total (the plan the lowering reports is the fullest stage's).
+TEST(Sharding, EveryPipelineStageKeepsItsOwnMemoryTimeline) {
+  WorkloadSpec w = small(4, mesh({{"pipeline", 2}, {"data", 2}}));
+  w.microbatches = 2;
+  const LoweredWorkload l = lower(w, roomy(), pod({4}));
+  ASSERT_EQ(l.programs.programs.size(), 2U);
+  ASSERT_EQ(l.memory_timelines.size(), 2U);
+  ASSERT_TRUE(l.memory.has_value());
+  double fullest = 0;
+  std::vector<double> persistent;
+  for (std::size_t s = 0; s < 2; ++s) {
+    const MemoryTimeline& t = l.memory_timelines[s];
+    const std::size_t size = l.programs.programs[s].size();
+    double held = 0, peak = 0, allocated = 0, freed = 0;
+    EXPECT_FALSE(t.uses.empty()) << "stage " << s;
+    for (const ActivationUse& u : t.uses) {
+      for (const std::uint32_t i : u.instructions) ASSERT_LT(i, size) << "stage " << s;
+      held += u.allocated;
+      peak = std::max(peak, held);
+      held -= u.freed;
+      allocated += u.allocated;
+      freed += u.freed;
+    }
+    EXPECT_EQ(allocated, freed) << "stage " << s;
+    EXPECT_GT(peak, 0) << "stage " << s;
+    persistent.push_back(t.persistent.as_double());
+    fullest = std::max(fullest, t.persistent.as_double() + peak);
+  }
+  // Stage 0 holds the embedding, stage 1 the head and its norm: their persistent bytes differ.
+  EXPECT_NE(persistent[0], persistent[1]);
+  EXPECT_NEAR(fullest, l.memory->total().as_double(), 2.0);
 }
 
 TEST(Sharding, ADataParallelGradientAllReduceCarriesTheParameterBytes) {

@@ -2,6 +2,7 @@
 // on one chip and on a data-parallel slice, global metrics, sequence parallelism against plain tensor
 // parallelism, the layout search, pipelines, and bad meshes as bad input.
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -364,6 +365,42 @@ TEST_F(ShardCli, OneForwardOneBackwardKeepsFewerActivationsThanGPipeWithTheSameB
   const double a_g = gpipe["memory"]["categories"]["activations"], a_o = ofob["memory"]["categories"]["activations"];
   EXPECT_NEAR(a_o / a_g, 4.0 / 8.0, 0.05);
   EXPECT_NEAR(ofob["metrics"]["step_time_s"].get<double>() / gpipe["metrics"]["step_time_s"].get<double>(), 1.0, 0.02);
+}
+
+TEST_F(ShardCli, EveryPipelineStageReportsTheHbmItsFirstChipHeldAndTheFullestStandsForTheStep) {
+  // Under 1F1B stage s keeps at most (stages - s) microbatches' activations, so the stages' peaks fall from the
+  // first to the last; the step's memory.in_use is the fullest stage's, and a traced run carries one "HBM in
+  // use" counter per stage, on that stage's chip, whose highest sample is that stage's peak.
+  write("pp.yaml", kPipeline);
+  const std::string out = (dir_ / "pp-in-use").string();
+  const Outcome o = tpusim("run " + (dir_ / "pp.yaml").string() +
+                           " --set workload.pipeline_schedule=1f1b --trace --trace-chips 0-3 -o " + out);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const nlohmann::json j = nlohmann::json::parse(slurp(dir_ / "pp-in-use" / "summary.json"));
+  const nlohmann::json& stages = j["memory"]["in_use_by_stage"];
+  ASSERT_EQ(stages.size(), 4u);
+  std::vector<double> peaks;
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    EXPECT_EQ(stages[s]["stage"], s);
+    EXPECT_EQ(stages[s]["chip"], s);  // a line of four chips, one stage each
+    peaks.push_back(stages[s]["peak_bytes"].get<double>());
+  }
+  for (std::size_t s = 1; s < peaks.size(); ++s) EXPECT_LT(peaks[s], peaks[s - 1]) << "stage " << s;
+  EXPECT_EQ(j["memory"]["in_use"]["stage"], 0);
+  EXPECT_EQ(j["memory"]["in_use"]["chip"], 0);
+  EXPECT_EQ(j["memory"]["in_use"]["peak_bytes"].get<double>(), peaks[0]);
+  EXPECT_NE(o.out.find("HBM in use by stage"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("(stage 0, the fullest of 4)"), std::string::npos) << o.out;
+
+  std::map<long long, double> counter_peak;  // GB by chip
+  const nlohmann::json trace = nlohmann::json::parse(slurp(dir_ / "pp-in-use" / "trace.json"));
+  for (const nlohmann::json& e : trace["traceEvents"]) {
+    if (e["ph"] != "C" || e["name"] != "HBM in use") continue;
+    double& peak = counter_peak[e["pid"].get<long long>()];
+    peak = std::max(peak, e["args"]["GB"].get<double>());
+  }
+  ASSERT_EQ(counter_peak.size(), 4u);
+  for (std::size_t s = 0; s < peaks.size(); ++s) EXPECT_NEAR(counter_peak[s] * 1e9, peaks[s], 1.0) << "stage " << s;
 }
 
 }  // namespace

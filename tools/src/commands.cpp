@@ -191,11 +191,18 @@ int run_command(const RunArgs& args) {
 
   const ir::ProgramSet& programs = lowered.programs;
   OpClassRecorder classes(programs, static_cast<std::uint32_t>(scenario.pod.chip_count()));
-  std::optional<MemoryInUseRecorder> in_use;  // whole models lowered here (not program files)
-  if (scenario.workload.program.empty() && lowered.memory_timeline) in_use.emplace(programs, *lowered.memory_timeline);
+  // Whole models lowered here (a program file names no HBM buffers): each pipeline stage's first chip.
+  std::vector<MemoryInUseRecorder> in_use;
+  if (scenario.workload.program.empty()) {
+    for (std::size_t p = 0; p < lowered.memory_timelines.size(); ++p) {
+      in_use.emplace_back(programs, static_cast<std::uint32_t>(p), lowered.memory_timelines[p]);
+    }
+  }
   options.trace = [&tracer, &classes, &in_use](const models::TraceSpan& s) {
     classes.record(s);
-    if (in_use && s.chip == in_use->chip()) in_use->record(s);  // one chip of thousands: test before the call
+    for (MemoryInUseRecorder& r : in_use) {
+      if (s.chip == r.chip()) r.record(s);  // a chip per stage of thousands: test before the call
+    }
     if (tracer) tracer->record(s);
   };
 
@@ -228,8 +235,17 @@ int run_command(const RunArgs& args) {
     output_start = std::chrono::steady_clock::now();
     report = make_report(scenario, programs, result, &*topology,
                          scenario.workload.program.empty() ? &lowered : nullptr, &classes);
-    if (in_use) {
-      report.memory_in_use = in_use->finish(result.step_time.value());
+    if (!in_use.empty()) {
+      std::vector<std::pair<std::uint32_t, std::vector<std::pair<double, double>>>> counters;
+      for (const MemoryInUseRecorder& r : in_use) {
+        MemoryInUse u = r.finish(result.step_time.value());
+        if (in_use.size() > 1) report.memory_in_use_by_stage.push_back(u);
+        counters.emplace_back(u.chip, u.changes);
+        // The fullest stage stands for the step, as its memory plan does (the first of equals).
+        if (!report.memory_in_use || u.peak_bytes > report.memory_in_use->peak_bytes) {
+          report.memory_in_use = std::move(u);
+        }
+      }
       if (report.memory && report.memory_in_use->peak_bytes > report.memory->capacity.as_double()) {
         // The plan fits (lowering refuses a step whose plan does not); the schedule holds more at once.
         report.notes.push_back(fmt::format(
@@ -241,7 +257,7 @@ int run_command(const RunArgs& args) {
             readable(report.memory->capacity.as_double(), Quantity::bytes),
             readable(report.memory->total().as_double(), Quantity::bytes)));
       }
-      if (tracer) tracer->set_hbm_in_use(report.memory_in_use->chip, report.memory_in_use->changes);
+      if (tracer) tracer->set_hbm_in_use(std::move(counters));
     }
     if (args.perf) {
       perf = PerfFigures{result.wall_seconds - result.elaboration_seconds,

@@ -5,13 +5,17 @@
 
 namespace tpusim::tools {
 
-MemoryInUseRecorder::MemoryInUseRecorder(const ir::ProgramSet& programs, const kernels::MemoryTimeline& timeline)
-    : timeline_(timeline), extent_(timeline.uses.size(), {0.0, 0.0}), seen_(timeline.uses.size(), false) {
+MemoryInUseRecorder::MemoryInUseRecorder(const ir::ProgramSet& programs, std::uint32_t program,
+                                         const kernels::MemoryTimeline& timeline)
+    : timeline_(timeline),
+      program_(program),
+      extent_(timeline.uses.size(), {0.0, 0.0}),
+      seen_(timeline.uses.size(), false) {
   if (!programs.role_of_chip.empty()) {
-    const auto first = std::find(programs.role_of_chip.begin(), programs.role_of_chip.end(), 0);
+    const auto first = std::find(programs.role_of_chip.begin(), programs.role_of_chip.end(), program);
     chip_ = static_cast<std::uint32_t>(first - programs.role_of_chip.begin());
   }
-  use_of_.assign(programs.programs.empty() ? 0 : programs.programs[0].size(), -1);
+  use_of_.assign(program < programs.programs.size() ? programs.programs[program].size() : 0, -1);
   for (std::size_t u = 0; u < timeline.uses.size(); ++u) {
     for (const std::uint32_t i : timeline.uses[u].instructions) {
       if (i < use_of_.size()) use_of_[i] = static_cast<std::int32_t>(u);
@@ -34,6 +38,7 @@ void MemoryInUseRecorder::record(const models::TraceSpan& span) {
 
 MemoryInUse MemoryInUseRecorder::finish(double step_time) const {
   MemoryInUse m;
+  m.program = program_;
   m.chip = chip_;
   // (time, order, bytes): order 0 frees before 1 allocations at the same time; stable in graph order otherwise.
   struct Change {

@@ -1,8 +1,8 @@
 #pragma once
 // HBM in use over the simulated step (summary.json's memory.in_use, the trace's "HBM in use" counter, the
-// stdout line): the lowering's MemoryTimeline (kernels/memory_plan.h) placed at the times the first chip running
-// program 0 started and ended each op's instructions, from the simulation's trace callback (one call per
-// completed instruction), so the models need no part of it.
+// stdout line): a program's MemoryTimeline (kernels/memory_plan.h; one per pipeline stage) placed at the times the
+// first chip running that program started and ended each op's instructions, from the simulation's trace callback
+// (one call per completed instruction), so the models need no part of it.
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -14,6 +14,7 @@
 namespace tpusim::tools {
 
 struct MemoryInUse {
+  std::uint32_t program = 0;  // the pipeline stage (0 without a pipeline)
   std::uint32_t chip = 0;
   double peak_bytes = 0;  // the most held at once (persistent + live activations)
   double peak_at_s = 0;   // the first time it is held
@@ -28,7 +29,8 @@ struct MemoryInUse {
 
 class MemoryInUseRecorder {
  public:
-  MemoryInUseRecorder(const ir::ProgramSet& programs, const kernels::MemoryTimeline& timeline);
+  // Follows `program`'s first chip (ProgramSet::role_of_chip; chip 0 when every chip runs program 0).
+  MemoryInUseRecorder(const ir::ProgramSet& programs, std::uint32_t program, const kernels::MemoryTimeline& timeline);
   // Spans of other chips than chip() are ignored.
   void record(const models::TraceSpan& span);
   [[nodiscard]] std::uint32_t chip() const { return chip_; }
@@ -37,6 +39,7 @@ class MemoryInUseRecorder {
 
  private:
   const kernels::MemoryTimeline& timeline_;
+  std::uint32_t program_ = 0;
   std::uint32_t chip_ = 0;
   std::vector<std::int32_t> use_of_;               // instruction -> index into timeline_.uses, or -1
   std::vector<std::pair<double, double>> extent_;  // per use: earliest start, latest end recorded

@@ -128,6 +128,18 @@ json summary_json(const Scenario& scenario, const RunReport& r) {
                                    {"peak_at_s", u.peak_at_s},
                                    {"slice_s", u.slice_s},
                                    {"slice_peak_bytes", slices}};
+      // Pipelines: the stage above is the fullest; every stage's peak (its first chip's) beside it.
+      if (!r.memory_in_use_by_stage.empty()) {
+        j["memory"]["in_use"]["stage"] = u.program;
+        json stages = json::array();
+        for (const MemoryInUse& s : r.memory_in_use_by_stage) {
+          stages.push_back(json{{"stage", s.program},
+                                {"chip", s.chip},
+                                {"peak_bytes", std::llround(s.peak_bytes)},
+                                {"peak_at_s", s.peak_at_s}});
+        }
+        j["memory"]["in_use_by_stage"] = stages;
+      }
     }
   }
   json classes = json::object();
@@ -287,9 +299,20 @@ void print_table(const Scenario& s, const RunReport& r, std::ostream& out) {
     out << fmt::format("  {:<22}{} of {} per chip ({})\n", "HBM plan", bytes_text(r.memory->total().as_double()),
                        bytes_text(r.memory->capacity.as_double()), parts);
     if (r.memory_in_use) {
-      out << fmt::format("  {:<22}peak {} at {} on chip {}, as the step ran\n", "HBM in use",
+      const std::string stage =
+          r.memory_in_use_by_stage.empty()
+              ? std::string()
+              : fmt::format(" (stage {}, the fullest of {})", r.memory_in_use->program, r.memory_in_use_by_stage.size());
+      out << fmt::format("  {:<22}peak {} at {} on chip {}{}, as the step ran\n", "HBM in use",
                          bytes_text(r.memory_in_use->peak_bytes), short_time(r.memory_in_use->peak_at_s),
-                         r.memory_in_use->chip);
+                         r.memory_in_use->chip, stage);
+      if (!r.memory_in_use_by_stage.empty()) {
+        std::string peaks;
+        for (const MemoryInUse& s : r.memory_in_use_by_stage) {
+          peaks += fmt::format("{}stage {} {}", peaks.empty() ? "" : ", ", s.program, bytes_text(s.peak_bytes));
+        }
+        out << fmt::format("  {:<22}{} (each stage's first chip)\n", "HBM in use by stage", peaks);
+      }
     }
     if (r.memory->host_offload.count() > 0) {
       out << fmt::format("  {:<22}{} of {} per chip (activations offloaded by the remat policy)\n", "host memory",

@@ -74,7 +74,9 @@ struct RunReport {
   // rules in force, defaults included ("batch, embed over fsdp; heads, kv_heads, mlp, vocab over tensor").
   std::string mesh, sharding;
   std::optional<kernels::MemoryPlan> memory;  // whole models: the per-chip HBM plan
-  std::optional<MemoryInUse> memory_in_use;  // whole models: HBM held over the step (memory_in_use.h)
+  // Whole models: HBM held over the step (memory_in_use.h), by the pipeline stage whose peak is highest.
+  std::optional<MemoryInUse> memory_in_use;
+  std::vector<MemoryInUse> memory_in_use_by_stage;  // every stage's, in stage order (pipelines only)
   std::vector<OpClassTime> op_classes;        // per-op-class breakdown (op_classes.h)
   std::vector<OpTime> ops;                    // every op, longest attributed time first (op_classes.h)
   double hbm_bandwidth = 0;                   // one chip's, nominal: what an op's "bound by" compares with

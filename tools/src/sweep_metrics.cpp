@@ -82,7 +82,7 @@ const std::vector<MetricDef>& sweep_metrics() {
       // Whole models (docs/summary-format.md, "memory"): the plan before simulation and the peak as scheduled.
       {"hbm_plan_bytes", kBytes, Better::lower, "{:.0f}", "HBM plan per chip",
        [](const json& s) { return at(s, {"memory", "total_bytes"}); }},
-      {"hbm_in_use_peak_bytes", kBytes, Better::lower, "{:.0f}", "peak HBM in use as scheduled (first chip)",
+      {"hbm_in_use_peak_bytes", kBytes, Better::lower, "{:.0f}", "peak HBM in use as scheduled (first chip of the fullest stage)",
        [](const json& s) { return at(s, {"memory", "in_use", "peak_bytes"}); }},
   };
   return kMetrics;

@@ -190,9 +190,12 @@ void TraceRecorder::add_collective_flows(json_events& events,
 TraceRecorder::TraceRecorder(std::set<std::uint32_t> chips, std::size_t limit)
     : chips_(std::move(chips)), per_chip_(std::max<std::size_t>(1, limit / std::max<std::size_t>(1, chips_.size()))) {}
 
-void TraceRecorder::set_hbm_in_use(std::uint32_t chip, std::vector<std::pair<double, double>> changes) {
-  hbm_in_use_chip_ = chip;
-  hbm_in_use_ = std::move(changes);
+void TraceRecorder::set_hbm_in_use(
+    std::vector<std::pair<std::uint32_t, std::vector<std::pair<double, double>>>> per_chip) {
+  hbm_in_use_.clear();
+  for (auto& [chip, changes] : per_chip) {
+    if (chips_.count(chip) != 0 && !changes.empty()) hbm_in_use_[chip] = std::move(changes);
+  }
 }
 
 void TraceRecorder::record(const models::TraceSpan& span) {
@@ -296,8 +299,8 @@ void TraceRecorder::write(const ir::ProgramSet& programs, std::ostream& out, con
   }
   add_counter(events, "HBM bandwidth", "GB/s", hbm_rate);
   add_counter(events, "ICI bandwidth", "GB/s", ici_rate);
-  if (!hbm_in_use_.empty() && chips_.count(hbm_in_use_chip_) != 0) {
-    std::map<std::uint32_t, std::vector<std::pair<double, double>>> in_use{{hbm_in_use_chip_, hbm_in_use_}};
+  if (!hbm_in_use_.empty()) {
+    auto in_use = hbm_in_use_;  // add_counter sorts each chip's changes in place
     add_counter(events, "HBM in use", "GB", in_use);
   }
   add_step_and_blocks(events, step_extent, traced_on, blocks);

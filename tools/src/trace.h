@@ -50,9 +50,9 @@ class TraceRecorder {
   // An SVG timeline of the lowest traced chip: one lane per (TensorCore, unit) queue, busy spans as bars.
   // Spans closer than half a pixel merge into one bar, so the file stays small for long runs.
   void write_timeline_svg(const std::string& title, std::ostream& out) const;
-  // A counter track "HBM in use" (GB) on `chip`, if it is traced: the running sum of `changes` (time in s,
-  // bytes added or freed; memory_in_use.h).
-  void set_hbm_in_use(std::uint32_t chip, std::vector<std::pair<double, double>> changes);
+  // A counter track "HBM in use" (GB) on each listed chip that is traced (a pipeline stage's first chip): the
+  // running sum of its `changes` (time in s, bytes added or freed; memory_in_use.h).
+  void set_hbm_in_use(std::vector<std::pair<std::uint32_t, std::vector<std::pair<double, double>>>> per_chip);
   [[nodiscard]] std::size_t dropped() const { return dropped_; }
   [[nodiscard]] const std::vector<models::TraceSpan>& spans() const { return spans_; }
   [[nodiscard]] const std::set<std::uint32_t>& chips() const { return chips_; }
@@ -82,8 +82,7 @@ class TraceRecorder {
   std::size_t per_chip_;
   std::map<std::uint32_t, std::size_t> kept_;  // spans kept per chip
   std::vector<models::TraceSpan> spans_;
-  std::uint32_t hbm_in_use_chip_ = 0;
-  std::vector<std::pair<double, double>> hbm_in_use_;
+  std::map<std::uint32_t, std::vector<std::pair<double, double>>> hbm_in_use_;  // chip -> changes
   std::map<std::uint32_t, std::size_t> dropped_on_;  // spans dropped per chip
   std::size_t dropped_ = 0;
 };

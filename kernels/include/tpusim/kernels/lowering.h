@@ -105,8 +105,8 @@ struct LoweredWorkload {
   StepWork work;                       // examples and tokens per step of the whole job (the global batch)
   double closed_form_model_flops = 0;  // per chip (model_params.h, of the chip's shard); 0 for a collective
   std::optional<ShardingPlan> sharding;  // whole models: the mesh and rules the programs were lowered for
-  // Whole models: the HBM that program 0 (pipeline stage 0's, the first chip's) holds over its step.
-  std::optional<MemoryTimeline> memory_timeline;
+  // Whole models: the HBM each program (pipeline stage, in program order) holds over its step; empty otherwise.
+  std::vector<MemoryTimeline> memory_timelines;
 };
 
 // The dispatcher: lowers any workload kind. For a whole model that does not fit chip.hbm.capacity it throws a
