@@ -112,5 +112,29 @@ TEST_F(OutputFolderTest, ADrawingIsTpusimsOnlyWithTheChecksumOfWhatItHolds) {
   EXPECT_TRUE(is_signed_drawing(sign_drawing("digraph {}", false)));
 }
 
+TEST_F(OutputFolderTest, TwoStudiesCannotHoldTheSamePointsOfAFolderAtOnce) {
+  const fs::path f = claim_output_folder(dir_ / "sw", "sweep");
+  const std::string marker = slurp(f / kOutputMarker);
+  auto refusal = [&](const std::vector<std::size_t>& points) -> std::string {
+    try {
+      const PointsLock lock(f, points);
+    } catch (const OutputRefused& e) {
+      return e.what();
+    }
+    return "";
+  };
+  {
+    const PointsLock share0(f, {0, 3, 6});
+    const PointsLock share1(f, {1, 4, 7});  // another share of the same array: disjoint, both run
+    EXPECT_NE(refusal({}).find("another tpusim is running or collecting points of " + f.string()), std::string::npos)
+        << "a whole sweep, or --collect, while the shares run";
+    EXPECT_NE(refusal({6, 8}).find("point 6 of"), std::string::npos);
+    EXPECT_NE(refusal({2, 3, 4}).find("points 2-4 of"), std::string::npos);
+    EXPECT_EQ(refusal({2, 5, 8}), "");  // the third share
+    EXPECT_EQ(slurp(f / kOutputMarker), marker) << "the marker is locked, never written";
+  }
+  EXPECT_EQ(refusal({}), "") << "released with their holders";
+}
+
 }  // namespace
 }  // namespace tpusim::tools

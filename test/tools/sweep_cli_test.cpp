@@ -349,6 +349,57 @@ TEST_F(SweepCli, SlurmArrayTasksRunSharesThatCollectIntoTheLocalTableByteForByte
   expect_same_tables(array, local);
 }
 
+// Another process's lock on bytes [start, start + len) of a folder's marker (len 0: all), as a running study
+// holds it (output_folder.h, PointsLock); released when the file is closed.
+int hold_points(const fs::path& folder, off_t start, off_t len) {
+  const int fd = ::open((folder / ".tpusim-output").c_str(), O_RDWR | O_CLOEXEC);
+  struct flock l {};
+  l.l_type = F_WRLCK;
+  l.l_whence = SEEK_SET;
+  l.l_start = start;
+  l.l_len = len;
+  EXPECT_EQ(::fcntl(fd, F_OFD_SETLK, &l), 0);
+  return fd;
+}
+
+TEST_F(SweepCli, ARunCollectOrShareRefusesWhileAnotherHoldsItsPointsAndOtherSharesGoOn) {
+  write("s.yaml", kScenario);
+  const fs::path sweep = write("w.yaml", "name: w\nscenario: s.yaml\ngrid:\n  workload.batch: 8 .. 64 x 2\n");
+  const fs::path local = dir_ / "local", array = dir_ / "array";
+  Outcome o = tpusim("sweep " + sweep.string() + " -o " + local.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const std::string table = slurp(local / "table.csv");
+
+  int fd = hold_points(local, 0, 0);  // a whole sweep of the folder still running
+  o = tpusim("sweep " + sweep.string() + " -o " + local.string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("another tpusim is running or collecting points of " + local.string()), std::string::npos)
+      << o.err;
+  EXPECT_EQ(o.err.find("already done"), std::string::npos) << o.err;
+  o = tpusim("sweep " + sweep.string() + " --collect -o " + local.string());
+  EXPECT_EQ(o.exit_code, 2) << o.err;
+  EXPECT_EQ(slurp(local / "table.csv"), table);
+  ::close(fd);
+  o = tpusim("sweep " + sweep.string() + " --collect -o " + local.string());
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+
+  // Four points, two array tasks (0, 2 / 1, 3): while share 1 runs, share 1 again is refused at its first
+  // point, --collect is refused, and share 0 runs.
+  o = tpusim("sweep " + sweep.string() + " --slurm --tasks 2 -o " + array.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  fd = hold_points(array, 1, 1);
+  o = tpusim("sweep " + sweep.string() + " --share 1/2 -o " + array.string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("point 1 of " + array.string()), std::string::npos) << o.err;
+  o = tpusim("sweep " + sweep.string() + " --collect -o " + array.string());
+  EXPECT_EQ(o.exit_code, 2) << o.err;
+  o = tpusim("sweep " + sweep.string() + " --share 0/2 -o " + array.string());
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_TRUE(fs::exists(array / "points" / "00002" / "summary.json"));
+  EXPECT_FALSE(fs::exists(array / "points" / "00001"));
+  ::close(fd);
+}
+
 TEST_F(SweepCli, ABadGridValueNamesTheSweepFilesLine) {
   write("s.yaml", kScenario);
   const fs::path sweep = write("w.yaml", "name: w\nscenario: s.yaml\ngrid:\n  workload.batch: [8, eight]\n");

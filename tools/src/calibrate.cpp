@@ -432,6 +432,7 @@ int calibrate_command(const CalibrateArgs& args, const std::string& self_exe) {
   const fs::path points_dir = out / "points";
   try {
     (void)claim_output_folder(out, "calibrate");
+    const PointsLock lock(out, {});  // every point, until the table is written
     fs::create_directories(points_dir);
     // One `tpusim run` per distinct scenario and overrides (sweep_runner.h), on every core: the points that read
     // several metrics of one run (a pod step's MFU and its FLOP/s per chip) share it, and a ratio runs nothing.
@@ -569,6 +570,9 @@ int calibrate_command(const CalibrateArgs& args, const std::string& self_exe) {
     std::cout << fmt::format("{} within bound, {} outside, {} do not fit, {} failed; table: {}\n", count[0], count[1],
                              count[2], count[3], (out / "table.csv").string());
     return count[0] == points.size() ? 0 : 1;
+  } catch (const OutputRefused& e) {
+    std::cerr << "tpusim calibrate: " << e.what() << "\ntpusim calibrate: nothing was run\n";
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << "tpusim calibrate: " << e.what() << "\n";
     return 1;

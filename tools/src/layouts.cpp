@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -249,6 +250,13 @@ int layouts_command(const LayoutsArgs& args, const std::string& self_exe) {
   }
   const fs::path points = out / "points";
   (void)claim_output_folder(out, "layouts");
+  std::optional<PointsLock> lock;  // every point, until the table is written
+  try {
+    lock.emplace(out, std::vector<std::size_t>{});
+  } catch (const OutputRefused& e) {
+    std::cerr << "tpusim layouts: " << e.what() << "\n";
+    return 2;
+  }
   fs::create_directories(points);
   std::vector<PointTask> tasks;
   for (std::size_t i = 0; i < layouts.size(); ++i) {

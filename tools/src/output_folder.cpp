@@ -4,8 +4,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <sstream>
 #include <system_error>
@@ -386,6 +389,55 @@ void OutputFolder::commit() {
   }
   committed_ = true;
   if (replacing) fs::remove_all(old, ec);
+}
+
+PointsLock::PointsLock(const fs::path& folder, const std::vector<std::size_t>& points) {
+  const fs::path marker = folder / kOutputMarker;
+  // Opened for writing, which an exclusive lock needs; nothing is written. Not inherited by the point runs.
+  fd_ = ::open(marker.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd_ < 0) throw std::runtime_error(fmt::format("cannot open {}", marker.string()));
+  // Runs of consecutive indices, one lock each (a share's points are every N-th: one byte each).
+  std::vector<std::pair<std::size_t, std::size_t>> ranges;  // [first, last]
+  for (const std::size_t i : points) {
+    if (!ranges.empty() && ranges.back().second + 1 == i) {
+      ranges.back().second = i;
+    } else {
+      ranges.emplace_back(i, i);
+    }
+  }
+  if (points.empty()) ranges.emplace_back(0, 0);
+  for (const auto& [first, last] : ranges) {
+    struct flock l {};
+    l.l_type = F_WRLCK;
+    l.l_whence = SEEK_SET;
+    l.l_start = static_cast<off_t>(first);
+    l.l_len = points.empty() ? 0 : static_cast<off_t>(last - first + 1);  // 0: to the end and beyond
+    if (::fcntl(fd_, F_OFD_SETLK, &l) == 0) continue;
+    const int err = errno;
+    ::close(fd_);
+    fd_ = -1;
+    if (err == EAGAIN || err == EACCES) {
+      throw OutputRefused(fmt::format(
+          "another tpusim is running or collecting {} of {} (a job array still running, or a second shell); "
+          "wait for it to finish, or choose another -o",
+          points.empty() ? std::string("points")
+          : first == last ? fmt::format("point {}", first)
+                          : fmt::format("points {}-{}", first, last),
+          folder.string()));
+    }
+    if (err == ENOLCK || err == ENOSYS || err == EOPNOTSUPP || err == EINVAL) {
+      // A file system without byte-range locks (Lustre mounted without flock): run unguarded, and say so.
+      std::cerr << fmt::format("tpusim: warning: {} cannot be locked ({}); two studies writing the same points of "
+                               "this folder at once would not be noticed\n",
+                               marker.string(), std::strerror(err));
+      return;
+    }
+    throw std::runtime_error(fmt::format("cannot lock {}: {}", marker.string(), std::strerror(err)));
+  }
+}
+
+PointsLock::~PointsLock() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
 void write_file(const fs::path& path, const std::function<void(std::ostream&)>& fill) {

@@ -91,6 +91,24 @@ class OutputFolder {
   bool committed_ = false;
 };
 
+// Held while a study (a sweep, a share of one, a layout search, a calibration) writes or reads the points of
+// its folder in place: an open-file-description lock on bytes of the folder's marker file, one byte per point
+// index (or the whole file, for a study that writes or collects every point), released when the process ends
+// however it ends. A second study that would touch the same points of the folder at once (a job array
+// submitted again while the first still runs, `--collect` before the array is done, two shells) refuses
+// (OutputRefused) instead of running points twice and racing on their folders, failure records and table.
+class PointsLock {
+ public:
+  // `points`: the point indices the study writes, sorted; empty for every point. `folder` is marked.
+  PointsLock(const std::filesystem::path& folder, const std::vector<std::size_t>& points);
+  ~PointsLock();
+  PointsLock(const PointsLock&) = delete;
+  PointsLock& operator=(const PointsLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 // Writes one file through `fill`; any stream failure (a full disk) throws std::runtime_error.
 void write_file(const std::filesystem::path& path, const std::function<void(std::ostream&)>& fill);
 // Writes `target` through a staged sibling renamed into place: readers never see a partial file, and lists it

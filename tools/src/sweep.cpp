@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -179,6 +180,21 @@ int run_sweep(const SweepArgs& args) {
     write_file_atomically(plan_file, [&](std::ostream& o) { o << plan_doc.dump(2) << "\n"; });
   }
   fs::create_directories(points_dir);
+  // The points this run writes (a share's, or all of them; --collect reads all) are locked until it ends.
+  std::optional<PointsLock> lock;
+  if (!args.emit_commands && !args.slurm) {
+    const bool a_share = !args.share.empty() && !args.collect_only;
+    std::vector<std::size_t> mine;  // empty: every point
+    for (const auto& r : ex.runs) {
+      if (a_share && static_cast<int>(r.index % share_n) == share_k) mine.push_back(r.index);
+    }
+    try {
+      if (!a_share || !mine.empty()) lock.emplace(out, mine);
+    } catch (const OutputRefused& e) {
+      std::cerr << "tpusim sweep: " << e.what() << "\ntpusim sweep: nothing was run\n";
+      return 2;
+    }
+  }
 
   auto pending = [&](const Run& r) {
     if (fs::exists(points_dir / point_dir_name(r.index) / "summary.json")) return false;
