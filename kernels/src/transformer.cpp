@@ -26,12 +26,12 @@ namespace tpusim::kernels {
 namespace transformer {
 
 Param TransformerStep::param(const std::string& name, std::int64_t rows, std::int64_t cols) {
-  return b_.parameter(name, rows, cols, ParamStorage{wdt_, train_, w_.optimizer, shard_.weight_shards});
+  return b_.parameter(name, rows, cols, ParamStorage{dtypes_.weights, mode_.train, w_.optimizer, shard_.weight_shards});
 }
 
 BlockParams TransformerStep::block_params(const std::string& scope, bool cross, bool moe) {
   BlockParams p;
-  const std::int64_t hd = static_cast<std::int64_t>(heads_) * dh_;
+  const std::int64_t hd = static_cast<std::int64_t>(heads_.query) * heads_.dim;
   p.norm1 = param(scope + ".norm1", 1, norm_params());
   p.qkv = param(scope + ".qkv", d_, qkv_width());
   p.out = param(scope + ".out", hd, d_);
@@ -43,7 +43,7 @@ BlockParams TransformerStep::block_params(const std::string& scope, bool cross, 
   if (cross) {
     p.norm_x = param(scope + ".norm_x", 1, norm_params());
     p.q_x = param(scope + ".q_x", d_, hd);
-    p.kv_x = param(scope + ".kv_x", d_, 2 * static_cast<std::int64_t>(kv_) * dh_);
+    p.kv_x = param(scope + ".kv_x", d_, 2 * static_cast<std::int64_t>(heads_.kv) * heads_.dim);
     p.out_x = param(scope + ".out_x", hd, d_);
   }
   p.moe = moe;
@@ -78,15 +78,16 @@ TensorId TransformerStep::embed(const std::string& mbp, std::int64_t tokens, std
   // A gather of `tokens` rows of the table (at most all of it), plus position and segment rows; under FSDP
   // from the tables all-gathered first, like any weight.
   const double rows = static_cast<double>(tokens);
-  std::vector<Access> reads{{weights(-1, phase, table_), std::min(1.0, rows / static_cast<double>(shard_.vocab))}};
+  std::vector<Access> reads{
+      {weights(-1, phase, outer_.table), std::min(1.0, rows / static_cast<double>(shard_.vocab))}};
   VpuCost cost{"embedding", {0, 0}, ""};
-  if (positions_.elements > 0) {
-    reads.push_back({weights(-1, phase, positions_),
+  if (outer_.positions.elements > 0) {
+    reads.push_back({weights(-1, phase, outer_.positions),
                      std::min(1.0, static_cast<double>(s) / static_cast<double>(m_.context))});
     cost.per_element.elementwise += 1;
   }
-  if (types_.elements > 0) {
-    reads.push_back({weights(-1, phase, types_), 1});
+  if (outer_.types.elements > 0) {
+    reads.push_back({weights(-1, phase, outer_.types), 1});
     cost.per_element.elementwise += 1;
   }
   b_.vector(OpName{phase, mbp + "embedding", "lookup"}, ir::OpClass::embedding, ir::VectorOp::elementwise,
@@ -107,28 +108,28 @@ TransformerStep::HeadFwd TransformerStep::head_forward(const std::string& mbp, T
   const auto t = static_cast<std::int64_t>(tokens);
   // The final norm (and BERT's transform) on this chip's tokens; the vocabulary projection on every token.
   const double nt = norm_tokens(tokens);
-  h.hf = norm(OpName{phase, scope, "norm"}, x, nt, final_norm_, &h.statsf, x_times);
+  h.hf = norm(OpName{phase, scope, "norm"}, x, nt, outer_.final_norm, &h.statsf, x_times);
   TensorId in = h.hf;
-  if (lm_dense_.elements > 0) {
+  if (outer_.lm_dense.elements > 0) {
     // BERT's masked-LM transform: dense + bias + gelu, then a norm.
     h.ht0 = b_.activation(sc + ".transform", nt * static_cast<double>(d_));
     Builder::Matmul mm;
-    mm.m = static_cast<std::int64_t>(nt), mm.k = d_, mm.n = d_, mm.dtype = mm_dtype_, mm.a = {h.hf};
-    mm.b = {lm_dense_.w}, mm.outputs = {h.ht0};
+    mm.m = static_cast<std::int64_t>(nt), mm.k = d_, mm.n = d_, mm.dtype = dtypes_.matmul, mm.a = {h.hf};
+    mm.b = {outer_.lm_dense.w}, mm.outputs = {h.ht0};
     b_.matmul(OpName{phase, scope, "transform"}, ir::OpClass::matmul, mm);
     h.ht1 = b_.activation(sc + ".transform_act", nt * static_cast<double>(d_));
     b_.vector(OpName{phase, scope, "transform_act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
-              nt * static_cast<double>(d_), VpuCost{"bias and gelu", {9, 1}, ""}, {{h.ht0, 1}, {lm_bias_.w, 1}},
+              nt * static_cast<double>(d_), VpuCost{"bias and gelu", {9, 1}, ""}, {{h.ht0, 1}, {outer_.lm_bias.w, 1}},
               {{h.ht1, 1}}, h.ht0);
-    h.ht = norm(OpName{phase, scope, "transform_norm"}, h.ht1, nt, lm_norm_, &h.statst);
+    h.ht = norm(OpName{phase, scope, "transform_norm"}, h.ht1, nt, outer_.lm_norm, &h.statst);
     in = h.ht;
   }
   const std::int64_t vocab = shard_.vocab;
   h.logits = b_.activation(sc + ".logits", tokens * static_cast<double>(vocab));
   {
     Builder::Matmul mm;
-    mm.m = t, mm.k = d_, mm.n = vocab, mm.dtype = mm_dtype_, mm.a = {gather(-1, phase, in)};
-    mm.b = {points_.weights_before_use(b_.graph(), -1, phase, m_.tied_embeddings ? table_.w : out_proj_.w)};
+    mm.m = t, mm.k = d_, mm.n = vocab, mm.dtype = dtypes_.matmul, mm.a = {gather(-1, phase, in)};
+    mm.b = {points_.weights_before_use(b_.graph(), -1, phase, m_.tied_embeddings ? outer_.table.w : outer_.out_proj.w)};
     mm.outputs = {h.logits};
     b_.matmul(OpName{phase, scope, "logits"}, ir::OpClass::loss, mm);
   }
@@ -139,7 +140,7 @@ TransformerStep::HeadFwd TransformerStep::head_forward(const std::string& mbp, T
 void TransformerStep::cross_entropy(const std::string& scope, HeadFwd& h, double logits, Phase phase) {
   const std::string sc = scope + "." + std::string(fused::phase_name(phase));
   const double tokens = h.tokens;
-  if (inference_) {
+  if (mode_.inference) {
     // Greedy sampling; over a vocabulary-parallel head, each chip's best (logit, index) pair is all-reduced.
     const TensorId next = b_.activation(sc + ".next_token", tokens * (shard_.vocab_shards > 1 ? 2 : 1), DType::f32);
     b_.vector(OpName{phase, scope, "sample"}, ir::OpClass::loss, ir::VectorOp::reduction, logits, kSampling,
@@ -147,11 +148,11 @@ void TransformerStep::cross_entropy(const std::string& scope, HeadFwd& h, double
     (void)points_.vocab_reduction(b_.graph(), phase, "argmax", next);
     return;
   }
-  if (train_) h.dlogits = b_.activation(sc + ".dlogits", logits);
+  if (mode_.train) h.dlogits = b_.activation(sc + ".dlogits", logits);
   const TensorId loss = b_.activation(sc + ".loss", tokens, DType::f32);
   if (shard_.vocab_shards <= 1) {
     // One fused pass over the logits: the row max, the sums, the loss (and its gradient).
-    if (train_) {
+    if (mode_.train) {
       b_.vector(OpName{phase, scope, "cross_entropy"}, ir::OpClass::loss, ir::VectorOp::reduction, logits,
                 kCrossEntropyWithGradient, {{h.logits, 1}}, {{h.dlogits, 1}, {loss, 1}});
     } else {
@@ -175,7 +176,7 @@ void TransformerStep::cross_entropy(const std::string& scope, HeadFwd& h, double
   const TensorId target_all = points_.vocab_reduction(b_.graph(), phase, "target", target);
   b_.vector(OpName{phase, scope, "cross_entropy"}, ir::OpClass::loss, ir::VectorOp::elementwise, tokens,
             kCrossEntropyLoss, {{max_all, 1}, {sum_all, 1}, {target_all, 1}}, {{loss, 1}});
-  if (train_) {
+  if (mode_.train) {
     b_.vector(OpName{phase, scope, "cross_entropy_grad"}, ir::OpClass::loss, ir::VectorOp::elementwise, logits,
               kCrossEntropyGradient, {{h.logits, 1}, {max_all, 1}, {sum_all, 1}}, {{h.dlogits, 1}});
   }
@@ -188,12 +189,12 @@ TensorId TransformerStep::head_backward(const std::string& mbp, const HeadFwd& h
   const auto t = static_cast<std::int64_t>(h.tokens);
   const double nt = norm_tokens(h.tokens);
   const std::int64_t vocab = shard_.vocab;
-  const Param& proj = m_.tied_embeddings ? table_ : out_proj_;
-  const TensorId in = lm_dense_.elements > 0 ? h.ht : h.hf;
+  const Param& proj = m_.tied_embeddings ? outer_.table : outer_.out_proj;
+  const TensorId in = outer_.lm_dense.elements > 0 ? h.ht : h.hf;
   TensorId dh = b_.activation(sc + ".dh", h.tokens * static_cast<double>(d_));
   {
     Builder::Matmul mm;
-    mm.m = t, mm.k = vocab, mm.n = d_, mm.dtype = mm_dtype_, mm.a = {h.dlogits};
+    mm.m = t, mm.k = vocab, mm.n = d_, mm.dtype = dtypes_.matmul, mm.a = {h.dlogits};
     mm.b = {points_.weights_before_use(b_.graph(), -1, ph, proj.w)}, mm.outputs = {dh};
     b_.matmul(OpName{ph, scope, "logits.dx"}, ir::OpClass::loss, mm);
   }
@@ -202,49 +203,53 @@ TensorId TransformerStep::head_backward(const std::string& mbp, const HeadFwd& h
   dh = points_.after_row_parallel(b_.graph(), -1, ph, dh);
   weight_gradient(OpName{ph, scope, "logits.dw"}, ir::OpClass::loss, d_, t, vocab, 1, {gather(-1, ph, in)},
                   {h.dlogits}, proj, nullptr);
-  if (lm_dense_.elements > 0) {
+  if (outer_.lm_dense.elements > 0) {
     const auto tn = static_cast<std::int64_t>(nt);
-    const TensorId dn = norm_backward(OpName{ph, scope, "transform_norm"}, dh, h.ht1, h.statst, nt, lm_norm_);
+    const TensorId dn = norm_backward(OpName{ph, scope, "transform_norm"}, dh, h.ht1, h.statst, nt, outer_.lm_norm);
     const TensorId da = b_.activation(sc + ".dtransform", nt * static_cast<double>(d_));
     b_.vector(OpName{ph, scope, "transform_act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
               nt * static_cast<double>(d_), kGeluBackward, {{dn, 1}, {h.ht0, 1}}, {{da, 1}}, dn);
     const TensorId dhf = b_.activation(sc + ".dtransform_in", nt * static_cast<double>(d_));
     Builder::Matmul mm;
-    mm.m = tn, mm.k = d_, mm.n = d_, mm.dtype = mm_dtype_, mm.a = {da}, mm.b = {lm_dense_.w}, mm.outputs = {dhf};
+    mm.m = tn, mm.k = d_, mm.n = d_, mm.dtype = dtypes_.matmul, mm.a = {da}, mm.b = {outer_.lm_dense.w},
+    mm.outputs = {dhf};
     b_.matmul(OpName{ph, scope, "transform.dx"}, ir::OpClass::matmul, mm);
-    weight_gradient(OpName{ph, scope, "transform.dw"}, ir::OpClass::matmul, d_, tn, d_, 1, {h.hf}, {da}, lm_dense_,
-                    &lm_bias_);
+    weight_gradient(OpName{ph, scope, "transform.dw"}, ir::OpClass::matmul, d_, tn, d_, 1, {h.hf}, {da},
+                    outer_.lm_dense, &outer_.lm_bias);
     dh = dhf;
   }
-  return norm_backward(OpName{ph, scope, "norm"}, dh, h.x, h.statsf, nt, final_norm_);
+  return norm_backward(OpName{ph, scope, "norm"}, dh, h.x, h.statsf, nt, outer_.final_norm);
 }
 
 fused::Graph TransformerStep::build() {
-  if (heads_ < 1 || kv_ < 1 || dh_ < 1 || d_ < 1 || mb() < 1 || shard_.seq_len < 1) {
+  if (heads_.query < 1 || heads_.kv < 1 || heads_.dim < 1 || d_ < 1 || mb() < 1 || shard_.seq_len < 1) {
     throw std::invalid_argument(fmt::format("transformer {}: needs heads, a head width, a batch and a sequence",
                                             w_.model.name));
   }
   const bool enc_dec = m_.architecture == Architecture::encoder_decoder;
   // Stacks: the encoder (encoder-only, or the first of an encoder-decoder), then the decoder.
   const std::int64_t s_enc = shard_.seq_len, s_dec = enc_dec ? shard_.decoder_seq_len : shard_.seq_len;
-  const std::int64_t s_new = decode_ ? 1 : s_dec;                              // decoder queries this step
+  const std::int64_t s_new = mode_.decode ? 1 : s_dec;  // decoder queries this step
   // Decoder keys this step; context parallelism: every position's (the sequence group's).
-  const std::int64_t s_keys = decode_ ? shard_.context + 1 : s_dec * shard_.context_shards;
+  const std::int64_t s_keys = mode_.decode ? shard_.context + 1 : s_dec * shard_.context_shards;
   if (m_.architecture == Architecture::encoder) {
     stacks_.push_back(Stack{"layer", shard_.first_layer, shard_.layers, false, false, s_enc,
                             s_enc * shard_.context_shards, {}, {}});
   } else if (enc_dec) {
-    if (!decode_) stacks_.push_back(Stack{"enc.layer", 0, shard_.encoder_layers, false, false, s_enc, s_enc, {}, {}});
-    else stacks_.push_back(Stack{"enc.layer", 0, 0, false, false, s_enc, s_enc, {}, {}});  // encoder ran at prefill
+    // Decoding, the encoder ran at prefill: its stack has no blocks this step.
+    const int enc_layers = mode_.decode ? 0 : shard_.encoder_layers;
+    stacks_.push_back(Stack{"enc.layer", 0, enc_layers, false, false, s_enc, s_enc, {}, {}});
     stacks_.push_back(Stack{"dec.layer", shard_.first_layer, shard_.layers, true, true, s_new, s_keys, {}, {}});
   } else {
     stacks_.push_back(Stack{"layer", shard_.first_layer, shard_.layers, true, false, s_new, s_keys, {}, {}});
   }
 
   // Parameters (the encoder of an encoder-decoder keeps its parameters even when decoding: they are stored).
-  if (shard_.embedding || (shard_.head && m_.tied_embeddings)) table_ = param("embedding.table", shard_.vocab, d_);
-  if (shard_.embedding && m_.position == PositionKind::learned) positions_ = param("embedding.positions", m_.context, d_);
-  if (shard_.embedding && m_.token_types > 0) types_ = param("embedding.types", m_.token_types, d_);
+  if (shard_.embedding || (shard_.head && m_.tied_embeddings))
+    outer_.table = param("embedding.table", shard_.vocab, d_);
+  if (shard_.embedding && m_.position == PositionKind::learned)
+    outer_.positions = param("embedding.positions", m_.context, d_);
+  if (shard_.embedding && m_.token_types > 0) outer_.types = param("embedding.types", m_.token_types, d_);
   for (std::size_t si = 0; si < stacks_.size(); ++si) {
     Stack& st = stacks_[si];
     const int stored = enc_dec && si == 0 ? shard_.encoder_layers : st.count;
@@ -254,45 +259,45 @@ fused::Graph TransformerStep::build() {
     }
     if (m_.position == PositionKind::relative && stored > 0) {
       // T5: one bias table per stack, shared by its blocks (its gradient's scatter-add is not modelled).
-      relative_.push_back(param(st.name + ".position_bias", m_.relative_buckets, heads_));
-      st.relative_table = relative_.back().w;
+      outer_.relative.push_back(param(st.name + ".position_bias", m_.relative_buckets, heads_.query));
+      st.relative_table = outer_.relative.back().w;
     }
   }
   if (shard_.head) {
-    final_norm_ = param("head.norm", 1, norm_params());
-    if (!m_.tied_embeddings) out_proj_ = param("head.out", d_, shard_.vocab);
+    outer_.final_norm = param("head.norm", 1, norm_params());
+    if (!m_.tied_embeddings) outer_.out_proj = param("head.out", d_, shard_.vocab);
     if (m_.lm_head_transform) {
-      lm_dense_ = param("head.transform", d_, d_);
-      lm_bias_ = param("head.transform_bias", 1, d_);
-      lm_norm_ = param("head.transform_norm", 1, norm_params());
+      outer_.lm_dense = param("head.transform", d_, d_);
+      outer_.lm_bias = param("head.transform_bias", 1, d_);
+      outer_.lm_norm = param("head.transform_norm", 1, norm_params());
     }
     if (m_.pooler) {
       // Stored and updated with the model; its compute (the next-sentence head) is not modelled.
-      pooler_ = param("head.pooler", d_, d_);
-      pooler_bias_ = param("head.pooler_bias", 1, d_);
+      outer_.pooler = param("head.pooler", d_, d_);
+      outer_.pooler_bias = param("head.pooler_bias", 1, d_);
     }
   }
-  if (enc_dec) enc_final_ = param("enc.norm", 1, norm_params());
-  const Param& enc_final = enc_final_;
+  if (enc_dec) outer_.enc_final = param("enc.norm", 1, norm_params());
+  const Param& enc_final = outer_.enc_final;
   // KV caches: keys and values of every decoder (or encoder-decoder decoder) layer, and the cross-attention
   // keys and values of an encoder-decoder's decoder.
-  if (inference_) {
+  if (mode_.inference) {
     Stack& dec = stacks_.back();
     for (int l = dec.first; l < dec.first + dec.count; ++l) {
-      const double elems = static_cast<double>(mb()) * static_cast<double>(dec.s_k) * kv_ * dh_;
-      caches_[{static_cast<int>(stacks_.size() - 1), l}] = {
+      const double elems = static_cast<double>(mb()) * static_cast<double>(dec.s_k) * heads_.kv * heads_.dim;
+      kv_caches_.self[{static_cast<int>(stacks_.size() - 1), l}] = {
           b_.tensor(fmt::format("{}{}.kv_cache.k", dec.name, l), elems, w_.dtype, TensorKind::kv_cache),
           b_.tensor(fmt::format("{}{}.kv_cache.v", dec.name, l), elems, w_.dtype, TensorKind::kv_cache)};
       if (enc_dec) {
-        const double xe = static_cast<double>(mb()) * static_cast<double>(s_enc) * kv_ * dh_;
-        cross_caches_[{1, l}] = {
+        const double xe = static_cast<double>(mb()) * static_cast<double>(s_enc) * heads_.kv * heads_.dim;
+        kv_caches_.cross[{1, l}] = {
             b_.tensor(fmt::format("{}{}.cross_cache.k", dec.name, l), xe, w_.dtype, TensorKind::kv_cache),
             b_.tensor(fmt::format("{}{}.cross_cache.v", dec.name, l), xe, w_.dtype, TensorKind::kv_cache)};
       }
     }
   }
 
-  const int microbatches = train_ ? std::max(1, shard_.microbatches) : 1;
+  const int microbatches = mode_.train ? std::max(1, shard_.microbatches) : 1;
   // What a microbatch's backward reads of its forward.
   struct MicroState {
     std::vector<std::vector<BlockFwd>> fwd;
@@ -325,7 +330,7 @@ fused::Graph TransformerStep::build() {
       }
       for (int l = st.first; l < st.first + st.count; ++l) {
         fwd[si].push_back(forward_block(st, l, x, Phase::forward, mbp, enc_out));
-        if (policy_) {
+        if (memory_.policy) {
           offload(fwd[si].back(), st.params[static_cast<std::size_t>(l - st.first)].moe,
                   fmt::format("{}{}{}.fwd", mbp, st.name, l));
         }
@@ -341,14 +346,14 @@ fused::Graph TransformerStep::build() {
     if (shard_.head) {
       const Stack& last = stacks_.back();
       // Inference needs the last position of each sequence only.
-      const double tokens = static_cast<double>(mb()) * (inference_ ? 1.0 : static_cast<double>(last.s));
-      head = head_forward(mbp, x, tokens, inference_ ? 1.0 / static_cast<double>(last.s) : 1.0, Phase::forward);
+      const double tokens = static_cast<double>(mb()) * (mode_.inference ? 1.0 : static_cast<double>(last.s));
+      head = head_forward(mbp, x, tokens, mode_.inference ? 1.0 / static_cast<double>(last.s) : 1.0, Phase::forward);
     }
   };
   auto backward = [&](int micro) {
     const std::string mbp = micro == 0 ? "" : fmt::format("mb{}.", micro);
     const bool first = micro == 0, last = micro == microbatches - 1;
-    micro_ = micro;
+    backward_.micro = micro;
     // ---- backward ----
     MicroState& ms = state[static_cast<std::size_t>(micro)];
     const auto& fwd = ms.fwd;
@@ -378,12 +383,12 @@ fused::Graph TransformerStep::build() {
           use = forward_block(st, l, use.x, Phase::recompute, mbp, enc_out);
         }
         std::size_t recompute_start = 0;
-        if (policy_) use = rematerialize(st, l, use, mbp, enc_out, recompute_start);
+        if (memory_.policy) use = rematerialize(st, l, use, mbp, enc_out, recompute_start);
         const std::size_t backward_start = b_.graph().ops().size();
         dx = backward_block(st, l, use, dx, mbp, enc_out, d_enc);
-        if (policy_) {
+        if (memory_.policy) {
           drop_unread(recompute_start, backward_start);
-          last_backward_start_ = backward_start;
+          backward_.last_start = backward_start;
         }
         // The block's gradients of this microbatch are complete (FSDP reduce-scatters them now; the data-parallel
         // all-reduce follows the last microbatch).
@@ -413,9 +418,9 @@ fused::Graph TransformerStep::build() {
           reads.push_back({gw.tensor, fraction});
           writes.push_back({gw.tensor, fraction});
         };
-        scatter_add(table_, std::min(1.0, tokens / static_cast<double>(shard_.vocab)));
-        if (positions_.elements > 0) {
-          scatter_add(positions_, std::min(1.0, static_cast<double>(st.s) / static_cast<double>(m_.context)));
+        scatter_add(outer_.table, std::min(1.0, tokens / static_cast<double>(shard_.vocab)));
+        if (outer_.positions.elements > 0) {
+          scatter_add(outer_.positions, std::min(1.0, static_cast<double>(st.s) / static_cast<double>(m_.context)));
         }
         b_.vector(OpName{Phase::backward, mbp + (enc_dec ? (si == 0 ? "enc." : "dec.") : "") + "embedding", "lookup"},
                   ir::OpClass::embedding, ir::VectorOp::elementwise, tokens * static_cast<double>(d_), kAdd, reads,
@@ -429,11 +434,11 @@ fused::Graph TransformerStep::build() {
   };
   // The order of the microbatches' passes: forward then backward of each in turn on one chip; a pipeline
   // stage follows its schedule (pipeline_order, shard.h).
-  for (const auto& [is_forward, micro] : pipeline_order(shard_, w_.pipeline_schedule, train_)) {
+  for (const auto& [is_forward, micro] : pipeline_order(shard_, w_.pipeline_schedule, mode_.train)) {
     if (is_forward) forward(micro);
     else backward(micro);
   }
-  if (train_) {
+  if (mode_.train) {
     for (const Stack& st : stacks_) {
       for (std::size_t i = 0; i < st.params.size(); ++i) {
         b_.optimizer_update(fmt::format("{}{}", st.name, st.first + static_cast<int>(i)), st.params[i].all(),
@@ -445,7 +450,7 @@ fused::Graph TransformerStep::build() {
                                    true);
     // Applied to this chip's tokens under sequence parallelism: the final norm and BERT's head transform.
     std::vector<TensorId> sequence_partial;
-    for (const Param* p : {&final_norm_, &lm_dense_, &lm_bias_, &lm_norm_}) {
+    for (const Param* p : {&outer_.final_norm, &outer_.lm_dense, &outer_.lm_bias, &outer_.lm_norm}) {
       if (p->elements > 0 && p->grad) sequence_partial.push_back(*p->grad);
     }
     points_.after_sequence_parallel_gradients(b_.graph(), -1, sequence_partial);

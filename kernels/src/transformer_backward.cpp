@@ -9,7 +9,7 @@ TensorId TransformerStep::norm_backward(const OpName& name, TensorId dy, TensorI
   const std::string base = name.scope + "." + std::string(fused::phase_name(name.phase)) + "." + name.name;
   const TensorId dx = b_.activation(base, tokens * static_cast<double>(d_));
   std::vector<Access> reads{{dy, 1}, {x, 1}, {stats, 1}, {gamma.w, 1}};
-  const GradientWrite gw = b_.gradient(gamma, micro_);
+  const GradientWrite gw = b_.gradient(gamma, backward_.micro);
   if (gw.accumulate) reads.push_back({gw.tensor, 1});
   b_.vector(name, ir::OpClass::norm_activation, ir::VectorOp::reduction, tokens * static_cast<double>(d_),
             norm_cost(true), reads, {{dx, 1}, {gw.tensor, 1}});
@@ -33,7 +33,7 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
     bool together = false;  // down.dx and down.dw run chunk by chunk on the gathered dY
     {
       Builder::Matmul mm;
-      mm.m = t, mm.k = d_, mm.n = fd, mm.dtype = mm_dtype_, mm.a = {dout}, mm.b = {weights(layer, ph, p.down)};
+      mm.m = t, mm.k = d_, mm.n = fd, mm.dtype = dtypes_.matmul, mm.a = {dout}, mm.b = {weights(layer, ph, p.down)};
       mm.outputs = {dg};
       const OpName dw{ph, base.scope, "down.dw"};
       together = input_and_weight_gradient(OpName{ph, base.scope, "down.dx"}, mm, dw, fd, t, d_, {f.g}, {dout},
@@ -51,7 +51,7 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
     std::optional<TensorId> ring;
     {
       Builder::Matmul mm;
-      mm.m = t, mm.k = fu, mm.n = d_, mm.dtype = mm_dtype_, mm.a = {du}, mm.b = {weights(layer, ph, p.up)};
+      mm.m = t, mm.k = fu, mm.n = d_, mm.dtype = dtypes_.matmul, mm.a = {du}, mm.b = {weights(layer, ph, p.up)};
       mm.outputs = {dh};
       if (ring_blocks(layer, mm) > 0) ring = ring_row_parallel(OpName{ph, base.scope, "up.dx"}, layer, mm, nullptr);
       else b_.matmul(OpName{ph, base.scope, "up.dx"}, ir::OpClass::matmul, mm);
@@ -73,17 +73,17 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
   const TensorId dgates_sum = points_.tensor_all_reduce(b_.graph(), layer, ph, dgates);
   const TensorId deo_local = points_.expert_combine(b_.graph(), layer, ph, deo);
   const TensorId deg = b_.activation(sc + ".dexperts_act", static_cast<double>(local) * capacity * fe);
-  expert_matmul(OpName{ph, base.scope, "experts_down.dx"}, capacity, d_, fe, mm_dtype_, deo_local,
+  expert_matmul(OpName{ph, base.scope, "experts_down.dx"}, capacity, d_, fe, dtypes_.matmul, deo_local,
                 weights(layer, ph, p.experts_down), deg, e.routed * d_ * fe, nullptr);
   const TensorId deu = b_.activation(sc + ".dexperts_up", static_cast<double>(local) * capacity * fu);
   b_.vector(OpName{ph, base.scope, "experts_act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
             static_cast<double>(local) * capacity * fe, act, {{deg, 1}, {f.eu, 1}}, {{deu, 1}}, deg);
-  expert_matmul(OpName{ph, base.scope, "experts_down.dw"}, fe, capacity, d_, dw_dtype_, f.eg, deo_local,
+  expert_matmul(OpName{ph, base.scope, "experts_down.dw"}, fe, capacity, d_, dtypes_.weight_grad, f.eg, deo_local,
                 *p.experts_down.grad, e.routed * d_ * fe, &p.experts_down);
   const TensorId ddisp = b_.activation(sc + ".ddispatched", buffer);
-  expert_matmul(OpName{ph, base.scope, "experts_up.dx"}, capacity, fu, d_, mm_dtype_, deu,
+  expert_matmul(OpName{ph, base.scope, "experts_up.dx"}, capacity, fu, d_, dtypes_.matmul, deu,
                 weights(layer, ph, p.experts_up), ddisp, e.routed * d_ * fu, nullptr);
-  expert_matmul(OpName{ph, base.scope, "experts_up.dw"}, d_, capacity, fu, dw_dtype_, f.dispatched, deu,
+  expert_matmul(OpName{ph, base.scope, "experts_up.dw"}, d_, capacity, fu, dtypes_.weight_grad, f.dispatched, deu,
                 *p.experts_up.grad, e.routed * d_ * fu, &p.experts_up);
   const TensorId ddisp_local = points_.expert_dispatch(b_.graph(), layer, ph, ddisp);
   const TensorId dh_experts = b_.activation(sc + ".dh_experts", td);
@@ -98,7 +98,7 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
   const TensorId dh_router = b_.activation(sc + ".dh_router", tdn);
   {
     Builder::Matmul mm;
-    mm.m = static_cast<std::int64_t>(norm_tokens(tokens)), mm.k = experts, mm.n = d_, mm.dtype = mm_dtype_;
+    mm.m = static_cast<std::int64_t>(norm_tokens(tokens)), mm.k = experts, mm.n = d_, mm.dtype = dtypes_.matmul;
     mm.a = {drl}, mm.b = {weights(layer, ph, p.router)};
     mm.outputs = {dh_router};
     b_.matmul(OpName{ph, base.scope, "router.dx"}, ir::OpClass::matmul, mm);
@@ -126,12 +126,12 @@ std::size_t TransformerStep::host_copy(const std::string& label, Phase phase, Te
 void TransformerStep::offload(const BlockFwd& f, bool moe, const std::string& scope) {
   const std::array<TensorId, kRematTags> t = tagged(f, moe);
   for (std::size_t i = 0; i < kRematTags; ++i) {
-    if ((*policy_)[i] != RematPlacement::offload || host_copies_.count(t[i]) > 0) continue;
+    if ((*memory_.policy)[i] != RematPlacement::offload || memory_.host_copies.count(t[i]) > 0) continue;
     const fused::Tensor& src = b_.graph().tensor(t[i]);
     const std::string name = fmt::format("{}.offload.{}", scope, remat_tag_name(static_cast<RematTag>(i)));
     const TensorId copy = b_.tensor(name + ".host", src.elements, src.dtype, TensorKind::host_offload);
     host_copy(name, Phase::forward, t[i], copy);
-    host_copies_[t[i]] = copy;
+    memory_.host_copies[t[i]] = copy;
   }
 }
 
@@ -143,16 +143,17 @@ BlockFwd TransformerStep::rematerialize(const Stack& st, int l, const BlockFwd& 
   // The tensor the backward reads for each tag that is not recomputed: the kept one, or its copy fetched back.
   std::array<std::optional<TensorId>, kRematTags> held;
   for (std::size_t i = 0; i < kRematTags; ++i) {
-    if ((*policy_)[i] == RematPlacement::device) held[i] = kept_tags[i];
-    if ((*policy_)[i] != RematPlacement::offload) continue;
-    const auto copy = host_copies_.find(kept_tags[i]);
-    if (copy == host_copies_.end()) throw std::logic_error("remat: " + scope + " fetches a tensor never offloaded");
+    if ((*memory_.policy)[i] == RematPlacement::device) held[i] = kept_tags[i];
+    if ((*memory_.policy)[i] != RematPlacement::offload) continue;
+    const auto copy = memory_.host_copies.find(kept_tags[i]);
+    if (copy == memory_.host_copies.end())
+      throw std::logic_error("remat: " + scope + " fetches a tensor never offloaded");
     const fused::Tensor& src = b_.graph().tensor(kept_tags[i]);
     const std::string name = fmt::format("{}.fetch.{}", scope, remat_tag_name(static_cast<RematTag>(i)));
     const TensorId back = b_.activation(name, src.elements, src.dtype);
     const std::size_t fetch = host_copy(name, Phase::backward, copy->second, back);
     // Prefetched: started with the backward of the block after this one, so the copy overlaps its compute.
-    if (last_backward_start_) b_.graph().ops()[fetch].after = {*last_backward_start_};
+    if (backward_.last_start) b_.graph().ops()[fetch].after = {*backward_.last_start};
     held[i] = back;
   }
   start = b_.graph().ops().size();
@@ -205,7 +206,7 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
   const auto t = static_cast<std::int64_t>(tokens);
   const double td = tokens * static_cast<double>(d_);
   const double tdn = norm_tokens(tokens) * static_cast<double>(d_);  // the residual stream on this chip
-  const std::int64_t hd = static_cast<std::int64_t>(heads_) * dh_;
+  const std::int64_t hd = static_cast<std::int64_t>(heads_.query) * heads_.dim;
   const std::size_t block_start = b_.graph().ops().size();  // this block's first backward op
   // A norm output with every token for a weight gradient: the rematerialized forward's, else gathered again
   // from the kept shard (sequence parallelism; without it the kept tensor itself). Called right after the
@@ -233,7 +234,7 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
     const TensorId d_o = b_.activation(sc + "." + tag + "dattn", tokens * hd);
     {
       Builder::Matmul mm;
-      mm.m = t, mm.k = d_, mm.n = hd, mm.dtype = mm_dtype_, mm.a = {dy}, mm.b = {weights(l, ph, out_w)};
+      mm.m = t, mm.k = d_, mm.n = hd, mm.dtype = dtypes_.matmul, mm.a = {dy}, mm.b = {weights(l, ph, out_w)};
       mm.outputs = {d_o};
       const OpName dx{ph, scope, std::string(tag) + "out.dx"}, dw{ph, scope, std::string(tag) + "out.dw"};
       if (!input_and_weight_gradient(dx, mm, dw, hd, t, d_, {saved.o}, {dy}, out_w, cross ? nullptr : &p.out_bias)) {
@@ -242,7 +243,7 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
       }
     }
     const std::int64_t s_k = cross ? stacks_.front().s : st.s_k;
-    AttentionShape shape{mb(), st.s, s_k, heads_, kv_, dh_, cross ? false : st.causal,
+    AttentionShape shape{mb(), st.s, s_k, heads_.query, heads_.kv, heads_.dim, cross ? false : st.causal,
                          !cross && m_.position == PositionKind::relative && st.relative_table.has_value()};
     AttentionSaved use = saved;
     if (!cross && shard_.context_shards > 1 && w_.remat != Remat::full) {
@@ -268,16 +269,17 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
       // Queries from the decoder; keys and values from the encoder output, whose gradient accumulates over layers.
       const TensorId dh_q = b_.activation(sc + ".dxq", td);
       Builder::Matmul mm;
-      mm.m = t, mm.k = hd, mm.n = d_, mm.dtype = mm_dtype_, mm.a = {g.dq}, mm.b = {weights(l, ph, p.q_x)};
+      mm.m = t, mm.k = hd, mm.n = d_, mm.dtype = dtypes_.matmul, mm.a = {g.dq}, mm.b = {weights(l, ph, p.q_x)};
       mm.outputs = {dh_q};
       b_.matmul(OpName{ph, scope, "xq.dx"}, ir::OpClass::matmul, mm);
       weight_gradient(OpName{ph, scope, "xq.dw"}, ir::OpClass::matmul, d_, t, hd, 1, {h}, {g.dq}, p.q_x, nullptr);
       const double enc_tokens = static_cast<double>(mb()) * static_cast<double>(stacks_.front().s);
       const auto te = static_cast<std::int64_t>(enc_tokens);
-      const std::int64_t kvw = 2 * static_cast<std::int64_t>(kv_) * dh_;
+      const std::int64_t kvw = 2 * static_cast<std::int64_t>(heads_.kv) * heads_.dim;
       const TensorId de = b_.activation(sc + ".denc_part", enc_tokens * static_cast<double>(d_));
       Builder::Matmul kvm;
-      kvm.m = te, kvm.k = kvw, kvm.n = d_, kvm.dtype = mm_dtype_, kvm.a = {g.dk, g.dv}, kvm.b = {weights(l, ph, p.kv_x)};
+      kvm.m = te, kvm.k = kvw, kvm.n = d_, kvm.dtype = dtypes_.matmul, kvm.a = {g.dk, g.dv},
+      kvm.b = {weights(l, ph, p.kv_x)};
       kvm.outputs = {de};
       b_.matmul(OpName{ph, scope, "xkv.dx"}, ir::OpClass::matmul, kvm);
       weight_gradient(OpName{ph, scope, "xkv.dw"}, ir::OpClass::matmul, d_, te, kvw, 1, {*enc_out}, {g.dk, g.dv},
@@ -300,16 +302,17 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
     }
     if (m_.position == PositionKind::rotary) {
       const TensorId dq2 = b_.activation(sc + ".dq_rotary", tokens * hd);
-      const TensorId dk2 = b_.activation(sc + ".dk_rotary", tokens * kv_ * dh_);
+      const TensorId dk2 = b_.activation(sc + ".dk_rotary", tokens * heads_.kv * heads_.dim);
       b_.vector(OpName{ph, scope, "rotary"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
-                tokens * (heads_ + kv_) * dh_, kRotary, {{dq, 1}, {dk, 1}}, {{dq2, 1}, {dk2, 1}}, dq);
+                tokens * (heads_.query + heads_.kv) * heads_.dim, kRotary, {{dq, 1}, {dk, 1}}, {{dq2, 1}, {dk2, 1}},
+                dq);
       dq = dq2, dk = dk2;
     }
     const TensorId dh1 = b_.activation(sc + ".dh_attn", td);
     std::optional<TensorId> ring;
     {
       Builder::Matmul mm;
-      mm.m = t, mm.k = qkv_width(), mm.n = d_, mm.dtype = mm_dtype_, mm.a = {dq, dk, dv};
+      mm.m = t, mm.k = qkv_width(), mm.n = d_, mm.dtype = dtypes_.matmul, mm.a = {dq, dk, dv};
       mm.b = {weights(l, ph, p.qkv)}, mm.outputs = {dh1};
       if (ring_blocks(l, mm) > 0) ring = ring_row_parallel(OpName{ph, scope, "qkv.dx"}, l, mm, nullptr);
       else b_.matmul(OpName{ph, scope, "qkv.dx"}, ir::OpClass::matmul, mm);

@@ -7,14 +7,14 @@ namespace tpusim::kernels::transformer {
 TensorId TransformerStep::attention_sub(const OpName& base, const Stack& st, int layer, TensorId h, double tokens,
                                         const BlockParams& p, BlockFwd& f, std::optional<TensorId> enc_out) {
   const std::string sc = base.scope + "." + std::string(fused::phase_name(base.phase));
-  const double q_elems = tokens * heads_ * dh_, kv_elems = tokens * kv_ * dh_;
+  const double q_elems = tokens * heads_.query * heads_.dim, kv_elems = tokens * heads_.kv * heads_.dim;
   const Phase ph = base.phase;
   // QKV projection, bias and rotary as elementwise ops that fusion folds into the projection's epilogue.
   TensorId q = b_.activation(sc + ".q", q_elems), k = b_.activation(sc + ".k", kv_elems),
            v = b_.activation(sc + ".v", kv_elems);
   {
     Builder::Matmul mm;
-    mm.m = static_cast<std::int64_t>(tokens), mm.k = d_, mm.n = qkv_width(), mm.dtype = mm_dtype_;
+    mm.m = static_cast<std::int64_t>(tokens), mm.k = d_, mm.n = qkv_width(), mm.dtype = dtypes_.matmul;
     mm.a = {h}, mm.b = {weights(layer, ph, p.qkv)}, mm.outputs = {q, k, v};
     b_.matmul(OpName{ph, base.scope, "qkv"}, ir::OpClass::matmul, mm);
   }
@@ -33,8 +33,9 @@ TensorId TransformerStep::attention_sub(const OpName& base, const Stack& st, int
               q_elems + kv_elems, kRotary, {{q, 1}, {k, 1}}, {{q2, 1}, {k2, 1}}, q);
     q = q2, k = k2;
   }
-  AttentionShape shape{mb(), st.s, st.s_k, heads_, kv_, dh_, st.causal,
-                       m_.position == PositionKind::relative && st.relative_table.has_value()};
+  AttentionShape shape{
+      mb(),      st.s,       st.s_k,    heads_.query,
+      heads_.kv, heads_.dim, st.causal, m_.position == PositionKind::relative && st.relative_table.has_value()};
   TensorId keys = k, values = v;
   double kv_times = 1.0;
   f.k_local = k, f.v_local = v;
@@ -44,9 +45,9 @@ TensorId TransformerStep::attention_sub(const OpName& base, const Stack& st, int
     const std::vector<TensorId> kv = points_.gather_keys_values(b_.graph(), layer, ph, {k, v});
     keys = kv[0], values = kv[1];
   }
-  if (inference_) {
+  if (mode_.inference) {
     // The new keys and values go into this layer's cache; attention reads the cache.
-    const auto [kc, vc] = caches_.at({static_cast<int>(&st - stacks_.data()), layer});
+    const auto [kc, vc] = kv_caches_.self.at({static_cast<int>(&st - stacks_.data()), layer});
     const double fraction = static_cast<double>(st.s) / static_cast<double>(st.s_k);
     b_.vector(OpName{ph, base.scope, "kv_cache_write"}, ir::OpClass::attention, ir::VectorOp::elementwise,
               2 * kv_elems, VpuCost{"copy", {0, 0}, ""}, {{k, 1}, {v, 1}}, {{kc, fraction}, {vc, fraction}}, k);
@@ -57,8 +58,8 @@ TensorId TransformerStep::attention_sub(const OpName& base, const Stack& st, int
   TensorId a = b_.activation(sc + ".attn_out", tokens * static_cast<double>(d_));
   {
     Builder::Matmul mm;
-    mm.m = static_cast<std::int64_t>(tokens), mm.k = static_cast<std::int64_t>(heads_) * dh_, mm.n = d_;
-    mm.dtype = mm_dtype_;
+    mm.m = static_cast<std::int64_t>(tokens), mm.k = static_cast<std::int64_t>(heads_.query) * heads_.dim, mm.n = d_;
+    mm.dtype = dtypes_.matmul;
     mm.a = {f.attn.o}, mm.b = {weights(layer, ph, p.out)}, mm.outputs = {a};
     if (ring_blocks(layer, mm) > 0) {
       f.attn_out = ring_row_parallel(OpName{ph, base.scope, "out"}, layer, mm, &p.out_bias);
@@ -91,7 +92,7 @@ TensorId TransformerStep::mlp_forward(const OpName& base, int layer, TensorId h,
     const double f_elems = tokens * static_cast<double>(shard_.d_ff);
     TensorId u = b_.activation(sc + ".up", tokens * static_cast<double>(up_width(false)));
     Builder::Matmul up;
-    up.m = static_cast<std::int64_t>(tokens), up.k = d_, up.n = up_width(false), up.dtype = mm_dtype_;
+    up.m = static_cast<std::int64_t>(tokens), up.k = d_, up.n = up_width(false), up.dtype = dtypes_.matmul;
     up.a = {h}, up.b = {weights(layer, ph, p.up)}, up.outputs = {u};
     b_.matmul(OpName{ph, base.scope, "up"}, ir::OpClass::matmul, up);
     if (p.up_bias.elements > 0) {
@@ -106,7 +107,7 @@ TensorId TransformerStep::mlp_forward(const OpName& base, int layer, TensorId h,
               {{u, 1}}, {{f.g, 1}}, u);
     TensorId o = b_.activation(sc + ".down", td);
     Builder::Matmul down;
-    down.m = static_cast<std::int64_t>(tokens), down.k = shard_.d_ff, down.n = d_, down.dtype = mm_dtype_;
+    down.m = static_cast<std::int64_t>(tokens), down.k = shard_.d_ff, down.n = d_, down.dtype = dtypes_.matmul;
     down.a = {f.g}, down.b = {weights(layer, ph, p.down)}, down.outputs = {o};
     if (ring_blocks(layer, down) > 0) {
       f.mlp_out = ring_row_parallel(OpName{ph, base.scope, "down"}, layer, down, &p.down_bias);
@@ -132,7 +133,7 @@ TensorId TransformerStep::mlp_forward(const OpName& base, int layer, TensorId h,
   f.router_logits = b_.activation(sc + ".router", tokens * experts, DType::f32);
   {
     Builder::Matmul r;
-    r.m = static_cast<std::int64_t>(tokens), r.k = d_, r.n = experts, r.dtype = mm_dtype_;
+    r.m = static_cast<std::int64_t>(tokens), r.k = d_, r.n = experts, r.dtype = dtypes_.matmul;
     r.a = {h}, r.b = {weights(layer, ph, p.router)}, r.outputs = {f.router_logits};
     b_.matmul(OpName{ph, base.scope, "router"}, ir::OpClass::matmul, r);
   }
@@ -144,14 +145,14 @@ TensorId TransformerStep::mlp_forward(const OpName& base, int layer, TensorId h,
             {{h, std::min<double>(k, static_cast<double>(local))}, {f.gates, 1}}, {{f.dispatched, 1}});
   const TensorId disp = points_.expert_dispatch(b_.graph(), layer, ph, f.dispatched);
   f.eu = b_.activation(sc + ".experts_up", static_cast<double>(local) * capacity * fu);
-  expert_matmul(OpName{ph, base.scope, "experts_up"}, capacity, d_, fu, mm_dtype_, disp,
+  expert_matmul(OpName{ph, base.scope, "experts_up"}, capacity, d_, fu, dtypes_.matmul, disp,
                 weights(layer, ph, p.experts_up), f.eu, e.routed * d_ * fu, nullptr);
   const double ge = static_cast<double>(local) * capacity * fe;
   f.eg = b_.activation(sc + ".experts_act", ge);
   b_.vector(OpName{ph, base.scope, "experts_act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, ge, act,
             {{f.eu, 1}}, {{f.eg, 1}}, f.eu);
   f.eo = b_.activation(sc + ".experts_down", buffer);
-  expert_matmul(OpName{ph, base.scope, "experts_down"}, capacity, fe, d_, mm_dtype_, f.eg,
+  expert_matmul(OpName{ph, base.scope, "experts_down"}, capacity, fe, d_, dtypes_.matmul, f.eg,
                 weights(layer, ph, p.experts_down), f.eo, e.routed * fe * d_, nullptr);
   const TensorId eo = points_.expert_combine(b_.graph(), layer, ph, f.eo);
   const TensorId o = b_.activation(sc + ".combined", td);
@@ -190,39 +191,40 @@ BlockFwd TransformerStep::forward_block(const Stack& st, int l, TensorId x, Phas
   if (st.cross) {
     // Cross-attention over the encoder output: queries from the decoder, keys and values from the encoder.
     f.hx = norm(OpName{phase, scope, "norm_x"}, f.x1, tokens, p.norm_x, &f.statsx);
-    const double q_elems = tokens * heads_ * dh_;
+    const double q_elems = tokens * heads_.query * heads_.dim;
     const double enc_tokens = static_cast<double>(mb()) * static_cast<double>(stacks_.front().s);
     const TensorId q = b_.activation(sc + ".xq", q_elems);
     {
       Builder::Matmul mm;
-      mm.m = static_cast<std::int64_t>(tokens), mm.k = d_, mm.n = static_cast<std::int64_t>(heads_) * dh_;
-      mm.dtype = mm_dtype_, mm.a = {f.hx}, mm.b = {weights(l, phase, p.q_x)}, mm.outputs = {q};
+      mm.m = static_cast<std::int64_t>(tokens), mm.k = d_, mm.n = static_cast<std::int64_t>(heads_.query) * heads_.dim;
+      mm.dtype = dtypes_.matmul, mm.a = {f.hx}, mm.b = {weights(l, phase, p.q_x)}, mm.outputs = {q};
       b_.matmul(OpName{phase, scope, "xq"}, ir::OpClass::matmul, mm);
     }
     TensorId kx = 0, vx = 0;
-    if (decode_) {
-      std::tie(kx, vx) = cross_caches_.at({1, l});
+    if (mode_.decode) {
+      std::tie(kx, vx) = kv_caches_.cross.at({1, l});
     } else {
-      const double kv_elems = enc_tokens * kv_ * dh_;
+      const double kv_elems = enc_tokens * heads_.kv * heads_.dim;
       kx = b_.activation(sc + ".xk", kv_elems);
       vx = b_.activation(sc + ".xv", kv_elems);
       std::vector<TensorId> outs{kx, vx};
-      if (inference_) {  // prefill fills the cross-attention cache once
-        std::tie(kx, vx) = cross_caches_.at({1, l});
+      if (mode_.inference) {  // prefill fills the cross-attention cache once
+        std::tie(kx, vx) = kv_caches_.cross.at({1, l});
         outs = {kx, vx};
       }
       Builder::Matmul mm;
-      mm.m = static_cast<std::int64_t>(enc_tokens), mm.k = d_, mm.n = 2 * static_cast<std::int64_t>(kv_) * dh_;
-      mm.dtype = mm_dtype_, mm.a = {*enc_out}, mm.b = {weights(l, phase, p.kv_x)}, mm.outputs = outs;
+      mm.m = static_cast<std::int64_t>(enc_tokens), mm.k = d_,
+      mm.n = 2 * static_cast<std::int64_t>(heads_.kv) * heads_.dim;
+      mm.dtype = dtypes_.matmul, mm.a = {*enc_out}, mm.b = {weights(l, phase, p.kv_x)}, mm.outputs = outs;
       b_.matmul(OpName{phase, scope, "xkv"}, ir::OpClass::matmul, mm);
     }
-    const AttentionShape shape{mb(), st.s, stacks_.front().s, heads_, kv_, dh_, false, false};
+    const AttentionShape shape{mb(), st.s, stacks_.front().s, heads_.query, heads_.kv, heads_.dim, false, false};
     f.xattn = attention_forward(b_, OpName{phase, scope, "xattn"}, w_.attention, shape, q, kx, vx);
     const TensorId ax = b_.activation(sc + ".xattn_out", tokens * static_cast<double>(d_));
     {
       Builder::Matmul mm;
-      mm.m = static_cast<std::int64_t>(tokens), mm.k = static_cast<std::int64_t>(heads_) * dh_, mm.n = d_;
-      mm.dtype = mm_dtype_, mm.a = {f.xattn.o}, mm.b = {weights(l, phase, p.out_x)}, mm.outputs = {ax};
+      mm.m = static_cast<std::int64_t>(tokens), mm.k = static_cast<std::int64_t>(heads_.query) * heads_.dim, mm.n = d_;
+      mm.dtype = dtypes_.matmul, mm.a = {f.xattn.o}, mm.b = {weights(l, phase, p.out_x)}, mm.outputs = {ax};
       b_.matmul(OpName{phase, scope, "xout"}, ir::OpClass::matmul, mm);
     }
     const TensorId axr = points_.after_row_parallel(b_.graph(), l, phase, ax);
@@ -260,7 +262,7 @@ void TransformerStep::expert_matmul(const OpName& name, std::int64_t m, std::int
                                     TensorId a, TensorId b, TensorId out, double useful_macs, const Param* grad) {
   Builder::Matmul mm;
   mm.m = m, mm.k = k, mm.n = n, mm.batch = shard_.experts, mm.dtype = dtype;
-  const GradientWrite gw = grad != nullptr ? b_.gradient(*grad, micro_) : GradientWrite{out, false};
+  const GradientWrite gw = grad != nullptr ? b_.gradient(*grad, backward_.micro) : GradientWrite{out, false};
   mm.a = {a}, mm.b = {b}, mm.outputs = {gw.tensor};
   const bool recompute = name.phase == Phase::recompute;
   mm.flops = Builder::Flops{recompute ? 0.0 : 2.0 * useful_macs,
@@ -274,10 +276,10 @@ Builder::Matmul TransformerStep::weight_gradient_matmul(std::int64_t m, std::int
                                                        std::vector<TensorId> dy, const Param& weight,
                                                        const Param* bias) {
   Builder::Matmul mm;
-  mm.m = m, mm.k = k, mm.n = n, mm.batch = batch, mm.dtype = dw_dtype_;
+  mm.m = m, mm.k = k, mm.n = n, mm.batch = batch, mm.dtype = dtypes_.weight_grad;
   mm.gathered_along_k = true;  // A^T's contraction runs over the tokens
   // The whole gradient (under FSDP a full-size buffer, Builder::gradient), or the stored one accumulated into.
-  const GradientWrite gw = b_.gradient(weight, micro_);
+  const GradientWrite gw = b_.gradient(weight, backward_.micro);
   mm.a = std::move(a), mm.b = std::move(dy), mm.outputs = {gw.tensor};
   if (gw.accumulate) {
     // Gradient accumulation: the epilogue adds into the gradient of the earlier microbatches.
@@ -286,7 +288,7 @@ Builder::Matmul TransformerStep::weight_gradient_matmul(std::int64_t m, std::int
   }
   if (bias != nullptr && bias->elements > 0) {
     // The bias gradient is the column sum of dY, done on the VPU in the same kernel.
-    const GradientWrite bw = b_.gradient(*bias, micro_);
+    const GradientWrite bw = b_.gradient(*bias, backward_.micro);
     mm.extra_writes.push_back({bw.tensor, 1});
     mm.epilogue += kAdd.per_element.times(static_cast<double>(k) * static_cast<double>(n));
     if (bw.accumulate) mm.extra_reads.push_back({bw.tensor, 1});

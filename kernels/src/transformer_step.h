@@ -143,25 +143,25 @@ class TransformerStep {
  public:
   TransformerStep(const WorkloadSpec& w, const ChipSpec& chip, const ShardView& shard, CollectivePoints& points)
       : w_(w), m_(w.model.transformer), shard_(shard), points_(points), b_(chip, w.dtype) {
-    train_ = w.step == StepKind::train;
-    decode_ = w.step == StepKind::decode;
-    inference_ = w.inference();
-    heads_ = shard.heads;
-    kv_ = shard.kv_heads;
-    dh_ = m_.head_dim();
+    mode_.train = w.step == StepKind::train;
+    mode_.decode = w.step == StepKind::decode;
+    mode_.inference = w.inference();
+    heads_.query = shard.heads;
+    heads_.kv = shard.kv_heads;
+    heads_.dim = m_.head_dim();
     d_ = m_.d_model;
-    wdt_ = w.weights();
+    dtypes_.weights = w.weights();
     // Matmuls against weights run in the weight type when it is quantized (int8 / fp8: the chip has the rate,
     // load_scenario checks it), in the activation type otherwise.
-    mm_dtype_ = wdt_ == DType::int8 || wdt_ == DType::fp8 ? wdt_ : w.dtype;
-    dw_dtype_ = w.dtype;
+    dtypes_.matmul = dtypes_.weights == DType::int8 || dtypes_.weights == DType::fp8 ? dtypes_.weights : w.dtype;
+    dtypes_.weight_grad = w.dtype;
     // AQT (workload.quantization: int8): every dense-layer matmul, weight gradients too, in int8, its operands
     // quantized inside the kernel (Builder::quantize_int8); the attention core keeps w.dtype.
     if (w.quantization == Quantization::int8) {
-      mm_dtype_ = dw_dtype_ = DType::int8;
+      dtypes_.matmul = dtypes_.weight_grad = DType::int8;
       b_.quantize_int8();
     }
-    if (train_) policy_ = policy_placements(w);
+    if (mode_.train) memory_.policy = policy_placements(w);
   }
 
   fused::Graph build();
@@ -179,7 +179,7 @@ class TransformerStep {
   TensorId mlp_forward(const OpName& base, int layer, TensorId h, double tokens, const BlockParams& p, BlockFwd& f);
   TensorId attention_sub(const OpName& base, const Stack& st, int layer, TensorId h, double tokens,
                          const BlockParams& p, BlockFwd& f, std::optional<TensorId> enc_out);
-  // ---- remat policies (policy_) ----
+  // ---- remat policies (memory_.policy) ----
   // A DMA copying `from` into `to` between HBM and host memory (the direction from their kinds).
   std::size_t host_copy(const std::string& label, Phase phase, TensorId from, TensorId to);
   // The offloaded tags of a block's forward, each copied to host memory after the block (a DMA over PCIe).
@@ -305,7 +305,9 @@ class TransformerStep {
     return backward ? kLayerNormBackward : kLayerNormForward;
   }
   [[nodiscard]] std::int64_t norm_params() const { return m_.norm == NormKind::layernorm && m_.bias ? 2 * d_ : d_; }
-  [[nodiscard]] std::int64_t qkv_width() const { return static_cast<std::int64_t>(heads_ + 2 * kv_) * dh_; }
+  [[nodiscard]] std::int64_t qkv_width() const {
+    return static_cast<std::int64_t>(heads_.query + 2 * heads_.kv) * heads_.dim;
+  }
   [[nodiscard]] std::int64_t up_width(bool expert) const {
     const std::int64_t f = expert ? shard_.expert_d_ff : shard_.d_ff;
     return m_.gated() ? 2 * f : f;
@@ -316,30 +318,49 @@ class TransformerStep {
   const ShardView& shard_;
   CollectivePoints& points_;
   Builder b_;
-  bool train_ = false, decode_ = false, inference_ = false;
-  int micro_ = 0;  // the microbatch whose backward is being built (Builder::gradient)
+  struct Mode {
+    bool train = false, decode = false, inference = false;
+  } mode_;
+  // The backward being built: its microbatch (Builder::gradient) and the first op of its latest block's.
+  struct Backward {
+    int micro = 0;
+    std::optional<std::size_t> last_start;
+  } backward_;
   std::map<TensorId, TensorId> prefetched_;  // prefetch: parameter -> its gathered weights, used once
-  // A named remat policy: each tag's placement (nullopt: none, full or selective, or not training).
-  std::optional<RematPlacements> policy_;
-  std::map<TensorId, TensorId> host_copies_;      // an offloaded activation -> its copy in host memory
-  std::optional<std::size_t> last_backward_start_;  // the first op of the latest block backward
-  int heads_ = 0, kv_ = 0, dh_ = 0;
+  // What the memory policy keeps apart: a named remat policy's placement of each tag (nullopt: none, full or
+  // selective, or not training) and the host-memory copy of each offloaded activation.
+  struct MemoryPolicy {
+    std::optional<RematPlacements> policy;
+    std::map<TensorId, TensorId> host_copies;
+  } memory_;
+  struct Heads {  // on this chip
+    int query = 0, kv = 0, dim = 0;
+  } heads_;
   std::int64_t d_ = 0;
-  DType wdt_ = DType::f32, mm_dtype_ = DType::bf16, dw_dtype_ = DType::bf16;  // dw: weight-gradient matmuls
-  // Embedding and head parameters.
-  Param table_, positions_, types_, final_norm_, out_proj_, lm_dense_, lm_bias_, lm_norm_, pooler_, pooler_bias_;
+  struct DTypes {
+    DType weights = DType::f32;
+    DType matmul = DType::bf16;       // matmuls against weights
+    DType weight_grad = DType::bf16;  // weight-gradient matmuls
+  } dtypes_;
+  // The parameters outside the blocks: the embedding, the head, the encoder-decoder's encoder final norm and
+  // T5's per-stack position-bias tables.
+  struct OuterParams {
+    Param table, positions, types, final_norm, out_proj, lm_dense, lm_bias, lm_norm, pooler, pooler_bias;
+    Param enc_final;
+    std::vector<Param> relative;
+    [[nodiscard]] std::vector<const Param*> all() const {
+      std::vector<const Param*> out{&table,   &positions, &types,  &final_norm,  &out_proj, &lm_dense,
+                                    &lm_bias, &lm_norm,   &pooler, &pooler_bias, &enc_final};
+      for (const Param& p : relative) out.push_back(&p);
+      return out;
+    }
+  } outer_;
   std::vector<Stack> stacks_;
   // KV caches (inference): per stack and layer, keys and values (and the cross-attention's).
-  std::map<std::pair<int, int>, std::pair<TensorId, TensorId>> caches_, cross_caches_;
-  std::vector<Param> relative_;  // T5's per-stack position-bias tables
-  Param enc_final_;              // encoder-decoder: the encoder's final norm
-  // The parameters outside the blocks: the embedding, the head, the encoder's final norm, T5's bias tables.
-  [[nodiscard]] std::vector<const Param*> embedding_and_head() const {
-    std::vector<const Param*> out{&table_,   &positions_, &types_,  &final_norm_, &out_proj_, &lm_dense_,
-                                  &lm_bias_, &lm_norm_,   &pooler_, &pooler_bias_, &enc_final_};
-    for (const Param& p : relative_) out.push_back(&p);
-    return out;
-  }
+  struct KvCaches {
+    std::map<std::pair<int, int>, std::pair<TensorId, TensorId>> self, cross;
+  } kv_caches_;
+  [[nodiscard]] std::vector<const Param*> embedding_and_head() const { return outer_.all(); }
 };
 
 }  // namespace tpusim::kernels::transformer

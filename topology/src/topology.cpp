@@ -88,9 +88,9 @@ Topology build_topology(const PodSpec& pod, const ChipSpec& chip) {
   t.cube_ = pod.cube;
   t.pods_ = pod.pods;
   t.chips_per_pod_ = static_cast<std::size_t>(t.shape_[0]) * t.shape_[1] * t.shape_[2];
-  t.dcn_per_host_ = chip.host.dcn_bandwidth * static_cast<double>(t.chips_per_host());
-  t.link_bandwidth_ = chip.ici.link_bandwidth;
-  t.hop_latency_ = chip.ici.hop_latency;
+  t.rates_.dcn_per_host = chip.host.dcn_bandwidth * static_cast<double>(t.chips_per_host());
+  t.rates_.link_bandwidth = chip.ici.link_bandwidth;
+  t.rates_.hop_latency = chip.ici.hop_latency;
 
   // Cube geometry and the OCS numbering: axis_ocs_base[a] + face position, for axes with optical links.
   std::array<int, kMaxAxes> cube{1, 1, 1};
@@ -105,11 +105,11 @@ Topology build_topology(const PodSpec& pod, const ChipSpec& chip) {
       cubes *= cubes_along[a];
     }
     for (std::size_t a = 0; a < axes; ++a) {
-      axis_ocs_base[a] = t.ocs_per_pod_;
+      axis_ocs_base[a] = t.ocs_.per_pod;
       const bool optical_axis = pod.shape[a] > 1 && (cubes_along[a] > 1 || t.wrap_[a]);
-      if (optical_axis) t.ocs_per_pod_ += (cube[0] * cube[1] * cube[2]) / cube[a];
+      if (optical_axis) t.ocs_.per_pod += (cube[0] * cube[1] * cube[2]) / cube[a];
     }
-    if (t.ocs_per_pod_ > 0) t.ocs_ports_ = 2 * cubes;
+    if (t.ocs_.per_pod > 0) t.ocs_.ports = 2 * cubes;
   }
   auto cube_index = [&](const ChipCoord& c) {
     return (c.pos[0] / cube[0]) + cubes_along[0] * ((c.pos[1] / cube[1]) + cubes_along[1] * (c.pos[2] / cube[2]));
@@ -155,8 +155,8 @@ Topology build_topology(const PodSpec& pod, const ChipSpec& chip) {
       fwd.axis = static_cast<std::int8_t>(a);
       fwd.direction = 1;
       fwd.wraparound = wrap;
-      fwd.bandwidth = t.link_bandwidth_;
-      fwd.latency = t.hop_latency_;
+      fwd.bandwidth = t.rates_.link_bandwidth;
+      fwd.latency = t.rates_.hop_latency;
       const bool optical = has_cube && (wrap || cube_index(c) != cube_index(d));
       if (optical) {
         fwd.kind = LinkKind::optical;
@@ -165,7 +165,7 @@ Topology build_topology(const PodSpec& pod, const ChipSpec& chip) {
           reject(fmt::format("twisted wraparound from chip {} lands on another cube-face position; the twist "
                              "shift must be a multiple of the cube [{}]", s, fmt::join(pod.cube, ",")));
         }
-        const int ocs = c.pod * t.ocs_per_pod_ + axis_ocs_base[a] + face;
+        const int ocs = c.pod * t.ocs_.per_pod + axis_ocs_base[a] + face;
         fwd.ocs = OcsAttachment{OcsId(static_cast<std::uint32_t>(ocs)), PortId(static_cast<std::uint32_t>(2 * cube_index(c))),
                                 PortId(static_cast<std::uint32_t>(2 * cube_index(d) + 1))};
       }

@@ -46,6 +46,7 @@ Chip::Chip(const sc_core::sc_module_name& name, std::uint32_t id, const ChipSpec
            const BlockRegistry& registry)
     : sc_core::sc_module(name),
       context_{id, spec, program.program(), control, dataflow, mxu_fidelity},
+      collective_(context_),
       sequencer_(context_, program) {
   if (spec.blocks.empty()) throw std::invalid_argument("chip spec without its composition (standard_composition)");
   const Elaborator elaborator(context_, spec, registry, program.blocks_used());
@@ -68,14 +69,13 @@ Chip::Chip(const sc_core::sc_module_name& name, std::uint32_t id, const ChipSpec
       default: return 1003;
     }
   };
-  vpus_.assign(static_cast<std::size_t>(spec.tensorcores), nullptr);
   for (Block* b : all_) {
     if (auto* vmem = dynamic_cast<VmemSpace*>(b)) sequencer_.bind_vmem(b->instance(), vmem);
     if (auto* memory = dynamic_cast<MemoryBlock*>(b); memory != nullptr && memory->memory() == ir::Memory::hbm) {
-      hbm_ = memory;
+      collective_.set_hbm(*memory);
     }
     if (auto* vpu = dynamic_cast<ResultDrain*>(b); vpu != nullptr && b->block_kind() == BlockKind::vpu) {
-      vpus_.at(static_cast<std::size_t>(b->instance())) = vpu;
+      collective_.add_vpu(spec.tensorcores, b->instance(), *vpu);
     }
     auto* unit = dynamic_cast<InstructionUnit*>(b);
     const ir::UnitKind kind = unit_of_block(b->block_kind());
@@ -97,7 +97,7 @@ Chip::Chip(const sc_core::sc_module_name& name, std::uint32_t id, const ChipSpec
 }
 
 void Chip::attach_ici(net::Interconnect& ici) {
-  ici_ = &ici;
+  collective_.attach_ici(ici);
   for (Block* b : all_) {
     if (auto* port = dynamic_cast<IciPort*>(b)) port->attach(ici);
   }
@@ -132,25 +132,39 @@ bool Chip::may_run_ahead() const {
 }
 
 Tick Chip::reserve_vpu(int core, std::uint32_t instr, Tick now, Tick duration) {
-  ResultDrain* vpu = core < static_cast<int>(vpus_.size()) ? vpus_[static_cast<std::size_t>(core)] : nullptr;
-  if (vpu == nullptr) context_.fail(instr, fmt::format("a collective reducing on TensorCore {}, which has no VPU", core));
-  return vpu->reserve_pops(now, duration);
+  return collective_.reserve_vpu(core, instr, now, duration);
 }
 
 void Chip::charge_hbm(std::uint32_t slot, std::uint32_t token, std::uint32_t instr, Tick /*now*/,
                       std::uint64_t read, std::uint64_t written, Tick spread) {
-  if (hbm_ == nullptr) {
-    context_.fail(instr, "a collective's HBM traffic on a chip whose HBM block does not take charges (MemoryBlock)");
-  }
-  charges_.push_back(Charge{slot, token, read, written, spread});
+  collective_.keep(slot, token, instr, read, written, spread);
   // The network charges at the kernel's time: the chip is not running ahead (it has this collective in flight).
   if (!activating_) wake_.notify(sc_core::SC_ZERO_TIME);
 }
 
-void Chip::take_charges(Tick now) {
+void CollectiveSide::add_vpu(int cores, int core, ResultDrain& vpu) {
+  vpus_.resize(static_cast<std::size_t>(cores), nullptr);
+  vpus_.at(static_cast<std::size_t>(core)) = &vpu;
+}
+
+Tick CollectiveSide::reserve_vpu(int core, std::uint32_t instr, Tick now, Tick duration) {
+  ResultDrain* vpu = core < static_cast<int>(vpus_.size()) ? vpus_[static_cast<std::size_t>(core)] : nullptr;
+  if (vpu == nullptr) chip_.fail(instr, fmt::format("a collective reducing on TensorCore {}, which has no VPU", core));
+  return vpu->reserve_pops(now, duration);
+}
+
+void CollectiveSide::keep(std::uint32_t slot, std::uint32_t token, std::uint32_t instr, std::uint64_t read,
+                          std::uint64_t written, Tick spread) {
+  if (hbm_ == nullptr) {
+    chip_.fail(instr, "a collective's HBM traffic on a chip whose HBM block does not take charges (MemoryBlock)");
+  }
+  charges_.push_back(Charge{slot, token, read, written, spread});
+}
+
+void CollectiveSide::take(Tick now) {
   if (hbm_ == nullptr) return;
   for (const Charge& c : charges_) {
-    const HbmSpec& hbm = context_.spec.hbm;
+    const HbmSpec& hbm = chip_.spec.hbm;
     double cap = hbm_channel_share(hbm, static_cast<double>(std::max(c.read, c.written)));
     if (c.spread > 0) {
       const double turnaround = c.read > 0 && c.written > 0 ? hbm.turnaround : 0.0;
@@ -158,12 +172,11 @@ void Chip::take_charges(Tick now) {
       const double paced = static_cast<double>(c.read + c.written) / (rate * to_seconds(c.spread).value());
       cap = std::min(cap, std::max(paced, 1e-9));
     }
-    hbm_->charge(now, static_cast<std::uint8_t>(kFirstIciEngine + c.slot), charge_order_++, c.read, c.written, cap,
-                 c.token);
+    hbm_->charge(now, static_cast<std::uint8_t>(kFirstIciEngine + c.slot), order_++, c.read, c.written, cap, c.token);
   }
   charges_.clear();
   std::vector<std::uint32_t>& done = hbm_->charges_done();
-  for (const std::uint32_t token : done) ici_->hbm_done(context_.chip, token, now);
+  for (const std::uint32_t token : done) ici_->hbm_done(chip_.chip, token, now);
   done.clear();
 }
 
@@ -184,7 +197,7 @@ Tick Chip::activate(Tick now, bool ahead) {
   sequencer_.account(now, activity);
   for (Block* b : all_) b->account(now);
   for (Block* b : all_) b->advance(now);
-  take_charges(now);
+  collective_.take(now);
   // Ahead, an activation that finishes the program reports it from the kernel at its tick, like one that
   // would start an ICI instruction (the run control counts unfinished chips at the kernel's time).
   const bool ran = sequencer_.run(now, retire_order_, ahead);
@@ -197,7 +210,7 @@ Tick Chip::activate(Tick now, bool ahead) {
     reported_ = true;
     return kNever;
   }
-  take_charges(now);  // an ICI instruction started by this activation may have charged the HBM
+  collective_.take(now);  // an ICI instruction started by this activation may have charged the HBM
   sequencer_.classify(now);
   Tick next = kNever;
   bool waiting = false;

@@ -30,6 +30,7 @@
 #include "block/block.h"
 #include "block/counters.h"
 #include "block/registry.h"
+#include "chip/collective_side.h"
 #include "chip/sequencer.h"
 #include "net/chip_port.h"
 #include "program_index.h"
@@ -43,9 +44,6 @@ namespace tpusim::models {
 namespace net {
 class Interconnect;
 }
-
-class ResultDrain;
-class MemoryBlock;
 
 class Chip : public sc_core::sc_module, public net::ChipPort {
  public:
@@ -94,23 +92,12 @@ class Chip : public sc_core::sc_module, public net::ChipPort {
   Tick activate(Tick now, bool ahead);
   // Nothing outside the chip can act on it before its next activation (see "Running ahead").
   [[nodiscard]] bool may_run_ahead() const;
-  // Charges the collectives' HBM traffic kept since the last activation and reports what the HBM has moved.
-  void take_charges(Tick now);
 
   ChipContext context_;
   std::vector<std::unique_ptr<Block>> blocks_;  // chip-level, in composition order (TensorCores own theirs)
   std::vector<Block*> all_;                     // every block, TensorCore children included, in build order
   std::vector<InstructionUnit*> retire_order_;  // per TensorCore its MXU then VPU, then DMA, host, ICI
-  std::vector<ResultDrain*> vpus_;              // by TensorCore (nullptr: no VPU there)
-  MemoryBlock* hbm_ = nullptr;                  // the HBM block, if built
-  net::Interconnect* ici_ = nullptr;
-  struct Charge {
-    std::uint32_t slot, token;
-    std::uint64_t read, written;
-    Tick spread;
-  };
-  std::vector<Charge> charges_;  // HBM traffic of collectives, until the next activation charges it
-  std::uint64_t charge_order_ = 0;
+  CollectiveSide collective_;                   // its collectives' VPU reservations and HBM charges
   bool activating_ = false;
   Sequencer sequencer_;
   bool reported_ = false;  // finished, and told the run control

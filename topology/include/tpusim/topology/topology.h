@@ -116,7 +116,7 @@ class Topology {
   [[nodiscard]] HostId host_of(ChipId chip) const;
   [[nodiscard]] std::vector<ChipId> chips_of(HostId host) const;  // ascending ChipId
   // Bandwidth of one host's DCN attachment (each direction); the DCN joins pods of a multislice.
-  [[nodiscard]] BytesPerSecond dcn_bandwidth_per_host() const { return dcn_per_host_; }
+  [[nodiscard]] BytesPerSecond dcn_bandwidth_per_host() const { return rates_.dcn_per_host; }
 
   [[nodiscard]] std::size_t link_count() const { return links_.size(); }
   [[nodiscard]] std::size_t link_count(LinkKind kind) const;
@@ -128,12 +128,12 @@ class Topology {
   // Distinct chips one link away, ascending.
   [[nodiscard]] std::vector<ChipId> neighbours(ChipId chip) const;
 
-  [[nodiscard]] BytesPerSecond link_bandwidth() const { return link_bandwidth_; }
-  [[nodiscard]] Seconds hop_latency() const { return hop_latency_; }
+  [[nodiscard]] BytesPerSecond link_bandwidth() const { return rates_.link_bandwidth; }
+  [[nodiscard]] Seconds hop_latency() const { return rates_.hop_latency; }
 
   // OCS: count over all pods, and ports each OCS uses (two per cube). Zero when the pod has no cube.
-  [[nodiscard]] int ocs_count() const { return ocs_per_pod_ * pods_; }
-  [[nodiscard]] int ocs_ports_used() const { return ocs_ports_; }
+  [[nodiscard]] int ocs_count() const { return ocs_.per_pod * pods_; }
+  [[nodiscard]] int ocs_ports_used() const { return ocs_.ports; }
   // The directed links whose circuit uses `port` of `ocs` (two per cable; empty for an unused port).
   [[nodiscard]] std::vector<LinkId> links_through(OcsId ocs, PortId port) const;
 
@@ -153,11 +153,15 @@ class Topology {
   int pods_ = 1;
   std::size_t chips_per_pod_ = 0;
   std::array<int, kMaxAxes> host_shape_{1, 1, 1};
-  BytesPerSecond dcn_per_host_;
-  BytesPerSecond link_bandwidth_;
-  Seconds hop_latency_;
-  int ocs_per_pod_ = 0;
-  int ocs_ports_ = 0;
+  struct Rates {  // the chip's figures every link (and every host's DCN NIC) is built with
+    BytesPerSecond link_bandwidth;
+    Seconds hop_latency;
+    BytesPerSecond dcn_per_host;
+  } rates_;
+  struct Switches {  // the optical circuit switches of a pod with cubes
+    int per_pod = 0;
+    int ports = 0;  // OCS ports in use
+  } ocs_;
   IdVector<LinkId, Link> links_;
   IdVector<ChipId, std::array<LinkId, kSlots>> out_;  // kNoLink where the chip has no link
   static constexpr LinkId kNoLink{0xffffffffU};
