@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -115,25 +116,31 @@ TEST_F(OutputFolderTest, ADrawingIsTpusimsOnlyWithTheChecksumOfWhatItHolds) {
 TEST_F(OutputFolderTest, TwoStudiesCannotHoldTheSamePointsOfAFolderAtOnce) {
   const fs::path f = claim_output_folder(dir_ / "sw", "sweep");
   const std::string marker = slurp(f / kOutputMarker);
-  auto refusal = [&](const std::vector<std::size_t>& points) -> std::string {
+  auto refused = [&](const std::function<void()>& take) -> std::string {
     try {
-      const PointsLock lock(f, points);
+      take();
     } catch (const OutputRefused& e) {
       return e.what();
     }
     return "";
   };
+  auto refusal = [&](const std::vector<std::size_t>& points) {
+    return refused([&] { const PointsLock lock(f, points); });
+  };
+  auto every_refusal = [&] { return refused([&] { const PointsLock lock(f, PointsLock::every); }); };
   {
     const PointsLock share0(f, {0, 3, 6});
     const PointsLock share1(f, {1, 4, 7});  // another share of the same array: disjoint, both run
-    EXPECT_NE(refusal({}).find("another tpusim is running or collecting points of " + f.string()), std::string::npos)
+    EXPECT_NE(every_refusal().find("another tpusim is running or collecting points of " + f.string()),
+              std::string::npos)
         << "a whole sweep, or --collect, while the shares run";
     EXPECT_NE(refusal({6, 8}).find("point 6 of"), std::string::npos);
     EXPECT_NE(refusal({2, 3, 4}).find("points 2-4 of"), std::string::npos);
     EXPECT_EQ(refusal({2, 5, 8}), "");  // the third share
     EXPECT_EQ(slurp(f / kOutputMarker), marker) << "the marker is locked, never written";
   }
-  EXPECT_EQ(refusal({}), "") << "released with their holders";
+  EXPECT_THROW(PointsLock(f, std::vector<std::size_t>{}), std::invalid_argument) << "no points is not every point";
+  EXPECT_EQ(every_refusal(), "") << "released with their holders";
 }
 
 }  // namespace

@@ -432,7 +432,7 @@ int calibrate_command(const CalibrateArgs& args, const std::string& self_exe) {
   const fs::path points_dir = out / "points";
   try {
     (void)claim_output_folder(out, "calibrate");
-    const PointsLock lock(out, {});  // every point, until the table is written
+    const PointsLock lock(out, PointsLock::every);  // until the table is written
     fs::create_directories(points_dir);
     // One `tpusim run` per distinct scenario and overrides (sweep_runner.h), on every core: the points that read
     // several metrics of one run (a pod step's MFU and its FLOP/s per chip) share it, and a ratio runs nothing.

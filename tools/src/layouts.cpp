@@ -252,7 +252,7 @@ int layouts_command(const LayoutsArgs& args, const std::string& self_exe) {
   (void)claim_output_folder(out, "layouts");
   std::optional<PointsLock> lock;  // every point, until the table is written
   try {
-    lock.emplace(out, std::vector<std::size_t>{});
+    lock.emplace(out, PointsLock::every);
   } catch (const OutputRefused& e) {
     std::cerr << "tpusim layouts: " << e.what() << "\n";
     return 2;

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -392,6 +393,13 @@ void OutputFolder::commit() {
 }
 
 PointsLock::PointsLock(const fs::path& folder, const std::vector<std::size_t>& points) {
+  if (points.empty()) throw std::invalid_argument("PointsLock: no points (PointsLock::every locks them all)");
+  lock(folder, points);
+}
+
+PointsLock::PointsLock(const fs::path& folder, Every /*every*/) { lock(folder, {}); }
+
+void PointsLock::lock(const fs::path& folder, const std::vector<std::size_t>& points) {
   const fs::path marker = folder / kOutputMarker;
   // Opened for writing, which an exclusive lock needs; nothing is written. Not inherited by the point runs.
   fd_ = ::open(marker.c_str(), O_RDWR | O_CLOEXEC);

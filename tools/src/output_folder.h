@@ -99,13 +99,20 @@ class OutputFolder {
 // (OutputRefused) instead of running points twice and racing on their folders, failure records and table.
 class PointsLock {
  public:
-  // `points`: the point indices the study writes, sorted; empty for every point. `folder` is marked.
+  struct Every {};
+  static constexpr Every every{};
+  // `points`: the point indices the study writes, sorted and not empty (std::invalid_argument otherwise).
+  // `folder` is marked.
   PointsLock(const std::filesystem::path& folder, const std::vector<std::size_t>& points);
+  // Every point of the folder: a study that writes or collects them all.
+  PointsLock(const std::filesystem::path& folder, Every);
   ~PointsLock();
   PointsLock(const PointsLock&) = delete;
   PointsLock& operator=(const PointsLock&) = delete;
 
  private:
+  // `points` empty: every point.
+  void lock(const std::filesystem::path& folder, const std::vector<std::size_t>& points);
   int fd_ = -1;
 };
 

@@ -184,12 +184,16 @@ int run_sweep(const SweepArgs& args) {
   std::optional<PointsLock> lock;
   if (!args.emit_commands && !args.slurm) {
     const bool a_share = !args.share.empty() && !args.collect_only;
-    std::vector<std::size_t> mine;  // empty: every point
+    std::vector<std::size_t> mine;  // a share's
     for (const auto& r : ex.runs) {
       if (a_share && static_cast<int>(r.index % share_n) == share_k) mine.push_back(r.index);
     }
     try {
-      if (!a_share || !mine.empty()) lock.emplace(out, mine);
+      if (!a_share) {
+        lock.emplace(out, PointsLock::every);
+      } else if (!mine.empty()) {  // a share that owns no point writes nothing
+        lock.emplace(out, mine);
+      }
     } catch (const OutputRefused& e) {
       std::cerr << "tpusim sweep: " << e.what() << "\ntpusim sweep: nothing was run\n";
       return 2;
