@@ -239,8 +239,12 @@ int run_command(const RunArgs& args) {
       std::vector<std::pair<std::uint32_t, std::vector<std::pair<double, double>>>> counters;
       for (const MemoryInUseRecorder& r : in_use) {
         MemoryInUse u = r.finish(result.step_time.value());
-        if (in_use.size() > 1) report.memory_in_use_by_stage.push_back(u);
-        counters.emplace_back(u.chip, u.changes);
+        counters.emplace_back(u.chip, std::move(u.changes));  // the trace's; the report reads the peaks
+        if (in_use.size() > 1) {
+          MemoryInUse stage = u;
+          stage.slice_peak_bytes.clear();  // only the fullest stage's slices are reported
+          report.memory_in_use_by_stage.push_back(std::move(stage));
+        }
         // The fullest stage stands for the step, as its memory plan does (the first of equals).
         if (!report.memory_in_use || u.peak_bytes > report.memory_in_use->peak_bytes) {
           report.memory_in_use = std::move(u);

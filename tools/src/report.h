@@ -75,6 +75,7 @@ struct RunReport {
   std::string mesh, sharding;
   std::optional<kernels::MemoryPlan> memory;  // whole models: the per-chip HBM plan
   // Whole models: HBM held over the step (memory_in_use.h), by the pipeline stage whose peak is highest.
+  // Neither keeps its change list (the trace's counters take it); the stages keep no slices.
   std::optional<MemoryInUse> memory_in_use;
   std::vector<MemoryInUse> memory_in_use_by_stage;  // every stage's, in stage order (pipelines only)
   std::vector<OpClassTime> op_classes;        // per-op-class breakdown (op_classes.h)
