@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "attention.h"
-#include "fused_ops.h"
+#include "graph/attention.h"
+#include "graph/fused_ops.h"
 #include "tpusim/kernels/collectives.h"
 #include "tpusim/kernels/lowering.h"
 
@@ -27,47 +27,47 @@ std::vector<Assumption> lowering_assumptions() {
        "workload.collective_matmul: auto decomposes the tensor group's gathers and reduce-scatters where the "
        "residual stream gathered on a chip is at least this: XLA's SPMD partitioner windows an einsum whose "
        "operand reaches threshold_for_windowed_einsum_mib (default 256); libtpu's own default is not published"},
-      {"flash attention key block", fmt::format("{} keys", kFlashKeyBlock), "kernels/src/attention.h",
+      {"flash attention key block", fmt::format("{} keys", kFlashKeyBlock), "kernels/src/graph/attention.h",
        "the key block of JAX's splash-attention kernels; the query block is the largest power of two whose "
        "working set fits the GEMM share of VMEM"},
-      {"flash attention causal blocks", "computed in full", "kernels/src/attention.h",
+      {"flash attention causal blocks", "computed in full", "kernels/src/graph/attention.h",
        "fully masked blocks are not skipped: hardware FLOPs count the whole T x T product, as model FLOPs do"},
-      {"megacore split of a fused op", "equal parts over the TensorCores", "kernels/src/fused_graph.h",
+      {"megacore split of a fused op", "equal parts over the TensorCores", "kernels/src/graph/fused_graph.h",
        "along the batch of products, else the rows, else the columns of a matmul; a vector op by elements (as "
        "XLA's megacore partitions a fusion's parallel dimension)"},
-      {"one fused kernel at a time per TensorCore", "program order", "kernels/src/fused_graph.h",
+      {"one fused kernel at a time per TensorCore", "program order", "kernels/src/graph/fused_graph.h",
        "XLA runs a TensorCore's fusions one after another; only DMAs and collectives overlap them"},
-      {"FSDP all-gather type", "the activation dtype (bf16)", "kernels/src/sharding_points.cpp",
+      {"FSDP all-gather type", "the activation dtype (bf16)", "kernels/src/sharding/sharding_points.cpp",
        "the f32 master weights are cast to the compute type before they are gathered (the cast moved across the "
        "all-gather, half the bytes); gradients are reduced in their storage type (f32)"},
-      {"FSDP weight cast", "a VPU fusion per gathered weight shard", "kernels/src/sharding_points.cpp",
+      {"FSDP weight cast", "a VPU fusion per gathered weight shard", "kernels/src/sharding/sharding_points.cpp",
        "before each FSDP all-gather of an f32 master weight the shard is converted in a fusion of its own (XLA moves "
        "the convert ahead of the all-gather, which cannot run it): it reads the shard in f32 and writes it in the "
        "compute type, on the VPU and HBM of the layer's compute stream, one fusion after another; the gather does "
        "not wait for it (the scheduler converts ahead of a gather it starts one layer early)"},
-      {"FSDP prefetch depth", "one layer", "kernels/src/sharding_points.cpp",
+      {"FSDP prefetch depth", "one layer", "kernels/src/sharding/sharding_points.cpp",
        "a layer's all-gathers start when the previous layer's first gathered weight is consumed, as XLA's "
        "latency-hiding scheduler overlaps them with one layer of compute"},
-      {"context parallelism", "all-gather of K and V, load-balanced causal chunks", "kernels/src/sharding_points.cpp",
+      {"context parallelism", "all-gather of K and V, load-balanced causal chunks", "kernels/src/sharding/sharding_points.cpp",
        "MaxText's all-gather context parallelism (not ring attention): a chip's keys and values are gathered over the "
        "sequence group before the attention, gathered again for its backward (only the chip's part is kept), their "
        "gradients reduce-scattered; each chip holds 2 of 2c sequence chunks (i and 2c-1-i) so causal work is "
        "equal, and every chip computes its queries against all keys (masked blocks are not skipped)"},
-      {"gradient reduction granularity", "one collective per block (per kind)", "kernels/src/sharding_points.cpp",
+      {"gradient reduction granularity", "one collective per block (per kind)", "kernels/src/sharding/sharding_points.cpp",
        "XLA's all-reduce / reduce-scatter combiner joins a layer's gradients into one collective"},
-      {"remat policies: what is recomputed", "only what the backward reads", "kernels/src/transformer.cpp",
+      {"remat policies: what is recomputed", "only what the backward reads", "kernels/src/zoo/transformer.cpp",
        "a block's forward runs again before its backward with each kept or fetched tensor read in its place, and "
        "every recomputed op whose output nothing reads is dropped, as jax.checkpoint saves and recomputes only "
        "the residuals the backward needs (saving mlpwo keeps nothing: no backward op reads the MLP's output)"},
-      {"remat tags", "MaxText's checkpoint names on this block", "kernels/src/transformer.cpp",
+      {"remat tags", "MaxText's checkpoint names on this block", "kernels/src/zoo/transformer.cpp",
        "query_proj / key_proj / value_proj: the attention's inputs after bias and rotary (recomputed in the "
        "projection's epilogue); out_proj / mlpwo: the sub-block outputs after their row-parallel reduction; mlpwi: "
        "both halves of a gated up-projection; context: the attention output. The flash attention's log-sum-exp "
        "has no tag: saving the context still runs the attention forward again for it"},
-      {"save_dot_except_logits_ffn1", "q, k, v, context, out_proj, mlpwo", "kernels/src/transformer.cpp",
+      {"save_dot_except_logits_ffn1", "q, k, v, context, out_proj, mlpwo", "kernels/src/zoo/transformer.cpp",
        "read from the name (every dot of the block but the attention logits and the MLP's first projection); "
        "MaxText's own definition of it was not found"},
-      {"offload prefetch", "one block ahead", "kernels/src/transformer.cpp",
+      {"offload prefetch", "one block ahead", "kernels/src/zoo/transformer.cpp",
        "a block's offloaded tensors are copied back (host -> HBM DMA) once the backward of the block after it has "
        "started, so the copy overlaps that block's compute; the copies to host start when their producer ends"},
   };
@@ -75,7 +75,7 @@ std::vector<Assumption> lowering_assumptions() {
     out.push_back({std::string("VPU work: ") + c.name,
                    fmt::format("{:g} + {:g} transcendental per element", c.per_element.elementwise,
                                c.per_element.transcendental),
-                   "kernels/src/fused_ops.h", std::string("one VPU op per arithmetic step of the formula: ") + c.why});
+                   "kernels/src/graph/fused_ops.h", std::string("one VPU op per arithmetic step of the formula: ") + c.why});
   }
   return out;
 }

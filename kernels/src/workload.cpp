@@ -7,11 +7,11 @@
 
 #include <fmt/format.h>
 
-#include "collective_points.h"
-#include "fused_ops.h"
-#include "model_lowering.h"
-#include "pipeline.h"
-#include "sharding_points.h"
+#include "sharding/collective_points.h"
+#include "graph/fused_ops.h"
+#include "zoo/model_lowering.h"
+#include "tiling/pipeline.h"
+#include "sharding/sharding_points.h"
 #include "tpusim/core/diagnostics.h"
 #include "tpusim/kernels/collectives.h"
 #include "tpusim/kernels/estimate.h"

@@ -147,7 +147,7 @@ TEST(CollectiveGroups, ABidirectionalRingStepOverATwoByTwoByTwoBlockLoadsEveryLi
 }
 
 // The whole decomposed all-gather of collective matmul on the 4x2 block (N = 8, shards of 1.5 MiB, as
-// kernels/src/sharding_points.cpp chains them): three exchanges of two shards (3 MiB: 1 MiB per link) and the
+// kernels/src/sharding/sharding_points.cpp chains them): three exchanges of two shards (3 MiB: 1 MiB per link) and the
 // opposite shard half from each side (1.5 MiB: 0.5 MiB per link), each waiting for the one before. 3.5 MiB / B
 // + 4 a plus each permute's start-up and synchronisation; the multi-axis all-gather it replaces moves the same
 // 7 x 1.5 MiB / (3 links) per link.

@@ -1,4 +1,4 @@
-// The DCN stage of an all-reduce over N slices (kernels/src/collective_plan.cpp, dcn_phase) on the SystemC pod,
+// The DCN stage of an all-reduce over N slices (kernels/src/collectives/collective_plan.cpp, dcn_phase) on the SystemC pod,
 // against its closed form. After the in-slice reduce-scatter each chip holds a shard s; the DCN stage is a
 // unidirectional ring over the N slices, each chip exchanging with the same chip of the next slice: N - 1
 // reduce-scatter steps and N - 1 all-gather steps, each sending s / N at the chip's share of its host's NIC and

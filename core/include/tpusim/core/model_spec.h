@@ -52,7 +52,7 @@ struct CollectiveModel {
 // A DLRM-style recommender (Naumov et al. 2019, arXiv:1906.00091): dense features through a bottom MLP,
 // categorical features looked up in embedding tables and sum-pooled, the pairwise dot products of the bottom
 // MLP's output and the pooled embeddings, and a top MLP over those and the bottom output. Lowered by
-// kernels/src/dlrm.cpp: lookups on the SparseCores when the chip has them, on the TensorCores otherwise.
+// kernels/src/zoo/dlrm.cpp: lookups on the SparseCores when the chip has them, on the TensorCores otherwise.
 struct DlrmModel {
   int dense_features = 0;           // inputs of the bottom MLP
   std::vector<int> bottom_mlp;      // output widths of its layers; the last is embedding_dim

@@ -1,6 +1,6 @@
 #pragma once
 // The per-chip HBM plan of a lowered step, by category, computed before simulation from the same graph the
-// instructions come from (kernels/src/fused_graph.h): persistent tensors by kind, and the activations from a
+// instructions come from (kernels/src/graph/fused_graph.h): persistent tensors by kind, and the activations from a
 // liveness sweep over the step's ops in program order.
 #include <cstdint>
 #include <string>

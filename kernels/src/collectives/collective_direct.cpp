@@ -6,7 +6,7 @@
 // a ring of N), so the automatic rule uses it only for small buffers and small groups. A step holds P - 1
 // sends, so plans grow with the group: fine for a pod's all_to_all (8,959 sends on a v5p pod), not something
 // to pick for large all-reduces.
-#include "collective_algorithm.h"
+#include "collectives/collective_algorithm.h"
 
 namespace tpusim::kernels::detail {
 

@@ -4,7 +4,7 @@
 // All-to-all: per axis N - 1 store-and-forward steps to +1 (ring_axis_all_to_all), (N-1)/2 x S on the + link,
 // about 4 times the load of the bidirectional ring's. Permute: the one plan there is (a single +1 send), and
 // the automatic choice for it.
-#include "collective_algorithm.h"
+#include "collectives/collective_algorithm.h"
 
 namespace tpusim::kernels::detail {
 

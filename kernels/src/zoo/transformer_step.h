@@ -12,9 +12,9 @@
 
 #include <fmt/format.h>
 
-#include "attention.h"
-#include "fused_ops.h"
-#include "model_lowering.h"
+#include "graph/attention.h"
+#include "graph/fused_ops.h"
+#include "zoo/model_lowering.h"
 
 
 namespace tpusim::kernels::transformer {

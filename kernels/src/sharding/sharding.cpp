@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "model_lowering.h"
+#include "zoo/model_lowering.h"
 
 namespace tpusim::kernels {
 namespace {

@@ -10,7 +10,7 @@
 // wire (log2 N x S/4 against (N-1)/N x S/2 per reduce-scatter); useful when latency dominates.
 #include <fmt/format.h>
 
-#include "collective_algorithm.h"
+#include "collectives/collective_algorithm.h"
 
 namespace tpusim::kernels::detail {
 

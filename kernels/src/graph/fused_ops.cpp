@@ -1,4 +1,4 @@
-#include "fused_ops.h"
+#include "graph/fused_ops.h"
 
 #include <algorithm>
 #include <cmath>

@@ -4,7 +4,7 @@
 #include <map>
 #include <vector>
 
-#include "collective_points.h"
+#include "sharding/collective_points.h"
 #include "tpusim/kernels/sharding.h"
 
 namespace tpusim::kernels {

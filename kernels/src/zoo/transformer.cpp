@@ -20,7 +20,7 @@
 // tokens everywhere; only the self-attention reads seq_len x c keys, its keys and values all-gathered over the
 // sequence group after the QKV projection (CollectivePoints::gather_keys_values), gathered again in the
 // backward from the kept part, and the key and value gradients reduce-scattered before the QKV input gradient.
-#include "transformer_step.h"
+#include "zoo/transformer_step.h"
 
 namespace tpusim::kernels {
 namespace transformer {

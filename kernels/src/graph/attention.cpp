@@ -1,5 +1,5 @@
 // The attention core as fused ops (contract in attention.h).
-#include "attention.h"
+#include "graph/attention.h"
 
 #include <algorithm>
 #include <cmath>

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "pipeline.h"
+#include "tiling/pipeline.h"
 #include "tpusim/core/checked.h"
 #include "tpusim/core/diagnostics.h"
 #include "tpusim/kernels/estimate.h"

@@ -19,7 +19,7 @@
 // (no skipping of masked blocks).
 #include <cstdint>
 
-#include "fused_ops.h"
+#include "graph/fused_ops.h"
 #include "tpusim/core/scenario.h"
 
 namespace tpusim::kernels {

@@ -1,6 +1,6 @@
 // A transformer block's forward (transformer_step.h): attention, the dense or mixture-of-experts MLP, the
 // block's order and the weight-gradient matmuls they share with the backward.
-#include "transformer_step.h"
+#include "zoo/transformer_step.h"
 
 namespace tpusim::kernels::transformer {
 

@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "program_format.h"
+#include "ir/program_format.h"
 #include "tpusim/kernels/collectives.h"
 #include "tpusim/kernels/program_io.h"
 

@@ -12,8 +12,8 @@
 #include <tuple>
 #include <vector>
 
-#include "collective_points.h"
-#include "fused_graph.h"
+#include "sharding/collective_points.h"
+#include "graph/fused_graph.h"
 #include "tpusim/kernels/lowering.h"
 
 namespace tpusim::kernels {

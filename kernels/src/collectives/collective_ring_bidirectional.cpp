@@ -5,7 +5,7 @@
 // All-to-all: per axis floor(N/2) neighbour steps, each block going the shorter way round (ring_axis_all_to_all);
 // with only one-hop sends on distinct links it meets ideal_time exactly on a torus (collectives.h), where
 // direct loses to DOR sending every tie the + way.
-#include "collective_algorithm.h"
+#include "collectives/collective_algorithm.h"
 
 namespace tpusim::kernels::detail {
 

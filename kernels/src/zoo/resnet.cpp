@@ -22,8 +22,8 @@
 
 #include <fmt/format.h>
 
-#include "fused_ops.h"
-#include "model_lowering.h"
+#include "graph/fused_ops.h"
+#include "zoo/model_lowering.h"
 
 namespace tpusim::kernels {
 namespace {

@@ -1,12 +1,12 @@
 // The collectives a sharding plan implies (sharding_points.h; kernels/README.md "Sharding").
-#include "sharding_points.h"
+#include "sharding/sharding_points.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "fused_ops.h"
+#include "graph/fused_ops.h"
 #include "tpusim/kernels/collectives.h"
 
 namespace tpusim::kernels {

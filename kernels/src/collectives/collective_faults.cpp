@@ -6,7 +6,7 @@
 #include <optional>
 #include <unordered_map>
 
-#include "collective_algorithm.h"
+#include "collectives/collective_algorithm.h"
 
 namespace tpusim::kernels {
 

@@ -1,4 +1,4 @@
-#include "fused_graph.h"
+#include "graph/fused_graph.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "pipeline.h"
+#include "tiling/pipeline.h"
 
 #include <algorithm>
 #include <array>

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "collective_algorithm.h"
+#include "collectives/collective_algorithm.h"
 #include "tpusim/core/diagnostics.h"
 
 namespace tpusim::kernels {

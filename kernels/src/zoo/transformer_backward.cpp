@@ -1,6 +1,6 @@
 // A transformer block's backward (transformer_step.h), its rematerialization under the remat policy and the
 // host offload of what the policy keeps in host memory.
-#include "transformer_step.h"
+#include "zoo/transformer_step.h"
 
 namespace tpusim::kernels::transformer {
 

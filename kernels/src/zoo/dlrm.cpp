@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "pipeline.h"
+#include "tiling/pipeline.h"
 #include "tpusim/core/chip_blocks.h"
 #include "tpusim/kernels/lowering.h"
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "collective_algorithm.h"
+#include "collectives/collective_algorithm.h"
 
 namespace tpusim::kernels {
 

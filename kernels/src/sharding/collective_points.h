@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "fused_graph.h"
+#include "graph/fused_graph.h"
 
 namespace tpusim::kernels {
 
