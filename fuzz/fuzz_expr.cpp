@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "tools/src/sweep_expr.h"
+#include "tools/src/sweep/sweep_expr.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace tpusim::tools;

@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "fuzz/fuzz_support.h"
-#include "tools/src/sweep_check.h"
+#include "tools/src/sweep/sweep_check.h"
 #include "tpusim/core/diagnostics.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -1,4 +1,4 @@
-// The plotting layer every chart shares (tools/src/plot_axis.h, tools/src/svg.h): round ticks in 1-2-5 steps
+// The plotting layer every chart shares (tools/src/charts/plot_axis.h, tools/src/charts/svg.h): round ticks in 1-2-5 steps
 // labelled in the quantity's unit, legends in numeric order, heatmap cells in the metric's unit, and the link
 // heatmap with one segment per directed link and its failed chips and links marked. Pure C++.
 #include <algorithm>
@@ -10,8 +10,8 @@
 #include <gtest/gtest.h>
 
 #include "test/topology/specs.h"
-#include "tools/src/plot_axis.h"
-#include "tools/src/svg.h"
+#include "tools/src/charts/plot_axis.h"
+#include "tools/src/charts/svg.h"
 
 namespace {
 

@@ -10,10 +10,10 @@
 
 #include <gtest/gtest.h>
 
-#include "tools/src/sweep_analysis.h"
-#include "tools/src/sweep_axes.h"
-#include "tools/src/sweep_expr.h"
-#include "tools/src/sweep_runner.h"
+#include "tools/src/sweep/sweep_analysis.h"
+#include "tools/src/sweep/sweep_axes.h"
+#include "tools/src/sweep/sweep_expr.h"
+#include "tools/src/sweep/sweep_runner.h"
 #include "tpusim/core/diagnostics.h"
 
 namespace fs = std::filesystem;

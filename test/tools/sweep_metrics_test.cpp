@@ -1,5 +1,5 @@
-// The sweep's metric table (tools/src/sweep_metrics.h) reads the transformer metrics a run reports.
-#include "tools/src/sweep_metrics.h"
+// The sweep's metric table (tools/src/sweep/sweep_metrics.h) reads the transformer metrics a run reports.
+#include "tools/src/sweep/sweep_metrics.h"
 
 #include <gtest/gtest.h>
 

@@ -18,9 +18,9 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/src/output_folder.h"
-#include "tools/src/svg.h"
-#include "tools/src/sweep_analysis.h"
-#include "tools/src/sweep_runner.h"
+#include "tools/src/charts/svg.h"
+#include "tools/src/sweep/sweep_analysis.h"
+#include "tools/src/sweep/sweep_runner.h"
 #include "tpusim/core/config_tree.h"
 #include "tpusim/core/data_paths.h"
 #include "tpusim/core/scenario.h"

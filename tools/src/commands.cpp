@@ -25,7 +25,7 @@
 #include "tools/src/readable.h"
 #include "tools/src/report.h"
 #include "tools/src/simulation_report.h"
-#include "tools/src/svg.h"
+#include "tools/src/charts/svg.h"
 #include "tools/src/trace.h"
 #include "tpusim/core/data_paths.h"
 #include "tpusim/core/interrupt.h"

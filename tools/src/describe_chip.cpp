@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "tools/src/svg.h"
+#include "tools/src/charts/svg.h"
 #include "tpusim/core/chip_blocks.h"
 
 namespace tpusim::tools {

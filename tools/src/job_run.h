@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tools/src/svg.h"
+#include "tools/src/charts/svg.h"
 #include "tpusim/core/scenario.h"
 #include "tpusim/kernels/program.h"
 #include "tpusim/models/job_steps.h"

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/src/output_folder.h"
-#include "tools/src/sweep_runner.h"
+#include "tools/src/sweep/sweep_runner.h"
 #include "tpusim/core/diagnostics.h"
 #include "tpusim/core/interrupt.h"
 #include "tpusim/kernels/lowering.h"

@@ -12,7 +12,7 @@
 #include "tools/src/compare.h"
 #include "tools/src/environment.h"
 #include "tools/src/layouts.h"
-#include "tools/src/sweep.h"
+#include "tools/src/sweep/sweep.h"
 #include "tpusim/core/diagnostics.h"
 #include "tpusim/core/interrupt.h"
 #include "tpusim/core/logging.h"

@@ -12,8 +12,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "tools/src/plot_axis.h"
-#include "tools/src/svg.h"
+#include "tools/src/charts/plot_axis.h"
+#include "tools/src/charts/svg.h"
 
 namespace tpusim::tools {
 

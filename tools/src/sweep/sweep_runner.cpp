@@ -1,4 +1,4 @@
-#include "tools/src/sweep_runner.h"
+#include "tools/src/sweep/sweep_runner.h"
 
 #include <errno.h>
 #include <fcntl.h>

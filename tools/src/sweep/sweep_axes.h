@@ -18,8 +18,8 @@
 
 #include "tpusim/core/config_tree.h"
 #include "tpusim/core/diagnostics.h"
-#include "tools/src/sweep_expr.h"
-#include "tools/src/sweep_metrics.h"
+#include "tools/src/sweep/sweep_expr.h"
+#include "tools/src/sweep/sweep_metrics.h"
 
 namespace tpusim::tools {
 

@@ -1,4 +1,4 @@
-#include "tools/src/sweep_table.h"
+#include "tools/src/sweep/sweep_table.h"
 
 #include <cmath>
 #include <fstream>
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "tools/src/sweep_runner.h"
+#include "tools/src/sweep/sweep_runner.h"
 #include "tpusim/core/diagnostics.h"
 
 namespace tpusim::tools {

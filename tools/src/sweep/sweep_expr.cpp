@@ -1,4 +1,4 @@
-#include "tools/src/sweep_expr.h"
+#include "tools/src/sweep/sweep_expr.h"
 
 #include <algorithm>
 #include <cctype>

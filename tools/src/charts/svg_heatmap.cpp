@@ -1,4 +1,4 @@
-#include "tools/src/svg.h"
+#include "tools/src/charts/svg.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "tools/src/svg_parts.h"
+#include "tools/src/charts/svg_parts.h"
 
 namespace tpusim::tools {
 

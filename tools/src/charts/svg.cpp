@@ -1,11 +1,11 @@
-#include "tools/src/svg.h"
+#include "tools/src/charts/svg.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "tools/src/svg_parts.h"
+#include "tools/src/charts/svg_parts.h"
 
 namespace tpusim::tools {
 namespace {

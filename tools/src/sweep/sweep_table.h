@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tools/src/sweep_axes.h"
-#include "tools/src/sweep_metrics.h"
+#include "tools/src/sweep/sweep_axes.h"
+#include "tools/src/sweep/sweep_metrics.h"
 
 namespace tpusim::tools {
 

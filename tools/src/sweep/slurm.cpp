@@ -1,4 +1,4 @@
-#include "tools/src/slurm.h"
+#include "tools/src/sweep/slurm.h"
 
 #include <cstdlib>
 

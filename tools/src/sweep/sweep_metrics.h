@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tools/src/sweep_expr.h"
+#include "tools/src/sweep/sweep_expr.h"
 
 namespace tpusim::tools {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/src/plot_axis.h"
+#include "tools/src/charts/plot_axis.h"
 #include "tpusim/topology/topology.h"
 
 namespace tpusim::tools {

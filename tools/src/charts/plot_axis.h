@@ -1,5 +1,5 @@
 #pragma once
-// The axes every chart shares (tools/src/svg.cpp, the unit timeline): round tick values in 1-2-5 steps, labelled
+// The axes every chart shares (tools/src/charts/svg.cpp, the unit timeline): round tick values in 1-2-5 steps, labelled
 // in the quantity's unit by the stdout formatter (readable.h), so that an axis reads "0, 500 GFLOP, 1 TFLOP,
 // 1.5 TFLOP" and never "1.38e+12" or "17.5" chips; and the legend order of a chart's series.
 #include <string>
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "tools/src/readable.h"
-#include "tools/src/sweep_expr.h"
+#include "tools/src/sweep/sweep_expr.h"
 
 namespace tpusim::tools {
 

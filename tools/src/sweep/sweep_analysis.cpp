@@ -1,4 +1,4 @@
-#include "tools/src/sweep_analysis.h"
+#include "tools/src/sweep/sweep_analysis.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "tools/src/output_folder.h"
-#include "tools/src/svg.h"
+#include "tools/src/charts/svg.h"
 #include "tpusim/core/units.h"
 
 namespace tpusim::tools {

@@ -1,4 +1,4 @@
-#include "tools/src/sweep_axes.h"
+#include "tools/src/sweep/sweep_axes.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "tools/src/plot_axis.h"
+#include "tools/src/charts/plot_axis.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "tools/src/svg.h"
+#include "tools/src/charts/svg.h"
 
 #include <algorithm>
 #include <cmath>

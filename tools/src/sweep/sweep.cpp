@@ -1,4 +1,4 @@
-#include "tools/src/sweep.h"
+#include "tools/src/sweep/sweep.h"
 
 #include <unistd.h>
 
@@ -16,12 +16,12 @@
 
 #include "tools/src/output_folder.h"
 #include "tools/src/preflight.h"
-#include "tools/src/slurm.h"
-#include "tools/src/sweep_analysis.h"
-#include "tools/src/sweep_axes.h"
-#include "tools/src/sweep_check.h"
-#include "tools/src/sweep_runner.h"
-#include "tools/src/sweep_table.h"
+#include "tools/src/sweep/slurm.h"
+#include "tools/src/sweep/sweep_analysis.h"
+#include "tools/src/sweep/sweep_axes.h"
+#include "tools/src/sweep/sweep_check.h"
+#include "tools/src/sweep/sweep_runner.h"
+#include "tools/src/sweep/sweep_table.h"
 #include "tpusim/core/interrupt.h"
 #include "tpusim/core/scenario.h"
 

@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "tools/src/sweep_axes.h"
-#include "tools/src/sweep_metrics.h"
+#include "tools/src/sweep/sweep_axes.h"
+#include "tools/src/sweep/sweep_metrics.h"
 #include "tpusim/core/data_paths.h"
 
 namespace tpusim::tools {

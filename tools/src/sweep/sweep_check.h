@@ -7,7 +7,7 @@
 #include <functional>
 #include <string>
 
-#include "tools/src/sweep_axes.h"
+#include "tools/src/sweep/sweep_axes.h"
 #include "tpusim/core/scenario.h"
 
 namespace tpusim::tools {

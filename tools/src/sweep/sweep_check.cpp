@@ -1,4 +1,4 @@
-#include "tools/src/sweep_check.h"
+#include "tools/src/sweep/sweep_check.h"
 
 #include <map>
 #include <optional>
@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "tools/src/sweep_table.h"
+#include "tools/src/sweep/sweep_table.h"
 #include "tpusim/core/diagnostics.h"
 #include "tpusim/kernels/sharding.h"
 

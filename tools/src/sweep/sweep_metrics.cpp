@@ -1,4 +1,4 @@
-#include "tools/src/sweep_metrics.h"
+#include "tools/src/sweep/sweep_metrics.h"
 
 namespace tpusim::tools {
 namespace {

@@ -7,8 +7,8 @@
 #include <functional>
 #include <ostream>
 
-#include "tools/src/sweep_axes.h"
-#include "tools/src/sweep_table.h"
+#include "tools/src/sweep/sweep_axes.h"
+#include "tools/src/sweep/sweep_table.h"
 
 namespace tpusim::tools {
 
