@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "sharding/collective_points.h"
+#include "graph/collective_points.h"
 #include "graph/fused_ops.h"
 #include "zoo/model_lowering.h"
 #include "tiling/pipeline.h"

@@ -12,7 +12,7 @@
 #include <tuple>
 #include <vector>
 
-#include "sharding/collective_points.h"
+#include "graph/collective_points.h"
 #include "graph/fused_graph.h"
 #include "tpusim/kernels/lowering.h"
 

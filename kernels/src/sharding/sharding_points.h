@@ -4,7 +4,7 @@
 #include <map>
 #include <vector>
 
-#include "sharding/collective_points.h"
+#include "graph/collective_points.h"
 #include "tpusim/kernels/sharding.h"
 
 namespace tpusim::kernels {

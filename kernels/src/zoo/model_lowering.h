@@ -2,7 +2,7 @@
 // Internal: the model families lowered through the fused graph, one file each (transformer.cpp, resnet.cpp).
 // Each builds one chip's step from the ShardView as unfused primitive ops; lower_workload (workload.cpp) then
 // fuses (fusion: on), plans memory, and emits instructions.
-#include "sharding/collective_points.h"
+#include "graph/collective_points.h"
 #include "graph/fused_graph.h"
 #include "tpusim/core/chip_spec.h"
 #include "tpusim/core/scenario.h"

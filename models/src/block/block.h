@@ -4,7 +4,7 @@
 // A block is an sc_module in the chip's module tree (pod.chip3.tensorcore1.mxu). Blocks talk to each other
 // through standard SystemC means bound by the elaborator from the chip's `paths`: engines reach memories
 // through TLM-2.0 sockets (memory/transfer.h), the MXU reaches the VPU that drains its results through an
-// sc_port (vpu/vpu.h). Blocks have no SystemC process of their own: the chip drives time (DESIGN.md, "SystemC
+// sc_port (block/result_drain.h). Blocks have no SystemC process of their own: the chip drives time (DESIGN.md, "SystemC
 // rules": few pending kernel events). At every activation of its one method the chip calls, on every block,
 // account() with the state the block had since the previous activation, then advance() to bring it to the
 // current time, runs the program's issue loop, and re-arms its single event at the earliest next_event().

@@ -6,13 +6,13 @@
 
 #include <fmt/format.h>
 
-#include "chip/elaborator.h"
+#include "block/elaborator.h"
 #include "ici/ici_port.h"
 #include "memory/memory_block.h"
 #include "memory/transfer.h"
 #include "net/interconnect.h"
 #include "vmem/vmem.h"
-#include "vpu/vpu.h"
+#include "block/result_drain.h"
 
 namespace tpusim::models {
 namespace {

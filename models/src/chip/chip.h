@@ -1,6 +1,6 @@
 #pragma once
 // One TPU chip: the composition root of its blocks. It builds them from the chip's composition with the
-// registry of block kinds (chip/elaborator.h), binds their paths, hands its queues to the sequencer
+// registry of block kinds (block/elaborator.h), binds their paths, hands its queues to the sequencer
 // (chip/sequencer.h), and drives time for all of them.
 //
 // Timing: one SC_METHOD and one sc_event per chip. The blocks keep their own next-event times (an MXU's

@@ -17,7 +17,7 @@
 #include "block/counters.h"
 #include "block/instruction_unit.h"
 #include "block/registry.h"
-#include "dma/transfer_engine.h"
+#include "memory/transfer_engine.h"
 #include "memory/transfer.h"
 
 namespace tpusim::models {

@@ -16,7 +16,7 @@
 
 #include <tlm>
 
-#include "dma/transfer_engine.h"
+#include "memory/transfer_engine.h"
 #include "ticks.h"
 #include "tpusim/core/chip_spec.h"
 #include "tpusim/kernels/program.h"

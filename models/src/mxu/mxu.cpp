@@ -13,7 +13,7 @@
 #include "memory/fused_stream.h"
 #include "memory/transfer.h"
 #include "tpusim/models/systolic_reference.h"
-#include "vpu/vpu.h"
+#include "block/result_drain.h"
 
 namespace tpusim::models {
 

@@ -1,7 +1,7 @@
 #pragma once
 // The MXU group of a TensorCore (the mxu block: `count` systolic arrays): a pipeline of matmul instructions
 // timed by the chip's dataflow (timing.h) or the cycle reference. Its results drain through the unit the path
-// "mxu -> vpu" names (vpu/vpu.h); without that path they leave without occupying a VPU.
+// "mxu -> vpu" names (block/result_drain.h); without that path they leave without occupying a VPU.
 #include <array>
 #include <cstddef>
 #include <cstdint>

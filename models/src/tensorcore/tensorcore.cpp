@@ -2,7 +2,7 @@
 // children (pod.chip0.tensorcore1.mxu). It has no behaviour of its own: its MXU and VPU are the units that
 // run the core's queues, and the chip's sequencer issues into them.
 #include "block/registry.h"
-#include "chip/elaborator.h"
+#include "block/elaborator.h"
 
 namespace tpusim::models {
 namespace {

@@ -1,4 +1,6 @@
-#include "vpu/vpu.h"
+// The VPU of a TensorCore: it runs the core's vector instructions one at a time and drains the MXU's results
+// (ResultDrain, block/result_drain.h).
+#include "block/result_drain.h"
 
 #include <algorithm>
 

@@ -7,7 +7,7 @@
 // and FSDP parallelism shrink `batch`, tensor parallelism `heads`, `kv_heads`, `d_ff` and `vocab`, sequence
 // parallelism `sequence_shards`, context parallelism `seq_len` (setting `context_shards`), pipeline
 // parallelism the layer range and the embedding/head flags, expert parallelism `experts`, FSDP
-// `weight_shards`; and it inserts collectives at the points kernels/src/sharding/collective_points.h names.
+// `weight_shards`; and it inserts collectives at the points kernels/src/graph/collective_points.h names.
 #include <cstdint>
 #include <utility>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "dma/transfer_engine.h"
+#include "memory/transfer_engine.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,9 +1,9 @@
 #pragma once
-// The VPU of a TensorCore: it runs the core's vector instructions one at a time, and it drains the MXU's
-// results (the path "mxu -> vpu"): a matmul reserves result_pop_cycles (timing.h) of the VPU from its first
-// results on, the pops delay the VPU's vector instructions and count in its busy time, and the matmul
-// completes no earlier than its last pop. A collective's reductions reserve the same way (Chip::reserve_vpu,
-// net/chip_port.h).
+// The seam between the MXU and the unit that drains its results (the path "mxu -> vpu"), so that neither block
+// includes the other. The VPU (vpu/vpu.cpp) implements it: a matmul reserves result_pop_cycles (timing.h) of the
+// VPU from its first results on, the pops delay the VPU's vector instructions and count in its busy time, and
+// the matmul completes no earlier than its last pop. A collective's reductions reserve the same way
+// (Chip::reserve_vpu, net/chip_port.h).
 #include <systemc>
 
 #include "ticks.h"

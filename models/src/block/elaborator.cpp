@@ -1,4 +1,4 @@
-#include "chip/elaborator.h"
+#include "block/elaborator.h"
 
 namespace tpusim::models {
 
