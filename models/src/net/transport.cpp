@@ -69,7 +69,9 @@ Transport::Transport(const Topology& topo, const Scenario& scenario, const Fault
       faults_(faults),
       router_(make_router(topo, scenario.fidelity.routing, faults_)),
       ocs_(topo, scenario.pod.ocs_reconfiguration),
-      dcn_base_(static_cast<std::uint32_t>(topo.link_count())) {
+      dcn_base_(static_cast<std::uint32_t>(topo.link_count())),
+      targets_(topo),
+      cuts_(topo, timed, in_flight, timed_chips) {
   std::vector<Channel> channels =
       degrade(channels_of(topo, scenario.chip.ici.link_efficiency), degraded, scenario.fidelity.link_chunk);
   latency_.reserve(channels.size());
@@ -79,50 +81,18 @@ Transport::Transport(const Topology& topo, const Scenario& scenario, const Fault
   // channel at one rate, which is all an aggregate flow needs; timed cable faults cut aggregates in flight and
   // start their rest again (relaunch_aggregate). Stopped chips drop transfers one by one: per step (README.md).
   aggregates_ = scenario.fidelity.links == LinkFidelity::flow && faults_.chips.empty() && timed_chips.empty();
-  in_flight_ = in_flight;
-  for (const TimedLinkFault& f : timed) {
-    const Tick at = to_ticks(f.at);
-    timed_.push_back(TimedCut{f.link, at, std::max(at, to_ticks(f.detected))});
-  }
-  for (const TimedChipFault& f : timed_chips) {
-    const std::vector<LinkId> out = topo.out_links(f.chip);
-    const Tick at = to_ticks(f.at);
-    timed_.push_back(TimedCut{out.empty() ? LinkId(0) : out.front(), at, std::max(at, to_ticks(f.detected)),
-                              static_cast<std::int64_t>(f.chip.value())});
-  }
-  if (!timed_chips.empty()) {
-    dead_.assign(topo.chip_count(), false);
-    dead_fault_.assign(topo.chip_count(), 0);
-  }
-  std::stable_sort(timed_.begin(), timed_.end(), [](const TimedCut& a, const TimedCut& b) { return a.at < b.at; });
-  for (std::size_t k = 0; k < timed_.size(); ++k) {
-    const TimedCut& f = timed_[k];
-    if (f.chip >= 0) dead_fault_[static_cast<std::size_t>(f.chip)] = k;
-    InStepFault st;
-    st.link = f.link.value();
-    st.chip = f.chip;
-    st.at = to_seconds(f.at);
-    st.detected = to_seconds(f.detected);
-    cut_stats_.push_back(st);
-  }
-}
-
-Tick Transport::next_action() const {
-  const Tick fault = applied_ < timed_.size() ? timed_[applied_].at : kNever;
-  return std::min(fault, resends_.empty() ? kNever : resends_.front().at);
 }
 
 // The actions at a tick come after the link model's events up to and including it (a transfer delivered at the
 // tick of a cut is delivered).
 void Transport::advance(Tick now, std::vector<TransferId>& delivered) {
-  for (Tick a = next_action(); a <= now; a = next_action()) {
+  for (Tick a = cuts_.next_action(); a <= now; a = cuts_.next_action()) {
     std::size_t from = delivered.size();
     model_->advance(a, delivered);
     settle(delivered, from, a);
-    while (applied_ < timed_.size() && timed_[applied_].at == a) fail_cable(applied_, a);
-    while (!resends_.empty() && resends_.front().at == a) {
-      const TransferId id = resends_.front().id;
-      resends_.erase(resends_.begin());
+    while (cuts_.fault_due(a)) fail_cable(cuts_.apply_next(), a);
+    while (const std::optional<TransferId> resend = cuts_.take_resend(a)) {
+      const TransferId id = *resend;
       if (dead(transfers_[id].src) || dead(transfers_[id].dst)) drop(id, transfers_[id].bytes);
       else if (transfers_[id].parts != nullptr) relaunch_aggregate(id, a);
       else launch(id, transfers_[id].bytes, a);
@@ -134,7 +104,7 @@ void Transport::advance(Tick now, std::vector<TransferId>& delivered) {
 }
 
 void Transport::settle(std::vector<TransferId>& delivered, std::size_t from, Tick now) {
-  if (!dead_.empty()) {
+  if (cuts_.any_dead()) {
     std::size_t kept = from;
     for (std::size_t i = from; i < delivered.size(); ++i) {
       const TransferId id = delivered[i];
@@ -146,37 +116,14 @@ void Transport::settle(std::vector<TransferId>& delivered, std::size_t from, Tic
     }
     delivered.resize(kept);
   }
-  note_resent(delivered, from, now);
-}
-
-// Counted on the stopped chip's fault; the id is never delivered nor released (a few per stopped step).
-void Transport::drop(TransferId id, std::uint64_t bytes) {
-  const Transfer& tr = transfers_[id];
-  const std::uint32_t chip = dead(tr.src) ? tr.src : tr.dst;
-  InStepFault& st = cut_stats_[dead_fault_[chip]];
-  ++st.transfers_dropped;
-  st.dropped = Bytes(st.dropped.count() + bytes);
-}
-
-// The interconnect advances to each of the transport's next events, so a transfer delivered in this call
-// arrived at `now`.
-void Transport::note_resent(const std::vector<TransferId>& delivered, std::size_t from, Tick now) {
-  if (resent_.empty()) return;
-  for (std::size_t i = from; i < delivered.size(); ++i) {
-    const auto it = std::find_if(resent_.begin(), resent_.end(), [&](const auto& r) { return r.first == delivered[i]; });
-    if (it == resent_.end()) continue;
-    cut_stats_[it->second].resent_done = std::max(cut_stats_[it->second].resent_done, to_seconds(now));
-    resent_.erase(it);
-  }
+  cuts_.note_resent(delivered, from, now);
 }
 
 void Transport::fail_cable(std::size_t k, Tick now) {
-  const TimedCut f = timed_[k];
-  applied_ = static_cast<std::uint32_t>(k + 1);
+  const InStepCuts::Cut f = cuts_.cut(k);
   std::vector<std::uint32_t> cut;
   if (f.chip >= 0) {
     const ChipId chip(static_cast<std::uint32_t>(f.chip));
-    dead_[chip.value()] = true;
     faults_.chips.push_back(chip);
     for (const LinkId l : topo_.out_links(chip)) {
       faults_.add_cable(topo_, l);
@@ -186,17 +133,14 @@ void Transport::fail_cable(std::size_t k, Tick now) {
     std::sort(cut.begin(), cut.end());
     cut.erase(std::unique(cut.begin(), cut.end()), cut.end());
   } else {
-    ++cables_failed_;
     faults_.add_cable(topo_, f.link);
     cut = {f.link.value(), topo_.link(f.link).reverse.value()};
   }
   router_ = make_fault_aware_router(topo_, faults_);
   // Transfers in flight keep pointing into the old routes; new ones take the surviving graph's.
-  retired_routes_.push_back(std::move(route_links_));
-  route_links_.clear();
-  route_begin_.clear();
+  routes_.retire();
   cache_routes();
-  InStepFault& st = cut_stats_[k];
+  InStepFault& st = cuts_.stats(k);
   for (const LinkModel::Cut& c : model_->cut(now, cut)) {
     Transfer& tr = transfers_[c.transfer];
     if (tr.parts != nullptr) {  // an aggregate: its bytes over the cut cable, and the share delivered
@@ -211,18 +155,15 @@ void Transport::fail_cable(std::size_t k, Tick now) {
       st.delivered = Bytes(st.delivered.count() + moved);
       tr.latency_done += tr.left * done * static_cast<double>(tr.steps) * tr.longest;
       tr.left *= 1 - done;
-      if (in_flight_ == InFlightPolicy::retransmit) {
+      if (cuts_.in_flight() == InFlightPolicy::retransmit) {
         st.retransmitted = Bytes(st.retransmitted.count() + (on_cut - moved));
         relaunch_aggregate(c.transfer, now);
+        cuts_.resending(k, c.transfer);
       } else {
         // As per step the lost transfer's bytes count whole; what is sent again is the share not delivered.
         st.lost = Bytes(st.lost.count() + on_cut);
-        const Resend r{f.detected, c.transfer};
-        resends_.insert(std::upper_bound(resends_.begin(), resends_.end(), r,
-                                         [](const Resend& a, const Resend& b) { return a.at < b.at; }),
-                        r);
+        cuts_.resend_at_detection(k, c.transfer);
       }
-      resent_.emplace_back(c.transfer, k);
       continue;
     }
     ++st.transfers_cut;
@@ -230,47 +171,21 @@ void Transport::fail_cable(std::size_t k, Tick now) {
     st.delivered = Bytes(st.delivered.count() + c.delivered);
     if (dead(transfers_[c.transfer].src) || dead(transfers_[c.transfer].dst)) {
       drop(c.transfer, c.bytes);  // to or from the stopped chip: nobody to send it, or to receive it
-    } else if (in_flight_ == InFlightPolicy::retransmit) {
+    } else if (cuts_.in_flight() == InFlightPolicy::retransmit) {
       st.retransmitted = Bytes(st.retransmitted.count() + (c.bytes - c.delivered));
       launch(c.transfer, c.bytes - c.delivered, now);
-      resent_.emplace_back(c.transfer, k);
+      cuts_.resending(k, c.transfer);
     } else {
       st.lost = Bytes(st.lost.count() + c.bytes);
-      const Resend r{f.detected, c.transfer};
-      resends_.insert(std::upper_bound(resends_.begin(), resends_.end(), r,
-                                       [](const Resend& a, const Resend& b) { return a.at < b.at; }),
-                      r);
-      resent_.emplace_back(c.transfer, k);
+      cuts_.resend_at_detection(k, c.transfer);
     }
   }
-}
-
-GroupShapeId Transport::add_group(const ir::CollectiveGroup& group) {
-  const auto it = std::find(groups_.begin(), groups_.end(), group);
-  if (it != groups_.end()) return static_cast<GroupShapeId>(it - groups_.begin());
-  groups_.push_back(group);
-  return static_cast<GroupShapeId>(groups_.size() - 1);
-}
-
-TargetId Transport::add_target(const Target& t, const Origin& origin) {
-  const auto [it, inserted] = target_by_key_.emplace(t, static_cast<TargetId>(targets_.size()));
-  if (inserted) {
-    targets_.push_back(t);
-    origins_.push_back(origin);
-    home_.push_back(destination(0, it->second) == ChipId(0));
-  }
-  return it->second;
-}
-
-ChipId Transport::destination(std::uint32_t chip, TargetId target) const {
-  const Target& t = targets_[target];
-  return kernels::group_destination(topo_, groups_[t.group], ChipId(chip), t.offset, t.pod_offset);
 }
 
 // Deadlock freedom is assumed, not simulated (topology/routing.h and README.md).
 bool Transport::route(std::uint32_t chip, TargetId target, std::vector<std::uint32_t>& out) {
   out.clear();
-  const Target& t = targets_[target];
+  const Target& t = targets_.target(target);
   const ChipId dst = destination(chip, target);
   if (dst == ChipId(chip)) return false;
   if (dead(chip) || dead(dst.value())) return true;  // no route: start() drops such sends
@@ -281,7 +196,7 @@ bool Transport::route(std::uint32_t chip, TargetId target, std::vector<std::uint
   }
   const std::optional<Path> path = router_->route(ChipId(chip), dst);
   if (!path) {
-    const Origin& o = origins_[target];
+    const Origin& o = targets_.origin(target);
     const auto down = [&](ChipId c) {
       return std::find(faults_.chips.begin(), faults_.chips.end(), c) != faults_.chips.end() ? " (down)" : "";
     };
@@ -298,21 +213,11 @@ bool Transport::route(std::uint32_t chip, TargetId target, std::vector<std::uint
 
 void Transport::cache_routes() {
   const std::size_t chips = topo_.chip_count();
-  route_begin_.resize(targets_.size());
-  route_links_.resize(targets_.size());
-  std::vector<std::uint32_t> path;
+  routes_.resize(targets_.size());
   for (TargetId t = 0; t < targets_.size(); ++t) {
     if ((static_cast<std::size_t>(t) + 1) * chips > kRouteCacheEntries) return;
-    std::vector<std::uint32_t>& begin = route_begin_[t];
-    std::vector<std::uint32_t>& links = route_links_[t];
-    if (!begin.empty()) continue;
-    begin.reserve(chips + 1);
-    for (std::uint32_t c = 0; c < chips; ++c) {
-      begin.push_back(static_cast<std::uint32_t>(links.size()));
-      route(c, t, path);
-      links.insert(links.end(), path.begin(), path.end());
-    }
-    begin.push_back(static_cast<std::uint32_t>(links.size()));
+    routes_.fill(t, static_cast<std::uint32_t>(chips),
+                 [&](std::uint32_t c, std::vector<std::uint32_t>& out) { route(c, t, out); });
   }
 }
 
@@ -331,9 +236,9 @@ TransferId Transport::new_transfer() {
 
 Tick Transport::append_route(std::uint32_t chip, TargetId t, std::vector<std::uint32_t>& out) {
   const std::size_t from = out.size();
-  if (t < route_begin_.size() && !route_begin_[t].empty()) {
-    out.insert(out.end(), route_links_[t].begin() + route_begin_[t][chip],
-               route_links_[t].begin() + route_begin_[t][chip + 1]);
+  if (routes_.has(t)) {
+    const RouteCache::Span r = routes_.find(t, chip);
+    out.insert(out.end(), r.links, r.links + r.hops);
   } else {
     std::vector<std::uint32_t> path;
     route(chip, t, path);
@@ -412,9 +317,10 @@ void Transport::launch(TransferId id, std::uint64_t bytes, Tick now) {
   const TargetId t = tr.target;
   const std::uint32_t* path;
   std::uint32_t hops;
-  if (t < route_begin_.size() && !route_begin_[t].empty()) {
-    path = route_links_[t].data() + route_begin_[t][tr.src];
-    hops = route_begin_[t][tr.src + 1] - route_begin_[t][tr.src];
+  if (routes_.has(t)) {
+    const RouteCache::Span r = routes_.find(t, tr.src);
+    path = r.links;
+    hops = r.hops;
   } else {
     route(tr.src, t, tr.path);
     path = tr.path.data();

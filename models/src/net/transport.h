@@ -2,7 +2,8 @@
 // Transport: moves bytes from one chip to another over the pod's channels. It owns the link model
 // (link_model.h: every directed ICI link, then each host's DCN NIC, egress and ingress), the router
 // (fidelity.routing: dor, or fault_aware around InterconnectOptions::faults), the OCS fabric, the send
-// targets and their cached routes. It knows nothing of collectives or matching.
+// targets (send_targets.h) and their cached routes (route_cache.h), and the step's timed faults as they cut
+// the links (in_step_cuts.h). It knows nothing of collectives or matching.
 //
 // Contract:
 // - A target is a destination rule relative to the sender in the space of a group shape ("the member 2 on
@@ -16,21 +17,19 @@
 //   order; the owner reads the transfer (src, dst) and release()s it, after which the id is reused.
 // - No SystemC process: the interconnect calls advance() and start() with non-decreasing times and keeps its
 //   one kernel event at next_event().
-#include <array>
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <optional>
-#include <string>
-#include <tuple>
 #include <vector>
 
 #include "../ticks.h"
+#include "in_step_cuts.h"
 #include "link_model.h"
-#include "tpusim/models/simulate.h"
 #include "ocs.h"
+#include "route_cache.h"
+#include "send_targets.h"
 #include "tpusim/core/scenario.h"
 #include "tpusim/kernels/program.h"
+#include "tpusim/models/simulate.h"
 #include "tpusim/topology/routing.h"
 #include "tpusim/topology/topology.h"
 
@@ -43,28 +42,6 @@ inline constexpr Seconds kDcnLatency{10e-6};
 // Assumption: targets x chips route entries cached per run at most (4 bytes each plus the links); collectives
 // with more distinct targets (direct all-to-all on a big pod) route each send when it starts instead.
 inline constexpr std::size_t kRouteCacheEntries = std::size_t{1} << 24;
-
-using TargetId = std::uint32_t;
-using GroupShapeId = std::uint32_t;
-
-// Where a send goes, relative to the sender, in the space of group shape `group` (add_group): `offset`
-// members per axis (modulo the group's size there) in the same pod, or, when pod_offset != 0, the chip with
-// the same coordinates pod_offset pods on (modulo the group's pods, over the DCN).
-struct Target {
-  GroupShapeId group = 0;
-  std::array<int, kMaxAxes> offset{};
-  int pod_offset = 0;
-  bool operator<(const Target& o) const {
-    return std::tie(group, offset, pod_offset) < std::tie(o.group, o.offset, o.pod_offset);
-  }
-};
-
-// The instruction that first used a target, for error messages.
-struct Origin {
-  std::uint32_t instr = 0;
-  int core = 0;
-  std::string label;
-};
 
 // One member's share of an aggregate: what `chip` sends under `target` over the aggregate's steps. The
 // transport routes the parts again when a timed fault cuts the aggregate in flight.
@@ -95,12 +72,12 @@ class Transport {
             const std::vector<TimedChipFault>& timed_chips = {});
 
   // Interns a group shape (it must fit the topology: kernels::plan_collective checks).
-  [[nodiscard]] GroupShapeId add_group(const ir::CollectiveGroup& group);
-  [[nodiscard]] TargetId add_target(const Target& t, const Origin& origin);
-  [[nodiscard]] const Target& target(TargetId t) const { return targets_[t]; }
-  [[nodiscard]] ChipId destination(std::uint32_t chip, TargetId t) const;
+  [[nodiscard]] GroupShapeId add_group(const ir::CollectiveGroup& group) { return targets_.add_group(group); }
+  [[nodiscard]] TargetId add_target(const Target& t, const Origin& origin) { return targets_.add_target(t, origin); }
+  [[nodiscard]] const Target& target(TargetId t) const { return targets_.target(t); }
+  [[nodiscard]] ChipId destination(std::uint32_t chip, TargetId t) const { return targets_.destination(chip, t); }
   // Sends under `t` stay on the chip (the same for every chip: offsets in group space are uniform).
-  [[nodiscard]] bool stays_home(TargetId t) const { return home_[t]; }
+  [[nodiscard]] bool stays_home(TargetId t) const { return targets_.stays_home(t); }
   // Routes every target added so far from every chip (within the cache budget).
   void cache_routes();
 
@@ -111,7 +88,7 @@ class Transport {
   // Failed and degraded links leave every route fixed and every channel at one rate; a timed cable fault cuts
   // an aggregate in flight like any transfer (see start_aggregate).
   [[nodiscard]] bool runs_aggregates() const { return aggregates_; }
-  [[nodiscard]] const ir::CollectiveGroup& group(GroupShapeId g) const { return groups_[g]; }
+  [[nodiscard]] const ir::CollectiveGroup& group(GroupShapeId g) const { return targets_.group(g); }
   // Appends the channels of the route from `chip` under `t` to `out` (nothing when it stays home) and returns
   // their summed latency.
   Tick append_route(std::uint32_t chip, TargetId t, std::vector<std::uint32_t>& out);
@@ -126,12 +103,12 @@ class Transport {
                                            Tick latency, const std::vector<AggregatePart>& parts,
                                            std::uint32_t steps, Tick now);
   void advance(Tick now, std::vector<TransferId>& delivered);
-  [[nodiscard]] Tick next_event() { return std::min(model_->next_event(), next_action()); }
+  [[nodiscard]] Tick next_event() { return std::min(model_->next_event(), cuts_.next_action()); }
   // Cables of the timed faults failed so far (0 before the first tick), and whether there are any.
-  [[nodiscard]] std::uint32_t epoch() const { return cables_failed_; }
-  [[nodiscard]] bool has_timed_faults() const { return !timed_.empty(); }
+  [[nodiscard]] std::uint32_t epoch() const { return cuts_.cables_failed(); }
+  [[nodiscard]] bool has_timed_faults() const { return !cuts_.empty(); }
   // What each timed fault did by `end` (SimResult::in_step_faults).
-  [[nodiscard]] std::vector<InStepFault> in_step_faults() const { return cut_stats_; }
+  [[nodiscard]] std::vector<InStepFault> in_step_faults() const { return cuts_.stats(); }
   [[nodiscard]] std::uint32_t source(TransferId id) const { return transfers_[id].src; }
   [[nodiscard]] std::uint32_t sink(TransferId id) const { return transfers_[id].dst; }
   [[nodiscard]] Owner owner(TransferId id) const { return transfers_[id].owner; }
@@ -168,27 +145,16 @@ class Transport {
     double left = 1, latency_done = 0, longest = 0;
   };
 
-  struct TimedCut {  // a timed fault, in ticks
-    LinkId link;
-    Tick at = 0, detected = 0;
-    std::int64_t chip = -1;  // a chip stopping (all its cables), else -1
-  };
-  struct Resend {  // a lost transfer sent again in full at `at`
-    Tick at = 0;
-    TransferId id = 0;
-  };
-
   // The channel path from `chip` to its destination under `t` into `out`; false when it is the chip itself.
   bool route(std::uint32_t chip, TargetId t, std::vector<std::uint32_t>& out);
   [[nodiscard]] TransferId new_transfer();
   // Starts transfer `id` (its src, target and owner set) with `bytes` on its current route.
   void launch(TransferId id, std::uint64_t bytes, Tick now);
-  [[nodiscard]] Tick next_action() const;
   void fail_cable(std::size_t k, Tick now);
   // Removes from delivered[from ..) the transfers to a stopped chip (dropped), then notes the resent ones.
   void settle(std::vector<TransferId>& delivered, std::size_t from, Tick now);
-  [[nodiscard]] bool dead(std::uint32_t chip) const { return !dead_.empty() && dead_[chip]; }
-  void drop(TransferId id, std::uint64_t bytes);
+  [[nodiscard]] bool dead(std::uint32_t chip) const { return cuts_.dead(chip); }
+  void drop(TransferId id, std::uint64_t bytes) { cuts_.drop(transfers_[id].src, transfers_[id].dst, bytes); }
   // Starts the rest of cut aggregate `id` (its `left` share of every part) over the current routes.
   void relaunch_aggregate(TransferId id, Tick now);
 
@@ -201,33 +167,14 @@ class Transport {
   std::vector<Tick> latency_;  // per channel
   bool aggregates_ = false;
 
-  std::vector<ir::CollectiveGroup> groups_;
-  std::vector<Target> targets_;
-  std::vector<Origin> origins_;
-  std::vector<bool> home_;  // [target]: stays_home()
-  std::map<Target, TargetId> target_by_key_;
-  // Cached routes: for target t, chip c: channels route_links_[t][route_begin_[t][c] .. route_begin_[t][c+1]).
-  std::vector<std::vector<std::uint32_t>> route_begin_;
-  std::vector<std::vector<std::uint32_t>> route_links_;
+  SendTargets targets_;
+  RouteCache routes_;
 
   std::vector<Transfer> transfers_;
   std::vector<TransferId> free_;
   std::uint64_t started_ = 0;
 
-  std::vector<TimedCut> timed_;        // by tick
-  std::uint32_t applied_ = 0;          // timed_[0 .. applied_) have failed
-  std::uint32_t cables_failed_ = 0;    // of which cable faults (not chips)
-  std::vector<bool> dead_;             // [chip]: stopped (timed chip faults), empty without any
-  std::vector<std::size_t> dead_fault_;  // [chip]: its timed_ entry, for the dropped counts
-  InFlightPolicy in_flight_ = InFlightPolicy::retransmit;
-  std::vector<Resend> resends_;        // lost transfers waiting for their detection, by tick
-  std::vector<InStepFault> cut_stats_;  // [timed fault]
-  // Cut transfers sent again and not yet delivered: (transfer, timed fault), for InStepFault::resent_done.
-  std::vector<std::pair<TransferId, std::size_t>> resent_;
-  // Notes the delivery, by `now`, of the resent transfers among delivered[from ..).
-  void note_resent(const std::vector<TransferId>& delivered, std::size_t from, Tick now);
-  // Route caches replaced at a fault: transfers in flight still point into them.
-  std::vector<std::vector<std::vector<std::uint32_t>>> retired_routes_;
+  InStepCuts cuts_;
 };
 
 }  // namespace tpusim::models::net
