@@ -75,7 +75,7 @@ Chip::Chip(const sc_core::sc_module_name& name, std::uint32_t id, const ChipSpec
       collective_.set_hbm(*memory);
     }
     if (auto* vpu = dynamic_cast<ResultDrain*>(b); vpu != nullptr && b->block_kind() == BlockKind::vpu) {
-      collective_.add_vpu(spec.tensorcores, b->instance(), *vpu);
+      collective_.add_vpu(b->instance(), *vpu);
     }
     auto* unit = dynamic_cast<InstructionUnit*>(b);
     const ir::UnitKind kind = unit_of_block(b->block_kind());
@@ -140,11 +140,6 @@ void Chip::charge_hbm(std::uint32_t slot, std::uint32_t token, std::uint32_t ins
   collective_.keep(slot, token, instr, read, written, spread);
   // The network charges at the kernel's time: the chip is not running ahead (it has this collective in flight).
   if (!activating_) wake_.notify(sc_core::SC_ZERO_TIME);
-}
-
-void CollectiveSide::add_vpu(int cores, int core, ResultDrain& vpu) {
-  vpus_.resize(static_cast<std::size_t>(cores), nullptr);
-  vpus_.at(static_cast<std::size_t>(core)) = &vpu;
 }
 
 Tick CollectiveSide::reserve_vpu(int core, std::uint32_t instr, Tick now, Tick duration) {

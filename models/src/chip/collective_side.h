@@ -3,6 +3,7 @@
 // and their steps' HBM traffic, kept from the network's call until the chip's next activation charges it to
 // the HBM block. The chip (chip/chip.h) owns one, wires it as it builds its blocks and forwards its ChipPort
 // calls to it.
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -21,11 +22,12 @@ class MemoryBlock;
 class CollectiveSide {
  public:
   // `chip` must outlive it.
-  explicit CollectiveSide(const ChipContext& chip) : chip_(chip) {}
+  explicit CollectiveSide(const ChipContext& chip)
+      : chip_(chip), vpus_(static_cast<std::size_t>(std::max(chip.spec.tensorcores, 0)), nullptr) {}
 
-  // Wiring: TensorCore `core`'s VPU (the chip has `cores` of them, a core without one stays unset), the HBM
-  // block, the pod's interconnect (which hears what the HBM has moved).
-  void add_vpu(int cores, int core, ResultDrain& vpu);
+  // Wiring: TensorCore `core`'s VPU (a core without one stays unset), the HBM block, the pod's interconnect
+  // (which hears what the HBM has moved).
+  void add_vpu(int core, ResultDrain& vpu) { vpus_.at(static_cast<std::size_t>(core)) = &vpu; }
   void set_hbm(MemoryBlock& hbm) { hbm_ = &hbm; }
   void attach_ici(net::Interconnect& ici) { ici_ = &ici; }
 
