@@ -22,7 +22,7 @@ CollectiveEngine::CollectiveEngine(Transport& transport, const ChipSpec& chip, I
       chip_(chip),
       units_(units),
       stats_(stats),
-      planner_(std::move(planner)),
+      plans_(std::move(planner)),
       chips_(transport.topology().chip_count()),
       ops_(chips_ * IciUnits::kSlots),
       keys_(chips_ * IciUnits::kSlots, kIdleKey),
@@ -30,26 +30,49 @@ CollectiveEngine::CollectiveEngine(Transport& transport, const ChipSpec& chip, I
       ports_(chips_, nullptr),
       aggregates_(fidelity == CollectiveFidelity::aggregate && transport.runs_aggregates()) {}
 
+std::optional<PlanId> CollectiveEngine::PlanBook::find(const Key& key) const {
+  if (const auto it = by_key_.find(key); it != by_key_.end()) return it->second;
+  return std::nullopt;
+}
+
+PlanId CollectiveEngine::PlanBook::add(const Key& key, PlanInfo info) {
+  plans_.push_back(std::move(info));
+  const auto id = static_cast<PlanId>(plans_.size() - 1);
+  by_key_.emplace(key, id);
+  return id;
+}
+
+template <typename Replan>
+PlanId CollectiveEngine::PlanBook::choose(std::uint64_t key, PlanId id, std::uint32_t epoch, Replan replan) {
+  const auto [it, first] = chosen_.try_emplace(key, id);
+  if (!first || epoch == 0) return it->second;
+  const auto [v, fresh] = variants_.try_emplace(std::make_pair(id, epoch), 0);
+  if (fresh) {
+    const PlanSource src = *plans_[id].source;
+    plans_.push_back(replan(src, plans_[id].group));
+    v->second = static_cast<PlanId>(plans_.size() - 1);
+  }
+  it->second = v->second;
+  return v->second;
+}
+
 PlanId CollectiveEngine::add(const Origin& origin, const ir::Instruction& ins, const ir::CollectiveGroup& group) {
   const GroupShapeId shape = transport_.add_group(group);
-  const auto key = std::make_tuple(static_cast<int>(ins.collective), ins.bytes, static_cast<int>(ins.dtype), shape,
-                                   static_cast<int>(ins.algorithm));
-  if (const auto it = plan_by_key_.find(key); it != plan_by_key_.end()) return it->second;
-  plans_.push_back(make_plan(origin, ins, group, shape));
-  const auto id = static_cast<PlanId>(plans_.size() - 1);
-  plan_by_key_.emplace(key, id);
-  return id;
+  const PlanBook::Key key{static_cast<int>(ins.collective), ins.bytes, static_cast<int>(ins.dtype), shape,
+                          static_cast<int>(ins.algorithm)};
+  if (const std::optional<PlanId> id = plans_.find(key)) return *id;
+  return plans_.add(key, make_plan(origin, ins, group, shape));
 }
 
 CollectiveEngine::PlanInfo CollectiveEngine::make_plan(const Origin& origin, const ir::Instruction& ins,
                                                        const ir::CollectiveGroup& group, GroupShapeId shape) {
   const Topology& topo = transport_.topology();
   PlanInfo info;
-  info.plan = planner_(topo, ins, group, transport_.faults());
+  info.plan = plans_.planner()(topo, ins, group, transport_.faults());
   info.group = shape;
   info.element_bytes = static_cast<std::uint64_t>(dtype_bytes(ins.dtype));
   if (transport_.has_timed_faults()) info.source = std::make_unique<PlanSource>(PlanSource{origin, ins, group});
-  groups_ = std::max<std::size_t>(groups_, shape + 1);
+  plans_.note_shape(shape);
   for (const kernels::CollectiveStep& step : info.plan.steps) {
     std::vector<TargetId> targets;
     std::uint32_t receives = 0;
@@ -67,30 +90,23 @@ CollectiveEngine::PlanInfo CollectiveEngine::make_plan(const Origin& origin, con
     info.targets.push_back(std::move(targets));
     info.receives.push_back(receives);
   }
-  if (aggregates_ && ring_plan(info.plan)) split_runs(info);
+  if (aggregates_.enabled() && ring_plan(info.plan)) split_runs(info);
   return info;
 }
 
 // With timed faults: the first chip to start the shape's seq-th collective picks the plan for every chip (SPMD
 // peers must run the same steps): the one planned for the cables failed by then (re-planned on first use).
 PlanId CollectiveEngine::plan_now(PlanId id, GroupId group, std::uint32_t seq) {
-  const auto [it, first] = chosen_.try_emplace(key(group, seq), id);
-  if (!first || transport_.epoch() == 0) return it->second;
-  const auto [v, fresh] = variants_.try_emplace(std::make_pair(id, transport_.epoch()), 0);
-  if (fresh) {
-    const PlanSource src = *plans_[id].source;
-    plans_.push_back(make_plan(src.origin, src.ins, src.group, plans_[id].group));
-    v->second = static_cast<PlanId>(plans_.size() - 1);
-  }
-  it->second = v->second;
-  return v->second;
+  return plans_.choose(key(group, seq), id, transport_.epoch(), [&](const PlanSource& src, GroupShapeId shape) {
+    return make_plan(src.origin, src.ins, src.group, shape);
+  });
 }
 
 void CollectiveEngine::start(std::uint32_t chip, Slot slot, std::uint32_t instr, const ir::Instruction& ins, PlanId id,
                              NetStatistics::Entry entry, Tick now) {
-  if (seq_.empty()) seq_.assign(chips_ * groups_, 0);  // every plan is known once the run starts
+  if (seq_.empty()) seq_.assign(chips_ * plans_.shapes(), 0);  // every plan is known once the run starts
   const GroupId group = plans_[id].group;
-  const std::uint32_t seq = seq_[chip * groups_ + group]++;
+  const std::uint32_t seq = seq_[chip * plans_.shapes() + group]++;
   if (transport_.has_timed_faults()) id = plan_now(id, group, seq);
   const PlanInfo& info = plans_[id];
   Op& o = op(chip, slot);
@@ -104,7 +120,7 @@ void CollectiveEngine::start(std::uint32_t chip, Slot slot, std::uint32_t instr,
   o.instr = instr;
   o.seq = seq;
   set_key(chip, slot, key(o.group, o.seq));
-  o.step = 0;
+  o.step.index = 0;
   o.started = now;
   o.arrived.assign(info.plan.steps.size(), 0);
   // Receives that came in before this chip reached the collective.
@@ -126,7 +142,7 @@ void CollectiveEngine::start(std::uint32_t chip, Slot slot, std::uint32_t instr,
     units_.finish(chip, slot);
   } else if (kCollectiveStartup.value() > 0) {
     o.starting = true;
-    timers_.push(Timer{now + to_ticks(kCollectiveStartup), timer_seq_++, chip, slot, TimerKind::start});
+    timers_.push(now + to_ticks(kCollectiveStartup), chip, slot, TimerKind::start);
   } else if (o.aggregate) {
     join(chip, slot, now);
   } else {
@@ -177,7 +193,8 @@ void CollectiveEngine::split_runs(PlanInfo& info) {
   info.aggregate = true;
   // Chain plans: each chip reduces what its receives bring; a step's reduction on the critical path is that of
   // the chip of a group reducing most in it (every group is congruent: the first one's members stand for all).
-  const std::vector<std::uint32_t>* line_members = info.chains ? &layout(info.group).members.front() : nullptr;
+  const std::vector<std::uint32_t>* line_members =
+      info.chains ? &aggregates_.layout(info.group, transport_).members.front() : nullptr;
   std::vector<std::pair<TargetId, std::uint64_t>> previous;
   bool previous_gather = false;
   for (std::size_t s = 0; s < info.plan.steps.size(); ++s) {
@@ -227,16 +244,17 @@ void CollectiveEngine::split_runs(PlanInfo& info) {
 
 // Group g of a shape: the chips that differ only in the group's coordinates (kernels/collectives.h, "Groups"),
 // numbered in the order of their first member.
-const CollectiveEngine::Layout& CollectiveEngine::layout(GroupId group) {
+const CollectiveEngine::Layout& CollectiveEngine::Aggregates::layout(GroupId group, const Transport& transport) {
   if (layouts_.size() <= group) layouts_.resize(static_cast<std::size_t>(group) + 1);
   Layout& l = layouts_[group];
   if (!l.group_of_chip.empty()) return l;
-  const Topology& topo = transport_.topology();
-  const ir::CollectiveGroup& g = transport_.group(group);
+  const Topology& topo = transport.topology();
+  const ir::CollectiveGroup& g = transport.group(group);
+  const std::size_t chips = topo.chip_count();
   constexpr std::uint32_t kNone = ~std::uint32_t{0};
-  std::vector<std::uint32_t> of_first(chips_, kNone);  // group index by its member 0
-  l.group_of_chip.resize(chips_);
-  for (std::uint32_t c = 0; c < chips_; ++c) {
+  std::vector<std::uint32_t> of_first(chips, kNone);  // group index by its member 0
+  l.group_of_chip.resize(chips);
+  for (std::uint32_t c = 0; c < chips; ++c) {
     ChipCoord at = topo.coord(ChipId(c));
     for (std::size_t a = 0; a < kMaxAxes; ++a) {
       const int size = static_cast<int>(g.size[a]), stride = static_cast<int>(g.stride[a]);
@@ -256,11 +274,18 @@ const CollectiveEngine::Layout& CollectiveEngine::layout(GroupId group) {
 
 void CollectiveEngine::join(std::uint32_t chip, Slot slot, Tick now) {
   const Op& o = op(chip, slot);
-  const Layout& l = layout(o.group);
+  const Layout& l = aggregates_.layout(o.group, transport_);
   const std::uint32_t g = l.group_of_chip[chip];
-  const auto it = gathering_.try_emplace(std::make_tuple(o.group, o.seq, g)).first;
-  it->second.push_back(Member{chip, slot});
-  if (it->second.size() < l.members[g].size()) return;
+  const std::optional<std::uint32_t> gr =
+      aggregates_.gather(o.group, o.seq, g, Member{chip, slot}, l.members[g].size());
+  if (gr) start_run(*gr, 0, now);
+}
+
+std::optional<std::uint32_t> CollectiveEngine::Aggregates::gather(GroupId shape, std::uint32_t seq, std::uint32_t g,
+                                                                  Member member, std::size_t size) {
+  const auto it = gathering_.try_emplace(std::make_tuple(shape, seq, g)).first;
+  it->second.push_back(member);
+  if (it->second.size() < size) return std::nullopt;
   std::uint32_t gr = 0;
   if (free_group_runs_.empty()) {
     gr = static_cast<std::uint32_t>(group_runs_.size());
@@ -271,16 +296,23 @@ void CollectiveEngine::join(std::uint32_t chip, Slot slot, Tick now) {
   }
   group_runs_[gr].members = std::move(it->second);
   gathering_.erase(it);
-  start_run(gr, 0, now);
+  return gr;
+}
+
+void CollectiveEngine::Aggregates::retire(GroupFlow& flow) {
+  retired_paths_.push_back(std::move(flow.path));
+  retired_hop_bytes_.push_back(std::move(flow.hop_bytes));
+  flow.path.clear();
+  flow.hop_bytes.clear();
 }
 
 // Run `run` of a group as one flow (its members[0]'s op names the plan, group and seq), and each member's HBM
 // charged with what it reads and writes over the run's steps.
 void CollectiveEngine::start_run(std::uint32_t gr, std::uint32_t run, Tick now) {
-  const std::vector<Member>& members = group_runs_[gr].members;
+  const std::vector<Member>& members = aggregates_.run(gr).members;
   const Op& o = op(members[0].chip, members[0].slot);
   PlanInfo& info = plans_[o.plan];
-  const Layout& l = layout(o.group);
+  const Layout& l = aggregates_.layout(o.group, transport_);
   const std::uint32_t g = l.group_of_chip[members[0].chip];
   Run& r = info.runs[run];
   if (r.flows.empty()) r.flows.resize(l.members.size());
@@ -294,12 +326,7 @@ void CollectiveEngine::start_run(std::uint32_t gr, std::uint32_t run, Tick now) 
     }
   }
   if (!f.built || f.epoch != transport_.epoch()) {  // routed again after a timed cable fault
-    if (f.built) {
-      retired_paths_.push_back(std::move(f.path));
-      retired_hop_bytes_.push_back(std::move(f.hop_bytes));
-      f.path.clear();
-      f.hop_bytes.clear();
-    }
+    if (f.built) aggregates_.retire(f);
     f.built = true;
     f.epoch = transport_.epoch();
     f.bytes = 0;
@@ -314,7 +341,7 @@ void CollectiveEngine::start_run(std::uint32_t gr, std::uint32_t run, Tick now) 
   const TransferId id = transport_.start_aggregate(f.path, f.hop_bytes, f.bytes, f.latency, f.parts, r.steps, now);
   if (id >= sent_.size()) sent_.resize(static_cast<std::size_t>(id) + 1);
   sent_[id] = Sent{members[0].slot, o.group, o.seq, gr, true};
-  GroupRun& pending = group_runs_[gr];
+  GroupRun& pending = aggregates_.run(gr);
   pending.run = run;
   pending.flow_pending = true;
   if (run != 0) return;
@@ -379,15 +406,15 @@ bool CollectiveEngine::hbm_done(std::uint32_t chip, Slot slot, Tick now) {
   Op& o = op(chip, slot);
   // Nothing waits for the HBM yet (the step's transfers, the collective's last flow are still moving): mark it
   // done at once; nothing follows from it now, so no chip hears of it.
-  const bool waiting = o.aggregate ? !group_runs_[o.group_run].flow_pending &&
-                                         group_runs_[o.group_run].run + 1 >= plans_[o.plan].runs.size()
-                                   : o.sends_pending == 0 && o.arrived[o.step] >= o.expected;
+  const bool waiting = o.aggregate ? !aggregates_.run(o.group_run).flow_pending &&
+                                         aggregates_.run(o.group_run).run + 1 >= plans_[o.plan].runs.size()
+                                   : o.step.sends_pending == 0 && o.arrived[o.step.index] >= o.step.expected;
   if (!waiting) {
     o.hbm_pending = false;
-    if (o.aggregate) --group_runs_[o.group_run].hbm_pending;
+    if (o.aggregate) --aggregates_.run(o.group_run).hbm_pending;
     return false;
   }
-  timers_.push(Timer{now + 1, timer_seq_++, chip, slot, TimerKind::hbm});
+  timers_.push(now + 1, chip, slot, TimerKind::hbm);
   return true;
 }
 
@@ -409,12 +436,12 @@ std::uint64_t CollectiveEngine::chain_bytes(std::uint32_t chip, const PlanInfo& 
 void CollectiveEngine::aggregate_delivered(TransferId id, Tick now) {
   transport_.release(id);
   const std::uint32_t gr = sent_[id].step;
-  group_runs_[gr].flow_pending = false;
+  aggregates_.run(gr).flow_pending = false;
   advance_run(gr, now);
 }
 
 void CollectiveEngine::advance_run(std::uint32_t gr, Tick now) {
-  GroupRun& g = group_runs_[gr];
+  GroupRun& g = aggregates_.run(gr);
   if (g.flow_pending) return;
   const std::uint32_t next = g.run + 1;
   const PlanInfo& info = plans_[op(g.members[0].chip, g.members[0].slot).plan];
@@ -425,14 +452,14 @@ void CollectiveEngine::advance_run(std::uint32_t gr, Tick now) {
   }
   const std::vector<Member> members = std::move(g.members);
   g.members.clear();
-  free_group_runs_.push_back(gr);
+  aggregates_.release(gr);
   for (const Member& m : members) {
     Op& o = op(m.chip, m.slot);
-    o.step = static_cast<std::uint32_t>(info.plan.steps.size() - 1);
+    o.step.index = static_cast<std::uint32_t>(info.plan.steps.size() - 1);
     const Tick syncs = static_cast<Tick>(info.plan.steps.size()) * to_ticks(kCollectiveStepSync);
     if (info.reduce > 0) {
       o.reducing = true;
-      reductions_.push_back(Reduction{m.chip, m.slot, o.instr, o.core, info.reduce, syncs, 0});
+      reductions_.push(Reduction{m.chip, m.slot, o.instr, o.core, info.reduce, syncs, 0});
       continue;
     }
     const Tick end = now + syncs;
@@ -440,7 +467,7 @@ void CollectiveEngine::advance_run(std::uint32_t gr, Tick now) {
       end_step(m.chip, m.slot, now);
     } else {
       o.reducing = true;
-      timers_.push(Timer{end, timer_seq_++, m.chip, m.slot, TimerKind::step});
+      timers_.push(end, m.chip, m.slot, TimerKind::step);
     }
   }
 }
@@ -448,29 +475,29 @@ void CollectiveEngine::advance_run(std::uint32_t gr, Tick now) {
 void CollectiveEngine::begin_step(std::uint32_t chip, Slot slot, Tick now) {
   Op& o = op(chip, slot);
   const PlanInfo& info = plans_[o.plan];
-  const kernels::CollectiveStep& step = info.plan.steps[o.step];
-  const std::vector<TargetId>& targets = info.targets[o.step];
-  o.sends_pending = 0;
-  o.expected = info.receives[o.step];
-  o.reduce = step.reduce_elements;
+  const kernels::CollectiveStep& step = info.plan.steps[o.step.index];
+  const std::vector<TargetId>& targets = info.targets[o.step.index];
+  o.step.sends_pending = 0;
+  o.step.expected = info.receives[o.step.index];
+  o.step.reduce = step.reduce_elements;
   if (info.chains) {
     for (std::size_t i = 0; i < step.sends.size(); ++i) {
       if (transport_.stays_home(targets[i])) continue;
-      if (receives(chip, info, step.sends[i])) o.reduce += step.sends[i].chain.reduce_elements;
-      else --o.expected;
+      if (receives(chip, info, step.sends[i])) o.step.reduce += step.sends[i].chain.reduce_elements;
+      else --o.step.expected;
     }
   }
-  std::uint64_t read = o.reduce * info.element_bytes, written = 0;
+  std::uint64_t read = o.step.reduce * info.element_bytes, written = 0;
   for (std::size_t i = 0; i < step.sends.size(); ++i) {
     const TargetId t = targets[i];
     if (transport_.stays_home(t)) continue;
     if (!info.chains || receives(chip, info, step.sends[i])) written += step.sends[i].bytes;
     if (info.chains && !sends(chip, info, step.sends[i])) continue;
     read += step.sends[i].bytes;
-    ++o.sends_pending;
+    ++o.step.sends_pending;
     const TransferId id = transport_.start(chip, t, step.sends[i].bytes, now, Owner::collective);
     if (id >= sent_.size()) sent_.resize(static_cast<std::size_t>(id) + 1);
-    sent_[id] = Sent{slot, o.group, o.seq, o.step};
+    sent_[id] = Sent{slot, o.group, o.seq, o.step.index};
   }
   o.hbm_pending = read + written > 0;
   if (o.hbm_pending) charge(chip, slot, now, read, written, 0);
@@ -479,9 +506,9 @@ void CollectiveEngine::begin_step(std::uint32_t chip, Slot slot, Tick now) {
 
 void CollectiveEngine::check_step(std::uint32_t chip, Slot slot, Tick now) {
   Op& o = op(chip, slot);
-  if (!o.active || o.starting || o.reducing || o.hbm_pending || o.sends_pending > 0) return;
-  if (o.arrived[o.step] < o.expected) return;
-  const std::uint64_t elements = o.reduce;
+  if (!o.active || o.starting || o.reducing || o.hbm_pending || o.step.sends_pending > 0) return;
+  if (o.arrived[o.step.index] < o.step.expected) return;
+  const std::uint64_t elements = o.step.reduce;
   const Tick reduce =
       elements == 0
           ? 0
@@ -494,9 +521,9 @@ void CollectiveEngine::check_step(std::uint32_t chip, Slot slot, Tick now) {
   }
   o.reducing = true;
   if (reduce == 0) {
-    timers_.push(Timer{now + sync, timer_seq_++, chip, slot, TimerKind::step});
+    timers_.push(now + sync, chip, slot, TimerKind::step);
   } else {
-    reductions_.push_back(Reduction{chip, slot, o.instr, o.core, reduce, sync, 0});
+    reductions_.push(Reduction{chip, slot, o.instr, o.core, reduce, sync, 0});
   }
 }
 
@@ -506,19 +533,23 @@ void CollectiveEngine::check_step(std::uint32_t chip, Slot slot, Tick now) {
 // Their timers are pushed in arrival order, as they were when each reserved on arrival.
 void CollectiveEngine::flush_reductions(Tick now) {
   if (reductions_.empty()) return;
-  order_.resize(reductions_.size());
-  for (std::uint32_t i = 0; i < order_.size(); ++i) order_[i] = i;
-  std::sort(order_.begin(), order_.end(), [&](std::uint32_t a, std::uint32_t b) {
-    const Reduction& x = reductions_[a];
-    const Reduction& y = reductions_[b];
-    return x.chip != y.chip ? x.chip < y.chip : x.instr != y.instr ? x.instr < y.instr : a < b;
-  });
-  for (const std::uint32_t i : order_) {
+  for (const std::uint32_t i : reductions_.program_order()) {
     Reduction& r = reductions_[i];
     r.end = ports_[r.chip]->reserve_vpu(r.core, r.instr, now, r.duration) + r.after;
   }
-  for (const Reduction& r : reductions_) timers_.push(Timer{r.end, timer_seq_++, r.chip, r.slot, TimerKind::step});
+  for (const Reduction& r : reductions_.due()) timers_.push(r.end, r.chip, r.slot, TimerKind::step);
   reductions_.clear();
+}
+
+const std::vector<std::uint32_t>& CollectiveEngine::DueReductions::program_order() {
+  order_.resize(due_.size());
+  for (std::uint32_t i = 0; i < order_.size(); ++i) order_[i] = i;
+  std::sort(order_.begin(), order_.end(), [&](std::uint32_t a, std::uint32_t b) {
+    const Reduction& x = due_[a];
+    const Reduction& y = due_[b];
+    return x.chip != y.chip ? x.chip < y.chip : x.instr != y.instr ? x.instr < y.instr : a < b;
+  });
+  return order_;
 }
 
 bool CollectiveEngine::fire_timers(Tick now) {
@@ -538,7 +569,7 @@ bool CollectiveEngine::fire_timers(Tick now) {
       Op& o = op(t.chip, t.slot);
       o.hbm_pending = false;
       if (o.aggregate) {
-        --group_runs_[o.group_run].hbm_pending;
+        --aggregates_.run(o.group_run).hbm_pending;
         advance_run(o.group_run, now);
       } else {
         check_step(t.chip, t.slot, now);
@@ -555,7 +586,7 @@ bool CollectiveEngine::fire_timers(Tick now) {
 void CollectiveEngine::end_step(std::uint32_t chip, Slot slot, Tick now) {
   Op& o = op(chip, slot);
   const PlanInfo& info = plans_[o.plan];
-  if (++o.step < info.plan.steps.size()) {
+  if (++o.step.index < info.plan.steps.size()) {
     begin_step(chip, slot, now);
     return;
   }
@@ -573,7 +604,7 @@ void CollectiveEngine::on_delivered(TransferId id, Tick now) {
   }
   const std::uint32_t src = transport_.source(id), dst = transport_.sink(id);
   transport_.release(id);
-  --op(src, sent.slot).sends_pending;
+  --op(src, sent.slot).step.sends_pending;
   check_step(src, sent.slot, now);  // may start transfers (and reuse the id)
   receive(dst, sent, now);
 }
@@ -585,7 +616,7 @@ void CollectiveEngine::receive(std::uint32_t chip, const Sent& sent, Tick now) {
     if (keys[s] != k) continue;
     Op& o = op(chip, s);
     ++o.arrived[sent.step];
-    if (sent.step == o.step) check_step(chip, s, now);
+    if (sent.step == o.step.index) check_step(chip, s, now);
     return;
   }
   for (Early& e : early_[chip]) {

@@ -43,10 +43,12 @@
 //   aggregate's flow cut at the tick sends its rest over them: Transport::start_aggregate, and its later runs
 //   are routed again).
 // - No SystemC process: the interconnect calls fire_timers() and keeps its kernel event at next_timer().
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <tuple>
 #include <vector>
@@ -109,7 +111,7 @@ class CollectiveEngine {
   bool hbm_done(std::uint32_t chip, Slot slot, Tick now);
   // Ends the start-ups and steps (reduction and synchronisation) due by `now`; false if none was.
   bool fire_timers(Tick now);
-  [[nodiscard]] Tick next_timer() const { return timers_.empty() ? kNever : timers_.top().time; }
+  [[nodiscard]] Tick next_timer() const { return timers_.next(); }
   // Reserves the VPUs for the reductions that became due at `now` (each chip's in program order) and times
   // their ends; the interconnect calls it once it has processed everything at `now`.
   void flush_reductions(Tick now);
@@ -173,6 +175,12 @@ class CollectiveEngine {
     GroupId group;
     std::uint32_t seq, step, count;
   };
+  struct StepCursor {  // the step an op is at, and what that step still waits for
+    std::uint32_t index = 0;
+    std::uint32_t sends_pending = 0;
+    std::uint32_t expected = 0;  // receives the step waits for
+    std::uint64_t reduce = 0;    // elements the step reduces once they have arrived
+  };
   struct Op {  // the collective in one ICI slot of one chip
     bool active = false;
     bool starting = false;  // the start-up (kCollectiveStartup) is pending
@@ -185,11 +193,8 @@ class CollectiveEngine {
     int core = 0;           // the TensorCore whose VPU reduces
     std::uint32_t instr = 0;
     std::uint32_t seq = 0;  // the chip's collectives over the group started before this one
-    std::uint32_t step = 0;
-    std::uint32_t sends_pending = 0;
-    std::uint32_t expected = 0;  // receives the current step waits for
-    std::uint64_t reduce = 0;    // elements the current step reduces once they have arrived
-    std::uint32_t group_run = 0;  // aggregate: its group's run in group_runs_
+    StepCursor step;
+    std::uint32_t group_run = 0;  // aggregate: its group's run in Aggregates
     Tick started = 0;
     std::vector<std::uint32_t> arrived;  // [step]
   };
@@ -220,6 +225,103 @@ class CollectiveEngine {
     TimerKind kind;
     bool operator>(const Timer& o) const { return time != o.time ? time > o.time : seq > o.seq; }
   };
+  // The plans: made once per key by add(), and with timed faults the plan each collective runs and the plans
+  // re-planned around the cables failed by then.
+  class PlanBook {
+   public:
+    // What add() plans once for: the collective's kind, bytes, dtype, group shape and algorithm.
+    using Key = std::tuple<int, std::uint64_t, int, GroupShapeId, int>;
+
+    explicit PlanBook(CollectivePlanner planner) : planner_(std::move(planner)) {}
+    [[nodiscard]] const CollectivePlanner& planner() const { return planner_; }
+    [[nodiscard]] PlanInfo& operator[](PlanId id) { return plans_[id]; }
+    [[nodiscard]] const PlanInfo& operator[](PlanId id) const { return plans_[id]; }
+    // The plan added under `key`, if any.
+    [[nodiscard]] std::optional<PlanId> find(const Key& key) const;
+    // Adds `info` under `key`; returns its id.
+    PlanId add(const Key& key, PlanInfo info);
+    // Notes that a plan runs over group shape `shape`: shapes() is one past the largest noted.
+    void note_shape(GroupShapeId shape) { shapes_ = std::max<std::size_t>(shapes_, shape + 1); }
+    [[nodiscard]] std::size_t shapes() const { return shapes_; }
+    // Timed faults: the plan collective `key` (the engine's key(shape, seq)) runs, picked by its first caller:
+    // `id` while no cable has failed (`epoch` 0), else id's plan for `epoch`, made on first use by
+    // replan(its PlanSource, its group shape).
+    template <typename Replan>
+    [[nodiscard]] PlanId choose(std::uint64_t key, PlanId id, std::uint32_t epoch, Replan replan);
+
+   private:
+    CollectivePlanner planner_;
+    std::vector<PlanInfo> plans_;
+    std::map<Key, PlanId> by_key_;
+    std::size_t shapes_ = 0;  // group shapes of the plans (ids below this)
+    // Timed faults (Transport::has_timed_faults): the plan each (shape, seq) runs, and the re-planned plans by
+    // (plan, epoch).
+    std::map<std::uint64_t, PlanId> chosen_;
+    std::map<std::pair<PlanId, std::uint32_t>, PlanId> variants_;
+  };
+  // The aggregate collectives' state (see the contract): whether they run, the groups of each shape, the ops
+  // gathering per collective, the group runs in flight, and the routes that timed faults retired.
+  class Aggregates {
+   public:
+    explicit Aggregates(bool enabled) : enabled_(enabled) {}
+    // fidelity.collectives = aggregate and the transport runs aggregates.
+    [[nodiscard]] bool enabled() const { return enabled_; }
+    // The groups of shape `group` on `transport`'s topology, built on first use.
+    const Layout& layout(GroupId group, const Transport& transport);
+    // Adds `member` to the ops of group `g` of the `seq`-th collective over `shape` whose start-up has ended;
+    // when it is the last of the group's `size` members, returns the group run that now holds them all.
+    [[nodiscard]] std::optional<std::uint32_t> gather(GroupId shape, std::uint32_t seq, std::uint32_t g,
+                                                      Member member, std::size_t size);
+    [[nodiscard]] GroupRun& run(std::uint32_t group_run) { return group_runs_[group_run]; }
+    [[nodiscard]] const GroupRun& run(std::uint32_t group_run) const { return group_runs_[group_run]; }
+    // Group run `group_run` has ended: a later gather() may reuse its entry.
+    void release(std::uint32_t group_run) { free_group_runs_.push_back(group_run); }
+    // Timed faults: keeps the routes of `flow` for its flows still in flight, and empties them for routing again.
+    void retire(GroupFlow& flow);
+
+   private:
+    bool enabled_;
+    std::vector<Layout> layouts_;  // [group shape], built on use
+    // Aggregate ops whose start-up has ended, per (group shape, seq, group) until the last member joins.
+    std::map<std::tuple<GroupId, std::uint32_t, std::uint32_t>, std::vector<Member>> gathering_;
+    std::vector<GroupRun> group_runs_;  // aggregate runs in flight (and free entries)
+    std::vector<std::uint32_t> free_group_runs_;
+    // Timed faults: the routes of group flows taken before a cable failed, kept for the flows still in flight.
+    std::vector<std::vector<std::uint32_t>> retired_paths_;
+    std::vector<std::vector<std::uint64_t>> retired_hop_bytes_;
+  };
+  // The start-ups, steps and HBM completions to time, earliest first (at one tick in the order pushed).
+  class TimerQueue {
+   public:
+    void push(Tick time, std::uint32_t chip, Slot slot, TimerKind kind) {
+      timers_.push(Timer{time, seq_++, chip, slot, kind});
+    }
+    [[nodiscard]] bool empty() const { return timers_.empty(); }
+    [[nodiscard]] const Timer& top() const { return timers_.top(); }
+    void pop() { timers_.pop(); }
+    // The earliest timer's time, kNever when none.
+    [[nodiscard]] Tick next() const { return timers_.empty() ? kNever : timers_.top().time; }
+
+   private:
+    std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
+    std::uint64_t seq_ = 0;
+  };
+  // The reductions due at the current tick, until flush_reductions() reserves the VPUs for them.
+  class DueReductions {
+   public:
+    void push(const Reduction& r) { due_.push_back(r); }
+    [[nodiscard]] bool empty() const { return due_.empty(); }
+    [[nodiscard]] Reduction& operator[](std::uint32_t i) { return due_[i]; }
+    // The indices of the reductions, each chip's in program order (by instruction, then as they came).
+    [[nodiscard]] const std::vector<std::uint32_t>& program_order();
+    // The reductions as they came.
+    [[nodiscard]] const std::vector<Reduction>& due() const { return due_; }
+    void clear() { due_.clear(); }
+
+   private:
+    std::vector<Reduction> due_;
+    std::vector<std::uint32_t> order_;  // program_order() scratch
+  };
 
   [[nodiscard]] Op& op(std::uint32_t chip, Slot slot) {
     return ops_[static_cast<std::size_t>(chip) * IciUnits::kSlots + slot];
@@ -247,7 +349,6 @@ class CollectiveEngine {
   void split_runs(PlanInfo& info);
   [[nodiscard]] std::uint64_t chain_bytes(std::uint32_t chip, const PlanInfo& info, const Run& r,
                                           TargetId target) const;
-  const Layout& layout(GroupId group);
   void join(std::uint32_t chip, Slot slot, Tick now);
   void start_run(std::uint32_t group_run, std::uint32_t run, Tick now);
   void aggregate_delivered(TransferId id, Tick now);
@@ -261,10 +362,7 @@ class CollectiveEngine {
   const ChipSpec& chip_;
   IciUnits& units_;
   NetStatistics& stats_;
-  CollectivePlanner planner_;
-  std::vector<PlanInfo> plans_;
-  std::map<std::tuple<int, std::uint64_t, int, GroupShapeId, int>, PlanId> plan_by_key_;
-  std::size_t groups_ = 0;  // group shapes of the plans (ids below this)
+  PlanBook plans_;
   std::size_t chips_;
   std::vector<Op> ops_;                   // [chip][slot]
   std::vector<std::uint64_t> keys_;       // [chip][slot]: key() of the running collective, or kIdleKey
@@ -272,23 +370,9 @@ class CollectiveEngine {
   std::vector<std::vector<Early>> early_;  // [chip]
   std::vector<ChipPort*> ports_;            // [chip]
   std::vector<Sent> sent_;                 // by TransferId
-  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
-  std::uint64_t timer_seq_ = 0;
-  std::vector<Reduction> reductions_;
-  std::vector<std::uint32_t> order_;  // flush_reductions() scratch
-  bool aggregates_;                 // fidelity.collectives = aggregate and the transport runs aggregates
-  std::vector<Layout> layouts_;     // [group shape], built on use
-  // Aggregate ops whose start-up has ended, per (group shape, seq, group) until the last member joins.
-  std::map<std::tuple<GroupId, std::uint32_t, std::uint32_t>, std::vector<Member>> gathering_;
-  std::vector<GroupRun> group_runs_;       // aggregate runs in flight (and free entries)
-  std::vector<std::uint32_t> free_group_runs_;
-  // Timed faults (Transport::has_timed_faults): the plan each (shape, seq) runs, and the re-planned plans by
-  // (plan, epoch).
-  std::map<std::uint64_t, PlanId> chosen_;
-  std::map<std::pair<PlanId, std::uint32_t>, PlanId> variants_;
-  // Timed faults: the routes of group flows taken before a cable failed, kept for the flows still in flight.
-  std::vector<std::vector<std::uint32_t>> retired_paths_;
-  std::vector<std::vector<std::uint64_t>> retired_hop_bytes_;
+  TimerQueue timers_;
+  DueReductions reductions_;
+  Aggregates aggregates_;
 };
 
 }  // namespace tpusim::models::net
