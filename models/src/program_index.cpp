@@ -70,7 +70,7 @@ void ProgramIndex::note_uses(const ir::Instruction& ins, ir::UnitKind unit) {
     case ir::UnitKind::ici:
       use(BlockKind::ici);
       // A collective's reductions run on the VPU of its TensorCore, and its steps read and write HBM
-      // (net/chip_port.h).
+      // (ici/chip_port.h).
       if (ins.kind == ir::OpKind::collective) {
         use(BlockKind::vpu);
         use(BlockKind::hbm);

@@ -303,7 +303,7 @@ TEST(BlockComposition, TheElaboratorBuildsTheBlocksTheProgramReachesAsAModuleTre
                            "pod.chip1.tensorcore0.mxu"}) {
     EXPECT_FALSE(exists(name)) << name;
   }
-  // The collective's chip: its ICI ports and the VPUs its reductions reserve (net/chip_port.h), no MXU.
+  // The collective's chip: its ICI ports and the VPUs its reductions reserve (ici/chip_port.h), no MXU.
   EXPECT_TRUE(exists("pod.chip1.ici"));
   EXPECT_TRUE(exists("pod.chip1.tensorcore0.vpu"));
 }

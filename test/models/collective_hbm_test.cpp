@@ -1,4 +1,4 @@
-// A collective's own HBM traffic (net/collective_engine.h, net/chip_port.h): each step reads what its sends
+// A collective's own HBM traffic (net/collective_engine.h, ici/chip_port.h): each step reads what its sends
 // carry and the local operand of its reduction from the chip's HBM and writes what its receives carry, on the
 // chip's HBM scheduler beside the chip's own transfers; a step's reduction (or an aggregate run's end) waits
 // for those bytes too. One simulation per test process; the comparisons fork a child.

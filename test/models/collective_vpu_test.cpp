@@ -1,4 +1,4 @@
-// A collective's reductions occupy the VPU of the instruction's TensorCore (net/chip_port.h): they wait for
+// A collective's reductions occupy the VPU of the instruction's TensorCore (ici/chip_port.h): they wait for
 // what the VPU holds and vector instructions issued after them wait for them. One simulation per test
 // process; the comparisons fork a child.
 //

@@ -63,7 +63,7 @@ TEST(IciInFlight, AllGathersOnTheSameLinksShareTheirBandwidth) {
 
 // Two all-reduces (256 MiB, ring_bidirectional) on the two axes of a 4x4 torus: disjoint links, so they
 // overlap and the step takes about one all-reduce's time, far from the sum. Their reductions share the VPU of
-// TensorCore 0 (net/chip_port.h), so each may wait for the other's: at most the other's reduction time later
+// TensorCore 0 (ici/chip_port.h), so each may wait for the other's: at most the other's reduction time later
 // (measured: exactly that, 1.0205 x alone, since both reduce at the same moments of every step). On
 // different TensorCores nothing is shared and the step is exactly one all-reduce's time.
 TEST(IciInFlight, AllReducesOnDisjointAxesOverlapAndShareOnlyTheVpu) {

@@ -3,7 +3,7 @@
 // includes the other. The VPU (vpu/vpu.cpp) implements it: a matmul reserves result_pop_cycles (timing.h) of the
 // VPU from its first results on, the pops delay the VPU's vector instructions and count in its busy time, and
 // the matmul completes no earlier than its last pop. A collective's reductions reserve the same way
-// (Chip::reserve_vpu, net/chip_port.h).
+// (Chip::reserve_vpu, ici/chip_port.h).
 #include <systemc>
 
 #include "ticks.h"

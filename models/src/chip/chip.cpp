@@ -8,9 +8,9 @@
 
 #include "block/elaborator.h"
 #include "ici/ici_port.h"
+#include "ici/network_port.h"
 #include "memory/memory_block.h"
 #include "memory/transfer.h"
-#include "net/interconnect.h"
 #include "vmem/vmem.h"
 #include "block/result_drain.h"
 
@@ -96,7 +96,7 @@ Chip::Chip(const sc_core::sc_module_name& name, std::uint32_t id, const ChipSpec
   sensitive << wake_;
 }
 
-void Chip::attach_ici(net::Interconnect& ici) {
+void Chip::attach_ici(NetworkPort& ici) {
   collective_.attach_ici(ici);
   for (Block* b : all_) {
     if (auto* port = dynamic_cast<IciPort*>(b)) port->attach(ici);

@@ -32,7 +32,7 @@
 #include "block/registry.h"
 #include "chip/collective_side.h"
 #include "chip/sequencer.h"
-#include "net/chip_port.h"
+#include "ici/chip_port.h"
 #include "program_index.h"
 #include "run_control.h"
 #include "tpusim/core/chip_spec.h"
@@ -41,11 +41,9 @@
 
 namespace tpusim::models {
 
-namespace net {
-class Interconnect;
-}
+class NetworkPort;
 
-class Chip : public sc_core::sc_module, public net::ChipPort {
+class Chip : public sc_core::sc_module, public ChipPort {
  public:
   SC_HAS_PROCESS(Chip);
   // `spec`, with its composition (standard_composition() of a spec built in code), and `program` must outlive
@@ -63,12 +61,12 @@ class Chip : public sc_core::sc_module, public net::ChipPort {
   // The pod's interconnect, which runs this chip's ICI queue (collectives, send / recv, remote puts) through
   // the chip's ICI ports; without one, an ICI instruction fails the run. The interconnect wakes the chip
   // (wake()) when an ICI instruction completes.
-  void attach_ici(net::Interconnect& ici);
-  // A collective's reduction on TensorCore `core`'s VPU (net/chip_port.h): reserved on the VPU block like the
+  void attach_ici(NetworkPort& ici);
+  // A collective's reduction on TensorCore `core`'s VPU (ici/chip_port.h): reserved on the VPU block like the
   // MXU's result pops (ResultDrain), after what the VPU holds. It does not wake the chip (the sequencer counts
   // the reserved time, InstructionUnit::busy_between). Fails instruction `instr` if the core has no VPU.
   Tick reserve_vpu(int core, std::uint32_t instr, Tick now, Tick duration) override;
-  // A collective's HBM traffic (net/chip_port.h): kept until the chip's activation at `now` (the chip wakes
+  // A collective's HBM traffic (ici/chip_port.h): kept until the chip's activation at `now` (the chip wakes
   // for it when it comes from outside one), which charges it to the HBM block (MemoryBlock::charge) as the
   // transfer of ICI engine kFirstIciEngine + slot, capped at the channel share of its larger direction
   // (hbm_channel_share) and, with a `spread`, at its bytes over that time at the HBM's rate (less the

@@ -1,5 +1,5 @@
 #pragma once
-// The chip's side of its collectives (net/chip_port.h): the TensorCores' VPUs that their reductions reserve,
+// The chip's side of its collectives (ici/chip_port.h): the TensorCores' VPUs that their reductions reserve,
 // and their steps' HBM traffic, kept from the network's call until the chip's next activation charges it to
 // the HBM block. The chip (chip/chip.h) owns one, wires it as it builds its blocks and forwards its ChipPort
 // calls to it.
@@ -12,9 +12,7 @@
 
 namespace tpusim::models {
 
-namespace net {
-class Interconnect;
-}
+class NetworkPort;
 
 class ResultDrain;
 class MemoryBlock;
@@ -29,7 +27,7 @@ class CollectiveSide {
   // (which hears what the HBM has moved).
   void add_vpu(int core, ResultDrain& vpu) { vpus_.at(static_cast<std::size_t>(core)) = &vpu; }
   void set_hbm(MemoryBlock& hbm) { hbm_ = &hbm; }
-  void attach_ici(net::Interconnect& ici) { ici_ = &ici; }
+  void attach_ici(NetworkPort& ici) { ici_ = &ici; }
 
   // ChipPort::reserve_vpu: fails instruction `instr` if the core has no VPU.
   Tick reserve_vpu(int core, std::uint32_t instr, Tick now, Tick duration);
@@ -53,7 +51,7 @@ class CollectiveSide {
   const ChipContext& chip_;
   std::vector<ResultDrain*> vpus_;  // by TensorCore (nullptr: no VPU there)
   MemoryBlock* hbm_ = nullptr;      // the HBM block, if built
-  net::Interconnect* ici_ = nullptr;
+  NetworkPort* ici_ = nullptr;
   std::vector<Charge> charges_;  // until the next activation charges them
   std::uint64_t order_ = 0;      // the charges' order on the HBM
 };

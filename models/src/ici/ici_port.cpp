@@ -1,12 +1,12 @@
 // The chip side of the interconnect: up to net::kIciOperationsInFlight ICI instructions in flight
-// (Interconnect::full), started in queue order and collected, in any order, through the interconnect's per-chip
+// (NetworkPort::full), started in queue order and collected, in any order, through the network's per-chip
 // calls. A collective's reductions reserve a VPU of the chip (Chip::reserve_vpu) and count in its busy time.
 #include "ici/ici_port.h"
 
 #include "block/counters.h"
 #include "block/instruction_unit.h"
 #include "block/registry.h"
-#include "net/interconnect.h"
+#include "ici/network_port.h"
 #include "program_index.h"
 
 namespace tpusim::models {
@@ -17,7 +17,7 @@ class Ici final : public Block, public InstructionUnit, public IciPort {
   Ici(const sc_core::sc_module_name& name, const BlockBuild& b)
       : Block(name, BlockKind::ici, b.block.name, 0), chip_(b.chip) {}
 
-  void attach(net::Interconnect& ici) override { ici_ = &ici; }
+  void attach(NetworkPort& ici) override { ici_ = &ici; }
 
   // ---- InstructionUnit
   [[nodiscard]] bool can_start(int /*lane*/, Tick /*now*/) const override { return ici_ == nullptr || !ici_->full(chip_.chip); }
@@ -58,7 +58,7 @@ class Ici final : public Block, public InstructionUnit, public IciPort {
   [[nodiscard]] bool running() const { return ici_ != nullptr && ici_->busy(chip_.chip); }
 
   const ChipContext& chip_;
-  net::Interconnect* ici_ = nullptr;
+  NetworkPort* ici_ = nullptr;
   std::uint64_t put_bytes_ = 0;  // remote DMA puts (counted with the DMA bytes)
 };
 

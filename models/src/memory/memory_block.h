@@ -40,7 +40,7 @@ class MemoryBlock : public Block, public MemoryTarget, private TagSink {
   [[nodiscard]] Tick next_event(Tick now) const override;
 
   // Bytes moved for something that is not one of the chip's engines (a collective's DMAs over ICI,
-  // net/chip_port.h): `read` bytes out and `written` bytes in from `now` (the memory advanced to `now`, inside
+  // ici/chip_port.h): `read` bytes out and `written` bytes in from `now` (the memory advanced to `now`, inside
   // the chip's activation), on scheduler 0 as a transfer of engine `engine` with issue order `order`, at most
   // `cap` of the rate; a transfer that reads and writes pays the turnaround by itself, as a copy does. Once
   // moved, `token` is listed in charges_done() (the caller empties it).

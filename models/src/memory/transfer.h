@@ -40,7 +40,7 @@ struct Transfer : tlm::tlm_extension<Transfer> {
 // Engine ids: the DMA descriptor queues take 0, 1, ... (one per TensorCore); these follow.
 inline constexpr std::uint8_t kHostEngine = 255;
 inline constexpr std::uint8_t kSparseCoreEngine = 254;
-// The HBM traffic of the collective in ICI slot s (net/chip_port.h) is engine kFirstIciEngine + s: below the
+// The HBM traffic of the collective in ICI slot s (ici/chip_port.h) is engine kFirstIciEngine + s: below the
 // fused streams' (memory/fused_stream.h), above the DMA queues' (a chip has far fewer TensorCores).
 inline constexpr std::uint8_t kFirstIciEngine = 120;
 

@@ -6,7 +6,7 @@
 
 namespace tpusim::models {
 
-class Mirroring::Port final : public net::ChipPort {
+class Mirroring::Port final : public ChipPort {
  public:
   Port(Mirroring& m, std::uint32_t chip) : m_(m), chip_(chip) {}
   Tick reserve_vpu(int core, std::uint32_t instr, Tick now, Tick duration) override {
@@ -120,6 +120,14 @@ void Mirroring::charge(std::uint32_t chip, std::uint32_t slot, std::uint32_t ins
                                               spread);
   log.push_back(Charge{now, instr, slot, read, written, spread, {Charger{chip, slot}}});
   ++k;
+}
+
+void Mirroring::check_end(const std::function<bool(std::uint32_t)>& busy) {
+  for (std::uint32_t c = 0; c < classes_.representative.size(); ++c) {
+    if (busy(c)) mismatch(c, "an ICI instruction left in flight at the end");
+    if (cursor_[c] != log_[class_of_[c]].size()) mismatch(c, "fewer VPU reservations than its class");
+    if (charge_cursor_[c] != charges_[class_of_[c]].size()) mismatch(c, "fewer HBM charges than its class");
+  }
 }
 
 std::vector<Mirroring::Charger> Mirroring::charge_done(std::uint32_t rep, std::uint32_t token) {

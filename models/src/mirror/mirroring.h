@@ -28,8 +28,9 @@
 #include <string>
 #include <vector>
 
+#include "ici/chip_port.h"
 #include "mirror/translation_classes.h"
-#include "net/chip_port.h"
+#include "net/mirror_check.h"
 #include "run_control.h"
 #include "ticks.h"
 
@@ -43,45 +44,29 @@ class MirrorMismatch : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-class Mirroring {
+class Mirroring final : public net::MirrorCheck {
  public:
   // `inject_mismatch` (SimOptions::mirror_mismatch) reports a mismatch at the first completion a mirror takes.
   Mirroring(TranslationClasses classes, RunControl& control, bool inject_mismatch);
 
   [[nodiscard]] const TranslationClasses& classes() const { return classes_; }
-  [[nodiscard]] bool mirrored(std::uint32_t chip) const { return classes_.mirrored(chip); }
+  [[nodiscard]] std::uint32_t chip_count() const override {
+    return static_cast<std::uint32_t>(classes_.representative.size());
+  }
+  [[nodiscard]] bool mirrored(std::uint32_t chip) const override { return classes_.mirrored(chip); }
   [[nodiscard]] std::uint32_t representative(std::uint32_t chip) const { return classes_.representative[chip]; }
-  [[nodiscard]] const std::vector<std::uint32_t>& mirrors(std::uint32_t rep) const { return mirrors_[rep]; }
+  [[nodiscard]] const std::vector<std::uint32_t>& mirrors(std::uint32_t rep) const override { return mirrors_[rep]; }
 
   // Wiring, by the pod: a representative's chip, whose VPU its class's reductions reserve.
   void attach_representative(std::uint32_t rep, Chip& chip);
-  // The VPU port the interconnect reserves chip `chip`'s reductions through (representatives and mirrors).
-  [[nodiscard]] net::ChipPort& vpu(std::uint32_t chip) { return *ports_[chip]; }
-
-  // The members that made the HBM charge `token` of representative `rep`'s class, each with its ICI slot, once
-  // the representative's HBM has moved it (called once per charge).
-  struct Charger {
-    std::uint32_t chip;
-    std::uint32_t slot;
-  };
-  [[nodiscard]] std::vector<Charger> charge_done(std::uint32_t rep, std::uint32_t token);
-
-  // The network acts on `chip` at `now` from outside the chip's own activation (a completion, a reservation).
-  void input(std::uint32_t chip, Tick now);
-  // Mirror `mirror` took (`taken`) the completion its representative took: instruction, start and finish ticks.
+  // net::MirrorCheck, as the interconnect calls it (net/mirror_check.h).
+  [[nodiscard]] ChipPort& vpu(std::uint32_t chip) override { return *ports_[chip]; }
+  [[nodiscard]] std::vector<Charger> charge_done(std::uint32_t rep, std::uint32_t token) override;
+  void input(std::uint32_t chip, Tick now) override;
   void check_take(std::uint32_t mirror, bool taken, std::uint32_t instr, Tick started, Tick done,
-                  std::uint32_t rep_instr, Tick rep_started, Tick rep_done);
-  // Every mirror reserved what its representative did; call after the run (`busy`: a chip's ICI unit still
-  // holds an instruction).
-  template <typename Busy>
-  void check_end(Busy busy) {
-    for (std::uint32_t c = 0; c < classes_.representative.size(); ++c) {
-      if (busy(c)) mismatch(c, "an ICI instruction left in flight at the end");
-      if (cursor_[c] != log_[class_of_[c]].size()) mismatch(c, "fewer VPU reservations than its class");
-      if (charge_cursor_[c] != charges_[class_of_[c]].size()) mismatch(c, "fewer HBM charges than its class");
-    }
-  }
-  void mismatch(std::uint32_t chip, const std::string& what);
+                  std::uint32_t rep_instr, Tick rep_started, Tick rep_done) override;
+  void check_end(const std::function<bool(std::uint32_t)>& busy) override;
+  void mismatch(std::uint32_t chip, const std::string& what) override;
   [[nodiscard]] bool failed() const { return !failure_.empty(); }
   [[nodiscard]] const std::string& failure() const { return failure_; }
 
@@ -113,7 +98,7 @@ class Mirroring {
   std::vector<std::size_t> cursor_;                  // [chip]: reservations made
   std::vector<std::vector<Charge>> charges_;         // [class]
   std::vector<std::size_t> charge_cursor_;           // [chip]: HBM charges made
-  std::vector<std::unique_ptr<net::ChipPort>> ports_;  // [chip]
+  std::vector<std::unique_ptr<ChipPort>> ports_;     // [chip]
   std::string failure_;
 };
 

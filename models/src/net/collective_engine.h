@@ -54,10 +54,10 @@
 #include <vector>
 
 #include "../ticks.h"
+#include "ici/chip_port.h"
 #include "ici_unit.h"
 #include "statistics.h"
 #include "transport.h"
-#include "chip_port.h"
 #include "tpusim/core/chip_spec.h"
 #include "tpusim/kernels/collectives.h"
 #include "tpusim/kernels/program.h"

@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include "../mirror/mirroring.h"
 #include "../program_index.h"
 #include "tpusim/models/errors.h"
 
@@ -128,7 +127,7 @@ void Interconnect::hbm_done(std::uint32_t chip, std::uint32_t token, Tick now) {
   if (mirroring_ == nullptr) {
     timer = collectives_.hbm_done(chip, token, now);
   } else {
-    for (const Mirroring::Charger& c : mirroring_->charge_done(chip, token)) {
+    for (const MirrorCheck::Charger& c : mirroring_->charge_done(chip, token)) {
       timer = collectives_.hbm_done(c.chip, c.slot, now) || timer;
     }
   }
@@ -148,10 +147,10 @@ void Interconnect::start_one(std::uint32_t chip, std::uint32_t instr, Tick now) 
   units_.end_start();
 }
 
-void Interconnect::mirror(Mirroring& mirroring) {
+void Interconnect::mirror(MirrorCheck& mirroring) {
   mirroring_ = &mirroring;
   units_.watch_inputs([&mirroring](std::uint32_t chip, Tick now) { mirroring.input(chip, now); });
-  for (std::uint32_t c = 0; c < mirroring.classes().representative.size(); ++c) {
+  for (std::uint32_t c = 0; c < mirroring.chip_count(); ++c) {
     if (mirroring.mirrored(c)) units_.attach(c, nullptr);
     collectives_.attach_chip(c, mirroring.vpu(c));
   }

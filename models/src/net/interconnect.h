@@ -6,15 +6,16 @@
 //   point_to_point.h     send / recv matching, remote DMA puts
 //   statistics.h         per-collective and per-link statistics for the SimResult
 //   ici_unit.h           each chip's ICI unit as the chip sees it (what runs, what completed)
-// and dispatches the chips' ICI instructions (collective, send, recv, remote put) to the engines, and the
-// transport's deliveries back to the engine that sent them. Derivations and assumptions: README.md.
+// and dispatches the chips' ICI instructions (collective, send, recv, remote put; a chip reaches it as its
+// NetworkPort, ici/network_port.h) to the engines, and the transport's deliveries back to the engine that sent
+// them. Derivations and assumptions: README.md.
 //
 // Timing: ONE SC_METHOD and one sc_event for the whole pod. The link model keeps every chunk and flow in its
 // own time-ordered queue and the collective engine its reductions in a small timer heap; the process advances
 // both to the current time and re-arms its event at the earliest next time. Chips enter through start() (from
 // their own activation; it first brings the network up to that time) and are woken with a delta notification
 // when their ICI instruction completes. So the kernel holds at most one pending event for the whole network
-// plus one per chip, whatever the traffic. A reduction reserves the chip's VPU (chip_port.h) without waking it;
+// plus one per chip, whatever the traffic. A reduction reserves the chip's VPU (ici/chip_port.h) without waking it;
 // a step's HBM traffic is charged to the chip (which wakes to take it) and reported back from its activation.
 #include <cstdint>
 #include <memory>
@@ -25,7 +26,9 @@
 #include "../run_control.h"
 #include "../ticks.h"
 #include "collective_engine.h"
+#include "ici/network_port.h"
 #include "ici_unit.h"
+#include "mirror_check.h"
 #include "point_to_point.h"
 #include "statistics.h"
 #include "transport.h"
@@ -35,10 +38,6 @@
 #include "tpusim/models/sim_result.h"
 #include "tpusim/topology/routing.h"
 #include "tpusim/topology/topology.h"
-
-namespace tpusim::models {
-class Mirroring;
-}
 
 namespace tpusim::models::net {
 
@@ -55,7 +54,7 @@ struct InterconnectOptions {
   InFlightPolicy in_flight = InFlightPolicy::retransmit;
 };
 
-class Interconnect : public sc_core::sc_module {
+class Interconnect : public sc_core::sc_module, public NetworkPort {
  public:
   SC_HAS_PROCESS(Interconnect);
   // `programs` and `topo` must outlive the module. Plans every distinct collective instruction of the programs
@@ -71,30 +70,24 @@ class Interconnect : public sc_core::sc_module {
     units_.attach(chip, &wake);
     collectives_.attach_chip(chip, port);
   }
-  // Mirrored chips (mirror/mirroring.h): a representative's ICI instructions start on its mirrors too, a
-  // mirror has no wake, every chip's reductions reserve through `mirroring`, and what reaches a mirror is
-  // checked against its representative. Call before attach_chip for the representatives; `mirroring` must
-  // outlive the module.
-  void mirror(Mirroring& mirroring);
+  // Mirrored chips (mirror_check.h, mirror/mirroring.h): a representative's ICI instructions start on its
+  // mirrors too, a mirror has no wake, every chip's reductions reserve through `mirroring`, and what reaches a
+  // mirror is checked against its representative. Call before attach_chip for the representatives;
+  // `mirroring` must outlive the module.
+  void mirror(MirrorCheck& mirroring);
 
-  // The ICI unit of chip `chip` (ici_unit.h), called from the chip's process at `now`. It keeps up to
-  // kIciOperationsInFlight instructions in flight, started in queue order, each completing on its own.
-  // Some instruction is in flight:
-  [[nodiscard]] bool busy(std::uint32_t chip) const { return units_.busy(chip); }
-  // No room for another: the chip's next ICI instruction waits.
-  [[nodiscard]] bool full(std::uint32_t chip) const { return units_.full(chip); }
-  // Starts ICI instruction `instr` (collective, send, recv or remote put) of the chip's program (the unit must
-  // not be full).
-  void start(std::uint32_t chip, std::uint32_t instr, Tick now);
-  // If an instruction of the chip has completed: returns true with the oldest such and its start tick, and
-  // frees its slot. Call until it returns false.
-  bool take_completed(std::uint32_t chip, std::uint32_t& instr, Tick& started) {
+  // NetworkPort: the ICI unit of chip `chip` (ici_unit.h), called from the chip's process at `now`. It keeps up
+  // to kIciOperationsInFlight instructions in flight, started in queue order, each completing on its own.
+  [[nodiscard]] bool busy(std::uint32_t chip) const override { return units_.busy(chip); }
+  [[nodiscard]] bool full(std::uint32_t chip) const override { return units_.full(chip); }
+  // `instr` is a collective, send, recv or remote put.
+  void start(std::uint32_t chip, std::uint32_t instr, Tick now) override;
+  bool take_completed(std::uint32_t chip, std::uint32_t& instr, Tick& started) override {
     if (mirroring_ == nullptr) return units_.take_completed(chip, instr, started);
     return take_mirrored(chip, instr, started);
   }
-  // The HBM of chip `chip` has moved what was charged to it under `token` (ChipPort::charge_hbm), called from
-  // the chip's activation at `now`; with mirroring, for every member of the chip's class that made the charge.
-  void hbm_done(std::uint32_t chip, std::uint32_t token, Tick now);
+  // With mirroring, for every member of the chip's class that made the charge.
+  void hbm_done(std::uint32_t chip, std::uint32_t token, Tick now) override;
   // Mirroring: every ICI unit is empty (the run has ended; reports to the Mirroring).
   void check_mirrors_end();
 
@@ -132,7 +125,7 @@ class Interconnect : public sc_core::sc_module {
   std::vector<std::vector<Dispatch>> dispatch_;  // [program][instr], for programs with ICI instructions
   std::vector<TransferId> delivered_;
   sc_core::sc_event event_;
-  Mirroring* mirroring_ = nullptr;
+  MirrorCheck* mirroring_ = nullptr;
 };
 
 }  // namespace tpusim::models::net

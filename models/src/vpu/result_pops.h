@@ -5,7 +5,7 @@
 // reservations), and a vector instruction starts only once every reservation made before it has ended, even
 // one still waiting for its matmul's first results (the gap is idle VPU time). The chip wakes at every
 // reservation's start and end so the VPU's state changes only at activations. A collective's reductions
-// reserve time here too, from the network's process (net/chip_port.h), without waking the chip: the
+// reserve time here too, from the network's process (ici/chip_port.h), without waking the chip: the
 // sequencer counts them with reserved_within().
 #include <cstddef>
 #include <vector>

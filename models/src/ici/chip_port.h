@@ -1,13 +1,14 @@
 #pragma once
-// The chip side of a collective: the VPU of a TensorCore, which its reductions share with the chip's vector
-// instructions and MXU result pops, and the HBM its steps read and write, which they share with the chip's DMA
-// transfers and fused streams. The chip implements it; the pod wires it to the interconnect
-// (Interconnect::attach_chip).
+// The chip side of a collective, as the network calls it: the VPU of a TensorCore, which its reductions share
+// with the chip's vector instructions and MXU result pops, and the HBM its steps read and write, which they
+// share with the chip's DMA transfers and fused streams. The chip implements it; the pod wires it to the
+// interconnect (net::Interconnect::attach_chip). It lives below the chip and the network (models/README.md,
+// "Layers"), with the other direction of the seam (network_port.h).
 #include <cstdint>
 
-#include "../ticks.h"
+#include "ticks.h"
 
-namespace tpusim::models::net {
+namespace tpusim::models {
 
 class ChipPort {
  public:
@@ -23,10 +24,10 @@ class ChipPort {
   // (the slot is an engine of its own there). Called at the current simulation time from the network's
   // process (outside the chip's activation: the chip wakes to take it at that tick). `spread` > 0: the bytes
   // move no faster than over `spread` ticks (the collective's links pace its DMAs); 0: as fast as the HBM's
-  // share allows. When the bytes are moved, the chip reports Interconnect::hbm_done(chip, token, tick) from its
+  // share allows. When the bytes are moved, the chip reports NetworkPort::hbm_done(chip, token, tick) from its
   // activation.
-  virtual void charge_hbm(std::uint32_t slot, std::uint32_t token, std::uint32_t instr, Tick now,
-                          std::uint64_t read, std::uint64_t written, Tick spread) = 0;
+  virtual void charge_hbm(std::uint32_t slot, std::uint32_t token, std::uint32_t instr, Tick now, std::uint64_t read,
+                          std::uint64_t written, Tick spread) = 0;
 };
 
-}  // namespace tpusim::models::net
+}  // namespace tpusim::models
