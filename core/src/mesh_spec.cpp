@@ -27,15 +27,26 @@ const std::vector<LogicalAxisInfo>& logical_axes() {
 
 const std::vector<MeshAxisInfo>& known_mesh_axes() {
   static const std::vector<MeshAxisInfo> axes{
-      {"data", "replicas: each holds the whole model and its share of the batch; gradients all-reduced"},
-      {"fsdp", "shards the weights (embed) and the batch: weights all-gathered per layer, gradients reduce-scattered"},
-      {"tensor", "splits heads, d_ff and the vocabulary (Megatron tensor parallelism)"},
-      {"tensor_sequence", "tensor parallelism that also splits the norm regions' tokens (sequence parallelism)"},
-      {"sequence", "splits each sequence's tokens (context parallelism)"},
-      {"pipeline", "splits the layers into stages (pipeline parallelism, workload.microbatches)"},
-      {"expert", "splits the experts of a mixture of experts, and the batch"},
+      // Placement ranks: tensor parallelism's per-layer all-reduces (or gathers and reduce-scatters) first, then
+      // sequence, expert (all-to-all), FSDP (weights once per layer), data (gradients once per step), pipeline
+      // (activations between stages).
+      {"data", "replicas: each holds the whole model and its share of the batch; gradients all-reduced", 5, true},
+      {"fsdp", "shards the weights (embed) and the batch: weights all-gathered per layer, gradients reduce-scattered",
+       4},
+      {"tensor", "splits heads, d_ff and the vocabulary (Megatron tensor parallelism)", 0},
+      {"tensor_sequence", "tensor parallelism that also splits the norm regions' tokens (sequence parallelism)", 1},
+      {"sequence", "splits each sequence's tokens (context parallelism)", 2},
+      {"pipeline", "splits the layers into stages (pipeline parallelism, workload.microbatches)", 6},
+      {"expert", "splits the experts of a mixture of experts, and the batch", 3},
   };
   return axes;
+}
+
+const MeshAxisInfo* find_mesh_axis(std::string_view name) {
+  for (const MeshAxisInfo& a : known_mesh_axes()) {
+    if (a.name == name) return &a;
+  }
+  return nullptr;
 }
 
 const std::vector<std::string>& logical_axis_names() {
@@ -181,7 +192,7 @@ void check_mesh(const MeshSpec& mesh, const PodSpec& pod, Diagnostics& diags) {
                             pod.pods > 1 ? fmt::format(", {} slices", pod.pods) : ""),
                 fmt::format("{} = {}", fmt::join(sizes, " x "), product));
   }
-  if (!mesh.given()) names = {"data"};
+  if (!mesh.given()) names = {kDefaultMeshAxis};
   for (const MeshMappingSpec& m : mesh.mapping) {
     if (std::find(names.begin(), names.end(), m.axis) == names.end()) {
       diags.error(m.loc, "workload.mesh_mapping." + m.axis, "not an axis of the mesh",

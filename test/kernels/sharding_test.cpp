@@ -55,6 +55,20 @@ TEST(Mesh, TheHeaviestAxisTakesContiguousChipsAndShorterAxesTakeSegments) {
   EXPECT_EQ(spill.axes()[0].group, group({2, 4, 1}, {2, 1, 1}));
 }
 
+TEST(Mesh, UnmappedAxesArePlacedInTheCataloguesOrderAndUnknownNamesLast) {
+  // The catalogue (core's known_mesh_axes) ranks tensor < expert < fsdp < data; a name outside it ranks after
+  // every one in it. On a ring of 16 chips the first axis placed takes neighbouring chips (stride 1).
+  EXPECT_LT(find_mesh_axis("tensor")->placement, find_mesh_axis("expert")->placement);
+  EXPECT_LT(find_mesh_axis("expert")->placement, find_mesh_axis("fsdp")->placement);
+  EXPECT_LT(find_mesh_axis("fsdp")->placement, find_mesh_axis("data")->placement);
+  EXPECT_EQ(find_mesh_axis("replicas"), nullptr);
+  const DeviceMesh d = build_mesh(mesh({{"replicas", 2}, {"data", 2}, {"fsdp", 2}, {"expert", 2}}), pod({16}));
+  EXPECT_EQ(d.axes()[3].group, group({2, 1, 1}, {1, 1, 1}));  // expert first: chips 0, 1
+  EXPECT_EQ(d.axes()[2].group, group({2, 1, 1}, {2, 1, 1}));  // then fsdp: stride 2
+  EXPECT_EQ(d.axes()[1].group, group({2, 1, 1}, {4, 1, 1}));  // data: stride 4
+  EXPECT_EQ(d.axes()[0].group, group({2, 1, 1}, {8, 1, 1}));  // the unknown name last: stride 8
+}
+
 TEST(Mesh, NoMeshIsDataParallelOverEveryChip) {
   const DeviceMesh m = build_mesh(MeshSpec{}, pod({2, 2, 2}));
   ASSERT_EQ(m.axes().size(), 1U);

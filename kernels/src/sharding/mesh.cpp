@@ -9,12 +9,13 @@
 namespace tpusim::kernels {
 namespace {
 
-// Heaviness rank of a mesh axis: lower = more communication, placed first (on the shortest hops).
+// Placement rank of a mesh axis (MeshAxisInfo::placement): lower = more communication, placed first (on the
+// shortest hops); a name outside the catalogue after every one in it.
 int heaviness(const std::string& name) {
-  static const std::vector<std::string> order{"tensor", "tensor_sequence", "sequence", "expert",
-                                                "fsdp",   "data",            "pipeline"};
-  const auto it = std::find(order.begin(), order.end(), name);
-  return it == order.end() ? static_cast<int>(order.size()) : static_cast<int>(it - order.begin());
+  if (const MeshAxisInfo* a = find_mesh_axis(name)) return a->placement;
+  int last = 0;
+  for (const MeshAxisInfo& k : known_mesh_axes()) last = std::max(last, k.placement);
+  return last + 1;
 }
 
 std::string torus_name(const std::array<int, ir::kGroupAxes>& shape, int dims) {
@@ -108,7 +109,7 @@ DeviceMesh build_mesh(const MeshSpec& spec, const PodSpec& pod) {
   const int dims = static_cast<int>(std::min<std::size_t>(pod.shape.size(), ir::kGroupAxes));
   for (int d = 0; d < dims; ++d) shape[static_cast<std::size_t>(d)] = pod.shape[static_cast<std::size_t>(d)];
   std::vector<MeshAxisSpec> specs = spec.axes;
-  if (specs.empty()) specs.push_back(MeshAxisSpec{"data", static_cast<int>(pod.chip_count()), spec.loc});
+  if (specs.empty()) specs.push_back(MeshAxisSpec{kDefaultMeshAxis, static_cast<int>(pod.chip_count()), spec.loc});
 
   std::vector<MeshAxis> axes;
   for (const MeshAxisSpec& a : specs) axes.push_back(MeshAxis{a.name, a.size, {}});
@@ -118,7 +119,8 @@ DeviceMesh build_mesh(const MeshSpec& spec, const PodSpec& pod) {
   if (pod.pods > 1) {
     int slice_axis = -1;
     for (std::size_t i = 0; i < axes.size(); ++i) {
-      if (axes[i].name == "data" && axes[i].size % pod.pods == 0) slice_axis = static_cast<int>(i);
+      const MeshAxisInfo* kind = find_mesh_axis(axes[i].name);
+      if (kind != nullptr && kind->takes_slices && axes[i].size % pod.pods == 0) slice_axis = static_cast<int>(i);
     }
     for (std::size_t i = axes.size(); i-- > 0 && slice_axis < 0;) {
       if (axes[i].size % pod.pods == 0) slice_axis = static_cast<int>(i);

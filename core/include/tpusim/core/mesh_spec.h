@@ -11,6 +11,7 @@
 // Parsed here with every value located; the product and the names are checked by check_mesh (against the pod),
 // the mapping onto the torus by kernels::build_mesh. No mesh: every chip of the pod on one `data` axis.
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tpusim/core/config_tree.h"
@@ -59,12 +60,23 @@ struct LogicalAxisInfo {
   std::string doc;
 };
 [[nodiscard]] const std::vector<LogicalAxisInfo>& logical_axes();
-// A mesh axis name with a built-in meaning (others may be named; they shard what rules map to them).
+// A mesh axis name with a built-in meaning (others may be named; they shard what rules map to them): the one
+// catalogue of parallelism kinds. What a kind shards is the logical axes whose default rules name it (above).
 struct MeshAxisInfo {
   std::string name;
   std::string doc;
+  // Placement on the torus (kernels/mesh.h): axes not mapped explicitly are laid out by ascending rank, the
+  // heaviest traffic first, on the shortest hops; an axis named outside the catalogue ranks after all.
+  int placement = 0;
+  // The axis the slices of a multislice pod go to when its size is a multiple of the slices (else the
+  // outermost such axis).
+  bool takes_slices = false;
 };
 [[nodiscard]] const std::vector<MeshAxisInfo>& known_mesh_axes();
+// The catalogue entry of mesh axis `name`, or nullptr for a name outside it.
+[[nodiscard]] const MeshAxisInfo* find_mesh_axis(std::string_view name);
+// The one axis of a workload without a mesh (every chip a replica).
+inline constexpr const char* kDefaultMeshAxis = "data";
 
 // The names of the two tables above, in their order.
 [[nodiscard]] const std::vector<std::string>& logical_axis_names();
