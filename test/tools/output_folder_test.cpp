@@ -83,6 +83,35 @@ TEST_F(OutputFolderTest, InPlaceWritesAppendToTheManifestAndOnlyTheLastSizeListe
   EXPECT_EQ(foreign_files(out), std::vector<std::string>{"points/00000/summary.json"});
 }
 
+TEST_F(OutputFolderTest, ACompactedManifestListsEachFileOnceAtItsLastSizeInNameOrder) {
+  // Points finishing in parallel append in any order; compacted, two such folders hold the same manifest.
+  const fs::path a = claim_output_folder(dir_ / "a", "sweep");
+  const fs::path b = claim_output_folder(dir_ / "b", "sweep");
+  const auto finish = [&](const fs::path& out, const std::vector<std::string>& order) {
+    for (const std::string& log : order) {
+      record_written(out / log, true);
+      put(out / log, "ok\n");
+      record_written(out / log);
+    }
+    write_file_atomically(out / "table.csv", [](std::ostream& o) { o << "1,2\n"; });
+  };
+  finish(a, {"points/00001.log", "points/00000.log"});
+  finish(b, {"points/00000.log", "points/00001.log"});
+  EXPECT_NE(slurp(a / kOutputManifest), slurp(b / kOutputManifest));
+  compact_manifest(a);
+  compact_manifest(b);
+  const std::string expected = "3\tpoints/00000.log\n3\tpoints/00001.log\n4\ttable.csv\n";
+  EXPECT_EQ(slurp(a / kOutputManifest), expected);
+  EXPECT_EQ(slurp(b / kOutputManifest), expected);
+  EXPECT_TRUE(foreign_files(a).empty());
+  // Still the last size only: an edit back to an earlier size stays the user's after a compaction.
+  put(a / "table.csv", "1,2,3\n");
+  record_written(a / "table.csv");
+  compact_manifest(a);
+  put(a / "table.csv", "9,9\n");
+  EXPECT_EQ(foreign_files(a), std::vector<std::string>{"table.csv"});
+}
+
 TEST_F(OutputFolderTest, AFolderOfAnotherKindOrWithoutAManifestIsRefused) {
   const fs::path lay = claim_output_folder(dir_ / "lay", "layouts");
   EXPECT_THROW((void)check_output_folder(lay, "sweep"), OutputRefused);

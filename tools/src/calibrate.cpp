@@ -567,6 +567,7 @@ int calibrate_command(const CalibrateArgs& args, const std::string& self_exe) {
                              PlotAxis{"bandwidth S / runtime", Quantity::bytes_per_s, true, false}, "", f);
       });
     }
+    compact_manifest(out);
     std::cout << fmt::format("{} within bound, {} outside, {} do not fit, {} failed; table: {}\n", count[0], count[1],
                              count[2], count[3], (out / "table.csv").string());
     return count[0] == points.size() ? 0 : 1;

@@ -354,6 +354,16 @@ void record_written(const fs::path& file, bool in_progress) {
   }
 }
 
+void compact_manifest(const fs::path& dir) {
+  if (!fs::exists(dir / kOutputManifest)) return;
+  const std::map<std::string, std::string> sizes = read_manifest(dir);
+  const fs::path staged = dir / fmt::format(".{}.partial-{}", kOutputManifest, getpid());
+  write_file(staged, [&](std::ostream& out) {
+    for (const auto& [name, size] : sizes) out << size << '\t' << name << '\n';
+  });
+  fs::rename(staged, dir / kOutputManifest);
+}
+
 OutputFolder::OutputFolder(const fs::path& target, const std::string& kind)
     : final_(check_output_folder(target, kind)), kind_(kind) {
   staging_ = sibling(final_, "partial");

@@ -67,6 +67,10 @@ std::filesystem::path claim_output_folder(const std::filesystem::path& target, c
 // Lists `file` in the manifest of the nearest marked folder above it at its present size (or, with
 // in_progress, as a file tpusim is still writing). Nothing when no folder above it is marked.
 void record_written(const std::filesystem::path& file, bool in_progress = false);
+// Rewrites the manifest of the folder `dir` written in place (claim_output_folder) with one line per file, its
+// last listed size, sorted by name, atomically: the appends of points finishing in parallel come in any order,
+// and the same inputs must leave the same folder. Call when nothing else writes into it any more.
+void compact_manifest(const std::filesystem::path& dir);
 
 // A run's output folder: files are written into a fresh sibling, which commit() swaps into place. Until
 // commit(), the previous content (if any) is untouched; a destroyed, uncommitted folder leaves nothing.

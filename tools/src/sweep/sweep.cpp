@@ -99,6 +99,7 @@ int build_outputs(const SweepPlan& plan, const Expansion& ex, const fs::path& ou
                            table.rows.size(), ok, failed, missing, (out / "table.csv").string());
   report_seeds(plan, table, std::cout);
   write_analyses(plan, table, out, std::cout);
+  compact_manifest(out);
   if (failed + missing > 0) {
     std::cerr << fmt::format("tpusim sweep: {} point{} did not complete; errors are in the table's error column and "
                              "in {}/*.log\n", failed + missing, failed + missing == 1 ? "" : "s", points_dir.string());
