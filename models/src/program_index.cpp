@@ -2,37 +2,24 @@
 
 #include <fmt/format.h>
 
+#include "block/unit_blocks.h"
 #include "tpusim/core/chip_blocks.h"
 #include "tpusim/models/errors.h"
 
 namespace tpusim::models {
 
-int QueueLayout::queue(ir::UnitKind unit, int core) const {
-  switch (unit) {
-    case ir::UnitKind::mxu: return core;
-    case ir::UnitKind::vpu: return cores_ + core;
-    case ir::UnitKind::dma: return 2 * cores_ + core;
-    case ir::UnitKind::ici: return 3 * cores_;
-    case ir::UnitKind::host: return 3 * cores_ + 1;
-    case ir::UnitKind::sync: return 3 * cores_ + 2;
-    case ir::UnitKind::sparsecore: return 3 * cores_ + 3;
-  }
-  return 3 * cores_ + 2;
-}
-
-ir::UnitKind QueueLayout::unit(int queue) const {
-  if (queue < cores_) return ir::UnitKind::mxu;
-  if (queue < 2 * cores_) return ir::UnitKind::vpu;
-  if (queue < 3 * cores_) return ir::UnitKind::dma;
-  switch (queue - 3 * cores_) {
-    case 0: return ir::UnitKind::ici;
-    case 1: return ir::UnitKind::host;
-    case 2: return ir::UnitKind::sync;
-    default: return ir::UnitKind::sparsecore;
+// The queues kind by kind in the catalogue's order (kernels/program.h): a per-core kind's queues by core.
+QueueLayout::QueueLayout(int cores) : cores_(cores) {
+  for (int k = 0; k < ir::kUnitKinds; ++k) {
+    const auto unit = static_cast<ir::UnitKind>(k);
+    base_[static_cast<std::size_t>(k)] = static_cast<int>(unit_.size());
+    const int queues = ir::unit_info(unit).per_core ? cores : 1;
+    for (int c = 0; c < queues; ++c) {
+      unit_.push_back(unit);
+      core_.push_back(c);
+    }
   }
 }
-
-int QueueLayout::core(int queue) const { return queue < 3 * cores_ ? queue % cores_ : 0; }
 
 ir::UnitKind queue_unit(const ir::Instruction& ins) {
   return is_remote_put(ins) ? ir::UnitKind::ici : ir::unit_of(ins.kind);
@@ -59,30 +46,15 @@ void ProgramIndex::note_uses(const ir::Instruction& ins, ir::UnitKind unit) {
   const auto use = [this](BlockKind k) { uses_.set(static_cast<std::size_t>(k)); };
   if (ins.vmem_alloc > 0 || ins.vmem_free > 0) use(BlockKind::vmem);
   if (ins.streams_hbm()) use(BlockKind::hbm);  // a fused instruction's stream (kernels/program.h)
-  switch (unit) {
-    case ir::UnitKind::mxu: use(BlockKind::mxu); break;
-    case ir::UnitKind::vpu: use(BlockKind::vpu); break;
-    case ir::UnitKind::dma:
-      use(BlockKind::dma);
-      use(memory_block(ins.src));
-      use(memory_block(ins.dst));
-      break;
-    case ir::UnitKind::ici:
-      use(BlockKind::ici);
-      // A collective's reductions run on the VPU of its TensorCore, and its steps read and write HBM
-      // (ici/chip_port.h).
-      if (ins.kind == ir::OpKind::collective) {
-        use(BlockKind::vpu);
-        use(BlockKind::hbm);
-      }
-      break;
-    case ir::UnitKind::host: use(BlockKind::host); break;
-    case ir::UnitKind::sync: break;
-    case ir::UnitKind::sparsecore:
-      use(BlockKind::sparsecore);
-      use(memory_block(ins.src));
-      use(memory_block(ins.dst));
-      break;
+  if (const UnitBlock* runs = unit_block_for(unit)) use(runs->block);  // sync: the sequencer's own
+  // What the unit reaches besides: the memories a transfer or a SparseCore gather moves between; a
+  // collective's reductions run on the VPU of its TensorCore and its steps read and write HBM (ici/chip_port.h).
+  if (unit == ir::UnitKind::dma || unit == ir::UnitKind::sparsecore) {
+    use(memory_block(ins.src));
+    use(memory_block(ins.dst));
+  } else if (unit == ir::UnitKind::ici && ins.kind == ir::OpKind::collective) {
+    use(BlockKind::vpu);
+    use(BlockKind::hbm);
   }
 }
 

@@ -5,6 +5,7 @@
 // completes its instructions in program order; the ICI queue, whose in-flight instructions complete in any
 // order, adds the positions completed ahead of the count (Sequencer::QueueState: a 64-bit window, and a list
 // for those further ahead). This keeps per-chip state O(queues + ICI instructions completed out of order).
+#include <array>
 #include <bitset>
 #include <cstdint>
 #include <vector>
@@ -19,15 +20,21 @@ namespace tpusim::models {
 // SparseCore queues. Each queue starts its instructions in program order, independently of the others.
 class QueueLayout {
  public:
-  explicit QueueLayout(int cores) : cores_(cores) {}
+  explicit QueueLayout(int cores);
   [[nodiscard]] int cores() const { return cores_; }
-  [[nodiscard]] int count() const { return 3 * cores_ + 4; }
-  [[nodiscard]] int queue(ir::UnitKind unit, int core) const;
-  [[nodiscard]] ir::UnitKind unit(int queue) const;
-  [[nodiscard]] int core(int queue) const;  // the TensorCore of an MXU/VPU/DMA queue; 0 for chip-level queues
+  [[nodiscard]] int count() const { return static_cast<int>(unit_.size()); }
+  [[nodiscard]] int queue(ir::UnitKind unit, int core) const {
+    return base_[static_cast<std::size_t>(unit)] + (ir::unit_info(unit).per_core ? core : 0);
+  }
+  [[nodiscard]] ir::UnitKind unit(int queue) const { return unit_[static_cast<std::size_t>(queue)]; }
+  // The TensorCore of a per-core queue (MXU, VPU, DMA); 0 for chip-level queues.
+  [[nodiscard]] int core(int queue) const { return core_[static_cast<std::size_t>(queue)]; }
 
  private:
   int cores_;
+  std::array<int, ir::kUnitKinds> base_{};  // [unit kind]: its first queue
+  std::vector<ir::UnitKind> unit_;          // [queue]
+  std::vector<int> core_;                   // [queue]
 };
 
 // The unit queue an instruction goes to: ir::unit_of(kind), except a DMA to a remote chip (dst: remote), a

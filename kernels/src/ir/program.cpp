@@ -38,18 +38,7 @@ std::string_view op_name(OpKind k) {
   return "?";
 }
 
-std::string_view unit_name(UnitKind u) {
-  switch (u) {
-    case UnitKind::mxu: return "mxu";
-    case UnitKind::vpu: return "vpu";
-    case UnitKind::dma: return "dma";
-    case UnitKind::ici: return "ici";
-    case UnitKind::host: return "host";
-    case UnitKind::sync: return "sync";
-    case UnitKind::sparsecore: return "sparsecore";
-  }
-  return "?";
-}
+std::string_view unit_name(UnitKind u) { return unit_info(u).name; }
 
 std::string_view op_class_name(OpClass c) {
   switch (c) {

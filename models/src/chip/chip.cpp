@@ -7,28 +7,16 @@
 #include <fmt/format.h>
 
 #include "block/elaborator.h"
+#include "block/result_drain.h"
+#include "block/unit_blocks.h"
 #include "ici/ici_port.h"
 #include "ici/network_port.h"
 #include "memory/memory_block.h"
 #include "memory/transfer.h"
 #include "vmem/vmem.h"
-#include "block/result_drain.h"
 
 namespace tpusim::models {
 namespace {
-
-// The unit queue kind a block of `kind` serves; sync (none) for blocks that run no instructions.
-ir::UnitKind unit_of_block(BlockKind kind) {
-  switch (kind) {
-    case BlockKind::mxu: return ir::UnitKind::mxu;
-    case BlockKind::vpu: return ir::UnitKind::vpu;
-    case BlockKind::dma: return ir::UnitKind::dma;
-    case BlockKind::host: return ir::UnitKind::host;
-    case BlockKind::ici: return ir::UnitKind::ici;
-    case BlockKind::sparsecore: return ir::UnitKind::sparsecore;
-    default: return ir::UnitKind::sync;
-  }
-}
 
 void collect_tree(const std::vector<std::unique_ptr<Block>>& blocks, std::vector<Block*>& out) {
   for (const auto& b : blocks) {
@@ -54,21 +42,10 @@ Chip::Chip(const sc_core::sc_module_name& name, std::uint32_t id, const ChipSpec
   collect_tree(blocks_, all_);
   elaborator.bind(all_);
 
-  // The sequencer's queues, each on the unit that serves it; the units in the order they retire: per
-  // TensorCore its MXU then its VPU, then the DMA engine, the host, the ICI ports and the SparseCores (the
-  // order the trace lists completions of the same tick in).
+  // The sequencer's queues, each on the unit that serves it; the units in the order they retire
+  // (block/unit_blocks.h).
   const QueueLayout& layout = program.layout();
   std::vector<std::pair<int, InstructionUnit*>> order;
-  const auto rank = [&](ir::UnitKind k, int instance) {
-    switch (k) {
-      case ir::UnitKind::mxu: return 2 * instance;
-      case ir::UnitKind::vpu: return 2 * instance + 1;
-      case ir::UnitKind::dma: return 1000;
-      case ir::UnitKind::host: return 1001;
-      case ir::UnitKind::ici: return 1002;
-      default: return 1003;
-    }
-  };
   for (Block* b : all_) {
     if (auto* vmem = dynamic_cast<VmemSpace*>(b)) sequencer_.bind_vmem(b->instance(), vmem);
     if (auto* memory = dynamic_cast<MemoryBlock*>(b); memory != nullptr && memory->memory() == ir::Memory::hbm) {
@@ -78,15 +55,17 @@ Chip::Chip(const sc_core::sc_module_name& name, std::uint32_t id, const ChipSpec
       collective_.add_vpu(b->instance(), *vpu);
     }
     auto* unit = dynamic_cast<InstructionUnit*>(b);
-    const ir::UnitKind kind = unit_of_block(b->block_kind());
-    if (unit == nullptr || kind == ir::UnitKind::sync) continue;
-    if (kind == ir::UnitKind::dma) {
-      for (int core = 0; core < layout.cores(); ++core) sequencer_.bind(layout.queue(kind, core), unit, core);
-    } else {
-      const bool inside = kind == ir::UnitKind::mxu || kind == ir::UnitKind::vpu;
-      sequencer_.bind(layout.queue(kind, inside ? b->instance() : 0), unit, 0);
+    const UnitBlock* kind = unit_block_of(b->block_kind());
+    if (unit == nullptr || kind == nullptr) continue;
+    switch (kind->queues) {
+      case UnitBlock::Queues::lane_per_core:
+        for (int core = 0; core < layout.cores(); ++core) sequencer_.bind(layout.queue(kind->unit, core), unit, core);
+        break;
+      case UnitBlock::Queues::block_per_core: sequencer_.bind(layout.queue(kind->unit, b->instance()), unit, 0); break;
+      case UnitBlock::Queues::one: sequencer_.bind(layout.queue(kind->unit, 0), unit, 0); break;
     }
-    order.emplace_back(rank(kind, b->instance()), unit);
+    const bool per_core = kind->queues == UnitBlock::Queues::block_per_core;
+    order.emplace_back(per_core ? 2 * b->instance() + kind->retire : kind->retire, unit);
   }
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& [r, unit] : order) retire_order_.push_back(unit);

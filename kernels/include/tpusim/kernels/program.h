@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tpusim/core/model_spec.h"  // DType, CollectiveKind
@@ -40,6 +41,23 @@ inline constexpr int kOpClasses = 9;
 // The unit queue an instruction is issued to. Derived from the kind (see unit_of()).
 enum class UnitKind : std::uint8_t { mxu, vpu, dma, ici, host, sync, sparsecore };
 inline constexpr int kUnitKinds = 7;
+// The unit kinds' catalogue, in UnitKind's order: each kind's name and whether a chip has one queue of it per
+// TensorCore (the instruction's `core`) or one in all. A chip's queues are numbered in this order, kind by
+// kind (models' QueueLayout).
+struct UnitKindInfo {
+  std::string_view name;
+  bool per_core = false;
+};
+inline constexpr std::array<UnitKindInfo, kUnitKinds> kUnitKindInfo{{
+    {"mxu", true},
+    {"vpu", true},
+    {"dma", true},
+    {"ici", false},
+    {"host", false},
+    {"sync", false},
+    {"sparsecore", false},
+}};
+[[nodiscard]] constexpr const UnitKindInfo& unit_info(UnitKind u) { return kUnitKindInfo[static_cast<std::size_t>(u)]; }
 
 struct Instruction {
   OpKind kind = OpKind::barrier;
