@@ -1,31 +1,22 @@
 #include "tpusim/core/fault_plan.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
 namespace tpusim {
 
 const std::vector<std::pair<std::string, FaultKind>>& fault_kind_names() {
-  static const std::vector<std::pair<std::string, FaultKind>> kNames{
-      {"chip_down", FaultKind::chip_down},         {"link_down", FaultKind::link_down},
-      {"link_degraded", FaultKind::link_degraded}, {"ocs_port_down", FaultKind::ocs_port_down},
-      {"host_down", FaultKind::host_down},         {"hbm_degraded", FaultKind::hbm_degraded},
-      {"straggler", FaultKind::straggler}};
-  static_assert(kFaultKinds == 7, "one name per FaultKind");
+  static const std::vector<std::pair<std::string, FaultKind>> kNames = [] {
+    std::vector<std::pair<std::string, FaultKind>> names;
+    for (std::size_t k = 0; k < kFaultKindInfo.size(); ++k) {
+      if (kFaultKindInfo[k].kind != static_cast<FaultKind>(k)) throw std::logic_error("kFaultKindInfo out of order");
+      names.emplace_back(kFaultKindInfo[k].name, kFaultKindInfo[k].kind);
+    }
+    return names;
+  }();
   return kNames;
-}
-
-std::string_view fault_kind_name(FaultKind k) {
-  for (const auto& [name, kind] : fault_kind_names()) {
-    if (kind == k) return name;
-  }
-  return "?";
-}
-
-bool fault_stops(FaultKind k) {
-  return k == FaultKind::chip_down || k == FaultKind::link_down || k == FaultKind::ocs_port_down ||
-         k == FaultKind::host_down;
 }
 
 std::string FaultTarget::str() const {
@@ -128,10 +119,6 @@ const FieldTable<FaultRates>& fault_rate_fields() {
 
 namespace {
 
-bool is_link_kind(FaultKind k) {
-  return k == FaultKind::link_down || k == FaultKind::link_degraded || k == FaultKind::ocs_port_down;
-}
-
 // Reads `target` (random, a coordinate list, or a map of chip / dir / host) into `out`.
 void read_target(const ConfigNode& n, const std::string& path, FaultTarget& out, Diagnostics& diags) {
   auto coords = [&](const ConfigNode& c, const std::string& key_path) {
@@ -216,7 +203,7 @@ void check_target(const FaultSpec& f, const ConfigNode& n, const std::string& pa
       return;
     }
   }
-  if (!is_link_kind(f.kind)) {
+  if (!fault_on_link(f.kind)) {
     if (t.axis >= 0) bad(fmt::format("a {} fault takes no link direction", kind), "chip coordinates only");
     return;
   }
@@ -252,20 +239,22 @@ void check_target(const FaultSpec& f, const ConfigNode& n, const std::string& pa
 
 void check_parameters(const FaultSpec& f, const std::map<std::string, FieldOrigin>& origins, const std::string& path,
                       Diagnostics& diags) {
-  auto applies = [&](const std::string& key, std::initializer_list<FaultKind> kinds) {
+  auto applies = [&](const std::string& key, FaultParameter parameter) {
     const auto it = origins.find(key);
     if (it == origins.end() || it->second.defaulted) return;
-    if (std::find(kinds.begin(), kinds.end(), f.kind) != kinds.end()) return;
+    if ((fault_info(f.kind).parameters & parameter) != 0) return;
     std::vector<std::string> names;
-    for (FaultKind k : kinds) names.emplace_back(fault_kind_name(k));
+    for (const FaultKindInfo& k : kFaultKindInfo) {
+      if ((k.parameters & parameter) != 0) names.emplace_back(k.name);
+    }
     diags.error(it->second.loc, path + "." + key, fmt::format("{} does not apply to a {} fault", key,
                                                                fault_kind_name(f.kind)),
                 fmt::format("a fault of kind {}", fmt::join(names, " or ")), std::string(fault_kind_name(f.kind)));
   };
-  applies("bandwidth_fraction", {FaultKind::link_degraded, FaultKind::hbm_degraded});
-  applies("added_latency", {FaultKind::link_degraded});
-  applies("bit_error_rate", {FaultKind::link_degraded});
-  applies("clock_fraction", {FaultKind::straggler});
+  applies("bandwidth_fraction", kBandwidthFraction);
+  applies("added_latency", kAddedLatency);
+  applies("bit_error_rate", kBitErrorRate);
+  applies("clock_fraction", kClockFraction);
 }
 
 }  // namespace

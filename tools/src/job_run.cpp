@@ -50,25 +50,16 @@ std::vector<std::pair<std::string, const models::FaultStep*>> fault_link_maps(co
 LinkMapMarks fault_marks(const Topology& topo, const models::FaultStep& step) {
   LinkMapMarks marks;
   if (!step.fault_kind) return marks;
-  switch (*step.fault_kind) {
-    case FaultKind::chip_down:
-    case FaultKind::host_down:
-      if (step.fault_chip) marks.failed_chips.emplace_back(*step.fault_chip);
-      break;
-    case FaultKind::straggler:
-    case FaultKind::hbm_degraded:
-      if (step.fault_chip) marks.degraded_chips.emplace_back(*step.fault_chip);
-      break;
-    case FaultKind::link_down:
-    case FaultKind::ocs_port_down:  // the cable: both directions
-      if (step.fault_link) {
-        marks.failed_links.push_back(*step.fault_link);
-        marks.failed_links.push_back(topo.link(*step.fault_link).reverse);
-      }
-      break;
-    case FaultKind::link_degraded:  // the one direction
-      if (step.fault_link) marks.degraded_links.push_back(*step.fault_link);
-      break;
+  const FaultKindInfo& kind = fault_info(*step.fault_kind);
+  if (!fault_on_link(kind.kind)) {  // a chip, or a host's chip
+    if (step.fault_chip) (kind.stops ? marks.failed_chips : marks.degraded_chips).emplace_back(*step.fault_chip);
+  } else if (step.fault_link) {
+    if (kind.stops) {  // the cable: both directions
+      marks.failed_links.push_back(*step.fault_link);
+      marks.failed_links.push_back(topo.link(*step.fault_link).reverse);
+    } else {  // the one direction
+      marks.degraded_links.push_back(*step.fault_link);
+    }
   }
   return marks;
 }

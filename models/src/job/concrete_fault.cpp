@@ -13,12 +13,11 @@ namespace tpusim::models {
 
 std::string ConcreteFault::target() const {
   if (spec.target.random) {
-    return fmt::format("random: {}", spec.kind == FaultKind::host_down
-                                         ? fmt::format("host {}", host.value())
-                                         : fmt::format("chip {}", chip.value()) +
-                                               (spec.kind == FaultKind::link_down || spec.kind == FaultKind::ocs_port_down
-                                                    ? fmt::format(" link {}", link.value())
-                                                    : std::string()));
+    // The component drawn: a host, or a chip and (a link kind, degraded links too) the link leaving it.
+    const FaultComponent component = fault_info(spec.kind).component;
+    if (component == FaultComponent::host) return fmt::format("random: host {}", host.value());
+    return fmt::format("random: chip {}{}", chip.value(),
+                       fault_on_link(spec.kind) ? fmt::format(" link {}", link.value()) : std::string());
   }
   return spec.target.str();
 }
@@ -47,25 +46,25 @@ ConcreteFault draw_target(const FaultSpec& spec, std::int64_t seed, const Topolo
   auto pick = [&rng](std::size_t n) { return static_cast<std::uint32_t>((rng() >> 11) % std::max<std::size_t>(n, 1)); };
   ConcreteFault f;
   f.spec = spec;
-  switch (spec.kind) {
-    case FaultKind::host_down:
+  const FaultComponent component = fault_info(spec.kind).component;
+  switch (component) {
+    case FaultComponent::host:
       f.host = HostId(pick(topo.host_count()));
       f.chip = topo.chips_of(f.host).front();
       break;
-    case FaultKind::link_down:
-    case FaultKind::link_degraded:
-    case FaultKind::ocs_port_down: {
+    case FaultComponent::link:
+    case FaultComponent::ocs_link: {
       std::vector<LinkId> links;
       for (std::uint32_t i = 0; i < topo.link_count(); ++i) {
-        if (spec.kind != FaultKind::ocs_port_down || topo.link(LinkId(i)).ocs) links.emplace_back(i);
+        if (component == FaultComponent::link || topo.link(LinkId(i)).ocs) links.emplace_back(i);
       }
       f.link = links.empty() ? LinkId(0) : links[pick(links.size())];
       f.chip = topo.link(f.link).src;
       break;
     }
-    default: f.chip = ChipId(pick(topo.chip_count())); break;
+    case FaultComponent::chip: f.chip = ChipId(pick(topo.chip_count())); break;
   }
-  if (spec.kind != FaultKind::host_down) f.host = topo.host_of(f.chip);
+  if (component != FaultComponent::host) f.host = topo.host_of(f.chip);
   f.cube = job::cube_of(topo, f.chip);
   return f;
 }
@@ -77,7 +76,7 @@ ConcreteFault concrete_fault(const FaultSpec& spec, const Topology& topo, std::i
   ConcreteFault f;
   f.spec = spec;
   const FaultTarget& t = spec.target;
-  if (spec.kind == FaultKind::host_down && t.host >= 0) {
+  if (fault_info(spec.kind).component == FaultComponent::host && t.host >= 0) {
     f.host = HostId(static_cast<std::uint32_t>(t.host));
     f.chip = topo.chips_of(f.host).front();
   } else {

@@ -3,6 +3,7 @@
 // faults from per-component mean times between failures (`fault_rates:`), and the job's length, detection and
 // recovery (`job:`). resolve_fault_plan() reads all three with the field tables below, checks every target
 // against the pod, and reports every problem at once; nothing downstream sees YAML.
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -27,10 +28,48 @@ enum class FaultKind : std::uint8_t {
   straggler,      // a chip runs at a fraction of its clock
 };
 inline constexpr int kFaultKinds = 7;
+
+// What a fault kind strikes: a chip, a link (its cable when the fault stops it), a link through an optical
+// switch port, a host (with its chips). A random target is drawn among the pod's components of that sort.
+enum class FaultComponent : std::uint8_t { chip, link, ocs_link, host };
+// The parameters of a fault entry beyond its time and target, as bits of FaultKindInfo::parameters.
+enum FaultParameter : std::uint8_t {
+  kBandwidthFraction = 1U << 0,
+  kAddedLatency = 1U << 1,
+  kBitErrorRate = 1U << 2,
+  kClockFraction = 1U << 3,
+};
+// The fault kinds' catalogue, in FaultKind's order: each kind's name, what it strikes, whether it stops the
+// component (the job must detect it and recover) or slows it, and which parameters it takes. What a kind does
+// to a step is the job's (models/src/job/job_steps.cpp).
+struct FaultKindInfo {
+  FaultKind kind;
+  std::string_view name;
+  FaultComponent component;
+  bool stops;
+  std::uint8_t parameters;
+};
+inline constexpr std::array<FaultKindInfo, kFaultKinds> kFaultKindInfo{{
+    {FaultKind::chip_down, "chip_down", FaultComponent::chip, true, 0},
+    {FaultKind::link_down, "link_down", FaultComponent::link, true, 0},
+    {FaultKind::link_degraded, "link_degraded", FaultComponent::link, false,
+     kBandwidthFraction | kAddedLatency | kBitErrorRate},
+    {FaultKind::ocs_port_down, "ocs_port_down", FaultComponent::ocs_link, true, 0},
+    {FaultKind::host_down, "host_down", FaultComponent::host, true, 0},
+    {FaultKind::hbm_degraded, "hbm_degraded", FaultComponent::chip, false, kBandwidthFraction},
+    {FaultKind::straggler, "straggler", FaultComponent::chip, false, kClockFraction},
+}};
+[[nodiscard]] constexpr const FaultKindInfo& fault_info(FaultKind k) {
+  return kFaultKindInfo[static_cast<std::size_t>(k)];
+}
 [[nodiscard]] const std::vector<std::pair<std::string, FaultKind>>& fault_kind_names();
-[[nodiscard]] std::string_view fault_kind_name(FaultKind k);
+[[nodiscard]] inline std::string_view fault_kind_name(FaultKind k) { return fault_info(k).name; }
 // Faults that stop a component (the job must detect them and recover), as opposed to ones that slow it.
-[[nodiscard]] bool fault_stops(FaultKind k);
+[[nodiscard]] inline bool fault_stops(FaultKind k) { return fault_info(k).stops; }
+// Faults that strike a link (given as a chip and a direction).
+[[nodiscard]] inline bool fault_on_link(FaultKind k) {
+  return fault_info(k).component == FaultComponent::link || fault_info(k).component == FaultComponent::ocs_link;
+}
 
 // A fault's target. `random` targets are drawn from the scenario's seed among the pod's components of the
 // fault's kind (models/job.h). Otherwise: chip coordinates (every kind but host_down by index), plus the
