@@ -240,6 +240,33 @@ TEST(JobTimeline, ALinkFailingDuringARerouteStallIsRoutedAroundWhenTheJobRunsAga
 // while the job is down is found at the relaunch and routed around (or cuts a chip off) then; one already
 // routed around costs nothing. Checked event by event against the cables each event has taken down. (On main
 // every fault landing in a restart's repair was "during recovery" at no cost.)
+TEST(ConcreteFault, ARandomTargetNamesTheComponentItsKindStrikes) {
+  // The catalogue (core's kFaultKindInfo) says what each kind strikes: a chip, a link (degraded ones too), a
+  // host. The draw is seeded: the same seed gives the same component.
+  const Scenario s = ::tpusim::testing::scenario_from_yaml("name: t\npod: v4-2x2x1\nworkload: {model: mlp-quickstart}\n");
+  const Topology topo = build_topology(s.pod, s.chip);
+  const auto drawn = [&](FaultKind kind) {
+    FaultSpec spec;
+    spec.kind = kind;
+    spec.target.random = true;
+    return concrete_fault(spec, topo, 7);
+  };
+  for (FaultKind kind : {FaultKind::link_down, FaultKind::link_degraded}) {
+    const ConcreteFault f = drawn(kind);
+    EXPECT_EQ(topo.link(f.link).src, f.chip);
+    EXPECT_EQ(f.target(), fmt::format("random: chip {} link {}", f.chip.value(), f.link.value()));
+    EXPECT_EQ(drawn(kind).target(), f.target());
+  }
+  for (FaultKind kind : {FaultKind::chip_down, FaultKind::straggler, FaultKind::hbm_degraded}) {
+    const ConcreteFault f = drawn(kind);
+    EXPECT_LT(f.chip.value(), topo.chip_count());
+    EXPECT_EQ(f.target(), fmt::format("random: chip {}", f.chip.value()));
+  }
+  const ConcreteFault h = drawn(FaultKind::host_down);
+  EXPECT_EQ(h.target(), fmt::format("random: host {}", h.host.value()));
+  EXPECT_EQ(topo.host_of(h.chip), h.host);
+}
+
 TEST(JobTimeline, RandomLinkFailuresThatCutAChipOffRestartTheJobNeverReroute) {
   const Scenario s = ::tpusim::testing::scenario_from_yaml(
       "name: job-test\npod: v4-2x2x1\nworkload: {model: mlp-quickstart, batch: 64, checkpoint: {every_steps: 100}}\n"
