@@ -8,6 +8,7 @@
 
 #include "tpusim/core/chip_spec.h"
 #include "tpusim/kernels/program.h"
+#include "tpusim/models/sim_result.h"
 
 namespace tpusim::models {
 
@@ -23,15 +24,19 @@ struct UnitBlock {
   // `retire` (the DMA engine, the host, the ICI ports, the SparseCore: the order the trace lists completions
   // of the same tick in).
   int retire;
+  // Its busy and stall phases are classified per activation as unit `hw` (one instance per block), or not at
+  // all (the ICI ports: reported per link and collective).
+  bool phased;
+  HwUnit hw;
 };
 
 inline constexpr std::array<UnitBlock, 6> kUnitBlocks{{
-    {BlockKind::mxu, ir::UnitKind::mxu, UnitBlock::Queues::block_per_core, 0},
-    {BlockKind::vpu, ir::UnitKind::vpu, UnitBlock::Queues::block_per_core, 1},
-    {BlockKind::dma, ir::UnitKind::dma, UnitBlock::Queues::lane_per_core, 1000},
-    {BlockKind::host, ir::UnitKind::host, UnitBlock::Queues::one, 1001},
-    {BlockKind::ici, ir::UnitKind::ici, UnitBlock::Queues::one, 1002},
-    {BlockKind::sparsecore, ir::UnitKind::sparsecore, UnitBlock::Queues::one, 1003},
+    {BlockKind::mxu, ir::UnitKind::mxu, UnitBlock::Queues::block_per_core, 0, true, HwUnit::mxu},
+    {BlockKind::vpu, ir::UnitKind::vpu, UnitBlock::Queues::block_per_core, 1, true, HwUnit::vpu},
+    {BlockKind::dma, ir::UnitKind::dma, UnitBlock::Queues::lane_per_core, 1000, true, HwUnit::dma},
+    {BlockKind::host, ir::UnitKind::host, UnitBlock::Queues::one, 1001, true, HwUnit::host},
+    {BlockKind::ici, ir::UnitKind::ici, UnitBlock::Queues::one, 1002, false, HwUnit::host},
+    {BlockKind::sparsecore, ir::UnitKind::sparsecore, UnitBlock::Queues::one, 1003, true, HwUnit::sparsecore},
 }};
 
 // The entry of block kind `kind`, or nullptr for a kind that runs no instructions.
@@ -41,12 +46,15 @@ inline constexpr std::array<UnitBlock, 6> kUnitBlocks{{
   }
   return nullptr;
 }
-// The entry whose blocks run unit kind `unit`, or nullptr (sync: the sequencer's own).
+// The entry whose blocks run unit kind `unit`, or nullptr (sync: the sequencer's own); a table lookup (the
+// sequencer asks at every activation).
+inline constexpr std::array<const UnitBlock*, ir::kUnitKinds> kUnitBlockOfUnit = [] {
+  std::array<const UnitBlock*, ir::kUnitKinds> of{};
+  for (const UnitBlock& u : kUnitBlocks) of[static_cast<std::size_t>(u.unit)] = &u;
+  return of;
+}();
 [[nodiscard]] constexpr const UnitBlock* unit_block_for(ir::UnitKind unit) {
-  for (const UnitBlock& u : kUnitBlocks) {
-    if (u.unit == unit) return &u;
-  }
-  return nullptr;
+  return kUnitBlockOfUnit[static_cast<std::size_t>(unit)];
 }
 
 }  // namespace tpusim::models

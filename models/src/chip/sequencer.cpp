@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "block/unit_blocks.h"
+
 namespace tpusim::models {
 
 static_assert(static_cast<int>(StallReason::dep_mxu) == static_cast<int>(ir::UnitKind::mxu) &&
@@ -24,14 +26,15 @@ Sequencer::Sequencer(const ChipContext& chip, const ProgramIndex& index)
       vmem_(static_cast<std::size_t>(chip.spec.tensorcores), nullptr),
       remaining_(program_.size()) {
   for (int q = 0; q < index.layout().count(); ++q) {
-    const ir::UnitKind unit = index.layout().unit(q);
-    if (unit == ir::UnitKind::ici || unit == ir::UnitKind::sync) outside_queues_.push_back(q);
+    const UnitBlock* runs = unit_block_for(index.layout().unit(q));
+    if (runs == nullptr || !runs->phased) outside_queues_.push_back(q);  // the ICI ports, barriers
   }
   const auto cores = static_cast<std::size_t>(chip.spec.tensorcores);
-  for (HwUnit u : {HwUnit::mxu, HwUnit::vpu, HwUnit::dma, HwUnit::host, HwUnit::sparsecore}) {
-    const std::size_t instances = u == HwUnit::mxu || u == HwUnit::vpu ? cores : 1;
-    phase_[static_cast<std::size_t>(u)].resize(instances);
-    counters_.unit_times[static_cast<std::size_t>(u)].resize(instances);
+  for (const UnitBlock& b : kUnitBlocks) {
+    if (!b.phased) continue;
+    const std::size_t instances = b.queues == UnitBlock::Queues::block_per_core ? cores : 1;
+    phase_[static_cast<std::size_t>(b.hw)].resize(instances);
+    counters_.unit_times[static_cast<std::size_t>(b.hw)].resize(instances);
   }
 }
 
@@ -119,18 +122,11 @@ void Sequencer::classify(Tick now) {
   for (auto& instances : phase_) std::fill(instances.begin(), instances.end(), UnitPhase{});
   const QueueLayout& layout = index_.layout();
   for (int q = 0; q < layout.count(); ++q) {
-    const ir::UnitKind unit = layout.unit(q);
-    HwUnit hw = HwUnit::host;
-    std::size_t instance = 0;
-    switch (unit) {
-      case ir::UnitKind::mxu: hw = HwUnit::mxu; instance = static_cast<std::size_t>(layout.core(q)); break;
-      case ir::UnitKind::vpu: hw = HwUnit::vpu; instance = static_cast<std::size_t>(layout.core(q)); break;
-      case ir::UnitKind::dma: hw = HwUnit::dma; break;
-      case ir::UnitKind::host: break;
-      case ir::UnitKind::sparsecore: hw = HwUnit::sparsecore; break;
-      case ir::UnitKind::ici:
-      case ir::UnitKind::sync: continue;
-    }
+    const UnitBlock* runs = unit_block_for(layout.unit(q));
+    if (runs == nullptr || !runs->phased) continue;
+    const HwUnit hw = runs->hw;
+    const std::size_t instance =
+        runs->queues == UnitBlock::Queues::block_per_core ? static_cast<std::size_t>(layout.core(q)) : 0;
     const QueueState& state = queues_[static_cast<std::size_t>(q)];
     const bool busy = state.unit != nullptr && state.unit->busy(state.lane, now);
     const bool full = state.unit != nullptr && state.unit->full(state.lane, now);
