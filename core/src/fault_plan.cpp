@@ -1,7 +1,6 @@
 #include "tpusim/core/fault_plan.h"
 
 #include <algorithm>
-#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -10,10 +9,7 @@ namespace tpusim {
 const std::vector<std::pair<std::string, FaultKind>>& fault_kind_names() {
   static const std::vector<std::pair<std::string, FaultKind>> kNames = [] {
     std::vector<std::pair<std::string, FaultKind>> names;
-    for (std::size_t k = 0; k < kFaultKindInfo.size(); ++k) {
-      if (kFaultKindInfo[k].kind != static_cast<FaultKind>(k)) throw std::logic_error("kFaultKindInfo out of order");
-      names.emplace_back(kFaultKindInfo[k].name, kFaultKindInfo[k].kind);
-    }
+    for (const FaultKindInfo& k : kFaultKindInfo) names.emplace_back(k.name, k.kind);
     return names;
   }();
   return kNames;

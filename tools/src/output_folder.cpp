@@ -171,6 +171,15 @@ void collect_foreign(const fs::path& dir, const std::string& prefix, const std::
   }
 }
 
+// Replaces the manifest of `dir` with `lines` ("SIZE<TAB>PATH\n" each, in the order given), atomically.
+void replace_manifest(const fs::path& dir, const std::vector<std::string>& lines) {
+  const fs::path staged = dir / fmt::format(".{}.partial-{}", kOutputManifest, getpid());
+  write_file(staged, [&](std::ostream& out) {
+    for (const auto& l : lines) out << l;
+  });
+  fs::rename(staged, dir / kOutputManifest);
+}
+
 // The whole manifest of a folder tpusim just wrote (every regular file below it), written atomically.
 void write_full_manifest(const fs::path& dir) {
   std::vector<std::string> lines;
@@ -186,11 +195,7 @@ void write_full_manifest(const fs::path& dir) {
     if (it->is_regular_file()) lines.push_back(fmt::format("{}\t{}\n", fs::file_size(it->path()), rel.string()));
   }
   std::sort(lines.begin(), lines.end());
-  const fs::path staged = dir / fmt::format(".{}.partial-{}", kOutputManifest, getpid());
-  write_file(staged, [&](std::ostream& out) {
-    for (const auto& l : lines) out << l;
-  });
-  fs::rename(staged, dir / kOutputManifest);
+  replace_manifest(dir, lines);
 }
 
 std::uint64_t fnv1a64(const std::string& text) {
@@ -356,12 +361,9 @@ void record_written(const fs::path& file, bool in_progress) {
 
 void compact_manifest(const fs::path& dir) {
   if (!fs::exists(dir / kOutputManifest)) return;
-  const std::map<std::string, std::string> sizes = read_manifest(dir);
-  const fs::path staged = dir / fmt::format(".{}.partial-{}", kOutputManifest, getpid());
-  write_file(staged, [&](std::ostream& out) {
-    for (const auto& [name, size] : sizes) out << size << '\t' << name << '\n';
-  });
-  fs::rename(staged, dir / kOutputManifest);
+  std::vector<std::string> lines;
+  for (const auto& [name, size] : read_manifest(dir)) lines.push_back(fmt::format("{}\t{}\n", size, name));
+  replace_manifest(dir, lines);
 }
 
 OutputFolder::OutputFolder(const fs::path& target, const std::string& kind)

@@ -59,6 +59,14 @@ inline constexpr std::array<FaultKindInfo, kFaultKinds> kFaultKindInfo{{
     {FaultKind::hbm_degraded, "hbm_degraded", FaultComponent::chip, false, kBandwidthFraction},
     {FaultKind::straggler, "straggler", FaultComponent::chip, false, kClockFraction},
 }};
+static_assert(
+    [] {
+      for (std::size_t k = 0; k < kFaultKindInfo.size(); ++k) {
+        if (kFaultKindInfo[k].kind != static_cast<FaultKind>(k)) return false;
+      }
+      return true;
+    }(),
+    "kFaultKindInfo lists the kinds in FaultKind's order");
 [[nodiscard]] constexpr const FaultKindInfo& fault_info(FaultKind k) {
   return kFaultKindInfo[static_cast<std::size_t>(k)];
 }
