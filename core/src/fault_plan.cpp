@@ -313,11 +313,11 @@ void resolve_fault_plan(const ConfigNode& tree, const PodSpec& pod, JobSpec& job
                    [](const FaultSpec& a, const FaultSpec& b) { return a.at.value() < b.at.value(); });
 }
 
-void check_fault_times(const FaultPlan& plan, Seconds end, Diagnostics& diags) {
+void check_fault_times(const FaultPlan& plan, Seconds end, std::string_view how, Diagnostics& diags) {
   for (const FaultSpec& f : plan.faults) {
     if (f.at.value() >= end.value()) {
       diags.error(f.loc, fmt::format("faults[{}].at", f.index), "the fault comes after the job ends",
-                  fmt::format("a time before the job's end ({}: job.steps x the simulated step)", format_value(end)),
+                  fmt::format("a time before the job's end ({}: {})", format_value(end), how),
                   format_value(f.at));
     }
   }

@@ -124,12 +124,13 @@ TEST(FaultPlan, LateFaultsOfAJobOfStepsAreCheckedOnceTheStepIsKnown) {
   ASSERT_TRUE(problems("v4-4x4x4", "job: {steps: 10}\nfaults: [{at: 1 s, kind: chip_down, target: [0, 0, 0]}]\n", &s)
                   .empty());
   Diagnostics ok, late;
-  check_fault_times(s.faults, Seconds(1.5), ok);
-  check_fault_times(s.faults, Seconds(1.0), late);
+  check_fault_times(s.faults, Seconds(1.5), "10 steps of 150 ms", ok);
+  check_fault_times(s.faults, Seconds(1.0), "10 steps of 100 ms", late);
   EXPECT_TRUE(ok.empty());
   ASSERT_EQ(late.size(), 1u);
   EXPECT_EQ(late.items()[0].loc.line, 5);
   EXPECT_EQ(late.items()[0].key_path, "faults[0].at");
+  EXPECT_EQ(late.items()[0].expected, "a time before the job's end (1 s: 10 steps of 100 ms)");
 }
 
 }  // namespace

@@ -42,7 +42,19 @@ TEST_F(FaultsCli, AFaultAfterTheJobOfStepsEndsIsBadInputWithItsLineAndNothingIsW
   EXPECT_EQ(o.exit_code, 2) << o.err;
   EXPECT_NE(o.err.find("late.yaml:6:10: error: faults[0].at: the fault comes after the job ends"), std::string::npos)
       << o.err;
+  // The job's end: 1000 steps and the 9 checkpoint writes between them, known only once the step is simulated,
+  // which is what the last line says (and `validate`, which simulates nothing, notes).
+  EXPECT_NE(o.err.find("with a checkpoint written every 100 steps"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("found once the healthy step was simulated ("), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("no step with a fault was simulated, nothing was written"), std::string::npos) << o.err;
+  EXPECT_EQ(o.err.find("nothing was simulated"), std::string::npos) << o.err;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "out"));
+  const Outcome v = tpusim("validate " + file.string());
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_NE(v.out.find("note: the job is given in steps (1000), so its end is known only once its step is "
+                       "simulated; run checks the fault's time against it"),
+            std::string::npos)
+      << v.out;
 }
 
 // A chip's six cables failing one by one: under reroute the sixth cuts the chip off and the plan is refused

@@ -61,10 +61,12 @@ kernels::LoweredWorkload programs_for(const Scenario& s) {
   return lowered;
 }
 
-void print_config_error(const ConfigError& e) {
+// `after` says what had run when the error was found; empty: nothing had.
+void print_config_error(const ConfigError& e, const std::string& after = "") {
   std::cerr << e.what() << "\n";
-  std::cerr << fmt::format("tpusim: {} error{} in the input; nothing was simulated\n", e.diagnostics().size(),
-                           e.diagnostics().size() == 1 ? "" : "s");
+  std::cerr << fmt::format("tpusim: {} error{} in the input; {}\n", e.diagnostics().size(),
+                           e.diagnostics().size() == 1 ? "" : "s",
+                           after.empty() ? "nothing was simulated" : after);
 }
 
 // Runs a command's body and maps what it throws to the exit codes: bad input (ConfigError, a refused output
@@ -212,6 +214,7 @@ int run_command(const RunArgs& args) {
   std::chrono::steady_clock::time_point output_start;
   std::optional<models::FaultSteps> fault_steps;  // a job's steps with faults, simulated in child processes
   std::optional<models::JobOutcome> job;
+  std::optional<Seconds> healthy_step;  // once simulated
   try {
     // A job's steps with faults: simulated by a server forked now, once this simulation gives the healthy step.
     std::optional<FaultTraceOptions> fault_trace;  // the steps simulated with a fault trace as trace.json does
@@ -220,6 +223,7 @@ int run_command(const RunArgs& args) {
     std::optional<FaultStepServer> server;
     if (scenario.job.enabled) server.emplace(scenario, *topology, runner);
     const models::SimResult result = simulate_step(scenario, programs, options);  // mirrored_step.h
+    healthy_step = result.step_time;
     if (server) {
       // A job given in steps: its length is known now; its fault plan is checked before any step with a fault
       // is simulated.
@@ -274,7 +278,12 @@ int run_command(const RunArgs& args) {
                          result.mirroring};
     }
   } catch (const ConfigError& e) {
-    print_config_error(e);
+    // A job given in steps: its fault times are checked once the healthy step is simulated, before any step
+    // with a fault.
+    print_config_error(e, healthy_step ? fmt::format("found once the healthy step was simulated ({}); no step "
+                                                     "with a fault was simulated, nothing was written",
+                                                     format_time(*healthy_step))
+                                       : "");
     return 2;
   } catch (const ResourceRefused& e) {
     std::cerr << "tpusim: " << e.what() << "\n";
@@ -363,7 +372,8 @@ int run_command(const RunArgs& args) {
 int validate_command(const std::string& scenario_name, const std::vector<std::string>& overrides,
                      const Limits& limits) {
   return with_exit_codes("tpusim validate", [&] {
-    // The same checks as `run`, so that "ok" means the run will not be refused.
+    // The same checks as `run`, so that "ok" means the run will not be refused, but for a job given in steps: its
+    // fault times and rates are checked against its end, which needs the simulated step (the note below).
     const Scenario s = load_scenario(scenario_name, overrides);
     kernels::check_sharding(s.workload, s.pod);
     guard_topology(s.pod, limits);
@@ -383,6 +393,14 @@ int validate_command(const std::string& scenario_name, const std::vector<std::st
                              s.pod.name, s.pod.chip_count(), s.pod.chip_count() == 1 ? "" : "s",
                              programs.programs.size(), programs.programs.size() == 1 ? "" : "s", instructions,
                              readable(estimated_run_bytes(s, programs), Quantity::bytes));
+    if (s.job.enabled && s.job.duration.value() <= 0 && (!s.faults.faults.empty() || s.faults.rates.any())) {
+      // The one check `ok` cannot cover: a job's end is job.steps x a step that only a simulation gives.
+      std::cout << fmt::format("  note: the job is given in steps ({}), so its end is known only once its step is "
+                               "simulated; run checks the fault{} against it before it simulates any step with a "
+                               "fault{}\n",
+                               s.job.steps, s.faults.faults.size() == 1 ? "'s time" : "s' times",
+                               s.faults.rates.any() ? " (and bounds the fault rates by it)" : "");
+    }
     return 0;
   });
 }

@@ -227,7 +227,12 @@ Seconds healthy_job_length(const Scenario& s, Seconds step) {
 void check_fault_times_of_steps(const Scenario& s, Seconds step) {
   if (s.job.duration.value() > 0) return;
   Diagnostics diags;
-  check_fault_times(s.faults, healthy_job_length(s, step), diags);
+  check_fault_times(s.faults, healthy_job_length(s, step),
+                    s.workload.checkpoint.every_steps > 0
+                        ? fmt::format("job.steps x the simulated step of {}, with a checkpoint written every {} steps",
+                                      format_value(step), s.workload.checkpoint.every_steps)
+                        : fmt::format("job.steps x the simulated step of {}", format_value(step)),
+                    diags);
   diags.throw_if_any();
 }
 

@@ -153,8 +153,9 @@ struct FaultPlan {
 // its step time is known: check_fault_times).
 void resolve_fault_plan(const ConfigNode& tree, const PodSpec& pod, JobSpec& job, FaultPlan& plan,
                         Diagnostics& diags);
-// A fault at or after the job's end is bad input: `end` is job.duration or steps x the simulated step time.
-void check_fault_times(const FaultPlan& plan, Seconds end, Diagnostics& diags);
+// A fault at or after the job's end is bad input: `end` is job.duration or steps x the simulated step time
+// (with the checkpoint writes), `how` says which for the message.
+void check_fault_times(const FaultPlan& plan, Seconds end, std::string_view how, Diagnostics& diags);
 
 [[nodiscard]] const FieldTable<JobSpec>& job_fields();
 [[nodiscard]] const FieldTable<FaultSpec>& fault_fields();
