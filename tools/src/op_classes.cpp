@@ -8,18 +8,7 @@
 namespace tpusim::tools {
 namespace {
 
-std::uint8_t tier_of(ir::UnitKind u) {
-  switch (u) {
-    case ir::UnitKind::mxu:
-    case ir::UnitKind::vpu:
-    case ir::UnitKind::sparsecore: return 1;
-    case ir::UnitKind::ici: return 2;
-    case ir::UnitKind::dma: return 3;
-    case ir::UnitKind::host: return 4;
-    case ir::UnitKind::sync: return 0;
-  }
-  return 0;
-}
+std::uint8_t tier_of(ir::UnitKind u) { return ir::unit_info(u).time_rank; }
 
 }  // namespace
 
@@ -127,10 +116,10 @@ std::vector<OpClassTime> OpClassRecorder::finish(double step_time, double* idle_
       events.push_back({s.end, -1, s.tier, s.op_class, s.collective, s.op});
     }
     std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.t < b.t; });
-    std::array<std::array<int, ir::kOpClasses>, 5> live{};  // [tier][class] instructions in flight
+    std::array<std::array<int, ir::kOpClasses>, ir::kTimeRanks> live{};  // [tier][class] in flight
     std::array<int, kKinds> live_kind{};                    // collectives in flight by kind
     std::vector<int> live_op(ops_[role].size(), 0);         // instructions in flight by op, any tier
-    std::array<std::vector<std::uint32_t>, 5> live_ops;     // [tier] the op of each instruction in flight
+    std::array<std::vector<std::uint32_t>, ir::kTimeRanks> live_ops;     // [tier] each one's op
     double last = 0;
     double covered = 0;
     for (std::size_t i = 0; i < events.size();) {

@@ -3,8 +3,9 @@
 // simulation's trace callback (one call per completed instruction), so the models need no part of it.
 //
 // What a class's time means: on each recorded chip, the step [0, the chip's finish] is cut at every
-// instruction start and end; each interval is given to the instructions in flight on the highest tier present
-// (1: MXU and VPU, 2: ICI, 3: DMA, 4: host; barriers are ignored), split equally between them, and each
+// instruction start and end; each interval is given to the instructions in flight on the first tier present
+// (the unit kinds' time_rank, ir::kUnitKindInfo: 1 MXU, VPU and SparseCore, 2 ICI, 3 DMA, 4 host; barriers
+// are ignored), split equally between them, and each
 // instruction's share goes to its op class (ir::OpClass). So the classes add up to the time the chip had
 // anything in flight, and a DMA or a collective counts only where no compute hides it, as in the breakdown.
 // The chips recorded are the first chip of each program (role); their times are averaged weighted by the

@@ -41,23 +41,35 @@ inline constexpr int kOpClasses = 9;
 // The unit queue an instruction is issued to. Derived from the kind (see unit_of()).
 enum class UnitKind : std::uint8_t { mxu, vpu, dma, ici, host, sync, sparsecore };
 inline constexpr int kUnitKinds = 7;
-// The unit kinds' catalogue, in UnitKind's order: each kind's name and whether a chip has one queue of it per
-// TensorCore (the instruction's `core`) or one in all. A chip's queues are numbered in this order, kind by
-// kind (models' QueueLayout).
+// The unit kinds' catalogue, in UnitKind's order: each kind's name; whether a chip has one queue of it per
+// TensorCore (the instruction's `core`) or one in all (a chip's queues are numbered in this order, kind by
+// kind: models' QueueLayout); and its rank in the step's time breakdown, where an interval goes to the
+// instructions in flight of the lowest rank present: compute (1) before the ICI (2), the DMA (3) and the
+// host (4), so that only time no compute covers shows as exposed communication; 0 for a unit whose time is
+// never attributed (sync).
 struct UnitKindInfo {
   std::string_view name;
   bool per_core = false;
+  std::uint8_t time_rank = 0;
 };
+inline constexpr std::uint8_t kTimeRanks = 5;  // 0 .. the highest time_rank
 inline constexpr std::array<UnitKindInfo, kUnitKinds> kUnitKindInfo{{
-    {"mxu", true},
-    {"vpu", true},
-    {"dma", true},
-    {"ici", false},
-    {"host", false},
-    {"sync", false},
-    {"sparsecore", false},
+    {"mxu", true, 1},
+    {"vpu", true, 1},
+    {"dma", true, 3},
+    {"ici", false, 2},
+    {"host", false, 4},
+    {"sync", false, 0},
+    {"sparsecore", false, 1},
 }};
 [[nodiscard]] constexpr const UnitKindInfo& unit_info(UnitKind u) { return kUnitKindInfo[static_cast<std::size_t>(u)]; }
+[[nodiscard]] constexpr bool time_ranks_in_range() {
+  for (const UnitKindInfo& u : kUnitKindInfo) {
+    if (u.time_rank >= kTimeRanks) return false;
+  }
+  return true;
+}
+static_assert(time_ranks_in_range(), "every unit kind's time_rank is below kTimeRanks");
 
 struct Instruction {
   OpKind kind = OpKind::barrier;
