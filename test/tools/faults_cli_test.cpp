@@ -52,9 +52,14 @@ TEST_F(FaultsCli, AFaultAfterTheJobOfStepsEndsIsBadInputWithItsLineAndNothingIsW
   const Outcome v = tpusim("validate " + file.string());
   EXPECT_EQ(v.exit_code, 0) << v.err;
   EXPECT_NE(v.out.find("note: the job is given in steps (1000), so its end is known only once its step is "
-                       "simulated; run checks the fault's time against it"),
+                       "simulated; run checks the fault's time against it before it simulates any step with a fault"),
             std::string::npos)
       << v.out;
+  // Random faults only: the note names the bound on their rates, not a fault time.
+  const auto random = write("random.yaml", std::string(kJob) + "fault_rates: {chip_down: 1000 d}\n");
+  const Outcome r = tpusim("validate " + random.string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("simulated; run bounds the fault rates by it before"), std::string::npos) << r.out;
 }
 
 // A chip's six cables failing one by one: under reroute the sixth cuts the chip off and the plan is refused

@@ -395,11 +395,14 @@ int validate_command(const std::string& scenario_name, const std::vector<std::st
                              readable(estimated_run_bytes(s, programs), Quantity::bytes));
     if (s.job.enabled && s.job.duration.value() <= 0 && (!s.faults.faults.empty() || s.faults.rates.any())) {
       // The one check `ok` cannot cover: a job's end is job.steps x a step that only a simulation gives.
+      const std::size_t n = s.faults.faults.size();
+      const std::string listed = n == 0   ? ""
+                                 : n == 1 ? "checks the fault's time against it"
+                                          : "checks the faults' times against it";
+      const std::string rates = s.faults.rates.any() ? "bounds the fault rates by it" : "";
       std::cout << fmt::format("  note: the job is given in steps ({}), so its end is known only once its step is "
-                               "simulated; run checks the fault{} against it before it simulates any step with a "
-                               "fault{}\n",
-                               s.job.steps, s.faults.faults.size() == 1 ? "'s time" : "s' times",
-                               s.faults.rates.any() ? " (and bounds the fault rates by it)" : "");
+                               "simulated; run {}{}{} before it simulates any step with a fault\n",
+                               s.job.steps, listed, !listed.empty() && !rates.empty() ? " and " : "", rates);
     }
     return 0;
   });
