@@ -45,6 +45,11 @@ std::vector<Assumption> model_assumptions() {
       {"ICI operations in flight per chip", fmt::format("{}", net::kIciOperationsInFlight), "models/src/net/ici_unit.h",
        "collectives, sends and recvs a chip's ICI unit runs at once, started in order; not published, enough for "
        "a layer's overlapped all-gather, reduce-scatter, pipeline transfers and gradient buckets"},
+      {"a late recv's HBM write", "at the recv's start", "models/src/net/point_to_point.h",
+       "a send's bytes are written into the receiver's HBM once its recv has started (at once when it already "
+       "had): a recv posted after its eager send was delivered pays the write then, as a rendezvous would land "
+       "the bytes; the sender's read is charged when the send starts. A put's write into its destination is not "
+       "charged (nothing runs there)"},
       {"DCN latency", format_time(net::kDcnLatency), "models/src/net/transport.h",
        "one way between hosts of different pods (NIC, a few switch hops, host stack); not published"},
       {"per-host step jitter", host_jitter_default() + " (default of pod.host_jitter)", "models/src/host/step_jitter.h",

@@ -48,13 +48,16 @@ void ProgramIndex::note_uses(const ir::Instruction& ins, ir::UnitKind unit) {
   if (ins.streams_hbm()) use(BlockKind::hbm);  // a fused instruction's stream (kernels/program.h)
   if (const UnitBlock* runs = unit_block_for(unit)) use(runs->block);  // sync: the sequencer's own
   // What the unit reaches besides: the memories a transfer or a SparseCore gather moves between; a
-  // collective's reductions run on the VPU of its TensorCore and its steps read and write HBM (ici/chip_port.h).
+  // collective's reductions run on the VPU of its TensorCore and its steps read and write HBM (ici/chip_port.h),
+  // as sends and recvs do.
   if (unit == ir::UnitKind::dma || unit == ir::UnitKind::sparsecore) {
     use(memory_block(ins.src));
     use(memory_block(ins.dst));
   } else if (unit == ir::UnitKind::ici && ins.kind == ir::OpKind::collective) {
     use(BlockKind::vpu);
     use(BlockKind::hbm);
+  } else if (unit == ir::UnitKind::ici) {  // a send or recv reads or writes HBM; a put reads its source
+    use(is_remote_put(ins) ? memory_block(ins.src) : BlockKind::hbm);
   }
 }
 

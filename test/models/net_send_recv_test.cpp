@@ -1,6 +1,6 @@
 // Point-to-point send / recv over ICI (net/point_to_point.h): peer = offset along the first axis in mesh_axes;
-// a send completes when delivered, a recv (whose peer names its source) when the matching send has arrived.
-// One simulation per test process.
+// a send completes when delivered and read out of its HBM, a recv (whose peer names its source) when the
+// matching send has arrived and been written into its HBM. One simulation per test process.
 #include <string>
 
 #include "collective_test_support.h"
@@ -22,26 +22,55 @@ ir::Instruction p2p(ir::OpKind kind, int peer, std::uint64_t bytes = kBytes) {
   return ins;
 }
 
-// The SPMD shift: every chip sends to +1 and receives from -1; both complete after one link time and one hop.
-TEST(SendRecv, RingShiftCompletesAfterOneLinkTimeAndOneHop) {
+ir::Program shift() {
   ir::Program p("shift");
   p.add(p2p(ir::OpKind::send, +1), {}, "shift.send");
   p.add(p2p(ir::OpKind::recv, -1), {}, "shift.recv");
-  const SimResult r = simulate(pod_scenario({16}, true), single(std::move(p)), {});
+  return p;
+}
+
+// An HBM of `rate` bytes/s at full efficiency, no read/write turnaround.
+Scenario with_hbm(Scenario s, double rate) {
+  s.chip.hbm.bandwidth = BytesPerSecond(rate);
+  s.chip.hbm.efficiency = 1.0;
+  s.chip.hbm.turnaround = 0.0;
+  return s;
+}
+
+// The SPMD shift: every chip sends to +1 and receives from -1; both complete after one link time and one hop
+// (the HBM reads and writes the 8 MiB far faster than the 45 GB/s link moves it). Each chip's HBM is read and
+// written once.
+TEST(SendRecv, RingShiftCompletesAfterOneLinkTimeAndOneHop) {
+  const SimResult r = simulate(pod_scenario({16}, true), single(shift()), {});
   EXPECT_NEAR(r.step_time.value(), kOneHop, 1e-4 * kOneHop);
   EXPECT_EQ(r.ici_transfers, 16u);
   EXPECT_EQ(r.instructions_executed, 32u);
+  EXPECT_EQ(r.hbm_read.count(), 16 * kBytes);
+  EXPECT_EQ(r.hbm_written.count(), 16 * kBytes);
 }
 
-// A forward that depends on the receive: two shifts in sequence take twice as long.
-TEST(SendRecv, ForwardingAfterTheReceiveTakesTwoHopTimes) {
+// An HBM of 20 GB/s, slower than the link: the send's read and the recv's write of 8 MiB each share it from
+// the start, so the shift ends at 2 x 8 MiB / 20 GB/s (0.84 ms) instead of the link's 0.19 ms.
+TEST(SendRecv, ASlowHbmBoundsTheShiftByItsReadAndWrite) {
+  constexpr double kSlowHbm = 20e9;
+  const SimResult r = simulate(with_hbm(pod_scenario({4}, true), kSlowHbm), single(shift()), {});
+  const double expected = 2.0 * static_cast<double>(kBytes) / kSlowHbm;
+  EXPECT_NEAR(r.step_time.value(), expected, 1e-4 * expected);
+}
+
+// A forward that depends on the receive: two shifts in sequence. Each recv is posted once its own chip's send is
+// delivered, when the send it takes has arrived too, so it pays its write then (8 MiB at 1 TB/s, 8.4 us):
+// 2 x (one hop time + the write).
+TEST(SendRecv, ForwardingAfterTheReceiveTakesTwoHopTimesAndTwoWrites) {
+  constexpr double kHbm = 1e12;
   ir::Program p("relay");
   const std::uint32_t s0 = p.add(p2p(ir::OpKind::send, +1), {}, "relay.send0");
   const std::uint32_t r0 = p.add(p2p(ir::OpKind::recv, -1), {s0}, "relay.recv0");
   const std::uint32_t s1 = p.add(p2p(ir::OpKind::send, +1), {r0}, "relay.send1");
   p.add(p2p(ir::OpKind::recv, -1), {s1}, "relay.recv1");
-  const SimResult r = simulate(pod_scenario({4}, true), single(std::move(p)), {});
-  EXPECT_NEAR(r.step_time.value(), 2 * kOneHop, 1e-4 * kOneHop);
+  const SimResult r = simulate(with_hbm(pod_scenario({4}, true), kHbm), single(std::move(p)), {});
+  const double expected = 2 * (kOneHop + static_cast<double>(kBytes) / kHbm);
+  EXPECT_NEAR(r.step_time.value(), expected, 1e-4 * kOneHop);
 }
 
 // Roles: chip 0 computes for 1 ms before sending to chip 1 along axis 1 (mesh_axes = 0b10); chip 1 posts its

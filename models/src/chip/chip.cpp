@@ -130,7 +130,7 @@ Tick CollectiveSide::reserve_vpu(int core, std::uint32_t instr, Tick now, Tick d
 void CollectiveSide::keep(std::uint32_t slot, std::uint32_t token, std::uint32_t instr, std::uint64_t read,
                           std::uint64_t written, Tick spread) {
   if (hbm_ == nullptr) {
-    chip_.fail(instr, "a collective's HBM traffic on a chip whose HBM block does not take charges (MemoryBlock)");
+    chip_.fail(instr, "an ICI instruction's HBM traffic on a chip whose HBM block does not take charges (MemoryBlock)");
   }
   charges_.push_back(Charge{slot, token, read, written, spread});
 }

@@ -1,5 +1,6 @@
 #include "interconnect.h"
 
+#include <algorithm>
 #include <exception>
 #include <stdexcept>
 
@@ -90,14 +91,14 @@ void Interconnect::sync(Tick now) {
       }
     }
     delivered_.clear();
-    const bool timers = collectives_.fire_timers(now);
+    const bool timers = collectives_.fire_timers(now) | p2p_.fire_timers(now);  // both fire
     if (!deliveries && !timers && transport_.next_event() > now) break;
   }
   collectives_.flush_reductions(now);
 }
 
 void Interconnect::arm(Tick now) {
-  const Tick next = std::min(transport_.next_event(), collectives_.next_timer());
+  const Tick next = std::min({transport_.next_event(), collectives_.next_timer(), p2p_.next_timer()});
   if (next == kNever) return;
   // A pending notification at an earlier time wins over this one (sc_event keeps the earliest).
   event_.notify(sc_core::sc_time::from_value(next - now));
@@ -124,12 +125,14 @@ void Interconnect::start(std::uint32_t chip, std::uint32_t instr, Tick now) {
 // event armed (a pending earlier notification wins).
 void Interconnect::hbm_done(std::uint32_t chip, std::uint32_t token, Tick now) {
   bool timer = false;
+  // The slot's owner: a send, recv or put of the point-to-point engine, else a collective.
+  const auto done = [&](std::uint32_t c, Slot slot) {
+    return p2p_.owns(c, slot) ? p2p_.hbm_done(c, slot, now) : collectives_.hbm_done(c, slot, now);
+  };
   if (mirroring_ == nullptr) {
-    timer = collectives_.hbm_done(chip, token, now);
+    timer = done(chip, token);
   } else {
-    for (const MirrorCheck::Charger& c : mirroring_->charge_done(chip, token)) {
-      timer = collectives_.hbm_done(c.chip, c.slot, now) || timer;
-    }
+    for (const MirrorCheck::Charger& c : mirroring_->charge_done(chip, token)) timer = done(c.chip, c.slot) || timer;
   }
   if (timer) arm(now);
 }
@@ -142,7 +145,7 @@ void Interconnect::start_one(std::uint32_t chip, std::uint32_t instr, Tick now) 
   if (ins.kind == ir::OpKind::collective) {
     collectives_.start(chip, slot, instr, ins, d.plan, d.entry, now);
   } else {
-    p2p_.start(chip, slot, ins, d.target, now);
+    p2p_.start(chip, slot, instr, ins, d.target, now);
   }
   units_.end_start();
 }
@@ -153,6 +156,7 @@ void Interconnect::mirror(MirrorCheck& mirroring) {
   for (std::uint32_t c = 0; c < mirroring.chip_count(); ++c) {
     if (mirroring.mirrored(c)) units_.attach(c, nullptr);
     collectives_.attach_chip(c, mirroring.vpu(c));
+    p2p_.attach_chip(c, mirroring.vpu(c));
   }
 }
 

@@ -69,6 +69,7 @@ class Interconnect : public sc_core::sc_module, public NetworkPort {
   void attach_chip(std::uint32_t chip, sc_core::sc_event& wake, ChipPort& port) {
     units_.attach(chip, &wake);
     collectives_.attach_chip(chip, port);
+    p2p_.attach_chip(chip, port);
   }
   // Mirrored chips (mirror_check.h, mirror/mirroring.h): a representative's ICI instructions start on its
   // mirrors too, a mirror has no wake, every chip's reductions reserve through `mirroring`, and what reaches a

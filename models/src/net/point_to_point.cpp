@@ -16,7 +16,12 @@ int wrap(int a, int m) { return ((a % m) + m) % m; }
 }  // namespace
 
 PointToPoint::PointToPoint(Transport& transport, IciUnits& units)
-    : transport_(transport), units_(units), peers_(transport.topology().chip_count()) {}
+    : transport_(transport),
+      units_(units),
+      peers_(transport.topology().chip_count()),
+      ports_(transport.topology().chip_count(), nullptr),
+      slots_(static_cast<std::size_t>(transport.topology().chip_count()) * IciUnits::kSlots),
+      instr_(slots_.size(), 0) {}
 
 PointToPoint::Peer& PointToPoint::peer(std::uint32_t chip, std::uint32_t other) {
   std::vector<Peer>& peers = peers_[chip];
@@ -73,43 +78,111 @@ TargetId PointToPoint::target(const Origin& origin, const ir::Instruction& ins, 
   return transport_.add_target(t, origin);
 }
 
-void PointToPoint::start(std::uint32_t chip, Slot slot, const ir::Instruction& ins, TargetId target, Tick now) {
+void PointToPoint::start(std::uint32_t chip, Slot slot, std::uint32_t instr, const ir::Instruction& ins,
+                         TargetId target, Tick now) {
   const std::uint32_t other = transport_.destination(chip, target).value();
+  SlotState& s = state(chip, slot);
+  s = SlotState{true, true, false};
+  instr_[static_cast<std::size_t>(chip) * IciUnits::kSlots + slot] = instr;
   if (ins.kind == ir::OpKind::send || is_remote_put(ins)) {
     const bool put = ins.kind != ir::OpKind::send;
     const std::uint32_t number = put ? 0 : peer(chip, other).sent++;
     const TransferId id = transport_.start(chip, target, ins.bytes, now, Owner::point_to_point);
     if (id >= sent_.size()) sent_.resize(static_cast<std::size_t>(id) + 1);
     sent_[id] = Sent{slot, put, number};
+    if (put) {  // its source is read by the DMA when it is HBM (a put from VMEM reads none)
+      if (ins.src == ir::Memory::hbm) charge(chip, slot, instr, now, ins.bytes, 0);
+      return;
+    }
+    charge(chip, slot, instr, now, ins.bytes, 0);
+    // The receiver's write, once its recv has started.
+    Peer& at = peer(other, chip);
+    const auto r = std::find_if(at.posted.begin(), at.posted.end(),
+                                [&](const std::pair<std::uint32_t, Slot>& x) { return x.first == number; });
+    if (r == at.posted.end()) {
+      at.started.emplace_back(number, ins.bytes);
+      return;
+    }
+    const Slot recv = r->second;
+    at.posted.erase(r);
+    charge(other, recv, instr_[static_cast<std::size_t>(other) * IciUnits::kSlots + recv], now, 0, ins.bytes);
     return;
   }
   Peer& p = peer(chip, other);  // a recv: `other` is its source
   const std::uint32_t k = p.received++;
+  const auto st = std::find_if(p.started.begin(), p.started.end(),
+                               [&](const std::pair<std::uint32_t, std::uint64_t>& x) { return x.first == k; });
+  if (st != p.started.end()) {
+    const std::uint64_t bytes = st->second;
+    p.started.erase(st);
+    charge(chip, slot, instr, now, 0, bytes);
+  } else {
+    p.posted.emplace_back(k, slot);
+  }
   const auto d = std::find(p.delivered.begin(), p.delivered.end(), k);
   if (d != p.delivered.end()) {
     p.delivered.erase(d);
-    units_.finish(chip, slot);
+    s.moving = false;
+    settle(chip, slot);
     return;
   }
   p.waiting.emplace_back(k, slot);
+}
+
+void PointToPoint::charge(std::uint32_t chip, Slot slot, std::uint32_t instr, Tick now, std::uint64_t read,
+                          std::uint64_t written) {
+  if (read + written == 0) return;
+  state(chip, slot).hbm = true;
+  ports_[chip]->charge_hbm(slot, slot, instr, now, read, written, 0);
+}
+
+void PointToPoint::settle(std::uint32_t chip, Slot slot) {
+  SlotState& s = state(chip, slot);
+  if (s.moving || s.hbm) return;
+  s.active = false;
+  units_.finish(chip, slot);
 }
 
 void PointToPoint::on_delivered(TransferId id, Tick /*now*/) {
   const std::uint32_t src = transport_.source(id), dst = transport_.sink(id);
   const Sent sent = sent_[id];
   transport_.release(id);
-  units_.finish(src, sent.slot);  // the send (or put) is delivered
-  if (sent.put) return;           // one-sided: nothing for the destination to match
+  state(src, sent.slot).moving = false;
+  settle(src, sent.slot);  // the send (or put) is delivered
+  if (sent.put) return;    // one-sided: nothing for the destination to match
   Peer& p = peer(dst, src);
   const auto w = std::find_if(p.waiting.begin(), p.waiting.end(),
                               [&](const std::pair<std::uint32_t, Slot>& x) { return x.first == sent.number; });
   if (w != p.waiting.end()) {
     const Slot slot = w->second;
     p.waiting.erase(w);
-    units_.finish(dst, slot);
+    state(dst, slot).moving = false;
+    settle(dst, slot);
     return;
   }
   p.delivered.push_back(sent.number);
+}
+
+bool PointToPoint::hbm_done(std::uint32_t chip, Slot slot, Tick now) {
+  SlotState& s = state(chip, slot);
+  if (s.moving) {  // nothing waits for the HBM yet: the delivery completes it
+    s.hbm = false;
+    return false;
+  }
+  timers_.push_back(Timer{now + 1, chip, slot});
+  return true;
+}
+
+bool PointToPoint::fire_timers(Tick now) {
+  bool fired = false;
+  while (!timers_.empty() && timers_.front().at <= now) {
+    const Timer t = timers_.front();
+    timers_.pop_front();
+    state(t.chip, t.slot).hbm = false;
+    settle(t.chip, t.slot);
+    fired = true;
+  }
+  return fired;
 }
 
 }  // namespace tpusim::models::net
