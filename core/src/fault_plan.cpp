@@ -303,7 +303,7 @@ void resolve_fault_plan(const ConfigNode& tree, const PodSpec& pod, JobSpec& job
     if (diags.size() != before) continue;
     check_target(f, *target, path + ".target", pod, diags);
     check_parameters(f, origins, path, diags);
-    if (job.duration.value() > 0 && f.at.value() >= job.duration.value()) {
+    if (!job.given_in_steps() && f.at.value() >= job.duration.value()) {
       diags.error(f.loc, path + ".at", "the fault comes after the job ends",
                   fmt::format("a time before job.duration ({})", format_value(job.duration)), format_value(f.at));
     }

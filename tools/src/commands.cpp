@@ -228,7 +228,7 @@ int run_command(const RunArgs& args) {
       // A job given in steps: its length is known now; its fault plan is checked before any step with a fault
       // is simulated.
       models::check_fault_times_of_steps(scenario, result.step_time);
-      if (scenario.job.duration.value() <= 0) {
+      if (scenario.job.given_in_steps()) {
         guard_fault_rates(scenario, models::healthy_job_length(scenario, result.step_time));
       }
       const auto fault_start = std::chrono::steady_clock::now();
@@ -393,7 +393,7 @@ int validate_command(const std::string& scenario_name, const std::vector<std::st
                              s.pod.name, s.pod.chip_count(), s.pod.chip_count() == 1 ? "" : "s",
                              programs.programs.size(), programs.programs.size() == 1 ? "" : "s", instructions,
                              readable(estimated_run_bytes(s, programs), Quantity::bytes));
-    if (s.job.enabled && s.job.duration.value() <= 0 && (!s.faults.faults.empty() || s.faults.rates.any())) {
+    if (s.job.enabled && s.job.given_in_steps() && (!s.faults.faults.empty() || s.faults.rates.any())) {
       // The one check `ok` cannot cover: a job's end is job.steps x a step that only a simulation gives.
       const std::size_t n = s.faults.faults.size();
       const std::string listed = n == 0   ? ""

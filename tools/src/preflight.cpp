@@ -409,16 +409,17 @@ void guard_fault_rates(const Scenario& s, Seconds length) {
       (rate(chips, r.chip_down) + rate(cables, r.link_down) + rate(hosts, r.host_down)) * length.value();
   // A Poisson count with a mean of twice the cap stays below the cap with negligible probability.
   if (expected > 2.0 * static_cast<double>(models::kMaxJobFaults)) {
+    const bool steps = s.job.given_in_steps();
     throw ResourceRefused(fmt::format(
         "refused: fault_rates give about {:.3g} random faults over {} ({:.0f} chips, {:.0f} cables, "
         "{:.0f} hosts), far more than the {} a job meets before it stops; {}. Use longer mean times between "
         "failures (fault_rates) or a shorter {}",
         expected,
-        s.job.duration.value() > 0 ? "job.duration " + format_value(s.job.duration)
-                                   : fmt::format("job.steps {} (healthy: {})", s.job.steps, format_time(length)),
+        steps ? fmt::format("job.steps {} (healthy: {})", s.job.steps, format_time(length))
+              : "job.duration " + format_value(s.job.duration),
         chips, cables, hosts, models::kMaxJobFaults,
-        s.job.duration.value() > 0 ? "nothing was run" : "no step with a fault was simulated, nothing was written",
-        s.job.duration.value() > 0 ? "job.duration" : "job.steps"));
+        steps ? "no step with a fault was simulated, nothing was written" : "nothing was run",
+        steps ? "job.steps" : "job.duration"));
   }
 }
 

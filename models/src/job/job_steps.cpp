@@ -215,7 +215,7 @@ JobCosts job_costs(const Scenario& s, Seconds step, const FaultSteps& fault_step
 }
 
 Seconds healthy_job_length(const Scenario& s, Seconds step) {
-  if (s.job.duration.value() > 0) return s.job.duration;
+  if (!s.job.given_in_steps()) return s.job.duration;
   const int every = s.workload.checkpoint.every_steps;
   WorkloadSpec every_step = s.workload;  // one full checkpoint, as job_costs writes it
   every_step.checkpoint.every_steps = 1;
@@ -225,14 +225,12 @@ Seconds healthy_job_length(const Scenario& s, Seconds step) {
 }
 
 void check_fault_times_of_steps(const Scenario& s, Seconds step) {
-  if (s.job.duration.value() > 0) return;
+  if (!s.job.given_in_steps()) return;
   Diagnostics diags;
-  check_fault_times(s.faults, healthy_job_length(s, step),
-                    s.workload.checkpoint.every_steps > 0
-                        ? fmt::format("job.steps x the simulated step of {}, with a checkpoint written every {} steps",
-                                      format_value(step), s.workload.checkpoint.every_steps)
-                        : fmt::format("job.steps x the simulated step of {}", format_value(step)),
-                    diags);
+  const int every = s.workload.checkpoint.every_steps;
+  const std::string how = fmt::format("job.steps x the simulated step of {}", format_value(step)) +
+                          (every > 0 ? fmt::format(", with a checkpoint written every {} steps", every) : "");
+  check_fault_times(s.faults, healthy_job_length(s, step), how, diags);
   diags.throw_if_any();
 }
 

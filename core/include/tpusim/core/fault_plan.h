@@ -140,6 +140,9 @@ struct JobSpec {
   int spare_cubes = 0;           // spare_cube: idle 4x4x4 cubes the OCS can switch in
   InFlightPolicy in_flight = InFlightPolicy::lose;  // reroute: transfers on a link failing mid-step
   std::map<std::string, FieldOrigin> origins;
+
+  // The job's length is job.steps, not a duration: its end is known only once its step is simulated.
+  [[nodiscard]] bool given_in_steps() const { return duration.value() <= 0; }
 };
 
 struct FaultPlan {
