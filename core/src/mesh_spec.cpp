@@ -26,18 +26,24 @@ const std::vector<LogicalAxisInfo>& logical_axes() {
 }
 
 const std::vector<MeshAxisInfo>& known_mesh_axes() {
+  using S = MeshAxisInfo::Searched;
   static const std::vector<MeshAxisInfo> axes{
       // Placement ranks: tensor parallelism's per-layer all-reduces (or gathers and reduce-scatters) first, then
       // sequence, expert (all-to-all), FSDP (weights once per layer), data (gradients once per step), pipeline
       // (activations between stages).
-      {"data", "replicas: each holds the whole model and its share of the batch; gradients all-reduced", 5, true},
+      // The layout search: data and FSDP for every whole model, tensor for transformers, expert where they have
+      // experts, sequence (and tensor_sequence) for the training and forward steps of decoder-only or
+      // encoder-only transformers; pipeline is not searched.
+      {"data", "replicas: each holds the whole model and its share of the batch; gradients all-reduced", 5, true,
+       S::always, 0},
       {"fsdp", "shards the weights (embed) and the batch: weights all-gathered per layer, gradients reduce-scattered",
-       4},
-      {"tensor", "splits heads, d_ff and the vocabulary (Megatron tensor parallelism)", 0},
-      {"tensor_sequence", "tensor parallelism that also splits the norm regions' tokens (sequence parallelism)", 1},
-      {"sequence", "splits each sequence's tokens (context parallelism)", 2},
+       4, false, S::always, 1},
+      {"tensor", "splits heads, d_ff and the vocabulary (Megatron tensor parallelism)", 0, false, S::transformer, 2},
+      {"tensor_sequence", "tensor parallelism that also splits the norm regions' tokens (sequence parallelism)", 1,
+       false, S::whole_sequences, 5, "tensor", true},
+      {"sequence", "splits each sequence's tokens (context parallelism)", 2, false, S::whole_sequences, 4, "", true},
       {"pipeline", "splits the layers into stages (pipeline parallelism, workload.microbatches)", 6},
-      {"expert", "splits the experts of a mixture of experts, and the batch", 3},
+      {"expert", "splits the experts of a mixture of experts, and the batch", 3, false, S::moe, 3},
   };
   return axes;
 }

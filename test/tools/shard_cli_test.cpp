@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -239,6 +240,21 @@ TEST_F(ShardCli, LayoutSearchRunsEveryMeshThatFitsAndRanksThemByStepTime) {
   EXPECT_TRUE(dropped("{data: 1, fsdp: 2, tensor: 1, sequence: 2}", "needs 2.39 GiB per chip")) << o.out;
   const std::string csv = slurp(dir_ / "l" / "layouts.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 15);
+  // The manifest, appended as the 4 points finished (two at once), is left one line per file in name order, so
+  // the same search leaves the same folder: layouts.csv and the points' logs, none still marked in progress.
+  std::istringstream manifest(slurp(dir_ / "l" / ".tpusim-manifest"));
+  std::vector<std::string> names;
+  for (std::string line; std::getline(manifest, line);) {
+    const std::size_t tab = line.find('\t');
+    ASSERT_NE(tab, std::string::npos) << line;
+    EXPECT_NE(line.substr(0, tab), "*") << line;
+    names.push_back(line.substr(tab + 1));
+  }
+  EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
+  EXPECT_EQ(std::adjacent_find(names.begin(), names.end()), names.end());
+  EXPECT_EQ(names.front(), "layouts.csv");
+  EXPECT_EQ(std::count_if(names.begin(), names.end(), [](const std::string& n) { return n.rfind("points/", 0) == 0; }),
+            4);
 }
 
 // The cells of each line of a layouts.csv ("quoted" cells hold commas).

@@ -102,7 +102,24 @@ void factor(int n, const std::vector<std::string>& names, std::size_t i, std::ve
   }
 }
 
+// The catalogue's axes the layout search takes for some workload (core/mesh_spec.h), in their search order.
+std::vector<const MeshAxisInfo*> search_axes() {
+  std::vector<const MeshAxisInfo*> axes;
+  for (const MeshAxisInfo& a : known_mesh_axes()) {
+    if (a.searched != MeshAxisInfo::Searched::never) axes.push_back(&a);
+  }
+  std::stable_sort(axes.begin(), axes.end(),
+                   [](const MeshAxisInfo* a, const MeshAxisInfo* b) { return a->search_order < b->search_order; });
+  return axes;
+}
+
 }  // namespace
+
+std::string layout_axis_names() {
+  std::vector<std::string> names;
+  for (const MeshAxisInfo* a : search_axes()) names.push_back(a->name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
 
 int layouts_command(const LayoutsArgs& args, const std::string& self_exe) {
   if (const std::string bad = listed_badly(args); !bad.empty()) {
@@ -142,24 +159,39 @@ int layouts_command(const LayoutsArgs& args, const std::string& self_exe) {
                  "a training step; nothing was run\n";
     return 2;
   }
-  std::vector<std::string> names{"data", "fsdp"};
-  if (s.workload.model.kind == ModelKind::transformer) names.emplace_back("tensor");
-  if (s.workload.model.kind == ModelKind::transformer && s.workload.model.transformer.moe.experts > 0) {
-    names.emplace_back("expert");
-  }
-  // Sequence and context parallelism apply to training and forward steps of decoder-only or encoder-only
-  // transformers: there a sequence axis (context parallelism) is one more factor, named only where it is
-  // larger than 1.
+  // The axes searched for this workload (the catalogue's `searched`, core/mesh_spec.h), in their search order;
+  // an axis with `variant_of` (tensor_sequence) is tried on each mesh of that axis rather than as a factor.
   const auto& t = s.workload.model.transformer;
-  const bool whole_sequences = s.workload.model.kind == ModelKind::transformer &&
-                               t.architecture != Architecture::encoder_decoder &&
+  const bool transformer = s.workload.model.kind == ModelKind::transformer;
+  const bool whole_sequences = transformer && t.architecture != Architecture::encoder_decoder &&
                                (s.workload.step == StepKind::train || s.workload.step == StepKind::forward);
-  if (whole_sequences) names.emplace_back("sequence");
-  // The axes searched: every one above (and tensor_sequence beside tensor) unless --axes names some.
-  std::vector<std::string> searchable = names;
-  if (whole_sequences) searchable.emplace_back("tensor_sequence");
-  bool with_tensor_sequence = whole_sequences;  // each tensor mesh again as tensor_sequence
-  bool only_tensor_sequence = false;            // the tensor factor named tensor_sequence
+  const auto searched = [&](MeshAxisInfo::Searched w) {
+    switch (w) {
+      case MeshAxisInfo::Searched::never: return false;
+      case MeshAxisInfo::Searched::always: return true;
+      case MeshAxisInfo::Searched::transformer: return transformer;
+      case MeshAxisInfo::Searched::moe: return transformer && t.moe.experts > 0;
+      case MeshAxisInfo::Searched::whole_sequences: return whole_sequences;
+    }
+    return false;
+  };
+  std::vector<const MeshAxisInfo*> axes = search_axes();
+  axes.erase(std::remove_if(axes.begin(), axes.end(), [&](const MeshAxisInfo* a) { return !searched(a->searched); }),
+             axes.end());
+  std::vector<std::string> names;       // the factors
+  std::vector<std::string> searchable;  // what --axes may name
+  std::vector<const MeshAxisInfo*> variants;
+  for (const MeshAxisInfo* a : axes) {
+    searchable.push_back(a->name);
+    if (a->variant_of.empty()) {
+      names.push_back(a->name);
+    } else {
+      variants.push_back(a);
+    }
+  }
+  const auto given = [&](const std::string& a) {
+    return args.axes.empty() || std::find(args.axes.begin(), args.axes.end(), a) != args.axes.end();
+  };
   if (!args.axes.empty()) {
     for (const std::string& a : args.axes) {
       if (std::find(searchable.begin(), searchable.end(), a) != searchable.end()) continue;
@@ -174,39 +206,46 @@ int layouts_command(const LayoutsArgs& args, const std::string& self_exe) {
       }
       return 2;
     }
-    auto given = [&](const std::string& a) { return std::find(args.axes.begin(), args.axes.end(), a) != args.axes.end(); };
-    with_tensor_sequence = given("tensor") && given("tensor_sequence");
-    only_tensor_sequence = !given("tensor") && given("tensor_sequence");
-    std::vector<std::string> kept;
-    for (const std::string& n : names) {
-      if (given(n) || (n == "tensor" && only_tensor_sequence)) kept.push_back(n);
-    }
-    names = kept;
   }
+  // A variant named without its axis takes the axis's place among the factors (its meshes carry its name); named
+  // with it, each mesh of the axis is tried again under the variant.
+  std::vector<const MeshAxisInfo*> renamed, tried_beside;
+  for (const MeshAxisInfo* v : variants) {
+    if (!given(v->name)) continue;
+    (given(v->variant_of) ? tried_beside : renamed).push_back(v);
+  }
+  std::vector<std::string> kept;
+  for (const std::string& n : names) {
+    const bool stands_in = std::any_of(renamed.begin(), renamed.end(), [&](const auto* v) { return v->variant_of == n; });
+    if (given(n) || stands_in) kept.push_back(n);
+  }
+  names = kept;
+  const auto named_above_one = [](const std::string& n) {
+    const MeshAxisInfo* a = find_mesh_axis(n);
+    return a != nullptr && a->named_above_one;
+  };
   std::vector<Layout> meshes;
   std::vector<std::pair<std::string, int>> cur;
   factor(static_cast<int>(s.pod.chip_count()), names, 0, cur, meshes);
   for (Layout& l : meshes) {
-    if (only_tensor_sequence) {
-      for (auto& a : l.axes) {
-        if (a.first == "tensor") a.first = "tensor_sequence";
+    for (auto& a : l.axes) {
+      for (const MeshAxisInfo* v : renamed) {
+        if (a.first == v->variant_of) a.first = v->name;
       }
     }
     l.axes.erase(std::remove_if(l.axes.begin(), l.axes.end(),
-                                [&](const auto& a) {
-                                  return (a.first == "sequence" || a.first == "tensor_sequence") && a.second == 1 &&
-                                         l.axes.size() > 1;
-                                }),
+                                [&](const auto& a) { return named_above_one(a.first) && a.second == 1 && l.axes.size() > 1; }),
                  l.axes.end());
   }
-  // Each mesh with a tensor axis again with Megatron sequence parallelism on it (tensor_sequence).
-  if (with_tensor_sequence) {
+  // Each mesh with a variant's axis again with the variant on it (tensor_sequence: Megatron sequence
+  // parallelism on the tensor axis).
+  for (const MeshAxisInfo* v : tried_beside) {
     const std::size_t dense = meshes.size();
     for (std::size_t i = 0; i < dense; ++i) {
       Layout sp = meshes[i];
       for (auto& [name, size] : sp.axes) {
-        if (name != "tensor" || size < 2) continue;
-        name = "tensor_sequence";
+        if (name != v->variant_of || size < 2) continue;
+        name = v->name;
         meshes.push_back(sp);
       }
     }
@@ -330,6 +369,7 @@ int layouts_command(const LayoutsArgs& args, const std::string& self_exe) {
   }
   try {
     write_file_atomically(out / "layouts.csv", [&](std::ostream& f) { f << csv.str(); });
+    compact_manifest(out);  // the points' logs were listed as they finished, in any order
   } catch (const std::exception& e) {
     std::cerr << "tpusim layouts: cannot write " << (out / "layouts.csv").string() << ": " << e.what() << "\n";
     return 1;

@@ -23,5 +23,7 @@ struct LayoutsArgs {
 };
 
 int layouts_command(const LayoutsArgs& args, const std::string& self_exe);
+// The mesh axes the layout search can take (--axes), comma-separated in their search order.
+[[nodiscard]] std::string layout_axis_names();
 
 }  // namespace tpusim::tools

@@ -93,7 +93,7 @@ int run_main(int argc, char** argv) {
   layouts_cmd->add_option("--set", layouts.overrides, "override a field by dotted path")->allow_extra_args(false);
   layouts_cmd->add_option("-o,--out", layouts.out_dir, "output folder (default: out/<scenario name>-layouts)");
   layouts_cmd->add_option("-j,--jobs", layouts.jobs, "runs at once (default: every core)");
-  layouts_cmd->add_option("--axes", layouts.axes, "search only these mesh axes, comma-separated (data, fsdp, tensor, tensor_sequence, expert, sequence; default: every one the model has)")->delimiter(',');
+  layouts_cmd->add_option("--axes", layouts.axes, "search only these mesh axes, comma-separated (" + tpusim::tools::layout_axis_names() + "; default: every one the model has)")->delimiter(',');
   layouts_cmd->add_option("--microbatches", layouts.microbatches, "also search these workload.microbatches values, comma-separated (every combination with the mesh)")->delimiter(',');
   layouts_cmd->add_option("--remat", layouts.remat, "also search these workload.remat policies, comma-separated (e.g. full,minimal)")->delimiter(',');
   layouts_cmd->add_option("--overlap", layouts.overlap, "also search workload.overlap: on,off")->delimiter(',');

@@ -71,6 +71,14 @@ struct MeshAxisInfo {
   // The axis the slices of a multislice pod go to when its size is a multiple of the slices (else the
   // outermost such axis).
   bool takes_slices = false;
+  // The layout search (`tpusim layouts`): the workloads it searches the axis for, the axis's place in a
+  // searched mesh's factors, the axis whose meshes it is tried on instead as a factor of its own (tensor_sequence
+  // on each tensor mesh), and whether a searched mesh names it only at a size above 1.
+  enum class Searched : std::uint8_t { never, always, transformer, moe, whole_sequences };
+  Searched searched = Searched::never;
+  int search_order = 0;
+  std::string variant_of;
+  bool named_above_one = false;
 };
 [[nodiscard]] const std::vector<MeshAxisInfo>& known_mesh_axes();
 // The catalogue entry of mesh axis `name`, or nullptr for a name outside it.
