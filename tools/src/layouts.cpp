@@ -216,7 +216,8 @@ int layouts_command(const LayoutsArgs& args, const std::string& self_exe) {
   }
   std::vector<std::string> kept;
   for (const std::string& n : names) {
-    const bool stands_in = std::any_of(renamed.begin(), renamed.end(), [&](const auto* v) { return v->variant_of == n; });
+    const bool stands_in =
+        std::any_of(renamed.begin(), renamed.end(), [&](const auto* v) { return v->variant_of == n; });
     if (given(n) || stands_in) kept.push_back(n);
   }
   names = kept;
@@ -233,9 +234,8 @@ int layouts_command(const LayoutsArgs& args, const std::string& self_exe) {
         if (a.first == v->variant_of) a.first = v->name;
       }
     }
-    l.axes.erase(std::remove_if(l.axes.begin(), l.axes.end(),
-                                [&](const auto& a) { return named_above_one(a.first) && a.second == 1 && l.axes.size() > 1; }),
-                 l.axes.end());
+    const auto unnamed = [&](const auto& a) { return named_above_one(a.first) && a.second == 1 && l.axes.size() > 1; };
+    l.axes.erase(std::remove_if(l.axes.begin(), l.axes.end(), unnamed), l.axes.end());
   }
   // Each mesh with a variant's axis again with the variant on it (tensor_sequence: Megatron sequence
   // parallelism on the tensor axis).
