@@ -1,5 +1,6 @@
 // The job's simulated steps (contract in tpusim/models/job_steps.h; models/README.md "Job").
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -14,6 +15,43 @@ namespace tpusim::models {
 namespace {
 
 bool link_kind(FaultKind k) { return k == FaultKind::link_down || k == FaultKind::ocs_port_down; }
+
+// What a fault of each kind does to the step it is simulated in, in FaultKind's order (core/fault_plan.h's
+// catalogue): sets the options of that step, or returns false when the kind has no step of its own (chip_down
+// and host_down stop the job, whose recovery the timeline prices; a cable down under a policy other than
+// reroute restarts the job on a repaired slice).
+using StepEffect = bool (*)(const FaultSpec&, const ConcreteFault&, const Topology&, bool reroute, SimOptions&);
+bool no_step(const FaultSpec&, const ConcreteFault&, const Topology&, bool, SimOptions&) { return false; }
+bool cable_down(const FaultSpec&, const ConcreteFault& f, const Topology& topo, bool reroute, SimOptions& o) {
+  if (reroute) o.failed.add_cable(topo, f.link);
+  return reroute;
+}
+constexpr std::array<StepEffect, kFaultKinds> kStepEffects{{
+    no_step,     // chip_down
+    cable_down,  // link_down
+    [](const FaultSpec& spec, const ConcreteFault& f, const Topology&, bool, SimOptions& o) {  // link_degraded
+      o.degraded_links.push_back({f.link, spec.bandwidth_fraction, spec.added_latency, spec.bit_error_rate});
+      return true;
+    },
+    cable_down,  // ocs_port_down
+    no_step,     // host_down
+    [](const FaultSpec& spec, const ConcreteFault& f, const Topology&, bool, SimOptions& o) {  // hbm_degraded
+      o.degraded_chips.push_back({f.chip, 1.0, spec.bandwidth_fraction});
+      return true;
+    },
+    [](const FaultSpec& spec, const ConcreteFault& f, const Topology&, bool, SimOptions& o) {  // straggler
+      o.degraded_chips.push_back({f.chip, spec.clock_fraction, 1.0});
+      return true;
+    },
+}};
+static_assert(
+    [] {
+      for (const StepEffect e : kStepEffects) {
+        if (e == nullptr) return false;
+      }
+      return true;
+    }(),
+    "kStepEffects gives every fault kind its effect");
 
 // One step simulated by the runner; a step with failed links is routed around them.
 FaultStep simulate_step(StepRunner& runner, const Scenario& s, const SimOptions& options, std::string what) {
@@ -65,29 +103,17 @@ FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, Seconds healthy,
     step.fault_target = f.target();
     step.fault_name = fmt::format("{} {}", fault_kind_name(f.spec.kind), step.fault_target);
     step.fault_kind = f.spec.kind;
-    if (f.spec.kind != FaultKind::link_down && f.spec.kind != FaultKind::ocs_port_down &&
-        f.spec.kind != FaultKind::link_degraded) {
-      step.fault_chip = f.chip.value();
-    } else {
+    const FaultComponent on = fault_info(f.spec.kind).component;
+    if (on == FaultComponent::link || on == FaultComponent::ocs_link) {
       step.fault_link = f.link;
+    } else {
+      step.fault_chip = f.chip.value();
     }
   };
   for (const FaultSpec& spec : s.faults.faults) {
     const ConcreteFault f = concrete_fault(spec, topo, s.seed);
     SimOptions o;
-    switch (spec.kind) {
-      case FaultKind::link_down:
-      case FaultKind::ocs_port_down:
-        if (!reroute_) continue;  // the other policies restart on a repaired slice
-        o.failed.add_cable(topo, f.link);
-        break;
-      case FaultKind::link_degraded:
-        o.degraded_links.push_back({f.link, spec.bandwidth_fraction, spec.added_latency, spec.bit_error_rate});
-        break;
-      case FaultKind::hbm_degraded: o.degraded_chips.push_back({f.chip, 1.0, spec.bandwidth_fraction}); break;
-      case FaultKind::straggler: o.degraded_chips.push_back({f.chip, spec.clock_fraction, 1.0}); break;
-      default: continue;
-    }
+    if (!kStepEffects[static_cast<std::size_t>(spec.kind)](spec, f, topo, reroute_, o)) continue;
     by_fault_[spec.index] = steps_.size();
     FaultStep step =
         simulate_step(runner, s, o, fmt::format("{} {}", f.target(), fault_kind_name(spec.kind)));
