@@ -177,31 +177,37 @@ std::vector<BlockKindInfo> make_catalogue() {
   std::vector<BlockKindInfo> kinds{
       {K::tensorcore, "tensorcore",
        "a TensorCore: runs its MXU, VPU and DMA queues of the program; count = TensorCores per chip",
-       BlockScope::chip, true, 1, 255, {}, &none},
+       BlockScope::chip, true, 1, 255, {}, &none, "runs its MXU, VPU and DMA queues"},
       {K::mxu, "mxu", "the systolic arrays of a TensorCore (a matmul's tiles go round-robin over them); count = "
        "MXUs per TensorCore", BlockScope::tensorcore, true, 1, 64,
        {{"results", "the unit that pops the matmul results (occupying it for result_pop_cycles)", {K::vpu}, {}},
         {"memory", "the memory a fused matmul's operands stream from and its results to (kernels/program.h)",
          {K::hbm}, {}}},
-       &mxu},
+       &mxu, "{rows} x {cols} systolic arrays, {dataflow}"},
       {K::vpu, "vpu", "the vector unit of a TensorCore", BlockScope::tensorcore, true, 1, 1,
        {{"memory", "the memory a fused vector op's operands stream from and its results to (kernels/program.h)",
          {K::hbm}, {}}},
-       &vpu},
+       &vpu, "{lanes} lanes x {sublanes} sublanes x {alus} ALUs"},
       {K::vmem, "vmem", "the vector memory (unified buffer) of a TensorCore: capacity is enforced, bandwidth "
-       "bounds matmul and vector operands and VMEM -> VMEM copies", BlockScope::tensorcore, true, 1, 1, {}, &vmem},
+       "bounds matmul and vector operands and VMEM -> VMEM copies", BlockScope::tensorcore, true, 1, 1, {}, &vmem,
+       "{capacity} at {bandwidth}, {scheduler} scheduler"},
       {K::cmem, "cmem", "common memory shared by the TensorCores, between HBM and VMEM (v4)", BlockScope::chip,
-       false, 0, 1, {}, &cmem},
-      {K::hbm, "hbm", "high-bandwidth memory", BlockScope::chip, true, 1, 1, {}, &hbm},
+       false, 0, 1, {}, &cmem, "{capacity} at {bandwidth}, {scheduler} scheduler"},
+      {K::hbm, "hbm", "high-bandwidth memory", BlockScope::chip, true, 1, 1, {}, &hbm,
+       "{capacity} at {bandwidth}, {channels} channels, {latency} read latency, {scheduler} scheduler"},
       {K::dma, "dma", "the DMA engine: one descriptor queue per TensorCore moving data between the memories it "
        "reaches", BlockScope::chip, true, 1, 1,
-       {{"memory", "a memory its transfers read or write", memories, {K::hbm, K::vmem}}}, &dma},
+       {{"memory", "a memory its transfers read or write", memories, {K::hbm, K::vmem}}}, &dma,
+       "{outstanding} transfers in flight per TensorCore queue"},
       {K::host, "host", "the host CPU and its PCIe link: host work (infeed, checkpoints, syncs) and host memory "
-       "for DMAs", BlockScope::chip, true, 1, 1, {}, &host},
-      {K::ici, "ici", "the chip's ICI ports into the pod's interconnect", BlockScope::chip, true, 1, 1, {}, &ici},
+       "for DMAs", BlockScope::chip, true, 1, 1, {}, &host,
+       "PCIe {pcie_bandwidth} each way, {chips_per_host} chips per host"},
+      {K::ici, "ici", "the chip's ICI ports into the pod's interconnect", BlockScope::chip, true, 1, 1, {}, &ici,
+       "{links} links x {link_bandwidth} one way, {hop_latency} per hop"},
       {K::sparsecore, "sparsecore", "SparseCores: embedding-table gathers and pooling beside the TensorCores "
        "(v4, v5p); count = SparseCores per chip", BlockScope::chip, false, 0, 64,
-       {{"memory", "the memory holding the embedding tables", {K::hbm, K::cmem}, {}}}, &sparsecore},
+       {{"memory", "the memory holding the embedding tables", {K::hbm, K::cmem}, {}}}, &sparsecore,
+       "{tiles} tiles x {lanes} lanes each"},
   };
   return kinds;
 }

@@ -15,29 +15,24 @@ namespace {
 
 using Rendered = std::map<std::string, std::string>;
 
-// One line on what a block is, from its resolved fields.
+// One line on what a block is: its kind's summary (core/chip_blocks.h) with each {key} replaced by the block's
+// resolved field ("?" where it has none).
 std::string summary(const ChipBlock& b, const Rendered& v) {
-  const auto f = [&](const char* field) {
-    const auto it = v.find(b.name + "." + field);
-    return it == v.end() ? std::string("?") : it->second;
-  };
-  switch (b.kind) {
-    case BlockKind::tensorcore: return "runs its MXU, VPU and DMA queues";
-    case BlockKind::mxu: return fmt::format("{} x {} systolic arrays, {}", f("rows"), f("cols"), f("dataflow"));
-    case BlockKind::vpu: return fmt::format("{} lanes x {} sublanes x {} ALUs", f("lanes"), f("sublanes"), f("alus"));
-    case BlockKind::vmem:
-    case BlockKind::cmem: return fmt::format("{} at {}, {} scheduler", f("capacity"), f("bandwidth"), f("scheduler"));
-    case BlockKind::hbm:
-      return fmt::format("{} at {}, {} channels, {} read latency, {} scheduler", f("capacity"), f("bandwidth"),
-                         f("channels"), f("latency"), f("scheduler"));
-    case BlockKind::dma: return fmt::format("{} transfers in flight per TensorCore queue", f("outstanding"));
-    case BlockKind::host:
-      return fmt::format("PCIe {} each way, {} chips per host", f("pcie_bandwidth"), f("chips_per_host"));
-    case BlockKind::ici: return fmt::format("{} links x {} one way, {} per hop", f("links"), f("link_bandwidth"),
-                                            f("hop_latency"));
-    case BlockKind::sparsecore: return fmt::format("{} tiles x {} lanes each", f("tiles"), f("lanes"));
+  const std::string_view text = block_kind(b.kind).summary;
+  std::string out;
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t open = text.find('{', i);
+    const std::size_t close = open == std::string_view::npos ? open : text.find('}', open);
+    if (close == std::string_view::npos) {
+      out.append(text.substr(i));
+      break;
+    }
+    out.append(text.substr(i, open - i));
+    const auto it = v.find(b.name + "." + std::string(text.substr(open + 1, close - open - 1)));
+    out += it == v.end() ? std::string("?") : it->second;
+    i = close + 1;
   }
-  return "";
+  return out;
 }
 
 std::string label(const ChipBlock& b) {

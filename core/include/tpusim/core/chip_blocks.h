@@ -35,6 +35,9 @@ struct BlockKindInfo {
   int max_count = 1;
   std::vector<BlockPort> ports;
   const FieldTable<ChipSpec>* fields = nullptr;  // keys relative to the block ("bandwidth")
+  // One line on what a block of the kind is, for `tpusim describe chip`: each {key} is the block's resolved
+  // field of that key.
+  std::string_view summary;
 };
 
 // Every kind, indexed by BlockKind.
