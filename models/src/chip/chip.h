@@ -66,12 +66,12 @@ class Chip : public sc_core::sc_module, public ChipPort {
   // MXU's result pops (ResultDrain), after what the VPU holds. It does not wake the chip (the sequencer counts
   // the reserved time, InstructionUnit::busy_between). Fails instruction `instr` if the core has no VPU.
   Tick reserve_vpu(int core, std::uint32_t instr, Tick now, Tick duration) override;
-  // A collective's HBM traffic (ici/chip_port.h): kept until the chip's activation at `now` (the chip wakes
-  // for it when it comes from outside one), which charges it to the HBM block (MemoryBlock::charge) as the
-  // transfer of ICI engine kFirstIciEngine + slot, capped at the channel share of its larger direction
-  // (hbm_channel_share) and, with a `spread`, at its bytes over that time at the HBM's rate (less the
-  // turnaround when it reads and writes); when the HBM has moved it, the activation reports
-  // Interconnect::hbm_done. Fails instruction `instr` if the chip has no HBM block that takes charges.
+  // An ICI instruction's HBM traffic (ici/chip_port.h: a collective's step, a send, recv or put): kept until
+  // the chip's activation at `now` (the chip wakes for it when it comes from outside one), which charges it to
+  // the HBM block (MemoryBlock::charge) as the transfer of ICI engine kFirstIciEngine + slot, capped at the
+  // channel share of its larger direction (hbm_channel_share) and, with a `spread`, at its bytes over that time
+  // at the HBM's rate (less the turnaround when it reads and writes); when the HBM has moved it, the activation
+  // reports Interconnect::hbm_done. Fails instruction `instr` if the chip has no HBM block that takes charges.
   void charge_hbm(std::uint32_t slot, std::uint32_t token, std::uint32_t instr, Tick now, std::uint64_t read,
                   std::uint64_t written, Tick spread) override;
   // The chip has an activation of its own (its timed event, not a wake by the interconnect) at `now`, pending
@@ -95,7 +95,7 @@ class Chip : public sc_core::sc_module, public ChipPort {
   std::vector<std::unique_ptr<Block>> blocks_;  // chip-level, in composition order (TensorCores own theirs)
   std::vector<Block*> all_;                     // every block, TensorCore children included, in build order
   std::vector<InstructionUnit*> retire_order_;  // per TensorCore its MXU then VPU, then DMA, host, ICI
-  CollectiveSide collective_;                   // its collectives' VPU reservations and HBM charges
+  CollectiveSide collective_;                   // its collectives' VPU reservations, its ICI HBM charges
   bool activating_ = false;
   Sequencer sequencer_;
   bool reported_ = false;  // finished, and told the run control

@@ -1,7 +1,7 @@
 #pragma once
-// The chip's side of its collectives (ici/chip_port.h): the TensorCores' VPUs that their reductions reserve,
-// and their steps' HBM traffic, kept from the network's call until the chip's next activation charges it to
-// the HBM block. The chip (chip/chip.h) owns one, wires it as it builds its blocks and forwards its ChipPort
+// The chip's side of its collectives, sends and recvs (ici/chip_port.h): the TensorCores' VPUs that the
+// collectives' reductions reserve, and the HBM traffic of their steps and of the sends and recvs, kept from the
+// network's call until the chip's next activation charges it to the HBM block. The chip (chip/chip.h) owns one, wires it as it builds its blocks and forwards its ChipPort
 // calls to it.
 #include <algorithm>
 #include <cstdint>
