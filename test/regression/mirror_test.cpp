@@ -4,8 +4,8 @@
 // chips ran) or, for the forced mismatch (TPUSIM_MIRROR=mismatch), that the run fell back to every chip (and
 // a warning on stderr must say so once). The scenarios: the 175B step cut to 64 chips (one class of 64: FSDP
 // all-gathers in flight during compute, tensor all-reduces, every chip traced), the same on 512 chips (tensor
-// on 4-chip segments of x: 4 classes of 128), a two-slice data-parallel step over the DCN (8 classes), and the
-// forced mismatch.
+// on 4-chip segments of x: 4 classes of 128), a two-slice data-parallel step over the DCN (8 classes), a
+// 4-stage pipeline (send / recv, 4 classes), and the forced mismatch.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -97,6 +97,13 @@ INSTANTIATE_TEST_SUITE_P(
              "on", "4 of 512 chips simulated, 508 mirrored; inputs verified"},
         Case{"multislice_dcn", "multislice-v5e-2x16x16 --set fidelity.links=flow", "on",
              "8 of 512 chips simulated, 504 mirrored; inputs verified"},
+        // Pipeline stages exchanging activations and gradients by send / recv, each charging the HBM at both
+        // ends (a recv's write from the other stage's send): 4 stages of fsdp 4 x tensor 4 on a v4 cube.
+        Case{"pipeline_send_recv",
+             "gpt3-1.3b-fsdp-tensor-v4-2x2x1 --set pod=v4-4x4x4 --set workload.mesh.fsdp=4 --set "
+             "workload.mesh.tensor=4 --set workload.mesh.pipeline=4 --set workload.batch=32 --set "
+             "workload.microbatches=4 --set workload.model.layers=4",
+             "on", "4 of 64 chips simulated, 60 mirrored; inputs verified"},
         Case{"forced_mismatch_falls_back",
              k175bCut + "--set pod=v4-4x4x4 --set workload.mesh.fsdp=16 --set workload.batch=32 "
                         "--set workload.model.layers=1",
