@@ -10,9 +10,11 @@ namespace tpusim {
 
 const std::vector<LogicalAxisInfo>& logical_axes() {
   static const std::vector<LogicalAxisInfo> axes{
-      {"batch", {"data", "fsdp", "expert"}, "the examples of a step (data parallelism; FSDP splits the batch too)"},
+      {"batch", {"data", "fsdp", "fsdp_transpose", "expert"},
+       "the examples of a step (data parallelism; FSDP splits the batch too)"},
       {"length", {"sequence"}, "the tokens of each sequence (context parallelism: attention gathers the keys)"},
-      {"embed", {"fsdp"}, "d_model of the weights (FSDP / ZeRO-3 storage of weights, gradients, optimizer state)"},
+      {"embed", {"fsdp", "fsdp_transpose"},
+       "d_model of the weights (FSDP / ZeRO-3 storage of weights, gradients, optimizer state)"},
       {"heads", {"tensor", "tensor_sequence"}, "attention heads (tensor parallelism)"},
       {"kv_heads", {"tensor", "tensor_sequence"}, "key/value heads; over the same axes as heads"},
       {"mlp", {"tensor", "tensor_sequence"}, "d_ff of the MLP and the experts (tensor parallelism)"},
@@ -38,6 +40,15 @@ const std::vector<MeshAxisInfo>& known_mesh_axes() {
        S::always, 0},
       {"fsdp", "shards the weights (embed) and the batch: weights all-gathered per layer, gradients reduce-scattered",
        4, false, S::always, 1},
+      // MaxText's second FSDP axis: it splits the batch and the weights' storage as fsdp does, but MaxText's
+      // rules put it on the MLP weights' d_ff (mlp) rather than on their d_model. Which dimension of a stored
+      // shard it splits changes neither the bytes each layer gathers and reduce-scatters nor the matmul, which
+      // runs on the gathered weight, so here it shards embed beside fsdp (kernels/README.md, "FSDP-transpose").
+      // Not searched: for the layout search it is fsdp over more chips.
+      {"fsdp_transpose",
+       "a second FSDP axis (MaxText's): shards the batch and the weights' storage; gathered and reduce-scattered "
+       "with fsdp",
+       4},
       {"tensor", "splits heads, d_ff and the vocabulary (Megatron tensor parallelism)", 0, false, S::transformer, 2},
       {"tensor_sequence", "tensor parallelism that also splits the norm regions' tokens (sequence parallelism)", 1,
        false, S::whole_sequences, 5, "tensor", true},

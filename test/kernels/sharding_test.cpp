@@ -2,6 +2,7 @@
 // against hand counts.
 #include <algorithm>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "tpusim/kernels/lowering.h"
 #include "tpusim/kernels/mesh.h"
 #include "tpusim/kernels/model_params.h"
+#include "tpusim/kernels/program_io.h"
 #include "tpusim/kernels/sharding.h"
 
 #include <gtest/gtest.h>
@@ -160,6 +162,35 @@ TEST(Sharding, ShardShapesFollowTheRules) {
   EXPECT_EQ(s.vocab, 1024);
   EXPECT_EQ(s.weight_shards, 2);
   EXPECT_EQ(s.seq_len, 128);
+}
+
+// MaxText's fsdp_transpose is a second FSDP axis: it splits the batch and the weights' storage, and each layer
+// gathers its weights (and reduce-scatters their gradients) over it and fsdp together. Its MLP weights split
+// d_ff rather than d_model there, which moves the same bytes, so the step is FSDP over both axes' chips: on a
+// 2x2x2 torus, {data 2, fsdp 2, fsdp_transpose 2} lowers to the very program of {data 2, fsdp 4} (fsdp on x,
+// fsdp_transpose on y: the 2x2 group fsdp 4 takes).
+TEST(Sharding, FsdpTransposeIsASecondFsdpAxisOverTheBatchAndTheWeights) {
+  const WorkloadSpec w = small(16, mesh({{"data", 2}, {"fsdp", 2}, {"fsdp_transpose", 2}}));
+  const ShardingPlan plan = make_sharding(w, pod({2, 2, 2}));
+  const ShardView s = shard_view(w, plan);
+  EXPECT_EQ(s.batch, 2);          // 16 / (data 2 x fsdp 2 x fsdp_transpose 2)
+  EXPECT_EQ(s.weight_shards, 4);  // fsdp 2 x fsdp_transpose 2
+  EXPECT_EQ(s.d_ff, 1024);        // d_ff is not split for the matmuls: they run on the gathered weights
+  EXPECT_EQ(plan.shards(LogicalAxis::batch), 8);
+  EXPECT_EQ(plan.shards(LogicalAxis::embed), 4);
+  EXPECT_EQ(plan.shards(LogicalAxis::mlp), 1);
+
+  auto text = [](const WorkloadSpec& spec) {
+    const LoweredWorkload l = lower(spec, roomy(), pod({2, 2, 2}));
+    std::ostringstream out;
+    write_program_json(l.programs, out);
+    return std::pair{out.str(), l.memory->total().as_double()};
+  };
+  const auto [transposed, transposed_bytes] = text(w);
+  const auto [fsdp, fsdp_bytes] = text(small(16, mesh({{"data", 2}, {"fsdp", 4}})));
+  EXPECT_EQ(transposed, fsdp);
+  EXPECT_EQ(transposed_bytes, fsdp_bytes);
+  EXPECT_NE(transposed.find("fsdp"), std::string::npos);  // the program has FSDP gathers to compare
 }
 
 TEST(Sharding, FewerKvHeadsThanTheTensorAxisAreReplicated) {

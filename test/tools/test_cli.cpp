@@ -314,10 +314,11 @@ TEST_F(Cli, DescribeParamsListsEveryShardingKeyTheParserAccepts) {
                                  "norm_length", "activation_embed"}) {
     EXPECT_NE(o.out.find("  sharding." + axis + " "), std::string::npos) << axis;
   }
-  for (const std::string axis : {"data", "fsdp", "tensor", "tensor_sequence", "sequence", "pipeline", "expert"}) {
+  for (const std::string axis : {"data", "fsdp", "fsdp_transpose", "tensor", "tensor_sequence", "sequence", "pipeline",
+                                 "expert"}) {
     EXPECT_NE(o.out.find("  mesh." + axis + " "), std::string::npos) << axis;
   }
-  EXPECT_NE(o.out.find("  sharding.batch               list of mesh axes default [data, fsdp, expert]"),
+  EXPECT_NE(o.out.find("  sharding.batch               list of mesh axes default [data, fsdp, fsdp_transpose, expert]"),
             std::string::npos);
   EXPECT_NE(o.out.find("  mesh_mapping.<axis>"), std::string::npos);
   const fs::path bad = write("shard.yaml", R"(name: s
