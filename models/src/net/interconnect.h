@@ -1,7 +1,7 @@
 #pragma once
 // The pod's interconnect: the composition root of the network and its one SystemC process. It builds the
 // pieces, each with its own contract and file:
-//   transport.h          links (chunked or flow), routes and their cache, OCS circuits, DCN NICs
+//   transport.h          links (chunked or flow), routes and their cache, DCN NICs
 //   collective_engine.h  collective plans, their steps and reductions, SPMD matching
 //   point_to_point.h     send / recv matching, remote DMA puts
 //   statistics.h         per-collective and per-link statistics for the SimResult
@@ -92,7 +92,6 @@ class Interconnect : public sc_core::sc_module, public NetworkPort {
   // Mirroring: every ICI unit is empty (the run has ended; reports to the Mirroring).
   void check_mirrors_end();
 
-  [[nodiscard]] OcsFabric& ocs() { return transport_.ocs(); }
   [[nodiscard]] const char* link_model_name() const { return transport_.link_model_name(); }
   [[nodiscard]] const char* router_name() const { return transport_.router_name(); }
 

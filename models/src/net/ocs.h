@@ -6,8 +6,10 @@
 // insertion delay is inside the per-hop latency).
 //
 // Used by fault recovery (swap in a spare cube: remap the failed cube's ports to the spare's,
-// models/src/job/recovery_spare_cube.cpp); the run itself only reads the map. Spare cube s (0-based) has ports
-// ports_used + 2s (+ face) and ports_used + 2s + 1 (- face) on every OCS, unconnected until remapped.
+// models/src/job/recovery_spare_cube.cpp), between steps. A step holds none: its optical links are the
+// topology's, and an ocs_port_down fault reaches them through the topology's port map (FaultSet::add_ocs_port).
+// Spare cube s (0-based) has ports ports_used + 2s (+ face) and ports_used + 2s + 1 (- face) on every OCS,
+// unconnected until remapped.
 // Plain C++, no SystemC.
 #include <cstdint>
 #include <optional>

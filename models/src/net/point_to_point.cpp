@@ -20,8 +20,7 @@ PointToPoint::PointToPoint(Transport& transport, IciUnits& units)
       units_(units),
       peers_(transport.topology().chip_count()),
       ports_(transport.topology().chip_count(), nullptr),
-      slots_(static_cast<std::size_t>(transport.topology().chip_count()) * IciUnits::kSlots),
-      instr_(slots_.size(), 0) {}
+      slots_(static_cast<std::size_t>(transport.topology().chip_count()) * IciUnits::kSlots) {}
 
 PointToPoint::Peer& PointToPoint::peer(std::uint32_t chip, std::uint32_t other) {
   std::vector<Peer>& peers = peers_[chip];
@@ -82,8 +81,7 @@ void PointToPoint::start(std::uint32_t chip, Slot slot, std::uint32_t instr, con
                          TargetId target, Tick now) {
   const std::uint32_t other = transport_.destination(chip, target).value();
   SlotState& s = state(chip, slot);
-  s = SlotState{true, true, false};
-  instr_[static_cast<std::size_t>(chip) * IciUnits::kSlots + slot] = instr;
+  s = SlotState{true, true, false, instr};
   if (ins.kind == ir::OpKind::send || is_remote_put(ins)) {
     const bool put = ins.kind != ir::OpKind::send;
     const std::uint32_t number = put ? 0 : peer(chip, other).sent++;
@@ -91,10 +89,10 @@ void PointToPoint::start(std::uint32_t chip, Slot slot, std::uint32_t instr, con
     if (id >= sent_.size()) sent_.resize(static_cast<std::size_t>(id) + 1);
     sent_[id] = Sent{slot, put, number};
     if (put) {  // its source is read by the DMA when it is HBM (a put from VMEM reads none)
-      if (ins.src == ir::Memory::hbm) charge(chip, slot, instr, now, ins.bytes, 0);
+      if (ins.src == ir::Memory::hbm) charge(chip, slot, now, ins.bytes, 0);
       return;
     }
-    charge(chip, slot, instr, now, ins.bytes, 0);
+    charge(chip, slot, now, ins.bytes, 0);
     // The receiver's write, once its recv has started.
     Peer& at = peer(other, chip);
     const auto r = std::find_if(at.posted.begin(), at.posted.end(),
@@ -105,7 +103,7 @@ void PointToPoint::start(std::uint32_t chip, Slot slot, std::uint32_t instr, con
     }
     const Slot recv = r->second;
     at.posted.erase(r);
-    charge(other, recv, instr_[static_cast<std::size_t>(other) * IciUnits::kSlots + recv], now, 0, ins.bytes);
+    charge(other, recv, now, 0, ins.bytes);
     return;
   }
   Peer& p = peer(chip, other);  // a recv: `other` is its source
@@ -115,7 +113,7 @@ void PointToPoint::start(std::uint32_t chip, Slot slot, std::uint32_t instr, con
   if (st != p.started.end()) {
     const std::uint64_t bytes = st->second;
     p.started.erase(st);
-    charge(chip, slot, instr, now, 0, bytes);
+    charge(chip, slot, now, 0, bytes);
   } else {
     p.posted.emplace_back(k, slot);
   }
@@ -129,11 +127,11 @@ void PointToPoint::start(std::uint32_t chip, Slot slot, std::uint32_t instr, con
   p.waiting.emplace_back(k, slot);
 }
 
-void PointToPoint::charge(std::uint32_t chip, Slot slot, std::uint32_t instr, Tick now, std::uint64_t read,
-                          std::uint64_t written) {
+void PointToPoint::charge(std::uint32_t chip, Slot slot, Tick now, std::uint64_t read, std::uint64_t written) {
   if (read + written == 0) return;
-  state(chip, slot).hbm = true;
-  ports_[chip]->charge_hbm(slot, slot, instr, now, read, written, 0);
+  SlotState& s = state(chip, slot);
+  s.hbm = true;
+  ports_[chip]->charge_hbm(slot, slot, s.instr, now, read, written, 0);
 }
 
 void PointToPoint::settle(std::uint32_t chip, Slot slot) {

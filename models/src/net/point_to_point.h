@@ -72,9 +72,10 @@ class PointToPoint {
     std::vector<std::pair<std::uint32_t, std::uint64_t>> started;  // (k, bytes) of sends to D, recv not started
   };
   struct SlotState {  // per [chip][slot]
-    bool active = false;  // the slot runs an instruction of this engine
-    bool moving = false;  // its transfer (a recv: its send's) is not delivered yet
-    bool hbm = false;     // its HBM charge is not moved yet
+    bool active = false;      // the slot runs an instruction of this engine
+    bool moving = false;      // its transfer (a recv: its send's) is not delivered yet
+    bool hbm = false;         // its HBM charge is not moved yet
+    std::uint32_t instr = 0;  // the instruction, for the HBM's errors
   };
   struct Timer {
     Tick at;
@@ -95,8 +96,7 @@ class PointToPoint {
     return slots_[static_cast<std::size_t>(chip) * IciUnits::kSlots + slot];
   }
   // Charges `read` / `written` bytes of the instruction in `slot` to the chip's HBM (nothing for 0 bytes).
-  void charge(std::uint32_t chip, Slot slot, std::uint32_t instr, Tick now, std::uint64_t read,
-              std::uint64_t written);
+  void charge(std::uint32_t chip, Slot slot, Tick now, std::uint64_t read, std::uint64_t written);
   // Completes the slot's instruction if its transfer and HBM charge are both done.
   void settle(std::uint32_t chip, Slot slot);
 
@@ -106,7 +106,6 @@ class PointToPoint {
   std::vector<Sent> sent_;                // by TransferId
   std::vector<ChipPort*> ports_;          // [chip]
   std::vector<SlotState> slots_;          // [chip][slot]
-  std::vector<std::uint32_t> instr_;      // [chip][slot]: the instruction, for the HBM's errors
   std::deque<Timer> timers_;              // due in time order: each is pushed at now + 1
 };
 

@@ -68,7 +68,6 @@ Transport::Transport(const Topology& topo, const Scenario& scenario, const Fault
     : topo_(topo),
       faults_(faults),
       router_(make_router(topo, scenario.fidelity.routing, faults_)),
-      ocs_(topo, scenario.pod.ocs_reconfiguration),
       dcn_base_(static_cast<std::uint32_t>(topo.link_count())),
       targets_(topo),
       cuts_(topo, timed, in_flight, timed_chips) {

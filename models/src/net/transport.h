@@ -1,9 +1,10 @@
 #pragma once
 // Transport: moves bytes from one chip to another over the pod's channels. It owns the link model
-// (link_model.h: every directed ICI link, then each host's DCN NIC, egress and ingress), the router
-// (fidelity.routing: dor, or fault_aware around InterconnectOptions::faults), the OCS fabric, the send
+// (link_model.h: every directed ICI link, optical ones included, then each host's DCN NIC, egress and
+// ingress), the router (fidelity.routing: dor, or fault_aware around InterconnectOptions::faults), the send
 // targets (send_targets.h) and their cached routes (route_cache.h), and the step's timed faults as they cut
-// the links (in_step_cuts.h). It knows nothing of collectives or matching.
+// the links (in_step_cuts.h). It knows nothing of collectives or matching, nor of the OCS port maps (ocs.h):
+// within a step a circuit is its link.
 //
 // Contract:
 // - A target is a destination rule relative to the sender in the space of a group shape ("the member 2 on
@@ -24,7 +25,6 @@
 #include "../ticks.h"
 #include "in_step_cuts.h"
 #include "link_model.h"
-#include "ocs.h"
 #include "route_cache.h"
 #include "send_targets.h"
 #include "tpusim/core/scenario.h"
@@ -114,7 +114,6 @@ class Transport {
   [[nodiscard]] Owner owner(TransferId id) const { return transfers_[id].owner; }
   void release(TransferId id) { free_.push_back(id); }
 
-  [[nodiscard]] OcsFabric& ocs() { return ocs_; }
   [[nodiscard]] const Topology& topology() const { return topo_; }
   [[nodiscard]] const FaultSet& faults() const { return faults_; }
   [[nodiscard]] const char* link_model_name() const { return model_->name(); }
@@ -161,7 +160,6 @@ class Transport {
   const Topology& topo_;
   FaultSet faults_;
   std::unique_ptr<Router> router_;
-  OcsFabric ocs_;
   std::uint32_t dcn_base_ = 0;  // channel of host h's NIC: egress dcn_base_ + h, ingress dcn_base_ + hosts + h
   std::unique_ptr<LinkModel> model_;
   std::vector<Tick> latency_;  // per channel
