@@ -207,7 +207,7 @@ struct AstraCase {
 int astra(const std::string& name) {
   const std::vector<int> shape = name == "32x32" ? std::vector<int>{32, 32} : std::vector<int>{16, 16, 16};
   const Scenario s = net::nettest::astra_torus(shape);
-  std::printf("all-reduce on a %s torus (%zu chips), 100 GB/s links, 1 us hops, %s links, %s collectives\n",
+  std::printf("all-reduce on a %s torus (%lld chips), 100 GB/s links, 1 us hops, %s links, %s collectives\n",
               name.c_str(), s.pod.chip_count(), s.fidelity.links == LinkFidelity::flow ? "flow" : "chunked",
               s.fidelity.collectives == CollectiveFidelity::aggregate ? "aggregate" : "per-step");
   std::printf("  %10s %8s %8s %14s %14s %8s %8s %10s\n", "size", "wall s", "cpu s", "simulated us", "bound us",
