@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const Expression e = Expression::parse(text);
     (void)e.eval([](const std::string& name) -> std::optional<Value> {
       switch (name.size() % 5) {
-        case 0: return Value::number(2e12, dim_of(tpusim::Dimension::bytes_per_second));
+        case 0: return Value::number(2e12, unit_dim(tpusim::Dimension::bytes_per_second));
         case 1: return Value::number(3);
         case 2: return Value::of_text(name);
         case 3: return Value::boolean(name.size() % 2 == 0);

@@ -71,22 +71,62 @@ std::string compact(double v) {
   return s;
 }
 
-struct Prefix {
-  double scale;
-  std::string_view symbol;
-};
-
-template <std::size_t N>
-std::string format_with(double v, const std::array<Prefix, N>& prefixes) {
-  // Pick the largest prefix that keeps the mantissa >= 1.
-  const Prefix* chosen = &prefixes[0];
-  for (const auto& p : prefixes) {
-    if (std::fabs(v) >= p.scale) chosen = &p;
-  }
-  return compact(v / chosen->scale) + " " + std::string(chosen->symbol);
+std::string format_in(Dimension d, double v) {
+  const DisplayUnit& u = display_unit(d, v);
+  return compact(v / u.scale) + " " + std::string(u.symbol);
 }
 
 }  // namespace
+
+UnitDim unit_dim(Dimension d) {
+  switch (d) {
+    case Dimension::bytes: return UnitDim{{1, 0, 0, 0}};
+    case Dimension::bytes_per_second: return UnitDim{{1, -1, 0, 0}};
+    case Dimension::seconds: return UnitDim{{0, 1, 0, 0}};
+    case Dimension::hertz: return UnitDim{{0, -1, 0, 0}};
+    case Dimension::flops_per_second: return UnitDim{{0, -1, 1, 0}};
+    case Dimension::watts: return UnitDim{{0, 0, 0, 1}};
+  }
+  return {};
+}
+
+std::string unit_dim_label(const UnitDim& d) {
+  static constexpr std::array<std::string_view, 4> kNames{"B", "s", "FLOP", "W"};
+  if (d == unit_dim(Dimension::bytes_per_second)) return "B/s";
+  if (d == unit_dim(Dimension::flops_per_second)) return "FLOP/s";
+  std::string num, den;
+  for (std::size_t i = 0; i < kNames.size(); ++i) {
+    const int e = d.e[i];
+    if (e == 0) continue;
+    std::string& side = e > 0 ? num : den;
+    side += (side.empty() ? "" : "*") + std::string(kNames[i]) +
+            (std::abs(e) > 1 ? fmt::format("^{}", std::abs(e)) : "");
+  }
+  if (num.empty() && den.empty()) return "1";
+  if (den.empty()) return num;
+  return (num.empty() ? "1" : num) + "/" + (den.find('*') != std::string::npos ? "(" + den + ")" : den);
+}
+
+const std::vector<DisplayUnit>& display_units(Dimension d) {
+  static const std::array<std::vector<DisplayUnit>, 6> kUnits{{  // in Dimension's order
+      {{1, "B"}},
+      {{1, "B/s"}, {kK, "KB/s"}, {kM, "MB/s"}, {kG, "GB/s"}, {kT, "TB/s"}},
+      {{1e-12, "ps"}, {1e-9, "ns"}, {1e-6, "us"}, {1e-3, "ms"}, {1, "s"}},
+      {{1, "Hz"}, {kK, "kHz"}, {kM, "MHz"}, {kG, "GHz"}},
+      {{1, "FLOP/s"}, {kG, "GFLOP/s"}, {kT, "TFLOP/s"}, {kP, "PFLOP/s"}},
+      {{1e-3, "mW"}, {1, "W"}, {kK, "kW"}},
+  }};
+  return kUnits[static_cast<std::size_t>(d)];
+}
+
+const DisplayUnit& display_unit(Dimension d, double si) {
+  const std::vector<DisplayUnit>& units = display_units(d);
+  const DisplayUnit* chosen = &units.front();
+  for (const DisplayUnit& u : units) {
+    if (std::fabs(si) >= u.scale) chosen = &u;
+  }
+  return *chosen;
+}
 
 std::string_view dimension_name(Dimension d) {
   switch (d) {
@@ -188,30 +228,20 @@ std::string format_bytes_approx(Bytes b) {
   return fmt::format("{} B", b.count());
 }
 
-std::string format_bandwidth(BytesPerSecond r) {
-  static constexpr std::array<Prefix, 5> kPrefixes{{{1, "B/s"}, {kK, "KB/s"}, {kM, "MB/s"}, {kG, "GB/s"}, {kT, "TB/s"}}};
-  return format_with(r.value(), kPrefixes);
-}
+std::string format_bandwidth(BytesPerSecond r) { return format_in(Dimension::bytes_per_second, r.value()); }
 
 std::string format_time(Seconds t) {
-  static constexpr std::array<Prefix, 5> kPrefixes{{{1e-12, "ps"}, {1e-9, "ns"}, {1e-6, "us"}, {1e-3, "ms"}, {1, "s"}}};
   if (t.value() == 0) return "0 s";
-  return format_with(t.value(), kPrefixes);
+  return format_in(Dimension::seconds, t.value());
 }
 
-std::string format_frequency(Hertz f) {
-  static constexpr std::array<Prefix, 4> kPrefixes{{{1, "Hz"}, {kK, "kHz"}, {kM, "MHz"}, {kG, "GHz"}}};
-  return format_with(f.value(), kPrefixes);
-}
+std::string format_frequency(Hertz f) { return format_in(Dimension::hertz, f.value()); }
 
-std::string format_flops(FlopsPerSecond f) {
-  static constexpr std::array<Prefix, 4> kPrefixes{{{1, "FLOP/s"}, {kG, "GFLOP/s"}, {kT, "TFLOP/s"}, {kP, "PFLOP/s"}}};
-  return format_with(f.value(), kPrefixes);
-}
+std::string format_flops(FlopsPerSecond f) { return format_in(Dimension::flops_per_second, f.value()); }
 
 std::string format_watts(Watts w) {
-  static constexpr std::array<Prefix, 2> kPrefixes{{{1, "W"}, {kK, "kW"}}};
-  return format_with(w.value(), kPrefixes);
+  if (w.value() == 0) return "0 W";
+  return format_in(Dimension::watts, w.value());
 }
 
 }  // namespace tpusim

@@ -199,6 +199,36 @@ TEST(FormatFlops, RendersComputeRates) {
 TEST(FormatWatts, RendersPower) {
   EXPECT_EQ(format_watts(Watts(192)), "192 W");
   EXPECT_EQ(format_watts(Watts(2500)), "2.5 kW");
+  EXPECT_EQ(format_watts(Watts(0.35)), "350 mW");
+  EXPECT_EQ(format_watts(Watts(0)), "0 W");
+}
+
+// The run-time dimensions (the sweeps' expressions compute with them) and the display units the formatters
+// and the sweeps' rendered values both pick from.
+TEST(UnitDim, EachDimensionHasItsPowersAndALabel) {
+  EXPECT_EQ(unit_dim(Dimension::bytes_per_second), (UnitDim{{1, -1, 0, 0}}));
+  EXPECT_EQ(unit_dim(Dimension::flops_per_second), (UnitDim{{0, -1, 1, 0}}));
+  EXPECT_EQ(unit_dim(Dimension::hertz), (UnitDim{{0, -1, 0, 0}}));
+  EXPECT_TRUE(UnitDim{}.none());
+  EXPECT_EQ(unit_dim_label(unit_dim(Dimension::bytes_per_second)), "B/s");
+  EXPECT_EQ(unit_dim_label(unit_dim(Dimension::hertz)), "1/s");
+  EXPECT_EQ(unit_dim_label(UnitDim{{-1, 0, 1, 0}}), "FLOP/B");
+  EXPECT_EQ(unit_dim_label(UnitDim{{1, 2, 0, 0}}), "B*s^2");
+  EXPECT_EQ(unit_dim_label(UnitDim{{0, 0, 0, -1}}), "1/W");
+  EXPECT_EQ(unit_dim_label(UnitDim{{0, -1, 0, -1}}), "1/(s*W)");
+  EXPECT_EQ(unit_dim_label(UnitDim{}), "1");
+}
+
+TEST(DisplayUnit, TheLargestUnitKeepingTheMantissaAtLeastOneElseTheSmallest) {
+  EXPECT_EQ(display_unit(Dimension::bytes_per_second, 1.2e12).symbol, "TB/s");
+  EXPECT_EQ(display_unit(Dimension::bytes_per_second, 999e9).symbol, "GB/s");
+  EXPECT_EQ(display_unit(Dimension::seconds, 4.99e-4).symbol, "us");
+  EXPECT_EQ(display_unit(Dimension::seconds, 3600).symbol, "s");
+  EXPECT_EQ(display_unit(Dimension::seconds, 0).symbol, "ps");
+  EXPECT_EQ(display_unit(Dimension::seconds, -2e-3).symbol, "ms");
+  EXPECT_EQ(display_unit(Dimension::flops_per_second, 2e18).symbol, "PFLOP/s");
+  EXPECT_EQ(display_unit(Dimension::watts, 0.5).symbol, "mW");
+  EXPECT_EQ(display_units(Dimension::hertz).size(), 4U);
 }
 
 TEST(FormatAndParse, RoundTripForConfigValues) {

@@ -89,14 +89,14 @@ TEST(PlotTicks, LogTicksArePowersOfTenOrForBytesOfTwo) {
 }
 
 TEST(PlotTicks, AColumnsQuantityComesFromItsUnitOrItsName) {
-  using tpusim::tools::Dim;
+  using tpusim::UnitDim;
   using tpusim::tools::quantity_of;
-  EXPECT_EQ(quantity_of(Dim{{0, 1, 0, 0}}, "step_time_s"), Quantity::seconds);
-  EXPECT_EQ(quantity_of(Dim{{1, -1, 0, 0}}, "achieved_hbm_bytes_per_s"), Quantity::bytes_per_s);
-  EXPECT_EQ(quantity_of(Dim{{0, -1, 1, 0}}, "achieved_flops_per_s"), Quantity::flops_per_s);
-  EXPECT_EQ(quantity_of(Dim{}, "mfu"), Quantity::fraction);
-  EXPECT_EQ(quantity_of(Dim{}, "chips"), Quantity::count);
-  EXPECT_EQ(quantity_of(Dim{{-1, 0, 1, 0}}, "arithmetic_intensity"), Quantity::count);
+  EXPECT_EQ(quantity_of(UnitDim{{0, 1, 0, 0}}, "step_time_s"), Quantity::seconds);
+  EXPECT_EQ(quantity_of(UnitDim{{1, -1, 0, 0}}, "achieved_hbm_bytes_per_s"), Quantity::bytes_per_s);
+  EXPECT_EQ(quantity_of(UnitDim{{0, -1, 1, 0}}, "achieved_flops_per_s"), Quantity::flops_per_s);
+  EXPECT_EQ(quantity_of(UnitDim{}, "mfu"), Quantity::fraction);
+  EXPECT_EQ(quantity_of(UnitDim{}, "chips"), Quantity::count);
+  EXPECT_EQ(quantity_of(UnitDim{{-1, 0, 1, 0}}, "arithmetic_intensity"), Quantity::count);
 }
 
 TEST(PlotLegend, SeriesAreListedByTheirNumericValueUnderTheirAxisName) {

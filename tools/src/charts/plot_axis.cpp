@@ -92,7 +92,7 @@ bool all_powers_of_two(const std::vector<double>& values) {
   });
 }
 
-Quantity quantity_of(const Dim& d, std::string_view name) {
+Quantity quantity_of(const UnitDim& d, std::string_view name) {
   const auto is = [&](std::array<int, 4> e) { return d.e == e; };
   if (is({0, 1, 0, 0})) return Quantity::seconds;
   if (is({1, 0, 0, 0})) return Quantity::bytes;

@@ -42,6 +42,6 @@ struct PlotAxis {
 
 // The quantity of a value with dimension `d` (sweep_expr.h); a dimensionless one by its name (readable.h's
 // quantity_of_key: "mfu" a fraction, "chips" a count).
-[[nodiscard]] Quantity quantity_of(const Dim& d, std::string_view name);
+[[nodiscard]] Quantity quantity_of(const UnitDim& d, std::string_view name);
 
 }  // namespace tpusim::tools

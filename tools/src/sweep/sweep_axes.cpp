@@ -89,8 +89,8 @@ std::optional<std::vector<std::string>> expand_range(const std::string& text) {
     const Bound lo = parse_bound(first, 0);
     const Bound hi = parse_bound(last_text, dots + 2);
     if (lo.value.dim != hi.value.dim) {
-      throw ExprError(fmt::format("the bounds have different units ({} and {})", dim_label(lo.value.dim),
-                                  dim_label(hi.value.dim)), dots);
+      throw ExprError(fmt::format("the bounds have different units ({} and {})", unit_dim_label(lo.value.dim),
+                                  unit_dim_label(hi.value.dim)), dots);
     }
     const double a = lo.value.si, b = hi.value.si;
     const double tolerance = 1e-9 * std::max(std::fabs(a), std::fabs(b));
@@ -111,8 +111,9 @@ std::optional<std::vector<std::string>> expand_range(const std::string& text) {
     } else if (f.mode == Mode::step) {
       const Bound step = parse_bound(arg_text, dots);
       if (step.value.dim != lo.value.dim) {
-        throw ExprError(fmt::format("the step's unit ({}) differs from the bounds' ({})", dim_label(step.value.dim),
-                                    dim_label(lo.value.dim)), dots);
+        throw ExprError(fmt::format("the step's unit ({}) differs from the bounds' ({})",
+                                    unit_dim_label(step.value.dim), unit_dim_label(lo.value.dim)),
+                        dots);
       }
       const double s = step.value.si;
       if (s == 0 || (b - a) / s < -1e-9) throw ExprError("the step must go from the first bound towards the last", dots);
@@ -207,8 +208,8 @@ Expansion expand_plan(const SweepPlan& plan, const FieldLookup& lookup) {
         const Value v = d.expr.eval(find);
         text = value_to_text(v);
         if (!text) {
-          fail(d.loc, "derive." + d.path, fmt::format("the value's unit ({}) is not one a field takes", dim_label(v.dim)),
-               d.expr.text());
+          fail(d.loc, "derive." + d.path,
+               fmt::format("the value's unit ({}) is not one a field takes", unit_dim_label(v.dim)), d.expr.text());
         }
         env[d.path] = v;
       } catch (const ExprError& e) {

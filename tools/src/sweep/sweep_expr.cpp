@@ -9,41 +9,7 @@
 
 namespace tpusim::tools {
 
-Dim dim_of(Dimension d) {
-  switch (d) {
-    case Dimension::bytes: return Dim{{1, 0, 0, 0}};
-    case Dimension::bytes_per_second: return Dim{{1, -1, 0, 0}};
-    case Dimension::seconds: return Dim{{0, 1, 0, 0}};
-    case Dimension::hertz: return Dim{{0, -1, 0, 0}};
-    case Dimension::flops_per_second: return Dim{{0, -1, 1, 0}};
-    case Dimension::watts: return Dim{{0, 0, 0, 1}};
-  }
-  return {};
-}
-
 namespace {
-
-constexpr Dim kFlop{{0, 0, 1, 0}};
-
-// Display units per field dimension, smallest first; value_to_text picks the largest with mantissa >= 1.
-struct DisplayUnit {
-  double scale;
-  const char* symbol;
-};
-struct DimensionUnits {
-  Dimension dimension;
-  std::vector<DisplayUnit> units;
-};
-const std::vector<DimensionUnits>& display_units() {
-  static const std::vector<DimensionUnits> kUnits{
-      {Dimension::bytes_per_second, {{1, "B/s"}, {1e3, "KB/s"}, {1e6, "MB/s"}, {1e9, "GB/s"}, {1e12, "TB/s"}}},
-      {Dimension::seconds, {{1e-12, "ps"}, {1e-9, "ns"}, {1e-6, "us"}, {1e-3, "ms"}, {1, "s"}}},
-      {Dimension::hertz, {{1, "Hz"}, {1e3, "kHz"}, {1e6, "MHz"}, {1e9, "GHz"}}},
-      {Dimension::flops_per_second, {{1, "FLOP/s"}, {1e9, "GFLOP/s"}, {1e12, "TFLOP/s"}, {1e15, "PFLOP/s"}}},
-      {Dimension::watts, {{1e-3, "mW"}, {1, "W"}, {1e3, "kW"}}},
-  };
-  return kUnits;
-}
 
 std::string number_text(double v) {
   if (std::fabs(v) < 9e15 && v == std::floor(v)) return fmt::format("{:.0f}", v);
@@ -52,22 +18,6 @@ std::string number_text(double v) {
 
 }  // namespace
 
-std::string dim_label(const Dim& d) {
-  static constexpr const char* kNames[] = {"B", "s", "FLOP", "W"};
-  if (d == dim_of(Dimension::bytes_per_second)) return "B/s";
-  if (d == dim_of(Dimension::flops_per_second)) return "FLOP/s";
-  std::string num, den;
-  for (int i = 0; i < 4; ++i) {
-    const int e = d.e[i];
-    if (e == 0) continue;
-    std::string& side = e > 0 ? num : den;
-    side += (side.empty() ? "" : "*") + std::string(kNames[i]) + (std::abs(e) > 1 ? fmt::format("^{}", std::abs(e)) : "");
-  }
-  if (num.empty() && den.empty()) return "1";
-  if (den.empty()) return num;
-  return (num.empty() ? "1" : num) + "/" + (den.find('*') != std::string::npos ? "(" + den + ")" : den);
-}
-
 Value value_from_text(const std::string& text) {
   if (text == "true") return Value::boolean(true);
   if (text == "false") return Value::boolean(false);
@@ -75,7 +25,7 @@ Value value_from_text(const std::string& text) {
   char* end = nullptr;
   const double d = std::strtod(begin, &end);
   if (end != begin && *end == '\0' && std::isfinite(d)) return Value::number(d);
-  if (const auto q = parse_quantity(text)) return Value::number(q->si, dim_of(q->dimension));
+  if (const auto q = parse_quantity(text)) return Value::number(q->si, unit_dim(q->dimension));
   return Value::of_text(text);
 }
 
@@ -83,14 +33,12 @@ std::optional<std::string> value_to_text(const Value& v) {
   if (v.kind == Value::Kind::text) return v.text;
   if (v.kind == Value::Kind::boolean) return std::string(v.si != 0 ? "true" : "false");
   if (v.dim.none()) return number_text(v.si);
-  if (v.dim == dim_of(Dimension::bytes)) return number_text(v.si) + " B";
-  for (const auto& du : display_units()) {
-    if (dim_of(du.dimension) != v.dim) continue;
-    const DisplayUnit* chosen = &du.units.front();
-    for (const auto& u : du.units) {
-      if (std::fabs(v.si) >= u.scale) chosen = &u;
-    }
-    return fmt::format("{:.12g} {}", v.si / chosen->scale, chosen->symbol);
+  if (v.dim == unit_dim(Dimension::bytes)) return number_text(v.si) + " B";
+  for (const Dimension d : {Dimension::bytes_per_second, Dimension::seconds, Dimension::hertz,
+                            Dimension::flops_per_second, Dimension::watts}) {
+    if (unit_dim(d) != v.dim) continue;
+    const DisplayUnit& u = display_unit(d, v.si);
+    return fmt::format("{:.12g} {}", v.si / u.scale, u.symbol);
   }
   return std::nullopt;
 }
@@ -274,8 +222,8 @@ class Parser {
 
   // One of tpusim's units ("TB/s", "GHz", "MiB"), FLOP, or a ratio of two of them ("FLOP/B").
   static std::optional<Value> unit(const std::string& sym) {
-    if (sym == "FLOP" || sym == "FLOPs") return Value::number(1, kFlop);
-    if (const auto q = parse_quantity("1 " + sym)) return Value::number(q->si, dim_of(q->dimension));
+    if (sym == "FLOP" || sym == "FLOPs") return Value::number(1, kFlopDim);
+    if (const auto q = parse_quantity("1 " + sym)) return Value::number(q->si, unit_dim(q->dimension));
     const auto slash = sym.find('/');
     if (slash == std::string::npos || sym.find('/', slash + 1) != std::string::npos) return std::nullopt;
     const auto num = unit(sym.substr(0, slash)), den = unit(sym.substr(slash + 1));
@@ -359,7 +307,8 @@ std::string describe(const Value& v) {
   switch (v.kind) {
     case Value::Kind::text: return fmt::format("text '{}'", v.text);
     case Value::Kind::boolean: return "a truth value";
-    case Value::Kind::number: return v.dim.none() ? "a plain number" : fmt::format("a quantity in {}", dim_label(v.dim));
+    case Value::Kind::number:
+      return v.dim.none() ? "a plain number" : fmt::format("a quantity in {}", unit_dim_label(v.dim));
   }
   return "";
 }
@@ -432,7 +381,7 @@ class Evaluator {
       case Op::mul: {
         number(at, a, "'*'");
         number(at, b, "'*'");
-        Dim d;
+        UnitDim d;
         for (int i = 0; i < 4; ++i) d.e[i] = a.dim.e[i] + b.dim.e[i];
         return Value::number(a.si * b.si, d);
       }
@@ -440,7 +389,7 @@ class Evaluator {
         number(at, a, "'/'");
         number(at, b, "'/'");
         if (b.si == 0) throw ExprError("division by zero", at);
-        Dim d;
+        UnitDim d;
         for (int i = 0; i < 4; ++i) d.e[i] = a.dim.e[i] - b.dim.e[i];
         return Value::number(a.si / b.si, d);
       }
@@ -454,7 +403,7 @@ class Evaluator {
         // A unit's power stays small: a time to the 65th power means nothing, and casting a huge exponent to
         // int (or multiplying powers without bound) is undefined behaviour.
         constexpr int kMaxUnitPower = 64;
-        Dim d;
+        UnitDim d;
         if (!a.dim.none()) {
           if (std::fabs(b.si) > kMaxUnitPower) {
             throw ExprError(fmt::format("a quantity with a unit can be raised to at most the power {}, found {}",
@@ -504,8 +453,8 @@ class Evaluator {
     number(at, a, what);
     number(at, b, what);
     if (a.dim != b.dim) {
-      throw ExprError(fmt::format("{} needs the same unit on both sides, found {} and {}", what, dim_label(a.dim),
-                                  dim_label(b.dim)), at);
+      throw ExprError(fmt::format("{} needs the same unit on both sides, found {} and {}", what, unit_dim_label(a.dim),
+                                  unit_dim_label(b.dim)), at);
     }
   }
   static bool truth(std::size_t at, const Value& v, const char* what) {

@@ -6,8 +6,8 @@
 // grammar.
 //
 // Units: a number may be followed by a unit ("2 TB/s", "1.05 GHz", "16 MiB", "3 FLOP"); values carry their
-// dimension as exponents of bytes, seconds, FLOPs and watts, so `1 TB/s * 2 s` is 2e12 bytes and adding a
-// size to a time is an error naming both dimensions.
+// dimension (core's UnitDim: powers of bytes, seconds, FLOPs and watts), so `1 TB/s * 2 s` is 2e12 bytes and
+// adding a size to a time is an error naming both dimensions.
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -22,26 +22,15 @@
 
 namespace tpusim::tools {
 
-// Exponents of the base dimensions: bytes, seconds, FLOPs, watts.
-struct Dim {
-  std::array<int, 4> e{0, 0, 0, 0};
-  bool operator==(const Dim& o) const { return e == o.e; }
-  bool operator!=(const Dim& o) const { return e != o.e; }
-  [[nodiscard]] bool none() const { return e == std::array<int, 4>{0, 0, 0, 0}; }
-};
-[[nodiscard]] Dim dim_of(Dimension d);
-// "B/s", "FLOP/s", "s", "B*s", "1" (dimensionless).
-[[nodiscard]] std::string dim_label(const Dim& d);
-
 // A value: a number in SI base units with its dimension, a truth value, or text (e.g. a pod name).
 struct Value {
   enum class Kind { number, boolean, text };
   Kind kind = Kind::number;
   double si = 0;
-  Dim dim;
+  UnitDim dim;
   std::string text;
 
-  static Value number(double si, Dim dim = {}) { return Value{Kind::number, si, dim, {}}; }
+  static Value number(double si, UnitDim dim = {}) { return Value{Kind::number, si, dim, {}}; }
   static Value boolean(bool b) { return Value{Kind::boolean, b ? 1.0 : 0.0, {}, {}}; }
   static Value of_text(std::string t) { return Value{Kind::text, 0, {}, std::move(t)}; }
 };

@@ -29,14 +29,14 @@ std::optional<double> per_step(std::optional<double> amount, const json& s) {
   return *t > 0 ? *amount / *t : 0.0;
 }
 
-constexpr Dim kNone{};
-constexpr Dim kSeconds{{0, 1, 0, 0}};
-constexpr Dim kBytes{{1, 0, 0, 0}};
-constexpr Dim kFlops{{0, 0, 1, 0}};
-constexpr Dim kPerSecond{{0, -1, 0, 0}};
-constexpr Dim kFlopsPerSecond{{0, -1, 1, 0}};
-constexpr Dim kBytesPerSecond{{1, -1, 0, 0}};
-constexpr Dim kFlopsPerByte{{-1, 0, 1, 0}};
+constexpr UnitDim kNone{};
+constexpr UnitDim kSeconds{{0, 1, 0, 0}};
+constexpr UnitDim kBytes{{1, 0, 0, 0}};
+constexpr UnitDim kFlops{{0, 0, 1, 0}};
+constexpr UnitDim kPerSecond{{0, -1, 0, 0}};
+constexpr UnitDim kFlopsPerSecond{{0, -1, 1, 0}};
+constexpr UnitDim kBytesPerSecond{{1, -1, 0, 0}};
+constexpr UnitDim kFlopsPerByte{{-1, 0, 1, 0}};
 
 }  // namespace
 
@@ -101,6 +101,6 @@ std::vector<std::string> metric_names() {
   return out;
 }
 
-std::string unit_suffix(const Dim& d) { return d.none() ? std::string() : " (" + dim_label(d) + ")"; }
+std::string unit_suffix(const UnitDim& d) { return d.none() ? std::string() : " (" + unit_dim_label(d) + ")"; }
 
 }  // namespace tpusim::tools

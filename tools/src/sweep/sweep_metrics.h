@@ -16,7 +16,7 @@ enum class Better { lower, higher, neither };
 
 struct MetricDef {
   std::string name;         // column name, e.g. "step_time_s"
-  Dim dim;                  // unit, for labels and for expressions
+  UnitDim dim;                  // unit, for labels and for expressions
   Better better;            // for Pareto fronts
   const char* format;       // fmt format of the CSV cell, e.g. "{:.9g}"
   std::string description;  // one line, for docs/sweeps.md and chart titles
@@ -29,6 +29,6 @@ struct MetricDef {
 [[nodiscard]] std::vector<std::string> metric_names();
 
 // "step time (s)", "mfu", "achieved HBM bandwidth (B/s)": a label with the unit, for charts.
-[[nodiscard]] std::string unit_suffix(const Dim& d);
+[[nodiscard]] std::string unit_suffix(const UnitDim& d);
 
 }  // namespace tpusim::tools

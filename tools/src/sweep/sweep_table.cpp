@@ -60,7 +60,7 @@ std::map<std::string, Value> row_names(const SweepPlan& plan, const Config& c) {
 // Evaluates the computed columns of one row given its metric values; fills `dims` when given.
 std::vector<std::optional<double>> eval_columns(const SweepPlan& plan, const Config& c,
                                                 const std::vector<std::optional<double>>& metrics,
-                                                std::vector<Dim>* dims) {
+                                                std::vector<UnitDim>* dims) {
   std::map<std::string, Value> env = row_names(plan, c);
   const auto& defs = sweep_metrics();
   for (std::size_t m = 0; m < defs.size(); ++m) {
@@ -81,8 +81,8 @@ std::vector<std::optional<double>> eval_columns(const SweepPlan& plan, const Con
   return out;
 }
 
-std::vector<Dim> column_dims(const SweepPlan& plan, const Expansion& ex) {
-  std::vector<Dim> dims;
+std::vector<UnitDim> column_dims(const SweepPlan& plan, const Expansion& ex) {
+  std::vector<UnitDim> dims;
   if (plan.columns.empty() || ex.configs.empty()) return dims;
   std::vector<std::optional<double>> stand_in(sweep_metrics().size(), 1.0);
   (void)eval_columns(plan, ex.configs.front(), stand_in, &dims);
@@ -133,7 +133,7 @@ void check_columns(const SweepPlan& plan, const Expansion& ex) {
 SweepTable build_table(const SweepPlan& plan, const Expansion& ex, const std::vector<RunRecord>& runs) {
   SweepTable t;
   for (const auto& m : sweep_metrics()) t.columns.push_back({m.name, m.dim, m.better, m.format, m.description});
-  const std::vector<Dim> dims = column_dims(plan, ex);
+  const std::vector<UnitDim> dims = column_dims(plan, ex);
   for (std::size_t i = 0; i < plan.columns.size(); ++i) {
     t.columns.push_back({plan.columns[i].name, dims[i], plan.columns[i].better, "{:.9g}", plan.columns[i].expr.text()});
   }
@@ -260,7 +260,7 @@ json table_json(const SweepPlan& plan, const SweepTable& table) {
   for (const auto& d : plan.derived) derived.push_back({{"path", d.path}, {"expression", d.expr.text()}});
   json columns = json::array();
   for (const auto& c : table.columns) {
-    columns.push_back({{"name", c.name}, {"unit", dim_label(c.dim)}, {"better", better(c.better)},
+    columns.push_back({{"name", c.name}, {"unit", unit_dim_label(c.dim)}, {"better", better(c.better)},
                        {"description", c.description}});
   }
   json rows = json::array();

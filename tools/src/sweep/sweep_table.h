@@ -28,7 +28,7 @@ struct RunRecord {
 
 struct TableColumn {
   std::string name;
-  Dim dim;
+  UnitDim dim;
   Better better = Better::neither;
   std::string format;  // of a CSV cell
   std::string description;

@@ -4,11 +4,13 @@
 //
 // Conventions: decimal prefixes (KB, MB, GB, TB; Kb/s ...; GFLOP/s ...) are powers of 1000, binary prefixes
 // (KiB, MiB, GiB, TiB) powers of 1024. Rates in bits per second are stored as bytes per second (/8).
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tpusim {
 
@@ -86,6 +88,29 @@ enum class Dimension { bytes, bytes_per_second, seconds, hertz, flops_per_second
 
 [[nodiscard]] std::string_view dimension_name(Dimension d);     // "size", "bandwidth", ...
 [[nodiscard]] std::string_view dimension_example(Dimension d);  // "16 MiB", "1200 GB/s", ...
+
+// A dimension at run time, as powers of bytes, seconds, FLOPs and watts: what the typed quantities above are
+// at compile time, for values whose dimension is known only once they are computed (the sweeps' expressions:
+// `1 TB/s * 2 s` is bytes, `FLOP / B` an intensity).
+struct UnitDim {
+  std::array<int, 4> e{0, 0, 0, 0};  // B, s, FLOP, W
+  bool operator==(const UnitDim& o) const { return e == o.e; }
+  bool operator!=(const UnitDim& o) const { return e != o.e; }
+  [[nodiscard]] bool none() const { return e == std::array<int, 4>{0, 0, 0, 0}; }
+};
+inline constexpr UnitDim kFlopDim{{0, 0, 1, 0}};
+[[nodiscard]] UnitDim unit_dim(Dimension d);
+// "B/s", "FLOP/s", "s", "B*s", "FLOP/B", "1/s", "1" (dimensionless).
+[[nodiscard]] std::string unit_dim_label(const UnitDim& d);
+
+// The units a value of a dimension is written in, smallest first (sizes: format_bytes instead, exact), and
+// the one for a value: the largest that keeps the mantissa >= 1, else the smallest.
+struct DisplayUnit {
+  double scale;
+  std::string_view symbol;
+};
+[[nodiscard]] const std::vector<DisplayUnit>& display_units(Dimension d);
+[[nodiscard]] const DisplayUnit& display_unit(Dimension d, double si);
 
 struct ParsedQuantity {
   double si;  // in bytes, bytes/s, s, Hz, FLOP/s or W
