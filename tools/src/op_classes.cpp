@@ -56,7 +56,7 @@ OpClassRecorder::OpClassRecorder(const ir::ProgramSet& programs, std::uint32_t c
     std::map<std::string, std::uint32_t> index;
     for (const std::string& label : p.labels()) {
       const auto [it, added] = index.emplace(op_of_label(label), static_cast<std::uint32_t>(ops_[role].size()));
-      if (added) ops_[role].push_back(OpTime{it->first});
+      if (added) ops_[role].push_back(OpTime{it->first, {}});
       op_of_label_[role].push_back(it->second);
     }
   }

@@ -77,7 +77,7 @@ struct MeshAxisInfo {
   enum class Searched : std::uint8_t { never, always, transformer, moe, whole_sequences };
   Searched searched = Searched::never;
   int search_order = 0;
-  std::string variant_of;
+  std::string variant_of{};
   bool named_above_one = false;
 };
 [[nodiscard]] const std::vector<MeshAxisInfo>& known_mesh_axes();
