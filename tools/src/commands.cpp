@@ -247,23 +247,23 @@ int run_command(const RunArgs& args) {
         if (in_use.size() > 1) {
           MemoryInUse stage = u;
           stage.slice_peak_bytes.clear();  // only the fullest stage's slices are reported
-          report.memory_in_use_by_stage.push_back(std::move(stage));
+          report.memory.in_use_by_stage.push_back(std::move(stage));
         }
         // The fullest stage stands for the step, as its memory plan does (the first of equals).
-        if (!report.memory_in_use || u.peak_bytes > report.memory_in_use->peak_bytes) {
-          report.memory_in_use = std::move(u);
+        if (!report.memory.in_use || u.peak_bytes > report.memory.in_use->peak_bytes) {
+          report.memory.in_use = std::move(u);
         }
       }
-      if (report.memory && report.memory_in_use->peak_bytes > report.memory->capacity.as_double()) {
+      if (report.memory.plan && report.memory.in_use->peak_bytes > report.memory.plan->capacity.as_double()) {
         // The plan fits (lowering refuses a step whose plan does not); the schedule holds more at once.
         report.notes.push_back(fmt::format(
             "HBM over capacity as scheduled: chip {} holds {} at {} into the step, above its {} (the plan's "
             "program-order count, {}, fits; ops the schedule overlaps, such as all-gathers run ahead of the "
             "matmuls they feed, hold their buffers together, where a compiler would hold them back)",
-            report.memory_in_use->chip, readable(report.memory_in_use->peak_bytes, Quantity::bytes),
-            readable(report.memory_in_use->peak_at_s, Quantity::seconds),
-            readable(report.memory->capacity.as_double(), Quantity::bytes),
-            readable(report.memory->total().as_double(), Quantity::bytes)));
+            report.memory.in_use->chip, readable(report.memory.in_use->peak_bytes, Quantity::bytes),
+            readable(report.memory.in_use->peak_at_s, Quantity::seconds),
+            readable(report.memory.plan->capacity.as_double(), Quantity::bytes),
+            readable(report.memory.plan->total().as_double(), Quantity::bytes)));
       }
       if (tracer) tracer->set_hbm_in_use(std::move(counters));
     }
@@ -311,11 +311,11 @@ int run_command(const RunArgs& args) {
     if (job) add_job_json(summary, scenario, *job, *fault_steps);
     write_text(file("summary.json"), summary.dump(2) + "\n");
     write_file(file("chips.csv"), [&](std::ostream& out) { write_chips_csv(report, out); });
-    if (!report.ops.empty()) write_file(file("ops.csv"), [&](std::ostream& out) { write_ops_csv(report, out); });
-    if (!report.links.empty()) {
+    if (!report.time.ops.empty()) write_file(file("ops.csv"), [&](std::ostream& out) { write_ops_csv(report, out); });
+    if (!report.network.links.empty()) {
       write_file(file("links.csv"), [&](std::ostream& out) { write_links_csv(report, out); });
       std::vector<double> utilization;
-      for (const auto& l : report.links) utilization.push_back(l.utilization);
+      for (const auto& l : report.network.links) utilization.push_back(l.utilization);
       write_file(file("links.svg"), [&](std::ostream& out) {
         write_link_heatmap_svg(*topology, utilization,
                                fmt::format("{}: ICI link utilization ({})", scenario.name, scenario.pod.name), {},

@@ -3,6 +3,7 @@
 // and the table on stdout. They format; they compute nothing that the simulation did not measure.
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -60,8 +61,8 @@ struct CollectiveRow {
   double algorithm_bandwidth = 0, bus_bandwidth = 0;  // bytes/s
 };
 
-// Everything a run measured, in report form.
-struct RunReport {
+// The step's figures, against which the metrics (MFU, throughput) are computed.
+struct StepFigures {
   double step_time_s = 0;
   double model_flops = 0;     // per step, all chips
   double hardware_flops = 0;  // per step, all chips
@@ -70,22 +71,49 @@ struct RunReport {
   double examples_per_step = 0;  // 0 when it does not apply (raw GEMM)
   double tokens_per_step = 0;    // transformers: tokens whose loss or next token the step computes (all chips)
   StepKind step = StepKind::train;
-  // Whole models: the device mesh as placed on the torus ("fsdp 2 on y, tensor 2 on x") and the sharding
-  // rules in force, defaults included ("batch, embed over fsdp; heads, kv_heads, mlp, vocab over tensor").
-  std::string mesh, sharding;
-  std::optional<kernels::MemoryPlan> memory;  // whole models: the per-chip HBM plan
-  // Whole models: HBM held over the step (memory_in_use.h), by the pipeline stage whose peak is highest.
-  // Neither keeps its change list (the trace's counters take it); the stages keep no slices.
-  std::optional<MemoryInUse> memory_in_use;
-  std::vector<MemoryInUse> memory_in_use_by_stage;  // every stage's, in stage order (pipelines only)
-  std::vector<OpClassTime> op_classes;        // per-op-class breakdown (op_classes.h)
-  std::vector<OpTime> ops;                    // every op, longest attributed time first (op_classes.h)
-  double hbm_bandwidth = 0;                   // one chip's, nominal: what an op's "bound by" compares with
-  double op_idle_s = 0;                       // nothing in flight, same weighting as op_classes
+};
+
+// Whole models: the per-chip HBM plan and what was held over the step.
+struct MemoryReport {
+  std::optional<kernels::MemoryPlan> plan;
+  // HBM held over the step (memory_in_use.h), by the pipeline stage whose peak is highest. Neither keeps its
+  // change list (the trace's counters take it); the stages keep no slices.
+  std::optional<MemoryInUse> in_use;
+  std::vector<MemoryInUse> in_use_by_stage;  // every stage's, in stage order (pipelines only)
+};
+
+// Where the step's time went: by op class, by op, and the exposed communication.
+struct TimeReport {
+  std::vector<OpClassTime> op_classes;  // per-op-class breakdown (op_classes.h)
+  std::vector<OpTime> ops;              // every op, longest attributed time first (op_classes.h)
+  double hbm_bandwidth = 0;             // one chip's, nominal: what an op's "bound by" compares with
+  double op_idle_s = 0;                 // nothing in flight, same weighting as op_classes
   // Exposed communication by collective kind (op_classes.h: the collectives' share of the time ICI was the
   // highest tier in flight), same weighting as op_classes; empty without collectives.
   std::vector<std::pair<std::string, double>> exposed_collectives_s;
   std::vector<std::pair<std::string, double>> breakdown_s;  // mean over chips, in a fixed order
+};
+
+// The interconnect (empty when the run has no ICI traffic) and, multislice only, the DCN: host NICs, bytes
+// sent over them, utilization over the 2 x nics NIC directions.
+struct NetworkReport {
+  std::string link_model;
+  Spread link_utilization;
+  std::vector<LinkRow> links;
+  std::size_t dcn_nics = 0;
+  double dcn_bytes = 0;
+  Spread dcn_utilization;
+  std::vector<CollectiveRow> collectives;
+};
+
+// Everything a run measured, in report form.
+struct RunReport {
+  StepFigures figures;
+  // Whole models: the device mesh as placed on the torus ("fsdp 2 on y, tensor 2 on x") and the sharding
+  // rules in force, defaults included ("batch, embed over fsdp; heads, kv_heads, mlp, vocab over tensor").
+  std::string mesh, sharding;
+  MemoryReport memory;
+  TimeReport time;
   std::vector<UnitReport> units;
   Spread mxu_array_utilization;  // over every MXU array of every chip (models::SimResult)
   std::vector<ChipRow> chip_rows;
@@ -93,15 +121,7 @@ struct RunReport {
   std::uint64_t instructions = 0;   // per program
   std::size_t programs = 0;
   std::vector<std::string> notes;   // e.g. "input-bound: the TPU waited for the host 40% of the step"
-  // Interconnect (empty when the run has no ICI traffic).
-  std::string link_model;
-  Spread link_utilization;
-  std::vector<LinkRow> links;
-  // DCN (multislice only): host NICs, bytes sent over them, utilization over the 2 x nics NIC directions.
-  std::size_t dcn_nics = 0;
-  double dcn_bytes = 0;
-  Spread dcn_utilization;
-  std::vector<CollectiveRow> collectives;
+  NetworkReport network;
 };
 
 [[nodiscard]] nlohmann::ordered_json summary_json(const Scenario& scenario, const RunReport& report);
@@ -110,7 +130,7 @@ struct RunReport {
 [[nodiscard]] nlohmann::ordered_json chip_spread_json(const RunReport& report);
 void write_chips_csv(const RunReport& report, std::ostream& out);
 void write_links_csv(const RunReport& report, std::ostream& out);
-// ops.csv: every op of the step (RunReport::ops) with its time, FLOPs, bytes, achieved rates and bound.
+// ops.csv: every op of the step (TimeReport::ops) with its time, FLOPs, bytes, achieved rates and bound.
 void write_ops_csv(const RunReport& report, std::ostream& out);
 // What limits an op (docs/summary-format.md, "top_ops"): mxu, hbm or latency for a matmul, vpu or hbm for a
 // vector op, else the unit it runs on.

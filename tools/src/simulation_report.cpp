@@ -64,26 +64,27 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
                       const OpClassRecorder* classes) {
   using models::HwUnit;
   RunReport rep;
-  rep.step_time_s = r.step_time.value();
-  rep.model_flops = r.model_flops;
-  rep.hardware_flops = r.hardware_flops;
-  rep.peak_flops_per_s = r.peak_flops.value();
-  rep.chips = static_cast<long long>(r.chips_simulated);
+  rep.figures.step_time_s = r.step_time.value();
+  rep.figures.model_flops = r.model_flops;
+  rep.figures.hardware_flops = r.hardware_flops;
+  rep.figures.peak_flops_per_s = r.peak_flops.value();
+  rep.figures.chips = static_cast<long long>(r.chips_simulated);
   if (lowered != nullptr) {
-    rep.examples_per_step = lowered->work.examples;
-    rep.tokens_per_step = lowered->work.tokens;
-    rep.memory = lowered->memory;
+    rep.figures.examples_per_step = lowered->work.examples;
+    rep.figures.tokens_per_step = lowered->work.tokens;
+    rep.memory.plan = lowered->memory;
     if (lowered->sharding && lowered->sharding->mesh.chips() > 1) {  // one chip: nothing to place or split
       rep.mesh = mesh_text(lowered->sharding->mesh);
       rep.sharding = sharding_text(*lowered->sharding);
     }
   }
-  rep.step = scenario.workload.step;
-  rep.hbm_bandwidth = scenario.chip.hbm.bandwidth.value();
+  rep.figures.step = scenario.workload.step;
+  rep.time.hbm_bandwidth = scenario.chip.hbm.bandwidth.value();
   if (classes != nullptr) {
-    rep.op_classes = classes->finish(r.step_time.value(), &rep.op_idle_s, &rep.exposed_collectives_s, &rep.ops);
+    TimeReport& time = rep.time;
+    time.op_classes = classes->finish(r.step_time.value(), &time.op_idle_s, &time.exposed_collectives_s, &time.ops);
   }
-  rep.breakdown_s = {{"compute", r.breakdown.compute.value()},
+  rep.time.breakdown_s = {{"compute", r.breakdown.compute.value()},
                      {"communication", r.breakdown.communication.value()},
                      {"memory_stall", r.breakdown.memory_stall.value()},
                      {"host_stall", r.breakdown.host_stall.value()},
@@ -158,39 +159,39 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
     rep.chip_rows.push_back(std::move(row));
   }
 
-  rep.link_model = r.link_model;
-  rep.link_utilization = Spread{r.link_utilization.mean, r.link_utilization.min, r.link_utilization.max};
+  rep.network.link_model = r.link_model;
+  rep.network.link_utilization = Spread{r.link_utilization.mean, r.link_utilization.min, r.link_utilization.max};
   if (topology != nullptr) {
     for (std::size_t i = 0; i < r.links.size() && i < topology->link_count(); ++i) {
       const auto& usage = r.links[i];
       const Link& l = topology->link(LinkId(static_cast<std::uint32_t>(i)));
-      rep.links.push_back(LinkRow{static_cast<std::uint32_t>(i), l.src.value(), l.dst.value(), l.axis, l.direction,
-                                  link_kind_name(l.kind), usage.bytes.as_double(), usage.busy.value(),
-                                  usage.utilization, usage.queueing.value()});
+      rep.network.links.push_back(LinkRow{static_cast<std::uint32_t>(i), l.src.value(), l.dst.value(), l.axis,
+                                          l.direction, link_kind_name(l.kind), usage.bytes.as_double(),
+                                          usage.busy.value(), usage.utilization, usage.queueing.value()});
     }
   }
-  rep.dcn_nics = r.dcn_egress.size();
-  if (rep.dcn_nics > 0) {
-    rep.dcn_utilization = Spread{0, r.dcn_egress.front().utilization, r.dcn_egress.front().utilization};
+  rep.network.dcn_nics = r.dcn_egress.size();
+  if (rep.network.dcn_nics > 0) {
+    rep.network.dcn_utilization = Spread{0, r.dcn_egress.front().utilization, r.dcn_egress.front().utilization};
     for (const auto* side : {&r.dcn_egress, &r.dcn_ingress}) {
       for (const auto& nic : *side) {
-        rep.dcn_utilization.mean += nic.utilization;
-        rep.dcn_utilization.min = std::min(rep.dcn_utilization.min, nic.utilization);
-        rep.dcn_utilization.max = std::max(rep.dcn_utilization.max, nic.utilization);
+        rep.network.dcn_utilization.mean += nic.utilization;
+        rep.network.dcn_utilization.min = std::min(rep.network.dcn_utilization.min, nic.utilization);
+        rep.network.dcn_utilization.max = std::max(rep.network.dcn_utilization.max, nic.utilization);
       }
     }
-    rep.dcn_utilization.mean /= static_cast<double>(2 * rep.dcn_nics);
-    for (const auto& nic : r.dcn_egress) rep.dcn_bytes += nic.bytes.as_double();
+    rep.network.dcn_utilization.mean /= static_cast<double>(2 * rep.network.dcn_nics);
+    for (const auto& nic : r.dcn_egress) rep.network.dcn_bytes += nic.bytes.as_double();
   }
   for (const auto& c : r.collectives) {
-    rep.collectives.push_back(CollectiveRow{c.program, c.instruction, std::string(collective_name(c.kind)),
+    rep.network.collectives.push_back(CollectiveRow{c.program, c.instruction, std::string(collective_name(c.kind)),
                                             std::string(kernels::algorithm_name(c.algorithm)), c.participants,
                                             c.steps, c.bytes_per_chip.as_double(), c.time.value(),
                                             c.ideal_time.value(), c.algorithm_bandwidth.value(),
                                             c.bus_bandwidth.value()});
   }
 
-  const double step = rep.step_time_s;
+  const double step = rep.figures.step_time_s;
   if (step > 0) {
     const double comm_share = r.breakdown.communication.value() / step;
     if (comm_share > kFindingThreshold) {
