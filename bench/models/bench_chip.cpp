@@ -105,9 +105,9 @@ RunCounters simulate_in_child(const Scenario& scenario, const ir::ProgramSet& pr
     try {
       const SimResult r = simulate(scenario, programs, options_from_environment());
       c = RunCounters{true,
-                      static_cast<double>(r.instructions_executed),
-                      static_cast<double>(r.kernel_events),
-                      r.wall_seconds,
+                      static_cast<double>(r.cost.instructions_executed),
+                      static_cast<double>(r.cost.kernel_events),
+                      r.cost.wall_seconds,
                       r.step_time.value(),
                       r.unit(HwUnit::mxu).utilization.mean,
                       r.unit(HwUnit::hbm).utilization.mean};

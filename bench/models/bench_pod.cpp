@@ -183,16 +183,16 @@ int allreduce_v4(const std::string& mode, std::uint64_t chunk_mib) {
               std::string(kernels::algorithm_name(plan.algorithm)).c_str(), plan.steps.size());
   std::printf("  simulated      %10.3f ms  (ideal %.3f ms, x%.3f)\n", r.step_time.value() * 1e3,
               plan.ideal_time.value() * 1e3, r.step_time.value() / plan.ideal_time.value());
-  std::printf("  wall           %10.3f s\n", r.wall_seconds);
-  std::printf("  kernel events  %10llu    %12.0f events/s\n", static_cast<unsigned long long>(r.kernel_events),
-              static_cast<double>(r.kernel_events) / r.wall_seconds);
+  std::printf("  wall           %10.3f s\n", r.cost.wall_seconds);
+  std::printf("  kernel events  %10llu    %12.0f events/s\n", static_cast<unsigned long long>(r.cost.kernel_events),
+              static_cast<double>(r.cost.kernel_events) / r.cost.wall_seconds);
   std::printf("  ICI transfers  %10llu    %12.0f transfers/s\n", static_cast<unsigned long long>(r.ici_transfers),
-              static_cast<double>(r.ici_transfers) / r.wall_seconds);
+              static_cast<double>(r.ici_transfers) / r.cost.wall_seconds);
   std::uint64_t chunks = 0;
   for (const LinkUsage& l : r.links) chunks += l.chunks;
   if (chunks > 0) {
     std::printf("  link chunks    %10llu    %12.0f chunk-hops/s\n", static_cast<unsigned long long>(chunks),
-                static_cast<double>(chunks) / r.wall_seconds);
+                static_cast<double>(chunks) / r.cost.wall_seconds);
   }
   std::printf("  link util      mean %.3f max %.3f;  peak RSS %.1f MiB\n", r.link_utilization.mean,
               r.link_utilization.max, peak_rss_mib());
@@ -225,7 +225,7 @@ int astra(const std::string& name) {
           out.simulated = r.step_time.value();
           out.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           out.cpu = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
-          out.kernel_events = r.kernel_events;
+          out.kernel_events = r.cost.kernel_events;
           out.transfers = r.ici_transfers;
           return out;
         },
@@ -255,20 +255,21 @@ int train(const std::string& name, const std::vector<std::string>& overrides) {
               s.pod.name.c_str(), s.pod.chip_count(), r.link_model.c_str(), lowered.programs.programs.size(),
               instructions);
   std::printf("  simulated      %10.3f s step, MFU %.3f\n", r.step_time.value(), r.mfu());
-  std::printf("  wall           %10.3f s lowering, %.3f s simulation\n", lowering, r.wall_seconds);
-  std::printf("  kernel events  %10llu    %12.0f events/s\n", static_cast<unsigned long long>(r.kernel_events),
-              static_cast<double>(r.kernel_events) / r.wall_seconds);
+  std::printf("  wall           %10.3f s lowering, %.3f s simulation\n", lowering, r.cost.wall_seconds);
+  std::printf("  kernel events  %10llu    %12.0f events/s\n", static_cast<unsigned long long>(r.cost.kernel_events),
+              static_cast<double>(r.cost.kernel_events) / r.cost.wall_seconds);
   std::printf("  instructions   %10llu    %12.0f instructions/s\n",
-              static_cast<unsigned long long>(r.instructions_executed),
-              static_cast<double>(r.instructions_executed) / r.wall_seconds);
+              static_cast<unsigned long long>(r.cost.instructions_executed),
+              static_cast<double>(r.cost.instructions_executed) / r.cost.wall_seconds);
   std::printf("  ICI transfers  %10llu    %12.0f transfers/s (sends of collective steps and aggregate flows, all chips)\n",
-              static_cast<unsigned long long>(r.ici_transfers), static_cast<double>(r.ici_transfers) / r.wall_seconds);
-  if (!r.mirroring.empty()) std::printf("  mirrored chips %s\n", r.mirroring.c_str());
+              static_cast<unsigned long long>(r.ici_transfers),
+              static_cast<double>(r.ici_transfers) / r.cost.wall_seconds);
+  if (!r.cost.mirroring.empty()) std::printf("  mirrored chips %s\n", r.cost.mirroring.c_str());
   const double rss = peak_rss_mib();
   std::printf("  peak RSS       %10.1f MiB\n", rss);
   const double budget = name == "gpt3-175b-train-v4-pod" ? 30 : name == "gpt3-175b-dp-2x-v4-pod" ? 60 : 0;
   if (budget <= 0 || !overrides.empty()) return 0;
-  const double wall = lowering + r.wall_seconds;
+  const double wall = lowering + r.cost.wall_seconds;
   std::printf("  budget         %.0f s: %s, 4096 MiB: %s\n", budget, wall < budget ? "ok" : "OVER",
               rss < 4096 ? "ok" : "OVER");
   return wall < budget && rss < 4096 ? 0 : 1;

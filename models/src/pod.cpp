@@ -220,7 +220,7 @@ SimResult Pod::collect(Tick end) const {
                                     static_cast<std::uint64_t>(scenario_.seed)));
   }
   r.step_time = to_seconds(step);
-  r.chips_simulated = chips_.size();
+  r.cost.chips_simulated = chips_.size();
   r.peak_flops = spec.peak_bf16 * static_cast<double>(chips_.size());
   const double step_s = r.step_time.value();
   const double step_cycles = step_s * spec.clock.value();
@@ -278,7 +278,7 @@ SimResult Pod::collect(Tick end) const {
     const bool mirrored = !chips_[i];
     for (std::size_t u = 0; u < c.executed.size(); ++u) {
       r.instructions_per_unit[u] += c.executed[u];
-      (mirrored ? r.instructions_mirrored : r.instructions_executed) += c.executed[u];
+      (mirrored ? r.cost.instructions_mirrored : r.cost.instructions_executed) += c.executed[u];
     }
     hbm_read += c.hbm_read;
     hbm_written += c.hbm_written;

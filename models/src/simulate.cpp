@@ -115,15 +115,15 @@ SimResult run(const Scenario& scenario, const ir::ProgramSet& programs, const Si
     progress.stopped = control.unfinished() > 0;
     result.progress = progress;
   }
-  result.chips_mirrored = mirroring ? chips - mirroring->classes().classes : 0;
-  result.mirroring = note;
-  result.kernel_events = control.activations();
-  result.delta_cycles = sc_core::sc_delta_count();
-  result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  result.elaboration_seconds = std::chrono::duration<double>(elaborated - wall_start).count();
+  result.cost.chips_mirrored = mirroring ? chips - mirroring->classes().classes : 0;
+  result.cost.mirroring = note;
+  result.cost.kernel_events = control.activations();
+  result.cost.delta_cycles = sc_core::sc_delta_count();
+  result.cost.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  result.cost.elaboration_seconds = std::chrono::duration<double>(elaborated - wall_start).count();
   logger_for("pod")->debug("simulated {} chips: step {} s, {} kernel events, {:.3f} s wall",
-                           result.chips_simulated, result.step_time.value(), result.kernel_events,
-                           result.wall_seconds);
+                           result.cost.chips_simulated, result.step_time.value(), result.cost.kernel_events,
+                           result.cost.wall_seconds);
   // The pod stays with the kernel, which cannot run again in this process: SystemC's registries remove a
   // module, port or export by a linear search, so tearing down a pod of ~10^5 block modules would take
   // seconds (quadratic) to free memory the process is about to return. The kernel's registries still reach

@@ -48,11 +48,11 @@ TEST(ChipSimulation, TwoTensorCoresSplittingA4096CubedMatmulRunAtPeakPlusFillAnd
   EXPECT_NEAR(r.unit(HwUnit::mxu).utilization.mean, at_array_rate / r.step_time.value(), 1e-9);
   EXPECT_NEAR(r.mfu(), ideal / r.step_time.value(), 1e-9);
   EXPECT_DOUBLE_EQ(r.model_flops, 2.0 * 4096.0 * 4096.0 * 4096.0);
-  EXPECT_EQ(r.instructions_executed, 2u);
+  EXPECT_EQ(r.cost.instructions_executed, 2u);
   EXPECT_EQ(r.instructions_per_unit[static_cast<std::size_t>(ir::UnitKind::mxu)], 2u);
   EXPECT_NEAR(r.breakdown.compute.value(), r.step_time.value(), kPicosecond);
   EXPECT_EQ(r.breakdown.memory_stall.value(), 0.0);
-  EXPECT_GT(r.kernel_events, 0u);
+  EXPECT_GT(r.cost.kernel_events, 0u);
 }
 
 TEST(ChipSimulation, AnInt8MatmulAtTwiceTheBf16RateFillsTheMxuOnceNotTwice) {
@@ -264,7 +264,7 @@ TEST(ChipSimulation, ChipsOfAPodRunTheirProgramIndependently) {
       chip.hbm.latency.value() + hbm_seconds(chip, kTileBytes) + matmul_seconds(chip, 1024, 1024, 1024);
   EXPECT_NEAR(r.step_time.value(), expected, 4 * kPicosecond);
   for (const ChipResult& c : r.chips) EXPECT_EQ(c.finish.value(), r.step_time.value());
-  EXPECT_EQ(r.instructions_executed, 8u);
+  EXPECT_EQ(r.cost.instructions_executed, 8u);
   EXPECT_DOUBLE_EQ(r.model_flops, 4 * 2.0 * 1024 * 1024 * 1024);
   EXPECT_EQ(r.hbm_read.count(), 4 * kTileBytes);
 }

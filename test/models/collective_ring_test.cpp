@@ -35,7 +35,7 @@ void expect_ideal_plus_reductions(const CollectiveRun& r) {
   ::testing::Test::RecordProperty("time_over_ideal", std::to_string(t / r.ideal()));
   ASSERT_EQ(r.result.collectives.size(), 1u);
   const CollectiveUsage& c = r.result.collectives[0];
-  EXPECT_EQ(c.executions, r.result.chips_simulated);
+  EXPECT_EQ(c.executions, r.result.cost.chips_simulated);
   EXPECT_EQ(c.steps, r.plan.steps.size());
   EXPECT_NEAR(c.time.value(), t, 1e-12);
   EXPECT_NEAR(c.bus_bandwidth.value(), c.algorithm_bandwidth.value() * r.plan.bus_factor, 1.0);

@@ -26,8 +26,8 @@ TEST(Mirrored, AllReduceOnATorusEqualsEveryChipSimulated) {
       -1);
   EXPECT_TRUE(runs_mirrored(s, programs, {}));
   const SimResult r = simulate(s, programs, {});
-  EXPECT_EQ(r.chips_mirrored, 63u);
-  EXPECT_EQ(r.mirroring, "1 of 64 chips simulated, 63 mirrored; inputs verified");
+  EXPECT_EQ(r.cost.chips_mirrored, 63u);
+  EXPECT_EQ(r.cost.mirroring, "1 of 64 chips simulated, 63 mirrored; inputs verified");
   EXPECT_GT(full, 0);
   EXPECT_EQ(r.step_time.value(), full);
   ASSERT_EQ(r.chips.size(), 64u);
@@ -56,16 +56,16 @@ TEST(Mirrored, AStragglerIsSimulatedWithEveryChip) {
   o.degraded_chips.push_back({ChipId(5), 0.8, 1.0});
   EXPECT_FALSE(runs_mirrored(s, one_collective(CollectiveKind::all_reduce, 1 << 20), o));
   const SimResult r = simulate(s, one_collective(CollectiveKind::all_reduce, 1 << 20), o);
-  EXPECT_EQ(r.chips_mirrored, 0u);
-  EXPECT_EQ(r.mirroring, "a straggler or degraded chip");
+  EXPECT_EQ(r.cost.chips_mirrored, 0u);
+  EXPECT_EQ(r.cost.mirroring, "a straggler or degraded chip");
 }
 
 TEST(Mirrored, ChunkedLinksAreSimulatedWithEveryChip) {
   const Scenario s = pod_scenario({4, 4, 4}, true, LinkFidelity::chunked);
   EXPECT_FALSE(runs_mirrored(s, one_collective(CollectiveKind::all_reduce, 1 << 20), {}));
   const SimResult r = simulate(s, one_collective(CollectiveKind::all_reduce, 1 << 20), {});
-  EXPECT_EQ(r.chips_mirrored, 0u);
-  EXPECT_EQ(r.mirroring, "chunked links (chunks of one tick are served in process order)");
+  EXPECT_EQ(r.cost.chips_mirrored, 0u);
+  EXPECT_EQ(r.cost.mirroring, "chunked links (chunks of one tick are served in process order)");
 }
 
 }  // namespace

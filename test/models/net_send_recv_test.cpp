@@ -44,7 +44,7 @@ TEST(SendRecv, RingShiftCompletesAfterOneLinkTimeAndOneHop) {
   const SimResult r = simulate(pod_scenario({16}, true), single(shift()), {});
   EXPECT_NEAR(r.step_time.value(), kOneHop, 1e-4 * kOneHop);
   EXPECT_EQ(r.ici_transfers, 16u);
-  EXPECT_EQ(r.instructions_executed, 32u);
+  EXPECT_EQ(r.cost.instructions_executed, 32u);
   EXPECT_EQ(r.hbm_read.count(), 16 * kBytes);
   EXPECT_EQ(r.hbm_written.count(), 16 * kBytes);
 }

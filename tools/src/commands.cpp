@@ -268,14 +268,14 @@ int run_command(const RunArgs& args) {
       if (tracer) tracer->set_hbm_in_use(std::move(counters));
     }
     if (args.perf) {
-      perf = PerfFigures{result.wall_seconds - result.elaboration_seconds,
-                         result.elaboration_seconds,
-                         result.kernel_events,
-                         result.instructions_executed,
-                         result.instructions_mirrored,
-                         result.chips_simulated - result.chips_mirrored,
-                         result.chips_mirrored,
-                         result.mirroring};
+      perf = PerfFigures{result.cost.wall_seconds - result.cost.elaboration_seconds,
+                         result.cost.elaboration_seconds,
+                         result.cost.kernel_events,
+                         result.cost.instructions_executed,
+                         result.cost.instructions_mirrored,
+                         result.cost.chips_simulated - result.cost.chips_mirrored,
+                         result.cost.chips_mirrored,
+                         result.cost.mirroring};
     }
   } catch (const ConfigError& e) {
     // A job given in steps: its fault times are checked once the healthy step is simulated, before any step

@@ -107,7 +107,7 @@ models::SimResult simulate_step(const Scenario& scenario, const ir::ProgramSet& 
   models::SimOptions every_chip = options;
   every_chip.mirror = false;
   models::SimResult result = models::simulate(scenario, programs, every_chip);
-  result.mirroring = note;
+  result.cost.mirroring = note;
   return result;
 }
 

@@ -4,7 +4,7 @@
 // once per process: so the mirrored run runs in a forked child. A child that verified goes on as the program
 // (it writes the outputs; its parent exits with its status, having written nothing); a child that did not
 // tells its parent why and exits without writing anything, and the parent simulates every chip, saying so on
-// stderr and in SimResult::mirroring (models/README.md "Mirrored chips").
+// stderr and in SimulationCost::mirroring (models/README.md "Mirrored chips").
 #include "tpusim/core/scenario.h"
 #include "tpusim/kernels/program.h"
 #include "tpusim/models/simulate.h"

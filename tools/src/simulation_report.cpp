@@ -68,7 +68,7 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
   rep.figures.model_flops = r.model_flops;
   rep.figures.hardware_flops = r.hardware_flops;
   rep.figures.peak_flops_per_s = r.peak_flops.value();
-  rep.figures.chips = static_cast<long long>(r.chips_simulated);
+  rep.figures.chips = static_cast<long long>(r.cost.chips_simulated);
   if (lowered != nullptr) {
     rep.figures.examples_per_step = lowered->work.examples;
     rep.figures.tokens_per_step = lowered->work.tokens;

@@ -138,23 +138,35 @@ struct StepProgress {
   }
 };
 
+// What a simulation cost: for --perf and the benchmarks, not part of the outputs.
+struct SimulationCost {
+  std::uint64_t chips_simulated = 0;
+  // Mirrored chips (models/README.md "Mirrored chips"): how many chips ran as mirrors of another, and what
+  // happened ("16 of 4096 chips simulated, 4080 mirrored; inputs verified", why it did not apply, or why it
+  // fell back to simulating every chip).
+  std::uint64_t chips_mirrored = 0;
+  std::string mirroring;
+  // Instructions the simulated chips executed, and those a mirrored chip reports as its representative's (not
+  // executed). SimResult::instructions_per_unit counts both: the step's work.
+  std::uint64_t instructions_executed = 0;
+  std::uint64_t instructions_mirrored = 0;
+  // Timed SystemC events that fired: each wakes one chip process (which may run several of the chip's
+  // activations, models/README.md "Running ahead") or the interconnect's.
+  std::uint64_t kernel_events = 0;
+  std::uint64_t delta_cycles = 0;   // sc_delta_count() at the end
+  double wall_seconds = 0;          // elaboration + simulation
+  double elaboration_seconds = 0;   // of wall_seconds: building the pod's modules
+};
+
 struct SimResult {
   Seconds step_time;            // when the last chip finished
   double model_flops = 0;       // per step, summed over chips (from the program)
   double hardware_flops = 0;    // same, including recomputation
   FlopsPerSecond peak_flops;    // published bf16 peak x chips (the MFU/HFU denominator)
-  std::uint64_t chips_simulated = 0;
-  // Mirrored chips (models/README.md "Mirrored chips"): how many chips ran as mirrors of another, and what
-  // happened ("16 of 4096 chips simulated, 4080 mirrored; inputs verified", why it did not apply, or why it
-  // fell back to simulating every chip). For --perf and benchmarks; not part of the outputs.
-  std::uint64_t chips_mirrored = 0;
-  std::string mirroring;
-
-  // Instructions the simulated chips executed, and those a mirrored chip reports as its representative's
-  // (not executed: --perf and benchmarks tell them apart). instructions_per_unit counts both: the step's work.
-  std::uint64_t instructions_executed = 0;
-  std::uint64_t instructions_mirrored = 0;
-  std::array<std::uint64_t, ir::kUnitKinds> instructions_per_unit{};  // indexed by ir::UnitKind
+  // What running the simulation cost, and how much of the step it simulated (--perf, benchmarks).
+  SimulationCost cost;
+  // The step's instructions on every chip, mirrored ones included, indexed by ir::UnitKind.
+  std::array<std::uint64_t, ir::kUnitKinds> instructions_per_unit{};
 
   std::array<UnitUsage, kHwUnits> units{};  // indexed by HwUnit
   // Utilization of each MXU array (useful MACs on that array / (rows x cols x clock cycles of the step)), over
@@ -180,13 +192,6 @@ struct SimResult {
 
   TimeBreakdown breakdown;        // mean over chips
   std::vector<ChipResult> chips;  // indexed by chip id
-
-  // Timed SystemC events that fired: each wakes one chip process (which may run several of the chip's
-  // activations, models/README.md "Running ahead") or the interconnect's.
-  std::uint64_t kernel_events = 0;
-  std::uint64_t delta_cycles = 0;   // sc_delta_count() at the end
-  double wall_seconds = 0;          // elaboration + simulation
-  double elaboration_seconds = 0;   // of wall_seconds: building the pod's modules
 
   [[nodiscard]] const UnitUsage& unit(HwUnit u) const { return units[static_cast<std::size_t>(u)]; }
   [[nodiscard]] double mfu() const;
