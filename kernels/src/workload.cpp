@@ -448,7 +448,7 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
     if (!built->plan.host_fits()) throw host_does_not_fit(workload, chip, built->plan);
     out.memory = built->plan;
     out.sharding = sharding;
-    for (int s = 1; s < shard.stages; ++s) {
+    for (int s = 1; s < shard.pipeline.stages; ++s) {
       later_stages.push_back(build_step(workload, chip, &*sharding, &out.programs.groups, s));
       const MemoryPlan& p = later_stages.back().plan;
       if (!p.fits()) throw does_not_fit(workload, chip, p, &*sharding);

@@ -270,10 +270,10 @@ TEST(Sharding, PipelineStagesAreRolesThatSendActivationsForwardAndGradientsBack)
   EXPECT_EQ(l.programs.role_of_chip, (std::vector<std::uint16_t>{0, 0, 1, 1}));
   const ShardingPlan plan = make_sharding(w, pod({4}));
   const ShardView s1 = shard_view(w, plan, 1);
-  EXPECT_EQ(s1.first_layer, 1);
-  EXPECT_EQ(s1.layers, 1);
-  EXPECT_FALSE(s1.embedding);
-  EXPECT_TRUE(s1.head);
+  EXPECT_EQ(s1.pipeline.first_layer, 1);
+  EXPECT_EQ(s1.pipeline.layers, 1);
+  EXPECT_FALSE(s1.pipeline.embedding);
+  EXPECT_TRUE(s1.pipeline.head);
   EXPECT_EQ(s1.batch, 2);  // 4 over data 2; the pipeline is not a batch axis
   // Per microbatch (1 sequence of 128 tokens x d 256, bf16): stage 0 sends its activations and receives their
   // gradient, stage 1 the reverse.

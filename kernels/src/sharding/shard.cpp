@@ -19,11 +19,11 @@ ShardView full_shard(const WorkloadSpec& w) {
     s.expert_d_ff = t.moe.d_ff > 0 ? t.moe.d_ff : t.d_ff;
     s.experts = t.moe.experts;
     s.vocab = t.vocab;
-    s.layers = t.architecture == Architecture::encoder ? t.encoder_depth() : t.decoder_depth();
-    s.encoder_layers = t.architecture == Architecture::encoder_decoder ? t.encoder_depth() : 0;
+    s.pipeline.layers = t.architecture == Architecture::encoder ? t.encoder_depth() : t.decoder_depth();
+    s.pipeline.encoder_layers = t.architecture == Architecture::encoder_decoder ? t.encoder_depth() : 0;
     // workload.part: blocks runs the stack alone, as a middle pipeline stage does: its input activations come in
     // and its output gradient comes back from outside the chip.
-    s.embedding = s.head = w.part == ModelPart::model;
+    s.pipeline.embedding = s.pipeline.head = w.part == ModelPart::model;
   }
   return s;
 }
@@ -35,14 +35,15 @@ std::vector<std::pair<bool, int>> pipeline_order(const ShardView& shard, Pipelin
     order.emplace_back(true, 0);
     return order;
   }
-  if (shard.stages <= 1) {
+  if (shard.pipeline.stages <= 1) {
     for (int i = 0; i < m; ++i) {
       order.emplace_back(true, i);
       order.emplace_back(false, i);
     }
     return order;
   }
-  const int warmup = schedule == PipelineSchedule::gpipe ? m : std::min(shard.stages - shard.stage - 1, m);
+  const PipelinePart& p = shard.pipeline;
+  const int warmup = schedule == PipelineSchedule::gpipe ? m : std::min(p.stages - p.stage - 1, m);
   int f = 0, b = 0;
   for (; f < warmup; ++f) order.emplace_back(true, f);
   while (f < m) {

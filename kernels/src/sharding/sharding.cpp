@@ -372,18 +372,18 @@ ShardingPlan make_sharding(const WorkloadSpec& w, const PodSpec& pod) {
 ShardView shard_view(const WorkloadSpec& w, const ShardingPlan& plan, int stage) {
   ShardView s = full_shard(w);
   Diagnostics diags;
-  s.stages = plan.shards(LogicalAxis::layers);
-  if (s.stages > 1) {
-    s.stage = stage;
-    if (s.layers % s.stages != 0) {
+  s.pipeline.stages = plan.shards(LogicalAxis::layers);
+  if (s.pipeline.stages > 1) {
+    s.pipeline.stage = stage;
+    if (s.pipeline.layers % s.pipeline.stages != 0) {
       diags.error(w.mesh.loc, "workload.mesh", "the layers do not split evenly over the pipeline stages",
-                  fmt::format("a divisor of the {} layers", s.layers), std::to_string(s.stages));
+                  fmt::format("a divisor of the {} layers", s.pipeline.layers), std::to_string(s.pipeline.stages));
     } else {
-      s.layers /= s.stages;
-      s.first_layer = stage * s.layers;
+      s.pipeline.layers /= s.pipeline.stages;
+      s.pipeline.first_layer = stage * s.pipeline.layers;
     }
-    s.embedding = stage == 0;
-    s.head = stage == s.stages - 1;
+    s.pipeline.embedding = stage == 0;
+    s.pipeline.head = stage == s.pipeline.stages - 1;
   }
   auto divide = [&](auto total, int by, LogicalAxis axis, const std::string& what, const std::string& key,
                     SourceLoc at) -> decltype(total) {

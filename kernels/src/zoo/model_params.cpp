@@ -196,17 +196,18 @@ double closed_form_model_flops(const WorkloadSpec& w, const ShardView& shard) {
   const double s = static_cast<double>(shard.seq_len);
   const double s_dec = enc_dec ? static_cast<double>(shard.decoder_seq_len) : s;
   double n_dec = 0;  // decoder (or encoder-only) stack parameters per token
-  for (int l = shard.first_layer; l < shard.first_layer + shard.layers; ++l) n_dec += block(l);
+  const PipelinePart& part = shard.pipeline;
+  for (int l = part.first_layer; l < part.first_layer + part.layers; ++l) n_dec += block(l);
   double n_enc = 0;
   if (enc_dec) {
     // Encoder blocks are dense; the decoder's cross-attention adds its query and output projections per
     // decoder token and its key/value projection per encoder token.
-    n_enc = shard.encoder_layers * (attn + d * up * f + f * d);
-    n_dec += shard.layers * (d * hd + hd * d);
+    n_enc = shard.pipeline.encoder_layers * (attn + d * up * f + f * d);
+    n_dec += shard.pipeline.layers * (d * hd + hd * d);
   }
-  const double n_xkv = enc_dec ? shard.layers * d * 2 * kvd : 0;
-  const double head = shard.head ? vocab : 0;
-  const double l_dec = shard.layers, l_enc = shard.encoder_layers;
+  const double n_xkv = enc_dec ? shard.pipeline.layers * d * 2 * kvd : 0;
+  const double head = shard.pipeline.head ? vocab : 0;
+  const double l_dec = shard.pipeline.layers, l_enc = shard.pipeline.encoder_layers;
   const double xattn = enc_dec ? s : 0;  // cross-attention keys per decoder query
   // Self-attention keys per query: the whole sequence (context parallelism: every chip's part of it).
   const double keys_dec = s_dec * shard.context_shards;

@@ -233,26 +233,28 @@ fused::Graph TransformerStep::build() {
   // Decoder keys this step; context parallelism: every position's (the sequence group's).
   const std::int64_t s_keys = mode_.decode ? shard_.context + 1 : s_dec * shard_.context_shards;
   if (m_.architecture == Architecture::encoder) {
-    stacks_.push_back(Stack{"layer", shard_.first_layer, shard_.layers, false, false, s_enc,
+    stacks_.push_back(Stack{"layer", shard_.pipeline.first_layer, shard_.pipeline.layers, false, false, s_enc,
                             s_enc * shard_.context_shards, {}, {}});
   } else if (enc_dec) {
     // Decoding, the encoder ran at prefill: its stack has no blocks this step.
-    const int enc_layers = mode_.decode ? 0 : shard_.encoder_layers;
+    const int enc_layers = mode_.decode ? 0 : shard_.pipeline.encoder_layers;
     stacks_.push_back(Stack{"enc.layer", 0, enc_layers, false, false, s_enc, s_enc, {}, {}});
-    stacks_.push_back(Stack{"dec.layer", shard_.first_layer, shard_.layers, true, true, s_new, s_keys, {}, {}});
+    stacks_.push_back(
+        Stack{"dec.layer", shard_.pipeline.first_layer, shard_.pipeline.layers, true, true, s_new, s_keys, {}, {}});
   } else {
-    stacks_.push_back(Stack{"layer", shard_.first_layer, shard_.layers, true, false, s_new, s_keys, {}, {}});
+    stacks_.push_back(
+        Stack{"layer", shard_.pipeline.first_layer, shard_.pipeline.layers, true, false, s_new, s_keys, {}, {}});
   }
 
   // Parameters (the encoder of an encoder-decoder keeps its parameters even when decoding: they are stored).
-  if (shard_.embedding || (shard_.head && m_.tied_embeddings))
+  if (shard_.pipeline.embedding || (shard_.pipeline.head && m_.tied_embeddings))
     outer_.table = param("embedding.table", shard_.vocab, d_);
-  if (shard_.embedding && m_.position == PositionKind::learned)
+  if (shard_.pipeline.embedding && m_.position == PositionKind::learned)
     outer_.positions = param("embedding.positions", m_.context, d_);
-  if (shard_.embedding && m_.token_types > 0) outer_.types = param("embedding.types", m_.token_types, d_);
+  if (shard_.pipeline.embedding && m_.token_types > 0) outer_.types = param("embedding.types", m_.token_types, d_);
   for (std::size_t si = 0; si < stacks_.size(); ++si) {
     Stack& st = stacks_[si];
-    const int stored = enc_dec && si == 0 ? shard_.encoder_layers : st.count;
+    const int stored = enc_dec && si == 0 ? shard_.pipeline.encoder_layers : st.count;
     for (int l = 0; l < stored; ++l) {
       const bool moe = m_.moe.is_moe_layer(st.first + l) && (!enc_dec || si == 1);
       st.params.push_back(block_params(fmt::format("{}{}", st.name, st.first + l), st.cross, moe));
@@ -263,7 +265,7 @@ fused::Graph TransformerStep::build() {
       st.relative_table = outer_.relative.back().w;
     }
   }
-  if (shard_.head) {
+  if (shard_.pipeline.head) {
     outer_.final_norm = param("head.norm", 1, norm_params());
     if (!m_.tied_embeddings) outer_.out_proj = param("head.out", d_, shard_.vocab);
     if (m_.lm_head_transform) {
@@ -322,7 +324,7 @@ fused::Graph TransformerStep::build() {
       if (st.count == 0 && !decoder_of_enc_dec) continue;
       const double tokens = static_cast<double>(mb()) * static_cast<double>(st.s);
       if (si == 0 || decoder_of_enc_dec) {
-        x = shard_.embedding ? embed(mbp + (enc_dec ? (si == 0 ? "enc." : "dec.") : ""),
+        x = shard_.pipeline.embedding ? embed(mbp + (enc_dec ? (si == 0 ? "enc." : "dec.") : ""),
                                      static_cast<std::int64_t>(tokens), st.s, Phase::forward)
                              : points_.stage_input(b_.graph(), Phase::forward,
                                                    b_.activation(mbp + st.name + ".input",
@@ -342,8 +344,8 @@ fused::Graph TransformerStep::build() {
       }
     }
     HeadFwd& head = ms.head;
-    if (!shard_.head) points_.stage_output(b_.graph(), Phase::forward, x);  // to the next pipeline stage
-    if (shard_.head) {
+    if (!shard_.pipeline.head) points_.stage_output(b_.graph(), Phase::forward, x);  // to the next pipeline stage
+    if (shard_.pipeline.head) {
       const Stack& last = stacks_.back();
       // Inference needs the last position of each sequence only.
       const double tokens = static_cast<double>(mb()) * (mode_.inference ? 1.0 : static_cast<double>(last.s));
@@ -359,7 +361,7 @@ fused::Graph TransformerStep::build() {
     const auto& fwd = ms.fwd;
     const auto& enc_out = ms.enc_out;
     const TensorId enc_last = ms.enc_last, enc_stats = ms.enc_stats;
-    TensorId dx = shard_.head
+    TensorId dx = shard_.pipeline.head
                       ? head_backward(mbp, ms.head)
                       : points_.stage_input(b_.graph(), Phase::backward,
                                             b_.activation(mbp + "head.bwd.dx",
@@ -402,7 +404,7 @@ fused::Graph TransformerStep::build() {
           points_.after_sequence_parallel_gradients(b_.graph(), l, norms);
         }
       }
-      if (shard_.embedding && (si == 0 || decoder_of_enc_dec)) {
+      if (shard_.pipeline.embedding && (si == 0 || decoder_of_enc_dec)) {
         // The embedding gradient: the rows the lookup gathered, scatter-added into the table's gradient (every
         // token's: a vocabulary-parallel table's rows may come from any token).
         const double tokens = static_cast<double>(mb()) * static_cast<double>(st.s);
@@ -427,7 +429,7 @@ fused::Graph TransformerStep::build() {
                   writes);
       }
     }
-    if (!shard_.embedding) points_.stage_output(b_.graph(), Phase::backward, dx);  // to the previous stage
+    if (!shard_.pipeline.embedding) points_.stage_output(b_.graph(), Phase::backward, dx);  // to the previous stage
     // The embedding and head gradients of a microbatch before the last (FSDP reduce-scatters them now); those
     // of the last are reduced after the blocks' updates, below.
     if (!last) points_.after_weight_gradients(b_.graph(), -1, b_.gradient_buffers(embedding_and_head(), micro), first, false);

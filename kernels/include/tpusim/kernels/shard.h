@@ -16,6 +16,17 @@
 
 namespace tpusim::kernels {
 
+// A chip's part of the layer stack: its pipeline stage and the blocks that stage runs.
+struct PipelinePart {
+  int stage = 0;                 // pipeline parallelism: this chip's stage of `stages`
+  int stages = 1;
+  int first_layer = 0;           // the decoder (encoder-only: encoder) blocks this chip runs: [first, first + layers)
+  int layers = 0;
+  int encoder_layers = 0;        // encoder_decoder: encoder blocks on this chip
+  bool embedding = true;         // holds the input embedding (the first pipeline stage)
+  bool head = true;              // holds the final norm, the output projection and the loss (the last stage)
+};
+
 struct ShardView {
   std::int64_t batch = 0;        // examples (sequences, images) per step on this chip, all microbatches
   int microbatches = 1;          // gradient accumulation slices of `batch`
@@ -35,15 +46,9 @@ struct ShardView {
   int sequence_shards = 1;       // Megatron sequence parallelism: the tokens outside the attention and MLP
                                  // blocks (norms, residual adds, block inputs) are split this many ways over
                                  // the tensor group (1: each chip of the group holds every token)
-  int first_layer = 0;           // the decoder (encoder-only: encoder) blocks this chip runs: [first, first + layers)
-  int layers = 0;
-  int encoder_layers = 0;        // encoder_decoder: encoder blocks on this chip
-  bool embedding = true;         // holds the input embedding (the first pipeline stage)
-  bool head = true;              // holds the final norm, the output projection and the loss (the last stage)
   int weight_shards = 1;         // FSDP: parameters, gradients and optimizer state stored 1 / weight_shards
                                  // per chip, gathered before use
-  int stage = 0;                 // pipeline parallelism: this chip's stage of `stages`
-  int stages = 1;
+  PipelinePart pipeline;         // the stage and the blocks this chip runs (the whole model without a pipeline)
 
   [[nodiscard]] std::int64_t microbatch() const { return batch / (microbatches > 0 ? microbatches : 1); }
 };
