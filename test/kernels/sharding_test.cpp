@@ -1084,6 +1084,22 @@ TEST(ShardingRules, FsdpShardsTheBatchAndTheWeightsEmbedOverOneAxisAsTheDefaults
   EXPECT_EQ(plan.shards(LogicalAxis::batch), 2);
 }
 
+// MaxText's own rule for fsdp_transpose (mlp: [fsdp_transpose, tensor]) splits the MLP activations' batch and
+// d_ff over one axis here, where one mlp rule serves the weights and the activations: refused at the rule, with
+// a hint that the defaults already shard the weights' storage over the axis.
+TEST(ShardingRules, MaxTextsMlpRuleForFsdpTransposeIsRefusedWithWhatTheDefaultsDoInstead) {
+  const WorkloadSpec w = with_rules(mesh({{"fsdp", 2}, {"fsdp_transpose", 2}}), {{"mlp", {"fsdp_transpose"}}});
+  const Diagnostic d = config_error([&] { (void)make_sharding(w, pod({4})); });
+  EXPECT_EQ(d.key_path, "workload.sharding.mlp");
+  EXPECT_EQ(d.loc.line, 9);
+  EXPECT_NE(d.message.find("mesh axis fsdp_transpose shards two dimensions"), std::string::npos) << d.message;
+  EXPECT_NE(d.hint.find("drop fsdp_transpose from the mlp rule"), std::string::npos) << d.hint;
+  // Another axis on two dimensions keeps the general hint.
+  const Diagnostic other = config_error(
+      [&] { (void)make_sharding(with_rules(mesh({{"data", 2}, {"tensor", 2}}), {{"embed", {"tensor"}}}), pod({4})); });
+  EXPECT_EQ(other.hint, "keep tensor in one of these rules (workload.sharding)");
+}
+
 TEST(ShardingRules, AMeshAxisNoRuleUsesIsRefusedWithADidYouMean) {
   WorkloadSpec w = small(8, mesh({{"data", 2}, {"fsdpp", 2}}));
   w.mesh.axes[1].loc = SourceLoc{"s.yaml", 3, 20};
