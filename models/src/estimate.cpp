@@ -49,7 +49,7 @@ double instruction_seconds_bound(const ChipSpec& chip, const PodSpec& pod, const
   const double bytes = static_cast<double>(ins.bytes);
   // A fused instruction (program format 2) also streams its operands through HBM and pays the MXU's step
   // overhead per grid step: both added to the compute bound (the model overlaps them; a sum bounds that).
-  const double hbm_rate = chip.hbm.bandwidth.value() * std::min(1.0, std::max(1e-6, chip.hbm.efficiency));
+  const double hbm_rate = chip.hbm.achievable_bandwidth().value();
   const double streamed = static_cast<double>(ins.hbm_read) + static_cast<double>(ins.hbm_written);
   const double fused = (hbm_rate > 0 ? streamed / hbm_rate : 0) +
                        static_cast<double>(ins.grid_steps) * std::max(0.0, chip.mxu.step_overhead.value());
@@ -70,7 +70,7 @@ double instruction_seconds_bound(const ChipSpec& chip, const PodSpec& pod, const
                                    chip.host.pcie_bandwidth.value(), chip.ici.link_bandwidth.value()});
       const double efficiency = std::min({1.0, std::max(1e-6, chip.dma.strided_efficiency),
                                           std::max(1e-6, chip.dma.gather_efficiency),
-                                          std::max(1e-6, chip.hbm.efficiency)});
+                                          chip.hbm.achievable_fraction()});
       return ins.host_seconds + (rate > 0 ? bytes / (rate * efficiency) : 0) + chip.hbm.latency.value() + 1e-6;
     }
     case ir::OpKind::collective:

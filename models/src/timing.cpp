@@ -214,8 +214,8 @@ double hbm_channel_share(const HbmSpec& hbm, double bytes) {
 }
 
 Seconds hbm_transfer_time(const HbmSpec& hbm, Bytes bytes, Seconds latency) {
-  const double efficiency = hbm.efficiency > 0 ? hbm.efficiency : 1.0;
-  return transfer_time(bytes, latency, hbm.bandwidth, efficiency * hbm_channel_share(hbm, bytes.as_double()));
+  return transfer_time(bytes, latency, hbm.bandwidth,
+                       hbm.achievable_fraction() * hbm_channel_share(hbm, bytes.as_double()));
 }
 
 Seconds host_op_latency_seconds(Seconds host_seconds, std::uint64_t bytes) {

@@ -68,7 +68,7 @@ GemmTiling tile_gemm(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::
   check_chip(chip);
   const auto eb = static_cast<std::uint64_t>(dtype_bytes(dtype));
   const auto budget = static_cast<std::uint64_t>(chip.vmem.capacity.as_double() * kGemmVmemFraction);
-  const double bw = chip.hbm.bandwidth.value() * (chip.hbm.efficiency > 0 ? chip.hbm.efficiency : 1.0);
+  const double bw = chip.hbm.achievable_bandwidth().value();
   const double latency = chip.hbm.latency.value();
   const std::int64_t r = chip.mxu.rows, cols = chip.mxu.cols;
 

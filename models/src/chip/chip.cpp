@@ -142,7 +142,7 @@ void CollectiveSide::take(Tick now) {
     double cap = hbm_channel_share(hbm, static_cast<double>(std::max(c.read, c.written)));
     if (c.spread > 0) {
       const double turnaround = c.read > 0 && c.written > 0 ? hbm.turnaround : 0.0;
-      const double rate = hbm.bandwidth.value() * hbm.efficiency * (1.0 - turnaround);  // bytes/s
+      const double rate = hbm.achievable_bandwidth().value() * (1.0 - turnaround);  // bytes/s
       const double paced = static_cast<double>(c.read + c.written) / (rate * to_seconds(c.spread).value());
       cap = std::min(cap, std::max(paced, 1e-9));
     }

@@ -17,7 +17,7 @@ class Hbm final : public MemoryBlock {
   Hbm(const sc_core::sc_module_name& name, const BlockBuild& b)
       : MemoryBlock(name, b.chip, BlockKind::hbm, b.block.name, 0, ir::Memory::hbm, b.chip.spec.hbm.bandwidth),
         spec_(b.chip.spec.hbm) {
-    add_scheduler(spec_.scheduler, spec_.bandwidth.value() * spec_.efficiency, spec_.turnaround);
+    add_scheduler(spec_.scheduler, spec_.achievable_bandwidth().value(), spec_.turnaround);
   }
 
   void collect(ChipCounters& c) const override {

@@ -9,7 +9,7 @@ namespace {
 // The stream's two transfers: reads, then writes (in the engine's issue order).
 constexpr int kStreamWindow = 2;
 
-double hbm_rate(const HbmSpec& hbm) { return hbm.bandwidth.value() * (hbm.efficiency > 0 ? hbm.efficiency : 1.0); }
+double hbm_rate(const HbmSpec& hbm) { return hbm.achievable_bandwidth().value(); }
 
 double per_step(std::uint64_t bytes, const ir::Instruction& ins) {
   return static_cast<double>(bytes) / std::max<std::uint32_t>(1, ins.grid_steps);

@@ -58,6 +58,14 @@ struct HbmSpec {
   double turnaround = 0.0;  // fraction of bandwidth lost while reads and writes interleave
   int channels = 1;         // independent channels sharing the peak bandwidth evenly (striped transfers)
   MemoryScheduler scheduler = MemoryScheduler::shared;
+
+  // What a long stream in one direction achieves, efficiency x bandwidth: the one place it is computed, for
+  // the lowering's tiling and estimates and the models' HBM alike (a spec built in code with efficiency 0
+  // streams at the peak; a scenario's efficiency is in (0, 1]).
+  [[nodiscard]] double achievable_fraction() const { return efficiency > 0 ? efficiency : 1.0; }
+  [[nodiscard]] BytesPerSecond achievable_bandwidth() const {
+    return BytesPerSecond(bandwidth.value() * achievable_fraction());
+  }
 };
 
 struct DmaSpec {
