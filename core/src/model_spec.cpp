@@ -19,6 +19,17 @@ std::string_view collective_name(CollectiveKind k) {
   return "?";
 }
 
+std::vector<CollectiveKind> all_collective_kinds() {
+  return {CollectiveKind::all_reduce, CollectiveKind::reduce_scatter, CollectiveKind::all_gather,
+          CollectiveKind::all_to_all, CollectiveKind::permute};
+}
+
+std::vector<std::pair<std::string, CollectiveKind>> collective_choices() {
+  std::vector<std::pair<std::string, CollectiveKind>> out;
+  for (CollectiveKind k : all_collective_kinds()) out.emplace_back(std::string(collective_name(k)), k);
+  return out;
+}
+
 int dtype_bytes(DType t) {
   switch (t) {
     case DType::bf16: return 2;
@@ -91,12 +102,7 @@ const FieldTable<ModelSpec>& collective_fields() {
   static const FieldTable<ModelSpec> table = [] {
     auto t = model_base_fields();
     t.add_choice<CollectiveKind>("op", [](S& s) -> CollectiveKind& { return s.collective.op; },
-                                 {{"all_reduce", CollectiveKind::all_reduce},
-                                  {"reduce_scatter", CollectiveKind::reduce_scatter},
-                                  {"all_gather", CollectiveKind::all_gather},
-                                  {"all_to_all", CollectiveKind::all_to_all},
-                                  {"permute", CollectiveKind::permute}},
-                                 std::nullopt, "the collective");
+                                 collective_choices(), std::nullopt, "the collective");
     t.add<Bytes>("bytes", [](S& s) -> Bytes& { return s.collective.bytes; }, std::nullopt,
                  "buffer size per chip", in_range(Bytes(1), Bytes(std::uint64_t{1} << 48)));
     t.add<std::vector<int>>("axes", [](S& s) -> std::vector<int>& { return s.collective.axes; }, "[]",

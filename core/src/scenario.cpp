@@ -142,6 +142,12 @@ const FieldTable<WorkloadSpec>& workload_fields() {
     t.add_choice<bool>("overlap", [](S& s) -> bool& { return s.overlap; }, {{"on", true}, {"off", false}}, "on",
                        "sharded steps: collectives overlap independent compute as XLA schedules them (on), or run "
                        "after all earlier compute and before all later compute (off: the serialized baseline)");
+    t.add_choice_list<CollectiveKind>(
+        "async_collectives", [](S& s) -> std::vector<CollectiveKind>& { return s.async_collectives; },
+        collective_choices(), "[all_reduce, reduce_scatter, all_gather, all_to_all, permute]",
+        "sharded steps: the collective kinds that run asynchronously, overlapped with independent compute (XLA's "
+        "async collectives); the others are synchronous: the TensorCores finish their earlier work and idle "
+        "while the collective runs (XLA without that kind's async flags; docs/calibration.md)");
     t.add_choice<CollectiveMatmul>(
         "collective_matmul", [](S& s) -> CollectiveMatmul& { return s.collective_matmul; },
         {{"auto", CollectiveMatmul::automatic}, {"on", CollectiveMatmul::on}, {"off", CollectiveMatmul::off}}, "auto",

@@ -59,6 +59,11 @@ std::uint64_t state_bytes(const WorkloadSpec& workload) {
 
 bool whole_model(const WorkloadSpec& w) { return step_builder(w.model.kind) != nullptr; }
 
+// workload.overlap and async_collectives as the emitter takes them.
+fused::CollectiveTiming collective_timing(const WorkloadSpec& w) {
+  return fused::CollectiveTiming{!w.overlap, w.async_collectives};
+}
+
 // Whether the tensor group's gathers and reduce-scatters of the split residual stream run as ring steps
 // (workload.collective_matmul): always under `on` (check_collective_matmul has refused a step with nothing to
 // decompose), never under `off`, and under `auto` where XLA's partitioner would window the einsum: the residual
@@ -493,7 +498,7 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
     sinks = fused::emit(b.graph(), chip, prog, start);
   } else if (built) {
     std::vector<std::vector<std::uint32_t>> op_instructions;
-    sinks = fused::emit(built->graph, chip, prog, start, !workload.overlap, &op_instructions);
+    sinks = fused::emit(built->graph, chip, prog, start, collective_timing(workload), &op_instructions);
     out.memory_timelines.push_back(memory_timeline(built->graph, built->plan, std::move(op_instructions)));
     if (host.checkpoint_bytes > 0) {
       sinks = {prog.add(host_op(ir::HostOp::checkpoint, host.checkpoint_bytes, host.checkpoint_seconds), sinks,
@@ -564,8 +569,8 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
                                            {}, "host.launch"));
     }
     std::vector<std::vector<std::uint32_t>> op_instructions;
-    std::vector<std::uint32_t> stage_sinks =
-        fused::emit(later_stages[i].graph, chip, stage_prog, stage_start, !workload.overlap, &op_instructions);
+    std::vector<std::uint32_t> stage_sinks = fused::emit(later_stages[i].graph, chip, stage_prog, stage_start,
+                                                         collective_timing(workload), &op_instructions);
     out.memory_timelines.push_back(
         memory_timeline(later_stages[i].graph, later_stages[i].plan, std::move(op_instructions)));
     const HostStepCosts stage_host = host_costs(workload, chip, checkpoint_state(later_stages[i].plan), writers);

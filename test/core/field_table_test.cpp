@@ -3,6 +3,7 @@
 // naming its file:line:column and dotted key path, before anything is used.
 #include "tpusim/core/chip_spec.h"
 #include "tpusim/core/fields.h"
+#include "tpusim/core/model_spec.h"
 
 #include <gtest/gtest.h>
 
@@ -328,6 +329,75 @@ TEST(FieldTable, ListFieldTakesItsDefaultWhenAbsent) {
   t.resolve(root, "", spec, diags);
   EXPECT_TRUE(diags.empty()) << diags.str();
   EXPECT_TRUE(spec.cube.empty());
+}
+
+// A list of choices (workload.async_collectives): names from the choices, each at most once, kept and shown in
+// the choices' order whatever order the YAML lists them in; [] is an empty list, not the default.
+struct Kinds {
+  std::vector<CollectiveKind> kinds = all_collective_kinds();
+};
+
+const FieldTable<Kinds>& kinds_fields() {
+  static const FieldTable<Kinds> table = [] {
+    FieldTable<Kinds> t;
+    t.add_choice_list<CollectiveKind>(
+        "kinds", [](Kinds& s) -> std::vector<CollectiveKind>& { return s.kinds; }, collective_choices(),
+        "[all_reduce, reduce_scatter, all_gather, all_to_all, permute]", "collective kinds");
+    return t;
+  }();
+  return table;
+}
+
+struct ResolvedKinds {
+  Kinds spec;
+  Diagnostics diags;
+};
+
+ResolvedKinds resolve_kinds(std::string_view text) {
+  ResolvedKinds r;
+  const ConfigNode root = load_yaml_string(text, "k.yaml", r.diags);
+  EXPECT_TRUE(r.diags.empty()) << r.diags.str();
+  kinds_fields().resolve(root, "w", r.spec, r.diags);
+  return r;
+}
+
+TEST(FieldTable, ChoiceListKeepsTheChoicesOrderAndShowsTheNames) {
+  const ResolvedKinds r = resolve_kinds("kinds: [permute, all_reduce]\n");
+  ASSERT_TRUE(r.diags.empty()) << r.diags.str();
+  EXPECT_EQ(r.spec.kinds, (std::vector<CollectiveKind>{CollectiveKind::all_reduce, CollectiveKind::permute}));
+  const auto shown = kinds_fields().render(r.spec);
+  ASSERT_EQ(shown.size(), 1u);
+  EXPECT_EQ(shown[0].second, "[all_reduce, permute]");
+}
+
+TEST(FieldTable, ChoiceListDefaultsToItsDefaultTextAndAnEmptyListMeansNone) {
+  const ResolvedKinds absent = resolve_kinds("{}\n");
+  ASSERT_TRUE(absent.diags.empty()) << absent.diags.str();
+  EXPECT_EQ(absent.spec.kinds, all_collective_kinds());
+  const ResolvedKinds empty = resolve_kinds("kinds: []\n");
+  ASSERT_TRUE(empty.diags.empty()) << empty.diags.str();
+  EXPECT_TRUE(empty.spec.kinds.empty());
+  EXPECT_EQ(kinds_fields().render(empty.spec)[0].second, "[]");
+}
+
+TEST(FieldTable, ChoiceListRefusesAnUnknownNameWithADidYouMean) {
+  const ResolvedKinds r = resolve_kinds("kinds: [all_reduce, reduce_scater]\n");
+  ASSERT_EQ(r.diags.size(), 1u) << r.diags.str();
+  const Diagnostic& d = r.diags.items()[0];
+  EXPECT_EQ(d.key_path, "w.kinds");
+  EXPECT_EQ(d.message, "invalid value");
+  EXPECT_EQ(d.expected, "each one of the choices, not 'reduce_scater'; did you mean 'reduce_scatter'?");
+}
+
+TEST(FieldTable, ChoiceListRefusesANameListedTwiceAndAScalar) {
+  const ResolvedKinds twice = resolve_kinds("kinds: [permute, all_gather, permute]\n");
+  ASSERT_EQ(twice.diags.size(), 1u) << twice.diags.str();
+  EXPECT_EQ(twice.diags.items()[0].message, "invalid value");
+  EXPECT_EQ(twice.diags.items()[0].expected, "each choice at most once ('permute' is listed twice)");
+  const ResolvedKinds scalar = resolve_kinds("kinds: permute\n");
+  ASSERT_EQ(scalar.diags.size(), 1u) << scalar.diags.str();
+  EXPECT_EQ(scalar.diags.items()[0].message, "invalid value");
+  EXPECT_EQ(scalar.diags.items()[0].expected, "a list, e.g. [all_reduce]");
 }
 
 TEST(ChipFields, EveryKeyIsDeclaredOnceWithADoc) {

@@ -193,6 +193,58 @@ TEST(Sharding, FsdpTransposeIsASecondFsdpAxisOverTheBatchAndTheWeights) {
   EXPECT_NE(transposed.find("fsdp"), std::string::npos);  // the program has FSDP gathers to compare
 }
 
+// workload.async_collectives without reduce_scatter: each FSDP gradient reduce-scatter waits for the last
+// instruction of both TensorCores before it, and the first instruction of each after it waits for it. With the
+// default (every kind asynchronous) the next layer's backward does not wait for it, and the program is the same
+// as with the list written out.
+TEST(Sharding, ASynchronousReduceScatterWaitsForBothTensorCoresAndHoldsTheirLaterWork) {
+  WorkloadSpec w = small(16, mesh({{"fsdp", 4}}));
+  auto lowered = [](const WorkloadSpec& spec) { return lower(spec, roomy(), pod({4})).programs; };
+  const ir::ProgramSet async_set = lowered(w);
+  const ir::Program& async = async_set.programs.at(0);
+  w.async_collectives = {CollectiveKind::all_reduce, CollectiveKind::all_gather, CollectiveKind::all_to_all,
+                         CollectiveKind::permute};
+  const ir::ProgramSet sync_set = lowered(w);
+  const ir::Program& sync = sync_set.programs.at(0);
+  ASSERT_EQ(async.size(), sync.size());  // the same instructions; only their dependencies differ
+
+  auto depends = [](const ir::Program& p, std::size_t i, std::size_t on) {
+    const ir::Instruction& ins = p[i];
+    const std::uint32_t* d = p.deps_of(ins);
+    return std::find(d, d + ins.dep_count, static_cast<std::uint32_t>(on)) != d + ins.dep_count;
+  };
+  auto compute = [](const ir::Instruction& ins) {
+    return ins.kind == ir::OpKind::matmul || ins.kind == ir::OpKind::vector;
+  };
+  int scatters = 0, async_waits = 0;
+  for (std::size_t i = 0; i < sync.size(); ++i) {
+    if (sync.label_of(sync[i]).find("fsdp_reduce_scatter") == std::string::npos) continue;
+    ++scatters;
+    for (int core = 0; core < 2; ++core) {
+      std::optional<std::size_t> before, after;
+      for (std::size_t j = 0; j < i; ++j) {
+        if (compute(sync[j]) && sync[j].core == core) before = j;
+      }
+      for (std::size_t j = sync.size(); j-- > i + 1;) {
+        if (compute(sync[j]) && sync[j].core == core) after = j;
+      }
+      ASSERT_TRUE(before && after) << "core " << core;
+      EXPECT_TRUE(depends(sync, i, *before)) << sync.label_of(sync[i]) << " core " << core;
+      EXPECT_TRUE(depends(sync, *after, i)) << sync.label_of(sync[*after]) << " core " << core;
+      async_waits += depends(async, *after, i) ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(scatters, 3);  // the two blocks and the embedding, tied with the output projection
+  // Asynchronous, only the optimizer's update of a shard reads the scatter's output.
+  EXPECT_LT(async_waits, 2 * scatters);
+
+  w.async_collectives.push_back(CollectiveKind::reduce_scatter);
+  std::ostringstream a, b;
+  write_program_json(async_set, a);
+  write_program_json(lowered(w), b);
+  EXPECT_EQ(a.str(), b.str());
+}
+
 TEST(Sharding, FewerKvHeadsThanTheTensorAxisAreReplicated) {
   WorkloadSpec w = small(8, mesh({{"tensor", 4}}));
   w.model.transformer.kv_heads = 2;

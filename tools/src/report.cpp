@@ -28,8 +28,10 @@ json scalar_json(const std::string& v) {
     std::size_t start = 0;
     while (start < inner.size()) {
       const auto comma = inner.find(',', start);
-      const std::string item = inner.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      arr.push_back(std::strtoll(item.c_str(), nullptr, 10));
+      std::string item = inner.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      item.erase(0, item.find_first_not_of(' '));
+      item.erase(item.find_last_not_of(' ') + 1);
+      arr.push_back(scalar_json(item));  // numbers stay numbers, choice names stay names
       if (comma == std::string::npos) break;
       start = comma + 1;
     }

@@ -208,8 +208,9 @@ std::int64_t split_size(std::int64_t total, int parts, int part) {
 }  // namespace
 
 std::vector<std::uint32_t> emit(const Graph& g, const ChipSpec& chip, ir::Program& prog,
-                                const std::vector<std::uint32_t>& after, bool serialize_collectives,
+                                const std::vector<std::uint32_t>& after, const CollectiveTiming& timing,
                                 std::vector<std::vector<std::uint32_t>>* op_instructions) {
+  const bool serialize_collectives = timing.serialize;
   const int cores = std::max(1, chip.tensorcores);
   const double transcendental_cost = chip.vpu.transcendental_rate > 0 ? 1.0 / chip.vpu.transcendental_rate : 1.0;
   const std::int64_t row_granule = 8;  // the MXU takes LHS rows 8 at a time (docs/hardware.md)
@@ -249,12 +250,16 @@ std::vector<std::uint32_t> emit(const Graph& g, const ChipSpec& chip, ir::Progra
       ids.push_back(prog.add(ins, deps, op.label));
       sinks.push_back(ids.back());
     } else if (op.unit == Unit::ici) {
-      if (serialize_collectives) {
+      const bool synchronous =
+          serialize_collectives || (op.ici_kind == ir::OpKind::collective &&
+                                    std::find(timing.async.begin(), timing.async.end(), op.collective) ==
+                                        timing.async.end());
+      if (synchronous) {
         for (const auto& c : chain) {
           if (c) deps.push_back(*c);
         }
-        if (last_collective) deps.push_back(*last_collective);
       }
+      if (serialize_collectives && last_collective) deps.push_back(*last_collective);
       std::sort(deps.begin(), deps.end());
       deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
       ir::Instruction ins;
@@ -269,8 +274,8 @@ std::vector<std::uint32_t> emit(const Graph& g, const ChipSpec& chip, ir::Progra
       ins.dtype = op.dtype;
       ids.push_back(prog.add(ins, deps, op.label));
       sinks.push_back(ids.back());
-      if (serialize_collectives) {
-        last_collective = ids.back();
+      if (serialize_collectives) last_collective = ids.back();
+      if (synchronous) {
         for (auto& c : chain) c = ids.back();  // later work on every TensorCore waits for it
       }
     } else {

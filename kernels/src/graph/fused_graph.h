@@ -163,12 +163,17 @@ struct ActivationSpans {
 // runs on TensorCore 0), every instruction depending on `after`. Returns the step's last instructions (the
 // end of each TensorCore's chain and every collective), which later work (a checkpoint) depends on.
 //
-// With `serialize_collectives` (workload overlap: off) every collective waits for all earlier instructions of
-// the step and every later instruction waits for it: the baseline without compute / communication overlap.
+// A synchronous collective (its kind not in `timing.async`) waits for every TensorCore's earlier work, and
+// their later work waits for it. With `timing.serialize` (workload overlap: off) every collective does, and
+// waits for the collective before it too: the baseline without compute / communication overlap.
 // `op_instructions` (if not null) receives each op's instructions, indexed by op (none for merged and dropped
 // ops).
+struct CollectiveTiming {
+  bool serialize = false;
+  std::vector<CollectiveKind> async = all_collective_kinds();
+};
 std::vector<std::uint32_t> emit(const Graph& g, const ChipSpec& chip, ir::Program& prog,
-                                const std::vector<std::uint32_t>& after, bool serialize_collectives = false,
+                                const std::vector<std::uint32_t>& after, const CollectiveTiming& timing = {},
                                 std::vector<std::vector<std::uint32_t>>* op_instructions = nullptr);
 
 }  // namespace tpusim::kernels::fused

@@ -141,6 +141,60 @@ class FieldTable {
     return *this;
   }
 
+  // A field whose value is a list of distinct members of a closed set (`[a, b]`, `[]` for none), stored in the
+  // order of `choices` whatever order it was written in.
+  template <class E>
+  FieldTable& add_choice_list(std::string key, std::function<std::vector<E>&(Spec&)> access,
+                              std::vector<std::pair<std::string, E>> choices, std::optional<std::string> default_text,
+                              std::string doc) {
+    Field f;
+    std::string kind = "list of:";
+    for (const auto& c : choices) kind += " " + c.first;
+    f.info = FieldInfo{key, kind, default_text, std::move(doc)};
+    f.parse = [access, choices](Spec& spec, const ConfigNode& n, std::string& expected) {
+      std::vector<std::string> names;
+      for (const auto& c : choices) names.push_back(c.first);
+      if (!n.is_seq()) {
+        expected = "a list, e.g. [" + names.front() + "]";
+        return false;
+      }
+      std::vector<bool> seen(choices.size(), false);
+      for (const ConfigNode& item : n.items()) {
+        const std::string word = item.is_scalar() ? item.scalar() : std::string{};
+        const auto at = std::find(names.begin(), names.end(), word);
+        if (at == names.end()) {
+          expected = suggestion(word, names);
+          const std::string item = "each one of the choices, not '" + word + "'";
+          expected = expected.rfind("did you mean", 0) == 0 ? item + "; " + expected : item + " (" + expected + ")";
+          return false;
+        }
+        const auto i = static_cast<std::size_t>(at - names.begin());
+        if (seen[i]) {
+          expected = "each choice at most once ('" + word + "' is listed twice)";
+          return false;
+        }
+        seen[i] = true;
+      }
+      std::vector<E>& out = access(spec);
+      out.clear();
+      for (std::size_t i = 0; i < choices.size(); ++i) {
+        if (seen[i]) out.push_back(choices[i].second);
+      }
+      return true;
+    };
+    f.show = [access, choices](const Spec& spec) {
+      const std::vector<E>& v = access(const_cast<Spec&>(spec));
+      std::string s = "[";
+      for (const auto& c : choices) {
+        if (std::find(v.begin(), v.end(), c.second) == v.end()) continue;
+        s += (s.size() > 1 ? ", " : "") + c.first;
+      }
+      return s + "]";
+    };
+    fields_.push_back(std::move(f));
+    return *this;
+  }
+
   [[nodiscard]] std::vector<FieldInfo> infos() const {
     std::vector<FieldInfo> out;
     for (const auto& f : fields_) out.push_back(f.info);
@@ -190,7 +244,9 @@ class FieldTable {
         continue;
       }
       if (!f.parse(spec, *n, expected)) {
-        diags.error(n->loc(), full, n->is_scalar() ? "invalid value" : "wrong type", expected, n->describe());
+        // A list where a list is expected holds a bad item (an invalid value), anything else is the wrong type.
+        const bool right_shape = n->is_scalar() || (n->is_seq() && f.info.kind.rfind("list", 0) == 0);
+        diags.error(n->loc(), full, right_shape ? "invalid value" : "wrong type", expected, n->describe());
         continue;
       }
       if (origins) (*origins)[f.info.key] = FieldOrigin{n->loc(), n->comment(), false};

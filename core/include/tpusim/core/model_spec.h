@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tpusim/core/config_tree.h"
@@ -39,6 +40,9 @@ struct MlpModel {
 
 enum class CollectiveKind : std::uint8_t { all_reduce, reduce_scatter, all_gather, all_to_all, permute };
 [[nodiscard]] std::string_view collective_name(CollectiveKind k);
+[[nodiscard]] std::vector<CollectiveKind> all_collective_kinds();  // in declaration order
+// Each kind with its name, in declaration order: the choices of a field that names collectives.
+[[nodiscard]] std::vector<std::pair<std::string, CollectiveKind>> collective_choices();
 
 // One collective over the pod, for interconnect studies: `bytes` per chip (the input buffer of each chip),
 // over the listed torus axes (empty = every axis), with a named algorithm ("auto" picks the default).

@@ -125,6 +125,12 @@ struct WorkloadSpec {
   // each after all earlier compute and before all later compute (off, the serialized baseline).
   MeshSpec mesh;
   bool overlap = true;
+  // The collective kinds that run asynchronously (XLA's async start/done pairs: started once their operands
+  // are ready, overlapped with independent compute); the others are synchronous: the TensorCores finish their
+  // earlier work, the collective runs, and their later work starts after it (XLA's collectives without their
+  // async flags, docs/calibration.md "Synchronous collectives"). Default: every kind. overlap: off makes
+  // every collective synchronous and each wait for the one before it.
+  std::vector<CollectiveKind> async_collectives = all_collective_kinds();
   // Collective matmul (Wang et al., ASPLOS 2023; XLA's windowed einsum): the tensor group's all-gathers of the
   // split residual stream and its reduce-scatters run as bidirectional ring steps, each overlapped with a
   // partial matmul (kernels/README.md "Collective matmul"). `automatic` does so where XLA's SPMD partitioner
