@@ -80,12 +80,12 @@ std::string format_in(Dimension d, double v) {
 
 UnitDim unit_dim(Dimension d) {
   switch (d) {
-    case Dimension::bytes: return UnitDim{{1, 0, 0, 0}};
-    case Dimension::bytes_per_second: return UnitDim{{1, -1, 0, 0}};
-    case Dimension::seconds: return UnitDim{{0, 1, 0, 0}};
-    case Dimension::hertz: return UnitDim{{0, -1, 0, 0}};
-    case Dimension::flops_per_second: return UnitDim{{0, -1, 1, 0}};
-    case Dimension::watts: return UnitDim{{0, 0, 0, 1}};
+    case Dimension::bytes: return dim::bytes;
+    case Dimension::bytes_per_second: return dim::bytes_per_second;
+    case Dimension::seconds: return dim::seconds;
+    case Dimension::hertz: return dim::per_second;
+    case Dimension::flops_per_second: return dim::flops_per_second;
+    case Dimension::watts: return dim::watts;
   }
   return {};
 }

@@ -9,8 +9,6 @@ namespace {
 // The stream's two transfers: reads, then writes (in the engine's issue order).
 constexpr int kStreamWindow = 2;
 
-double hbm_rate(const HbmSpec& hbm) { return hbm.achievable_bandwidth().value(); }
-
 double per_step(std::uint64_t bytes, const ir::Instruction& ins) {
   return static_cast<double>(bytes) / std::max<std::uint32_t>(1, ins.grid_steps);
 }
@@ -23,11 +21,11 @@ FusedStream::FusedStream(int core, int unit)
 }
 
 Tick FusedStream::head_ticks(const HbmSpec& hbm, const ir::Instruction& ins) {
-  return to_ticks(hbm.latency + Seconds(per_step(ins.hbm_read, ins) / hbm_rate(hbm)));
+  return to_ticks(hbm.latency + Seconds(per_step(ins.hbm_read, ins) / hbm.achievable_bandwidth().value()));
 }
 
 Tick FusedStream::tail_ticks(const HbmSpec& hbm, const ir::Instruction& ins) {
-  return to_ticks(Seconds(per_step(ins.hbm_written, ins) / hbm_rate(hbm)));
+  return to_ticks(Seconds(per_step(ins.hbm_written, ins) / hbm.achievable_bandwidth().value()));
 }
 
 void FusedStream::start(Tick now, std::uint32_t instr, const ir::Instruction& ins, tlm::tlm_fw_transport_if<>* hbm) {

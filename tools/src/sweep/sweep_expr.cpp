@@ -222,7 +222,7 @@ class Parser {
 
   // One of tpusim's units ("TB/s", "GHz", "MiB"), FLOP, or a ratio of two of them ("FLOP/B").
   static std::optional<Value> unit(const std::string& sym) {
-    if (sym == "FLOP" || sym == "FLOPs") return Value::number(1, kFlopDim);
+    if (sym == "FLOP" || sym == "FLOPs") return Value::number(1, dim::flops);
     if (const auto q = parse_quantity("1 " + sym)) return Value::number(q->si, unit_dim(q->dimension));
     const auto slash = sym.find('/');
     if (slash == std::string::npos || sym.find('/', slash + 1) != std::string::npos) return std::nullopt;

@@ -29,60 +29,53 @@ std::optional<double> per_step(std::optional<double> amount, const json& s) {
   return *t > 0 ? *amount / *t : 0.0;
 }
 
-constexpr UnitDim kNone{};
-constexpr UnitDim kSeconds{{0, 1, 0, 0}};
-constexpr UnitDim kBytes{{1, 0, 0, 0}};
-constexpr UnitDim kFlops{{0, 0, 1, 0}};
-constexpr UnitDim kPerSecond{{0, -1, 0, 0}};
-constexpr UnitDim kFlopsPerSecond{{0, -1, 1, 0}};
-constexpr UnitDim kBytesPerSecond{{1, -1, 0, 0}};
-constexpr UnitDim kFlopsPerByte{{-1, 0, 1, 0}};
-
 }  // namespace
 
 const std::vector<MetricDef>& sweep_metrics() {
   // The first nine are table.csv's historical columns, in their order; new metrics go at the end.
   static const std::vector<MetricDef> kMetrics{
-      {"step_time_s", kSeconds, Better::lower, "{:.9g}", "step time", step},
-      {"mfu", kNone, Better::higher, "{:.6f}", "model FLOPs utilization",
+      {"step_time_s", dim::seconds, Better::lower, "{:.9g}", "step time", step},
+      {"mfu", dim::none, Better::higher, "{:.6f}", "model FLOPs utilization",
        [](const json& s) { return at(s, {"metrics", "mfu"}); }},
-      {"hfu", kNone, Better::higher, "{:.6f}", "hardware FLOPs utilization",
+      {"hfu", dim::none, Better::higher, "{:.6f}", "hardware FLOPs utilization",
        [](const json& s) { return at(s, {"metrics", "hfu"}); }},
-      {"model_flops", kFlops, Better::neither, "{:.9g}", "model FLOPs per step",
+      {"model_flops", dim::flops, Better::neither, "{:.9g}", "model FLOPs per step",
        [](const json& s) { return at(s, {"metrics", "model_flops"}); }},
-      {"hbm_bytes", kBytes, Better::lower, "{:.0f}", "HBM bytes read and written", hbm_bytes},
-      {"arithmetic_intensity", kFlopsPerByte, Better::neither, "{:.6g}", "model FLOPs per HBM byte",
+      {"hbm_bytes", dim::bytes, Better::lower, "{:.0f}", "HBM bytes read and written", hbm_bytes},
+      {"arithmetic_intensity", dim::flops_per_byte, Better::neither, "{:.6g}", "model FLOPs per HBM byte",
        [](const json& s) -> std::optional<double> {
          const auto f = at(s, {"metrics", "model_flops"});
          const auto b = hbm_bytes(s);
          if (!f || !b) return std::nullopt;
          return *b > 0 ? *f / *b : 0.0;
        }},
-      {"achieved_flops_per_s", kFlopsPerSecond, Better::higher, "{:.6g}", "achieved model FLOP/s",
+      {"achieved_flops_per_s", dim::flops_per_second, Better::higher, "{:.6g}", "achieved model FLOP/s",
        [](const json& s) { return per_step(at(s, {"metrics", "model_flops"}), s); }},
-      {"achieved_hbm_bytes_per_s", kBytesPerSecond, Better::neither, "{:.6g}", "achieved HBM bandwidth",
+      {"achieved_hbm_bytes_per_s", dim::bytes_per_second, Better::neither, "{:.6g}", "achieved HBM bandwidth",
        [](const json& s) { return per_step(hbm_bytes(s), s); }},
-      {"examples_per_s", kPerSecond, Better::higher, "{:.6g}", "examples per second",
+      {"examples_per_s", dim::per_second, Better::higher, "{:.6g}", "examples per second",
        [](const json& s) -> std::optional<double> { return at(s, {"metrics", "examples_per_s"}).value_or(0.0); }},
-      {"chips", kNone, Better::lower, "{:.0f}", "chips", [](const json& s) { return at(s, {"metrics", "chips"}); }},
-      {"ici_utilization", kNone, Better::neither, "{:.6f}", "mean ICI link utilization",
+      {"chips", dim::none, Better::lower, "{:.0f}", "chips", [](const json& s) { return at(s, {"metrics", "chips"}); }},
+      {"ici_utilization", dim::none, Better::neither, "{:.6f}", "mean ICI link utilization",
        [](const json& s) -> std::optional<double> { return at(s, {"links", "utilization", "mean"}).value_or(0.0); }},
       // Jobs (docs/faults.md): absent from runs without a job.
-      {"goodput", kNone, Better::higher, "{:.6f}", "job goodput (useful / wall time)",
+      {"goodput", dim::none, Better::higher, "{:.6f}", "job goodput (useful / wall time)",
        [](const json& s) { return at(s, {"job", "goodput"}); }},
-      {"job_wall_s", kSeconds, Better::lower, "{:.9g}", "job wall time", [](const json& s) { return at(s, {"job", "wall_s"}); }},
+      {"job_wall_s", dim::seconds, Better::lower, "{:.9g}", "job wall time",
+       [](const json& s) { return at(s, {"job", "wall_s"}); }},
       // Transformers (docs/summary-format.md): tokens/s for every step kind, the latencies of prefill and decode
       // steps only; empty where the run does not report them.
-      {"tokens_per_s", kPerSecond, Better::higher, "{:.6g}", "tokens per second",
+      {"tokens_per_s", dim::per_second, Better::higher, "{:.6g}", "tokens per second",
        [](const json& s) { return at(s, {"metrics", "tokens_per_s"}); }},
-      {"time_to_first_token_s", kSeconds, Better::lower, "{:.9g}", "time to first token (prefill)",
+      {"time_to_first_token_s", dim::seconds, Better::lower, "{:.9g}", "time to first token (prefill)",
        [](const json& s) { return at(s, {"metrics", "time_to_first_token_s"}); }},
-      {"time_per_output_token_s", kSeconds, Better::lower, "{:.9g}", "time per output token (decode)",
+      {"time_per_output_token_s", dim::seconds, Better::lower, "{:.9g}", "time per output token (decode)",
        [](const json& s) { return at(s, {"metrics", "time_per_output_token_s"}); }},
       // Whole models (docs/summary-format.md, "memory"): the plan before simulation and the peak as scheduled.
-      {"hbm_plan_bytes", kBytes, Better::lower, "{:.0f}", "HBM plan per chip",
+      {"hbm_plan_bytes", dim::bytes, Better::lower, "{:.0f}", "HBM plan per chip",
        [](const json& s) { return at(s, {"memory", "total_bytes"}); }},
-      {"hbm_in_use_peak_bytes", kBytes, Better::lower, "{:.0f}", "peak HBM in use as scheduled (first chip of the fullest stage)",
+      {"hbm_in_use_peak_bytes", dim::bytes, Better::lower, "{:.0f}",
+       "peak HBM in use as scheduled (first chip of the fullest stage)",
        [](const json& s) { return at(s, {"memory", "in_use", "peak_bytes"}); }},
   };
   return kMetrics;

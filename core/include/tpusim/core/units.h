@@ -98,7 +98,18 @@ struct UnitDim {
   bool operator!=(const UnitDim& o) const { return e != o.e; }
   [[nodiscard]] bool none() const { return e == std::array<int, 4>{0, 0, 0, 0}; }
 };
-inline constexpr UnitDim kFlopDim{{0, 0, 1, 0}};
+// The dimensions the code names, in one place (unit_dim maps a Dimension to its own).
+namespace dim {
+inline constexpr UnitDim none{};
+inline constexpr UnitDim bytes{{1, 0, 0, 0}};
+inline constexpr UnitDim seconds{{0, 1, 0, 0}};
+inline constexpr UnitDim flops{{0, 0, 1, 0}};
+inline constexpr UnitDim watts{{0, 0, 0, 1}};
+inline constexpr UnitDim per_second{{0, -1, 0, 0}};
+inline constexpr UnitDim bytes_per_second{{1, -1, 0, 0}};
+inline constexpr UnitDim flops_per_second{{0, -1, 1, 0}};
+inline constexpr UnitDim flops_per_byte{{-1, 0, 1, 0}};
+}  // namespace dim
 [[nodiscard]] UnitDim unit_dim(Dimension d);
 // "B/s", "FLOP/s", "s", "B*s", "FLOP/B", "1/s", "1" (dimensionless).
 [[nodiscard]] std::string unit_dim_label(const UnitDim& d);
