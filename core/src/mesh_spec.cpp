@@ -44,11 +44,14 @@ const std::vector<MeshAxisInfo>& known_mesh_axes() {
       // rules put it on the MLP weights' d_ff (mlp) rather than on their d_model. Which dimension of a stored
       // shard it splits changes neither the bytes each layer gathers and reduce-scatters nor the matmul, which
       // runs on the gathered weight, so here it shards embed beside fsdp (kernels/README.md, "FSDP-transpose").
-      // Not searched: for the layout search it is fsdp over more chips.
+      // Not searched: for the layout search it is fsdp over more chips. MaxText's mlp rule for it clashes with
+      // the default embed rule on the MLP weights; its error says the defaults already do what that rule does.
       {"fsdp_transpose",
        "a second FSDP axis (MaxText's): shards the batch and the weights' storage; gathered and reduce-scattered "
        "with fsdp",
-       4},
+       4, false, S::never, 0, "", false, "mlp",
+       "drop fsdp_transpose from the mlp rule: the default rules already shard the weights' storage over it "
+       "(through embed), which moves the bytes MaxText's mlp rule does"},
       {"tensor", "splits heads, d_ff and the vocabulary (Megatron tensor parallelism)", 0, false, S::transformer, 2},
       {"tensor_sequence", "tensor parallelism that also splits the norm regions' tokens (sequence parallelism)", 1,
        false, S::whole_sequences, 5, "tensor", true},

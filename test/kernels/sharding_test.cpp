@@ -1152,6 +1152,24 @@ TEST(ShardingRules, MaxTextsMlpRuleForFsdpTransposeIsRefusedWithWhatTheDefaultsD
   EXPECT_EQ(other.hint, "keep tensor in one of these rules (workload.sharding)");
 }
 
+// A catalogue entry's foreign rule names a logical axis and carries a hint (else the clash check would look up
+// an axis that does not exist); fsdp_transpose's is MaxText's mlp rule.
+TEST(ShardingRules, EveryForeignRuleInTheMeshAxisCatalogueNamesALogicalAxisAndAHint) {
+  int foreign = 0;
+  for (const MeshAxisInfo& a : known_mesh_axes()) {
+    if (a.foreign_rule.empty()) {
+      EXPECT_TRUE(a.foreign_rule_hint.empty()) << a.name;
+      continue;
+    }
+    ++foreign;
+    const auto& names = logical_axis_names();
+    EXPECT_NE(std::find(names.begin(), names.end(), a.foreign_rule), names.end()) << a.name;
+    EXPECT_FALSE(a.foreign_rule_hint.empty()) << a.name;
+  }
+  EXPECT_EQ(foreign, 1);
+  EXPECT_EQ(find_mesh_axis("fsdp_transpose")->foreign_rule, "mlp");
+}
+
 TEST(ShardingRules, AMeshAxisNoRuleUsesIsRefusedWithADidYouMean) {
   WorkloadSpec w = small(8, mesh({{"data", 2}, {"fsdpp", 2}}));
   w.mesh.axes[1].loc = SourceLoc{"s.yaml", 3, 20};

@@ -230,17 +230,19 @@ void check_rules(const WorkloadSpec& w, const ShardingPlan& plan) {
     for (LogicalAxis a : clash) rules.push_back(name_of(a));
     const std::string& name = mesh_axes[m].name;
     const auto [at, key] = place(at_axis, i);
-    // MaxText's rules put fsdp_transpose on the MLP weights' d_ff; here the default embed rule already shards
-    // their storage over it (kernels/README.md, "FSDP-transpose").
-    const bool maxtext_mlp = name == "fsdp_transpose" && written_rule(w, LogicalAxis::mlp) != nullptr &&
-                             uses(LogicalAxis::mlp, i);
+    // A rule another framework writes for this axis (MeshAxisInfo::foreign_rule) gets the catalogue's hint.
+    const MeshAxisInfo* kind = find_mesh_axis(name);
+    const bool foreign = kind != nullptr && !kind->foreign_rule.empty() && [&] {
+      const auto& all = logical_axis_names();
+      const auto l = std::find(all.begin(), all.end(), kind->foreign_rule) - all.begin();
+      const auto rule = static_cast<LogicalAxis>(l);
+      return written_rule(w, rule) != nullptr && uses(rule, i);
+    }();
     diags.error(at, key, fmt::format("mesh axis {} shards two dimensions of {} ({} and {})", name, first->name,
                                      name_of(pair.first), name_of(pair.second)),
                 "each mesh axis at most once per tensor",
                 fmt::format("{} in the rules of {}", name, fmt::join(rules, ", ")),
-                maxtext_mlp ? "drop fsdp_transpose from the mlp rule: the default rules already shard the weights' "
-                              "storage over it (through embed), which moves the bytes MaxText's mlp rule does"
-                            : fmt::format("keep {} in one of these rules (workload.sharding)", name));
+                foreign ? kind->foreign_rule_hint : fmt::format("keep {} in one of these rules (workload.sharding)", name));
   }
   for (int i : plan.axes(LogicalAxis::layers)) {
     if (!big(i)) continue;

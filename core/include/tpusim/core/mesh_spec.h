@@ -79,6 +79,10 @@ struct MeshAxisInfo {
   int search_order = 0;
   std::string variant_of{};
   bool named_above_one = false;
+  // A rule another framework writes for the axis that clashes with the defaults here: the logical axis it is
+  // written for, and what the clash's error suggests instead of keeping the axis in one rule.
+  std::string foreign_rule{};
+  std::string foreign_rule_hint{};
 };
 [[nodiscard]] const std::vector<MeshAxisInfo>& known_mesh_axes();
 // The catalogue entry of mesh axis `name`, or nullptr for a name outside it.
