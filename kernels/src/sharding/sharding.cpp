@@ -242,7 +242,8 @@ void check_rules(const WorkloadSpec& w, const ShardingPlan& plan) {
                                      name_of(pair.first), name_of(pair.second)),
                 "each mesh axis at most once per tensor",
                 fmt::format("{} in the rules of {}", name, fmt::join(rules, ", ")),
-                foreign ? kind->foreign_rule_hint : fmt::format("keep {} in one of these rules (workload.sharding)", name));
+                foreign ? kind->foreign_rule_hint
+                        : fmt::format("keep {} in one of these rules (workload.sharding)", name));
   }
   for (int i : plan.axes(LogicalAxis::layers)) {
     if (!big(i)) continue;
