@@ -32,6 +32,13 @@ const FieldTable<PodSpec>& pod_fields() {
                   "this fraction of the step time, and a step that spans hosts waits for the slowest "
                   "(assumption, docs/calibration.md)",
                   [](const double& v) { return v >= 0 && v <= 0.5 ? std::string{} : std::string("a fraction in [0, 0.5]"); });
+    t.add<double>("dcn_oversubscription", [](S& s) -> double& { return s.dcn_oversubscription; }, "1",
+                  "oversubscription of each slice's uplink into the data-center fabric: the slice's host NICs "
+                  "together carry this many times the uplink's bandwidth (1 = non-blocking, an assumption: "
+                  "docs/calibration.md)",
+                  [](const double& v) {
+                    return v >= 1 && v <= 1024 ? std::string{} : std::string("a ratio in [1, 1024]");
+                  });
     return t;
   }();
   return table;

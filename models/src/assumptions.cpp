@@ -11,10 +11,10 @@
 namespace tpusim::models {
 namespace {
 
-// The field table's default, so that the listing cannot drift from it.
-std::string host_jitter_default() {
+// The pod field table's default of `key`, so that the listing cannot drift from it.
+std::string pod_default(const std::string& key) {
   for (const FieldInfo& f : pod_fields().infos()) {
-    if (f.key == "host_jitter" && f.default_text) return *f.default_text;
+    if (f.key == key && f.default_text) return *f.default_text;
   }
   return "?";
 }
@@ -52,7 +52,14 @@ std::vector<Assumption> model_assumptions() {
        "charged (nothing runs there)"},
       {"DCN latency", format_time(net::kDcnLatency), "models/src/net/transport.h",
        "one way between hosts of different pods (NIC, a few switch hops, host stack); not published"},
-      {"per-host step jitter", host_jitter_default() + " (default of pod.host_jitter)", "models/src/host/step_jitter.h",
+      {"DCN fabric oversubscription", pod_default("dcn_oversubscription") + " (default of pod.dcn_oversubscription)",
+       "models/src/net/transport.cpp",
+       "each slice's hosts reach the data-center fabric through one uplink carrying their NICs' bandwidth / the "
+       "ratio; 1 is a non-blocking fabric (the uplink never binds; Google's Jupiter fabrics are Clos networks "
+       "of over 1 Pb/s bisection, Singh et al. 2015, but a TPU slice's share is not published). Above 1, a DCN "
+       "stage whose every chip sends off its slice gets NIC share / ratio per chip (docs/calibration.md)"},
+      {"per-host step jitter", pod_default("host_jitter") + " (default of pod.host_jitter)",
+       "models/src/host/step_jitter.h",
        "each host's step is late by a normal draw of standard deviation pod.host_jitter x the step time, drawn "
        "afresh every step, and a step whose chips communicate across hosts ends when its slowest host does: "
        "it pays cv x step x E[max - mean of H normals] (about sqrt(2 ln H)), estimated from 256 seeded draws "

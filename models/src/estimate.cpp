@@ -78,7 +78,8 @@ double instruction_seconds_bound(const ChipSpec& chip, const PodSpec& pod, const
     case ir::OpKind::recv: {
       // Every byte crosses a few links of the ring or the DCN; 4 x bytes on the slowest of them bounds the
       // algorithms we plan, plus a hop latency per chip of the pod.
-      const double rate = slowest({chip.ici.link_bandwidth.value(), chip.host.dcn_bandwidth.value()});
+      const double rate =
+          slowest({chip.ici.link_bandwidth.value(), chip.host.dcn_bandwidth.value() / pod.dcn_oversubscription});
       const double chips = static_cast<double>(pod.chip_count());
       return (rate > 0 ? 4 * bytes / rate : 0) + chips * chip.ici.hop_latency.value();
     }

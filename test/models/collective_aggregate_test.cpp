@@ -191,9 +191,9 @@ TEST(CollectiveAggregate, AHierarchicalAllReduceOverTwoPodsAgreesWithPerStep) {
   // ideal_collective_time holds the link and NIC terms and the in-pod hops; the DCN latency is paid per step.
   const double expected = r.ideal() + 2 * kDcnLatency.value() + r.reduce + r.overhead;
   EXPECT_NEAR(r.time(), expected, 1e-5 * expected);
-  ASSERT_EQ(r.result.dcn_egress.size(), 32u);
+  ASSERT_EQ(r.result.dcn.egress.size(), 32u);
   // Each chip sends S/16 / 2 twice over the DCN.
-  for (const LinkUsage& nic : r.result.dcn_egress) EXPECT_EQ(nic.bytes.count(), k256MiB / 16);
+  for (const LinkUsage& nic : r.result.dcn.egress) EXPECT_EQ(nic.bytes.count(), k256MiB / 16);
   // One group: the reduce-scatter's two passes over the axes (each sub-buffer's first axis, then its second, on
   // a quarter of the bytes: two runs), the DCN run, the all-gather's two passes.
   EXPECT_EQ(r.result.ici_transfers, 5u);

@@ -98,8 +98,8 @@ TEST(CollectiveGroups, AGroupAcrossTwoSlicesRunsOverTheDcn) {
   EXPECT_DOUBLE_EQ(r.ideal(), 2 * (bytes / 2.0) / 12.5e9);
   EXPECT_NEAR(r.time(), expected, 1e-6 * expected);
   for (const LinkUsage& l : r.result.links) EXPECT_EQ(l.bytes.count(), 0u);  // no ICI traffic
-  ASSERT_EQ(r.result.dcn_egress.size(), 8u);
-  for (const LinkUsage& nic : r.result.dcn_egress) EXPECT_EQ(nic.bytes.count(), bytes);
+  ASSERT_EQ(r.result.dcn.egress.size(), 8u);
+  for (const LinkUsage& nic : r.result.dcn.egress) EXPECT_EQ(nic.bytes.count(), bytes);
 }
 
 // A bidirectional ring step of collective matmul (a ring_bidirectional permute) over a group of several axes

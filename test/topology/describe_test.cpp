@@ -26,6 +26,22 @@ TEST(Describe, V4PodSummaryNamesCountsDiameterAndBisection) {
   EXPECT_NE(s.find("bisection: 512 links one way across axis 0 = "), std::string::npos) << s;
 }
 
+// Two slices of 16 chips, 4 per host at 2 GB/s each: each slice's uplink carries its 4 hosts' 8 GB/s / 4.
+TEST(Describe, MultisliceSummaryNamesTheNicsAndAnOversubscribedFabric) {
+  PodSpec pod = make_pod({4, 4}, {1, 1}, {2, 2});
+  pod.pods = 2;
+  const ChipSpec chip = make_chip("v5e", 4, 45, 2);
+  const std::string plain = describe_topology(build_topology(pod, chip));
+  EXPECT_NE(plain.find("DCN: 8 GB/s per host, 8 hosts"), std::string::npos) << plain;
+  EXPECT_EQ(plain.find("DCN fabric"), std::string::npos) << plain;
+  pod.dcn_oversubscription = 4;
+  const Topology topo = build_topology(pod, chip);
+  EXPECT_DOUBLE_EQ(topo.dcn_uplink_bandwidth().value(), 8e9);
+  EXPECT_DOUBLE_EQ(topo.dcn_bandwidth_per_chip().value(), 0.5e9);
+  const std::string s = describe_topology(topo);
+  EXPECT_NE(s.find("DCN fabric: one uplink per slice of 8 GB/s (4:1 oversubscribed)"), std::string::npos) << s;
+}
+
 TEST(Dot, SmallMeshHasOneEdgePerCable) {
   const Topology t = build_topology(make_pod({2, 2}, {0, 0}, {1, 1}), make_chip("c", 4, 50));
   std::ostringstream out;

@@ -199,6 +199,12 @@ json summary_json(const Scenario& scenario, const RunReport& r) {
                              {"bytes", net.dcn_bytes},
                              {"utilization",
                               json{{"mean", net.dcn_utilization.mean}, {"max", net.dcn_utilization.max}}}};
+    if (net.dcn_uplinks > 0) {
+      j["links"]["dcn"]["uplinks"] =
+          json{{"count", net.dcn_uplinks},
+               {"utilization", json{{"mean", net.dcn_uplink_utilization.mean},
+                                    {"max", net.dcn_uplink_utilization.max}}}};
+    }
   }
   json colls = json::array();
   for (const auto& c : r.network.collectives) {
@@ -362,6 +368,11 @@ void print_table(const Scenario& s, const RunReport& r, std::ostream& out) {
     out << fmt::format("  DCN ({} host NICs): {} sent, utilization mean {:.1f}%, max {:.1f}%\n", r.network.dcn_nics,
                        bytes_text(r.network.dcn_bytes), 100 * r.network.dcn_utilization.mean,
                        100 * r.network.dcn_utilization.max);
+    if (r.network.dcn_uplinks > 0) {
+      out << fmt::format("  DCN fabric ({} slice uplinks): utilization mean {:.1f}%, max {:.1f}%\n",
+                         r.network.dcn_uplinks, 100 * r.network.dcn_uplink_utilization.mean,
+                         100 * r.network.dcn_uplink_utilization.max);
+    }
   }
   if (!r.network.collectives.empty()) {
     // One line per distinct (kind, algorithm, group size, bytes), in order of first appearance: a sharded model

@@ -95,7 +95,8 @@ struct TimeReport {
 };
 
 // The interconnect (empty when the run has no ICI traffic) and, multislice only, the DCN: host NICs, bytes
-// sent over them, utilization over the 2 x nics NIC directions.
+// sent over them, utilization over the 2 x nics NIC directions; with an oversubscribed fabric, the pods'
+// uplinks and their utilization over the 2 x uplinks directions.
 struct NetworkReport {
   std::string link_model;
   Spread link_utilization;
@@ -103,6 +104,8 @@ struct NetworkReport {
   std::size_t dcn_nics = 0;
   double dcn_bytes = 0;
   Spread dcn_utilization;
+  std::size_t dcn_uplinks = 0;
+  Spread dcn_uplink_utilization;
   std::vector<CollectiveRow> collectives;
 };
 

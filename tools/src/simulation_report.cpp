@@ -20,6 +20,16 @@ Spread spread_of(const std::vector<double>& values) {
   return s;
 }
 
+// Utilization over both directions of a set of DCN channels, egress then ingress.
+Spread both_sides_spread(const std::vector<models::LinkUsage>& egress, const std::vector<models::LinkUsage>& ingress) {
+  std::vector<double> u;
+  u.reserve(egress.size() + ingress.size());
+  for (const auto* side : {&egress, &ingress}) {
+    for (const models::LinkUsage& c : *side) u.push_back(c.utilization);
+  }
+  return spread_of(u);
+}
+
 // "fsdp 2 on y, tensor 2 on x": each mesh axis with the torus axes its group spans (and the DCN for slices).
 std::string mesh_text(const kernels::DeviceMesh& mesh) {
   std::vector<std::string> parts;
@@ -170,18 +180,14 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
                                           usage.busy.value(), usage.utilization, usage.queueing.value()});
     }
   }
-  rep.network.dcn_nics = r.dcn_egress.size();
+  rep.network.dcn_nics = r.dcn.egress.size();
   if (rep.network.dcn_nics > 0) {
-    rep.network.dcn_utilization = Spread{0, r.dcn_egress.front().utilization, r.dcn_egress.front().utilization};
-    for (const auto* side : {&r.dcn_egress, &r.dcn_ingress}) {
-      for (const auto& nic : *side) {
-        rep.network.dcn_utilization.mean += nic.utilization;
-        rep.network.dcn_utilization.min = std::min(rep.network.dcn_utilization.min, nic.utilization);
-        rep.network.dcn_utilization.max = std::max(rep.network.dcn_utilization.max, nic.utilization);
-      }
-    }
-    rep.network.dcn_utilization.mean /= static_cast<double>(2 * rep.network.dcn_nics);
-    for (const auto& nic : r.dcn_egress) rep.network.dcn_bytes += nic.bytes.as_double();
+    rep.network.dcn_utilization = both_sides_spread(r.dcn.egress, r.dcn.ingress);
+    for (const auto& nic : r.dcn.egress) rep.network.dcn_bytes += nic.bytes.as_double();
+  }
+  rep.network.dcn_uplinks = r.dcn.uplink_egress.size();
+  if (rep.network.dcn_uplinks > 0) {
+    rep.network.dcn_uplink_utilization = both_sides_spread(r.dcn.uplink_egress, r.dcn.uplink_ingress);
   }
   for (const auto& c : r.collectives) {
     rep.network.collectives.push_back(CollectiveRow{c.program, c.instruction, std::string(collective_name(c.kind)),

@@ -63,6 +63,10 @@ std::string describe_topology(const Topology& topo) {
   if (topo.pods() > 1) {
     s += fmt::format("DCN: {} per host, {} hosts\n", format_bandwidth(topo.dcn_bandwidth_per_host()),
                      topo.host_count());
+    if (topo.dcn_oversubscription() > 1) {
+      s += fmt::format("DCN fabric: one uplink per slice of {} ({:g}:1 oversubscribed)\n",
+                       format_bandwidth(topo.dcn_uplink_bandwidth()), topo.dcn_oversubscription());
+    }
   }
   return s;
 }

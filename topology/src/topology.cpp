@@ -89,6 +89,7 @@ Topology build_topology(const PodSpec& pod, const ChipSpec& chip) {
   t.pods_ = pod.pods;
   t.chips_per_pod_ = static_cast<std::size_t>(t.shape_[0]) * t.shape_[1] * t.shape_[2];
   t.rates_.dcn_per_host = chip.host.dcn_bandwidth * static_cast<double>(t.chips_per_host());
+  t.rates_.dcn_oversubscription = pod.dcn_oversubscription;
   t.rates_.link_bandwidth = chip.ici.link_bandwidth;
   t.rates_.hop_latency = chip.ici.hop_latency;
 

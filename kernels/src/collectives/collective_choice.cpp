@@ -70,9 +70,7 @@ Seconds estimate_collective_time(const Topology& topo, const CollectivePlan& pla
   const std::vector<EstimateAxis> axes = estimate_axes(topo, group);
   const double b = topo.link_bandwidth().value();
   const double hop = topo.hop_latency().value();
-  const double dcn = topo.chips_per_host() > 0
-                         ? topo.dcn_bandwidth_per_host().value() / static_cast<double>(topo.chips_per_host())
-                         : 0.0;
+  const double dcn = topo.chips_per_host() > 0 ? topo.dcn_bandwidth_per_chip().value() : 0.0;
   double total = 0;
   std::vector<std::vector<double>> plus(axes.size()), minus(axes.size());
   for (const CollectiveStep& step : plan.steps) {

@@ -155,9 +155,10 @@ int group_size(const std::vector<GroupAxis>& axes) {
   return p;
 }
 
-// Per-chip DCN bandwidth (each direction); throws when a multi-pod collective has none.
+// Per-chip DCN bandwidth (each direction) with every chip of a pod sending off it, as the DCN stage's ring
+// does; throws when a multi-pod collective has none.
 BytesPerSecond dcn_per_chip(const Topology& topo) {
-  const BytesPerSecond d = topo.dcn_bandwidth_per_host() / static_cast<double>(topo.chips_per_host());
+  const BytesPerSecond d = topo.dcn_bandwidth_per_chip();
   if (d.value() <= 0) {
     fail("chip.host.dcn_bandwidth", fmt::format("a collective across {} pods needs DCN bandwidth", topo.pods()),
          "a positive bandwidth", format_bandwidth(d));

@@ -57,8 +57,15 @@ void NetStatistics::write(SimResult& r, Tick end, const Transport& transport, co
   if (topo.pods() > 1) {
     const double bw = topo.dcn_bandwidth_per_host().value();
     for (std::size_t h = 0; h < topo.host_count(); ++h) {
-      r.dcn_egress.push_back(usage(transport.dcn_egress(h), bw));
-      r.dcn_ingress.push_back(usage(transport.dcn_ingress(h), bw));
+      r.dcn.egress.push_back(usage(transport.dcn_egress(h), bw));
+      r.dcn.ingress.push_back(usage(transport.dcn_ingress(h), bw));
+    }
+    if (transport.has_uplinks()) {
+      const double uplink = topo.dcn_uplink_bandwidth().value();
+      for (int p = 0; p < topo.pods(); ++p) {
+        r.dcn.uplink_egress.push_back(usage(transport.uplink_egress(p), uplink));
+        r.dcn.uplink_ingress.push_back(usage(transport.uplink_ingress(p), uplink));
+      }
     }
   }
   for (const Collective& st : collectives_) {

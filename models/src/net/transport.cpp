@@ -15,7 +15,7 @@ namespace {
 std::vector<Channel> channels_of(const Topology& topo, double link_efficiency) {
   const std::size_t hosts = topo.host_count();
   std::vector<Channel> ch;
-  ch.reserve(topo.link_count() + 2 * hosts);
+  ch.reserve(topo.link_count() + 2 * hosts + 2 * static_cast<std::size_t>(topo.pods()));
   for (const Link& l : topo.links()) {
     ch.push_back(Channel{l.bandwidth.value() * link_efficiency / kTicksPerSecond, to_ticks(l.latency)});
   }
@@ -24,6 +24,14 @@ std::vector<Channel> channels_of(const Topology& topo, double link_efficiency) {
   const double dcn = std::max(topo.dcn_bandwidth_per_host().value(), 1.0) / kTicksPerSecond;
   for (std::size_t h = 0; h < hosts; ++h) ch.push_back(Channel{dcn, to_ticks(kDcnLatency)});
   for (std::size_t h = 0; h < hosts; ++h) ch.push_back(Channel{dcn, 0});
+  // Each pod's uplink into the fabric, egress then ingress, when it can bind; no latency of its own (the
+  // NIC's DCN latency covers the switch hops).
+  if (Transport::has_uplinks(topo)) {
+    const double uplink = std::max(topo.dcn_uplink_bandwidth().value(), 1.0) / kTicksPerSecond;
+    for (int side = 0; side < 2; ++side) {
+      for (int p = 0; p < topo.pods(); ++p) ch.push_back(Channel{uplink, 0});
+    }
+  }
   return ch;
 }
 
@@ -189,8 +197,12 @@ bool Transport::route(std::uint32_t chip, TargetId target, std::vector<std::uint
   if (dst == ChipId(chip)) return false;
   if (dead(chip) || dead(dst.value())) return true;  // no route: start() drops such sends
   if (t.pod_offset != 0) {
-    out.push_back(dcn_base_ + topo_.host_of(ChipId(chip)).value());
-    out.push_back(dcn_base_ + static_cast<std::uint32_t>(topo_.host_count()) + topo_.host_of(dst).value());
+    out.push_back(static_cast<std::uint32_t>(dcn_egress(topo_.host_of(ChipId(chip)).value())));
+    if (has_uplinks()) {
+      out.push_back(static_cast<std::uint32_t>(uplink_egress(topo_.coord(ChipId(chip)).pod)));
+      out.push_back(static_cast<std::uint32_t>(uplink_ingress(topo_.coord(dst).pod)));
+    }
+    out.push_back(static_cast<std::uint32_t>(dcn_ingress(topo_.host_of(dst).value())));
     return true;
   }
   const std::optional<Path> path = router_->route(ChipId(chip), dst);

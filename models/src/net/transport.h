@@ -119,10 +119,23 @@ class Transport {
   [[nodiscard]] const char* link_model_name() const { return model_->name(); }
   [[nodiscard]] const char* router_name() const { return router_->name(); }
   // Per channel: the topology's links (by LinkId), then DCN egress of host h at dcn_egress(h), ingress at
-  // dcn_ingress(h).
+  // dcn_ingress(h), then, with an oversubscribed fabric, pod p's uplink at uplink_egress(p), ingress at
+  // uplink_ingress(p).
   [[nodiscard]] std::vector<ChannelStats> channel_stats(Tick end) const { return model_->stats(end); }
   [[nodiscard]] std::size_t dcn_egress(std::size_t host) const { return dcn_base_ + host; }
   [[nodiscard]] std::size_t dcn_ingress(std::size_t host) const { return dcn_base_ + topo_.host_count() + host; }
+  // Whether pods reach the fabric through uplinks that can bind (pods > 1, dcn_oversubscription above 1); a
+  // non-blocking uplink carries its NICs' sum and never binds, so it has no channel.
+  [[nodiscard]] bool has_uplinks() const { return has_uplinks(topo_); }
+  [[nodiscard]] static bool has_uplinks(const Topology& topo) {
+    return topo.pods() > 1 && topo.dcn_oversubscription() > 1;
+  }
+  [[nodiscard]] std::size_t uplink_egress(int pod) const {
+    return dcn_base_ + 2 * topo_.host_count() + static_cast<std::size_t>(pod);
+  }
+  [[nodiscard]] std::size_t uplink_ingress(int pod) const {
+    return uplink_egress(pod) + static_cast<std::size_t>(topo_.pods());
+  }
   // Transfers started (aggregates included, each one).
   [[nodiscard]] std::uint64_t transfers_started() const { return started_; }
 

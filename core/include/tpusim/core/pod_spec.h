@@ -22,6 +22,7 @@ struct PodSpec {
   Seconds ocs_reconfiguration;   // time to remap an OCS (not published; a parameter)
   int pods = 1;                  // multislice: number of such slices joined by the DCN
   double host_jitter = 0;        // per-host step delay: standard deviation / step time (an assumption)
+  double dcn_oversubscription = 1;  // a slice's hosts' NIC bandwidth / its uplink into the DCN fabric
   std::map<std::string, FieldOrigin> origins;
 
   // Chips of all pods; saturates at LLONG_MAX for an absurd shape (resolve_pod rejects any above kMaxChips).

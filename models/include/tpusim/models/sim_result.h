@@ -89,6 +89,15 @@ struct LinkUsage {
   std::uint64_t chunks = 0;  // chunked: chunks served (0 in flow mode)
 };
 
+// The data-center network of a multislice (pods > 1); empty otherwise.
+struct DcnUsage {
+  std::vector<LinkUsage> egress;   // each host's NIC, by HostId
+  std::vector<LinkUsage> ingress;
+  // Each pod's uplink into the fabric, by pod, when it can bind (pod.dcn_oversubscription above 1).
+  std::vector<LinkUsage> uplink_egress;
+  std::vector<LinkUsage> uplink_ingress;
+};
+
 // One collective instruction of one program, over the chips that ran it.
 struct CollectiveUsage {
   std::uint32_t program = 0;      // index in the ProgramSet
@@ -183,8 +192,7 @@ struct SimResult {
   std::string link_model;               // "chunked" or "flow" (fidelity.links)
   std::vector<LinkUsage> links;         // by LinkId of the pod topology
   Spread link_utilization;              // LinkUsage::utilization over all directed ICI links
-  std::vector<LinkUsage> dcn_egress;    // by HostId, multislice (pods > 1) only
-  std::vector<LinkUsage> dcn_ingress;   // by HostId, multislice only
+  DcnUsage dcn;
   std::vector<CollectiveUsage> collectives;  // in (program, instruction) order
   std::uint64_t ici_transfers = 0;      // point-to-point sends started (ICI and DCN)
   std::vector<InStepFault> in_step_faults;  // SimOptions::timed_links and timed_chips, in time order

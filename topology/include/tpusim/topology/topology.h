@@ -35,7 +35,9 @@
 //   in the plain torus. The result is a Cayley graph of an abelian group, so it stays vertex-transitive.
 // - Hosts: each host owns a host_shape block of chips; HostId = pod * hosts_per_pod + linear block index.
 // - Multislice (pods > 1): the pods are identical and share no ICI link. Each host has a DCN attachment of
-//   chips_per_host x ChipSpec::host.dcn_bandwidth; the DCN itself is modelled elsewhere, not as links here.
+//   chips_per_host x ChipSpec::host.dcn_bandwidth, and each pod's hosts reach the data-center fabric through
+//   one uplink of their NICs' bandwidth / PodSpec::dcn_oversubscription; the DCN itself is modelled
+//   elsewhere (models/src/net/README.md "DCN"), not as links here.
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -117,6 +119,17 @@ class Topology {
   [[nodiscard]] std::vector<ChipId> chips_of(HostId host) const;  // ascending ChipId
   // Bandwidth of one host's DCN attachment (each direction); the DCN joins pods of a multislice.
   [[nodiscard]] BytesPerSecond dcn_bandwidth_per_host() const { return rates_.dcn_per_host; }
+  // A pod's hosts' NIC bandwidth over its uplink into the data-center fabric (1: the uplink never binds).
+  [[nodiscard]] double dcn_oversubscription() const { return rates_.dcn_oversubscription; }
+  // Bandwidth of one pod's uplink into the fabric (each direction).
+  [[nodiscard]] BytesPerSecond dcn_uplink_bandwidth() const {
+    return dcn_bandwidth_per_host() * (static_cast<double>(host_count()) / pods_ / rates_.dcn_oversubscription);
+  }
+  // Each chip's DCN rate when every chip of its pod sends off the pod at once (each direction): its share of
+  // its host's NIC, or of its pod's uplink when that is oversubscribed.
+  [[nodiscard]] BytesPerSecond dcn_bandwidth_per_chip() const {
+    return dcn_bandwidth_per_host() / (static_cast<double>(chips_per_host()) * rates_.dcn_oversubscription);
+  }
 
   [[nodiscard]] std::size_t link_count() const { return links_.size(); }
   [[nodiscard]] std::size_t link_count(LinkKind kind) const;
@@ -157,6 +170,7 @@ class Topology {
     BytesPerSecond link_bandwidth;
     Seconds hop_latency;
     BytesPerSecond dcn_per_host;
+    double dcn_oversubscription = 1;
   } rates_;
   struct Switches {  // the optical circuit switches of a pod with cubes
     int per_pod = 0;
