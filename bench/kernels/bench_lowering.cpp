@@ -17,10 +17,10 @@ WorkloadSpec workload(const std::string& model, StepKind step, std::int64_t batc
   w.model = load_model(model);
   w.step = step;
   w.batch = batch;
-  w.seq_len = seq;
-  w.decoder_seq_len = seq;
-  w.context = seq - 1;
-  w.weight_dtype = w.weights();
+  w.tokens.seq_len = seq;
+  w.tokens.decoder_seq_len = seq;
+  w.tokens.context = seq - 1;
+  w.numerics.weight_dtype = w.weights();
   return w;
 }
 

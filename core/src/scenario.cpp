@@ -42,11 +42,11 @@ const FieldTable<WorkloadSpec>& workload_fields() {
                            "train",
                            "forward pass; training step (forward, backward, optimizer update); prefill (a prompt's "
                            "forward pass filling the KV cache); decode (one new token per sequence)");
-    t.add_choice<DType>("dtype", [](S& s) -> DType& { return s.dtype; },
+    t.add_choice<DType>("dtype", [](S& s) -> DType& { return s.numerics.dtype; },
                         {{"bf16", DType::bf16}, {"f32", DType::f32}, {"int8", DType::int8}, {"fp8", DType::fp8}},
                         "bf16", "matmul operand and activation type");
     t.add_choice<std::optional<DType>>(
-        "weight_dtype", [](S& s) -> std::optional<DType>& { return s.weight_dtype; },
+        "weight_dtype", [](S& s) -> std::optional<DType>& { return s.numerics.weight_dtype; },
         {{"auto", std::nullopt},
          {"bf16", DType::bf16},
          {"f32", DType::f32},
@@ -56,7 +56,7 @@ const FieldTable<WorkloadSpec>& workload_fields() {
         "parameters in HBM: auto = f32 for training (mixed precision), dtype otherwise; int8 / fp8 (inference) "
         "need the chip's MXU rate for them");
     t.add_choice<Quantization>(
-        "quantization", [](S& s) -> Quantization& { return s.quantization; },
+        "quantization", [](S& s) -> Quantization& { return s.numerics.quantization; },
         {{"none", Quantization::none}, {"int8", Quantization::int8}}, "none",
         "int8: a transformer's dense-layer matmuls (forward, input and weight gradients) quantize their operands "
         "to int8 inside the kernel and run at the chip's int8 MXU rate, as AQT does (MaxText quantization: "
@@ -67,10 +67,10 @@ const FieldTable<WorkloadSpec>& workload_fields() {
                              {"adamw", Optimizer::adamw},
                              {"adafactor", Optimizer::adafactor}},
                             "adam", "optimizer of a training step");
-    t.add<int>("microbatches", [](S& s) -> int& { return s.microbatches; }, "1",
+    t.add<int>("microbatches", [](S& s) -> int& { return s.memory.microbatches; }, "1",
                "gradient accumulation: the batch runs as this many microbatches, one optimizer update",
                in_range(1, kMaxRepeat));
-    t.add_choice<Remat>("remat", [](S& s) -> Remat& { return s.remat; },
+    t.add_choice<Remat>("remat", [](S& s) -> Remat& { return s.memory.remat; },
                         {{"none", Remat::none},
                          {"full", Remat::full},
                          {"selective", Remat::selective},
@@ -92,16 +92,16 @@ const FieldTable<WorkloadSpec>& workload_fields() {
       const auto tag = static_cast<RematTag>(i);
       t.add_choice<RematPlacement>(
           "remat_custom." + std::string(remat_tag_name(tag)),
-          [i](S& s) -> RematPlacement& { return s.remat_custom[i]; },
+          [i](S& s) -> RematPlacement& { return s.memory.remat_custom[i]; },
           {{"device", RematPlacement::device}, {"remat", RematPlacement::remat}, {"offload", RematPlacement::offload}},
           tag == RematTag::decoder_layer_input ? "device" : "remat",
           "remat: custom: where this tensor of each block waits for the backward pass: kept in HBM (device), "
           "recomputed (remat), or written to host memory and read back (offload)");
     }
-    t.add_choice<bool>("fusion", [](S& s) -> bool& { return s.fusion; }, {{"on", true}, {"off", false}}, "on",
+    t.add_choice<bool>("fusion", [](S& s) -> bool& { return s.kernels.fusion; }, {{"on", true}, {"off", false}}, "on",
                        "fuse elementwise ops into matmul prologues/epilogues and into each other (one HBM round "
                        "trip per fusion), or run every op on its own");
-    t.add_choice<AttentionImpl>("attention", [](S& s) -> AttentionImpl& { return s.attention; },
+    t.add_choice<AttentionImpl>("attention", [](S& s) -> AttentionImpl& { return s.kernels.attention; },
                                 {{"unfused", AttentionImpl::unfused}, {"flash", AttentionImpl::flash}}, "flash",
                                 "attention core: scores written to HBM (unfused), or tiled through VMEM with an "
                                 "online softmax (flash)");
@@ -109,56 +109,57 @@ const FieldTable<WorkloadSpec>& workload_fields() {
                             {{"model", ModelPart::model}, {"blocks", ModelPart::blocks}}, "model",
                             "transformer: run the whole model, or its blocks only (no embedding, final norm, "
                             "vocabulary projection or loss; with model.layers: 1, one layer)");
-    t.add<std::int64_t>("seq_len", [](S& s) -> std::int64_t& { return s.seq_len; }, "0",
+    t.add<std::int64_t>("seq_len", [](S& s) -> std::int64_t& { return s.tokens.seq_len; }, "0",
                         "tokens per sequence (the prompt, for prefill); 0 = the model's context",
                         in_range(std::int64_t{0}, kMaxDimension));
-    t.add<std::int64_t>("context", [](S& s) -> std::int64_t& { return s.context; }, "0",
+    t.add<std::int64_t>("context", [](S& s) -> std::int64_t& { return s.tokens.context; }, "0",
                         "decode: tokens already in the KV cache; 0 = seq_len", in_range(std::int64_t{0}, kMaxDimension));
-    t.add<std::int64_t>("decoder_seq_len", [](S& s) -> std::int64_t& { return s.decoder_seq_len; }, "0",
+    t.add<std::int64_t>("decoder_seq_len", [](S& s) -> std::int64_t& { return s.tokens.decoder_seq_len; }, "0",
                         "encoder-decoder models: decoder (target) tokens per sequence; 0 = seq_len",
                         in_range(std::int64_t{0}, kMaxDimension));
-    t.add<double>("input.examples_per_s_per_host", [](S& s) -> double& { return s.input.examples_per_s_per_host; },
+    t.add<double>("input.examples_per_s_per_host", [](S& s) -> double& { return s.host.input.examples_per_s_per_host; },
                   "0",
                   "examples per second the host's input pipeline produces (shared by its chip.host.chips_per_host "
                   "chips); 0 = no limit",
                   non_negative<double>());
-    t.add<Bytes>("input.bytes_per_example", [](S& s) -> Bytes& { return s.input.bytes_per_example; }, "0 B",
+    t.add<Bytes>("input.bytes_per_example", [](S& s) -> Bytes& { return s.host.input.bytes_per_example; }, "0 B",
                  "bytes of one example sent host -> chip over PCIe (MLP: an infeed of batch x this per step); "
                  "0 = none",
                  in_range(Bytes(0), Bytes(std::uint64_t{1} << 32)));
-    t.add<int>("input.prefetch", [](S& s) -> int& { return s.input.prefetch; }, "2",
+    t.add<int>("input.prefetch", [](S& s) -> int& { return s.host.input.prefetch; }, "2",
                "steps of input the host prepares ahead; > 0 overlaps the next step's input with this step, 0 = "
                "the step waits for its input",
                at_least(0));
-    t.add<Seconds>("step_launch_overhead", [](S& s) -> Seconds& { return s.step_launch_overhead; }, "0 s",
+    t.add<Seconds>("step_launch_overhead", [](S& s) -> Seconds& { return s.host.step_launch_overhead; }, "0 s",
                    "host time to launch the step before the chip starts it", non_negative<Seconds>());
-    t.add<int>("host_syncs", [](S& s) -> int& { return s.host_syncs; }, "0",
+    t.add<int>("host_syncs", [](S& s) -> int& { return s.host.host_syncs; }, "0",
                "host round trips (chip.host.round_trip each) at the end of the step, e.g. fetching the loss",
                at_least(0));
-    t.add<int>("checkpoint.every_steps", [](S& s) -> int& { return s.checkpoint.every_steps; }, "0",
+    t.add<int>("checkpoint.every_steps", [](S& s) -> int& { return s.host.checkpoint.every_steps; }, "0",
                "write parameters and optimizer state to storage every N training steps, amortised per step; 0 = "
                "never",
                at_least(0));
-    t.add_choice<bool>("overlap", [](S& s) -> bool& { return s.overlap; }, {{"on", true}, {"off", false}}, "on",
+    t.add_choice<bool>("overlap", [](S& s) -> bool& { return s.schedule.overlap; }, {{"on", true}, {"off", false}},
+                       "on",
                        "sharded steps: collectives overlap independent compute as XLA schedules them (on), or run "
                        "after all earlier compute and before all later compute (off: the serialized baseline)");
     t.add_choice_list<CollectiveKind>(
-        "async_collectives", [](S& s) -> std::vector<CollectiveKind>& { return s.async_collectives; },
+        "async_collectives", [](S& s) -> std::vector<CollectiveKind>& { return s.schedule.async_collectives; },
         collective_choices(), "[all_reduce, reduce_scatter, all_gather, all_to_all, permute]",
         "sharded steps: the collective kinds that run asynchronously, overlapped with independent compute (XLA's "
         "async collectives); the others are synchronous: the TensorCores finish their earlier work and idle "
         "while the collective runs (XLA without that kind's async flags; docs/calibration.md)");
     t.add_choice<CollectiveMatmul>(
-        "collective_matmul", [](S& s) -> CollectiveMatmul& { return s.collective_matmul; },
+        "collective_matmul", [](S& s) -> CollectiveMatmul& { return s.schedule.collective_matmul; },
         {{"auto", CollectiveMatmul::automatic}, {"on", CollectiveMatmul::on}, {"off", CollectiveMatmul::off}}, "auto",
         "a residual stream split over the tensor group (activation_embed, norm_length): its all-gathers and "
         "reduce-scatters run as bidirectional ring steps overlapped with partial matmuls (XLA's collective "
         "matmul); off: one collective before or after the matmul; auto: on where the gathered residual stream "
         "is at least 256 MiB per chip, XLA's default threshold for a windowed einsum (an assumption for libtpu)");
-    t.add_choice<PipelineSchedule>("pipeline_schedule", [](S& s) -> PipelineSchedule& { return s.pipeline_schedule; },
-                                   {{"gpipe", PipelineSchedule::gpipe}, {"1f1b", PipelineSchedule::one_f_one_b}},
-                                   "gpipe", "pipeline parallelism: the order of the microbatches' forward and "
-                                   "backward passes on each stage");
+    t.add_choice<PipelineSchedule>(
+        "pipeline_schedule", [](S& s) -> PipelineSchedule& { return s.schedule.pipeline_schedule; },
+        {{"gpipe", PipelineSchedule::gpipe}, {"1f1b", PipelineSchedule::one_f_one_b}}, "gpipe",
+        "pipeline parallelism: the order of the microbatches' forward and backward passes on each stage");
     return t;
   }();
   return table;

@@ -34,13 +34,13 @@ void resolve_workload_defaults(Scenario& s, Diagnostics& diags) {
                   "forward or train (prefill and decode need a decoder)", std::string(step_name(w.step)));
     }
   }
-  if (w.microbatches > 1) {
+  if (w.memory.microbatches > 1) {
     if (w.step != StepKind::train) {
       diags.error(at("microbatches"), "workload.microbatches", "microbatches accumulate gradients",
-                  "1 unless step: train", std::to_string(w.microbatches));
-    } else if (w.batch % w.microbatches != 0) {
+                  "1 unless step: train", std::to_string(w.memory.microbatches));
+    } else if (w.batch % w.memory.microbatches != 0) {
       diags.error(at("microbatches"), "workload.microbatches", "the batch does not split into equal microbatches",
-                  fmt::format("a divisor of the batch ({})", w.batch), std::to_string(w.microbatches));
+                  fmt::format("a divisor of the batch ({})", w.batch), std::to_string(w.memory.microbatches));
     }
   }
 
@@ -50,18 +50,19 @@ void resolve_workload_defaults(Scenario& s, Diagnostics& diags) {
     const std::string key = "remat_custom." + std::string(remat_tag_name(static_cast<RematTag>(i)));
     const auto it = w.origins.find(key);
     if (it == w.origins.end() || it->second.defaulted) continue;
-    if (w.remat != Remat::custom) {
+    if (w.memory.remat != Remat::custom) {
       diags.error(at(key), "workload." + key, "places a tensor under remat: custom only",
                   "no remat_custom entries, or remat: custom", "remat_custom with another remat policy");
-    } else if (static_cast<RematTag>(i) == RematTag::decoder_layer_input && w.remat_custom[i] == RematPlacement::remat) {
-      diags.error(at(key), "workload." + key, "a block's input is where its recomputation starts",
-                  "device or offload", "remat");
+    } else if (static_cast<RematTag>(i) == RematTag::decoder_layer_input &&
+               w.memory.remat_custom[i] == RematPlacement::remat) {
+      diags.error(at(key), "workload." + key, "a block's input is where its recomputation starts", "device or offload",
+                  "remat");
     }
   }
 
   // Parameter storage: f32 master weights for training (mixed precision), the compute type otherwise.
-  if (!w.weight_dtype) w.weight_dtype = w.weights();
-  const DType wd = *w.weight_dtype;
+  if (!w.numerics.weight_dtype) w.numerics.weight_dtype = w.weights();
+  const DType wd = *w.numerics.weight_dtype;
   if (wd == DType::int8 || wd == DType::fp8) {
     const bool int8 = wd == DType::int8;
     const double rate = int8 ? s.chip.mxu.int8_rate : s.chip.mxu.fp8_rate;
@@ -78,7 +79,7 @@ void resolve_workload_defaults(Scenario& s, Diagnostics& diags) {
     }
   }
 
-  if (w.quantization == Quantization::int8) {
+  if (w.numerics.quantization == Quantization::int8) {
     if (!transformer) {
       diags.error(at("quantization"), "workload.quantization", "int8 quantization applies to a transformer's dense layers",
                   "none for a model of kind " + std::string(model_kind_name(model.kind)), "int8");
@@ -86,10 +87,10 @@ void resolve_workload_defaults(Scenario& s, Diagnostics& diags) {
       diags.error(at("quantization"), "workload.quantization",
                   fmt::format("chip {} has no int8 MXU rate (chip.mxu.int8_rate is 0)", s.chip.name),
                   "none on this chip", "int8", "use a chip with an int8 rate (v3 and later)");
-    } else if (w.dtype != DType::bf16 && w.dtype != DType::f32) {
+    } else if (w.numerics.dtype != DType::bf16 && w.numerics.dtype != DType::f32) {
       diags.error(at("quantization"), "workload.quantization",
                   "int8 quantization quantizes bf16 or f32 activations inside each matmul",
-                  "workload.dtype bf16 or f32 with quantization: int8", std::string(dtype_name(w.dtype)));
+                  "workload.dtype bf16 or f32 with quantization: int8", std::string(dtype_name(w.numerics.dtype)));
     } else if (wd == DType::int8 || wd == DType::fp8) {
       diags.error(at("quantization"), "workload.quantization",
                   "the weights are stored quantized already (weight_dtype); quantization: int8 quantizes them in "
@@ -105,21 +106,21 @@ void resolve_workload_defaults(Scenario& s, Diagnostics& diags) {
   if (!transformer) return;
   const TransformerModel& t = model.transformer;
   const bool learned = t.position == PositionKind::learned;
-  if (w.seq_len == 0) w.seq_len = t.context;
-  if (w.decoder_seq_len == 0) w.decoder_seq_len = w.seq_len;
-  if (w.context == 0) w.context = w.seq_len;
-  if (learned && w.seq_len > t.context) {
+  if (w.tokens.seq_len == 0) w.tokens.seq_len = t.context;
+  if (w.tokens.decoder_seq_len == 0) w.tokens.decoder_seq_len = w.tokens.seq_len;
+  if (w.tokens.context == 0) w.tokens.context = w.tokens.seq_len;
+  if (learned && w.tokens.seq_len > t.context) {
     diags.error(at("seq_len"), "workload.seq_len", "longer than the model's learned position table",
-                fmt::format("at most the model's context ({})", t.context), std::to_string(w.seq_len));
+                fmt::format("at most the model's context ({})", t.context), std::to_string(w.tokens.seq_len));
   }
-  if (learned && w.step == StepKind::decode && w.context >= t.context) {
+  if (learned && w.step == StepKind::decode && w.tokens.context >= t.context) {
     diags.error(at("context"), "workload.context", "the next token has no learned position",
-                fmt::format("below the model's context ({})", t.context), std::to_string(w.context));
+                fmt::format("below the model's context ({})", t.context), std::to_string(w.tokens.context));
   }
   if (t.architecture != Architecture::encoder_decoder && w.origins.count("decoder_seq_len") &&
       !w.origins.at("decoder_seq_len").defaulted) {
     diags.error(at("decoder_seq_len"), "workload.decoder_seq_len", "applies to encoder_decoder models",
-                "no decoder_seq_len for architecture decoder or encoder", std::to_string(w.decoder_seq_len));
+                "no decoder_seq_len for architecture decoder or encoder", std::to_string(w.tokens.decoder_seq_len));
   }
 }
 

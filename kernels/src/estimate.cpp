@@ -13,7 +13,7 @@ namespace tpusim::kernels {
 LoweringEstimate estimate_lowering(const WorkloadSpec& workload, const ChipSpec& chip) {
   const ModelSpec& model = workload.model;
   LoweringEstimate e;
-  const DType dt = workload.dtype;
+  const DType dt = workload.numerics.dtype;
   const double cores = std::max(1, chip.tensorcores);
   switch (model.kind) {
     case ModelKind::collective:
@@ -53,7 +53,7 @@ LoweringEstimate estimate_lowering(const WorkloadSpec& workload, const ChipSpec&
       const double fit = std::max(1.0, std::floor(chip.vmem.capacity.as_double() * kVectorVmemFraction / (2 * per_bag)));
       const double chunk = std::min(fit, std::ceil(bags / cores));
       const double embeddings = chip.sparsecore.count > 0 ? 2.0 * m.tables : 2 * 4 * (std::ceil(bags / chunk) + cores);
-      e.instructions = 2 * (layers + embeddings) + 8 + workload.host_syncs;
+      e.instructions = 2 * (layers + embeddings) + 8 + workload.host.host_syncs;
       return e;
     }
     case ModelKind::transformer:
@@ -69,9 +69,9 @@ LoweringEstimate estimate_lowering(const WorkloadSpec& workload, const ChipSpec&
         for (int b : model.resnet.blocks) blocks += b;
       }
       const bool train = workload.step == StepKind::train;
-      const double micro = train ? std::max(1, workload.microbatches) : 1;
+      const double micro = train ? std::max(1, workload.memory.microbatches) : 1;
       e.graph_ops = micro * (blocks + 2) * (train ? kFusedOpsPerBlock : kFusedOpsPerBlockInference);
-      e.instructions = cores * e.graph_ops + 8 + workload.host_syncs;
+      e.instructions = cores * e.graph_ops + 8 + workload.host.host_syncs;
       return e;
     }
     case ModelKind::gemm:
@@ -80,7 +80,7 @@ LoweringEstimate estimate_lowering(const WorkloadSpec& workload, const ChipSpec&
   }
   const HostStepCosts host = host_step_costs(workload, chip);
   double n = 0;
-  if (workload.step_launch_overhead.value() > 0) n += 1;     // host.launch
+  if (workload.host.step_launch_overhead.value() > 0) n += 1;     // host.launch
   if (host.infeed_bytes > 0 || host.input_seconds > 0) n += 1;  // host.infeed
   if (model.kind == ModelKind::gemm && model.gemm.lowering == GemmGranularity::fused) {
     n += cores;  // one fused matmul per TensorCore
@@ -111,7 +111,7 @@ LoweringEstimate estimate_lowering(const WorkloadSpec& workload, const ChipSpec&
     }
     if (host.checkpoint_bytes > 0) n += 1;  // host.checkpoint
   }
-  n += workload.host_syncs;
+  n += workload.host.host_syncs;
   e.instructions = n;
   return e;
 }

@@ -52,8 +52,8 @@ std::uint64_t state_bytes(const WorkloadSpec& workload) {
   const bool mlp = workload.model.kind == ModelKind::mlp;
   const auto params = static_cast<std::uint64_t>(parameter_count(workload.model));
   const bool moments = workload.optimizer == Optimizer::adam || (!mlp && workload.optimizer == Optimizer::adamw);
-  const std::uint64_t per_param = static_cast<std::uint64_t>(dtype_bytes(mlp ? workload.dtype : workload.weights())) +
-                                  (moments ? 2 * sizeof(float) : 0);
+  const DType stored = mlp ? workload.numerics.dtype : workload.weights();
+  const std::uint64_t per_param = static_cast<std::uint64_t>(dtype_bytes(stored)) + (moments ? 2 * sizeof(float) : 0);
   return params * per_param;
 }
 
@@ -61,7 +61,7 @@ bool whole_model(const WorkloadSpec& w) { return step_builder(w.model.kind) != n
 
 // workload.overlap and async_collectives as the emitter takes them.
 fused::CollectiveTiming collective_timing(const WorkloadSpec& w) {
-  return fused::CollectiveTiming{!w.overlap, w.async_collectives};
+  return fused::CollectiveTiming{!w.schedule.overlap, w.schedule.async_collectives};
 }
 
 // Whether the tensor group's gathers and reduce-scatters of the split residual stream run as ring steps
@@ -69,14 +69,14 @@ fused::CollectiveTiming collective_timing(const WorkloadSpec& w) {
 // decompose), never under `off`, and under `auto` where XLA's partitioner would window the einsum: the residual
 // stream gathered on a chip, one microbatch's tokens at full width, is at least kWindowedEinsumThreshold.
 bool decomposes_collective_matmul(const WorkloadSpec& w, const ShardingPlan& plan, const ShardView& shard) {
-  switch (w.collective_matmul) {
+  switch (w.schedule.collective_matmul) {
     case CollectiveMatmul::on: return true;
     case CollectiveMatmul::off: return false;
     case CollectiveMatmul::automatic: break;
   }
   if (plan.residual_shards() <= 1) return false;
-  const double gathered = static_cast<double>(shard.microbatch()) * static_cast<double>(shard.seq_len) *
-                          static_cast<double>(w.model.transformer.d_model) * static_cast<double>(dtype_bytes(w.dtype));
+  const double row = static_cast<double>(w.model.transformer.d_model) * dtype_bytes(w.numerics.dtype);  // exact
+  const double gathered = static_cast<double>(shard.microbatch()) * static_cast<double>(shard.seq_len) * row;
   return gathered >= static_cast<double>(kWindowedEinsumThreshold);
 }
 
@@ -95,12 +95,12 @@ BuiltStep build_step(const WorkloadSpec& w, const ChipSpec& chip, const Sharding
   std::vector<ir::CollectiveGroup> scratch;
   std::optional<ShardingPoints> sharded;
   if (plan != nullptr) {
-    sharded.emplace(*plan, chip, w.dtype, groups != nullptr ? *groups : scratch,
+    sharded.emplace(*plan, chip, w.numerics.dtype, groups != nullptr ? *groups : scratch,
                     decomposes_collective_matmul(w, *plan, shard));
   }
   CollectivePoints& points = sharded ? static_cast<CollectivePoints&>(*sharded) : single_chip;
   BuiltStep b{step_builder(w.model.kind)(w, chip, shard, points), {}};
-  if (w.fusion) fused::fuse(b.graph);
+  if (w.kernels.fusion) fused::fuse(b.graph);
   const fused::Liveness live = fused::activation_liveness(b.graph);
   // Clamped at 2^60 (an exbibyte: far beyond any chip, and the categories' sum stays inside 64 bits).
   auto bytes = [](double v) { return Bytes(static_cast<std::uint64_t>(std::llround(std::min(v, 0x1p60)))); };
@@ -144,9 +144,9 @@ ConfigError does_not_fit(const WorkloadSpec& w, const ChipSpec& chip, const Memo
   std::vector<std::string> fits;
   auto plan_with = [&](WorkloadSpec alt) { return build_step(alt, chip, sharding).plan; };
   std::optional<MemoryPlan> full_remat;
-  if (w.step == StepKind::train && w.remat != Remat::full) {
+  if (w.step == StepKind::train && w.memory.remat != Remat::full) {
     WorkloadSpec alt = w;
-    alt.remat = Remat::full;
+    alt.memory.remat = Remat::full;
     full_remat = plan_with(alt);
     if (full_remat->fits()) fits.push_back(fmt::format("remat: full ({})", format_bytes_approx(full_remat->total())));
   }
@@ -174,10 +174,11 @@ ConfigError does_not_fit(const WorkloadSpec& w, const ChipSpec& chip, const Memo
       per_chip = shards > 0 && w.batch % shards == 0 ? w.batch / shards : 0;
     }
     std::vector<std::int64_t> counts;
-    for (std::int64_t m = w.microbatches + 1; m <= per_chip && m <= 1024; ++m) {
+    for (std::int64_t m = w.memory.microbatches + 1; m <= per_chip && m <= 1024; ++m) {
       if (per_chip % m == 0) counts.push_back(m);
     }
-    first_fitting("microbatches", counts, [](WorkloadSpec& a, std::int64_t v) { a.microbatches = static_cast<int>(v); });
+    first_fitting("microbatches", counts,
+                  [](WorkloadSpec& a, std::int64_t v) { a.memory.microbatches = static_cast<int>(v); });
   }
   if (w.inference()) {
     std::vector<std::int64_t> batches;
@@ -250,12 +251,12 @@ HostStepCosts host_costs(const WorkloadSpec& workload, const ChipSpec& chip, dou
   HostStepCosts c;
   const double chips_per_host = std::max(1, chip.host.chips_per_host);
   const auto batch = static_cast<double>(std::max<std::int64_t>(workload.batch, 0));
-  c.infeed_bytes = static_cast<std::uint64_t>(batch * workload.input.bytes_per_example.as_double());
-  if (workload.input.examples_per_s_per_host > 0) {
-    c.input_seconds = batch * chips_per_host / workload.input.examples_per_s_per_host;
+  c.infeed_bytes = static_cast<std::uint64_t>(batch * workload.host.input.bytes_per_example.as_double());
+  if (workload.host.input.examples_per_s_per_host > 0) {
+    c.input_seconds = batch * chips_per_host / workload.host.input.examples_per_s_per_host;
   }
-  if (workload.step == StepKind::train && workload.checkpoint.every_steps > 0) {
-    const double every = workload.checkpoint.every_steps;
+  if (workload.step == StepKind::train && workload.host.checkpoint.every_steps > 0) {
+    const double every = workload.host.checkpoint.every_steps;
     c.checkpoint_bytes = static_cast<std::uint64_t>(std::ceil(state / every));
     const double storage = chip.host.storage_bandwidth.value();
     c.checkpoint_seconds = storage > 0 ? state * writers / storage / every : 0.0;
@@ -427,7 +428,7 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
   // A whole model is sharded over the pod's mesh (no mesh: data parallel over every chip); the other kinds run
   // the same one-chip program on every chip.
   std::optional<ShardingPlan> sharding;
-  if (workload.collective_matmul == CollectiveMatmul::on && !whole_model(workload)) {
+  if (workload.schedule.collective_matmul == CollectiveMatmul::on && !whole_model(workload)) {
     throw ConfigError({Diagnostic{origin_of(workload.origins, "collective_matmul"), "workload.collective_matmul",
                                   "collective matmul decomposes a whole model's tensor-parallel all-gathers",
                                   "a transformer with a tensor split", std::string(model_kind_name(model.kind)),
@@ -462,7 +463,7 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
     }
   }
   ir::Program prog(model.name.empty() ? "main" : model.name);
-  const DType dt = workload.dtype;
+  const DType dt = workload.numerics.dtype;
   // A sharded model's chips checkpoint their own shard (the fullest stage's bytes differ from the others').
   const int writers = built ? checkpoint_writers(&*sharding, pod, chip.host.chips_per_host) : 1;
   const HostStepCosts host = built ? host_costs(workload, chip, checkpoint_state(built->plan), writers)
@@ -471,15 +472,15 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
   // The step starts once the host has launched it; its work depends on the launch (and, without prefetch,
   // on the infeed).
   std::vector<std::uint32_t> start;
-  if (workload.step_launch_overhead.value() > 0) {
-    start.push_back(prog.add(host_op(ir::HostOp::infeed, 0, workload.step_launch_overhead.value()), {},
+  if (workload.host.step_launch_overhead.value() > 0) {
+    start.push_back(prog.add(host_op(ir::HostOp::infeed, 0, workload.host.step_launch_overhead.value()), {},
                              "host.launch"));
   }
   if (host.infeed_bytes > 0 || host.input_seconds > 0) {
     const std::uint32_t infeed =
         prog.add(host_op(ir::HostOp::infeed, host.infeed_bytes, host.input_seconds), start,
-                 workload.input.prefetch > 0 ? "host.infeed.next_step" : "host.infeed");
-    if (workload.input.prefetch == 0) start.push_back(infeed);
+                 workload.host.input.prefetch > 0 ? "host.infeed.next_step" : "host.infeed");
+    if (workload.host.input.prefetch == 0) start.push_back(infeed);
   }
   std::vector<std::uint32_t> sinks = start;  // instructions nothing else depends on (the end of the step)
 
@@ -555,7 +556,7 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
                         "host.checkpoint")};
     }
   }
-  for (int s = 0; s < workload.host_syncs; ++s) {
+  for (int s = 0; s < workload.host.host_syncs; ++s) {
     sinks = {prog.add(host_op(ir::HostOp::outfeed, 0, chip.host.round_trip.value()), sinks, "host.sync")};
   }
   out.programs.programs.push_back(std::move(prog));
@@ -564,8 +565,8 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
   for (std::size_t i = 0; i < later_stages.size(); ++i) {
     ir::Program stage_prog(fmt::format("{}.stage{}", model.name.empty() ? "main" : model.name, i + 1));
     std::vector<std::uint32_t> stage_start;
-    if (workload.step_launch_overhead.value() > 0) {
-      stage_start.push_back(stage_prog.add(host_op(ir::HostOp::infeed, 0, workload.step_launch_overhead.value()),
+    if (workload.host.step_launch_overhead.value() > 0) {
+      stage_start.push_back(stage_prog.add(host_op(ir::HostOp::infeed, 0, workload.host.step_launch_overhead.value()),
                                            {}, "host.launch"));
     }
     std::vector<std::vector<std::uint32_t>> op_instructions;
@@ -579,7 +580,7 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
                                             stage_host.checkpoint_seconds),
                                     stage_sinks, "host.checkpoint")};
     }
-    for (int h = 0; h < workload.host_syncs; ++h) {
+    for (int h = 0; h < workload.host.host_syncs; ++h) {
       stage_sinks = {stage_prog.add(host_op(ir::HostOp::outfeed, 0, chip.host.round_trip.value()), stage_sinks,
                                     "host.sync")};
     }

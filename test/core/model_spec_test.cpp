@@ -58,11 +58,11 @@ TEST(ModelSpec, TransformerDefaultsFollowThePublishedConventions) {
   EXPECT_EQ(t.position, PositionKind::learned);
   EXPECT_FALSE(t.moe.enabled());
   const WorkloadSpec& w = l.scenario.workload;
-  EXPECT_EQ(w.seq_len, 128);  // the model's context
-  EXPECT_EQ(w.context, 128);
-  EXPECT_EQ(w.weight_dtype, DType::f32);  // training keeps f32 master weights
-  EXPECT_EQ(w.attention, AttentionImpl::flash);
-  EXPECT_TRUE(w.fusion);
+  EXPECT_EQ(w.tokens.seq_len, 128);  // the model's context
+  EXPECT_EQ(w.tokens.context, 128);
+  EXPECT_EQ(w.numerics.weight_dtype, DType::f32);  // training keeps f32 master weights
+  EXPECT_EQ(w.kernels.attention, AttentionImpl::flash);
+  EXPECT_TRUE(w.kernels.fusion);
 }
 
 TEST(ModelSpec, KvHeadsThatDoNotDivideTheHeadsAreNamedAtTheirLine) {
@@ -138,9 +138,9 @@ TEST(WorkloadRules, QuantizedWeightsNeedTheChipsRateAndAnInferenceStep) {
 TEST(WorkloadRules, InferenceStoresWeightsInTheComputeType) {
   const Loaded l = load("  model: llama2-7b\n  step: prefill\n  seq_len: 512\n");
   ASSERT_EQ(l.error, "");
-  EXPECT_EQ(l.scenario.workload.weight_dtype, DType::bf16);
-  EXPECT_EQ(l.scenario.workload.seq_len, 512);
-  EXPECT_EQ(l.scenario.workload.context, 512);
+  EXPECT_EQ(l.scenario.workload.numerics.weight_dtype, DType::bf16);
+  EXPECT_EQ(l.scenario.workload.tokens.seq_len, 512);
+  EXPECT_EQ(l.scenario.workload.tokens.context, 512);
 }
 
 }  // namespace

@@ -601,7 +601,7 @@ WorkloadSpec collective(const std::string& algorithm, std::vector<int> axes = {}
   w.model.collective.bytes = MiB(64);
   w.model.collective.axes = std::move(axes);
   w.model.collective.algorithm = algorithm;
-  w.dtype = DType::f32;
+  w.numerics.dtype = DType::f32;
   return w;
 }
 

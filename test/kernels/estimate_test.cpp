@@ -46,10 +46,10 @@ TEST(LoweringEstimate, CountsEveryInstructionOfMlpStepsWithHostWork) {
       for (Optimizer opt : {Optimizer::sgd, Optimizer::adam}) {
         WorkloadSpec w = mlp({512, 2048, 1000, 512}, 96, step, opt);
         EXPECT_EQ(estimate_lowering(w, chip).instructions, lowered(w, chip));
-        w.step_launch_overhead = Seconds(1e-5);
-        w.input.bytes_per_example = Bytes(4096);
-        w.host_syncs = 2;
-        w.checkpoint.every_steps = 10;
+        w.host.step_launch_overhead = Seconds(1e-5);
+        w.host.input.bytes_per_example = Bytes(4096);
+        w.host.host_syncs = 2;
+        w.host.checkpoint.every_steps = 10;
         w.model.mlp.activation = Activation::relu;
         EXPECT_EQ(estimate_lowering(w, chip).instructions, lowered(w, chip));
       }

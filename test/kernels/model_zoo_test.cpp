@@ -27,10 +27,10 @@ WorkloadSpec workload(const ModelSpec& model, StepKind step, std::int64_t batch,
   w.model = model;
   w.step = step;
   w.batch = batch;
-  w.seq_len = seq;
-  w.decoder_seq_len = seq;
-  w.context = seq;
-  w.weight_dtype = w.weights();
+  w.tokens.seq_len = seq;
+  w.tokens.decoder_seq_len = seq;
+  w.tokens.context = seq;
+  w.numerics.weight_dtype = w.weights();
   return w;
 }
 
@@ -227,7 +227,7 @@ TEST(ModelZoo, LoweredModelFlopsEqualTheClosedFormForEveryFamilyAndStep) {
     if (c.layers > 0) m.transformer.layers = c.layers;
     if (c.layers > 0 && m.transformer.encoder_layers > 0) m.transformer.encoder_layers = c.layers;
     WorkloadSpec w = workload(m, c.step, c.batch, c.seq);
-    if (c.step == StepKind::decode) w.context = c.seq;
+    if (c.step == StepKind::decode) w.tokens.context = c.seq;
     const LoweredWorkload l = lower(w, roomy());
     const double lowered = l.programs.programs[0].model_flops();
     EXPECT_GT(lowered, 0) << c.model;
@@ -265,7 +265,7 @@ TEST(ModelZoo, ArchitectureVariantsKeepTheClosedFormAndTheirParameterCounts) {
 
 TEST(ModelZoo, SelectiveRematChangesNothingUnderFlashAttentionWhichRecomputesAlready) {
   const auto [none, selective] = before_after(workload(gpt3_xl(2), StepKind::train, 1, 1024),
-                                              [](WorkloadSpec& w) { w.remat = Remat::selective; });
+                                              [](WorkloadSpec& w) { w.memory.remat = Remat::selective; });
   EXPECT_EQ(selective.size(), none.size());
   EXPECT_EQ(selective.hardware_flops(), none.hardware_flops());
 }
@@ -285,7 +285,7 @@ TEST(ModelZoo, DecodeFlopsAreTwoNPerTokenPlusTheAttentionOverTheCache) {
   ModelSpec m = load_model("llama2-7b");
   m.transformer.layers = 2;
   WorkloadSpec w = workload(m, StepKind::decode, 3, 4096);
-  w.context = 999;
+  w.tokens.context = 999;
   const LoweredWorkload l = lower(w, roomy());
   const double d = 4096, n = 2 * (4 * d * d + 3 * d * 11008) + 32000 * d;  // the embedding is a lookup
   EXPECT_NEAR(l.programs.programs[0].model_flops() / (3 * (2 * n + 4 * 2 * d * 1000)), 1.0, 1e-12);
@@ -310,8 +310,8 @@ TEST(ModelZoo, Resnet50ForwardIsTwiceThePapersMultiplyAddsAndTrainingThriceLessT
 
 TEST(ModelZoo, FullRematRaisesHardwareFlopsByTheBlocksForwardFlops) {
   WorkloadSpec w = workload(gpt3_xl(3), StepKind::train, 2, 1024);
-  const auto [none, full] = before_after(w, [](WorkloadSpec& x) { x.remat = Remat::full; });
-  w.remat = Remat::full;
+  const auto [none, full] = before_after(w, [](WorkloadSpec& x) { x.memory.remat = Remat::full; });
+  w.memory.remat = Remat::full;
   double block_forward = 0;
   for (const auto& ins : none.instructions()) {
     const std::string& label = none.label_of(ins);
@@ -330,10 +330,10 @@ TEST(ModelZoo, FullRematRaisesHardwareFlopsByTheBlocksForwardFlops) {
 
 TEST(ModelZoo, SelectiveRematRecomputesTheUnfusedAttentionCoreAndDropsItsProbabilities) {
   WorkloadSpec w = workload(gpt3_xl(2), StepKind::train, 1, 1024);
-  w.attention = AttentionImpl::unfused;
+  w.kernels.attention = AttentionImpl::unfused;
   const MemoryPlan plan_none = *plan_memory(w, roomy());
-  const auto [none, selective] = before_after(w, [](WorkloadSpec& x) { x.remat = Remat::selective; });
-  w.remat = Remat::selective;
+  const auto [none, selective] = before_after(w, [](WorkloadSpec& x) { x.memory.remat = Remat::selective; });
+  w.memory.remat = Remat::selective;
   const MemoryPlan plan_selective = *plan_memory(w, roomy());
   // Per block the scores Q K^T and P V again: 2 x 2 x T^2 x d.
   EXPECT_DOUBLE_EQ(selective.hardware_flops() - none.hardware_flops(), 2 * (4.0 * 1024 * 1024 * 2048));
@@ -371,7 +371,7 @@ TEST(ModelZoo, MicrobatchesDivideTheActivationsAndRepeatTheForwardAndBackward) {
   WorkloadSpec w = workload(tiny(), StepKind::train, 8, 64);
   const MemoryPlan one = *plan_memory(w, roomy());
   const ir::Program p1 = lower(w, roomy()).programs.programs[0];
-  w.microbatches = 4;
+  w.memory.microbatches = 4;
   const MemoryPlan four = *plan_memory(w, roomy());
   const ir::Program p4 = lower(w, roomy()).programs.programs[0];
   EXPECT_EQ(four.activations.count() * 4, one.activations.count());
@@ -382,7 +382,7 @@ TEST(ModelZoo, MicrobatchesDivideTheActivationsAndRepeatTheForwardAndBackward) {
 
 TEST(ModelZoo, KvCacheHoldsKeysAndValuesOfEveryLayerForTheBatchAndContext) {
   WorkloadSpec w = workload("llama2-70b", StepKind::decode, 4, 4096);
-  w.context = 2047;
+  w.tokens.context = 2047;
   const MemoryPlan p = *plan_memory(w, roomy());
   // 80 layers x 4 sequences x 2048 positions x 8 KV heads x 128 x (K and V) x 2 bytes.
   EXPECT_EQ(p.kv_cache.count(), 80ull * 4 * 2048 * 8 * 128 * 2 * 2);
@@ -395,7 +395,7 @@ TEST(ModelZoo, Int8WeightsHalveTheWeightBytesAndRunTheWeightMatmulsAtTheInt8Rate
   m.transformer.layers = 2;
   WorkloadSpec w = workload(m, StepKind::decode, 4, 1024);
   const ir::Program bf16 = lower(w, roomy()).programs.programs[0];
-  w.weight_dtype = DType::int8;
+  w.numerics.weight_dtype = DType::int8;
   const LoweredWorkload l = lower(w, roomy());
   const ir::Program& int8 = l.programs.programs[0];
   EXPECT_EQ(l.memory->weights.count(), static_cast<std::uint64_t>(parameter_count(m)));  // one byte each
@@ -420,7 +420,7 @@ TEST(ModelZoo, Int8QuantizedTrainingRunsEveryDenseMatmulInInt8AndPaysItsQuantiza
   // The tiny decoder, 2 sequences of 64 tokens: 128 tokens per step, d 128, d_ff 512 (ReLU).
   WorkloadSpec w = workload(tiny(), StepKind::train, 2, 64);
   const ir::Program bf16 = lower(w, roomy()).programs.programs[0];
-  w.quantization = Quantization::int8;
+  w.numerics.quantization = Quantization::int8;
   const LoweredWorkload l = lower(w, roomy());
   const ir::Program& int8 = l.programs.programs[0];
   ASSERT_EQ(bf16.size(), int8.size());
@@ -480,7 +480,7 @@ TEST(ModelZoo, AStepThatDoesNotFitIsBadInputNamingItsLargestCategoriesAndWhatWou
 TEST(ModelZoo, FusionOnMovesFewerHbmBytesByExactlyTheEliminatedRoundTrips) {
   WorkloadSpec w = workload(tiny(), StepKind::train, 2, 64);
   const double on = hbm_bytes(lower(w, roomy()).programs.programs[0]);
-  w.fusion = false;
+  w.kernels.fusion = false;
   const double off = hbm_bytes(lower(w, roomy()).programs.programs[0]);
   // T = 128 tokens, bf16. Forward: the attention output projection's result and the MLP down-projection's
   // result (written, then read by their residual adds: 2 x 2 x 32 KiB) and the activation's read of the
@@ -493,8 +493,9 @@ TEST(ModelZoo, FusionOnMovesFewerHbmBytesByExactlyTheEliminatedRoundTrips) {
 
 TEST(ModelZoo, UnfusedAttentionWritesItsScoresAndProbabilitiesToHbm) {
   const ChipSpec chip = roomy();
-  const auto [flash_program, unfused_program] = before_after(workload(gpt3_xl(1), StepKind::forward, 1, 2048),
-                                                             [](WorkloadSpec& w) { w.attention = AttentionImpl::unfused; });
+  const auto [flash_program, unfused_program] =
+      before_after(workload(gpt3_xl(1), StepKind::forward, 1, 2048),
+                   [](WorkloadSpec& w) { w.kernels.attention = AttentionImpl::unfused; });
   const double flash = hbm_bytes(flash_program), unfused = hbm_bytes(unfused_program);
   // Unfused (scale and mask fused into the scores): the scores [16 heads, 2048, 2048] written and read by the
   // softmax, the probabilities written and read by P V; the two products re-read their operands as their

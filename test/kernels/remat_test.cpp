@@ -20,9 +20,9 @@ WorkloadSpec two_blocks(Remat remat) {
   w.model = testing::small_decoder("two-blocks", 2, 128, 2, 512, 1024, 64);
   w.step = StepKind::train;
   w.batch = 2;
-  w.seq_len = w.decoder_seq_len = w.context = 64;
-  w.weight_dtype = w.weights();
-  w.remat = remat;
+  w.tokens.seq_len = w.tokens.decoder_seq_len = w.tokens.context = 64;
+  w.numerics.weight_dtype = w.weights();
+  w.memory.remat = remat;
   return w;
 }
 
@@ -97,7 +97,7 @@ TEST(Remat, CustomNamesEachTensorsPlacement) {
   // run again.
   WorkloadSpec w = two_blocks(Remat::custom);
   for (const RematTag t : {RematTag::query_proj, RematTag::key_proj, RematTag::value_proj, RematTag::context}) {
-    w.remat_custom[static_cast<std::size_t>(t)] = RematPlacement::device;
+    w.memory.remat_custom[static_cast<std::size_t>(t)] = RematPlacement::device;
   }
   const LoweredWorkload none = lower(two_blocks(Remat::none), roomy());
   const LoweredWorkload l = lower(w, roomy());
@@ -112,7 +112,7 @@ TEST(Remat, OffloadedTensorsGoToHostMemoryAndComeBackForTheBackward) {
   WorkloadSpec w = two_blocks(Remat::custom);
   for (const RematTag t : {RematTag::decoder_layer_input, RematTag::query_proj, RematTag::key_proj,
                            RematTag::value_proj, RematTag::out_proj}) {
-    w.remat_custom[static_cast<std::size_t>(t)] = RematPlacement::offload;
+    w.memory.remat_custom[static_cast<std::size_t>(t)] = RematPlacement::offload;
   }
   ChipSpec chip = roomy();
   chip.host.memory_per_chip = GiB(1);

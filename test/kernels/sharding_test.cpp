@@ -130,8 +130,8 @@ WorkloadSpec small(std::int64_t batch, const MeshSpec& m) {
   w.model = testing::small_decoder("small", 2, 256, 4, 1024, 2048, 128);
   w.step = StepKind::train;
   w.batch = batch;
-  w.seq_len = w.decoder_seq_len = w.context = 128;
-  w.weight_dtype = w.weights();
+  w.tokens.seq_len = w.tokens.decoder_seq_len = w.tokens.context = 128;
+  w.numerics.weight_dtype = w.weights();
   w.mesh = m;
   return w;
 }
@@ -202,7 +202,7 @@ TEST(Sharding, ASynchronousReduceScatterWaitsForBothTensorCoresAndHoldsTheirLate
   auto lowered = [](const WorkloadSpec& spec) { return lower(spec, roomy(), pod({4})).programs; };
   const ir::ProgramSet async_set = lowered(w);
   const ir::Program& async = async_set.programs.at(0);
-  w.async_collectives = {CollectiveKind::all_reduce, CollectiveKind::all_gather, CollectiveKind::all_to_all,
+  w.schedule.async_collectives = {CollectiveKind::all_reduce, CollectiveKind::all_gather, CollectiveKind::all_to_all,
                          CollectiveKind::permute};
   const ir::ProgramSet sync_set = lowered(w);
   const ir::Program& sync = sync_set.programs.at(0);
@@ -238,7 +238,7 @@ TEST(Sharding, ASynchronousReduceScatterWaitsForBothTensorCoresAndHoldsTheirLate
   // Asynchronous, only the optimizer's update of a shard reads the scatter's output.
   EXPECT_LT(async_waits, 2 * scatters);
 
-  w.async_collectives.push_back(CollectiveKind::reduce_scatter);
+  w.schedule.async_collectives.push_back(CollectiveKind::reduce_scatter);
   std::ostringstream a, b;
   write_program_json(async_set, a);
   write_program_json(lowered(w), b);
@@ -265,11 +265,11 @@ TEST(Sharding, TheDoesNotFitHintTriesMicrobatchesThatDivideTheBatchPerChip) {
   WorkloadSpec w = small(36, mesh({{"fsdp", 4}}));
   const PodSpec four = pod({4});
   const MemoryPlan one = *lower(w, roomy(), four).memory;
-  w.microbatches = 3;
+  w.memory.microbatches = 3;
   const MemoryPlan three = *lower(w, roomy(), four).memory;
-  w.microbatches = 2;
+  w.memory.microbatches = 2;
   EXPECT_THROW((void)lower(w, roomy(), four), ConfigError);  // 9 sequences per chip do not split in two
-  w.microbatches = 1;
+  w.memory.microbatches = 1;
   ASSERT_LT(three.total().as_double(), one.total().as_double());
   ChipSpec chip = roomy();
   chip.hbm.capacity = Bytes((three.total().count() + one.total().count()) / 2);  // three microbatches fit, one not
@@ -292,9 +292,9 @@ TEST(Sharding, TheDoesNotFitHintNeverSuggestsTheMeshTheStepHas) {
   WorkloadSpec w = small(16, mesh({{"fsdp", 4}}));
   const PodSpec four = pod({4});
   const MemoryPlan none = *lower(w, roomy(), four).memory;
-  w.remat = Remat::full;
+  w.memory.remat = Remat::full;
   const MemoryPlan full = *lower(w, roomy(), four).memory;
-  w.remat = Remat::none;
+  w.memory.remat = Remat::none;
   ASSERT_LT(full.total().as_double(), none.total().as_double());
   ChipSpec chip = roomy();
   chip.hbm.capacity = Bytes((full.total().count() + none.total().count()) / 2);  // full remat fits, none not
@@ -315,7 +315,7 @@ TEST(Sharding, PipelinesAcrossTorusAxesAreRefused) {
 
 TEST(Sharding, PipelineStagesAreRolesThatSendActivationsForwardAndGradientsBack) {
   WorkloadSpec w = small(4, mesh({{"pipeline", 2}, {"data", 2}}));
-  w.microbatches = 2;
+  w.memory.microbatches = 2;
   const LoweredWorkload l = lower(w, roomy(), pod({4}));
   ASSERT_EQ(l.programs.programs.size(), 2U);
   // data on chips {0, 1} and {2, 3} (stride 1), pipeline on {0, 2} and {1, 3}.
@@ -350,7 +350,7 @@ TEST(Sharding, PipelineStagesAreRolesThatSendActivationsForwardAndGradientsBack)
 // stage's program-order sweep is the memory plan's total (the plan the lowering reports is the fullest stage's).
 TEST(Sharding, EveryPipelineStageKeepsItsOwnMemoryTimeline) {
   WorkloadSpec w = small(4, mesh({{"pipeline", 2}, {"data", 2}}));
-  w.microbatches = 2;
+  w.memory.microbatches = 2;
   const LoweredWorkload l = lower(w, roomy(), pod({4}));
   ASSERT_EQ(l.programs.programs.size(), 2U);
   ASSERT_EQ(l.memory_timelines.size(), 2U);
@@ -466,7 +466,7 @@ TEST(Sharding, CollectiveMatmulTurnsEachSequenceGatherIntoRingPermutesAndSplitsT
   // all-gathers (5 forward, 10 backward) becomes sp - 1 = 1 permute of this chip's shard to its neighbour.
   const WorkloadSpec off = small(4, mesh({{"data", 2}, {"tensor_sequence", 2}}));
   WorkloadSpec on = off;
-  on.collective_matmul = ::tpusim::CollectiveMatmul::on;
+  on.schedule.collective_matmul = ::tpusim::CollectiveMatmul::on;
   const LoweredWorkload lo = lower(off, roomy(), pod({4})), ln = lower(on, roomy(), pod({4}));
   const ir::Program& p = ln.programs.programs[0];
   const double act = 2 * 128 * 256 * 2;  // [tokens, d] in bf16
@@ -506,10 +506,10 @@ TEST(Sharding, CollectiveMatmulAutoDecomposesWhereTheGatheredResidualReachesXlas
   // chip is 2 x seq x 256 x 2 B, 1 KiB per position of the two sequences; XLA's 256 MiB threshold
   // (kWindowedEinsumThreshold, 2^28 B) is reached at seq = 2^18 = 262,144.
   WorkloadSpec at = small(4, mesh({{"data", 2}, {"tensor_sequence", 2}}));
-  ASSERT_EQ(at.collective_matmul, ::tpusim::CollectiveMatmul::automatic);  // the default
-  at.seq_len = at.decoder_seq_len = at.context = at.model.transformer.context = 262144;
+  ASSERT_EQ(at.schedule.collective_matmul, ::tpusim::CollectiveMatmul::automatic);  // the default
+  at.tokens.seq_len = at.tokens.decoder_seq_len = at.tokens.context = at.model.transformer.context = 262144;
   WorkloadSpec below = at;
-  below.seq_len = below.decoder_seq_len = below.context = 262144 - 128;
+  below.tokens.seq_len = below.tokens.decoder_seq_len = below.tokens.context = 262144 - 128;
   const LoweredWorkload la = lower(at, roomy(), pod({4})), lb = lower(below, roomy(), pod({4}));
   EXPECT_EQ(collectives(la.programs.programs[0], "tp_ring_permute").second, 15);
   EXPECT_EQ(collectives(la.programs.programs[0], "tp_all_gather").second, 0);
@@ -519,7 +519,7 @@ TEST(Sharding, CollectiveMatmulAutoDecomposesWhereTheGatheredResidualReachesXlas
   // a word, where on is refused.
   WorkloadSpec tp = small(4, mesh({{"data", 2}, {"tensor", 2}}));
   EXPECT_NO_THROW((void)lower(tp, roomy(), pod({4})));
-  tp.collective_matmul = ::tpusim::CollectiveMatmul::on;
+  tp.schedule.collective_matmul = ::tpusim::CollectiveMatmul::on;
   EXPECT_THROW((void)lower(tp, roomy(), pod({4})), ConfigError);
 }
 
@@ -530,7 +530,7 @@ TEST(Sharding, CollectiveMatmulOverFourChipsRunsBothWaysRoundTheRingInTwoSteps) 
   // half from each side (1 shard's bytes): 3 shards per gather, the all-gather's (N - 1) shards.
   const WorkloadSpec off = small(2, mesh({{"tensor_sequence", 4}}));
   WorkloadSpec on = off;
-  on.collective_matmul = ::tpusim::CollectiveMatmul::on;
+  on.schedule.collective_matmul = ::tpusim::CollectiveMatmul::on;
   const LoweredWorkload lo = lower(off, roomy(), pod({4})), ln = lower(on, roomy(), pod({4}));
   const ir::Program& p = ln.programs.programs[0];
   const double shard = 2 * 128 * 256 * 2 / 4.0;  // [64 tokens, d] in bf16
@@ -587,7 +587,7 @@ TEST(Sharding, CollectiveMatmulRunsTheWeightGradientOfAGatheredGradientChunkByCh
   // to add its own: 3 more reads and writes of dW (this model has no biases) and 3 adds of each element.
   const WorkloadSpec off = small(2, mesh({{"tensor_sequence", 4}}));
   WorkloadSpec on = off;
-  on.collective_matmul = ::tpusim::CollectiveMatmul::on;
+  on.schedule.collective_matmul = ::tpusim::CollectiveMatmul::on;
   const LoweredWorkload lo = lower(off, roomy(), pod({4})), ln = lower(on, roomy(), pod({4}));
   const ir::Program& a = lo.programs.programs[0];
   const ir::Program& b = ln.programs.programs[0];
@@ -660,7 +660,7 @@ TEST(Sharding, SequenceParallelismDividesTheActivationsOutsideTheBlocksByTheTens
   // 1 f32 per token) and the logits' gradient (every token, this chip's 1024 vocabulary rows).
   WorkloadSpec tp = small(4, mesh({{"data", 2}, {"tensor", 2}}));
   WorkloadSpec sp = small(4, mesh({{"data", 2}, {"tensor_sequence", 2}}));
-  tp.remat = sp.remat = Remat::full;
+  tp.memory.remat = sp.memory.remat = Remat::full;
   const double tokens = 2 * 128, act = tokens * 256 * 2, dlogits = tokens * 1024 * 2;
   const auto tp_plan = plan_memory(tp, roomy(), pod({4}));
   const auto sp_plan = plan_memory(sp, roomy(), pod({4}));
@@ -692,7 +692,7 @@ TEST(Sharding, SequenceParallelismNeedsTheTensorGroupAndWholeSequences) {
   decode.step = StepKind::decode;
   EXPECT_EQ(key_of(decode, pod({4})), "workload.mesh.tensor_sequence");
   WorkloadSpec odd = small(2, mesh({{"data", 2}, {"tensor_sequence", 2}}));  // 1 sequence of 127 tokens per chip
-  odd.seq_len = 127;
+  odd.tokens.seq_len = 127;
   EXPECT_EQ(key_of(odd, pod({4})), "workload.seq_len");
 }
 
@@ -710,13 +710,13 @@ TEST(ActivationEmbed, TheResidualStreamSplitAlongDModelKeepsHalfTheActivationsOu
   // statistics (1 f32 per token) are counted halved as sequence parallelism counts them, and the logits'
   // gradient (every token, this chip's 1024 vocabulary rows) is not split.
   WorkloadSpec w = small(4, embed_split({"tensor"}));
-  w.remat = Remat::full;
+  w.memory.remat = Remat::full;
   const double tokens = 2 * 128, act = tokens * 256 * 2, dlogits = tokens * 1024 * 2;
   const auto plan = plan_memory(w, roomy(), pod({4}));
   ASSERT_TRUE(plan);
   EXPECT_DOUBLE_EQ(plan->activations.as_double(), (4 * act + tokens * 4) / 2 + dlogits);
   WorkloadSpec tp = small(4, mesh({{"data", 2}, {"tensor", 2}}));
-  tp.remat = Remat::full;
+  tp.memory.remat = Remat::full;
   const auto tp_plan = plan_memory(tp, roomy(), pod({4}));
   ASSERT_TRUE(tp_plan);
   EXPECT_DOUBLE_EQ(tp_plan->activations.as_double(), 4 * act + tokens * 4 + dlogits);
@@ -753,7 +753,7 @@ TEST(ActivationEmbed, NeedsTheTensorGroupADModelThatSplitsAndNoTokenSplitBesides
   EXPECT_EQ(key_of(decode, pod({4})), "workload.sharding.activation_embed");
   // The tokens need not split: 1 sequence of 127 tokens per chip is accepted.
   WorkloadSpec odd = small(2, embed_split({"tensor"}));
-  odd.seq_len = odd.decoder_seq_len = odd.context = 127;
+  odd.tokens.seq_len = odd.tokens.decoder_seq_len = odd.tokens.context = 127;
   EXPECT_EQ(key_of(odd, pod({4})), "accepted");
 }
 
@@ -835,7 +835,7 @@ TEST(Sharding, FsdpCastsEachF32WeightShardToBf16InAFusionOfItsOwnBeforeGathering
   EXPECT_EQ(casts(p, "fsdp_cast").written, collectives(p, "fsdp_all_gather").first);
   // bf16 master weights are gathered as stored: nothing to cast.
   WorkloadSpec bf16 = small(8, mesh({{"fsdp", 4}}));
-  bf16.weight_dtype = DType::bf16;
+  bf16.numerics.weight_dtype = DType::bf16;
   EXPECT_EQ(casts(lower(bf16, roomy(), pod({4})).programs.programs[0], "fsdp_cast").count, 0);
 }
 
@@ -940,7 +940,7 @@ TEST(ContextParallelism, KeysAndValuesAreGatheredOverTheSequenceGroupAndTheirGra
   EXPECT_TRUE(seen);
   // Full rematerialization gathers them for the recomputed forward instead.
   WorkloadSpec full = small(8, mesh({{"data", 2}, {"sequence", 2}}));
-  full.remat = Remat::full;
+  full.memory.remat = Remat::full;
   const LoweredWorkload lf = lower(full, roomy(), pod({4}));
   const ir::Program& q = lf.programs.programs[0];
   EXPECT_EQ(collectives(q, "remat.cp_all_gather"), (std::pair<double, int>{2 * 2 * kv, 2}));
@@ -991,7 +991,7 @@ TEST(ContextParallelism, ActivationsPerChipDivideByTheSequenceAxis) {
   // probabilities: 64 queries x 128 keys, as 1 sequence's 128 x 128 over 2), a quarter of one chip's.
   for (const AttentionImpl impl : {AttentionImpl::flash, AttentionImpl::unfused}) {
     WorkloadSpec one = small(4, MeshSpec{}), cp = small(4, mesh({{"sequence", 4}})), dp = small(4, mesh({{"data", 4}}));
-    one.attention = cp.attention = dp.attention = impl;
+    one.kernels.attention = cp.kernels.attention = dp.kernels.attention = impl;
     const auto a = plan_memory(one, roomy(), pod({1}));
     const auto c = plan_memory(cp, roomy(), pod({4}));
     const auto d = plan_memory(dp, roomy(), pod({4}));
@@ -1003,7 +1003,7 @@ TEST(ContextParallelism, ActivationsPerChipDivideByTheSequenceAxis) {
   // By hand, under full rematerialization (kept: each block's input, the head's input, its norm output and
   // RMSNorm statistics, and the logits' gradient; 4 x 32 tokens per chip).
   WorkloadSpec full = small(4, mesh({{"sequence", 4}}));
-  full.remat = Remat::full;
+  full.memory.remat = Remat::full;
   const double tokens = 4 * 32, act = tokens * 256 * 2, dlogits = tokens * 2048 * 2;
   EXPECT_DOUBLE_EQ(plan_memory(full, roomy(), pod({4}))->activations.as_double(), 4 * act + tokens * 4 + dlogits);
 }
@@ -1014,7 +1014,7 @@ TEST(ContextParallelism, NeedsWholeSequencesThatSplit) {
   decode.step = StepKind::decode;
   EXPECT_EQ(key_of(decode, pod({4})), "workload.mesh.sequence");
   WorkloadSpec odd = small(8, mesh({{"sequence", 4}}));
-  odd.seq_len = odd.decoder_seq_len = 126;
+  odd.tokens.seq_len = odd.tokens.decoder_seq_len = 126;
   EXPECT_EQ(key_of(odd, pod({4})), "workload.seq_len");
   // Combined with sequence parallelism on a tensor pair: the tensor group splits this chip's part again.
   const WorkloadSpec both = small(8, mesh({{"sequence", 2}, {"tensor_sequence", 2}}));
@@ -1061,7 +1061,7 @@ TEST(FsdpGradients, EachMicrobatchReduceScattersItsWholeGradientIntoTheShard) {
   // Two microbatches: the shard accumulates (ZeRO-3, MaxText's sharded accumulator), so each microbatch's
   // whole f32 gradients are reduce-scattered: 2 x (2 blocks + embedding and head), 4 bytes per parameter each.
   WorkloadSpec w = small(8, mesh({{"data", 2}, {"fsdp", 2}}));
-  w.microbatches = 2;
+  w.memory.microbatches = 2;
   const LoweredWorkload l = lower(w, roomy(), pod({4}));
   const ir::Program& p = l.programs.programs[0];
   EXPECT_EQ(collectives(p, "fsdp_reduce_scatter"), (std::pair<double, int>{2 * 4.0 * parameter_count(w.model), 6}));
@@ -1069,7 +1069,7 @@ TEST(FsdpGradients, EachMicrobatchReduceScattersItsWholeGradientIntoTheShard) {
   EXPECT_EQ(collectives(p, "dp_all_reduce"), (std::pair<double, int>{4.0 * parameter_count(w.model) / 2, 3}));
   // Without FSDP, one all-reduce of the accumulated gradients, as before.
   WorkloadSpec dp = small(8, mesh({{"data", 4}}));
-  dp.microbatches = 2;
+  dp.memory.microbatches = 2;
   const LoweredWorkload ld = lower(dp, roomy(), pod({4}));
   EXPECT_EQ(collectives(ld.programs.programs[0], "dp_all_reduce"),
             (std::pair<double, int>{4.0 * parameter_count(w.model), 3}));
@@ -1083,7 +1083,7 @@ TEST(FsdpGradients, ABlocksWholeGradientLivesInTheMemoryPlanUntilItsReduceScatte
   // chip's whole peak and one block's gathered bf16 weights.
   auto peak = [](const std::string& axis) {
     WorkloadSpec w = small(4, mesh({{axis, 4}}));
-    w.seq_len = w.decoder_seq_len = 8;
+    w.tokens.seq_len = w.tokens.decoder_seq_len = 8;
     w.optimizer = Optimizer::sgd;
     const auto plan = plan_memory(w, roomy(), pod({4}));
     return plan->activations.as_double() + plan->workspace.as_double();
@@ -1225,7 +1225,7 @@ constexpr std::uint64_t kSmallParams = 2 * (4 * 256 * 256 + 2 * 256 * 1024 + 2 *
 
 HostStepCosts checkpoint_of(const std::string& axis) {
   WorkloadSpec w = small(8, mesh({{axis, 4}}));
-  w.checkpoint.every_steps = 1;
+  w.host.checkpoint.every_steps = 1;
   ChipSpec chip = roomy();
   chip.host.chips_per_host = 4;
   chip.host.storage_bandwidth = BytesPerSecond(1e9);
@@ -1255,7 +1255,7 @@ TEST(ShardedCheckpoint, EachDistinctShardIsWrittenOnceByTheHostsOfDataReplicaZer
   cube.host_shape = {2, 2, 1};
   auto costs = [&](const MeshSpec& m, const PodSpec& p) {
     WorkloadSpec w = small(64, m);
-    w.checkpoint.every_steps = 1;
+    w.host.checkpoint.every_steps = 1;
     return host_step_costs(w, chip, p);
   };
   const double state = kSmallParams * 12.0;
@@ -1294,7 +1294,7 @@ TEST(ShardedCheckpoint, EachPipelineStageCheckpointsItsOwnLayers) {
   // Two stages of one block each; the first also holds the table, the last the final norm and the head: each
   // stage's program checkpoints its own state.
   WorkloadSpec w = small(4, mesh({{"pipeline", 2}, {"data", 2}}));
-  w.checkpoint.every_steps = 1;
+  w.host.checkpoint.every_steps = 1;
   ChipSpec chip = roomy();
   chip.host.chips_per_host = 4;
   chip.host.storage_bandwidth = BytesPerSecond(1e9);

@@ -230,8 +230,8 @@ ChipSpec v4_with_host() {
 
 TEST(HostStepCosts, InputTimeIsTheHostsBatchOverItsPipelineRate) {
   WorkloadSpec w = mlp({1024, 1024}, 512, StepKind::train);
-  w.input.examples_per_s_per_host = 1e5;
-  w.input.bytes_per_example = Bytes(4096);
+  w.host.input.examples_per_s_per_host = 1e5;
+  w.host.input.bytes_per_example = Bytes(4096);
   const HostStepCosts c = host_step_costs(w, v4_with_host());
   EXPECT_EQ(c.infeed_bytes, 512u * 4096);
   // 512 examples for each of the host's 4 chips at 1e5 examples/s.
@@ -241,7 +241,7 @@ TEST(HostStepCosts, InputTimeIsTheHostsBatchOverItsPipelineRate) {
 
 TEST(HostStepCosts, CheckpointIsTheStateOverStorageBandwidthAmortisedOverItsInterval) {
   WorkloadSpec w = mlp({1024, 2048}, 8, StepKind::train, Optimizer::adam);
-  w.checkpoint.every_steps = 100;
+  w.host.checkpoint.every_steps = 100;
   const HostStepCosts c = host_step_costs(w, v4_with_host());
   // 2 Mi parameters x (2 B bf16 + 2 x 4 B Adam moments) = 20 MiB; / 100 steps; one copy / 1 GB/s (the
   // host's 4 chips are identical replicas: one writes).
@@ -263,10 +263,10 @@ TEST(HostStepCosts, DefaultWorkloadHasNoHostWorkAndLowersWithoutHostInstructions
 
 TEST(HostLowering, WithoutPrefetchTheFirstLayerWaitsForTheInfeedBehindTheLaunch) {
   WorkloadSpec w = mlp({256, 256, 256}, 64, StepKind::forward);
-  w.input.examples_per_s_per_host = 1e4;
-  w.input.bytes_per_example = Bytes(512);
-  w.input.prefetch = 0;
-  w.step_launch_overhead = Seconds(50e-6);
+  w.host.input.examples_per_s_per_host = 1e4;
+  w.host.input.bytes_per_example = Bytes(512);
+  w.host.input.prefetch = 0;
+  w.host.step_launch_overhead = Seconds(50e-6);
   const ir::Program p = lower_workload(w, v4_with_host()).programs[0];
   const auto launch = with_prefix(p, "host.launch"), infeed = with_prefix(p, "host.infeed");
   ASSERT_EQ(launch.size(), 1u);
@@ -282,9 +282,9 @@ TEST(HostLowering, WithoutPrefetchTheFirstLayerWaitsForTheInfeedBehindTheLaunch)
 
 TEST(HostLowering, WithPrefetchTheNextStepsInfeedRunsBesideTheStep) {
   WorkloadSpec w = mlp({256, 256, 256}, 64, StepKind::forward);
-  w.input.bytes_per_example = Bytes(512);
-  w.input.prefetch = 2;
-  w.step_launch_overhead = Seconds(50e-6);
+  w.host.input.bytes_per_example = Bytes(512);
+  w.host.input.prefetch = 2;
+  w.host.step_launch_overhead = Seconds(50e-6);
   const ir::Program p = lower_workload(w, v4_with_host()).programs[0];
   const auto launch = with_prefix(p, "host.launch"), infeed = with_prefix(p, "host.infeed.next_step");
   ASSERT_EQ(infeed.size(), 1u);
@@ -296,8 +296,8 @@ TEST(HostLowering, WithPrefetchTheNextStepsInfeedRunsBesideTheStep) {
 
 TEST(HostLowering, CheckpointFollowsTheUpdatesAndSyncsEndTheStep) {
   WorkloadSpec w = mlp({256, 256, 256}, 64, StepKind::train, Optimizer::sgd);
-  w.checkpoint.every_steps = 10;
-  w.host_syncs = 2;
+  w.host.checkpoint.every_steps = 10;
+  w.host.host_syncs = 2;
   const ir::Program p = lower_workload(w, v4_with_host()).programs[0];
   const auto ckpt = with_prefix(p, "host.checkpoint"), syncs = with_prefix(p, "host.sync");
   ASSERT_EQ(ckpt.size(), 1u);

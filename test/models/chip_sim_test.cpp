@@ -505,9 +505,9 @@ TEST(HostSimulation, InputSlowerThanTheStepMakesTheStepTakeTheInputTime) {
   WorkloadSpec w = host_test_step();
   const double t0 = step_time_in_child(scenario_for(chip), kernels::lower_workload(w, chip));
   ASSERT_GT(t0, 0);
-  w.input.examples_per_s_per_host = rate_for(1e-3);  // 1 ms of input preparation, above the ~0.4 ms step
-  w.input.bytes_per_example = Bytes(256);
-  w.input.prefetch = 2;
+  w.host.input.examples_per_s_per_host = rate_for(1e-3);  // 1 ms of input preparation, above the ~0.4 ms step
+  w.host.input.bytes_per_example = Bytes(256);
+  w.host.input.prefetch = 2;
   const SimResult r = simulate(scenario_for(chip), kernels::lower_workload(w, chip), {});
   // Closed form (to a few ps of rounding): the host prepares and sends the next batch while the chip computes,
   // and the step ends when it arrives: input time + PCIe latency + bytes / PCIe bandwidth.
@@ -524,11 +524,11 @@ TEST(HostSimulation, PrefetchHidesAnInputFasterThanTheStepWhichWithoutPrefetchAd
   const ChipSpec chip = v4_with_host();
   WorkloadSpec w = host_test_step();
   const double t0 = step_time_in_child(scenario_for(chip), kernels::lower_workload(w, chip));
-  w.input.examples_per_s_per_host = rate_for(100e-6);  // 100 us of input preparation
-  w.input.bytes_per_example = Bytes(256);
-  w.input.prefetch = 0;
+  w.host.input.examples_per_s_per_host = rate_for(100e-6);  // 100 us of input preparation
+  w.host.input.bytes_per_example = Bytes(256);
+  w.host.input.prefetch = 0;
   const double no_prefetch = step_time_in_child(scenario_for(chip), kernels::lower_workload(w, chip));
-  w.input.prefetch = 1;
+  w.host.input.prefetch = 1;
   const SimResult r = simulate(scenario_for(chip), kernels::lower_workload(w, chip), {});
 
   const double input = 100e-6 + kPcieLatency.value() + kInfeedBytes / 16e9;
@@ -542,7 +542,7 @@ TEST(HostSimulation, LaunchOverheadAddsExactlyItsValue) {
   const ChipSpec chip = v4_with_host();
   WorkloadSpec w = host_test_step();
   const double t0 = step_time_in_child(scenario_for(chip), kernels::lower_workload(w, chip));
-  w.step_launch_overhead = Seconds(50e-6);
+  w.host.step_launch_overhead = Seconds(50e-6);
   const SimResult r = simulate(scenario_for(chip), kernels::lower_workload(w, chip), {});
   EXPECT_NEAR(r.step_time.value(), t0 + 50e-6, 2 * kPicosecond);
   EXPECT_NEAR(r.breakdown.host_stall.value(), 50e-6, 2 * kPicosecond);
@@ -552,8 +552,8 @@ TEST(HostSimulation, CheckpointAndSyncsAddStorageWritePcieAndRoundTrips) {
   const ChipSpec chip = v4_with_host();
   WorkloadSpec w = host_test_step();
   const double t0 = step_time_in_child(scenario_for(chip), kernels::lower_workload(w, chip));
-  w.checkpoint.every_steps = 100;
-  w.host_syncs = 2;
+  w.host.checkpoint.every_steps = 100;
+  w.host.host_syncs = 2;
   const kernels::HostStepCosts host = kernels::host_step_costs(w, chip);
   const SimResult r = simulate(scenario_for(chip), kernels::lower_workload(w, chip), {});
   // 2 x 2048^2 bf16 weights = 16 MiB of state; 1/100 per step: 167773 B over PCIe, and the storage write of

@@ -34,7 +34,7 @@ ir::Program resnet50_forward(const ChipSpec& chip) {
   w.model = load_model("resnet-50");
   w.step = StepKind::forward;
   w.batch = 32;
-  w.weight_dtype = DType::bf16;
+  w.numerics.weight_dtype = DType::bf16;
   return kernels::lower(w, chip).programs.programs[0];
 }
 

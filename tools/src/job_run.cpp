@@ -179,11 +179,11 @@ void print_job(const Scenario& s, const models::JobOutcome& job, const models::F
                            ? std::string()
                            : fmt::format("{} / {}", readable(mean, Quantity::fraction), readable(max, Quantity::fraction)));
   }
-  if (s.workload.checkpoint.every_steps == 0) {
+  if (s.workload.host.checkpoint.every_steps == 0) {
     out << "    no checkpoints (workload.checkpoint.every_steps is 0): a restart begins again from step 0\n";
   } else {
     out << fmt::format("    checkpoint every {} steps: write {}, restore {} ({} written)\n",
-                       s.workload.checkpoint.every_steps, time(job.costs.checkpoint_write.value()),
+                       s.workload.host.checkpoint.every_steps, time(job.costs.checkpoint_write.value()),
                        time(job.costs.checkpoint_restore.value()), r.checkpoints);
   }
   const std::pair<const char*, Seconds> parts[] = {

@@ -41,7 +41,7 @@ ir::ProgramSet lower_collective(const WorkloadSpec& workload) {
   ir::Instruction ins;
   ins.kind = ir::OpKind::collective;
   ins.collective = c.op;
-  ins.dtype = workload.dtype;
+  ins.dtype = workload.numerics.dtype;
   ins.bytes = c.bytes.count();
   ins.mesh_axes = mask;
   ins.algorithm = static_cast<std::uint8_t>(*algorithm);

@@ -7,10 +7,10 @@ namespace tpusim::kernels {
 ShardView full_shard(const WorkloadSpec& w) {
   ShardView s;
   s.batch = w.batch;
-  s.microbatches = w.step == StepKind::train ? w.microbatches : 1;
-  s.seq_len = w.seq_len;
-  s.decoder_seq_len = w.decoder_seq_len > 0 ? w.decoder_seq_len : w.seq_len;
-  s.context = w.context;
+  s.microbatches = w.step == StepKind::train ? w.memory.microbatches : 1;
+  s.seq_len = w.tokens.seq_len;
+  s.decoder_seq_len = w.tokens.decoder_seq_len > 0 ? w.tokens.decoder_seq_len : w.tokens.seq_len;
+  s.context = w.tokens.context;
   if (w.model.kind == ModelKind::transformer) {
     const TransformerModel& t = w.model.transformer;
     s.heads = t.heads;

@@ -357,7 +357,7 @@ ShardingPlan make_sharding(const WorkloadSpec& w, const PodSpec& pod) {
   if (plan.shards(LogicalAxis::length) > 1) check_context_parallel(w, plan);
   if (plan.shards(LogicalAxis::norm_length) > 1) check_residual_split(w, plan, LogicalAxis::norm_length);
   if (plan.shards(LogicalAxis::activation_embed) > 1) check_residual_split(w, plan, LogicalAxis::activation_embed);
-  if (w.collective_matmul == CollectiveMatmul::on) check_collective_matmul(w, plan);
+  if (w.schedule.collective_matmul == CollectiveMatmul::on) check_collective_matmul(w, plan);
   if (plan.shards(LogicalAxis::layers) > 1) {
     const std::string name = plan.mesh.axes()[static_cast<std::size_t>(plan.axes(LogicalAxis::layers).front())].name;
     const auto groups = plan.mesh.groups(plan.axes(LogicalAxis::layers));

@@ -123,7 +123,7 @@ double dlrm_model_flops(const DlrmModel& m, std::int64_t batch, StepKind step) {
 ir::ProgramSet lower_dlrm(const WorkloadSpec& workload, const ChipSpec& chip) {
   const DlrmModel& m = workload.model.dlrm;
   const std::int64_t batch = workload.batch;
-  const DType dt = workload.dtype;
+  const DType dt = workload.numerics.dtype;
   if (batch < 1 || m.bottom_mlp.empty() || m.top_mlp.empty() || m.bottom_mlp.back() != m.embedding_dim) {
     throw std::invalid_argument("dlrm: needs a positive batch, both MLPs, and a bottom MLP ending in embedding_dim");
   }

@@ -47,7 +47,7 @@ struct Conv {
 class ResnetStep {
  public:
   ResnetStep(const WorkloadSpec& w, const ChipSpec& chip, const ShardView& shard, CollectivePoints& points)
-      : w_(w), r_(w.model.resnet), shard_(shard), points_(points), b_(chip, w.dtype) {
+      : w_(w), r_(w.model.resnet), shard_(shard), points_(points), b_(chip, w.numerics.dtype) {
     train_ = w.step == StepKind::train;
     wdt_ = w.weights();
   }
@@ -88,9 +88,9 @@ TensorId ResnetStep::conv_forward(Conv& c, TensorId x) {
   c.y = b_.activation(mbp_ + c.name + ".fwd.conv", out * c.cout);
   {
     // Re-reads from the tiling of the equivalent im2col product m x (taps Cin) x Cout.
-    const GemmTiling t = b_.tiling(m, static_cast<std::int64_t>(taps) * c.cin, c.cout, w_.dtype);
+    const GemmTiling t = b_.tiling(m, static_cast<std::int64_t>(taps) * c.cin, c.cout, w_.numerics.dtype);
     Builder::Matmul mm;
-    mm.m = m, mm.k = c.cin, mm.n = c.cout, mm.batch = taps, mm.dtype = w_.dtype;
+    mm.m = m, mm.k = c.cin, mm.n = c.cout, mm.batch = taps, mm.dtype = w_.numerics.dtype;
     mm.a = {x}, mm.b = {c.weights.w}, mm.outputs = {c.y};
     mm.a_times = std::ceil(static_cast<double>(c.cout) / static_cast<double>(t.tn));
     mm.b_times = std::ceil(static_cast<double>(m) / static_cast<double>(t.tm));
@@ -132,7 +132,7 @@ TensorId ResnetStep::conv_backward(const Conv& c, TensorId dz) {
   {
     const auto m = static_cast<std::int64_t>(out);
     Builder::Matmul mm;
-    mm.m = c.cin, mm.k = m, mm.n = c.cout, mm.batch = taps, mm.dtype = w_.dtype;
+    mm.m = c.cin, mm.k = m, mm.n = c.cout, mm.batch = taps, mm.dtype = w_.numerics.dtype;
     const GradientWrite dw = b_.gradient(c.weights, micro_);
     mm.a = {c.x}, mm.b = {dy}, mm.outputs = {dw.tensor};
     if (dw.accumulate) {
@@ -146,9 +146,9 @@ TensorId ResnetStep::conv_backward(const Conv& c, TensorId dz) {
   // gradient has as many MACs as its forward, not stride^2 times more).
   const TensorId dx = b_.activation(mbp_ + c.name + ".bwd.dx", in * c.cin);
   const auto m = static_cast<std::int64_t>(out);
-  const GemmTiling t = b_.tiling(m, static_cast<std::int64_t>(taps) * c.cout, c.cin, w_.dtype);
+  const GemmTiling t = b_.tiling(m, static_cast<std::int64_t>(taps) * c.cout, c.cin, w_.numerics.dtype);
   Builder::Matmul mm;
-  mm.m = m, mm.k = c.cout, mm.n = c.cin, mm.batch = taps, mm.dtype = w_.dtype;
+  mm.m = m, mm.k = c.cout, mm.n = c.cin, mm.batch = taps, mm.dtype = w_.numerics.dtype;
   mm.a = {dy}, mm.b = {c.weights.w}, mm.outputs = {dx};
   mm.a_times = std::ceil(static_cast<double>(c.cin) / static_cast<double>(t.tn));
   mm.b_times = std::ceil(static_cast<double>(m) / static_cast<double>(t.tm));
@@ -237,7 +237,7 @@ fused::Graph ResnetStep::build() {
     const TensorId logits = b_.activation(mbp_ + "head.fwd.logits", b * r_.classes);
     {
       Builder::Matmul mm;
-      mm.m = shard_.microbatch(), mm.k = in, mm.n = r_.classes, mm.dtype = w_.dtype;
+      mm.m = shard_.microbatch(), mm.k = in, mm.n = r_.classes, mm.dtype = w_.numerics.dtype;
       mm.a = {features}, mm.b = {fc.w}, mm.outputs = {logits}, mm.extra_reads = {{fc_bias.w, 1}};
       mm.epilogue = kAdd.per_element.times(b * r_.classes);
       b_.matmul(OpName{Phase::forward, mbp_ + "head", "fc"}, ir::OpClass::loss, mm);
@@ -256,11 +256,11 @@ fused::Graph ResnetStep::build() {
     const TensorId dfeatures = b_.activation(mbp_ + "head.bwd.dfeatures", b * in);
     {
       Builder::Matmul mm;
-      mm.m = shard_.microbatch(), mm.k = r_.classes, mm.n = in, mm.dtype = w_.dtype;
+      mm.m = shard_.microbatch(), mm.k = r_.classes, mm.n = in, mm.dtype = w_.numerics.dtype;
       mm.a = {dlogits}, mm.b = {fc.w}, mm.outputs = {dfeatures};
       b_.matmul(OpName{Phase::backward, mbp_ + "head", "fc.dx"}, ir::OpClass::loss, mm);
       Builder::Matmul dw;
-      dw.m = in, dw.k = shard_.microbatch(), dw.n = r_.classes, dw.dtype = w_.dtype;
+      dw.m = in, dw.k = shard_.microbatch(), dw.n = r_.classes, dw.dtype = w_.numerics.dtype;
       const GradientWrite dfc = b_.gradient(fc, micro), dbias = b_.gradient(fc_bias, micro);
       dw.a = {features}, dw.b = {dlogits}, dw.outputs = {dfc.tensor}, dw.extra_writes = {{dbias.tensor, 1}};
       if (dfc.accumulate) dw.extra_reads = {{dfc.tensor, 1}, {dbias.tensor, 1}};
@@ -308,7 +308,7 @@ fused::Graph ResnetStep::build() {
                 kBatchNormBackward, reads, {{dy, 1}, {dnorm.tensor, 1}});
       Builder::Matmul mm;
       mm.m = stem_conv.cin, mm.k = static_cast<std::int64_t>(positions(stem_conv.out_size)), mm.n = stem_conv.cout;
-      mm.batch = stem_conv.k * stem_conv.k, mm.dtype = w_.dtype;
+      mm.batch = stem_conv.k * stem_conv.k, mm.dtype = w_.numerics.dtype;
       const GradientWrite dw = b_.gradient(stem_conv.weights, micro);
       mm.a = {images}, mm.b = {dy}, mm.outputs = {dw.tensor};
       if (dw.accumulate) mm.extra_reads.push_back({dw.tensor, 1});

@@ -288,13 +288,13 @@ fused::Graph TransformerStep::build() {
     for (int l = dec.first; l < dec.first + dec.count; ++l) {
       const double elems = static_cast<double>(mb()) * static_cast<double>(dec.s_k) * heads_.kv * heads_.dim;
       kv_caches_.self[{static_cast<int>(stacks_.size() - 1), l}] = {
-          b_.tensor(fmt::format("{}{}.kv_cache.k", dec.name, l), elems, w_.dtype, TensorKind::kv_cache),
-          b_.tensor(fmt::format("{}{}.kv_cache.v", dec.name, l), elems, w_.dtype, TensorKind::kv_cache)};
+          b_.tensor(fmt::format("{}{}.kv_cache.k", dec.name, l), elems, w_.numerics.dtype, TensorKind::kv_cache),
+          b_.tensor(fmt::format("{}{}.kv_cache.v", dec.name, l), elems, w_.numerics.dtype, TensorKind::kv_cache)};
       if (enc_dec) {
         const double xe = static_cast<double>(mb()) * static_cast<double>(s_enc) * heads_.kv * heads_.dim;
         kv_caches_.cross[{1, l}] = {
-            b_.tensor(fmt::format("{}{}.cross_cache.k", dec.name, l), xe, w_.dtype, TensorKind::kv_cache),
-            b_.tensor(fmt::format("{}{}.cross_cache.v", dec.name, l), xe, w_.dtype, TensorKind::kv_cache)};
+            b_.tensor(fmt::format("{}{}.cross_cache.k", dec.name, l), xe, w_.numerics.dtype, TensorKind::kv_cache),
+            b_.tensor(fmt::format("{}{}.cross_cache.v", dec.name, l), xe, w_.numerics.dtype, TensorKind::kv_cache)};
       }
     }
   }
@@ -380,7 +380,7 @@ fused::Graph TransformerStep::build() {
       }
       for (int l = st.first + st.count; l-- > st.first;) {
         BlockFwd use = fwd[si][static_cast<std::size_t>(l - st.first)];
-        if (w_.remat == Remat::full) {
+        if (w_.memory.remat == Remat::full) {
           // Full rematerialization: only the block input was kept; run the block forward again first.
           use = forward_block(st, l, use.x, Phase::recompute, mbp, enc_out);
         }
@@ -436,7 +436,7 @@ fused::Graph TransformerStep::build() {
   };
   // The order of the microbatches' passes: forward then backward of each in turn on one chip; a pipeline
   // stage follows its schedule (pipeline_order, shard.h).
-  for (const auto& [is_forward, micro] : pipeline_order(shard_, w_.pipeline_schedule, mode_.train)) {
+  for (const auto& [is_forward, micro] : pipeline_order(shard_, w_.schedule.pipeline_schedule, mode_.train)) {
     if (is_forward) forward(micro);
     else backward(micro);
   }

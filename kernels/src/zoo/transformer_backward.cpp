@@ -213,7 +213,7 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
   // output gradient's gather, it starts when that one is done (Megatron-LM launches it then, overlapped with
   // the input-gradient matmul) instead of sharing the links with it on the critical path.
   auto all_tokens = [&](TensorId shard, TensorId recomputed) {
-    if (w_.remat == Remat::full) return recomputed;
+    if (w_.memory.remat == Remat::full) return recomputed;
     const std::size_t before = b_.graph().ops().size();
     const TensorId out = gather(l, ph, shard);
     auto& ops = b_.graph().ops();
@@ -246,7 +246,7 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
     AttentionShape shape{mb(), st.s, s_k, heads_.query, heads_.kv, heads_.dim, cross ? false : st.causal,
                          !cross && m_.position == PositionKind::relative && st.relative_table.has_value()};
     AttentionSaved use = saved;
-    if (!cross && shard_.context_shards > 1 && w_.remat != Remat::full) {
+    if (!cross && shard_.context_shards > 1 && w_.memory.remat != Remat::full) {
       // Context parallelism: only this chip's keys and values were kept; gathered again, started once this
       // block's backward has started (its first op done), so it overlaps the MLP's backward.
       const std::size_t before = b_.graph().ops().size();
@@ -257,14 +257,14 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
       }
       use.k = kv[0], use.v = kv[1];
     }
-    if (!cross && w_.remat == Remat::selective && w_.attention == AttentionImpl::unfused) {
+    if (!cross && w_.memory.remat == Remat::selective && w_.kernels.attention == AttentionImpl::unfused) {
       // Selective rematerialization: recompute the attention core (scores, softmax, P) instead of keeping it.
-      use = attention_forward(b_, OpName{Phase::recompute, scope, "attention"}, w_.attention, shape, saved.q, saved.k,
-                              saved.v);
+      use = attention_forward(b_, OpName{Phase::recompute, scope, "attention"}, w_.kernels.attention, shape, saved.q,
+                              saved.k, saved.v);
       use.o = saved.o;
     }
-    const AttentionGrads g =
-        attention_backward(b_, OpName{ph, scope, std::string(tag) + "attention"}, w_.attention, shape, use, d_o);
+    const AttentionGrads g = attention_backward(b_, OpName{ph, scope, std::string(tag) + "attention"},
+                                                w_.kernels.attention, shape, use, d_o);
     if (cross) {
       // Queries from the decoder; keys and values from the encoder output, whose gradient accumulates over layers.
       const TensorId dh_q = b_.activation(sc + ".dxq", td);

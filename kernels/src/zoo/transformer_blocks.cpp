@@ -53,7 +53,8 @@ TensorId TransformerStep::attention_sub(const OpName& base, const Stack& st, int
               2 * kv_elems, VpuCost{"copy", {0, 0}, ""}, {{k, 1}, {v, 1}}, {{kc, fraction}, {vc, fraction}}, k);
     keys = kc, values = vc;
   }
-  f.attn = attention_forward(b_, OpName{ph, base.scope, "attention"}, w_.attention, shape, q, keys, values, kv_times);
+  f.attn = attention_forward(b_, OpName{ph, base.scope, "attention"}, w_.kernels.attention, shape, q, keys, values,
+                             kv_times);
   // Output projection, bias, the tensor-parallel reduction point, and the residual add.
   TensorId a = b_.activation(sc + ".attn_out", tokens * static_cast<double>(d_));
   {
@@ -219,7 +220,7 @@ BlockFwd TransformerStep::forward_block(const Stack& st, int l, TensorId x, Phas
       b_.matmul(OpName{phase, scope, "xkv"}, ir::OpClass::matmul, mm);
     }
     const AttentionShape shape{mb(), st.s, stacks_.front().s, heads_.query, heads_.kv, heads_.dim, false, false};
-    f.xattn = attention_forward(b_, OpName{phase, scope, "xattn"}, w_.attention, shape, q, kx, vx);
+    f.xattn = attention_forward(b_, OpName{phase, scope, "xattn"}, w_.kernels.attention, shape, q, kx, vx);
     const TensorId ax = b_.activation(sc + ".xattn_out", tokens * static_cast<double>(d_));
     {
       Builder::Matmul mm;

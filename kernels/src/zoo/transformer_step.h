@@ -117,7 +117,7 @@ inline std::optional<RematPlacements> policy_placements(const WorkloadSpec& w) {
     return p;
   };
   constexpr RematPlacement dev = RematPlacement::device, host = RematPlacement::offload;
-  switch (w.remat) {
+  switch (w.memory.remat) {
     case Remat::none:
     case Remat::full:
     case Remat::selective: return std::nullopt;
@@ -134,7 +134,7 @@ inline std::optional<RematPlacements> policy_placements(const WorkloadSpec& w) {
     case Remat::qkv_proj_offloaded: return only({T::query_proj, T::key_proj, T::value_proj}, host);
     case Remat::minimal_offloaded:
       return only({T::query_proj, T::key_proj, T::value_proj, T::out_proj, T::mlpwi, T::mlpwo}, host);
-    case Remat::custom: return w.remat_custom;
+    case Remat::custom: return w.memory.remat_custom;
   }
   return std::nullopt;
 }
@@ -142,7 +142,7 @@ inline std::optional<RematPlacements> policy_placements(const WorkloadSpec& w) {
 class TransformerStep {
  public:
   TransformerStep(const WorkloadSpec& w, const ChipSpec& chip, const ShardView& shard, CollectivePoints& points)
-      : w_(w), m_(w.model.transformer), shard_(shard), points_(points), b_(chip, w.dtype) {
+      : w_(w), m_(w.model.transformer), shard_(shard), points_(points), b_(chip, w.numerics.dtype) {
     mode_.train = w.step == StepKind::train;
     mode_.decode = w.step == StepKind::decode;
     mode_.inference = w.inference();
@@ -153,11 +153,12 @@ class TransformerStep {
     dtypes_.weights = w.weights();
     // Matmuls against weights run in the weight type when it is quantized (int8 / fp8: the chip has the rate,
     // load_scenario checks it), in the activation type otherwise.
-    dtypes_.matmul = dtypes_.weights == DType::int8 || dtypes_.weights == DType::fp8 ? dtypes_.weights : w.dtype;
-    dtypes_.weight_grad = w.dtype;
+    const bool quantized = dtypes_.weights == DType::int8 || dtypes_.weights == DType::fp8;
+    dtypes_.matmul = quantized ? dtypes_.weights : w.numerics.dtype;
+    dtypes_.weight_grad = w.numerics.dtype;
     // AQT (workload.quantization: int8): every dense-layer matmul, weight gradients too, in int8, its operands
     // quantized inside the kernel (Builder::quantize_int8); the attention core keeps w.dtype.
-    if (w.quantization == Quantization::int8) {
+    if (w.numerics.quantization == Quantization::int8) {
       dtypes_.matmul = dtypes_.weight_grad = DType::int8;
       b_.quantize_int8();
     }

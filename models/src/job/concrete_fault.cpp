@@ -95,7 +95,7 @@ ConcreteFault concrete_fault(const FaultSpec& spec, const Topology& topo, std::i
 
 std::int64_t job_steps(const Scenario& s, Seconds step, Seconds checkpoint_write) {
   if (s.job.given_in_steps()) return s.job.steps;
-  const int every = s.workload.checkpoint.every_steps;
+  const int every = s.workload.host.checkpoint.every_steps;
   const double per_step = step.value() + (every > 0 ? checkpoint_write.value() / every : 0.0);
   const double steps = per_step > 0 ? s.job.duration.value() / per_step : 1.0;
   if (steps >= 0x1p63) {  // an int64 step count cannot hold it (the cast would wrap)

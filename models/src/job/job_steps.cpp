@@ -92,7 +92,7 @@ StepReport step_report(const SimResult& r) {
 Scenario job_step_scenario(const Scenario& s) {
   if (!s.job.enabled) return s;
   Scenario step = s;
-  step.workload.checkpoint.every_steps = 0;
+  step.workload.host.checkpoint.every_steps = 0;
   return step;
 }
 
@@ -227,7 +227,7 @@ JobCosts job_costs(const Scenario& s, Seconds step, const FaultSteps& fault_step
   JobCosts costs;
   // One full checkpoint: the host writes the state of each of its chips (kernels::host_step_costs with N = 1).
   WorkloadSpec every_step = s.workload;
-  every_step.checkpoint.every_steps = 1;
+  every_step.host.checkpoint.every_steps = 1;
   const kernels::HostStepCosts host = kernels::host_step_costs(every_step, s.chip, s.pod);
   costs.step = step;
   costs.checkpoint_write = Seconds(host.checkpoint_seconds);
@@ -242,9 +242,9 @@ JobCosts job_costs(const Scenario& s, Seconds step, const FaultSteps& fault_step
 
 Seconds healthy_job_length(const Scenario& s, Seconds step) {
   if (!s.job.given_in_steps()) return s.job.duration;
-  const int every = s.workload.checkpoint.every_steps;
+  const int every = s.workload.host.checkpoint.every_steps;
   WorkloadSpec every_step = s.workload;  // one full checkpoint, as job_costs writes it
-  every_step.checkpoint.every_steps = 1;
+  every_step.host.checkpoint.every_steps = 1;
   const double write = every > 0 ? kernels::host_step_costs(every_step, s.chip, s.pod).checkpoint_seconds : 0.0;
   return Seconds(static_cast<double>(s.job.steps) * step.value() +
                  (every > 0 ? static_cast<double>((s.job.steps - 1) / every) * write : 0.0));
@@ -253,7 +253,7 @@ Seconds healthy_job_length(const Scenario& s, Seconds step) {
 void check_fault_times_of_steps(const Scenario& s, Seconds step) {
   if (!s.job.given_in_steps()) return;
   Diagnostics diags;
-  const int every = s.workload.checkpoint.every_steps;
+  const int every = s.workload.host.checkpoint.every_steps;
   const std::string how = fmt::format("job.steps x the simulated step of {}", format_value(step)) +
                           (every > 0 ? fmt::format(", with a checkpoint written every {} steps", every) : "");
   check_fault_times(s.faults, healthy_job_length(s, step), how, diags);

@@ -145,7 +145,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
   JobResult r;
   const double healthy = costs.step.value();
   const double write = costs.checkpoint_write.value();
-  const int every = s.workload.checkpoint.every_steps;
+  const int every = s.workload.host.checkpoint.every_steps;
   const double heartbeat = s.job.heartbeat.value();
   const double timeout = s.job.timeout.value();
   r.steps = job_steps(s, costs.step, costs.checkpoint_write);

@@ -27,7 +27,7 @@ enum class Optimizer { sgd, adam, adamw, adafactor };
 // Rematerialization (kernels/README.md, "Rematerialization"): keep every activation the backward pass reads
 // (none), keep each block's input and recompute the block in the backward pass (full), recompute only the
 // attention core (selective, Korthikanti et al. 2022), or one of MaxText's named policies over the block's
-// tagged tensors (RematTag), with custom naming each tag's placement in WorkloadSpec::remat_custom.
+// tagged tensors (RematTag), with custom naming each tag's placement in MemoryPolicy::remat_custom.
 enum class Remat {
   none,
   full,
@@ -83,6 +83,45 @@ struct CheckpointSpec {
   int every_steps = 0;  // write the parameters and optimizer state every N steps (amortised); 0 = never
 };
 
+// The number formats of a step (the workload's keys dtype, weight_dtype and quantization).
+struct Numerics {
+  DType dtype = DType::bf16;                // matmul operands and activations
+  std::optional<DType> weight_dtype;        // parameters in HBM; resolved by load_scenario (auto: f32 to train,
+                                            // else dtype); int8/fp8 need the chip's MXU rate for them
+  Quantization quantization = Quantization::none;  // AQT int8 dense-layer matmuls (transformers)
+};
+
+// Tokens per sequence (the workload's keys seq_len, context and decoder_seq_len).
+struct SequenceLengths {
+  std::int64_t seq_len = 0;          // tokens per sequence (prompt, for prefill); resolved: 0 = context
+  std::int64_t context = 0;          // decode: tokens already in the KV cache; resolved: 0 = seq_len
+  std::int64_t decoder_seq_len = 0;  // encoder_decoder: decoder tokens; resolved: 0 = seq_len
+};
+
+// What a training step keeps in HBM (the workload's keys microbatches, remat and remat_custom).
+struct MemoryPolicy {
+  int microbatches = 1;  // gradient accumulation: the batch runs in this many slices
+  Remat remat = Remat::none;
+  // remat: custom: each tag's placement (the block input on the device, the rest recomputed unless named).
+  RematPlacements remat_custom{RematPlacement::device, RematPlacement::remat, RematPlacement::remat,
+                               RematPlacement::remat,  RematPlacement::remat, RematPlacement::remat,
+                               RematPlacement::remat,  RematPlacement::remat};
+};
+
+// How the lowering builds the step's kernels (the workload's keys fusion and attention).
+struct KernelChoices {
+  bool fusion = true;  // XLA-style fusion of elementwise ops into their neighbours
+  AttentionImpl attention = AttentionImpl::flash;
+};
+
+// The host's part of a step (the workload's keys input, step_launch_overhead, host_syncs and checkpoint).
+struct HostWork {
+  InputSpec input;
+  Seconds step_launch_overhead;  // host time to launch the step's program, before anything runs
+  int host_syncs = 0;            // host round trips at the end of the step (e.g. fetching the loss)
+  CheckpointSpec checkpoint;
+};
+
 // workload.collective_matmul: decompose the tensor group's gathers and reduce-scatters into ring steps always
 // (on), never (off), or where XLA would (automatic, written `auto`: kWindowedEinsumThreshold).
 enum class CollectiveMatmul { off, on, automatic };
@@ -92,38 +131,11 @@ enum class CollectiveMatmul { off, on, automatic };
 // xla_jf_spmd_threshold_for_windowed_einsum_mib, has no published default).
 inline constexpr std::uint64_t kWindowedEinsumThreshold = 256ull << 20;
 
-struct WorkloadSpec {
-  ModelSpec model;
-  // A program file (the format `tpusim lower` writes, kernels/README.md) run instead of a lowered model: the
-  // path as resolved against the scenario's folder; empty when the workload is a model.
-  std::string program;
-  std::int64_t batch = 0;  // examples (sequences, images) per step; ignored by a raw GEMM
-  StepKind step = StepKind::train;
-  DType dtype = DType::bf16;                // matmul operands and activations
-  std::optional<DType> weight_dtype;        // parameters in HBM; resolved by load_scenario (auto: f32 to train,
-                                            // else dtype); int8/fp8 need the chip's MXU rate for them
-  Quantization quantization = Quantization::none;  // AQT int8 dense-layer matmuls (transformers)
-  Optimizer optimizer = Optimizer::adam;
-  int microbatches = 1;                     // gradient accumulation: the batch runs in this many slices
-  Remat remat = Remat::none;
-  // remat: custom: each tag's placement (the block input on the device, the rest recomputed unless named).
-  RematPlacements remat_custom{RematPlacement::device, RematPlacement::remat, RematPlacement::remat,
-                               RematPlacement::remat,  RematPlacement::remat, RematPlacement::remat,
-                               RematPlacement::remat,  RematPlacement::remat};
-  bool fusion = true;                       // XLA-style fusion of elementwise ops into their neighbours
-  AttentionImpl attention = AttentionImpl::flash;
-  ModelPart part = ModelPart::model;
-  std::int64_t seq_len = 0;                 // tokens per sequence (prompt, for prefill); resolved: 0 = context
-  std::int64_t context = 0;                 // decode: tokens already in the KV cache; resolved: 0 = seq_len
-  std::int64_t decoder_seq_len = 0;         // encoder_decoder: decoder tokens; resolved: 0 = seq_len
-  InputSpec input;
-  Seconds step_launch_overhead;  // host time to launch the step's program, before anything runs
-  int host_syncs = 0;            // host round trips at the end of the step (e.g. fetching the loss)
-  CheckpointSpec checkpoint;
-  // Sharding over the pod (issue 9): the device mesh, its placement on the torus and the sharding rules
-  // (core/mesh_spec.h); collectives overlapped with independent compute as a compiler schedules them (on), or
-  // each after all earlier compute and before all later compute (off, the serialized baseline).
-  MeshSpec mesh;
+// How the compiler schedules the step's collectives and microbatches (the workload's keys overlap,
+// async_collectives, collective_matmul and pipeline_schedule).
+struct CompileSchedule {
+  // Collectives overlapped with independent compute as a compiler schedules them (on), or each after all earlier
+  // compute and before all later compute (off, the serialized baseline).
   bool overlap = true;
   // The collective kinds that run asynchronously (XLA's async start/done pairs: started once their operands
   // are ready, overlapped with independent compute); the others are synchronous: the TensorCores finish their
@@ -137,9 +149,31 @@ struct WorkloadSpec {
   // does by default: when the gathered operand is at least kWindowedEinsumThreshold.
   CollectiveMatmul collective_matmul = CollectiveMatmul::automatic;
   PipelineSchedule pipeline_schedule = PipelineSchedule::gpipe;
+};
+
+struct WorkloadSpec {
+  ModelSpec model;
+  // A program file (the format `tpusim lower` writes, kernels/README.md) run instead of a lowered model: the
+  // path as resolved against the scenario's folder; empty when the workload is a model.
+  std::string program;
+  std::int64_t batch = 0;  // examples (sequences, images) per step; ignored by a raw GEMM
+  StepKind step = StepKind::train;
+  Numerics numerics;
+  Optimizer optimizer = Optimizer::adam;
+  MemoryPolicy memory;
+  KernelChoices kernels;
+  ModelPart part = ModelPart::model;
+  SequenceLengths tokens;
+  HostWork host;
+  // Sharding over the pod (issue 9): the device mesh, its placement on the torus and the sharding rules
+  // (core/mesh_spec.h), and how the compiler schedules its collectives and microbatches.
+  MeshSpec mesh;
+  CompileSchedule schedule;
   std::map<std::string, FieldOrigin> origins;  // where each workload field came from (for errors)
 
-  [[nodiscard]] DType weights() const { return weight_dtype.value_or(step == StepKind::train ? DType::f32 : dtype); }
+  [[nodiscard]] DType weights() const {
+    return numerics.weight_dtype.value_or(step == StepKind::train ? DType::f32 : numerics.dtype);
+  }
   [[nodiscard]] bool inference() const { return step == StepKind::prefill || step == StepKind::decode; }
 };
 
