@@ -193,7 +193,7 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
     rep.network.collectives.push_back(CollectiveRow{c.program, c.instruction, std::string(collective_name(c.kind)),
                                             std::string(kernels::algorithm_name(c.algorithm)), c.participants,
                                             c.steps, c.bytes_per_chip.as_double(), c.time.value(),
-                                            c.ideal_time.value(), c.algorithm_bandwidth.value(),
+                                            c.ideal_time.value(), c.algorithm_bandwidth().value(),
                                             c.bus_bandwidth.value()});
   }
 

@@ -86,10 +86,7 @@ void NetStatistics::write(SimResult& r, Tick end, const Transport& transport, co
       c.start = to_seconds(st.first_start);
       c.end = to_seconds(st.last_end);
       c.time = to_seconds(st.longest);
-      if (st.longest > 0) {
-        c.algorithm_bandwidth = BytesPerSecond(static_cast<double>(plan.bytes_per_chip) / c.time.value());
-        c.bus_bandwidth = c.algorithm_bandwidth * plan.bus_factor;
-      }
+      if (st.longest > 0) c.bus_bandwidth = c.algorithm_bandwidth() * plan.bus_factor;
     }
     r.collectives.push_back(c);
   }

@@ -115,9 +115,13 @@ struct CollectiveUsage {
   Seconds start;                  // first chip started it
   Seconds end;                    // last chip completed it
   Seconds time;                   // the longest start-to-completion of one chip
-  BytesPerSecond algorithm_bandwidth;  // bytes_per_chip / time
-  BytesPerSecond bus_bandwidth;        // algorithm_bandwidth x plan.bus_factor (NCCL convention)
-  Seconds ideal_time;                  // the plan's bandwidth-optimal closed form
+  BytesPerSecond bus_bandwidth;   // algorithm_bandwidth() x plan.bus_factor (NCCL convention)
+  Seconds ideal_time;             // the plan's bandwidth-optimal closed form
+
+  // bytes_per_chip / time; 0 when no chip ran it.
+  [[nodiscard]] BytesPerSecond algorithm_bandwidth() const {
+    return time.value() > 0 ? BytesPerSecond(bytes_per_chip.as_double() / time.value()) : BytesPerSecond(0);
+  }
 };
 
 // A cable that failed inside the step (SimOptions::timed_links) and what it did to the transfers in flight.
