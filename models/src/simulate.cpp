@@ -82,13 +82,14 @@ SimResult run(const Scenario& scenario, const ir::ProgramSet& programs, const Si
   const auto elaborated = std::chrono::steady_clock::now();
   if (end == kNever) sc_core::sc_start();
   else sc_core::sc_start(sc_core::sc_time::from_value(end));
-  if (mirroring) {  // (never with a chip stopping inside the step: mirror_classes)
+  if (mirroring) {
+    mirroring->finish();
     if (!control.error() && control.unfinished() == 0) pod->interconnect()->check_mirrors_end();
     // A mismatch, or a failure of another kind (an error in a program, a deadlock: a run of every chip reports
     // it, naming its chip), throws MirrorFallback; an interrupt is reported as one. The pod is left to the
-    // kernel, as below.
+    // kernel, as below. A step a chip stops in ends with chips unfinished.
     std::string why = mirroring->failed() ? mirroring->failure() : "";
-    if (why.empty() && (control.error() || control.unfinished() > 0)) {
+    if (why.empty() && (control.error() || (control.unfinished() > 0 && end == kNever))) {
       try {
         if (control.error()) std::rethrow_exception(control.error());
         why = "the mirrored run failed; the full run reports why";
@@ -99,7 +100,7 @@ SimResult run(const Scenario& scenario, const ir::ProgramSet& programs, const Si
     }
     if (!why.empty()) {
       (void)pod.release();
-      throw MirrorFallback(why);
+      throw MirrorFallback(why, mirroring->refinable() ? mirroring->refined() : std::vector<std::uint32_t>{});
     }
     const std::uint64_t mirrored = chips - mirroring->classes().classes;
     note = fmt::format("{} of {} chips simulated, {} mirrored; inputs verified", mirroring->classes().classes, chips,
@@ -159,10 +160,12 @@ bool runs_mirrored(const Scenario& scenario, const ir::ProgramSet& programs, con
   return mirror_classes(scenario, programs, options, network_of(options), why_not).has_value();
 }
 
-MirrorFallback::MirrorFallback(std::string why)
-    : std::runtime_error("mirrored chips did not verify (" + why +
-                         "): simulate the step again with SimOptions::mirror false, in a fresh process"),
-      why_(std::move(why)) {}
+MirrorFallback::MirrorFallback(std::string why, std::vector<std::uint32_t> refined)
+    : std::runtime_error("mirrored chips did not verify (" + why + "): simulate the step again with " +
+                         (refined.empty() ? "SimOptions::mirror false" : "the refined classes") +
+                         ", in a fresh process"),
+      why_(std::move(why)),
+      refined_(std::move(refined)) {}
 
 double retransmission_factor(double bit_error_rate, Bytes chunk) {
   if (bit_error_rate <= 0) return 1.0;

@@ -43,7 +43,8 @@ SimResult run(Scenario s, CollectiveFidelity fidelity, const ir::ProgramSet& pro
     network.planner = [](const Topology& t, const ir::Instruction& ins, const ir::CollectiveGroup& group,
                          const FaultSet&) { return default_collective_planner()(t, ins, group, {}); };
   }
-  return simulate_with_network(s, programs, {}, network);
+  return ::tpusim::testing::simulate_refined(
+      [&](const SimOptions& o) { return simulate_with_network(s, programs, o, network); }, {});
 }
 
 // Runs per step in a child and aggregated here: identical bytes on every link, and per step <= aggregate <=
@@ -164,7 +165,7 @@ TimedOutcome run_timed(Scenario s, CollectiveFidelity fidelity, InFlightPolicy p
   const LinkId cable = cable_from(topo, 0);
   o.timed_links.push_back(TimedLinkFault{cable, Seconds(kTick), Seconds(detected)});
   o.in_flight = policy;
-  const SimResult r = simulate(s, all_reduce(), o);
+  const SimResult r = ::tpusim::testing::simulate_step(s, all_reduce(), o);
   TimedOutcome out;
   out.time = r.step_time.value();
   out.link_bytes = outcome(r).link_bytes;

@@ -183,4 +183,9 @@ inline Outcome outcome(const SimResult& r) {
   return o;
 }
 
+// outcome() of a simulation run in a child process (time -1 when it failed).
+inline Outcome outcome_in_child(const std::function<SimResult()>& f) {
+  return tpusim::testing::in_child<Outcome>([&] { return outcome(f()); }, Outcome{});
+}
+
 }  // namespace tpusim::models::net::nettest

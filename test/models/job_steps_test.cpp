@@ -28,6 +28,10 @@ StepReport full_report() {
   r.instructions = 100;
   r.completed = 99;
   r.last_completion_s = 0.875;
+  r.wall_s = 2.5;
+  r.chips_simulated = 32;
+  r.chips_mirrored = 4064;
+  r.mirroring = "32 of 4096 chips simulated, 4064 mirrored; inputs verified";
   r.traced = true;
   r.spans = {TraceSpan{2, 1, ir::UnitKind::ici, 17, Seconds(0.5), Seconds(0.75)},
              TraceSpan{3, 0, ir::UnitKind::sparsecore, 4'000'000'000u, Seconds(1e-12), Seconds(2e-12)}};
@@ -53,6 +57,10 @@ TEST(StepReport, EveryFieldSurvivesTheRoundTrip) {
   EXPECT_EQ(out->instructions, 100);
   EXPECT_EQ(out->completed, 99);
   EXPECT_EQ(out->last_completion_s, 0.875);
+  EXPECT_EQ(out->wall_s, 2.5);
+  EXPECT_EQ(out->chips_simulated, 32);
+  EXPECT_EQ(out->chips_mirrored, 4064);
+  EXPECT_EQ(out->mirroring, "32 of 4096 chips simulated, 4064 mirrored; inputs verified");
   EXPECT_TRUE(out->traced);
   ASSERT_EQ(out->spans.size(), 2u);
   for (std::size_t i = 0; i < 2; ++i) {
@@ -72,9 +80,10 @@ TEST(StepReport, EveryFieldSurvivesTheRoundTrip) {
   EXPECT_FALSE(empty->traced);
 }
 
-// 4 magic + 4 version + 8 step + 8 count + 3 x 8 links + 11 x 8 numbers + 2 flags + 8 count + 2 x 26 spans.
+// 4 magic + 4 version + 8 step + 8 count + 3 x 8 links + 14 x 8 numbers + 2 flags + 8 count + 58 note bytes + 8
+// count + 2 x 26 spans.
 TEST(StepReport, TheEncodingHasTheSizeItsFieldsSay) {
-  EXPECT_EQ(encode_step_report(full_report()).size(), 4u + 4 + 8 + 8 + 3 * 8 + 11 * 8 + 2 + 8 + 2 * 26);
+  EXPECT_EQ(encode_step_report(full_report()).size(), 4u + 4 + 8 + 8 + 3 * 8 + 14 * 8 + 2 + 8 + 58 + 8 + 2 * 26);
 }
 
 TEST(StepReport, EveryShortMessageIsRefused) {
@@ -97,20 +106,23 @@ TEST(StepReport, MalformedMessagesAreRefusedSayingWhy) {
   bad[0] = 'X';
   EXPECT_EQ(refused(bad), "not a step report (no TPSR at its start)");
   bad = good;
-  bad[4] = 2;  // version 2 (little-endian)
-  EXPECT_EQ(refused(bad), "a step report of version 2, expected 1");
+  bad[4] = 1;  // version 1 (little-endian)
+  EXPECT_EQ(refused(bad), "a step report of version 1, expected 2");
   EXPECT_EQ(refused(good + "x"), "1 bytes after the step report's end");
   // A link count far beyond the message: refused before anything is allocated.
   bad = good;
   bad[4 + 4 + 8 + 7] = 0x10;
   EXPECT_EQ(refused(bad), "the step report ends early, in the link utilizations");
-  // The flags (after the links and the 11 numbers) and a span's unit.
-  const std::size_t flags = 4 + 4 + 8 + 8 + 3 * 8 + 11 * 8;
+  // The flags (after the links and the 14 numbers), the note's length and a span's unit.
+  const std::size_t flags = 4 + 4 + 8 + 8 + 3 * 8 + 14 * 8;
   bad = good;
   bad[flags] = 2;
   EXPECT_EQ(refused(bad), "a step report with a flag other than 0 or 1");
   bad = good;
-  bad[flags + 2 + 8 + 4 + 1] = static_cast<char>(ir::kUnitKinds);
+  bad[flags + 2 + 7] = 0x10;
+  EXPECT_EQ(refused(bad), "the step report ends early, in the mirroring note");
+  bad = good;
+  bad[flags + 2 + 8 + 58 + 8 + 4 + 1] = static_cast<char>(ir::kUnitKinds);
   EXPECT_EQ(refused(bad), fmt::format("a span of unit {}, expected below {}", ir::kUnitKinds, ir::kUnitKinds));
 }
 

@@ -34,7 +34,8 @@ SimResult run(const Scenario& s, const ir::ProgramSet& programs, const FaultSet&
     network.planner = [](const Topology& topo, const ir::Instruction& ins, const ir::CollectiveGroup& group,
                          const FaultSet&) { return default_collective_planner()(topo, ins, group, {}); };
   }
-  return simulate_with_network(s, programs, {}, network);
+  return ::tpusim::testing::simulate_refined(
+      [&](const SimOptions& o) { return simulate_with_network(s, programs, o, network); }, {});
 }
 
 SimResult run(const Scenario& s, const FaultSet& faults, Plan plan = Plan::replanned) {

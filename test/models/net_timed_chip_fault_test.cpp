@@ -43,13 +43,13 @@ SimOptions chip_stopping(InFlightPolicy policy) {
 
 TEST(TimedChipFault, TheStepRunsToTheDetectionAndTheRowsWithoutTheChipFinishAsWithoutIt) {
   const Scenario s = chip_fault_torus();
-  const double healthy = in_child([&] { return simulate(s, chip_fault_step(), {}).step_time.value(); });
+  const double healthy = in_child([&] { return ::tpusim::testing::simulate_step(s, chip_fault_step(), {}).step_time.value(); });
   ASSERT_GT(healthy, kChipStop);  // the fault lands inside the all-reduce
   ASSERT_LT(healthy, kChipDetected);
   std::vector<TraceSpan> spans;
   SimOptions o = chip_stopping(InFlightPolicy::lose);
   o.trace = [&](const TraceSpan& span) { spans.push_back(span); };
-  const SimResult r = simulate(s, chip_fault_step(), o);
+  const SimResult r = ::tpusim::testing::simulate_step(s, chip_fault_step(), o);
   EXPECT_EQ(r.step_time.value(), to_seconds(to_ticks(Seconds(kChipDetected))).value());
   const StepProgress& p = r.progress;
   EXPECT_TRUE(p.stopped);

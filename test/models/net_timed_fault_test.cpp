@@ -29,7 +29,7 @@ SimResult run(const Scenario& s, double at, double detected, InFlightPolicy poli
   const Topology topo = build_topology(s.pod, s.chip);
   if (at >= 0) o.timed_links.push_back(TimedLinkFault{cable_from(topo, 0), Seconds(at), Seconds(detected)});
   o.in_flight = policy;
-  return simulate(s, all_reduce(), o);
+  return ::tpusim::testing::simulate_step(s, all_reduce(), o);
 }
 
 // The bytes of step 0's sends over the cable: chip 0's send to x+1 and chip 1's to x-1 (one each way).
@@ -207,8 +207,8 @@ TEST(TimedLinkFault, LoseStallsOneCollectiveWhileMoreThan64LaterOnesComplete) {
   SimOptions o;
   o.timed_links.push_back(TimedLinkFault{cable_from(topo, 0), Seconds(kTick), Seconds(detected)});
   o.in_flight = InFlightPolicy::lose;
-  const double alone = in_child([&] { return simulate(s, x_all_reduce_then(0), o).step_time.value(); });
-  const SimResult r = simulate(s, x_all_reduce_then(kY), o);
+  const double alone = in_child([&] { return ::tpusim::testing::simulate_step(s, x_all_reduce_then(0), o).step_time.value(); });
+  const SimResult r = ::tpusim::testing::simulate_step(s, x_all_reduce_then(kY), o);
   ASSERT_EQ(r.in_step_faults.size(), 1u);
   EXPECT_EQ(r.in_step_faults[0].transfers_cut, 2u);
   EXPECT_EQ(r.in_step_faults[0].lost.count(), r.in_step_faults[0].in_flight.count());
@@ -232,7 +232,7 @@ TEST(TimedLinkFault, ACollectiveReplannedAfterTheTickIsReportedWithThePlanItRan)
   SimOptions o;
   o.timed_links.push_back(TimedLinkFault{cable_from(topo, 0), Seconds(kTick), Seconds(kTick + 1e-3)});
   o.in_flight = InFlightPolicy::retransmit;
-  const SimResult r = simulate(s, programs, o);
+  const SimResult r = ::tpusim::testing::simulate_step(s, programs, o);
   ASSERT_EQ(r.collectives.size(), 1u);
   const CollectiveUsage& c = r.collectives[0];
   FaultSet cut;

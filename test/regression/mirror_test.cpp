@@ -5,7 +5,8 @@
 // a warning on stderr must say so once). The scenarios: the 175B step cut to 64 chips (one class of 64: FSDP
 // all-gathers in flight during compute, tensor all-reduces, every chip traced), the same on 512 chips (tensor
 // on 4-chip segments of x: 4 classes of 128), a two-slice data-parallel step over the DCN (8 classes), a
-// 4-stage pipeline (send / recv, 4 classes), and the forced mismatch.
+// 4-stage pipeline (send / recv, 4 classes), jobs with a link or a chip failing inside a step, a straggler and a
+// degraded link (each step with a fault mirrored too, its classes refined), and the forced mismatch.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,6 +43,11 @@ std::string run(const std::string& mode, const std::string& args, const fs::path
 
 struct Case {
   std::string name, args, mode, expected;  // expected: in --perf's "mirrored chips" line of the `mode` run
+  // A scenario of the test's own, written to a file that {scenario} in `args` names (a job with faults).
+  std::string yaml;
+  // The job's steps with a fault, each with its --perf line: how many there are, and what each must say.
+  int fault_steps = 0;
+  std::string fault_steps_expected;
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -52,8 +58,22 @@ TEST_P(Mirrored, OutputsAreByteIdenticalToSimulatingEveryChip) {
   const Case& c = GetParam();
   const fs::path base = fs::temp_directory_path() / ("tpusim-mirror-" + std::to_string(getpid()));
   fs::create_directories(base);
-  const std::string off = run("off", c.args, base / "off");
-  const std::string on = run(c.mode, c.args, base / "on");
+  std::string args = c.args;
+  if (!c.yaml.empty()) {
+    const fs::path scenario = base / "scenario.yaml";
+    std::ofstream(scenario) << c.yaml;
+    args.replace(args.find("{scenario}"), 10, scenario.string());
+  }
+  const std::string off = run("off", args, base / "off");
+  const std::string on = run(c.mode, args, base / "on");
+  // Each step with a fault runs in a process of its own, mirrored as the step without: its line says how.
+  const std::regex step_line(R"(tpusim perf: step \d+ \([^\n]*\): wall [^;\n]*; mirroring ([^\n]*))");
+  int steps = 0;
+  for (auto it = std::sregex_iterator(on.begin(), on.end(), step_line); it != std::sregex_iterator(); ++it) {
+    ++steps;
+    EXPECT_NE((*it)[1].str().find(c.fault_steps_expected), std::string::npos) << (*it)[0].str();
+  }
+  EXPECT_EQ(steps, c.fault_steps) << on;
   EXPECT_NE(on.find("tpusim perf: mirroring " + c.expected), std::string::npos) << on;
   // A fall-back says so on stderr as it happens, once (the tool's parent process: tools/src/mirrored_step.h).
   const std::string warning = "[pod] warning: mirrored chips: " + c.expected + "\n";
@@ -84,6 +104,27 @@ TEST_P(Mirrored, OutputsAreByteIdenticalToSimulatingEveryChip) {
 const std::string k175bCut =
     "gpt3-175b-train-v4-pod --set workload.mesh.data=1 ";
 
+// Jobs whose faults land in their steps (docs/faults.md): each such step is mirrored, its classes refined
+// until its run verifies (models/README.md "Mirrored chips"), and gives every chip's full run byte for byte.
+const std::string kCubeStep =
+    "pod: v4-4x4x4\n"
+    "workload: {model: {from: gpt3-175b, layers: 2}, batch: 32, step: train, optimizer: adam, remat: full, "
+    "mesh: {fsdp: 16, tensor: 4}}\n";
+const std::string kLinkDown = "name: mirror-link-down\ndescription: a link fails mid-step\n" + kCubeStep +
+                              "job: {steps: 4, recovery: reroute}\n"
+                              "faults: [{at: 250 ms, kind: link_down, target: {chip: [1, 2, 3], dir: y+}}]\n";
+const std::string kStraggler = "name: mirror-straggler\ndescription: a straggler\n" + kCubeStep +
+                               "job: {steps: 4, recovery: reroute}\n"
+                               "faults: [{at: 250 ms, kind: straggler, target: [1, 2, 3], clock_fraction: 0.8}]\n";
+const std::string kDegraded = "name: mirror-degraded\ndescription: a degraded link\n" + kCubeStep +
+                              "job: {steps: 4, recovery: reroute}\n"
+                              "faults: [{at: 250 ms, kind: link_degraded, target: {chip: [2, 0, 1], dir: z-}, "
+                              "bandwidth_fraction: 0.5}]\n";
+const std::string kChipDown = "name: mirror-chip-down\ndescription: a chip fails mid-step\n" + kCubeStep +
+                              "job: {steps: 4, recovery: checkpoint_restart}\n"
+                              "faults: [{at: 250 ms, kind: chip_down, target: [1, 2, 3]}]\n";
+const std::string kMirroredAfterRefining = " mirrored; inputs verified after ";
+
 INSTANTIATE_TEST_SUITE_P(
     Scenarios, Mirrored,
     ::testing::Values(
@@ -104,6 +145,14 @@ INSTANTIATE_TEST_SUITE_P(
              "workload.mesh.tensor=4 --set workload.mesh.pipeline=4 --set workload.batch=32 --set "
              "workload.microbatches=4 --set workload.model.layers=4",
              "on", "4 of 64 chips simulated, 60 mirrored; inputs verified"},
+        Case{"link_down_in_a_step", "{scenario} --trace-chips 0-63", "on",
+             "1 of 64 chips simulated, 63 mirrored; inputs verified", kLinkDown, 2, kMirroredAfterRefining},
+        Case{"straggler", "{scenario} --trace-chips 0-63", "on",
+             "1 of 64 chips simulated, 63 mirrored; inputs verified", kStraggler, 1, kMirroredAfterRefining},
+        Case{"link_degraded", "{scenario} --trace-chips 0-63", "on",
+             "1 of 64 chips simulated, 63 mirrored; inputs verified", kDegraded, 1, kMirroredAfterRefining},
+        Case{"chip_down_in_a_step", "{scenario} --trace-chips 0-63", "on",
+             "1 of 64 chips simulated, 63 mirrored; inputs verified", kChipDown, 1, kMirroredAfterRefining},
         Case{"forced_mismatch_falls_back",
              k175bCut + "--set pod=v4-4x4x4 --set workload.mesh.fsdp=16 --set workload.batch=32 "
                         "--set workload.model.layers=1",

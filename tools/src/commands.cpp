@@ -115,7 +115,13 @@ struct PerfFigures {
   std::string mirroring;
 };
 
-void print_perf(const PerfFigures& p, double lowering_s, double fault_steps_s, double output_s) {
+// SimulationCost::mirroring as --perf says it: why mirroring did not apply, when it did not.
+std::string mirroring_note(bool mirrored, const std::string& note) {
+  return mirrored || note.rfind("fell back", 0) == 0 ? note : "not applied: " + note;
+}
+
+void print_perf(const PerfFigures& p, double lowering_s, double fault_steps_s, double output_s,
+                const models::FaultSteps* fault_steps) {
   const double wall = lowering_s + p.elaboration_s + p.simulation_s + fault_steps_s + output_s;
   const auto t = [](double s) { return readable(s, Quantity::seconds); };
   std::cerr << fmt::format("tpusim perf: wall {}: lowering {}, elaboration {}, simulation {}{}, output {}\n", t(wall),
@@ -130,10 +136,15 @@ void print_perf(const PerfFigures& p, double lowering_s, double fault_steps_s, d
       readable(static_cast<double>(p.instructions_executed) / std::max(p.simulation_s, 1e-9), Quantity::count),
       readable(peak_rss_mib() * 1024 * 1024, Quantity::bytes));
   if (!p.mirroring.empty()) {
-    std::cerr << fmt::format("tpusim perf: mirroring {}\n",
-                             p.chips_mirrored > 0 || p.mirroring.rfind("fell back", 0) == 0
-                                 ? p.mirroring
-                                 : "not applied: " + p.mirroring);
+    std::cerr << fmt::format("tpusim perf: mirroring {}\n", mirroring_note(p.chips_mirrored > 0, p.mirroring));
+  }
+  // A job's steps with faults, each simulated in a process of its own.
+  if (fault_steps == nullptr) return;
+  for (std::size_t i = 0; i < fault_steps->steps().size(); ++i) {
+    const models::FaultStep& f = fault_steps->steps()[i];
+    if (!f.ok) continue;
+    std::cerr << fmt::format("tpusim perf: step {} ({}): wall {}; mirroring {}\n", i + 1, f.what,
+                             readable(f.wall_s, Quantity::seconds), mirroring_note(f.chips_mirrored > 0, f.mirroring));
   }
 }
 
@@ -352,7 +363,8 @@ int run_command(const RunArgs& args) {
     folder.commit();
     if (perf) {
       print_perf(*perf, lowering_s, fault_steps_s,
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - output_start).count());
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - output_start).count(),
+                 fault_steps ? &*fault_steps : nullptr);
     }
   } catch (const Interrupted& e) {
     std::cerr << "tpusim: " << e.what() << "; " << out_dir.string() << " was left as it was\n";

@@ -4,10 +4,16 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
 #include <csignal>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "tools/src/child_pipe.h"
 #include "tpusim/core/interrupt.h"
@@ -16,9 +22,13 @@
 namespace tpusim::tools {
 namespace {
 
+// Refining the classes (models::MirrorFallback::refined) is worth another mirrored run while the classes stay
+// few: past a quarter of the chips, or after this many refinements, every chip is simulated instead.
+constexpr int kMaxRefinements = 32;
+
 // The fork: the constructor returns in the child (child() true), and in the parent only when the child fell
-// back (child() false, fallback() its reason); when the child verified (or failed in its own way, which it
-// reports itself), the parent exits with the child's status.
+// back (child() false, fallback() its reason, refined() the classes to try next, if any); when the child
+// verified (or failed in its own way, which it reports itself), the parent exits with the child's status.
 class MirroredChild {
  public:
   MirroredChild();
@@ -30,14 +40,16 @@ class MirroredChild {
 
   [[nodiscard]] bool child() const { return fd_ >= 0; }
   [[nodiscard]] const std::string& fallback() const { return fallback_; }
+  [[nodiscard]] const std::vector<std::uint32_t>& refined() const { return refined_; }
   // In the child: the mirrored run verified; the child goes on as the program.
   void verified();
-  // In the child: it did not; the parent simulates every chip.
-  [[noreturn]] void fall_back(const std::string& why);
+  // In the child: it did not; the parent tries `refined` classes, or simulates every chip when it is empty.
+  [[noreturn]] void fall_back(const std::string& why, const std::vector<std::uint32_t>& refined);
 
  private:
   int fd_ = -1;
   std::string fallback_;
+  std::vector<std::uint32_t> refined_;
 };
 
 MirroredChild::MirroredChild() {
@@ -57,9 +69,17 @@ MirroredChild::MirroredChild() {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (!message.empty() && message[0] == 'F') {
-    fallback_ = message.substr(1);
-    return;
+  // 'F', the refined classes' count and each chip's representative (native 4-byte words), then the reason.
+  if (!message.empty() && message[0] == 'F' && message.size() >= 1 + sizeof(std::uint32_t)) {
+    std::uint32_t count = 0;
+    std::memcpy(&count, message.data() + 1, sizeof count);
+    const std::size_t words = 1 + sizeof count + std::size_t{count} * sizeof(std::uint32_t);
+    if (message.size() >= words) {
+      refined_.resize(count);
+      if (count > 0) std::memcpy(refined_.data(), message.data() + 1 + sizeof count, count * sizeof(std::uint32_t));
+      fallback_ = message.substr(words);
+      return;
+    }
   }
   if (WIFSIGNALED(status)) {
     std::signal(WTERMSIG(status), SIG_DFL);
@@ -76,11 +96,21 @@ void MirroredChild::verified() {
   fd_ = -1;
 }
 
-void MirroredChild::fall_back(const std::string& why) {
-  const std::string message = "F" + why;
+void MirroredChild::fall_back(const std::string& why, const std::vector<std::uint32_t>& refined) {
+  std::string message = "F";
+  const auto count = static_cast<std::uint32_t>(refined.size());
+  message.append(reinterpret_cast<const char*>(&count), sizeof count);
+  message.append(reinterpret_cast<const char*>(refined.data()), refined.size() * sizeof(std::uint32_t));
+  message += why;
   (void)write_all(fd_, message.data(), message.size());
   close(fd_);
   _exit(0);  // nothing of the child's is flushed: the parent writes everything
+}
+
+std::size_t class_count(const std::vector<std::uint32_t>& representative) {
+  std::size_t classes = 0;
+  for (std::uint32_t c = 0; c < representative.size(); ++c) classes += representative[c] == c ? 1 : 0;
+  return classes;
 }
 
 }  // namespace
@@ -88,19 +118,36 @@ void MirroredChild::fall_back(const std::string& why) {
 models::SimResult simulate_step(const Scenario& scenario, const ir::ProgramSet& programs,
                                 const models::SimOptions& options) {
   if (!models::runs_mirrored(scenario, programs, options)) return models::simulate(scenario, programs, options);
+  const auto start = std::chrono::steady_clock::now();
+  models::SimOptions attempt = options;
   std::string why;
-  {
+  for (int refinements = 0;; ++refinements) {
     MirroredChild child;
     if (child.child()) {
       try {
-        models::SimResult result = models::simulate(scenario, programs, options);
+        models::SimResult result = models::simulate(scenario, programs, attempt);
         child.verified();
+        if (refinements > 0) {
+          // The runs that refined the classes are part of what this step cost.
+          const double before = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() -
+                                result.cost.wall_seconds;
+          result.cost.wall_seconds += before;
+          result.cost.mirroring += fmt::format(" after {} refinement{} of the classes ({} s)", refinements,
+                                               refinements == 1 ? "" : "s", fmt::format("{:.3g}", before));
+        }
         return result;
       } catch (const models::MirrorFallback& e) {
-        child.fall_back(e.why());
+        child.fall_back(e.why(), e.refined());
       }
     }
     why = child.fallback();
+    const std::vector<std::uint32_t>& refined = child.refined();
+    if (refined.empty() || refinements + 1 > kMaxRefinements ||
+        class_count(refined) > refined.size() / 4) {
+      break;
+    }
+    logger_for("pod")->debug("mirrored chips: refining the classes to {} ({})", class_count(refined), why);
+    attempt.mirror_partition = refined;
   }
   const std::string note = "fell back to simulating every chip: " + why;
   logger_for("pod")->warn("mirrored chips: {}", note);

@@ -137,6 +137,10 @@ void CollectiveSide::keep(std::uint32_t slot, std::uint32_t token, std::uint32_t
 
 void CollectiveSide::take(Tick now) {
   if (hbm_ == nullptr) return;
+  // In the order of their ICI slots (each a transfer engine of its own), not of the network's processing,
+  // which may visit the chip's collectives in another order at the same tick (a mirrored chip's class takes
+  // what its members charged at one tick as a set: mirror/mirroring.h).
+  std::stable_sort(charges_.begin(), charges_.end(), [](const Charge& a, const Charge& b) { return a.slot < b.slot; });
   for (const Charge& c : charges_) {
     const HbmSpec& hbm = chip_.spec.hbm;
     double cap = hbm_channel_share(hbm, static_cast<double>(std::max(c.read, c.written)));

@@ -86,6 +86,10 @@ StepReport step_report(const SimResult& r) {
   out.instructions = static_cast<double>(r.progress.instructions);
   out.completed = static_cast<double>(r.progress.completed);
   out.last_completion_s = r.progress.last_completion.value();
+  out.wall_s = r.cost.wall_seconds;
+  out.chips_simulated = static_cast<double>(r.cost.chips_simulated - r.cost.chips_mirrored);
+  out.chips_mirrored = static_cast<double>(r.cost.chips_mirrored);
+  out.mirroring = r.cost.mirroring;
   return out;
 }
 

@@ -1,6 +1,6 @@
 // A StepReport between processes (contract in tpusim/models/job_steps.h): "TPSR", the version, then the
-// fields in their order, each number as its 8 (a span's ids as 4 and 1) native bytes: both ends are the same
-// binary on the same machine.
+// fields in their order, each number as its 8 (a span's ids as 4 and 1) native bytes, the mirroring note as its
+// length and bytes: both ends are the same binary on the same machine.
 #include <cstring>
 #include <type_traits>
 
@@ -12,7 +12,7 @@ namespace tpusim::models {
 namespace {
 
 constexpr char kMagic[4] = {'T', 'P', 'S', 'R'};
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;
 constexpr std::size_t kSpanBytes = 4 + 1 + 1 + 4 + 8 + 8;
 
 class Writer {
@@ -57,7 +57,7 @@ template <class Report, class F>
 void for_each_number(Report& r, F&& f) {
   for (auto* v : {&r.transfers_cut, &r.in_flight_bytes, &r.delivered_bytes, &r.retransmitted_bytes, &r.lost_bytes,
                   &r.resent_done_s, &r.dropped_transfers, &r.dropped_bytes, &r.instructions, &r.completed,
-                  &r.last_completion_s}) {
+                  &r.last_completion_s, &r.wall_s, &r.chips_simulated, &r.chips_mirrored}) {
     f(*v);
   }
 }
@@ -74,6 +74,8 @@ std::string encode_step_report(const StepReport& r) {
   for_each_number(r, [&w](double v) { w.put(v); });
   w.put(static_cast<std::uint8_t>(r.stopped));
   w.put(static_cast<std::uint8_t>(r.traced));
+  w.put(static_cast<std::uint64_t>(r.mirroring.size()));
+  w.raw(r.mirroring.data(), r.mirroring.size());
   w.put(static_cast<std::uint64_t>(r.spans.size()));
   for (const TraceSpan& s : r.spans) {
     w.put(s.chip);
@@ -110,8 +112,12 @@ std::optional<StepReport> decode_step_report(std::string_view bytes, std::string
   bool whole = true;
   for_each_number(r, [&](double& v) { whole = whole && in.get(v); });
   std::uint8_t stopped = 0, traced = 0;
-  std::uint64_t spans = 0;
-  if (!whole || !in.get(stopped) || !in.get(traced) || !in.get(spans)) return short_message("the fault's numbers");
+  std::uint64_t note = 0, spans = 0;
+  if (!whole || !in.get(stopped) || !in.get(traced) || !in.get(note)) return short_message("the fault's numbers");
+  if (note > in.left()) return short_message("the mirroring note");
+  r.mirroring.resize(note);
+  for (char& c : r.mirroring) (void)in.get(c);
+  if (!in.get(spans)) return short_message("the span count");
   if (stopped > 1 || traced > 1) {
     why = "a step report with a flag other than 0 or 1";
     return std::nullopt;

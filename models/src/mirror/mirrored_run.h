@@ -13,9 +13,9 @@
 
 namespace tpusim::models {
 
-// The classes to mirror, or nullopt with `why_not` set: mirroring switched off (options.mirror), no ICI, a
-// fault, degraded link, degraded or stopping chip in the step, chunked links (whose same-tick order of chunks
-// is the process order), routing other than dimension order, or no class with two chips.
+// The classes to mirror (options.mirror_partition, or the translation classes with every chip a fault stops
+// or degrades in a class of its own), or nullopt with `why_not` set: mirroring switched off (options.mirror),
+// no ICI, chunked links (whose same-tick order of chunks is the process order), or no class with two chips.
 [[nodiscard]] std::optional<TranslationClasses> mirror_classes(const Scenario& scenario,
                                                                const ir::ProgramSet& programs,
                                                                const SimOptions& options,

@@ -1,5 +1,8 @@
 #include "mirror/mirroring.h"
 
+#include <algorithm>
+#include <tuple>
+
 #include <fmt/format.h>
 
 #include "chip/chip.h"
@@ -37,19 +40,56 @@ Mirroring::Mirroring(TranslationClasses classes, RunControl& control, bool injec
       log_.emplace_back();
       charges_.emplace_back();
       chip_of_class_.push_back(nullptr);
+      rep_of_class_.push_back(c);
     } else {
       mirrors_[rep].push_back(c);
     }
     class_of_[c] = index[rep];  // a representative is its class's lowest chip: indexed before its mirrors
     ports_.push_back(std::make_unique<Port>(*this, c));
   }
+  joined_.resize(chips);
+  joined_tick_.assign(chips, kNever);
+  mark_.assign(chips, 0);
 }
 
 void Mirroring::attach_representative(std::uint32_t rep, Chip& chip) { chip_of_class_[class_of_[rep]] = &chip; }
 
 void Mirroring::mismatch(std::uint32_t chip, const std::string& what) {
-  if (!failure_.empty()) return;
+  // A member that diverged at this tick or an earlier one goes first: what follows may be its consequence.
+  if (!failure_.empty() || diverged_at_ != kNever) return;
   failure_ = fmt::format("chip {} (mirroring chip {}): {}", chip, classes_.representative[chip], what);
+  control_.fail(std::make_exception_ptr(MirrorMismatch(failure_)));
+}
+
+void Mirroring::diverge(std::uint32_t chip, Tick at, const std::string& what) {
+  if (!failure_.empty() || at > diverged_at_) return;
+  if (at < diverged_at_) {
+    diverged_.clear();
+    diverged_at_ = at;
+  }
+  std::string& all = diverged_[chip];
+  if (!all.empty()) all += "; ";
+  all += what;
+}
+
+void Mirroring::advance(Tick now) {
+  if (now <= tick_) return;
+  audit();
+  tick_ = now;
+  if (diverged_at_ != kNever && failure_.empty()) fail_diverged();
+}
+
+void Mirroring::finish() {
+  audit();
+  if (diverged_at_ != kNever && failure_.empty()) fail_diverged();
+}
+
+void Mirroring::fail_diverged() {
+  const auto& [chip, what] = *diverged_.begin();
+  failure_ = fmt::format("chip {} (mirroring chip {}) at tick {}: {}", chip, classes_.representative[chip],
+                         diverged_at_, what);
+  if (diverged_.size() > 1) failure_ += fmt::format(" ({} more chips diverged at that tick)", diverged_.size() - 1);
+  refinable_ = true;
   control_.fail(std::make_exception_ptr(MirrorMismatch(failure_)));
 }
 
@@ -62,6 +102,121 @@ void Mirroring::input(std::uint32_t chip, Tick now) {
   }
 }
 
+void Mirroring::completed(std::uint32_t chip, std::uint32_t instr, Tick started, Tick now) {
+  input(chip, now);
+  completions_.push_back(Completion{class_of_[chip], chip, instr, started});
+}
+
+void Mirroring::audit() {
+  // Completions: each member's at tick_ must be its representative's. Sorted by class, then chip: a class's
+  // representative, its lowest chip, comes first.
+  std::sort(completions_.begin(), completions_.end(), [](const Completion& a, const Completion& b) {
+    return std::tie(a.cls, a.chip, a.instr, a.started) < std::tie(b.cls, b.chip, b.instr, b.started);
+  });
+  using It = std::vector<Completion>::const_iterator;
+  const auto describe = [](It first, It last) {
+    if (first == last) return std::string("completed nothing");
+    std::string out = "completed";
+    for (It it = first; it != last; ++it) out += fmt::format(" {} (started {})", it->instr, it->started);
+    return out;
+  };
+  const auto of_chip = [](It first, It last, std::uint32_t chip) {
+    return std::find_if(first, last, [chip](const Completion& c) { return c.chip != chip; });
+  };
+  const auto same = [](It a, It a_end, It b, It b_end) {
+    return std::equal(a, a_end, b, b_end, [](const Completion& x, const Completion& y) {
+      return x.instr == y.instr && x.started == y.started;
+    });
+  };
+  std::vector<std::uint32_t> seen;  // ascending
+  for (It begin = completions_.begin(); begin != completions_.end();) {
+    const std::uint32_t cls = begin->cls, rep = rep_of_class_[cls];
+    const It end = std::find_if(begin, completions_.cend(), [cls](const Completion& c) { return c.cls != cls; });
+    const It rep_end = of_chip(begin, end, rep);
+    seen.clear();
+    for (It it = rep_end; it != end;) {
+      const It chip_end = of_chip(it, end, it->chip);
+      if (!same(it, chip_end, begin, rep_end)) {
+        diverge(it->chip, tick_,
+                fmt::format("{} where its representative {}", describe(it, chip_end), describe(begin, rep_end)));
+      }
+      seen.push_back(it->chip);
+      it = chip_end;
+    }
+    if (rep_end != begin && seen.size() < mirrors_[rep].size()) {
+      for (const std::uint32_t m : mirrors_[rep]) {
+        if (!std::binary_search(seen.begin(), seen.end(), m)) {
+          diverge(m, tick_, fmt::format("completed nothing where its representative {}", describe(begin, rep_end)));
+        }
+      }
+    }
+    begin = end;
+  }
+  completions_.clear();
+  // Reservations a class's first member made at tick_: every member makes them at this tick if its
+  // representative did, none if it did not (one that differs was reported as it was made).
+  const auto as_representative = [this](const std::vector<std::pair<std::uint32_t, std::size_t>>& made,
+                                        const std::vector<std::size_t>& cursor, const char* what) {
+    for (const auto& [cls, k] : made) {
+      const std::uint32_t rep = rep_of_class_[cls];
+      const bool by_rep = cursor[rep] > k;
+      for (const std::uint32_t m : mirrors_[rep]) {
+        if ((cursor[m] > k) == by_rep) continue;
+        diverge(m, tick_,
+                by_rep ? fmt::format("made no {} {}, which its representative made", what, k)
+                       : fmt::format("made {} {}, which its representative did not", what, k));
+      }
+    }
+  };
+  as_representative(new_reservations_, cursor_, "VPU reservation");
+  new_reservations_.clear();
+  // Charges: every member makes each of its representative's at this tick, and no other.
+  for (const auto& [cls, k] : new_charges_) {
+    const Charge& c = charges_[cls][k];
+    const std::uint32_t rep = rep_of_class_[cls];
+    ++stamp_;
+    for (const Charger& m : c.members) mark_[m.chip] = stamp_;
+    const bool by_rep = mark_[rep] == stamp_;
+    for (const std::uint32_t m : mirrors_[rep]) {
+      if ((mark_[m] == stamp_) == by_rep) continue;
+      diverge(m, tick_,
+              fmt::format("{} HBM charge (instruction {}, slot {}, {} bytes read, {} written){}",
+                          by_rep ? "made no" : "made an", c.instr, c.slot, c.read, c.written,
+                          by_rep ? ", which its representative made" : ", which its representative did not"));
+    }
+  }
+  new_charges_.clear();
+}
+
+std::vector<std::uint32_t> Mirroring::refined() const {
+  std::vector<std::uint32_t> rep = classes_.representative;
+  std::map<std::pair<std::uint32_t, std::string>, std::uint32_t> lowest;  // (old representative, what) -> chip
+  for (std::uint32_t c = 0; c < rep.size(); ++c) {
+    const std::uint32_t r = classes_.representative[c];
+    if (r == c) continue;
+    const auto it = diverged_.find(c);
+    const auto rep_it = diverged_.find(r);
+    std::string key;
+    if (rep_it != diverged_.end()) {
+      // The representative made something its class's first member did not: the members that did not diverge
+      // are with that first member, the ones that did as their representative are with it.
+      if (it == diverged_.end()) {
+        key = "as its class's first member";
+      } else if (it->second == rep_it->second) {
+        continue;
+      } else {
+        key = it->second;
+      }
+    } else if (it == diverged_.end()) {
+      continue;
+    } else {
+      key = it->second;
+    }
+    rep[c] = lowest.try_emplace({r, key}, c).first->second;  // chips ascending: a new class's first is its lowest
+  }
+  return rep;
+}
+
 void Mirroring::check_take(std::uint32_t mirror, bool taken, std::uint32_t instr, Tick started, Tick done,
                            std::uint32_t rep_instr, Tick rep_started, Tick rep_done) {
   if (inject_) {
@@ -69,57 +224,71 @@ void Mirroring::check_take(std::uint32_t mirror, bool taken, std::uint32_t instr
     return;
   }
   if (!taken) {
-    mismatch(mirror, fmt::format("instruction {} completed on its representative at tick {}, not on the mirror",
-                                 rep_instr, rep_done));
+    diverge(mirror, rep_done,
+            fmt::format("instruction {} completed on its representative at tick {}, not on the mirror", rep_instr,
+                        rep_done));
   } else if (instr != rep_instr || started != rep_started || done != rep_done) {
-    mismatch(mirror, fmt::format("completed instruction {} (started {}, done {}) where its representative "
-                                 "completed {} (started {}, done {})",
-                                 instr, started, done, rep_instr, rep_started, rep_done));
+    diverge(mirror, std::min(done, rep_done),
+            fmt::format("completed instruction {} (started {}, done {}) where its representative completed {} "
+                        "(started {}, done {})",
+                        instr, started, done, rep_instr, rep_started, rep_done));
   }
+}
+
+void Mirroring::unit_full(std::uint32_t mirror, std::uint32_t instr, Tick now) {
+  diverge(mirror, now, fmt::format("its ICI unit is full when its representative starts instruction {}", instr));
 }
 
 Tick Mirroring::reserve(std::uint32_t chip, int core, std::uint32_t instr, Tick now, Tick duration) {
   input(chip, now);
-  std::vector<Reservation>& log = log_[class_of_[chip]];
+  const std::uint32_t cls = class_of_[chip];
+  std::vector<Reservation>& log = log_[cls];
   std::size_t& k = cursor_[chip];
   if (k < log.size()) {
     const Reservation& r = log[k++];
     if (r.now != now || r.core != core || r.instr != instr || r.duration != duration) {
-      mismatch(chip, fmt::format("VPU reservation {} (instruction {}, tick {}, {} ticks) where its class made "
-                                 "instruction {}'s at tick {} for {} ticks",
-                                 k - 1, instr, now, duration, r.instr, r.now, r.duration));
+      diverge(chip, std::min(now, r.now),
+              fmt::format("made VPU reservation {} (instruction {}, tick {}, {} ticks) where its class's first "
+                          "member made instruction {}'s at tick {} for {} ticks",
+                          k - 1, instr, now, duration, r.instr, r.now, r.duration));
     }
     return r.end;
   }
   // The class's first member to make this reservation makes it on the representative's VPU.
-  Chip* rep = chip_of_class_[class_of_[chip]];
+  Chip* rep = chip_of_class_[cls];
   const Tick end = rep->reserve_vpu(core, instr, now, duration);
   log.push_back(Reservation{now, duration, end, instr, core});
+  new_reservations_.emplace_back(cls, k);
   ++k;
   return end;
 }
 
 void Mirroring::charge(std::uint32_t chip, std::uint32_t slot, std::uint32_t instr, Tick now, std::uint64_t read,
                        std::uint64_t written, Tick spread) {
-  std::vector<Charge>& log = charges_[class_of_[chip]];
-  std::size_t& k = charge_cursor_[chip];
-  if (k < log.size()) {
-    Charge& c = log[k++];
-    if (c.now != now || c.instr != instr || c.slot != slot || c.read != read || c.written != written ||
-        c.spread != spread) {
-      mismatch(chip, fmt::format("HBM charge {} (instruction {}, slot {}, tick {}, {} bytes read, {} written) where its "
-                                 "class made instruction {}'s (slot {}, tick {}, {} read, {} written)",
-                                 k - 1, instr, slot, now, read, written, c.instr, c.slot, c.now, c.read, c.written));
+  const std::uint32_t cls = class_of_[chip];
+  std::vector<Charge>& log = charges_[cls];
+  ++charge_cursor_[chip];
+  std::vector<std::size_t>& joined = joined_[chip];
+  if (joined_tick_[chip] != now) {
+    joined.clear();
+    joined_tick_[chip] = now;
+  }
+  // The charges of one tick are a set (the chip issues them in slot order: CollectiveSide::take): join the
+  // class's charge like this one made at this tick, if this chip has not joined it yet.
+  for (std::size_t i = log.size(); i-- > 0 && log[i].now == now;) {
+    Charge& c = log[i];
+    if (c.instr == instr && c.slot == slot && c.read == read && c.written == written && c.spread == spread &&
+        std::find(joined.begin(), joined.end(), i) == joined.end()) {
+      c.members.push_back(Charger{chip, slot});
+      joined.push_back(i);
       return;
     }
-    c.members.push_back(Charger{chip, slot});
-    return;
   }
   // The class's first member to make this charge makes it on the representative's HBM, under its index.
-  chip_of_class_[class_of_[chip]]->charge_hbm(slot, static_cast<std::uint32_t>(log.size()), instr, now, read, written,
-                                              spread);
+  chip_of_class_[cls]->charge_hbm(slot, static_cast<std::uint32_t>(log.size()), instr, now, read, written, spread);
+  joined.push_back(log.size());
+  new_charges_.emplace_back(cls, log.size());
   log.push_back(Charge{now, instr, slot, read, written, spread, {Charger{chip, slot}}});
-  ++k;
 }
 
 void Mirroring::check_end(const std::function<bool(std::uint32_t)>& busy) {
@@ -131,7 +300,9 @@ void Mirroring::check_end(const std::function<bool(std::uint32_t)>& busy) {
 }
 
 std::vector<Mirroring::Charger> Mirroring::charge_done(std::uint32_t rep, std::uint32_t token) {
-  return std::move(charges_[class_of_[rep]].at(token).members);
+  Charge& c = charges_[class_of_[rep]].at(token);
+  if (c.now == tick_) return c.members;  // this tick's audit still reads them
+  return std::move(c.members);
 }
 
 }  // namespace tpusim::models

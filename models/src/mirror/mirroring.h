@@ -1,17 +1,20 @@
 #pragma once
-// Mirrored chips (models/README.md "Mirrored chips"): one representative per translation class
-// (mirror/translation_classes.h) runs as a Chip; each other member of its class (a mirror) has no Chip. The
-// network runs every chip in full: when a representative starts an ICI instruction the interconnect starts
-// it on each of its mirrors at the same tick, and what the network does to a mirror is checked here against
-// what it does to its representative, as it happens:
-//   - completions: when the representative takes a completed ICI instruction (Interconnect::take_completed),
-//     each mirror must have the same instruction completed, started and finished at the same ticks;
+// Mirrored chips (models/README.md "Mirrored chips"): one representative per class runs as a Chip; each other
+// member of its class (a mirror) has no Chip. The classes are the translation classes
+// (mirror/translation_classes.h) or a refinement of them (SimOptions::mirror_partition). The network runs every
+// chip in full: when a representative starts an ICI instruction the interconnect starts it on each of its
+// mirrors at the same tick, and what the network does to a mirror is checked here against what it does to its
+// representative, tick by tick:
+//   - completions: the ICI instructions completing on each member at a tick (instruction and start tick) must be
+//     its representative's at that tick; compared once the tick is over (advance), so a member completing one
+//     tick early or late is caught at the first tick they differ;
 //   - VPU reservations of its collectives' reductions: the k-th of each member of a class must be the class's
 //     k-th (same tick, TensorCore, instruction, duration); the first member to make it reserves the
 //     representative's VPU, the others get the same end;
-//   - HBM charges of its collectives' steps: the k-th of each member of a class must be the class's k-th (same
-//     tick, instruction, slot, bytes, spread); the first member to make it charges the representative's HBM, and when
-//     that HBM has moved the bytes every member that made the charge hears of it (charge_done). A charge is not
+//   - HBM charges of its collectives' steps: the charges each member makes at a tick must be its
+//     representative's (instruction, slot, bytes, spread), in any order (a chip issues them in slot order); the
+//     first member to make one charges the representative's HBM, and when that HBM has moved the bytes every
+//     member that made the charge hears of it (charge_done). A charge is not
 //     an input in the sense below: what it does to the HBM's rates does not depend on its order relative to
 //     the chip's own activation at that tick (the shared scheduler's shares depend on the set of transfers; the
 //     fifo scheduler serves in arrival order, an exposure this leaves open);
@@ -20,9 +23,13 @@
 //     kernel's process order then decides, and may decide differently for a mirror in the full run. Both are
 //     reported as mismatches;
 //   - at the end, every mirror has taken every completion and made every reservation of its representative.
-// The first mismatch fails the run (RunControl::fail with MirrorMismatch); simulate() then throws MirrorFallback
-// (models/src/simulate.cpp), and the caller simulates the step again with every chip.
+// A member that received something else at a tick diverged there. The run goes on to the end of the first such
+// tick, collecting every member that diverged at it, and then fails (RunControl::fail with MirrorMismatch):
+// refined() gives finer classes, the diverged members split off by what they received (a class each), for the
+// caller to try next. Everything else (a same-tick order, the checks at the end) is a mismatch no refinement
+// follows (refinable() false). simulate() then throws MirrorFallback (models/src/simulate.cpp).
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -62,13 +69,22 @@ class Mirroring final : public net::MirrorCheck {
   // net::MirrorCheck, as the interconnect calls it (net/mirror_check.h).
   [[nodiscard]] ChipPort& vpu(std::uint32_t chip) override { return *ports_[chip]; }
   [[nodiscard]] std::vector<Charger> charge_done(std::uint32_t rep, std::uint32_t token) override;
+  void advance(Tick now) override;
+  void completed(std::uint32_t chip, std::uint32_t instr, Tick started, Tick now) override;
   void input(std::uint32_t chip, Tick now) override;
   void check_take(std::uint32_t mirror, bool taken, std::uint32_t instr, Tick started, Tick done,
                   std::uint32_t rep_instr, Tick rep_started, Tick rep_done) override;
+  void unit_full(std::uint32_t mirror, std::uint32_t instr, Tick now) override;
   void check_end(const std::function<bool(std::uint32_t)>& busy) override;
   void mismatch(std::uint32_t chip, const std::string& what) override;
+  // After the kernel stopped: compares the last tick, and fails the run if a member diverged.
+  void finish();
   [[nodiscard]] bool failed() const { return !failure_.empty(); }
   [[nodiscard]] const std::string& failure() const { return failure_; }
+  // A failure that finer classes may avoid: every member that diverged at the first tick any did.
+  [[nodiscard]] bool refinable() const { return failed() && refinable_; }
+  // The classes to try next (each chip's representative, its class's lowest chip); only when refinable().
+  [[nodiscard]] std::vector<std::uint32_t> refined() const;
 
  private:
   struct Reservation {
@@ -83,23 +99,45 @@ class Mirroring final : public net::MirrorCheck {
     Tick spread;
     std::vector<Charger> members;  // until charge_done
   };
+  struct Completion {
+    std::uint32_t cls, chip, instr;
+    Tick started;
+  };
   class Port;
   Tick reserve(std::uint32_t chip, int core, std::uint32_t instr, Tick now, Tick duration);
   void charge(std::uint32_t chip, std::uint32_t slot, std::uint32_t instr, Tick now, std::uint64_t read,
               std::uint64_t written, Tick spread);
+  // `chip` received something its representative did not at tick `at` (what: how, also its new class's key).
+  void diverge(std::uint32_t chip, Tick at, const std::string& what);
+  // Compares what reached each member at tick_ with its representative's.
+  void audit();
+  void fail_diverged();
 
   TranslationClasses classes_;
   RunControl& control_;
   bool inject_;
   std::vector<std::vector<std::uint32_t>> mirrors_;  // [representative]
   std::vector<std::uint32_t> class_of_;              // [chip]: dense class index
+  std::vector<std::uint32_t> rep_of_class_;          // [class]
   std::vector<Chip*> chip_of_class_;
   std::vector<std::vector<Reservation>> log_;        // [class]
   std::vector<std::size_t> cursor_;                  // [chip]: reservations made
   std::vector<std::vector<Charge>> charges_;         // [class]
   std::vector<std::size_t> charge_cursor_;           // [chip]: HBM charges made
+  std::vector<std::vector<std::size_t>> joined_;     // [chip]: its class's charges it made at joined_tick_
+  std::vector<Tick> joined_tick_;                    // [chip]
+  std::vector<std::uint64_t> mark_;                  // [chip]: scratch of audit()
+  std::uint64_t stamp_ = 0;
   std::vector<std::unique_ptr<ChipPort>> ports_;     // [chip]
+  // The tick the network acts at, and what reached the members at it: completions, and the reservations and
+  // charges a class's first member made (each member must make them at the same tick).
+  Tick tick_ = 0;
+  std::vector<Completion> completions_;
+  std::vector<std::pair<std::uint32_t, std::size_t>> new_reservations_, new_charges_;  // (class, index)
+  Tick diverged_at_ = kNever;
+  std::map<std::uint32_t, std::string> diverged_;  // chip -> what it received at diverged_at_
   std::string failure_;
+  bool refinable_ = false;
 };
 
 }  // namespace tpusim::models

@@ -33,9 +33,10 @@ class IciUnits {
   explicit IciUnits(std::size_t chips) : slots_(chips * kSlots), count_(chips, 0), wake_(chips, nullptr) {}
 
   // `wake` null: a mirrored chip (mirror/mirroring.h), which nothing wakes; `input` (with mirroring) hears of
-  // every completion that reaches a chip from outside its own start.
+  // every completion that reaches a chip from outside its own start: the instruction, its start and `now`.
   void attach(std::uint32_t chip, sc_core::sc_event* wake) { wake_[chip] = wake; }
-  void watch_inputs(std::function<void(std::uint32_t chip, Tick now)> input) { input_ = std::move(input); }
+  using InputWatch = std::function<void(std::uint32_t chip, std::uint32_t instr, Tick started, Tick now)>;
+  void watch_inputs(InputWatch input) { input_ = std::move(input); }
 
   // Some instruction is in flight (running, or completed and not yet taken).
   [[nodiscard]] bool busy(std::uint32_t chip) const { return count_[chip] > 0; }
@@ -66,7 +67,7 @@ class IciUnits {
     }
     e.finished = sc_core::sc_time_stamp().value();  // the network runs at the kernel's time
     if (chip == starting_) return;
-    input_(chip, e.finished);
+    input_(chip, e.instr, e.started, e.finished);
     if (wake_[chip] != nullptr) wake_[chip]->notify(sc_core::SC_ZERO_TIME);
   }
 
@@ -111,7 +112,7 @@ class IciUnits {
   std::vector<Entry> slots_;  // [chip][slot]
   std::vector<std::uint8_t> count_;
   std::vector<sc_core::sc_event*> wake_;
-  std::function<void(std::uint32_t, Tick)> input_;
+  InputWatch input_;
   std::uint32_t starting_ = kIdle;
   std::uint64_t next_order_ = 0;
 };

@@ -71,6 +71,7 @@ void Interconnect::run() {
   try {
     const Tick now = sc_core::sc_time_stamp().value();
     control_.on_activation(now);
+    if (mirroring_ != nullptr) mirroring_->advance(now);
     sync(now);
     arm(now);
   } catch (...) {
@@ -105,14 +106,14 @@ void Interconnect::arm(Tick now) {
 }
 
 void Interconnect::start(std::uint32_t chip, std::uint32_t instr, Tick now) {
+  if (mirroring_ != nullptr) mirroring_->advance(now);
   sync(now);
   start_one(chip, instr, now);
   if (mirroring_ != nullptr) {
     for (const std::uint32_t m : mirroring_->mirrors(chip)) {
       if (units_.full(m)) {
-        mirroring_->mismatch(
-            m, fmt::format("its ICI unit is full when its representative starts instruction {}", instr));
-        break;
+        mirroring_->unit_full(m, instr, now);
+        continue;
       }
       start_one(m, instr, now);
     }
@@ -124,6 +125,7 @@ void Interconnect::start(std::uint32_t chip, std::uint32_t instr, Tick now) {
 // No sync: marking a charge done changes nothing in the network at `now`; a timer at now + 1 only needs the
 // event armed (a pending earlier notification wins).
 void Interconnect::hbm_done(std::uint32_t chip, std::uint32_t token, Tick now) {
+  if (mirroring_ != nullptr) mirroring_->advance(now);
   bool timer = false;
   // The slot's owner: a send, recv or put of the point-to-point engine, else a collective.
   const auto done = [&](std::uint32_t c, Slot slot) {
@@ -152,7 +154,9 @@ void Interconnect::start_one(std::uint32_t chip, std::uint32_t instr, Tick now) 
 
 void Interconnect::mirror(MirrorCheck& mirroring) {
   mirroring_ = &mirroring;
-  units_.watch_inputs([&mirroring](std::uint32_t chip, Tick now) { mirroring.input(chip, now); });
+  units_.watch_inputs([&mirroring](std::uint32_t chip, std::uint32_t instr, Tick started, Tick now) {
+    mirroring.completed(chip, instr, started, now);
+  });
   for (std::uint32_t c = 0; c < mirroring.chip_count(); ++c) {
     if (mirroring.mirrored(c)) units_.attach(c, nullptr);
     collectives_.attach_chip(c, mirroring.vpu(c));

@@ -33,15 +33,23 @@ class MirrorCheck {
   // The members that made the HBM charge `token` of representative `rep`'s class, once the representative's
   // HBM has moved it (called once per charge).
   [[nodiscard]] virtual std::vector<Charger> charge_done(std::uint32_t rep, std::uint32_t token) = 0;
+  // The network acts at `now` (called first at each of its entry points): what reached the class members at
+  // an earlier tick is compared once that tick is over.
+  virtual void advance(Tick now) = 0;
+  // Instruction `instr` of `chip`, started at `started`, completed at `now` (from outside the chip's own start).
+  virtual void completed(std::uint32_t chip, std::uint32_t instr, Tick started, Tick now) = 0;
   // The network acts on `chip` at `now` from outside the chip's own activation (a completion, a reservation).
   virtual void input(std::uint32_t chip, Tick now) = 0;
   // Mirror `mirror` took (`taken`) the completion its representative took: instruction, start and finish ticks.
   virtual void check_take(std::uint32_t mirror, bool taken, std::uint32_t instr, Tick started, Tick done,
                           std::uint32_t rep_instr, Tick rep_started, Tick rep_done) = 0;
+  // A mirror's ICI unit is full when its representative starts `instr` at `now` (the mirror is not started).
+  virtual void unit_full(std::uint32_t mirror, std::uint32_t instr, Tick now) = 0;
   // Every mirror took and reserved what its representative did; called after the run (`busy`: a chip's ICI
   // unit still holds an instruction).
   virtual void check_end(const std::function<bool(std::uint32_t)>& busy) = 0;
-  // Reports that `chip` received something its representative did not; the first report fails the run.
+  // Reports that `chip` received something its representative did not, in a way no finer classes can follow;
+  // the first report fails the run.
   virtual void mismatch(std::uint32_t chip, const std::string& what) = 0;
 
  protected:

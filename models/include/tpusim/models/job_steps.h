@@ -32,6 +32,10 @@ struct StepReport {
   double instructions = 0, completed = 0, last_completion_s = 0;
   bool traced = false;  // the runner recorded the traced chips' spans
   std::vector<TraceSpan> spans;
+  // What simulating it cost (SimulationCost, for --perf): wall time, chips simulated and mirrored, and how the
+  // mirroring went.
+  double wall_s = 0, chips_simulated = 0, chips_mirrored = 0;
+  std::string mirroring;
 };
 [[nodiscard]] StepReport step_report(const SimResult& r);  // without spans
 

@@ -101,20 +101,28 @@ struct SimOptions {
   // with every chip, in a fresh process (the tool runs the mirrored step in a child: tools/src/mirrored_step.h).
   // The outputs are the same either way. false simulates every chip (the tool: TPUSIM_MIRROR=off).
   bool mirror = true;
+  // The classes to mirror: each chip's representative, the lowest chip of its class (a MirrorFallback's
+  // refined(), to try next). Empty: the translation classes, with every chip a fault strikes or degrades in a
+  // class of its own.
+  std::vector<std::uint32_t> mirror_partition;
   // Tests of the fallback: the first check of a mirrored run fails (the tool: TPUSIM_MIRROR=mismatch).
   bool mirror_mismatch = false;
 };
 
 // A mirrored run did not verify (a mirror's input differed from its representative's, or the run failed and
 // a run of every chip must name the chip): nothing of it may be used, the trace spans already delivered
-// included. Simulate the step again with SimOptions::mirror false, in a fresh process.
+// included. Simulate the step again, in a fresh process: with SimOptions::mirror_partition = refined() when
+// that is not empty (finer classes: the chips that diverged from their class's representative, split off by
+// what they received), else with SimOptions::mirror false.
 class MirrorFallback : public std::runtime_error {
  public:
-  explicit MirrorFallback(std::string why);
+  explicit MirrorFallback(std::string why, std::vector<std::uint32_t> refined = {});
   [[nodiscard]] const std::string& why() const { return why_; }
+  [[nodiscard]] const std::vector<std::uint32_t>& refined() const { return refined_; }
 
  private:
   std::string why_;
+  std::vector<std::uint32_t> refined_;
 };
 
 // Runs every chip of scenario.pod (chips are independent until the interconnect is modelled) on the program
