@@ -48,6 +48,8 @@ Mirroring::Mirroring(TranslationClasses classes, RunControl& control, bool injec
     ports_.push_back(std::make_unique<Port>(*this, c));
   }
   joined_.resize(chips);
+  diverged_tick_.assign(chips, kNever);
+  diverged_what_.resize(chips);
   joined_tick_.assign(chips, kNever);
   mark_.assign(chips, 0);
 }
@@ -55,19 +57,22 @@ Mirroring::Mirroring(TranslationClasses classes, RunControl& control, bool injec
 void Mirroring::attach_representative(std::uint32_t rep, Chip& chip) { chip_of_class_[class_of_[rep]] = &chip; }
 
 void Mirroring::mismatch(std::uint32_t chip, const std::string& what) {
-  // A member that diverged at this tick or an earlier one goes first: what follows may be its consequence.
-  if (!failure_.empty() || diverged_at_ != kNever) return;
+  // Once a member diverged, what follows may be its consequence: the refinement goes first.
+  if (!failure_.empty() || diverged_count_ > 0) return;
   failure_ = fmt::format("chip {} (mirroring chip {}): {}", chip, classes_.representative[chip], what);
   control_.fail(std::make_exception_ptr(MirrorMismatch(failure_)));
 }
 
 void Mirroring::diverge(std::uint32_t chip, Tick at, const std::string& what) {
-  if (!failure_.empty() || at > diverged_at_) return;
-  if (at < diverged_at_) {
-    diverged_.clear();
-    diverged_at_ = at;
+  if (!failure_.empty()) return;
+  Tick& first = diverged_tick_[chip];
+  if (at > first) return;
+  if (first == kNever) ++diverged_count_;
+  if (at < first) {
+    first = at;
+    diverged_what_[chip].clear();
   }
-  std::string& all = diverged_[chip];
+  std::string& all = diverged_what_[chip];
   if (!all.empty()) all += "; ";
   all += what;
 }
@@ -76,19 +81,27 @@ void Mirroring::advance(Tick now) {
   if (now <= tick_) return;
   audit();
   tick_ = now;
-  if (diverged_at_ != kNever && failure_.empty()) fail_diverged();
+  // Past half the chips the refined classes would be too many to be worth another run.
+  if (diverged_count_ > chip_count() / 2 && failure_.empty()) fail_diverged();
 }
 
 void Mirroring::finish() {
   audit();
-  if (diverged_at_ != kNever && failure_.empty()) fail_diverged();
+  if (diverged_count_ > 0 && failure_.empty()) fail_diverged();
 }
 
 void Mirroring::fail_diverged() {
-  const auto& [chip, what] = *diverged_.begin();
+  std::uint32_t chip = 0;
+  for (std::uint32_t c = 0; c < chip_count(); ++c) {
+    if (diverged_tick_[c] < diverged_tick_[chip]) chip = c;
+  }
+  Tick last = 0;
+  for (const Tick t : diverged_tick_) last = t == kNever ? last : std::max(last, t);
   failure_ = fmt::format("chip {} (mirroring chip {}) at tick {}: {}", chip, classes_.representative[chip],
-                         diverged_at_, what);
-  if (diverged_.size() > 1) failure_ += fmt::format(" ({} more chips diverged at that tick)", diverged_.size() - 1);
+                         diverged_tick_[chip], diverged_what_.at(chip));
+  if (diverged_count_ > 1) {
+    failure_ += fmt::format(" ({} more chips diverged, up to tick {})", diverged_count_ - 1, last);
+  }
   refinable_ = true;
   control_.fail(std::make_exception_ptr(MirrorMismatch(failure_)));
 }
@@ -103,6 +116,7 @@ void Mirroring::input(std::uint32_t chip, Tick now) {
 }
 
 void Mirroring::completed(std::uint32_t chip, std::uint32_t instr, Tick started, Tick now) {
+  if (frozen(chip)) return;
   input(chip, now);
   completions_.push_back(Completion{class_of_[chip], chip, instr, started});
 }
@@ -136,7 +150,7 @@ void Mirroring::audit() {
     seen.clear();
     for (It it = rep_end; it != end;) {
       const It chip_end = of_chip(it, end, it->chip);
-      if (!same(it, chip_end, begin, rep_end)) {
+      if (!frozen(it->chip) && !same(it, chip_end, begin, rep_end)) {
         diverge(it->chip, tick_,
                 fmt::format("{} where its representative {}", describe(it, chip_end), describe(begin, rep_end)));
       }
@@ -145,7 +159,7 @@ void Mirroring::audit() {
     }
     if (rep_end != begin && seen.size() < mirrors_[rep].size()) {
       for (const std::uint32_t m : mirrors_[rep]) {
-        if (!std::binary_search(seen.begin(), seen.end(), m)) {
+        if (!frozen(m) && !std::binary_search(seen.begin(), seen.end(), m)) {
           diverge(m, tick_, fmt::format("completed nothing where its representative {}", describe(begin, rep_end)));
         }
       }
@@ -161,7 +175,7 @@ void Mirroring::audit() {
       const std::uint32_t rep = rep_of_class_[cls];
       const bool by_rep = cursor[rep] > k;
       for (const std::uint32_t m : mirrors_[rep]) {
-        if ((cursor[m] > k) == by_rep) continue;
+        if (frozen(m) || (cursor[m] > k) == by_rep) continue;
         diverge(m, tick_,
                 by_rep ? fmt::format("made no {} {}, which its representative made", what, k)
                        : fmt::format("made {} {}, which its representative did not", what, k));
@@ -178,7 +192,7 @@ void Mirroring::audit() {
     for (const Charger& m : c.members) mark_[m.chip] = stamp_;
     const bool by_rep = mark_[rep] == stamp_;
     for (const std::uint32_t m : mirrors_[rep]) {
-      if ((mark_[m] == stamp_) == by_rep) continue;
+      if (frozen(m) || (mark_[m] == stamp_) == by_rep) continue;
       diverge(m, tick_,
               fmt::format("{} HBM charge (instruction {}, slot {}, {} bytes read, {} written){}",
                           by_rep ? "made no" : "made an", c.instr, c.slot, c.read, c.written,
@@ -190,29 +204,31 @@ void Mirroring::audit() {
 
 std::vector<std::uint32_t> Mirroring::refined() const {
   std::vector<std::uint32_t> rep = classes_.representative;
-  std::map<std::pair<std::uint32_t, std::string>, std::uint32_t> lowest;  // (old representative, what) -> chip
+  // (old representative, tick, what) -> the lowest chip of the new class
+  std::map<std::tuple<std::uint32_t, Tick, std::string>, std::uint32_t> lowest;
+  const auto diverged = [this](std::uint32_t c) { return diverged_tick_[c] != kNever; };
+  const auto key_of = [this](std::uint32_t c) { return std::pair{diverged_tick_[c], diverged_what_.at(c)}; };
   for (std::uint32_t c = 0; c < rep.size(); ++c) {
     const std::uint32_t r = classes_.representative[c];
     if (r == c) continue;
-    const auto it = diverged_.find(c);
-    const auto rep_it = diverged_.find(r);
-    std::string key;
-    if (rep_it != diverged_.end()) {
+    std::pair<Tick, std::string> key;
+    if (diverged(r)) {
       // The representative made something its class's first member did not: the members that did not diverge
-      // are with that first member, the ones that did as their representative are with it.
-      if (it == diverged_.end()) {
-        key = "as its class's first member";
-      } else if (it->second == rep_it->second) {
+      // are with that first member, the ones that diverged as their representative did are with it.
+      if (!diverged(c)) {
+        key = {kNever, "as its class's first member"};
+      } else if (key_of(c) == key_of(r)) {
         continue;
       } else {
-        key = it->second;
+        key = key_of(c);
       }
-    } else if (it == diverged_.end()) {
+    } else if (!diverged(c)) {
       continue;
     } else {
-      key = it->second;
+      key = key_of(c);
     }
-    rep[c] = lowest.try_emplace({r, key}, c).first->second;  // chips ascending: a new class's first is its lowest
+    // Chips ascending: a new class's first chip is its lowest.
+    rep[c] = lowest.try_emplace({r, key.first, key.second}, c).first->second;
   }
   return rep;
 }
@@ -223,6 +239,7 @@ void Mirroring::check_take(std::uint32_t mirror, bool taken, std::uint32_t instr
     mismatch(mirror, "injected (TPUSIM_MIRROR=mismatch)");
     return;
   }
+  if (frozen(mirror)) return;
   if (!taken) {
     diverge(mirror, rep_done,
             fmt::format("instruction {} completed on its representative at tick {}, not on the mirror", rep_instr,
@@ -240,6 +257,7 @@ void Mirroring::unit_full(std::uint32_t mirror, std::uint32_t instr, Tick now) {
 }
 
 Tick Mirroring::reserve(std::uint32_t chip, int core, std::uint32_t instr, Tick now, Tick duration) {
+  if (frozen(chip)) return now + duration;  // the run is failing: its representative's VPU is not touched
   input(chip, now);
   const std::uint32_t cls = class_of_[chip];
   std::vector<Reservation>& log = log_[cls];
@@ -265,6 +283,7 @@ Tick Mirroring::reserve(std::uint32_t chip, int core, std::uint32_t instr, Tick 
 
 void Mirroring::charge(std::uint32_t chip, std::uint32_t slot, std::uint32_t instr, Tick now, std::uint64_t read,
                        std::uint64_t written, Tick spread) {
+  if (frozen(chip)) return;  // the run is failing: its representative's HBM is not charged
   const std::uint32_t cls = class_of_[chip];
   std::vector<Charge>& log = charges_[cls];
   ++charge_cursor_[chip];

@@ -23,11 +23,14 @@
 //     kernel's process order then decides, and may decide differently for a mirror in the full run. Both are
 //     reported as mismatches;
 //   - at the end, every mirror has taken every completion and made every reservation of its representative.
-// A member that received something else at a tick diverged there. The run goes on to the end of the first such
-// tick, collecting every member that diverged at it, and then fails (RunControl::fail with MirrorMismatch):
-// refined() gives finer classes, the diverged members split off by what they received (a class each), for the
-// caller to try next. Everything else (a same-tick order, the checks at the end) is a mismatch no refinement
-// follows (refinable() false). simulate() then throws MirrorFallback (models/src/simulate.cpp).
+// A member that received something else at a tick diverged there; from the next tick on it is frozen (the
+// network starts nothing more on it, and it reserves and charges nothing on its representative), a guess of what
+// a member that fell behind does, so that the run goes on to find the members its divergence reaches. At the
+// end (or once half the chips diverged) the run fails (RunControl::fail with MirrorMismatch) and refined() gives
+// finer classes, the diverged members split off by when they diverged and what they received then, for the
+// caller to try next: only a run with no divergence counts. Everything else (a same-tick order, the checks at
+// the end) is a mismatch no refinement follows (refinable() false). simulate() then throws MirrorFallback
+// (models/src/simulate.cpp).
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -61,6 +64,9 @@ class Mirroring final : public net::MirrorCheck {
     return static_cast<std::uint32_t>(classes_.representative.size());
   }
   [[nodiscard]] bool mirrored(std::uint32_t chip) const override { return classes_.mirrored(chip); }
+  [[nodiscard]] bool frozen(std::uint32_t chip) const override {
+    return diverged_tick_[chip] < tick_ && classes_.mirrored(chip);
+  }
   [[nodiscard]] std::uint32_t representative(std::uint32_t chip) const { return classes_.representative[chip]; }
   [[nodiscard]] const std::vector<std::uint32_t>& mirrors(std::uint32_t rep) const override { return mirrors_[rep]; }
 
@@ -134,8 +140,11 @@ class Mirroring final : public net::MirrorCheck {
   Tick tick_ = 0;
   std::vector<Completion> completions_;
   std::vector<std::pair<std::uint32_t, std::size_t>> new_reservations_, new_charges_;  // (class, index)
-  Tick diverged_at_ = kNever;
-  std::map<std::uint32_t, std::string> diverged_;  // chip -> what it received at diverged_at_
+  // Divergences: each member's first, with what it received then. A mirror that diverged at an earlier tick
+  // than the network's is frozen: no more starts, and no reservations or charges on its representative.
+  std::vector<Tick> diverged_tick_;         // [chip], kNever: none
+  std::vector<std::string> diverged_what_;  // [chip]
+  std::uint32_t diverged_count_ = 0;
   std::string failure_;
   bool refinable_ = false;
 };

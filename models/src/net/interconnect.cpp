@@ -111,6 +111,7 @@ void Interconnect::start(std::uint32_t chip, std::uint32_t instr, Tick now) {
   start_one(chip, instr, now);
   if (mirroring_ != nullptr) {
     for (const std::uint32_t m : mirroring_->mirrors(chip)) {
+      if (mirroring_->frozen(m)) continue;
       if (units_.full(m)) {
         mirroring_->unit_full(m, instr, now);
         continue;

@@ -26,6 +26,8 @@ class MirrorCheck {
   // Chips of the pod, mirrored or not.
   [[nodiscard]] virtual std::uint32_t chip_count() const = 0;
   [[nodiscard]] virtual bool mirrored(std::uint32_t chip) const = 0;
+  // A mirror that diverged from its representative (the run is failing): the network starts nothing more on it.
+  [[nodiscard]] virtual bool frozen(std::uint32_t chip) const = 0;
   // The mirrors of representative `rep` (empty for a chip that is not one).
   [[nodiscard]] virtual const std::vector<std::uint32_t>& mirrors(std::uint32_t rep) const = 0;
   // The VPU port the interconnect reserves chip `chip`'s reductions through (representatives and mirrors).
