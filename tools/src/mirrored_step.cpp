@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -23,8 +24,12 @@ namespace tpusim::tools {
 namespace {
 
 // Refining the classes (models::MirrorFallback::refined) is worth another mirrored run while the classes stay
-// few: past a quarter of the chips, or after this many refinements, every chip is simulated instead.
+// few: past a 32nd of the chips (or 64 on a small pod), or after this many refinements, every chip is
+// simulated instead. A mirrored run costs the network plus its classes' chips, and every refinement's run comes
+// on top: a chip stopping inside the 175B pod step refined to 220, 467, 721 and 950 classes of 4096, each run
+// costlier, before a run of every chip (bench/README.md); a link failing refines to 32 or 64.
 constexpr int kMaxRefinements = 32;
+constexpr std::size_t kMinClassCap = 64;
 
 // The fork: the constructor returns in the child (child() true), and in the parent only when the child fell
 // back (child() false, fallback() its reason, refined() the classes to try next, if any); when the child
@@ -119,9 +124,17 @@ models::SimResult simulate_step(const Scenario& scenario, const ir::ProgramSet& 
                                 const models::SimOptions& options) {
   if (!models::runs_mirrored(scenario, programs, options)) return models::simulate(scenario, programs, options);
   const auto start = std::chrono::steady_clock::now();
+  const auto since_start = [&start] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const auto refined_note = [](int refinements, double seconds) {
+    return fmt::format("{} refinement{} of the classes ({} s)", refinements, refinements == 1 ? "" : "s",
+                       fmt::format("{:.3g}", seconds));
+  };
   models::SimOptions attempt = options;
   std::string why;
-  for (int refinements = 0;; ++refinements) {
+  int refinements = 0;
+  for (;; ++refinements) {
     MirroredChild child;
     if (child.child()) {
       try {
@@ -129,11 +142,9 @@ models::SimResult simulate_step(const Scenario& scenario, const ir::ProgramSet& 
         child.verified();
         if (refinements > 0) {
           // The runs that refined the classes are part of what this step cost.
-          const double before = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() -
-                                result.cost.wall_seconds;
+          const double before = since_start() - result.cost.wall_seconds;
           result.cost.wall_seconds += before;
-          result.cost.mirroring += fmt::format(" after {} refinement{} of the classes ({} s)", refinements,
-                                               refinements == 1 ? "" : "s", fmt::format("{:.3g}", before));
+          result.cost.mirroring += " after " + refined_note(refinements, before);
         }
         return result;
       } catch (const models::MirrorFallback& e) {
@@ -143,17 +154,22 @@ models::SimResult simulate_step(const Scenario& scenario, const ir::ProgramSet& 
     why = child.fallback();
     const std::vector<std::uint32_t>& refined = child.refined();
     if (refined.empty() || refinements + 1 > kMaxRefinements ||
-        class_count(refined) > refined.size() / 4) {
+        class_count(refined) > std::max(refined.size() / 32, kMinClassCap)) {
       break;
     }
     logger_for("pod")->debug("mirrored chips: refining the classes to {} ({})", class_count(refined), why);
     attempt.mirror_partition = refined;
   }
-  const std::string note = "fell back to simulating every chip: " + why;
+  // The mirrored runs that did not verify are part of what this step cost.
+  const double mirrored_runs = since_start();
+  const std::string note = "fell back to simulating every chip" +
+                           (refinements > 0 ? " after " + refined_note(refinements, mirrored_runs) : "") +
+                           ": " + why;
   logger_for("pod")->warn("mirrored chips: {}", note);
   models::SimOptions every_chip = options;
   every_chip.mirror = false;
   models::SimResult result = models::simulate(scenario, programs, every_chip);
+  result.cost.wall_seconds += mirrored_runs;
   result.cost.mirroring = note;
   return result;
 }
