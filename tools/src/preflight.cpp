@@ -398,13 +398,6 @@ void check_fault_cuts(const Scenario& s, const Topology& topology) {
   check_fault_splits(s, topology);
 }
 
-void check_fault_plan(const Scenario& s) {
-  if (!cables_stay_down(s)) return;  // check_fault_cuts would return at once: no topology to build
-  if (std::any_of(s.faults.faults.begin(), s.faults.faults.end(), timed_cable_fault)) {
-    check_fault_cuts(s, check_topology(s));
-  }
-}
-
 void guard_fault_rates(const Scenario& s, Seconds length) {
   const FaultRates& r = s.faults.rates;
   if (!s.job.enabled || !r.any() || length.value() <= 0) return;

@@ -16,6 +16,7 @@
 
 #include "tools/src/output_folder.h"
 #include "tools/src/preflight.h"
+#include "tools/src/run_check.h"
 #include "tools/src/sweep/slurm.h"
 #include "tools/src/sweep/sweep_analysis.h"
 #include "tools/src/sweep/sweep_axes.h"
@@ -119,7 +120,17 @@ int run_sweep(const SweepArgs& args) {
   try {
     plan = load_sweep_plan(args.sweep);
     ex = expand(plan);
-    validate(plan, ex, check_fault_plan);  // preflight.h: each point's fault plan, as `run` checks it
+    // Each point as `run` checks it before simulating (run_check.h), with the limits a point's run has.
+    const Limits limits = Limits::defaults();
+    validate(plan, ex, [&](const Scenario& s) {
+      try {
+        (void)check_run(s, limits);
+      } catch (const ResourceRefused& e) {
+        // At the scenario, which names no line: validate adds the point.
+        throw ConfigError({Diagnostic{SourceLoc{plan.scenario.string()}, "", "the point's run would be refused", "",
+                                      e.what(), ""}});
+      }
+    });
   } catch (const ConfigError& e) {
     std::cerr << e.what() << "\ntpusim sweep: bad input; nothing was run\n";
     return 2;

@@ -1,5 +1,6 @@
 #include "tools/src/sweep/sweep_check.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -80,11 +81,16 @@ void validate(const SweepPlan& plan, const Expansion& ex, const PointCheck& chec
       try {
         check_point(s);
       } catch (const ConfigError& e) {
-        // At the scenario's fault, which every point shares: the message names the point whose pod or plan
-        // makes it wrong (the first such point, when several share the error).
+        // At the sweep's line of the value that makes the point wrong, or at the scenario's line, which every
+        // point shares: then the message names the point (the first such point, when several share the error).
         for (Diagnostic d : at_sweep_lines(e, c.overrides, c.origins)) {
           if (!seen.insert(d.str()).second) continue;
-          d.hint += fmt::format("{}in the sweep's point {}", d.hint.empty() ? "" : "; ", fmt::join(c.overrides, ", "));
+          const bool at_sweep_line =
+              std::any_of(c.origins.begin(), c.origins.end(), [&](const SourceLoc& o) { return o.file == d.loc.file; });
+          if (!at_sweep_line) {
+            d.hint += fmt::format("{}in the sweep's point {}", d.hint.empty() ? "" : "; ",
+                                  fmt::join(c.overrides, ", "));
+          }
           all.push_back(std::move(d));
         }
       }
