@@ -22,8 +22,9 @@ using PointCheck = std::function<void(const Scenario&)>;
 
 // Every combination must resolve, shard and pass `check_point` before anything runs; the errors, each once, are
 // thrown together at the sweep file's lines (an error the sweep's values cause is at the value's line; one at
-// the scenario's line names the point). Then the table's columns are checked.
-void validate(const SweepPlan& plan, const Expansion& ex, const PointCheck& check_point);
+// the scenario's line names the point). Then the table's columns are checked. Returns the fingerprint of what
+// the combinations resolve to (study_plan.h), for plan.json.
+[[nodiscard]] std::string validate(const SweepPlan& plan, const Expansion& ex, const PointCheck& check_point);
 
 // Reads a sweep file, expands it and validates its first `max_configs` combinations as `tpusim sweep` does
 // before running anything; throws ConfigError for bad input. Returns the combinations checked.
