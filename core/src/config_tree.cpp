@@ -389,15 +389,59 @@ void merge_into(ConfigNode& base, const ConfigNode& overlay) {
   base = overlay;
 }
 
-std::string flow_text(const ConfigNode& n) {
-  if (n.is_scalar()) return n.scalar();
+namespace {
+
+// Whether YAML reads `s`, written plain, back as the scalar `s` (inside a flow list or map, `in_flow`).
+bool reads_back_plain(const std::string& s, bool in_flow) {
+  if (s.empty() || s.front() == ' ' || s.back() == ' ' || s.back() == ':') return false;
+  if (std::string_view("[]{}#&*!|>'\"%@`,").find(s.front()) != std::string_view::npos) return false;
+  if ((s.front() == '-' || s.front() == '?' || s.front() == ':') && (s.size() == 1 || s[1] == ' ')) return false;
+  if (s.find(": ") != std::string::npos || s.find(" #") != std::string::npos) return false;
+  for (const unsigned char c : s) {
+    if (c < 0x20 || c == 0x7f) return false;
+  }
+  return !in_flow || s.find_first_of(",[]{}") == std::string::npos;
+}
+
+std::string scalar_text(const std::string& s, bool in_flow) {
+  if (reads_back_plain(s, in_flow)) return s;
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string flow_text(const ConfigNode& n, bool in_flow) {
+  if (n.is_scalar()) return scalar_text(n.scalar(), in_flow);
   if (n.is_seq()) {
     std::string s = "[";
-    for (std::size_t i = 0; i < n.items().size(); ++i) s += (i ? ", " : "") + flow_text(n.items()[i]);
+    for (std::size_t i = 0; i < n.items().size(); ++i) s += (i ? ", " : "") + flow_text(n.items()[i], true);
     return s + "]";
   }
-  return "";
+  if (n.is_map()) {
+    std::string s = "{";
+    for (std::size_t i = 0; i < n.entries().size(); ++i) {
+      const ConfigNode::Entry& e = n.entries()[i];
+      s += (i ? ", " : "") + scalar_text(e.key, true) + ": " + flow_text(e.value, true);
+    }
+    return s + "}";
+  }
+  return in_flow ? "null" : "";
 }
+
+}  // namespace
+
+std::string flow_text(const ConfigNode& n) { return flow_text(n, false); }
 
 bool split_assignment(std::string_view assignment, std::string& path, std::string& value) {
   const auto eq = assignment.find('=');
@@ -420,13 +464,18 @@ void apply_override(ConfigNode& root, const Override& override, Diagnostics& dia
     diags.error(key_loc, "", "malformed override", "key.path=value", fmt::format("'{}'", override.assignment));
     return;
   }
-  Diagnostics parse_diags;
-  ConfigNode parsed = load_yaml_string(value, origin, parse_diags);
-  for (Diagnostic d : parse_diags.items()) {
-    d.loc = value_loc;
-    diags.add(std::move(d));
+  ConfigNode parsed;
+  if (override.node) {
+    parsed = *override.node;  // read from the file: each value keeps its own place
+  } else {
+    Diagnostics parse_diags;
+    parsed = load_yaml_string(value, origin, parse_diags);
+    for (Diagnostic d : parse_diags.items()) {
+      d.loc = value_loc;
+      diags.add(std::move(d));
+    }
+    parsed.relocate(value_loc);
   }
-  parsed.relocate(value_loc);
   std::vector<std::string> parts;
   std::string part;
   for (char c : path) {
@@ -454,7 +503,7 @@ void apply_override(ConfigNode& root, const Override& override, Diagnostics& dia
 }
 
 void apply_override(ConfigNode& root, std::string_view assignment, Diagnostics& diags) {
-  apply_override(root, Override{std::string(assignment), {}, {}}, diags);
+  apply_override(root, Override{std::string(assignment), {}, {}, std::nullopt}, diags);
 }
 
 }  // namespace tpusim

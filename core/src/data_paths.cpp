@@ -42,6 +42,22 @@ std::vector<std::string> bundled_names(const std::string& folder) {
   return {};
 }
 
+bool is_bundled_file(const std::string& file) {
+  std::error_code ec;
+  if (file.empty() || !fs::is_regular_file(file, ec)) return false;  // "--set ...", "(model)"
+  const fs::path path = fs::weakly_canonical(file, ec);
+  if (ec) return false;
+  for (const auto& root : data_roots()) {
+    for (const char* folder : {"configs", "scenarios"}) {
+      const fs::path dir = fs::weakly_canonical(root / folder, ec);
+      if (ec || dir.empty()) continue;
+      const fs::path rel = path.lexically_relative(dir);
+      if (!rel.empty() && *rel.begin() != "..") return true;
+    }
+  }
+  return false;
+}
+
 std::optional<fs::path> resolve_data_file(const std::string& folder, const std::string& name_or_path,
                                           const fs::path& relative_to, const SourceLoc& loc, const std::string& key,
                                           Diagnostics& diags) {

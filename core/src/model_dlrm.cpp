@@ -31,6 +31,14 @@ const FieldTable<ModelSpec>& dlrm_fields() {
 
 void check_dlrm(const ModelSpec& spec, const std::string& path, Diagnostics& diags) {
   if (spec.dlrm.bottom_mlp.back() != spec.dlrm.embedding_dim) {
+    // At the user's field of the two (blamed_field).
+    if (blamed_field(spec.origins, "bottom_mlp", "embedding_dim") == "embedding_dim") {
+      diags.error(origin_of(spec.origins, "embedding_dim"), key_path(path, "embedding_dim"),
+                  "the bottom MLP's output interacts with the embeddings, so its last width is embedding_dim",
+                  fmt::format("{} (the bottom MLP's last width), or bottom_mlp set too", spec.dlrm.bottom_mlp.back()),
+                  fmt::format("{}", spec.dlrm.embedding_dim));
+      return;
+    }
     diags.error(origin_of(spec.origins, "bottom_mlp"), key_path(path, "bottom_mlp"),
                 "the bottom MLP's output interacts with the embeddings, so its last width is embedding_dim",
                 fmt::format("a last width of {}", spec.dlrm.embedding_dim),

@@ -30,9 +30,16 @@ const FieldTable<ModelSpec>& resnet_fields() {
 void check_resnet(const ModelSpec& spec, const std::string& path, Diagnostics& diags) {
   const ResnetModel& m = spec.resnet;
   if (m.blocks.size() != m.widths.size()) {
-    diags.error(origin_of(spec.origins, "widths"), key_path(path, "widths"), "one width per stage",
-                fmt::format("{} widths (blocks has {} stages)", m.blocks.size(), m.blocks.size()),
-                fmt::format("{} widths", m.widths.size()));
+    // At the user's field of the two (blamed_field): `{from: resnet50, blocks: [2, 2]}` is wrong at blocks.
+    if (blamed_field(spec.origins, "widths", "blocks") == "widths") {
+      diags.error(origin_of(spec.origins, "widths"), key_path(path, "widths"), "one width per stage",
+                  fmt::format("{} widths (blocks has {} stages)", m.blocks.size(), m.blocks.size()),
+                  fmt::format("{} widths", m.widths.size()));
+    } else {
+      diags.error(origin_of(spec.origins, "blocks"), key_path(path, "blocks"), "one stage per width",
+                  fmt::format("{} stages (widths has {} widths), or widths set too", m.widths.size(), m.widths.size()),
+                  fmt::format("{} stages", m.blocks.size()));
+    }
   }
   // The stem (stride 2), the max pool (stride 2) and every stage after the first (stride 2) halve the image.
   const int halvings = 2 + static_cast<int>(m.blocks.size()) - 1;

@@ -143,6 +143,16 @@ SourceLoc origin_of(const std::map<std::string, FieldOrigin>& origins, const std
   return SourceLoc{"(model)", 0, 0};
 }
 
+bool user_wrote(const std::map<std::string, FieldOrigin>& origins, const std::string& key) {
+  const auto it = origins.find(key);
+  return it != origins.end() && !it->second.defaulted && !is_bundled_file(it->second.loc.file);
+}
+
+std::string blamed_field(const std::map<std::string, FieldOrigin>& origins, const std::string& key,
+                         const std::string& other) {
+  return !user_wrote(origins, key) && user_wrote(origins, other) ? other : key;
+}
+
 ModelSpec load_model(const std::string& name_or_path) {
   Diagnostics diags;
   const auto file = resolve_data_file("configs/models", name_or_path, {}, SourceLoc{"(command line)", 0, 0}, "model",

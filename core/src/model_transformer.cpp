@@ -87,28 +87,64 @@ const FieldTable<ModelSpec>& transformer_fields() {
 
 void check_transformer(const ModelSpec& spec, const std::string& path, Diagnostics& diags) {
   const TransformerModel& m = spec.transformer;
-  auto at = [&](const std::string& key) { return origin_of(spec.origins, key); };
+  // Each rule relates two fields and names the first, or the second when only that one is the user's
+  // (blamed_field): a bundled model changed by an override is wrong where the override is.
+  auto report = [&](const std::string& key, std::string message, std::string expected, std::string found,
+                    std::string hint = {}) {
+    diags.error(origin_of(spec.origins, key), key_path(path, key), std::move(message), std::move(expected),
+                std::move(found), std::move(hint));
+  };
+  auto blames = [&](const std::string& key, const std::string& other) {
+    return blamed_field(spec.origins, key, other) == key;
+  };
   if (m.kv_heads > 0 && m.heads % m.kv_heads != 0) {
-    diags.error(at("kv_heads"), key_path(path, "kv_heads"), "key/value heads must divide the query heads",
-                fmt::format("a divisor of heads ({})", m.heads), std::to_string(m.kv_heads));
+    if (blames("kv_heads", "heads")) {
+      report("kv_heads", "key/value heads must divide the query heads", fmt::format("a divisor of heads ({})", m.heads),
+             std::to_string(m.kv_heads));
+    } else {
+      report("heads", "the query heads must be a multiple of the key/value heads",
+             fmt::format("a multiple of kv_heads ({})", m.kv_heads), std::to_string(m.heads),
+             "set kv_heads too (a divisor of heads; 0 = heads)");
+    }
   }
   if (m.d_head == 0 && m.d_model % m.heads != 0) {
-    diags.error(at("heads"), key_path(path, "heads"), "d_model is not a multiple of the heads",
-                fmt::format("heads dividing d_model ({}), or d_head set explicitly", m.d_model),
-                std::to_string(m.heads), "set d_head: the width of one head");
+    if (blames("heads", "d_model")) {
+      report("heads", "d_model is not a multiple of the heads",
+             fmt::format("heads dividing d_model ({}), or d_head set explicitly", m.d_model), std::to_string(m.heads),
+             "set d_head: the width of one head");
+    } else {
+      report("d_model", "d_model is not a multiple of the heads",
+             fmt::format("a multiple of heads ({}), or d_head set explicitly", m.heads), std::to_string(m.d_model),
+             "set d_head: the width of one head");
+    }
   }
   if (m.encoder_layers > 0 && m.architecture != Architecture::encoder_decoder) {
-    diags.error(at("encoder_layers"), key_path(path, "encoder_layers"),
-                "encoder_layers applies to an encoder_decoder model", "0, or architecture: encoder_decoder",
-                std::to_string(m.encoder_layers));
+    if (blames("encoder_layers", "architecture")) {
+      report("encoder_layers", "encoder_layers applies to an encoder_decoder model",
+             "0, or architecture: encoder_decoder", std::to_string(m.encoder_layers));
+    } else {
+      report("architecture", "the model has encoder_layers, which only an encoder_decoder model has",
+             fmt::format("encoder_decoder, or encoder_layers: 0 (it is {})", m.encoder_layers),
+             m.architecture == Architecture::decoder ? "decoder" : "encoder");
+    }
   }
   if (m.moe.experts > 0 && m.moe.top_k > m.moe.experts) {
-    diags.error(at("moe.top_k"), key_path(path, "moe.top_k"), "a token cannot go to more experts than there are",
-                fmt::format("at most moe.experts ({})", m.moe.experts), std::to_string(m.moe.top_k));
+    if (blames("moe.top_k", "moe.experts")) {
+      report("moe.top_k", "a token cannot go to more experts than there are",
+             fmt::format("at most moe.experts ({})", m.moe.experts), std::to_string(m.moe.top_k));
+    } else {
+      report("moe.experts", "fewer experts than each token goes to",
+             fmt::format("at least moe.top_k ({})", m.moe.top_k), std::to_string(m.moe.experts));
+    }
   }
   if (m.moe.experts > 0 && m.moe.every > m.layers) {
-    diags.error(at("moe.every"), key_path(path, "moe.every"), "no layer would be a mixture-of-experts layer",
-                fmt::format("at most layers ({})", m.layers), std::to_string(m.moe.every));
+    if (blames("moe.every", "layers")) {
+      report("moe.every", "no layer would be a mixture-of-experts layer", fmt::format("at most layers ({})", m.layers),
+             std::to_string(m.moe.every));
+    } else {
+      report("layers", "no layer would be a mixture-of-experts layer",
+             fmt::format("at least moe.every ({}), or moe.every set too", m.moe.every), std::to_string(m.layers));
+    }
   }
 }
 

@@ -271,7 +271,7 @@ ConfigNode load_root(const std::string& folder, const std::string& name_or_path,
 Scenario load_scenario(const std::string& name_or_path, const std::vector<std::string>& overrides) {
   std::vector<Override> located;
   located.reserve(overrides.size());
-  for (const auto& o : overrides) located.push_back(Override{o, {}, {}});
+  for (const auto& o : overrides) located.push_back(Override{o, {}, {}, std::nullopt});
   return load_scenario_with_overrides(name_or_path, located);
 }
 

@@ -269,6 +269,23 @@ TEST(ApplyOverride, TurnsAScalarOnThePathIntoAMap) {
   EXPECT_EQ(at(root, "a.b")->scalar(), "2");
 }
 
+TEST(ApplyOverride, OfAMapReadFromAFileReplacesTheNodeAndKeepsEachValuesPlace) {
+  ConfigNode root = load_ok("workload:\n  mesh: {data: 4, fsdp: 2}\n");
+  Diagnostics diags;
+  const ConfigNode set = load_yaml_string("set:\n  workload.mesh:\n    data: 1\n    tensor: 8\n", "cal.yaml", diags);
+  const ConfigNode::Entry& e = set.find("set")->entries()[0];
+  apply_override(root, Override{e.key + "=" + flow_text(e.value), e.key_loc, e.value.loc(), e.value}, diags);
+  ASSERT_TRUE(diags.empty()) << diags.str();
+  EXPECT_EQ(at(root, "workload.mesh")->keys(), (std::vector<std::string>{"data", "tensor"}));
+  EXPECT_EQ(at(root, "workload.mesh.tensor")->loc().str(), "cal.yaml:4:13");
+  // The same text on the command line: the same tree, named as the argument.
+  ConfigNode cli = load_ok("workload:\n  mesh: {data: 4, fsdp: 2}\n");
+  apply_override(cli, "workload.mesh=" + flow_text(e.value), diags);
+  ASSERT_TRUE(diags.empty()) << diags.str();
+  EXPECT_EQ(flow_text(*at(cli, "workload.mesh")), "{data: 1, tensor: 8}");
+  EXPECT_EQ(at(cli, "workload.mesh.tensor")->loc().file, "--set workload.mesh={data: 1, tensor: 8}");
+}
+
 TEST(ApplyOverride, WithoutAnEqualsSignIsAnError) {
   ConfigNode root = ConfigNode::make_map(SourceLoc{});
   Diagnostics diags;
@@ -328,14 +345,42 @@ TEST(Suggestion, OffersTheClosestKeyForATypo) {
   EXPECT_EQ(closest_match("qwertyuiop", keys), "");
 }
 
-TEST(FlowText, RendersScalarsAsWrittenListsInFlowStyleAndMapsEmpty) {
+TEST(FlowText, RendersScalarsAsWrittenAndListsAndMapsInFlowStyle) {
   Diagnostics diags;
-  const ConfigNode root =
-      load_yaml_string("a: 16 MiB\nb: [4, [1, 2], x]\nc: {d: 1}\n", "flow.yaml", diags);
+  const ConfigNode root = load_yaml_string(
+      "a: 16 MiB\nb: [4, [1, 2], x]\nc: {d: 1}\nm:\n  from: llama2-7b\n  mesh: {data: 2, fsdp: [x, y]}\ne:\n",
+      "flow.yaml", diags);
   ASSERT_TRUE(diags.empty()) << diags.str();
   EXPECT_EQ(flow_text(*root.find("a")), "16 MiB");
   EXPECT_EQ(flow_text(*root.find("b")), "[4, [1, 2], x]");
-  EXPECT_EQ(flow_text(*root.find("c")), "");
+  EXPECT_EQ(flow_text(*root.find("c")), "{d: 1}");
+  EXPECT_EQ(flow_text(*root.find("m")), "{from: llama2-7b, mesh: {data: 2, fsdp: [x, y]}}");
+  EXPECT_EQ(flow_text(*root.find("e")), "");
+}
+
+// What flow_text writes is what `--set path=value` reads: the same tree, whatever the scalars hold.
+TEST(FlowText, ReadsBackToTheSameTreeWithScalarsYamlWouldReadOtherwiseQuoted) {
+  Diagnostics diags;
+  const ConfigNode root = load_yaml_string(
+      "a: 'x: y'\nb: ['1, 2', '[3]', '{4}', '#5', '- 6', '-7', \"q\\\"uote\", '']\nc: {'k, 1': 'v # w', n: ~}\n",
+      "flow.yaml", diags);
+  ASSERT_TRUE(diags.empty()) << diags.str();
+  EXPECT_EQ(flow_text(*root.find("a")), "\"x: y\"");
+  EXPECT_EQ(flow_text(*root.find("b")), R"(["1, 2", "[3]", "{4}", "#5", "- 6", -7, q"uote, ""])");
+  EXPECT_EQ(flow_text(*root.find("c")), R"({"k, 1": "v # w", n: null})");
+  for (const char* key : {"a", "b", "c"}) {
+    const ConfigNode back = load_yaml_string(flow_text(*root.find(key)), "--set", diags);
+    ASSERT_TRUE(diags.empty()) << diags.str();
+    EXPECT_EQ(flow_text(back), flow_text(*root.find(key))) << key;
+  }
+  const ConfigNode b = load_yaml_string(flow_text(*root.find("b")), "--set", diags);
+  ASSERT_EQ(b.items().size(), 8u);
+  EXPECT_EQ(b.items()[0].scalar(), "1, 2");
+  EXPECT_EQ(b.items()[6].scalar(), "q\"uote");
+  EXPECT_TRUE(b.items()[7].is_scalar());
+  const ConfigNode c = load_yaml_string(flow_text(*root.find("c")), "--set", diags);
+  EXPECT_EQ(c.find("k, 1")->scalar(), "v # w");
+  EXPECT_TRUE(c.find("n")->is_null());
 }
 
 }  // namespace

@@ -81,6 +81,30 @@ TEST(ModelSpec, HeadsThatDoNotDivideDModelAskForAnExplicitHeadWidth) {
   EXPECT_EQ(load(text + "    d_head: 64\n").error, "");
 }
 
+// A bundled model changed by the user: each rule it breaks names the user's field, not the bundled file's.
+TEST(ModelSpec, RulesABundledModelsOverrideBreaksNameTheOverride) {
+  const Loaded heads = load("  model: {from: llama2-7b, heads: 5}\n  batch: 1\n");
+  EXPECT_EQ(heads.error.find("configs/models"), std::string::npos) << heads.error;
+  EXPECT_EQ(heads.error.rfind(heads.file + ":4:", 0), 0u) << heads.error;
+  EXPECT_NE(heads.error.find("workload.model.heads: the query heads must be a multiple of the key/value heads"),
+            std::string::npos)
+      << heads.error;
+  EXPECT_NE(heads.error.find("a multiple of kv_heads (32)"), std::string::npos) << heads.error;
+
+  const Loaded width = load("  model: {from: llama2-7b, d_model: 4100}\n  batch: 1\n");
+  EXPECT_NE(width.error.find("workload.model.d_model: d_model is not a multiple of the heads"), std::string::npos)
+      << width.error;
+  EXPECT_NE(width.error.find("a multiple of heads (32)"), std::string::npos) << width.error;
+
+  const Loaded every = load("  model: {from: mixtral-8x7b, layers: 1, moe: {every: 2}}\n  batch: 1\n");
+  EXPECT_NE(every.error.find("workload.model.moe.every"), std::string::npos) << every.error;  // both the user's
+
+  const Loaded layers = load("  model: {from: t5-base, architecture: decoder}\n  batch: 1\n");
+  EXPECT_NE(layers.error.find("workload.model.architecture: the model has encoder_layers"), std::string::npos)
+      << layers.error;
+  EXPECT_EQ(layers.error.find("configs/models"), std::string::npos) << layers.error;
+}
+
 TEST(ModelSpec, UnknownMoeKeySuggestsTheField) {
   const Loaded l = load(std::string(kTiny) + "    moe:\n      expert: 8\n");
   EXPECT_NE(l.error.find("workload.model.moe.expert"), std::string::npos) << l.error;

@@ -252,17 +252,21 @@ grid:
 }
 
 TEST_F(SweepCli, AFailedPointRecordsItsErrorAndTheOthersGoOn) {
-  write("s.yaml", kScenario);
-  const fs::path sweep = write("w.yaml", "name: w\nscenario: s.yaml\ngrid:\n  chip.vmem.capacity: [1 KiB, 16 MiB]\n");
+  // A job of 10 steps ends before its fault at 1 s, which its run finds only once the healthy step is simulated
+  // (the checks before any point runs cannot: the job's end is 10 x a step no check knows); 10 million steps
+  // take about 170 s of simulated time, so the fault hits.
+  write("s.yaml", "name: s\npod: v5e-2x2\nworkload: {model: mlp-small, batch: 64, step: train}\njob: {steps: 10}\n"
+                  "faults:\n  - {at: 1 s, kind: chip_down, target: [0, 0]}\n");
+  const fs::path sweep = write("w.yaml", "name: w\nscenario: s.yaml\ngrid:\n  job.steps: [10, 10000000]\n");
   const fs::path out = dir_ / "sw";
   Outcome o = tpusim("sweep " + sweep.string() + " -j 2 -o " + out.string());
   EXPECT_EQ(o.exit_code, 1) << o.err;
   const auto table = lines(slurp(out / "table.csv"));
   ASSERT_GE(table.size(), 3u);
-  // The run's own message (an input error found while lowering: exit 2) is in the row's error column.
-  EXPECT_TRUE(starts_with(table[1], "0,\"1 KiB\",failed (exit 2),,,,"));
-  EXPECT_NE(table[1].find("VMEM too small for the smallest tile"), std::string::npos) << table[1];
-  EXPECT_TRUE(starts_with(table[2], "1,\"16 MiB\",ok,"));
+  // The run's own message (an input error found after the healthy step: exit 2) is in the row's error column.
+  EXPECT_TRUE(starts_with(table[1], "0,\"10\",failed (exit 2),,,,")) << table[1];
+  EXPECT_NE(table[1].find("the fault comes after the job ends"), std::string::npos) << table[1];
+  EXPECT_TRUE(starts_with(table[2], "1,\"10000000\",ok,")) << table[2];
   EXPECT_EQ(table[2].back(), ',');  // no error
   EXPECT_NE(o.out.find("2 points, 1 ok, 1 failed, 0 not run"), std::string::npos) << o.out;
 

@@ -24,6 +24,7 @@
 #include "tools/src/output_folder.h"
 #include "tools/src/readable.h"
 #include "tools/src/report.h"
+#include "tools/src/run_check.h"
 #include "tools/src/simulation_report.h"
 #include "tools/src/charts/svg.h"
 #include "tools/src/trace.h"
@@ -42,24 +43,6 @@
 namespace tpusim::tools {
 namespace fs = std::filesystem;
 namespace {
-
-// The scenario's programs: a program file it names (checked like any input), or the lowered model (with its
-// memory plan and step work).
-kernels::LoweredWorkload programs_for(const Scenario& s) {
-  if (s.workload.program.empty()) return kernels::lower(s.workload, s.chip, s.pod);
-  kernels::LoweredWorkload lowered;
-  ir::ProgramSet& set = lowered.programs;
-  set = ir::read_program_json(s.workload.program);
-  const auto chips = static_cast<std::size_t>(s.pod.chip_count());
-  if (!set.role_of_chip.empty() && set.role_of_chip.size() != chips) {
-    Diagnostics diags;
-    diags.error(SourceLoc{s.workload.program, 0, 0}, "workload.program",
-                "the program file assigns roles to a different number of chips than the pod has",
-                fmt::format("{} roles (pod {})", chips, s.pod.name), fmt::format("{} roles", set.role_of_chip.size()));
-    throw ConfigError(diags.items());
-  }
-  return lowered;
-}
 
 // `after` says what had run when the error was found; empty: nothing had.
 void print_config_error(const ConfigError& e, const std::string& after = "") {
@@ -387,16 +370,7 @@ int validate_command(const std::string& scenario_name, const std::vector<std::st
     // The same checks as `run`, so that "ok" means the run will not be refused, but for a job given in steps: its
     // fault times and rates are checked against its end, which needs the simulated step (the note below).
     const Scenario s = load_scenario(scenario_name, overrides);
-    kernels::check_sharding(s.workload, s.pod);
-    guard_topology(s.pod, limits);
-    const Topology topology = check_topology(s);
-    check_fault_cuts(s, topology);
-    const Scenario step = models::job_step_scenario(s);  // job_steps.h
-    guard_lowering(step, limits);
-    const ir::ProgramSet programs = programs_for(step).programs;
-    check_programs(step, programs, topology);
-    guard_simulation(step, programs, limits);
-    guard_fault_rates(s, s.job.duration);  // a job given in steps is checked by run, once its step is known
+    const ir::ProgramSet programs = check_run(s, limits).lowered.programs;  // run_check.h
     std::size_t instructions = 0;
     for (const auto& p : programs.programs) instructions += p.size();
     // The estimate to four digits (readable.h): rounding it down to whole MiB printed "about 0 B" below 1 MiB.

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/src/output_folder.h"
+#include "tools/src/study_plan.h"
 #include "tools/src/sweep/sweep_runner.h"
 #include "tpusim/core/diagnostics.h"
 #include "tpusim/core/interrupt.h"
@@ -288,6 +289,36 @@ int layouts_command(const LayoutsArgs& args, const std::string& self_exe) {
     return 2;
   }
   const fs::path points = out / "points";
+  // The folder's plan (study_plan.h): a folder is reused only by the same search (scenario, options, meshes) over
+  // the same base; another's points would be taken for this one's.
+  nlohmann::ordered_json point_list = nlohmann::ordered_json::array();
+  for (const Layout& l : layouts) {
+    std::vector<std::string> o;
+    for (const auto& [field, value] : l.knobs) o.push_back(fmt::format("workload.{}={}", field, value));
+    o.push_back("workload.mesh=" + l.mesh());
+    point_list.push_back(o);
+  }
+  ResolvedFingerprint base;
+  for (const Scenario& sc : scenarios) base.add(sc);
+  const nlohmann::ordered_json plan_doc{{"scenario", args.scenario}, {"set", args.overrides},
+                                        {"axes", args.axes},         {"microbatches", args.microbatches},
+                                        {"remat", args.remat},       {"overlap", args.overlap},
+                                        {"points", point_list},      {"base", base.str()}};
+  const fs::path plan_file = out / "plan.json";
+  std::error_code ec;
+  if (fs::exists(plan_file)) {
+    std::ifstream in(plan_file);
+    if (const auto differs = plan_difference(nlohmann::ordered_json::parse(in, nullptr, false), plan_doc)) {
+      std::cerr << plan_refusal("layouts", out, *differs) << "\ntpusim layouts: nothing was run\n";
+      return 2;
+    }
+  } else if (fs::is_directory(points) && !fs::is_empty(points, ec)) {
+    std::cerr << fmt::format("tpusim layouts: {} holds a layout search without a plan.json (an older tpusim wrote "
+                             "it), whose points cannot be told from this one's; choose another -o, or remove {}\n"
+                             "tpusim layouts: nothing was run\n",
+                             out.string(), out.string());
+    return 2;
+  }
   (void)claim_output_folder(out, "layouts");
   std::optional<PointsLock> lock;  // every point, until the table is written
   try {
@@ -295,6 +326,9 @@ int layouts_command(const LayoutsArgs& args, const std::string& self_exe) {
   } catch (const OutputRefused& e) {
     std::cerr << "tpusim layouts: " << e.what() << "\n";
     return 2;
+  }
+  if (!fs::exists(plan_file)) {
+    write_file_atomically(plan_file, [&](std::ostream& f) { f << plan_doc.dump(2) << "\n"; });
   }
   fs::create_directories(points);
   std::vector<PointTask> tasks;
@@ -309,7 +343,7 @@ int layouts_command(const LayoutsArgs& args, const std::string& self_exe) {
       t.argv.insert(t.argv.end(), {"--set", fmt::format("workload.{}={}", field, value)});
     }
     t.argv.insert(t.argv.end(), {"--set", "workload.mesh=" + layouts[i].mesh(), "-q", "-o", t.dir.string()});
-    tasks.push_back(t);  // always run: a folder from another search (other overrides) must not be reused
+    tasks.push_back(t);  // always run (the folder holds this search's points, plan.json says, perhaps not all)
   }
   const int jobs = args.jobs > 0 ? args.jobs : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
   Progress progress(s.name + " layouts", tasks.size(), std::cerr, isatty(STDERR_FILENO) != 0);

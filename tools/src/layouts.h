@@ -6,6 +6,8 @@
 // ranks them by step time, then by HBM per chip: OUT/layouts.csv and a table on stdout. `axes` restricts the
 // mesh axes searched; `microbatches`, `remat` and `overlap` list values of those workload fields searched
 // jointly with the mesh (every combination of the values given, each checked by the scenario parser).
+// OUT/plan.json (study_plan.h) records the search: a folder is reused only by the same search (scenario, --set,
+// --axes and searched values, the same meshes) over the same base; another's is refused (exit 2).
 #include <string>
 #include <vector>
 

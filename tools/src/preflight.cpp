@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "tpusim/core/data_paths.h"
 #include "tpusim/core/diagnostics.h"
 #include "tpusim/core/units.h"
 #include "tpusim/kernels/collectives.h"
@@ -99,6 +100,14 @@ Diagnostic relocate_plan_error(const Scenario& s, Diagnostic d, std::size_t p, s
       d.loc = chosen->second.loc;
       d.hint += fmt::format("{}{} is not set for chip {} (it takes its default): set it under chip: in the scenario",
                             d.hint.empty() ? "" : "; ", d.key_path, s.chip.name);
+    }
+    // A multi-pod collective on a bundled chip without DCN bandwidth: what the user wrote is the pod count
+    // (`--set pod.pods=2`, a sweep's grid), so the error is there, not in the bundled pod or chip.
+    const auto pods = s.pod.origins.find("pods");
+    if (d.key_path == "chip.host.dcn_bandwidth" && is_bundled_file(d.loc.file) && pods != s.pod.origins.end() &&
+        !pods->second.defaulted && !is_bundled_file(pods->second.loc.file)) {
+      d.loc = pods->second.loc;
+      d.hint += fmt::format("{}or one pod (pod.pods: 1)", d.hint.empty() ? "" : "; ");
     }
     return d;
   }
@@ -387,13 +396,6 @@ void check_fault_cuts(const Scenario& s, const Topology& topology) {
   }
   diags.throw_if_any();
   check_fault_splits(s, topology);
-}
-
-void check_fault_plan(const Scenario& s) {
-  if (!cables_stay_down(s)) return;  // check_fault_cuts would return at once: no topology to build
-  if (std::any_of(s.faults.faults.begin(), s.faults.faults.end(), timed_cable_fault)) {
-    check_fault_cuts(s, check_topology(s));
-  }
 }
 
 void guard_fault_rates(const Scenario& s, Seconds length) {

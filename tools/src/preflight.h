@@ -56,9 +56,6 @@ void guard_simulation(const Scenario& scenario, const ir::ProgramSet& programs, 
 // parts are bad input at the fault that splits it, naming the parts and the cables between them. The other
 // policies repair each cable at the restart its detection starts.
 void check_fault_cuts(const Scenario& scenario, const Topology& topology);
-// check_fault_cuts for a scenario whose topology is not built yet (a sweep's points, before any runs): builds it
-// (check_topology) only for timed link faults under reroute.
-void check_fault_plan(const Scenario& scenario);
 // A job's random fault rates against what a job can meet (models::kMaxJobFaults), over `length` (job.duration,
 // or for a job given in steps its healthy length once the step is simulated: models::healthy_job_length).
 void guard_fault_rates(const Scenario& scenario, Seconds length);

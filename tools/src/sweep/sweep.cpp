@@ -16,6 +16,8 @@
 
 #include "tools/src/output_folder.h"
 #include "tools/src/preflight.h"
+#include "tools/src/run_check.h"
+#include "tools/src/study_plan.h"
 #include "tools/src/sweep/slurm.h"
 #include "tools/src/sweep/sweep_analysis.h"
 #include "tools/src/sweep/sweep_axes.h"
@@ -116,10 +118,21 @@ int run_sweep(const SweepArgs& args) {
   }
   SweepPlan plan;
   Expansion ex;
+  std::string base;  // what the points resolve to (study_plan.h)
   try {
     plan = load_sweep_plan(args.sweep);
     ex = expand(plan);
-    validate(plan, ex, check_fault_plan);  // preflight.h: each point's fault plan, as `run` checks it
+    // Each point as `run` checks it before simulating (run_check.h), with the limits a point's run has.
+    const Limits limits = Limits::defaults();
+    base = validate(plan, ex, [&](const Scenario& s) {
+      try {
+        (void)check_run(s, limits);
+      } catch (const ResourceRefused& e) {
+        // At the scenario, which names no line: validate adds the point.
+        throw ConfigError({Diagnostic{SourceLoc{plan.scenario.string()}, "", "the point's run would be refused", "",
+                                      e.what(), ""}});
+      }
+    });
   } catch (const ConfigError& e) {
     std::cerr << e.what() << "\ntpusim sweep: bad input; nothing was run\n";
     return 2;
@@ -143,32 +156,13 @@ int run_sweep(const SweepArgs& args) {
 
   json points = json::array();
   for (const auto& r : ex.runs) points.push_back(r.overrides);
-  const json plan_doc{{"sweep", plan.name}, {"scenario", plan.scenario.string()}, {"points", points}};
+  const json plan_doc{{"sweep", plan.name}, {"scenario", plan.scenario.string()}, {"points", points}, {"base", base}};
   const fs::path plan_file = out / "plan.json";
   if (fs::exists(plan_file)) {
     std::ifstream in(plan_file);
-    const json found = json::parse(in, nullptr, false);
-    if (found != plan_doc) {
-      // Say what differs: resuming would label one sweep's points with another's values.
-      std::string what;
-      if (!found.is_object()) {
-        what = "its plan.json is not one tpusim wrote";
-      } else if (found.value("sweep", json()) != plan_doc["sweep"]) {
-        what = fmt::format("it is sweep {}, not {}", found.value("sweep", json()).dump(), plan_doc["sweep"].dump());
-      } else if (found.value("scenario", json()) != plan_doc["scenario"]) {
-        what = fmt::format("its base scenario is {}, not {}", found.value("scenario", json()).dump(),
-                           plan_doc["scenario"].dump());
-      } else {
-        const json& was = found.value("points", json::array());
-        std::size_t i = 0;
-        while (i < was.size() && i < points.size() && was[i] == points[i]) ++i;
-        what = i < was.size() && i < points.size()
-                   ? fmt::format("its axes differ: point {} was {}, now {}", i, was[i].dump(), points[i].dump())
-                   : fmt::format("its axes differ: {} points, now {}", was.size(), points.size());
-      }
-      std::cerr << fmt::format("tpusim sweep: {} holds the results of a different sweep ({}); choose another -o\n"
-                               "tpusim sweep: bad input; nothing was run\n",
-                               out.string(), what);
+    // Resuming another sweep, or this one over a base that changed since, would label old points with new values.
+    if (const auto differs = plan_difference(json::parse(in, nullptr, false), plan_doc)) {
+      std::cerr << plan_refusal("sweep", out, *differs) << "\ntpusim sweep: bad input; nothing was run\n";
       return 2;
     }
   } else if (!args.share.empty()) {

@@ -1,5 +1,6 @@
 #include "tools/src/sweep/sweep_check.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -8,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "tools/src/study_plan.h"
 #include "tools/src/sweep/sweep_table.h"
 #include "tpusim/core/diagnostics.h"
 #include "tpusim/kernels/sharding.h"
@@ -68,23 +70,30 @@ class ScenarioFields {
 
 }  // namespace
 
-void validate(const SweepPlan& plan, const Expansion& ex, const PointCheck& check_point) {
+std::string validate(const SweepPlan& plan, const Expansion& ex, const PointCheck& check_point) {
   std::vector<Diagnostic> all;
   std::set<std::string> seen;
+  ResolvedFingerprint base;
   for (const auto& c : ex.configs) {
     std::vector<std::string> overrides = c.overrides;
     if (!plan.seeds.empty()) overrides.push_back(fmt::format("seed={}", plan.seeds.front()));
     try {
       const Scenario s = load_scenario(plan.scenario.string(), overrides);
+      base.add(s);
       kernels::check_sharding(s.workload, s.pod);
       try {
         check_point(s);
       } catch (const ConfigError& e) {
-        // At the scenario's fault, which every point shares: the message names the point whose pod or plan
-        // makes it wrong (the first such point, when several share the error).
+        // At the sweep's line of the value that makes the point wrong, or at the scenario's line, which every
+        // point shares: then the message names the point (the first such point, when several share the error).
         for (Diagnostic d : at_sweep_lines(e, c.overrides, c.origins)) {
           if (!seen.insert(d.str()).second) continue;
-          d.hint += fmt::format("{}in the sweep's point {}", d.hint.empty() ? "" : "; ", fmt::join(c.overrides, ", "));
+          const bool at_sweep_line =
+              std::any_of(c.origins.begin(), c.origins.end(), [&](const SourceLoc& o) { return o.file == d.loc.file; });
+          if (!at_sweep_line) {
+            d.hint += fmt::format("{}in the sweep's point {}", d.hint.empty() ? "" : "; ",
+                                  fmt::join(c.overrides, ", "));
+          }
           all.push_back(std::move(d));
         }
       }
@@ -96,6 +105,7 @@ void validate(const SweepPlan& plan, const Expansion& ex, const PointCheck& chec
   }
   if (!all.empty()) throw ConfigError(std::move(all));
   check_columns(plan, ex);
+  return base.str();
 }
 
 Expansion expand(const SweepPlan& plan) {
@@ -109,7 +119,7 @@ std::size_t check_sweep(const std::string& name_or_path, std::size_t max_configs
   const SweepPlan plan = load_sweep_plan(name_or_path);
   Expansion ex = expand(plan);
   if (ex.configs.size() > max_configs) ex.configs.resize(max_configs);
-  validate(plan, ex, check_point);
+  (void)validate(plan, ex, check_point);
   return ex.configs.size();
 }
 

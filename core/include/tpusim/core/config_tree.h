@@ -3,6 +3,7 @@
 // that trails it on its line (configs put a value's source there). We convert yaml-cpp's nodes into this form
 // once, so that merges and `--set` overrides keep the origin of each value and errors can always name it.
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,10 +79,13 @@ void merge_into(ConfigNode& base, const ConfigNode& overlay);
 
 // An override "dotted.path=value" and where it was written: `key` and `value` locate it in a file (a sweep's
 // grid); left empty, it was given on the command line and errors name it as "--set dotted.path=value".
+// `node`, when given, is the value as read from that file (a calibration point's `set:` entry), applied as it is
+// so that every value inside a map or list keeps its own line and column; `assignment` is then its flow_text.
 struct Override {
   std::string assignment;
   SourceLoc key;
   SourceLoc value;
+  std::optional<ConfigNode> node;
 };
 
 // Applies an override. The value is parsed as YAML (so lists like [4,4,4] work) and replaces or creates the
@@ -91,8 +95,10 @@ void apply_override(ConfigNode& root, const Override& override, Diagnostics& dia
 // The same for a command-line `--set` argument.
 void apply_override(ConfigNode& root, std::string_view assignment, Diagnostics& diags);
 
-// The node as one line of YAML, the value text `--set path=value` takes: a scalar as written, a list in flow
-// style ("[4, 4, 4]", nested lists likewise); a map or null renders empty.
+// The node as one line of YAML, the value text `--set path=value` takes and reads back to the same node: a
+// scalar as written (double-quoted when YAML would read it otherwise: "a: b", a leading '[' or '&', and inside
+// a list or map also ',', '[', ']', '{' and '}'), a list or map in flow style ("[4, 4, 4]", "{data: 2, fsdp:
+// 4}", nested likewise); null renders empty.
 [[nodiscard]] std::string flow_text(const ConfigNode& n);
 
 // Splits "a.b.c=value" at the first '='; false when there is none.

@@ -27,4 +27,8 @@ void set_data_dir(std::filesystem::path dir);
                                                                      const SourceLoc& loc, const std::string& key,
                                                                      Diagnostics& diags);
 
+// Whether `file` (a SourceLoc's file) is a bundled config or scenario (below a data root's configs/ or
+// scenarios/), a file the user did not write: a rule that an override breaks names the override, not it.
+[[nodiscard]] bool is_bundled_file(const std::string& file);
+
 }  // namespace tpusim

@@ -173,5 +173,12 @@ struct ModelKindInfo {
 
 // Where a resolved field came from, for errors about it (its file:line, or the model's own location).
 [[nodiscard]] SourceLoc origin_of(const std::map<std::string, FieldOrigin>& origins, const std::string& key);
+// Whether the user wrote the field: it is set, and not in a bundled file (is_bundled_file). A cross-field rule
+// names its usual field unless the user wrote only the other one (`from: llama2-7b, heads: 5` breaks "kv_heads
+// divides heads" at heads, the user's line, not at the bundled model's kv_heads).
+[[nodiscard]] bool user_wrote(const std::map<std::string, FieldOrigin>& origins, const std::string& key);
+// `key`, or `other` when the user wrote `other` and not `key`: the field a rule relating the two names.
+[[nodiscard]] std::string blamed_field(const std::map<std::string, FieldOrigin>& origins, const std::string& key,
+                                       const std::string& other);
 
 }  // namespace tpusim
