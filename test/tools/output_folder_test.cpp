@@ -35,7 +35,7 @@ class OutputFolderTest : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(OutputFolderTest, ACommittedFolderListsEveryFileAtItsSize) {
+TEST_F(OutputFolderTest, ACommittedFolderListsEveryFileAtItsSizeAndChecksum) {
   const fs::path out = dir_ / "o";
   {
     OutputFolder folder(out, "run");
@@ -43,7 +43,10 @@ TEST_F(OutputFolderTest, ACommittedFolderListsEveryFileAtItsSize) {
     put(folder.file("sub") / "b.json", "{}\n");
     folder.commit();
   }
-  EXPECT_EQ(slurp(out / kOutputManifest), "3\tsub/b.json\n5\ta.csv\n");
+  // The 64-bit FNV-1a of "{}\n" and of "12345".
+  EXPECT_EQ(slurp(out / kOutputManifest),
+            "3 fnv1a64:c735ad1983dc7ddd\tsub/b.json\n5 fnv1a64:e575e8883c0f89f8\ta.csv\n");
+  EXPECT_NE(slurp(out / kOutputMarker).find("\nmanifest: 2\n"), std::string::npos);
   EXPECT_TRUE(foreign_files(out).empty());
   EXPECT_EQ(check_output_folder(out, "run"), fs::weakly_canonical(out));
 }
@@ -54,15 +57,52 @@ TEST_F(OutputFolderTest, UnlistedChangedAndLinkedFilesAreTheUsers) {
     OutputFolder folder(out, "run");
     put(folder.file("a.csv"), "12345");
     put(folder.file("e.csv"), "123");
+    put(folder.file("s.csv"), "abc");
     folder.commit();
   }
   put(out / "notes.txt", "mine");  // not listed
   put(out / "a.csv", "123456");    // listed at 5 bytes, now 6: edited
+  put(out / "s.csv", "abd");       // the same size, another content: edited
   put(out / "e.csv", "");          // listed, now empty: cut short by a crash, still tpusim's
   fs::create_symlink(out / "a.csv", out / "link");
   put(out / ".x.partial-123", "staging of a killed run");  // tpusim's leftover, not the user's
-  EXPECT_EQ(foreign_files(out), (std::vector<std::string>{"a.csv", "link", "notes.txt"}));
+  EXPECT_EQ(foreign_files(out), (std::vector<std::string>{"a.csv", "link", "notes.txt", "s.csv"}));
   EXPECT_THROW((void)check_output_folder(out, "run"), OutputRefused);
+}
+
+TEST_F(OutputFolderTest, AnEditThatKeepsTheSizeIsRefusedNamingTheFile) {
+  const fs::path out = dir_ / "o";
+  {
+    OutputFolder folder(out, "run");
+    put(folder.file("summary.json"), "{\"seed\": 1}\n");
+    folder.commit();
+  }
+  put(out / "summary.json", "{\"seed\": 7}\n");
+  try {
+    (void)check_output_folder(out, "run");
+    FAIL() << "a same-size edit was not noticed";
+  } catch (const OutputRefused& e) {
+    EXPECT_NE(std::string(e.what()).find("holds 1 file tpusim did not write (or changed since):\n  summary.json"),
+              std::string::npos)
+        << e.what();
+  }
+  put(out / "summary.json", "{\"seed\": 1}\n");  // as tpusim wrote it again
+  EXPECT_NO_THROW((void)check_output_folder(out, "run"));
+}
+
+TEST_F(OutputFolderTest, AnOlderTpusimsManifestOfSizesIsJudgedBySizeOnlyInItsOwnFolder) {
+  // A marker without "manifest: 2": a tpusim before checksums wrote the folder; its sizes are all it said.
+  put(dir_ / "old" / kOutputMarker, "This folder was written by tpusim.\nkind: run\n");
+  put(dir_ / "old" / kOutputManifest, "3\tsummary.json\n5\ta.csv\n");
+  put(dir_ / "old" / "summary.json", "{}\n");
+  put(dir_ / "old" / "a.csv", "123456");
+  EXPECT_EQ(foreign_files(dir_ / "old"), std::vector<std::string>{"a.csv"});
+  // In a folder this tpusim made, a line without a checksum lists nothing (but an empty file: a crash's).
+  const fs::path sw = claim_output_folder(dir_ / "sw", "sweep");
+  put(sw / kOutputManifest, "3\tplan.json\n118\tpoints/00001.failed.json\n");
+  put(sw / "plan.json", "{}\n");
+  put(sw / "points" / "00001.failed.json", "");
+  EXPECT_EQ(foreign_files(sw), std::vector<std::string>{"plan.json"});
 }
 
 TEST_F(OutputFolderTest, InPlaceWritesAppendToTheManifestAndOnlyTheLastSizeListedCounts) {
@@ -71,7 +111,8 @@ TEST_F(OutputFolderTest, InPlaceWritesAppendToTheManifestAndOnlyTheLastSizeListe
   write_file_atomically(out / "table.csv", [](std::ostream& o) { o << "1,2,3\n"; });
   record_written(out / "points" / "00000.log", true);  // still being written: any size
   put(out / "points" / "00000.log", "a long log");
-  EXPECT_EQ(slurp(out / kOutputManifest), "4\ttable.csv\n6\ttable.csv\n*\tpoints/00000.log\n");
+  EXPECT_EQ(slurp(out / kOutputManifest),
+            "4 fnv1a64:2fc297f10bd801c4\ttable.csv\n6 fnv1a64:519e6ccacb53d107\ttable.csv\n*\tpoints/00000.log\n");
   EXPECT_TRUE(foreign_files(out).empty());
   // Edited back to the size it was first written at (4 bytes): the user's, since tpusim last wrote 6.
   put(out / "table.csv", "9,9\n");
@@ -100,7 +141,9 @@ TEST_F(OutputFolderTest, ACompactedManifestListsEachFileOnceAtItsLastSizeInNameO
   EXPECT_NE(slurp(a / kOutputManifest), slurp(b / kOutputManifest));
   compact_manifest(a);
   compact_manifest(b);
-  const std::string expected = "3\tpoints/00000.log\n3\tpoints/00001.log\n4\ttable.csv\n";
+  const std::string expected =
+      "3 fnv1a64:1a19f91921d9561f\tpoints/00000.log\n3 fnv1a64:1a19f91921d9561f\tpoints/00001.log\n"
+      "4 fnv1a64:2fc297f10bd801c4\ttable.csv\n";
   EXPECT_EQ(slurp(a / kOutputManifest), expected);
   EXPECT_EQ(slurp(b / kOutputManifest), expected);
   EXPECT_TRUE(foreign_files(a).empty());
