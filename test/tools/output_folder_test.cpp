@@ -177,12 +177,34 @@ TEST_F(OutputFolderTest, AManifestLineCutShortListsNothing) {
 TEST_F(OutputFolderTest, ADrawingIsTpusimsOnlyWithTheChecksumOfWhatItHolds) {
   const std::string svg = sign_drawing("<?xml version=\"1.0\"?>\n<svg>x</svg>\n", true);
   EXPECT_EQ(svg.substr(0, svg.find('\n', 22) + 1).rfind("<?xml version=\"1.0\"?>\n<!-- written by tpusim, ", 0), 0u);
-  EXPECT_TRUE(is_signed_drawing(svg));
+  EXPECT_EQ(signature_of(svg), Signature::valid);
   std::string edited = svg;
   edited.replace(edited.find(">x<"), 3, ">y<");
-  EXPECT_FALSE(is_signed_drawing(edited));
-  EXPECT_FALSE(is_signed_drawing("<?xml version=\"1.0\"?>\n<!-- written by tpusim -->\n<svg>x</svg>\n"));
-  EXPECT_TRUE(is_signed_drawing(sign_drawing("digraph {}", false)));
+  EXPECT_EQ(signature_of(edited), Signature::changed);
+  EXPECT_EQ(signature_of("<?xml version=\"1.0\"?>\n<!-- written by tpusim -->\n<svg>x</svg>\n"), Signature::none);
+  EXPECT_EQ(signature_of(sign_drawing("digraph {}", false)), Signature::valid);
+}
+
+TEST_F(OutputFolderTest, AProgramFileIsSignedInAFieldOfItsOwnAndAnEditIsNamed) {
+  const std::string program = "{\n  \"format\": \"tpusim-program\",\n  \"version\": 2\n}\n";
+  const std::string text = sign_program(program);
+  // The second line: the 64-bit FNV-1a of the unsigned text.
+  EXPECT_EQ(text, "{\n  \"signature\": \"written by tpusim, checksum fnv1a64 7a79334d69d9c1fd\",\n"
+                  "  \"format\": \"tpusim-program\",\n  \"version\": 2\n}\n");
+  EXPECT_EQ(signature_of(text), Signature::valid);
+  std::string edited = text;
+  edited.replace(edited.find("2\n}"), 1, "1");
+  EXPECT_EQ(signature_of(edited), Signature::changed);
+  EXPECT_EQ(signature_of(program), Signature::none);
+  put(dir_ / "p.json", edited);
+  try {
+    (void)check_output_file(dir_ / "p.json");
+    FAIL() << "an edited program file would be replaced";
+  } catch (const OutputRefused& e) {
+    EXPECT_NE(std::string(e.what()).find("p.json was changed since tpusim wrote it"), std::string::npos) << e.what();
+  }
+  put(dir_ / "p.json", text);
+  EXPECT_NO_THROW((void)check_output_file(dir_ / "p.json"));
 }
 
 TEST_F(OutputFolderTest, TwoStudiesCannotHoldTheSamePointsOfAFolderAtOnce) {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <system_error>
@@ -190,7 +191,7 @@ fs::path check_output_folder(const fs::path& target, const std::string& kind) {
   return real;
 }
 
-fs::path check_output_file(const fs::path& target, const std::function<bool(const std::string&)>& is_ours) {
+fs::path check_output_file(const fs::path& target) {
   const fs::path real = resolve_target(target, "the output file");
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(real, ec);
@@ -199,11 +200,19 @@ fs::path check_output_file(const fs::path& target, const std::function<bool(cons
     throw OutputRefused(fmt::format("the output file {} exists and is not a regular file; choose another path",
                                     target.string()));
   }
-  if (!is_ours(read_text(real))) {
-    throw OutputRefused(fmt::format("the output file {} exists and was not written by tpusim (or was changed "
-                                    "since); tpusim replaces only its own files. Choose another path, or remove "
-                                    "it yourself",
-                                    target.string()));
+  const std::string text = read_text(real);
+  const std::optional<SignatureSums> sums = signature_sums(text);
+  if (!sums) {
+    throw OutputRefused(fmt::format("the output file {} exists and was not written by tpusim (its second line is "
+                                    "not tpusim's signature, \"{}, {}...\"); tpusim replaces only its own "
+                                    "files. Choose another path, or remove it yourself",
+                                    target.string(), kWrittenByTpusim, kChecksumTag));
+  }
+  if (sums->signed_as != sums->content) {
+    throw OutputRefused(fmt::format("the output file {} was changed since tpusim wrote it: expected the checksum "
+                                    "its signature gives, fnv1a64 {}, found fnv1a64 {}; tpusim never replaces "
+                                    "a file someone changed. Choose another path, or remove it yourself",
+                                    target.string(), sums->signed_as, sums->content));
   }
   return real;
 }

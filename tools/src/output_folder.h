@@ -12,9 +12,9 @@
 //   that resolves to them. tpusim's own leftovers of a killed run (`.NAME.partial-PID`, `.NAME.old-PID`) are
 //   not the user's: they are ignored, and replaced with the folder.
 // - Single files (`lower -o`, `topo --dot`, `topo --svg`, `describe chip --svg`): the target is new, or a
-//   regular file tpusim wrote and nobody changed since: a drawing whose "written by tpusim" comment carries the
-//   checksum of the rest of the file, a program file that reads back to exactly the bytes tpusim writes for it.
-//   Refused: anything else, including hand-written or edited files, folders, links and device files.
+//   regular file tpusim wrote and nobody changed since: its second line is tpusim's signature (a comment in a
+//   drawing, the "signature" field of a program file) carrying the checksum of the rest of the file. Refused:
+//   anything else, including hand-written or edited files, folders, links and device files.
 //
 // Writes are staged beside the target (`.NAME.partial-PID`) and renamed into place only when everything was
 // written, so a failed or interrupted run leaves the previous output, or nothing, never a half-written one.
@@ -35,7 +35,7 @@ inline constexpr const char* kOutputMarker = ".tpusim-output";
 // the folder is renamed into place. A marker with "manifest: 2" says every line carries a checksum; an older
 // tpusim's folder (no such line) lists sizes only ("SIZE<TAB>PATH"), which are all it can be judged by.
 inline constexpr const char* kOutputManifest = ".tpusim-manifest";
-// The comment tpusim puts into the drawings it writes, so it can recognise them as its own later.
+// The signature tpusim puts into the single files it writes, so it can recognise them as its own later.
 inline constexpr const char* kWrittenByTpusim = "written by tpusim";
 
 // tpusim will not write there; what() says why and what to do instead. Bad input: exit 2.
@@ -55,14 +55,18 @@ class OutputRefused : public std::runtime_error {
 // The files under `dir` (relative paths, sorted) that its manifests do not list as they are now.
 [[nodiscard]] std::vector<std::string> foreign_files(const std::filesystem::path& dir);
 
-// Checks that tpusim may (re)place the single output file `target`: new, or one that `is_ours` recognises
-// from its whole content. Returns its absolute, normalised path.
-[[nodiscard]] std::filesystem::path check_output_file(const std::filesystem::path& target,
-                                                      const std::function<bool(const std::string&)>& is_ours);
-// A drawing tpusim wrote: its "written by tpusim" comment holds the checksum of the rest of the text.
-[[nodiscard]] bool is_signed_drawing(const std::string& text);
-// `text` with that comment put after its first line (an SVG's XML declaration must stay first).
+// Checks that tpusim may (re)place the single output file `target`: new, or signed by tpusim and unchanged
+// (Signature::valid). Returns its absolute, normalised path.
+[[nodiscard]] std::filesystem::path check_output_file(const std::filesystem::path& target);
+// A single file's signature: its second line holds "written by tpusim, checksum fnv1a64 HEX", and HEX is the
+// checksum of the file without that line (valid), or is not (changed: edited since tpusim wrote it); or the
+// file has no such line (none: a user's file, or one written by a tpusim that did not sign its files).
+enum class Signature { valid, changed, none };
+[[nodiscard]] Signature signature_of(const std::string& text);
+// `text` signed with a comment after its first line (an SVG's XML declaration must stay first).
 [[nodiscard]] std::string sign_drawing(const std::string& text, bool svg);
+// A program file (ir::write_program_json's text) signed with a "signature" field after its opening brace.
+[[nodiscard]] std::string sign_program(const std::string& text);
 
 // Opens (creating when new, with the marker) an output folder of kind `kind` that is written in place over
 // several runs (a sweep's folder). Same rules as check_output_folder. Returns its path.

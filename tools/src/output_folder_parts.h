@@ -3,6 +3,7 @@
 // output_manifest.cpp (manifests and signatures: how tpusim recognises what it wrote); not part of
 // output_folder.h.
 #include <filesystem>
+#include <optional>
 #include <string>
 
 namespace tpusim::tools::output_parts {
@@ -17,5 +18,14 @@ namespace tpusim::tools::output_parts {
 // The whole manifest of a folder tpusim just wrote (every regular file below it but the marker and the
 // manifest), written atomically.
 void write_full_manifest(const std::filesystem::path& dir);
+
+// What a signature line starts with after kWrittenByTpusim and ", ".
+inline constexpr const char* kChecksumTag = "checksum fnv1a64 ";
+// A signed text's checksums (16 hex digits each): the one its signature gives, and the one of the text
+// without that line; nullopt when its second line is no signature.
+struct SignatureSums {
+  std::string signed_as, content;
+};
+[[nodiscard]] std::optional<SignatureSums> signature_sums(const std::string& text);
 
 }  // namespace tpusim::tools::output_parts

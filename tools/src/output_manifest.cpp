@@ -144,7 +144,14 @@ void replace_manifest(const fs::path& dir, const std::vector<std::string>& lines
   fs::rename(staged, dir / kOutputManifest);
 }
 
-constexpr const char* kChecksumTag = "checksum fnv1a64 ";
+// `text` with a signature line after its first: `before`, "written by tpusim, checksum fnv1a64 HEX" (the
+// checksum of `text`, with a final newline added when it has no line break), `after`.
+std::string sign_text(const std::string& text, const std::string& before, const std::string& after) {
+  const std::string body = text.find('\n') == std::string::npos ? text + "\n" : text;
+  const std::string note = fmt::format("{}, {}{:016x}", kWrittenByTpusim, kChecksumTag, fnv1a64(body));
+  const auto eol = body.find('\n');
+  return body.substr(0, eol + 1) + before + note + after + "\n" + body.substr(eol + 1);
+}
 
 }  // namespace
 
@@ -167,6 +174,20 @@ void write_full_manifest(const fs::path& dir) {
   replace_manifest(dir, lines);
 }
 
+std::optional<SignatureSums> signature_sums(const std::string& text) {
+  // The signature is the second line; without it the rest must hash to the checksum it names.
+  const auto first = text.find('\n');
+  if (first == std::string::npos) return std::nullopt;
+  const auto second = text.find('\n', first + 1);
+  if (second == std::string::npos) return std::nullopt;
+  const std::string line = text.substr(first + 1, second - first - 1);
+  const std::string tag = std::string(kWrittenByTpusim) + ", " + kChecksumTag;
+  const auto at = line.find(tag);
+  if (at == std::string::npos) return std::nullopt;
+  const std::string body = text.substr(0, first + 1) + text.substr(second + 1);
+  return SignatureSums{line.substr(at + tag.size(), 16), fmt::format("{:016x}", fnv1a64(body))};
+}
+
 }  // namespace output_parts
 
 std::vector<std::string> foreign_files(const fs::path& dir) {
@@ -175,28 +196,17 @@ std::vector<std::string> foreign_files(const fs::path& dir) {
   return found;
 }
 
-std::string sign_drawing(const std::string& text, bool svg) {
-  const std::string body = text.find('\n') == std::string::npos ? text + "\n" : text;
-  const std::string note = fmt::format("{}, {}{:016x}", kWrittenByTpusim, kChecksumTag, fnv1a64(body));
-  const std::string comment = svg ? "<!-- " + note + " -->\n" : "// " + note + "\n";
-  const auto eol = body.find('\n');
-  return body.substr(0, eol + 1) + comment + body.substr(eol + 1);
+Signature signature_of(const std::string& text) {
+  const std::optional<SignatureSums> sums = signature_sums(text);
+  if (!sums) return Signature::none;
+  return sums->signed_as == sums->content ? Signature::valid : Signature::changed;
 }
 
-bool is_signed_drawing(const std::string& text) {
-  // The comment is the second line; without it the rest must hash to the checksum it names.
-  const auto first = text.find('\n');
-  if (first == std::string::npos) return false;
-  const auto second = text.find('\n', first + 1);
-  if (second == std::string::npos) return false;
-  const std::string comment = text.substr(first + 1, second - first - 1);
-  const std::string tag = std::string(kWrittenByTpusim) + ", " + kChecksumTag;
-  const auto at = comment.find(tag);
-  if (at == std::string::npos) return false;
-  const std::string sum = comment.substr(at + tag.size(), 16);
-  const std::string body = text.substr(0, first + 1) + text.substr(second + 1);
-  return sum == fmt::format("{:016x}", fnv1a64(body));
+std::string sign_drawing(const std::string& text, bool svg) {
+  return svg ? sign_text(text, "<!-- ", " -->") : sign_text(text, "// ", "");
 }
+
+std::string sign_program(const std::string& text) { return sign_text(text, "  \"signature\": \"", "\","); }
 
 void record_written(const fs::path& file, bool in_progress) {
   const fs::path abs = fs::absolute(file).lexically_normal();
