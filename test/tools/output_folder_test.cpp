@@ -1,12 +1,15 @@
 // The manifest of an output folder (output_folder.h): what tpusim counts as its own, and what as the user's.
 #include "tools/src/output_folder.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace tpusim::tools {
@@ -47,6 +50,7 @@ TEST_F(OutputFolderTest, ACommittedFolderListsEveryFileAtItsSizeAndChecksum) {
   EXPECT_EQ(slurp(out / kOutputManifest),
             "3 fnv1a64:c735ad1983dc7ddd\tsub/b.json\n5 fnv1a64:e575e8883c0f89f8\ta.csv\n");
   EXPECT_NE(slurp(out / kOutputMarker).find("\nmanifest: 2\n"), std::string::npos);
+  EXPECT_FALSE(fs::exists(out / OutputFolder::kStagingNote)) << "the staging note goes at the swap";
   EXPECT_TRUE(foreign_files(out).empty());
   EXPECT_EQ(check_output_folder(out, "run"), fs::weakly_canonical(out));
 }
@@ -205,6 +209,79 @@ TEST_F(OutputFolderTest, AProgramFileIsSignedInAFieldOfItsOwnAndAnEditIsNamed) {
   }
   put(dir_ / "p.json", text);
   EXPECT_NO_THROW((void)check_output_file(dir_ / "p.json"));
+}
+
+// A process that exited (reaped): its id names no process any more.
+pid_t gone_process() {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return pid;
+}
+
+// A run into `out` killed while it wrote (a kill -9: no commit, no clean-up): its staging folder stays. It says
+// so on `ready`; with `hold` (a pipe), it waits until the pipe closes before it dies. Returns its id, not reaped.
+pid_t writer(const fs::path& out, int ready, const int* hold) {
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  if (hold != nullptr) close(hold[1]);
+  std::optional<OutputFolder> folder;
+  folder.emplace(out, "run");
+  std::ofstream(folder->file("summary.json")) << "{}\n";
+  (void)!write(ready, "r", 1);
+  char c = 0;
+  if (hold != nullptr) (void)!read(hold[0], &c, 1);
+  _exit(0);  // no destructor runs
+}
+
+TEST_F(OutputFolderTest, AKilledRunsLeftoversGoWithTheNextRunOnlyWhenProvablyTpusimsAndTheirProcessIsGone) {
+  const fs::path out = dir_ / "o";
+  int ready[2], hold[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(hold), 0);
+  char c = 0;
+  const pid_t running = writer(out, ready[1], hold);
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  const pid_t killed = writer(out, ready[1], nullptr);  // leaves the running one's staging alone
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  // Ended but not collected (a zombie, as a killed orphan is until init collects it): gone all the same.
+  siginfo_t info{};
+  ASSERT_EQ(waitid(P_PID, static_cast<id_t>(killed), &info, WEXITED | WNOWAIT), 0);
+  const auto leftover = [&](const char* kind, pid_t pid) { return dir_ / fmt::format(".o.{}-{}", kind, pid); };
+  ASSERT_TRUE(fs::exists(leftover("partial", killed) / "summary.json"));
+  ASSERT_TRUE(fs::exists(leftover("partial", running) / "summary.json"));
+  // A finished folder a kill left mid-swap, and look-alikes, each named after a process that is gone.
+  const auto finished = [&](const fs::path& where) {
+    OutputFolder f(dir_ / "f", "run");
+    put(f.file("summary.json"), "{}\n");
+    f.commit();
+    fs::rename(dir_ / "f", where);
+  };
+  const fs::path replaced = leftover("old", gone_process());
+  finished(replaced);
+  const fs::path with_notes = leftover("old", gone_process());  // a finished folder, and a file of the user's
+  finished(with_notes);
+  put(with_notes / "notes.txt", "mine");
+  const fs::path unmarked = leftover("partial", gone_process());  // a user's folder that merely looks like one
+  put(unmarked / "mine.txt", "mine");
+  const fs::path other_note = leftover("partial", gone_process());  // the note names another process
+  fs::copy(leftover("partial", killed), other_note);
+  const fs::path a_file = leftover("old", gone_process());
+  put(a_file, "a file, not a folder");
+  {
+    OutputFolder next(out, "run");
+    EXPECT_FALSE(fs::exists(leftover("partial", killed)));
+    EXPECT_FALSE(fs::exists(replaced));
+    EXPECT_TRUE(fs::exists(leftover("partial", running))) << "its process still runs";
+    for (const fs::path& p : {with_notes, unmarked, other_note, a_file}) EXPECT_TRUE(fs::exists(p)) << p;
+  }
+  int status = 0;
+  waitpid(killed, &status, 0);
+  close(hold[1]);
+  waitpid(running, &status, 0);
+  OutputFolder after(out, "run");
+  EXPECT_FALSE(fs::exists(leftover("partial", running))) << "its process is gone";
 }
 
 TEST_F(OutputFolderTest, TwoStudiesCannotHoldTheSamePointsOfAFolderAtOnce) {

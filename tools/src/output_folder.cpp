@@ -1,6 +1,7 @@
 #include "tools/src/output_folder.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -140,6 +142,57 @@ fs::path sibling(const fs::path& target, const char* kind) {
   return target.parent_path() / fmt::format(".{}.{}-{}", target.filename().string(), kind, getpid());
 }
 
+// What a staging folder's note says: the process writing it, and the machine it runs on (a folder shared over
+// the network may be written from another, where the PID means another process).
+std::string staging_note(pid_t pid) {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  return fmt::format("tpusim staging: pid {} host {}\n", pid, host);
+}
+
+// The process id in the name of a leftover of a run into the target named `name` (`.NAME.KIND-PID`).
+std::optional<pid_t> leftover_pid(const std::string& entry, const std::string& name, const std::string& kind) {
+  const std::string prefix = "." + name + "." + kind + "-";
+  if (entry.size() <= prefix.size() || entry.rfind(prefix, 0) != 0) return std::nullopt;
+  const std::string digits = entry.substr(prefix.size());
+  if (digits.size() > 9 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  return static_cast<pid_t>(std::stol(digits));
+}
+
+// True while a process with this id runs (EPERM: another user's). A zombie has ended: killed, it waits for its
+// parent (or init, for an orphan) to collect its status, which may take a while.
+bool process_exists(pid_t pid) {
+  if (pid <= 0 || (::kill(pid, 0) != 0 && errno != EPERM)) return false;
+  const std::string stat = read_text(fmt::format("/proc/{}/stat", pid));  // "PID (NAME) STATE ..."
+  const auto paren = stat.rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'Z';
+}
+
+// Removes the leftovers of killed runs into `target` beside it that are provably tpusim's and whose process no
+// longer exists: a staging folder (`.NAME.partial-PID`) whose note names that process on this machine, a
+// replaced folder (`.NAME.old-PID`) holding only files its manifest lists as they are. Anything else that
+// merely looks like one (no marker, another note, a file someone put there) is left alone.
+void remove_stale_leftovers(const fs::path& target) {
+  std::error_code ec;
+  const std::string name = target.filename().string();
+  std::vector<fs::path> stale;
+  for (const auto& e : fs::directory_iterator(target.parent_path(), ec)) {
+    const std::string entry = e.path().filename().string();
+    for (const std::string_view kind : {"partial", "old"}) {
+      const std::optional<pid_t> pid = leftover_pid(entry, name, std::string(kind));
+      if (!pid || *pid == getpid() || process_exists(*pid)) continue;
+      if (!fs::is_directory(fs::symlink_status(e.path(), ec)) || !has_marker(e.path())) continue;
+      const fs::path& p = e.path();
+      const bool ours = kind == "partial" ? read_text(p / OutputFolder::kStagingNote) == staging_note(*pid)
+                                          : fs::exists(p / kOutputManifest, ec) && foreign_files(p).empty();
+      if (ours) stale.push_back(e.path());
+    }
+  }
+  for (const fs::path& p : stale) fs::remove_all(p, ec);
+}
+
 }  // namespace
 
 fs::path default_output_dir(const std::string& name) {
@@ -233,12 +286,14 @@ OutputFolder::OutputFolder(const fs::path& target, const std::string& kind)
     : final_(check_output_folder(target, kind)), kind_(kind) {
   staging_ = sibling(final_, "partial");
   created_parents_ = create_parents(final_);
+  remove_stale_leftovers(final_);
   std::error_code ec;
   fs::remove_all(staging_, ec);  // ours: a sibling named after our own process id
   if (!fs::create_directory(staging_, ec)) {
     throw std::runtime_error(fmt::format("cannot create {}: {}", staging_.string(), ec.message()));
   }
   write_marker(staging_, kind);
+  write_file(staging_ / kStagingNote, [](std::ostream& out) { out << staging_note(getpid()); });
 }
 
 OutputFolder::~OutputFolder() {
@@ -264,6 +319,7 @@ void OutputFolder::commit() {
     throw;
   }
   committed_ = true;
+  fs::remove(final_ / kStagingNote, ec);  // not listed, and ignored if a kill leaves it
   if (replacing) fs::remove_all(old, ec);
 }
 

@@ -9,8 +9,9 @@
 //   another kind, a folder holding any file its manifest does not list at that size and content checksum (the
 //   user's, or edited by the user; an older tpusim kept no manifest, so all of its files count as the user's),
 //   a symbolic link, the current folder, any ancestor of it (so `.`, `..`, `some/dir/.` and `/`), and anything
-//   that resolves to them. tpusim's own leftovers of a killed run (`.NAME.partial-PID`, `.NAME.old-PID`) are
-//   not the user's: they are ignored, and replaced with the folder.
+//   that resolves to them. tpusim's own leftovers of a killed run beside the folder (`.NAME.partial-PID`,
+//   `.NAME.old-PID`) are not the user's: they are ignored, and removed by the next run into the folder once
+//   they are provably tpusim's and their process is gone (OutputFolder).
 // - Single files (`lower -o`, `topo --dot`, `topo --svg`, `describe chip --svg`): the target is new, or a
 //   regular file tpusim wrote and nobody changed since: its second line is tpusim's signature (a comment in a
 //   drawing, the "signature" field of a program file) carrying the checksum of the rest of the file. Refused:
@@ -81,7 +82,9 @@ void record_written(const std::filesystem::path& file, bool in_progress = false)
 void compact_manifest(const std::filesystem::path& dir);
 
 // A run's output folder: files are written into a fresh sibling, which commit() swaps into place. Until
-// commit(), the previous content (if any) is untouched; a destroyed, uncommitted folder leaves nothing.
+// commit(), the previous content (if any) is untouched; a destroyed, uncommitted folder leaves nothing. The
+// constructor first removes what killed runs into the same target left beside it, when provably tpusim's and
+// no process with the PID in its name exists (output_folder.h, top).
 class OutputFolder {
  public:
   OutputFolder(const std::filesystem::path& target, const std::string& kind);
@@ -94,6 +97,9 @@ class OutputFolder {
   // Replaces the target with what was written. Throws (and leaves the target as it was) on failure, or when
   // an interrupt (Ctrl-C, SIGTERM) arrived before the swap.
   void commit();
+  // The staging folder's note (in it until the swap): which process writes it, on which machine. A killed
+  // run's `.NAME.partial-PID` is tpusim's to remove only when its note names that PID and this machine.
+  static constexpr const char* kStagingNote = ".tpusim-staging";
 
  private:
   std::filesystem::path final_;

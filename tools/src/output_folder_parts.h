@@ -15,8 +15,8 @@ namespace tpusim::tools::output_parts {
 // The value of the "KEY: " line of `dir`'s marker ("" when it has none).
 [[nodiscard]] std::string marker_line(const std::filesystem::path& dir, const std::string& key);
 
-// The whole manifest of a folder tpusim just wrote (every regular file below it but the marker and the
-// manifest), written atomically.
+// The whole manifest of a folder tpusim just wrote (every regular file below it but the marker, the manifest
+// and the staging note), written atomically.
 void write_full_manifest(const std::filesystem::path& dir);
 
 // What a signature line starts with after kWrittenByTpusim and ", ".

@@ -118,7 +118,9 @@ void collect_foreign(const fs::path& dir, const std::string& prefix, const std::
     const std::string name = p.filename().string();
     const std::string shown = prefix + name;
     const fs::file_status st = fs::symlink_status(p, ec);
-    if (rel.empty() && (name == kOutputMarker || name == kOutputManifest)) continue;
+    if (rel.empty() && (name == kOutputMarker || name == kOutputManifest || name == OutputFolder::kStagingNote)) {
+      continue;
+    }
     if (is_staging_name(name)) continue;
     if (fs::is_directory(st)) {
       if (has_marker(p)) {
@@ -163,7 +165,7 @@ void write_full_manifest(const fs::path& dir) {
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec)) {
     const fs::path rel = it->path().lexically_relative(dir);
-    if (rel == kOutputMarker || rel == kOutputManifest) continue;
+    if (rel == kOutputMarker || rel == kOutputManifest || rel == OutputFolder::kStagingNote) continue;
     if (it->is_directory() && has_marker(it->path())) {
       it.disable_recursion_pending();  // judged by its own manifest
       continue;
