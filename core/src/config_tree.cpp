@@ -12,6 +12,8 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include "tpusim/core/utf8.h"
+
 namespace tpusim {
 
 ConfigNode ConfigNode::make_scalar(std::string text, SourceLoc loc) {
@@ -203,42 +205,6 @@ std::vector<std::string> split_lines(std::string_view text) {
   }
   lines.push_back(std::move(cur));
   return lines;
-}
-
-
-// The offset of the first byte that does not continue valid UTF-8 (RFC 3629: no overlong forms, no
-// surrogates, nothing past U+10FFFF), or npos when the text is valid.
-std::size_t first_invalid_utf8(std::string_view text) {
-  std::size_t i = 0;
-  while (i < text.size()) {
-    const auto b = static_cast<unsigned char>(text[i]);
-    if (b < 0x80) {
-      ++i;
-      continue;
-    }
-    std::size_t len = 0;
-    unsigned char lo = 0x80, hi = 0xBF;  // the range of the second byte
-    if (b >= 0xC2 && b <= 0xDF) {
-      len = 2;
-    } else if (b >= 0xE0 && b <= 0xEF) {
-      len = 3;
-      if (b == 0xE0) lo = 0xA0;
-      if (b == 0xED) hi = 0x9F;
-    } else if (b >= 0xF0 && b <= 0xF4) {
-      len = 4;
-      if (b == 0xF0) lo = 0x90;
-      if (b == 0xF4) hi = 0x8F;
-    } else {
-      return i;
-    }
-    if (i + len > text.size()) return i;
-    for (std::size_t k = 1; k < len; ++k) {
-      const auto c = static_cast<unsigned char>(text[i + k]);
-      if (c < (k == 1 ? lo : 0x80) || c > (k == 1 ? hi : 0xBF)) return i;
-    }
-    i += len;
-  }
-  return std::string_view::npos;
 }
 
 // Where each document of a YAML stream starts, read with yaml-cpp's event parser. yaml-cpp 0.7 does not

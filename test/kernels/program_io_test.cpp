@@ -134,6 +134,21 @@ TEST(ProgramJson, WrongVersionIsRejectedWithExpectedAndFound) {
   EXPECT_EQ(errors[0].loc.file, "bad.json");
 }
 
+TEST(ProgramJson, ASignatureIsReadAndIgnoredButMustBeAString) {
+  // `tpusim lower` signs its files (kernels/README.md): the field does not change the program, and an edited
+  // file (its checksum stale) is still a program to run.
+  const ProgramSet set = training_step();
+  std::string signed_text = to_json(set);
+  signed_text.insert(2, "  \"signature\": \"written by tpusim, checksum fnv1a64 0000000000000000\",\n");
+  EXPECT_EQ(to_json(parse_program_json(signed_text, "signed.json")), to_json(set));
+  std::string numbered = file_with("");
+  numbered.insert(1, R"("signature": 5, )");
+  const auto errors = errors_of(numbered);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].key_path, "/signature");
+  EXPECT_EQ(errors[0].expected, "a string");
+}
+
 TEST(ProgramJson, FusedOpFieldsRoundTripInVersion2) {
   const std::string text = R"({"format": "tpusim-program", "version": 2, "role_of_chip": [], "programs": [
       {"name": "p", "instructions": [

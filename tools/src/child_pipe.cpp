@@ -1,13 +1,25 @@
 #include "tools/src/child_pipe.h"
 
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 
 #include "tpusim/core/interrupt.h"
 
 namespace tpusim::tools {
+
+pid_t fork_tied_child() {
+  const pid_t parent = getpid();
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  // The parent-death signal goes with the thread that forked; tpusim forks only from its main thread.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(128 + SIGKILL);
+  return 0;
+}
 
 bool write_all(int fd, const void* data, std::size_t size) {
   const char* p = static_cast<const char*>(data);

@@ -22,8 +22,7 @@ std::optional<models::StepReport> ChildStepRunner::run(const Scenario& s, const 
                                                        const std::string& what) {
   int fds[2];
   if (pipe(fds) != 0) return std::nullopt;
-  std::fflush(nullptr);
-  const pid_t pid = fork();
+  const pid_t pid = fork_tied_child();
   if (pid < 0) {
     close(fds[0]);
     close(fds[1]);
@@ -149,8 +148,7 @@ FaultStepServer::FaultStepServer(const Scenario& s, const Topology& topo, ChildS
     close(to[1]);
     throw std::runtime_error("the fault-step server: pipe() failed");
   }
-  std::fflush(nullptr);
-  pid_ = fork();
+  pid_ = fork_tied_child();
   if (pid_ < 0) throw std::runtime_error("the fault-step server: fork() failed");
   if (pid_ == 0) {
     close(to[1]);

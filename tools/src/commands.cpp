@@ -471,7 +471,7 @@ int describe_command(const std::string& what, const std::string& name, const std
     if (what == "chip") {
       const ChipSpec chip = load_chip(name);
       // Refused before any output when the path is not tpusim's to write (output_folder.h).
-      const fs::path target = svg_path.empty() ? fs::path() : check_output_file(svg_path, is_signed_drawing);
+      const fs::path target = svg_path.empty() ? fs::path() : check_output_file(svg_path);
       print_chip_description(chip, std::cout);
       std::cout << "(model constants that are assumptions: tpusim describe assumptions)\n";
       if (!svg_path.empty()) {
@@ -498,23 +498,17 @@ int lower_command(const std::string& scenario_name, const std::vector<std::strin
     const Scenario s = load_scenario(scenario_name, overrides);
     kernels::check_sharding(s.workload, s.pod);
     guard_lowering(s, limits);
-    // tpusim replaces a program file it wrote and nobody changed: one that reads back to exactly the bytes
-    // tpusim writes for it (a hand-written or edited file does not, whatever its first line says).
-    const auto is_our_program = [&](const std::string& text) {
-      try {
-        std::ostringstream again;
-        ir::write_program_json(ir::parse_program_json(text, out), again);
-        return again.str() == text;
-      } catch (const ConfigError&) {
-        return false;
-      }
-    };
-    const fs::path target = out.empty() ? fs::path() : check_output_file(out, is_our_program);
+    // tpusim replaces a program file it wrote and nobody changed: signed, with the checksum of what it holds.
+    const fs::path target = out.empty() ? fs::path() : check_output_file(out);
     const kernels::LoweredWorkload lowered = programs_for(s);
+    std::ostringstream program;
+    ir::write_program_json(lowered.programs, program);
+    // Signed on stdout too: a program saved with `>` is as much tpusim's as one written with -o.
+    const std::string text = sign_program(program.str());
     if (out.empty()) {
-      ir::write_program_json(lowered.programs, std::cout);
+      std::cout << text;
     } else {
-      write_file_atomically(target, [&](std::ostream& f) { ir::write_program_json(lowered.programs, f); });
+      write_file_atomically(target, [&](std::ostream& f) { f << text; });
     }
     // The lowering's summary and memory plan: on stdout with -o, else on stderr beside the program.
     std::ostream& info = out.empty() ? std::cerr : std::cout;
@@ -532,8 +526,8 @@ int topo_command(const std::string& name, const std::string& dot_path, const std
     const Topology topo = build_topology(pod, chip);
     const bool drawing = !dot_path.empty() || !svg_path.empty();
     // Refused before any work when the paths are not tpusim's to write.
-    if (!dot_path.empty()) (void)check_output_file(dot_path, is_signed_drawing);
-    if (!svg_path.empty()) (void)check_output_file(svg_path, is_signed_drawing);
+    if (!dot_path.empty()) (void)check_output_file(dot_path);
+    if (!svg_path.empty()) (void)check_output_file(svg_path);
     if (drawing && topo.chip_count() > kDotChipLimit) {
       std::cerr << fmt::format("tpusim topo: {} has {} chips; drawings (--dot, --svg) are limited to {} chips\n",
                                pod.name, topo.chip_count(), kDotChipLimit);
@@ -547,7 +541,7 @@ int topo_command(const std::string& name, const std::string& dot_path, const std
     }
     std::cout << describe_topology(topo);
     if (!dot_path.empty()) {
-      write_file_atomically(check_output_file(dot_path, is_signed_drawing),
+      write_file_atomically(check_output_file(dot_path),
                             [&](std::ostream& out) { out << sign_drawing(dot, false); });
       std::cout << "wrote " << dot_path << "\n";
     }
@@ -555,7 +549,7 @@ int topo_command(const std::string& name, const std::string& dot_path, const std
       std::ostringstream drawn;
       write_topology_svg(topo, drawn);
       const std::string svg = sign_drawing(drawn.str(), true);
-      write_file_atomically(check_output_file(svg_path, is_signed_drawing), [&](std::ostream& out) { out << svg; });
+      write_file_atomically(check_output_file(svg_path), [&](std::ostream& out) { out << svg; });
       std::cout << "wrote " << svg_path << "\n";
     }
     return 0;

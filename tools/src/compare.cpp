@@ -18,6 +18,7 @@
 #include "tools/src/output_folder.h"
 #include "tools/src/readable.h"
 #include "tpusim/core/interrupt.h"
+#include "tpusim/core/utf8.h"
 #include "tpusim/core/version.h"
 
 namespace tpusim::tools {
@@ -370,6 +371,20 @@ json compare_json(const std::vector<Run>& runs,
   return j;
 }
 
+// compare.json records each run's path as given, and JSON text is UTF-8: a path that is not is refused (as a
+// configuration file that is not UTF-8 is), not written as something else.
+void check_utf8_paths(const std::vector<Run>& runs) {
+  for (const auto& r : runs) {
+    const std::size_t bad = first_invalid_utf8(r.label);
+    if (bad == std::string::npos) continue;
+    throw CompareRefused(fmt::format("{}: the path is not valid UTF-8: expected UTF-8 text, found the byte 0x{:02X} "
+                                     "at byte {}; compare.json records each run's path as JSON text, which is "
+                                     "UTF-8, so rename it, or compare without -o",
+                                     escape_invalid_utf8(r.label), static_cast<unsigned char>(r.label[bad]),
+                                     bad + 1));
+  }
+}
+
 // The output folder must not be, or hold, a run being compared: replacing it would delete that run.
 void check_not_an_input(const fs::path& out, const std::vector<Run>& runs) {
   for (const auto& r : runs) {
@@ -395,6 +410,7 @@ int compare_command(const CompareArgs& args) {
     for (const auto& a : args.runs) runs.push_back(load_run(a));
     fs::path out;
     if (!args.out_dir.empty()) {
+      check_utf8_paths(runs);
       out = check_output_folder(args.out_dir, "compare");
       check_not_an_input(out, runs);
     }

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <cstring>
 #include <csignal>
-#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -60,8 +59,8 @@ class MirroredChild {
 MirroredChild::MirroredChild() {
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error("mirrored chips: pipe() failed");
-  std::fflush(nullptr);  // nothing buffered before the fork is written twice
-  const pid_t pid = fork();
+  // The child dies with this process: killed, it must not go on as an orphan and commit the run's output.
+  const pid_t pid = fork_tied_child();
   if (pid < 0) throw std::runtime_error("mirrored chips: fork() failed");
   if (pid == 0) {
     close(fds[0]);

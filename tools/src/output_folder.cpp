@@ -1,6 +1,7 @@
 #include "tools/src/output_folder.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,17 +10,46 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
-#include <map>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <system_error>
 
 #include <fmt/format.h>
 
+#include "tools/src/output_folder_parts.h"
 #include "tpusim/core/interrupt.h"
 
 namespace tpusim::tools {
 namespace fs = std::filesystem;
+using namespace output_parts;
+
+namespace output_parts {
+
+bool has_marker(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(fs::symlink_status(dir / kOutputMarker, ec));
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string marker_line(const fs::path& dir, const std::string& key) {
+  std::istringstream in(read_text(dir / kOutputMarker));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key + ": ", 0) == 0) return line.substr(key.size() + 2);
+  }
+  return "";
+}
+
+}  // namespace output_parts
+
 namespace {
 
 // The absolute, lexically normal form of a target, without a trailing separator ("a/b/." -> /cwd/a/b).
@@ -72,35 +102,16 @@ fs::path resolve_target(const fs::path& target, const std::string& what) {
   return real;
 }
 
-bool has_marker(const fs::path& dir) {
-  std::error_code ec;
-  return fs::is_regular_file(fs::symlink_status(dir / kOutputMarker, ec));
-}
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 void write_marker(const fs::path& dir, const std::string& kind) {
   write_file(dir / kOutputMarker, [&](std::ostream& out) {
     out << "This folder was written by tpusim. `tpusim run -o` / `tpusim sweep -o` may replace or update it;\n"
            "tpusim refuses to write into a folder without this file, or holding a file that "
-        << kOutputManifest << " does not list.\nkind: " << kind << "\n";
+        << kOutputManifest << " does not list.\nkind: " << kind << "\nmanifest: 2\n";
   });
 }
 
 // The kind a marker names ("" for a marker of an older tpusim, which named none).
-std::string marker_kind(const fs::path& dir) {
-  std::istringstream in(read_text(dir / kOutputMarker));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("kind: ", 0) == 0) return line.substr(6);
-  }
-  return "";
-}
+std::string marker_kind(const fs::path& dir) { return marker_line(dir, "kind"); }
 
 std::string describe_kind(const std::string& kind) {
   if (kind == "run") return "a run's output (tpusim run)";
@@ -110,104 +121,6 @@ std::string describe_kind(const std::string& kind) {
   if (kind == "compare") return "a comparison (tpusim compare)";
   return kind;
 }
-
-// The size each file of a manifest was last listed at ("*": any): a file tpusim wrote again is its own only at
-// its latest size, so an edit back to an earlier size is the user's. A line without its newline (cut short by
-// a crash) lists nothing.
-std::map<std::string, std::string> read_manifest(const fs::path& dir) {
-  std::map<std::string, std::string> sizes;
-  const std::string text = read_text(dir / kOutputManifest);
-  std::size_t at = 0;
-  for (std::size_t eol = text.find('\n'); eol != std::string::npos; at = eol + 1, eol = text.find('\n', at)) {
-    const std::string line = text.substr(at, eol - at);
-    const auto tab = line.find('\t');
-    if (tab != std::string::npos) sizes[line.substr(tab + 1)] = line.substr(0, tab);
-  }
-  return sizes;
-}
-
-// A name tpusim gives its staged files and folders (`.NAME.partial-PID`, `.NAME.old-PID`).
-bool is_staging_name(const std::string& name) {
-  if (name.size() < 2 || name[0] != '.') return false;
-  for (const char* kind : {".partial-", ".old-"}) {
-    const auto at = name.rfind(kind);
-    if (at == std::string::npos || at == 0) continue;
-    const std::string pid = name.substr(at + std::char_traits<char>::length(kind));
-    if (!pid.empty() && std::all_of(pid.begin(), pid.end(), [](char c) { return c >= '0' && c <= '9'; })) return true;
-  }
-  return false;
-}
-
-// Adds to `found` the files under `dir` (named `prefix`+relative path) that `listed` (the manifest of the
-// marked folder `dir` is in, relative to it with `rel`) does not list at their size.
-void collect_foreign(const fs::path& dir, const std::string& prefix, const std::string& rel,
-                     const std::map<std::string, std::string>& listed, std::vector<std::string>& found) {
-  std::error_code ec;
-  std::vector<fs::path> entries;
-  for (const auto& e : fs::directory_iterator(dir, ec)) entries.push_back(e.path());
-  std::sort(entries.begin(), entries.end());
-  for (const fs::path& p : entries) {
-    const std::string name = p.filename().string();
-    const std::string shown = prefix + name;
-    const fs::file_status st = fs::symlink_status(p, ec);
-    if (rel.empty() && (name == kOutputMarker || name == kOutputManifest)) continue;
-    if (is_staging_name(name)) continue;
-    if (fs::is_directory(st)) {
-      if (has_marker(p)) {
-        collect_foreign(p, shown + "/", "", read_manifest(p), found);
-      } else {
-        collect_foreign(p, shown + "/", rel + name + "/", listed, found);
-      }
-      continue;
-    }
-    const auto it = listed.find(rel + name);
-    bool ours = false;
-    if (fs::is_regular_file(st) && it != listed.end()) {
-      // Empty but listed: tpusim's file, cut short by a crash (the listing reached the disk, the data did not).
-      const std::string size = std::to_string(fs::file_size(p, ec));
-      ours = it->second == "*" || it->second == size || size == "0";
-    }
-    if (!ours) found.push_back(shown);
-  }
-}
-
-// Replaces the manifest of `dir` with `lines` ("SIZE<TAB>PATH\n" each, in the order given), atomically.
-void replace_manifest(const fs::path& dir, const std::vector<std::string>& lines) {
-  const fs::path staged = dir / fmt::format(".{}.partial-{}", kOutputManifest, getpid());
-  write_file(staged, [&](std::ostream& out) {
-    for (const auto& l : lines) out << l;
-  });
-  fs::rename(staged, dir / kOutputManifest);
-}
-
-// The whole manifest of a folder tpusim just wrote (every regular file below it), written atomically.
-void write_full_manifest(const fs::path& dir) {
-  std::vector<std::string> lines;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
-    const fs::path rel = it->path().lexically_relative(dir);
-    if (rel == kOutputMarker || rel == kOutputManifest) continue;
-    if (it->is_directory() && has_marker(it->path())) {
-      it.disable_recursion_pending();  // judged by its own manifest
-      continue;
-    }
-    if (it->is_regular_file()) lines.push_back(fmt::format("{}\t{}\n", fs::file_size(it->path()), rel.string()));
-  }
-  std::sort(lines.begin(), lines.end());
-  replace_manifest(dir, lines);
-}
-
-std::uint64_t fnv1a64(const std::string& text) {
-  std::uint64_t h = 14695981039346656037ULL;
-  for (const unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
-
-constexpr const char* kChecksumTag = "checksum fnv1a64 ";
 
 // Creates the missing ancestors of `dir` (not `dir` itself); returns the ones it created, deepest last.
 std::vector<fs::path> create_parents(const fs::path& dir) {
@@ -229,6 +142,57 @@ fs::path sibling(const fs::path& target, const char* kind) {
   return target.parent_path() / fmt::format(".{}.{}-{}", target.filename().string(), kind, getpid());
 }
 
+// What a staging folder's note says: the process writing it, and the machine it runs on (a folder shared over
+// the network may be written from another, where the PID means another process).
+std::string staging_note(pid_t pid) {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  return fmt::format("tpusim staging: pid {} host {}\n", pid, host);
+}
+
+// The process id in the name of a leftover of a run into the target named `name` (`.NAME.KIND-PID`).
+std::optional<pid_t> leftover_pid(const std::string& entry, const std::string& name, const std::string& kind) {
+  const std::string prefix = "." + name + "." + kind + "-";
+  if (entry.size() <= prefix.size() || entry.rfind(prefix, 0) != 0) return std::nullopt;
+  const std::string digits = entry.substr(prefix.size());
+  if (digits.size() > 9 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  return static_cast<pid_t>(std::stol(digits));
+}
+
+// True while a process with this id runs (EPERM: another user's). A zombie has ended: killed, it waits for its
+// parent (or init, for an orphan) to collect its status, which may take a while.
+bool process_exists(pid_t pid) {
+  if (pid <= 0 || (::kill(pid, 0) != 0 && errno != EPERM)) return false;
+  const std::string stat = read_text(fmt::format("/proc/{}/stat", pid));  // "PID (NAME) STATE ..."
+  const auto paren = stat.rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'Z';
+}
+
+// Removes the leftovers of killed runs into `target` beside it that are provably tpusim's and whose process no
+// longer exists: a staging folder (`.NAME.partial-PID`) whose note names that process on this machine, a
+// replaced folder (`.NAME.old-PID`) holding only files its manifest lists as they are. Anything else that
+// merely looks like one (no marker, another note, a file someone put there) is left alone.
+void remove_stale_leftovers(const fs::path& target) {
+  std::error_code ec;
+  const std::string name = target.filename().string();
+  std::vector<fs::path> stale;
+  for (const auto& e : fs::directory_iterator(target.parent_path(), ec)) {
+    const std::string entry = e.path().filename().string();
+    for (const std::string_view kind : {"partial", "old"}) {
+      const std::optional<pid_t> pid = leftover_pid(entry, name, std::string(kind));
+      if (!pid || *pid == getpid() || process_exists(*pid)) continue;
+      if (!fs::is_directory(fs::symlink_status(e.path(), ec)) || !has_marker(e.path())) continue;
+      const fs::path& p = e.path();
+      const bool ours = kind == "partial" ? read_text(p / OutputFolder::kStagingNote) == staging_note(*pid)
+                                          : fs::exists(p / kOutputManifest, ec) && foreign_files(p).empty();
+      if (ours) stale.push_back(e.path());
+    }
+  }
+  for (const fs::path& p : stale) fs::remove_all(p, ec);
+}
+
 }  // namespace
 
 fs::path default_output_dir(const std::string& name) {
@@ -238,12 +202,6 @@ fs::path default_output_dir(const std::string& name) {
                                     name));
   }
   return fs::path("out") / name;
-}
-
-std::vector<std::string> foreign_files(const fs::path& dir) {
-  std::vector<std::string> found;
-  collect_foreign(dir, "", "", read_manifest(dir), found);
-  return found;
 }
 
 fs::path check_output_folder(const fs::path& target, const std::string& kind) {
@@ -286,7 +244,7 @@ fs::path check_output_folder(const fs::path& target, const std::string& kind) {
   return real;
 }
 
-fs::path check_output_file(const fs::path& target, const std::function<bool(const std::string&)>& is_ours) {
+fs::path check_output_file(const fs::path& target) {
   const fs::path real = resolve_target(target, "the output file");
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(real, ec);
@@ -295,36 +253,21 @@ fs::path check_output_file(const fs::path& target, const std::function<bool(cons
     throw OutputRefused(fmt::format("the output file {} exists and is not a regular file; choose another path",
                                     target.string()));
   }
-  if (!is_ours(read_text(real))) {
-    throw OutputRefused(fmt::format("the output file {} exists and was not written by tpusim (or was changed "
-                                    "since); tpusim replaces only its own files. Choose another path, or remove "
-                                    "it yourself",
-                                    target.string()));
+  const std::string text = read_text(real);
+  const std::optional<SignatureSums> sums = signature_sums(text);
+  if (!sums) {
+    throw OutputRefused(fmt::format("the output file {} exists and was not written by tpusim (its second line is "
+                                    "not tpusim's signature, \"{}, {}...\"); tpusim replaces only its own "
+                                    "files. Choose another path, or remove it yourself",
+                                    target.string(), kWrittenByTpusim, kChecksumTag));
+  }
+  if (sums->signed_as != sums->content) {
+    throw OutputRefused(fmt::format("the output file {} was changed since tpusim wrote it: expected the checksum "
+                                    "its signature gives, fnv1a64 {}, found fnv1a64 {}; tpusim never replaces "
+                                    "a file someone changed. Choose another path, or remove it yourself",
+                                    target.string(), sums->signed_as, sums->content));
   }
   return real;
-}
-
-std::string sign_drawing(const std::string& text, bool svg) {
-  const std::string body = text.find('\n') == std::string::npos ? text + "\n" : text;
-  const std::string note = fmt::format("{}, {}{:016x}", kWrittenByTpusim, kChecksumTag, fnv1a64(body));
-  const std::string comment = svg ? "<!-- " + note + " -->\n" : "// " + note + "\n";
-  const auto eol = body.find('\n');
-  return body.substr(0, eol + 1) + comment + body.substr(eol + 1);
-}
-
-bool is_signed_drawing(const std::string& text) {
-  // The comment is the second line; without it the rest must hash to the checksum it names.
-  const auto first = text.find('\n');
-  if (first == std::string::npos) return false;
-  const auto second = text.find('\n', first + 1);
-  if (second == std::string::npos) return false;
-  const std::string comment = text.substr(first + 1, second - first - 1);
-  const std::string tag = std::string(kWrittenByTpusim) + ", " + kChecksumTag;
-  const auto at = comment.find(tag);
-  if (at == std::string::npos) return false;
-  const std::string sum = comment.substr(at + tag.size(), 16);
-  const std::string body = text.substr(0, first + 1) + text.substr(second + 1);
-  return sum == fmt::format("{:016x}", fnv1a64(body));
 }
 
 fs::path claim_output_folder(const fs::path& target, const std::string& kind) {
@@ -339,43 +282,18 @@ fs::path claim_output_folder(const fs::path& target, const std::string& kind) {
   return real;
 }
 
-void record_written(const fs::path& file, bool in_progress) {
-  const fs::path abs = fs::absolute(file).lexically_normal();
-  for (fs::path dir = abs.parent_path(); dir.has_relative_path(); dir = dir.parent_path()) {
-    if (!has_marker(dir)) continue;
-    std::error_code ec;
-    const std::string size = in_progress ? "*" : std::to_string(fs::file_size(abs, ec));
-    if (ec) return;
-    const std::string line = fmt::format("{}\t{}\n", size, abs.lexically_relative(dir).string());
-    // One append of one short line: writers sharing the folder (sweep shares) do not lose each other's lines.
-    const int fd = ::open((dir / kOutputManifest).c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd < 0) throw std::runtime_error(fmt::format("cannot write {}", (dir / kOutputManifest).string()));
-    const ssize_t n = ::write(fd, line.data(), line.size());
-    ::close(fd);
-    if (n != static_cast<ssize_t>(line.size())) {
-      throw std::runtime_error(fmt::format("cannot write {}", (dir / kOutputManifest).string()));
-    }
-    return;
-  }
-}
-
-void compact_manifest(const fs::path& dir) {
-  if (!fs::exists(dir / kOutputManifest)) return;
-  std::vector<std::string> lines;
-  for (const auto& [name, size] : read_manifest(dir)) lines.push_back(fmt::format("{}\t{}\n", size, name));
-  replace_manifest(dir, lines);
-}
-
 OutputFolder::OutputFolder(const fs::path& target, const std::string& kind)
     : final_(check_output_folder(target, kind)), kind_(kind) {
   staging_ = sibling(final_, "partial");
   created_parents_ = create_parents(final_);
+  remove_stale_leftovers(final_);
   std::error_code ec;
   fs::remove_all(staging_, ec);  // ours: a sibling named after our own process id
   if (!fs::create_directory(staging_, ec)) {
     throw std::runtime_error(fmt::format("cannot create {}: {}", staging_.string(), ec.message()));
   }
   write_marker(staging_, kind);
+  write_file(staging_ / kStagingNote, [](std::ostream& out) { out << staging_note(getpid()); });
 }
 
 OutputFolder::~OutputFolder() {
@@ -401,6 +319,7 @@ void OutputFolder::commit() {
     throw;
   }
   committed_ = true;
+  fs::remove(final_ / kStagingNote, ec);  // not listed, and ignored if a kill leaves it
   if (replacing) fs::remove_all(old, ec);
 }
 

@@ -3,17 +3,19 @@
 //
 // - Output folders (`run -o`, `sweep -o`, `calibrate -o`, `layouts -o`, `compare -o`): the target is new, or a
 //   folder of the same kind holding the marker file `.tpusim-output` (which names the kind: run, sweep, ...)
-//   and nothing but the files listed in its manifest `.tpusim-manifest` (name and size of every file tpusim
-//   wrote there). A sub-folder with its own marker (a sweep's point) is judged by its own manifest. Refused
-//   (OutputRefused, exit 2): an existing file, a folder without the marker, a folder of another kind, a folder
-//   holding any file its manifest does not list at that size (the user's; an older tpusim kept no manifest, so
-//   all of its files count as the user's), a symbolic link, the current folder, any ancestor of it (so `.`,
-//   `..`, `some/dir/.` and `/`), and anything that resolves to them. tpusim's own leftovers of a killed run
-//   (`.NAME.partial-PID`, `.NAME.old-PID`) are not the user's: they are ignored, and replaced with the folder.
+//   and nothing but the files listed in its manifest `.tpusim-manifest` (name, size and checksum of every
+//   file tpusim wrote there). A sub-folder with its own marker (a sweep's point) is judged by its own
+//   manifest. Refused (OutputRefused, exit 2): an existing file, a folder without the marker, a folder of
+//   another kind, a folder holding any file its manifest does not list at that size and content checksum (the
+//   user's, or edited by the user; an older tpusim kept no manifest, so all of its files count as the user's),
+//   a symbolic link, the current folder, any ancestor of it (so `.`, `..`, `some/dir/.` and `/`), and anything
+//   that resolves to them. tpusim's own leftovers of a killed run beside the folder (`.NAME.partial-PID`,
+//   `.NAME.old-PID`) are not the user's: they are ignored, and removed by the next run into the folder once
+//   they are provably tpusim's and their process is gone (OutputFolder).
 // - Single files (`lower -o`, `topo --dot`, `topo --svg`, `describe chip --svg`): the target is new, or a
-//   regular file tpusim wrote and nobody changed since: a drawing whose "written by tpusim" comment carries the
-//   checksum of the rest of the file, a program file that reads back to exactly the bytes tpusim writes for it.
-//   Refused: anything else, including hand-written or edited files, folders, links and device files.
+//   regular file tpusim wrote and nobody changed since: its second line is tpusim's signature (a comment in a
+//   drawing, the "signature" field of a program file) carrying the checksum of the rest of the file. Refused:
+//   anything else, including hand-written or edited files, folders, links and device files.
 //
 // Writes are staged beside the target (`.NAME.partial-PID`) and renamed into place only when everything was
 // written, so a failed or interrupted run leaves the previous output, or nothing, never a half-written one.
@@ -27,11 +29,14 @@
 namespace tpusim::tools {
 
 inline constexpr const char* kOutputMarker = ".tpusim-output";
-// Every file tpusim wrote into a marked folder, one "SIZE<TAB>RELATIVE/PATH" line each, appended as each file
-// is complete ("*" as the size: a log still being written). A file is tpusim's when the last line listing it
-// gives its present size (or "*"), or it is listed and empty (cut short by a crash). A run's folder gets its whole manifest last, before the folder is renamed into place.
+// Every file tpusim wrote into a marked folder, one "SIZE fnv1a64:CHECKSUM<TAB>RELATIVE/PATH" line each (the
+// 64-bit FNV-1a of its bytes, 16 hex digits), appended as each file is complete ("*" for both: a log still
+// being written). A file is tpusim's when the last line listing it gives its present size and checksum (or
+// "*"), or it is listed and empty (cut short by a crash). A run's folder gets its whole manifest last, before
+// the folder is renamed into place. A marker with "manifest: 2" says every line carries a checksum; an older
+// tpusim's folder (no such line) lists sizes only ("SIZE<TAB>PATH"), which are all it can be judged by.
 inline constexpr const char* kOutputManifest = ".tpusim-manifest";
-// The comment tpusim puts into the drawings it writes, so it can recognise them as its own later.
+// The signature tpusim puts into the single files it writes, so it can recognise them as its own later.
 inline constexpr const char* kWrittenByTpusim = "written by tpusim";
 
 // tpusim will not write there; what() says why and what to do instead. Bad input: exit 2.
@@ -48,32 +53,38 @@ class OutputRefused : public std::runtime_error {
 // "calibrate", "compare"); returns its absolute, normalised path.
 [[nodiscard]] std::filesystem::path check_output_folder(const std::filesystem::path& target, const std::string& kind);
 
-// The files under `dir` (relative paths, sorted) that its manifests do not list at their present size.
+// The files under `dir` (relative paths, sorted) that its manifests do not list as they are now.
 [[nodiscard]] std::vector<std::string> foreign_files(const std::filesystem::path& dir);
 
-// Checks that tpusim may (re)place the single output file `target`: new, or one that `is_ours` recognises
-// from its whole content. Returns its absolute, normalised path.
-[[nodiscard]] std::filesystem::path check_output_file(const std::filesystem::path& target,
-                                                      const std::function<bool(const std::string&)>& is_ours);
-// A drawing tpusim wrote: its "written by tpusim" comment holds the checksum of the rest of the text.
-[[nodiscard]] bool is_signed_drawing(const std::string& text);
-// `text` with that comment put after its first line (an SVG's XML declaration must stay first).
+// Checks that tpusim may (re)place the single output file `target`: new, or signed by tpusim and unchanged
+// (Signature::valid). Returns its absolute, normalised path.
+[[nodiscard]] std::filesystem::path check_output_file(const std::filesystem::path& target);
+// A single file's signature: its second line holds "written by tpusim, checksum fnv1a64 HEX", and HEX is the
+// checksum of the file without that line (valid), or is not (changed: edited since tpusim wrote it); or the
+// file has no such line (none: a user's file, or one written by a tpusim that did not sign its files).
+enum class Signature { valid, changed, none };
+[[nodiscard]] Signature signature_of(const std::string& text);
+// `text` signed with a comment after its first line (an SVG's XML declaration must stay first).
 [[nodiscard]] std::string sign_drawing(const std::string& text, bool svg);
+// A program file (ir::write_program_json's text) signed with a "signature" field after its opening brace.
+[[nodiscard]] std::string sign_program(const std::string& text);
 
 // Opens (creating when new, with the marker) an output folder of kind `kind` that is written in place over
 // several runs (a sweep's folder). Same rules as check_output_folder. Returns its path.
 std::filesystem::path claim_output_folder(const std::filesystem::path& target, const std::string& kind);
 
-// Lists `file` in the manifest of the nearest marked folder above it at its present size (or, with
+// Lists `file` in the manifest of the nearest marked folder above it as it is now (or, with
 // in_progress, as a file tpusim is still writing). Nothing when no folder above it is marked.
 void record_written(const std::filesystem::path& file, bool in_progress = false);
-// Rewrites the manifest of the folder `dir` written in place (claim_output_folder) with one line per file, its
-// last listed size, sorted by name, atomically: the appends of points finishing in parallel come in any order,
+// Rewrites the manifest of the folder `dir` written in place (claim_output_folder) with one line per file, as
+// last listed, sorted by name, atomically: the appends of points finishing in parallel come in any order,
 // and the same inputs must leave the same folder. Call when nothing else writes into it any more.
 void compact_manifest(const std::filesystem::path& dir);
 
 // A run's output folder: files are written into a fresh sibling, which commit() swaps into place. Until
-// commit(), the previous content (if any) is untouched; a destroyed, uncommitted folder leaves nothing.
+// commit(), the previous content (if any) is untouched; a destroyed, uncommitted folder leaves nothing. The
+// constructor first removes what killed runs into the same target left beside it, when provably tpusim's and
+// no process with the PID in its name exists (output_folder.h, top).
 class OutputFolder {
  public:
   OutputFolder(const std::filesystem::path& target, const std::string& kind);
@@ -86,6 +97,9 @@ class OutputFolder {
   // Replaces the target with what was written. Throws (and leaves the target as it was) on failure, or when
   // an interrupt (Ctrl-C, SIGTERM) arrived before the swap.
   void commit();
+  // The staging folder's note (in it until the swap): which process writes it, on which machine. A killed
+  // run's `.NAME.partial-PID` is tpusim's to remove only when its note names that PID and this machine.
+  static constexpr const char* kStagingNote = ".tpusim-staging";
 
  private:
   std::filesystem::path final_;

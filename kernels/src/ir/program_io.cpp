@@ -334,7 +334,12 @@ ProgramSet parse_program_json(std::string_view text, const std::string& source) 
   auto throw_if_any = [&] {
     if (!r.diagnostics().empty()) throw ConfigError(with_lines(text, source, r.finished()));
   };
-  if (!r.object(root, "", {"format", "version", "role_of_chip", "groups", "programs"})) throw_if_any();
+  if (!r.object(root, "", {"signature", "format", "version", "role_of_chip", "groups", "programs"})) throw_if_any();
+  // Optional, any version: what `tpusim lower` signs its files with (kernels/README.md); not checked when read,
+  // since a program file edited by hand is still a program.
+  if (const auto sig = root.find("signature"); sig != root.end() && !sig->is_string()) {
+    r.error("/signature", "wrong type", "a string", Reader::describe(*sig));
+  }
   // A file of another format or version is not interpreted further: its other errors would be noise.
   if (const json* f = r.need(root, "", "format"); f && !(f->is_string() && f->get<std::string>() == kFormat)) {
     r.error("/format", "not a tpusim program file", json(std::string(kFormat)).dump(), Reader::describe(*f));
