@@ -279,6 +279,23 @@ TEST_F(SweepCli, AFailedPointRecordsItsErrorAndTheOthersGoOn) {
   EXPECT_EQ(o.exit_code, 1);
 }
 
+// A point whose step does not fit in HBM is a result of the sweep, not bad input: the others run, its row says
+// "does not fit" with the memory plan's numbers, and the sweep succeeds (GPT-3 1.3B on one v4 chip: 8 sequences
+// fit in its 32 GiB; 64 need 57.1 GiB per chip).
+TEST_F(SweepCli, APointWhoseStepDoesNotFitInHbmIsARowOfItsOwnNotAFailure) {
+  const fs::path sweep =
+      write("w.yaml", "name: w\nscenario: gpt3-1.3b-train-v4\ngrid:\n  workload.batch: [8, 64]\n");
+  const fs::path out = dir_ / "fit";
+  const Outcome o = tpusim("sweep " + sweep.string() + " -j 2 -o " + out.string());
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  const auto table = lines(slurp(out / "table.csv"));
+  ASSERT_EQ(table.size(), 3u);
+  EXPECT_TRUE(starts_with(table[1], "0,\"8\",ok,")) << table[1];
+  EXPECT_TRUE(starts_with(table[2], "1,\"64\",does not fit,")) << table[2];
+  EXPECT_NE(table[2].find("does not fit in HBM: 57.1 GiB per chip"), std::string::npos) << table[2];
+  EXPECT_NE(o.out.find("2 points, 1 ok, 1 do not fit in HBM, 0 failed, 0 not run"), std::string::npos) << o.out;
+}
+
 TEST_F(SweepCli, AKilledSweepResumesWithOnlyTheMissingPointsAndTheSameTable) {
   // Six quickstart training steps (about 0.1 s each) on one worker: slow enough to kill half-way.
   const fs::path sweep = write("w.yaml", "name: w\nscenario: quickstart\ngrid:\n  workload.batch: 128 .. 768 step 128\n");

@@ -100,10 +100,9 @@ std::string in_measured_unit(const CalibrationPoint& p, double v) {
   return fmt::format("{:.4g} {}", v / (p.measured / number), unit);
 }
 
-// The memory plan's refusal (kernels' does_not_fit: "... the step does not fit in HBM: 33.1 GiB per chip, chip
-// v6e has 29.8 GiB", then "found: activations 12.2 GiB, ...") as one line: "33.1 GiB per chip, chip v6e has
-// 29.8 GiB: activations 12.2 GiB, ...".
-constexpr std::string_view kDoesNotFit = "does not fit in HBM: ";
+// The memory plan's refusal (kDoesNotFitInHbm, then "found: activations 12.2 GiB, ...") as one line: "33.1 GiB
+// per chip, chip v6e has 29.8 GiB: activations 12.2 GiB, ...".
+constexpr std::string_view kDoesNotFit = kDoesNotFitInHbm;
 
 std::string does_not_fit_text(const fs::path& log) {
   std::ifstream in(log);

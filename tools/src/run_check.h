@@ -3,6 +3,7 @@
 // refused: `validate` says "ok" only then, and a study (a sweep's combinations, a calibration's points) checks
 // every point before it runs any, so a point `run` would refuse is bad input of the study (exit 2, nothing
 // written), not a failed point found after others ran.
+#include "tools/src/does_not_fit.h"
 #include "tools/src/preflight.h"
 #include "tpusim/core/scenario.h"
 #include "tpusim/kernels/lowering.h"
@@ -27,5 +28,6 @@ struct CheckedRun {
 // that does not fit in HBM), the programs on this pod, the simulation's size, the fault rates over
 // job.duration. Throws ConfigError (bad input, at its file:line or --set) or ResourceRefused.
 [[nodiscard]] CheckedRun check_run(const Scenario& s, const Limits& limits);
+
 
 }  // namespace tpusim::tools

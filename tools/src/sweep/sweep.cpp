@@ -91,14 +91,17 @@ int build_outputs(const SweepPlan& plan, const Expansion& ex, const fs::path& ou
   if (!plan.seeds.empty()) {
     write_file_atomically(out / "runs.csv", [&](std::ostream& o) { write_runs_csv(plan, ex, runs, o); });
   }
-  std::size_t ok = 0, failed = 0;
+  std::size_t ok = 0, failed = 0, unfit = 0;
   for (const auto& r : table.rows) {
     if (r.status == "ok") ++ok;
+    else if (r.status == kDoesNotFitStatus) ++unfit;
     else if (r.status.rfind("failed", 0) == 0) ++failed;
   }
-  const std::size_t missing = table.rows.size() - ok - failed;
-  std::cout << fmt::format("sweep {}: {} points, {} ok, {} failed, {} not run; table: {}\n", plan.name,
-                           table.rows.size(), ok, failed, missing, (out / "table.csv").string());
+  // A point whose step does not fit in HBM is a result (its row says so, with the memory plan), not a failure.
+  const std::size_t missing = table.rows.size() - ok - unfit - failed;
+  std::cout << fmt::format("sweep {}: {} points, {} ok, {}{} failed, {} not run; table: {}\n", plan.name,
+                           table.rows.size(), ok, unfit > 0 ? fmt::format("{} do not fit in HBM, ", unfit) : "",
+                           failed, missing, (out / "table.csv").string());
   report_seeds(plan, table, std::cout);
   write_analyses(plan, table, out, std::cout);
   compact_manifest(out);

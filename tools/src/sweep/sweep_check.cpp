@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "tools/src/does_not_fit.h"
 #include "tools/src/study_plan.h"
 #include "tools/src/sweep/sweep_table.h"
 #include "tpusim/core/diagnostics.h"
@@ -86,8 +87,9 @@ std::string validate(const SweepPlan& plan, const Expansion& ex, const PointChec
       } catch (const ConfigError& e) {
         // At the sweep's line of the value that makes the point wrong, or at the scenario's line, which every
         // point shares: then the message names the point (the first such point, when several share the error).
+        // A step that does not fit in HBM is a result: the point runs, is refused, and its row says so.
         for (Diagnostic d : at_sweep_lines(e, c.overrides, c.origins)) {
-          if (!seen.insert(d.str()).second) continue;
+          if (does_not_fit(d.message) || !seen.insert(d.str()).second) continue;
           const bool at_sweep_line =
               std::any_of(c.origins.begin(), c.origins.end(), [&](const SourceLoc& o) { return o.file == d.loc.file; });
           if (!at_sweep_line) {

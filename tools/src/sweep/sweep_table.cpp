@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "tools/src/does_not_fit.h"
 #include "tools/src/sweep/sweep_runner.h"
 #include "tpusim/core/diagnostics.h"
 
@@ -32,7 +33,7 @@ std::vector<RunRecord> read_runs(const Expansion& ex, const fs::path& points_dir
       rec.ok = rec.summary.is_object();
       rec.status = rec.ok ? "ok" : "failed (unreadable summary.json)";
     } else if (const auto f = read_failure(points_dir, r.index)) {
-      rec.status = fmt::format("failed (exit {})", f->exit_code);
+      rec.status = does_not_fit(f->error) ? std::string(kDoesNotFitStatus) : fmt::format("failed (exit {})", f->exit_code);
       rec.error = f->error;
     } else {
       rec.status = "not run";
@@ -147,9 +148,11 @@ SweepTable build_table(const SweepPlan& plan, const Expansion& ex, const std::ve
     const RunRecord* first_failure = nullptr;
     std::size_t not_run = 0;
     std::vector<std::vector<double>> samples(t.columns.size());
+    std::size_t unfit = 0;
     for (const RunRecord* r : members) {
       if (!r->ok) {
         if (r->status == "not run") ++not_run;
+        else if (r->status == kDoesNotFitStatus) ++unfit;
         else if (first_failure == nullptr) first_failure = r;
         continue;
       }
@@ -190,6 +193,9 @@ SweepTable build_table(const SweepPlan& plan, const Expansion& ex, const std::ve
       row.status = "ok";
     } else if (plan.seeds.empty()) {
       row.status = members.front()->status;
+      row.error = members.front()->error;
+    } else if (unfit == row.runs) {
+      row.status = std::string(kDoesNotFitStatus);  // every seed's: the memory plan does not depend on the seed
       row.error = members.front()->error;
     } else if (first_failure != nullptr) {
       row.status = fmt::format("failed ({} of {} runs)", row.runs - row.runs_ok - not_run, row.runs);
