@@ -204,8 +204,26 @@ fs::path default_output_dir(const std::string& name) {
   return fs::path("out") / name;
 }
 
+// Whether tpusim can write beside `real` (its staging folder or file goes there): a folder it creates and removes
+// at once in the nearest folder above `real` that exists (where the missing ones would be created). Found before
+// anything runs, not once the output is ready: /proc, a read-only mount, a folder of another user.
+void check_writable(const fs::path& real, const fs::path& target, const std::string& what) {
+  std::error_code ec;
+  fs::path parent = real.parent_path();
+  while (!parent.empty() && !fs::exists(parent, ec) && parent != parent.parent_path()) parent = parent.parent_path();
+  const fs::path probe = parent / fmt::format(".{}.probe-{}", real.filename().string(), getpid());
+  if (!fs::create_directory(probe, ec) || ec) {
+    throw OutputRefused(fmt::format("{} {} cannot be written: tpusim cannot create anything in {} ({}); choose "
+                                    "another path",
+                                    what, target.string(), parent.string(),
+                                    ec ? ec.message() : "it exists as something else"));
+  }
+  fs::remove(probe, ec);
+}
+
 fs::path check_output_folder(const fs::path& target, const std::string& kind) {
   const fs::path real = resolve_target(target, "the output folder");
+  check_writable(real, target, "the output folder");
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(real, ec);
   if (!fs::exists(st)) return real;
@@ -246,6 +264,7 @@ fs::path check_output_folder(const fs::path& target, const std::string& kind) {
 
 fs::path check_output_file(const fs::path& target) {
   const fs::path real = resolve_target(target, "the output file");
+  check_writable(real, target, "the output file");
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(real, ec);
   if (!fs::exists(st)) return real;
