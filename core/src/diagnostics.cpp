@@ -12,12 +12,29 @@ std::string SourceLoc::str() const {
   return fmt::format("{}:{}:{}", file, line, column);
 }
 
+namespace {
+
+// What was found, as an error shows it: a long text (a 20 KB expression) cut to its start, at a character's
+// first byte, with its length.
+constexpr std::size_t kFoundShown = 200;
+std::string found_excerpt(const std::string& found) {
+  if (found.size() <= kFoundShown + 40) return found;
+  std::size_t cut = kFoundShown;
+  while (cut > 0 && (static_cast<unsigned char>(found[cut]) & 0xC0) == 0x80) --cut;  // inside a UTF-8 character
+  return fmt::format("{}... ({} characters in all)", found.substr(0, cut), found.size());
+}
+
+// At most this many errors are printed in full; the count says how many there were.
+constexpr std::size_t kDiagnosticsShown = 100;
+
+}  // namespace
+
 std::string Diagnostic::str() const {
   std::string out = fmt::format("{}: error: ", loc.str());
   if (!key_path.empty()) out += fmt::format("{}: ", key_path);
   out += message;
   if (!expected.empty()) out += fmt::format("\n    expected: {}", expected);
-  if (!found.empty()) out += fmt::format("\n    found:    {}", found);
+  if (!found.empty()) out += fmt::format("\n    found:    {}", found_excerpt(found));
   if (!hint.empty()) out += fmt::format("\n    hint:     {}", hint);
   return out;
 }
@@ -44,9 +61,13 @@ void Diagnostics::throw_if_any() const {
 namespace {
 std::string join_diags(const std::vector<Diagnostic>& diags) {
   std::string out;
-  for (const auto& d : diags) {
+  for (std::size_t i = 0; i < std::min(diags.size(), kDiagnosticsShown); ++i) {
     if (!out.empty()) out += '\n';
-    out += d.str();
+    out += diags[i].str();
+  }
+  if (diags.size() > kDiagnosticsShown) {
+    out += fmt::format("\n... and {} more errors (the first {} are shown)", diags.size() - kDiagnosticsShown,
+                       kDiagnosticsShown);
   }
   return out;
 }

@@ -106,9 +106,13 @@ void parse_mesh(const ConfigNode& workload, MeshSpec& out, Diagnostics& diags) {
   if (!workload.is_map()) return;
   if (const ConfigNode* mesh = workload.find("mesh")) {
     out.loc = mesh->loc();
-    if (!mesh->is_map() || mesh->entries().empty()) {
+    if (!mesh->is_map()) {
       diags.error(mesh->loc(), "workload.mesh", "wrong type", "a map of named axes to sizes, e.g. {data: 8, tensor: 4}",
                   mesh->describe());
+    } else if (mesh->entries().empty()) {
+      diags.error(mesh->loc(), "workload.mesh", "a mesh with no axis",
+                  "at least one named axis with its size, e.g. {data: 8, tensor: 4}",
+                  "an empty map");
     } else {
       for (const auto& e : mesh->entries()) {
         MeshAxisSpec a;

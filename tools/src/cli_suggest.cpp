@@ -69,4 +69,15 @@ std::string cli_suggestions(const CLI::App& app, int argc, const char* const* ar
   return out;
 }
 
+std::string conversion_error(const std::string& message) {
+  constexpr std::string_view kPrefix = "Could not convert: ";
+  const std::size_t at = message.find(kPrefix), eq = message.find(" = ");
+  if (at == std::string::npos || eq == std::string::npos || eq < at) return "tpusim: " + message;
+  const std::string option = message.substr(at + kPrefix.size(), eq - at - kPrefix.size());
+  const std::string value = message.substr(eq + 3);
+  return Diagnostic{SourceLoc{fmt::format("{} '{}'", option, value), 0, 0}, "", "invalid value", "a whole number",
+                    fmt::format("'{}'", value), ""}
+      .str();
+}
+
 }  // namespace tpusim::tools

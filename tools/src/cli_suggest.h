@@ -14,4 +14,8 @@ namespace tpusim::tools {
 [[nodiscard]] std::string cli_suggestions(const CLI::App& app, int argc, const char* const* argv,
                                           const std::string& message);
 
+// CLI11's "Could not convert: --jobs = 1.5" as tpusim's other command-line errors say it ("--jobs '1.5': error:
+// invalid value", expected a whole number, found '1.5'): every option CLI11 converts to a number counts something.
+[[nodiscard]] std::string conversion_error(const std::string& message);
+
 }  // namespace tpusim::tools

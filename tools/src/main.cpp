@@ -155,6 +155,9 @@ int run_main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::ConversionError& e) {
+    std::cerr << tpusim::tools::conversion_error(e.what()) << "\n";
+    return 2;
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     std::cerr << tpusim::tools::cli_suggestions(app, argc, argv, e.what());
