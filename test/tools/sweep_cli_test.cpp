@@ -421,6 +421,25 @@ TEST_F(SweepCli, ARunCollectOrShareRefusesWhileAnotherHoldsItsPointsAndOtherShar
   ::close(fd);
 }
 
+// The limits given to the sweep reach every run it starts, the Slurm tasks' included, and its pre-run check.
+TEST_F(SweepCli, ItsLimitsReachEveryRunItStarts) {
+  write("s.yaml", kScenario);
+  const fs::path sweep = write("w.yaml", "name: w\nscenario: s.yaml\ngrid:\n  workload.batch: [8, 16]\n");
+  Outcome o = tpusim("--max-memory 3GiB sweep " + sweep.string() + " --emit-commands -o " + (dir_ / "e").string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto commands = lines(o.out);
+  ASSERT_EQ(commands.size(), 2u) << o.out;
+  for (const std::string& c : commands) EXPECT_NE(c.find("'--max-memory' '3GiB' 'run'"), std::string::npos) << c;
+  o = tpusim("sweep " + sweep.string() + " --max-pe-cycles 1000000 --slurm --tasks 2 -o " + (dir_ / "a").string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(slurp(dir_ / "a" / "slurm" / "sweep.sbatch").find(" '--max-pe-cycles' '1000000' sweep "),
+            std::string::npos);
+  o = tpusim("sweep " + sweep.string() + " --max-memory 1KiB -o " + (dir_ / "r").string());
+  EXPECT_EQ(o.exit_code, 2) << o.err;
+  EXPECT_NE(o.err.find("above the limit of 1 KiB (--max-memory)"), std::string::npos) << o.err;
+  EXPECT_FALSE(fs::exists(dir_ / "r"));
+}
+
 TEST_F(SweepCli, ABadGridValueNamesTheSweepFilesLine) {
   write("s.yaml", kScenario);
   const fs::path sweep = write("w.yaml", "name: w\nscenario: s.yaml\ngrid:\n  workload.batch: [8, eight]\n");

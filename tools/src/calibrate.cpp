@@ -127,8 +127,8 @@ std::string does_not_fit_text(const fs::path& log) {
 // error a point's `set:` causes names the calibration file's line; one a --set causes names the argument. A step
 // that does not fit in HBM is not an error here: the point runs and is reported as not fitting. Throws every
 // error at once.
-void check_points(const std::vector<CalibrationPoint>& points, const std::vector<std::string>& cli_overrides) {
-  const Limits limits = Limits::defaults();
+void check_points(const std::vector<CalibrationPoint>& points, const std::vector<std::string>& cli_overrides,
+                  const Limits& limits) {
   std::vector<Diagnostic> all;
   std::set<std::string> seen, checked;
   const auto add = [&](const Diagnostic& d) {
@@ -164,7 +164,7 @@ int calibrate_command(const CalibrateArgs& args, const std::string& self_exe) {
     for (CalibrationPoint& p : points) {
       p.overrides.insert(p.overrides.end(), args.overrides.begin(), args.overrides.end());
     }
-    check_points(points, args.overrides);
+    check_points(points, args.overrides, args.limits.limits);
   } catch (const ConfigError& e) {
     std::cerr << e.what() << "\ntpusim calibrate: bad input; nothing was run\n";
     return 2;
@@ -195,7 +195,9 @@ int calibrate_command(const CalibrateArgs& args, const std::string& self_exe) {
       p.run = it->second;
       if (!added) continue;
       const std::size_t i = tasks.size();
-      PointTask t{i, {self_exe, "run", p.scenario.string(), "-q", "-o"}, points_dir / point_dir_name(i)};
+      PointTask t{i, {self_exe}, points_dir / point_dir_name(i)};
+      t.argv.insert(t.argv.end(), args.limits.flags.begin(), args.limits.flags.end());
+      t.argv.insert(t.argv.end(), {"run", p.scenario.string(), "-q", "-o"});
       t.argv.push_back(t.dir.string());
       for (const std::string& o : p.overrides) {
         t.argv.emplace_back("--set");

@@ -11,12 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "tools/src/preflight.h"
+
 namespace tpusim::tools {
 
 struct CalibrateArgs {
   std::string set = "measurements";     // bundled name (calibration/NAME.yaml) or path
   std::string out_dir = "out/calibrate";
   std::vector<std::string> overrides;   // --set applied to every point (after the point's own)
+  StudyLimits limits;                   // the points' check and runs (--max-memory, --max-pe-cycles)
 };
 
 int calibrate_command(const CalibrateArgs& args, const std::string& self_exe);

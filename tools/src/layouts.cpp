@@ -337,7 +337,9 @@ int layouts_command(const LayoutsArgs& args, const std::string& self_exe) {
     PointTask t;
     t.index = i;
     t.dir = points / point_dir_name(i);
-    t.argv = {self_exe, "run", args.scenario};
+    t.argv = {self_exe};
+    t.argv.insert(t.argv.end(), args.limits.flags.begin(), args.limits.flags.end());
+    t.argv.insert(t.argv.end(), {"run", args.scenario});
     for (const std::string& o : args.overrides) t.argv.insert(t.argv.end(), {"--set", o});
     for (const auto& [field, value] : layouts[i].knobs) {
       t.argv.insert(t.argv.end(), {"--set", fmt::format("workload.{}={}", field, value)});

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/src/preflight.h"
+
 namespace tpusim::tools {
 
 struct LayoutsArgs {
@@ -22,6 +24,7 @@ struct LayoutsArgs {
   std::vector<std::string> microbatches;  // values of workload.microbatches (empty: the scenario's)
   std::vector<std::string> remat;         // values of workload.remat
   std::vector<std::string> overlap;       // values of workload.overlap
+  StudyLimits limits;                     // the searched runs' (--max-memory, --max-pe-cycles)
 };
 
 int layouts_command(const LayoutsArgs& args, const std::string& self_exe);

@@ -182,6 +182,11 @@ int run_main(int argc, char** argv) {
     return 2;
   }
   run.limits = limits;
+  // A study checks its points with the limits and passes them on to each run it starts.
+  const StudyLimits study{limits, limit_flags(max_memory, max_pe_cycles)};
+  sweep.limits = study;
+  calibrate.limits = study;
+  layouts.limits = study;
   if (run_cmd->parsed()) return run_command(run);
   if (validate_cmd->parsed()) return validate_command(validate_scenario, validate_overrides, limits);
   if (describe_cmd->parsed()) return describe_command(describe_what, describe_name, describe_svg);

@@ -137,6 +137,13 @@ Limits Limits::defaults() {
   return l;
 }
 
+std::vector<std::string> limit_flags(const std::string& max_memory, double max_pe_cycles) {
+  std::vector<std::string> out;
+  if (!max_memory.empty()) out.insert(out.end(), {"--max-memory", max_memory});
+  if (max_pe_cycles != 0) out.insert(out.end(), {"--max-pe-cycles", fmt::format("{:.17g}", max_pe_cycles)});
+  return out;
+}
+
 Limits limits_from(const std::string& max_memory, double max_pe_cycles) {
   Limits l = Limits::defaults();
   if (!max_memory.empty()) {

@@ -13,6 +13,7 @@
 // allocated for the work yet.
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "tpusim/core/scenario.h"
 #include "tpusim/kernels/program.h"
@@ -35,6 +36,17 @@ inline constexpr double kDefaultMaxPeCycles = 3e10;
 // Limits from the command line: `max_memory` a size ("8 GiB"; empty: the default). Throws ConfigError naming
 // the flag for a malformed one.
 [[nodiscard]] Limits limits_from(const std::string& max_memory, double max_pe_cycles);
+
+// The limit flags the command line gave (`--max-memory 8GiB`, `--max-pe-cycles 1e9`), none for a default: a
+// study (sweep, calibration, layout search) passes them on to every run it starts and checks its points with the
+// same limits.
+[[nodiscard]] std::vector<std::string> limit_flags(const std::string& max_memory, double max_pe_cycles);
+
+// A study's limits: what its pre-run check uses, and the flags its runs get.
+struct StudyLimits {
+  Limits limits = Limits::defaults();
+  std::vector<std::string> flags;
+};
 
 // A run refused before it starts because it would exceed a limit; what() has the estimate and the way out.
 class ResourceRefused : public std::runtime_error {

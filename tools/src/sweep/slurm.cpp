@@ -41,7 +41,9 @@ void write_slurm_script(const SlurmJob& job, std::ostream& out) {
       << "#   " << shell_quote(job.tpusim.string()) << " sweep " << shell_quote(job.sweep_file.string()) << " -o "
       << shell_quote(job.out_dir.string()) << " --collect\n";
   out << "set -euo pipefail\n";
-  out << "exec " << shell_quote(job.tpusim.string()) << " sweep " << shell_quote(job.sweep_file.string()) << " -o "
+  out << "exec " << shell_quote(job.tpusim.string());
+  for (const std::string& f : job.tpusim_flags) out << " " << shell_quote(f);
+  out << " sweep " << shell_quote(job.sweep_file.string()) << " -o "
       << shell_quote(job.out_dir.string()) << " --share \"${SLURM_ARRAY_TASK_ID}/" << job.tasks
       << "\" -j \"${SLURM_CPUS_PER_TASK:-1}\"\n";
 }

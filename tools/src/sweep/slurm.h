@@ -18,6 +18,7 @@ struct SlurmJob {
   int tasks = 1;                       // array tasks
   int cpus_per_task = 1;               // points each task runs at once
   std::vector<std::string> options;    // extra #SBATCH options, e.g. --partition=cpu or --time=1:00:00
+  std::vector<std::string> tpusim_flags;  // tpusim's own before `sweep` (the limits, --max-memory 8GiB)
 };
 
 void write_slurm_script(const SlurmJob& job, std::ostream& out);

@@ -39,8 +39,11 @@ fs::path self_exe() {
   return ec ? fs::path("/proc/self/exe") : p;
 }
 
-std::vector<std::string> run_argv(const fs::path& self, const SweepPlan& plan, const Run& r, const fs::path& dir) {
-  std::vector<std::string> argv{self.string(), "run", plan.scenario.string(), "-q", "-o", dir.string()};
+std::vector<std::string> run_argv(const fs::path& self, const SweepArgs& args, const SweepPlan& plan, const Run& r,
+                                  const fs::path& dir) {
+  std::vector<std::string> argv{self.string()};
+  argv.insert(argv.end(), args.limits.flags.begin(), args.limits.flags.end());
+  argv.insert(argv.end(), {"run", plan.scenario.string(), "-q", "-o", dir.string()});
   for (const auto& o : r.overrides) {
     argv.emplace_back("--set");
     argv.push_back(o);
@@ -126,10 +129,9 @@ int run_sweep(const SweepArgs& args) {
     plan = load_sweep_plan(args.sweep);
     ex = expand(plan);
     // Each point as `run` checks it before simulating (run_check.h), with the limits a point's run has.
-    const Limits limits = Limits::defaults();
     base = validate(plan, ex, [&](const Scenario& s) {
       try {
-        (void)check_run(s, limits);
+        (void)check_run(s, args.limits.limits);
       } catch (const ResourceRefused& e) {
         // At the scenario, which names no line: validate adds the point.
         throw ConfigError({Diagnostic{SourceLoc{plan.scenario.string()}, "", "the point's run would be refused", "",
@@ -218,7 +220,7 @@ int run_sweep(const SweepArgs& args) {
   if (args.emit_commands) {
     for (const Run* r : todo) {
       std::string line;
-      for (const auto& a : run_argv(self, plan, *r, points_dir / point_dir_name(r->index))) {
+      for (const auto& a : run_argv(self, args, plan, *r, points_dir / point_dir_name(r->index))) {
         line += (line.empty() ? "" : " ") + shell_quote(a);
       }
       std::cout << line << "\n";
@@ -236,6 +238,7 @@ int run_sweep(const SweepArgs& args) {
     job.tasks = std::min<int>(job.tasks, static_cast<int>(ex.runs.size()));
     job.cpus_per_task = std::max(1, args.jobs);
     job.options = args.slurm_options;
+    job.tpusim_flags = args.limits.flags;
     fs::create_directories(out / "slurm");
     const fs::path script = out / "slurm" / "sweep.sbatch";
     write_file_atomically(script, [&](std::ostream& o) { write_slurm_script(job, o); });
@@ -274,7 +277,7 @@ int run_sweep(const SweepArgs& args) {
     std::vector<PointTask> tasks;
     for (const Run* r : todo) {
       const fs::path dir = points_dir / point_dir_name(r->index);
-      tasks.push_back(PointTask{r->index, run_argv(self, plan, *r, dir), dir});
+      tasks.push_back(PointTask{r->index, run_argv(self, args, plan, *r, dir), dir});
     }
     Progress progress(plan.name, tasks.size(), std::cerr, isatty(STDERR_FILENO) != 0);
     const RunSummary done = run_points(tasks, jobs, points_dir, progress);

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/src/preflight.h"
+
 namespace tpusim::tools {
 
 struct SweepArgs {
@@ -23,6 +25,7 @@ struct SweepArgs {
   int slurm_tasks = 0;        // array tasks (0: one per pending point, at most 32)
   std::vector<std::string> slurm_options;  // extra #SBATCH lines
   std::string share;          // "K/N": run only the pending points numbered K modulo N; no table
+  StudyLimits limits;         // the points' check and runs (--max-memory, --max-pe-cycles)
 };
 
 int sweep_command(const SweepArgs& args);
