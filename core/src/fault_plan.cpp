@@ -277,8 +277,8 @@ void resolve_fault_plan(const ConfigNode& tree, const PodSpec& pod, JobSpec& job
                 fmt::format("pod {} has no optical switches to swap a cube through", pod.name),
                 "a pod with pod.cube set (v4, v5p), or another recovery", "spare_cube");
   }
-  if (faults == nullptr || faults->is_null()) return;
-  if (!faults->is_seq()) {
+  if (faults == nullptr) return;
+  if (!faults->is_seq()) {  // `faults:` with no value too: leave the key out for no timed fault
     diags.error(faults->loc(), "faults", "wrong type", "a list of faults ({at, kind, target, ...})",
                 faults->describe());
     return;
