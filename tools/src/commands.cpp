@@ -172,7 +172,8 @@ int run_command(const RunArgs& args) {
     lowering_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - lowering_start).count();
     check_programs(step, lowered.programs, *topology);
     guard_simulation(step, lowered.programs, args.limits);
-    guard_fault_rates(scenario, scenario.job.duration);  // a job given in steps: once its step is known
+    // A job given in steps: once its step is known.
+    guard_fault_rates(scenario, *topology, scenario.job.duration, args.limits);
     return 0;
   });
   if (input != 0) return input;
@@ -232,7 +233,7 @@ int run_command(const RunArgs& args) {
     if (tracer) fault_trace = FaultTraceOptions{tracer->chips(), kMaxTraceSpans};
     ChildStepRunner runner(programs, fault_trace);  // child_process.h
     std::optional<FaultStepServer> server;
-    if (scenario.job.enabled) server.emplace(scenario, *topology, runner);
+    if (scenario.job.enabled) server.emplace(scenario, *topology, runner, max_job_faults(args.limits));
     const models::SimResult result = simulate_step(scenario, programs, options);  // mirrored_step.h
     healthy_step = result.step_time;
     if (server) {
@@ -240,12 +241,14 @@ int run_command(const RunArgs& args) {
       // is simulated.
       models::check_fault_times_of_steps(scenario, result.step_time);
       if (scenario.job.given_in_steps()) {
-        guard_fault_rates(scenario, models::healthy_job_length(scenario, result.step_time));
+        guard_fault_rates(scenario, *topology, models::healthy_job_length(scenario, result.step_time),
+                          args.limits);
       }
       const auto fault_start = std::chrono::steady_clock::now();
       fault_steps.emplace(server->steps(result.step_time));
       fault_steps_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - fault_start).count();
-      job = models::run_job_timeline(scenario, *topology, result.step_time, *fault_steps);
+      job = models::run_job_timeline(scenario, *topology, result.step_time, *fault_steps,
+                                     max_job_faults(args.limits));
     }
     output_start = std::chrono::steady_clock::now();
     report = make_report(scenario, programs, result, &*topology,
@@ -396,7 +399,8 @@ int validate_command(const std::string& scenario_name, const std::vector<std::st
     const ir::ProgramSet programs = programs_for(step).programs;
     check_programs(step, programs, topology);
     guard_simulation(step, programs, limits);
-    guard_fault_rates(s, s.job.duration);  // a job given in steps is checked by run, once its step is known
+    // A job given in steps is checked by run, once its step is known.
+    guard_fault_rates(s, topology, s.job.duration, limits);
     std::size_t instructions = 0;
     for (const auto& p : programs.programs) instructions += p.size();
     // The estimate to four digits (readable.h): rounding it down to whole MiB printed "about 0 B" below 1 MiB.

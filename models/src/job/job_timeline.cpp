@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "tpusim/core/interrupt.h"
 #include "tpusim/models/failed_cables.h"
 #include "random_faults.h"
 #include "recovery_policy.h"
@@ -141,7 +142,7 @@ bool on(const Topology& topo, const OutOfUse& o, const ConcreteFault& f) {
 
 }  // namespace
 
-JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs) {
+JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs, std::size_t max_faults) {
   JobResult r;
   const double healthy = costs.step.value();
   const double write = costs.checkpoint_write.value();
@@ -201,7 +202,23 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     since = 0;
     since_time = since_slow = 0;
   };
+  // A job that meets this many faults stops (tools/src/preflight.cpp refuses plans expecting more).
+  max_faults = std::min(max_faults, kMaxJobFaults);
+  auto check_fault_count = [&](std::size_t met) {
+    if (met < max_faults) return;
+    if (max_faults < kMaxJobFaults) {
+      throw std::runtime_error(fmt::format(
+          "the job met {} faults, as many as the memory limit holds, and has done {} of {} steps (lower the "
+          "fault rates, or raise the limit)",
+          met, done, r.steps));
+    }
+    throw std::runtime_error(fmt::format(
+        "the job met {} faults and has done {} of {} steps: failures come faster than it makes progress "
+        "(lower the fault rates, or checkpoint more often)",
+        met, done, r.steps));
+  };
   while (done < r.steps) {
+    throw_if_interrupted();  // Ctrl-C and SIGTERM stop a job of many faults
     // The next event that is not a fault: the checkpoint after `every - since` more steps, or the job's end.
     const std::int64_t left = r.steps - done;
     const std::int64_t to_checkpoint = every > 0 ? every - since : left;
@@ -226,12 +243,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       continue;
     }
     // A fault lands inside this stretch: complete the steps before it.
-    if (r.events.size() >= kMaxJobFaults) {
-      throw std::runtime_error(fmt::format(
-          "the job met {} faults and has done {} of {} steps: failures come faster than it makes progress "
-          "(lower the fault rates, or checkpoint more often)",
-          r.events.size(), done, r.steps));
-    }
+    check_fault_count(r.events.size());
     const bool found = faults.next_found();  // landed while the job was down: met as it starts again
     ConcreteFault fault = faults.pop();
     const bool restoring = std::exchange(in_restore, false);
@@ -394,6 +406,9 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       std::vector<ConcreteFault> found_now;
       std::vector<std::size_t> group{met};  // this fault and the others found at the same relaunch
       while (faults.peek() < resume) {
+        // Faults a minute apart meet a recovery of an hour by the dozen: the cap and Ctrl-C hold here too.
+        throw_if_interrupted();
+        check_fault_count(r.events.size() + found_now.size());
         const double next = faults.peek();
         if (!found_now.empty() && next >= restore_from) break;  // the restore is not read: met after them
         if (faults.next_found()) {
