@@ -202,6 +202,30 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     since = 0;
     since_time = since_slow = 0;
   };
+  // Whole checkpoint intervals (`every` steps, then a write) from a checkpoint on, up to the next fault and short
+  // of the job's last interval, composed at once: k of them take k x (every x step + write), one rounding. Used
+  // once the first kMaxRecordedCheckpoints writes are recorded, which are walked one by one (their sums as they
+  // always were, to the last bit), so a job of 2^63 steps with a checkpoint after each costs what a short one does.
+  auto compose_intervals = [&] {
+    const std::int64_t whole = (r.steps - done - 1) / every;  // the intervals left that end with a write
+    if (whole < 2) return;
+    const double per = static_cast<double>(every) * step + write;
+    const auto end_after = [&](std::int64_t k) { return t + static_cast<double>(k) * per; };
+    const double f = faults.peek();
+    std::int64_t k = whole;
+    if (end_after(k) > f) {  // a fault comes first: the intervals that end by it (as the loop's `f >= end`)
+      const double q = std::floor((f - t) / per);
+      k = q <= 0 ? 0 : q >= static_cast<double>(whole) ? whole : static_cast<std::int64_t>(q);
+      while (k > 0 && end_after(k) > f) --k;
+      while (k < whole && end_after(k + 1) <= f) ++k;
+    }
+    if (k == 0) return;
+    t = end_after(k);
+    done += k * every;
+    r.checkpoints += k;
+    checkpointing += static_cast<double>(k) * write;
+    slowdown += static_cast<double>(k) * (static_cast<double>(every) * (step - healthy));
+  };
   // A job that meets this many faults stops (tools/src/preflight.cpp refuses plans expecting more).
   max_faults = std::min(max_faults, kMaxJobFaults);
   auto check_fault_count = [&](std::size_t met) {
@@ -219,6 +243,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
   };
   while (done < r.steps) {
     throw_if_interrupted();  // Ctrl-C and SIGTERM stop a job of many faults
+    if (every > 0 && since == 0 && r.checkpoint_writes.size() >= kMaxRecordedCheckpoints) compose_intervals();
     // The next event that is not a fault: the checkpoint after `every - since` more steps, or the job's end.
     const std::int64_t left = r.steps - done;
     const std::int64_t to_checkpoint = every > 0 ? every - since : left;
