@@ -1,7 +1,7 @@
 // Long jobs on the job timeline (tpusim/models/job.h): whole checkpoint intervals are composed in closed form, so
 // a job of 2^63 steps with a checkpoint after each takes no longer than a short one and keeps its faults' exact
 // times; Ctrl-C and SIGTERM stop a timeline; faults that land by the million in a recovery stop the job at the
-// cap instead of filling memory; the random faults' sources count every component. Pure C++ (no SystemC).
+// cap instead of filling memory; what the job was doing when a fault landed is reported. Pure C++ (no SystemC).
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -57,11 +57,11 @@ TEST(JobTimelineLong, AJobOfTwoToTheSixtyThreeStepsWithACheckpointAfterEachIsCom
 }
 
 // 2^40 + 1 steps (a checkpoint after each but the last): 2^40 + 0.5 s without faults, every sum exact in doubles.
-// A chip fails at 10^12 s + 0.25 s: 10^12 intervals of 1 s are done, the fault is 0.25 s into step 10^12,
-// detected at 10^12 + 30 s (heartbeat at 10^12 s, timeout 30 s), back after repair, restart and the restore at
-// 10^12 + 4250 s; lost: the 0.25 s of the step. Another fails 0.75 s later, in the write after the first step
-// since: that write is lost with the step before it, 0.75 s; detected at 10^12 + 4280 s, back at
-// 10^12 + 8500 s. Each fault adds 4250 s to the job.
+// A chip fails at 10^12 s + 0.25 s: 10^12 intervals of 1 s are done, the fault is 0.25 s into step 10^12 (its
+// landed: step), detected at 10^12 + 30 s (heartbeat at 10^12 s, timeout 30 s), back after repair, restart and
+// the restore at 10^12 + 4250 s; lost: the 0.25 s of the step. Another fails 0.75 s later, in the write after
+// the first step since (its landed: checkpoint_write): that write is lost with the step before it, 0.75 s;
+// detected at 10^12 + 4280 s, back at 10^12 + 8500 s. Each fault adds 4250 s to the job.
 TEST(JobTimelineLong, FaultsInAHugeJobLandAtTheirExactStepAndCheckpointWrite) {
   const Scenario s = every_step_job((std::int64_t{1} << 40) + 1, R"(faults:
   - {at: 1000000000000.25 s, kind: chip_down, target: [1, 0, 0]}
@@ -71,12 +71,14 @@ TEST(JobTimelineLong, FaultsInAHugeJobLandAtTheirExactStepAndCheckpointWrite) {
   const JobResult r = run_job(s, topo, half_second_costs());
   ASSERT_EQ(r.events.size(), 2u);
   const FaultEvent& step = r.events[0];
+  EXPECT_EQ(step.landed, FaultLanded::step);
   EXPECT_EQ(step.step, 1'000'000'000'000);
   EXPECT_EQ(step.step_started.value(), 1e12);
   EXPECT_EQ(step.lost_work.value(), 0.25);
   EXPECT_EQ(step.detected.value(), 1e12 + 30);
   EXPECT_EQ(step.resumed.value(), 1e12 + 4250);
   const FaultEvent& write = r.events[1];
+  EXPECT_EQ(write.landed, FaultLanded::checkpoint_write);
   EXPECT_EQ(write.step, 1'000'000'000'001);  // the steps done before the write
   EXPECT_EQ(write.step_started.value(), 1e12 + 4250.5);
   EXPECT_EQ(write.lost_work.value(), 0.75);

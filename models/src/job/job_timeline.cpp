@@ -285,6 +285,15 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     e.step = done;
     e.step_before = Seconds(step);
     e.step_started = Seconds(t);
+    // Where it landed: while the job was down (found at a relaunch, or in a reroute's stall: f < t), in a
+    // restore, in the checkpoint write after the stretch's steps, or in a step.
+    if (found || f < t) {
+      e.landed = FaultLanded::recovery;
+    } else if (restoring) {
+      e.landed = FaultLanded::restore;
+    } else if (writes && before == n) {
+      e.landed = FaultLanded::checkpoint_write;
+    }
     if (found) {
       // It is met now: its component leaves the list of those failed and not yet found.
       const auto o = std::find_if(out.begin(), out.end(), [](const OutOfUse& u) { return u.until == kNoEnd; });
@@ -445,6 +454,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
           if (o != out.end()) out.erase(o);
           FaultEvent d;
           d.fault = g;
+          d.landed = FaultLanded::recovery;
           d.step = done;
           d.step_before = Seconds(step);
           d.step_started = Seconds(t);
@@ -499,6 +509,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
         }
         FaultEvent d;
         d.fault = faults.pop();
+        d.landed = FaultLanded::recovery;
         d.step = done;
         d.step_before = Seconds(step);
         d.step_started = Seconds(t);

@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tpusim/core/scenario.h"
@@ -48,10 +49,21 @@ struct JobCosts {
   std::function<void(const ConcreteFault& fault, Seconds offset, Seconds detection)> step_stopped;
 };
 
+// What the job was doing when a fault landed (docs/faults.md, "Over the job").
+enum class FaultLanded : std::uint8_t {
+  step,              // running step `FaultEvent::step`
+  checkpoint_write,  // writing the checkpoint after `FaultEvent::step` steps: that checkpoint is lost
+  restore,           // reading a checkpoint back, the last part of a recovery
+  recovery,          // down for another fault's recovery (or stalled until a rerouted fault's detection)
+};
+// "step", "checkpoint_write", "restore", "recovery" (summary.json's faults.timeline[].landed_in).
+[[nodiscard]] std::string_view fault_landed_name(FaultLanded where);
+
 // One fault on the timeline.
 struct FaultEvent {
   ConcreteFault fault;
-  std::int64_t step = 0;  // the step in flight when it hit (0-based)
+  FaultLanded landed = FaultLanded::step;
+  std::int64_t step = 0;  // the step in flight when it hit (0-based); in a write, the steps done before it
   Seconds detected;       // = at for faults that only slow a component
   Seconds resumed;        // the job runs again (or, for a slowdown, the step it takes effect)
   std::string recovery;   // "reroute", "spare_cube", "checkpoint_restart", "failed", "slowdown", "not in use (...)";
