@@ -341,11 +341,19 @@ ConfigNode load_yaml_file(const std::filesystem::path& path, Diagnostics& diags)
   return load_yaml_string(text, path.string(), diags);
 }
 
-void merge_into(ConfigNode& base, const ConfigNode& overlay) {
+void merge_into(ConfigNode& base, const ConfigNode& overlay, const std::string& path, Diagnostics& diags) {
   if (base.is_map() && overlay.is_map()) {
     for (const auto& e : overlay.entries()) {
+      const std::string key_path = path.empty() ? e.key : path + "." + e.key;
       if (ConfigNode* existing = base.find(e.key); existing != nullptr) {
-        merge_into(*existing, e.value);
+        if (e.value.is_null() && (existing->is_map() || existing->is_seq())) {
+          diags.error(e.value.loc(), key_path, "wrong type",
+                      existing->is_map() ? "a map of the section's fields (leave the key out to keep them)"
+                                         : "a list (leave the key out to keep it)",
+                      e.value.describe());
+          continue;
+        }
+        merge_into(*existing, e.value, key_path, diags);
       } else {
         base.set(e.key, e.key_loc, e.value);
       }

@@ -253,7 +253,50 @@ void check_parameters(const FaultSpec& f, const std::map<std::string, FieldOrigi
   applies("clock_fraction", kClockFraction);
 }
 
+// fault_rates' fields, by the kind each gives a mean time between failures for.
+constexpr std::array<std::pair<FaultKind, Seconds FaultRates::*>, 4> kRates{{
+    {FaultKind::chip_down, &FaultRates::chip_down},
+    {FaultKind::link_down, &FaultRates::link_down},
+    {FaultKind::ocs_port_down, &FaultRates::ocs_port_down},
+    {FaultKind::host_down, &FaultRates::host_down},
+}};
+
+// A rate for components the pod lacks would draw nothing: it is bad input at the rate, as a timed fault on them is.
+// `node` is fault_rates' map, which holds every rate above 0 (the default is 0).
+void check_rate_components(const FaultRates& rates, const ConfigNode& node, const PodSpec& pod, Diagnostics& diags) {
+  for (const auto& [kind, field] : kRates) {
+    const FaultComponent component = fault_info(kind).component;
+    if ((rates.*field).value() <= 0 || pod_has_components(pod, component)) continue;
+    const std::string key(fault_kind_name(kind));
+    const ConfigNode* rate = node.find(key);
+    const bool ocs = component == FaultComponent::ocs_link;
+    diags.error(rate != nullptr ? rate->loc() : node.loc(), "fault_rates." + key,
+                ocs ? fmt::format("pod {} has no OCS ports ({})", pod.name,
+                                  pod.cube.empty() ? "no optical switches: no cube"
+                                                   : "no link leaves a cube or closes a ring")
+                    : fmt::format("pod {} has no ICI cables (one chip per slice)", pod.name),
+                ocs ? "a pod whose cubes are joined by optical switches (pod.cube set: v4, v5p), or no "
+                      "ocs_port_down rate"
+                    : "a pod of more than one chip, or no link_down rate",
+                rate != nullptr ? rate->describe() : format_value(rates.*field));
+  }
+}
+
 }  // namespace
+
+bool pod_has_components(const PodSpec& pod, FaultComponent component) {
+  const std::size_t axes = pod.shape.size();
+  auto wraps = [&](std::size_t a) { return a < pod.wraparound.size() && pod.wraparound[a] != 0; };
+  for (std::size_t a = 0; a < axes; ++a) {
+    if (pod.shape[a] <= 1) continue;
+    if (component == FaultComponent::link) return true;
+    // An optical link leaves its cube, or closes the axis's ring (topology/src/topology.cpp).
+    if (component == FaultComponent::ocs_link && !pod.cube.empty() && (pod.shape[a] > pod.cube[a] || wraps(a))) {
+      return true;
+    }
+  }
+  return component == FaultComponent::chip || component == FaultComponent::host;
+}
 
 void resolve_fault_plan(const ConfigNode& tree, const PodSpec& pod, JobSpec& job, FaultPlan& plan,
                         Diagnostics& diags) {
@@ -264,6 +307,7 @@ void resolve_fault_plan(const ConfigNode& tree, const PodSpec& pod, JobSpec& job
   const ConfigNode empty = ConfigNode::make_map(tree.loc());
   job_fields().resolve(job_node != nullptr ? *job_node : empty, "job", job, diags, &job.origins);
   fault_rate_fields().resolve(rates != nullptr ? *rates : empty, "fault_rates", plan.rates, diags);
+  if (rates != nullptr && rates->is_map()) check_rate_components(plan.rates, *rates, pod, diags);
   if (job.timeout.value() > 0 && job.heartbeat.value() > job.timeout.value()) {
     const auto it = job.origins.find("timeout");
     diags.error(it != job.origins.end() ? it->second.loc : tree.loc(), "job.timeout",
@@ -277,8 +321,8 @@ void resolve_fault_plan(const ConfigNode& tree, const PodSpec& pod, JobSpec& job
                 fmt::format("pod {} has no optical switches to swap a cube through", pod.name),
                 "a pod with pod.cube set (v4, v5p), or another recovery", "spare_cube");
   }
-  if (faults == nullptr || faults->is_null()) return;
-  if (!faults->is_seq()) {
+  if (faults == nullptr) return;
+  if (!faults->is_seq()) {  // `faults:` with no value too: leave the key out for no timed fault
     diags.error(faults->loc(), "faults", "wrong type", "a list of faults ({at, kind, target, ...})",
                 faults->describe());
     return;

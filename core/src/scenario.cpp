@@ -246,7 +246,7 @@ void expand_model_base(ConfigNode& workload, const fs::path& relative_to, Diagno
   overlay.erase("from");
   expand_reference(*model, "from", "configs/models", relative_to, "workload.model.from", diags);
   ConfigNode merged = *model->find("from");
-  merge_into(merged, overlay);
+  merge_into(merged, overlay, "workload.model", diags);
   *model = std::move(merged);
 }
 
@@ -307,8 +307,12 @@ Scenario load_scenario_with_overrides(const std::string& name_or_path, const std
     if (inline_chip->is_scalar()) {
       // A chip name in the scenario replaces the pod's chip.
       if (pod != nullptr && pod->is_map()) pod->set("chip", inline_chip->loc(), *inline_chip);
-    } else {
+    } else if (inline_chip->is_map()) {
       chip_overlay = *inline_chip;
+    } else {  // `chip:` with no value too: leave the key out for the pod's chip
+      diags.error(inline_chip->loc(), "chip", "wrong type",
+                  "a chip name or path, or a map of chip fields and blocks over the pod's chip",
+                  inline_chip->describe());
     }
   }
   ConfigNode chip;
@@ -322,7 +326,7 @@ Scenario load_scenario_with_overrides(const std::string& name_or_path, const std
   }
   if (!chip_overlay.is_null()) {
     if (chip.is_null()) chip = ConfigNode::make_map(chip_overlay.loc());
-    merge_into(chip, chip_overlay);
+    merge_into(chip, chip_overlay, "chip", diags);
   }
   tree.set("chip", chip.loc(), chip);
 

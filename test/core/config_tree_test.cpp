@@ -204,7 +204,9 @@ TEST(MergeInto, MapsMergeKeyByKeyAndOtherValuesReplace) {
   ConfigNode base = load_ok("hbm:\n  capacity: 32 GiB\n  bandwidth: 1200 GB/s\nshape: 4\n", "base.yaml");
   const ConfigNode overlay =
       load_ok("hbm:\n  bandwidth: 2 TB/s\n  latency: 1 us\nshape: [4, 4]\n", "overlay.yaml");
-  merge_into(base, overlay);
+  Diagnostics diags;
+  merge_into(base, overlay, "chip", diags);
+  EXPECT_TRUE(diags.empty()) << diags.str();
   EXPECT_EQ(at(base, "hbm.capacity")->scalar(), "32 GiB");
   EXPECT_EQ(at(base, "hbm.capacity")->loc().file, "base.yaml");
   EXPECT_EQ(at(base, "hbm.bandwidth")->scalar(), "2 TB/s");
@@ -213,6 +215,24 @@ TEST(MergeInto, MapsMergeKeyByKeyAndOtherValuesReplace) {
   ASSERT_TRUE(at(base, "shape")->is_seq());
   EXPECT_EQ(at(base, "shape")->items().size(), 2u);
   EXPECT_EQ(at(base, "hbm")->keys(), (std::vector<std::string>{"capacity", "bandwidth", "latency"}));
+}
+
+// `chip: {hbm: }` over a chip whose hbm is a block is a section written with no value: refused at the
+// overlay's line as everywhere, and the base's block kept (so the base's own checks still run); a scalar with no
+// value replaces the base's, for its reader to refuse as an empty value.
+TEST(MergeInto, AnOverlayWithNoValueOverASectionIsRefusedAtTheOverlay) {
+  ConfigNode base = load_ok("hbm:\n  capacity: 32 GiB\npaths: [a -> b]\nclock: 1 GHz\n", "base.yaml");
+  const ConfigNode overlay = load_ok("hbm:\npaths:\nclock:\n", "overlay.yaml");
+  Diagnostics diags;
+  merge_into(base, overlay, "chip", diags);
+  ASSERT_EQ(diags.size(), 2u) << diags.str();
+  EXPECT_EQ(diags.items()[0].loc.str(), "overlay.yaml:1:1");
+  EXPECT_EQ(diags.items()[0].key_path, "chip.hbm");
+  EXPECT_EQ(diags.items()[0].message, "wrong type");
+  EXPECT_EQ(diags.items()[0].found, "nothing (an empty value)");
+  EXPECT_EQ(diags.items()[1].key_path, "chip.paths");
+  EXPECT_EQ(at(base, "hbm.capacity")->scalar(), "32 GiB");
+  EXPECT_TRUE(at(base, "clock")->is_null());
 }
 
 TEST(SplitAssignment, SplitsAtTheFirstEqualsAndTrimsThePath) {

@@ -108,6 +108,24 @@ job: {recovery: spare_cube}
   EXPECT_NE(p[3].str().find("no link along that axis"), std::string::npos);
 }
 
+// A rate draws among the pod's components of its kind: a pod without any (no OCS on a v4 2x2x1, no cable on one
+// chip) is bad input at the rate's line, not a rate that silently draws nothing. A rate of 0 asks for nothing.
+TEST(FaultPlan, ARateForComponentsThePodLacksIsBadInputAtTheRate) {
+  const auto p = problems("v4-2x2x1", "fault_rates: {chip_down: 100 h,\n  ocs_port_down: 1 h}\n");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].key_path, "fault_rates.ocs_port_down");
+  EXPECT_EQ(p[0].loc.line, 5);
+  EXPECT_EQ(p[0].loc.column, 18);
+  EXPECT_EQ(p[0].message, "pod v4-2x2x1 has no OCS ports (no optical switches: no cube)");
+  EXPECT_EQ(p[0].found, "'1 h'");
+  const auto one = problems("v4-1x1x1", "fault_rates: {link_down: 1 h, host_down: 1 h}\n");
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].key_path, "fault_rates.link_down");
+  EXPECT_EQ(one[0].message, "pod v4-1x1x1 has no ICI cables (one chip per slice)");
+  EXPECT_TRUE(problems("v4-2x2x1", "fault_rates: {ocs_port_down: 0 s, link_down: 1 h}\n").empty());
+  EXPECT_TRUE(problems("v4-4x4x4", "fault_rates: {ocs_port_down: 1 h}\n").empty());
+}
+
 TEST(FaultPlan, RatesAndJobFieldsCheckTheirUnitsAndRules) {
   const auto p = problems("v4-4x4x4", R"(fault_rates: {chip_down: 5 GB, hosts_down: 1 h}
 job: {heartbeat: 1 min, timeout: 10 s}

@@ -206,6 +206,18 @@ TEST(FieldTable, ASectionGivenAsAScalarIsAWrongType) {
   EXPECT_EQ(mem->expected, "a map (a section of fields)");
 }
 
+// `mem:` with no value is not an empty section that takes its defaults (leaving the key out does that): a
+// section's value is a map, and nothing is not one, as `job:` at the top of a scenario is refused.
+TEST(FieldTable, ASectionWithNoValueIsAWrongTypeNotItsDefaults) {
+  const Resolved r = resolve("name: d\ncount: 2\nshape: [1]\nmem:\n");
+  const Diagnostic* mem = find_diag(r.diags, "demo.mem");
+  ASSERT_NE(mem, nullptr) << r.diags.str();
+  EXPECT_EQ(mem->message, "wrong type");
+  EXPECT_EQ(mem->expected, "a map (a section of fields)");
+  EXPECT_EQ(mem->found, "nothing (an empty value)");
+  EXPECT_EQ(mem->loc.line, 4);
+}
+
 TEST(FieldTable, ZeroSizeIsRejected) {
   const Resolved r = resolve("name: d\ncount: 2\nshape: [1]\nmem:\n  size: 0 MiB\n  bandwidth: 1 GB/s\n");
   ASSERT_EQ(r.diags.size(), 1u) << r.diags.str();

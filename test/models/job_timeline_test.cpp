@@ -304,9 +304,17 @@ TEST(JobTimeline, RandomLinkFailuresThatCutAChipOffRestartTheJobNeverReroute) {
     if (relaunch) {
       ++found;
       EXPECT_LT(e.fault.spec.at.value(), e.step_started.value());  // it landed while the job was down
+      EXPECT_EQ(e.landed, FaultLanded::recovery);
     }
     // What the step (or checkpoint write) in flight had done; none for a fault met after a stall or a restore.
     const double partial = std::max(0.0, (e.fault.spec.at - e.step_started).value());
+    // Landed while the job was down (found at a relaunch) or stalled (a reroute's): before the step it is met in.
+    const bool down = e.fault.spec.at < e.step_started;
+    EXPECT_EQ(e.landed == FaultLanded::recovery, down) << e.fault.spec.at.value();
+    if (!down && e.landed != FaultLanded::restore) {  // more than a step's 1 s in: in the write after it
+      EXPECT_EQ(e.landed, partial >= 1.0 ? FaultLanded::checkpoint_write : FaultLanded::step)
+          << e.fault.spec.at.value();
+    }
     if (!cut) {
       EXPECT_EQ(e.recovery.rfind("reroute", 0), 0u) << e.fault.spec.at.value() << " " << e.recovery;
       EXPECT_DOUBLE_EQ(e.lost_work.value(), partial);
@@ -434,6 +442,8 @@ TEST(JobTimeline, AFaultInACheckpointWriteLosesThatCheckpoint) {
   const Topology topo = build_topology(s.pod, s.chip);
   const JobResult r = run_job(s, topo, round_costs());
   ASSERT_EQ(r.events.size(), 1u);
+  EXPECT_EQ(r.events[0].landed, FaultLanded::checkpoint_write);
+  EXPECT_EQ(fault_landed_name(r.events[0].landed), "checkpoint_write");
   EXPECT_EQ(r.events[0].step, 100);
   EXPECT_DOUBLE_EQ(r.events[0].step_started.value(), 100.0);
   EXPECT_DOUBLE_EQ(r.events[0].lost_work.value(), 105.5);
@@ -448,6 +458,7 @@ TEST(JobTimeline, AFaultInACheckpointWriteLosesThatCheckpoint) {
   const JobResult l = run_job(link, topo, round_costs());
   ASSERT_EQ(l.events.size(), 1u);
   EXPECT_EQ(l.events[0].recovery, "reroute");
+  EXPECT_EQ(l.events[0].landed, FaultLanded::checkpoint_write);
   EXPECT_DOUBLE_EQ(l.events[0].lost_work.value(), 5.5);
   EXPECT_DOUBLE_EQ(l.events[0].resumed.value(), 135.0);
   // Written again from 135 s to 145 s, then the 900 steps and 8 checkpoints left.
@@ -473,6 +484,8 @@ TEST(JobTimeline, AFaultInARestoreRestartsTheRestore) {
   ASSERT_EQ(r.events.size(), 2u);
   EXPECT_DOUBLE_EQ(r.events[0].resumed.value(), 4490.5);
   EXPECT_EQ(r.events[1].recovery, "checkpoint_restart, in the restore: read again");
+  EXPECT_EQ(r.events[0].landed, FaultLanded::step);
+  EXPECT_EQ(r.events[1].landed, FaultLanded::restore);
   EXPECT_EQ(r.events[1].step, 200);
   EXPECT_DOUBLE_EQ(r.events[1].detected.value(), 4520.0);
   EXPECT_DOUBLE_EQ(r.events[1].lost_work.value(), 0.0);
@@ -519,6 +532,7 @@ TEST(JobTimeline, AChipFailingDuringAnothersRepairIsFoundAtTheRelaunchAndRepaire
   EXPECT_EQ(r.events[0].recovery, "checkpoint_restart");
   EXPECT_DOUBLE_EQ(r.events[0].resumed.value(), 4480.0);
   EXPECT_EQ(r.events[1].recovery, "checkpoint_restart, found at the relaunch");
+  EXPECT_EQ(r.events[1].landed, FaultLanded::recovery);
   EXPECT_DOUBLE_EQ(r.events[1].detected.value(), 4480.0);
   EXPECT_DOUBLE_EQ(r.events[1].lost_work.value(), 0.0);
   EXPECT_DOUBLE_EQ(r.events[1].resumed.value(), 8700.0);

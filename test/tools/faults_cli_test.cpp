@@ -90,6 +90,42 @@ TEST_F(FaultsCli, SixCablesOfAChipFailingOneByOneRunUnderCheckpointRestartAndAre
   EXPECT_NE(refused.err.find("the last cable of chip [1, 1, 1]"), std::string::npos) << refused.err;
 }
 
+// A chip fails inside the first checkpoint write (issue 20's audit, item 9): GPT-3 1.3B under fsdp 4 on a v4
+// 2x2x1 (batch 8) runs 1000 steps of 214.9 ms (214.896 s), then writes the 15.79 GB state (one host, 1 GB/s):
+// 15.788679168 s. The fault at 220 s lands 5.1 s into that write: the write is lost, the job goes back to step
+// 0 (no checkpoint yet) with the 220 s since the start lost, detected at 250 s (last heartbeat at 220 s, 30 s
+// timeout), back after the 1 h repair, 10 min restart and the restore. The report says where it landed: no step
+// was in flight, so none was simulated with it.
+TEST_F(FaultsCli, AFaultInACheckpointWriteIsReportedAsLandingThereAndLosesTheWrite) {
+  const auto file = write("w.yaml", R"(name: w
+pod: v4-2x2x1
+workload: {model: gpt3-1.3b, batch: 8, step: train, mesh: {fsdp: 4}, checkpoint: {every_steps: 1000}}
+job: {steps: 5000}
+faults:
+  - {at: 220 s, kind: chip_down, target: [1, 0, 0]}
+)");
+  const Outcome o = tpusim("run " + file.string() + " -o " + (dir_ / "w").string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto s = nlohmann::json::parse(slurp(dir_ / "w" / "summary.json"));
+  const double step = s["metrics"]["step_time_s"].get<double>();
+  EXPECT_NEAR(step, 0.2149, 1e-4);
+  EXPECT_DOUBLE_EQ(s["job"]["checkpoint_write_s"].get<double>(), 15.788679168);
+  ASSERT_EQ(s["faults"]["timeline"].size(), 1u);
+  const auto& e = s["faults"]["timeline"][0];
+  EXPECT_EQ(e["landed_in"], "checkpoint_write");
+  EXPECT_EQ(e["step"], 1000);  // the steps done before the write
+  EXPECT_EQ(e["recovery"], "checkpoint_restart");
+  EXPECT_DOUBLE_EQ(e["detected_s"].get<double>(), 250.0);
+  EXPECT_NEAR(e["lost_work_s"].get<double>(), 220.0, 1e-12);  // 1000 steps and 5.1 s of the write
+  EXPECT_DOUBLE_EQ(e["resumed_s"].get<double>(), 250.0 + 3600 + 600 + 15.788679168);
+  EXPECT_EQ(e["step_time_hit_s"], 0.0);
+  EXPECT_EQ(s["job"]["simulated_steps"].size(), 1u);  // the healthy step only
+  EXPECT_EQ(s["job"]["checkpoints"], 4);
+  EXPECT_NE(o.out.find("checkpoint_write"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("1 fault stopped hardware during a checkpoint write: the write is lost"), std::string::npos)
+      << o.out;
+}
+
 TEST_F(FaultsCli, AnUnknownKindAndAMissingTargetAreBadInputBeforeAnythingRuns) {
   const auto file = write("bad.yaml", std::string(kJob) + R"(faults:
   - {at: 1 s, kind: chip_failure, target: [0, 0]}

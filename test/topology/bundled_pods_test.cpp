@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "tpusim/core/data_paths.h"
+#include "tpusim/core/fault_plan.h"
 #include "tpusim/core/scenario.h"
 #include "tpusim/topology/topology.h"
 #include <gtest/gtest.h>
@@ -195,6 +196,9 @@ TEST_P(BundledPod, StructureMatchesTheClosedFormsOfItsShape) {
   EXPECT_EQ(t.link_count(LinkKind::electrical), e.links - e.optical);
   EXPECT_EQ(t.ocs_count(), e.ocs);
   EXPECT_EQ(t.ocs_ports_used(), e.ocs_ports);
+  // The fault plan's check that a rate has components to strike (core/fault_plan.h) agrees with the pod built.
+  EXPECT_EQ(pod_has_components(pod, FaultComponent::link), e.links > 0);
+  EXPECT_EQ(pod_has_components(pod, FaultComponent::ocs_link), e.optical > 0);
   const Bisection b = bisection(t);
   EXPECT_EQ(b.links, e.bisection_links);
   EXPECT_DOUBLE_EQ(b.bandwidth.value(), static_cast<double>(e.bisection_links) * chip.ici.link_bandwidth.value());

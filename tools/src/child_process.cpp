@@ -139,8 +139,9 @@ bool read_exact(int fd, void* data, std::size_t size) {
 
 }  // namespace
 
-FaultStepServer::FaultStepServer(const Scenario& s, const Topology& topo, ChildStepRunner& runner)
-    : scenario_(s), topo_(topo) {
+FaultStepServer::FaultStepServer(const Scenario& s, const Topology& topo, ChildStepRunner& runner,
+                                 std::size_t max_faults)
+    : scenario_(s), topo_(topo), max_faults_(max_faults) {
   int to[2], from[2];
   if (pipe(to) != 0) throw std::runtime_error("the fault-step server: pipe() failed");
   if (pipe(from) != 0) {
@@ -157,7 +158,7 @@ FaultStepServer::FaultStepServer(const Scenario& s, const Topology& topo, ChildS
     if (!read_exact(to[0], &healthy, sizeof healthy)) _exit(0);
     Records records(&runner);
     try {
-      (void)models::FaultSteps(s, topo, Seconds(healthy), records);
+      (void)models::FaultSteps(s, topo, Seconds(healthy), records, max_faults);
     } catch (...) {  // the parent meets the same error composing the same steps from the answers so far
     }
     (void)write_all(from[1], records.wire().data(), records.wire().size());
@@ -187,7 +188,7 @@ models::FaultSteps FaultStepServer::steps(Seconds healthy) {
   close(from_server_);
   from_server_ = -1;
   throw_if_interrupted();
-  return models::FaultSteps(scenario_, topo_, healthy, answers);
+  return models::FaultSteps(scenario_, topo_, healthy, answers, max_faults_);
 }
 
 }  // namespace tpusim::tools

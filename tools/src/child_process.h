@@ -37,7 +37,8 @@ class ChildStepRunner : public models::StepRunner {
 // program. Without steps() (the simulation failed) the server exits when the pipe closes.
 class FaultStepServer {
  public:
-  FaultStepServer(const Scenario& s, const Topology& topo, ChildStepRunner& runner);
+  // `max_faults`: the FaultSteps' (models::run_job's), here and in the server.
+  FaultStepServer(const Scenario& s, const Topology& topo, ChildStepRunner& runner, std::size_t max_faults);
   ~FaultStepServer();
   FaultStepServer(const FaultStepServer&) = delete;
   FaultStepServer& operator=(const FaultStepServer&) = delete;
@@ -47,6 +48,7 @@ class FaultStepServer {
  private:
   const Scenario& scenario_;
   const Topology& topo_;
+  std::size_t max_faults_;
   pid_t pid_ = -1;
   int to_server_ = -1, from_server_ = -1;
 };

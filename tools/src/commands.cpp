@@ -155,7 +155,8 @@ int run_command(const RunArgs& args) {
     lowering_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - lowering_start).count();
     check_programs(step, lowered.programs, *topology);
     guard_simulation(step, lowered.programs, args.limits);
-    guard_fault_rates(scenario, scenario.job.duration);  // a job given in steps: once its step is known
+    // A job given in steps: once its step is known.
+    guard_fault_rates(scenario, *topology, scenario.job.duration, args.limits);
     return 0;
   });
   if (input != 0) return input;
@@ -215,7 +216,7 @@ int run_command(const RunArgs& args) {
     if (tracer) fault_trace = FaultTraceOptions{tracer->chips(), kMaxTraceSpans};
     ChildStepRunner runner(programs, fault_trace);  // child_process.h
     std::optional<FaultStepServer> server;
-    if (scenario.job.enabled) server.emplace(scenario, *topology, runner);
+    if (scenario.job.enabled) server.emplace(scenario, *topology, runner, max_job_faults(args.limits));
     const models::SimResult result = simulate_step(scenario, programs, options);  // mirrored_step.h
     healthy_step = result.step_time;
     if (server) {
@@ -223,12 +224,14 @@ int run_command(const RunArgs& args) {
       // is simulated.
       models::check_fault_times_of_steps(scenario, result.step_time);
       if (scenario.job.given_in_steps()) {
-        guard_fault_rates(scenario, models::healthy_job_length(scenario, result.step_time));
+        guard_fault_rates(scenario, *topology, models::healthy_job_length(scenario, result.step_time),
+                          args.limits);
       }
       const auto fault_start = std::chrono::steady_clock::now();
       fault_steps.emplace(server->steps(result.step_time));
       fault_steps_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - fault_start).count();
-      job = models::run_job_timeline(scenario, *topology, result.step_time, *fault_steps);
+      job = models::run_job_timeline(scenario, *topology, result.step_time, *fault_steps,
+                                     max_job_faults(args.limits));
     }
     output_start = std::chrono::steady_clock::now();
     report = make_report(scenario, programs, result, &*topology,

@@ -80,6 +80,7 @@ void add_job_json(json& j, const Scenario& s, const models::JobOutcome& job, con
                             {"kind", std::string(fault_kind_name(e.fault.spec.kind))},
                             {"target", e.fault.target()},
                             {"drawn", e.fault.drawn},
+                            {"landed_in", std::string(models::fault_landed_name(e.landed))},
                             {"step", e.step},
                             {"detected_s", e.detected.value()},
                             {"recovery", e.recovery},
@@ -222,16 +223,29 @@ void print_job(const Scenario& s, const models::JobOutcome& job, const models::F
   }
   if (r.events.empty()) return;
   out << fmt::format("  fault timeline ({} fault{}):\n", r.events.size(), r.events.size() == 1 ? "" : "s");
-  out << fmt::format("    {:>12}  {:<14} {:<28} {:>8}  {:>12}  {:<22} {:>12} {:>12}\n", "at", "kind", "target", "step",
-                     "detected", "recovery", "downtime", "lost work");
+  // `landed in`: what the job was doing (a step, a checkpoint write, a restore, another fault's recovery).
+  constexpr const char* kRow = "    {:>12}  {:<14} {:<28} {:>8}  {:<16}  {:>12}  {:<22} {:>12} {:>12}\n";
+  out << fmt::format(kRow, "at", "kind", "target", "step", "landed in", "detected", "recovery", "downtime",
+                     "lost work");
   constexpr std::size_t kShown = 20;
   for (std::size_t i = 0; i < r.events.size() && i < kShown; ++i) {
     const models::FaultEvent& e = r.events[i];
-    out << fmt::format("    {:>12}  {:<14} {:<28} {:>8}  {:>12}  {:<22} {:>12} {:>12}\n", time(e.fault.spec.at.value()),
-                       fault_kind_name(e.fault.spec.kind), e.fault.target(), e.step, time(e.detected.value()),
+    out << fmt::format(kRow, time(e.fault.spec.at.value()), fault_kind_name(e.fault.spec.kind), e.fault.target(),
+                       e.step, models::fault_landed_name(e.landed), time(e.detected.value()),
                        e.recovery.substr(0, 22), time(e.downtime.value()), time(e.lost_work.value()));
   }
   if (r.events.size() > kShown) out << fmt::format("    ... {} more in summary.json\n", r.events.size() - kShown);
+  // A fault that stops hardware in use while a checkpoint is written costs that checkpoint (docs/faults.md).
+  const auto in_writes = std::count_if(r.events.begin(), r.events.end(), [](const models::FaultEvent& e) {
+    return e.landed == models::FaultLanded::checkpoint_write && fault_stops(e.fault.spec.kind) &&
+           e.recovery.rfind("not in use", 0) != 0;
+  });
+  if (in_writes > 0) {
+    out << fmt::format("    {} fault{} stopped hardware during a checkpoint write: the write is lost (no step was "
+                       "in flight to simulate); a restart goes back to the checkpoint before it, a reroute writes it "
+                       "again\n",
+                       in_writes, in_writes == 1 ? "" : "s");
+  }
 }
 
 }  // namespace tpusim::tools

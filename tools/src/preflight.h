@@ -8,7 +8,7 @@
 //                     a TensorCore the chip lacks, a step longer than the simulator can count
 //   guard_simulation  chips x programs in memory, and the cycle-level MXU reference's work, against limits
 //   guard_fault_rates the random faults a job's fault_rates expect over job.duration, against what a job can
-//                     meet
+//                     meet and the memory limit
 // A refusal (ResourceRefused, exit 2) states the estimate, the limit and the way out; nothing has been
 // allocated for the work yet.
 #include <stdexcept>
@@ -68,9 +68,14 @@ void guard_simulation(const Scenario& scenario, const ir::ProgramSet& programs, 
 // parts are bad input at the fault that splits it, naming the parts and the cables between them. The other
 // policies repair each cable at the restart its detection starts.
 void check_fault_cuts(const Scenario& scenario, const Topology& topology);
-// A job's random fault rates against what a job can meet (models::kMaxJobFaults), over `length` (job.duration,
-// or for a job given in steps its healthy length once the step is simulated: models::healthy_job_length).
-void guard_fault_rates(const Scenario& scenario, Seconds length);
+// A job's random fault rates (every kind's components on `topology`, as the job draws them) over `length`
+// (job.duration, or for a job given in steps its healthy length once the step is simulated:
+// models::healthy_job_length): refused when they expect far more faults than a job meets
+// (models::kMaxJobFaults), or when the faults met would hold more memory than the limit.
+void guard_fault_rates(const Scenario& scenario, const Topology& topology, Seconds length, const Limits& limits);
+// The most faults a job may meet under the memory limit (each is kept and written out), at most
+// models::kMaxJobFaults: the job stops with an error past it (models::run_job's `max_faults`).
+[[nodiscard]] std::size_t max_job_faults(const Limits& limits);
 
 // The estimated peak memory of a run (topology, programs, simulation), for `validate`'s report.
 [[nodiscard]] double estimated_run_bytes(const Scenario& scenario, const ir::ProgramSet& programs);

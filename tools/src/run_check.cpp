@@ -35,7 +35,7 @@ CheckedRun check_run(const Scenario& s, const Limits& limits) {
   kernels::LoweredWorkload lowered = programs_for(step);
   check_programs(step, lowered.programs, topology);
   guard_simulation(step, lowered.programs, limits);
-  guard_fault_rates(s, s.job.duration);  // a job given in steps: by `run`, once its step is known
+  guard_fault_rates(s, topology, s.job.duration, limits);  // a job given in steps: by `run`, once its step is known
   return CheckedRun{std::move(topology), std::move(step), std::move(lowered)};
 }
 

@@ -93,6 +93,20 @@ ConcreteFault concrete_fault(const FaultSpec& spec, const Topology& topo, std::i
   return f;
 }
 
+std::string_view fault_landed_name(FaultLanded where) {
+  switch (where) {
+    case FaultLanded::step:
+      return "step";
+    case FaultLanded::checkpoint_write:
+      return "checkpoint_write";
+    case FaultLanded::restore:
+      return "restore";
+    case FaultLanded::recovery:
+      return "recovery";
+  }
+  return "step";
+}
+
 std::int64_t job_steps(const Scenario& s, Seconds step, Seconds checkpoint_write) {
   if (s.job.given_in_steps()) return s.job.steps;
   const int every = s.workload.host.checkpoint.every_steps;

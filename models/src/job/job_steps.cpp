@@ -100,7 +100,8 @@ Scenario job_step_scenario(const Scenario& s) {
   return step;
 }
 
-FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, Seconds healthy, StepRunner& runner)
+FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, Seconds healthy, StepRunner& runner,
+                       std::size_t max_faults)
     : topo_(topo), reroute_(s.job.recovery == RecoveryPolicyKind::reroute) {
   // The fault on its trace's track: a chip's in the chip's process, a link's on the link's own track.
   const auto name_fault = [](FaultStep& step, const ConcreteFault& f) {
@@ -192,7 +193,7 @@ FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, Seconds healthy,
     }
     steps_.push_back(std::move(step));
   };
-  (void)run_job(s, topo, costs);
+  (void)run_job(s, topo, costs, max_faults);
 }
 
 std::optional<Seconds> FaultSteps::step_hit(const ConcreteFault& f, Seconds offset) const {
@@ -264,14 +265,15 @@ void check_fault_times_of_steps(const Scenario& s, Seconds step) {
   diags.throw_if_any();
 }
 
-JobOutcome run_job_timeline(const Scenario& s, const Topology& topo, Seconds step, const FaultSteps& fault_steps) {
+JobOutcome run_job_timeline(const Scenario& s, const Topology& topo, Seconds step, const FaultSteps& fault_steps,
+                            std::size_t max_faults) {
   JobOutcome out;
   out.costs = job_costs(s, step, fault_steps);
   for (const FaultStep& f : fault_steps.steps()) {
     if (f.hit) out.hit_steps.push_back(f);
   }
   check_fault_times_of_steps(s, step);
-  out.result = run_job(s, topo, out.costs);
+  out.result = run_job(s, topo, out.costs, max_faults);
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "tpusim/core/interrupt.h"
 #include "tpusim/models/failed_cables.h"
 #include "random_faults.h"
 #include "recovery_policy.h"
@@ -141,7 +142,7 @@ bool on(const Topology& topo, const OutOfUse& o, const ConcreteFault& f) {
 
 }  // namespace
 
-JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs) {
+JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs, std::size_t max_faults) {
   JobResult r;
   const double healthy = costs.step.value();
   const double write = costs.checkpoint_write.value();
@@ -201,7 +202,48 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     since = 0;
     since_time = since_slow = 0;
   };
+  // Whole checkpoint intervals (`every` steps, then a write) from a checkpoint on, up to the next fault and short
+  // of the job's last interval, composed at once: k of them take k x (every x step + write), one rounding. Used
+  // once the first kMaxRecordedCheckpoints writes are recorded, which are walked one by one (their sums as they
+  // always were, to the last bit), so a job of 2^63 steps with a checkpoint after each costs what a short one does.
+  auto compose_intervals = [&] {
+    const std::int64_t whole = (r.steps - done - 1) / every;  // the intervals left that end with a write
+    if (whole < 2) return;
+    const double per = static_cast<double>(every) * step + write;
+    const auto end_after = [&](std::int64_t k) { return t + static_cast<double>(k) * per; };
+    const double f = faults.peek();
+    std::int64_t k = whole;
+    if (end_after(k) > f) {  // a fault comes first: the intervals that end by it (as the loop's `f >= end`)
+      const double q = std::floor((f - t) / per);
+      k = q <= 0 ? 0 : q >= static_cast<double>(whole) ? whole : static_cast<std::int64_t>(q);
+      while (k > 0 && end_after(k) > f) --k;
+      while (k < whole && end_after(k + 1) <= f) ++k;
+    }
+    if (k == 0) return;
+    t = end_after(k);
+    done += k * every;
+    r.checkpoints += k;
+    checkpointing += static_cast<double>(k) * write;
+    slowdown += static_cast<double>(k) * (static_cast<double>(every) * (step - healthy));
+  };
+  // A job that meets this many faults stops (tools/src/preflight.cpp refuses plans expecting more).
+  max_faults = std::min(max_faults, kMaxJobFaults);
+  auto check_fault_count = [&](std::size_t met) {
+    if (met < max_faults) return;
+    if (max_faults < kMaxJobFaults) {
+      throw std::runtime_error(fmt::format(
+          "the job met {} faults, as many as the memory limit holds, and has done {} of {} steps (lower the "
+          "fault rates, or raise the limit)",
+          met, done, r.steps));
+    }
+    throw std::runtime_error(fmt::format(
+        "the job met {} faults and has done {} of {} steps: failures come faster than it makes progress "
+        "(lower the fault rates, or checkpoint more often)",
+        met, done, r.steps));
+  };
   while (done < r.steps) {
+    throw_if_interrupted();  // Ctrl-C and SIGTERM stop a job of many faults
+    if (every > 0 && since == 0 && r.checkpoint_writes.size() >= kMaxRecordedCheckpoints) compose_intervals();
     // The next event that is not a fault: the checkpoint after `every - since` more steps, or the job's end.
     const std::int64_t left = r.steps - done;
     const std::int64_t to_checkpoint = every > 0 ? every - since : left;
@@ -226,12 +268,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       continue;
     }
     // A fault lands inside this stretch: complete the steps before it.
-    if (r.events.size() >= kMaxJobFaults) {
-      throw std::runtime_error(fmt::format(
-          "the job met {} faults and has done {} of {} steps: failures come faster than it makes progress "
-          "(lower the fault rates, or checkpoint more often)",
-          r.events.size(), done, r.steps));
-    }
+    check_fault_count(r.events.size());
     const bool found = faults.next_found();  // landed while the job was down: met as it starts again
     ConcreteFault fault = faults.pop();
     const bool restoring = std::exchange(in_restore, false);
@@ -248,6 +285,15 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     e.step = done;
     e.step_before = Seconds(step);
     e.step_started = Seconds(t);
+    // Where it landed: while the job was down (found at a relaunch, or in a reroute's stall: f < t), in a
+    // restore, in the checkpoint write after the stretch's steps, or in a step.
+    if (found || f < t) {
+      e.landed = FaultLanded::recovery;
+    } else if (restoring) {
+      e.landed = FaultLanded::restore;
+    } else if (writes && before == n) {
+      e.landed = FaultLanded::checkpoint_write;
+    }
     if (found) {
       // It is met now: its component leaves the list of those failed and not yet found.
       const auto o = std::find_if(out.begin(), out.end(), [](const OutOfUse& u) { return u.until == kNoEnd; });
@@ -394,6 +440,9 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       std::vector<ConcreteFault> found_now;
       std::vector<std::size_t> group{met};  // this fault and the others found at the same relaunch
       while (faults.peek() < resume) {
+        // Faults a minute apart meet a recovery of an hour by the dozen: the cap and Ctrl-C hold here too.
+        throw_if_interrupted();
+        check_fault_count(r.events.size() + found_now.size());
         const double next = faults.peek();
         if (!found_now.empty() && next >= restore_from) break;  // the restore is not read: met after them
         if (faults.next_found()) {
@@ -405,6 +454,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
           if (o != out.end()) out.erase(o);
           FaultEvent d;
           d.fault = g;
+          d.landed = FaultLanded::recovery;
           d.step = done;
           d.step_before = Seconds(step);
           d.step_started = Seconds(t);
@@ -459,6 +509,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
         }
         FaultEvent d;
         d.fault = faults.pop();
+        d.landed = FaultLanded::recovery;
         d.step = done;
         d.step_before = Seconds(step);
         d.step_started = Seconds(t);

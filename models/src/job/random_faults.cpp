@@ -2,22 +2,41 @@
 
 #include <cmath>
 
-namespace tpusim::models::job {
+namespace tpusim::models {
+namespace {
 
-RandomFaults::RandomFaults(const Scenario& s, const Topology& topo) : topo_(topo), rng_(static_cast<std::uint64_t>(s.seed)) {
+// One direction of each optical cable (its two OCS ports fail with it).
+std::vector<LinkId> optical_cables(const Topology& topo) {
+  std::vector<LinkId> out;
   for (std::uint32_t i = 0; i < topo.link_count(); i += 2) {  // 2c is cable c's + direction
-    if (topo.link(LinkId(i)).ocs) optical_.push_back(LinkId(i));
+    if (topo.link(LinkId(i)).ocs) out.push_back(LinkId(i));
   }
+  return out;
+}
+
+}  // namespace
+
+std::vector<RandomFaultSource> random_fault_sources(const Scenario& s, const Topology& topo) {
   const FaultRates& r = s.faults.rates;
-  auto rate = [](std::size_t components, Seconds mtbf) {
-    return mtbf.value() > 0 ? static_cast<double>(components) / mtbf.value() : 0.0;
+  auto source = [](FaultKind kind, std::size_t components, Seconds mtbf) {
+    return RandomFaultSource{kind, components,
+                             mtbf.value() > 0 ? static_cast<double>(components) / mtbf.value() : 0.0};
   };
-  kinds_[0] = rate(topo.chip_count(), r.chip_down);
-  kinds_[1] = rate(topo.link_count() / 2, r.link_down);
-  // Two OCS ports per optical cable.
-  kinds_[2] = rate(2 * optical_.size(), r.ocs_port_down);
-  kinds_[3] = rate(topo.host_count(), r.host_down);
-  for (double k : kinds_) total_ += k;
+  return {source(FaultKind::chip_down, topo.chip_count(), r.chip_down),
+          source(FaultKind::link_down, topo.link_count() / 2, r.link_down),
+          source(FaultKind::ocs_port_down, 2 * optical_cables(topo).size(), r.ocs_port_down),
+          source(FaultKind::host_down, topo.host_count(), r.host_down)};
+}
+
+namespace job {
+
+RandomFaults::RandomFaults(const Scenario& s, const Topology& topo)
+    : topo_(topo), rng_(static_cast<std::uint64_t>(s.seed)), optical_(optical_cables(topo)) {
+  const std::vector<RandomFaultSource> sources = random_fault_sources(s, topo);
+  for (std::size_t k = 0; k < sources.size(); ++k) {
+    kinds_[k] = sources[k].per_second;
+    total_ += kinds_[k];
+  }
 }
 
 double RandomFaults::uniform() { return (static_cast<double>(rng_() >> 11) + 1.0) * 0x1.0p-53; }
@@ -64,4 +83,5 @@ std::optional<ConcreteFault> RandomFaults::next() {
   return f;
 }
 
-}  // namespace tpusim::models::job
+}  // namespace job
+}  // namespace tpusim::models

@@ -74,8 +74,11 @@ inline constexpr int kMaxYamlDepth = 64;
 // Parses YAML text; `origin` names it in locations (a file name or "--set ...").
 [[nodiscard]] ConfigNode load_yaml_string(std::string_view text, const std::string& origin, Diagnostics& diags);
 
-// Overlays `overlay` onto `base`: maps merge key by key, anything else replaces.
-void merge_into(ConfigNode& base, const ConfigNode& overlay);
+// Overlays `overlay` onto `base`: maps merge key by key, anything else replaces. A key of the overlay with no
+// value over a section of the base (a map or a list: a chip block) is a section written with no value, refused as
+// everywhere (wrong type, found nothing, at the overlay's line; `path` prefixes key paths) and the base's section
+// kept; over a scalar it replaces it, for the reader to refuse as an empty value.
+void merge_into(ConfigNode& base, const ConfigNode& overlay, const std::string& path, Diagnostics& diags);
 
 // An override "dotted.path=value" and where it was written: `key` and `value` locate it in a file (a sweep's
 // grid); left empty, it was given on the command line and errors name it as "--set dotted.path=value".

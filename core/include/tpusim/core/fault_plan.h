@@ -150,10 +150,15 @@ struct FaultPlan {
   FaultRates rates;
 };
 
+// Whether the pod has components a fault of that sort can strike, as topology/src/topology.cpp builds them: every
+// pod has chips and hosts; a pod of one chip per slice has no cable; OCS ports need cubes (pod.cube) and an axis
+// whose links leave a cube or close its ring.
+[[nodiscard]] bool pod_has_components(const PodSpec& pod, FaultComponent component);
+
 // Reads `job`, `faults` and `fault_rates` of the scenario tree into `job` and `plan`, checking targets against
-// `pod` (coordinates in range, the link exists, an OCS port only between cubes, the host exists), parameters
-// against their kind, and `at` against job.duration when the job has one (a job of `steps` is checked once
-// its step time is known: check_fault_times).
+// `pod` (coordinates in range, the link exists, an OCS port only between cubes, the host exists), a rate against
+// the pod's components of its kind (pod_has_components), parameters against their kind, and `at` against
+// job.duration when the job has one (a job of `steps` is checked once its step time is known: check_fault_times).
 void resolve_fault_plan(const ConfigNode& tree, const PodSpec& pod, JobSpec& job, FaultPlan& plan,
                         Diagnostics& diags);
 // A fault at or after the job's end is bad input: `end` is job.duration or steps x the simulated step time

@@ -311,9 +311,12 @@ class FieldTable {
       const std::string full = path.empty() ? k : path + "." + k;
       if (leaf) continue;
       if (section) {
+        // A section written with no value (`checkpoint:`) is a mistake too, as `batch:` is: leaving it out gives
+        // its defaults. Every section's reader refuses one so: this one, FieldTable::resolve for a section it is
+        // given, and the readers of sections that are no table (scenario.cpp's chip, fault_plan.cpp's faults).
         if (e.value.is_map()) {
           check_unknown(e.value, k, path, diags, ignored);
-        } else if (!e.value.is_null()) {
+        } else {
           diags.error(e.value.loc(), full, "wrong type", "a map (a section of fields)", e.value.describe());
         }
         continue;

@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tpusim/core/scenario.h"
@@ -48,10 +49,21 @@ struct JobCosts {
   std::function<void(const ConcreteFault& fault, Seconds offset, Seconds detection)> step_stopped;
 };
 
+// What the job was doing when a fault landed (docs/faults.md, "Over the job").
+enum class FaultLanded : std::uint8_t {
+  step,              // running step `FaultEvent::step`
+  checkpoint_write,  // writing the checkpoint after `FaultEvent::step` steps: that checkpoint is lost
+  restore,           // reading a checkpoint back, the last part of a recovery
+  recovery,          // down for another fault's recovery (or stalled until a rerouted fault's detection)
+};
+// "step", "checkpoint_write", "restore", "recovery" (summary.json's faults.timeline[].landed_in).
+[[nodiscard]] std::string_view fault_landed_name(FaultLanded where);
+
 // One fault on the timeline.
 struct FaultEvent {
   ConcreteFault fault;
-  std::int64_t step = 0;  // the step in flight when it hit (0-based)
+  FaultLanded landed = FaultLanded::step;
+  std::int64_t step = 0;  // the step in flight when it hit (0-based); in a write, the steps done before it
   Seconds detected;       // = at for faults that only slow a component
   Seconds resumed;        // the job runs again (or, for a slowdown, the step it takes effect)
   std::string recovery;   // "reroute", "spare_cube", "checkpoint_restart", "failed", "slowdown", "not in use (...)";
@@ -99,12 +111,26 @@ inline constexpr std::size_t kMaxRecordedCheckpoints = 100'000;
 // its share of the checkpoint writes).
 [[nodiscard]] std::int64_t job_steps(const Scenario& s, Seconds step, Seconds checkpoint_write);
 
+// The faults fault_rates draw on `topo` (models/src/job/random_faults.cpp), per kind that fails at random, in
+// the order chip_down, link_down, ocs_port_down, host_down: the pod's components of the kind (chips; cables;
+// OCS ports, two per optical cable; hosts) and their summed rate, components / the kind's mean time between
+// failures (0 when fault_rates leaves the kind out).
+struct RandomFaultSource {
+  FaultKind kind = FaultKind::chip_down;
+  std::size_t components = 0;
+  double per_second = 0;
+};
+[[nodiscard]] std::vector<RandomFaultSource> random_fault_sources(const Scenario& s, const Topology& topo);
+
 // Resolves a timed fault's target on the pod (its spec was checked by resolve_fault_plan). A random target is
 // drawn from `seed` and the entry's position in `faults` (a stream of its own, so adding an entry moves no
 // other), among the pod's components of the fault's kind.
 [[nodiscard]] ConcreteFault concrete_fault(const FaultSpec& spec, const Topology& topo, std::int64_t seed);
 
-// Runs the job's timeline. `topo` is the scenario's pod.
-[[nodiscard]] JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs);
+// Runs the job's timeline. `topo` is the scenario's pod. A job that meets `max_faults` faults stops with an
+// error (std::runtime_error): kMaxJobFaults, or fewer when the caller's memory limit holds fewer (each fault met
+// is kept in JobResult::events).
+[[nodiscard]] JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs,
+                                std::size_t max_faults = kMaxJobFaults);
 
 }  // namespace tpusim::models

@@ -79,8 +79,10 @@ class FaultSteps {
  public:
   // With a timed link_down or ocs_port_down under reroute, or a timed chip_down, it composes the job's
   // timeline with the `healthy` step time, to learn where each such fault lands in its step, and simulates
-  // that step with the cable failing (the chip stopping, up to its detection) at its tick.
-  FaultSteps(const Scenario& s, const Topology& topo, Seconds healthy, StepRunner& runner);
+  // that step with the cable failing (the chip stopping, up to its detection) at its tick; `max_faults` as
+  // run_job's.
+  FaultSteps(const Scenario& s, const Topology& topo, Seconds healthy, StepRunner& runner,
+             std::size_t max_faults = kMaxJobFaults);
   // The step time with `f` lasting; the healthy step when `f` needs no simulation of its own.
   [[nodiscard]] Seconds step_with(const ConcreteFault& f, Seconds healthy) const;
   // The step in flight when `f` lands `offset` after its start (JobCosts::step_hit): nullopt for a fault with
@@ -116,8 +118,8 @@ struct JobOutcome {
 // checked when the scenario was read). Cheap: call it before any step with a fault is simulated.
 void check_fault_times_of_steps(const Scenario& s, Seconds step);
 // Composes the job's timeline from the simulated step; throws ConfigError for a timed fault at or after the
-// job's end.
+// job's end. `max_faults` as run_job's.
 [[nodiscard]] JobOutcome run_job_timeline(const Scenario& s, const Topology& topo, Seconds step,
-                                          const FaultSteps& fault_steps);
+                                          const FaultSteps& fault_steps, std::size_t max_faults = kMaxJobFaults);
 
 }  // namespace tpusim::models
