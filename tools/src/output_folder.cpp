@@ -193,6 +193,25 @@ void remove_stale_leftovers(const fs::path& target) {
   for (const fs::path& p : stale) fs::remove_all(p, ec);
 }
 
+// Removes the staging copies of a single file that killed runs left beside `target` (`.NAME.partial-PID`, a
+// regular file whose second line is tpusim's signature: written before the rest) once their process is gone.
+void remove_stale_partial_files(const fs::path& target) {
+  std::error_code ec;
+  const std::string name = target.filename().string();
+  std::vector<fs::path> stale;
+  for (const auto& e : fs::directory_iterator(target.parent_path(), ec)) {
+    const std::optional<pid_t> pid = leftover_pid(e.path().filename().string(), name, "partial");
+    if (!pid || *pid == getpid() || process_exists(*pid)) continue;
+    if (!fs::is_regular_file(fs::symlink_status(e.path(), ec))) continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    std::string head(4096, '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<std::size_t>(in.gcount()));
+    if (signature_sums(head)) stale.push_back(e.path());
+  }
+  for (const fs::path& p : stale) fs::remove(p, ec);
+}
+
 }  // namespace
 
 fs::path default_output_dir(const std::string& name) {
@@ -267,7 +286,10 @@ fs::path check_output_file(const fs::path& target) {
   check_writable(real, target, "the output file");
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(real, ec);
-  if (!fs::exists(st)) return real;
+  if (!fs::exists(st)) {
+    remove_stale_partial_files(real);
+    return real;
+  }
   if (!fs::is_regular_file(st)) {
     throw OutputRefused(fmt::format("the output file {} exists and is not a regular file; choose another path",
                                     target.string()));
@@ -286,6 +308,7 @@ fs::path check_output_file(const fs::path& target) {
                                     "a file someone changed. Choose another path, or remove it yourself",
                                     target.string(), sums->signed_as, sums->content));
   }
+  remove_stale_partial_files(real);
   return real;
 }
 
