@@ -273,6 +273,9 @@ TEST_F(OutputFolderTest, AKilledRunsLeftoversGoWithTheNextRunOnlyWhenProvablyTpu
     OutputFolder next(out, "run");
     EXPECT_FALSE(fs::exists(leftover("partial", killed)));
     EXPECT_FALSE(fs::exists(replaced));
+    // With no `o`, the folder a kill left mid-swap is the output the user last had: back in place, replaced only
+    // if this run completes (it does not: no commit).
+    EXPECT_EQ(slurp(out / "summary.json"), "{}\n");
     EXPECT_TRUE(fs::exists(leftover("partial", running))) << "its process still runs";
     for (const fs::path& p : {with_notes, unmarked, other_note, a_file}) EXPECT_TRUE(fs::exists(p)) << p;
   }
@@ -280,6 +283,7 @@ TEST_F(OutputFolderTest, AKilledRunsLeftoversGoWithTheNextRunOnlyWhenProvablyTpu
   waitpid(killed, &status, 0);
   close(hold[1]);
   waitpid(running, &status, 0);
+  EXPECT_TRUE(fs::exists(out / "summary.json")) << "the run that did not commit left the restored folder";
   OutputFolder after(out, "run");
   EXPECT_FALSE(fs::exists(leftover("partial", running))) << "its process is gone";
 }

@@ -187,7 +187,15 @@ void remove_stale_leftovers(const fs::path& target) {
       const fs::path& p = e.path();
       const bool ours = kind == "partial" ? read_text(p / OutputFolder::kStagingNote) == staging_note(*pid)
                                           : fs::exists(p / kOutputManifest, ec) && foreign_files(p).empty();
-      if (ours) stale.push_back(e.path());
+      if (!ours) continue;
+      // A run killed between its two renames left the folder it was replacing as .NAME.old-PID and no NAME: it
+      // is the output the user last had, so it goes back in place (the run about to start replaces it only if
+      // it completes).
+      if (kind == "old" && !fs::exists(fs::symlink_status(target, ec))) {
+        fs::rename(p, target, ec);
+        if (!ec) continue;
+      }
+      stale.push_back(e.path());
     }
   }
   for (const fs::path& p : stale) fs::remove_all(p, ec);
