@@ -184,12 +184,12 @@ double closed_form_model_flops(const WorkloadSpec& w, const ShardView& shard) {
   const double d = static_cast<double>(t.d_model), q = t.head_dim();
   const double hd = shard.heads * q, kvd = shard.kv_heads * q;
   const double up = t.gated() ? 2 : 1;
-  const double f = static_cast<double>(shard.d_ff), fe = static_cast<double>(shard.expert_d_ff);
+  const double f = static_cast<double>(shard.d_ff), fe = static_cast<double>(shard.moe.d_ff);
   const double attn = d * (hd + 2 * kvd) + hd * d;
   const double vocab = d * static_cast<double>(shard.vocab) + (t.lm_head_transform ? d * d : 0);
   auto block = [&](int layer) {
     if (!t.moe.is_moe_layer(layer)) return attn + d * up * f + f * d;
-    const double active_experts = static_cast<double>(t.moe.top_k) * shard.experts / t.moe.experts;
+    const double active_experts = static_cast<double>(t.moe.top_k) * shard.moe.experts / t.moe.experts;
     return attn + d * t.moe.experts + active_experts * (d * up * fe + fe * d);
   };
   const bool enc_dec = t.architecture == Architecture::encoder_decoder;

@@ -49,8 +49,9 @@ BlockParams TransformerStep::block_params(const std::string& scope, bool cross, 
   p.moe = moe;
   if (moe) {
     p.router = param(scope + ".router", d_, m_.moe.experts);
-    p.experts_up = param(scope + ".experts_up", static_cast<std::int64_t>(shard_.experts) * d_, up_width(true));
-    p.experts_down = param(scope + ".experts_down", static_cast<std::int64_t>(shard_.experts) * shard_.expert_d_ff, d_);
+    p.experts_up = param(scope + ".experts_up", static_cast<std::int64_t>(shard_.moe.experts) * d_, up_width(true));
+    p.experts_down =
+        param(scope + ".experts_down", static_cast<std::int64_t>(shard_.moe.experts) * shard_.moe.d_ff, d_);
   } else {
     p.up = param(scope + ".up", d_, up_width(false));
     p.down = param(scope + ".down", shard_.d_ff, d_);

@@ -247,13 +247,13 @@ BlockFwd TransformerStep::forward_block(const Stack& st, int l, TensorId x, Phas
 TransformerStep::ExpertShape TransformerStep::expert_shape(double tokens) const {
   ExpertShape e;
   e.experts = m_.moe.experts;
-  e.local = shard_.experts;
+  e.local = shard_.moe.experts;
   e.top_k = m_.moe.top_k;
   e.capacity = static_cast<std::int64_t>(
-      std::ceil(m_.moe.capacity_factor * tokens * shard_.expert_group * e.top_k / static_cast<double>(e.experts) -
+      std::ceil(m_.moe.capacity_factor * tokens * shard_.moe.group * e.top_k / static_cast<double>(e.experts) -
                 1e-9));
-  e.routed = tokens * shard_.expert_group * e.top_k * static_cast<double>(e.local) / e.experts;
-  e.fe = shard_.expert_d_ff;
+  e.routed = tokens * shard_.moe.group * e.top_k * static_cast<double>(e.local) / e.experts;
+  e.fe = shard_.moe.d_ff;
   e.fu = up_width(true);
   e.buffer = static_cast<double>(e.local) * static_cast<double>(e.capacity) * static_cast<double>(d_);
   return e;
@@ -262,12 +262,12 @@ TransformerStep::ExpertShape TransformerStep::expert_shape(double tokens) const 
 void TransformerStep::expert_matmul(const OpName& name, std::int64_t m, std::int64_t k, std::int64_t n, DType dtype,
                                     TensorId a, TensorId b, TensorId out, double useful_macs, const Param* grad) {
   Builder::Matmul mm;
-  mm.m = m, mm.k = k, mm.n = n, mm.batch = shard_.experts, mm.dtype = dtype;
+  mm.m = m, mm.k = k, mm.n = n, mm.batch = shard_.moe.experts, mm.dtype = dtype;
   const GradientWrite gw = grad != nullptr ? b_.gradient(*grad, backward_.micro) : GradientWrite{out, false};
   mm.a = {a}, mm.b = {b}, mm.outputs = {gw.tensor};
   const bool recompute = name.phase == Phase::recompute;
   mm.flops = Builder::Flops{recompute ? 0.0 : 2.0 * useful_macs,
-                            Builder::matmul_flops(m, k, n, shard_.experts, recompute).hardware};
+                            Builder::matmul_flops(m, k, n, shard_.moe.experts, recompute).hardware};
   if (gw.accumulate) mm.extra_reads.push_back({gw.tensor, 1});
   b_.matmul(name, ir::OpClass::matmul, mm);
 }

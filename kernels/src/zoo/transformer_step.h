@@ -310,7 +310,7 @@ class TransformerStep {
     return static_cast<std::int64_t>(heads_.query + 2 * heads_.kv) * heads_.dim;
   }
   [[nodiscard]] std::int64_t up_width(bool expert) const {
-    const std::int64_t f = expert ? shard_.expert_d_ff : shard_.d_ff;
+    const std::int64_t f = expert ? shard_.moe.d_ff : shard_.d_ff;
     return m_.gated() ? 2 * f : f;
   }
 
