@@ -41,16 +41,16 @@ BlockParams TransformerStep::block_params(const std::string& scope, bool cross, 
     p.out_bias = param(scope + ".out_bias", 1, d_);
   }
   if (cross) {
-    p.norm_x = param(scope + ".norm_x", 1, norm_params());
-    p.q_x = param(scope + ".q_x", d_, hd);
-    p.kv_x = param(scope + ".kv_x", d_, 2 * static_cast<std::int64_t>(heads_.kv) * heads_.dim);
-    p.out_x = param(scope + ".out_x", hd, d_);
+    p.cross.norm = param(scope + ".norm_x", 1, norm_params());
+    p.cross.q = param(scope + ".q_x", d_, hd);
+    p.cross.kv = param(scope + ".kv_x", d_, 2 * static_cast<std::int64_t>(heads_.kv) * heads_.dim);
+    p.cross.out = param(scope + ".out_x", hd, d_);
   }
   p.moe = moe;
   if (moe) {
-    p.router = param(scope + ".router", d_, m_.moe.experts);
-    p.experts_up = param(scope + ".experts_up", static_cast<std::int64_t>(shard_.moe.experts) * d_, up_width(true));
-    p.experts_down =
+    p.experts.router = param(scope + ".router", d_, m_.moe.experts);
+    p.experts.up = param(scope + ".experts_up", static_cast<std::int64_t>(shard_.moe.experts) * d_, up_width(true));
+    p.experts.down =
         param(scope + ".experts_down", static_cast<std::int64_t>(shard_.moe.experts) * shard_.moe.d_ff, d_);
   } else {
     p.up = param(scope + ".up", d_, up_width(false));

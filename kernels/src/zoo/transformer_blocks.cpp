@@ -135,7 +135,7 @@ TensorId TransformerStep::mlp_forward(const OpName& base, int layer, TensorId h,
   {
     Builder::Matmul r;
     r.m = static_cast<std::int64_t>(tokens), r.k = d_, r.n = experts, r.dtype = dtypes_.matmul;
-    r.a = {h}, r.b = {weights(layer, ph, p.router)}, r.outputs = {f.router_logits};
+    r.a = {h}, r.b = {weights(layer, ph, p.experts.router)}, r.outputs = {f.router_logits};
     b_.matmul(OpName{ph, base.scope, "router"}, ir::OpClass::matmul, r);
   }
   f.gates = b_.activation(sc + ".gates", tokens * k * 2, DType::f32);  // weights and expert indices
@@ -147,14 +147,14 @@ TensorId TransformerStep::mlp_forward(const OpName& base, int layer, TensorId h,
   const TensorId disp = points_.expert_dispatch(b_.graph(), layer, ph, f.dispatched);
   f.eu = b_.activation(sc + ".experts_up", static_cast<double>(local) * capacity * fu);
   expert_matmul(OpName{ph, base.scope, "experts_up"}, capacity, d_, fu, dtypes_.matmul, disp,
-                weights(layer, ph, p.experts_up), f.eu, e.routed * d_ * fu, nullptr);
+                weights(layer, ph, p.experts.up), f.eu, e.routed * d_ * fu, nullptr);
   const double ge = static_cast<double>(local) * capacity * fe;
   f.eg = b_.activation(sc + ".experts_act", ge);
   b_.vector(OpName{ph, base.scope, "experts_act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, ge, act,
             {{f.eu, 1}}, {{f.eg, 1}}, f.eu);
   f.eo = b_.activation(sc + ".experts_down", buffer);
   expert_matmul(OpName{ph, base.scope, "experts_down"}, capacity, fe, d_, dtypes_.matmul, f.eg,
-                weights(layer, ph, p.experts_down), f.eo, e.routed * fe * d_, nullptr);
+                weights(layer, ph, p.experts.down), f.eo, e.routed * fe * d_, nullptr);
   const TensorId eo = points_.expert_combine(b_.graph(), layer, ph, f.eo);
   const TensorId o = b_.activation(sc + ".combined", td);
   b_.vector(OpName{ph, base.scope, "combine"}, ir::OpClass::other, ir::VectorOp::elementwise, tokens * k * d_,
@@ -191,14 +191,14 @@ BlockFwd TransformerStep::forward_block(const Stack& st, int l, TensorId x, Phas
   TensorId mlp_in = f.x1;
   if (st.cross) {
     // Cross-attention over the encoder output: queries from the decoder, keys and values from the encoder.
-    f.hx = norm(OpName{phase, scope, "norm_x"}, f.x1, tokens, p.norm_x, &f.statsx);
+    f.hx = norm(OpName{phase, scope, "norm_x"}, f.x1, tokens, p.cross.norm, &f.statsx);
     const double q_elems = tokens * heads_.query * heads_.dim;
     const double enc_tokens = static_cast<double>(mb()) * static_cast<double>(stacks_.front().s);
     const TensorId q = b_.activation(sc + ".xq", q_elems);
     {
       Builder::Matmul mm;
       mm.m = static_cast<std::int64_t>(tokens), mm.k = d_, mm.n = static_cast<std::int64_t>(heads_.query) * heads_.dim;
-      mm.dtype = dtypes_.matmul, mm.a = {f.hx}, mm.b = {weights(l, phase, p.q_x)}, mm.outputs = {q};
+      mm.dtype = dtypes_.matmul, mm.a = {f.hx}, mm.b = {weights(l, phase, p.cross.q)}, mm.outputs = {q};
       b_.matmul(OpName{phase, scope, "xq"}, ir::OpClass::matmul, mm);
     }
     TensorId kx = 0, vx = 0;
@@ -216,7 +216,7 @@ BlockFwd TransformerStep::forward_block(const Stack& st, int l, TensorId x, Phas
       Builder::Matmul mm;
       mm.m = static_cast<std::int64_t>(enc_tokens), mm.k = d_,
       mm.n = 2 * static_cast<std::int64_t>(heads_.kv) * heads_.dim;
-      mm.dtype = dtypes_.matmul, mm.a = {*enc_out}, mm.b = {weights(l, phase, p.kv_x)}, mm.outputs = outs;
+      mm.dtype = dtypes_.matmul, mm.a = {*enc_out}, mm.b = {weights(l, phase, p.cross.kv)}, mm.outputs = outs;
       b_.matmul(OpName{phase, scope, "xkv"}, ir::OpClass::matmul, mm);
     }
     const AttentionShape shape{mb(), st.s, stacks_.front().s, heads_.query, heads_.kv, heads_.dim, false, false};
@@ -225,7 +225,7 @@ BlockFwd TransformerStep::forward_block(const Stack& st, int l, TensorId x, Phas
     {
       Builder::Matmul mm;
       mm.m = static_cast<std::int64_t>(tokens), mm.k = static_cast<std::int64_t>(heads_.query) * heads_.dim, mm.n = d_;
-      mm.dtype = dtypes_.matmul, mm.a = {f.xattn.o}, mm.b = {weights(l, phase, p.out_x)}, mm.outputs = {ax};
+      mm.dtype = dtypes_.matmul, mm.a = {f.xattn.o}, mm.b = {weights(l, phase, p.cross.out)}, mm.outputs = {ax};
       b_.matmul(OpName{phase, scope, "xout"}, ir::OpClass::matmul, mm);
     }
     const TensorId axr = points_.after_row_parallel(b_.graph(), l, phase, ax);

@@ -24,17 +24,27 @@ using fused::Phase;
 using fused::TensorId;
 using fused::TensorKind;
 
+// A decoder block's cross-attention over the encoder output (encoder_decoder): its norm and projections.
+struct CrossAttentionParams {
+  Param norm, q, kv, out;
+};
+
+// A mixture-of-experts MLP: the router and the chip's experts' up and down projections (one batched matrix each).
+struct ExpertParams {
+  Param router, up, down;
+};
+
+// A block's parameters; those it does not have (no bias, no cross-attention, a dense MLP) have no elements.
 struct BlockParams {
   Param norm1, qkv, qkv_bias, out, out_bias, norm2, up, up_bias, down, down_bias;
-  // decoder of an encoder-decoder: cross-attention
-  Param norm_x, q_x, kv_x, out_x;
-  // mixture of experts
-  Param router, experts_up, experts_down;
+  CrossAttentionParams cross;  // decoder of an encoder-decoder
+  ExpertParams experts;        // mixture of experts (`moe`), in place of up and down
   bool moe = false;
   [[nodiscard]] std::vector<const Param*> all() const {
     std::vector<const Param*> out_list;
     for (const Param* p : {&norm1, &qkv, &qkv_bias, &out, &out_bias, &norm2, &up, &up_bias, &down, &down_bias,
-                           &norm_x, &q_x, &kv_x, &out_x, &router, &experts_up, &experts_down}) {
+                           &cross.norm, &cross.q, &cross.kv, &cross.out, &experts.router, &experts.up,
+                           &experts.down}) {
       if (p->elements > 0) out_list.push_back(p);
     }
     return out_list;
