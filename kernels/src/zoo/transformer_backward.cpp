@@ -21,9 +21,9 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
                                        const BlockParams& p, const BlockFwd& f) {
   const std::string sc = base.scope + ".bwd";
   const Phase ph = Phase::backward;
-  const VpuCost& act = m_.mlp == MlpKind::gelu     ? kGeluBackward
-                       : m_.mlp == MlpKind::relu   ? kReluBackward
-                       : m_.mlp == MlpKind::swiglu ? kSwigluBackward
+  const VpuCost& act = m_.style.mlp == MlpKind::gelu     ? kGeluBackward
+                       : m_.style.mlp == MlpKind::relu   ? kReluBackward
+                       : m_.style.mlp == MlpKind::swiglu ? kSwigluBackward
                                                    : kGegluBackward;
   const auto t = static_cast<std::int64_t>(tokens);
   const double td = tokens * static_cast<double>(d_);
@@ -244,7 +244,7 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
     }
     const std::int64_t s_k = cross ? stacks_.front().s : st.s_k;
     AttentionShape shape{mb(), st.s, s_k, heads_.query, heads_.kv, heads_.dim, cross ? false : st.causal,
-                         !cross && m_.position == PositionKind::relative && st.relative_table.has_value()};
+                         !cross && m_.style.position == PositionKind::relative && st.relative_table.has_value()};
     AttentionSaved use = saved;
     if (!cross && shard_.context_shards > 1 && w_.memory.remat != Remat::full) {
       // Context parallelism: only this chip's keys and values were kept; gathered again, started once this
@@ -300,7 +300,7 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
       const std::vector<TensorId> dkv = points_.scatter_key_value_gradients(b_.graph(), l, {dk, dv});
       dk = dkv[0], dv = dkv[1];
     }
-    if (m_.position == PositionKind::rotary) {
+    if (m_.style.position == PositionKind::rotary) {
       const TensorId dq2 = b_.activation(sc + ".dq_rotary", tokens * hd);
       const TensorId dk2 = b_.activation(sc + ".dk_rotary", tokens * heads_.kv * heads_.dim);
       b_.vector(OpName{ph, scope, "rotary"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
@@ -323,7 +323,7 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
   };
 
   const double nt = norm_tokens(tokens);
-  if (m_.block == TransformerBlock::parallel && !st.cross) {
+  if (m_.style.block == TransformerBlock::parallel && !st.cross) {
     // out = x + attn(h) + mlp(h), h = norm1(x): dh = dh_attn + dh_mlp, dx = dout + norm1'(dh).
     const TensorId dout_all = gather(l, ph, dout), h1 = all_tokens(f.h1, f.h1g);
     const TensorId dh_mlp = mlp_backward(OpName{ph, scope, "mlp"}, l, dout_all, h1, tokens, p, f);

@@ -27,7 +27,7 @@ TensorId TransformerStep::attention_sub(const OpName& base, const Stack& st, int
     q = q1, k = k1, v = v1;
   }
   f.q_pre = q, f.k_pre = k;
-  if (m_.position == PositionKind::rotary) {
+  if (m_.style.position == PositionKind::rotary) {
     const TensorId q2 = b_.activation(sc + ".q_rotary", q_elems), k2 = b_.activation(sc + ".k_rotary", kv_elems);
     b_.vector(OpName{ph, base.scope, "rotary"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
               q_elems + kv_elems, kRotary, {{q, 1}, {k, 1}}, {{q2, 1}, {k2, 1}}, q);
@@ -35,7 +35,7 @@ TensorId TransformerStep::attention_sub(const OpName& base, const Stack& st, int
   }
   AttentionShape shape{
       mb(),      st.s,       st.s_k,    heads_.query,
-      heads_.kv, heads_.dim, st.causal, m_.position == PositionKind::relative && st.relative_table.has_value()};
+      heads_.kv, heads_.dim, st.causal, m_.style.position == PositionKind::relative && st.relative_table.has_value()};
   TensorId keys = k, values = v;
   double kv_times = 1.0;
   f.k_local = k, f.v_local = v;
@@ -84,9 +84,9 @@ TensorId TransformerStep::mlp_forward(const OpName& base, int layer, TensorId h,
                                       BlockFwd& f) {
   const std::string sc = base.scope + "." + std::string(fused::phase_name(base.phase));
   const Phase ph = base.phase;
-  const VpuCost& act = m_.mlp == MlpKind::gelu     ? kGeluForward
-                       : m_.mlp == MlpKind::relu   ? kReluForward
-                       : m_.mlp == MlpKind::swiglu ? kSwigluForward
+  const VpuCost& act = m_.style.mlp == MlpKind::gelu     ? kGeluForward
+                       : m_.style.mlp == MlpKind::relu   ? kReluForward
+                       : m_.style.mlp == MlpKind::swiglu ? kSwigluForward
                                                    : kGegluForward;
   const double td = tokens * static_cast<double>(d_);
   if (!p.moe) {
@@ -178,7 +178,7 @@ BlockFwd TransformerStep::forward_block(const Stack& st, int l, TensorId x, Phas
   prefetch(l, phase, p.qkv);
   f.h1g = gather(l, phase, f.h1);
   const TensorId a = attention_sub(OpName{phase, scope, "attn"}, st, l, f.h1g, tokens, p, f, enc_out);
-  if (m_.block == TransformerBlock::parallel && !st.cross) {
+  if (m_.style.block == TransformerBlock::parallel && !st.cross) {
     const TensorId o = mlp_forward(OpName{phase, scope, "mlp"}, l, f.h1g, tokens, p, f);
     f.out = b_.activation(sc + ".out", td);
     b_.vector(OpName{phase, scope, "residual"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td,

@@ -312,10 +312,12 @@ class TransformerStep {
 
   [[nodiscard]] std::int64_t mb() const { return shard_.microbatch(); }
   [[nodiscard]] const VpuCost& norm_cost(bool backward) const {
-    if (m_.norm == NormKind::rmsnorm) return backward ? kRmsNormBackward : kRmsNormForward;
+    if (m_.style.norm == NormKind::rmsnorm) return backward ? kRmsNormBackward : kRmsNormForward;
     return backward ? kLayerNormBackward : kLayerNormForward;
   }
-  [[nodiscard]] std::int64_t norm_params() const { return m_.norm == NormKind::layernorm && m_.bias ? 2 * d_ : d_; }
+  [[nodiscard]] std::int64_t norm_params() const {
+    return m_.style.norm == NormKind::layernorm && m_.style.bias ? 2 * d_ : d_;
+  }
   [[nodiscard]] std::int64_t qkv_width() const {
     return static_cast<std::int64_t>(heads_.query + 2 * heads_.kv) * heads_.dim;
   }
