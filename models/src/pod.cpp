@@ -221,7 +221,7 @@ SimResult Pod::collect(Tick end) const {
   }
   r.step_time = to_seconds(step);
   r.cost.chips_simulated = chips_.size();
-  r.peak_flops = spec.peak_bf16 * static_cast<double>(chips_.size());
+  r.peak_flops = spec.published.peak_bf16 * static_cast<double>(chips_.size());
   const double step_s = r.step_time.value();
   const double step_cycles = step_s * spec.clock.value();
   const double cores = spec.tensorcores;
