@@ -179,23 +179,24 @@ int allreduce_v4(const std::string& mode, std::uint64_t chunk_mib) {
   const kernels::CollectivePlan plan = plan_for(s, 1ULL << 30);
   const SimResult r = simulate(s, one_all_reduce(1ULL << 30), options_from_environment());
   std::printf("all-reduce 1 GiB on v4 16x16x16 (4096 chips), %s links, %llu MiB chunks, %s, %zu steps\n",
-              r.link_model.c_str(), static_cast<unsigned long long>(chunk_mib),
+              r.network.link_model.c_str(), static_cast<unsigned long long>(chunk_mib),
               std::string(kernels::algorithm_name(plan.algorithm)).c_str(), plan.steps.size());
   std::printf("  simulated      %10.3f ms  (ideal %.3f ms, x%.3f)\n", r.step_time.value() * 1e3,
               plan.ideal_time.value() * 1e3, r.step_time.value() / plan.ideal_time.value());
   std::printf("  wall           %10.3f s\n", r.cost.wall_seconds);
   std::printf("  kernel events  %10llu    %12.0f events/s\n", static_cast<unsigned long long>(r.cost.kernel_events),
               static_cast<double>(r.cost.kernel_events) / r.cost.wall_seconds);
-  std::printf("  ICI transfers  %10llu    %12.0f transfers/s\n", static_cast<unsigned long long>(r.ici_transfers),
-              static_cast<double>(r.ici_transfers) / r.cost.wall_seconds);
+  std::printf("  ICI transfers  %10llu    %12.0f transfers/s\n",
+              static_cast<unsigned long long>(r.network.ici_transfers),
+              static_cast<double>(r.network.ici_transfers) / r.cost.wall_seconds);
   std::uint64_t chunks = 0;
-  for (const LinkUsage& l : r.links) chunks += l.chunks;
+  for (const LinkUsage& l : r.network.links) chunks += l.chunks;
   if (chunks > 0) {
     std::printf("  link chunks    %10llu    %12.0f chunk-hops/s\n", static_cast<unsigned long long>(chunks),
                 static_cast<double>(chunks) / r.cost.wall_seconds);
   }
-  std::printf("  link util      mean %.3f max %.3f;  peak RSS %.1f MiB\n", r.link_utilization.mean,
-              r.link_utilization.max, peak_rss_mib());
+  std::printf("  link util      mean %.3f max %.3f;  peak RSS %.1f MiB\n", r.network.link_utilization.mean,
+              r.network.link_utilization.max, peak_rss_mib());
   return 0;
 }
 
@@ -226,7 +227,7 @@ int astra(const std::string& name) {
           out.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           out.cpu = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
           out.kernel_events = r.cost.kernel_events;
-          out.transfers = r.ici_transfers;
+          out.transfers = r.network.ici_transfers;
           return out;
         },
         AstraCase{});
@@ -252,7 +253,7 @@ int train(const std::string& name, const std::vector<std::string>& overrides) {
   std::size_t instructions = 0;
   for (const auto& p : lowered.programs.programs) instructions += p.size();
   std::printf("%s on %s (%lld chips), %s links: %zu program(s) of %zu instructions\n", s.name.c_str(),
-              s.pod.name.c_str(), s.pod.chip_count(), r.link_model.c_str(), lowered.programs.programs.size(),
+              s.pod.name.c_str(), s.pod.chip_count(), r.network.link_model.c_str(), lowered.programs.programs.size(),
               instructions);
   std::printf("  simulated      %10.3f s step, MFU %.3f\n", r.step_time.value(), r.mfu());
   std::printf("  wall           %10.3f s lowering, %.3f s simulation\n", lowering, r.cost.wall_seconds);
@@ -262,8 +263,8 @@ int train(const std::string& name, const std::vector<std::string>& overrides) {
               static_cast<unsigned long long>(r.cost.instructions_executed),
               static_cast<double>(r.cost.instructions_executed) / r.cost.wall_seconds);
   std::printf("  ICI transfers  %10llu    %12.0f transfers/s (sends of collective steps and aggregate flows, all chips)\n",
-              static_cast<unsigned long long>(r.ici_transfers),
-              static_cast<double>(r.ici_transfers) / r.cost.wall_seconds);
+              static_cast<unsigned long long>(r.network.ici_transfers),
+              static_cast<double>(r.network.ici_transfers) / r.cost.wall_seconds);
   if (!r.cost.mirroring.empty()) std::printf("  mirrored chips %s\n", r.cost.mirroring.c_str());
   const double rss = peak_rss_mib();
   std::printf("  peak RSS       %10.1f MiB\n", rss);

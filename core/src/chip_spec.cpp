@@ -72,12 +72,12 @@ const FieldTable<ChipSpec>& chip_fields() {
   static const FieldTable<ChipSpec> table = [] {
     FieldTable<ChipSpec> t;
     t.add<std::string>("name", [](S& s) -> std::string& { return s.name; }, std::nullopt, "chip name");
-    t.add<std::string>("generation", [](S& s) -> std::string& { return s.generation; }, std::nullopt,
+    t.add<std::string>("generation", [](S& s) -> std::string& { return s.published.generation; }, std::nullopt,
                        "TPU generation (v2, v3, v4, v5e, v5p, v6e)");
     t.add<Hertz>("clock", [](S& s) -> Hertz& { return s.clock; }, std::nullopt, "core clock", positive<Hertz>());
-    t.add<FlopsPerSecond>("peak_bf16", [](S& s) -> FlopsPerSecond& { return s.peak_bf16; }, std::nullopt,
+    t.add<FlopsPerSecond>("peak_bf16", [](S& s) -> FlopsPerSecond& { return s.published.peak_bf16; }, std::nullopt,
                           "published peak bf16 rate per chip", positive<FlopsPerSecond>());
-    t.add<FlopsPerSecond>("peak_int8", [](S& s) -> FlopsPerSecond& { return s.peak_int8; }, "0 TOP/s",
+    t.add<FlopsPerSecond>("peak_int8", [](S& s) -> FlopsPerSecond& { return s.published.peak_int8; }, "0 TOP/s",
                           "published peak int8 rate per chip; 0 = no int8 path");
     return t;
   }();
@@ -111,7 +111,7 @@ ChipSpec resolve_chip(const ConfigNode& root, const std::string& path, Diagnosti
   }
   chip_fields().resolve(root, path, spec, diags, &spec.origins, not_fields);
 
-  std::vector<int> first_of_kind(kBlockKinds, -1);  // index into spec.blocks
+  std::vector<int> first_of_kind(kBlockKinds, -1);  // index into spec.composition.blocks
   std::vector<std::string> unresolved;               // blocks whose kind or count is wrong
   for (const auto& e : root.entries()) {
     if (!e.value.is_map() || e.value.find("kind") == nullptr) continue;
@@ -139,7 +139,7 @@ ChipSpec resolve_chip(const ConfigNode& root, const std::string& path, Diagnosti
                   fmt::format("{}", header.count));
     }
     if (const int first = first_of_kind[static_cast<std::size_t>(header.kind)]; first >= 0) {
-      const ChipBlock& b = spec.blocks[static_cast<std::size_t>(first)];
+      const ChipBlock& b = spec.composition.blocks[static_cast<std::size_t>(first)];
       diags.error(kind_loc, block_path + ".kind", fmt::format("a second {} block", info.name),
                   fmt::format("one block per kind ('{}' at {} is the {} block; count sets how many instances)",
                               b.name, b.loc.str(), info.name),
@@ -147,7 +147,7 @@ ChipSpec resolve_chip(const ConfigNode& root, const std::string& path, Diagnosti
       unresolved.push_back(e.key);
       continue;
     }
-    first_of_kind[static_cast<std::size_t>(header.kind)] = static_cast<int>(spec.blocks.size());
+    first_of_kind[static_cast<std::size_t>(header.kind)] = static_cast<int>(spec.composition.blocks.size());
     std::map<std::string, FieldOrigin> field_origins;
     std::vector<std::string> skip{"kind", "count"};
     for (const auto& moved : kMovedKeys) {
@@ -156,12 +156,12 @@ ChipSpec resolve_chip(const ConfigNode& root, const std::string& path, Diagnosti
     info.fields->resolve(e.value, block_path, spec, diags, &field_origins, skip);
     for (auto& [k, o] : field_origins) spec.origins[e.key + "." + k] = std::move(o);  // "hbm.bandwidth"
     spec.origins[e.key + ".count"] = header_origins.at("count");
-    spec.blocks.push_back(ChipBlock{e.key, header.kind, header.count, e.key_loc});
+    spec.composition.blocks.push_back(ChipBlock{e.key, header.kind, header.count, e.key_loc});
     set_count(spec, header.kind, header.count);
   }
   const auto block_of = [&](BlockKind k) -> const ChipBlock* {
     const int i = first_of_kind[static_cast<std::size_t>(k)];
-    return i < 0 ? nullptr : &spec.blocks[static_cast<std::size_t>(i)];
+    return i < 0 ? nullptr : &spec.composition.blocks[static_cast<std::size_t>(i)];
   };
 
   // A block whose kind could not be read may be the missing one: say nothing more about it.
@@ -180,13 +180,13 @@ ChipSpec resolve_chip(const ConfigNode& root, const std::string& path, Diagnosti
   }
   const std::string paths_key = join_path(path, "paths");
   const auto find_named = [&](const std::string& name) -> const ChipBlock* {
-    for (const ChipBlock& b : spec.blocks) {
+    for (const ChipBlock& b : spec.composition.blocks) {
       if (b.name == name) return &b;
     }
     return nullptr;
   };
   std::vector<std::string> block_names;
-  for (const ChipBlock& b : spec.blocks) block_names.push_back(b.name);
+  for (const ChipBlock& b : spec.composition.blocks) block_names.push_back(b.name);
   if (paths == nullptr || paths->is_null()) {
     diags.error(root.loc(), paths_key, "missing required key",
                 "a list of paths between blocks, e.g. [dma -> hbm, dma -> vmem]", "nothing");
@@ -229,12 +229,12 @@ ChipSpec resolve_chip(const ConfigNode& root, const std::string& path, Diagnosti
                     fmt::format("'{}'", item.scalar()));
         continue;
       }
-      spec.paths.push_back(ChipPath{from, to, item.loc()});
+      spec.composition.paths.push_back(ChipPath{from, to, item.loc()});
     }
   }
   // Required paths: an engine that is present must reach the kinds its work needs.
   if (diags.size() == before) {
-    for (const ChipBlock& b : spec.blocks) {
+    for (const ChipBlock& b : spec.composition.blocks) {
       if (b.count == 0) continue;
       for (const BlockPort& p : block_kind(b.kind).ports) {
         for (BlockKind want : p.required) {
@@ -260,13 +260,13 @@ ChipSpec resolve_chip(const ConfigNode& root, const std::string& path, Diagnosti
 
   // Cross-field rule: the published peak must agree with the array arithmetic, or one of them is a typo.
   const double derived = spec.derived_peak_bf16().value();
-  const double published = spec.peak_bf16.value();
+  const double published = spec.published.peak_bf16.value();
   if (std::fabs(derived - published) > 0.03 * published) {
     const auto it = spec.origins.find("peak_bf16");
     diags.error(it != spec.origins.end() ? it->second.loc : root.loc(), join_path(path, "peak_bf16"),
                 "published peak disagrees with tensorcore count x mxu count x 2 x rows x cols x clock",
                 fmt::format("within 3% of {}", format_flops(spec.derived_peak_bf16())),
-                format_flops(spec.peak_bf16));
+                format_flops(spec.published.peak_bf16));
   }
   return spec;
 }
@@ -297,14 +297,15 @@ std::vector<std::pair<std::string, std::vector<FieldInfo>>> chip_field_sections(
 }
 
 ChipSpec standard_composition(ChipSpec spec) {
-  if (!spec.blocks.empty()) return spec;
+  if (!spec.composition.blocks.empty()) return spec;
   using K = BlockKind;
+  const SourceLoc standard{"(standard composition)"};
   const auto add = [&](K kind, int count) {
-    spec.blocks.push_back(ChipBlock{std::string(block_kind_name(kind)), kind, count, SourceLoc{"(standard composition)"}});
+    spec.composition.blocks.push_back(ChipBlock{std::string(block_kind_name(kind)), kind, count, standard});
   };
   const auto path = [&](K from, K to) {
-    spec.paths.push_back(
-        ChipPath{std::string(block_kind_name(from)), std::string(block_kind_name(to)), SourceLoc{"(standard composition)"}});
+    spec.composition.paths.push_back(
+        ChipPath{std::string(block_kind_name(from)), std::string(block_kind_name(to)), standard});
   };
   const bool cmem = spec.cmem.capacity.count() > 0;
   const bool sparsecore = spec.sparsecore.count > 0;
@@ -330,32 +331,34 @@ ChipSpec standard_composition(ChipSpec spec) {
 }
 
 const ChipBlock* find_block(const ChipSpec& chip, BlockKind kind) {
-  for (const ChipBlock& b : chip.blocks) {
+  for (const ChipBlock& b : chip.composition.blocks) {
     if (b.kind == kind && b.count > 0) return &b;
   }
   return nullptr;
 }
 
 bool has_path(const ChipSpec& chip, BlockKind from, BlockKind to) {
-  if (chip.blocks.empty()) return has_path(standard_composition(chip), from, to);
+  if (chip.composition.blocks.empty()) return has_path(standard_composition(chip), from, to);
   const ChipBlock* a = find_block(chip, from);
   const ChipBlock* b = find_block(chip, to);
   if (a == nullptr || b == nullptr) return false;
-  return std::any_of(chip.paths.begin(), chip.paths.end(),
+  return std::any_of(chip.composition.paths.begin(), chip.composition.paths.end(),
                      [&](const ChipPath& p) { return p.from == a->name && p.to == b->name; });
 }
 
 std::vector<std::pair<std::string, std::string>> render_chip(const ChipSpec& input) {
   const ChipSpec chip = standard_composition(input);
   std::vector<std::pair<std::string, std::string>> out = chip_fields().render(chip);
-  for (const ChipBlock& b : chip.blocks) {
+  for (const ChipBlock& b : chip.composition.blocks) {
     const BlockKindInfo& info = block_kind(b.kind);
     out.emplace_back(b.name + ".kind", std::string(info.name));
     if (info.max_count > 1 || info.min_count == 0) out.emplace_back(b.name + ".count", fmt::format("{}", b.count));
     for (auto& [k, v] : info.fields->render(chip)) out.emplace_back(b.name + "." + k, v);
   }
   std::string paths;
-  for (const ChipPath& p : chip.paths) paths += (paths.empty() ? "" : ", ") + p.from + " -> " + p.to;
+  for (const ChipPath& p : chip.composition.paths) {
+    paths += (paths.empty() ? "" : ", ") + p.from + " -> " + p.to;
+  }
   out.emplace_back("paths", paths);
   return out;
 }

@@ -37,7 +37,7 @@ const FieldTable<ModelSpec>& transformer_fields() {
     t.add<std::int64_t>("context", [](S& s) -> std::int64_t& { return s.transformer.context; }, std::nullopt,
                         "longest sequence (rows of a learned position table; default sequence length)",
                         in_range(std::int64_t{1}, kMaxDimension));
-    t.add_choice<PositionKind>("position", [](S& s) -> PositionKind& { return s.transformer.position; },
+    t.add_choice<PositionKind>("position", [](S& s) -> PositionKind& { return s.transformer.style.position; },
                                {{"learned", PositionKind::learned},
                                 {"rotary", PositionKind::rotary},
                                 {"relative", PositionKind::relative},
@@ -45,29 +45,29 @@ const FieldTable<ModelSpec>& transformer_fields() {
                                "learned",
                                "learned table added to the input, rotary on queries and keys, or relative "
                                "per-head biases (T5)");
-    t.add_choice<NormKind>("norm", [](S& s) -> NormKind& { return s.transformer.norm; },
+    t.add_choice<NormKind>("norm", [](S& s) -> NormKind& { return s.transformer.style.norm; },
                            {{"layernorm", NormKind::layernorm}, {"rmsnorm", NormKind::rmsnorm}}, "layernorm",
                            "normalization before each sub-block and at the end");
-    t.add_choice<MlpKind>("mlp", [](S& s) -> MlpKind& { return s.transformer.mlp; },
+    t.add_choice<MlpKind>("mlp", [](S& s) -> MlpKind& { return s.transformer.style.mlp; },
                           {{"gelu", MlpKind::gelu},
                            {"relu", MlpKind::relu},
                            {"swiglu", MlpKind::swiglu},
                            {"geglu", MlpKind::geglu}},
                           "gelu", "MLP activation; swiglu and geglu are gated (two up-projections)");
-    t.add_choice<TransformerBlock>("block", [](S& s) -> TransformerBlock& { return s.transformer.block; },
+    t.add_choice<TransformerBlock>("block", [](S& s) -> TransformerBlock& { return s.transformer.style.block; },
                             {{"serial", TransformerBlock::serial}, {"parallel", TransformerBlock::parallel}}, "serial",
                             "serial attention then MLP, or parallel attention + MLP from one norm");
-    t.add<bool>("bias", [](S& s) -> bool& { return s.transformer.bias; }, "true",
+    t.add<bool>("bias", [](S& s) -> bool& { return s.transformer.style.bias; }, "true",
                 "biases on every projection and on layer norms");
-    t.add<bool>("tied_embeddings", [](S& s) -> bool& { return s.transformer.tied_embeddings; }, "true",
+    t.add<bool>("tied_embeddings", [](S& s) -> bool& { return s.transformer.ends.tied_embeddings; }, "true",
                 "the vocabulary projection reuses the token embedding matrix");
-    t.add<int>("relative_buckets", [](S& s) -> int& { return s.transformer.relative_buckets; }, "32",
+    t.add<int>("relative_buckets", [](S& s) -> int& { return s.transformer.style.relative_buckets; }, "32",
                "position: relative: buckets of the per-head bias table (one table per stack)", in_range(1, kMaxRepeat));
-    t.add<int>("token_types", [](S& s) -> int& { return s.transformer.token_types; }, "0",
+    t.add<int>("token_types", [](S& s) -> int& { return s.transformer.ends.token_types; }, "0",
                "segment (token type) embeddings added to the input; 0 = none", in_range(0, kMaxRepeat));
-    t.add<bool>("pooler", [](S& s) -> bool& { return s.transformer.pooler; }, "false",
+    t.add<bool>("pooler", [](S& s) -> bool& { return s.transformer.ends.pooler; }, "false",
                 "a d_model x d_model pooler on the first token (BERT)");
-    t.add<bool>("lm_head_transform", [](S& s) -> bool& { return s.transformer.lm_head_transform; }, "false",
+    t.add<bool>("lm_head_transform", [](S& s) -> bool& { return s.transformer.ends.lm_head_transform; }, "false",
                 "a dense layer and a norm before the vocabulary projection (BERT's masked-LM head)");
     t.add<int>("moe.experts", [](S& s) -> int& { return s.transformer.moe.experts; }, "0",
                "experts per mixture-of-experts layer; 0 = dense MLPs", in_range(0, kMaxRepeat));

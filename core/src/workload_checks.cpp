@@ -105,7 +105,7 @@ void resolve_workload_defaults(Scenario& s, Diagnostics& diags) {
   }
   if (!transformer) return;
   const TransformerModel& t = model.transformer;
-  const bool learned = t.position == PositionKind::learned;
+  const bool learned = t.style.position == PositionKind::learned;
   if (w.tokens.seq_len == 0) w.tokens.seq_len = t.context;
   if (w.tokens.decoder_seq_len == 0) w.tokens.decoder_seq_len = w.tokens.seq_len;
   if (w.tokens.context == 0) w.tokens.context = w.tokens.seq_len;

@@ -221,7 +221,7 @@ SimResult Pod::collect(Tick end) const {
   }
   r.step_time = to_seconds(step);
   r.cost.chips_simulated = chips_.size();
-  r.peak_flops = spec.peak_bf16 * static_cast<double>(chips_.size());
+  r.peak_flops = spec.published.peak_bf16 * static_cast<double>(chips_.size());
   const double step_s = r.step_time.value();
   const double step_cycles = step_s * spec.clock.value();
   const double cores = spec.tensorcores;
@@ -296,13 +296,13 @@ SimResult Pod::collect(Tick end) const {
     r.units[u].busy = Seconds(busy_sum[u] / n);
     r.units[u].utilization = spread_of(utilization[u]);
   }
-  r.hbm_read = Bytes(hbm_read);
-  r.hbm_written = Bytes(hbm_written);
-  r.dma_bytes = Bytes(dma_bytes);
-  r.host_bytes = Bytes(host_bytes);
-  r.sparsecore_bytes = Bytes(sparsecore_bytes);
+  r.traffic.hbm_read = Bytes(hbm_read);
+  r.traffic.hbm_written = Bytes(hbm_written);
+  r.traffic.dma_bytes = Bytes(dma_bytes);
+  r.traffic.host_bytes = Bytes(host_bytes);
+  r.traffic.sparsecore_bytes = Bytes(sparsecore_bytes);
   add_unit_stall_stats(counters, spec, r);
-  if (interconnect_) interconnect_->collect(r, step);
+  if (interconnect_) interconnect_->collect(r.network, step);
   return r;
 }
 

@@ -50,7 +50,7 @@ TEST_P(BundledChip, ResolvesWithNoDiagnostics) {
   const auto chip = load_chip_or_fail(GetParam());
   ASSERT_TRUE(chip.has_value());
   EXPECT_EQ(chip->name, GetParam());
-  EXPECT_EQ(chip->generation, GetParam());
+  EXPECT_EQ(chip->published.generation, GetParam());
 }
 
 TEST_P(BundledChip, EveryFieldCitesASourceOrIsDefaulted) {
@@ -58,7 +58,7 @@ TEST_P(BundledChip, EveryFieldCitesASourceOrIsDefaulted) {
   ASSERT_TRUE(chip.has_value());
   std::vector<std::string> keys;
   for (const auto& info : chip_fields().infos()) keys.push_back(info.key);
-  for (const ChipBlock& b : chip->blocks) {
+  for (const ChipBlock& b : chip->composition.blocks) {
     keys.push_back(b.name + ".count");
     for (const auto& info : block_kind(b.kind).fields->infos()) keys.push_back(b.name + "." + info.key);
   }
@@ -102,14 +102,14 @@ TEST_P(BundledChip, PublishedPeakMatchesTheArrayArithmeticWithinThreePercent) {
   const auto chip = load_chip_or_fail(GetParam());
   ASSERT_TRUE(chip.has_value());
   const double derived = chip->derived_peak_bf16().value();
-  EXPECT_NEAR(derived, chip->peak_bf16.value(), 0.03 * chip->peak_bf16.value());
+  EXPECT_NEAR(derived, chip->published.peak_bf16.value(), 0.03 * chip->published.peak_bf16.value());
 }
 
 TEST_P(BundledChip, Int8PeakFollowsTheInt8RateOfTheMxu) {
   const auto chip = load_chip_or_fail(GetParam());
   ASSERT_TRUE(chip.has_value());
-  const double expected = chip->peak_bf16.value() * chip->mxu.int8_rate;
-  EXPECT_NEAR(chip->peak_int8.value(), expected, 0.01 * std::max(expected, 1.0));
+  const double expected = chip->published.peak_bf16.value() * chip->mxu.int8_rate;
+  EXPECT_NEAR(chip->published.peak_int8.value(), expected, 0.01 * std::max(expected, 1.0));
 }
 
 INSTANTIATE_TEST_SUITE_P(Configs, BundledChip, testing::Values("v2", "v3", "v4", "v5e", "v5p", "v6e"),
@@ -144,7 +144,7 @@ TEST_P(BundledChip, CarriesTheSheetsNumbers) {
   const auto chip = load_chip_or_fail(GetParam());
   ASSERT_TRUE(chip.has_value());
   const SheetRow& row = sheet().at(GetParam());
-  EXPECT_EQ(chip->peak_bf16.value(), row.peak_tflops * 1e12);
+  EXPECT_EQ(chip->published.peak_bf16.value(), row.peak_tflops * 1e12);
   EXPECT_EQ(chip->tensorcores, row.tensorcores);
   EXPECT_EQ(chip->mxu.per_core, row.mxus);
   EXPECT_EQ(chip->mxu.rows, row.mxu_dim);
@@ -201,7 +201,7 @@ TEST(BundledChips, Int8RatesFollowTheSheet) {
   for (const auto& [name, want] : int8) {
     const auto chip = load_chip_or_fail(name);
     ASSERT_TRUE(chip.has_value());
-    EXPECT_EQ(chip->peak_int8.value(), want.first) << name;
+    EXPECT_EQ(chip->published.peak_int8.value(), want.first) << name;
     EXPECT_EQ(chip->mxu.int8_rate, want.second) << name;
   }
 }

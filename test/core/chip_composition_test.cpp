@@ -68,13 +68,13 @@ TEST(ChipComposition, ASmallChipResolvesIntoTypedMembersAndItsComposition) {
   EXPECT_EQ(r.spec.mxu.per_core, 1);
   EXPECT_EQ(r.spec.hbm.bandwidth, BytesPerSecond(1e12));
   EXPECT_EQ(r.spec.hbm.scheduler, MemoryScheduler::shared);
-  ASSERT_EQ(r.spec.blocks.size(), 8u);
-  EXPECT_EQ(r.spec.blocks[0].name, "tensorcore");
-  EXPECT_EQ(r.spec.blocks[0].loc.line, 5);
-  ASSERT_EQ(r.spec.paths.size(), 3u);
-  EXPECT_EQ(r.spec.paths[1].from, "dma");
-  EXPECT_EQ(r.spec.paths[1].to, "hbm");
-  EXPECT_EQ(r.spec.paths[1].loc.line, 21);
+  ASSERT_EQ(r.spec.composition.blocks.size(), 8u);
+  EXPECT_EQ(r.spec.composition.blocks[0].name, "tensorcore");
+  EXPECT_EQ(r.spec.composition.blocks[0].loc.line, 5);
+  ASSERT_EQ(r.spec.composition.paths.size(), 3u);
+  EXPECT_EQ(r.spec.composition.paths[1].from, "dma");
+  EXPECT_EQ(r.spec.composition.paths[1].to, "hbm");
+  EXPECT_EQ(r.spec.composition.paths[1].loc.line, 21);
   EXPECT_TRUE(has_path(r.spec, BlockKind::dma, BlockKind::hbm));
   EXPECT_FALSE(has_path(r.spec, BlockKind::dma, BlockKind::host));  // not listed: the DMA cannot reach it
   EXPECT_EQ(r.spec.origins.at("hbm.bandwidth").loc.line, 15);
@@ -226,9 +226,9 @@ TEST(ChipComposition, ACodeBuiltSpecStandsForTheStandardComposition) {
   spec.mxu.per_core = 4;
   spec.cmem.capacity = MiB(128);
   const ChipSpec composed = standard_composition(spec);
-  ASSERT_EQ(composed.blocks.size(), 9u);
-  EXPECT_EQ(composed.blocks[0].count, 2);
-  EXPECT_EQ(composed.blocks[1].count, 4);
+  ASSERT_EQ(composed.composition.blocks.size(), 9u);
+  EXPECT_EQ(composed.composition.blocks[0].count, 2);
+  EXPECT_EQ(composed.composition.blocks[1].count, 4);
   EXPECT_TRUE(has_path(spec, BlockKind::dma, BlockKind::cmem));
   EXPECT_TRUE(has_path(spec, BlockKind::mxu, BlockKind::vpu));
   EXPECT_FALSE(has_path(spec, BlockKind::sparsecore, BlockKind::hbm));

@@ -55,7 +55,7 @@ TEST(ModelSpec, TransformerDefaultsFollowThePublishedConventions) {
   EXPECT_EQ(t.architecture, Architecture::decoder);
   EXPECT_EQ(t.kv(), 4);
   EXPECT_EQ(t.head_dim(), 64);
-  EXPECT_EQ(t.position, PositionKind::learned);
+  EXPECT_EQ(t.style.position, PositionKind::learned);
   EXPECT_FALSE(t.moe.enabled());
   const WorkloadSpec& w = l.scenario.workload;
   EXPECT_EQ(w.tokens.seq_len, 128);  // the model's context

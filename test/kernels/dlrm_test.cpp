@@ -113,9 +113,9 @@ TEST(Dlrm, WithoutSparseCoresTheTensorCoresGatherEveryRowThroughVmem) {
 
 TEST(Dlrm, SparseCoresThatReachNoHbmLeaveTheLookupsOnTheTensorCores) {
   ChipSpec chip = standard_composition(with_sparsecores());
-  chip.paths.erase(std::remove_if(chip.paths.begin(), chip.paths.end(),
+  chip.composition.paths.erase(std::remove_if(chip.composition.paths.begin(), chip.composition.paths.end(),
                                   [](const ChipPath& p) { return p.from == "sparsecore"; }),
-                   chip.paths.end());
+                   chip.composition.paths.end());
   EXPECT_FALSE(dlrm_lookups_on_sparsecore(chip));
 }
 

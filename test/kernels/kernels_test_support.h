@@ -70,10 +70,10 @@ inline ModelSpec small_decoder(const std::string& name, int layers, std::int64_t
   t.d_ff = d_ff;
   t.vocab = vocab;
   t.context = context;
-  t.position = PositionKind::none;
-  t.norm = NormKind::rmsnorm;
-  t.mlp = MlpKind::relu;
-  t.bias = false;
+  t.style.position = PositionKind::none;
+  t.style.norm = NormKind::rmsnorm;
+  t.style.mlp = MlpKind::relu;
+  t.style.bias = false;
   return m;
 }
 

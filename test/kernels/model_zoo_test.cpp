@@ -238,12 +238,12 @@ TEST(ModelZoo, LoweredModelFlopsEqualTheClosedFormForEveryFamilyAndStep) {
 TEST(ModelZoo, ArchitectureVariantsKeepTheClosedFormAndTheirParameterCounts) {
   // Parallel blocks (GPT-J, PaLM), multi-query attention, rotary with GeGLU, each on a 2-layer GPT-3 XL.
   const std::vector<std::pair<std::string, std::function<void(TransformerModel&)>>> variants{
-      {"parallel block", [](TransformerModel& t) { t.block = TransformerBlock::parallel; }},
+      {"parallel block", [](TransformerModel& t) { t.style.block = TransformerBlock::parallel; }},
       {"multi-query", [](TransformerModel& t) { t.kv_heads = 1; }},
       {"rotary geglu rmsnorm", [](TransformerModel& t) {
-         t.position = PositionKind::rotary;
-         t.mlp = MlpKind::geglu;
-         t.norm = NormKind::rmsnorm;
+         t.style.position = PositionKind::rotary;
+         t.style.mlp = MlpKind::geglu;
+         t.style.norm = NormKind::rmsnorm;
        }},
   };
   for (const auto& [name, change] : variants) {
@@ -257,7 +257,7 @@ TEST(ModelZoo, ArchitectureVariantsKeepTheClosedFormAndTheirParameterCounts) {
   }
   // One norm per parallel block instead of two; a single K and V head shrinks the QKV projection.
   ModelSpec serial = load_model("gpt3-1.3b"), parallel = serial, mqa = serial;
-  parallel.transformer.block = TransformerBlock::parallel;
+  parallel.transformer.style.block = TransformerBlock::parallel;
   mqa.transformer.kv_heads = 1;
   EXPECT_EQ(parameter_count(serial) - parameter_count(parallel), 24.0 * 2 * 2048);
   EXPECT_EQ(parameter_count(serial) - parameter_count(mqa), 24.0 * 2 * (2048 - 128) * (2048 + 1));

@@ -132,8 +132,8 @@ TEST(BlockComposition, AnotherMemoryModelBehindTheSameInterfaceServesTheUnchange
   EXPECT_EQ(seen.writes, 0);  // HBM -> VMEM reads HBM
   EXPECT_EQ(seen.bytes, 2 * kLoad);
   EXPECT_EQ(seen.engines, (std::vector<int>{0, 1}));  // one descriptor queue per TensorCore
-  EXPECT_EQ(r.dma_bytes.count(), 2 * kLoad);
-  EXPECT_EQ(r.hbm_read.count(), 0u);  // the statistics of a memory are its own: the test memory keeps none
+  EXPECT_EQ(r.traffic.dma_bytes.count(), 2 * kLoad);
+  EXPECT_EQ(r.traffic.hbm_read.count(), 0u);  // the statistics of a memory are its own: the test memory keeps none
 }
 
 // ---- bandwidth schedulers (chip.hbm.scheduler) ---------------------------------------------------------------
@@ -208,7 +208,7 @@ GemmRun run_gemm(const ChipSpec& chip) {
   ir::Program p("gemm");
   const kernels::GemmLowering g = kernels::lower_gemm(p, chip, kGemmM, kGemmK, kGemmN, DType::bf16, {}, "gemm");
   const SimResult r = simulate(scenario_for(chip), single(std::move(p)), {});
-  return GemmRun{r.step_time.value(), r.hbm_read.count(), g.weights_in_cmem};
+  return GemmRun{r.step_time.value(), r.traffic.hbm_read.count(), g.weights_in_cmem};
 }
 
 TEST(BlockComposition, AWhatIfChipWithAnExtraCmemBlockAndAPathToItIsSimulatedWithThem) {

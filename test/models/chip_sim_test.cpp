@@ -80,7 +80,7 @@ TEST(ChipSimulation, AnInt8MatmulAtTwiceTheBf16RateFillsTheMxuOnceNotTwice) {
   EXPECT_LE(r.mxu_array_utilization.max, 1.0);
   EXPECT_NEAR(r.mxu_array_utilization.mean, r.unit(HwUnit::mxu).utilization.mean, 1e-12);
   // MFU stays against the published bf16 peak, as the literature counts it: above 1 for an all-int8 step.
-  EXPECT_NEAR(r.mfu(), 2.0 * 4096.0 * 4096.0 * 4096.0 / r.step_time.value() / chip.peak_bf16.value(), 1e-9);
+  EXPECT_NEAR(r.mfu(), 2.0 * 4096.0 * 4096.0 * 4096.0 / r.step_time.value() / chip.published.peak_bf16.value(), 1e-9);
   EXPECT_GT(r.mfu(), 1.0);
 }
 
@@ -95,8 +95,8 @@ TEST(ChipSimulation, TwoConcurrentDmasEachGetHalfTheHbmBandwidth) {
   // Both move at bandwidth / 2 for their whole life: they end together, as one transfer of twice the bytes.
   const double expected = chip.hbm.latency.value() + hbm_seconds(chip, 2.0 * static_cast<double>(bytes));
   EXPECT_NEAR(r.step_time.value(), expected, kPicosecond);
-  EXPECT_EQ(r.hbm_read.count(), 2 * bytes);
-  EXPECT_EQ(r.dma_bytes.count(), 2 * bytes);
+  EXPECT_EQ(r.traffic.hbm_read.count(), 2 * bytes);
+  EXPECT_EQ(r.traffic.dma_bytes.count(), 2 * bytes);
   EXPECT_NEAR(r.unit(HwUnit::hbm).busy.value(), hbm_seconds(chip, 2.0 * static_cast<double>(bytes)), kPicosecond);
   EXPECT_NEAR(r.unit(HwUnit::dma).utilization.mean, 1.0, 1e-9);
   EXPECT_NEAR(r.breakdown.memory_stall.value(), r.step_time.value(), kPicosecond);
@@ -111,7 +111,7 @@ TEST(ChipSimulation, HbmEfficiencyScalesTheAchievedBandwidth) {
   // A write into HBM is posted: no read latency.
   EXPECT_NEAR(r.step_time.value(),
               transfer_time(MiB(12), Seconds(0), chip.hbm.bandwidth, chip.hbm.efficiency).value(), kPicosecond);
-  EXPECT_EQ(r.hbm_written.count(), 12ull << 20);
+  EXPECT_EQ(r.traffic.hbm_written.count(), 12ull << 20);
   EXPECT_NEAR(r.unit(HwUnit::hbm).utilization.mean, 0.8 * hbm_seconds(chip, 12.0 * (1 << 20)) / r.step_time.value(),
               1e-9);
 }
@@ -249,7 +249,7 @@ TEST(ChipSimulation, InputBoundStepShowsTheTpuWaitingOnTheHost) {
   EXPECT_NEAR(r.step_time.value(), host + mm, 4 * kPicosecond);
   EXPECT_NEAR(r.breakdown.host_stall.value(), host, 4 * kPicosecond);
   EXPECT_NEAR(r.breakdown.compute.value(), mm, 4 * kPicosecond);
-  EXPECT_EQ(r.host_bytes.count(), 16'000'000u);
+  EXPECT_EQ(r.traffic.host_bytes.count(), 16'000'000u);
   EXPECT_LT(r.unit(HwUnit::mxu).utilization.mean, 0.01);
 }
 
@@ -266,7 +266,7 @@ TEST(ChipSimulation, ChipsOfAPodRunTheirProgramIndependently) {
   for (const ChipResult& c : r.chips) EXPECT_EQ(c.finish.value(), r.step_time.value());
   EXPECT_EQ(r.cost.instructions_executed, 8u);
   EXPECT_DOUBLE_EQ(r.model_flops, 4 * 2.0 * 1024 * 1024 * 1024);
-  EXPECT_EQ(r.hbm_read.count(), 4 * kTileBytes);
+  EXPECT_EQ(r.traffic.hbm_read.count(), 4 * kTileBytes);
 }
 
 TEST(ChipSimulation, BarrierCompletesWithItsDependencies) {
@@ -336,7 +336,7 @@ TEST(ChipSimulation, LoweredSkinnyGemmRunsWithinFivePercentOfItsHbmBytesOverBand
   const double bound = bytes / (chip.hbm.bandwidth.value() * chip.hbm.efficiency);
   EXPECT_GE(r.step_time.value(), bound);
   EXPECT_LE(r.step_time.value(), 1.05 * bound) << "step " << r.step_time.value() * 1e6 << " us";
-  EXPECT_GE(static_cast<double>(r.hbm_read.count() + r.hbm_written.count()), bytes);
+  EXPECT_GE(static_cast<double>(r.traffic.hbm_read.count() + r.traffic.hbm_written.count()), bytes);
   // Measured when written: 29.36 us against 28.07 us (+4.6%): HBM latency before the first step, the last
   // step's matmul and drain after the last load.
 }
@@ -345,7 +345,7 @@ TEST(ChipSimulation, MfuIsTheProgramsModelFlopsOverStepTimesPeak) {
   const ChipSpec chip = v4_like();
   const SimResult r = simulate_gemm(chip, 1024, 2048, 512);
   EXPECT_DOUBLE_EQ(r.model_flops, 2.0 * 1024 * 2048 * 512);
-  EXPECT_NEAR(r.mfu(), r.model_flops / (r.step_time.value() * chip.peak_bf16.value()), 1e-12);
+  EXPECT_NEAR(r.mfu(), r.model_flops / (r.step_time.value() * chip.published.peak_bf16.value()), 1e-12);
   EXPECT_GT(r.mfu(), 0.5);
   EXPECT_LT(r.mfu(), 1.0);
 }
@@ -517,7 +517,7 @@ TEST(HostSimulation, InputSlowerThanTheStepMakesTheStepTakeTheInputTime) {
   // The chip works for t0, then waits on the host alone: that wait is the host stall.
   EXPECT_NEAR(r.breakdown.host_stall.value(), input - t0, 1e-9);
   EXPECT_GT(r.breakdown.host_stall.value() / r.step_time.value(), 0.2);  // tools notes "input-bound"
-  EXPECT_EQ(r.host_bytes.count(), static_cast<std::uint64_t>(kInfeedBytes));
+  EXPECT_EQ(r.traffic.host_bytes.count(), static_cast<std::uint64_t>(kInfeedBytes));
 }
 
 TEST(HostSimulation, PrefetchHidesAnInputFasterThanTheStepWhichWithoutPrefetchAddsItsTime) {

@@ -169,10 +169,10 @@ TimedOutcome run_timed(Scenario s, CollectiveFidelity fidelity, InFlightPolicy p
   TimedOutcome out;
   out.time = r.step_time.value();
   out.link_bytes = outcome(r).link_bytes;
-  out.cable_bytes = r.links.at(cable.value()).bytes.as_double() +
-                    r.links.at(topo.link(cable).reverse.value()).bytes.as_double();
-  if (r.in_step_faults.size() == 1) {
-    const InStepFault& f = r.in_step_faults[0];
+  out.cable_bytes = r.network.links.at(cable.value()).bytes.as_double() +
+                    r.network.links.at(topo.link(cable).reverse.value()).bytes.as_double();
+  if (r.network.in_step_faults.size() == 1) {
+    const InStepFault& f = r.network.in_step_faults[0];
     out.cut = f.transfers_cut;
     out.in_flight = f.in_flight.count();
     out.delivered = f.delivered.count();

@@ -177,7 +177,7 @@ TEST(CollectiveAggregate, ADcnRingAcrossThreePodsAgreesWithPerStep) {
   // 4 steps of S/3 at the NIC rate, each paying the DCN latency once.
   const double expected = 4 * (bytes / 3.0) / 12.5e9 + 4 * kDcnLatency.value() + r.reduce + r.overhead;
   EXPECT_NEAR(r.time(), expected, 1e-6 * expected);
-  EXPECT_EQ(r.result.ici_transfers, 4u);  // one flow per group (4 groups of 3 chips), not 12 chips x 4 steps
+  EXPECT_EQ(r.result.network.ici_transfers, 4u);  // one flow per group (4 groups of 3 chips), not 12 chips x 4 steps
 }
 
 // (b) the hierarchical all-reduce over a 4x4 torus in each of 2 pods: reduce-scatter in the pod (ring runs),
@@ -191,12 +191,12 @@ TEST(CollectiveAggregate, AHierarchicalAllReduceOverTwoPodsAgreesWithPerStep) {
   // ideal_collective_time holds the link and NIC terms and the in-pod hops; the DCN latency is paid per step.
   const double expected = r.ideal() + 2 * kDcnLatency.value() + r.reduce + r.overhead;
   EXPECT_NEAR(r.time(), expected, 1e-5 * expected);
-  ASSERT_EQ(r.result.dcn.egress.size(), 32u);
+  ASSERT_EQ(r.result.network.dcn.egress.size(), 32u);
   // Each chip sends S/16 / 2 twice over the DCN.
-  for (const LinkUsage& nic : r.result.dcn.egress) EXPECT_EQ(nic.bytes.count(), k256MiB / 16);
+  for (const LinkUsage& nic : r.result.network.dcn.egress) EXPECT_EQ(nic.bytes.count(), k256MiB / 16);
   // One group: the reduce-scatter's two passes over the axes (each sub-buffer's first axis, then its second, on
   // a quarter of the bytes: two runs), the DCN run, the all-gather's two passes.
-  EXPECT_EQ(r.result.ici_transfers, 5u);
+  EXPECT_EQ(r.result.network.ici_transfers, 5u);
 }
 
 // (c) Contended at the NIC: two chips per host (host_shape 2 on a 4-ring), each chip's group the chip and its
@@ -214,14 +214,14 @@ TEST(CollectiveAggregate, GroupsSharingAHostNicAgreeWithPerStep) {
   // dcn_bandwidth is per chip; the host NIC is 2 x that, shared by its 2 chips.
   const double expected = 2 * (bytes / 2.0) / 12.5e9 + 2 * kDcnLatency.value() + r.reduce + r.overhead;
   EXPECT_NEAR(r.time(), expected, 1e-6 * expected);
-  EXPECT_EQ(r.result.ici_transfers, 4u);
+  EXPECT_EQ(r.result.network.ici_transfers, 4u);
 }
 
 TEST(CollectiveAggregate, AHierarchicalAllReduceOnSharedNicsAgreesWithPerStep) {
   const Scenario s = multislice({4}, true, 2, 2);
   const CollectiveRun r =
       expect_agree(s, one_collective(CollectiveKind::all_reduce, k256MiB, Algo::ring_bidirectional), 1e-6);
-  EXPECT_EQ(r.result.ici_transfers, 3u);
+  EXPECT_EQ(r.result.network.ici_transfers, 3u);
 }
 
 // Contended: a DCN-only collective (each chip and its counterpart, 2 pods) and the hierarchical all-reduce

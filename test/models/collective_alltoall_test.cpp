@@ -28,8 +28,8 @@ void expect_on(const CollectiveRun& r, double expected) {
   EXPECT_GE(r.time(), expected);
   EXPECT_NEAR(r.time(), expected, kAllToAllResidual * expected) << "time / expected " << r.time() / expected;
   ::testing::Test::RecordProperty("time_over_ideal", std::to_string(r.time() / r.ideal()));
-  ASSERT_EQ(r.result.collectives.size(), 1u);
-  EXPECT_EQ(r.result.collectives[0].steps, r.plan.steps.size());
+  ASSERT_EQ(r.result.network.collectives.size(), 1u);
+  EXPECT_EQ(r.result.network.collectives[0].steps, r.plan.steps.size());
 }
 
 // 16-ring, S = 64 MiB: 8 steps, step i sending (8 - i) x 4 MiB + 2 MiB each way; N S / (8B) + 8 a = 2.98 ms + 8 us,

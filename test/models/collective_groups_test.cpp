@@ -41,14 +41,14 @@ TEST(CollectiveGroups, FourChipSegmentsOfASixteenRingRunAsIndependentLines) {
   EXPECT_EQ(r.time(), line);
   const double expected = r.ideal() + r.reduce + r.overhead + 6 * 2 * kHop;
   EXPECT_NEAR(r.time(), expected, 1e-6 * expected);
-  ASSERT_EQ(r.result.collectives.size(), 1u);
-  EXPECT_EQ(r.result.collectives[0].executions, 16u);
+  ASSERT_EQ(r.result.network.collectives.size(), 1u);
+  EXPECT_EQ(r.result.network.collectives[0].executions, 16u);
   // The links leaving chip 3 towards 4 (and so on) cross segment boundaries: unused.
   const Topology topo = build_topology(pod_scenario({16}, true).pod, pod_scenario({16}, true).chip);
   for (std::uint32_t c = 0; c < 16; ++c) {
     const auto plus = topo.out_link(ChipId(c), 0, +1);
     ASSERT_TRUE(plus.has_value());
-    EXPECT_EQ(r.result.links.at(plus->value()).bytes.count() == 0, c % 4 == 3) << "chip " << c;
+    EXPECT_EQ(r.result.network.links.at(plus->value()).bytes.count() == 0, c % 4 == 3) << "chip " << c;
   }
 }
 
@@ -62,7 +62,7 @@ TEST(CollectiveGroups, StridedGroupsShareEveryLinkAndMeetTheSharedLinkBound) {
   EXPECT_EQ(r.plan.participants, 4);
   EXPECT_DOUBLE_EQ(r.ideal(), 2.0 * 3 / 4 * static_cast<double>(k256MiB) / (2 * kLinkRate / 4) + 6 * 4 * kHop);
   EXPECT_NEAR(r.time(), r.ideal() + r.reduce + r.overhead, 1e-6 * r.ideal());
-  EXPECT_GT(r.result.link_utilization.min, 0.9);  // every link busy
+  EXPECT_GT(r.result.network.link_utilization.min, 0.9);  // every link busy
 }
 
 // A 4x4 sub-box of an 8x8 torus: four boxes, each a 4x4 mesh (DOR routes between members stay inside the
@@ -97,9 +97,9 @@ TEST(CollectiveGroups, AGroupAcrossTwoSlicesRunsOverTheDcn) {
   const double expected = 2 * (bytes / 2.0) / 12.5e9 + 2 * kDcnLatency.value() + r.reduce + r.overhead;
   EXPECT_DOUBLE_EQ(r.ideal(), 2 * (bytes / 2.0) / 12.5e9);
   EXPECT_NEAR(r.time(), expected, 1e-6 * expected);
-  for (const LinkUsage& l : r.result.links) EXPECT_EQ(l.bytes.count(), 0u);  // no ICI traffic
-  ASSERT_EQ(r.result.dcn.egress.size(), 8u);
-  for (const LinkUsage& nic : r.result.dcn.egress) EXPECT_EQ(nic.bytes.count(), bytes);
+  for (const LinkUsage& l : r.result.network.links) EXPECT_EQ(l.bytes.count(), 0u);  // no ICI traffic
+  ASSERT_EQ(r.result.network.dcn.egress.size(), 8u);
+  for (const LinkUsage& nic : r.result.network.dcn.egress) EXPECT_EQ(nic.bytes.count(), bytes);
 }
 
 // A bidirectional ring step of collective matmul (a ring_bidirectional permute) over a group of several axes
@@ -113,7 +113,7 @@ void expect_every_group_link_carries(const Scenario& s, const CollectiveRun& r, 
     const ChipCoord a = topo.coord(link.src), b = topo.coord(link.dst);
     bool same_group = true;  // members of one block: the same block index on every axis
     for (std::size_t i = 0; i < 3; ++i) same_group = same_group && a.pos[i] / static_cast<int>(g.size[i]) == b.pos[i] / static_cast<int>(g.size[i]);
-    EXPECT_EQ(r.result.links.at(l).bytes.count(), same_group ? per_link : 0u) << "link " << l;
+    EXPECT_EQ(r.result.network.links.at(l).bytes.count(), same_group ? per_link : 0u) << "link " << l;
   }
 }
 
@@ -226,7 +226,7 @@ TEST(CollectiveGroups, SendAndRecvInAStridedGroupGoToTheNextMember) {
   const SimResult r = ::tpusim::testing::simulate_step(pod_scenario({16}, true, LinkFidelity::flow), set, {});
   const double expected = 4.0 * (8ULL << 20) / kLinkRate + 4 * kHop;
   EXPECT_NEAR(r.step_time.value(), expected, 1e-6 * expected);
-  EXPECT_EQ(r.ici_transfers, 16u);
+  EXPECT_EQ(r.network.ici_transfers, 16u);
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ Scenario slow_hbm(CollectiveFidelity fidelity, double turnaround) {
 struct Bytes2 {
   double read = 0, written = 0;
 };
-Bytes2 hbm_bytes(const SimResult& r) { return {r.hbm_read.as_double(), r.hbm_written.as_double()}; }
+Bytes2 hbm_bytes(const SimResult& r) { return {r.traffic.hbm_read.as_double(), r.traffic.hbm_written.as_double()}; }
 
 TEST(CollectiveHbm, AllGatherReadsItsSendsAndWritesItsReceives) {
   for (const CollectiveFidelity f : {CollectiveFidelity::per_step, CollectiveFidelity::aggregate}) {
@@ -142,9 +142,9 @@ TEST(CollectiveHbm, AnOverlappedCopySharesTheHbmWithTheCollective) {
   ASSERT_GT(2.0 * kCopy, vc);  // the copy outlasts the charge
   const SimResult r = ::tpusim::testing::simulate_step(slow_hbm(CollectiveFidelity::aggregate, 0.0), program(), {});
   EXPECT_NEAR(r.step_time.value(), copy_alone + vc / kSlowHbm, 1e-6 * copy_alone);
-  ASSERT_EQ(r.collectives.size(), 1u);
+  ASSERT_EQ(r.network.collectives.size(), 1u);
   const double gather_end = kCollectiveStartup.value() + 2 * vc / kSlowHbm + 1e-12 + 3 * kCollectiveStepSync.value();
-  EXPECT_NEAR(r.collectives[0].end.value(), gather_end, 1e-6 * gather_end);
+  EXPECT_NEAR(r.network.collectives[0].end.value(), gather_end, 1e-6 * gather_end);
 }
 
 }  // namespace

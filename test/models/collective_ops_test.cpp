@@ -53,7 +53,7 @@ TEST(CollectiveOps, PermuteOnARingTakesOneLinkTimePlusOneHop) {
   EXPECT_NEAR(r.ideal(), static_cast<double>(s) / kLinkRate + kHop, 1e-12);
   EXPECT_NEAR(r.time(), r.ideal() + r.overhead, 1e-4 * r.ideal());
   // Only the + links carry data, each at full rate for S / B.
-  EXPECT_NEAR(r.result.link_utilization.max, (static_cast<double>(s) / kLinkRate) / r.time(), 1e-3);
+  EXPECT_NEAR(r.result.network.link_utilization.max, (static_cast<double>(s) / kLinkRate) / r.time(), 1e-3);
 }
 
 // Permute along a mesh axis: the last chip's +1 send goes back 15 hops over the links the other chips' sends

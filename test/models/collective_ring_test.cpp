@@ -33,14 +33,14 @@ void expect_ideal_plus_reductions(const CollectiveRun& r) {
   EXPECT_NEAR(t, expected, kResidual * r.ideal()) << "time / ideal " << t / r.ideal() << ", reductions / ideal "
                                                   << r.reduce / r.ideal();
   ::testing::Test::RecordProperty("time_over_ideal", std::to_string(t / r.ideal()));
-  ASSERT_EQ(r.result.collectives.size(), 1u);
-  const CollectiveUsage& c = r.result.collectives[0];
+  ASSERT_EQ(r.result.network.collectives.size(), 1u);
+  const CollectiveUsage& c = r.result.network.collectives[0];
   EXPECT_EQ(c.executions, r.result.cost.chips_simulated);
   EXPECT_EQ(c.steps, r.plan.steps.size());
   EXPECT_NEAR(c.time.value(), t, 1e-12);
   EXPECT_NEAR(c.bus_bandwidth.value(), c.algorithm_bandwidth().value() * r.plan.bus_factor, 1.0);
   EXPECT_DOUBLE_EQ(c.ideal_time.value(), r.ideal());
-  EXPECT_GT(r.result.link_utilization.max, 0.5);
+  EXPECT_GT(r.result.network.link_utilization.max, 0.5);
   EXPECT_GT(r.result.breakdown.communication.value(), 0.9 * t);
 }
 

@@ -172,7 +172,7 @@ inline Outcome outcome(const SimResult& r) {
   Outcome o;
   o.time = r.step_time.value();
   std::uint64_t h = 1469598103934665603ULL;  // FNV-1a over the links' byte counts in link order, then the NICs'
-  for (const auto* links : {&r.links, &r.dcn.egress, &r.dcn.ingress}) {
+  for (const auto* links : {&r.network.links, &r.network.dcn.egress, &r.network.dcn.ingress}) {
     for (const LinkUsage& l : *links) {
       const std::uint64_t b = l.bytes.count();
       for (int i = 0; i < 8; ++i) h = (h ^ ((b >> (8 * i)) & 0xff)) * 1099511628211ULL;

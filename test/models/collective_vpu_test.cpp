@@ -60,8 +60,8 @@ TEST(CollectiveVpu, AReductionWaitsForTheVectorInstructionHoldingTheVpu) {
   const double t1 = kCollectiveStartup.value() + kReduced / 8.0 / kLinkRate + kHop;
   const double expected = 1e-3 + (a.time - t1);
   EXPECT_NEAR(r.step_time.value(), expected, 1e-9);
-  ASSERT_EQ(r.collectives.size(), 1u);
-  EXPECT_NEAR(r.collectives[0].time.value(), expected, 1e-9);
+  ASSERT_EQ(r.network.collectives.size(), 1u);
+  EXPECT_NEAR(r.network.collectives[0].time.value(), expected, 1e-9);
   // VPU busy = the vector op and the reductions, on one of the two TensorCores.
   EXPECT_NEAR(r.unit(HwUnit::vpu).busy.value(), (1e-3 + a.reduce) / 2, 1e-12);
 }
@@ -80,9 +80,9 @@ TEST(CollectiveVpu, ReductionsAndVectorWorkDelayEachOther) {
   const SimResult r = simulate(ring4(), single(std::move(p)), {});
   ASSERT_LT(a.time, 1e-3);
   EXPECT_NEAR(r.step_time.value(), 1e-3 + a.reduce, 1e-9);
-  ASSERT_EQ(r.collectives.size(), 1u);
-  EXPECT_GT(r.collectives[0].time.value(), a.time);
-  EXPECT_LE(r.collectives[0].time.value(), a.time + 3 * 10e-6);
+  ASSERT_EQ(r.network.collectives.size(), 1u);
+  EXPECT_GT(r.network.collectives[0].time.value(), a.time);
+  EXPECT_LE(r.network.collectives[0].time.value(), a.time + 3 * 10e-6);
   EXPECT_NEAR(r.unit(HwUnit::vpu).busy.value(), (1e-3 + a.reduce) / 2, 1e-12);
 }
 
@@ -98,8 +98,8 @@ TEST(CollectiveVpu, AReductionOnTheOtherTensorCoreDoesNotWait) {
   p.add(ar, {}, "grads");
   const SimResult r = simulate(ring4(), single(std::move(p)), {});
   EXPECT_NEAR(r.step_time.value(), 1e-3, 1e-9);
-  ASSERT_EQ(r.collectives.size(), 1u);
-  EXPECT_NEAR(r.collectives[0].time.value(), a.time, 1e-9);
+  ASSERT_EQ(r.network.collectives.size(), 1u);
+  EXPECT_NEAR(r.network.collectives[0].time.value(), a.time, 1e-9);
 }
 
 TEST(CollectiveVpu, AReductionOnATensorCoreTheChipLacksIsRejectedNamingTheInstruction) {

@@ -44,10 +44,10 @@ TEST(DcnStage, FourSliceAllReduceTakesItsClosedFormToTheTick) {
   // Each step's time is rounded up to a picosecond tick: at most 1 ps per step and per send.
   EXPECT_NEAR(r.time(), expected, 12e-12);
   // Each NIC carried 2 (N - 1) / N of the buffer.
-  ASSERT_EQ(r.result.dcn.egress.size(), 16u);
-  for (const LinkUsage& nic : r.result.dcn.egress) EXPECT_EQ(nic.bytes.count(), 6 * (bytes / 4));
+  ASSERT_EQ(r.result.network.dcn.egress.size(), 16u);
+  for (const LinkUsage& nic : r.result.network.dcn.egress) EXPECT_EQ(nic.bytes.count(), 6 * (bytes / 4));
   // A non-blocking fabric (pod.dcn_oversubscription 1, the default) has no uplink that could bind.
-  EXPECT_TRUE(r.result.dcn.uplink_egress.empty());
+  EXPECT_TRUE(r.result.network.dcn.uplink_egress.empty());
 }
 
 // Within 1% on a large one: 32 slices of a 4x4 torus with 4 chips per host, 256 MiB per chip. The in-slice
@@ -102,17 +102,17 @@ TEST(DcnStage, OversubscribedFabricSlowsTheDcnStageByItsRatioToTheTick) {
   // The plan's ideal counts the same rate: 2 (N - 1) / N x s / (d / r).
   EXPECT_NEAR(r.ideal(), 2.0 * 3 / 4 * bytes / (kNic / 2.5), 1e-12);
   // Each slice's uplink carried its 4 chips' sends, at full rate all along the DCN stage.
-  ASSERT_EQ(r.result.dcn.uplink_egress.size(), 4u);
-  ASSERT_EQ(r.result.dcn.uplink_ingress.size(), 4u);
+  ASSERT_EQ(r.result.network.dcn.uplink_egress.size(), 4u);
+  ASSERT_EQ(r.result.network.dcn.uplink_ingress.size(), 4u);
   const double uplink = 4 * kNic / 2.5;
-  for (const auto* side : {&r.result.dcn.uplink_egress, &r.result.dcn.uplink_ingress}) {
+  for (const auto* side : {&r.result.network.dcn.uplink_egress, &r.result.network.dcn.uplink_ingress}) {
     for (const LinkUsage& u : *side) {
       EXPECT_EQ(u.bytes.count(), 4 * 6 * (bytes / 4));
       EXPECT_NEAR(u.busy.value(), 4.0 * 6 * (bytes / 4) / uplink, 1e-9);
     }
   }
   // The NICs carried what they did without the fabric.
-  for (const LinkUsage& nic : r.result.dcn.egress) EXPECT_EQ(nic.bytes.count(), 6 * (bytes / 4));
+  for (const LinkUsage& nic : r.result.network.dcn.egress) EXPECT_EQ(nic.bytes.count(), 6 * (bytes / 4));
 }
 
 // The 32-slice case above with a 4:1 fabric: the DCN stage runs at a quarter of the chip's NIC share, within
@@ -135,8 +135,10 @@ TEST(DcnStage, ThirtyTwoSlicesOverAFourToOneFabricTakeTheirClosedFormWithinOnePe
   const double expected = in_slice + dcn_stage(32, shard, rate) + r.reduce + r.overhead;
   EXPECT_GE(r.time(), expected);
   EXPECT_NEAR(r.time(), expected, 0.01 * expected) << "time / closed form " << r.time() / expected;
-  ASSERT_EQ(r.result.dcn.uplink_egress.size(), 32u);
-  for (const LinkUsage& u : r.result.dcn.uplink_egress) EXPECT_EQ(u.bytes.count(), 16 * 62 * ((bytes / 16) / 32));
+  ASSERT_EQ(r.result.network.dcn.uplink_egress.size(), 32u);
+  for (const LinkUsage& u : r.result.network.dcn.uplink_egress) {
+    EXPECT_EQ(u.bytes.count(), 16 * 62 * ((bytes / 16) / 32));
+  }
 }
 
 }  // namespace

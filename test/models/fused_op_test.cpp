@@ -43,11 +43,11 @@ TEST(FusedOp, ComputeBoundMatmulTakesItsFirstLoadItsMxuTimeAndItsLastStore) {
   ASSERT_GT(mxu, (read + written) / bw);  // compute-bound: the stream hides behind the arrays
   // The head is rounded up to a whole MXU cycle before the arrays start.
   EXPECT_NEAR(r.step_time.value(), head + mxu + tail, 1.0 / chip.clock.value());
-  EXPECT_EQ(r.hbm_read.count(), read);
-  EXPECT_EQ(r.hbm_written.count(), written);
+  EXPECT_EQ(r.traffic.hbm_read.count(), read);
+  EXPECT_EQ(r.traffic.hbm_written.count(), written);
   EXPECT_NEAR(r.unit(HwUnit::hbm).busy.value(), (read + written) / bw, 2 * kPicosecond);
   EXPECT_NEAR(r.breakdown.compute.value(), r.step_time.value(), kPicosecond);
-  EXPECT_EQ(r.dma_bytes.count(), 0u);  // streams are not DMA instructions
+  EXPECT_EQ(r.traffic.dma_bytes.count(), 0u);  // streams are not DMA instructions
 }
 
 TEST(FusedOp, MemoryBoundVectorOpTakesTheLatencyAndItsBytesAtTheHbmRate) {

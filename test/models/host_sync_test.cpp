@@ -31,8 +31,8 @@ TEST(HostSync, AStepOverSixteenHostsWaitsForTheSlowest) {
   EXPECT_NEAR(r.time(), finish + wait, 2e-12);  // to the picosecond tick
   for (const ChipResult& c : r.result.chips) EXPECT_GE(c.breakdown.idle.value(), wait - 2e-12);
   // The collective's own time is not the wait's: it ended before.
-  ASSERT_EQ(r.result.collectives.size(), 1u);
-  EXPECT_LE(r.result.collectives[0].time.value(), finish);
+  ASSERT_EQ(r.result.network.collectives.size(), 1u);
+  EXPECT_LE(r.result.network.collectives[0].time.value(), finish);
 }
 
 TEST(HostSync, AStepOnOneHostNeverWaits) {

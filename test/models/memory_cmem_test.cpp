@@ -47,10 +47,10 @@ TEST(CmemStaging, StagedWeightsMoveTheReReadsFromHbmToCmem) {
   const SimResult r = simulate(scenario_for(staged_chip), gemm_program(staged_chip, &staged), {});
   EXPECT_TRUE(staged);
   const std::uint64_t weights = static_cast<std::uint64_t>(kK * kN * 2);
-  EXPECT_EQ(without.hbm_read - r.hbm_read.count(), weights * static_cast<std::uint64_t>(row_tiles - 1));
+  EXPECT_EQ(without.hbm_read - r.traffic.hbm_read.count(), weights * static_cast<std::uint64_t>(row_tiles - 1));
   // Closed forms: A re-read ceil(n / tn) times, B read once.
   const auto col_tiles = static_cast<std::uint64_t>((kN + t.tn - 1) / t.tn);
-  EXPECT_EQ(r.hbm_read.count(), static_cast<std::uint64_t>(kM * kK * 2) * col_tiles + weights);
+  EXPECT_EQ(r.traffic.hbm_read.count(), static_cast<std::uint64_t>(kM * kK * 2) * col_tiles + weights);
   EXPECT_LT(r.step_time.value(), without.step_time);
   RecordProperty("speedup", std::to_string(without.step_time / r.step_time.value()));
 }

@@ -30,11 +30,12 @@ TEST(RemoteDma, APutTakesOneLinkTimeAndOneHopWithoutARecv) {
   p.add(put(+1), {}, "put");
   const SimResult r = simulate(pod_scenario({16}, true), single(std::move(p)), {});
   EXPECT_NEAR(r.step_time.value(), kOneHop, 1e-4 * kOneHop);
-  EXPECT_EQ(r.ici_transfers, 16u);
-  EXPECT_EQ(r.dma_bytes.count(), 16 * kBytes);
+  EXPECT_EQ(r.network.ici_transfers, 16u);
+  EXPECT_EQ(r.traffic.dma_bytes.count(), 16 * kBytes);
   EXPECT_EQ(r.instructions_per_unit[static_cast<std::size_t>(ir::UnitKind::dma)], 16u);
-  EXPECT_EQ(r.hbm_read.count(), 16 * kBytes);  // each put reads its source; the destination's write is not charged
-  EXPECT_EQ(r.hbm_written.count(), 0u);
+  // Each put reads its source; the destination's write is not charged.
+  EXPECT_EQ(r.traffic.hbm_read.count(), 16 * kBytes);
+  EXPECT_EQ(r.traffic.hbm_written.count(), 0u);
 }
 
 // Along axis 1 of a 2 x 4 mesh (mesh_axes = 0b10) from chip (0,0) to (0,1) = chip 2; the others idle. A put

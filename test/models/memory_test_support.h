@@ -27,7 +27,7 @@ inline ChildResult simulate_in_child(const Scenario& s, const ir::ProgramSet& pr
   return tpusim::testing::in_child<ChildResult>(
       [&] {
         const SimResult r = simulate(s, programs, {});
-        return ChildResult{r.step_time.value(), r.hbm_read.count()};
+        return ChildResult{r.step_time.value(), r.traffic.hbm_read.count()};
       },
       ChildResult{});
 }

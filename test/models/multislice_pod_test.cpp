@@ -48,8 +48,8 @@ TEST(Multislice, TwoPodAllReduceAddsADcnStageAtTheNicRate) {
   EXPECT_NEAR(r.time(), expected, 0.01 * expected) << "time / ideal " << r.time() / r.ideal();
 
   // Every host's NIC sent its 8 chips' half-shards twice (reduce-scatter, all-gather).
-  ASSERT_EQ(r.result.dcn.egress.size(), 64u);
-  for (const LinkUsage& nic : r.result.dcn.egress) EXPECT_EQ(nic.bytes.count(), 8 * 2 * (512ULL << 10));
+  ASSERT_EQ(r.result.network.dcn.egress.size(), 64u);
+  for (const LinkUsage& nic : r.result.network.dcn.egress) EXPECT_EQ(nic.bytes.count(), 8 * 2 * (512ULL << 10));
   ::testing::Test::RecordProperty("time_over_ideal", std::to_string(r.time() / r.ideal()));
 }
 

@@ -58,8 +58,8 @@ std::pair<double, SimResult> run_with_cut_cable(const Scenario& s, Plan plan) {
   const FaultSet faults = cut_cable(topo);
   EXPECT_EQ(faults.links.size(), 2u);
   SimResult r = run(s, faults, plan);
-  EXPECT_EQ(r.links.at(cut.value()).bytes.count(), 0u);
-  EXPECT_EQ(r.links.at(topo.link(cut).reverse.value()).bytes.count(), 0u);
+  EXPECT_EQ(r.network.links.at(cut.value()).bytes.count(), 0u);
+  EXPECT_EQ(r.network.links.at(topo.link(cut).reverse.value()).bytes.count(), 0u);
   return {healthy, std::move(r)};
 }
 
@@ -76,8 +76,8 @@ std::pair<double, SimResult> run_with_cut_cable(const Scenario& s, Plan plan) {
 TEST(FaultAwareRouting, RingKeptOnA4x4TorusWithOneFailedCableDetoursAroundItAndIsSlower) {
   const Scenario s = torus4x4(RoutingPolicy::fault_aware);
   const auto [healthy, r] = run_with_cut_cable(s, Plan::ring_kept);
-  ASSERT_EQ(r.collectives.size(), 1u);
-  EXPECT_EQ(r.collectives[0].executions, 16u);
+  ASSERT_EQ(r.network.collectives.size(), 1u);
+  EXPECT_EQ(r.network.collectives[0].executions, 16u);
 
   const kernels::CollectivePlan plan = plan_of(s, one_collective(CollectiveKind::all_reduce, k256MiB));
   const double ideal = plan.ideal_time.value();
@@ -189,7 +189,7 @@ void expect_at_closed_form(const Scenario& s, const ir::ProgramSet& programs, co
   const double expected = closed_form(t_healthy, static_cast<double>(ring.steps.size())) + reduce +
                           overhead_seconds(plan);
   const SimResult r = run(s, programs, faults);
-  for (const LinkId dead : faults.links) EXPECT_EQ(r.links.at(dead.value()).bytes.count(), 0u);
+  for (const LinkId dead : faults.links) EXPECT_EQ(r.network.links.at(dead.value()).bytes.count(), 0u);
   const double t = r.step_time.value();
   EXPECT_GT(t, 1.05 * healthy);
   EXPECT_NEAR(t, expected, 0.005 * expected) << "t/expected " << t / expected << " healthy " << healthy;

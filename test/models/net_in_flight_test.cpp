@@ -42,8 +42,8 @@ SimResult two_all_gathers(std::uint32_t first_axes, std::uint32_t second_axes) {
 TEST(IciInFlight, AllGathersOnDisjointAxesOverlapCompletely) {
   const SimResult r = two_all_gathers(0b01, 0b10);
   EXPECT_NEAR(r.step_time.value(), kAllGather, kTolerance * kAllGather);
-  ASSERT_EQ(r.collectives.size(), 2u);
-  for (const CollectiveUsage& c : r.collectives) {
+  ASSERT_EQ(r.network.collectives.size(), 2u);
+  for (const CollectiveUsage& c : r.network.collectives) {
     EXPECT_EQ(c.executions, 16u);
     EXPECT_NEAR(c.time.value(), kAllGather, kTolerance * kAllGather);
     EXPECT_EQ(c.start.value(), 0.0);
@@ -57,8 +57,8 @@ TEST(IciInFlight, AllGathersOnTheSameLinksShareTheirBandwidth) {
   const SimResult r = two_all_gathers(0b01, 0b01);
   const double expected = 2 * kAllGather - 3 * kHop - kOverhead;
   EXPECT_NEAR(r.step_time.value(), expected, kTolerance * expected);
-  ASSERT_EQ(r.collectives.size(), 2u);
-  for (const CollectiveUsage& c : r.collectives) EXPECT_NEAR(c.time.value(), expected, kTolerance * expected);
+  ASSERT_EQ(r.network.collectives.size(), 2u);
+  for (const CollectiveUsage& c : r.network.collectives) EXPECT_NEAR(c.time.value(), expected, kTolerance * expected);
 }
 
 // Two all-reduces (256 MiB, ring_bidirectional) on the two axes of a 4x4 torus: disjoint links, so they
@@ -107,9 +107,9 @@ TEST(IciInFlight, ADependentOfALaterShortCollectiveDoesNotWaitForAnEarlierLongOn
   ASSERT_LT(short_time + 1e-3, kAllGather + 1e-3);
   const double expected = short_time + 1e-3;
   EXPECT_NEAR(r.step_time.value(), expected, 1e-9 + kTolerance * expected);
-  ASSERT_EQ(r.collectives.size(), 2u);
-  EXPECT_NEAR(r.collectives[0].time.value(), kAllGather, kTolerance * kAllGather);
-  EXPECT_NEAR(r.collectives[1].time.value(), short_time, kTolerance * short_time);
+  ASSERT_EQ(r.network.collectives.size(), 2u);
+  EXPECT_NEAR(r.network.collectives[0].time.value(), kAllGather, kTolerance * kAllGather);
+  EXPECT_NEAR(r.network.collectives[1].time.value(), short_time, kTolerance * short_time);
 }
 
 // Matching pairs the k-th collective over a group with the k-th over the same group, not the k-th overall:
@@ -127,7 +127,7 @@ TEST(IciInFlight, CollectivesMatchPerGroupWhateverTheIssueOrder) {
   for (std::uint16_t c = 0; c < 16; ++c) set.role_of_chip.push_back(c % 2);  // x = chip mod 4
   const SimResult r = ::tpusim::testing::simulate_step(pod_scenario({4, 4}, true, LinkFidelity::flow), set, {});
   EXPECT_NEAR(r.step_time.value(), kAllGather, kTolerance * kAllGather);
-  EXPECT_EQ(r.collectives.size(), 4u);
+  EXPECT_EQ(r.network.collectives.size(), 4u);
 }
 
 // Two sends from each chip to +1 (8 MiB, then 1 MiB) and two recvs from -1: both sends run at once and share
@@ -153,7 +153,7 @@ TEST(IciInFlight, TheKthRecvMatchesTheKthSendEvenWhenALaterSendArrivesFirst) {
   const double big_arrives = 9.0 * (1 << 20) / kLinkRate + kHop;
   ASSERT_LT(big_arrives, small_arrives + 1e-3);
   EXPECT_NEAR(r.step_time.value(), small_arrives + 1e-3, 1e-9);
-  EXPECT_EQ(r.ici_transfers, 8u);
+  EXPECT_EQ(r.network.ici_transfers, 8u);
 }
 
 // Twelve 1 MiB sends to +1, then twelve recvs from -1, on a 4-ring: more than the 8 slots. The first 8 sends
@@ -179,7 +179,7 @@ TEST(IciInFlight, MoreOperationsThanSlotsWaitForAFreeSlot) {
   const SimResult r = ::tpusim::testing::simulate_step(pod_scenario({4}, true, LinkFidelity::flow), single(std::move(p)), {});
   const double expected = 12.0 * (1 << 20) / kLinkRate + 2 * kHop;
   EXPECT_NEAR(r.step_time.value(), expected, kTolerance * expected);
-  EXPECT_EQ(r.ici_transfers, 48u);
+  EXPECT_EQ(r.network.ici_transfers, 48u);
 }
 
 }  // namespace

@@ -43,10 +43,10 @@ Scenario with_hbm(Scenario s, double rate) {
 TEST(SendRecv, RingShiftCompletesAfterOneLinkTimeAndOneHop) {
   const SimResult r = simulate(pod_scenario({16}, true), single(shift()), {});
   EXPECT_NEAR(r.step_time.value(), kOneHop, 1e-4 * kOneHop);
-  EXPECT_EQ(r.ici_transfers, 16u);
+  EXPECT_EQ(r.network.ici_transfers, 16u);
   EXPECT_EQ(r.cost.instructions_executed, 32u);
-  EXPECT_EQ(r.hbm_read.count(), 16 * kBytes);
-  EXPECT_EQ(r.hbm_written.count(), 16 * kBytes);
+  EXPECT_EQ(r.traffic.hbm_read.count(), 16 * kBytes);
+  EXPECT_EQ(r.traffic.hbm_written.count(), 16 * kBytes);
 }
 
 // An HBM of 20 GB/s, slower than the link: the send's read and the recv's write of 8 MiB each share it from
@@ -101,7 +101,7 @@ TEST(SendRecv, RecvWaitsForTheMatchingSendAlongTheNamedAxis) {
   const SimResult r = simulate(s, set, {});
   EXPECT_NEAR(r.chips.at(2).finish.value(), 1e-3 + kOneHop, 1e-4 * kOneHop);
   EXPECT_NEAR(r.step_time.value(), 1e-3 + kOneHop, 1e-4 * kOneHop);
-  EXPECT_EQ(r.ici_transfers, 1u);
+  EXPECT_EQ(r.network.ici_transfers, 1u);
 }
 
 TEST(SendRecv, SendToTheChipItselfIsRejectedNamingTheInstruction) {

@@ -68,8 +68,8 @@ TEST(TimedChipFault, TheStepRunsToTheDetectionAndTheRowsWithoutTheChipFinishAsWi
   }
   // At the tick step 0 of row 1's ring has four sends on chip 5's cables (4 -> 5 and 5 -> 6 one way, 6 -> 5
   // and 5 -> 4 the other), each to or from chip 5: dropped, none resent, nothing lost to a later resend.
-  ASSERT_EQ(r.in_step_faults.size(), 1u);
-  const InStepFault& f = r.in_step_faults[0];
+  ASSERT_EQ(r.network.in_step_faults.size(), 1u);
+  const InStepFault& f = r.network.in_step_faults[0];
   EXPECT_EQ(f.chip, static_cast<std::int64_t>(kStoppedChip));
   EXPECT_EQ(f.transfers_cut, 4u);
   EXPECT_EQ(f.transfers_dropped, 4u);
@@ -88,7 +88,7 @@ TEST(TimedChipFault, WithoutOneTheProgressIsUnset) {
   const SimResult r = simulate(chip_fault_torus(), chip_fault_step(), {});
   EXPECT_FALSE(r.progress.stopped);
   EXPECT_EQ(r.progress.instructions, 0u);
-  EXPECT_TRUE(r.in_step_faults.empty());
+  EXPECT_TRUE(r.network.in_step_faults.empty());
 }
 
 }  // namespace

@@ -61,8 +61,8 @@ TEST(TimedLinkFault, FlowRetransmitCutsStepZerosSendsAtTheTickAndDetoursTheRest)
   const Scenario s = torus(LinkFidelity::flow);
   const double healthy = in_child([&] { return run(s, -1, 0, InFlightPolicy::retransmit).step_time.value(); });
   const SimResult r = run(s, kTick, kTick + 1e-3, InFlightPolicy::retransmit);
-  ASSERT_EQ(r.in_step_faults.size(), 1u);
-  const InStepFault& f = r.in_step_faults[0];
+  ASSERT_EQ(r.network.in_step_faults.size(), 1u);
+  const InStepFault& f = r.network.in_step_faults[0];
   const std::uint64_t b0 = step0_cable_bytes(s);
   EXPECT_EQ(f.transfers_cut, 2u);
   EXPECT_EQ(f.in_flight.count(), b0);
@@ -73,7 +73,8 @@ TEST(TimedLinkFault, FlowRetransmitCutsStepZerosSendsAtTheTickAndDetoursTheRest)
 
   const Topology topo = build_topology(s.pod, s.chip);
   const LinkId cut = cable_from(topo, 0);
-  EXPECT_EQ(r.links.at(cut.value()).bytes.count() + r.links.at(topo.link(cut).reverse.value()).bytes.count(),
+  const std::vector<LinkUsage>& links = r.network.links;
+  EXPECT_EQ(links.at(cut.value()).bytes.count() + links.at(topo.link(cut).reverse.value()).bytes.count(),
             f.delivered.count());
 
   const double lasting = ring_kept_lasting(s);
@@ -91,8 +92,8 @@ TEST(TimedLinkFault, FlowRetransmitCutsStepZerosSendsAtTheTickAndDetoursTheRest)
 TEST(TimedLinkFault, ChunkedRetransmitKeepsTheChunksDeliveredBeforeTheTick) {
   const Scenario s = torus(LinkFidelity::chunked);
   const SimResult r = run(s, kTick, kTick + 1e-3, InFlightPolicy::retransmit);
-  ASSERT_EQ(r.in_step_faults.size(), 1u);
-  const InStepFault& f = r.in_step_faults[0];
+  ASSERT_EQ(r.network.in_step_faults.size(), 1u);
+  const InStepFault& f = r.network.in_step_faults[0];
   const double chunk_s = static_cast<double>(MiB(1).count()) / kLinkRate;
   const auto chunks = static_cast<std::uint64_t>((100e-6 - kHop) / chunk_s);
   EXPECT_EQ(chunks, 4u);
@@ -104,7 +105,8 @@ TEST(TimedLinkFault, ChunkedRetransmitKeepsTheChunksDeliveredBeforeTheTick) {
   const LinkId cut = cable_from(topo, 0);
   // The cable served the delivered chunks plus the one in service each way at the tick (its bytes counted when
   // it started service), and nothing after.
-  EXPECT_EQ(r.links.at(cut.value()).bytes.count() + r.links.at(topo.link(cut).reverse.value()).bytes.count(),
+  const std::vector<LinkUsage>& links = r.network.links;
+  EXPECT_EQ(links.at(cut.value()).bytes.count() + links.at(topo.link(cut).reverse.value()).bytes.count(),
             f.delivered.count() + 2 * MiB(1).count());
 }
 
@@ -120,8 +122,8 @@ TEST(TimedLinkFault, ChunkedRetransmitKeepsTheChunksDeliveredBeforeTheTick) {
 // the detection plus the whole lasting-fault step (its flow closed form). Returns the step time.
 double check_lose(const Scenario& s, double detected) {
   const SimResult r = run(s, kTick, detected, InFlightPolicy::lose);
-  EXPECT_EQ(r.in_step_faults.size(), 1u);
-  const InStepFault f = r.in_step_faults.empty() ? InStepFault{} : r.in_step_faults[0];
+  EXPECT_EQ(r.network.in_step_faults.size(), 1u);
+  const InStepFault f = r.network.in_step_faults.empty() ? InStepFault{} : r.network.in_step_faults[0];
   EXPECT_EQ(f.transfers_cut, 2u);
   EXPECT_EQ(f.lost.count(), f.in_flight.count());
   EXPECT_EQ(f.retransmitted.count(), 0u);
@@ -156,8 +158,10 @@ TEST(TimedLinkFault, AfterTheStepNothingChangesAndTheSameInputsGiveTheSameBytes)
     return in_child([&] {
       const SimResult r = run(s, at, at + 1e-3, InFlightPolicy::retransmit);
       double h = r.step_time.value() * 1e6;
-      for (const LinkUsage& l : r.links) h = h * 1.0000001 + l.bytes.as_double();
-      for (const InStepFault& f : r.in_step_faults) h += f.delivered.as_double() + 3 * f.retransmitted.as_double();
+      for (const LinkUsage& l : r.network.links) h = h * 1.0000001 + l.bytes.as_double();
+      for (const InStepFault& f : r.network.in_step_faults) {
+        h += f.delivered.as_double() + 3 * f.retransmitted.as_double();
+      }
       return h;
     });
   };
@@ -209,19 +213,21 @@ TEST(TimedLinkFault, LoseStallsOneCollectiveWhileMoreThan64LaterOnesComplete) {
   o.in_flight = InFlightPolicy::lose;
   const double alone = in_child([&] { return ::tpusim::testing::simulate_step(s, x_all_reduce_then(0), o).step_time.value(); });
   const SimResult r = ::tpusim::testing::simulate_step(s, x_all_reduce_then(kY), o);
-  ASSERT_EQ(r.in_step_faults.size(), 1u);
-  EXPECT_EQ(r.in_step_faults[0].transfers_cut, 2u);
-  EXPECT_EQ(r.in_step_faults[0].lost.count(), r.in_step_faults[0].in_flight.count());
-  ASSERT_EQ(r.collectives.size(), static_cast<std::size_t>(kY) + 1);
-  EXPECT_GT(r.collectives[0].end.value(), detected);
-  for (int i = 1; i <= kY; ++i) EXPECT_LT(r.collectives[static_cast<std::size_t>(i)].end.value(), detected) << i;
+  ASSERT_EQ(r.network.in_step_faults.size(), 1u);
+  EXPECT_EQ(r.network.in_step_faults[0].transfers_cut, 2u);
+  EXPECT_EQ(r.network.in_step_faults[0].lost.count(), r.network.in_step_faults[0].in_flight.count());
+  ASSERT_EQ(r.network.collectives.size(), static_cast<std::size_t>(kY) + 1);
+  EXPECT_GT(r.network.collectives[0].end.value(), detected);
+  for (int i = 1; i <= kY; ++i) {
+    EXPECT_LT(r.network.collectives[static_cast<std::size_t>(i)].end.value(), detected) << i;
+  }
   EXPECT_GT(alone, detected);
   EXPECT_EQ(r.step_time.value(), alone);
 }
 
 // A collective that starts after the tick runs the plan made for the surviving graph (its first chip picks
-// it, collective_engine.h), and SimResult::collectives reports that plan, not the one made at elaboration for
-// the healthy torus: here a 200 us vector op, then the 256 MiB all-reduce; the cable fails at 100 us.
+// it, collective_engine.h), and SimResult::network.collectives reports that plan, not the one made at elaboration
+// for the healthy torus: here a 200 us vector op, then the 256 MiB all-reduce; the cable fails at 100 us.
 TEST(TimedLinkFault, ACollectiveReplannedAfterTheTickIsReportedWithThePlanItRan) {
   const Scenario s = torus(LinkFidelity::flow);
   ir::Program p("after");
@@ -233,8 +239,8 @@ TEST(TimedLinkFault, ACollectiveReplannedAfterTheTickIsReportedWithThePlanItRan)
   o.timed_links.push_back(TimedLinkFault{cable_from(topo, 0), Seconds(kTick), Seconds(kTick + 1e-3)});
   o.in_flight = InFlightPolicy::retransmit;
   const SimResult r = ::tpusim::testing::simulate_step(s, programs, o);
-  ASSERT_EQ(r.collectives.size(), 1u);
-  const CollectiveUsage& c = r.collectives[0];
+  ASSERT_EQ(r.network.collectives.size(), 1u);
+  const CollectiveUsage& c = r.network.collectives[0];
   FaultSet cut;
   cut.add_cable(topo, cable_from(topo, 0));
   const ir::Instruction& ins = programs.programs.at(0)[1];
@@ -248,16 +254,16 @@ TEST(TimedLinkFault, ACollectiveReplannedAfterTheTickIsReportedWithThePlanItRan)
   EXPECT_EQ(c.steps, replanned.steps.size());
   EXPECT_EQ(c.ideal_time.value(), replanned.ideal_time.value());
   EXPECT_EQ(c.algorithm, replanned.algorithm);
-  EXPECT_EQ(r.in_step_faults.at(0).transfers_cut, 0u);  // nothing was on the cable at the tick
+  EXPECT_EQ(r.network.in_step_faults.at(0).transfers_cut, 0u);  // nothing was on the cable at the tick
 }
 
 // A collective that started before the tick keeps its plan (and so reports no re-planning).
 TEST(TimedLinkFault, ACollectiveInFlightAtTheTickKeepsItsPlan) {
   const Scenario s = torus(LinkFidelity::flow);
   const SimResult r = run(s, kTick, kTick + 1e-3, InFlightPolicy::retransmit);
-  ASSERT_EQ(r.collectives.size(), 1u);
-  EXPECT_FALSE(r.collectives[0].replanned);
-  EXPECT_EQ(r.collectives[0].steps, plan_of(s, all_reduce()).steps.size());
+  ASSERT_EQ(r.network.collectives.size(), 1u);
+  EXPECT_FALSE(r.network.collectives[0].replanned);
+  EXPECT_EQ(r.network.collectives[0].steps, plan_of(s, all_reduce()).steps.size());
 }
 
 }  // namespace

@@ -57,9 +57,9 @@ TEST(SparseCore, AGatherWithWideTilesIsBoundByItsHbmReads) {
   p.add(embedding(ir::OpKind::gather, kRows, kWidth, kBags, DType::f32), {}, "lookup");
   const SimResult r = simulate(scenario_for(chip), single(std::move(p)), {});
   EXPECT_NEAR(r.step_time.value(), 500e-9 + kRows * 256 / 1200e9, 2 * kPicosecond);
-  EXPECT_EQ(r.hbm_read.count(), static_cast<std::uint64_t>(kRows * 256));
-  EXPECT_EQ(r.hbm_written.count(), static_cast<std::uint64_t>(kBags * kWidth * 4));
-  EXPECT_EQ(r.sparsecore_bytes.count(), static_cast<std::uint64_t>(kRows * 256));
+  EXPECT_EQ(r.traffic.hbm_read.count(), static_cast<std::uint64_t>(kRows * 256));
+  EXPECT_EQ(r.traffic.hbm_written.count(), static_cast<std::uint64_t>(kBags * kWidth * 4));
+  EXPECT_EQ(r.traffic.sparsecore_bytes.count(), static_cast<std::uint64_t>(kRows * 256));
   EXPECT_NEAR(r.unit(HwUnit::sparsecore).busy.value(), r.step_time.value(), kPicosecond);
   EXPECT_EQ(r.instructions_per_unit[static_cast<std::size_t>(ir::UnitKind::sparsecore)], 1u);
   EXPECT_NEAR(r.breakdown.compute.value(), r.step_time.value(), kPicosecond);  // a SparseCore at work is compute
@@ -81,8 +81,8 @@ TEST(SparseCore, AScatterReadsItsGradientsAndReadsAndWritesItsRows) {
   ir::Program p("scatter");
   p.add(embedding(ir::OpKind::scatter, kRows, kWidth, kBags, DType::f32), {}, "update");
   const SimResult r = simulate(scenario_for(chip), single(std::move(p)), {});
-  EXPECT_EQ(r.hbm_read.count(), static_cast<std::uint64_t>(kBags * kWidth * 4 + kRows * 256));
-  EXPECT_EQ(r.hbm_written.count(), static_cast<std::uint64_t>(kRows * 256));
+  EXPECT_EQ(r.traffic.hbm_read.count(), static_cast<std::uint64_t>(kBags * kWidth * 4 + kRows * 256));
+  EXPECT_EQ(r.traffic.hbm_written.count(), static_cast<std::uint64_t>(kRows * 256));
   // One engine, its transfers served in issue order: the posted row write-back runs alone while the reads
   // wait out hbm.latency, pauses while they run, then finishes. HBM is never idle, so the scatter takes
   // exactly (gradients + 2 x rows) / B.

@@ -19,11 +19,11 @@ inline constexpr double kPicosecond = 1e-12;
 inline ChipSpec v4_like() {
   ChipSpec c;
   c.name = "v4-like";
-  c.generation = "v4";
+  c.published.generation = "v4";
   c.tensorcores = 2;
   c.clock = Hertz(1.05e9);
-  c.peak_bf16 = FlopsPerSecond(275.25e12);
-  c.peak_int8 = FlopsPerSecond(275.25e12);
+  c.published.peak_bf16 = FlopsPerSecond(275.25e12);
+  c.published.peak_int8 = FlopsPerSecond(275.25e12);
   c.mxu.per_core = 4;
   c.mxu.rows = 128;
   c.mxu.cols = 128;

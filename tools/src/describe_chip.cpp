@@ -45,10 +45,10 @@ std::string label(const ChipBlock& b) {
 // "memory -> vmem, hbm" for each port of `b` that some path uses.
 std::string outgoing(const ChipSpec& chip, const ChipBlock& b) {
   std::vector<std::pair<std::string, std::string>> by_port;
-  for (const ChipPath& p : chip.paths) {
+  for (const ChipPath& p : chip.composition.paths) {
     if (p.from != b.name) continue;
     const ChipBlock* to = nullptr;
-    for (const ChipBlock& c : chip.blocks) {
+    for (const ChipBlock& c : chip.composition.blocks) {
       if (c.name == p.to) to = &c;
     }
     const BlockPort* port = to != nullptr ? port_to(b.kind, to->kind) : nullptr;
@@ -76,7 +76,7 @@ std::string source_of(const ChipSpec& chip, const std::string& key, const std::s
 std::map<std::string, std::string> docs_of(const ChipSpec& chip) {
   std::map<std::string, std::string> docs;
   for (const FieldInfo& f : chip_fields().infos()) docs[f.key] = f.doc;
-  for (const ChipBlock& b : chip.blocks) {
+  for (const ChipBlock& b : chip.composition.blocks) {
     for (const FieldInfo& f : block_kind(b.kind).fields->infos()) docs[b.name + "." + f.key] = f.doc;
   }
   return docs;
@@ -99,7 +99,7 @@ void print_chip_description(const ChipSpec& input, std::ostream& out) {
   std::vector<Row> rows;
   const ChipBlock* tensorcore = find_block(chip, BlockKind::tensorcore);
   std::vector<const ChipBlock*> inner, outer;
-  for (const ChipBlock& b : chip.blocks) {
+  for (const ChipBlock& b : chip.composition.blocks) {
     if (&b == tensorcore) continue;
     (in_tensorcore(b) ? inner : outer).push_back(&b);
   }
@@ -154,7 +154,7 @@ void write_chip_svg(const ChipSpec& input, std::ostream& out) {
   // the ICI ports in the middle row; the other chip-level blocks (memories, host) at the bottom.
   const ChipBlock* tensorcore = find_block(chip, BlockKind::tensorcore);
   std::vector<const ChipBlock*> inner, engines, memories;
-  for (const ChipBlock& b : chip.blocks) {
+  for (const ChipBlock& b : chip.composition.blocks) {
     if (&b == tensorcore) continue;
     if (in_tensorcore(b)) {
       inner.push_back(&b);
@@ -193,8 +193,8 @@ void write_chip_svg(const ChipSpec& input, std::ostream& out) {
   out << R"(<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#444"/></marker></defs>)"
       << "\n";
   out << fmt::format(R"(<text x="{}" y="{}" font-size="15">chip {}: {} blocks, {} paths (derived peak bf16 {})</text>)",
-                     kMargin, kMargin + 14, svg_escape(chip.name), chip.blocks.size(), chip.paths.size(),
-                     svg_escape(format_flops(chip.derived_peak_bf16())))
+                     kMargin, kMargin + 14, svg_escape(chip.name), chip.composition.blocks.size(),
+                     chip.composition.paths.size(), svg_escape(format_flops(chip.derived_peak_bf16())))
       << "\n";
   if (tensorcore != nullptr) {
     // Stacked outlines behind the box stand for the other TensorCores.
@@ -210,7 +210,7 @@ void write_chip_svg(const ChipSpec& input, std::ostream& out) {
                        svg_escape(label(*tensorcore) + " (each holds the blocks below)"))
         << "\n";
   }
-  for (const ChipBlock& b : chip.blocks) {
+  for (const ChipBlock& b : chip.composition.blocks) {
     const auto it = boxes.find(b.name);
     if (it == boxes.end()) continue;
     const Box& box = it->second;
@@ -237,7 +237,7 @@ void write_chip_svg(const ChipSpec& input, std::ostream& out) {
           << "\n";
     }
   }
-  for (const ChipPath& p : chip.paths) {
+  for (const ChipPath& p : chip.composition.paths) {
     const auto a = boxes.find(p.from), b = boxes.find(p.to);
     if (a == boxes.end() || b == boxes.end()) continue;
     const Box& s = a->second;
@@ -252,7 +252,7 @@ void write_chip_svg(const ChipSpec& input, std::ostream& out) {
     }
     const ChipBlock* from = nullptr;
     const ChipBlock* to = nullptr;
-    for (const ChipBlock& c : chip.blocks) {
+    for (const ChipBlock& c : chip.composition.blocks) {
       if (c.name == p.from) from = &c;
       if (c.name == p.to) to = &c;
     }

@@ -99,8 +99,8 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
                      {"memory_stall", r.breakdown.memory_stall.value()},
                      {"host_stall", r.breakdown.host_stall.value()},
                      {"idle", r.breakdown.idle.value()}};
-  rep.hbm_bytes_read = r.hbm_read.count();
-  rep.hbm_bytes_written = r.hbm_written.count();
+  rep.hbm_bytes_read = r.traffic.hbm_read.count();
+  rep.hbm_bytes_written = r.traffic.hbm_written.count();
   rep.programs = programs.programs.size();
   for (const auto& p : programs.programs) rep.instructions += p.size();
 
@@ -133,16 +133,16 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
         break;
       case HwUnit::dma:
         ur.instructions = instr(ir::UnitKind::dma);
-        ur.bytes = r.dma_bytes.count();
+        ur.bytes = r.traffic.dma_bytes.count();
         break;
-      case HwUnit::hbm: ur.bytes = r.hbm_read.count() + r.hbm_written.count(); break;
+      case HwUnit::hbm: ur.bytes = r.traffic.hbm_read.count() + r.traffic.hbm_written.count(); break;
       case HwUnit::host:
         ur.instructions = instr(ir::UnitKind::host);
-        ur.bytes = r.host_bytes.count();
+        ur.bytes = r.traffic.host_bytes.count();
         break;
       case HwUnit::sparsecore:
         ur.instructions = instr(ir::UnitKind::sparsecore);
-        ur.bytes = r.sparsecore_bytes.count();
+        ur.bytes = r.traffic.sparsecore_bytes.count();
         break;
     }
     rep.units.push_back(ur);
@@ -169,27 +169,29 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
     rep.chip_rows.push_back(std::move(row));
   }
 
-  rep.network.link_model = r.link_model;
-  rep.network.link_utilization = Spread{r.link_utilization.mean, r.link_utilization.min, r.link_utilization.max};
+  const models::NetworkUsage& net = r.network;
+  rep.network.link_model = net.link_model;
+  rep.network.link_utilization = Spread{net.link_utilization.mean, net.link_utilization.min,
+                                        net.link_utilization.max};
   if (topology != nullptr) {
-    for (std::size_t i = 0; i < r.links.size() && i < topology->link_count(); ++i) {
-      const auto& usage = r.links[i];
+    for (std::size_t i = 0; i < net.links.size() && i < topology->link_count(); ++i) {
+      const auto& usage = net.links[i];
       const Link& l = topology->link(LinkId(static_cast<std::uint32_t>(i)));
       rep.network.links.push_back(LinkRow{static_cast<std::uint32_t>(i), l.src.value(), l.dst.value(), l.axis,
                                           l.direction, link_kind_name(l.kind), usage.bytes.as_double(),
                                           usage.busy.value(), usage.utilization, usage.queueing.value()});
     }
   }
-  rep.network.dcn_nics = r.dcn.egress.size();
+  rep.network.dcn_nics = net.dcn.egress.size();
   if (rep.network.dcn_nics > 0) {
-    rep.network.dcn_utilization = both_sides_spread(r.dcn.egress, r.dcn.ingress);
-    for (const auto& nic : r.dcn.egress) rep.network.dcn_bytes += nic.bytes.as_double();
+    rep.network.dcn_utilization = both_sides_spread(net.dcn.egress, net.dcn.ingress);
+    for (const auto& nic : net.dcn.egress) rep.network.dcn_bytes += nic.bytes.as_double();
   }
-  rep.network.dcn_uplinks = r.dcn.uplink_egress.size();
+  rep.network.dcn_uplinks = net.dcn.uplink_egress.size();
   if (rep.network.dcn_uplinks > 0) {
-    rep.network.dcn_uplink_utilization = both_sides_spread(r.dcn.uplink_egress, r.dcn.uplink_ingress);
+    rep.network.dcn_uplink_utilization = both_sides_spread(net.dcn.uplink_egress, net.dcn.uplink_ingress);
   }
-  for (const auto& c : r.collectives) {
+  for (const auto& c : net.collectives) {
     rep.network.collectives.push_back(CollectiveRow{c.program, c.instruction, std::string(collective_name(c.kind)),
                                             std::string(kernels::algorithm_name(c.algorithm)), c.participants,
                                             c.steps, c.bytes_per_chip.as_double(), c.time.value(),

@@ -16,8 +16,8 @@ ShardView full_shard(const WorkloadSpec& w) {
     s.heads = t.heads;
     s.kv_heads = t.kv();
     s.d_ff = t.d_ff;
-    s.expert_d_ff = t.moe.d_ff > 0 ? t.moe.d_ff : t.d_ff;
-    s.experts = t.moe.experts;
+    s.moe.d_ff = t.moe.d_ff > 0 ? t.moe.d_ff : t.d_ff;
+    s.moe.experts = t.moe.experts;
     s.vocab = t.vocab;
     s.pipeline.layers = t.architecture == Architecture::encoder ? t.encoder_depth() : t.decoder_depth();
     s.pipeline.encoder_layers = t.architecture == Architecture::encoder_decoder ? t.encoder_depth() : 0;

@@ -425,7 +425,7 @@ ShardView shard_view(const WorkloadSpec& w, const ShardingPlan& plan, int stage)
     else s.kv_heads = divide(s.kv_heads, kv_shards, LogicalAxis::kv_heads, "the kv heads", "workload.mesh", model_at);
     const int mlp = plan.shards(LogicalAxis::mlp);
     s.d_ff = divide(s.d_ff, mlp, LogicalAxis::mlp, "d_ff", "workload.mesh", model_at);
-    s.expert_d_ff = divide(s.expert_d_ff, mlp, LogicalAxis::mlp, "the expert d_ff", "workload.mesh", model_at);
+    s.moe.d_ff = divide(s.moe.d_ff, mlp, LogicalAxis::mlp, "the expert d_ff", "workload.mesh", model_at);
     // The vocabulary is padded up to a multiple of its shards (Megatron pads it likewise).
     const int v = plan.shards(LogicalAxis::vocab);
     s.vocab = (s.vocab + v - 1) / v;
@@ -448,10 +448,10 @@ ShardView shard_view(const WorkloadSpec& w, const ShardingPlan& plan, int stage)
                   fmt::format("batch per microbatch x seq_len a multiple of {}", s.sequence_shards),
                   std::to_string(tokens));
     }
-    if (s.experts > 0) {
-      s.experts = divide(s.experts, plan.shards(LogicalAxis::expert), LogicalAxis::expert, "the experts",
+    if (s.moe.experts > 0) {
+      s.moe.experts = divide(s.moe.experts, plan.shards(LogicalAxis::expert), LogicalAxis::expert, "the experts",
                          "workload.mesh", model_at);
-      s.expert_group = plan.shards(LogicalAxis::expert);
+      s.moe.group = plan.shards(LogicalAxis::expert);
     }
   } else if (plan.shards(LogicalAxis::heads) > 1 || plan.shards(LogicalAxis::mlp) > 1 ||
              plan.shards(LogicalAxis::expert) > 1) {

@@ -72,7 +72,7 @@ std::vector<ParamGroup> parameter_groups(const ModelSpec& model) {
                kvd = static_cast<double>(t.kv()) * t.head_dim(), f = static_cast<double>(t.d_ff),
                fe = static_cast<double>(t.moe.d_ff > 0 ? t.moe.d_ff : t.d_ff);
   const double up = t.gated() ? 2 : 1;
-  const double norm = t.norm == NormKind::layernorm && t.bias ? 2 * d : d;
+  const double norm = t.style.norm == NormKind::layernorm && t.style.bias ? 2 * d : d;
   const int enc = t.encoder_depth(), dec = t.decoder_depth();
   const int stack_layers = t.architecture == Architecture::encoder ? enc : dec;
   const int blocks = t.architecture == Architecture::encoder_decoder ? enc + dec : stack_layers;
@@ -82,13 +82,13 @@ std::vector<ParamGroup> parameter_groups(const ModelSpec& model) {
   const int moe_stack = t.architecture == Architecture::encoder ? enc : dec;  // experts sit in the decoder
   for (int l = 0; l < moe_stack; ++l) moe_layers += t.moe.is_moe_layer(l) ? 1 : 0;
   const int dense_layers = blocks - moe_layers;
-  g.push_back({"embedding", static_cast<double>(t.vocab) * d, t.tied_embeddings});
-  if (t.position == PositionKind::learned) g.push_back({"positions", static_cast<double>(t.context) * d, false});
-  if (t.position == PositionKind::relative) {
+  g.push_back({"embedding", static_cast<double>(t.vocab) * d, t.ends.tied_embeddings});
+  if (t.style.position == PositionKind::learned) g.push_back({"positions", static_cast<double>(t.context) * d, false});
+  if (t.style.position == PositionKind::relative) {
     const int stacks = t.architecture == Architecture::encoder_decoder ? 2 : 1;
-    g.push_back({"relative position bias", static_cast<double>(stacks) * t.relative_buckets * t.heads, false});
+    g.push_back({"relative position bias", static_cast<double>(stacks) * t.style.relative_buckets * t.heads, false});
   }
-  if (t.token_types > 0) g.push_back({"token types", static_cast<double>(t.token_types) * d, false});
+  if (t.ends.token_types > 0) g.push_back({"token types", static_cast<double>(t.ends.token_types) * d, false});
   g.push_back({"attention", blocks * self_attn, true});
   if (t.architecture == Architecture::encoder_decoder) g.push_back({"cross-attention", dec * cross_attn, true});
   if (dense_layers > 0) g.push_back({"mlp", dense_layers * (d * up * f + f * d), true});
@@ -96,21 +96,21 @@ std::vector<ParamGroup> parameter_groups(const ModelSpec& model) {
     g.push_back({"router", moe_layers * d * t.moe.experts, true});
     g.push_back({"experts", moe_layers * static_cast<double>(t.moe.experts) * (d * up * fe + fe * d), true});
   }
-  if (t.bias) {
+  if (t.style.bias) {
     double biases = blocks * (hd + 2 * kvd + d) + dense_layers * (up * f + d);
     if (t.architecture == Architecture::encoder_decoder) biases += dec * (hd + 2 * kvd + d);
     g.push_back({"biases", biases, false});
   }
-  const int norms_per_block = t.block == TransformerBlock::parallel ? 1 : 2;
+  const int norms_per_block = t.style.block == TransformerBlock::parallel ? 1 : 2;
   double norms = blocks * norms_per_block * norm + (t.architecture == Architecture::encoder_decoder ? dec * norm : 0);
   norms += norm * (t.architecture == Architecture::encoder_decoder ? 2 : 1);  // the final norm of each stack
   g.push_back({"norms", norms, false});
-  if (!t.tied_embeddings) g.push_back({"output projection", d * static_cast<double>(t.vocab), true});
-  if (t.lm_head_transform) {
+  if (!t.ends.tied_embeddings) g.push_back({"output projection", d * static_cast<double>(t.vocab), true});
+  if (t.ends.lm_head_transform) {
     g.push_back({"lm head transform", d * d, true});
-    g.push_back({"lm head bias and norm", d + norm + static_cast<double>(t.tied_embeddings ? t.vocab : 0), false});
+    g.push_back({"lm head bias and norm", d + norm + static_cast<double>(t.ends.tied_embeddings ? t.vocab : 0), false});
   }
-  if (t.pooler) g.push_back({"pooler", d * d + d, false});  // its next-sentence head is not modelled
+  if (t.ends.pooler) g.push_back({"pooler", d * d + d, false});  // its next-sentence head is not modelled
   return g;
 }
 
@@ -184,12 +184,12 @@ double closed_form_model_flops(const WorkloadSpec& w, const ShardView& shard) {
   const double d = static_cast<double>(t.d_model), q = t.head_dim();
   const double hd = shard.heads * q, kvd = shard.kv_heads * q;
   const double up = t.gated() ? 2 : 1;
-  const double f = static_cast<double>(shard.d_ff), fe = static_cast<double>(shard.expert_d_ff);
+  const double f = static_cast<double>(shard.d_ff), fe = static_cast<double>(shard.moe.d_ff);
   const double attn = d * (hd + 2 * kvd) + hd * d;
-  const double vocab = d * static_cast<double>(shard.vocab) + (t.lm_head_transform ? d * d : 0);
+  const double vocab = d * static_cast<double>(shard.vocab) + (t.ends.lm_head_transform ? d * d : 0);
   auto block = [&](int layer) {
     if (!t.moe.is_moe_layer(layer)) return attn + d * up * f + f * d;
-    const double active_experts = static_cast<double>(t.moe.top_k) * shard.experts / t.moe.experts;
+    const double active_experts = static_cast<double>(t.moe.top_k) * shard.moe.experts / t.moe.experts;
     return attn + d * t.moe.experts + active_experts * (d * up * fe + fe * d);
   };
   const bool enc_dec = t.architecture == Architecture::encoder_decoder;

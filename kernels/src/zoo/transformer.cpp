@@ -35,26 +35,27 @@ BlockParams TransformerStep::block_params(const std::string& scope, bool cross, 
   p.norm1 = param(scope + ".norm1", 1, norm_params());
   p.qkv = param(scope + ".qkv", d_, qkv_width());
   p.out = param(scope + ".out", hd, d_);
-  if (m_.block == TransformerBlock::serial) p.norm2 = param(scope + ".norm2", 1, norm_params());
-  if (m_.bias) {
+  if (m_.style.block == TransformerBlock::serial) p.norm2 = param(scope + ".norm2", 1, norm_params());
+  if (m_.style.bias) {
     p.qkv_bias = param(scope + ".qkv_bias", 1, qkv_width());
     p.out_bias = param(scope + ".out_bias", 1, d_);
   }
   if (cross) {
-    p.norm_x = param(scope + ".norm_x", 1, norm_params());
-    p.q_x = param(scope + ".q_x", d_, hd);
-    p.kv_x = param(scope + ".kv_x", d_, 2 * static_cast<std::int64_t>(heads_.kv) * heads_.dim);
-    p.out_x = param(scope + ".out_x", hd, d_);
+    p.cross.norm = param(scope + ".norm_x", 1, norm_params());
+    p.cross.q = param(scope + ".q_x", d_, hd);
+    p.cross.kv = param(scope + ".kv_x", d_, 2 * static_cast<std::int64_t>(heads_.kv) * heads_.dim);
+    p.cross.out = param(scope + ".out_x", hd, d_);
   }
   p.moe = moe;
   if (moe) {
-    p.router = param(scope + ".router", d_, m_.moe.experts);
-    p.experts_up = param(scope + ".experts_up", static_cast<std::int64_t>(shard_.experts) * d_, up_width(true));
-    p.experts_down = param(scope + ".experts_down", static_cast<std::int64_t>(shard_.experts) * shard_.expert_d_ff, d_);
+    p.experts.router = param(scope + ".router", d_, m_.moe.experts);
+    p.experts.up = param(scope + ".experts_up", static_cast<std::int64_t>(shard_.moe.experts) * d_, up_width(true));
+    p.experts.down =
+        param(scope + ".experts_down", static_cast<std::int64_t>(shard_.moe.experts) * shard_.moe.d_ff, d_);
   } else {
     p.up = param(scope + ".up", d_, up_width(false));
     p.down = param(scope + ".down", shard_.d_ff, d_);
-    if (m_.bias) {
+    if (m_.style.bias) {
       p.up_bias = param(scope + ".up_bias", 1, up_width(false));
       p.down_bias = param(scope + ".down_bias", 1, d_);
     }
@@ -66,7 +67,7 @@ TensorId TransformerStep::norm(const OpName& name, TensorId x, double tokens, co
                                double x_times) {
   const std::string base = name.scope + "." + std::string(fused::phase_name(name.phase)) + "." + name.name;
   const TensorId h = b_.activation(base, tokens * static_cast<double>(d_));
-  *stats = b_.activation(base + ".stats", tokens * (m_.norm == NormKind::layernorm ? 2 : 1), DType::f32);
+  *stats = b_.activation(base + ".stats", tokens * (m_.style.norm == NormKind::layernorm ? 2 : 1), DType::f32);
   b_.vector(name, ir::OpClass::norm_activation, ir::VectorOp::reduction, tokens * static_cast<double>(d_),
             norm_cost(false), {{x, x_times}, {gamma.w, 1}}, {{h, 1}, {*stats, 1}});
   points_.norm_statistics(b_.graph(), base, name.phase, *stats, h);
@@ -129,7 +130,8 @@ TransformerStep::HeadFwd TransformerStep::head_forward(const std::string& mbp, T
   {
     Builder::Matmul mm;
     mm.m = t, mm.k = d_, mm.n = vocab, mm.dtype = dtypes_.matmul, mm.a = {gather(-1, phase, in)};
-    mm.b = {points_.weights_before_use(b_.graph(), -1, phase, m_.tied_embeddings ? outer_.table.w : outer_.out_proj.w)};
+    const TensorId weight = m_.ends.tied_embeddings ? outer_.table.w : outer_.out_proj.w;
+    mm.b = {points_.weights_before_use(b_.graph(), -1, phase, weight)};
     mm.outputs = {h.logits};
     b_.matmul(OpName{phase, scope, "logits"}, ir::OpClass::loss, mm);
   }
@@ -189,7 +191,7 @@ TensorId TransformerStep::head_backward(const std::string& mbp, const HeadFwd& h
   const auto t = static_cast<std::int64_t>(h.tokens);
   const double nt = norm_tokens(h.tokens);
   const std::int64_t vocab = shard_.vocab;
-  const Param& proj = m_.tied_embeddings ? outer_.table : outer_.out_proj;
+  const Param& proj = m_.ends.tied_embeddings ? outer_.table : outer_.out_proj;
   const TensorId in = outer_.lm_dense.elements > 0 ? h.ht : h.hf;
   TensorId dh = b_.activation(sc + ".dh", h.tokens * static_cast<double>(d_));
   {
@@ -247,11 +249,13 @@ fused::Graph TransformerStep::build() {
   }
 
   // Parameters (the encoder of an encoder-decoder keeps its parameters even when decoding: they are stored).
-  if (shard_.pipeline.embedding || (shard_.pipeline.head && m_.tied_embeddings))
+  if (shard_.pipeline.embedding || (shard_.pipeline.head && m_.ends.tied_embeddings))
     outer_.table = param("embedding.table", shard_.vocab, d_);
-  if (shard_.pipeline.embedding && m_.position == PositionKind::learned)
+  if (shard_.pipeline.embedding && m_.style.position == PositionKind::learned)
     outer_.positions = param("embedding.positions", m_.context, d_);
-  if (shard_.pipeline.embedding && m_.token_types > 0) outer_.types = param("embedding.types", m_.token_types, d_);
+  if (shard_.pipeline.embedding && m_.ends.token_types > 0) {
+    outer_.types = param("embedding.types", m_.ends.token_types, d_);
+  }
   for (std::size_t si = 0; si < stacks_.size(); ++si) {
     Stack& st = stacks_[si];
     const int stored = enc_dec && si == 0 ? shard_.pipeline.encoder_layers : st.count;
@@ -259,21 +263,21 @@ fused::Graph TransformerStep::build() {
       const bool moe = m_.moe.is_moe_layer(st.first + l) && (!enc_dec || si == 1);
       st.params.push_back(block_params(fmt::format("{}{}", st.name, st.first + l), st.cross, moe));
     }
-    if (m_.position == PositionKind::relative && stored > 0) {
+    if (m_.style.position == PositionKind::relative && stored > 0) {
       // T5: one bias table per stack, shared by its blocks (its gradient's scatter-add is not modelled).
-      outer_.relative.push_back(param(st.name + ".position_bias", m_.relative_buckets, heads_.query));
+      outer_.relative.push_back(param(st.name + ".position_bias", m_.style.relative_buckets, heads_.query));
       st.relative_table = outer_.relative.back().w;
     }
   }
   if (shard_.pipeline.head) {
     outer_.final_norm = param("head.norm", 1, norm_params());
-    if (!m_.tied_embeddings) outer_.out_proj = param("head.out", d_, shard_.vocab);
-    if (m_.lm_head_transform) {
+    if (!m_.ends.tied_embeddings) outer_.out_proj = param("head.out", d_, shard_.vocab);
+    if (m_.ends.lm_head_transform) {
       outer_.lm_dense = param("head.transform", d_, d_);
       outer_.lm_bias = param("head.transform_bias", 1, d_);
       outer_.lm_norm = param("head.transform_norm", 1, norm_params());
     }
-    if (m_.pooler) {
+    if (m_.ends.pooler) {
       // Stored and updated with the model; its compute (the next-sentence head) is not modelled.
       outer_.pooler = param("head.pooler", d_, d_);
       outer_.pooler_bias = param("head.pooler_bias", 1, d_);

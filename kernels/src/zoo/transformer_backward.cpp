@@ -21,9 +21,9 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
                                        const BlockParams& p, const BlockFwd& f) {
   const std::string sc = base.scope + ".bwd";
   const Phase ph = Phase::backward;
-  const VpuCost& act = m_.mlp == MlpKind::gelu     ? kGeluBackward
-                       : m_.mlp == MlpKind::relu   ? kReluBackward
-                       : m_.mlp == MlpKind::swiglu ? kSwigluBackward
+  const VpuCost& act = m_.style.mlp == MlpKind::gelu     ? kGeluBackward
+                       : m_.style.mlp == MlpKind::relu   ? kReluBackward
+                       : m_.style.mlp == MlpKind::swiglu ? kSwigluBackward
                                                    : kGegluBackward;
   const auto t = static_cast<std::int64_t>(tokens);
   const double td = tokens * static_cast<double>(d_);
@@ -74,17 +74,17 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
   const TensorId deo_local = points_.expert_combine(b_.graph(), layer, ph, deo);
   const TensorId deg = b_.activation(sc + ".dexperts_act", static_cast<double>(local) * capacity * fe);
   expert_matmul(OpName{ph, base.scope, "experts_down.dx"}, capacity, d_, fe, dtypes_.matmul, deo_local,
-                weights(layer, ph, p.experts_down), deg, e.routed * d_ * fe, nullptr);
+                weights(layer, ph, p.experts.down), deg, e.routed * d_ * fe, nullptr);
   const TensorId deu = b_.activation(sc + ".dexperts_up", static_cast<double>(local) * capacity * fu);
   b_.vector(OpName{ph, base.scope, "experts_act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
             static_cast<double>(local) * capacity * fe, act, {{deg, 1}, {f.eu, 1}}, {{deu, 1}}, deg);
   expert_matmul(OpName{ph, base.scope, "experts_down.dw"}, fe, capacity, d_, dtypes_.weight_grad, f.eg, deo_local,
-                *p.experts_down.grad, e.routed * d_ * fe, &p.experts_down);
+                *p.experts.down.grad, e.routed * d_ * fe, &p.experts.down);
   const TensorId ddisp = b_.activation(sc + ".ddispatched", buffer);
   expert_matmul(OpName{ph, base.scope, "experts_up.dx"}, capacity, fu, d_, dtypes_.matmul, deu,
-                weights(layer, ph, p.experts_up), ddisp, e.routed * d_ * fu, nullptr);
+                weights(layer, ph, p.experts.up), ddisp, e.routed * d_ * fu, nullptr);
   expert_matmul(OpName{ph, base.scope, "experts_up.dw"}, d_, capacity, fu, dtypes_.weight_grad, f.dispatched, deu,
-                *p.experts_up.grad, e.routed * d_ * fu, &p.experts_up);
+                *p.experts.up.grad, e.routed * d_ * fu, &p.experts.up);
   const TensorId ddisp_local = points_.expert_dispatch(b_.graph(), layer, ph, ddisp);
   const TensorId dh_experts = b_.activation(sc + ".dh_experts", td);
   b_.vector(OpName{ph, base.scope, "dispatch"}, ir::OpClass::other, ir::VectorOp::elementwise, buffer, kDispatch,
@@ -99,12 +99,12 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
   {
     Builder::Matmul mm;
     mm.m = static_cast<std::int64_t>(norm_tokens(tokens)), mm.k = experts, mm.n = d_, mm.dtype = dtypes_.matmul;
-    mm.a = {drl}, mm.b = {weights(layer, ph, p.router)};
+    mm.a = {drl}, mm.b = {weights(layer, ph, p.experts.router)};
     mm.outputs = {dh_router};
     b_.matmul(OpName{ph, base.scope, "router.dx"}, ir::OpClass::matmul, mm);
   }
-  weight_gradient(OpName{ph, base.scope, "router.dw"}, ir::OpClass::matmul, d_, t, experts, 1, {h}, {drl}, p.router,
-                  nullptr);
+  weight_gradient(OpName{ph, base.scope, "router.dw"}, ir::OpClass::matmul, d_, t, experts, 1, {h}, {drl},
+                  p.experts.router, nullptr);
   const TensorId dh = b_.activation(sc + ".dh_mlp", tdn);
   b_.vector(OpName{ph, base.scope, "dh_sum"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, tdn, kAdd,
             {{dh_router, 1}, {dh_experts_sum, 1}}, {{dh, 1}}, dh_router);
@@ -228,7 +228,7 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
   // not yet including the residual path.
   auto attention_backward_sub = [&](TensorId dy, TensorId h, TensorId x_in, TensorId stats, const Param& norm_w,
                                     bool cross) -> TensorId {
-    const Param& out_w = cross ? p.out_x : p.out;
+    const Param& out_w = cross ? p.cross.out : p.out;
     const AttentionSaved& saved = cross ? f.xattn : f.attn;
     const char* tag = cross ? "x" : "";
     const TensorId d_o = b_.activation(sc + "." + tag + "dattn", tokens * hd);
@@ -244,7 +244,7 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
     }
     const std::int64_t s_k = cross ? stacks_.front().s : st.s_k;
     AttentionShape shape{mb(), st.s, s_k, heads_.query, heads_.kv, heads_.dim, cross ? false : st.causal,
-                         !cross && m_.position == PositionKind::relative && st.relative_table.has_value()};
+                         !cross && m_.style.position == PositionKind::relative && st.relative_table.has_value()};
     AttentionSaved use = saved;
     if (!cross && shard_.context_shards > 1 && w_.memory.remat != Remat::full) {
       // Context parallelism: only this chip's keys and values were kept; gathered again, started once this
@@ -269,21 +269,21 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
       // Queries from the decoder; keys and values from the encoder output, whose gradient accumulates over layers.
       const TensorId dh_q = b_.activation(sc + ".dxq", td);
       Builder::Matmul mm;
-      mm.m = t, mm.k = hd, mm.n = d_, mm.dtype = dtypes_.matmul, mm.a = {g.dq}, mm.b = {weights(l, ph, p.q_x)};
+      mm.m = t, mm.k = hd, mm.n = d_, mm.dtype = dtypes_.matmul, mm.a = {g.dq}, mm.b = {weights(l, ph, p.cross.q)};
       mm.outputs = {dh_q};
       b_.matmul(OpName{ph, scope, "xq.dx"}, ir::OpClass::matmul, mm);
-      weight_gradient(OpName{ph, scope, "xq.dw"}, ir::OpClass::matmul, d_, t, hd, 1, {h}, {g.dq}, p.q_x, nullptr);
+      weight_gradient(OpName{ph, scope, "xq.dw"}, ir::OpClass::matmul, d_, t, hd, 1, {h}, {g.dq}, p.cross.q, nullptr);
       const double enc_tokens = static_cast<double>(mb()) * static_cast<double>(stacks_.front().s);
       const auto te = static_cast<std::int64_t>(enc_tokens);
       const std::int64_t kvw = 2 * static_cast<std::int64_t>(heads_.kv) * heads_.dim;
       const TensorId de = b_.activation(sc + ".denc_part", enc_tokens * static_cast<double>(d_));
       Builder::Matmul kvm;
       kvm.m = te, kvm.k = kvw, kvm.n = d_, kvm.dtype = dtypes_.matmul, kvm.a = {g.dk, g.dv},
-      kvm.b = {weights(l, ph, p.kv_x)};
+      kvm.b = {weights(l, ph, p.cross.kv)};
       kvm.outputs = {de};
       b_.matmul(OpName{ph, scope, "xkv.dx"}, ir::OpClass::matmul, kvm);
       weight_gradient(OpName{ph, scope, "xkv.dw"}, ir::OpClass::matmul, d_, te, kvw, 1, {*enc_out}, {g.dk, g.dv},
-                      p.kv_x, nullptr);
+                      p.cross.kv, nullptr);
       if (d_enc) {
         const TensorId sum = b_.activation(sc + ".denc", enc_tokens * static_cast<double>(d_));
         b_.vector(OpName{ph, scope, "denc_sum"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
@@ -300,7 +300,7 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
       const std::vector<TensorId> dkv = points_.scatter_key_value_gradients(b_.graph(), l, {dk, dv});
       dk = dkv[0], dv = dkv[1];
     }
-    if (m_.position == PositionKind::rotary) {
+    if (m_.style.position == PositionKind::rotary) {
       const TensorId dq2 = b_.activation(sc + ".dq_rotary", tokens * hd);
       const TensorId dk2 = b_.activation(sc + ".dk_rotary", tokens * heads_.kv * heads_.dim);
       b_.vector(OpName{ph, scope, "rotary"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
@@ -323,7 +323,7 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
   };
 
   const double nt = norm_tokens(tokens);
-  if (m_.block == TransformerBlock::parallel && !st.cross) {
+  if (m_.style.block == TransformerBlock::parallel && !st.cross) {
     // out = x + attn(h) + mlp(h), h = norm1(x): dh = dh_attn + dh_mlp, dx = dout + norm1'(dh).
     const TensorId dout_all = gather(l, ph, dout), h1 = all_tokens(f.h1, f.h1g);
     const TensorId dh_mlp = mlp_backward(OpName{ph, scope, "mlp"}, l, dout_all, h1, tokens, p, f);
@@ -346,7 +346,7 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
   b_.vector(OpName{ph, scope, "residual2"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, tdn, kAdd,
             {{dn2, 1}, {dout, 1}}, {{dmid, 1}}, dn2);
   if (st.cross) {
-    const TensorId dnx = attention_backward_sub(dmid, f.hx, f.x1, f.statsx, p.norm_x, true);
+    const TensorId dnx = attention_backward_sub(dmid, f.hx, f.x1, f.statsx, p.cross.norm, true);
     const TensorId d1 = b_.activation(sc + ".residual_x", td);
     b_.vector(OpName{ph, scope, "residual_x"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td, kAdd,
               {{dnx, 1}, {dmid, 1}}, {{d1, 1}}, dnx);

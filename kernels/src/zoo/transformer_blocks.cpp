@@ -27,7 +27,7 @@ TensorId TransformerStep::attention_sub(const OpName& base, const Stack& st, int
     q = q1, k = k1, v = v1;
   }
   f.q_pre = q, f.k_pre = k;
-  if (m_.position == PositionKind::rotary) {
+  if (m_.style.position == PositionKind::rotary) {
     const TensorId q2 = b_.activation(sc + ".q_rotary", q_elems), k2 = b_.activation(sc + ".k_rotary", kv_elems);
     b_.vector(OpName{ph, base.scope, "rotary"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
               q_elems + kv_elems, kRotary, {{q, 1}, {k, 1}}, {{q2, 1}, {k2, 1}}, q);
@@ -35,7 +35,7 @@ TensorId TransformerStep::attention_sub(const OpName& base, const Stack& st, int
   }
   AttentionShape shape{
       mb(),      st.s,       st.s_k,    heads_.query,
-      heads_.kv, heads_.dim, st.causal, m_.position == PositionKind::relative && st.relative_table.has_value()};
+      heads_.kv, heads_.dim, st.causal, m_.style.position == PositionKind::relative && st.relative_table.has_value()};
   TensorId keys = k, values = v;
   double kv_times = 1.0;
   f.k_local = k, f.v_local = v;
@@ -84,9 +84,9 @@ TensorId TransformerStep::mlp_forward(const OpName& base, int layer, TensorId h,
                                       BlockFwd& f) {
   const std::string sc = base.scope + "." + std::string(fused::phase_name(base.phase));
   const Phase ph = base.phase;
-  const VpuCost& act = m_.mlp == MlpKind::gelu     ? kGeluForward
-                       : m_.mlp == MlpKind::relu   ? kReluForward
-                       : m_.mlp == MlpKind::swiglu ? kSwigluForward
+  const VpuCost& act = m_.style.mlp == MlpKind::gelu     ? kGeluForward
+                       : m_.style.mlp == MlpKind::relu   ? kReluForward
+                       : m_.style.mlp == MlpKind::swiglu ? kSwigluForward
                                                    : kGegluForward;
   const double td = tokens * static_cast<double>(d_);
   if (!p.moe) {
@@ -135,7 +135,7 @@ TensorId TransformerStep::mlp_forward(const OpName& base, int layer, TensorId h,
   {
     Builder::Matmul r;
     r.m = static_cast<std::int64_t>(tokens), r.k = d_, r.n = experts, r.dtype = dtypes_.matmul;
-    r.a = {h}, r.b = {weights(layer, ph, p.router)}, r.outputs = {f.router_logits};
+    r.a = {h}, r.b = {weights(layer, ph, p.experts.router)}, r.outputs = {f.router_logits};
     b_.matmul(OpName{ph, base.scope, "router"}, ir::OpClass::matmul, r);
   }
   f.gates = b_.activation(sc + ".gates", tokens * k * 2, DType::f32);  // weights and expert indices
@@ -147,14 +147,14 @@ TensorId TransformerStep::mlp_forward(const OpName& base, int layer, TensorId h,
   const TensorId disp = points_.expert_dispatch(b_.graph(), layer, ph, f.dispatched);
   f.eu = b_.activation(sc + ".experts_up", static_cast<double>(local) * capacity * fu);
   expert_matmul(OpName{ph, base.scope, "experts_up"}, capacity, d_, fu, dtypes_.matmul, disp,
-                weights(layer, ph, p.experts_up), f.eu, e.routed * d_ * fu, nullptr);
+                weights(layer, ph, p.experts.up), f.eu, e.routed * d_ * fu, nullptr);
   const double ge = static_cast<double>(local) * capacity * fe;
   f.eg = b_.activation(sc + ".experts_act", ge);
   b_.vector(OpName{ph, base.scope, "experts_act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, ge, act,
             {{f.eu, 1}}, {{f.eg, 1}}, f.eu);
   f.eo = b_.activation(sc + ".experts_down", buffer);
   expert_matmul(OpName{ph, base.scope, "experts_down"}, capacity, fe, d_, dtypes_.matmul, f.eg,
-                weights(layer, ph, p.experts_down), f.eo, e.routed * fe * d_, nullptr);
+                weights(layer, ph, p.experts.down), f.eo, e.routed * fe * d_, nullptr);
   const TensorId eo = points_.expert_combine(b_.graph(), layer, ph, f.eo);
   const TensorId o = b_.activation(sc + ".combined", td);
   b_.vector(OpName{ph, base.scope, "combine"}, ir::OpClass::other, ir::VectorOp::elementwise, tokens * k * d_,
@@ -178,7 +178,7 @@ BlockFwd TransformerStep::forward_block(const Stack& st, int l, TensorId x, Phas
   prefetch(l, phase, p.qkv);
   f.h1g = gather(l, phase, f.h1);
   const TensorId a = attention_sub(OpName{phase, scope, "attn"}, st, l, f.h1g, tokens, p, f, enc_out);
-  if (m_.block == TransformerBlock::parallel && !st.cross) {
+  if (m_.style.block == TransformerBlock::parallel && !st.cross) {
     const TensorId o = mlp_forward(OpName{phase, scope, "mlp"}, l, f.h1g, tokens, p, f);
     f.out = b_.activation(sc + ".out", td);
     b_.vector(OpName{phase, scope, "residual"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td,
@@ -191,14 +191,14 @@ BlockFwd TransformerStep::forward_block(const Stack& st, int l, TensorId x, Phas
   TensorId mlp_in = f.x1;
   if (st.cross) {
     // Cross-attention over the encoder output: queries from the decoder, keys and values from the encoder.
-    f.hx = norm(OpName{phase, scope, "norm_x"}, f.x1, tokens, p.norm_x, &f.statsx);
+    f.hx = norm(OpName{phase, scope, "norm_x"}, f.x1, tokens, p.cross.norm, &f.statsx);
     const double q_elems = tokens * heads_.query * heads_.dim;
     const double enc_tokens = static_cast<double>(mb()) * static_cast<double>(stacks_.front().s);
     const TensorId q = b_.activation(sc + ".xq", q_elems);
     {
       Builder::Matmul mm;
       mm.m = static_cast<std::int64_t>(tokens), mm.k = d_, mm.n = static_cast<std::int64_t>(heads_.query) * heads_.dim;
-      mm.dtype = dtypes_.matmul, mm.a = {f.hx}, mm.b = {weights(l, phase, p.q_x)}, mm.outputs = {q};
+      mm.dtype = dtypes_.matmul, mm.a = {f.hx}, mm.b = {weights(l, phase, p.cross.q)}, mm.outputs = {q};
       b_.matmul(OpName{phase, scope, "xq"}, ir::OpClass::matmul, mm);
     }
     TensorId kx = 0, vx = 0;
@@ -216,7 +216,7 @@ BlockFwd TransformerStep::forward_block(const Stack& st, int l, TensorId x, Phas
       Builder::Matmul mm;
       mm.m = static_cast<std::int64_t>(enc_tokens), mm.k = d_,
       mm.n = 2 * static_cast<std::int64_t>(heads_.kv) * heads_.dim;
-      mm.dtype = dtypes_.matmul, mm.a = {*enc_out}, mm.b = {weights(l, phase, p.kv_x)}, mm.outputs = outs;
+      mm.dtype = dtypes_.matmul, mm.a = {*enc_out}, mm.b = {weights(l, phase, p.cross.kv)}, mm.outputs = outs;
       b_.matmul(OpName{phase, scope, "xkv"}, ir::OpClass::matmul, mm);
     }
     const AttentionShape shape{mb(), st.s, stacks_.front().s, heads_.query, heads_.kv, heads_.dim, false, false};
@@ -225,7 +225,7 @@ BlockFwd TransformerStep::forward_block(const Stack& st, int l, TensorId x, Phas
     {
       Builder::Matmul mm;
       mm.m = static_cast<std::int64_t>(tokens), mm.k = static_cast<std::int64_t>(heads_.query) * heads_.dim, mm.n = d_;
-      mm.dtype = dtypes_.matmul, mm.a = {f.xattn.o}, mm.b = {weights(l, phase, p.out_x)}, mm.outputs = {ax};
+      mm.dtype = dtypes_.matmul, mm.a = {f.xattn.o}, mm.b = {weights(l, phase, p.cross.out)}, mm.outputs = {ax};
       b_.matmul(OpName{phase, scope, "xout"}, ir::OpClass::matmul, mm);
     }
     const TensorId axr = points_.after_row_parallel(b_.graph(), l, phase, ax);
@@ -247,13 +247,13 @@ BlockFwd TransformerStep::forward_block(const Stack& st, int l, TensorId x, Phas
 TransformerStep::ExpertShape TransformerStep::expert_shape(double tokens) const {
   ExpertShape e;
   e.experts = m_.moe.experts;
-  e.local = shard_.experts;
+  e.local = shard_.moe.experts;
   e.top_k = m_.moe.top_k;
   e.capacity = static_cast<std::int64_t>(
-      std::ceil(m_.moe.capacity_factor * tokens * shard_.expert_group * e.top_k / static_cast<double>(e.experts) -
+      std::ceil(m_.moe.capacity_factor * tokens * shard_.moe.group * e.top_k / static_cast<double>(e.experts) -
                 1e-9));
-  e.routed = tokens * shard_.expert_group * e.top_k * static_cast<double>(e.local) / e.experts;
-  e.fe = shard_.expert_d_ff;
+  e.routed = tokens * shard_.moe.group * e.top_k * static_cast<double>(e.local) / e.experts;
+  e.fe = shard_.moe.d_ff;
   e.fu = up_width(true);
   e.buffer = static_cast<double>(e.local) * static_cast<double>(e.capacity) * static_cast<double>(d_);
   return e;
@@ -262,12 +262,12 @@ TransformerStep::ExpertShape TransformerStep::expert_shape(double tokens) const 
 void TransformerStep::expert_matmul(const OpName& name, std::int64_t m, std::int64_t k, std::int64_t n, DType dtype,
                                     TensorId a, TensorId b, TensorId out, double useful_macs, const Param* grad) {
   Builder::Matmul mm;
-  mm.m = m, mm.k = k, mm.n = n, mm.batch = shard_.experts, mm.dtype = dtype;
+  mm.m = m, mm.k = k, mm.n = n, mm.batch = shard_.moe.experts, mm.dtype = dtype;
   const GradientWrite gw = grad != nullptr ? b_.gradient(*grad, backward_.micro) : GradientWrite{out, false};
   mm.a = {a}, mm.b = {b}, mm.outputs = {gw.tensor};
   const bool recompute = name.phase == Phase::recompute;
   mm.flops = Builder::Flops{recompute ? 0.0 : 2.0 * useful_macs,
-                            Builder::matmul_flops(m, k, n, shard_.experts, recompute).hardware};
+                            Builder::matmul_flops(m, k, n, shard_.moe.experts, recompute).hardware};
   if (gw.accumulate) mm.extra_reads.push_back({gw.tensor, 1});
   b_.matmul(name, ir::OpClass::matmul, mm);
 }

@@ -24,17 +24,27 @@ using fused::Phase;
 using fused::TensorId;
 using fused::TensorKind;
 
+// A decoder block's cross-attention over the encoder output (encoder_decoder): its norm and projections.
+struct CrossAttentionParams {
+  Param norm, q, kv, out;
+};
+
+// A mixture-of-experts MLP: the router and the chip's experts' up and down projections (one batched matrix each).
+struct ExpertParams {
+  Param router, up, down;
+};
+
+// A block's parameters; those it does not have (no bias, no cross-attention, a dense MLP) have no elements.
 struct BlockParams {
   Param norm1, qkv, qkv_bias, out, out_bias, norm2, up, up_bias, down, down_bias;
-  // decoder of an encoder-decoder: cross-attention
-  Param norm_x, q_x, kv_x, out_x;
-  // mixture of experts
-  Param router, experts_up, experts_down;
+  CrossAttentionParams cross;  // decoder of an encoder-decoder
+  ExpertParams experts;        // mixture of experts (`moe`), in place of up and down
   bool moe = false;
   [[nodiscard]] std::vector<const Param*> all() const {
     std::vector<const Param*> out_list;
     for (const Param* p : {&norm1, &qkv, &qkv_bias, &out, &out_bias, &norm2, &up, &up_bias, &down, &down_bias,
-                           &norm_x, &q_x, &kv_x, &out_x, &router, &experts_up, &experts_down}) {
+                           &cross.norm, &cross.q, &cross.kv, &cross.out, &experts.router, &experts.up,
+                           &experts.down}) {
       if (p->elements > 0) out_list.push_back(p);
     }
     return out_list;
@@ -302,15 +312,17 @@ class TransformerStep {
 
   [[nodiscard]] std::int64_t mb() const { return shard_.microbatch(); }
   [[nodiscard]] const VpuCost& norm_cost(bool backward) const {
-    if (m_.norm == NormKind::rmsnorm) return backward ? kRmsNormBackward : kRmsNormForward;
+    if (m_.style.norm == NormKind::rmsnorm) return backward ? kRmsNormBackward : kRmsNormForward;
     return backward ? kLayerNormBackward : kLayerNormForward;
   }
-  [[nodiscard]] std::int64_t norm_params() const { return m_.norm == NormKind::layernorm && m_.bias ? 2 * d_ : d_; }
+  [[nodiscard]] std::int64_t norm_params() const {
+    return m_.style.norm == NormKind::layernorm && m_.style.bias ? 2 * d_ : d_;
+  }
   [[nodiscard]] std::int64_t qkv_width() const {
     return static_cast<std::int64_t>(heads_.query + 2 * heads_.kv) * heads_.dim;
   }
   [[nodiscard]] std::int64_t up_width(bool expert) const {
-    const std::int64_t f = expert ? shard_.expert_d_ff : shard_.d_ff;
+    const std::int64_t f = expert ? shard_.moe.d_ff : shard_.d_ff;
     return m_.gated() ? 2 * f : f;
   }
 

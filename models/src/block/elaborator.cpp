@@ -4,7 +4,7 @@ namespace tpusim::models {
 
 std::vector<std::unique_ptr<Block>> Elaborator::build(BlockScope scope, int core) const {
   std::vector<std::unique_ptr<Block>> out;
-  for (const ChipBlock& b : composed_.blocks) {
+  for (const ChipBlock& b : composed_.composition.blocks) {
     if (block_kind(b.kind).scope != scope || b.count == 0 || !used_[static_cast<std::size_t>(b.kind)]) continue;
     if (scope == BlockScope::tensorcore) {
       out.push_back(registry_.build(BlockBuild{chip_, b, core, *this}));
@@ -18,7 +18,7 @@ std::vector<std::unique_ptr<Block>> Elaborator::build(BlockScope scope, int core
 }
 
 void Elaborator::bind(const std::vector<Block*>& blocks) const {
-  for (const ChipPath& p : composed_.paths) {
+  for (const ChipPath& p : composed_.composition.paths) {
     for (Block* from : blocks) {
       if (from->block_name() != p.from) continue;
       for (Block* to : blocks) {

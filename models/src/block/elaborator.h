@@ -1,5 +1,5 @@
 #pragma once
-// Builds one chip's blocks from its composition (ChipSpec::blocks, paths) with the registry of block kinds, and
+// Builds one chip's blocks from its composition (ChipSpec::composition) with the registry of block kinds, and
 // binds the paths between them. Called by the chip while it constructs (so the blocks become its children in
 // the module tree); a TensorCore calls it for the blocks that sit in it.
 //

@@ -36,7 +36,9 @@ Chip::Chip(const sc_core::sc_module_name& name, std::uint32_t id, const ChipSpec
       context_{id, spec, program.program(), control, dataflow, mxu_fidelity},
       collective_(context_),
       sequencer_(context_, program) {
-  if (spec.blocks.empty()) throw std::invalid_argument("chip spec without its composition (standard_composition)");
+  if (spec.composition.blocks.empty()) {
+    throw std::invalid_argument("chip spec without its composition (standard_composition)");
+  }
   const Elaborator elaborator(context_, spec, registry, program.blocks_used());
   blocks_ = elaborator.build(BlockScope::chip);
   collect_tree(blocks_, all_);

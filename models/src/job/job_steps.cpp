@@ -71,9 +71,9 @@ FaultStep simulate_step(StepRunner& runner, const Scenario& s, const SimOptions&
 StepReport step_report(const SimResult& r) {
   StepReport out;
   out.step_time_s = r.step_time.value();
-  for (const auto& l : r.links) out.link_utilization.push_back(l.utilization);
+  for (const auto& l : r.network.links) out.link_utilization.push_back(l.utilization);
   InStepFault f;  // the first cable failing in the step (one per simulation here), or none
-  if (!r.in_step_faults.empty()) f = r.in_step_faults.front();
+  if (!r.network.in_step_faults.empty()) f = r.network.in_step_faults.front();
   out.transfers_cut = static_cast<double>(f.transfers_cut);
   out.in_flight_bytes = f.in_flight.as_double();
   out.delivered_bytes = f.delivered.as_double();

@@ -4,7 +4,7 @@
 //   transport.h          links (chunked or flow), routes and their cache, DCN NICs
 //   collective_engine.h  collective plans, their steps and reductions, SPMD matching
 //   point_to_point.h     send / recv matching, remote DMA puts
-//   statistics.h         per-collective and per-link statistics for the SimResult
+//   statistics.h         per-collective and per-link statistics for SimResult::network
 //   ici_unit.h           each chip's ICI unit as the chip sees it (what runs, what completed)
 // and dispatches the chips' ICI instructions (collective, send, recv, remote put; a chip reaches it as its
 // NetworkPort, ici/network_port.h) to the engines, and the transport's deliveries back to the engine that sent
@@ -95,8 +95,8 @@ class Interconnect : public sc_core::sc_module, public NetworkPort {
   [[nodiscard]] const char* link_model_name() const { return transport_.link_model_name(); }
   [[nodiscard]] const char* router_name() const { return transport_.router_name(); }
 
-  // Adds links, DCN, collectives and the link model name to `r`; `end` is the step's end.
-  void collect(SimResult& r, Tick end) const { stats_.write(r, end, transport_, collectives_); }
+  // Fills `n` (links, DCN, collectives, the link model name); `end` is the step's end.
+  void collect(NetworkUsage& n, Tick end) const { stats_.write(n, end, transport_, collectives_); }
 
  private:
   static constexpr std::uint32_t kNone = 0xffffffffU;

@@ -27,7 +27,7 @@ void NetStatistics::collective_completed(Entry entry, Tick start, Tick end, std:
   c.longest = std::max(c.longest, end - start);
 }
 
-void NetStatistics::write(SimResult& r, Tick end, const Transport& transport, const CollectiveEngine& engine) const {
+void NetStatistics::write(NetworkUsage& n, Tick end, const Transport& transport, const CollectiveEngine& engine) const {
   const Topology& topo = transport.topology();
   const std::vector<ChannelStats> stats = transport.channel_stats(end);
   const double step_s = to_seconds(end).value();
@@ -41,30 +41,30 @@ void NetStatistics::write(SimResult& r, Tick end, const Transport& transport, co
     u.utilization = bandwidth > 0 && step_s > 0 ? static_cast<double>(s.bytes) / (bandwidth * step_s) : 0.0;
     return u;
   };
-  r.link_model = transport.link_model_name();
-  r.links.reserve(topo.link_count());
+  n.link_model = transport.link_model_name();
+  n.links.reserve(topo.link_count());
   double sum = 0;
   double lo = std::numeric_limits<double>::infinity();
   double hi = 0;
   for (std::size_t l = 0; l < topo.link_count(); ++l) {
-    r.links.push_back(usage(l, topo.link(LinkId(static_cast<std::uint32_t>(l))).bandwidth.value()));
-    const double u = r.links.back().utilization;
+    n.links.push_back(usage(l, topo.link(LinkId(static_cast<std::uint32_t>(l))).bandwidth.value()));
+    const double u = n.links.back().utilization;
     sum += u;
     lo = std::min(lo, u);
     hi = std::max(hi, u);
   }
-  if (!r.links.empty()) r.link_utilization = Spread{sum / static_cast<double>(r.links.size()), lo, hi};
+  if (!n.links.empty()) n.link_utilization = Spread{sum / static_cast<double>(n.links.size()), lo, hi};
   if (topo.pods() > 1) {
     const double bw = topo.dcn_bandwidth_per_host().value();
     for (std::size_t h = 0; h < topo.host_count(); ++h) {
-      r.dcn.egress.push_back(usage(transport.dcn_egress(h), bw));
-      r.dcn.ingress.push_back(usage(transport.dcn_ingress(h), bw));
+      n.dcn.egress.push_back(usage(transport.dcn_egress(h), bw));
+      n.dcn.ingress.push_back(usage(transport.dcn_ingress(h), bw));
     }
     if (transport.has_uplinks()) {
       const double uplink = topo.dcn_uplink_bandwidth().value();
       for (int p = 0; p < topo.pods(); ++p) {
-        r.dcn.uplink_egress.push_back(usage(transport.uplink_egress(p), uplink));
-        r.dcn.uplink_ingress.push_back(usage(transport.uplink_ingress(p), uplink));
+        n.dcn.uplink_egress.push_back(usage(transport.uplink_egress(p), uplink));
+        n.dcn.uplink_ingress.push_back(usage(transport.uplink_ingress(p), uplink));
       }
     }
   }
@@ -88,10 +88,10 @@ void NetStatistics::write(SimResult& r, Tick end, const Transport& transport, co
       c.time = to_seconds(st.longest);
       if (st.longest > 0) c.bus_bandwidth = c.algorithm_bandwidth() * plan.bus_factor;
     }
-    r.collectives.push_back(c);
+    n.collectives.push_back(c);
   }
-  r.ici_transfers = transport.transfers_started();
-  r.in_step_faults = transport.in_step_faults();
+  n.ici_transfers = transport.transfers_started();
+  n.in_step_faults = transport.in_step_faults();
 }
 
 }  // namespace tpusim::models::net

@@ -1,8 +1,8 @@
 #pragma once
 // Statistics of the network: per collective instruction (executions, first start, last end, longest run on
 // one chip), gathered while the run goes; per link and DCN NIC (bytes, busy, queueing, chunks) from the
-// transport's link model at the end. write() turns them into SimResult's links, dcn_*, collectives,
-// link_model and ici_transfers.
+// transport's link model at the end. write() turns them into SimResult::network (links, dcn,
+// collectives, link_model, ici_transfers, in_step_faults).
 #include <cstdint>
 #include <vector>
 
@@ -26,8 +26,9 @@ class NetStatistics {
   // elaboration).
   void collective_completed(Entry entry, Tick start, Tick end, std::uint32_t plan);
 
-  // Adds links, DCN NICs, collectives, the link model name and the transfer count to `r`; `end` is the step's end.
-  void write(SimResult& r, Tick end, const Transport& transport, const CollectiveEngine& engine) const;
+  // Fills `n`: links, DCN NICs, collectives, the link model name, the transfer count and the timed faults; `end`
+  // is the step's end.
+  void write(NetworkUsage& n, Tick end, const Transport& transport, const CollectiveEngine& engine) const;
 
  private:
   struct Collective {

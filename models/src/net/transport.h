@@ -107,7 +107,7 @@ class Transport {
   // Cables of the timed faults failed so far (0 before the first tick), and whether there are any.
   [[nodiscard]] std::uint32_t epoch() const { return cuts_.cables_failed(); }
   [[nodiscard]] bool has_timed_faults() const { return !cuts_.empty(); }
-  // What each timed fault did by `end` (SimResult::in_step_faults).
+  // What each timed fault did by `end` (SimResult::network.in_step_faults).
   [[nodiscard]] std::vector<InStepFault> in_step_faults() const { return cuts_.stats(); }
   [[nodiscard]] std::uint32_t source(TransferId id) const { return transfers_[id].src; }
   [[nodiscard]] std::uint32_t sink(TransferId id) const { return transfers_[id].dst; }

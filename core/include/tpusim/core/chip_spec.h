@@ -6,8 +6,8 @@
 // A chip file composes the chip from blocks (chip_blocks.h): every top-level map with a `kind` is one block,
 // `count` says how many instances it has, and `paths` lists which block reaches which ("dma -> hbm"). The
 // typed members below hold each block kind's parameters (one block per kind), so the lowering reads
-// `chip.mxu.rows` or `chip.hbm.bandwidth` whatever the block is called; `blocks` and `paths` hold the
-// composition itself, which the elaborator builds and binds (models/README.md).
+// `chip.mxu.rows` or `chip.hbm.bandwidth` whatever the block is called; `composition` holds the blocks and
+// paths themselves, which the elaborator builds and binds (models/README.md).
 #include <cstdint>
 #include <map>
 #include <string>
@@ -118,13 +118,27 @@ struct ChipPath {
   SourceLoc loc;
 };
 
+// What is published about the chip beside what its blocks model: its generation and peak rates (the chip file's
+// generation, peak_bf16 and peak_int8: its keys stay flat).
+struct PublishedFigures {
+  std::string generation;
+  FlopsPerSecond peak_bf16;  // checked against the blocks' (ChipSpec::derived_peak_bf16)
+  FlopsPerSecond peak_int8;  // 0 when the chip has no int8 path
+};
+
+// The composition (the chip file's blocks and `paths`), in file order. A spec built in code may leave both empty:
+// standard_composition() then stands for it (every block its typed members describe, with the paths every bundled
+// chip has).
+struct ChipComposition {
+  std::vector<ChipBlock> blocks;
+  std::vector<ChipPath> paths;
+};
+
 struct ChipSpec {
   std::string name;
-  std::string generation;
   int tensorcores = 0;  // the tensorcore block's count
   Hertz clock;
-  FlopsPerSecond peak_bf16;  // published figure; checked against the derived one
-  FlopsPerSecond peak_int8;  // 0 when the chip has no int8 path
+  PublishedFigures published;
   MxuSpec mxu;
   VpuSpec vpu;
   MemorySpec vmem;  // per TensorCore
@@ -134,11 +148,7 @@ struct ChipSpec {
   IciSpec ici;
   HostLinkSpec host;
   SparseCoreSpec sparsecore;
-
-  // The composition, in file order. A spec built in code may leave both empty: standard_composition() then
-  // stands for it (every block its typed members describe, with the paths every bundled chip has).
-  std::vector<ChipBlock> blocks;
-  std::vector<ChipPath> paths;
+  ChipComposition composition;
 
   // Where each field's value came from ("hbm.bandwidth" -> file:line and the source comment), for
   // `tpusim describe`. Block fields are keyed "<block name>.<field>".
@@ -183,7 +193,7 @@ inline constexpr double kHbmEfficiency = 0.90;
 // 0.5 us of read latency the copy also pays. Only the product is measured; the split is the assumption above.
 inline constexpr double kHbmTurnaround = 0.07;
 
-// The composition of a chip built in code with no `blocks`: one block per kind its typed members describe
+// The composition of a chip built in code with no blocks: one block per kind its typed members describe
 // (cmem when cmem.capacity > 0, sparsecore when sparsecore.count > 0), named after the kind, and the paths
 // dma -> vmem, hbm, cmem, host; mxu -> vpu, hbm; vpu -> hbm; sparsecore -> hbm. A spec with blocks is returned
 // unchanged.

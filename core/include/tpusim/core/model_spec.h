@@ -91,6 +91,26 @@ struct MoeSpec {
   [[nodiscard]] bool is_moe_layer(int layer) const { return experts > 0 && (layer + 1) % every == 0; }
 };
 
+// The choices that tell transformer families apart (GPT-3: learned positions, layernorm, gelu, serial blocks
+// with biases; LLaMA: rotary, rmsnorm, swiglu, no biases; GPT-J and PaLM: parallel blocks; T5: relative).
+struct TransformerStyle {
+  PositionKind position = PositionKind::learned;
+  NormKind norm = NormKind::layernorm;
+  MlpKind mlp = MlpKind::gelu;
+  TransformerBlock block = TransformerBlock::serial;
+  bool bias = true;           // biases on every projection (and on layer norms)
+  int relative_buckets = 32;  // position: relative (T5): buckets of the per-head bias, one table per stack
+};
+
+// What the stack's two ends hold besides the token embedding, the final norm and the vocabulary projection.
+struct TransformerEnds {
+  bool tied_embeddings = true;     // the vocabulary projection reuses the token embedding
+  int token_types = 0;             // segment embeddings added to the input (BERT: 2)
+  bool pooler = false;             // a d_model x d_model pooler on the first token (BERT)
+  bool lm_head_transform = false;  // a dense + norm before the vocabulary projection (BERT's MLM head)
+};
+
+// The model's fields keep their flat names in the YAML (`norm`, `pooler`); `style` and `ends` group them here.
 struct TransformerModel {
   Architecture architecture = Architecture::decoder;
   int layers = 0;          // blocks of the decoder (decoder, encoder_decoder) or of the encoder (encoder)
@@ -102,16 +122,8 @@ struct TransformerModel {
   std::int64_t d_ff = 0;
   std::int64_t vocab = 0;
   std::int64_t context = 0;  // longest sequence the model takes (learned position table rows)
-  PositionKind position = PositionKind::learned;
-  NormKind norm = NormKind::layernorm;
-  MlpKind mlp = MlpKind::gelu;
-  TransformerBlock block = TransformerBlock::serial;
-  bool bias = true;             // biases on every projection (and on layer norms)
-  bool tied_embeddings = true;  // the vocabulary projection reuses the token embedding
-  int relative_buckets = 32;    // position: relative (T5): buckets of the per-head bias, one table per stack
-  int token_types = 0;          // segment embeddings added to the input (BERT: 2)
-  bool pooler = false;          // a d_model x d_model pooler on the first token (BERT)
-  bool lm_head_transform = false;  // a dense + norm before the vocabulary projection (BERT's MLM head)
+  TransformerStyle style;
+  TransformerEnds ends;
   MoeSpec moe;
 
   // Derived (the defaults applied): kv_heads and d_head.
@@ -125,7 +137,7 @@ struct TransformerModel {
     return encoder_layers > 0 ? encoder_layers : layers;
   }
   [[nodiscard]] int decoder_depth() const { return architecture == Architecture::encoder ? 0 : layers; }
-  [[nodiscard]] bool gated() const { return mlp == MlpKind::swiglu || mlp == MlpKind::geglu; }
+  [[nodiscard]] bool gated() const { return style.mlp == MlpKind::swiglu || style.mlp == MlpKind::geglu; }
 };
 
 // ---- ResNet (bottleneck blocks, He et al. 2016) -------------------------------------------------------------

@@ -6,7 +6,7 @@
 // (full_shard). A sharding plan (device mesh and logical-axis rules, issue 9) fills it in per role, e.g. data
 // and FSDP parallelism shrink `batch`, tensor parallelism `heads`, `kv_heads`, `d_ff` and `vocab`, sequence
 // parallelism `sequence_shards`, context parallelism `seq_len` (setting `context_shards`), pipeline
-// parallelism the layer range and the embedding/head flags, expert parallelism `experts`, FSDP
+// parallelism the layer range and the embedding/head flags, expert parallelism `moe.experts`, FSDP
 // `weight_shards`; and it inserts collectives at the points kernels/src/graph/collective_points.h names.
 #include <cstdint>
 #include <utility>
@@ -27,6 +27,13 @@ struct PipelinePart {
   bool head = true;              // holds the final norm, the output projection and the loss (the last stage)
 };
 
+// A chip's part of a mixture of experts: its experts and their width (all 0 for a dense model).
+struct ExpertPart {
+  int experts = 0;         // experts on this chip (0: dense model)
+  std::int64_t d_ff = 0;   // expert MLP width on this chip
+  int group = 1;           // expert parallelism: chips whose tokens this chip's experts serve
+};
+
 struct ShardView {
   std::int64_t batch = 0;        // examples (sequences, images) per step on this chip, all microbatches
   int microbatches = 1;          // gradient accumulation slices of `batch`
@@ -38,9 +45,7 @@ struct ShardView {
   int heads = 0;                 // query heads on this chip
   int kv_heads = 0;              // key/value heads on this chip
   std::int64_t d_ff = 0;         // MLP width on this chip (each branch of a gated MLP)
-  std::int64_t expert_d_ff = 0;  // expert MLP width on this chip
-  int experts = 0;               // experts on this chip (0: dense model)
-  int expert_group = 1;          // expert parallelism: chips whose tokens this chip's experts serve
+  ExpertPart moe;                // the experts this chip holds (none for a dense model)
   std::int64_t vocab = 0;        // vocabulary rows of the embedding and the output projection on this chip
   int vocab_shards = 1;          // chips the vocabulary is split over (a vocabulary-parallel cross-entropy)
   int sequence_shards = 1;       // Megatron sequence parallelism: the tokens outside the attention and MLP

@@ -21,7 +21,7 @@ namespace tpusim::models {
 struct StepReport {
   double step_time_s = 0;
   std::vector<double> link_utilization;  // by LinkId
-  // The first cable failing or chip stopping in the step (SimResult::in_step_faults), else zeros.
+  // The first cable failing or chip stopping in the step (SimResult::network.in_step_faults), else zeros.
   double transfers_cut = 0, in_flight_bytes = 0, delivered_bytes = 0;
   double retransmitted_bytes = 0;  // also: a link with a bit error rate, bytes sent again (set by FaultSteps)
   double lost_bytes = 0;

@@ -52,7 +52,8 @@ inline constexpr int kStallReasons = 8;
 //                  DMA descriptors, the host interface); part of the busy time, not of stalled;
 //     idle:        step_time - time with work in flight - stalled (nothing to do, incl. after the chip ended).
 //   bytes (mxu, vpu): operand bytes the unit read from and wrote to VMEM, summed over TensorCores and chips
-//     (matmul_vmem_bytes, a vector op's declared Instruction::bytes); 0 for the other units (their bytes are in SimResult).
+//     (matmul_vmem_bytes, a vector op's declared Instruction::bytes); 0 for the other units (their bytes are in
+//     SimResult::traffic).
 struct UnitUsage {
   Seconds busy;
   Bytes bytes;
@@ -171,6 +172,27 @@ struct SimulationCost {
   double elaboration_seconds = 0;   // of wall_seconds: building the pod's modules
 };
 
+// Bytes moved over all chips, by what moved them.
+struct MemoryTraffic {
+  Bytes hbm_read;
+  Bytes hbm_written;
+  Bytes dma_bytes;         // every DMA instruction's payload
+  Bytes host_bytes;        // PCIe traffic of host instructions (infeed, outfeed, checkpoint)
+  Bytes sparsecore_bytes;  // table rows the SparseCores gathered and updated (gather / scatter bytes)
+};
+
+// The interconnect over the step (net/statistics.h writes it); empty (links, collectives) or zero when no
+// program has an ICI instruction.
+struct NetworkUsage {
+  std::string link_model;               // "chunked" or "flow" (fidelity.links)
+  std::vector<LinkUsage> links;         // by LinkId of the pod topology
+  Spread link_utilization;              // LinkUsage::utilization over all directed ICI links
+  DcnUsage dcn;
+  std::vector<CollectiveUsage> collectives;  // in (program, instruction) order
+  std::uint64_t ici_transfers = 0;      // point-to-point sends started (ICI and DCN)
+  std::vector<InStepFault> in_step_faults;  // SimOptions::timed_links and timed_chips, in time order
+};
+
 struct SimResult {
   Seconds step_time;            // when the last chip finished
   double model_flops = 0;       // per step, summed over chips (from the program)
@@ -186,21 +208,9 @@ struct SimResult {
   // every array of every TensorCore of every chip: arrays dealt fewer tiles (a tile count that is not a
   // multiple of mxu.per_core) sit below the chip's MXU utilization. The mean equals units[mxu] utilization mean.
   Spread mxu_array_utilization;
-  Bytes hbm_read;       // over all chips
-  Bytes hbm_written;
-  Bytes dma_bytes;      // every DMA instruction's payload
-  Bytes host_bytes;     // PCIe traffic of host instructions (infeed, outfeed, checkpoint)
-  Bytes sparsecore_bytes;  // table rows the SparseCores gathered and updated (gather / scatter bytes)
-
-  // Interconnect; empty (links, collectives) or zero when no program has an ICI instruction.
-  std::string link_model;               // "chunked" or "flow" (fidelity.links)
-  std::vector<LinkUsage> links;         // by LinkId of the pod topology
-  Spread link_utilization;              // LinkUsage::utilization over all directed ICI links
-  DcnUsage dcn;
-  std::vector<CollectiveUsage> collectives;  // in (program, instruction) order
-  std::uint64_t ici_transfers = 0;      // point-to-point sends started (ICI and DCN)
-  std::vector<InStepFault> in_step_faults;  // SimOptions::timed_links and timed_chips, in time order
-  StepProgress progress;                    // with SimOptions::timed_chips
+  MemoryTraffic traffic;
+  NetworkUsage network;
+  StepProgress progress;  // with SimOptions::timed_chips
 
   TimeBreakdown breakdown;        // mean over chips
   std::vector<ChipResult> chips;  // indexed by chip id
