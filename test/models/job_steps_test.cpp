@@ -24,14 +24,14 @@ StepReport full_report() {
   r.resent_done_s = 0.125;
   r.dropped_transfers = 7;
   r.dropped_bytes = 8192;
-  r.stopped = true;
-  r.instructions = 100;
-  r.completed = 99;
-  r.last_completion_s = 0.875;
-  r.wall_s = 2.5;
-  r.chips_simulated = 32;
-  r.chips_mirrored = 4064;
-  r.mirroring = "32 of 4096 chips simulated, 4064 mirrored; inputs verified";
+  r.progress.stopped = true;
+  r.progress.instructions = 100;
+  r.progress.completed = 99;
+  r.progress.last_completion_s = 0.875;
+  r.cost.wall_s = 2.5;
+  r.cost.chips_simulated = 32;
+  r.cost.chips_mirrored = 4064;
+  r.cost.mirroring = "32 of 4096 chips simulated, 4064 mirrored; inputs verified";
   r.traced = true;
   r.spans = {TraceSpan{2, 1, ir::UnitKind::ici, 17, Seconds(0.5), Seconds(0.75)},
              TraceSpan{3, 0, ir::UnitKind::sparsecore, 4'000'000'000u, Seconds(1e-12), Seconds(2e-12)}};
@@ -53,14 +53,14 @@ TEST(StepReport, EveryFieldSurvivesTheRoundTrip) {
   EXPECT_EQ(out->resent_done_s, 0.125);
   EXPECT_EQ(out->dropped_transfers, 7);
   EXPECT_EQ(out->dropped_bytes, 8192);
-  EXPECT_TRUE(out->stopped);
-  EXPECT_EQ(out->instructions, 100);
-  EXPECT_EQ(out->completed, 99);
-  EXPECT_EQ(out->last_completion_s, 0.875);
-  EXPECT_EQ(out->wall_s, 2.5);
-  EXPECT_EQ(out->chips_simulated, 32);
-  EXPECT_EQ(out->chips_mirrored, 4064);
-  EXPECT_EQ(out->mirroring, "32 of 4096 chips simulated, 4064 mirrored; inputs verified");
+  EXPECT_TRUE(out->progress.stopped);
+  EXPECT_EQ(out->progress.instructions, 100);
+  EXPECT_EQ(out->progress.completed, 99);
+  EXPECT_EQ(out->progress.last_completion_s, 0.875);
+  EXPECT_EQ(out->cost.wall_s, 2.5);
+  EXPECT_EQ(out->cost.chips_simulated, 32);
+  EXPECT_EQ(out->cost.chips_mirrored, 4064);
+  EXPECT_EQ(out->cost.mirroring, "32 of 4096 chips simulated, 4064 mirrored; inputs verified");
   EXPECT_TRUE(out->traced);
   ASSERT_EQ(out->spans.size(), 2u);
   for (std::size_t i = 0; i < 2; ++i) {
@@ -76,7 +76,7 @@ TEST(StepReport, EveryFieldSurvivesTheRoundTrip) {
   ASSERT_TRUE(empty) << why;
   EXPECT_TRUE(empty->link_utilization.empty());
   EXPECT_TRUE(empty->spans.empty());
-  EXPECT_FALSE(empty->stopped);
+  EXPECT_FALSE(empty->progress.stopped);
   EXPECT_FALSE(empty->traced);
 }
 

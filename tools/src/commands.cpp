@@ -127,7 +127,8 @@ void print_perf(const PerfFigures& p, double lowering_s, double fault_steps_s, d
     const models::FaultStep& f = fault_steps->steps()[i];
     if (!f.ok) continue;
     std::cerr << fmt::format("tpusim perf: step {} ({}): wall {}; mirroring {}\n", i + 1, f.what,
-                             readable(f.wall_s, Quantity::seconds), mirroring_note(f.chips_mirrored > 0, f.mirroring));
+                             readable(f.cost.wall_s, Quantity::seconds),
+                             mirroring_note(f.cost.chips_mirrored > 0, f.cost.mirroring));
   }
 }
 

@@ -36,13 +36,13 @@ void write_fault_trace(const Topology& topo, const ir::ProgramSet& programs, con
     detection.end = Seconds(step.detected_s);
     marks.push_back(detection);
   }
-  if (step.stopped) {
+  if (step.progress.stopped) {
     // Nothing completes from the last completion (or the fault) to the detection, where the simulation ends.
     TraceMark stall = base;
     stall.name = "step stalled: nothing completes";
-    stall.start = Seconds(std::max(step.last_completion_s, step.fault_at_s));
+    stall.start = Seconds(std::max(step.progress.last_completion_s, step.fault_at_s));
     stall.end = Seconds(step.detected_s);
-    stall.args = {{"completed", step.completed}, {"instructions", step.instructions},
+    stall.args = {{"completed", step.progress.completed}, {"instructions", step.progress.instructions},
                   {"transfers_dropped", step.dropped_transfers}};
     marks.push_back(stall);
   }

@@ -113,14 +113,15 @@ void add_job_json(json& j, const Scenario& s, const models::JobOutcome& job, con
                                    {"lost_bytes", f.lost_bytes},
                                    {"resent_done_s", f.resent_done_s}};
     }
-    if (f.stopped) {
+    if (f.progress.stopped) {
       step["fault_in_step"]["transfers_dropped"] = f.dropped_transfers;
       step["fault_in_step"]["dropped_bytes"] = f.dropped_bytes;
-      step["progress"] = json{{"finished", false},
-                              {"instructions", f.instructions},
-                              {"completed", f.completed},
-                              {"fraction", f.instructions > 0 ? f.completed / f.instructions : 1.0},
-                              {"last_completion_s", f.last_completion_s}};
+      step["progress"] =
+          json{{"finished", false},
+               {"instructions", f.progress.instructions},
+               {"completed", f.progress.completed},
+               {"fraction", f.progress.instructions > 0 ? f.progress.completed / f.progress.instructions : 1.0},
+               {"last_completion_s", f.progress.last_completion_s}};
     }
     simulated.push_back(std::move(step));
   }
@@ -198,16 +199,17 @@ void print_job(const Scenario& s, const models::JobOutcome& job, const models::F
     }
   }
   for (const models::FaultStep& f : job.hit_steps) {
-    if (f.stopped) {
+    if (f.progress.stopped) {
       out << fmt::format(
           "    the step with {}: stopped; by the detection ({} into the step) the chips had completed {:.0f} of "
           "{:.0f} instructions ({:.2f}%{}); {:.0f} transfers to or from the chip dropped ({}); the step's "
           "work since its start is lost\n",
-          f.what, time(f.detected_s), f.completed, f.instructions,
+          f.what, time(f.detected_s), f.progress.completed, f.progress.instructions,
           // Rounded down, so a step short of one instruction never reads as 100%.
-          f.instructions > 0 ? std::floor(10000 * f.completed / f.instructions) / 100 : 100.0,
-          f.completed > 0 ? fmt::format(", the last {} into the step", time(f.last_completion_s))
-                          : std::string(),
+          f.progress.instructions > 0 ? std::floor(10000 * f.progress.completed / f.progress.instructions) / 100
+                                      : 100.0,
+          f.progress.completed > 0 ? fmt::format(", the last {} into the step", time(f.progress.last_completion_s))
+                                   : std::string(),
           f.dropped_transfers, readable(f.dropped_bytes, Quantity::bytes));
       continue;
     }

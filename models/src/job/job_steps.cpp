@@ -82,14 +82,14 @@ StepReport step_report(const SimResult& r) {
   out.resent_done_s = f.resent_done.value();
   out.dropped_transfers = static_cast<double>(f.transfers_dropped);
   out.dropped_bytes = f.dropped.as_double();
-  out.stopped = r.progress.stopped;
-  out.instructions = static_cast<double>(r.progress.instructions);
-  out.completed = static_cast<double>(r.progress.completed);
-  out.last_completion_s = r.progress.last_completion.value();
-  out.wall_s = r.cost.wall_seconds;
-  out.chips_simulated = static_cast<double>(r.cost.chips_simulated - r.cost.chips_mirrored);
-  out.chips_mirrored = static_cast<double>(r.cost.chips_mirrored);
-  out.mirroring = r.cost.mirroring;
+  out.progress.stopped = r.progress.stopped;
+  out.progress.instructions = static_cast<double>(r.progress.instructions);
+  out.progress.completed = static_cast<double>(r.progress.completed);
+  out.progress.last_completion_s = r.progress.last_completion.value();
+  out.cost.wall_s = r.cost.wall_seconds;
+  out.cost.chips_simulated = static_cast<double>(r.cost.chips_simulated - r.cost.chips_mirrored);
+  out.cost.chips_mirrored = static_cast<double>(r.cost.chips_mirrored);
+  out.cost.mirroring = r.cost.mirroring;
   return out;
 }
 

@@ -55,9 +55,10 @@ class Reader {
 // The report's numbers after the link utilizations, in their order on the wire.
 template <class Report, class F>
 void for_each_number(Report& r, F&& f) {
-  for (auto* v : {&r.transfers_cut, &r.in_flight_bytes, &r.delivered_bytes, &r.retransmitted_bytes, &r.lost_bytes,
-                  &r.resent_done_s, &r.dropped_transfers, &r.dropped_bytes, &r.instructions, &r.completed,
-                  &r.last_completion_s, &r.wall_s, &r.chips_simulated, &r.chips_mirrored}) {
+  for (auto* v :
+       {&r.transfers_cut, &r.in_flight_bytes, &r.delivered_bytes, &r.retransmitted_bytes, &r.lost_bytes,
+        &r.resent_done_s, &r.dropped_transfers, &r.dropped_bytes, &r.progress.instructions, &r.progress.completed,
+        &r.progress.last_completion_s, &r.cost.wall_s, &r.cost.chips_simulated, &r.cost.chips_mirrored}) {
     f(*v);
   }
 }
@@ -72,10 +73,10 @@ std::string encode_step_report(const StepReport& r) {
   w.put(static_cast<std::uint64_t>(r.link_utilization.size()));
   for (const double u : r.link_utilization) w.put(u);
   for_each_number(r, [&w](double v) { w.put(v); });
-  w.put(static_cast<std::uint8_t>(r.stopped));
+  w.put(static_cast<std::uint8_t>(r.progress.stopped));
   w.put(static_cast<std::uint8_t>(r.traced));
-  w.put(static_cast<std::uint64_t>(r.mirroring.size()));
-  w.raw(r.mirroring.data(), r.mirroring.size());
+  w.put(static_cast<std::uint64_t>(r.cost.mirroring.size()));
+  w.raw(r.cost.mirroring.data(), r.cost.mirroring.size());
   w.put(static_cast<std::uint64_t>(r.spans.size()));
   for (const TraceSpan& s : r.spans) {
     w.put(s.chip);
@@ -115,14 +116,14 @@ std::optional<StepReport> decode_step_report(std::string_view bytes, std::string
   std::uint64_t note = 0, spans = 0;
   if (!whole || !in.get(stopped) || !in.get(traced) || !in.get(note)) return short_message("the fault's numbers");
   if (note > in.left()) return short_message("the mirroring note");
-  r.mirroring.resize(note);
-  for (char& c : r.mirroring) (void)in.get(c);
+  r.cost.mirroring.resize(note);
+  for (char& c : r.cost.mirroring) (void)in.get(c);
   if (!in.get(spans)) return short_message("the span count");
   if (stopped > 1 || traced > 1) {
     why = "a step report with a flag other than 0 or 1";
     return std::nullopt;
   }
-  r.stopped = stopped != 0;
+  r.progress.stopped = stopped != 0;
   r.traced = traced != 0;
   if (spans > in.left() / kSpanBytes) return short_message("the spans");
   r.spans.resize(spans);

@@ -65,15 +65,17 @@ class Mirroring final : public net::MirrorCheck {
   }
   [[nodiscard]] bool mirrored(std::uint32_t chip) const override { return classes_.mirrored(chip); }
   [[nodiscard]] bool frozen(std::uint32_t chip) const override {
-    return diverged_tick_[chip] < tick_ && classes_.mirrored(chip);
+    return div_.tick[chip] < now_.tick && classes_.mirrored(chip);
   }
   [[nodiscard]] std::uint32_t representative(std::uint32_t chip) const { return classes_.representative[chip]; }
-  [[nodiscard]] const std::vector<std::uint32_t>& mirrors(std::uint32_t rep) const override { return mirrors_[rep]; }
+  [[nodiscard]] const std::vector<std::uint32_t>& mirrors(std::uint32_t rep) const override {
+    return part_.mirrors[rep];
+  }
 
   // Wiring, by the pod: a representative's chip, whose VPU its class's reductions reserve.
   void attach_representative(std::uint32_t rep, Chip& chip);
   // net::MirrorCheck, as the interconnect calls it (net/mirror_check.h).
-  [[nodiscard]] ChipPort& vpu(std::uint32_t chip) override { return *ports_[chip]; }
+  [[nodiscard]] ChipPort& vpu(std::uint32_t chip) override { return *part_.ports[chip]; }
   [[nodiscard]] std::vector<Charger> charge_done(std::uint32_t rep, std::uint32_t token) override;
   void advance(Tick now) override;
   void completed(std::uint32_t chip, std::uint32_t instr, Tick started, Tick now) override;
@@ -115,36 +117,46 @@ class Mirroring final : public net::MirrorCheck {
               std::uint64_t written, Tick spread);
   // `chip` received something its representative did not at tick `at` (what: how, also its new class's key).
   void diverge(std::uint32_t chip, Tick at, const std::string& what);
-  // Compares what reached each member at tick_ with its representative's.
+  // Compares what reached each member at now_.tick with its representative's.
   void audit();
   void fail_diverged();
 
   TranslationClasses classes_;
   RunControl& control_;
   bool inject_;
-  std::vector<std::vector<std::uint32_t>> mirrors_;  // [representative]
-  std::vector<std::uint32_t> class_of_;              // [chip]: dense class index
-  std::vector<std::uint32_t> rep_of_class_;          // [class]
-  std::vector<Chip*> chip_of_class_;
-  std::vector<std::vector<Reservation>> log_;        // [class]
-  std::vector<std::size_t> cursor_;                  // [chip]: reservations made
-  std::vector<std::vector<Charge>> charges_;         // [class]
-  std::vector<std::size_t> charge_cursor_;           // [chip]: HBM charges made
-  std::vector<std::vector<std::size_t>> joined_;     // [chip]: its class's charges it made at joined_tick_
-  std::vector<Tick> joined_tick_;                    // [chip]
-  std::vector<std::uint64_t> mark_;                  // [chip]: scratch of audit()
-  std::uint64_t stamp_ = 0;
-  std::vector<std::unique_ptr<ChipPort>> ports_;     // [chip]
+  // The classes' members, looked up both ways.
+  struct Partition {
+    std::vector<std::vector<std::uint32_t>> mirrors;  // [representative]
+    std::vector<std::uint32_t> class_of;              // [chip]: dense class index
+    std::vector<std::uint32_t> rep_of_class;          // [class]
+    std::vector<Chip*> chip_of_class;
+    std::vector<std::unique_ptr<ChipPort>> ports;  // [chip]
+  } part_;
+  // What each class's first members made, and how far each member has made it.
+  struct ClassLogs {
+    std::vector<std::vector<Reservation>> reservations;  // [class]
+    std::vector<std::size_t> reservations_made;          // [chip]
+    std::vector<std::vector<Charge>> charges;            // [class]
+    std::vector<std::size_t> charges_made;               // [chip]
+    std::vector<std::vector<std::size_t>> joined;        // [chip]: its class's charges it made at joined_tick
+    std::vector<Tick> joined_tick;                       // [chip]
+  } logs_;
   // The tick the network acts at, and what reached the members at it: completions, and the reservations and
   // charges a class's first member made (each member must make them at the same tick).
-  Tick tick_ = 0;
-  std::vector<Completion> completions_;
-  std::vector<std::pair<std::uint32_t, std::size_t>> new_reservations_, new_charges_;  // (class, index)
+  struct TickAudit {
+    Tick tick = 0;
+    std::vector<Completion> completions;
+    std::vector<std::pair<std::uint32_t, std::size_t>> new_reservations, new_charges;  // (class, index)
+    std::vector<std::uint64_t> mark;                                                   // [chip]: scratch of audit()
+    std::uint64_t stamp = 0;
+  } now_;
   // Divergences: each member's first, with what it received then. A mirror that diverged at an earlier tick
   // than the network's is frozen: no more starts, and no reservations or charges on its representative.
-  std::vector<Tick> diverged_tick_;         // [chip], kNever: none
-  std::vector<std::string> diverged_what_;  // [chip]
-  std::uint32_t diverged_count_ = 0;
+  struct Divergences {
+    std::vector<Tick> tick;         // [chip], kNever: none
+    std::vector<std::string> what;  // [chip]
+    std::uint32_t count = 0;
+  } div_;
   std::string failure_;
   bool refinable_ = false;
 };

@@ -28,14 +28,18 @@ struct StepReport {
   double resent_done_s = 0;  // since the step's start: the last cut transfer sent again arrived (0: none)
   double dropped_transfers = 0, dropped_bytes = 0;
   // SimResult::progress (a step stopped by a chip fault).
-  bool stopped = false;
-  double instructions = 0, completed = 0, last_completion_s = 0;
+  struct Progress {
+    bool stopped = false;
+    double instructions = 0, completed = 0, last_completion_s = 0;
+  } progress;
   bool traced = false;  // the runner recorded the traced chips' spans
   std::vector<TraceSpan> spans;
   // What simulating it cost (SimulationCost, for --perf): wall time, chips simulated and mirrored, and how the
   // mirroring went.
-  double wall_s = 0, chips_simulated = 0, chips_mirrored = 0;
-  std::string mirroring;
+  struct Cost {
+    double wall_s = 0, chips_simulated = 0, chips_mirrored = 0;
+    std::string mirroring;
+  } cost;
 };
 [[nodiscard]] StepReport step_report(const SimResult& r);  // without spans
 
