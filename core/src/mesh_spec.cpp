@@ -1,6 +1,8 @@
 #include "tpusim/core/mesh_spec.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -8,38 +10,56 @@
 
 namespace tpusim {
 
-const std::vector<LogicalAxisInfo>& logical_axes() {
-  static const std::vector<LogicalAxisInfo> axes{
-      {"batch", {"data", "fsdp", "fsdp_transpose", "expert"},
-       "the examples of a step (data parallelism; FSDP splits the batch too)"},
-      {"length", {"sequence"}, "the tokens of each sequence (context parallelism: attention gathers the keys)"},
-      {"embed", {"fsdp", "fsdp_transpose"},
-       "d_model of the weights (FSDP / ZeRO-3 storage of weights, gradients, optimizer state)"},
-      {"heads", {"tensor", "tensor_sequence"}, "attention heads (tensor parallelism)"},
-      {"kv_heads", {"tensor", "tensor_sequence"}, "key/value heads; over the same axes as heads"},
-      {"mlp", {"tensor", "tensor_sequence"}, "d_ff of the MLP and the experts (tensor parallelism)"},
-      {"vocab", {"tensor", "tensor_sequence"}, "the vocabulary of the embedding and the head (padded to split)"},
-      {"expert", {"expert"}, "the experts of a mixture-of-experts layer (expert parallelism)"},
-      {"layers", {"pipeline"}, "the layers (pipeline stages); no other rule may use its axis"},
-      {"norm_length", {"tensor_sequence"}, "the residual stream's tokens in the norm regions (sequence parallelism)"},
+namespace {
+
+// The parallelism kinds, built-in then added (add_mesh_axis), and what is derived from them: their names and
+// each logical axis's default rule.
+struct Catalogue {
+  std::vector<MeshAxisInfo> kinds;
+  std::vector<std::string> names;
+  std::vector<LogicalAxisInfo> logical;
+  std::size_t built_in = 0;  // the first kinds, which remove_mesh_axis keeps
+  void derive() {
+    names.clear();
+    for (const MeshAxisInfo& k : kinds) names.push_back(k.name);
+    for (LogicalAxisInfo& l : logical) {
+      l.default_mesh_axes.clear();
+      for (const MeshAxisInfo& k : kinds) {
+        const bool shards = std::find(k.shards.begin(), k.shards.end(), l.name) != k.shards.end();
+        if (shards) l.default_mesh_axes.push_back(k.name);
+      }
+    }
+  }
+};
+
+Catalogue built_in() {
+  using S = MeshAxisInfo::Searched;
+  Catalogue c;
+  c.logical = {
+      {"batch", {}, "the examples of a step (data parallelism; FSDP splits the batch too)"},
+      {"length", {}, "the tokens of each sequence (context parallelism: attention gathers the keys)"},
+      {"embed", {}, "d_model of the weights (FSDP / ZeRO-3 storage of weights, gradients, optimizer state)"},
+      {"heads", {}, "attention heads (tensor parallelism)"},
+      {"kv_heads", {}, "key/value heads; over the same axes as heads"},
+      {"mlp", {}, "d_ff of the MLP and the experts (tensor parallelism)"},
+      {"vocab", {}, "the vocabulary of the embedding and the head (padded to split)"},
+      {"expert", {}, "the experts of a mixture-of-experts layer (expert parallelism)"},
+      {"layers", {}, "the layers (pipeline stages); no other rule may use its axis"},
+      {"norm_length", {}, "the residual stream's tokens in the norm regions (sequence parallelism)"},
       {"activation_embed", {}, "the residual stream's d_model (MaxText's activation_embed; opt-in)"},
   };
-  return axes;
-}
-
-const std::vector<MeshAxisInfo>& known_mesh_axes() {
-  using S = MeshAxisInfo::Searched;
-  static const std::vector<MeshAxisInfo> axes{
-      // Placement ranks: tensor parallelism's per-layer all-reduces (or gathers and reduce-scatters) first, then
-      // sequence, expert (all-to-all), FSDP (weights once per layer), data (gradients once per step), pipeline
-      // (activations between stages).
-      // The layout search: data and FSDP for every whole model, tensor for transformers, expert where they have
-      // experts, sequence (and tensor_sequence) for the training and forward steps of decoder-only or
-      // encoder-only transformers; pipeline is not searched.
-      {"data", "replicas: each holds the whole model and its share of the batch; gradients all-reduced", 5, true,
-       S::always, 0},
+  // A logical axis's default rule lists the kinds that shard it in this order. Placement ranks: tensor
+  // parallelism's per-layer all-reduces (or gathers and reduce-scatters) first, then sequence, expert
+  // (all-to-all), FSDP (weights once per layer), data (gradients once per step), pipeline (activations between
+  // stages). The layout search: data and FSDP for every whole model, tensor for transformers, expert where they
+  // have experts, sequence (and tensor_sequence) for the training and forward steps of decoder-only or
+  // encoder-only transformers; pipeline is not searched.
+  const std::vector<std::string> tensor_parallel{"heads", "kv_heads", "mlp", "vocab"};
+  c.kinds = {
+      {"data", "replicas: each holds the whole model and its share of the batch; gradients all-reduced", {"batch"}, 5,
+       true, S::always, 0},
       {"fsdp", "shards the weights (embed) and the batch: weights all-gathered per layer, gradients reduce-scattered",
-       4, false, S::always, 1},
+       {"batch", "embed"}, 4, false, S::always, 1},
       // MaxText's second FSDP axis: it splits the batch and the weights' storage as fsdp does, but MaxText's
       // rules put it on the MLP weights' d_ff (mlp) rather than on their d_model. Which dimension of a stored
       // shard it splits changes neither the bytes each layer gathers and reduce-scatters nor the matmul, which
@@ -49,24 +69,67 @@ const std::vector<MeshAxisInfo>& known_mesh_axes() {
       {"fsdp_transpose",
        "a second FSDP axis (MaxText's): shards the batch and the weights' storage; gathered and reduce-scattered "
        "with fsdp",
-       4, false, S::never, 0, "", false, "mlp",
+       {"batch", "embed"}, 4, false, S::never, 0, "", false, "mlp",
        "drop fsdp_transpose from the mlp rule: the default rules already shard the weights' storage over it "
        "(through embed), which moves the bytes MaxText's mlp rule does"},
-      {"tensor", "splits heads, d_ff and the vocabulary (Megatron tensor parallelism)", 0, false, S::transformer, 2},
-      {"tensor_sequence", "tensor parallelism that also splits the norm regions' tokens (sequence parallelism)", 1,
-       false, S::whole_sequences, 5, "tensor", true},
-      {"sequence", "splits each sequence's tokens (context parallelism)", 2, false, S::whole_sequences, 4, "", true},
-      {"pipeline", "splits the layers into stages (pipeline parallelism, workload.microbatches)", 6},
-      {"expert", "splits the experts of a mixture of experts, and the batch", 3, false, S::moe, 3},
+      {"tensor", "splits heads, d_ff and the vocabulary (Megatron tensor parallelism)", tensor_parallel, 0, false,
+       S::transformer, 2},
+      {"tensor_sequence", "tensor parallelism that also splits the norm regions' tokens (sequence parallelism)",
+       {"heads", "kv_heads", "mlp", "vocab", "norm_length"}, 1, false, S::whole_sequences, 5, "tensor", true},
+      {"sequence", "splits each sequence's tokens (context parallelism)", {"length"}, 2, false, S::whole_sequences,
+       4, "", true},
+      {"pipeline", "splits the layers into stages (pipeline parallelism, workload.microbatches)", {"layers"}, 6},
+      {"expert", "splits the experts of a mixture of experts, and the batch", {"batch", "expert"}, 3, false, S::moe,
+       3},
   };
-  return axes;
+  c.built_in = c.kinds.size();
+  c.derive();
+  return c;
 }
+
+Catalogue& catalogue() {
+  static Catalogue c = built_in();
+  return c;
+}
+
+}  // namespace
+
+const std::vector<LogicalAxisInfo>& logical_axes() { return catalogue().logical; }
+
+const std::vector<MeshAxisInfo>& known_mesh_axes() { return catalogue().kinds; }
 
 const MeshAxisInfo* find_mesh_axis(std::string_view name) {
   for (const MeshAxisInfo& a : known_mesh_axes()) {
     if (a.name == name) return &a;
   }
   return nullptr;
+}
+
+void add_mesh_axis(MeshAxisInfo kind) {
+  Catalogue& c = catalogue();
+  if (kind.name.empty()) throw std::invalid_argument("add_mesh_axis: a parallelism kind with no name");
+  if (find_mesh_axis(kind.name) != nullptr) {
+    throw std::invalid_argument(fmt::format("add_mesh_axis: the catalogue has a kind named {}", kind.name));
+  }
+  for (const std::string& l : kind.shards) {
+    const auto& names = logical_axis_names();
+    if (std::find(names.begin(), names.end(), l) == names.end()) {
+      throw std::invalid_argument(fmt::format("add_mesh_axis: {} shards {}, which is no logical axis ({})", kind.name,
+                                              l, fmt::join(names, ", ")));
+    }
+  }
+  c.kinds.push_back(std::move(kind));
+  c.derive();
+}
+
+bool remove_mesh_axis(std::string_view name) {
+  Catalogue& c = catalogue();
+  const auto added = c.kinds.begin() + static_cast<std::ptrdiff_t>(c.built_in);
+  const auto it = std::find_if(added, c.kinds.end(), [&](const MeshAxisInfo& k) { return k.name == name; });
+  if (it == c.kinds.end()) return false;
+  c.kinds.erase(it);
+  c.derive();
+  return true;
 }
 
 const std::vector<std::string>& logical_axis_names() {
@@ -78,14 +141,7 @@ const std::vector<std::string>& logical_axis_names() {
   return names;
 }
 
-const std::vector<std::string>& known_mesh_axis_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> out;
-    for (const MeshAxisInfo& a : known_mesh_axes()) out.push_back(a.name);
-    return out;
-  }();
-  return names;
-}
+const std::vector<std::string>& known_mesh_axis_names() { return catalogue().names; }
 
 namespace {
 

@@ -10,15 +10,13 @@
 namespace tpusim::kernels {
 namespace {
 
-// The default rules, by logical axis (sharding.h), from core's table of logical axes.
-const std::array<std::vector<std::string>, kLogicalAxes>& default_rules() {
-  static const std::array<std::vector<std::string>, kLogicalAxes> rules = [] {
-    std::array<std::vector<std::string>, kLogicalAxes> out;
-    const auto& axes = logical_axes();
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = axes.at(i).default_mesh_axes;
-    return out;
-  }();
-  return rules;
+// The default rules, by logical axis (sharding.h), from core's table of logical axes (which follows the
+// catalogue of parallelism kinds, kinds added to it included).
+std::array<std::vector<std::string>, kLogicalAxes> default_rules() {
+  std::array<std::vector<std::string>, kLogicalAxes> out;
+  const auto& axes = logical_axes();
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = axes.at(i).default_mesh_axes;
+  return out;
 }
 
 SourceLoc loc_of_axis(const WorkloadSpec& w, const std::string& axis) {
@@ -343,8 +341,9 @@ ShardingPlan make_sharding(const WorkloadSpec& w, const PodSpec& pod) {
   ShardingPlan plan;
   plan.mesh = build_mesh(w.mesh, pod);
   const auto& names = logical_axis_names();
+  const auto defaults = default_rules();
   for (int l = 0; l < kLogicalAxes; ++l) {
-    std::vector<std::string> axes = default_rules()[static_cast<std::size_t>(l)];
+    std::vector<std::string> axes = defaults[static_cast<std::size_t>(l)];
     for (const ShardingRuleSpec& r : w.mesh.rules) {
       if (r.logical == names[static_cast<std::size_t>(l)]) axes = r.mesh_axes;
     }

@@ -10,6 +10,7 @@
 //
 // Parsed here with every value located; the product and the names are checked by check_mesh (against the pod),
 // the mapping onto the torus by kernels::build_mesh. No mesh: every chip of the pod on one `data` axis.
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,8 +53,9 @@ struct MeshSpec {
 };
 
 // A logical tensor axis sharding rules name (MaxText's logical axis names, shortened): what it splits and the
-// mesh axes it goes over unless workload.sharding says otherwise. The one table the parser, the lowering's
-// default rules (kernels/sharding.cpp) and `tpusim describe params` read.
+// mesh axes it goes over unless workload.sharding says otherwise, the parallelism kinds that shard it in the
+// catalogue's order (below). The one table the parser, the lowering's default rules (kernels/sharding.cpp) and
+// `tpusim describe params` read.
 struct LogicalAxisInfo {
   std::string name;
   std::vector<std::string> default_mesh_axes;
@@ -61,10 +63,13 @@ struct LogicalAxisInfo {
 };
 [[nodiscard]] const std::vector<LogicalAxisInfo>& logical_axes();
 // A mesh axis name with a built-in meaning (others may be named; they shard what rules map to them): the one
-// catalogue of parallelism kinds. What a kind shards is the logical axes whose default rules name it (above).
+// catalogue of parallelism kinds. A kind owns what it shards (the logical axes its default rules put it on:
+// the lowering derives its collectives from them, and the checks of kernels/sharding.cpp its validation), where
+// it goes on the torus and whether the layout search tries it.
 struct MeshAxisInfo {
   std::string name;
   std::string doc;
+  std::vector<std::string> shards;  // logical axes (logical_axes()) whose default rules name this kind
   // Placement on the torus (kernels/mesh.h): axes not mapped explicitly are laid out by ascending rank, the
   // heaviest traffic first, on the shortest hops; an axis named outside the catalogue ranks after all.
   int placement = 0;
@@ -87,6 +92,12 @@ struct MeshAxisInfo {
 [[nodiscard]] const std::vector<MeshAxisInfo>& known_mesh_axes();
 // The catalogue entry of mesh axis `name`, or nullptr for a name outside it.
 [[nodiscard]] const MeshAxisInfo* find_mesh_axis(std::string_view name);
+// Adds a parallelism kind after the built-in ones (core/src/mesh_spec.cpp lists those): a study's or a test's
+// own kind is this one call. Throws std::invalid_argument for an empty name, a name the catalogue has, or a
+// logical axis outside logical_axes(). remove_mesh_axis takes an added kind out again (false: no added kind of
+// that name). Neither is thread-safe: call them before any lowering starts.
+void add_mesh_axis(MeshAxisInfo kind);
+bool remove_mesh_axis(std::string_view name);
 // The one axis of a workload without a mesh (every chip a replica).
 inline constexpr const char* kDefaultMeshAxis = "data";
 
