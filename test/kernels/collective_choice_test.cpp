@@ -1,4 +1,4 @@
-// The automatic choice by closed form (kernels/collectives.h, "Automatic choice") and the closed form itself
+// The automatic choice by closed form (kernels/README.md, "auto") and the closed form itself
 // (estimate_collective_time): on a torus ring the bandwidth-optimal ring, on a line (a mesh axis, a segment of a
 // ring) the ring planned as a line, at every size; the choice is the argmin of the candidates' estimates.
 #include <vector>

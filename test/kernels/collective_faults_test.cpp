@@ -1,4 +1,4 @@
-// Collective plans for the surviving topology (kernels/collectives.h, "Re-planned around failed links"): which
+// Collective plans for the surviving topology (kernels/README.md, "Around failed links"): which
 // chips send each chain send of a line, the line's alpha-beta time against its closed form on a ring, a 2D and
 // a 3D torus, the detour's against its own, that the planner takes the faster, and that no send of a line
 // plan crosses the failed link.

@@ -1,4 +1,4 @@
-// Collectives over groups that are not whole torus axes (kernels/collectives.h, "Groups"): the virtual shape a
+// Collectives over groups that are not whole torus axes (kernels/README.md, "Groups"): the virtual shape a
 // plan is made for, the closed forms with strides, the whole-axes group mesh_axes names, bad groups, and
 // groups in the program file format.
 #include <sstream>

@@ -193,7 +193,7 @@ TEST(CollectivePlan, DirectAllToAllSendsOneBlockToEveryPeerInOneStep) {
   EXPECT_EQ(p.steps[0].reduce_elements, 0u);
 }
 
-// Ring all-to-all (collectives.h, "Ring all-to-all"): 1024 bf16 elements on a 16-ring = 16 blocks of 64.
+// Ring all-to-all (kernels/README.md, "Ring all-to-all"): 1024 bf16 elements on a 16-ring = 16 blocks of 64.
 TEST(CollectivePlan, BidirectionalRingAllToAllSendsEveryBlockTheShorterWayAndHalvesTheOppositeOne) {
   const std::uint64_t s = 1024 * 2;
   const CollectivePlan p = plan_collective(ring16(), Kind::all_to_all, s, DType::bf16, 0, Algo::ring_bidirectional);
@@ -422,11 +422,11 @@ TEST(CollectivePlan, ABidirectionalPermuteSendsHalfToEachNeighbourInOneStep) {
   EXPECT_EQ(odd.steps[0].sends[1].bytes, 2u);
 }
 
-// Over a group of several axes the exchange uses every axis's links (collectives.h, "permute"): a 4x2 block of
-// a 4x4x4 torus (axis 0 a ring of 4, axis 1 a line of 2) has per chip two links on axis 0 and one on axis 1, so
-// 3 MiB (1.5 Mi bf16 elements) goes 1 MiB to +1 and to -1 of axis 0 and 1 MiB to the other member of axis 1;
-// every directed link of the block carries 1 MiB: 1 MiB / B + one hop (a single-axis exchange would put
-// 1.5 MiB on each link of axis 0). A 2x2x2 block (three lines of 2): 1 MiB to each of the three partners.
+// Over a group of several axes the exchange uses every axis's links (kernels/README.md, "Where the ring lies"): a 4x2
+// block of a 4x4x4 torus (axis 0 a ring of 4, axis 1 a line of 2) has per chip two links on axis 0 and one on axis 1,
+// so 3 MiB (1.5 Mi bf16 elements) goes 1 MiB to +1 and to -1 of axis 0 and 1 MiB to the other member of axis 1; every
+// directed link of the block carries 1 MiB: 1 MiB / B + one hop (a single-axis exchange would put 1.5 MiB on each link
+// of axis 0). A 2x2x2 block (three lines of 2): 1 MiB to each of the three partners.
 TEST(CollectivePlan, ABidirectionalPermuteOverSeveralAxesSpreadsItsBytesOverEveryAxissLinks) {
   const std::uint64_t mib = 1ull << 20;
   const Topology t = torus4x4x4();

@@ -1,4 +1,4 @@
-// All-to-all on the SystemC pod: the ring algorithms against their closed forms (kernels/collectives.h, "Ring
+// All-to-all on the SystemC pod: the ring algorithms against their closed forms (kernels/README.md, "Ring
 // all-to-all"), and against direct. One simulation per test process; the comparisons fork() a child.
 //
 // Why the ring cases must land on the closed form: every send of a ring all-to-all plan is one hop on a link

@@ -1,4 +1,4 @@
-// Collectives over groups that are not whole torus axes (kernels/collectives.h, "Groups") on the SystemC pod:
+// Collectives over groups that are not whole torus axes (kernels/README.md, "Groups") on the SystemC pod:
 // the network maps group-space offsets to chips, so every group of a shape runs at once, on its own links or
 // sharing them with the others. Flow links throughout (max-min fair sharing is what the closed forms assume).
 // One simulation per test process; comparisons fork a child.
@@ -22,13 +22,12 @@ ir::ProgramSet over_group(const ir::CollectiveGroup& g, std::uint64_t bytes = k2
   return one_collective_over(g, CollectiveKind::all_reduce, bytes, Algo::ring_bidirectional);
 }
 
-// A 4-chip tensor group inside a 16-ring: four segments, each a line of 4 with no link shared with another
-// segment (the links between segments carry nothing). Each segment therefore runs exactly as the same
-// all-reduce on a pod that is a 4-chip line, to the tick, and both take the closed form of a line of 4 plus
-// the reductions and the runtime's overheads plus what the closed form leaves out on a line: the ring's wrap
-// send goes back 3 hops, so each of the 6 steps waits 2 more hop latencies (12 a, 0.13% here). Every flow of a step shares each link
-// direction with exactly one other, so max-min sharing gives all of them B / 2 and the bandwidth term is
-// the closed form's.
+// A 4-chip tensor group inside a 16-ring: four segments, each a line of 4 with no link shared with another segment (the
+// links between segments carry nothing). Each segment therefore runs exactly as the same all-reduce on a pod that is a
+// 4-chip line, to the tick, and both take the closed form of a line of 4 plus the reductions and the runtime's
+// overheads plus what the closed form leaves out on a line: the ring's wrap send goes back 3 hops, so each of the 6
+// steps waits 2 more hop latencies (12 a, 0.13% here). Every flow of a step shares each link direction with exactly one
+// other, so max-min sharing gives all of them B / 2 and the bandwidth term is the closed form's.
 TEST(CollectiveGroups, FourChipSegmentsOfASixteenRingRunAsIndependentLines) {
   const double line = in_child([] {
     return run_collective(pod_scenario({4}, false, LinkFidelity::flow),
@@ -103,7 +102,7 @@ TEST(CollectiveGroups, AGroupAcrossTwoSlicesRunsOverTheDcn) {
 }
 
 // A bidirectional ring step of collective matmul (a ring_bidirectional permute) over a group of several axes
-// spreads its bytes over every axis's links (kernels/collectives.h, "permute"). Link by link: a directed link
+// spreads its bytes over every axis's links (kernels/README.md, "Where the ring lies"). Link by link: a directed link
 // between two members of a group carries `per_link`, every other link nothing.
 void expect_every_group_link_carries(const Scenario& s, const CollectiveRun& r, const ir::CollectiveGroup& g,
                                      std::uint64_t per_link) {

@@ -89,8 +89,8 @@ TEST(FaultAwareRouting, RingKeptOnA4x4TorusWithOneFailedCableDetoursAroundItAndI
   ::testing::Test::RecordProperty("slowdown", std::to_string(t / healthy));
 }
 
-// The same on a 3D torus (4x4x4, a v4 cube's shape), the ring plan kept: the cut cable's detours each share one link with a
-// one-hop send of the step, so the bound has the same form over the plan's 18 steps (3 axes x 2 x 3):
+// The same on a 3D torus (4x4x4, a v4 cube's shape), the ring plan kept: the cut cable's detours each share one link
+// with a one-hop send of the step, so the bound has the same form over the plan's 18 steps (3 axes x 2 x 3):
 //   2 (ideal - 18 a) + 18 x 3 a + R + the runtime's overheads, within 0.5% (measured: the bound to 6 digits,
 // 1.95x the healthy time, recorded as `slowdown`).
 TEST(FaultAwareRouting, RingKeptOnA4x4x4TorusWithOneFailedCableDetoursAroundItAndIsSlower) {
@@ -197,7 +197,7 @@ void expect_at_closed_form(const Scenario& s, const ir::ProgramSet& programs, co
   ::testing::Test::RecordProperty("t_over_closed_form", std::to_string(t / expected));
 }
 
-// The planner's choice around the cut cable: axis 0 runs as a line (kernels/collectives.h, "Re-planned around
+// The planner's choice around the cut cable: axis 0 runs as a line (kernels/README.md, "Around
 // failed links"): each step carries twice the healthy step's bytes on axis 0, one hop, no detour, so
 //   t = 2 (T - n a) + n a + R + the runtime's overheads        (n = the plan's steps, R its reductions,
 // which the line doubles on axis 0), within 0.5%: the closed form assumes lockstep steps, the chains let the
@@ -219,7 +219,7 @@ TEST(FaultAwareRouting, AllReduceOnA4x4x4TorusWithOneFailedCableRunsTheCutAxisAs
 }
 
 // Two cables of one ring down (between x = 0 and 1 and between 2 and 3 of the row y = 0): the planner keeps
-// the ring (kernels/collectives.h, "Re-planned around failed links": a line from one cut would detour over the
+// the ring (kernels/README.md, "Around failed links": a line from one cut would detour over the
 // other), whose two detours use different links and cost what one costs: 2 (T - n a) + 3 n a.
 TEST(FaultAwareRouting, AllReduceOnA4x4TorusWithTwoCutCablesOnOneRingKeepsTheRingAtTheOneDetourClosedForm) {
   expect_at_closed_form(torus4x4(RoutingPolicy::fault_aware), one_collective(CollectiveKind::all_reduce, k256MiB),

@@ -25,8 +25,8 @@ struct GroupAxis {
 
 // plan_collective with the ring of torus axis a cut after member cut[a] (-1: not cut); the cut applies to a
 // participating group axis that wraps, or to a line (a group axis that does not wrap) cut after its last
-// member, which plans it as a line (collectives.h, "Automatic choice"); only the ring algorithms use it
-// (collectives.h, "Re-planned").
+// member, which plans it as a line (kernels/README.md, "auto"); only the ring algorithms use it
+// (kernels/README.md, "Around failed links").
 [[nodiscard]] CollectivePlan plan_collective_cut(const Topology& topo, CollectiveKind kind,
                                                  std::uint64_t bytes_per_chip, DType dtype,
                                                  const ir::CollectiveGroup& group, CollectiveAlgorithm algorithm,

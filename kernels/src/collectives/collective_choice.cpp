@@ -1,6 +1,6 @@
 // The automatic algorithm choice for all-reduce, reduce-scatter and all-gather: the candidate plan with the
 // smallest alpha-beta closed form (estimate_collective_time), and that closed form (contracts in
-// tpusim/kernels/collectives.h, "Automatic choice").
+// kernels/README.md, "auto").
 #include <algorithm>
 #include <vector>
 

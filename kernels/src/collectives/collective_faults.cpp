@@ -86,7 +86,7 @@ std::array<std::vector<AxisCut>, kMaxAxes> axis_candidates(const Topology& topo,
 ChipId group_destination(const Topology& topo, const ir::CollectiveGroup& group, ChipId chip,
                          const std::array<int, kMaxAxes>& offset, int pod_offset) {
   ChipCoord c = topo.coord(chip);
-  // Member i of lane l of the block starting at b is chip b + l + i x stride (collectives.h, "Groups").
+  // Member i of lane l of the block starting at b is chip b + l + i x stride (kernels/README.md, "Groups").
   const auto move = [](int& pos, int by, int size, int stride) {
     const int block = size * stride;
     const int base = pos - pos % block, within = pos % block;

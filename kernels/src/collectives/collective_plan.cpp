@@ -98,7 +98,7 @@ using detail::Phase;
 constexpr std::string_view kAuto = "auto";
 const std::string kAxesKey = "workload.model.axes";
 const std::string kAlgorithmKey = "workload.model.algorithm";
-// Why permute has no alternative algorithm (collectives.h, "permute").
+// Why permute has no alternative algorithm (kernels/README.md, "Permute has no alternative").
 constexpr std::string_view kPermuteNoAlternative =
     ". A +1 shift already fills the + direction of every link of its axis; the only spare capacity (the - "
     "direction of a torus axis) is N - 1 hops the long way round and would gain at most N/(N-1), nothing on a "
@@ -202,13 +202,13 @@ std::vector<std::string> valid_algorithms(CollectiveKind kind, const std::vector
   return names;
 }
 
-// A ring_bidirectional permute over a group of several axes (collectives.h, "permute"): the step's bytes spread
-// over every axis's links in proportion to what each axis carries per chip (the lanes' weights, in units of half
-// a link of a group axis of stride 1; stride t divides them by t): a wrapped axis +1 and -1, 2 units each; a pair
-// one send to the other member, 2 units (+1 and -1 are the same chip, and DOR sends both out of the + port even
-// over a wrapped pair's two cables, kernels/README.md "Permute has no alternative"); a longer line +1 and -1, 1 unit each
-// (its ring's wrap send goes back over the links the other direction uses). Every directed link of the group
-// then carries the same bytes, S / (the sum of the axes' rates).
+// A ring_bidirectional permute over a group of several axes (kernels/README.md, "Where the ring lies"): the step's
+// bytes spread over every axis's links in proportion to what each axis carries per chip (the lanes' weights, in units
+// of half a link of a group axis of stride 1; stride t divides them by t): a wrapped axis +1 and -1, 2 units each; a
+// pair one send to the other member, 2 units (+1 and -1 are the same chip, and DOR sends both out of the + port even
+// over a wrapped pair's two cables, kernels/README.md "Permute has no alternative"); a longer line +1 and -1, 1 unit
+// each (its ring's wrap send goes back over the links the other direction uses). Every directed link of the group then
+// carries the same bytes, S / (the sum of the axes' rates).
 struct PermuteLane {
   int axis = 0;
   int distance = 1;

@@ -11,8 +11,8 @@ namespace tpusim::kernels::detail {
 
 namespace {
 
-// A permute here is the exchange of a bidirectional ring step (collectives.h, "permute"): half to each ring
-// neighbour of the first participating axis, so it needs an axis in the pod.
+// A permute here is the exchange of a bidirectional ring step (kernels/README.md, "Where the ring lies"): half to each
+// ring neighbour of the first participating axis, so it needs an axis in the pod.
 std::string unsupported(CollectiveKind kind, const std::vector<GroupAxis>& axes) {
   if (kind == CollectiveKind::permute && axes.empty()) return "permute across pods only (the DCN stage runs one way)";
   return "";

@@ -13,7 +13,7 @@ std::uint64_t ring_axis_phase(Phase phase, const GroupAxis& axis, int dir, std::
   const auto n = static_cast<std::uint64_t>(axis.length);
   const auto bytes = static_cast<std::uint64_t>(dtype_bytes);
   if (axis.cut >= 0) {
-    // The line (collectives.h, "Re-planned around failed links"): both chains at every step, whichever
+    // The line (kernels/README.md, "Around failed links"): both chains at every step, whichever
     // direction this sub-buffer would have taken round the ring.
     const bool gather = phase == Phase::all_gather;
     const std::uint64_t block = gather ? elements : ceil_div(elements, n);

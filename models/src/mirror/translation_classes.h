@@ -11,7 +11,7 @@
 //     numbering shifted by a constant along each axis. Along axis d a group of size s and stride t spans
 //     blocks of s x t chips: a block shorter than the axis is kept whole only by a multiple of s x t (member
 //     indices then unchanged); a block that is the whole (wrapping) axis by any multiple of t (the members
-//     rotate, which the plans' offsets modulo s do not see: kernels/collectives.h "Groups"). A point-to-point
+//     rotate, which the plans' offsets modulo s do not see: kernels/README.md, "Groups"). A point-to-point
 //     instruction without a group uses the whole axes.
 // Per dimension p_d is the smallest divisor of its length satisfying all of these; the classes are the chips
 // modulo the lattice they generate (their product in number), and a class's representative is its lowest id.

@@ -83,7 +83,7 @@ void CollectiveEngine::split_runs(PlanInfo& info) {
   }
 }
 
-// Group g of a shape: the chips that differ only in the group's coordinates (kernels/collectives.h, "Groups"),
+// Group g of a shape: the chips that differ only in the group's coordinates (kernels/README.md, "Groups"),
 // numbered in the order of their first member.
 const CollectiveEngine::Layout& CollectiveEngine::Aggregates::layout(GroupId group, const Transport& transport) {
   if (layouts_.size() <= group) layouts_.resize(static_cast<std::size_t>(group) + 1);

@@ -1,6 +1,6 @@
 #pragma once
 // SendTargets: the transport's catalogue of where sends go. Group shapes and targets (destination rules
-// relative to the sender, kernels/collectives.h, "Groups") are interned at elaboration, each target with the
+// relative to the sender, kernels/README.md, "Groups") are interned at elaboration, each target with the
 // instruction that first used it, so that a route the router cannot find names it. Routing is not here
 // (transport.h): this only answers which chip a target names from a given sender.
 #include <array>

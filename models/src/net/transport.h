@@ -8,7 +8,7 @@
 //
 // Contract:
 // - A target is a destination rule relative to the sender in the space of a group shape ("the member 2 on
-//   along axis 0 of my group", "the same chip in the next pod of my group"; kernels/collectives.h, "Groups"),
+//   along axis 0 of my group", "the same chip in the next pod of my group"; kernels/README.md, "Groups"),
 //   interned at elaboration by add_target() with the instruction that first uses it (for error messages).
 //   cache_routes() then routes every target from every chip once, within kRouteCacheEntries; targets beyond
 //   the budget are routed when a transfer starts. A destination the router cannot reach is a SimulationError

@@ -93,18 +93,17 @@ struct Instruction {
   // result pops (0: none).
   VectorOp vector_op = VectorOp::elementwise;
   std::int64_t elements = 0;
-  // Fused instruction (a matmul or vector op standing for a whole compiler fusion, e.g. one XLA kernel): the
-  // HBM bytes its operands and results stream while it computes, read and written, and the grid steps its
-  // kernel takes. Contract with the chip model (models/src/memory/fused_stream.h): with hbm_read + hbm_written > 0
-  // the instruction runs alone on its unit, its TensorCore's MXU or VPU (no pipelining with other matmuls; a
-  // dependency on an earlier matmul is real); its bytes stream through the chip's HBM (one read and one write
-  // transfer in a queue of their own per TensorCore and unit, sharing HBM bandwidth with every other transfer;
-  // the reads after the HBM latency, the writes posted, served in that order); its compute starts after the exposed first load, hbm.latency + (hbm_read /
-  // grid_steps) / (bandwidth x efficiency), a matmul's compute adds (grid_steps - 1) x chip.mxu.step_overhead
-  // (the per-step bookkeeping the tiled lowering's back-to-back matmuls pay), and the instruction completes at
-  // the later of its compute end plus the exposed last store, (hbm_written / grid_steps) / (bandwidth x
-  // efficiency), and the end of its streams. Its VMEM tiles are the compiler's business (no vmem_alloc /
-  // vmem_free). grid_steps 0 counts as 1.
+  // Fused instruction (a matmul or vector op standing for a whole compiler fusion, e.g. one XLA kernel): the HBM bytes
+  // its operands and results stream while it computes, read and written, and the grid steps its kernel takes. Contract
+  // with the chip model (models/src/memory/fused_stream.h): with hbm_read + hbm_written > 0 the instruction runs alone
+  // on its unit, its TensorCore's MXU or VPU (no pipelining with other matmuls; a dependency on an earlier matmul is
+  // real); its bytes stream through the chip's HBM (one read and one write transfer in a queue of their own per
+  // TensorCore and unit, sharing HBM bandwidth with every other transfer; the reads after the HBM latency, the writes
+  // posted, served in that order); its compute starts after the exposed first load, hbm.latency + (hbm_read /
+  // grid_steps) / (bandwidth x efficiency), a matmul's compute adds (grid_steps - 1) x chip.mxu.step_overhead (the
+  // per-step bookkeeping the tiled lowering's back-to-back matmuls pay), and the instruction completes at the later of
+  // its compute end plus the exposed last store, (hbm_written / grid_steps) / (bandwidth x efficiency), and the end of
+  // its streams. Its VMEM tiles are the compiler's business (no vmem_alloc / vmem_free). grid_steps 0 counts as 1.
   std::uint64_t hbm_read = 0;
   std::uint64_t hbm_written = 0;
   std::uint32_t grid_steps = 0;
@@ -142,7 +141,7 @@ inline constexpr std::uint16_t kAxesGroup = 0xffff;
 inline constexpr int kGroupAxes = 3;
 
 // A replica group shape: which chips run a collective (or exchange sends and recvs) together, as aligned blocks
-// of the torus (kernels/collectives.h, "Groups"). Along axis a a group has size[a] members stride[a] chips
+// of the torus (kernels/README.md, "Groups"). Along axis a a group has size[a] members stride[a] chips
 // apart; a chip's group is the set of chips that differ from it only in the group's coordinates, so the
 // groups of one shape tile the pod (size x stride must divide the axis length). `pods` > 1 spans that many
 // pods (aligned blocks of consecutive pods) over the DCN.
