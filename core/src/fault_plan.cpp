@@ -1,18 +1,108 @@
 #include "tpusim/core/fault_plan.h"
 
 #include <algorithm>
+#include <limits>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
 namespace tpusim {
 
-const std::vector<std::pair<std::string, FaultKind>>& fault_kind_names() {
-  static const std::vector<std::pair<std::string, FaultKind>> kNames = [] {
-    std::vector<std::pair<std::string, FaultKind>> names;
-    for (const FaultKindInfo& k : kFaultKindInfo) names.emplace_back(k.name, k.kind);
-    return names;
-  }();
-  return kNames;
+namespace {
+
+// The fault kinds, built-in then added, with their names for the field table's choice; `generation` counts the
+// changes, so that the field table of a fault entry follows them.
+struct FaultCatalogue {
+  std::vector<FaultKindInfo> kinds{
+      {FaultKind::chip_down, "chip_down", FaultComponent::chip, FaultEffect::stops_chip},
+      {FaultKind::link_down, "link_down", FaultComponent::link, FaultEffect::stops_cable},
+      {FaultKind::link_degraded, "link_degraded", FaultComponent::link, FaultEffect::degrades_link},
+      {FaultKind::ocs_port_down, "ocs_port_down", FaultComponent::ocs_link, FaultEffect::stops_cable},
+      {FaultKind::host_down, "host_down", FaultComponent::host, FaultEffect::stops_host},
+      {FaultKind::hbm_degraded, "hbm_degraded", FaultComponent::chip, FaultEffect::degrades_hbm},
+      {FaultKind::straggler, "straggler", FaultComponent::chip, FaultEffect::slows_clock},
+  };
+  std::vector<std::pair<std::string, FaultKind>> names = derive_names();
+  int generation = 0;
+  std::vector<std::pair<std::string, FaultKind>> derive_names() const {
+    std::vector<std::pair<std::string, FaultKind>> out;
+    for (const FaultKindInfo& k : kinds) out.emplace_back(k.name, k.kind);
+    return out;
+  }
+  void changed() {
+    names = derive_names();
+    ++generation;
+  }
+};
+
+FaultCatalogue& fault_catalogue() {
+  static FaultCatalogue c;
+  return c;
+}
+
+// The component an effect can strike.
+bool effect_fits(FaultEffect e, FaultComponent c) {
+  switch (e) {
+    case FaultEffect::stops_chip:
+    case FaultEffect::degrades_hbm:
+    case FaultEffect::slows_clock:
+      return c == FaultComponent::chip;
+    case FaultEffect::stops_cable:
+    case FaultEffect::degrades_link:
+      return c == FaultComponent::link || c == FaultComponent::ocs_link;
+    case FaultEffect::stops_host:
+      return c == FaultComponent::host;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::uint8_t FaultKindInfo::parameters() const {
+  switch (effect) {
+    case FaultEffect::degrades_link:
+      return kBandwidthFraction | kAddedLatency | kBitErrorRate;
+    case FaultEffect::degrades_hbm:
+      return kBandwidthFraction;
+    case FaultEffect::slows_clock:
+      return kClockFraction;
+    default:
+      return 0;
+  }
+}
+
+const std::vector<FaultKindInfo>& fault_kinds() { return fault_catalogue().kinds; }
+
+const FaultKindInfo& fault_info(FaultKind k) { return fault_catalogue().kinds.at(static_cast<std::size_t>(k)); }
+
+const std::vector<std::pair<std::string, FaultKind>>& fault_kind_names() { return fault_catalogue().names; }
+
+FaultKind add_fault_kind(FaultKindInfo kind) {
+  FaultCatalogue& c = fault_catalogue();
+  if (kind.name.empty()) throw std::invalid_argument("add_fault_kind: a fault kind with no name");
+  for (const FaultKindInfo& k : c.kinds) {
+    if (k.name == kind.name) {
+      throw std::invalid_argument(fmt::format("add_fault_kind: the catalogue has a kind named {}", kind.name));
+    }
+  }
+  if (!effect_fits(kind.effect, kind.component)) {
+    throw std::invalid_argument(fmt::format("add_fault_kind: {}'s effect cannot strike its component", kind.name));
+  }
+  if (c.kinds.size() > std::numeric_limits<std::uint8_t>::max()) {
+    throw std::invalid_argument("add_fault_kind: the catalogue is full");
+  }
+  kind.kind = static_cast<FaultKind>(c.kinds.size());
+  c.kinds.push_back(std::move(kind));
+  c.changed();
+  return c.kinds.back().kind;
+}
+
+bool remove_fault_kind(std::string_view name) {
+  FaultCatalogue& c = fault_catalogue();
+  if (c.kinds.size() <= kBuiltInFaultKinds || c.kinds.back().name != name) return false;
+  c.kinds.pop_back();
+  c.changed();
+  return true;
 }
 
 std::string FaultTarget::str() const {
@@ -74,7 +164,7 @@ const FieldTable<JobSpec>& job_fields() {
 
 const FieldTable<FaultSpec>& fault_fields() {
   using S = FaultSpec;
-  static const FieldTable<FaultSpec> table = [] {
+  const auto make = [] {
     FieldTable<FaultSpec> t;
     t.add<Seconds>("at", [](S& s) -> Seconds& { return s.at; }, std::nullopt, "when the fault hits, since the job "
                    "started", non_negative<Seconds>());
@@ -91,7 +181,14 @@ const FieldTable<FaultSpec>& fault_fields() {
     t.add<double>("clock_fraction", [](S& s) -> double& { return s.clock_fraction; }, "1",
                   "straggler: fraction of its clock the chip runs at", fraction());
     return t;
-  }();
+  };
+  // Built again when a kind was added or removed (its choice of kinds changed).
+  static FieldTable<FaultSpec> table = make();
+  static int generation = 0;
+  if (generation != fault_catalogue().generation) {
+    table = make();
+    generation = fault_catalogue().generation;
+  }
   return table;
 }
 
@@ -178,7 +275,7 @@ void check_target(const FaultSpec& f, const ConfigNode& n, const std::string& pa
   };
   long long hosts = pod.chip_count() / std::max(1, pod.pods);
   for (int h : pod.host_shape) hosts /= std::max(1, h);
-  if (f.kind == FaultKind::host_down && t.host >= 0) {
+  if (fault_info(f.kind).component == FaultComponent::host && t.host >= 0) {
     if (t.host >= hosts) bad("the pod has no such host", fmt::format("a host index below {}", hosts));
     return;
   }
@@ -218,7 +315,7 @@ void check_target(const FaultSpec& f, const ConfigNode& n, const std::string& pa
     bad("the pod has no link there (a mesh edge)", "a link between two chips of the pod");
     return;
   }
-  if (f.kind == FaultKind::ocs_port_down) {
+  if (fault_info(f.kind).component == FaultComponent::ocs_link) {
     if (pod.cube.empty()) {
       bad(fmt::format("pod {} has no optical switches (no cube)", pod.name), "a pod with pod.cube set (v4, v5p)");
       return;
@@ -238,10 +335,10 @@ void check_parameters(const FaultSpec& f, const std::map<std::string, FieldOrigi
   auto applies = [&](const std::string& key, FaultParameter parameter) {
     const auto it = origins.find(key);
     if (it == origins.end() || it->second.defaulted) return;
-    if ((fault_info(f.kind).parameters & parameter) != 0) return;
+    if ((fault_info(f.kind).parameters() & parameter) != 0) return;
     std::vector<std::string> names;
-    for (const FaultKindInfo& k : kFaultKindInfo) {
-      if ((k.parameters & parameter) != 0) names.emplace_back(k.name);
+    for (const FaultKindInfo& k : fault_kinds()) {
+      if ((k.parameters() & parameter) != 0) names.emplace_back(k.name);
     }
     diags.error(it->second.loc, path + "." + key, fmt::format("{} does not apply to a {} fault", key,
                                                                fault_kind_name(f.kind)),

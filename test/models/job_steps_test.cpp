@@ -177,6 +177,29 @@ TEST(FaultSteps, OneTimedLinkFaultUnderRerouteAsksForItsLastingStepAndTheStepItL
   EXPECT_EQ(job.result.events[0].step_after.value(), 1.25);
 }
 
+// A step with no network (the mlp kind runs one chip's program on every chip, without collectives) reports no
+// link utilization; a degraded link's step then sends nothing again. (It threw std::out_of_range, which `tpusim
+// run` reported as a failed simulation.)
+TEST(FaultSteps, ADegradedLinkInAStepWithNoNetworkSendsNothingAgain) {
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(R"(
+name: job-steps-test
+pod: v5e-2x2
+workload: {model: mlp-quickstart, batch: 64, checkpoint: {every_steps: 0}}
+job: {steps: 100}
+faults: [{at: 10.5 s, kind: link_degraded, target: {chip: [0, 0], dir: x+}, bandwidth_fraction: 0.5,
+          bit_error_rate: 1e-9}]
+)");
+  const Topology topo = build_topology(s.pod, s.chip);
+  CountingRunner runner;
+  const FaultSteps steps(s, topo, Seconds(1.0), runner);
+  ASSERT_EQ(runner.asked.size(), 1u);
+  ASSERT_EQ(runner.asked[0].degraded_links.size(), 1u);
+  EXPECT_EQ(runner.asked[0].degraded_links[0].bandwidth_fraction, 0.5);
+  ASSERT_EQ(steps.steps().size(), 1u);
+  EXPECT_TRUE(steps.steps()[0].link_utilization.empty());
+  EXPECT_EQ(steps.steps()[0].retransmitted_bytes, 0.0);
+}
+
 // Fails the steps with a timed fault, or every step.
 class FailingRunner : public CountingRunner {
  public:

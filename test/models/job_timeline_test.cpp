@@ -241,7 +241,7 @@ TEST(JobTimeline, ALinkFailingDuringARerouteStallIsRoutedAroundWhenTheJobRunsAga
 // routed around costs nothing. Checked event by event against the cables each event has taken down. (On main
 // every fault landing in a restart's repair was "during recovery" at no cost.)
 TEST(ConcreteFault, ARandomTargetNamesTheComponentItsKindStrikes) {
-  // The catalogue (core's kFaultKindInfo) says what each kind strikes: a chip, a link (degraded ones too), a
+  // The catalogue (core's fault_kinds()) says what each kind strikes: a chip, a link (degraded ones too), a
   // host. The draw is seeded: the same seed gives the same component.
   const Scenario s = ::tpusim::testing::scenario_from_yaml("name: t\npod: v4-2x2x1\nworkload: {model: mlp-quickstart}\n");
   const Topology topo = build_topology(s.pod, s.chip);

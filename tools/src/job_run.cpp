@@ -52,9 +52,9 @@ LinkMapMarks fault_marks(const Topology& topo, const models::FaultStep& step) {
   if (!step.fault_kind) return marks;
   const FaultKindInfo& kind = fault_info(*step.fault_kind);
   if (!fault_on_link(kind.kind)) {  // a chip, or a host's chip
-    if (step.fault_chip) (kind.stops ? marks.failed_chips : marks.degraded_chips).emplace_back(*step.fault_chip);
+    if (step.fault_chip) (kind.stops() ? marks.failed_chips : marks.degraded_chips).emplace_back(*step.fault_chip);
   } else if (step.fault_link) {
-    if (kind.stops) {  // the cable: both directions
+    if (kind.stops()) {  // the cable: both directions
       marks.failed_links.push_back(*step.fault_link);
       marks.failed_links.push_back(topo.link(*step.fault_link).reverse);
     } else {  // the one direction

@@ -304,7 +304,7 @@ std::string chip_str(const Topology& topo, ChipId chip) {
 
 // A fault the plan times on one cable (a link or an OCS port), whose cable the preflight can follow.
 bool timed_cable_fault(const FaultSpec& f) {
-  return !f.target.random && (f.kind == FaultKind::link_down || f.kind == FaultKind::ocs_port_down);
+  return !f.target.random && fault_effect(f.kind) == FaultEffect::stops_cable;
 }
 
 // Only reroute keeps failed cables down (routed around until a restart); the other policies repair each at the

@@ -14,44 +14,32 @@
 namespace tpusim::models {
 namespace {
 
-bool link_kind(FaultKind k) { return k == FaultKind::link_down || k == FaultKind::ocs_port_down; }
+bool link_kind(FaultKind k) { return fault_effect(k) == FaultEffect::stops_cable; }
 
-// What a fault of each kind does to the step it is simulated in, in FaultKind's order (core/fault_plan.h's
-// catalogue): sets the options of that step, or returns false when the kind has no step of its own (chip_down
-// and host_down stop the job, whose recovery the timeline prices; a cable down under a policy other than
-// reroute restarts the job on a repaired slice).
-using StepEffect = bool (*)(const FaultSpec&, const ConcreteFault&, const Topology&, bool reroute, SimOptions&);
-bool no_step(const FaultSpec&, const ConcreteFault&, const Topology&, bool, SimOptions&) { return false; }
-bool cable_down(const FaultSpec&, const ConcreteFault& f, const Topology& topo, bool reroute, SimOptions& o) {
-  if (reroute) o.failed.add_cable(topo, f.link);
-  return reroute;
-}
-constexpr std::array<StepEffect, kFaultKinds> kStepEffects{{
-    no_step,     // chip_down
-    cable_down,  // link_down
-    [](const FaultSpec& spec, const ConcreteFault& f, const Topology&, bool, SimOptions& o) {  // link_degraded
+// What a fault does to the step it is simulated in, by its kind's effect (core/fault_plan.h's catalogue): sets
+// the options of that step, or returns false when the fault has no step of its own (a chip or a host stopping
+// stops the job, whose recovery the timeline prices; a cable down under a policy other than reroute restarts
+// the job on a repaired slice).
+bool step_effect(const FaultSpec& spec, const ConcreteFault& f, const Topology& topo, bool reroute, SimOptions& o) {
+  switch (fault_effect(spec.kind)) {
+    case FaultEffect::stops_chip:
+    case FaultEffect::stops_host:
+      return false;
+    case FaultEffect::stops_cable:
+      if (reroute) o.failed.add_cable(topo, f.link);
+      return reroute;
+    case FaultEffect::degrades_link:
       o.degraded_links.push_back({f.link, spec.bandwidth_fraction, spec.added_latency, spec.bit_error_rate});
       return true;
-    },
-    cable_down,  // ocs_port_down
-    no_step,     // host_down
-    [](const FaultSpec& spec, const ConcreteFault& f, const Topology&, bool, SimOptions& o) {  // hbm_degraded
+    case FaultEffect::degrades_hbm:
       o.degraded_chips.push_back({f.chip, 1.0, spec.bandwidth_fraction});
       return true;
-    },
-    [](const FaultSpec& spec, const ConcreteFault& f, const Topology&, bool, SimOptions& o) {  // straggler
+    case FaultEffect::slows_clock:
       o.degraded_chips.push_back({f.chip, spec.clock_fraction, 1.0});
       return true;
-    },
-}};
-static_assert(
-    [] {
-      for (const StepEffect e : kStepEffects) {
-        if (e == nullptr) return false;
-      }
-      return true;
-    }(),
-    "kStepEffects gives every fault kind its effect");
+  }
+  return false;
+}
 
 // One step simulated by the runner; a step with failed links is routed around them.
 FaultStep simulate_step(StepRunner& runner, const Scenario& s, const SimOptions& options, std::string what) {
@@ -118,15 +106,19 @@ FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, Seconds healthy,
   for (const FaultSpec& spec : s.faults.faults) {
     const ConcreteFault f = concrete_fault(spec, topo, s.seed);
     SimOptions o;
-    if (!kStepEffects[static_cast<std::size_t>(spec.kind)](spec, f, topo, reroute_, o)) continue;
+    if (!step_effect(spec, f, topo, reroute_, o)) continue;
     by_fault_[spec.index] = steps_.size();
     FaultStep step =
         simulate_step(runner, s, o, fmt::format("{} {}", f.target(), fault_kind_name(spec.kind)));
     name_fault(step, f);
-    if (spec.kind == FaultKind::link_degraded && step.ok) {
+    if (fault_effect(spec.kind) == FaultEffect::degrades_link && step.ok) {
+      // A step with no network (a workload without collectives, such as an mlp) reports no links: nothing
+      // crosses the degraded link, so nothing is sent again.
       const double factor = retransmission_factor(spec.bit_error_rate, s.fidelity.link_chunk);
-      step.retransmitted_bytes = step.link_utilization.at(f.link.value()) * topo.link(f.link).bandwidth.value() *
-                                 step.step_time_s * (factor - 1);
+      const std::vector<double>& used = step.link_utilization;
+      const double utilization = f.link.value() < used.size() ? used[f.link.value()] : 0.0;
+      step.retransmitted_bytes =
+          utilization * topo.link(f.link).bandwidth.value() * step.step_time_s * (factor - 1);
     }
     steps_.push_back(std::move(step));
   }
@@ -152,8 +144,9 @@ FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, Seconds healthy,
   // timeline reaches it. run_job_timeline() then finds them at the same offsets.
   const bool timed_links = reroute_ && std::any_of(s.faults.faults.begin(), s.faults.faults.end(),
                                                    [](const FaultSpec& f) { return link_kind(f.kind); });
-  const bool timed_chips = std::any_of(s.faults.faults.begin(), s.faults.faults.end(),
-                                       [](const FaultSpec& f) { return f.kind == FaultKind::chip_down; });
+  const bool timed_chips =
+      std::any_of(s.faults.faults.begin(), s.faults.faults.end(),
+                  [](const FaultSpec& f) { return fault_effect(f.kind) == FaultEffect::stops_chip; });
   if (!timed_links && !timed_chips) return;
   JobCosts costs = job_costs(s, healthy, *this);
   // The step in flight simulated with fault `f` at its tick (the options say how), up to its end or detection.

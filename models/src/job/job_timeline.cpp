@@ -23,7 +23,7 @@ namespace {
 
 constexpr double kNoEnd = std::numeric_limits<double>::infinity();
 
-bool link_stops(FaultKind k) { return k == FaultKind::link_down || k == FaultKind::ocs_port_down; }
+bool link_stops(FaultKind k) { return fault_effect(k) == FaultEffect::stops_cable; }
 
 std::string coord_str(const Topology& topo, ChipId chip) {
   const ChipCoord c = topo.coord(chip);
@@ -104,9 +104,8 @@ std::uint32_t cable_of(const Topology& topo, LinkId link) {
   return std::min(link.value(), topo.link(link).reverse.value());
 }
 
-bool chip_kind(FaultKind k) {
-  return k == FaultKind::chip_down || k == FaultKind::hbm_degraded || k == FaultKind::straggler;
-}
+bool chip_kind(FaultKind k) { return fault_info(k).component == FaultComponent::chip; }
+bool host_kind(FaultKind k) { return fault_info(k).component == FaultComponent::host; }
 
 // The component `fault` takes out of use (the cube, when its recovery switched the cube out).
 OutOfUse out_of_use(const Topology& topo, const ConcreteFault& fault, bool swapped, double until, std::string why) {
@@ -119,7 +118,7 @@ OutOfUse out_of_use(const Topology& topo, const ConcreteFault& fault, bool swapp
       if (topo.coord(ChipId(i)).pod == pod && job::cube_of(topo, ChipId(i)) == fault.cube) o.chips.emplace_back(i);
     }
     o.links = true;
-  } else if (fault.spec.kind == FaultKind::host_down) {
+  } else if (host_kind(fault.spec.kind)) {
     o.chips = topo.chips_of(fault.host);
     std::sort(o.chips.begin(), o.chips.end());
   } else if (chip_kind(fault.spec.kind)) {
@@ -132,7 +131,7 @@ OutOfUse out_of_use(const Topology& topo, const ConcreteFault& fault, bool swapp
 
 bool on(const Topology& topo, const OutOfUse& o, const ConcreteFault& f) {
   auto holds = [&o](ChipId c) { return std::binary_search(o.chips.begin(), o.chips.end(), c); };
-  if (f.spec.kind == FaultKind::host_down) {
+  if (host_kind(f.spec.kind)) {
     const std::vector<ChipId> chips = topo.chips_of(f.host);
     return !chips.empty() && std::all_of(chips.begin(), chips.end(), holds);
   }
@@ -160,7 +159,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
   // What a fault landing at `when` is on that the job does not use (nullptr: it is in use).
   auto unused = [&](const ConcreteFault& f, double when) -> const OutOfUse* {
     static const OutOfUse routed{{}, false, std::nullopt, kNoEnd, "cable routed around"};
-    if (link_stops(f.spec.kind) || f.spec.kind == FaultKind::link_degraded) {
+    if (fault_on_link(f.spec.kind)) {
       if (cables.down(f.link)) return &routed;
     }
     for (const OutOfUse& o : out) {
@@ -359,7 +358,8 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       continue;
     }
     detection += detected - at;
-    if ((rec.rollback || rec.ends_job) && costs.step_stopped && fault.spec.kind == FaultKind::chip_down &&
+    const bool chip_stops = fault_effect(fault.spec.kind) == FaultEffect::stops_chip;
+    if ((rec.rollback || rec.ends_job) && costs.step_stopped && chip_stops &&
         !fault.drawn && !restoring && partial < step && before < n) {
       costs.step_stopped(fault, Seconds(partial), Seconds(detected - t));
     }

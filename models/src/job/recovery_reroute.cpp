@@ -14,8 +14,7 @@ namespace {
 class ReroutePolicy final : public RecoveryPolicy {
  public:
   Recovery recover(const RecoveryContext& ctx, const ConcreteFault& fault) override {
-    const FaultKind k = fault.spec.kind;
-    if (k == FaultKind::link_down || k == FaultKind::ocs_port_down) {
+    if (fault_effect(fault.spec.kind) == FaultEffect::stops_cable) {
       Recovery r;
       r.how = "reroute";
       r.rollback = false;

@@ -18,6 +18,8 @@
 
 namespace tpusim {
 
+// A fault kind: an index into the catalogue below. The built-in kinds are its first entries, in this order; a
+// kind added with add_fault_kind takes the next index.
 enum class FaultKind : std::uint8_t {
   chip_down,      // the chip stops (its work, its ICI ports)
   link_down,      // one directed ICI link and its reverse (the cable) stop carrying data
@@ -27,53 +29,55 @@ enum class FaultKind : std::uint8_t {
   hbm_degraded,   // a chip's HBM keeps a fraction of its bandwidth
   straggler,      // a chip runs at a fraction of its clock
 };
-inline constexpr int kFaultKinds = 7;
+inline constexpr int kBuiltInFaultKinds = 7;
 
 // What a fault kind strikes: a chip, a link (its cable when the fault stops it), a link through an optical
 // switch port, a host (with its chips). A random target is drawn among the pod's components of that sort.
 enum class FaultComponent : std::uint8_t { chip, link, ocs_link, host };
-// The parameters of a fault entry beyond its time and target, as bits of FaultKindInfo::parameters.
+// What a fault does to the job and to the step it is simulated in (models/src/job: the timeline prices the
+// kinds that stop a component, job_steps.cpp turns the others into the options of a step of their own).
+enum class FaultEffect : std::uint8_t {
+  stops_chip,     // the job detects it and recovers; a timed one inside a step is simulated to its stop
+  stops_cable,    // both directions stop: routed around (reroute), else the job restarts on a repaired slice
+  degrades_link,  // the link keeps bandwidth_fraction, adds added_latency, corrupts at bit_error_rate
+  stops_host,     // the host stops with its chips: the job detects it and recovers
+  degrades_hbm,   // the chip's HBM keeps bandwidth_fraction
+  slows_clock,    // the chip runs at clock_fraction
+};
+// The parameters of a fault entry beyond its time and target, as bits of FaultKindInfo::parameters().
 enum FaultParameter : std::uint8_t {
   kBandwidthFraction = 1U << 0,
   kAddedLatency = 1U << 1,
   kBitErrorRate = 1U << 2,
   kClockFraction = 1U << 3,
 };
-// The fault kinds' catalogue, in FaultKind's order: each kind's name, what it strikes, whether it stops the
-// component (the job must detect it and recover) or slows it, and which parameters it takes. What a kind does
-// to a step is the job's (models/src/job/job_steps.cpp).
+// A fault kind in the catalogue: its name, what it strikes and what it does. Whether it stops its component
+// and which parameters it takes follow from the effect.
 struct FaultKindInfo {
-  FaultKind kind;
-  std::string_view name;
-  FaultComponent component;
-  bool stops;
-  std::uint8_t parameters;
+  FaultKind kind = FaultKind::chip_down;  // its index (add_fault_kind sets it)
+  std::string name;
+  FaultComponent component = FaultComponent::chip;
+  FaultEffect effect = FaultEffect::stops_chip;
+  [[nodiscard]] bool stops() const {
+    return effect == FaultEffect::stops_chip || effect == FaultEffect::stops_cable || effect == FaultEffect::stops_host;
+  }
+  [[nodiscard]] std::uint8_t parameters() const;
 };
-inline constexpr std::array<FaultKindInfo, kFaultKinds> kFaultKindInfo{{
-    {FaultKind::chip_down, "chip_down", FaultComponent::chip, true, 0},
-    {FaultKind::link_down, "link_down", FaultComponent::link, true, 0},
-    {FaultKind::link_degraded, "link_degraded", FaultComponent::link, false,
-     kBandwidthFraction | kAddedLatency | kBitErrorRate},
-    {FaultKind::ocs_port_down, "ocs_port_down", FaultComponent::ocs_link, true, 0},
-    {FaultKind::host_down, "host_down", FaultComponent::host, true, 0},
-    {FaultKind::hbm_degraded, "hbm_degraded", FaultComponent::chip, false, kBandwidthFraction},
-    {FaultKind::straggler, "straggler", FaultComponent::chip, false, kClockFraction},
-}};
-static_assert(
-    [] {
-      for (std::size_t k = 0; k < kFaultKindInfo.size(); ++k) {
-        if (kFaultKindInfo[k].kind != static_cast<FaultKind>(k)) return false;
-      }
-      return true;
-    }(),
-    "kFaultKindInfo lists the kinds in FaultKind's order");
-[[nodiscard]] constexpr const FaultKindInfo& fault_info(FaultKind k) {
-  return kFaultKindInfo[static_cast<std::size_t>(k)];
-}
+// The catalogue of fault kinds (core/src/fault_plan.cpp lists the built-in ones), in index order.
+[[nodiscard]] const std::vector<FaultKindInfo>& fault_kinds();
+[[nodiscard]] const FaultKindInfo& fault_info(FaultKind k);
+// Adds a fault kind after the others and returns its index: a study's or a test's own kind is this one call.
+// Throws std::invalid_argument for an empty or known name, or an effect its component cannot have (a chip
+// effect on a link...). remove_fault_kind takes an added kind out again (false: no added kind of that name;
+// only the last added can go, as later ones hold its index). Neither is thread-safe: call them before any
+// scenario is read.
+FaultKind add_fault_kind(FaultKindInfo kind);
+bool remove_fault_kind(std::string_view name);
 [[nodiscard]] const std::vector<std::pair<std::string, FaultKind>>& fault_kind_names();
 [[nodiscard]] inline std::string_view fault_kind_name(FaultKind k) { return fault_info(k).name; }
 // Faults that stop a component (the job must detect them and recover), as opposed to ones that slow it.
-[[nodiscard]] inline bool fault_stops(FaultKind k) { return fault_info(k).stops; }
+[[nodiscard]] inline bool fault_stops(FaultKind k) { return fault_info(k).stops(); }
+[[nodiscard]] inline FaultEffect fault_effect(FaultKind k) { return fault_info(k).effect; }
 // Faults that strike a link (given as a chip and a direction).
 [[nodiscard]] inline bool fault_on_link(FaultKind k) {
   return fault_info(k).component == FaultComponent::link || fault_info(k).component == FaultComponent::ocs_link;
