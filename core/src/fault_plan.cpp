@@ -264,15 +264,34 @@ void read_target(const ConfigNode& n, const std::string& path, FaultTarget& out,
   }
 }
 
+// What is wrong with a pod that has no component of a fault kind's sort (pod_has_components), and what would
+// have one: the message and the expected value of the error.
+std::pair<std::string, std::string> no_components(const PodSpec& pod, FaultComponent component) {
+  if (component == FaultComponent::ocs_link) {
+    return {fmt::format("pod {} has no OCS ports ({})", pod.name,
+                        pod.cube.empty() ? "no optical switches: no cube" : "no link leaves a cube or closes a ring"),
+            "a pod whose cubes are joined by optical switches (pod.cube set: v4, v5p)"};
+  }
+  return {fmt::format("pod {} has no ICI cables (one chip per slice)", pod.name), "a pod of more than one chip"};
+}
+
 // Checks a resolved target against the fault's kind and the pod.
 void check_target(const FaultSpec& f, const ConfigNode& n, const std::string& path, const PodSpec& pod,
                   Diagnostics& diags) {
   const FaultTarget& t = f.target;
-  if (t.random) return;
   const std::string kind(fault_kind_name(f.kind));
   auto bad = [&](const std::string& msg, const std::string& expected) {
     diags.error(n.loc(), path, msg, expected, t.str());
   };
+  if (t.random) {
+    // A draw among no components would strike one that does not exist.
+    const FaultComponent component = fault_info(f.kind).component;
+    if (!pod_has_components(pod, component)) {
+      const auto [message, expected] = no_components(pod, component);
+      bad(message, fmt::format("{}, or no {} fault", expected, kind));
+    }
+    return;
+  }
   long long hosts = pod.chip_count() / std::max(1, pod.pods);
   for (int h : pod.host_shape) hosts /= std::max(1, h);
   if (fault_info(f.kind).component == FaultComponent::host && t.host >= 0) {
@@ -366,15 +385,9 @@ void check_rate_components(const FaultRates& rates, const ConfigNode& node, cons
     if ((rates.*field).value() <= 0 || pod_has_components(pod, component)) continue;
     const std::string key(fault_kind_name(kind));
     const ConfigNode* rate = node.find(key);
-    const bool ocs = component == FaultComponent::ocs_link;
-    diags.error(rate != nullptr ? rate->loc() : node.loc(), "fault_rates." + key,
-                ocs ? fmt::format("pod {} has no OCS ports ({})", pod.name,
-                                  pod.cube.empty() ? "no optical switches: no cube"
-                                                   : "no link leaves a cube or closes a ring")
-                    : fmt::format("pod {} has no ICI cables (one chip per slice)", pod.name),
-                ocs ? "a pod whose cubes are joined by optical switches (pod.cube set: v4, v5p), or no "
-                      "ocs_port_down rate"
-                    : "a pod of more than one chip, or no link_down rate",
+    const auto [message, expected] = no_components(pod, component);
+    diags.error(rate != nullptr ? rate->loc() : node.loc(), "fault_rates." + key, message,
+                fmt::format("{}, or no {} rate", expected, key),
                 rate != nullptr ? rate->describe() : format_value(rates.*field));
   }
 }

@@ -2,6 +2,7 @@
 // names or a seeded draw picks, and the steps of a job given by its duration.
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -58,7 +59,9 @@ ConcreteFault draw_target(const FaultSpec& spec, std::int64_t seed, const Topolo
       for (std::uint32_t i = 0; i < topo.link_count(); ++i) {
         if (component == FaultComponent::link || topo.link(LinkId(i)).ocs) links.emplace_back(i);
       }
-      f.link = links.empty() ? LinkId(0) : links[pick(links.size())];
+      // resolve_fault_plan refuses a random link or OCS fault on a pod without such links.
+      if (links.empty()) throw std::logic_error("a random link fault on a pod with no link of its sort");
+      f.link = links[pick(links.size())];
       f.chip = topo.link(f.link).src;
       break;
     }
