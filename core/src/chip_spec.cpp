@@ -266,7 +266,11 @@ ChipSpec resolve_chip(const ConfigNode& root, const std::string& path, Diagnosti
     diags.error(it != spec.origins.end() ? it->second.loc : root.loc(), join_path(path, "peak_bf16"),
                 "published peak disagrees with tensorcore count x mxu count x 2 x rows x cols x clock",
                 fmt::format("within 3% of {}", format_flops(spec.derived_peak_bf16())),
-                format_flops(spec.published.peak_bf16));
+                format_flops(spec.published.peak_bf16),
+                fmt::format("a what-if that changes the clock or the MXUs sets the peak too (--set "
+                            "chip.peak_bf16='{}', or a sweep's derived value, docs/sweeps.md); else one of them "
+                            "is a typo",
+                            format_flops(spec.derived_peak_bf16())));
   }
   return spec;
 }
