@@ -44,6 +44,17 @@ void resolve_workload_defaults(Scenario& s, Diagnostics& diags) {
     }
   }
 
+  // What only a training step has: a policy for the activations its backward pass reads, an optimizer.
+  if (w.step != StepKind::train && w.memory.remat != Remat::none) {
+    diags.error(at("remat"), "workload.remat", "rematerialization recomputes what a backward pass reads",
+                "none unless step: train", fmt::format("a remat policy with step {}", step_name(w.step)));
+  }
+  if (const auto it = w.origins.find("optimizer");
+      w.step != StepKind::train && it != w.origins.end() && !it->second.defaulted) {
+    diags.error(it->second.loc, "workload.optimizer", "an optimizer updates the weights of a training step",
+                "no optimizer unless step: train", fmt::format("an optimizer with step {}", step_name(w.step)));
+  }
+
   // remat_custom.* places the tensors of remat: custom only; a block's input is what every recomputation of the
   // block starts from, so it stays on the device or goes to host memory.
   for (std::size_t i = 0; i < kRematTags; ++i) {
