@@ -1,5 +1,6 @@
 #include "tpusim/core/pod_spec.h"
 
+#include <algorithm>
 #include <climits>
 
 #include <fmt/format.h>
@@ -96,7 +97,24 @@ PodSpec resolve_pod(const ConfigNode& root, const std::string& path, Diagnostics
         fmt::format("{} x {} pods{}", format_value(spec.shape), spec.pods,
                     spec.chip_count() == LLONG_MAX ? " (beyond 64 bits)" : ""));
   }
-  if (spec.twisted && axes != 3) err("twisted", "twisting applies to 3D tori only", "false", "true");
+  if (spec.twisted && axes != 3) {
+    err("twisted", "twisting applies to 3D tori only", "false", "true");
+  } else if (spec.twisted && spec.wraparound.size() == axes) {
+    // The twist rule (topology/topology.h): a k x k x 2k or k x 2k x 2k torus, wrapped on every axis.
+    const int longest = *std::max_element(spec.shape.begin(), spec.shape.end());
+    const bool wrapped = std::all_of(spec.wraparound.begin(), spec.wraparound.end(), [](int w) { return w != 0; });
+    const bool halves = longest % 2 == 0 && std::all_of(spec.shape.begin(), spec.shape.end(), [&](int n) {
+                          return n == longest || n == longest / 2;
+                        }) && std::count(spec.shape.begin(), spec.shape.end(), longest / 2) > 0;
+    if (!wrapped) {
+      err("twisted", "a twisted torus wraps around on every axis", "wraparound [1, 1, 1] or twisted: false",
+          fmt::format("true with wraparound {}", format_value(spec.wraparound)));
+    } else if (!halves) {
+      err("twisted", "a twisted torus is k x k x 2k or k x 2k x 2k",
+          "a shape whose axes are the longest or half of it, at least one of each, or twisted: false",
+          fmt::format("true with shape {}", format_value(spec.shape)));
+    }
+  }
   return spec;
 }
 
