@@ -417,11 +417,13 @@ ShardView shard_view(const WorkloadSpec& w, const ShardingPlan& plan, int stage)
   if (w.model.kind == ModelKind::transformer) {
     const TransformerModel& t = w.model.transformer;
     const SourceLoc model_at = w.mesh.loc;
-    s.heads = divide(s.heads, plan.shards(LogicalAxis::heads), LogicalAxis::heads, "the heads", "workload.mesh", model_at);
+    s.heads = divide(s.heads, plan.shards(LogicalAxis::heads), LogicalAxis::heads, "the number of heads",
+                     "workload.mesh", model_at);
     // Fewer kv heads than the tensor axis: each chip keeps one (replicated), as Megatron and MaxText do.
     const int kv_shards = plan.shards(LogicalAxis::kv_heads);
     if (kv_shards > t.kv() && kv_shards % t.kv() == 0) s.kv_heads = 1;
-    else s.kv_heads = divide(s.kv_heads, kv_shards, LogicalAxis::kv_heads, "the kv heads", "workload.mesh", model_at);
+    else s.kv_heads = divide(s.kv_heads, kv_shards, LogicalAxis::kv_heads, "the number of kv heads",
+                             "workload.mesh", model_at);
     const int mlp = plan.shards(LogicalAxis::mlp);
     s.d_ff = divide(s.d_ff, mlp, LogicalAxis::mlp, "d_ff", "workload.mesh", model_at);
     s.moe.d_ff = divide(s.moe.d_ff, mlp, LogicalAxis::mlp, "the expert d_ff", "workload.mesh", model_at);
@@ -448,8 +450,8 @@ ShardView shard_view(const WorkloadSpec& w, const ShardingPlan& plan, int stage)
                   std::to_string(tokens));
     }
     if (s.moe.experts > 0) {
-      s.moe.experts = divide(s.moe.experts, plan.shards(LogicalAxis::expert), LogicalAxis::expert, "the experts",
-                         "workload.mesh", model_at);
+      s.moe.experts = divide(s.moe.experts, plan.shards(LogicalAxis::expert), LogicalAxis::expert,
+                             "the number of experts", "workload.mesh", model_at);
       s.moe.group = plan.shards(LogicalAxis::expert);
     }
   } else if (plan.shards(LogicalAxis::heads) > 1 || plan.shards(LogicalAxis::mlp) > 1 ||
