@@ -62,11 +62,11 @@ void Sequencer::account(Tick now, Activity activity) {
   const Tick dt = now - last_account_;
   last_account_ = now;
   switch (activity) {
-    case Activity::compute: counters_.compute += dt; break;
-    case Activity::communication: counters_.communication += dt; break;
-    case Activity::memory: counters_.memory_stall += dt; break;
-    case Activity::host: counters_.host_stall += dt; break;
-    case Activity::idle: counters_.idle += dt; break;
+    case Activity::compute: counters_.time.compute += dt; break;
+    case Activity::communication: counters_.time.communication += dt; break;
+    case Activity::memory: counters_.time.memory_stall += dt; break;
+    case Activity::host: counters_.time.host_stall += dt; break;
+    case Activity::idle: counters_.time.idle += dt; break;
   }
   const QueueLayout& layout = index_.layout();
   for (std::size_t u = 0; u < phase_.size(); ++u) {

@@ -110,8 +110,8 @@ class Dma final : public Block, public InstructionUnit {
   void account(Tick now) override { busy_.advance(now, any_busy()); }
   [[nodiscard]] Activity activity(Tick /*now*/) const override { return any_busy() ? Activity::memory : Activity::idle; }
   void collect(ChipCounters& c) const override {
-    c.dma_busy += busy_.total();
-    c.dma_bytes += bytes_;
+    c.busy.dma += busy_.total();
+    c.traffic.dma_bytes += bytes_;
   }
 
  private:

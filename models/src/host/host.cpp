@@ -57,8 +57,8 @@ class Host final : public MemoryBlock, public InstructionUnit, private tlm::tlm_
     return engine_.busy() ? Activity::host : Activity::idle;
   }
   void collect(ChipCounters& c) const override {
-    c.host_busy += engine_.busy_ticks();
-    c.host_bytes += bytes_;
+    c.busy.host += engine_.busy_ticks();
+    c.traffic.host_bytes += bytes_;
   }
 
  private:

@@ -199,9 +199,9 @@ class Mxu final : public Block, public InstructionUnit {
     return stream_.was_busy() ? Activity::memory : Activity::idle;
   }
   void collect(ChipCounters& c) const override {
-    c.mxu_busy += pipeline_.busy_ticks();
+    c.busy.mxu += pipeline_.busy_ticks();
     c.rated_macs += rated_macs_;
-    c.mxu_vmem_bytes += vmem_bytes_;
+    c.vmem.mxu_bytes += vmem_bytes_;
     c.array_macs.insert(c.array_macs.end(), array_macs_.begin(), array_macs_.end());
   }
 
