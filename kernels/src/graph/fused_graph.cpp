@@ -244,8 +244,8 @@ std::vector<std::uint32_t> emit(const Graph& g, const ChipSpec& chip, ir::Progra
       ins.op_class = op.cls;
       ins.dtype = op.dtype;
       const bool to_host = g.tensor(op.writes.at(0).tensor).kind == TensorKind::host_offload;
-      ins.src = to_host ? ir::Memory::hbm : ir::Memory::host;
-      ins.dst = to_host ? ir::Memory::host : ir::Memory::hbm;
+      ins.memory.src = to_host ? ir::Memory::hbm : ir::Memory::host;
+      ins.memory.dst = to_host ? ir::Memory::host : ir::Memory::hbm;
       ins.bytes = static_cast<std::uint64_t>(std::llround(written));
       ids.push_back(prog.add(ins, deps, op.label));
       sinks.push_back(ids.back());
@@ -264,13 +264,13 @@ std::vector<std::uint32_t> emit(const Graph& g, const ChipSpec& chip, ir::Progra
       deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
       ir::Instruction ins;
       ins.kind = op.ici_kind;
-      ins.peer = op.peer;
+      ins.comm.peer = op.peer;
       ins.op_class = op.cls;
-      ins.collective = op.collective;
-      ins.mesh_axes = op.mesh_axes;
-      ins.group = op.group;
+      ins.comm.collective = op.collective;
+      ins.comm.mesh_axes = op.mesh_axes;
+      ins.comm.group = op.group;
       ins.bytes = op.collective_bytes;
-      ins.algorithm = op.algorithm;
+      ins.comm.algorithm = op.algorithm;
       ins.dtype = op.dtype;
       ids.push_back(prog.add(ins, deps, op.label));
       sinks.push_back(ids.back());
@@ -304,25 +304,26 @@ std::vector<std::uint32_t> emit(const Graph& g, const ChipSpec& chip, ir::Progra
         ins.op_class = op.cls;
         ins.dtype = op.dtype;
         const double vpu = (op.vpu.elementwise + op.vpu.transcendental * transcendental_cost) * share;
-        ins.elements = static_cast<std::int64_t>(std::ceil(vpu - 1e-9));
-        ins.hbm_read = static_cast<std::uint64_t>(std::llround(read * share));
-        ins.hbm_written = static_cast<std::uint64_t>(std::llround(written * share));
-        if (ins.hbm_read + ins.hbm_written == 0) ins.hbm_read = 1;  // a fused op always streams something
-        ins.grid_steps = static_cast<std::uint32_t>(std::max(1.0, std::ceil(op.grid_steps * share - 1e-9)));
-        ins.model_flops = op.model_flops * share;
-        ins.hardware_flops = op.hardware_flops * share;
+        ins.vector.elements = static_cast<std::int64_t>(std::ceil(vpu - 1e-9));
+        ins.stream.hbm_read = static_cast<std::uint64_t>(std::llround(read * share));
+        ins.stream.hbm_written = static_cast<std::uint64_t>(std::llround(written * share));
+        // A fused op always streams something.
+        if (ins.stream.hbm_read + ins.stream.hbm_written == 0) ins.stream.hbm_read = 1;
+        ins.stream.grid_steps = static_cast<std::uint32_t>(std::max(1.0, std::ceil(op.grid_steps * share - 1e-9)));
+        ins.flops.model = op.model_flops * share;
+        ins.flops.hardware = op.hardware_flops * share;
         if (op.unit == Unit::mxu) {
           ins.kind = ir::OpKind::matmul;
-          ins.m = split == Split::rows ? size : op.m;
-          ins.n = split == Split::cols ? size : op.n;
-          ins.k = op.k;
-          ins.batch = split == Split::batch ? static_cast<std::int32_t>(size) : op.batch;
-          ins.sum_batch = op.sum_batch;
-          ins.vector_op = ir::VectorOp::elementwise;
+          ins.shape.m = split == Split::rows ? size : op.m;
+          ins.shape.n = split == Split::cols ? size : op.n;
+          ins.shape.k = op.k;
+          ins.shape.batch = split == Split::batch ? static_cast<std::int32_t>(size) : op.batch;
+          ins.shape.sum_batch = op.sum_batch;
+          ins.vector.op = ir::VectorOp::elementwise;
         } else {
           ins.kind = ir::OpKind::vector;
-          ins.vector_op = op.vector_op;
-          ins.bytes = ins.hbm_read + ins.hbm_written;  // every operand passes through VMEM once
+          ins.vector.op = op.vector_op;
+          ins.bytes = ins.stream.hbm_read + ins.stream.hbm_written;  // every operand passes through VMEM once
         }
         std::vector<std::uint32_t> d = deps;
         if (chain[static_cast<std::size_t>(p)]) d.push_back(*chain[static_cast<std::size_t>(p)]);

@@ -11,8 +11,8 @@
 //   liveness  gives the memory plan's activation bytes: each materialized activation is live from the op that
 //             writes it first to the op that reads it last;
 //   emit()    turns each op into one instruction per TensorCore (megacore: the op split in equal parts), with
-//             the HBM bytes of its reads and writes as the instruction's stream (ir::Instruction::hbm_read /
-//             hbm_written), dependencies on the producers of what it reads (and on earlier readers of what it
+//             the HBM bytes of its reads and writes as the instruction's stream (ir::Instruction::stream:
+//             hbm_read, hbm_written), dependencies on the producers of what it reads (and on earlier readers of what it
 //             overwrites), and each TensorCore's ops chained in program order (a TensorCore runs one fused
 //             kernel at a time, as XLA executes a TensorCore's fusions one after another).
 #include <cstdint>
@@ -77,7 +77,7 @@ struct Op {
   ir::OpClass cls = ir::OpClass::other;
   Unit unit = Unit::vpu;
   Phase phase = Phase::forward;
-  // mxu: `batch` products of m x k x n (ir::Instruction's batch / sum_batch), operands in `dtype`.
+  // mxu: `batch` products of m x k x n (ir::Instruction's shape.batch / shape.sum_batch), operands in `dtype`.
   std::int64_t m = 0, k = 0, n = 0;
   std::int32_t batch = 1;
   bool sum_batch = false;
@@ -99,7 +99,7 @@ struct Op {
   std::uint32_t mesh_axes = 0;
   std::uint16_t group = ir::kAxesGroup;
   std::uint64_t collective_bytes = 0;
-  std::uint8_t algorithm = 0;  // collective: ir::Instruction::algorithm (0 = auto)
+  std::uint8_t algorithm = 0;  // collective: ir::Instruction::comm.algorithm (0 = auto)
   // Ops (earlier indices) this one also waits for besides its tensors: the placement of an async collective
   // (an FSDP all-gather waits for the previous layer's compute to start, as XLA's scheduler places it).
   std::vector<std::size_t> after;

@@ -82,7 +82,7 @@ class Vpu final : public Block, public InstructionUnit, public ResultDrain {
     const ChipSpec& spec = chip_.spec;
     vmem_bytes_ += ins.bytes;  // declared VMEM operand bytes (timing.h)
     const std::int64_t cycles =
-        std::max(vpu_cycles(spec.vpu, ins.vector_op, ins.elements),
+        std::max(vpu_cycles(spec.vpu, ins.vector.op, ins.vector.elements),
                  vmem_bound_cycles(static_cast<double>(ins.bytes), spec.vmem.bandwidth, spec.clock));
     Tick exposed = 0;  // fused: the first load before and the last store after the compute
     if (ins.streams_hbm()) {
