@@ -95,7 +95,7 @@ TensorId ResnetStep::conv_forward(Conv& c, TensorId x) {
     mm.a_times = std::ceil(static_cast<double>(c.cout) / static_cast<double>(t.tn));
     mm.b_times = std::ceil(static_cast<double>(m) / static_cast<double>(t.tm));
     const std::size_t op = b_.matmul(OpName{ph, mbp_ + c.name, "conv"}, ir::OpClass::matmul, mm);
-    b_.graph().ops()[op].sum_batch = true;
+    b_.graph().ops()[op].shape.sum_batch = true;
   }
   const double elements = out * c.cout;
   const TensorId n = b_.activation(mbp_ + c.name + ".fwd.norm", elements);
@@ -153,7 +153,7 @@ TensorId ResnetStep::conv_backward(const Conv& c, TensorId dz) {
   mm.a_times = std::ceil(static_cast<double>(c.cin) / static_cast<double>(t.tn));
   mm.b_times = std::ceil(static_cast<double>(m) / static_cast<double>(t.tm));
   const std::size_t op = b_.matmul(OpName{ph, mbp_ + c.name, "conv.dx"}, ir::OpClass::matmul, mm);
-  b_.graph().ops()[op].sum_batch = true;
+  b_.graph().ops()[op].shape.sum_batch = true;
   return dx;
 }
 

@@ -170,7 +170,7 @@ BlockFwd TransformerStep::rematerialize(const Stack& st, int l, const BlockFwd& 
       if (const auto it = use.find(r.tensor); it != use.end()) r.tensor = it->second;
     }
     // An epilogue of a producer that is not recomputed runs on its own, reading the held tensor from HBM.
-    if (ops[i].fuse_into && use.count(*ops[i].fuse_into) > 0) ops[i].fuse_into.reset();
+    if (ops[i].passes.fuse_into && use.count(*ops[i].passes.fuse_into) > 0) ops[i].passes.fuse_into.reset();
   }
   for_each_tensor(rec, [&](TensorId& t) {
     if (const auto it = use.find(t); it != use.end()) t = it->second;
@@ -188,7 +188,7 @@ void TransformerStep::drop_unread(std::size_t start, std::size_t end) {
     const bool needed = std::any_of(ops[i].writes.begin(), ops[i].writes.end(),
                                     [&](const Access& w) { return read[w.tensor]; });
     if (!needed) {
-      ops[i].dropped = true;
+      ops[i].passes.dropped = true;
       continue;
     }
     for (const Access& r : ops[i].reads) read[r.tensor] = true;
