@@ -40,10 +40,10 @@ ir::Instruction load(int core) {
   ir::Instruction i;
   i.kind = ir::OpKind::dma;
   i.core = static_cast<std::uint8_t>(core);
-  i.src = ir::Memory::hbm;
-  i.dst = ir::Memory::vmem;
+  i.memory.src = ir::Memory::hbm;
+  i.memory.dst = ir::Memory::vmem;
   i.bytes = kInBytes;
-  i.vmem_alloc = kInBytes;
+  i.vmem.alloc = kInBytes;
   return i;
 }
 
@@ -59,26 +59,26 @@ ir::ProgramSet tiled_program() {
       ir::Instruction mm;
       mm.kind = ir::OpKind::matmul;
       mm.core = static_cast<std::uint8_t>(core);
-      mm.m = mm.k = mm.n = kTile;
-      mm.model_flops = mm.hardware_flops = 2.0 * kTile * kTile * kTile;
-      mm.vmem_free = kInBytes;
-      mm.vmem_alloc = kOutBytes;
+      mm.shape.m = mm.shape.k = mm.shape.n = kTile;
+      mm.flops.model = mm.flops.hardware = 2.0 * kTile * kTile * kTile;
+      mm.vmem.free = kInBytes;
+      mm.vmem.alloc = kOutBytes;
       const std::uint32_t m = p.add(mm, {core_loads[static_cast<std::size_t>(t)]}, "tile.matmul");
 
       ir::Instruction act;
       act.kind = ir::OpKind::vector;
       act.core = mm.core;
-      act.vector_op = ir::VectorOp::transcendental;
-      act.elements = kTile * kTile;
+      act.vector.op = ir::VectorOp::transcendental;
+      act.vector.elements = kTile * kTile;
       const std::uint32_t a = p.add(act, {m}, "tile.gelu");
 
       ir::Instruction store;
       store.kind = ir::OpKind::dma;
       store.core = mm.core;
-      store.src = ir::Memory::vmem;
-      store.dst = ir::Memory::hbm;
+      store.memory.src = ir::Memory::vmem;
+      store.memory.dst = ir::Memory::hbm;
       store.bytes = kOutBytes;
-      store.vmem_free = kOutBytes;
+      store.vmem.free = kOutBytes;
       p.add(store, {a}, "tile.store");
 
       if (t + 2 < kTiles) core_loads.push_back(p.add(load(core), {m}, "tile.load"));

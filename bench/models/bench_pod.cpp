@@ -131,10 +131,10 @@ ir::ProgramSet every_block_and_an_all_reduce(std::uint64_t bytes) {
   p.add(host, {}, "infeed");
   ir::Instruction gather;
   gather.kind = ir::OpKind::gather;
-  gather.m = 1024;
-  gather.n = 128;
-  gather.k = 64;
-  gather.src = gather.dst = ir::Memory::hbm;
+  gather.shape.m = 1024;
+  gather.shape.n = 128;
+  gather.shape.k = 64;
+  gather.memory.src = gather.memory.dst = ir::Memory::hbm;
   p.add(gather, {}, "lookup");
   return set;
 }

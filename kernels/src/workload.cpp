@@ -38,9 +38,9 @@ std::vector<std::uint32_t> join(std::vector<std::uint32_t> a, const std::vector<
 ir::Instruction host_op(ir::HostOp op, std::uint64_t bytes, double host_seconds) {
   ir::Instruction ins;
   ins.kind = ir::OpKind::host;
-  ins.host_op = op;
+  ins.host.op = op;
   ins.bytes = bytes;
-  ins.host_seconds = host_seconds;
+  ins.host.seconds = host_seconds;
   ins.op_class = ir::OpClass::host;
   return ins;
 }
@@ -385,9 +385,9 @@ std::vector<std::uint32_t> lower_vector_pass(ir::Program& prog, const ChipSpec& 
       st.loads.push_back({"load", b, b, ir::DmaPattern::contiguous});
     }
     st.compute.kind = ir::OpKind::vector;
-    st.compute.vector_op = pass.op;
+    st.compute.vector.op = pass.op;
     st.compute.dtype = pass.compute_dtype;
-    st.compute.elements = count * pass.ops_per_element;
+    st.compute.vector.elements = count * pass.ops_per_element;
     // VMEM operands: each input read and each output written once (the ops in between stay in vregs).
     st.compute.bytes = static_cast<std::uint64_t>(count) * (in_b + out_b);
     st.first_of_group = st.last_of_group = true;

@@ -11,7 +11,8 @@ double ceil_ratio(double a, double b) { return b > 0 ? std::ceil(a / b) : 0; }
 // What the cycle reference steps for a matmul (weight-stationary, mxu_weight_stationary.cpp): its weight tiles
 // dealt over the arrays, max(m, R) cycles each, plus one fill and drain.
 double weight_stationary_cycles(const ChipSpec& chip, const ir::Instruction& ins) {
-  const double m = static_cast<double>(ins.m), k = static_cast<double>(ins.k), n = static_cast<double>(ins.n);
+  const double m = static_cast<double>(ins.shape.m), k = static_cast<double>(ins.shape.k),
+               n = static_cast<double>(ins.shape.n);
   if (m <= 0 || k <= 0 || n <= 0) return 0;
   const double r = std::max(1, chip.mxu.rows), c = std::max(1, chip.mxu.cols), arrays = std::max(1, chip.mxu.per_core);
   return ceil_ratio(ceil_ratio(k, r) * ceil_ratio(n, c), arrays) * std::max(m, r) + r + c + std::min(m, r);
@@ -21,7 +22,8 @@ double weight_stationary_cycles(const ChipSpec& chip, const ir::Instruction& ins
 // the core's arrays, each as long as its stream (max(m, R) weight-stationary; k + R + C output-stationary),
 // plus one fill and drain; and never less than its VMEM traffic and its result pops allow.
 double matmul_cycles_bound(const ChipSpec& chip, const ir::Instruction& ins) {
-  const double m = static_cast<double>(ins.m), k = static_cast<double>(ins.k), n = static_cast<double>(ins.n);
+  const double m = static_cast<double>(ins.shape.m), k = static_cast<double>(ins.shape.k),
+               n = static_cast<double>(ins.shape.n);
   if (m <= 0 || k <= 0 || n <= 0) return 0;
   const double r = std::max(1, chip.mxu.rows), c = std::max(1, chip.mxu.cols), arrays = std::max(1, chip.mxu.per_core);
   const double ws = weight_stationary_cycles(chip, ins);
@@ -50,17 +52,17 @@ double instruction_seconds_bound(const ChipSpec& chip, const PodSpec& pod, const
   // A fused instruction (program format 2) also streams its operands through HBM and pays the MXU's step
   // overhead per grid step: both added to the compute bound (the model overlaps them; a sum bounds that).
   const double hbm_rate = chip.hbm.achievable_bandwidth().value();
-  const double streamed = static_cast<double>(ins.hbm_read) + static_cast<double>(ins.hbm_written);
+  const double streamed = static_cast<double>(ins.stream.hbm_read) + static_cast<double>(ins.stream.hbm_written);
   const double fused = (hbm_rate > 0 ? streamed / hbm_rate : 0) +
-                       static_cast<double>(ins.grid_steps) * std::max(0.0, chip.mxu.step_overhead.value());
+                       static_cast<double>(ins.stream.grid_steps) * std::max(0.0, chip.mxu.step_overhead.value());
   switch (ins.kind) {
     case ir::OpKind::matmul:
-      return matmul_cycles_bound(chip, ins) * std::max(1, static_cast<int>(ins.batch)) / clock + fused;
+      return matmul_cycles_bound(chip, ins) * std::max(1, static_cast<int>(ins.shape.batch)) / clock + fused;
     case ir::OpKind::vector: {
       const double per_cycle = static_cast<double>(std::max(1, chip.vpu.lanes)) * std::max(1, chip.vpu.sublanes) *
                                std::max(1, chip.vpu.alus) * std::min(1.0, std::max(1e-6, chip.vpu.transcendental_rate));
       const double vmem = chip.vmem.bandwidth.value() > 0 ? bytes / chip.vmem.bandwidth.value() : 0;
-      return std::max(static_cast<double>(ins.elements) / per_cycle / clock, vmem) + 64 / clock + fused;
+      return std::max(static_cast<double>(ins.vector.elements) / per_cycle / clock, vmem) + 64 / clock + fused;
     }
     case ir::OpKind::gather:
     case ir::OpKind::scatter:
@@ -71,7 +73,7 @@ double instruction_seconds_bound(const ChipSpec& chip, const PodSpec& pod, const
       const double efficiency = std::min({1.0, std::max(1e-6, chip.dma.strided_efficiency),
                                           std::max(1e-6, chip.dma.gather_efficiency),
                                           chip.hbm.achievable_fraction()});
-      return ins.host_seconds + (rate > 0 ? bytes / (rate * efficiency) : 0) + chip.hbm.latency.value() + 1e-6;
+      return ins.host.seconds + (rate > 0 ? bytes / (rate * efficiency) : 0) + chip.hbm.latency.value() + 1e-6;
     }
     case ir::OpKind::collective:
     case ir::OpKind::send:
@@ -118,9 +120,11 @@ SimEstimate estimate_simulation(const Scenario& scenario, const ir::ProgramSet& 
         longest_at = static_cast<std::uint32_t>(i);
       }
       if (cycle && ins.kind == ir::OpKind::matmul && runs > 0) {
-        e.pe_cycles += runs * weight_stationary_cycles(chip, ins) * std::max(1, static_cast<int>(ins.batch)) * pes;
-        reference_buffers = std::max(reference_buffers, (static_cast<double>(ins.m) * static_cast<double>(ins.k) +
-                                                         static_cast<double>(ins.k) * static_cast<double>(ins.n)) * 8);
+        e.pe_cycles +=
+            runs * weight_stationary_cycles(chip, ins) * std::max(1, static_cast<int>(ins.shape.batch)) * pes;
+        reference_buffers =
+            std::max(reference_buffers, (static_cast<double>(ins.shape.m) * static_cast<double>(ins.shape.k) +
+                                         static_cast<double>(ins.shape.k) * static_cast<double>(ins.shape.n)) * 8);
       }
     }
     if (runs > 0 && serial > e.serial_seconds) {

@@ -152,8 +152,8 @@ void add_unit_stall_stats(const std::vector<ChipCounters>& chips, const ChipSpec
   std::uint64_t mxu_bytes = 0, vpu_bytes = 0;
   std::vector<double> array_utilization;
   for (const ChipCounters& c : chips) {
-    mxu_bytes += c.mxu_vmem_bytes;
-    vpu_bytes += c.vpu_vmem_bytes;
+    mxu_bytes += c.vmem.mxu_bytes;
+    vpu_bytes += c.vmem.vpu_bytes;
     // An array's utilization: its rated MACs / (rows x cols x clock cycles of the step): against its dtype's peak.
     const double capacity = static_cast<double>(spec.mxu.rows) * spec.mxu.cols * r.step_time.value() *
                             spec.clock.value();
@@ -245,29 +245,29 @@ SimResult Pod::collect(Tick end) const {
 
     ChipResult cr;
     cr.finish = to_seconds(c.finish);
-    cr.breakdown.compute = to_seconds(c.compute);
-    cr.breakdown.communication = to_seconds(c.communication);
-    cr.breakdown.memory_stall = to_seconds(c.memory_stall);
-    cr.breakdown.host_stall = to_seconds(c.host_stall);
-    cr.breakdown.idle = to_seconds(c.idle + (step - c.finish));
+    cr.breakdown.compute = to_seconds(c.time.compute);
+    cr.breakdown.communication = to_seconds(c.time.communication);
+    cr.breakdown.memory_stall = to_seconds(c.time.memory_stall);
+    cr.breakdown.host_stall = to_seconds(c.time.host_stall);
+    cr.breakdown.idle = to_seconds(c.time.idle + (step - c.finish));
     const auto set = [&](HwUnit u, Seconds busy, double util) {
       cr.busy[static_cast<std::size_t>(u)] = busy;
       cr.utilization[static_cast<std::size_t>(u)] = util;
       busy_sum[static_cast<std::size_t>(u)] += busy.value();
       utilization[static_cast<std::size_t>(u)].push_back(util);
     };
-    const Seconds mxu_busy = to_seconds(c.mxu_busy) / cores;
-    const Seconds vpu_busy = to_seconds(c.vpu_busy) / cores;
+    const Seconds mxu_busy = to_seconds(c.busy.mxu) / cores;
+    const Seconds vpu_busy = to_seconds(c.busy.vpu) / cores;
     set(HwUnit::mxu, mxu_busy,
         ratio(c.rated_macs, static_cast<double>(spec.mxu.rows) * spec.mxu.cols * spec.mxu.per_core * cores *
                                  step_cycles));
     set(HwUnit::vpu, vpu_busy, ratio(vpu_busy.value(), step_s));
-    set(HwUnit::dma, to_seconds(c.dma_busy), ratio(to_seconds(c.dma_busy).value(), step_s));
-    set(HwUnit::hbm, to_seconds(c.hbm_busy),
-        ratio(static_cast<double>(c.hbm_read + c.hbm_written), spec.hbm.bandwidth.value() * step_s));
-    set(HwUnit::host, to_seconds(c.host_busy), ratio(to_seconds(c.host_busy).value(), step_s));
-    set(HwUnit::sparsecore, to_seconds(c.sparsecore_busy), ratio(to_seconds(c.sparsecore_busy).value(), step_s));
-    cr.vmem_peak = Bytes(c.vmem_peak);
+    set(HwUnit::dma, to_seconds(c.busy.dma), ratio(to_seconds(c.busy.dma).value(), step_s));
+    set(HwUnit::hbm, to_seconds(c.busy.hbm),
+        ratio(static_cast<double>(c.traffic.hbm_read + c.traffic.hbm_written), spec.hbm.bandwidth.value() * step_s));
+    set(HwUnit::host, to_seconds(c.busy.host), ratio(to_seconds(c.busy.host).value(), step_s));
+    set(HwUnit::sparsecore, to_seconds(c.busy.sparsecore), ratio(to_seconds(c.busy.sparsecore).value(), step_s));
+    cr.vmem_peak = Bytes(c.vmem.peak);
     r.chips.push_back(cr);
 
     r.breakdown.compute += cr.breakdown.compute;
@@ -280,11 +280,11 @@ SimResult Pod::collect(Tick end) const {
       r.instructions_per_unit[u] += c.executed[u];
       (mirrored ? r.cost.instructions_mirrored : r.cost.instructions_executed) += c.executed[u];
     }
-    hbm_read += c.hbm_read;
-    hbm_written += c.hbm_written;
-    dma_bytes += c.dma_bytes;
-    host_bytes += c.host_bytes;
-    sparsecore_bytes += c.sparsecore_bytes;
+    hbm_read += c.traffic.hbm_read;
+    hbm_written += c.traffic.hbm_written;
+    dma_bytes += c.traffic.dma_bytes;
+    host_bytes += c.traffic.host_bytes;
+    sparsecore_bytes += c.traffic.sparsecore_bytes;
   }
   const double n = chips_.empty() ? 1.0 : static_cast<double>(chips_.size());
   r.breakdown.compute = r.breakdown.compute / n;

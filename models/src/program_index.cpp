@@ -27,7 +27,7 @@ ir::UnitKind queue_unit(const ir::Instruction& ins) {
 
 namespace {
 
-bool touches(const ir::Instruction& ins, ir::Memory m) { return ins.src == m || ins.dst == m; }
+bool touches(const ir::Instruction& ins, ir::Memory m) { return ins.memory.src == m || ins.memory.dst == m; }
 
 BlockKind memory_block(ir::Memory m) {
   switch (m) {
@@ -44,20 +44,20 @@ BlockKind memory_block(ir::Memory m) {
 
 void ProgramIndex::note_uses(const ir::Instruction& ins, ir::UnitKind unit) {
   const auto use = [this](BlockKind k) { uses_.set(static_cast<std::size_t>(k)); };
-  if (ins.vmem_alloc > 0 || ins.vmem_free > 0) use(BlockKind::vmem);
+  if (ins.vmem.alloc > 0 || ins.vmem.free > 0) use(BlockKind::vmem);
   if (ins.streams_hbm()) use(BlockKind::hbm);  // a fused instruction's stream (kernels/program.h)
   if (const UnitBlock* runs = unit_block_for(unit)) use(runs->block);  // sync: the sequencer's own
   // What the unit reaches besides: the memories a transfer or a SparseCore gather moves between; a
   // collective's reductions run on the VPU of its TensorCore and its steps read and write HBM (ici/chip_port.h),
   // as sends and recvs do.
   if (unit == ir::UnitKind::dma || unit == ir::UnitKind::sparsecore) {
-    use(memory_block(ins.src));
-    use(memory_block(ins.dst));
+    use(memory_block(ins.memory.src));
+    use(memory_block(ins.memory.dst));
   } else if (unit == ir::UnitKind::ici && ins.kind == ir::OpKind::collective) {
     use(BlockKind::vpu);
     use(BlockKind::hbm);
   } else if (unit == ir::UnitKind::ici) {  // a send or recv reads or writes HBM; a put reads its source
-    use(is_remote_put(ins) ? memory_block(ins.src) : BlockKind::hbm);
+    use(is_remote_put(ins) ? memory_block(ins.memory.src) : BlockKind::hbm);
   }
 }
 
@@ -75,7 +75,7 @@ ProgramIndex::ProgramIndex(const ir::Program& program, const ChipSpec& chip, std
       throw SimulationError(first_chip, ins.core, static_cast<std::uint32_t>(i), program.label_of(ins), what);
     };
     const ir::UnitKind unit = queue_unit(ins);
-    const bool uses_vmem = ins.vmem_alloc > 0 || ins.vmem_free > 0 ||
+    const bool uses_vmem = ins.vmem.alloc > 0 || ins.vmem.free > 0 ||
                            (ins.kind == ir::OpKind::dma && touches(ins, ir::Memory::vmem));
     const bool reduces = ins.kind == ir::OpKind::collective;  // on the VPU of ins.core
     if ((unit == ir::UnitKind::mxu || unit == ir::UnitKind::vpu || uses_vmem || reduces) &&
@@ -84,11 +84,11 @@ ProgramIndex::ProgramIndex(const ir::Program& program, const ChipSpec& chip, std
                        chip.tensorcores));
     }
     if (ins.kind == ir::OpKind::dma) {
-      if (ins.src == ir::Memory::remote) {
+      if (ins.memory.src == ir::Memory::remote) {
         fail("a DMA from a remote chip (a one-sided get) is not modelled: issue a put (dst: remote) on the "
              "chip that holds the data, or a send/recv pair");
       }
-      if (is_remote_put(ins) && (ins.src == ir::Memory::host || ins.src == ir::Memory::remote)) {
+      if (is_remote_put(ins) && (ins.memory.src == ir::Memory::host || ins.memory.src == ir::Memory::remote)) {
         fail("a remote DMA reads local HBM, VMEM or CMEM");
       }
       if (touches(ins, ir::Memory::cmem) && !dma_reaches_cmem) {
@@ -108,7 +108,7 @@ ProgramIndex::ProgramIndex(const ir::Program& program, const ChipSpec& chip, std
                          "TensorCores of such a chip)",
                          ir::op_name(ins.kind), chip.name));
       }
-      for (const ir::Memory m : {ins.src, ins.dst}) {
+      for (const ir::Memory m : {ins.memory.src, ins.memory.dst}) {
         if (!has_path(chip, BlockKind::sparsecore, memory_block(m))) {
           fail(fmt::format("the SparseCore does not reach {} (no path sparsecore -> {})",
                            block_kind_name(memory_block(m)), block_kind_name(memory_block(m))));

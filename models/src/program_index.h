@@ -41,7 +41,7 @@ class QueueLayout {
 // one-sided put that the chip's ICI unit runs like a send (see net/interconnect.h).
 [[nodiscard]] ir::UnitKind queue_unit(const ir::Instruction& ins);
 [[nodiscard]] inline bool is_remote_put(const ir::Instruction& ins) {
-  return ins.kind == ir::OpKind::dma && ins.dst == ir::Memory::remote;
+  return ins.kind == ir::OpKind::dma && ins.memory.dst == ir::Memory::remote;
 }
 
 class ProgramIndex {

@@ -92,20 +92,20 @@ std::int64_t result_pop_cycles(const VpuSpec& vpu, MatmulShape s) {
 }
 
 MatmulShape matmul_timing_shape(const MxuSpec& mxu, const ir::Instruction& ins) {
-  if (ins.batch <= 1) return MatmulShape{ins.m, ins.k, ins.n};
+  if (ins.shape.batch <= 1) return MatmulShape{ins.shape.m, ins.shape.k, ins.shape.n};
   const std::int64_t cols = std::max(1, mxu.cols);
-  return MatmulShape{ins.m, ins.k, ins.batch * ceil_div(ins.n, cols) * cols};
+  return MatmulShape{ins.shape.m, ins.shape.k, ins.shape.batch * ceil_div(ins.shape.n, cols) * cols};
 }
 
 double matmul_useful_macs(const ir::Instruction& ins) {
-  return static_cast<double>(std::max(1, ins.batch)) * static_cast<double>(ins.m) * static_cast<double>(ins.k) *
-         static_cast<double>(ins.n);
+  return static_cast<double>(std::max(1, ins.shape.batch)) * static_cast<double>(ins.shape.m) *
+         static_cast<double>(ins.shape.k) * static_cast<double>(ins.shape.n);
 }
 
 std::int64_t matmul_vpu_cycles(const VpuSpec& vpu, const ir::Instruction& ins) {
-  const std::int64_t outputs = ins.sum_batch ? 1 : std::max(1, ins.batch);
-  return outputs * result_pop_cycles(vpu, MatmulShape{ins.m, ins.k, ins.n}) +
-         vpu_cycles(vpu, ins.vector_op, ins.elements);
+  const std::int64_t outputs = ins.shape.sum_batch ? 1 : std::max(1, ins.shape.batch);
+  return outputs * result_pop_cycles(vpu, MatmulShape{ins.shape.m, ins.shape.k, ins.shape.n}) +
+         vpu_cycles(vpu, ins.vector.op, ins.vector.elements);
 }
 
 std::int64_t mxu_first_result_cycles(const MxuSpec& mxu, MatmulShape s) {
@@ -189,16 +189,16 @@ double matmul_array_macs(const MxuSpec& mxu, MatmulShape s, int array) {
 }
 
 double embedding_row_volume(const ir::Instruction& ins) {
-  if (ins.m <= 0 || ins.n <= 0) return 0;
-  const auto row = static_cast<std::uint64_t>(ins.n) * static_cast<std::uint64_t>(dtype_bytes(ins.dtype));
+  if (ins.shape.m <= 0 || ins.shape.n <= 0) return 0;
+  const auto row = static_cast<std::uint64_t>(ins.shape.n) * static_cast<std::uint64_t>(dtype_bytes(ins.dtype));
   const std::uint64_t accesses = (row + kHbmAccessBytes - 1) / kHbmAccessBytes;
-  return static_cast<double>(ins.m) * static_cast<double>(accesses * kHbmAccessBytes);
+  return static_cast<double>(ins.shape.m) * static_cast<double>(accesses * kHbmAccessBytes);
 }
 
 std::int64_t sparsecore_pool_cycles(const SparseCoreSpec& sc, const ir::Instruction& ins) {
   const std::int64_t per_cycle = static_cast<std::int64_t>(sc.count) * sc.tiles * sc.lanes;
-  if (ins.m <= 0 || ins.n <= 0 || per_cycle <= 0) return 0;
-  return static_cast<std::int64_t>(std::ceil(static_cast<double>(ins.m) * static_cast<double>(ins.n) /
+  if (ins.shape.m <= 0 || ins.shape.n <= 0 || per_cycle <= 0) return 0;
+  return static_cast<std::int64_t>(std::ceil(static_cast<double>(ins.shape.m) * static_cast<double>(ins.shape.n) /
                                              static_cast<double>(per_cycle) - 1e-9));
 }
 

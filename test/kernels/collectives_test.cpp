@@ -611,12 +611,12 @@ TEST(CollectiveLowering, OneCollectiveInstruction) {
   const ir::Program& p = set.programs[0];
   ASSERT_EQ(p.size(), 1u);
   EXPECT_EQ(p[0].kind, ir::OpKind::collective);
-  EXPECT_EQ(p[0].collective, Kind::reduce_scatter);
+  EXPECT_EQ(p[0].comm.collective, Kind::reduce_scatter);
   EXPECT_EQ(p[0].bytes, 64u << 20);
   EXPECT_EQ(p[0].dtype, DType::f32);
-  EXPECT_EQ(p[0].mesh_axes, 0b101u);
-  EXPECT_EQ(p[0].algorithm, static_cast<std::uint8_t>(Algo::halving_doubling));
-  EXPECT_EQ(p[0].dep_count, 0u);
+  EXPECT_EQ(p[0].comm.mesh_axes, 0b101u);
+  EXPECT_EQ(p[0].comm.algorithm, static_cast<std::uint8_t>(Algo::halving_doubling));
+  EXPECT_EQ(p[0].deps.count, 0u);
   EXPECT_EQ(p.model_flops(), 0);
   EXPECT_EQ(p.label_of(p[0]), "reduce_scatter");
 }
@@ -646,7 +646,7 @@ TEST(CollectiveProgramFile, TheAlgorithmIsWrittenByNameUnlessAuto) {
   ir::write_program_json(set, out);
   EXPECT_NE(out.str().find(R"("mesh_axes":[],"algorithm":"direct")"), std::string::npos) << out.str();
   const ir::ProgramSet back = ir::parse_program_json(out.str(), "x.json");
-  EXPECT_EQ(back.programs[0][0].algorithm, static_cast<std::uint8_t>(Algo::direct));
+  EXPECT_EQ(back.programs[0][0].comm.algorithm, static_cast<std::uint8_t>(Algo::direct));
   std::ostringstream again;
   ir::write_program_json(back, again);
   EXPECT_EQ(again.str(), out.str());

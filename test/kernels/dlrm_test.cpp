@@ -51,8 +51,8 @@ Counts count(const ir::Program& p) {
   for (const ir::Instruction& ins : p.instructions()) {
     c.gathers += ins.kind == ir::OpKind::gather ? 1 : 0;
     c.scatters += ins.kind == ir::OpKind::scatter ? 1 : 0;
-    if (ins.kind == ir::OpKind::dma && ins.pattern == ir::DmaPattern::gather) c.gather_dma_bytes += ins.bytes;
-    c.flops += ins.model_flops;
+    if (ins.kind == ir::OpKind::dma && ins.memory.pattern == ir::DmaPattern::gather) c.gather_dma_bytes += ins.bytes;
+    c.flops += ins.flops.model;
   }
   return c;
 }
@@ -89,12 +89,12 @@ TEST(Dlrm, WithSparseCoresEachTableIsOneGatherAndOneScatter) {
   EXPECT_EQ(c.gather_dma_bytes, 0u);
   for (const ir::Instruction& ins : p.instructions()) {
     if (ins.kind != ir::OpKind::gather && ins.kind != ir::OpKind::scatter) continue;
-    EXPECT_EQ(ins.m, kBatch * 2);  // batch x lookups_per_table rows
-    EXPECT_EQ(ins.n, 128);
-    EXPECT_EQ(ins.k, kBatch);
+    EXPECT_EQ(ins.shape.m, kBatch * 2);  // batch x lookups_per_table rows
+    EXPECT_EQ(ins.shape.n, 128);
+    EXPECT_EQ(ins.shape.k, kBatch);
     EXPECT_EQ(ins.bytes, static_cast<std::uint64_t>(kBatch * 2 * 128 * 2));
     if (ins.kind == ir::OpKind::gather) {
-      EXPECT_EQ(ins.dep_count, 0u);  // the lookups overlap the bottom MLP
+      EXPECT_EQ(ins.deps.count, 0u);  // the lookups overlap the bottom MLP
     }
   }
 }

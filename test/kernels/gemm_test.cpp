@@ -26,36 +26,36 @@ TEST(LowerGemm, A128CubeIsOneTileOfTwoLoadsOneMatmulOneStore) {
 
   for (std::uint32_t i : {0u, 1u}) {
     EXPECT_EQ(p[i].kind, ir::OpKind::dma);
-    EXPECT_EQ(p[i].src, ir::Memory::hbm);
-    EXPECT_EQ(p[i].dst, ir::Memory::vmem);
-    EXPECT_EQ(p[i].pattern, ir::DmaPattern::contiguous);
+    EXPECT_EQ(p[i].memory.src, ir::Memory::hbm);
+    EXPECT_EQ(p[i].memory.dst, ir::Memory::vmem);
+    EXPECT_EQ(p[i].memory.pattern, ir::DmaPattern::contiguous);
     EXPECT_EQ(p[i].bytes, 32768u);
-    EXPECT_EQ(p[i].vmem_alloc, 32768u);
-    EXPECT_EQ(p[i].dep_count, 0u);
+    EXPECT_EQ(p[i].vmem.alloc, 32768u);
+    EXPECT_EQ(p[i].deps.count, 0u);
   }
   EXPECT_EQ(p.label_of(p[0]), "g.load_a");
   EXPECT_EQ(p.label_of(p[1]), "g.load_b");
 
   const ir::Instruction& mm = p[2];
   EXPECT_EQ(mm.kind, ir::OpKind::matmul);
-  EXPECT_EQ(mm.m, 128);
-  EXPECT_EQ(mm.k, 128);
-  EXPECT_EQ(mm.n, 128);
-  EXPECT_EQ(mm.model_flops, 2.0 * 128 * 128 * 128);
-  EXPECT_EQ(mm.hardware_flops, mm.model_flops);
-  EXPECT_EQ(mm.vmem_alloc, 65536u);
-  EXPECT_EQ(mm.vmem_free, 65536u);
-  ASSERT_EQ(mm.dep_count, 2u);
+  EXPECT_EQ(mm.shape.m, 128);
+  EXPECT_EQ(mm.shape.k, 128);
+  EXPECT_EQ(mm.shape.n, 128);
+  EXPECT_EQ(mm.flops.model, 2.0 * 128 * 128 * 128);
+  EXPECT_EQ(mm.flops.hardware, mm.flops.model);
+  EXPECT_EQ(mm.vmem.alloc, 65536u);
+  EXPECT_EQ(mm.vmem.free, 65536u);
+  ASSERT_EQ(mm.deps.count, 2u);
   EXPECT_EQ(p.deps_of(mm)[0], 0u);
   EXPECT_EQ(p.deps_of(mm)[1], 1u);
 
   const ir::Instruction& out = p[3];
   EXPECT_EQ(out.kind, ir::OpKind::dma);
-  EXPECT_EQ(out.src, ir::Memory::vmem);
-  EXPECT_EQ(out.dst, ir::Memory::hbm);
+  EXPECT_EQ(out.memory.src, ir::Memory::vmem);
+  EXPECT_EQ(out.memory.dst, ir::Memory::hbm);
   EXPECT_EQ(out.bytes, 32768u);  // C written back in bf16
-  EXPECT_EQ(out.vmem_free, 65536u);
-  ASSERT_EQ(out.dep_count, 1u);
+  EXPECT_EQ(out.vmem.free, 65536u);
+  ASSERT_EQ(out.deps.count, 1u);
   EXPECT_EQ(p.deps_of(out)[0], 2u);
 
   EXPECT_EQ(g.done, std::vector<std::uint32_t>{3});
@@ -68,7 +68,7 @@ TEST(LowerGemm, FirstLoadsDependOnAfter) {
   ir::Instruction barrier;
   const std::uint32_t before = p.add(barrier, {}, "before");
   (void)lower_gemm(p, v4_like(), 128, 128, 128, DType::bf16, {before}, "g");
-  EXPECT_EQ(p[1].dep_count, 1u);
+  EXPECT_EQ(p[1].deps.count, 1u);
   EXPECT_EQ(p.deps_of(p[1])[0], before);
   EXPECT_EQ(p.deps_of(p[2])[0], before);
 }
@@ -140,7 +140,7 @@ TEST(LowerGemm, VmemStaysWithinItsBoundAndCapacityOnEveryChip) {
       EXPECT_LE(worst_vmem_peak(p), g.tiling.vmem_peak) << chip.name << " " << m << "x" << k << "x" << n;
       std::map<int, std::int64_t> balance;
       for (const auto& ins : p.instructions()) {
-        balance[ins.core] += static_cast<std::int64_t>(ins.vmem_alloc) - static_cast<std::int64_t>(ins.vmem_free);
+        balance[ins.core] += static_cast<std::int64_t>(ins.vmem.alloc) - static_cast<std::int64_t>(ins.vmem.free);
       }
       for (const auto& [core, b] : balance) EXPECT_EQ(b, 0) << "core " << core;
     }
@@ -159,17 +159,17 @@ TEST(LowerGemm, EveryMatmulDependsOnItsOperandLoadsAndThePreviousMatmulOfItsCore
     if (ins.kind == ir::OpKind::matmul) {
       ++matmuls;
       bool a = false, b = false, prev = !last_matmul.count(ins.core);
-      for (std::uint32_t d = 0; d < ins.dep_count; ++d) {
+      for (std::uint32_t d = 0; d < ins.deps.count; ++d) {
         const ir::Instruction& dep = p[deps[d]];
-        const bool load = dep.kind == ir::OpKind::dma && dep.dst == ir::Memory::vmem && dep.core == ins.core;
-        a = a || (load && dep.bytes == static_cast<std::uint64_t>(ins.m * ins.k) * 2);
-        b = b || (load && dep.bytes == static_cast<std::uint64_t>(ins.k * ins.n) * 2);
+        const bool load = dep.kind == ir::OpKind::dma && dep.memory.dst == ir::Memory::vmem && dep.core == ins.core;
+        a = a || (load && dep.bytes == static_cast<std::uint64_t>(ins.shape.m * ins.shape.k) * 2);
+        b = b || (load && dep.bytes == static_cast<std::uint64_t>(ins.shape.k * ins.shape.n) * 2);
         prev = prev || static_cast<std::int64_t>(deps[d]) == last_matmul[ins.core];
       }
       EXPECT_TRUE(a && b && prev) << "matmul " << i;
       last_matmul[ins.core] = static_cast<std::int64_t>(i);
-    } else if (ins.src == ir::Memory::vmem) {
-      ASSERT_EQ(ins.dep_count, 1u);
+    } else if (ins.memory.src == ir::Memory::vmem) {
+      ASSERT_EQ(ins.deps.count, 1u);
       EXPECT_EQ(p[deps[0]].kind, ir::OpKind::matmul);
       EXPECT_EQ(p[deps[0]].core, ins.core);
     }
@@ -181,7 +181,7 @@ TEST(LowerGemm, CTilesAreSplitEvenlyAcrossTensorCores) {
   ir::Program p;
   (void)lower_gemm(p, v4_like(), 4096, 4096, 4096, DType::bf16, {}, "g");
   double flops[2] = {0, 0};
-  for (const auto& ins : p.instructions()) flops[ins.core] += ins.model_flops;
+  for (const auto& ins : p.instructions()) flops[ins.core] += ins.flops.model;
   EXPECT_EQ(flops[0], flops[1]);
   EXPECT_EQ(p.cores_used(), 2);
 }
@@ -215,7 +215,7 @@ std::uint64_t bytes_between(const ir::Program& p, ir::Memory src, ir::Memory dst
   std::uint64_t b = 0;
   std::size_t n = 0;
   for (const ir::Instruction& ins : p.instructions()) {
-    if (ins.kind == ir::OpKind::dma && ins.src == src && ins.dst == dst) {
+    if (ins.kind == ir::OpKind::dma && ins.memory.src == src && ins.memory.dst == dst) {
       b += ins.bytes;
       ++n;
     }
@@ -243,11 +243,11 @@ TEST(LowerGemm, ReReadWeightsAreStagedInCmemOnceAndLoadedFromThere) {
   // Every CMEM load depends on the stage of its tile, which comes first in the program.
   for (std::size_t i = 0; i < p.size(); ++i) {
     const ir::Instruction& ins = p[i];
-    if (ins.kind != ir::OpKind::dma || ins.src != ir::Memory::cmem) continue;
+    if (ins.kind != ir::OpKind::dma || ins.memory.src != ir::Memory::cmem) continue;
     bool staged = false;
-    for (std::uint32_t d = 0; d < ins.dep_count; ++d) {
+    for (std::uint32_t d = 0; d < ins.deps.count; ++d) {
       const ir::Instruction& dep = p[p.deps_of(ins)[d]];
-      staged = staged || (dep.kind == ir::OpKind::dma && dep.dst == ir::Memory::cmem && dep.bytes == ins.bytes);
+      staged = staged || (dep.kind == ir::OpKind::dma && dep.memory.dst == ir::Memory::cmem && dep.bytes == ins.bytes);
     }
     EXPECT_TRUE(staged) << "instruction " << i;
   }

@@ -101,10 +101,10 @@ inline std::vector<std::uint64_t> asap_vmem_peak(const ir::Program& p, std::uint
   for (std::size_t i = 0; i < p.size(); ++i) {
     const ir::Instruction& ins = p[i];
     std::int64_t start = 0;
-    for (std::uint32_t d = 0; d < ins.dep_count; ++d) start = std::max(start, end[p.deps_of(ins)[d]]);
+    for (std::uint32_t d = 0; d < ins.deps.count; ++d) start = std::max(start, end[p.deps_of(ins)[d]]);
     end[i] = start + duration(rng);
-    events.emplace_back(start, 1, ins.core, static_cast<std::int64_t>(ins.vmem_alloc));
-    events.emplace_back(end[i], 0, ins.core, -static_cast<std::int64_t>(ins.vmem_free));
+    events.emplace_back(start, 1, ins.core, static_cast<std::int64_t>(ins.vmem.alloc));
+    events.emplace_back(end[i], 0, ins.core, -static_cast<std::int64_t>(ins.vmem.free));
   }
   std::sort(events.begin(), events.end());
   std::vector<std::int64_t> live(p.cores_used(), 0);

@@ -59,7 +59,7 @@ std::pair<ir::Program, ir::Program> before_after(WorkloadSpec w, Change change) 
 
 double hbm_bytes(const ir::Program& p) {
   double b = 0;
-  for (const auto& ins : p.instructions()) b += static_cast<double>(ins.hbm_read + ins.hbm_written);
+  for (const auto& ins : p.instructions()) b += static_cast<double>(ins.stream.hbm_read + ins.stream.hbm_written);
   return b;
 }
 
@@ -315,7 +315,7 @@ TEST(ModelZoo, FullRematRaisesHardwareFlopsByTheBlocksForwardFlops) {
   double block_forward = 0;
   for (const auto& ins : none.instructions()) {
     const std::string& label = none.label_of(ins);
-    if (label.rfind("layer", 0) == 0 && label.find(".fwd.") != std::string::npos) block_forward += ins.model_flops;
+    if (label.rfind("layer", 0) == 0 && label.find(".fwd.") != std::string::npos) block_forward += ins.flops.model;
   }
   // 3 blocks x (24 d^2 + 4 T d) FLOPs per token.
   EXPECT_DOUBLE_EQ(block_forward, 3 * (24.0 * 2048 * 2048 + 4.0 * 1024 * 2048) * 2048);
@@ -401,7 +401,7 @@ TEST(ModelZoo, Int8WeightsHalveTheWeightBytesAndRunTheWeightMatmulsAtTheInt8Rate
   EXPECT_EQ(l.memory->weights.count(), static_cast<std::uint64_t>(parameter_count(m)));  // one byte each
   auto read_of = [](const ir::Program& p, const std::string& label) {
     std::uint64_t b = 0;
-    for (const auto& ins : p.instructions()) b += p.label_of(ins) == label ? ins.hbm_read : 0;
+    for (const auto& ins : p.instructions()) b += p.label_of(ins) == label ? ins.stream.hbm_read : 0;
     return b;
   };
   // The up-projection (4096 x 22016) streams its weights in int8: 4096 x 22016 bytes fewer.
@@ -429,8 +429,8 @@ TEST(ModelZoo, Int8QuantizedTrainingRunsEveryDenseMatmulInInt8AndPaysItsQuantiza
     for (const auto& ins : p.instructions()) s += p.label_of(ins) == label ? static_cast<double>(field(ins)) : 0.0;
     return s;
   };
-  const auto elements = [](const ir::Instruction& i) { return i.elements; };
-  const auto model = [](const ir::Instruction& i) { return i.model_flops; };
+  const auto elements = [](const ir::Instruction& i) { return i.vector.elements; };
+  const auto model = [](const ir::Instruction& i) { return i.flops.model; };
   // AQT quantizes both operands of the up-projection (128 x 128 tokens by d, 128 x 512 weights), three VPU ops
   // per element (kAqtQuantize), on top of the epilogue's work; the FLOPs do not change.
   EXPECT_EQ(sum_of(int8, "layer0.fwd.up", elements) - sum_of(bf16, "layer0.fwd.up", elements),
@@ -441,8 +441,8 @@ TEST(ModelZoo, Int8QuantizedTrainingRunsEveryDenseMatmulInInt8AndPaysItsQuantiza
     const ir::Instruction& ins = int8[i];
     if (ins.kind != ir::OpKind::matmul) continue;
     const std::string& label = int8.label_of(ins);
-    EXPECT_EQ(ins.model_flops, bf16[i].model_flops) << label;
-    EXPECT_EQ(ins.hardware_flops, bf16[i].hardware_flops) << label;
+    EXPECT_EQ(ins.flops.model, bf16[i].flops.model) << label;
+    EXPECT_EQ(ins.flops.hardware, bf16[i].flops.hardware) << label;
     if (label.find("attention") != std::string::npos) {
       ++attention;
       EXPECT_EQ(ins.dtype, DType::bf16) << label;  // the attention core is not quantized

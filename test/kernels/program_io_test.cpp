@@ -46,13 +46,13 @@ TEST(ProgramJson, TinyProgramHasTheDocumentedLayout) {
   Instruction load;
   load.kind = OpKind::dma;
   load.bytes = 4096;
-  load.vmem_alloc = 4096;
+  load.vmem.alloc = 4096;
   const auto a = p.add(load, {}, "load");
   Instruction mm;
   mm.kind = OpKind::matmul;
-  mm.m = mm.k = mm.n = 16;
-  mm.model_flops = mm.hardware_flops = 8192;
-  mm.vmem_free = 4096;
+  mm.shape.m = mm.shape.k = mm.shape.n = 16;
+  mm.flops.model = mm.flops.hardware = 8192;
+  mm.vmem.free = 4096;
   mm.core = 1;
   p.add(mm, {a}, "mm");
   ProgramSet set;
@@ -89,8 +89,8 @@ TEST(ProgramJson, RoundTripOfALoweredTrainingStepIsByteIdentical) {
   EXPECT_EQ(a.dma_bytes(), b.dma_bytes());
   for (std::size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(a.label_of(a[i]), b.label_of(b[i]));
-    ASSERT_EQ(a[i].dep_count, b[i].dep_count);
-    for (std::uint32_t d = 0; d < a[i].dep_count; ++d) EXPECT_EQ(a.deps_of(a[i])[d], b.deps_of(b[i])[d]);
+    ASSERT_EQ(a[i].deps.count, b[i].deps.count);
+    for (std::uint32_t d = 0; d < a[i].deps.count; ++d) EXPECT_EQ(a.deps_of(a[i])[d], b.deps_of(b[i])[d]);
   }
 }
 
@@ -110,10 +110,10 @@ TEST(ProgramJson, EveryOpKindAndRolesRoundTripThroughAFile) {
   ASSERT_EQ(set.programs.size(), 2u);
   EXPECT_EQ(set.role_of_chip, (std::vector<std::uint16_t>{0, 1, 1, 0}));
   const Program& a = set.programs[0];
-  EXPECT_EQ(a[2].collective, CollectiveKind::reduce_scatter);
-  EXPECT_EQ(a[2].mesh_axes, 0b101u);
-  EXPECT_EQ(a[3].peer, -1);
-  EXPECT_EQ(a[1].vector_op, VectorOp::reduction);
+  EXPECT_EQ(a[2].comm.collective, CollectiveKind::reduce_scatter);
+  EXPECT_EQ(a[2].comm.mesh_axes, 0b101u);
+  EXPECT_EQ(a[3].comm.peer, -1);
+  EXPECT_EQ(a[1].vector.op, VectorOp::reduction);
 
   const auto path = std::filesystem::temp_directory_path() / "tpusim_program_io_test.json";
   {
@@ -161,26 +161,26 @@ TEST(ProgramJson, FusedOpFieldsRoundTripInVersion2) {
   const ProgramSet set = parse_program_json(text, "mem");
   const Program& p = set.programs[0];
   EXPECT_EQ(p[0].op_class, OpClass::attention);
-  EXPECT_EQ(p[0].batch, 16);
-  EXPECT_FALSE(p[0].sum_batch);
-  EXPECT_EQ(p[0].vector_op, VectorOp::transcendental);
-  EXPECT_EQ(p[0].elements, 4096);
-  EXPECT_EQ(p[0].hbm_read, 1000u);
-  EXPECT_EQ(p[0].hbm_written, 500u);
-  EXPECT_EQ(p[0].grid_steps, 4u);
+  EXPECT_EQ(p[0].shape.batch, 16);
+  EXPECT_FALSE(p[0].shape.sum_batch);
+  EXPECT_EQ(p[0].vector.op, VectorOp::transcendental);
+  EXPECT_EQ(p[0].vector.elements, 4096);
+  EXPECT_EQ(p[0].stream.hbm_read, 1000u);
+  EXPECT_EQ(p[0].stream.hbm_written, 500u);
+  EXPECT_EQ(p[0].stream.grid_steps, 4u);
   EXPECT_TRUE(p[0].streams_hbm());
-  EXPECT_TRUE(p[1].sum_batch);
-  EXPECT_EQ(p[1].batch, 49);
+  EXPECT_TRUE(p[1].shape.sum_batch);
+  EXPECT_EQ(p[1].shape.batch, 49);
   EXPECT_FALSE(p[1].streams_hbm());
   EXPECT_EQ(p[2].op_class, OpClass::norm_activation);
-  EXPECT_EQ(p[2].hbm_read, 256u);
+  EXPECT_EQ(p[2].stream.hbm_read, 256u);
   EXPECT_EQ(to_json(parse_program_json(to_json(set), "again")), to_json(set));
 }
 
 TEST(ProgramJson, Version1FilesReadUnchangedButCannotCarryVersion2Fields) {
   const ProgramSet v1 = parse_program_json(
       file_with(R"({"op": "matmul", "m": 8, "k": 8, "n": 8, "dtype": "bf16", "deps": []})", "1"), "old.json");
-  EXPECT_EQ(v1.programs[0][0].batch, 1);
+  EXPECT_EQ(v1.programs[0][0].shape.batch, 1);
   EXPECT_EQ(v1.programs[0][0].op_class, OpClass::other);
   const auto errors =
       errors_of(file_with(R"({"op": "matmul", "m": 8, "k": 8, "n": 8, "dtype": "bf16", "hbm_read": 8, "deps": []})", "1"));
@@ -267,9 +267,9 @@ TEST(ProgramJson, EmbeddingGathersAndScattersRoundTripWithTheirShape) {
   const Program& p = set.programs[0];
   EXPECT_EQ(p[0].kind, OpKind::gather);
   EXPECT_EQ(unit_of(p[0].kind), UnitKind::sparsecore);
-  EXPECT_EQ(p[0].m, 4096);
-  EXPECT_EQ(p[0].n, 128);
-  EXPECT_EQ(p[0].k, 2048);
+  EXPECT_EQ(p[0].shape.m, 4096);
+  EXPECT_EQ(p[0].shape.n, 128);
+  EXPECT_EQ(p[0].shape.k, 2048);
   EXPECT_EQ(p[0].bytes, 4096u * 128 * 2);  // the rows' bytes follow from the shape
   EXPECT_EQ(p[1].kind, OpKind::scatter);
   EXPECT_EQ(p[1].bytes, 4096u * 128 * 4);

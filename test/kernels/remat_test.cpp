@@ -128,8 +128,8 @@ TEST(Remat, OffloadedTensorsGoToHostMemoryAndComeBackForTheBackward) {
     if (ins.kind != ir::OpKind::dma) continue;
     ++copies;
     EXPECT_EQ(ins.op_class, ir::OpClass::host);
-    if (ins.src == ir::Memory::hbm && ins.dst == ir::Memory::host) to_host += ins.bytes;
-    if (ins.src == ir::Memory::host && ins.dst == ir::Memory::hbm) to_hbm += ins.bytes;
+    if (ins.memory.src == ir::Memory::hbm && ins.memory.dst == ir::Memory::host) to_host += ins.bytes;
+    if (ins.memory.src == ir::Memory::host && ins.memory.dst == ir::Memory::hbm) to_hbm += ins.bytes;
   }
   EXPECT_EQ(copies, 2 * 2 * 5);
   EXPECT_EQ(to_host, 2 * 5 * kTd);

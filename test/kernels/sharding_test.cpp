@@ -211,7 +211,7 @@ TEST(Sharding, ASynchronousReduceScatterWaitsForBothTensorCoresAndHoldsTheirLate
   auto depends = [](const ir::Program& p, std::size_t i, std::size_t on) {
     const ir::Instruction& ins = p[i];
     const std::uint32_t* d = p.deps_of(ins);
-    return std::find(d, d + ins.dep_count, static_cast<std::uint32_t>(on)) != d + ins.dep_count;
+    return std::find(d, d + ins.deps.count, static_cast<std::uint32_t>(on)) != d + ins.deps.count;
   };
   auto compute = [](const ir::Instruction& ins) {
     return ins.kind == ir::OpKind::matmul || ins.kind == ir::OpKind::vector;
@@ -332,7 +332,7 @@ TEST(Sharding, PipelineStagesAreRolesThatSendActivationsForwardAndGradientsBack)
   auto count = [](const ir::Program& p, ir::OpKind kind, std::int32_t peer) {
     int n = 0;
     for (const auto& ins : p.instructions()) {
-      if (ins.kind == kind && ins.peer == peer) {
+      if (ins.kind == kind && ins.comm.peer == peer) {
         EXPECT_EQ(ins.bytes, 128U * 256 * 2);
         ++n;
       }
@@ -423,7 +423,7 @@ std::vector<ir::CollectiveGroup> groups_of(const LoweredWorkload& l, const std::
     const std::string& label = p.label_of(ins);
     if (ins.kind == ir::OpKind::collective && label.size() >= suffix.size() &&
         label.compare(label.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      out.push_back(l.programs.groups.at(ins.group));
+      out.push_back(l.programs.groups.at(ins.comm.group));
     }
   }
   return out;
@@ -541,7 +541,7 @@ TEST(Sharding, CollectiveMatmulOverFourChipsRunsBothWaysRoundTheRingInTwoSteps) 
   for (const auto& ins : p.instructions()) {
     const std::string& l = p.label_of(ins);
     if (ins.kind != ir::OpKind::collective || l.find("tp_ring_permute") == std::string::npos) continue;
-    EXPECT_EQ(ins.algorithm, static_cast<std::uint8_t>(CollectiveAlgorithm::ring_bidirectional));
+    EXPECT_EQ(ins.comm.algorithm, static_cast<std::uint8_t>(CollectiveAlgorithm::ring_bidirectional));
     (ins.bytes == static_cast<std::uint64_t>(2 * shard) ? two : one) += 1;
   }
   EXPECT_EQ(two, 15);
@@ -566,7 +566,7 @@ TEST(Sharding, CollectiveMatmulOverFourChipsRunsBothWaysRoundTheRingInTwoSteps) 
   for (const auto& ins : p.instructions()) {
     const std::string& l = p.label_of(ins);
     if (l.find("tp_ring_scatter") != std::string::npos) {
-      EXPECT_EQ(ins.algorithm, static_cast<std::uint8_t>(CollectiveAlgorithm::ring_bidirectional));
+      EXPECT_EQ(ins.comm.algorithm, static_cast<std::uint8_t>(CollectiveAlgorithm::ring_bidirectional));
       (ins.bytes == static_cast<std::uint64_t>(2 * shard) ? two_blocks : one_block) += 1;
     }
     if (l.size() > 6 && l.compare(l.size() - 6, 6, ".ring3") == 0) ++ring3;
@@ -597,8 +597,8 @@ TEST(Sharding, CollectiveMatmulRunsTheWeightGradientOfAGatheredGradientChunkByCh
   for (const auto& ins : a.instructions()) {
     if (a.label_of(ins) != dw) continue;
     ++whole_count;
-    whole_flops += ins.hardware_flops, whole_read += static_cast<double>(ins.hbm_read);
-    whole_written += static_cast<double>(ins.hbm_written), whole_vpu += static_cast<double>(ins.elements);
+    whole_flops += ins.flops.hardware, whole_read += static_cast<double>(ins.stream.hbm_read);
+    whole_written += static_cast<double>(ins.stream.hbm_written), whole_vpu += static_cast<double>(ins.vector.elements);
   }
   ASSERT_EQ(whole_count, a.cores_used());
   const double grads = 256.0 * 256 * 4 / a.cores_used();  // the f32 dW, per core
@@ -613,9 +613,10 @@ TEST(Sharding, CollectiveMatmulRunsTheWeightGradientOfAGatheredGradientChunkByCh
     }
     if (l.rfind(dw + ".step", 0) != 0) continue;
     ++parts;
-    EXPECT_EQ(ins.k, 64);
-    flops += ins.hardware_flops, read += static_cast<double>(ins.hbm_read), written += static_cast<double>(ins.hbm_written);
-    vpu += static_cast<double>(ins.elements);
+    EXPECT_EQ(ins.shape.k, 64);
+    flops += ins.flops.hardware, read += static_cast<double>(ins.stream.hbm_read),
+        written += static_cast<double>(ins.stream.hbm_written);
+    vpu += static_cast<double>(ins.vector.elements);
   }
   EXPECT_EQ(parts, 4 * b.cores_used());
   EXPECT_DOUBLE_EQ(flops, whole_flops);
@@ -648,7 +649,7 @@ TEST(Sharding, ADModelSplitAllReducesEachNormsStatisticsOverTheTensorGroup) {
   for (const auto& ins : p.instructions()) {
     if (p.label_of(ins).find("tp_all_gather") == std::string::npos) continue;
     const std::uint32_t* deps = p.deps_of(ins);
-    for (std::uint32_t d = 0; d < ins.dep_count; ++d) {
+    for (std::uint32_t d = 0; d < ins.deps.count; ++d) {
       if (p.label_of(p.instructions()[deps[d]]).find("tp_stats_all_reduce") != std::string::npos) ++waiting;
     }
   }
@@ -783,7 +784,7 @@ TEST(Sharding, FsdpGathersTheEmbeddingTableBeforeTheLookupAndReduceScattersItsGr
   for (const auto& ins : p.instructions()) {
     if (p.label_of(ins) != "embedding.fwd.lookup") continue;
     bool after_gather = false;
-    for (std::uint32_t d = 0; d < ins.dep_count; ++d) {
+    for (std::uint32_t d = 0; d < ins.deps.count; ++d) {
       after_gather |= p.label_of(p[p.deps_of(ins)[d]]) == "head.fwd.fsdp_all_gather";
     }
     EXPECT_TRUE(after_gather);
@@ -805,9 +806,9 @@ CastTotals casts(const ir::Program& p, const std::string& suffix) {
         l.compare(l.size() - suffix.size(), suffix.size(), suffix) != 0) {
       continue;
     }
-    t.read += static_cast<double>(ins.hbm_read);
-    t.written += static_cast<double>(ins.hbm_written);
-    t.elements += static_cast<double>(ins.elements);
+    t.read += static_cast<double>(ins.stream.hbm_read);
+    t.written += static_cast<double>(ins.stream.hbm_written);
+    t.elements += static_cast<double>(ins.vector.elements);
     ++t.count;
   }
   return t;
@@ -851,7 +852,7 @@ TEST(Sharding, AnFsdpCastWaitsForItsTensorCoresPreviousFusionAndNoGatherWaitsFor
     const ir::Instruction& ins = p[i];
     const std::uint32_t* deps = p.deps_of(ins);
     if (ins.kind == ir::OpKind::collective) {
-      for (std::uint32_t d = 0; d < ins.dep_count; ++d) EXPECT_FALSE(is_cast(p[deps[d]])) << p.label_of(ins);
+      for (std::uint32_t d = 0; d < ins.deps.count; ++d) EXPECT_FALSE(is_cast(p[deps[d]])) << p.label_of(ins);
       continue;
     }
     if (ins.kind != ir::OpKind::matmul && ins.kind != ir::OpKind::vector) continue;
@@ -860,7 +861,7 @@ TEST(Sharding, AnFsdpCastWaitsForItsTensorCoresPreviousFusionAndNoGatherWaitsFor
       const auto prev = last_compute.find(ins.core);
       if (prev != last_compute.end()) {
         bool after_prev = false;
-        for (std::uint32_t d = 0; d < ins.dep_count; ++d) after_prev |= deps[d] == prev->second;
+        for (std::uint32_t d = 0; d < ins.deps.count; ++d) after_prev |= deps[d] == prev->second;
         EXPECT_TRUE(after_prev) << p.label_of(ins) << " on core " << static_cast<int>(ins.core);
         chained += after_prev ? 1 : 0;
       }
@@ -901,7 +902,7 @@ TEST(Sharding, TensorParallelExpertMlpsReduceTheirPartialSumsLikeDenseOnesWithAn
 // Model FLOPs of the instructions of class `cls`.
 double flops_of(const ir::Program& p, ir::OpClass cls) {
   double f = 0;
-  for (const auto& ins : p.instructions()) f += ins.op_class == cls ? ins.model_flops : 0;
+  for (const auto& ins : p.instructions()) f += ins.op_class == cls ? ins.flops.model : 0;
   return f;
 }
 
@@ -933,8 +934,8 @@ TEST(ContextParallelism, KeysAndValuesAreGatheredOverTheSequenceGroupAndTheirGra
   bool seen = false;
   for (const auto& ins : p.instructions()) {
     if (p.label_of(ins) != "layer0.fwd.attention.qk") continue;
-    EXPECT_EQ(ins.m, 64);
-    EXPECT_EQ(ins.n, 128);
+    EXPECT_EQ(ins.shape.m, 64);
+    EXPECT_EQ(ins.shape.n, 128);
     seen = true;
   }
   EXPECT_TRUE(seen);
@@ -1029,7 +1030,9 @@ TEST(ContextParallelism, NeedsWholeSequencesThatSplit) {
 // Bytes the instructions labelled `label` write to HBM (over the TensorCores).
 double written(const ir::Program& p, const std::string& label) {
   double b = 0;
-  for (const auto& ins : p.instructions()) b += p.label_of(ins) == label ? static_cast<double>(ins.hbm_written) : 0;
+  for (const auto& ins : p.instructions()) {
+    b += p.label_of(ins) == label ? static_cast<double>(ins.stream.hbm_written) : 0;
+  }
   return b;
 }
 
@@ -1050,7 +1053,7 @@ TEST(FsdpGradients, TheWeightGradientMatmulWritesTheWholeGradientThatTheReduceSc
   bool waits = false;
   for (const auto& ins : p.instructions()) {
     if (p.label_of(ins) != "layer0.bwd.fsdp_reduce_scatter") continue;
-    for (std::uint32_t k = 0; k < ins.dep_count; ++k) {
+    for (std::uint32_t k = 0; k < ins.deps.count; ++k) {
       waits |= std::find(dw.begin(), dw.end(), p.deps_of(ins)[k]) != dw.end();
     }
   }

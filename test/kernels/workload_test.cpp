@@ -33,9 +33,9 @@ Totals totals(const ir::Program& p, const std::string& prefix) {
     ++t.count;
     t.matmuls += ins.kind == ir::OpKind::matmul;
     t.vectors += ins.kind == ir::OpKind::vector;
-    if (ins.kind == ir::OpKind::vector) t.elements += ins.elements;
+    if (ins.kind == ir::OpKind::vector) t.elements += ins.vector.elements;
     if (ins.kind == ir::OpKind::dma) t.dma_bytes += ins.bytes;
-    t.flops += ins.model_flops;
+    t.flops += ins.flops.model;
   }
   return t;
 }
@@ -58,7 +58,7 @@ bool depends_on(const ir::Program& p, std::uint32_t later, std::uint32_t earlier
     if (i == earlier) return true;
     if (seen[i] || i < earlier) continue;
     seen[i] = true;
-    for (std::uint32_t d = 0; d < p[i].dep_count; ++d) stack.push_back(p.deps_of(p[i])[d]);
+    for (std::uint32_t d = 0; d < p[i].deps.count; ++d) stack.push_back(p.deps_of(p[i])[d]);
   }
   return false;
 }
@@ -71,7 +71,7 @@ void expect_ordered(const ir::Program& p, const std::string& later, const std::s
   // Checking the first instruction of `later` (all others follow it) against the stores of `earlier`
   // suffices: each stage's stores are its final instructions.
   for (std::uint32_t e : b) {
-    if (p[e].kind == ir::OpKind::dma && p[e].src == ir::Memory::vmem) {
+    if (p[e].kind == ir::OpKind::dma && p[e].memory.src == ir::Memory::vmem) {
       EXPECT_TRUE(depends_on(p, a.front(), e)) << later << " does not wait for " << earlier << " #" << e;
     }
   }
@@ -101,7 +101,7 @@ TEST(LowerWorkload, MlpForwardIsOneGemmPerLayerAndActivationsBetweenThem) {
   EXPECT_EQ(totals(p, "layer2.act").count, 0);   // no activation after the last layer
   for (const auto& ins : p.instructions()) {
     if (ins.kind == ir::OpKind::vector) {
-      EXPECT_EQ(ins.vector_op, ir::VectorOp::transcendental);
+      EXPECT_EQ(ins.vector.op, ir::VectorOp::transcendental);
     }
   }
   expect_ordered(p, "layer1.act", "layer1.fwd");
@@ -113,7 +113,7 @@ TEST(LowerWorkload, ReluIsElementwise) {
       lower_workload(mlp({256, 256, 256}, 32, StepKind::train, Optimizer::sgd, Activation::relu), v4_like()).programs[0];
   for (const auto& ins : p.instructions()) {
     if (ins.kind == ir::OpKind::vector) {
-      EXPECT_EQ(ins.vector_op, ir::VectorOp::elementwise);
+      EXPECT_EQ(ins.vector.op, ir::VectorOp::elementwise);
     }
   }
 }
@@ -207,12 +207,12 @@ TEST(LowerVectorPass, ChunksAreWholeVregsSpreadOverCores) {
   // both ops, then both stores (a group's stores follow the next round's loads).
   ASSERT_EQ(p.size(), 6u);
   EXPECT_EQ(done.size(), 2u);
-  EXPECT_EQ(p[2].elements, 5120);
+  EXPECT_EQ(p[2].vector.elements, 5120);
   EXPECT_EQ(p[2].core, 0);
-  EXPECT_EQ(p[3].elements, 4880);
+  EXPECT_EQ(p[3].vector.elements, 4880);
   EXPECT_EQ(p[3].core, 1);
   EXPECT_EQ(p[4].kind, ir::OpKind::dma);
-  EXPECT_EQ(p[4].dst, ir::Memory::hbm);
+  EXPECT_EQ(p[4].memory.dst, ir::Memory::hbm);
   EXPECT_EQ(p.dma_bytes(), 2u * 10000 * 2);
 }
 
@@ -272,10 +272,10 @@ TEST(HostLowering, WithoutPrefetchTheFirstLayerWaitsForTheInfeedBehindTheLaunch)
   ASSERT_EQ(launch.size(), 1u);
   ASSERT_EQ(infeed.size(), 1u);
   EXPECT_EQ(p.label_of(p[infeed[0]]), "host.infeed");
-  EXPECT_DOUBLE_EQ(p[launch[0]].host_seconds, 50e-6);
+  EXPECT_DOUBLE_EQ(p[launch[0]].host.seconds, 50e-6);
   EXPECT_EQ(p[launch[0]].bytes, 0u);
   EXPECT_EQ(p[infeed[0]].bytes, 64u * 512);
-  EXPECT_DOUBLE_EQ(p[infeed[0]].host_seconds, 64.0 * 4 / 1e4);
+  EXPECT_DOUBLE_EQ(p[infeed[0]].host.seconds, 64.0 * 4 / 1e4);
   EXPECT_TRUE(depends_on(p, infeed[0], launch[0]));
   EXPECT_TRUE(depends_on(p, with_prefix(p, "layer1.fwd")[0], infeed[0]));
 }
@@ -288,7 +288,7 @@ TEST(HostLowering, WithPrefetchTheNextStepsInfeedRunsBesideTheStep) {
   const ir::Program p = lower_workload(w, v4_with_host()).programs[0];
   const auto launch = with_prefix(p, "host.launch"), infeed = with_prefix(p, "host.infeed.next_step");
   ASSERT_EQ(infeed.size(), 1u);
-  EXPECT_EQ(p[infeed[0]].host_seconds, 0.0);  // no pipeline rate: only the PCIe transfer
+  EXPECT_EQ(p[infeed[0]].host.seconds, 0.0);  // no pipeline rate: only the PCIe transfer
   EXPECT_TRUE(depends_on(p, infeed[0], launch[0]));
   for (std::uint32_t i = 0; i < p.size(); ++i) EXPECT_FALSE(i != infeed[0] && depends_on(p, i, infeed[0])) << i;
   EXPECT_TRUE(depends_on(p, with_prefix(p, "layer1.fwd")[0], launch[0]));
@@ -302,12 +302,12 @@ TEST(HostLowering, CheckpointFollowsTheUpdatesAndSyncsEndTheStep) {
   const auto ckpt = with_prefix(p, "host.checkpoint"), syncs = with_prefix(p, "host.sync");
   ASSERT_EQ(ckpt.size(), 1u);
   ASSERT_EQ(syncs.size(), 2u);
-  EXPECT_EQ(p[ckpt[0]].host_op, ir::HostOp::checkpoint);
+  EXPECT_EQ(p[ckpt[0]].host.op, ir::HostOp::checkpoint);
   EXPECT_EQ(p[ckpt[0]].bytes, (2u * 256 * 256 * 2 + 9) / 10);  // 2 layers of bf16 weights, sgd: no moments
   for (const std::uint32_t u : with_prefix(p, "layer")) EXPECT_TRUE(depends_on(p, ckpt[0], u)) << u;
   EXPECT_TRUE(depends_on(p, syncs[1], syncs[0]));
   EXPECT_TRUE(depends_on(p, syncs[0], ckpt[0]));
-  EXPECT_DOUBLE_EQ(p[syncs[0]].host_seconds, 20e-6);
+  EXPECT_DOUBLE_EQ(p[syncs[0]].host.seconds, 20e-6);
   EXPECT_EQ(syncs.back(), p.size() - 1);
 }
 

@@ -126,12 +126,12 @@ TEST(ChipSimulation, DependentLoadAndMatmulChainSerializes) {
   std::uint32_t prev = 0;
   for (int s = 0; s < kSteps; ++s) {
     ir::Instruction load = dma(ir::Memory::hbm, ir::Memory::vmem, kTileBytes);
-    load.vmem_alloc = kTileBytes;
+    load.vmem.alloc = kTileBytes;
     std::vector<std::uint32_t> after;
     if (s > 0) after.push_back(prev);
     const std::uint32_t l = p.add(load, after, "load");
     ir::Instruction mm = matmul(0, 1024, 1024, 1024);
-    mm.vmem_free = kTileBytes;
+    mm.vmem.free = kTileBytes;
     prev = p.add(mm, {l}, "matmul");
   }
   const SimResult r = simulate(scenario_for(chip), single(std::move(p)), {});
@@ -150,12 +150,12 @@ TEST(ChipSimulation, DoubleBufferedLoadsHideBehindTheMatmuls) {
   std::vector<std::uint32_t> mms;
   for (int s = 0; s < kSteps; ++s) {
     ir::Instruction load = dma(ir::Memory::hbm, ir::Memory::vmem, kTileBytes);
-    load.vmem_alloc = kTileBytes;
+    load.vmem.alloc = kTileBytes;
     std::vector<std::uint32_t> after;
     if (s >= 2) after.push_back(mms[static_cast<std::size_t>(s - 2)]);  // reuses the buffer of step s - 2
     const std::uint32_t l = p.add(load, after, "load");
     ir::Instruction mm = matmul(0, 1024, 1024, 1024);
-    mm.vmem_free = kTileBytes;
+    mm.vmem.free = kTileBytes;
     mms.push_back(p.add(mm, {l}, "matmul"));
   }
   const SimResult r = simulate(scenario_for(chip), single(std::move(p)), {});
@@ -191,7 +191,7 @@ TEST(ChipSimulation, VmemOverflowNamesTheInstruction) {
   ir::Program p;
   for (const char* label : {"weights.load", "acts.load", "overflowing.load"}) {
     ir::Instruction load = dma(ir::Memory::hbm, ir::Memory::vmem, 6ull << 20, 1);
-    load.vmem_alloc = 6ull << 20;  // 3 x 6 MiB > 16 MiB
+    load.vmem.alloc = 6ull << 20;  // 3 x 6 MiB > 16 MiB
     p.add(load, {}, label);
   }
   try {
@@ -238,7 +238,7 @@ TEST(ChipSimulation, InputBoundStepShowsTheTpuWaitingOnTheHost) {
   ir::Program p;
   ir::Instruction infeed;
   infeed.kind = ir::OpKind::host;
-  infeed.host_op = ir::HostOp::infeed;
+  infeed.host.op = ir::HostOp::infeed;
   infeed.bytes = 16'000'000;
   const std::uint32_t in = p.add(infeed, {}, "infeed");
   p.add(matmul(0, 1024, 1024, 1024), {in}, "step");
@@ -623,7 +623,7 @@ TEST(UnitStats, AStallIsChargedToTheUnitOfTheDirectDependency) {
   ir::Program p;
   ir::Instruction launch;
   launch.kind = ir::OpKind::host;
-  launch.host_seconds = 10e-6;
+  launch.host.seconds = 10e-6;
   const std::uint32_t h = p.add(launch, {}, "host.launch");
   const std::uint32_t l = p.add(dma(ir::Memory::hbm, ir::Memory::vmem, kTileBytes), {h}, "load");
   p.add(vector(0, ir::VectorOp::elementwise, 1 << 20), {l}, "op");

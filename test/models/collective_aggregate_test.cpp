@@ -158,7 +158,7 @@ TEST(CollectiveAggregate, FourChipLinesOfASixteenRingAgreeWithPerStep) {
   ir::ProgramSet set = over_group(CollectiveKind::all_reduce, k256MiB, ir::CollectiveGroup{{4, 1, 1}, {1, 1, 1}, 1});
   set.programs[0] = [&] {
     ir::Instruction ins = set.programs[0][0];
-    ins.algorithm = static_cast<std::uint8_t>(Algo::automatic);
+    ins.comm.algorithm = static_cast<std::uint8_t>(Algo::automatic);
     ir::Program p("grouped");
     p.add(ins, {}, "tensor.collective");
     return p;
@@ -239,7 +239,7 @@ TEST(CollectiveAggregate, TwoCollectivesSharingTheNicsStayCloseToPerStep) {
     set.groups.push_back(ir::CollectiveGroup{{1, 1, 1}, {1, 1, 1}, 2});
     ir::Instruction a = set.programs[0][0];
     ir::Instruction b = a;
-    b.group = 0;
+    b.comm.group = 0;
     b.bytes = pair;
     ir::Program p("two-collectives");
     p.add(a, {}, "data.collective");
@@ -262,16 +262,16 @@ TEST(CollectiveAggregate, ACollectiveBesideSendsOnItsLinksStaysCloseToPerStep) {
   const auto programs = [] {
     ir::Instruction ar;
     ar.kind = ir::OpKind::collective;
-    ar.collective = CollectiveKind::all_reduce;
+    ar.comm.collective = CollectiveKind::all_reduce;
     ar.bytes = k256MiB;
-    ar.algorithm = static_cast<std::uint8_t>(Algo::ring_bidirectional);
+    ar.comm.algorithm = static_cast<std::uint8_t>(Algo::ring_bidirectional);
     ir::Instruction send;
     send.kind = ir::OpKind::send;
     send.bytes = 64ULL << 20;
-    send.peer = 1;
+    send.comm.peer = 1;
     ir::Instruction recv = send;
     recv.kind = ir::OpKind::recv;
-    recv.peer = -1;
+    recv.comm.peer = -1;
     ir::Program p("mixed");
     p.add(ar, {}, "grads");
     p.add(send, {}, "shift.send");
@@ -292,9 +292,9 @@ TEST(CollectiveAggregate, OverlappingGroupsSharingLinksStayCloseToPerStep) {
     set.groups.push_back(ir::CollectiveGroup{{4, 1, 1}, {1, 1, 1}, 1});
     set.groups.push_back(ir::CollectiveGroup{{4, 1, 1}, {4, 1, 1}, 1});
     ir::Instruction a = set.programs[0][0];
-    a.group = 0;
+    a.comm.group = 0;
     ir::Instruction b = a;
-    b.group = 1;
+    b.comm.group = 1;
     b.bytes = k256MiB / 2;
     ir::Program p("two-groups");
     p.add(a, {}, "tensor.collective");
@@ -316,9 +316,9 @@ TEST(CollectiveAggregate, TheReductionsWaitForTheVpuAtTheEnd) {
   p.add(vector_us(1000), {}, "compute");
   ir::Instruction ar;
   ar.kind = ir::OpKind::collective;
-  ar.collective = CollectiveKind::all_reduce;
+  ar.comm.collective = CollectiveKind::all_reduce;
   ar.bytes = 16ULL << 20;
-  ar.algorithm = static_cast<std::uint8_t>(Algo::ring_bidirectional);
+  ar.comm.algorithm = static_cast<std::uint8_t>(Algo::ring_bidirectional);
   p.add(ar, {}, "grads");
   const ir::ProgramSet set = single(std::move(p));
   const kernels::CollectivePlan plan =

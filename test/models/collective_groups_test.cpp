@@ -161,11 +161,11 @@ TEST(CollectiveGroups, ADecomposedGatherOverAFourByTwoBlockTakesItsStepsClosedFo
   for (std::uint64_t bytes : {3 * mib, 3 * mib, 3 * mib, 3 * mib / 2}) {
     ir::Instruction ins;
     ins.kind = ir::OpKind::collective;
-    ins.collective = CollectiveKind::permute;
+    ins.comm.collective = CollectiveKind::permute;
     ins.bytes = bytes;
     ins.dtype = DType::bf16;
-    ins.group = 0;
-    ins.algorithm = static_cast<std::uint8_t>(Algo::ring_bidirectional);
+    ins.comm.group = 0;
+    ins.comm.algorithm = static_cast<std::uint8_t>(Algo::ring_bidirectional);
     deps = {p.add(ins, deps, "layer0.forward.tp_ring_permute")};
     ir::ProgramSet one;
     one.groups = set.groups;
@@ -212,12 +212,12 @@ TEST(CollectiveGroups, SendAndRecvInAStridedGroupGoToTheNextMember) {
   ir::Program p("shift");
   ir::Instruction send;
   send.kind = ir::OpKind::send;
-  send.peer = 1;
+  send.comm.peer = 1;
   send.bytes = 8ULL << 20;
-  send.group = 0;
+  send.comm.group = 0;
   ir::Instruction recv = send;
   recv.kind = ir::OpKind::recv;
-  recv.peer = -1;
+  recv.comm.peer = -1;
   recv.bytes = 0;
   p.add(send, {}, "shift.send");
   p.add(recv, {}, "shift.recv");

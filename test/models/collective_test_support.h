@@ -42,11 +42,11 @@ inline ir::ProgramSet one_collective(CollectiveKind kind, std::uint64_t bytes,
                                      std::uint32_t axes = 0) {
   ir::Instruction ins;
   ins.kind = ir::OpKind::collective;
-  ins.collective = kind;
+  ins.comm.collective = kind;
   ins.bytes = bytes;
   ins.dtype = DType::bf16;
-  ins.mesh_axes = axes;
-  ins.algorithm = static_cast<std::uint8_t>(algorithm);
+  ins.comm.mesh_axes = axes;
+  ins.comm.algorithm = static_cast<std::uint8_t>(algorithm);
   ir::Program p("collective");
   p.add(ins, {}, "grads.collective");
   ir::ProgramSet set;
@@ -60,7 +60,7 @@ inline ir::ProgramSet one_collective_over(const ir::CollectiveGroup& group, Coll
   ir::ProgramSet set = one_collective(kind, bytes, algorithm);
   set.groups.push_back(group);
   ir::Instruction ins = set.programs[0][0];
-  ins.group = 0;
+  ins.comm.group = 0;
   ir::Program p("grouped");
   p.add(ins, {}, "grads.collective");
   set.programs[0] = std::move(p);
@@ -71,8 +71,9 @@ inline ir::ProgramSet one_collective_over(const ir::CollectiveGroup& group, Coll
 inline kernels::CollectivePlan plan_of(const Scenario& s, const ir::ProgramSet& programs) {
   const Topology topo = build_topology(s.pod, s.chip);
   const ir::Instruction& ins = programs.programs.at(0)[0];
-  const ir::CollectiveGroup group = ins.group == ir::kAxesGroup ? kernels::whole_axes_group(topo, ins.mesh_axes)
-                                                                : programs.groups.at(ins.group);
+  const ir::CollectiveGroup group = ins.comm.group == ir::kAxesGroup
+                                        ? kernels::whole_axes_group(topo, ins.comm.mesh_axes)
+                                        : programs.groups.at(ins.comm.group);
   return default_collective_planner()(topo, ins, group, {});
 }
 

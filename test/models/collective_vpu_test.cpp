@@ -20,9 +20,9 @@ constexpr std::uint64_t kReduced = 16ULL << 20;
 ir::Instruction ring_all_reduce() {
   ir::Instruction ins;
   ins.kind = ir::OpKind::collective;
-  ins.collective = CollectiveKind::all_reduce;
+  ins.comm.collective = CollectiveKind::all_reduce;
   ins.bytes = kReduced;
-  ins.algorithm = static_cast<std::uint8_t>(Algo::ring_bidirectional);
+  ins.comm.algorithm = static_cast<std::uint8_t>(Algo::ring_bidirectional);
   return ins;
 }
 

@@ -20,9 +20,9 @@ using testing::vector;
 using testing::kPicosecond;
 
 ir::Instruction fused(ir::Instruction ins, std::uint64_t read, std::uint64_t written, std::uint32_t steps) {
-  ins.hbm_read = read;
-  ins.hbm_written = written;
-  ins.grid_steps = steps;
+  ins.stream.hbm_read = read;
+  ins.stream.hbm_written = written;
+  ins.stream.grid_steps = steps;
   return ins;
 }
 
@@ -98,8 +98,8 @@ TEST(FusedOp, BatchedMatmulPadsEachProductToTheArray) {
   const ChipSpec chip = v4_like();
   // 16 heads of [2048 x 64] x [64 x 2048]: k = 64 fills half of each 128-row array.
   ir::Instruction mm = matmul(0, 2048, 64, 2048);
-  mm.batch = 16;
-  mm.model_flops = mm.hardware_flops = 16 * 2.0 * 2048 * 64 * 2048;
+  mm.shape.batch = 16;
+  mm.flops.model = mm.flops.hardware = 16 * 2.0 * 2048 * 64 * 2048;
   ir::Program p;
   p.add(mm, {}, "scores");
   const SimResult r = simulate(scenario_for(chip), single(std::move(p)), {});
@@ -117,8 +117,8 @@ TEST(FusedOp, EpilogueVectorWorkHoldsTheMatmulUntilTheVpuHasDoneIt) {
   // 1024 x 128 x 1024 takes 8 tiles x 1024 rows / 4 arrays = 2048 cycles; an epilogue of 2^22 transcendental
   // element-ops takes 2^22 / (1024 x 0.25) = 16384 VPU cycles after the pops (1024 cycles).
   ir::Instruction mm = matmul(0, 1024, 128, 1024);
-  mm.vector_op = ir::VectorOp::transcendental;
-  mm.elements = 1 << 22;
+  mm.vector.op = ir::VectorOp::transcendental;
+  mm.vector.elements = 1 << 22;
   ir::Program p;
   p.add(mm, {}, "mm.gelu");
   const SimResult r = simulate(scenario_for(chip), single(std::move(p)), {});

@@ -19,8 +19,8 @@ const double kOneHop = static_cast<double>(kBytes) / kLinkRate + kHop;  // one l
 
 ir::Instruction put(int peer, std::uint32_t axes = 0) {
   ir::Instruction ins = dma(ir::Memory::hbm, ir::Memory::remote, kBytes);
-  ins.peer = peer;
-  ins.mesh_axes = axes;
+  ins.comm.peer = peer;
+  ins.comm.mesh_axes = axes;
   return ins;
 }
 
@@ -46,15 +46,15 @@ TEST(RemoteDma, APutIsNotMatchedByARecv) {
   const std::uint32_t a = sender.add(put(+1, 0b10), {}, "put");
   ir::Instruction send;
   send.kind = ir::OpKind::send;
-  send.peer = +1;
-  send.mesh_axes = 0b10;
+  send.comm.peer = +1;
+  send.comm.mesh_axes = 0b10;
   send.bytes = kBytes;
   sender.add(send, {a}, "send");
   ir::Program receiver("receiver");
   ir::Instruction recv;
   recv.kind = ir::OpKind::recv;
-  recv.peer = -1;
-  recv.mesh_axes = 0b10;
+  recv.comm.peer = -1;
+  recv.comm.mesh_axes = 0b10;
   receiver.add(recv, {}, "recv");
   ir::Program idle("idle");
   idle.add(ir::Instruction{}, {}, "idle.barrier");
@@ -70,7 +70,7 @@ TEST(RemoteDma, APutIsNotMatchedByARecv) {
 TEST(RemoteDma, AGetFromARemoteChipIsRejectedNamingTheInstruction) {
   ir::Program p("get");
   ir::Instruction get = dma(ir::Memory::remote, ir::Memory::hbm, kBytes);
-  get.peer = 1;
+  get.comm.peer = 1;
   p.add(get, {}, "get");
   try {
     (void)simulate(pod_scenario({4}, true), single(std::move(p)), {});

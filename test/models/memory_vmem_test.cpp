@@ -119,8 +119,8 @@ TEST(VmemTraffic, AVectorOpIsBoundByItsDeclaredOperandBytes) {
   chip.vmem.bandwidth = BytesPerSecond(4000 * 1.05e9);
   ir::Instruction v;
   v.kind = ir::OpKind::vector;
-  v.vector_op = ir::VectorOp::elementwise;
-  v.elements = 1 << 20;
+  v.vector.op = ir::VectorOp::elementwise;
+  v.vector.elements = 1 << 20;
   v.bytes = 8ULL << 20;
   ir::Program p;
   p.add(v, {}, "op");

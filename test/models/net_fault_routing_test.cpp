@@ -177,8 +177,9 @@ void expect_at_closed_form(const Scenario& s, const ir::ProgramSet& programs, co
   const FaultSet faults = cut_cables(topo, srcs);
   ASSERT_EQ(faults.links.size(), 2 * srcs.size());
   const ir::Instruction& ins = programs.programs.at(0)[0];
-  const ir::CollectiveGroup group =
-      ins.group == ir::kAxesGroup ? kernels::whole_axes_group(topo, ins.mesh_axes) : programs.groups.at(ins.group);
+  const ir::CollectiveGroup group = ins.comm.group == ir::kAxesGroup
+                                        ? kernels::whole_axes_group(topo, ins.comm.mesh_axes)
+                                        : programs.groups.at(ins.comm.group);
   const kernels::CollectivePlan ring = default_collective_planner()(topo, ins, group, {});
   const kernels::CollectivePlan plan = default_collective_planner()(topo, ins, group, faults);
   ASSERT_EQ(plan.replan, replan);

@@ -24,9 +24,9 @@ constexpr double kTolerance = 1e-6;  // relative: tick rounding
 ir::Instruction all_gather(std::uint64_t shard, std::uint32_t axes) {
   ir::Instruction ins;
   ins.kind = ir::OpKind::collective;
-  ins.collective = CollectiveKind::all_gather;
+  ins.comm.collective = CollectiveKind::all_gather;
   ins.bytes = shard;
-  ins.mesh_axes = axes;
+  ins.comm.mesh_axes = axes;
   return ins;
 }
 
@@ -69,7 +69,7 @@ TEST(IciInFlight, AllGathersOnTheSameLinksShareTheirBandwidth) {
 TEST(IciInFlight, AllReducesOnDisjointAxesOverlapAndShareOnlyTheVpu) {
   const auto all_reduce = [](std::uint32_t axes, int core) {
     ir::Instruction ins = all_gather(k256MiB, axes);
-    ins.collective = CollectiveKind::all_reduce;
+    ins.comm.collective = CollectiveKind::all_reduce;
     ins.core = static_cast<std::uint8_t>(core);
     return ins;
   };
@@ -139,7 +139,7 @@ TEST(IciInFlight, TheKthRecvMatchesTheKthSendEvenWhenALaterSendArrivesFirst) {
   const auto p2p = [](ir::OpKind kind, int peer, std::uint64_t bytes) {
     ir::Instruction ins;
     ins.kind = kind;
-    ins.peer = peer;
+    ins.comm.peer = peer;
     ins.bytes = bytes;
     return ins;
   };
@@ -166,14 +166,14 @@ TEST(IciInFlight, MoreOperationsThanSlotsWaitForAFreeSlot) {
   for (int i = 0; i < 12; ++i) {
     ir::Instruction send;
     send.kind = ir::OpKind::send;
-    send.peer = 1;
+    send.comm.peer = 1;
     send.bytes = 1ULL << 20;
     p.add(send, {}, "send");
   }
   for (int i = 0; i < 12; ++i) {
     ir::Instruction recv;
     recv.kind = ir::OpKind::recv;
-    recv.peer = -1;
+    recv.comm.peer = -1;
     p.add(recv, {}, "recv");
   }
   const SimResult r = ::tpusim::testing::simulate_step(pod_scenario({4}, true, LinkFidelity::flow), single(std::move(p)), {});

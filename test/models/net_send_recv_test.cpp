@@ -17,7 +17,7 @@ const double kOneHop = static_cast<double>(kBytes) / kLinkRate + kHop;  // one l
 ir::Instruction p2p(ir::OpKind kind, int peer, std::uint64_t bytes = kBytes) {
   ir::Instruction ins;
   ins.kind = kind;
-  ins.peer = peer;
+  ins.comm.peer = peer;
   ins.bytes = kind == ir::OpKind::send ? bytes : 0;
   return ins;
 }
@@ -79,16 +79,16 @@ TEST(SendRecv, RecvWaitsForTheMatchingSendAlongTheNamedAxis) {
   const Scenario s = pod_scenario({2, 4}, true);
   ir::Instruction compute;
   compute.kind = ir::OpKind::vector;
-  compute.vector_op = ir::VectorOp::elementwise;
-  compute.elements = 1024LL * 1'050'000;  // 1.05e6 cycles of a 128 x 8 VPU at 1.05 GHz = 1 ms
+  compute.vector.op = ir::VectorOp::elementwise;
+  compute.vector.elements = 1024LL * 1'050'000;  // 1.05e6 cycles of a 128 x 8 VPU at 1.05 GHz = 1 ms
   ir::Program sender("sender");
   const std::uint32_t c = sender.add(compute, {}, "stage0.compute");
   ir::Instruction send = p2p(ir::OpKind::send, +1);
-  send.mesh_axes = 0b10;
+  send.comm.mesh_axes = 0b10;
   sender.add(send, {c}, "stage0.send");
   ir::Program receiver("receiver");
   ir::Instruction recv = p2p(ir::OpKind::recv, -1);
-  recv.mesh_axes = 0b10;
+  recv.comm.mesh_axes = 0b10;
   receiver.add(recv, {}, "stage1.recv");
   ir::Program idle("idle");
   idle.add(ir::Instruction{}, {}, "idle.barrier");

@@ -190,14 +190,14 @@ ir::ProgramSet x_all_reduce_then(int y_collectives) {
   ir::Program p("stall");
   ir::Instruction x;
   x.kind = ir::OpKind::collective;
-  x.collective = CollectiveKind::all_reduce;
+  x.comm.collective = CollectiveKind::all_reduce;
   x.bytes = k256MiB;
   x.dtype = DType::bf16;
-  x.mesh_axes = 1u << 0;
+  x.comm.mesh_axes = 1u << 0;
   std::vector<std::uint32_t> all{p.add(x, {}, "x.all_reduce")};
   ir::Instruction y = x;
   y.bytes = 4096;
-  y.mesh_axes = 1u << 1;
+  y.comm.mesh_axes = 1u << 1;
   for (int i = 0; i < y_collectives; ++i) all.push_back(p.add(y, {}, "y.all_reduce"));
   p.add(vector_us(1.0), all, "after");
   return single(std::move(p));
@@ -244,7 +244,7 @@ TEST(TimedLinkFault, ACollectiveReplannedAfterTheTickIsReportedWithThePlanItRan)
   FaultSet cut;
   cut.add_cable(topo, cable_from(topo, 0));
   const ir::Instruction& ins = programs.programs.at(0)[1];
-  const ir::CollectiveGroup group = kernels::whole_axes_group(topo, ins.mesh_axes);
+  const ir::CollectiveGroup group = kernels::whole_axes_group(topo, ins.comm.mesh_axes);
   const kernels::CollectivePlan healthy = default_collective_planner()(topo, ins, group, {});
   const kernels::CollectivePlan replanned = default_collective_planner()(topo, ins, group, cut);
   // The same numbers here (each axis keeps N - 1 steps per phase, ring or line); the plan's sends differ: some

@@ -28,12 +28,12 @@ ChipSpec with_sparsecores(int lanes) {
 ir::Instruction embedding(ir::OpKind kind, std::int64_t rows, std::int64_t width, std::int64_t bags, DType dtype) {
   ir::Instruction i;
   i.kind = kind;
-  i.m = rows;
-  i.n = width;
-  i.k = bags;
+  i.shape.m = rows;
+  i.shape.n = width;
+  i.shape.k = bags;
   i.dtype = dtype;
-  i.src = ir::Memory::hbm;
-  i.dst = ir::Memory::hbm;
+  i.memory.src = ir::Memory::hbm;
+  i.memory.dst = ir::Memory::hbm;
   i.bytes = static_cast<std::uint64_t>(rows * width * dtype_bytes(dtype));
   return i;
 }

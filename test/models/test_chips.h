@@ -65,10 +65,10 @@ inline ir::Instruction matmul(int core, std::int64_t m, std::int64_t k, std::int
   ir::Instruction i;
   i.kind = ir::OpKind::matmul;
   i.core = static_cast<std::uint8_t>(core);
-  i.m = m;
-  i.k = k;
-  i.n = n;
-  i.model_flops = i.hardware_flops = 2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
+  i.shape.m = m;
+  i.shape.k = k;
+  i.shape.n = n;
+  i.flops.model = i.flops.hardware = 2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
   return i;
 }
 
@@ -76,8 +76,8 @@ inline ir::Instruction dma(ir::Memory src, ir::Memory dst, std::uint64_t bytes, 
   ir::Instruction i;
   i.kind = ir::OpKind::dma;
   i.core = static_cast<std::uint8_t>(core);
-  i.src = src;
-  i.dst = dst;
+  i.memory.src = src;
+  i.memory.dst = dst;
   i.bytes = bytes;
   return i;
 }
@@ -86,8 +86,8 @@ inline ir::Instruction vector(int core, ir::VectorOp op, std::int64_t elements) 
   ir::Instruction i;
   i.kind = ir::OpKind::vector;
   i.core = static_cast<std::uint8_t>(core);
-  i.vector_op = op;
-  i.elements = elements;
+  i.vector.op = op;
+  i.vector.elements = elements;
   return i;
 }
 

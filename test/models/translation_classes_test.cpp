@@ -13,10 +13,10 @@ using net::nettest::pod_scenario;
 ir::Instruction classes_test_collective(std::uint16_t group) {
   ir::Instruction ins;
   ins.kind = ir::OpKind::collective;
-  ins.collective = CollectiveKind::all_reduce;
+  ins.comm.collective = CollectiveKind::all_reduce;
   ins.bytes = 1 << 20;
   ins.dtype = DType::bf16;
-  ins.group = group;
+  ins.comm.group = group;
   return ins;
 }
 

@@ -23,9 +23,10 @@ double mxu_utilization(const ChipSpec& chip, const ir::Instruction& ins) {
 // the streaming in the busiest array's time (ceil(T/A) x m rows against one fill and drain, R + C + R - 2).
 double padding_bound(const ChipSpec& chip, const ir::Instruction& ins) {
   const double r = chip.mxu.rows, c = chip.mxu.cols, arrays = chip.mxu.per_core;
-  const double tiles = static_cast<double>(ins.batch) * std::ceil(ins.k / r) * std::ceil(ins.n / c);
-  const double per_array = std::ceil(tiles / arrays), m = static_cast<double>(ins.m);
-  const double padding = (ins.k / (r * std::ceil(ins.k / r))) * (ins.n / (c * std::ceil(ins.n / c)));
+  const double tiles = static_cast<double>(ins.shape.batch) * std::ceil(ins.shape.k / r) * std::ceil(ins.shape.n / c);
+  const double per_array = std::ceil(tiles / arrays), m = static_cast<double>(ins.shape.m);
+  const double padding =
+      (ins.shape.k / (r * std::ceil(ins.shape.k / r))) * (ins.shape.n / (c * std::ceil(ins.shape.n / c)));
   return padding * (tiles / arrays / per_array) * (per_array * m / (per_array * m + r + c + r - 2));
 }
 
@@ -46,10 +47,10 @@ TEST(ResnetOnTheMxu, TheStemUsesThreeOfTheArraysRowsAndHalfItsColumns) {
     if (p.label_of(ins) != "stem.fwd.conv") continue;
     ++stems;
     // 49 taps of [positions x 3] x [3 x 64]: each tap fills 3 of 128 rows and 64 of 128 columns.
-    EXPECT_EQ(ins.k, 3);
-    EXPECT_EQ(ins.n, 64);
-    EXPECT_EQ(ins.batch, 49);
-    EXPECT_TRUE(ins.sum_batch);
+    EXPECT_EQ(ins.shape.k, 3);
+    EXPECT_EQ(ins.shape.n, 64);
+    EXPECT_EQ(ins.shape.batch, 49);
+    EXPECT_TRUE(ins.shape.sum_batch);
     EXPECT_NEAR(mxu_utilization(chip, ins), padding_bound(chip, ins), 1e-12);
     // 3/128 x 64/128 = 1.17%, less 49 taps on 4 arrays (13 on the busiest): 1.10%.
     EXPECT_NEAR(mxu_utilization(chip, ins), 3.0 * 64 / (128 * 128) * (49.0 / 4) / 13, 1e-5);
@@ -62,8 +63,8 @@ TEST(ResnetOnTheMxu, SixtyFourChannelLayersFillAQuarterOfTheArray) {
   const ir::Program p = resnet50_forward(chip);
   for (const auto& ins : p.instructions()) {
     if (p.label_of(ins) != "stage1.block1.conv3.fwd.conv") continue;
-    EXPECT_EQ(ins.k, 64);
-    EXPECT_EQ(ins.n, 64);
+    EXPECT_EQ(ins.shape.k, 64);
+    EXPECT_EQ(ins.shape.n, 64);
     EXPECT_NEAR(mxu_utilization(chip, ins), padding_bound(chip, ins), 1e-12);
     EXPECT_NEAR(mxu_utilization(chip, ins), 0.25 * (9.0 / 4) / 3, 1e-3);  // 9 taps on 4 arrays
   }

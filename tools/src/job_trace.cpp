@@ -122,10 +122,10 @@ void write_job_trace(const Scenario& s, const models::JobOutcome& job, std::ostr
     args["lost_work_s"] = e.lost_work.value();
     work.span("recovery", "recovery: " + e.recovery, "recovery", down_from, down_to, std::move(args));
     double t = down_from;
-    for (const auto& [part, length] : {std::pair<const char*, Seconds>{"repair", e.repair},
-                                       {"restart", e.restart},
-                                       {"reconfiguration", e.reconfiguration},
-                                       {"restore", e.restore}}) {
+    for (const auto& [part, length] : {std::pair<const char*, Seconds>{"repair", e.stages.repair},
+                                       {"restart", e.stages.restart},
+                                       {"reconfiguration", e.stages.reconfiguration},
+                                       {"restore", e.stages.restore}}) {
       const double end = std::min(t + length.value(), down_to);  // a restore a fault interrupted ends there
       if (end > t) work.span("recovery", part, "recovery", t, end, cause);
       t = end;

@@ -69,13 +69,13 @@ void OpClassRecorder::record(const models::TraceSpan& span) {
   if (tier == 0) return;
   const ir::Instruction& ins = programs_.programs[role][span.instruction];
   const std::uint8_t kind =
-      ins.kind == ir::OpKind::collective ? static_cast<std::uint8_t>(ins.collective) : kNoCollective;
+      ins.kind == ir::OpKind::collective ? static_cast<std::uint8_t>(ins.comm.collective) : kNoCollective;
   const std::uint32_t op = op_of_label_[role][ins.label];
   OpTime& o = ops_[role][op];
   if (o.unit.empty()) o.unit = std::string(ir::unit_name(span.unit));
   o.instructions += 1;
-  o.flops += ins.hardware_flops;
-  o.hbm_bytes += static_cast<double>(ins.hbm_read + ins.hbm_written);
+  o.flops += ins.flops.hardware;
+  o.hbm_bytes += static_cast<double>(ins.stream.hbm_read + ins.stream.hbm_written);
   if (ins.kind == ir::OpKind::dma || ins.kind == ir::OpKind::collective || ins.kind == ir::OpKind::send ||
       ins.kind == ir::OpKind::recv) {
     o.moved_bytes += static_cast<double>(ins.bytes);

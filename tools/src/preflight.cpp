@@ -225,28 +225,29 @@ void check_programs(const Scenario& s, const ir::ProgramSet& programs, const Top
       }
       // One allocation larger than the whole VMEM can never be granted, whatever else runs: the simulator
       // would stop at it. Bad input at its line, before anything is simulated.
-      if (ins.vmem_alloc > s.chip.vmem.capacity.count() && diags.size() < 20) {
+      if (ins.vmem.alloc > s.chip.vmem.capacity.count() && diags.size() < 20) {
         diags.error(program_location(s, p, i, "vmem_alloc"), program_key(s, p, i, "vmem_alloc"),
                     "allocates more VMEM than the TensorCore has",
                     fmt::format("at most {} (chip.vmem.capacity of {})", format_bytes(s.chip.vmem.capacity),
                                 s.chip.name),
-                    fmt::format("{} bytes", ins.vmem_alloc));
+                    fmt::format("{} bytes", ins.vmem.alloc));
       }
       auto& [alloc, freed] = vmem[ins.core];
-      alloc += static_cast<double>(ins.vmem_alloc);
-      freed += static_cast<double>(ins.vmem_free);
-      if (ins.vmem_free > 0) first_free.try_emplace(ins.core, i);
+      alloc += static_cast<double>(ins.vmem.alloc);
+      freed += static_cast<double>(ins.vmem.free);
+      if (ins.vmem.free > 0) first_free.try_emplace(ins.core, i);
       if (ins.kind != ir::OpKind::collective) continue;
       const ir::CollectiveGroup* group = programs.named_group(ins);  // the reader checked the index
       const bool named = group != nullptr;
-      if (named && !tiles[ins.group]) continue;  // already reported at /groups/N
-      const auto key = std::tuple{static_cast<int>(ins.collective), ins.bytes, static_cast<int>(ins.dtype),
-                                  ins.mesh_axes, named ? ins.group : ir::kAxesGroup, static_cast<int>(ins.algorithm)};
+      if (named && !tiles[ins.comm.group]) continue;  // already reported at /groups/N
+      const auto key =
+          std::tuple{static_cast<int>(ins.comm.collective), ins.bytes, static_cast<int>(ins.dtype), ins.comm.mesh_axes,
+                     named ? ins.comm.group : ir::kAxesGroup, static_cast<int>(ins.comm.algorithm)};
       if (!planned.emplace(key, true).second) continue;
       try {
-        const auto algorithm = static_cast<kernels::CollectiveAlgorithm>(ins.algorithm);
-        (void)(named ? kernels::plan_collective(topology, ins.collective, ins.bytes, ins.dtype, *group, algorithm)
-                     : kernels::plan_collective(topology, ins.collective, ins.bytes, ins.dtype, ins.mesh_axes,
+        const auto algorithm = static_cast<kernels::CollectiveAlgorithm>(ins.comm.algorithm);
+        (void)(named ? kernels::plan_collective(topology, ins.comm.collective, ins.bytes, ins.dtype, *group, algorithm)
+                     : kernels::plan_collective(topology, ins.comm.collective, ins.bytes, ins.dtype, ins.comm.mesh_axes,
                                                 algorithm));
       } catch (const ConfigError& e) {
         for (const Diagnostic& d : e.diagnostics()) diags.add(relocate_plan_error(s, d, p, i, named));

@@ -87,9 +87,9 @@ namespace {
 
 // The HBM bytes an instruction moves: a fused op's streams, a DMA's read and write where an end is HBM.
 double hbm_bytes_of(const ir::Instruction& ins) {
-  if (ins.streams_hbm()) return static_cast<double>(ins.hbm_read + ins.hbm_written);
+  if (ins.streams_hbm()) return static_cast<double>(ins.stream.hbm_read + ins.stream.hbm_written);
   if (ins.kind != ir::OpKind::dma) return 0;
-  const int ends = (ins.src == ir::Memory::hbm ? 1 : 0) + (ins.dst == ir::Memory::hbm ? 1 : 0);
+  const int ends = (ins.memory.src == ir::Memory::hbm ? 1 : 0) + (ins.memory.dst == ir::Memory::hbm ? 1 : 0);
   return static_cast<double>(ins.bytes) * ends;
 }
 
@@ -283,9 +283,9 @@ void TraceRecorder::write(const ir::ProgramSet& programs, std::ostream& out, con
       }
     }
     json args{{"instruction", s.instruction}};
-    if (ins.kind == ir::OpKind::matmul) args["mkn"] = fmt::format("{}x{}x{}", ins.m, ins.k, ins.n);
+    if (ins.kind == ir::OpKind::matmul) args["mkn"] = fmt::format("{}x{}x{}", ins.shape.m, ins.shape.k, ins.shape.n);
     if (ins.bytes > 0) args["bytes"] = ins.bytes;
-    if (ins.kind == ir::OpKind::matmul && ins.batch > 1) args["batch"] = ins.batch;
+    if (ins.kind == ir::OpKind::matmul && ins.shape.batch > 1) args["batch"] = ins.shape.batch;
     if (const double hbm = hbm_bytes_of(ins); hbm > 0) args["hbm_bytes"] = static_cast<std::uint64_t>(hbm);
     if (ins.op_class != ir::OpClass::other) args["class"] = std::string(ir::op_class_name(ins.op_class));
     events.push_back(json{{"name", label.empty() ? std::string(ir::op_name(ins.kind)) : label},

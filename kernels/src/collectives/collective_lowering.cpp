@@ -40,11 +40,11 @@ ir::ProgramSet lower_collective(const WorkloadSpec& workload) {
 
   ir::Instruction ins;
   ins.kind = ir::OpKind::collective;
-  ins.collective = c.op;
+  ins.comm.collective = c.op;
   ins.dtype = workload.numerics.dtype;
   ins.bytes = c.bytes.count();
-  ins.mesh_axes = mask;
-  ins.algorithm = static_cast<std::uint8_t>(*algorithm);
+  ins.comm.mesh_axes = mask;
+  ins.comm.algorithm = static_cast<std::uint8_t>(*algorithm);
   ir::Program prog(model.name.empty() ? "main" : model.name);
   prog.add(ins, {}, std::string(collective_name(c.op)));
   ir::ProgramSet set;

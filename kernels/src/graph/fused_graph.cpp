@@ -58,9 +58,9 @@ void fuse(Graph& g) {
   std::map<TensorId, std::size_t> writer;
   for (std::size_t i = 0; i < n; ++i) {
     group[i] = i;
-    if (ops[i].dropped) continue;
-    if (ops[i].fuse_into) {
-      const auto it = writer.find(*ops[i].fuse_into);
+    if (ops[i].passes.dropped) continue;
+    if (ops[i].passes.fuse_into) {
+      const auto it = writer.find(*ops[i].passes.fuse_into);
       if (it == writer.end()) throw std::logic_error("fuse: " + ops[i].label + " fuses into an unwritten tensor");
       // A collective or a host copy has no epilogue.
       if (ops[it->second].unit != Unit::ici && ops[it->second].unit != Unit::dma) group[i] = group[it->second];
@@ -70,7 +70,7 @@ void fuse(Graph& g) {
   // Which groups read each tensor, to find the tensors that never leave their group.
   std::map<TensorId, std::vector<std::size_t>> reader_groups;
   for (std::size_t i = 0; i < n; ++i) {
-    if (ops[i].dropped) continue;
+    if (ops[i].passes.dropped) continue;
     for (const Access& r : ops[i].reads) reader_groups[r.tensor].push_back(group[i]);
   }
   auto internal = [&](TensorId t, std::size_t grp) {
@@ -85,7 +85,7 @@ void fuse(Graph& g) {
   std::map<std::size_t, std::vector<TensorId>> produced;  // per group, written so far
   std::map<std::size_t, std::vector<Access>> reads;       // per group, from HBM
   for (std::size_t i = 0; i < n; ++i) {
-    if (ops[i].dropped) continue;
+    if (ops[i].passes.dropped) continue;
     const std::size_t grp = group[i];
     auto& made = produced[grp];
     auto& in = reads[grp];
@@ -100,15 +100,15 @@ void fuse(Graph& g) {
     Op& head = ops[grp];
     Op& member = ops[i];
     head.vpu += member.vpu;
-    head.model_flops += member.model_flops;
-    head.hardware_flops += member.hardware_flops;
+    head.flops.model += member.flops.model;
+    head.flops.hardware += member.flops.hardware;
     for (const Access& w : member.writes) head.writes.push_back(w);
-    member.merged = true;
-    member.merged_into = grp;
+    member.passes.merged = true;
+    member.passes.merged_into = grp;
   }
   for (std::size_t i = 0; i < n; ++i) {
     Op& op = ops[i];
-    if (op.merged || op.dropped) continue;
+    if (op.passes.merged || op.passes.dropped) continue;
     op.reads = std::move(reads[i]);
     std::vector<Access> writes;
     for (const Access& w : op.writes) {
@@ -134,7 +134,7 @@ TensorExtents tensor_extents(const Graph& g) {
                   {}};
   std::vector<bool> forward_written(g.tensors().size(), false), backward_read(g.tensors().size(), false);
   for (std::size_t i = 0; i < n; ++i) {
-    if (ops[i].merged || ops[i].dropped) continue;
+    if (ops[i].passes.merged || ops[i].passes.dropped) continue;
     for (const Access& w : ops[i].writes) {
       e.first[w.tensor] = std::min(e.first[w.tensor], i);
       e.last[w.tensor] = std::max(e.last[w.tensor], i);
@@ -222,10 +222,10 @@ std::vector<std::uint32_t> emit(const Graph& g, const ChipSpec& chip, ir::Progra
   std::optional<std::uint32_t> last_collective;
   for (std::size_t oi = 0; oi < g.ops().size(); ++oi) {
     const Op& op = g.ops()[oi];
-    if (op.merged || op.dropped) continue;
+    if (op.passes.merged || op.passes.dropped) continue;
     std::vector<std::uint32_t> deps = after;
     for (std::size_t a : op.after) {
-      const std::size_t head = g.ops()[a].merged ? g.ops()[a].merged_into : a;
+      const std::size_t head = g.ops()[a].passes.merged ? g.ops()[a].passes.merged_into : a;
       deps.insert(deps.end(), op_ids[head].begin(), op_ids[head].end());
     }
     for (const Access& r : op.reads) deps.insert(deps.end(), writer[r.tensor].begin(), writer[r.tensor].end());
@@ -244,15 +244,15 @@ std::vector<std::uint32_t> emit(const Graph& g, const ChipSpec& chip, ir::Progra
       ins.op_class = op.cls;
       ins.dtype = op.dtype;
       const bool to_host = g.tensor(op.writes.at(0).tensor).kind == TensorKind::host_offload;
-      ins.src = to_host ? ir::Memory::hbm : ir::Memory::host;
-      ins.dst = to_host ? ir::Memory::host : ir::Memory::hbm;
+      ins.memory.src = to_host ? ir::Memory::hbm : ir::Memory::host;
+      ins.memory.dst = to_host ? ir::Memory::host : ir::Memory::hbm;
       ins.bytes = static_cast<std::uint64_t>(std::llround(written));
       ids.push_back(prog.add(ins, deps, op.label));
       sinks.push_back(ids.back());
     } else if (op.unit == Unit::ici) {
       const bool synchronous =
-          serialize_collectives || (op.ici_kind == ir::OpKind::collective &&
-                                    std::find(timing.async.begin(), timing.async.end(), op.collective) ==
+          serialize_collectives || (op.ici.kind == ir::OpKind::collective &&
+                                    std::find(timing.async.begin(), timing.async.end(), op.ici.comm.collective) ==
                                         timing.async.end());
       if (synchronous) {
         for (const auto& c : chain) {
@@ -263,14 +263,10 @@ std::vector<std::uint32_t> emit(const Graph& g, const ChipSpec& chip, ir::Progra
       std::sort(deps.begin(), deps.end());
       deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
       ir::Instruction ins;
-      ins.kind = op.ici_kind;
-      ins.peer = op.peer;
+      ins.kind = op.ici.kind;
       ins.op_class = op.cls;
-      ins.collective = op.collective;
-      ins.mesh_axes = op.mesh_axes;
-      ins.group = op.group;
-      ins.bytes = op.collective_bytes;
-      ins.algorithm = op.algorithm;
+      ins.comm = op.ici.comm;
+      ins.bytes = op.ici.bytes;
       ins.dtype = op.dtype;
       ids.push_back(prog.add(ins, deps, op.label));
       sinks.push_back(ids.back());
@@ -282,16 +278,16 @@ std::vector<std::uint32_t> emit(const Graph& g, const ChipSpec& chip, ir::Progra
       // How the op splits over the TensorCores.
       enum class Split { batch, rows, cols, elements, none } split = Split::none;
       if (op.unit == Unit::mxu) {
-        if (op.batch >= cores && !op.sum_batch) split = Split::batch;
-        else if (op.m >= cores * row_granule) split = Split::rows;
-        else if (op.n >= cores * static_cast<std::int64_t>(std::max(1, chip.mxu.cols))) split = Split::cols;
+        if (op.shape.batch >= cores && !op.shape.sum_batch) split = Split::batch;
+        else if (op.shape.m >= cores * row_granule) split = Split::rows;
+        else if (op.shape.n >= cores * static_cast<std::int64_t>(std::max(1, chip.mxu.cols))) split = Split::cols;
       } else {
         split = Split::elements;
       }
       const int parts = split == Split::none ? 1 : cores;
-      const std::int64_t whole = split == Split::batch ? op.batch
-                                 : split == Split::rows ? op.m
-                                 : split == Split::cols ? op.n
+      const std::int64_t whole = split == Split::batch ? op.shape.batch
+                                 : split == Split::rows ? op.shape.m
+                                 : split == Split::cols ? op.shape.n
                                                         : 1;
       for (int p = 0; p < parts; ++p) {
         const std::int64_t size = split == Split::elements || split == Split::none ? 1 : split_size(whole, parts, p);
@@ -304,25 +300,26 @@ std::vector<std::uint32_t> emit(const Graph& g, const ChipSpec& chip, ir::Progra
         ins.op_class = op.cls;
         ins.dtype = op.dtype;
         const double vpu = (op.vpu.elementwise + op.vpu.transcendental * transcendental_cost) * share;
-        ins.elements = static_cast<std::int64_t>(std::ceil(vpu - 1e-9));
-        ins.hbm_read = static_cast<std::uint64_t>(std::llround(read * share));
-        ins.hbm_written = static_cast<std::uint64_t>(std::llround(written * share));
-        if (ins.hbm_read + ins.hbm_written == 0) ins.hbm_read = 1;  // a fused op always streams something
-        ins.grid_steps = static_cast<std::uint32_t>(std::max(1.0, std::ceil(op.grid_steps * share - 1e-9)));
-        ins.model_flops = op.model_flops * share;
-        ins.hardware_flops = op.hardware_flops * share;
+        ins.vector.elements = static_cast<std::int64_t>(std::ceil(vpu - 1e-9));
+        ins.stream.hbm_read = static_cast<std::uint64_t>(std::llround(read * share));
+        ins.stream.hbm_written = static_cast<std::uint64_t>(std::llround(written * share));
+        // A fused op always streams something.
+        if (ins.stream.hbm_read + ins.stream.hbm_written == 0) ins.stream.hbm_read = 1;
+        ins.stream.grid_steps = static_cast<std::uint32_t>(std::max(1.0, std::ceil(op.grid_steps * share - 1e-9)));
+        ins.flops.model = op.flops.model * share;
+        ins.flops.hardware = op.flops.hardware * share;
         if (op.unit == Unit::mxu) {
           ins.kind = ir::OpKind::matmul;
-          ins.m = split == Split::rows ? size : op.m;
-          ins.n = split == Split::cols ? size : op.n;
-          ins.k = op.k;
-          ins.batch = split == Split::batch ? static_cast<std::int32_t>(size) : op.batch;
-          ins.sum_batch = op.sum_batch;
-          ins.vector_op = ir::VectorOp::elementwise;
+          ins.shape.m = split == Split::rows ? size : op.shape.m;
+          ins.shape.n = split == Split::cols ? size : op.shape.n;
+          ins.shape.k = op.shape.k;
+          ins.shape.batch = split == Split::batch ? static_cast<std::int32_t>(size) : op.shape.batch;
+          ins.shape.sum_batch = op.shape.sum_batch;
+          ins.vector.op = ir::VectorOp::elementwise;
         } else {
           ins.kind = ir::OpKind::vector;
-          ins.vector_op = op.vector_op;
-          ins.bytes = ins.hbm_read + ins.hbm_written;  // every operand passes through VMEM once
+          ins.vector.op = op.vector_op;
+          ins.bytes = ins.stream.hbm_read + ins.stream.hbm_written;  // every operand passes through VMEM once
         }
         std::vector<std::uint32_t> d = deps;
         if (chain[static_cast<std::size_t>(p)]) d.push_back(*chain[static_cast<std::size_t>(p)]);

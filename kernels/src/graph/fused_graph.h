@@ -11,8 +11,8 @@
 //   liveness  gives the memory plan's activation bytes: each materialized activation is live from the op that
 //             writes it first to the op that reads it last;
 //   emit()    turns each op into one instruction per TensorCore (megacore: the op split in equal parts), with
-//             the HBM bytes of its reads and writes as the instruction's stream (ir::Instruction::hbm_read /
-//             hbm_written), dependencies on the producers of what it reads (and on earlier readers of what it
+//             the HBM bytes of its reads and writes as the instruction's stream (ir::Instruction::stream:
+//             hbm_read, hbm_written), dependencies on the producers of what it reads (and on earlier readers of what it
 //             overwrites), and each TensorCore's ops chained in program order (a TensorCore runs one fused
 //             kernel at a time, as XLA executes a TensorCore's fusions one after another).
 #include <cstdint>
@@ -72,37 +72,18 @@ struct VpuWork {
   [[nodiscard]] VpuWork times(double f) const { return VpuWork{elementwise * f, transcendental * f}; }
 };
 
-struct Op {
-  std::string label;  // "layer3.fwd.qkv"
-  ir::OpClass cls = ir::OpClass::other;
-  Unit unit = Unit::vpu;
-  Phase phase = Phase::forward;
-  // mxu: `batch` products of m x k x n (ir::Instruction's batch / sum_batch), operands in `dtype`.
-  std::int64_t m = 0, k = 0, n = 0;
-  std::int32_t batch = 1;
-  bool sum_batch = false;
-  DType dtype = DType::bf16;
-  // vpu: the op's kind (reduction for norms and softmax); its work (and a matmul's fused epilogue) in `vpu`.
-  ir::VectorOp vector_op = ir::VectorOp::elementwise;
-  VpuWork vpu;
-  std::vector<Access> reads;
-  std::vector<Access> writes;
-  double model_flops = 0;
-  double hardware_flops = 0;
-  double grid_steps = 1;  // grid steps of the kernel over all TensorCores
-  // ici: a collective (sharding inserts these at the CollectivePoints) over `group` (an index into the
-  // program set's groups; ir::kAxesGroup: the whole torus axes of mesh_axes).
-  // ici_kind send / recv: a point-to-point transfer to (from) member `peer` of the group instead.
-  ir::OpKind ici_kind = ir::OpKind::collective;
-  std::int32_t peer = 0;
-  CollectiveKind collective = CollectiveKind::all_reduce;
-  std::uint32_t mesh_axes = 0;
-  std::uint16_t group = ir::kAxesGroup;
-  std::uint64_t collective_bytes = 0;
-  std::uint8_t algorithm = 0;  // collective: ir::Instruction::algorithm (0 = auto)
-  // Ops (earlier indices) this one also waits for besides its tensors: the placement of an async collective
-  // (an FSDP all-gather waits for the previous layer's compute to start, as XLA's scheduler places it).
-  std::vector<std::size_t> after;
+// ici: a collective (sharding inserts these at the CollectivePoints) over `comm.group` (an index into the
+// program set's groups; ir::kAxesGroup: the whole torus axes of comm.mesh_axes), or with `kind` send / recv a
+// point-to-point transfer of `bytes` to (from) member `comm.peer` of the group instead. Emitted as one
+// instruction with this kind, communication and payload.
+struct IciWork {
+  ir::OpKind kind = ir::OpKind::collective;
+  ir::Communication comm;
+  std::uint64_t bytes = 0;
+};
+
+// What the passes over the graph do with an op (fuse(), a remat policy's recomputation).
+struct OpPasses {
   // Fusion: an elementwise op whose work merges into the op that produced `fuse_into` (its epilogue).
   std::optional<TensorId> fuse_into;
   // Merged into another op by fuse() (then skipped by liveness and emit), the op `merged_into`.
@@ -111,6 +92,28 @@ struct Op {
   // A recomputation nothing reads (remat policies recompute only what the backward needs): skipped by fuse,
   // liveness and emit; an op placed after it gets no dependency from it.
   bool dropped = false;
+};
+
+struct Op {
+  std::string label;  // "layer3.fwd.qkv"
+  ir::OpClass cls = ir::OpClass::other;
+  Unit unit = Unit::vpu;
+  Phase phase = Phase::forward;
+  // mxu: `shape.batch` products of m x k x n (as ir::Instruction's), operands in `dtype`.
+  ir::MatmulShape shape;
+  DType dtype = DType::bf16;
+  // vpu: the op's kind (reduction for norms and softmax); its work (and a matmul's fused epilogue) in `vpu`.
+  ir::VectorOp vector_op = ir::VectorOp::elementwise;
+  VpuWork vpu;
+  std::vector<Access> reads;
+  std::vector<Access> writes;
+  ir::Flops flops;
+  double grid_steps = 1;  // grid steps of the kernel over all TensorCores
+  IciWork ici;            // unit ici
+  // Ops (earlier indices) this one also waits for besides its tensors: the placement of an async collective
+  // (an FSDP all-gather waits for the previous layer's compute to start, as XLA's scheduler places it).
+  std::vector<std::size_t> after;
+  OpPasses passes;
 };
 
 class Graph {

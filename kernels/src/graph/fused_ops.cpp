@@ -163,10 +163,10 @@ std::size_t Builder::one_matmul(const OpName& name, ir::OpClass cls, const Matmu
   op.cls = cls;
   op.unit = fused::Unit::mxu;
   op.phase = name.phase;
-  op.m = mm.m;
-  op.k = mm.k;
-  op.n = mm.n;
-  op.batch = static_cast<std::int32_t>(mm.batch);
+  op.shape.m = mm.m;
+  op.shape.k = mm.k;
+  op.shape.n = mm.n;
+  op.shape.batch = static_cast<std::int32_t>(mm.batch);
   op.dtype = mm.dtype;
   for (fused::TensorId a : mm.a) op.reads.push_back({a, mm.a_times.value_or(static_cast<double>(nn))});
   for (fused::TensorId b : mm.b) op.reads.push_back({b, mm.b_times.value_or(static_cast<double>(nm))});
@@ -174,8 +174,8 @@ std::size_t Builder::one_matmul(const OpName& name, ir::OpClass cls, const Matmu
   for (fused::TensorId c : mm.outputs) op.writes.push_back({c, 1});
   op.writes.insert(op.writes.end(), mm.extra_writes.begin(), mm.extra_writes.end());
   const Flops f = mm.flops.value_or(matmul_flops(mm.m, mm.k, mm.n, mm.batch, name.phase == fused::Phase::recompute));
-  op.model_flops = f.model;
-  op.hardware_flops = f.hardware;
+  op.flops.model = f.model;
+  op.flops.hardware = f.hardware;
   op.vpu = mm.epilogue;
   if (quantize_int8_ && mm.dtype == DType::int8) {
     const double operands = static_cast<double>(mm.batch) * (static_cast<double>(mm.m) * static_cast<double>(mm.k) +
@@ -199,7 +199,7 @@ std::size_t Builder::vector(const OpName& name, ir::OpClass cls, ir::VectorOp ki
   op.vpu = cost.per_element.times(elements);
   op.reads = reads;
   op.writes = writes;
-  op.fuse_into = fuse_into;
+  op.passes.fuse_into = fuse_into;
   double bytes = 0;
   for (const auto& r : reads) bytes += graph_.tensor(r.tensor).bytes() * r.times;
   for (const auto& w : writes) bytes += graph_.tensor(w.tensor).bytes() * w.times;

@@ -59,8 +59,8 @@ Program::Program(std::string name) : name_(std::move(name)) {}
 
 void Program::scale_flops(std::size_t begin, std::size_t end, double factor) {
   for (std::size_t i = begin; i < end && i < instrs_.size(); ++i) {
-    instrs_[i].model_flops *= factor;
-    instrs_[i].hardware_flops *= factor;
+    instrs_[i].flops.model *= factor;
+    instrs_[i].flops.hardware *= factor;
   }
 }
 
@@ -82,8 +82,8 @@ std::uint32_t Program::add(Instruction ins, const std::vector<std::uint32_t>& de
                                          name_, index, d));
     }
   }
-  ins.dep_begin = static_cast<std::uint32_t>(deps_.size());
-  ins.dep_count = static_cast<std::uint32_t>(deps.size());
+  ins.deps.begin = static_cast<std::uint32_t>(deps_.size());
+  ins.deps.count = static_cast<std::uint32_t>(deps.size());
   deps_.insert(deps_.end(), deps.begin(), deps.end());
   ins.label = intern(label);
   instrs_.push_back(ins);
@@ -98,13 +98,13 @@ int Program::cores_used() const {
 
 double Program::model_flops() const {
   double f = 0;
-  for (const auto& i : instrs_) f += i.model_flops;
+  for (const auto& i : instrs_) f += i.flops.model;
   return f;
 }
 
 double Program::hardware_flops() const {
   double f = 0;
-  for (const auto& i : instrs_) f += i.hardware_flops;
+  for (const auto& i : instrs_) f += i.flops.hardware;
   return f;
 }
 
@@ -121,13 +121,13 @@ Program Program::from_parts(std::string name, std::vector<Instruction> instrs, s
   Program p(std::move(name));
   for (std::size_t i = 0; i < instrs.size(); ++i) {
     const auto& ins = instrs[i];
-    if (static_cast<std::size_t>(ins.dep_begin) + ins.dep_count > deps.size()) {
+    if (static_cast<std::size_t>(ins.deps.begin) + ins.deps.count > deps.size()) {
       throw std::invalid_argument(fmt::format("instruction {}: dependency range out of bounds", i));
     }
-    for (std::uint32_t k = 0; k < ins.dep_count; ++k) {
-      if (deps[ins.dep_begin + k] >= i) {
+    for (std::uint32_t k = 0; k < ins.deps.count; ++k) {
+      if (deps[ins.deps.begin + k] >= i) {
         throw std::invalid_argument(fmt::format("instruction {}: depends on {}, which is not earlier", i,
-                                                deps[ins.dep_begin + k]));
+                                                deps[ins.deps.begin + k]));
       }
     }
     if (ins.label >= labels.size() && !(labels.empty() && ins.label == 0)) {

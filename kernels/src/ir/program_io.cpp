@@ -154,10 +154,10 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
     else r.error(at("label"), "wrong type", "a string", Reader::describe(*it));
   }
   opt_uint("core", std::numeric_limits<std::uint8_t>::max(), ins.core);
-  opt_uint("vmem_alloc", kMaxCount, ins.vmem_alloc);
-  opt_uint("vmem_free", kMaxCount, ins.vmem_free);
+  opt_uint("vmem_alloc", kMaxCount, ins.vmem.alloc);
+  opt_uint("vmem_free", kMaxCount, ins.vmem.free);
   if (const auto it = v.find("host_seconds"); ins.kind == OpKind::host && it != v.end()) {
-    if (it->is_number() && it->get<double>() >= 0) ins.host_seconds = it->get<double>();
+    if (it->is_number() && it->get<double>() >= 0) ins.host.seconds = it->get<double>();
     else r.error(at("host_seconds"), "bad value", "a number of seconds >= 0", Reader::describe(*it));
   }
   if (const auto it = v.find("bytes"); ins.kind == OpKind::vector && it != v.end()) {
@@ -167,33 +167,33 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
     if (const auto it = v.find("class"); it != v.end()) {
       if (const auto c = r.enumeration(*it, at("class"), kOpClassNames)) ins.op_class = *c;
     }
-    opt_uint("hbm_read", kMaxCount, ins.hbm_read);
-    opt_uint("hbm_written", kMaxCount, ins.hbm_written);
-    opt_uint("grid_steps", std::numeric_limits<std::uint32_t>::max(), ins.grid_steps);
+    opt_uint("hbm_read", kMaxCount, ins.stream.hbm_read);
+    opt_uint("hbm_written", kMaxCount, ins.stream.hbm_written);
+    opt_uint("grid_steps", std::numeric_limits<std::uint32_t>::max(), ins.stream.grid_steps);
     if (ins.kind == OpKind::matmul) {
       if (const auto it = v.find("batch"); it != v.end()) {
         if (const auto u = r.uint(*it, at("batch"), std::numeric_limits<std::int32_t>::max())) {
           if (*u == 0) r.error(at("batch"), "bad value", "an integer >= 1", "0");
-          else ins.batch = static_cast<std::int32_t>(*u);
+          else ins.shape.batch = static_cast<std::int32_t>(*u);
         }
       }
       if (const auto it = v.find("sum_batch"); it != v.end()) {
-        if (it->is_boolean()) ins.sum_batch = it->get<bool>();
+        if (it->is_boolean()) ins.shape.sum_batch = it->get<bool>();
         else r.error(at("sum_batch"), "wrong type", "true or false", Reader::describe(*it));
       }
       if (const auto it = v.find("vector_op"); it != v.end()) {
-        if (const auto e = r.enumeration(*it, at("vector_op"), kVectorOps)) ins.vector_op = *e;
+        if (const auto e = r.enumeration(*it, at("vector_op"), kVectorOps)) ins.vector.op = *e;
       }
       if (const auto it = v.find("elements"); it != v.end()) {
         if (const auto u = r.uint(*it, at("elements"), kMaxCount)) {
-          ins.elements = static_cast<std::int64_t>(*u);
+          ins.vector.elements = static_cast<std::int64_t>(*u);
         }
       }
     }
   }
   for (const char* f : {"model_flops", "hardware_flops"}) {
     if (const auto it = v.find(f); it != v.end()) {
-      if (const auto x = r.flops(*it, at(f))) (f[0] == 'm' ? ins.model_flops : ins.hardware_flops) = *x;
+      if (const auto x = r.flops(*it, at(f))) (f[0] == 'm' ? ins.flops.model : ins.flops.hardware) = *x;
     }
   }
 
@@ -204,7 +204,7 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
       r.error(at("group"), "no group to name", "an index into the top-level groups (the file has none)",
               Reader::describe(*it));
     } else if (const auto u = r.uint(*it, at("group"), groups - 1)) {
-      ins.group = static_cast<std::uint16_t>(*u);
+      ins.comm.group = static_cast<std::uint16_t>(*u);
     }
   }
 
@@ -216,22 +216,22 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
     auto set_int = [&](std::int64_t& dst, std::uint64_t max) {
       if (const auto u = r.uint(*x, p, max)) dst = static_cast<std::int64_t>(*u);
     };
-    if (f == "m" || f == "rows") set_int(ins.m, kMaxDim);
-    else if (f == "k" || f == "bags") set_int(ins.k, kMaxDim);
-    else if (f == "n" || f == "width") set_int(ins.n, kMaxDim);
-    else if (f == "elements") set_int(ins.elements, kMaxCount);
+    if (f == "m" || f == "rows") set_int(ins.shape.m, kMaxDim);
+    else if (f == "k" || f == "bags") set_int(ins.shape.k, kMaxDim);
+    else if (f == "n" || f == "width") set_int(ins.shape.n, kMaxDim);
+    else if (f == "elements") set_int(ins.vector.elements, kMaxCount);
     else if (f == "bytes") { if (const auto u = r.uint(*x, p, kMaxCount)) ins.bytes = *u; }
     else if (f == "dtype") { if (const auto e = r.enumeration(*x, p, kDTypes)) ins.dtype = *e; }
-    else if (f == "vector_op") { if (const auto e = r.enumeration(*x, p, kVectorOps)) ins.vector_op = *e; }
-    else if (f == "src") { if (const auto e = r.enumeration(*x, p, kMemories)) ins.src = *e; }
-    else if (f == "dst") { if (const auto e = r.enumeration(*x, p, kMemories)) ins.dst = *e; }
-    else if (f == "pattern") { if (const auto e = r.enumeration(*x, p, kPatterns)) ins.pattern = *e; }
-    else if (f == "collective") { if (const auto e = r.enumeration(*x, p, kCollectives)) ins.collective = *e; }
-    else if (f == "host_op") { if (const auto e = r.enumeration(*x, p, kHostOps)) ins.host_op = *e; }
+    else if (f == "vector_op") { if (const auto e = r.enumeration(*x, p, kVectorOps)) ins.vector.op = *e; }
+    else if (f == "src") { if (const auto e = r.enumeration(*x, p, kMemories)) ins.memory.src = *e; }
+    else if (f == "dst") { if (const auto e = r.enumeration(*x, p, kMemories)) ins.memory.dst = *e; }
+    else if (f == "pattern") { if (const auto e = r.enumeration(*x, p, kPatterns)) ins.memory.pattern = *e; }
+    else if (f == "collective") { if (const auto e = r.enumeration(*x, p, kCollectives)) ins.comm.collective = *e; }
+    else if (f == "host_op") { if (const auto e = r.enumeration(*x, p, kHostOps)) ins.host.op = *e; }
     else if (f == "peer") {
       if (x->is_number_integer() && x->get<std::int64_t>() >= std::numeric_limits<std::int32_t>::min() &&
           x->get<std::int64_t>() <= std::numeric_limits<std::int32_t>::max()) {
-        ins.peer = static_cast<std::int32_t>(x->get<std::int64_t>());
+        ins.comm.peer = static_cast<std::int32_t>(x->get<std::int64_t>());
       } else {
         r.error(p, "bad value", "a 32-bit signed integer", Reader::describe(*x));
       }
@@ -239,7 +239,7 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
       if (!x->is_array()) r.error(p, "wrong type", "an array of mesh axis indices", Reader::describe(*x));
       else {
         for (std::size_t a = 0; a < x->size(); ++a) {
-          if (const auto u = r.uint((*x)[a], fmt::format("{}/{}", p, a), 31)) ins.mesh_axes |= 1u << *u;
+          if (const auto u = r.uint((*x)[a], fmt::format("{}/{}", p, a), 31)) ins.comm.mesh_axes |= 1u << *u;
         }
       }
     }
@@ -247,16 +247,18 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
 
   if (ins.kind == OpKind::gather || ins.kind == OpKind::scatter) {  // the rows' bytes follow from the shape
     std::uint64_t elements = 0;
-    if (__builtin_mul_overflow(static_cast<std::uint64_t>(ins.m), static_cast<std::uint64_t>(ins.n), &elements) ||
+    if (__builtin_mul_overflow(static_cast<std::uint64_t>(ins.shape.m), static_cast<std::uint64_t>(ins.shape.n),
+                               &elements) ||
         __builtin_mul_overflow(elements, static_cast<std::uint64_t>(dtype_bytes(ins.dtype)), &ins.bytes)) {
-      r.error(at("rows"), "bad value", "rows x width x dtype bytes below 2^64", fmt::format("{} x {}", ins.m, ins.n));
+      r.error(at("rows"), "bad value", "rows x width x dtype bytes below 2^64",
+              fmt::format("{} x {}", ins.shape.m, ins.shape.n));
     }
   }
   if (const auto it = v.find("algorithm"); ins.kind == OpKind::collective && it != v.end()) {
     const std::optional<kernels::CollectiveAlgorithm> a =
         it->is_string() ? kernels::algorithm_by_name(it->get<std::string>()) : std::nullopt;
     if (a) {
-      ins.algorithm = static_cast<std::uint8_t>(*a);
+      ins.comm.algorithm = static_cast<std::uint8_t>(*a);
     } else {
       const std::vector<std::string> all = kernels::algorithm_names();
       r.error(at("algorithm"), "unknown collective algorithm", fmt::format("one of: {}", fmt::join(all, ", ")),

@@ -28,51 +28,52 @@ ordered_json instruction_json(const Program& p, const Instruction& ins) {
   if (!p.label_of(ins).empty()) j["label"] = p.label_of(ins);
   if (ins.core != 0) j["core"] = ins.core;
   for (const std::string& f : op_fields(ins.kind)) {
-    if (f == "m" || f == "rows") j[f] = ins.m;
-    else if (f == "k" || f == "bags") j[f] = ins.k;
-    else if (f == "n" || f == "width") j[f] = ins.n;
+    if (f == "m" || f == "rows") j[f] = ins.shape.m;
+    else if (f == "k" || f == "bags") j[f] = ins.shape.k;
+    else if (f == "n" || f == "width") j[f] = ins.shape.n;
     else if (f == "dtype") j[f] = name_of(kDTypes, ins.dtype);
-    else if (f == "vector_op") j[f] = name_of(kVectorOps, ins.vector_op);
-    else if (f == "elements") j[f] = ins.elements;
-    else if (f == "src") j[f] = name_of(kMemories, ins.src);
-    else if (f == "dst") j[f] = name_of(kMemories, ins.dst);
-    else if (f == "pattern") j[f] = name_of(kPatterns, ins.pattern);
+    else if (f == "vector_op") j[f] = name_of(kVectorOps, ins.vector.op);
+    else if (f == "elements") j[f] = ins.vector.elements;
+    else if (f == "src") j[f] = name_of(kMemories, ins.memory.src);
+    else if (f == "dst") j[f] = name_of(kMemories, ins.memory.dst);
+    else if (f == "pattern") j[f] = name_of(kPatterns, ins.memory.pattern);
     else if (f == "bytes") j[f] = ins.bytes;
-    else if (f == "collective") j[f] = name_of(kCollectives, ins.collective);
-    else if (f == "mesh_axes" && ins.group != kAxesGroup) j["group"] = ins.group;  // instead of mesh_axes
-    else if (f == "mesh_axes") j[f] = axes_json(ins.mesh_axes);
-    else if (f == "peer") j[f] = ins.peer;
-    else if (f == "host_op") j[f] = name_of(kHostOps, ins.host_op);
+    else if (f == "collective") j[f] = name_of(kCollectives, ins.comm.collective);
+    else if (f == "mesh_axes" && ins.comm.group != kAxesGroup) j["group"] = ins.comm.group;  // instead of mesh_axes
+    else if (f == "mesh_axes") j[f] = axes_json(ins.comm.mesh_axes);
+    else if (f == "peer") j[f] = ins.comm.peer;
+    else if (f == "host_op") j[f] = name_of(kHostOps, ins.host.op);
   }
   // Optional: the VMEM operand bytes of a vector op (0 = none declared: no VMEM bound).
   if (ins.kind == OpKind::vector && ins.bytes != 0) j["bytes"] = ins.bytes;
   // Version 2, each optional and written only when not its default.
   if (ins.op_class != OpClass::other) j["class"] = name_of(kOpClassNames, ins.op_class);
   if (ins.kind == OpKind::matmul) {
-    if (ins.batch != 1) j["batch"] = ins.batch;
-    if (ins.sum_batch) j["sum_batch"] = true;
-    if (ins.elements != 0) {
-      j["vector_op"] = name_of(kVectorOps, ins.vector_op);
-      j["elements"] = ins.elements;
+    if (ins.shape.batch != 1) j["batch"] = ins.shape.batch;
+    if (ins.shape.sum_batch) j["sum_batch"] = true;
+    if (ins.vector.elements != 0) {
+      j["vector_op"] = name_of(kVectorOps, ins.vector.op);
+      j["elements"] = ins.vector.elements;
     }
   }
   if (ins.kind == OpKind::matmul || ins.kind == OpKind::vector) {
-    if (ins.hbm_read != 0) j["hbm_read"] = ins.hbm_read;
-    if (ins.hbm_written != 0) j["hbm_written"] = ins.hbm_written;
-    if (ins.grid_steps != 0) j["grid_steps"] = ins.grid_steps;
+    if (ins.stream.hbm_read != 0) j["hbm_read"] = ins.stream.hbm_read;
+    if (ins.stream.hbm_written != 0) j["hbm_written"] = ins.stream.hbm_written;
+    if (ins.stream.grid_steps != 0) j["grid_steps"] = ins.stream.grid_steps;
   }
   // Optional (version 1 files without it mean "auto"), so written only when not auto.
-  if (ins.kind == OpKind::collective && ins.algorithm != 0) {
-    j["algorithm"] = std::string(kernels::algorithm_name(static_cast<kernels::CollectiveAlgorithm>(ins.algorithm)));
+  if (ins.kind == OpKind::collective && ins.comm.algorithm != 0) {
+    j["algorithm"] =
+        std::string(kernels::algorithm_name(static_cast<kernels::CollectiveAlgorithm>(ins.comm.algorithm)));
   }
   // Optional (files without it mean no host-side time), so written only when set.
-  if (ins.kind == OpKind::host && ins.host_seconds != 0) j["host_seconds"] = ins.host_seconds;
-  if (ins.vmem_alloc != 0) j["vmem_alloc"] = ins.vmem_alloc;
-  if (ins.vmem_free != 0) j["vmem_free"] = ins.vmem_free;
-  if (ins.model_flops != 0) j["model_flops"] = ins.model_flops;
-  if (ins.hardware_flops != 0) j["hardware_flops"] = ins.hardware_flops;
+  if (ins.kind == OpKind::host && ins.host.seconds != 0) j["host_seconds"] = ins.host.seconds;
+  if (ins.vmem.alloc != 0) j["vmem_alloc"] = ins.vmem.alloc;
+  if (ins.vmem.free != 0) j["vmem_free"] = ins.vmem.free;
+  if (ins.flops.model != 0) j["model_flops"] = ins.flops.model;
+  if (ins.flops.hardware != 0) j["hardware_flops"] = ins.flops.hardware;
   ordered_json deps = ordered_json::array();
-  for (std::uint32_t d = 0; d < ins.dep_count; ++d) deps.push_back(p.deps_of(ins)[d]);
+  for (std::uint32_t d = 0; d < ins.deps.count; ++d) deps.push_back(p.deps_of(ins)[d]);
   j["deps"] = std::move(deps);
   return j;
 }

@@ -40,10 +40,10 @@ void ShardingPoints::collective(fused::Graph& g, const std::string& label, fused
     op.cls = ir::OpClass::communication;
     op.unit = fused::Unit::ici;
     op.phase = phase;
-    op.collective = kind;
-    op.group = group_index(group);
+    op.ici.comm.collective = kind;
+    op.ici.comm.group = group_index(group);
     op.dtype = dtype;
-    op.collective_bytes = static_cast<std::uint64_t>(std::llround(bytes));
+    op.ici.bytes = static_cast<std::uint64_t>(std::llround(bytes));
     op.reads = reads;
     op.writes = writes;
     op.after = after;
@@ -172,7 +172,7 @@ std::vector<TensorId> ShardingPoints::ring_steps(fused::Graph& g, const std::str
                writes, first_step ? after : std::vector<std::size_t>{});
     first_step = false;
     const CollectiveAlgorithm a = n == 2 ? CollectiveAlgorithm::ring_unidirectional : CollectiveAlgorithm::ring_bidirectional;
-    for (std::size_t i = first; i < g.ops().size(); ++i) g.ops()[i].algorithm = static_cast<std::uint8_t>(a);
+    for (std::size_t i = first; i < g.ops().size(); ++i) g.ops()[i].ici.comm.algorithm = static_cast<std::uint8_t>(a);
   };
   std::vector<TensorId> chunks{shard};
   if (n == 2) {
@@ -287,7 +287,7 @@ TensorId ShardingPoints::ring_reduce_scatter(fused::Graph& g, int layer, fused::
     // The last step of an even N sends one block: half its rows took the mirror image of the chains (the long
     // one from +1), so it goes half each way, as every other step loads both directions (a 2-chip group: +1).
     const CollectiveAlgorithm a = n == 2 ? CollectiveAlgorithm::ring_unidirectional : CollectiveAlgorithm::ring_bidirectional;
-    for (std::size_t i = first; i < g.ops().size(); ++i) g.ops()[i].algorithm = static_cast<std::uint8_t>(a);
+    for (std::size_t i = first; i < g.ops().size(); ++i) g.ops()[i].ici.comm.algorithm = static_cast<std::uint8_t>(a);
   }
   const TensorId out = g.tensor(name + ".reduced", block, dtype, TensorKind::activation);
   std::vector<TensorId> received = in_plus;
@@ -417,12 +417,12 @@ void ShardingPoints::point_to_point(fused::Graph& g, fused::Phase phase, ir::OpK
   op.cls = ir::OpClass::communication;
   op.unit = fused::Unit::ici;
   op.phase = phase;
-  op.ici_kind = kind;
+  op.ici.kind = kind;
   // Activations go to the next stage, gradients to the previous; a recv names its source.
-  op.peer = (forward == send) ? +1 : -1;
-  op.group = group_index(groups.front());
+  op.ici.comm.peer = (forward == send) ? +1 : -1;
+  op.ici.comm.group = group_index(groups.front());
   op.dtype = g.tensor(tensor).dtype;
-  op.collective_bytes = static_cast<std::uint64_t>(std::llround(g.tensor(tensor).bytes()));
+  op.ici.bytes = static_cast<std::uint64_t>(std::llround(g.tensor(tensor).bytes()));
   if (send) {
     op.reads = {{tensor, 1}};
   } else {

@@ -197,10 +197,10 @@ GemmLowering lower_gemm(ir::Program& prog, const ChipSpec& chip, std::int64_t m,
     }
     st.compute.kind = ir::OpKind::matmul;
     st.compute.dtype = dtype;
-    st.compute.m = rows;
-    st.compute.k = depth;
-    st.compute.n = cols;
-    st.compute.model_flops = st.compute.hardware_flops = 2.0 * static_cast<double>(rows * depth) * cols;
+    st.compute.shape.m = rows;
+    st.compute.shape.k = depth;
+    st.compute.shape.n = cols;
+    st.compute.flops.model = st.compute.flops.hardware = 2.0 * static_cast<double>(rows * depth) * cols;
     st.first_of_group = ks == 0;
     st.last_of_group = ks == c.nk - 1;
     st.group_vmem = static_cast<std::uint64_t>(rows * cols) * kAccumulatorBytes;

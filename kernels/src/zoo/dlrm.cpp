@@ -57,9 +57,9 @@ std::vector<std::uint32_t> embeddings_on_tensorcores(ir::Program& prog, const Ch
     if (update) st.loads.push_back({"load_gradients", n * bag_bytes, n * bag_bytes, ir::DmaPattern::contiguous});
     st.loads.push_back({"gather_rows", n * row_bytes, n * row_bytes, ir::DmaPattern::gather});
     st.compute.kind = ir::OpKind::vector;
-    st.compute.vector_op = ir::VectorOp::elementwise;
+    st.compute.vector.op = ir::VectorOp::elementwise;
     st.compute.dtype = dt;
-    st.compute.elements = static_cast<std::int64_t>(n) * lookups * width;  // one add per row value
+    st.compute.vector.elements = static_cast<std::int64_t>(n) * lookups * width;  // one add per row value
     st.compute.bytes = n * per_bag;                                         // VMEM operands in and out
     st.first_of_group = st.last_of_group = true;
     st.group_vmem = update ? n * row_bytes : n * bag_bytes;
@@ -81,13 +81,13 @@ std::vector<std::uint32_t> embeddings_on_sparsecores(ir::Program& prog, const Dl
   for (int t = 0; t < m.tables; ++t) {
     ir::Instruction ins;
     ins.kind = update ? ir::OpKind::scatter : ir::OpKind::gather;
-    ins.m = batch * m.lookups_per_table;
-    ins.n = m.embedding_dim;
-    ins.k = batch;
+    ins.shape.m = batch * m.lookups_per_table;
+    ins.shape.n = m.embedding_dim;
+    ins.shape.k = batch;
     ins.dtype = dt;
-    ins.src = ir::Memory::hbm;
-    ins.dst = ir::Memory::hbm;
-    ins.bytes = static_cast<std::uint64_t>(ins.m * ins.n * dtype_bytes(dt));
+    ins.memory.src = ir::Memory::hbm;
+    ins.memory.dst = ir::Memory::hbm;
+    ins.bytes = static_cast<std::uint64_t>(ins.shape.m * ins.shape.n * dtype_bytes(dt));
     done.push_back(prog.add(ins, after, fmt::format("{}.table{}", label, t)));
   }
   return done;
@@ -212,7 +212,7 @@ ir::ProgramSet lower_dlrm(const WorkloadSpec& workload, const ChipSpec& chip) {
     const std::size_t first = prog.size();
     const auto done = gemm(im, ik, in, reads, label);
     double padded = 0;
-    for (std::size_t i = first; i < prog.size(); ++i) padded += prog[i].model_flops;
+    for (std::size_t i = first; i < prog.size(); ++i) padded += prog[i].flops.model;
     const double scale = padded > 0 ? useful / padded : 0.0;
     prog.scale_flops(first, prog.size(), scale);
     return done;

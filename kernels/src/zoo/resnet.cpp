@@ -3,7 +3,7 @@
 // A convolution of kh x kw taps over Cin input channels into Cout output channels is lowered onto the MXU as
 // XLA's TPU convolution emitter does, one product per tap with the channels as the contraction:
 // `taps` products of m = batch x Ho x Wo output positions, k = Cin, n = Cout, summed into one output
-// (ir::Instruction::batch with sum_batch). Each product is padded to the array on its own, so a 3-channel stem
+// (ir::Instruction::shape.batch with sum_batch). Each product is padded to the array on its own, so a 3-channel stem
 // fills 3 of the 128 rows and a 64-channel layer half of them: the MXU utilization the real channel counts
 // allow. Its input is read once per tile of output channels (the GEMM tiling of the equivalent im2col product
 // m x (taps Cin) x Cout), its weights once per tile of output positions. Backward: the input gradient is the
@@ -95,7 +95,7 @@ TensorId ResnetStep::conv_forward(Conv& c, TensorId x) {
     mm.a_times = std::ceil(static_cast<double>(c.cout) / static_cast<double>(t.tn));
     mm.b_times = std::ceil(static_cast<double>(m) / static_cast<double>(t.tm));
     const std::size_t op = b_.matmul(OpName{ph, mbp_ + c.name, "conv"}, ir::OpClass::matmul, mm);
-    b_.graph().ops()[op].sum_batch = true;
+    b_.graph().ops()[op].shape.sum_batch = true;
   }
   const double elements = out * c.cout;
   const TensorId n = b_.activation(mbp_ + c.name + ".fwd.norm", elements);
@@ -153,7 +153,7 @@ TensorId ResnetStep::conv_backward(const Conv& c, TensorId dz) {
   mm.a_times = std::ceil(static_cast<double>(c.cin) / static_cast<double>(t.tn));
   mm.b_times = std::ceil(static_cast<double>(m) / static_cast<double>(t.tm));
   const std::size_t op = b_.matmul(OpName{ph, mbp_ + c.name, "conv.dx"}, ir::OpClass::matmul, mm);
-  b_.graph().ops()[op].sum_batch = true;
+  b_.graph().ops()[op].shape.sum_batch = true;
   return dx;
 }
 

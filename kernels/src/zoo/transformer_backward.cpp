@@ -36,15 +36,15 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
       mm.m = t, mm.k = d_, mm.n = fd, mm.dtype = dtypes_.matmul, mm.a = {dout}, mm.b = {weights(layer, ph, p.down)};
       mm.outputs = {dg};
       const OpName dw{ph, base.scope, "down.dw"};
-      together = input_and_weight_gradient(OpName{ph, base.scope, "down.dx"}, mm, dw, fd, t, d_, {f.g}, {dout},
+      together = input_and_weight_gradient(OpName{ph, base.scope, "down.dx"}, mm, dw, fd, t, d_, {f.mlp.g}, {dout},
                                            p.down, &p.down_bias);
       if (!together) b_.matmul(OpName{ph, base.scope, "down.dx"}, ir::OpClass::matmul, mm);
     }
     const TensorId du = b_.activation(sc + ".dup", tokens * static_cast<double>(fu));
     b_.vector(OpName{ph, base.scope, "act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
-              tokens * static_cast<double>(fd), act, {{dg, 1}, {f.u, 1}}, {{du, 1}}, dg);
+              tokens * static_cast<double>(fd), act, {{dg, 1}, {f.mlp.u, 1}}, {{du, 1}}, dg);
     if (!together) {
-      weight_gradient(OpName{ph, base.scope, "down.dw"}, ir::OpClass::matmul, fd, t, d_, 1, {f.g}, {dout}, p.down,
+      weight_gradient(OpName{ph, base.scope, "down.dw"}, ir::OpClass::matmul, fd, t, d_, 1, {f.mlp.g}, {dout}, p.down,
                       &p.down_bias);
     }
     const TensorId dh = b_.activation(sc + ".dh_mlp", td);
@@ -67,7 +67,7 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
   const TensorId deo = b_.activation(sc + ".dexperts_out", buffer);
   const TensorId dgates = b_.activation(sc + ".dgates", tokens * k, DType::f32);
   b_.vector(OpName{ph, base.scope, "combine"}, ir::OpClass::other, ir::VectorOp::elementwise, tokens * k * d_,
-            kCombine, {{dout, 1}, {f.eo, 1}, {f.gates, 1}}, {{deo, 1}, {dgates, 1}});
+            kCombine, {{dout, 1}, {f.experts.down, 1}, {f.experts.gates, 1}}, {{deo, 1}, {dgates, 1}});
   // A gate's gradient is the dot product of the output gradient with its expert's output, of which a
   // tensor-parallel expert holds partial sums: all-reduced over the tensor group (every token's, for the router).
   const TensorId dgates_sum = points_.tensor_all_reduce(b_.graph(), layer, ph, dgates);
@@ -77,22 +77,22 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
                 weights(layer, ph, p.experts.down), deg, e.routed * d_ * fe, nullptr);
   const TensorId deu = b_.activation(sc + ".dexperts_up", static_cast<double>(local) * capacity * fu);
   b_.vector(OpName{ph, base.scope, "experts_act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
-            static_cast<double>(local) * capacity * fe, act, {{deg, 1}, {f.eu, 1}}, {{deu, 1}}, deg);
-  expert_matmul(OpName{ph, base.scope, "experts_down.dw"}, fe, capacity, d_, dtypes_.weight_grad, f.eg, deo_local,
-                *p.experts.down.grad, e.routed * d_ * fe, &p.experts.down);
+            static_cast<double>(local) * capacity * fe, act, {{deg, 1}, {f.experts.up, 1}}, {{deu, 1}}, deg);
+  expert_matmul(OpName{ph, base.scope, "experts_down.dw"}, fe, capacity, d_, dtypes_.weight_grad, f.experts.act,
+                deo_local, *p.experts.down.grad, e.routed * d_ * fe, &p.experts.down);
   const TensorId ddisp = b_.activation(sc + ".ddispatched", buffer);
   expert_matmul(OpName{ph, base.scope, "experts_up.dx"}, capacity, fu, d_, dtypes_.matmul, deu,
                 weights(layer, ph, p.experts.up), ddisp, e.routed * d_ * fu, nullptr);
-  expert_matmul(OpName{ph, base.scope, "experts_up.dw"}, d_, capacity, fu, dtypes_.weight_grad, f.dispatched, deu,
-                *p.experts.up.grad, e.routed * d_ * fu, &p.experts.up);
+  expert_matmul(OpName{ph, base.scope, "experts_up.dw"}, d_, capacity, fu, dtypes_.weight_grad,
+                f.experts.dispatched, deu, *p.experts.up.grad, e.routed * d_ * fu, &p.experts.up);
   const TensorId ddisp_local = points_.expert_dispatch(b_.graph(), layer, ph, ddisp);
   const TensorId dh_experts = b_.activation(sc + ".dh_experts", td);
   b_.vector(OpName{ph, base.scope, "dispatch"}, ir::OpClass::other, ir::VectorOp::elementwise, buffer, kDispatch,
-            {{ddisp_local, 1}, {f.gates, 1}}, {{dh_experts, 1}});
+            {{ddisp_local, 1}, {f.experts.gates, 1}}, {{dh_experts, 1}});
   const TensorId dh_experts_sum = points_.after_row_parallel(b_.graph(), layer, ph, dh_experts);
   const TensorId drl = b_.activation(sc + ".drouter", tokens * experts, DType::f32);
   b_.vector(OpName{ph, base.scope, "top_k"}, ir::OpClass::other, ir::VectorOp::reduction, tokens * experts, kRouter,
-            {{dgates_sum, 1}, {f.router_logits, 1}}, {{drl, 1}});
+            {{dgates_sum, 1}, {f.experts.router_logits, 1}}, {{drl, 1}});
   // The router's input gradient for this chip's tokens only (sequence parallelism: its shard of the rows).
   const double tdn = norm_tokens(tokens) * static_cast<double>(d_);
   const TensorId dh_router = b_.activation(sc + ".dh_router", tdn);
@@ -170,7 +170,7 @@ BlockFwd TransformerStep::rematerialize(const Stack& st, int l, const BlockFwd& 
       if (const auto it = use.find(r.tensor); it != use.end()) r.tensor = it->second;
     }
     // An epilogue of a producer that is not recomputed runs on its own, reading the held tensor from HBM.
-    if (ops[i].fuse_into && use.count(*ops[i].fuse_into) > 0) ops[i].fuse_into.reset();
+    if (ops[i].passes.fuse_into && use.count(*ops[i].passes.fuse_into) > 0) ops[i].passes.fuse_into.reset();
   }
   for_each_tensor(rec, [&](TensorId& t) {
     if (const auto it = use.find(t); it != use.end()) t = it->second;
@@ -188,7 +188,7 @@ void TransformerStep::drop_unread(std::size_t start, std::size_t end) {
     const bool needed = std::any_of(ops[i].writes.begin(), ops[i].writes.end(),
                                     [&](const Access& w) { return read[w.tensor]; });
     if (!needed) {
-      ops[i].dropped = true;
+      ops[i].passes.dropped = true;
       continue;
     }
     for (const Access& r : ops[i].reads) read[r.tensor] = true;
@@ -229,7 +229,7 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
   auto attention_backward_sub = [&](TensorId dy, TensorId h, TensorId x_in, TensorId stats, const Param& norm_w,
                                     bool cross) -> TensorId {
     const Param& out_w = cross ? p.cross.out : p.out;
-    const AttentionSaved& saved = cross ? f.xattn : f.attn;
+    const AttentionSaved& saved = cross ? f.cross.core : f.attn.core;
     const char* tag = cross ? "x" : "";
     const TensorId d_o = b_.activation(sc + "." + tag + "dattn", tokens * hd);
     {
@@ -250,7 +250,7 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
       // Context parallelism: only this chip's keys and values were kept; gathered again, started once this
       // block's backward has started (its first op done), so it overlaps the MLP's backward.
       const std::size_t before = b_.graph().ops().size();
-      const std::vector<TensorId> kv = points_.gather_keys_values(b_.graph(), l, ph, {f.k_local, f.v_local});
+      const std::vector<TensorId> kv = points_.gather_keys_values(b_.graph(), l, ph, {f.attn.k_local, f.attn.v_local});
       auto& ops = b_.graph().ops();
       for (std::size_t i = before; i < ops.size(); ++i) {
         if (block_start < before) ops[i].after.push_back(block_start);
@@ -325,37 +325,38 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
   const double nt = norm_tokens(tokens);
   if (m_.style.block == TransformerBlock::parallel && !st.cross) {
     // out = x + attn(h) + mlp(h), h = norm1(x): dh = dh_attn + dh_mlp, dx = dout + norm1'(dh).
-    const TensorId dout_all = gather(l, ph, dout), h1 = all_tokens(f.h1, f.h1g);
+    const TensorId dout_all = gather(l, ph, dout), h1 = all_tokens(f.attn.norm, f.attn.gathered);
     const TensorId dh_mlp = mlp_backward(OpName{ph, scope, "mlp"}, l, dout_all, h1, tokens, p, f);
-    const TensorId dh_attn = attention_backward_sub(dout_all, h1, f.x, f.stats1, p.norm1, false);
+    const TensorId dh_attn = attention_backward_sub(dout_all, h1, f.x, f.attn.norm_stats, p.norm1, false);
     const TensorId dh = b_.activation(sc + ".dh", tdn);
     b_.vector(OpName{ph, scope, "dh_sum"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, tdn, kAdd,
               {{dh_attn, 1}, {dh_mlp, 1}}, {{dh, 1}}, dh_attn);
-    const TensorId dxn = norm_backward(OpName{ph, scope, "norm1"}, dh, f.x, f.stats1, nt, p.norm1);
+    const TensorId dxn = norm_backward(OpName{ph, scope, "norm1"}, dh, f.x, f.attn.norm_stats, nt, p.norm1);
     const TensorId dx = b_.activation(sc + ".dx", tdn);
     b_.vector(OpName{ph, scope, "residual"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, tdn, kAdd,
               {{dxn, 1}, {dout, 1}}, {{dx, 1}}, dxn);
     return dx;
   }
-  const TensorId mlp_in = st.cross ? f.x1x : f.x1;
+  const TensorId mlp_in = st.cross ? f.cross.residual : f.attn.residual;
   if (!p.moe) prefetch(l, ph, p.down);
-  const TensorId dout_all = gather(l, ph, dout), h2 = all_tokens(f.h2, f.h2g);
+  const TensorId dout_all = gather(l, ph, dout), h2 = all_tokens(f.mlp.norm, f.mlp.gathered);
   const TensorId dh2 = mlp_backward(OpName{ph, scope, "mlp"}, l, dout_all, h2, tokens, p, f);
-  const TensorId dn2 = norm_backward(OpName{ph, scope, "norm2"}, dh2, mlp_in, f.stats2, nt, p.norm2);
+  const TensorId dn2 = norm_backward(OpName{ph, scope, "norm2"}, dh2, mlp_in, f.mlp.norm_stats, nt, p.norm2);
   TensorId dmid = b_.activation(sc + ".residual2", tdn);
   b_.vector(OpName{ph, scope, "residual2"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, tdn, kAdd,
             {{dn2, 1}, {dout, 1}}, {{dmid, 1}}, dn2);
   if (st.cross) {
-    const TensorId dnx = attention_backward_sub(dmid, f.hx, f.x1, f.statsx, p.cross.norm, true);
+    const TensorId dnx =
+        attention_backward_sub(dmid, f.cross.norm, f.attn.residual, f.cross.norm_stats, p.cross.norm, true);
     const TensorId d1 = b_.activation(sc + ".residual_x", td);
     b_.vector(OpName{ph, scope, "residual_x"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td, kAdd,
               {{dnx, 1}, {dmid, 1}}, {{d1, 1}}, dnx);
     dmid = d1;
   }
   prefetch(l, ph, p.out);
-  const TensorId dmid_all = gather(l, ph, dmid), h1 = all_tokens(f.h1, f.h1g);
-  const TensorId dh1 = attention_backward_sub(dmid_all, h1, f.x, f.stats1, p.norm1, false);
-  const TensorId dn1 = norm_backward(OpName{ph, scope, "norm1"}, dh1, f.x, f.stats1, nt, p.norm1);
+  const TensorId dmid_all = gather(l, ph, dmid), h1 = all_tokens(f.attn.norm, f.attn.gathered);
+  const TensorId dh1 = attention_backward_sub(dmid_all, h1, f.x, f.attn.norm_stats, p.norm1, false);
+  const TensorId dn1 = norm_backward(OpName{ph, scope, "norm1"}, dh1, f.x, f.attn.norm_stats, nt, p.norm1);
   const TensorId dx = b_.activation(sc + ".dx", tdn);
   b_.vector(OpName{ph, scope, "residual1"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, tdn, kAdd,
             {{dn1, 1}, {dmid, 1}}, {{dx, 1}}, dn1);

@@ -26,7 +26,7 @@ TensorId TransformerStep::attention_sub(const OpName& base, const Stack& st, int
               q);
     q = q1, k = k1, v = v1;
   }
-  f.q_pre = q, f.k_pre = k;
+  f.attn.q_pre = q, f.attn.k_pre = k;
   if (m_.style.position == PositionKind::rotary) {
     const TensorId q2 = b_.activation(sc + ".q_rotary", q_elems), k2 = b_.activation(sc + ".k_rotary", kv_elems);
     b_.vector(OpName{ph, base.scope, "rotary"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
@@ -38,7 +38,7 @@ TensorId TransformerStep::attention_sub(const OpName& base, const Stack& st, int
       heads_.kv, heads_.dim, st.causal, m_.style.position == PositionKind::relative && st.relative_table.has_value()};
   TensorId keys = k, values = v;
   double kv_times = 1.0;
-  f.k_local = k, f.v_local = v;
+  f.attn.k_local = k, f.attn.v_local = v;
   if (shard_.context_shards > 1) {
     // Context parallelism: this chip's queries attend to every position's keys and values, all-gathered over
     // the sequence group (MaxText's all-gather context parallelism).
@@ -53,7 +53,7 @@ TensorId TransformerStep::attention_sub(const OpName& base, const Stack& st, int
               2 * kv_elems, VpuCost{"copy", {0, 0}, ""}, {{k, 1}, {v, 1}}, {{kc, fraction}, {vc, fraction}}, k);
     keys = kc, values = vc;
   }
-  f.attn = attention_forward(b_, OpName{ph, base.scope, "attention"}, w_.kernels.attention, shape, q, keys, values,
+  f.attn.core = attention_forward(b_, OpName{ph, base.scope, "attention"}, w_.kernels.attention, shape, q, keys, values,
                              kv_times);
   // Output projection, bias, the tensor-parallel reduction point, and the residual add.
   TensorId a = b_.activation(sc + ".attn_out", tokens * static_cast<double>(d_));
@@ -61,10 +61,10 @@ TensorId TransformerStep::attention_sub(const OpName& base, const Stack& st, int
     Builder::Matmul mm;
     mm.m = static_cast<std::int64_t>(tokens), mm.k = static_cast<std::int64_t>(heads_.query) * heads_.dim, mm.n = d_;
     mm.dtype = dtypes_.matmul;
-    mm.a = {f.attn.o}, mm.b = {weights(layer, ph, p.out)}, mm.outputs = {a};
+    mm.a = {f.attn.core.o}, mm.b = {weights(layer, ph, p.out)}, mm.outputs = {a};
     if (ring_blocks(layer, mm) > 0) {
-      f.attn_out = ring_row_parallel(OpName{ph, base.scope, "out"}, layer, mm, &p.out_bias);
-      return f.attn_out;
+      f.attn.out = ring_row_parallel(OpName{ph, base.scope, "out"}, layer, mm, &p.out_bias);
+      return f.attn.out;
     }
     b_.matmul(OpName{ph, base.scope, "out"}, ir::OpClass::matmul, mm);
   }
@@ -76,7 +76,7 @@ TensorId TransformerStep::attention_sub(const OpName& base, const Stack& st, int
   }
   a = points_.after_row_parallel(b_.graph(), layer, ph, a);
   (void)enc_out;
-  f.attn_out = a;
+  f.attn.out = a;
   return a;
 }
 
@@ -102,17 +102,17 @@ TensorId TransformerStep::mlp_forward(const OpName& base, int layer, TensorId h,
                 tokens * static_cast<double>(up_width(false)), kAdd, {{u, 1}, {p.up_bias.w, 1}}, {{u1, 1}}, u);
       u = u1;
     }
-    f.u = u;
-    f.g = b_.activation(sc + ".act", f_elems);
+    f.mlp.u = u;
+    f.mlp.g = b_.activation(sc + ".act", f_elems);
     b_.vector(OpName{ph, base.scope, "act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, f_elems, act,
-              {{u, 1}}, {{f.g, 1}}, u);
+              {{u, 1}}, {{f.mlp.g, 1}}, u);
     TensorId o = b_.activation(sc + ".down", td);
     Builder::Matmul down;
     down.m = static_cast<std::int64_t>(tokens), down.k = shard_.d_ff, down.n = d_, down.dtype = dtypes_.matmul;
-    down.a = {f.g}, down.b = {weights(layer, ph, p.down)}, down.outputs = {o};
+    down.a = {f.mlp.g}, down.b = {weights(layer, ph, p.down)}, down.outputs = {o};
     if (ring_blocks(layer, down) > 0) {
-      f.mlp_out = ring_row_parallel(OpName{ph, base.scope, "down"}, layer, down, &p.down_bias);
-      return f.mlp_out;
+      f.mlp.out = ring_row_parallel(OpName{ph, base.scope, "down"}, layer, down, &p.down_bias);
+      return f.mlp.out;
     }
     b_.matmul(OpName{ph, base.scope, "down"}, ir::OpClass::matmul, down);
     if (p.down_bias.elements > 0) {
@@ -121,8 +121,8 @@ TensorId TransformerStep::mlp_forward(const OpName& base, int layer, TensorId h,
                 {{o, 1}, {p.down_bias.w, 1}}, {{o1, 1}}, o);
       o = o1;
     }
-    f.mlp_out = points_.after_row_parallel(b_.graph(), layer, ph, o);
-    return f.mlp_out;
+    f.mlp.out = points_.after_row_parallel(b_.graph(), layer, ph, o);
+    return f.mlp.out;
   }
   // Mixture of experts: router, top-k, dispatch into per-expert buffers of `capacity` tokens, the expert MLPs
   // as batched matmuls (one product per local expert), combine. Model FLOPs count the routed tokens (top_k
@@ -131,37 +131,37 @@ TensorId TransformerStep::mlp_forward(const OpName& base, int layer, TensorId h,
   const int experts = e.experts, local = e.local, k = e.top_k;
   const std::int64_t capacity = e.capacity, fe = e.fe, fu = e.fu;
   const double buffer = e.buffer;
-  f.router_logits = b_.activation(sc + ".router", tokens * experts, DType::f32);
+  f.experts.router_logits = b_.activation(sc + ".router", tokens * experts, DType::f32);
   {
     Builder::Matmul r;
     r.m = static_cast<std::int64_t>(tokens), r.k = d_, r.n = experts, r.dtype = dtypes_.matmul;
-    r.a = {h}, r.b = {weights(layer, ph, p.experts.router)}, r.outputs = {f.router_logits};
+    r.a = {h}, r.b = {weights(layer, ph, p.experts.router)}, r.outputs = {f.experts.router_logits};
     b_.matmul(OpName{ph, base.scope, "router"}, ir::OpClass::matmul, r);
   }
-  f.gates = b_.activation(sc + ".gates", tokens * k * 2, DType::f32);  // weights and expert indices
+  f.experts.gates = b_.activation(sc + ".gates", tokens * k * 2, DType::f32);  // weights and expert indices
   b_.vector(OpName{ph, base.scope, "top_k"}, ir::OpClass::other, ir::VectorOp::reduction, tokens * experts, kRouter,
-            {{f.router_logits, 1}}, {{f.gates, 1}});
-  f.dispatched = b_.activation(sc + ".dispatched", buffer);
+            {{f.experts.router_logits, 1}}, {{f.experts.gates, 1}});
+  f.experts.dispatched = b_.activation(sc + ".dispatched", buffer);
   b_.vector(OpName{ph, base.scope, "dispatch"}, ir::OpClass::other, ir::VectorOp::elementwise, buffer, kDispatch,
-            {{h, std::min<double>(k, static_cast<double>(local))}, {f.gates, 1}}, {{f.dispatched, 1}});
-  const TensorId disp = points_.expert_dispatch(b_.graph(), layer, ph, f.dispatched);
-  f.eu = b_.activation(sc + ".experts_up", static_cast<double>(local) * capacity * fu);
+            {{h, std::min<double>(k, static_cast<double>(local))}, {f.experts.gates, 1}}, {{f.experts.dispatched, 1}});
+  const TensorId disp = points_.expert_dispatch(b_.graph(), layer, ph, f.experts.dispatched);
+  f.experts.up = b_.activation(sc + ".experts_up", static_cast<double>(local) * capacity * fu);
   expert_matmul(OpName{ph, base.scope, "experts_up"}, capacity, d_, fu, dtypes_.matmul, disp,
-                weights(layer, ph, p.experts.up), f.eu, e.routed * d_ * fu, nullptr);
+                weights(layer, ph, p.experts.up), f.experts.up, e.routed * d_ * fu, nullptr);
   const double ge = static_cast<double>(local) * capacity * fe;
-  f.eg = b_.activation(sc + ".experts_act", ge);
+  f.experts.act = b_.activation(sc + ".experts_act", ge);
   b_.vector(OpName{ph, base.scope, "experts_act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, ge, act,
-            {{f.eu, 1}}, {{f.eg, 1}}, f.eu);
-  f.eo = b_.activation(sc + ".experts_down", buffer);
-  expert_matmul(OpName{ph, base.scope, "experts_down"}, capacity, fe, d_, dtypes_.matmul, f.eg,
-                weights(layer, ph, p.experts.down), f.eo, e.routed * fe * d_, nullptr);
-  const TensorId eo = points_.expert_combine(b_.graph(), layer, ph, f.eo);
+            {{f.experts.up, 1}}, {{f.experts.act, 1}}, f.experts.up);
+  f.experts.down = b_.activation(sc + ".experts_down", buffer);
+  expert_matmul(OpName{ph, base.scope, "experts_down"}, capacity, fe, d_, dtypes_.matmul, f.experts.act,
+                weights(layer, ph, p.experts.down), f.experts.down, e.routed * fe * d_, nullptr);
+  const TensorId eo = points_.expert_combine(b_.graph(), layer, ph, f.experts.down);
   const TensorId o = b_.activation(sc + ".combined", td);
   b_.vector(OpName{ph, base.scope, "combine"}, ir::OpClass::other, ir::VectorOp::elementwise, tokens * k * d_,
-            kCombine, {{eo, 1}, {f.gates, 1}}, {{o, 1}});
+            kCombine, {{eo, 1}, {f.experts.gates, 1}}, {{o, 1}});
   // The expert down-projections are row parallel over the tensor group (their d_ff is split): partial sums.
-  f.mlp_out = points_.after_row_parallel(b_.graph(), layer, ph, o);
-  return f.mlp_out;
+  f.mlp.out = points_.after_row_parallel(b_.graph(), layer, ph, o);
+  return f.mlp.out;
 }
 
 BlockFwd TransformerStep::forward_block(const Stack& st, int l, TensorId x, Phase phase, const std::string& mbp,
@@ -174,31 +174,31 @@ BlockFwd TransformerStep::forward_block(const Stack& st, int l, TensorId x, Phas
   const double td = norm_tokens(tokens) * static_cast<double>(d_);
   BlockFwd f;
   f.x = x;
-  f.h1 = norm(OpName{phase, scope, "norm1"}, x, norm_tokens(tokens), p.norm1, &f.stats1);
+  f.attn.norm = norm(OpName{phase, scope, "norm1"}, x, norm_tokens(tokens), p.norm1, &f.attn.norm_stats);
   prefetch(l, phase, p.qkv);
-  f.h1g = gather(l, phase, f.h1);
-  const TensorId a = attention_sub(OpName{phase, scope, "attn"}, st, l, f.h1g, tokens, p, f, enc_out);
+  f.attn.gathered = gather(l, phase, f.attn.norm);
+  const TensorId a = attention_sub(OpName{phase, scope, "attn"}, st, l, f.attn.gathered, tokens, p, f, enc_out);
   if (m_.style.block == TransformerBlock::parallel && !st.cross) {
-    const TensorId o = mlp_forward(OpName{phase, scope, "mlp"}, l, f.h1g, tokens, p, f);
+    const TensorId o = mlp_forward(OpName{phase, scope, "mlp"}, l, f.attn.gathered, tokens, p, f);
     f.out = b_.activation(sc + ".out", td);
     b_.vector(OpName{phase, scope, "residual"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td,
               VpuCost{"two residual adds", {2, 0}, ""}, {{x, 1}, {a, 1}, {o, 1}}, {{f.out, 1}}, o);
     return f;
   }
-  f.x1 = b_.activation(sc + ".residual1", td);
+  f.attn.residual = b_.activation(sc + ".residual1", td);
   b_.vector(OpName{phase, scope, "residual1"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td, kAdd,
-            {{a, 1}, {x, 1}}, {{f.x1, 1}}, a);
-  TensorId mlp_in = f.x1;
+            {{a, 1}, {x, 1}}, {{f.attn.residual, 1}}, a);
+  TensorId mlp_in = f.attn.residual;
   if (st.cross) {
     // Cross-attention over the encoder output: queries from the decoder, keys and values from the encoder.
-    f.hx = norm(OpName{phase, scope, "norm_x"}, f.x1, tokens, p.cross.norm, &f.statsx);
+    f.cross.norm = norm(OpName{phase, scope, "norm_x"}, f.attn.residual, tokens, p.cross.norm, &f.cross.norm_stats);
     const double q_elems = tokens * heads_.query * heads_.dim;
     const double enc_tokens = static_cast<double>(mb()) * static_cast<double>(stacks_.front().s);
     const TensorId q = b_.activation(sc + ".xq", q_elems);
     {
       Builder::Matmul mm;
       mm.m = static_cast<std::int64_t>(tokens), mm.k = d_, mm.n = static_cast<std::int64_t>(heads_.query) * heads_.dim;
-      mm.dtype = dtypes_.matmul, mm.a = {f.hx}, mm.b = {weights(l, phase, p.cross.q)}, mm.outputs = {q};
+      mm.dtype = dtypes_.matmul, mm.a = {f.cross.norm}, mm.b = {weights(l, phase, p.cross.q)}, mm.outputs = {q};
       b_.matmul(OpName{phase, scope, "xq"}, ir::OpClass::matmul, mm);
     }
     TensorId kx = 0, vx = 0;
@@ -220,24 +220,24 @@ BlockFwd TransformerStep::forward_block(const Stack& st, int l, TensorId x, Phas
       b_.matmul(OpName{phase, scope, "xkv"}, ir::OpClass::matmul, mm);
     }
     const AttentionShape shape{mb(), st.s, stacks_.front().s, heads_.query, heads_.kv, heads_.dim, false, false};
-    f.xattn = attention_forward(b_, OpName{phase, scope, "xattn"}, w_.kernels.attention, shape, q, kx, vx);
+    f.cross.core = attention_forward(b_, OpName{phase, scope, "xattn"}, w_.kernels.attention, shape, q, kx, vx);
     const TensorId ax = b_.activation(sc + ".xattn_out", tokens * static_cast<double>(d_));
     {
       Builder::Matmul mm;
       mm.m = static_cast<std::int64_t>(tokens), mm.k = static_cast<std::int64_t>(heads_.query) * heads_.dim, mm.n = d_;
-      mm.dtype = dtypes_.matmul, mm.a = {f.xattn.o}, mm.b = {weights(l, phase, p.cross.out)}, mm.outputs = {ax};
+      mm.dtype = dtypes_.matmul, mm.a = {f.cross.core.o}, mm.b = {weights(l, phase, p.cross.out)}, mm.outputs = {ax};
       b_.matmul(OpName{phase, scope, "xout"}, ir::OpClass::matmul, mm);
     }
     const TensorId axr = points_.after_row_parallel(b_.graph(), l, phase, ax);
-    f.x1x = b_.activation(sc + ".residual_x", td);
+    f.cross.residual = b_.activation(sc + ".residual_x", td);
     b_.vector(OpName{phase, scope, "residual_x"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td, kAdd,
-              {{axr, 1}, {f.x1, 1}}, {{f.x1x, 1}}, axr);
-    mlp_in = f.x1x;
+              {{axr, 1}, {f.attn.residual, 1}}, {{f.cross.residual, 1}}, axr);
+    mlp_in = f.cross.residual;
   }
-  f.h2 = norm(OpName{phase, scope, "norm2"}, mlp_in, norm_tokens(tokens), p.norm2, &f.stats2);
+  f.mlp.norm = norm(OpName{phase, scope, "norm2"}, mlp_in, norm_tokens(tokens), p.norm2, &f.mlp.norm_stats);
   if (!p.moe) prefetch(l, phase, p.up);
-  f.h2g = gather(l, phase, f.h2);
-  const TensorId o = mlp_forward(OpName{phase, scope, "mlp"}, l, f.h2g, tokens, p, f);
+  f.mlp.gathered = gather(l, phase, f.mlp.norm);
+  const TensorId o = mlp_forward(OpName{phase, scope, "mlp"}, l, f.mlp.gathered, tokens, p, f);
   f.out = b_.activation(sc + ".residual2", td);
   b_.vector(OpName{phase, scope, "residual2"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise, td, kAdd,
             {{o, 1}, {mlp_in, 1}}, {{f.out, 1}}, o);

@@ -63,31 +63,59 @@ struct Stack {
   std::optional<TensorId> relative_table;  // T5: the stack's position-bias table
 };
 
-// What a block's backward reads of its forward.
-struct BlockFwd {
-  TensorId x = 0, h1 = 0, stats1 = 0;
-  TensorId h1g = 0, h2g = 0;  // the norm outputs with every token (sequence parallelism: gathered; else h1, h2)
-  AttentionSaved attn;
+// A block's self-attention. In each part of BlockFwd a norm's output comes with its statistics and, under
+// sequence parallelism, with every token's output gathered (else `gathered` is the output itself).
+struct SelfAttentionFwd {
+  TensorId norm = 0, norm_stats = 0, gathered = 0;
+  AttentionSaved core;
   TensorId q_pre = 0, k_pre = 0;  // before rotary (for its backward: none needed beyond the op)
-  TensorId k_local = 0, v_local = 0;  // context parallelism: this chip's positions' keys and values (attn.k, attn.v
+  TensorId k_local = 0, v_local = 0;  // context parallelism: this chip's positions' keys and values (core.k, core.v
                                       // are every position's, gathered)
-  TensorId x1 = 0, h2 = 0, stats2 = 0;
-  TensorId hx = 0, statsx = 0, x1x = 0;  // cross-attention
-  AttentionSaved xattn;
-  TensorId u = 0, g = 0;                                      // dense MLP
-  TensorId router_logits = 0, gates = 0, dispatched = 0, eu = 0, eg = 0, eo = 0;  // mixture of experts
-  TensorId attn_out = 0, mlp_out = 0;  // the sub-blocks' outputs (after their row-parallel reduction)
+  TensorId out = 0;       // after its row-parallel reduction
+  TensorId residual = 0;  // the block input plus `out` (none in a parallel block)
+};
+
+// A decoder block's cross-attention over the encoder output.
+struct CrossAttentionFwd {
+  TensorId norm = 0, norm_stats = 0;
+  AttentionSaved core;
+  TensorId residual = 0;  // the self-attention's residual plus the cross-attention's output
+};
+
+// The MLP: its norm and output (after its row-parallel reduction) in both kinds; a dense one's up-projection
+// and activation.
+struct MlpFwd {
+  TensorId norm = 0, norm_stats = 0, gathered = 0;
+  TensorId u = 0, g = 0;
+  TensorId out = 0;
+};
+
+// A mixture of experts' router logits, gates and dispatched tokens, and its experts' up-projection, activation
+// and down-projection.
+struct ExpertsFwd {
+  TensorId router_logits = 0, gates = 0, dispatched = 0, up = 0, act = 0, down = 0;
+};
+
+// What a block's backward reads of its forward, by part of the block.
+struct BlockFwd {
+  TensorId x = 0;  // the block input
+  SelfAttentionFwd attn;
+  CrossAttentionFwd cross;  // decoder of an encoder-decoder
+  MlpFwd mlp;
+  ExpertsFwd experts;  // mixture of experts (`moe`)
   TensorId out = 0;
 };
 
 // Calls fn on every tensor field of f (keep in step with BlockFwd).
 template <class F>
 void for_each_tensor(BlockFwd& f, F fn) {
-  for (TensorId* t : {&f.x, &f.h1, &f.stats1, &f.h1g, &f.h2g, &f.attn.q, &f.attn.k, &f.attn.v, &f.attn.o,
-                      &f.attn.stats, &f.q_pre, &f.k_pre, &f.k_local, &f.v_local, &f.x1, &f.h2, &f.stats2, &f.hx,
-                      &f.statsx, &f.x1x, &f.xattn.q, &f.xattn.k, &f.xattn.v, &f.xattn.o, &f.xattn.stats, &f.u, &f.g,
-                      &f.router_logits, &f.gates, &f.dispatched, &f.eu, &f.eg, &f.eo, &f.attn_out, &f.mlp_out,
-                      &f.out}) {
+  for (TensorId* t : {&f.x, &f.attn.norm, &f.attn.norm_stats, &f.attn.gathered, &f.attn.core.q, &f.attn.core.k,
+                      &f.attn.core.v, &f.attn.core.o, &f.attn.core.stats, &f.attn.q_pre, &f.attn.k_pre,
+                      &f.attn.k_local, &f.attn.v_local, &f.attn.out, &f.attn.residual, &f.cross.norm,
+                      &f.cross.norm_stats, &f.cross.core.q, &f.cross.core.k, &f.cross.core.v, &f.cross.core.o,
+                      &f.cross.core.stats, &f.cross.residual, &f.mlp.norm, &f.mlp.norm_stats, &f.mlp.gathered,
+                      &f.mlp.u, &f.mlp.g, &f.mlp.out, &f.experts.router_logits, &f.experts.gates,
+                      &f.experts.dispatched, &f.experts.up, &f.experts.act, &f.experts.down, &f.out}) {
     fn(*t);
   }
 }
@@ -101,13 +129,13 @@ void for_each_tensor(BlockFwd& f, F fn) {
 inline std::array<TensorId, kRematTags> tagged(const BlockFwd& f, bool moe) {
   std::array<TensorId, kRematTags> t{};
   t[static_cast<std::size_t>(RematTag::decoder_layer_input)] = f.x;
-  t[static_cast<std::size_t>(RematTag::query_proj)] = f.attn.q;
-  t[static_cast<std::size_t>(RematTag::key_proj)] = f.k_local;
-  t[static_cast<std::size_t>(RematTag::value_proj)] = f.v_local;
-  t[static_cast<std::size_t>(RematTag::context)] = f.attn.o;
-  t[static_cast<std::size_t>(RematTag::out_proj)] = f.attn_out;
-  t[static_cast<std::size_t>(RematTag::mlpwi)] = moe ? f.eu : f.u;
-  t[static_cast<std::size_t>(RematTag::mlpwo)] = f.mlp_out;
+  t[static_cast<std::size_t>(RematTag::query_proj)] = f.attn.core.q;
+  t[static_cast<std::size_t>(RematTag::key_proj)] = f.attn.k_local;
+  t[static_cast<std::size_t>(RematTag::value_proj)] = f.attn.v_local;
+  t[static_cast<std::size_t>(RematTag::context)] = f.attn.core.o;
+  t[static_cast<std::size_t>(RematTag::out_proj)] = f.attn.out;
+  t[static_cast<std::size_t>(RematTag::mlpwi)] = moe ? f.experts.up : f.mlp.u;
+  t[static_cast<std::size_t>(RematTag::mlpwo)] = f.mlp.out;
   return t;
 }
 

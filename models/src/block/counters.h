@@ -20,18 +20,39 @@ struct UnitTimes {
   std::array<Tick, kStallReasons> stalled{};  // indexed by StallReason
 };
 
+// Where the chip's time went up to its finish (TimeBreakdown's parts, in ticks).
+struct ChipTimes {
+  Tick compute = 0, memory_stall = 0, host_stall = 0, idle = 0;
+  Tick communication = 0;  // no compute; a collective in flight (counted before memory_stall)
+};
+
+// Busy time of each unit kind (HwUnit): MXU and VPU summed over TensorCores.
+struct UnitBusy {
+  Tick mxu = 0, vpu = 0;
+  Tick dma = 0, hbm = 0, host = 0, sparsecore = 0;
+};
+
+// Bytes the chip moved, by what moved them (MemoryTraffic's parts for one chip).
+struct ChipTraffic {
+  std::uint64_t hbm_read = 0, hbm_written = 0, dma_bytes = 0, host_bytes = 0, sparsecore_bytes = 0;
+};
+
+// The chip's VMEM: its highest occupancy over the TensorCores, and the operand bytes the MXUs and VPUs read
+// from and wrote to it, summed over TensorCores.
+struct VmemCounters {
+  std::uint64_t peak = 0;
+  std::uint64_t mxu_bytes = 0, vpu_bytes = 0;
+};
+
 struct ChipCounters {
   Tick finish = 0;
-  Tick compute = 0, memory_stall = 0, host_stall = 0, idle = 0;  // up to `finish`
-  Tick communication = 0;  // no compute; a collective in flight (counted before memory_stall)
-  Tick mxu_busy = 0, vpu_busy = 0;  // summed over TensorCores
-  Tick dma_busy = 0, hbm_busy = 0, host_busy = 0, sparsecore_busy = 0;
+  ChipTimes time;  // up to `finish`
+  UnitBusy busy;
   // Useful MACs, each weighted by 1 / its dtype's MXU rate (mxu_dtype_rate): the bf16 MAC slots they fill, so
   // that MXU utilization is against the dtype's own peak (an int8 MAC at mxu.int8_rate 2 fills half a slot).
   double rated_macs = 0;
-  std::uint64_t hbm_read = 0, hbm_written = 0, dma_bytes = 0, host_bytes = 0, sparsecore_bytes = 0;
-  std::uint64_t vmem_peak = 0;
-  std::uint64_t mxu_vmem_bytes = 0, vpu_vmem_bytes = 0;  // operand bytes through VMEM, summed over TensorCores
+  ChipTraffic traffic;
+  VmemCounters vmem;
   std::vector<double> array_macs;  // rated MACs per MXU array, TensorCore-major (core x mxu.per_core + array)
   std::array<std::uint64_t, ir::kUnitKinds> executed{};
   std::array<std::vector<UnitTimes>, kHwUnits> unit_times;  // by HwUnit, per instance; none for HBM

@@ -62,11 +62,11 @@ void Sequencer::account(Tick now, Activity activity) {
   const Tick dt = now - last_account_;
   last_account_ = now;
   switch (activity) {
-    case Activity::compute: counters_.compute += dt; break;
-    case Activity::communication: counters_.communication += dt; break;
-    case Activity::memory: counters_.memory_stall += dt; break;
-    case Activity::host: counters_.host_stall += dt; break;
-    case Activity::idle: counters_.idle += dt; break;
+    case Activity::compute: counters_.time.compute += dt; break;
+    case Activity::communication: counters_.time.communication += dt; break;
+    case Activity::memory: counters_.time.memory_stall += dt; break;
+    case Activity::host: counters_.time.host_stall += dt; break;
+    case Activity::idle: counters_.time.idle += dt; break;
   }
   const QueueLayout& layout = index_.layout();
   for (std::size_t u = 0; u < phase_.size(); ++u) {
@@ -169,7 +169,7 @@ bool Sequencer::dependencies_done(const ir::Instruction& ins, int queue) const {
 int Sequencer::blocking_queue(const ir::Instruction& ins, int queue) const {
   const bool pipelined = ir::unit_of(ins.kind) == ir::UnitKind::mxu && !ins.streams_hbm();
   const std::uint32_t* deps = program_.deps_of(ins);
-  for (std::uint32_t k = 0; k < ins.dep_count; ++k) {
+  for (std::uint32_t k = 0; k < ins.deps.count; ++k) {
     const std::uint32_t d = deps[k];
     const int dq = index_.queue_of(d);
     if (pipelined && dq == queue) continue;
@@ -188,12 +188,13 @@ bool Sequencer::try_issue(int q, Tick now) {
   // A fused instruction runs alone on its unit (one XLA fusion at a time; kernels/program.h).
   if (ins.streams_hbm() && state.unit != nullptr && state.unit->busy(state.lane, now)) return false;
   if (!dependencies_done(ins, q)) return false;
-  if (ins.vmem_alloc > 0) {
+  if (ins.vmem.alloc > 0) {
     VmemSpace* vmem = vmem_[ins.core];
     if (vmem == nullptr) chip_.fail(instr, "the chip has no VMEM block in this TensorCore");
-    if (!vmem->allocate(ins.vmem_alloc)) {
-      chip_.fail(instr, fmt::format("VMEM overflow: allocating {} with {} of {} in use", format_bytes(Bytes(ins.vmem_alloc)),
-                                    format_bytes(Bytes(vmem->used())), format_bytes(Bytes(vmem->capacity()))));
+    if (!vmem->allocate(ins.vmem.alloc)) {
+      chip_.fail(instr, fmt::format("VMEM overflow: allocating {} with {} of {} in use",
+                                    format_bytes(Bytes(ins.vmem.alloc)), format_bytes(Bytes(vmem->used())),
+                                    format_bytes(Bytes(vmem->capacity()))));
     }
   }
   ++state.cursor;
@@ -216,10 +217,10 @@ void Sequencer::complete(std::uint32_t instr, Tick started, Tick now) {
   if (chip_.control.tracing()) {
     chip_.control.trace(TraceSpan{chip_.chip, ins.core, ir::unit_of(ins.kind), instr, to_seconds(started), to_seconds(now)});
   }
-  if (ins.vmem_free > 0) {
+  if (ins.vmem.free > 0) {
     VmemSpace* vmem = vmem_[ins.core];
-    if (vmem == nullptr || !vmem->release(ins.vmem_free)) {
-      chip_.fail(instr, fmt::format("frees {} of VMEM but only {} is allocated", format_bytes(Bytes(ins.vmem_free)),
+    if (vmem == nullptr || !vmem->release(ins.vmem.free)) {
+      chip_.fail(instr, fmt::format("frees {} of VMEM but only {} is allocated", format_bytes(Bytes(ins.vmem.free)),
                                     format_bytes(Bytes(vmem != nullptr ? vmem->used() : 0))));
     }
   }

@@ -2,8 +2,8 @@
 // The chip's sequencer: it runs the program's unit queues (program_index.h) on the chip's blocks.
 //
 // Each queue starts its instructions in program order, each once its dependencies have completed and the unit
-// behind the queue has a free slot (instruction_unit.h); an instruction's vmem_alloc is taken from its
-// TensorCore's VMEM when it starts and its vmem_free given back when it completes. Barriers complete as soon
+// behind the queue has a free slot (instruction_unit.h); an instruction's vmem.alloc is taken from its
+// TensorCore's VMEM when it starts and its vmem.free given back when it completes. Barriers complete as soon
 // as their dependencies have (chip-local). The sequencer also keeps the chip's time breakdown and each unit
 // queue's busy / stalled / slot-bound time (UnitUsage in sim_result.h).
 #include <array>

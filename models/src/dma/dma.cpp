@@ -82,19 +82,19 @@ class Dma final : public Block, public InstructionUnit {
   // ---- InstructionUnit: lane = descriptor queue = TensorCore.
   [[nodiscard]] bool can_start(int lane, Tick /*now*/) const override { return !queue(lane).full(); }
   void start(std::uint32_t instr, const ir::Instruction& ins, Tick now) override {
-    const Route& src = route(instr, ins, ins.src);
-    const Route& dst = route(instr, ins, ins.dst);
+    const Route& src = route(instr, ins, ins.memory.src);
+    const Route& dst = route(instr, ins, ins.memory.dst);
     // The slower memory times the transfer; on a tie, the one further out.
     const bool to_src = src.bandwidth < dst.bandwidth ||
-                        (src.bandwidth == dst.bandwidth && level(ins.src) >= level(ins.dst));
+                        (src.bandwidth == dst.bandwidth && level(ins.memory.src) >= level(ins.memory.dst));
     const Route& target = to_src ? src : dst;
     Transfer t;
-    t.src = ins.src;
-    t.dst = ins.dst;
+    t.src = ins.memory.src;
+    t.dst = ins.memory.dst;
     t.bytes = ins.bytes;
-    t.volume = static_cast<double>(ins.bytes) / dma_pattern_efficiency(chip_.spec.dma, ins.pattern);
+    t.volume = static_cast<double>(ins.bytes) / dma_pattern_efficiency(chip_.spec.dma, ins.memory.pattern);
     bytes_ += ins.bytes;
-    queues_[ins.core].issue(now, instr, socket[target.socket], to_src ? ins.src : ins.dst, t);
+    queues_[ins.core].issue(now, instr, socket[target.socket], to_src ? ins.memory.src : ins.memory.dst, t);
   }
   bool retire(Tick now, CompletionSink& sink) override {
     bool any = false;
@@ -110,8 +110,8 @@ class Dma final : public Block, public InstructionUnit {
   void account(Tick now) override { busy_.advance(now, any_busy()); }
   [[nodiscard]] Activity activity(Tick /*now*/) const override { return any_busy() ? Activity::memory : Activity::idle; }
   void collect(ChipCounters& c) const override {
-    c.dma_busy += busy_.total();
-    c.dma_bytes += bytes_;
+    c.busy.dma += busy_.total();
+    c.traffic.dma_bytes += bytes_;
   }
 
  private:

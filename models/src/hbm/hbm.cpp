@@ -21,9 +21,9 @@ class Hbm final : public MemoryBlock {
   }
 
   void collect(ChipCounters& c) const override {
-    c.hbm_busy += scheduler(0).busy_ticks();
-    c.hbm_read += read_ + charged_read();
-    c.hbm_written += written_ + charged_written();
+    c.busy.hbm += scheduler(0).busy_ticks();
+    c.traffic.hbm_read += read_ + charged_read();
+    c.traffic.hbm_written += written_ + charged_written();
   }
 
  private:

@@ -1,7 +1,7 @@
 // The host: its CPU's work for the chip and its PCIe link, which is also the path to host memory.
 //
 // Host instructions (launch, infeed, outfeed, checkpoint, sync) run one at a time in program order
-// (kHostTransfersInFlight): host_seconds of host-side work, then, when there are bytes, the transfer over the
+// (kHostTransfersInFlight): host.seconds of host-side work, then, when there are bytes, the transfer over the
 // PCIe direction it uses (infeed: host -> chip; the others chip -> host). As a memory (the path "dma ->
 // host"), the link takes DMAs to and from host memory. Both directions are bandwidth schedulers at
 // host.pcie_bandwidth, and every transfer first waits kPcieLatency (timing.h). Assumption: a transfer into or
@@ -30,13 +30,13 @@ class Host final : public MemoryBlock, public InstructionUnit, private tlm::tlm_
   [[nodiscard]] bool can_start(int /*lane*/, Tick /*now*/) const override { return !engine_.full(); }
   void start(std::uint32_t instr, const ir::Instruction& ins, Tick now) override {
     Transfer t;
-    const bool infeed = ins.host_op == ir::HostOp::infeed;
+    const bool infeed = ins.host.op == ir::HostOp::infeed;
     t.src = infeed ? ir::Memory::host : ir::Memory::hbm;
     t.dst = infeed ? ir::Memory::hbm : ir::Memory::host;
     t.bytes = ins.bytes;
     t.volume = static_cast<double>(ins.bytes);
     engine_.issue(now, instr, ins.bytes > 0 ? &local_ : nullptr, ir::Memory::host, t,
-                  to_ticks(Seconds(ins.host_seconds)));
+                  to_ticks(Seconds(ins.host.seconds)));
   }
   bool retire(Tick now, CompletionSink& sink) override {
     return engine_.retire([&](std::uint32_t instr, Tick issued) { sink.complete(instr, issued, now); });
@@ -57,8 +57,8 @@ class Host final : public MemoryBlock, public InstructionUnit, private tlm::tlm_
     return engine_.busy() ? Activity::host : Activity::idle;
   }
   void collect(ChipCounters& c) const override {
-    c.host_busy += engine_.busy_ticks();
-    c.host_bytes += bytes_;
+    c.busy.host += engine_.busy_ticks();
+    c.traffic.host_bytes += bytes_;
   }
 
  private:

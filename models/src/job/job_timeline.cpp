@@ -328,10 +328,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     e.detected = Seconds(detected);
     e.recovery = rec.how;
     if (!rec.ends_job && rec.rollback) {
-      e.repair = rec.repair;
-      e.restart = rec.restart;
-      e.reconfiguration = rec.reconfiguration;
-      e.restore = rec.restore;
+      e.stages = rec.stages;
     }
     // Rerouted in place with the step in flight simulated with the fault at its tick: the step ends when that
     // simulation says (its in-flight transfers retransmitted, or lost until detection: job.in_flight); its
@@ -381,12 +378,12 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       r.events.push_back(std::move(e));
       break;
     }
-    double resume = detected + rec.repair.value() + rec.restart.value() + rec.reconfiguration.value() +
-                    rec.restore.value();
-    repair += rec.repair.value();
-    restart += rec.restart.value();
-    reconf += rec.reconfiguration.value();
-    restore += rec.restore.value();
+    double resume = detected + rec.stages.repair.value() + rec.stages.restart.value() +
+                    rec.stages.reconfiguration.value() + rec.stages.restore.value();
+    repair += rec.stages.repair.value();
+    restart += rec.stages.restart.value();
+    reconf += rec.stages.reconfiguration.value();
+    restore += rec.stages.restore.value();
     if (rec.rollback) {
       roll_back();
       cables.repair_around(cut_off);
@@ -401,7 +398,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       } else if (restoring) {
         resume += costs.checkpoint_restore.value();
         restore += costs.checkpoint_restore.value();
-        e.restore = costs.checkpoint_restore;
+        e.stages.restore = costs.checkpoint_restore;
       } else {
         lost += partial;
         e.lost_work = Seconds(partial);
@@ -433,10 +430,10 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       // the checkpoint); its recovery reads the checkpoint again.
       out.erase(std::remove_if(out.begin(), out.end(), [t](const OutOfUse& o) { return o.until <= t; }), out.end());
       if (cut_off.empty()) {
-        out.push_back(out_of_use(topo, fault, rec.swapped, detected + rec.repair.value(),
+        out.push_back(out_of_use(topo, fault, rec.swapped, detected + rec.stages.repair.value(),
                                  rec.swapped ? "cube swapped out" : "failed before: in repair"));
       }
-      double restore_from = resume - rec.restore.value();
+      double restore_from = resume - rec.stages.restore.value();
       std::vector<ConcreteFault> found_now;
       std::vector<std::size_t> group{met};  // this fault and the others found at the same relaunch
       while (faults.peek() < resume) {
@@ -465,15 +462,15 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
             r.events.push_back(std::move(d));
             continue;
           }
-          const double ready = restore_from - rec.restart.value();  // this recovery's repair or swap ends
+          const double ready = restore_from - rec.stages.restart.value();  // this recovery's repair or swap ends
           const double own = std::max(t, std::floor(g.spec.at.value() / heartbeat) * heartbeat + timeout);
           std::vector<ChipId> cut;
           const job::Recovery gr = recover(g, cut);
           double end = own;
           if (gr.rollback) {
-            end += gr.repair.value() + gr.reconfiguration.value();
+            end += gr.stages.repair.value() + gr.stages.reconfiguration.value();
             if (cut.empty()) {
-              out.push_back(out_of_use(topo, g, gr.swapped, own + gr.repair.value(),
+              out.push_back(out_of_use(topo, g, gr.swapped, own + gr.stages.repair.value(),
                                        gr.swapped ? "cube swapped out" : "failed before: in repair"));
             }
             cables.repair_around(cut);
@@ -528,7 +525,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
         r.events.push_back(std::move(d));
       }
       if (!found_now.empty()) {
-        restore -= rec.restore.value();
+        restore -= rec.stages.restore.value();
         resume = restore_from;
         in_restore = true;
         faults.found(std::move(found_now));

@@ -23,7 +23,7 @@ struct Recovery {
   bool rollback = true;         // resume from the last checkpoint: the work since is lost
   bool lasting = false;         // the fault stays (rerouted around): later steps run with it
   bool swapped = false;         // the fault's cube was switched out for a spare at the detection (spare_cube)
-  Seconds repair, restart, reconfiguration, restore;
+  RecoveryStages stages;
 };
 
 class RecoveryPolicy {

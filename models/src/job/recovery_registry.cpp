@@ -16,9 +16,9 @@ std::unique_ptr<RecoveryPolicy> make_recovery_policy(const Scenario& s, const To
 Recovery restart_after_repair(const RecoveryContext& ctx, std::string how) {
   Recovery r;
   r.how = std::move(how);
-  r.repair = ctx.scenario.job.repair;
-  r.restart = ctx.scenario.job.restart;
-  r.restore = ctx.costs.checkpoint_restore;
+  r.stages.repair = ctx.scenario.job.repair;
+  r.stages.restart = ctx.scenario.job.restart;
+  r.stages.restore = ctx.costs.checkpoint_restore;
   return r;
 }
 

@@ -25,9 +25,9 @@ class SpareCubePolicy final : public RecoveryPolicy {
     Recovery r;
     r.how = "spare_cube";
     r.swapped = true;
-    r.reconfiguration = Seconds(static_cast<double>(up) / kTicksPerSecond);
-    r.restart = ctx.scenario.job.restart;
-    r.restore = ctx.costs.checkpoint_restore;
+    r.stages.reconfiguration = Seconds(static_cast<double>(up) / kTicksPerSecond);
+    r.stages.restart = ctx.scenario.job.restart;
+    r.stages.restore = ctx.costs.checkpoint_restore;
     return r;
   }
   int spare_cubes_left() const override { return spares_ - used_; }

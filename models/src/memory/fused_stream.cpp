@@ -10,7 +10,7 @@ namespace {
 constexpr int kStreamWindow = 2;
 
 double per_step(std::uint64_t bytes, const ir::Instruction& ins) {
-  return static_cast<double>(bytes) / std::max<std::uint32_t>(1, ins.grid_steps);
+  return static_cast<double>(bytes) / std::max<std::uint32_t>(1, ins.stream.grid_steps);
 }
 
 }  // namespace
@@ -21,11 +21,11 @@ FusedStream::FusedStream(int core, int unit)
 }
 
 Tick FusedStream::head_ticks(const HbmSpec& hbm, const ir::Instruction& ins) {
-  return to_ticks(hbm.latency + Seconds(per_step(ins.hbm_read, ins) / hbm.achievable_bandwidth().value()));
+  return to_ticks(hbm.latency + Seconds(per_step(ins.stream.hbm_read, ins) / hbm.achievable_bandwidth().value()));
 }
 
 Tick FusedStream::tail_ticks(const HbmSpec& hbm, const ir::Instruction& ins) {
-  return to_ticks(Seconds(per_step(ins.hbm_written, ins) / hbm.achievable_bandwidth().value()));
+  return to_ticks(Seconds(per_step(ins.stream.hbm_written, ins) / hbm.achievable_bandwidth().value()));
 }
 
 void FusedStream::start(Tick now, std::uint32_t instr, const ir::Instruction& ins, tlm::tlm_fw_transport_if<>* hbm) {
@@ -40,8 +40,8 @@ void FusedStream::start(Tick now, std::uint32_t instr, const ir::Instruction& in
     t.volume = static_cast<double>(bytes);
     engine_.issue(now, instr, hbm, ir::Memory::hbm, t);
   };
-  send(ins.hbm_read, ir::Memory::hbm, ir::Memory::vmem);
-  send(ins.hbm_written, ir::Memory::vmem, ir::Memory::hbm);
+  send(ins.stream.hbm_read, ir::Memory::hbm, ir::Memory::vmem);
+  send(ins.stream.hbm_written, ir::Memory::vmem, ir::Memory::hbm);
 }
 
 bool FusedStream::busy() {

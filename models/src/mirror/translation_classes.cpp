@@ -36,7 +36,7 @@ std::vector<ir::CollectiveGroup> used_groups(const Topology& topo, const ir::Pro
       if (const ir::CollectiveGroup* g = programs.named_group(ins)) {
         add(*g);
       } else if (ins.kind == ir::OpKind::collective) {
-        add(kernels::whole_axes_group(topo, ins.mesh_axes));
+        add(kernels::whole_axes_group(topo, ins.comm.mesh_axes));
       } else {
         add(kernels::whole_axes_group(topo, 0));
       }

@@ -137,10 +137,10 @@ class Mxu final : public Block, public InstructionUnit {
     if (const std::string why = timer_.unsupported(shape); !why.empty()) chip_.fail(instr, why);
     // A batch's padding between products is not useful work.
     const double useful_share =
-        ins.batch > 1 ? useful / (static_cast<double>(shape.m) * static_cast<double>(shape.k) * shape.n) : 1.0;
+        ins.shape.batch > 1 ? useful / (static_cast<double>(shape.m) * static_cast<double>(shape.k) * shape.n) : 1.0;
     for (int a = 0; a < spec.mxu.per_core; ++a) {
       const double macs = matmul_array_macs(spec.mxu, shape, a);
-      array_macs_[static_cast<std::size_t>(a)] += (ins.batch > 1 ? macs * useful_share : macs) / rate;
+      array_macs_[static_cast<std::size_t>(a)] += (ins.shape.batch > 1 ? macs * useful_share : macs) / rate;
     }
     const std::uint64_t vmem_bytes = matmul_vmem_bytes(spec.mxu, shape, ins.dtype);
     vmem_bytes_ += vmem_bytes;
@@ -158,7 +158,9 @@ class Mxu final : public Block, public InstructionUnit {
     std::int64_t compute_end = timer_.schedule(shape, ins.dtype, issue, pipeline_);
     // fused: the kernel's grid steps each pay the step overhead (chip.mxu.step_overhead) after the first, as
     // the tiled lowering's back-to-back matmuls do.
-    if (ins.streams_hbm() && ins.grid_steps > 1) compute_end += (static_cast<std::int64_t>(ins.grid_steps) - 1) * gap_cycles_;
+    if (ins.streams_hbm() && ins.stream.grid_steps > 1) {
+      compute_end += (static_cast<std::int64_t>(ins.stream.grid_steps) - 1) * gap_cycles_;
+    }
     const std::int64_t vmem_end = pipeline_.stream_vmem(
         issue, vmem_bound_cycles(static_cast<double>(vmem_bytes), spec.vmem.bandwidth, spec.clock));
     // The draining unit pops the results (result_pop_cycles) from the first results on, after what it already
@@ -199,9 +201,9 @@ class Mxu final : public Block, public InstructionUnit {
     return stream_.was_busy() ? Activity::memory : Activity::idle;
   }
   void collect(ChipCounters& c) const override {
-    c.mxu_busy += pipeline_.busy_ticks();
+    c.busy.mxu += pipeline_.busy_ticks();
     c.rated_macs += rated_macs_;
-    c.mxu_vmem_bytes += vmem_bytes_;
+    c.vmem.mxu_bytes += vmem_bytes_;
     c.array_macs.insert(c.array_macs.end(), array_macs_.begin(), array_macs_.end());
   }
 

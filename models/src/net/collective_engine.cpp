@@ -11,8 +11,8 @@ namespace tpusim::models::net {
 CollectivePlanner default_collective_planner() {
   return [](const Topology& topo, const ir::Instruction& ins, const ir::CollectiveGroup& group,
             const FaultSet& failed) {
-    return kernels::plan_collective(topo, ins.collective, ins.bytes, ins.dtype, group,
-                                    static_cast<kernels::CollectiveAlgorithm>(ins.algorithm), failed);
+    return kernels::plan_collective(topo, ins.comm.collective, ins.bytes, ins.dtype, group,
+                                    static_cast<kernels::CollectiveAlgorithm>(ins.comm.algorithm), failed);
   };
 }
 
@@ -58,8 +58,8 @@ PlanId CollectiveEngine::PlanBook::choose(std::uint64_t key, PlanId id, std::uin
 
 PlanId CollectiveEngine::add(const Origin& origin, const ir::Instruction& ins, const ir::CollectiveGroup& group) {
   const GroupShapeId shape = transport_.add_group(group);
-  const PlanBook::Key key{static_cast<int>(ins.collective), ins.bytes, static_cast<int>(ins.dtype), shape,
-                          static_cast<int>(ins.algorithm)};
+  const PlanBook::Key key{static_cast<int>(ins.comm.collective), ins.bytes, static_cast<int>(ins.dtype), shape,
+                          static_cast<int>(ins.comm.algorithm)};
   if (const std::optional<PlanId> id = plans_.find(key)) return *id;
   return plans_.add(key, make_plan(origin, ins, group, shape));
 }

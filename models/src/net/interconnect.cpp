@@ -22,7 +22,7 @@ const ir::CollectiveGroup* named_group(const ir::ProgramSet& programs, const Ori
   } catch (const std::out_of_range&) {
     throw SimulationError(0, origin.core, origin.instr, origin.label,
                           fmt::format("{} names group {}, but the program set has {} groups", ir::op_name(ins.kind),
-                                      ins.group, programs.groups.size()));
+                                      ins.comm.group, programs.groups.size()));
   }
 }
 
@@ -53,7 +53,8 @@ Interconnect::Interconnect(const sc_core::sc_module_name& name, const Topology& 
       if (group != nullptr) (void)kernels::group_participants(topo, *group);  // throws if it does not fit
       Dispatch& d = dispatch_[p][i];
       if (ins.kind == ir::OpKind::collective) {
-        d.plan = collectives_.add(origin, ins, group != nullptr ? *group : kernels::whole_axes_group(topo, ins.mesh_axes));
+        d.plan = collectives_.add(origin, ins,
+                                  group != nullptr ? *group : kernels::whole_axes_group(topo, ins.comm.mesh_axes));
         d.entry = stats_.add_collective(p, i, d.plan);
       } else {
         d.target = p2p_.target(origin, ins, group);

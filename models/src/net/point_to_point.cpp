@@ -48,8 +48,8 @@ TargetId PointToPoint::target(const Origin& origin, const ir::Instruction& ins, 
     length = static_cast<int>(group->size[static_cast<std::size_t>(axis)]);
     t.group = transport_.add_group(*group);
   } else {
-    if (ins.mesh_axes != 0) {
-      while ((ins.mesh_axes & (1u << ++axis)) == 0) {
+    if (ins.comm.mesh_axes != 0) {
+      while ((ins.comm.mesh_axes & (1u << ++axis)) == 0) {
       }
       if (axis >= topo.axes()) {
         fail(fmt::format("{} along axis {}, but {} has {} axes", ir::op_name(ins.kind), axis, topo.name(),
@@ -69,11 +69,11 @@ TargetId PointToPoint::target(const Origin& origin, const ir::Instruction& ins, 
     whole.pods = static_cast<std::uint32_t>(topo.pods());
     t.group = transport_.add_group(whole);
   }
-  if (axis < 0 || wrap(ins.peer, length) == 0) {
+  if (axis < 0 || wrap(ins.comm.peer, length) == 0) {
     fail(fmt::format("{} with peer offset {} along axis {} of {} names the chip itself", ir::op_name(ins.kind),
-                     ins.peer, std::max(axis, 0), group != nullptr ? "its group" : topo.name()));
+                     ins.comm.peer, std::max(axis, 0), group != nullptr ? "its group" : topo.name()));
   }
-  t.offset[static_cast<std::size_t>(axis)] = ins.peer;
+  t.offset[static_cast<std::size_t>(axis)] = ins.comm.peer;
   return transport_.add_target(t, origin);
 }
 
@@ -89,7 +89,7 @@ void PointToPoint::start(std::uint32_t chip, Slot slot, std::uint32_t instr, con
     if (id >= sent_.size()) sent_.resize(static_cast<std::size_t>(id) + 1);
     sent_[id] = Sent{slot, put, number};
     if (put) {  // its source is read by the DMA when it is HBM (a put from VMEM reads none)
-      if (ins.src == ir::Memory::hbm) charge(chip, slot, now, ins.bytes, 0);
+      if (ins.memory.src == ir::Memory::hbm) charge(chip, slot, now, ins.bytes, 0);
       return;
     }
     charge(chip, slot, now, ins.bytes, 0);

@@ -58,15 +58,15 @@ class SparseCore final : public Block, public InstructionUnit {
     compute_end_ = now + cycles_to_ticks(sparsecore_pool_cycles(chip_.spec.sparsecore, ins), chip_.spec.clock);
     bytes_ += ins.bytes;
     const double rows = embedding_row_volume(ins);
-    const auto bags = static_cast<double>(ins.k) * static_cast<double>(ins.n) * dtype_bytes(ins.dtype);
+    const auto bags = static_cast<double>(ins.shape.k) * static_cast<double>(ins.shape.n) * dtype_bytes(ins.dtype);
     next_ = 0;
     if (ins.kind == ir::OpKind::gather) {
-      send(instr, ins.src, ir::Memory::vmem, ins.bytes, rows);                         // the rows in
-      send(instr, ir::Memory::vmem, ins.dst, static_cast<std::uint64_t>(bags), bags);  // the bags out
+      send(instr, ins.memory.src, ir::Memory::vmem, ins.bytes, rows);                         // the rows in
+      send(instr, ir::Memory::vmem, ins.memory.dst, static_cast<std::uint64_t>(bags), bags);  // the bags out
     } else {
-      send(instr, ins.src, ir::Memory::vmem, static_cast<std::uint64_t>(bags), bags);  // the gradients in
-      send(instr, ins.dst, ir::Memory::vmem, ins.bytes, rows);                         // the rows in
-      send(instr, ir::Memory::vmem, ins.dst, ins.bytes, rows);                         // and back
+      send(instr, ins.memory.src, ir::Memory::vmem, static_cast<std::uint64_t>(bags), bags);  // the gradients in
+      send(instr, ins.memory.dst, ir::Memory::vmem, ins.bytes, rows);                         // the rows in
+      send(instr, ir::Memory::vmem, ins.memory.dst, ins.bytes, rows);                         // and back
     }
   }
   bool retire(Tick now, CompletionSink& sink) override {
@@ -83,8 +83,8 @@ class SparseCore final : public Block, public InstructionUnit {
   [[nodiscard]] Tick next_event(Tick now) const override { return busy_ && compute_end_ > now ? compute_end_ : kNever; }
   [[nodiscard]] Activity activity(Tick /*now*/) const override { return busy_ ? Activity::compute : Activity::idle; }
   void collect(ChipCounters& c) const override {
-    c.sparsecore_busy += busy_time_.total();
-    c.sparsecore_bytes += bytes_;
+    c.busy.sparsecore += busy_time_.total();
+    c.traffic.sparsecore_bytes += bytes_;
   }
 
  private:

@@ -6,7 +6,7 @@
 namespace tpusim::models {
 
 // VMEM occupancy of one TensorCore. Instructions allocate when they start and free when they end
-// (ir::Instruction::vmem_alloc / vmem_free); the capacity is a hard limit (chip.vmem.capacity).
+// (ir::Instruction::vmem: alloc / free); the capacity is a hard limit (chip.vmem.capacity).
 class VmemSpace {
  public:
   virtual ~VmemSpace() = default;

@@ -82,7 +82,7 @@ class Vpu final : public Block, public InstructionUnit, public ResultDrain {
     const ChipSpec& spec = chip_.spec;
     vmem_bytes_ += ins.bytes;  // declared VMEM operand bytes (timing.h)
     const std::int64_t cycles =
-        std::max(vpu_cycles(spec.vpu, ins.vector_op, ins.elements),
+        std::max(vpu_cycles(spec.vpu, ins.vector.op, ins.vector.elements),
                  vmem_bound_cycles(static_cast<double>(ins.bytes), spec.vmem.bandwidth, spec.clock));
     Tick exposed = 0;  // fused: the first load before and the last store after the compute
     if (ins.streams_hbm()) {
@@ -131,8 +131,8 @@ class Vpu final : public Block, public InstructionUnit, public ResultDrain {
     return stream_.was_busy() ? Activity::memory : Activity::idle;
   }
   void collect(ChipCounters& c) const override {
-    c.vpu_busy += busy_time_.total() + pops_.busy_ticks();  // vector instructions and pops are disjoint
-    c.vpu_vmem_bytes += vmem_bytes_;
+    c.busy.vpu += busy_time_.total() + pops_.busy_ticks();  // vector instructions and pops are disjoint
+    c.vmem.vpu_bytes += vmem_bytes_;
   }
 
  private:

@@ -29,7 +29,7 @@ namespace tpusim::kernels {
 static_assert(ir::kGroupAxes == kMaxAxes, "a collective group describes every torus axis");
 
 // The registry of algorithms. Index 0 is "auto" (the default for the operation and topology); the IR stores
-// the index (ir::Instruction::algorithm).
+// the index (ir::Instruction::comm.algorithm).
 enum class CollectiveAlgorithm : std::uint8_t {
   automatic = 0,
   ring_bidirectional,    // per axis, data halved over both ring directions (bandwidth-optimal on a torus;

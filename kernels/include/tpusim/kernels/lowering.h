@@ -2,7 +2,7 @@
 // The lowering library's entry points: a model + batch + step on a chip becomes per-role programs, tiled to
 // the chip's MXU shape and VMEM size.
 //
-// VMEM contract (per TensorCore). An instruction's vmem_alloc is taken when it starts and its vmem_free given
+// VMEM contract (per TensorCore). An instruction's vmem.alloc is taken when it starts and its vmem.free given
 // back when it ends; instructions that touch a TensorCore's VMEM (matmul, vector, and the DMAs into or out of
 // it) carry that core in Instruction::core. Every stage below bounds its live bytes by dependencies alone, so
 // the bound holds for any execution order the DAG allows, however the hardware models time it:
@@ -136,7 +136,7 @@ struct LoweredWorkload {
 // Not modelled: biases, the loss and its gradient (O(B w(L)) vector work), layouts/transposes (the DMA
 // engine and MXU handle transposed tiles at full rate).
 //
-// Host work (gemm and mlp; host instructions carry their host-side time in Instruction::host_seconds, then
+// Host work (gemm and mlp; host instructions carry their host-side time in Instruction::host.seconds, then
 // move their bytes over PCIe; see host_step_costs for the numbers):
 //  - workload.step_launch_overhead > 0: a "host.launch" instruction (no bytes) that all other work of the
 //    step depends on.

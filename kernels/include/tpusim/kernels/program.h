@@ -71,70 +71,110 @@ inline constexpr std::array<UnitKindInfo, kUnitKinds> kUnitKindInfo{{
 }
 static_assert(time_ranks_in_range(), "every unit kind's time_rank is below kTimeRanks");
 
-struct Instruction {
-  OpKind kind = OpKind::barrier;
-  // TensorCore that issues it (matmul/vector) or whose VMEM a dma reads or writes (its vmem_alloc/vmem_free
-  // count against that core); 0 for other chip-level work.
-  std::uint8_t core = 0;
-  DType dtype = DType::bf16;
-  OpClass op_class = OpClass::other;
-  // matmul: C[m,n] (+)= A[m,k] x B[k,n], `batch` times: independent products, each padded to the MXU array on
-  // its own (attention heads; a convolution's taps), whose results are `batch` outputs of m x n, or, with
-  // sum_batch, add up into one (a convolution accumulating its taps).
-  // gather (embedding lookup, on the SparseCore): m rows of an embedding table of n values each, read from
-  //   `src`, summed into k pooled vectors (bags) of n values written to `dst`; bytes = m x n x dtype bytes.
-  // scatter (embedding update, on the SparseCore): k gradient vectors of n values read from `src`, each added
-  //   to its rows: m rows of n values of the table in `dst` read and written back; bytes as gather.
+// matmul: C[m,n] (+)= A[m,k] x B[k,n], `batch` times: independent products, each padded to the MXU array on its
+// own (attention heads; a convolution's taps), whose results are `batch` outputs of m x n, or, with sum_batch,
+// add up into one (a convolution accumulating its taps).
+// gather (embedding lookup, on the SparseCore): m rows of an embedding table of n values each, read from
+//   `memory.src`, summed into k pooled vectors (bags) of n values written to `memory.dst`; bytes = m x n x dtype
+//   bytes.
+// scatter (embedding update, on the SparseCore): k gradient vectors of n values read from `memory.src`, each
+//   added to its rows: m rows of n values of the table in `memory.dst` read and written back; bytes as gather.
+struct MatmulShape {
   std::int64_t m = 0, k = 0, n = 0;
   std::int32_t batch = 1;
   bool sum_batch = false;
-  // vector: op over `elements` values. matmul: the VPU work of its fused epilogue (bias, activation, residual
-  // add, softmax, ...), `elements` element-operations of `vector_op` on its TensorCore's VPU beside the
-  // result pops (0: none).
-  VectorOp vector_op = VectorOp::elementwise;
+};
+
+// vector: `op` over `elements` values. matmul: the VPU work of its fused epilogue (bias, activation, residual
+// add, softmax, ...), `elements` element-operations of `op` on its TensorCore's VPU beside the result pops
+// (0: none).
+struct VectorWork {
+  VectorOp op = VectorOp::elementwise;
   std::int64_t elements = 0;
-  // Fused instruction (a matmul or vector op standing for a whole compiler fusion, e.g. one XLA kernel): the HBM bytes
-  // its operands and results stream while it computes, read and written, and the grid steps its kernel takes. Contract
-  // with the chip model (models/src/memory/fused_stream.h): with hbm_read + hbm_written > 0 the instruction runs alone
-  // on its unit, its TensorCore's MXU or VPU (no pipelining with other matmuls; a dependency on an earlier matmul is
-  // real); its bytes stream through the chip's HBM (one read and one write transfer in a queue of their own per
-  // TensorCore and unit, sharing HBM bandwidth with every other transfer; the reads after the HBM latency, the writes
-  // posted, served in that order); its compute starts after the exposed first load, hbm.latency + (hbm_read /
-  // grid_steps) / (bandwidth x efficiency), a matmul's compute adds (grid_steps - 1) x chip.mxu.step_overhead (the
-  // per-step bookkeeping the tiled lowering's back-to-back matmuls pay), and the instruction completes at the later of
-  // its compute end plus the exposed last store, (hbm_written / grid_steps) / (bandwidth x efficiency), and the end of
-  // its streams. Its VMEM tiles are the compiler's business (no vmem_alloc / vmem_free). grid_steps 0 counts as 1.
+};
+
+// Fused instruction (a matmul or vector op standing for a whole compiler fusion, e.g. one XLA kernel): the HBM
+// bytes its operands and results stream while it computes, read and written, and the grid steps its kernel
+// takes. Contract with the chip model (models/src/memory/fused_stream.h): with hbm_read + hbm_written > 0 the
+// instruction runs alone on its unit, its TensorCore's MXU or VPU (no pipelining with other matmuls; a
+// dependency on an earlier matmul is real); its bytes stream through the chip's HBM (one read and one write
+// transfer in a queue of their own per TensorCore and unit, sharing HBM bandwidth with every other transfer;
+// the reads after the HBM latency, the writes posted, served in that order); its compute starts after the
+// exposed first load, hbm.latency + (hbm_read / grid_steps) / (bandwidth x efficiency), a matmul's compute adds
+// (grid_steps - 1) x chip.mxu.step_overhead (the per-step bookkeeping the tiled lowering's back-to-back matmuls
+// pay), and the instruction completes at the later of its compute end plus the exposed last store,
+// (hbm_written / grid_steps) / (bandwidth x efficiency), and the end of its streams. Its VMEM tiles are the
+// compiler's business (no vmem.alloc / vmem.free). grid_steps 0 counts as 1.
+struct HbmStream {
   std::uint64_t hbm_read = 0;
   std::uint64_t hbm_written = 0;
   std::uint32_t grid_steps = 0;
-  [[nodiscard]] bool streams_hbm() const { return hbm_read + hbm_written > 0; }
-  // dma / collective / send / recv / host: payload.
+};
+
+// dma, gather, scatter: the memories the bytes move between, and how a dma reads them.
+struct MemoryPath {
   Memory src = Memory::hbm, dst = Memory::vmem;
   DmaPattern pattern = DmaPattern::contiguous;
+};
+
+// collective / send / recv: who takes part, and how.
+struct Communication {
   CollectiveKind collective = CollectiveKind::all_reduce;
-  std::uint32_t mesh_axes = 0;    // collective: bit i set = mesh axis i takes part
   std::uint8_t algorithm = 0;     // collective: index in the algorithm registry (kernels/collectives.h); 0 = auto
   // collective / send / recv: index into ProgramSet::groups, or kAxesGroup: the whole torus axes of mesh_axes.
   std::uint16_t group = 0xffff;
+  std::uint32_t mesh_axes = 0;    // collective: bit i set = mesh axis i takes part
   std::int32_t peer = 0;          // send/recv: mesh offset along the first axis of mesh_axes (or of the group)
-  HostOp host_op = HostOp::infeed;
-  std::uint64_t bytes = 0;
-  // host: seconds of host-side work before the PCIe transfer of `bytes` (the input pipeline producing the
-  // batch, a step launch, a host round trip, a storage write); the lowering computes it from the workload.
-  double host_seconds = 0;
-  // VMEM accounting (per TensorCore): bytes allocated when the instruction starts, and freed when it ends.
-  std::uint64_t vmem_alloc = 0;
-  std::uint64_t vmem_free = 0;
-  // What it represents.
-  double model_flops = 0;         // useful FLOPs (for MFU)
-  double hardware_flops = 0;      // FLOPs the hardware executes, incl. recomputation (for HFU)
-  // Dependencies: indices [dep_begin, dep_begin + dep_count) into Program::deps.
-  std::uint32_t dep_begin = 0;
-  std::uint32_t dep_count = 0;
-  std::uint32_t label = 0;        // index into Program::labels ("layer3.fwd.matmul")
 };
 
-// Instruction::group for "the whole torus axes named by mesh_axes, across every pod" (the default).
+// host: what it does, and the seconds of host-side work before the PCIe transfer of the instruction's `bytes`
+// (the input pipeline producing the batch, a step launch, a host round trip, a storage write); the lowering
+// computes them from the workload.
+struct HostWork {
+  HostOp op = HostOp::infeed;
+  double seconds = 0;
+};
+
+// VMEM accounting (per TensorCore): bytes allocated when the instruction starts, and freed when it ends.
+struct VmemUse {
+  std::uint64_t alloc = 0;
+  std::uint64_t free = 0;
+};
+
+// What an instruction represents.
+struct Flops {
+  double model = 0;     // useful FLOPs (for MFU)
+  double hardware = 0;  // FLOPs the hardware executes, incl. recomputation (for HFU)
+};
+
+// Dependencies: indices [begin, begin + count) into Program::deps.
+struct DepRange {
+  std::uint32_t begin = 0;
+  std::uint32_t count = 0;
+};
+
+struct Instruction {
+  OpKind kind = OpKind::barrier;
+  // TensorCore that issues it (matmul/vector) or whose VMEM a dma reads or writes (its vmem.alloc / vmem.free
+  // count against that core); 0 for other chip-level work.
+  std::uint8_t core = 0;
+  OpClass op_class = OpClass::other;
+  DType dtype = DType::bf16;
+  MatmulShape shape;  // matmul, gather, scatter
+  VectorWork vector;  // vector; a matmul's fused epilogue
+  HbmStream stream;   // a fused matmul or vector op
+  [[nodiscard]] bool streams_hbm() const { return stream.hbm_read + stream.hbm_written > 0; }
+  MemoryPath memory;   // dma, gather, scatter
+  Communication comm;  // collective, send, recv
+  HostWork host;
+  std::uint64_t bytes = 0;  // dma / collective / send / recv / host / gather / scatter: payload
+  VmemUse vmem;
+  Flops flops;
+  DepRange deps;
+  std::uint32_t label = 0;  // index into Program::labels ("layer3.fwd.matmul")
+};
+
+// Instruction::comm.group for "the whole torus axes named by mesh_axes, across every pod" (the default).
 inline constexpr std::uint16_t kAxesGroup = 0xffff;
 
 // The torus axes a group describes (topology's kMaxAxes; collectives.h checks they agree).
@@ -168,7 +208,7 @@ class Program {
   [[nodiscard]] std::size_t size() const { return instrs_.size(); }
   [[nodiscard]] const Instruction& operator[](std::size_t i) const { return instrs_[i]; }
   [[nodiscard]] const std::vector<Instruction>& instructions() const { return instrs_; }
-  [[nodiscard]] const std::uint32_t* deps_of(const Instruction& ins) const { return deps_.data() + ins.dep_begin; }
+  [[nodiscard]] const std::uint32_t* deps_of(const Instruction& ins) const { return deps_.data() + ins.deps.begin; }
   [[nodiscard]] const std::vector<std::uint32_t>& deps() const { return deps_; }
   [[nodiscard]] const std::string& label_of(const Instruction& ins) const { return labels_[ins.label]; }
   [[nodiscard]] const std::vector<std::string>& labels() const { return labels_; }
@@ -200,7 +240,7 @@ class Program {
 struct ProgramSet {
   std::vector<Program> programs;
   std::vector<std::uint16_t> role_of_chip;  // empty = every chip runs programs[0]
-  std::vector<CollectiveGroup> groups;      // the groups instructions name (Instruction::group)
+  std::vector<CollectiveGroup> groups;      // the groups instructions name (Instruction::comm.group)
   [[nodiscard]] const Program& program_for(std::uint32_t chip) const {
     return programs[role_of_chip.empty() ? 0 : role_of_chip[chip]];
   }
@@ -208,8 +248,8 @@ struct ProgramSet {
   // remote put, which names none). An index past `groups` throws std::out_of_range (a file reader rejects it
   // first, with the line).
   [[nodiscard]] const CollectiveGroup* named_group(const Instruction& ins) const {
-    if (ins.group == kAxesGroup || ins.kind == OpKind::dma) return nullptr;
-    return &groups.at(ins.group);
+    if (ins.comm.group == kAxesGroup || ins.kind == OpKind::dma) return nullptr;
+    return &groups.at(ins.comm.group);
   }
 };
 

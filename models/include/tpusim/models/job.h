@@ -59,6 +59,12 @@ enum class FaultLanded : std::uint8_t {
 // "step", "checkpoint_write", "restore", "recovery" (summary.json's faults.timeline[].landed_in).
 [[nodiscard]] std::string_view fault_landed_name(FaultLanded where);
 
+// A recovery's parts after the detection, in this order (job.repair; job.restart; the OCS remap of a spare-cube
+// swap; the checkpoint read back).
+struct RecoveryStages {
+  Seconds repair, restart, reconfiguration, restore;
+};
+
 // One fault on the timeline.
 struct FaultEvent {
   ConcreteFault fault;
@@ -74,9 +80,9 @@ struct FaultEvent {
   Seconds step_before, step_after;
   Seconds step_hit;       // the step in flight simulated with the fault at its tick (JobCosts::step_hit), or 0
   Seconds step_started;   // when the step (or checkpoint write) in flight began
-  // The recovery's parts after the detection, in this order up to `resumed` (a restore a later fault
-  // interrupted ends at `resumed`); 0 for a reroute, a slowdown and a fault during recovery.
-  Seconds repair, restart, reconfiguration, restore;
+  // The recovery's parts, up to `resumed` (a restore a later fault interrupted ends at `resumed`); 0 for a
+  // reroute, a slowdown and a fault during recovery.
+  RecoveryStages stages;
 };
 
 // Where the job's wall time went; the parts add up to `wall`.

@@ -72,7 +72,7 @@ class MxuDataflowModel {
 [[nodiscard]] std::int64_t matmul_cycles(const MxuDataflowModel& dataflow, const MxuSpec& mxu, MatmulShape s,
                                          DType dtype);
 
-// A matmul instruction as the MXU times it. With ir::Instruction::batch > 1 the `batch` products are dealt as
+// A matmul instruction as the MXU times it. With ir::Instruction::shape.batch > 1 the `batch` products are dealt as
 // one m x k x (batch x round_up(n, cols)) product: each product's columns padded to the array on its own, so
 // the tile counts of both dataflows are exact (weight-stationary batch x ceil(k/R) x ceil(n/C) tiles of m
 // rows; output-stationary ceil(m/R) x batch x ceil(n/C) tiles of k). batch 1 is the instruction's own shape.
@@ -81,7 +81,7 @@ class MxuDataflowModel {
 [[nodiscard]] double matmul_useful_macs(const ir::Instruction& ins);
 // VPU cycles a matmul instruction reserves on its TensorCore's VPU: popping its outputs (result_pop_cycles of
 // m x n, times batch unless sum_batch adds the products up in the result buffer) plus its fused epilogue
-// (vpu_cycles of `elements` of `vector_op`; 0 without one).
+// (vpu_cycles of `vector.elements` of `vector.op`; 0 without one).
 [[nodiscard]] std::int64_t matmul_vpu_cycles(const VpuSpec& vpu, const ir::Instruction& ins);
 
 // MACs the arrays could have done in `cycles` on one TensorCore (R x C x MXUs x cycles x dtype rate).
@@ -180,8 +180,8 @@ inline constexpr std::uint64_t kHbmAccessBytes = 32;
 // trip; not published for TPU hosts).
 inline constexpr Seconds kPcieLatency{1e-6};
 // Time before a host instruction's bytes start moving over PCIe: its host-side work (Instruction::
-// host_seconds: input pipeline, launch, sync, storage write), plus kPcieLatency when it has bytes to move. A
-// host instruction without bytes (a launch, a sync) takes exactly its host_seconds.
+// host.seconds: input pipeline, launch, sync, storage write), plus kPcieLatency when it has bytes to move. A
+// host instruction without bytes (a launch, a sync) takes exactly its host.seconds.
 [[nodiscard]] Seconds host_op_latency_seconds(Seconds host_seconds, std::uint64_t bytes);
 
 // Assumption: on-chip copies (VMEM<->VMEM, VMEM<->CMEM) start without extra latency beyond their bandwidth
