@@ -5,6 +5,7 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "tpusim/core/chip_spec.h"
@@ -75,6 +76,17 @@ inline ModelSpec small_decoder(const std::string& name, int layers, std::int64_t
   t.style.mlp = MlpKind::relu;
   t.style.bias = false;
   return m;
+}
+
+// A training step of `model` over `batch` sequences of `seq_len` tokens, bf16 with f32 master weights.
+inline WorkloadSpec training_step(ModelSpec model, std::int64_t batch, std::int64_t seq_len) {
+  WorkloadSpec w;
+  w.model = std::move(model);
+  w.step = StepKind::train;
+  w.batch = batch;
+  w.tokens.seq_len = w.tokens.decoder_seq_len = w.tokens.context = seq_len;
+  w.numerics.weight_dtype = w.weights();
+  return w;
 }
 
 // v5e-like: 1 TensorCore, 128 MiB VMEM, 819 GB/s HBM.

@@ -48,12 +48,7 @@ PodSpec ring(int chips) {
 
 // The two-block decoder of sharding_test.cpp (d 256, 4 heads, d_ff 1024, vocabulary 2048), training, batch 16.
 WorkloadSpec small(const std::vector<std::pair<std::string, int>>& axes) {
-  WorkloadSpec w;
-  w.model = testing::small_decoder("small", 2, 256, 4, 1024, 2048, 128);
-  w.step = StepKind::train;
-  w.batch = 16;
-  w.tokens.seq_len = w.tokens.decoder_seq_len = w.tokens.context = 128;
-  w.numerics.weight_dtype = w.weights();
+  WorkloadSpec w = testing::training_step(testing::small_decoder("small", 2, 256, 4, 1024, 2048, 128), 16, 128);
   for (const auto& [name, size] : axes) w.mesh.axes.push_back(MeshAxisSpec{name, size, {}});
   return w;
 }

@@ -16,12 +16,7 @@ using testing::roomy;
 // Two blocks of d 128, 2 heads of 64, d_ff 512 (ReLU), vocabulary 1024, RMSNorm, no biases or positions, tied
 // embeddings; 2 sequences of 64 tokens (T = 128), bf16 activations, flash attention, fusion on.
 WorkloadSpec two_blocks(Remat remat) {
-  WorkloadSpec w;
-  w.model = testing::small_decoder("two-blocks", 2, 128, 2, 512, 1024, 64);
-  w.step = StepKind::train;
-  w.batch = 2;
-  w.tokens.seq_len = w.tokens.decoder_seq_len = w.tokens.context = 64;
-  w.numerics.weight_dtype = w.weights();
+  WorkloadSpec w = testing::training_step(testing::small_decoder("two-blocks", 2, 128, 2, 512, 1024, 64), 2, 64);
   w.memory.remat = remat;
   return w;
 }

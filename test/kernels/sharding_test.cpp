@@ -126,12 +126,7 @@ using testing::roomy;
 
 // Two blocks: d 256, 4 heads of 64, d_ff 1024, vocabulary 2048, no biases, RMSNorm, ReLU, tied embeddings.
 WorkloadSpec small(std::int64_t batch, const MeshSpec& m) {
-  WorkloadSpec w;
-  w.model = testing::small_decoder("small", 2, 256, 4, 1024, 2048, 128);
-  w.step = StepKind::train;
-  w.batch = batch;
-  w.tokens.seq_len = w.tokens.decoder_seq_len = w.tokens.context = 128;
-  w.numerics.weight_dtype = w.weights();
+  WorkloadSpec w = testing::training_step(testing::small_decoder("small", 2, 256, 4, 1024, 2048, 128), batch, 128);
   w.mesh = m;
   return w;
 }
