@@ -305,7 +305,7 @@ std::string chip_str(const Topology& topo, ChipId chip) {
 
 // A fault the plan times on one cable (a link or an OCS port), whose cable the preflight can follow.
 bool timed_cable_fault(const FaultSpec& f) {
-  return !f.target.random && fault_effect(f.kind) == FaultEffect::stops_cable;
+  return !f.target.random && fault_stops_cable(f.kind);
 }
 
 // Only reroute keeps failed cables down (routed around until a restart); the other policies repair each at the

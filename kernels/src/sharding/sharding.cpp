@@ -10,15 +10,6 @@
 namespace tpusim::kernels {
 namespace {
 
-// The default rules, by logical axis (sharding.h), from core's table of logical axes (which follows the
-// catalogue of parallelism kinds, kinds added to it included).
-std::array<std::vector<std::string>, kLogicalAxes> default_rules() {
-  std::array<std::vector<std::string>, kLogicalAxes> out;
-  const auto& axes = logical_axes();
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = axes.at(i).default_mesh_axes;
-  return out;
-}
-
 SourceLoc loc_of_axis(const WorkloadSpec& w, const std::string& axis) {
   for (const MeshAxisSpec& a : w.mesh.axes) {
     if (a.name == axis) return a.loc;
@@ -341,9 +332,10 @@ ShardingPlan make_sharding(const WorkloadSpec& w, const PodSpec& pod) {
   ShardingPlan plan;
   plan.mesh = build_mesh(w.mesh, pod);
   const auto& names = logical_axis_names();
-  const auto defaults = default_rules();
   for (int l = 0; l < kLogicalAxes; ++l) {
-    std::vector<std::string> axes = defaults[static_cast<std::size_t>(l)];
+    // The default rule (core's logical axes, which follow the catalogue of parallelism kinds), unless a
+    // workload.sharding rule replaces it.
+    std::vector<std::string> axes = logical_axes().at(static_cast<std::size_t>(l)).default_mesh_axes;
     for (const ShardingRuleSpec& r : w.mesh.rules) {
       if (r.logical == names[static_cast<std::size_t>(l)]) axes = r.mesh_axes;
     }

@@ -14,8 +14,6 @@
 namespace tpusim::models {
 namespace {
 
-bool link_kind(FaultKind k) { return fault_effect(k) == FaultEffect::stops_cable; }
-
 // What a fault does to the step it is simulated in, by its kind's effect (core/fault_plan.h's catalogue): sets
 // the options of that step, or returns false when the fault has no step of its own (a chip or a host stopping
 // stops the job, whose recovery the timeline prices; a cable down under a policy other than reroute restarts
@@ -143,7 +141,7 @@ FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, Seconds healthy,
   // before it, so the timeline is composed here with the healthy step, each hit step simulated when the
   // timeline reaches it. run_job_timeline() then finds them at the same offsets.
   const bool timed_links = reroute_ && std::any_of(s.faults.faults.begin(), s.faults.faults.end(),
-                                                   [](const FaultSpec& f) { return link_kind(f.kind); });
+                                                   [](const FaultSpec& f) { return fault_stops_cable(f.kind); });
   const bool timed_chips =
       std::any_of(s.faults.faults.begin(), s.faults.faults.end(),
                   [](const FaultSpec& f) { return fault_effect(f.kind) == FaultEffect::stops_chip; });
@@ -163,7 +161,7 @@ FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, Seconds healthy,
     return step;
   };
   costs.step_hit = [&](const ConcreteFault& f, Seconds offset, Seconds detection) -> std::optional<Seconds> {
-    if (f.drawn || !link_kind(f.spec.kind)) return std::nullopt;
+    if (f.drawn || !fault_stops_cable(f.spec.kind)) return std::nullopt;
     SimOptions o;
     o.timed_links.push_back(TimedLinkFault{f.link, offset, detection});
     FaultStep step = simulate_hit(f, offset, detection, std::move(o));
@@ -205,7 +203,7 @@ std::optional<std::size_t> FaultSteps::index_of(const ConcreteFault& f) const {
     if (it != by_fault_.end()) return it->second;
     return std::nullopt;
   }
-  if (!reroute_ || !link_kind(f.spec.kind)) return std::nullopt;
+  if (!reroute_ || !fault_stops_cable(f.spec.kind)) return std::nullopt;
   const auto it = by_axis_.find(topo_.link(f.link).axis);
   if (it != by_axis_.end()) return it->second;
   return std::nullopt;

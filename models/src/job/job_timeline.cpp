@@ -23,8 +23,6 @@ namespace {
 
 constexpr double kNoEnd = std::numeric_limits<double>::infinity();
 
-bool link_stops(FaultKind k) { return fault_effect(k) == FaultEffect::stops_cable; }
-
 std::string coord_str(const Topology& topo, ChipId chip) {
   const ChipCoord c = topo.coord(chip);
   return fmt::format("[{}]", fmt::join(c.pos.begin(), c.pos.begin() + topo.axes(), ","));
@@ -182,7 +180,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
   // cables (the timeline does, once the recovery is known to roll back), and `cut_off` says which chips.
   auto recover = [&](const ConcreteFault& fault, std::vector<ChipId>& cut_off) {
     job::Recovery rec = policy->recover(ctx, fault);
-    if (rec.lasting && !rec.rollback && link_stops(fault.spec.kind)) {
+    if (rec.lasting && !rec.rollback && fault_stops_cable(fault.spec.kind)) {
       if (std::optional<std::vector<ChipId>> cut = cables.fail(fault.link)) {
         cut_off = std::move(*cut);
         ConcreteFault chip = fault;

@@ -14,7 +14,7 @@ namespace {
 class ReroutePolicy final : public RecoveryPolicy {
  public:
   Recovery recover(const RecoveryContext& ctx, const ConcreteFault& fault) override {
-    if (fault_effect(fault.spec.kind) == FaultEffect::stops_cable) {
+    if (fault_stops_cable(fault.spec.kind)) {
       Recovery r;
       r.how = "reroute";
       r.rollback = false;

@@ -78,6 +78,8 @@ bool remove_fault_kind(std::string_view name);
 // Faults that stop a component (the job must detect them and recover), as opposed to ones that slow it.
 [[nodiscard]] inline bool fault_stops(FaultKind k) { return fault_info(k).stops(); }
 [[nodiscard]] inline FaultEffect fault_effect(FaultKind k) { return fault_info(k).effect; }
+// Faults that stop a cable (a link or an OCS port): routed around under reroute.
+[[nodiscard]] inline bool fault_stops_cable(FaultKind k) { return fault_effect(k) == FaultEffect::stops_cable; }
 // Faults that strike a link (given as a chip and a direction).
 [[nodiscard]] inline bool fault_on_link(FaultKind k) {
   return fault_info(k).component == FaultComponent::link || fault_info(k).component == FaultComponent::ocs_link;
