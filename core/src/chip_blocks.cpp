@@ -3,6 +3,7 @@
 #include "tpusim/core/chip_blocks.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -212,17 +213,60 @@ std::vector<BlockKindInfo> make_catalogue() {
   return kinds;
 }
 
-}  // namespace
-
-const std::vector<BlockKindInfo>& block_kinds() {
-  static const std::vector<BlockKindInfo> kinds = [] {
+// The catalogue: the built-in kinds, then the added ones; `generation` counts the changes.
+struct BlockCatalogue {
+  std::vector<BlockKindInfo> kinds = [] {
     auto k = make_catalogue();
     for (std::size_t i = 0; i < k.size(); ++i) {
       if (static_cast<std::size_t>(k[i].kind) != i) throw std::logic_error("block catalogue out of BlockKind order");
     }
     return k;
   }();
-  return kinds;
+  int generation = 0;
+};
+
+BlockCatalogue& catalogue() {
+  static BlockCatalogue c;
+  return c;
+}
+
+}  // namespace
+
+const std::vector<BlockKindInfo>& block_kinds() { return catalogue().kinds; }
+
+int block_catalogue_generation() { return catalogue().generation; }
+
+BlockKind add_block_kind(BlockKindInfo info) {
+  BlockCatalogue& c = catalogue();
+  const auto bad = [&](const std::string& why) {
+    return std::invalid_argument(fmt::format("add_block_kind {}: {}", info.name, why));
+  };
+  if (info.name.empty()) throw bad("a block kind with no name");
+  if (std::any_of(c.kinds.begin(), c.kinds.end(), [&](const BlockKindInfo& k) { return k.name == info.name; })) {
+    throw bad("the catalogue has a kind of that name");
+  }
+  if (info.fields == nullptr) throw bad("no field table (an empty one for a kind without parameters)");
+  if (info.min_count < 0 || info.max_count < std::max(info.min_count, 1)) throw bad("an empty count range");
+  for (const BlockPort& p : info.ports) {
+    const auto known = [&](BlockKind k) { return static_cast<std::size_t>(k) < c.kinds.size(); };
+    if (!std::all_of(p.accepts.begin(), p.accepts.end(), known) ||
+        !std::all_of(p.required.begin(), p.required.end(), known)) {
+      throw bad("a port reaches a kind the catalogue lacks");
+    }
+  }
+  if (c.kinds.size() >= static_cast<std::size_t>(kMaxBlockKinds)) throw bad("the catalogue is full");
+  info.kind = static_cast<BlockKind>(c.kinds.size());
+  c.kinds.push_back(std::move(info));
+  ++c.generation;
+  return c.kinds.back().kind;
+}
+
+bool remove_block_kind(std::string_view name) {
+  BlockCatalogue& c = catalogue();
+  if (c.kinds.size() <= static_cast<std::size_t>(kBuiltInBlockKinds) || c.kinds.back().name != name) return false;
+  c.kinds.pop_back();
+  ++c.generation;
+  return true;
 }
 
 const BlockKindInfo& block_kind(BlockKind kind) { return block_kinds()[static_cast<std::size_t>(kind)]; }

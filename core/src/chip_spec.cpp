@@ -50,8 +50,9 @@ struct BlockHeader {
   int count = 1;
 };
 
+// Built again when a kind was added or removed (the choice of kinds changed).
 const FieldTable<BlockHeader>& header_fields() {
-  static const FieldTable<BlockHeader> table = [] {
+  const auto make = [] {
     FieldTable<BlockHeader> t;
     std::vector<std::pair<std::string, BlockKind>> kinds;
     for (const BlockKindInfo& k : block_kinds()) kinds.emplace_back(std::string(k.name), k.kind);
@@ -61,7 +62,13 @@ const FieldTable<BlockHeader>& header_fields() {
                "instances of the block (per TensorCore for mxu, vpu, vmem); 0 switches an optional block off",
                at_least(0));
     return t;
-  }();
+  };
+  static FieldTable<BlockHeader> table = make();
+  static int generation = 0;
+  if (generation != block_catalogue_generation()) {
+    table = make();
+    generation = block_catalogue_generation();
+  }
   return table;
 }
 
@@ -111,7 +118,7 @@ ChipSpec resolve_chip(const ConfigNode& root, const std::string& path, Diagnosti
   }
   chip_fields().resolve(root, path, spec, diags, &spec.origins, not_fields);
 
-  std::vector<int> first_of_kind(kBlockKinds, -1);  // index into spec.composition.blocks
+  std::vector<int> first_of_kind(block_kinds().size(), -1);  // index into spec.composition.blocks
   std::vector<std::string> unresolved;               // blocks whose kind or count is wrong
   for (const auto& e : root.entries()) {
     if (!e.value.is_map() || e.value.find("kind") == nullptr) continue;

@@ -195,6 +195,26 @@ void add_unit_stall_stats(const std::vector<ChipCounters>& chips, const ChipSpec
   }
 }
 
+// The statistics the chips' blocks declared, each summed over chips and spread over them.
+std::vector<BlockStat> declared_stats(const std::vector<ChipCounters>& chips) {
+  std::vector<BlockStat> out;
+  std::vector<std::vector<double>> per_chip;
+  for (std::size_t c = 0; c < chips.size(); ++c) {
+    for (const DeclaredStat& d : chips[c].declared) {
+      std::size_t i = 0;
+      while (i < out.size() && (out[i].block != d.block || out[i].name != d.name)) ++i;
+      if (i == out.size()) {
+        out.push_back(BlockStat{d.block, d.name, d.unit, 0, {}});
+        per_chip.emplace_back(chips.size(), 0.0);
+      }
+      out[i].total += d.value;
+      per_chip[i][c] += d.value;
+    }
+  }
+  for (std::size_t i = 0; i < out.size(); ++i) out[i].per_chip = spread_of(per_chip[i]);
+  return out;
+}
+
 }  // namespace
 
 SimResult Pod::collect(Tick end) const {
@@ -302,6 +322,7 @@ SimResult Pod::collect(Tick end) const {
   r.traffic.host_bytes = Bytes(host_bytes);
   r.traffic.sparsecore_bytes = Bytes(sparsecore_bytes);
   add_unit_stall_stats(counters, spec, r);
+  r.block_stats = declared_stats(counters);
   if (interconnect_) interconnect_->collect(r.network, step);
   return r;
 }

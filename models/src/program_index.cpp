@@ -134,6 +134,20 @@ ProgramIndex::ProgramIndex(const ir::Program& program, const ChipSpec& chip, std
   if (uses(BlockKind::mxu) || uses(BlockKind::vpu) || uses(BlockKind::vmem)) {
     uses_.set(static_cast<std::size_t>(BlockKind::tensorcore));
   }
+  // An observer is built whenever a block it reaches is (BlockKindInfo::observes).
+  const auto present = [&chip](const std::string& name) -> const ChipBlock* {
+    for (const ChipBlock& b : chip.composition.blocks) {
+      if (b.name == name && b.count > 0) return &b;
+    }
+    return nullptr;
+  };
+  for (const ChipPath& p : chip.composition.paths) {
+    const ChipBlock* from = present(p.from);
+    const ChipBlock* to = present(p.to);
+    if (from != nullptr && to != nullptr && block_kind(from->kind).observes && uses(to->kind)) {
+      uses_.set(static_cast<std::size_t>(from->kind));
+    }
+  }
 }
 
 }  // namespace tpusim::models

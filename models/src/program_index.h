@@ -59,7 +59,7 @@ class ProgramIndex {
   // read and write, the VMEM they allocate, and the VPU that drains the MXU (when a path says so). A chip
   // elaborates only these (pods of collective-only programs stay cheap); the composition is checked whole.
   [[nodiscard]] bool uses(BlockKind kind) const { return uses_[static_cast<std::size_t>(kind)]; }
-  [[nodiscard]] const std::bitset<kBlockKinds>& blocks_used() const { return uses_; }
+  [[nodiscard]] const std::bitset<kMaxBlockKinds>& blocks_used() const { return uses_; }
 
  private:
   const ir::Program& program_;
@@ -69,7 +69,7 @@ class ProgramIndex {
   std::vector<std::vector<std::uint32_t>> queues_;
   void note_uses(const ir::Instruction& ins, ir::UnitKind unit);
 
-  std::bitset<kBlockKinds> uses_;
+  std::bitset<kMaxBlockKinds> uses_;
 };
 
 }  // namespace tpusim::models

@@ -28,6 +28,16 @@ std::string_view stall_reason_name(StallReason r) {
   return "?";
 }
 
+std::string_view stat_unit_suffix(StatUnit u) {
+  switch (u) {
+    case StatUnit::count: return "";
+    case StatUnit::seconds: return "_s";
+    case StatUnit::bytes: return "_bytes";
+    case StatUnit::joules: return "_j";
+  }
+  return "?";
+}
+
 double SimResult::mfu() const {
   const double den = step_time.value() * peak_flops.value();
   return den > 0 ? model_flops / den : 0.0;

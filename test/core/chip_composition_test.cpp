@@ -237,7 +237,7 @@ TEST(ChipComposition, ACodeBuiltSpecStandsForTheStandardComposition) {
 }
 
 TEST(ChipComposition, EveryKindIsCataloguedInOrderWithAFieldTable) {
-  ASSERT_EQ(block_kinds().size(), static_cast<std::size_t>(kBlockKinds));
+  ASSERT_EQ(block_kinds().size(), static_cast<std::size_t>(kBuiltInBlockKinds));
   for (std::size_t i = 0; i < block_kinds().size(); ++i) {
     EXPECT_EQ(static_cast<std::size_t>(block_kinds()[i].kind), i);
     EXPECT_NE(block_kinds()[i].fields, nullptr);

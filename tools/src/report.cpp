@@ -185,6 +185,14 @@ json summary_json(const Scenario& scenario, const RunReport& r) {
     }
   }
   j["units"] = units;
+  if (!r.block_stats.empty()) {
+    json blocks = json::object();
+    for (const BlockStatRow& b : r.block_stats) {
+      blocks[b.block][b.key] =
+          json{{"total", b.total}, {"mean", b.per_chip.mean}, {"min", b.per_chip.min}, {"max", b.per_chip.max}};
+    }
+    j["blocks"] = blocks;
+  }
   j["bytes"] = json{{"hbm_read", r.hbm_bytes_read}, {"hbm_written", r.hbm_bytes_written}};
   j["program"] = json{{"programs", r.programs}, {"instructions", r.instructions}};
   const NetworkReport& net = r.network;
@@ -358,6 +366,10 @@ void print_table(const Scenario& s, const RunReport& r, std::ostream& out) {
   if (r.mxu_array_utilization.max > 0) {
     out << fmt::format("  MXU arrays: utilization min {:.1f}%, max {:.1f}% (single arrays, over all chips)\n",
                        100 * r.mxu_array_utilization.min, 100 * r.mxu_array_utilization.max);
+  }
+  for (const BlockStatRow& b : r.block_stats) {
+    out << fmt::format("  {}.{}: {:.6g} over all chips, {:.6g} per chip (min {:.6g}, max {:.6g})\n", b.block, b.key,
+                       b.total, b.per_chip.mean, b.per_chip.min, b.per_chip.max);
   }
   if (!r.network.links.empty()) {
     const NetworkReport& net = r.network;

@@ -35,6 +35,14 @@ struct UnitReport {
   double idle_s = 0;
 };
 
+// A statistic a block declared of its own (models::BlockStat): summary.json "blocks", the table's last rows.
+struct BlockStatRow {
+  std::string block;
+  std::string key;  // its name with its unit's suffix: "energy_j"
+  double total = 0;
+  Spread per_chip;
+};
+
 struct ChipRow {
   std::uint32_t chip = 0;
   double finish_s = 0;
@@ -118,6 +126,7 @@ struct RunReport {
   MemoryReport memory;
   TimeReport time;
   std::vector<UnitReport> units;
+  std::vector<BlockStatRow> block_stats;
   Spread mxu_array_utilization;  // over every MXU array of every chip (models::SimResult)
   std::vector<ChipRow> chip_rows;
   std::uint64_t hbm_bytes_read = 0, hbm_bytes_written = 0;

@@ -150,6 +150,10 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
 
   rep.mxu_array_utilization =
       Spread{r.mxu_array_utilization.mean, r.mxu_array_utilization.min, r.mxu_array_utilization.max};
+  for (const models::BlockStat& b : r.block_stats) {
+    rep.block_stats.push_back(BlockStatRow{b.block, b.name + std::string(models::stat_unit_suffix(b.unit)), b.total,
+                                           Spread{b.per_chip.mean, b.per_chip.min, b.per_chip.max}});
+  }
 
   for (std::size_t i = 0; i < r.chips.size(); ++i) {
     const auto& c = r.chips[i];

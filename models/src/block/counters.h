@@ -4,6 +4,7 @@
 // UnitUsage / SimResult (sim_result.h).
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "ticks.h"
@@ -44,6 +45,14 @@ struct VmemCounters {
   std::uint64_t mxu_bytes = 0, vpu_bytes = 0;
 };
 
+// A statistic one block declared of its own (Block::collect): the report lists it under the block's name.
+struct DeclaredStat {
+  std::string block;  // the block's name in the chip file
+  std::string name;
+  StatUnit unit = StatUnit::count;
+  double value = 0;
+};
+
 struct ChipCounters {
   Tick finish = 0;
   ChipTimes time;  // up to `finish`
@@ -56,6 +65,18 @@ struct ChipCounters {
   std::vector<double> array_macs;  // rated MACs per MXU array, TensorCore-major (core x mxu.per_core + array)
   std::array<std::uint64_t, ir::kUnitKinds> executed{};
   std::array<std::vector<UnitTimes>, kHwUnits> unit_times;  // by HwUnit, per instance; none for HBM
+  std::vector<DeclaredStat> declared;  // in the order first declared
+
+  // Adds `value` to the block's statistic `name` (the instances of a block in each TensorCore add up).
+  void declare(const std::string& block, const std::string& name, StatUnit unit, double value) {
+    for (DeclaredStat& d : declared) {
+      if (d.block == block && d.name == name) {
+        d.value += value;
+        return;
+      }
+    }
+    declared.push_back(DeclaredStat{block, name, unit, value});
+  }
 };
 
 }  // namespace tpusim::models

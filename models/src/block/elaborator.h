@@ -22,7 +22,7 @@ class Elaborator {
   // `composed` must have its blocks (standard_composition() of a spec built in code). Only the kinds in
   // `used` are built (ProgramIndex::uses: what the chip's program can reach).
   Elaborator(const ChipContext& chip, const ChipSpec& composed, const BlockRegistry& registry,
-             std::bitset<kBlockKinds> used)
+             std::bitset<kMaxBlockKinds> used)
       : chip_(chip), composed_(composed), registry_(registry), used_(used) {}
 
   // The blocks of `scope` (for BlockScope::tensorcore, those of TensorCore `core`), in composition order.
@@ -35,7 +35,7 @@ class Elaborator {
   const ChipContext& chip_;
   const ChipSpec& composed_;
   const BlockRegistry& registry_;
-  std::bitset<kBlockKinds> used_;
+  std::bitset<kMaxBlockKinds> used_;
 };
 
 }  // namespace tpusim::models

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "tpusim/core/chip_blocks.h"
 #include "tpusim/models/errors.h"
@@ -27,6 +28,31 @@ std::unique_ptr<Block> BlockRegistry::build(const BlockBuild& what) const {
   return f(what);
 }
 
+namespace {
+
+// The factories of the kinds added with add_block_kind, by kind.
+std::array<BlockFactory, kMaxBlockKinds>& added_factories() {
+  static std::array<BlockFactory, kMaxBlockKinds> factories{};
+  return factories;
+}
+
+}  // namespace
+
+BlockKind add_block_kind(BlockKindInfo info, BlockFactory factory) {
+  if (factory == nullptr) throw std::invalid_argument(std::string("add_block_kind ") + std::string(info.name) +
+                                                      ": no factory");
+  const BlockKind kind = tpusim::add_block_kind(std::move(info));
+  added_factories()[static_cast<std::size_t>(kind)] = factory;
+  return kind;
+}
+
+bool remove_block_kind(std::string_view name) {
+  const auto last = static_cast<std::size_t>(block_kinds().size() - 1);
+  if (!tpusim::remove_block_kind(name)) return false;
+  added_factories()[last] = nullptr;
+  return true;
+}
+
 void register_chip_blocks(BlockRegistry& registry) {
   registry.add(BlockKind::tensorcore, &make_tensorcore_block);
   registry.add(BlockKind::mxu, &make_mxu_block);
@@ -38,6 +64,9 @@ void register_chip_blocks(BlockRegistry& registry) {
   registry.add(BlockKind::host, &make_host_block);
   registry.add(BlockKind::ici, &make_ici_block);
   registry.add(BlockKind::sparsecore, &make_sparsecore_block);
+  for (std::size_t k = kBuiltInBlockKinds; k < block_kinds().size(); ++k) {
+    registry.add(static_cast<BlockKind>(k), added_factories()[k]);
+  }
 }
 
 }  // namespace tpusim::models

@@ -4,9 +4,11 @@
 // static initialisation (it would vanish from a static library). One factory per kind, in the kind's folder.
 #include <array>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "block/block.h"
+#include "tpusim/core/chip_blocks.h"
 
 namespace tpusim::models {
 
@@ -30,11 +32,18 @@ class BlockRegistry {
   [[nodiscard]] bool has(BlockKind kind) const { return factories_[static_cast<std::size_t>(kind)] != nullptr; }
 
  private:
-  std::array<BlockFactory, kBlockKinds> factories_{};
+  std::array<BlockFactory, kMaxBlockKinds> factories_{};
 };
 
-// Registers every built-in kind (the factories below).
+// Registers every built-in kind (the factories below) and every kind added with add_block_kind.
 void register_chip_blocks(BlockRegistry& registry);
+
+// A block kind of your own, in one call: adds `info` to core's catalogue (tpusim::add_block_kind, which checks
+// it) with the factory that builds its module, which register_chip_blocks registers from then on. Returns the
+// kind. models/README.md ("A block kind of your own") walks through one.
+BlockKind add_block_kind(BlockKindInfo info, BlockFactory factory);
+// Takes the last added kind out of the catalogue and the registry again; false when it is not the last added.
+bool remove_block_kind(std::string_view name);
 
 // The built-in factories, each defined in its kind's folder.
 std::unique_ptr<Block> make_tensorcore_block(const BlockBuild& b);  // tensorcore/tensorcore.cpp

@@ -13,6 +13,7 @@
 #include "ici/network_port.h"
 #include "memory/memory_block.h"
 #include "memory/transfer.h"
+#include "tpusim/core/chip_blocks.h"
 #include "vmem/vmem.h"
 
 namespace tpusim::models {
@@ -43,6 +44,8 @@ Chip::Chip(const sc_core::sc_module_name& name, std::uint32_t id, const ChipSpec
   blocks_ = elaborator.build(BlockScope::chip);
   collect_tree(blocks_, all_);
   elaborator.bind(all_);
+  // Observers first: at each activation they account the interval that ends before the blocks they watch do.
+  std::stable_partition(all_.begin(), all_.end(), [](const Block* b) { return block_kind(b->block_kind()).observes; });
 
   // The sequencer's queues, each on the unit that serves it; the units in the order they retire
   // (block/unit_blocks.h).

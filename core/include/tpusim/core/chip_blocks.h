@@ -38,10 +38,23 @@ struct BlockKindInfo {
   // One line on what a block of the kind is, for `tpusim describe chip`: each {key} is the block's resolved
   // field of that key.
   std::string_view summary;
+  // An observer: it runs no instructions and holds nothing a program names, so it is built whenever a block it
+  // reaches through `paths` is (the others are built when the chip's program reaches them).
+  bool observes = false;
 };
 
-// Every kind, indexed by BlockKind.
+// Every kind, indexed by BlockKind: the built-in ones, then the added ones.
 [[nodiscard]] const std::vector<BlockKindInfo>& block_kinds();
+// Adds a kind to the catalogue and returns its BlockKind (the next free one; `info.kind` is ignored). Its name,
+// fields and ports are checked: a name of its own, a field table, ports that reach known kinds. Chip files may
+// then compose blocks of it; models/README.md ("A block kind of your own") shows the rest. Throws
+// std::invalid_argument on a bad entry or a full catalogue (kMaxBlockKinds). Its texts are views: they must
+// outlive the kind (string literals do).
+BlockKind add_block_kind(BlockKindInfo info);
+// Takes the last added kind out again (tests); false when `name` is not the last added kind.
+bool remove_block_kind(std::string_view name);
+// Changes each time a kind is added or removed, so that what is derived from the catalogue follows it.
+[[nodiscard]] int block_catalogue_generation();
 [[nodiscard]] const BlockKindInfo& block_kind(BlockKind kind);
 [[nodiscard]] std::string_view block_kind_name(BlockKind kind);
 // The port of a `from` block that reaches a `to` block, or nullptr when the two kinds cannot connect.

@@ -8,6 +8,7 @@
 // typed members below hold each block kind's parameters (one block per kind), so the lowering reads
 // `chip.mxu.rows` or `chip.hbm.bandwidth` whatever the block is called; `composition` holds the blocks and
 // paths themselves, which the elaborator builds and binds (models/README.md).
+#include <any>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -100,9 +101,32 @@ struct SparseCoreSpec {
 
 // ---- composition -------------------------------------------------------------------------------------------
 
-// The block kinds a chip is composed of (chip_blocks.h says what each is and where it may connect).
+// The block kinds a chip is composed of (chip_blocks.h says what each is and where it may connect): the
+// built-in ones, then those added to the catalogue at run time (add_block_kind), numbered on from these.
 enum class BlockKind : std::uint8_t { tensorcore, mxu, vpu, vmem, cmem, hbm, dma, host, ici, sparsecore };
-inline constexpr int kBlockKinds = 10;
+inline constexpr int kBuiltInBlockKinds = 10;
+inline constexpr int kMaxBlockKinds = 32;  // built-in and added
+
+// The parameters of the block kinds added at run time: an added kind's field table keeps its values here,
+// keyed "<kind>.<field>", each as the type (the unit) its table declares.
+class AddedParameters {
+ public:
+  template <class T>
+  T& at(const std::string& key) {
+    std::any& v = values_[key];
+    if (!v.has_value()) v = T{};
+    return std::any_cast<T&>(v);
+  }
+  // The value, or T{} when the chip did not set it.
+  template <class T>
+  [[nodiscard]] T value(const std::string& key) const {
+    const auto it = values_.find(key);
+    return it == values_.end() ? T{} : std::any_cast<const T&>(it->second);
+  }
+
+ private:
+  std::map<std::string, std::any> values_;
+};
 
 struct ChipBlock {
   std::string name;  // its key in the chip file
@@ -148,6 +172,7 @@ struct ChipSpec {
   IciSpec ici;
   HostLinkSpec host;
   SparseCoreSpec sparsecore;
+  AddedParameters added;  // of the block kinds added at run time (chip_blocks.h, add_block_kind)
   ChipComposition composition;
 
   // Where each field's value came from ("hbm.bandwidth" -> file:line and the source comment), for

@@ -172,6 +172,21 @@ struct SimulationCost {
   double elaboration_seconds = 0;   // of wall_seconds: building the pod's modules
 };
 
+// The unit of a statistic a block declares of its own (Block::collect, ChipCounters::declare); it gives the
+// statistic's key its suffix in summary.json ("energy" in joules: "energy_j").
+enum class StatUnit : std::uint8_t { count, seconds, bytes, joules };
+[[nodiscard]] std::string_view stat_unit_suffix(StatUnit u);  // "", "_s", "_bytes", "_j"
+
+// A statistic that one block of the chip declared (its kind's own, models/README.md "A block kind of your
+// own"): summed over the block's instances on a chip, then over chips.
+struct BlockStat {
+  std::string block;  // the block's name in the chip file
+  std::string name;   // "energy"
+  StatUnit unit = StatUnit::count;
+  double total = 0;   // over all chips
+  Spread per_chip;    // over the chips (0 on a chip whose block did not declare it)
+};
+
 // Bytes moved over all chips, by what moved them.
 struct MemoryTraffic {
   Bytes hbm_read;
@@ -214,6 +229,9 @@ struct SimResult {
 
   TimeBreakdown breakdown;        // mean over chips
   std::vector<ChipResult> chips;  // indexed by chip id
+  // The statistics the blocks declared, by block and name in the order first declared (none from the built-in
+  // kinds today: their statistics are the fields above).
+  std::vector<BlockStat> block_stats;
 
   [[nodiscard]] const UnitUsage& unit(HwUnit u) const { return units[static_cast<std::size_t>(u)]; }
   [[nodiscard]] double mfu() const;
