@@ -321,6 +321,10 @@ SimResult Pod::collect(Tick end) const {
   r.traffic.dma_bytes = Bytes(dma_bytes);
   r.traffic.host_bytes = Bytes(host_bytes);
   r.traffic.sparsecore_bytes = Bytes(sparsecore_bytes);
+  r.units[static_cast<std::size_t>(HwUnit::dma)].bytes = r.traffic.dma_bytes;
+  r.units[static_cast<std::size_t>(HwUnit::hbm)].bytes = Bytes(hbm_read + hbm_written);
+  r.units[static_cast<std::size_t>(HwUnit::host)].bytes = r.traffic.host_bytes;
+  r.units[static_cast<std::size_t>(HwUnit::sparsecore)].bytes = r.traffic.sparsecore_bytes;
   add_unit_stall_stats(counters, spec, r);
   r.block_stats = declared_stats(counters);
   if (interconnect_) interconnect_->collect(r.network, step);

@@ -2,18 +2,6 @@
 
 namespace tpusim::models {
 
-std::string_view hw_unit_name(HwUnit u) {
-  switch (u) {
-    case HwUnit::mxu: return "mxu";
-    case HwUnit::vpu: return "vpu";
-    case HwUnit::dma: return "dma";
-    case HwUnit::hbm: return "hbm";
-    case HwUnit::host: return "host";
-    case HwUnit::sparsecore: return "sparsecore";
-  }
-  return "?";
-}
-
 std::string_view stall_reason_name(StallReason r) {
   switch (r) {
     case StallReason::dep_mxu: return "dependency_mxu";

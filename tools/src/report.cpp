@@ -342,8 +342,7 @@ void print_table(const Scenario& s, const RunReport& r, std::ostream& out) {
                          bytes_text(r.memory.plan->host_capacity.as_double()));
     }
   }
-  // The SparseCores have a row only when they ran something (most chips have none).
-  const auto shown = [](const UnitReport& u) { return u.name != "sparsecore" || u.instructions > 0; };
+  const auto shown = [](const UnitReport& u) { return u.listed_when_unused || u.instructions > 0; };
   std::size_t name_w = 6;
   for (const auto& u : r.units) {
     if (shown(u)) name_w = std::max(name_w, u.name.size());

@@ -33,6 +33,7 @@ struct UnitReport {
   std::vector<std::pair<std::string, double>> stalled_by_s;  // reasons with a non-zero time
   double queue_slots_s = 0;
   double idle_s = 0;
+  bool listed_when_unused = true;  // the table lists it when no instruction ran on it (models::HwUnitInfo)
 };
 
 // A statistic a block declared of its own (models::BlockStat): summary.json "blocks", the table's last rows.

@@ -104,16 +104,16 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
   rep.programs = programs.programs.size();
   for (const auto& p : programs.programs) rep.instructions += p.size();
 
-  auto instr = [&r](ir::UnitKind u) { return r.instructions_per_unit[static_cast<std::size_t>(u)]; };
-  for (int u = 0; u < models::kHwUnits; ++u) {
-    const auto unit = static_cast<HwUnit>(u);
+  for (const models::HwUnitInfo& info : models::kHwUnitInfo) {
+    const auto u = static_cast<std::size_t>(info.unit);
     UnitReport ur;
-    ur.name = std::string(models::hw_unit_name(unit));
+    ur.name = std::string(info.name);
+    ur.listed_when_unused = info.listed_when_unused;
     std::vector<double> busy;
     busy.reserve(r.chips.size());
-    for (const auto& c : r.chips) busy.push_back(c.busy[static_cast<std::size_t>(u)].value());
+    for (const auto& c : r.chips) busy.push_back(c.busy[u].value());
     ur.busy_s = spread_of(busy);
-    const auto& usage = r.unit(unit);
+    const auto& usage = r.unit(info.unit);
     ur.utilization = Spread{usage.utilization.mean, usage.utilization.min, usage.utilization.max};
     ur.stalled_s = usage.stalled.value();
     for (int k = 0; k < models::kStallReasons; ++k) {
@@ -122,29 +122,8 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
     }
     ur.queue_slots_s = usage.queue_slots.value();
     ur.idle_s = usage.idle.value();
-    switch (unit) {
-      case HwUnit::mxu:
-        ur.instructions = instr(ir::UnitKind::mxu);
-        ur.bytes = usage.bytes.count();
-        break;
-      case HwUnit::vpu:
-        ur.instructions = instr(ir::UnitKind::vpu);
-        ur.bytes = usage.bytes.count();
-        break;
-      case HwUnit::dma:
-        ur.instructions = instr(ir::UnitKind::dma);
-        ur.bytes = r.traffic.dma_bytes.count();
-        break;
-      case HwUnit::hbm: ur.bytes = r.traffic.hbm_read.count() + r.traffic.hbm_written.count(); break;
-      case HwUnit::host:
-        ur.instructions = instr(ir::UnitKind::host);
-        ur.bytes = r.traffic.host_bytes.count();
-        break;
-      case HwUnit::sparsecore:
-        ur.instructions = instr(ir::UnitKind::sparsecore);
-        ur.bytes = r.traffic.sparsecore_bytes.count();
-        break;
-    }
+    if (info.runs_instructions) ur.instructions = r.instructions_per_unit[static_cast<std::size_t>(info.queue)];
+    ur.bytes = usage.bytes.count();
     rep.units.push_back(ur);
   }
 

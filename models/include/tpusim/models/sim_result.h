@@ -16,7 +16,36 @@ namespace tpusim::models {
 // Hardware unit kinds that report busy time and utilization.
 enum class HwUnit : std::uint8_t { mxu, vpu, dma, hbm, host, sparsecore };
 inline constexpr int kHwUnits = 6;
-[[nodiscard]] std::string_view hw_unit_name(HwUnit u);
+
+// What the report shows of each unit kind, in HwUnit order: its name, the unit queue whose instructions it
+// counts (none for HBM, which runs no instructions), and whether the table lists it when nothing ran on it
+// (the SparseCores, which most chips lack, only when they ran something).
+struct HwUnitInfo {
+  HwUnit unit;
+  std::string_view name;
+  bool runs_instructions;
+  ir::UnitKind queue;  // when runs_instructions
+  bool listed_when_unused;
+};
+inline constexpr std::array<HwUnitInfo, kHwUnits> kHwUnitInfo{{
+    {HwUnit::mxu, "mxu", true, ir::UnitKind::mxu, true},
+    {HwUnit::vpu, "vpu", true, ir::UnitKind::vpu, true},
+    {HwUnit::dma, "dma", true, ir::UnitKind::dma, true},
+    {HwUnit::hbm, "hbm", false, ir::UnitKind::mxu, true},
+    {HwUnit::host, "host", true, ir::UnitKind::host, true},
+    {HwUnit::sparsecore, "sparsecore", true, ir::UnitKind::sparsecore, false},
+}};
+static_assert(
+    [] {
+      for (std::size_t i = 0; i < kHwUnitInfo.size(); ++i) {
+        if (static_cast<std::size_t>(kHwUnitInfo[i].unit) != i) return false;
+      }
+      return true;
+    }(),
+    "kHwUnitInfo in HwUnit order");
+[[nodiscard]] constexpr std::string_view hw_unit_name(HwUnit u) {
+  return kHwUnitInfo[static_cast<std::size_t>(u)].name;
+}
 
 struct Spread {
   double mean = 0, min = 0, max = 0;
@@ -51,9 +80,9 @@ inline constexpr int kStallReasons = 8;
 //     queue_slots: work in flight and the next instruction waited for a free slot (MXU instruction buffer,
 //                  DMA descriptors, the host interface); part of the busy time, not of stalled;
 //     idle:        step_time - time with work in flight - stalled (nothing to do, incl. after the chip ended).
-//   bytes (mxu, vpu): operand bytes the unit read from and wrote to VMEM, summed over TensorCores and chips
-//     (matmul_vmem_bytes, a vector op's declared Instruction::bytes); 0 for the other units (their bytes are in
-//     SimResult::traffic).
+//   bytes, summed over chips: mxu, vpu: operand bytes the unit read from and wrote to VMEM, summed over
+//     TensorCores (matmul_vmem_bytes, a vector op's declared Instruction::bytes); dma, host, sparsecore: their
+//     part of SimResult::traffic (dma_bytes, host_bytes, sparsecore_bytes); hbm: hbm_read + hbm_written.
 struct UnitUsage {
   Seconds busy;
   Bytes bytes;
