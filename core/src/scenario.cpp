@@ -1,5 +1,7 @@
 #include "tpusim/core/scenario.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "tpusim/core/chip_blocks.h"
@@ -256,6 +258,21 @@ void append_rendered(std::vector<std::pair<std::string, std::string>>& out, cons
   for (auto& [k, v] : table.render(spec)) out.emplace_back(prefix.empty() ? k : prefix + "." + k, v);
 }
 
+// A slice of more than one chip needs two ICI ports per axis of its shape on every chip (a torus or a line
+// reaches both neighbours along each axis): fewer, and no slice can be wired.
+void check_ici_ports(const Scenario& s, Diagnostics& diags) {
+  const std::size_t needed = 2 * s.pod.shape.size();
+  const bool one_chip = std::all_of(s.pod.shape.begin(), s.pod.shape.end(), [](int n) { return n == 1; });
+  if (one_chip || static_cast<std::size_t>(s.chip.ici.links) >= needed) return;
+  const ChipBlock* ici = find_block(s.chip, BlockKind::ici);
+  const std::string key = (ici != nullptr ? ici->name : std::string("ici")) + ".links";
+  const auto at = s.chip.origins.find(key);
+  diags.error(at != s.chip.origins.end() ? at->second.loc : SourceLoc{"(chip)", 0, 0}, "chip." + key,
+              "too few ICI ports for the pod",
+              fmt::format("at least {}: two per axis of the pod's shape [{}]", needed, fmt::join(s.pod.shape, ", ")),
+              std::to_string(s.chip.ici.links), "a chip that forms this pod, or a pod of one chip");
+}
+
 ConfigNode load_root(const std::string& folder, const std::string& name_or_path, const std::string& what,
                      Diagnostics& diags, fs::path& file) {
   const auto path = resolve_data_file(folder, name_or_path, {}, SourceLoc{"(command line)", 0, 0}, what, diags);
@@ -387,6 +404,7 @@ Scenario load_scenario_with_overrides(const std::string& name_or_path, const std
   }
   if (diags.empty()) resolve_workload_defaults(s, diags);  // workload_checks.cpp
   if (!s.pod.shape.empty() && s.workload.program.empty()) check_mesh(s.workload.mesh, s.pod, diags);
+  if (!s.pod.shape.empty() && diags.empty()) check_ici_ports(s, diags);
   const ConfigNode* fidelity = tree.find("fidelity");
   const ConfigNode empty = ConfigNode::make_map(tree.loc());
   fidelity_fields().resolve(fidelity ? *fidelity : empty, "fidelity", s.fidelity, diags);

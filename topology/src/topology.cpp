@@ -64,7 +64,8 @@ Topology build_topology(const PodSpec& pod, const ChipSpec& chip) {
     }
   }
   if (pod.pods < 1) reject(fmt::format("pods must be at least 1, is {}", pod.pods));
-  if (chip.ici.links > 0 && static_cast<std::size_t>(chip.ici.links) < 2 * axes) {
+  const bool one_chip = std::all_of(pod.shape.begin(), pod.shape.end(), [](int n) { return n == 1; });
+  if (!one_chip && static_cast<std::size_t>(chip.ici.links) < 2 * axes) {
     reject(fmt::format("chip {} has {} ICI links, a {}-axis shape needs {}", chip.name, chip.ici.links, axes, 2 * axes));
   }
   const long long total = pod.chip_count();
