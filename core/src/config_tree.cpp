@@ -461,17 +461,58 @@ void apply_override(ConfigNode& root, const Override& override, Diagnostics& dia
     }
   }
   parts.push_back(part);
+  if (parsed.is_null() && !value.empty()) parsed = ConfigNode::make_scalar(value, value_loc);
   if (!root.is_map()) root = ConfigNode::make_map(key_loc);
   ConfigNode* node = &root;
+  std::string walked;  // the key path so far, for errors
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const bool last = i + 1 == parts.size();
-    ConfigNode* child = node->find(parts[i]);
+    // "key[i]": entry i of the list at key (faults[0].at), which must exist: an override changes an entry, it
+    // does not add one.
+    std::string key = parts[i];
+    std::optional<std::size_t> index;
+    if (const auto open = key.find('['); open != std::string::npos) {
+      const std::string digits = key.substr(open + 1, key.size() - open - 2);
+      const bool well_formed = key.back() == ']' && open > 0 && !digits.empty() && digits.size() < 10 &&
+                               std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (!well_formed) {
+        diags.error(key_loc, walked.empty() ? parts[i] : walked + "." + parts[i], "malformed override",
+                    "key.path=value, an entry of a list as key[index]", fmt::format("'{}'", parts[i]));
+        return;
+      }
+      index = static_cast<std::size_t>(std::stoul(digits));
+      key = key.substr(0, open);
+    }
+    walked += (walked.empty() ? "" : ".") + key;
+    if (index) {
+      ConfigNode* list = node->find(key);
+      if (list == nullptr || !list->is_seq()) {
+        diags.error(key_loc, walked, "not a list", fmt::format("a list at {} to take entry {} of", walked, *index),
+                    list == nullptr ? "nothing" : list->describe());
+        return;
+      }
+      if (*index >= list->items().size()) {
+        diags.error(key_loc, walked, "no such entry in the list",
+                    fmt::format("an index below {} (the list's length)", list->items().size()), std::to_string(*index),
+                    "an override changes an entry; add one in the file");
+        return;
+      }
+      walked += fmt::format("[{}]", *index);
+      ConfigNode& entry = list->items()[*index];
+      if (last) {
+        entry = std::move(parsed);
+        return;
+      }
+      if (!entry.is_map()) entry = ConfigNode::make_map(key_loc);
+      node = &entry;
+      continue;
+    }
+    ConfigNode* child = node->find(key);
     if (last) {
-      if (parsed.is_null() && !value.empty()) parsed = ConfigNode::make_scalar(value, value_loc);
-      node->set(parts[i], key_loc, std::move(parsed));
+      node->set(key, key_loc, std::move(parsed));
       return;
     }
-    if (child == nullptr || !child->is_map()) child = &node->set(parts[i], key_loc, ConfigNode::make_map(key_loc));
+    if (child == nullptr || !child->is_map()) child = &node->set(key, key_loc, ConfigNode::make_map(key_loc));
     node = child;
   }
 }

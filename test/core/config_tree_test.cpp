@@ -316,6 +316,41 @@ TEST(ApplyOverride, WithoutAnEqualsSignIsAnError) {
   EXPECT_TRUE(root.entries().empty());
 }
 
+TEST(ApplyOverride, ChangesAnEntryOfAListByItsIndex) {
+  ConfigNode root = load_ok("faults:\n  - {at: 1 s, kind: straggler}\n  - {at: 2 s, kind: link_down}\n");
+  Diagnostics diags;
+  apply_override(root, "faults[1].at=5 s", diags);
+  apply_override(root, "faults[0]={at: 3 s, kind: chip_down}", diags);
+  ASSERT_TRUE(diags.empty()) << diags.str();
+  const ConfigNode& faults = *at(root, "faults");
+  ASSERT_EQ(faults.items().size(), 2u);
+  EXPECT_EQ(flow_text(faults.items()[0]), "{at: 3 s, kind: chip_down}");
+  EXPECT_EQ(faults.items()[1].find("at")->scalar(), "5 s");
+  EXPECT_EQ(faults.items()[1].find("at")->loc().file, "--set faults[1].at=5 s");
+  EXPECT_EQ(faults.items()[1].find("kind")->scalar(), "link_down");  // the rest of the entry untouched
+}
+
+TEST(ApplyOverride, OfAListEntryThatIsNotThereIsAnErrorThatChangesNothing) {
+  const std::string text = "faults:\n  - {at: 1 s}\njob: {steps: 3}\n";
+  const auto refused = [&](const std::string& assignment) {
+    ConfigNode root = load_ok(text);
+    Diagnostics diags;
+    apply_override(root, assignment, diags);
+    EXPECT_EQ(flow_text(*at(root, "faults")), "[{at: 1 s}]") << assignment;
+    EXPECT_EQ(diags.size(), 1u) << assignment;
+    return diags.empty() ? Diagnostic{} : diags.items()[0];
+  };
+  const Diagnostic past_end = refused("faults[1].at=2 s");
+  EXPECT_EQ(past_end.message, "no such entry in the list");
+  EXPECT_EQ(past_end.key_path, "faults");
+  EXPECT_EQ(past_end.expected, "an index below 1 (the list's length)");
+  EXPECT_EQ(refused("job[0].steps=4").message, "not a list");
+  EXPECT_EQ(refused("nothing[0]=4").found, "nothing");
+  EXPECT_EQ(refused("faults[x].at=2 s").message, "malformed override");
+  EXPECT_EQ(refused("faults[].at=2 s").message, "malformed override");
+  EXPECT_EQ(refused("faults[0.at=2 s").message, "malformed override");
+}
+
 TEST(ConfigNodeSet, InsertsThenReplacesAndEraseRemoves) {
   ConfigNode m = ConfigNode::make_map(SourceLoc{"m", 1, 1});
   m.set("a", SourceLoc{}, ConfigNode::make_scalar("1", SourceLoc{}));

@@ -251,6 +251,34 @@ grid:
   }
 }
 
+// A fault's field is an axis by its index in the list: the straggler moves through the job, and the job's
+// slowdown shrinks by the steps the later fault leaves healthy, each slower by the two step times' difference.
+TEST_F(SweepCli, AFaultsTimeIsAnAxisAndTheJobsSlowdownFollowsIt) {
+  const fs::path sweep = write("w.yaml", R"(name: w
+scenario: straggler-v5e-2x2
+grid:
+  faults[0].at: [1 s, 40 s]
+)");
+  const fs::path out = dir_ / "sw";
+  const Outcome o = tpusim("sweep " + sweep.string() + " -j 2 -o " + out.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto table = lines(slurp(out / "table.csv"));
+  ASSERT_EQ(table.size(), 3u);
+  EXPECT_TRUE(starts_with(table[0], "point,faults[0].at,status,")) << table[0];
+  EXPECT_TRUE(starts_with(table[2], "1,\"40 s\",ok,")) << table[2];
+  const auto job = [&](const char* point) {
+    return nlohmann::json::parse(slurp(out / "points" / point / "summary.json"))["job"];
+  };
+  const auto early = job("00000"), late = job("00001");
+  const double healthy = early["simulated_steps"][0]["step_time_s"].get<double>();
+  const double slow = early["simulated_steps"][1]["step_time_s"].get<double>();
+  ASSERT_GT(slow, healthy);
+  // No checkpoint falls in the first 40 s (one every 5000 steps of 19 ms): 39 s more of healthy steps.
+  const double expected = 39.0 / healthy * (slow - healthy);
+  const double less = early["losses_s"]["slowdown"].get<double>() - late["losses_s"]["slowdown"].get<double>();
+  EXPECT_NEAR(less, expected, 0.01 * expected);
+}
+
 TEST_F(SweepCli, AFailedPointRecordsItsErrorAndTheOthersGoOn) {
   // A job of 10 steps ends before its fault at 1 s, which its run finds only once the healthy step is simulated
   // (the checks before any point runs cannot: the job's end is 10 x a step no check knows); 10 million steps

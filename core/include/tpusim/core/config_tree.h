@@ -34,6 +34,7 @@ class ConfigNode {
   [[nodiscard]] const std::vector<Entry>& entries() const { return entries_; }
   [[nodiscard]] std::vector<Entry>& entries() { return entries_; }
   [[nodiscard]] const std::vector<ConfigNode>& items() const { return items_; }
+  [[nodiscard]] std::vector<ConfigNode>& items() { return items_; }
 
   [[nodiscard]] const ConfigNode* find(std::string_view key) const;
   [[nodiscard]] ConfigNode* find(std::string_view key);
