@@ -46,7 +46,7 @@ const FieldTable<WorkloadSpec>& workload_fields() {
                            "forward pass filling the KV cache); decode (one new token per sequence)");
     t.add_choice<DType>("dtype", [](S& s) -> DType& { return s.numerics.dtype; },
                         {{"bf16", DType::bf16}, {"f32", DType::f32}, {"int8", DType::int8}, {"fp8", DType::fp8}},
-                        "bf16", "matmul operand and activation type");
+                        "bf16", "matmul operand and activation type; int8 / fp8 need the chip's MXU rate for them");
     t.add_choice<std::optional<DType>>(
         "weight_dtype", [](S& s) -> std::optional<DType>& { return s.numerics.weight_dtype; },
         {{"auto", std::nullopt},

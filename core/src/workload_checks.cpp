@@ -71,6 +71,19 @@ void resolve_workload_defaults(Scenario& s, Diagnostics& diags) {
     }
   }
 
+  // Matmul operands of a type the MXU has no rate for: the chip cannot run them, it would only emulate them.
+  if (const DType d = w.numerics.dtype; d == DType::int8 || d == DType::fp8) {
+    const bool int8 = d == DType::int8;
+    if ((int8 ? s.chip.mxu.int8_rate : s.chip.mxu.fp8_rate) <= 0) {
+      diags.error(at("dtype"), "workload.dtype",
+                  fmt::format("chip {} has no {} MXU rate (chip.mxu.{}_rate is 0)", s.chip.name, dtype_name(d),
+                              dtype_name(d)),
+                  "a matmul type the chip computes in", std::string(dtype_name(d)),
+                  int8 ? "use bf16, or a chip with an int8 rate (v3 and later)"
+                       : "no bundled chip publishes an fp8 rate; set chip.mxu.fp8_rate to model one");
+    }
+  }
+
   // Parameter storage: f32 master weights for training (mixed precision), the compute type otherwise.
   if (!w.numerics.weight_dtype) w.numerics.weight_dtype = w.weights();
   const DType wd = *w.numerics.weight_dtype;
@@ -80,7 +93,7 @@ void resolve_workload_defaults(Scenario& s, Diagnostics& diags) {
     if (w.step == StepKind::train) {
       diags.error(at("weight_dtype"), "workload.weight_dtype", "quantized weights are for inference",
                   "bf16 or f32 to train", std::string(dtype_name(wd)));
-    } else if (rate <= 0) {
+    } else if (rate <= 0 && wd != w.numerics.dtype) {  // the same type as the operands: refused above
       diags.error(at("weight_dtype"), "workload.weight_dtype",
                   fmt::format("chip {} has no {} MXU rate (chip.mxu.{}_rate is 0)", s.chip.name, dtype_name(wd),
                               dtype_name(wd)),
