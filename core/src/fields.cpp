@@ -126,7 +126,10 @@ bool parse_scalar(const ConfigNode& n, std::vector<int>& out, std::string& expec
   for (const auto& item : n.items()) {
     int v = 0;
     std::string ignored;
-    if (!parse_scalar(item, v, ignored)) return false;
+    if (!parse_scalar(item, v, ignored)) {
+      expected = fmt::format("a list of integers; entry {} is {}", out.size(), item.describe());
+      return false;
+    }
     out.push_back(v);
   }
   return true;

@@ -198,6 +198,13 @@ TEST(FieldTable, WrongTypeIsReportedWithWhatWasFound) {
   EXPECT_EQ(shape->expected, "a list of integers, e.g. [4, 4, 4]");
 }
 
+TEST(FieldTable, AListOfIntegersWithAnEntryOfAnotherTypeNamesTheEntry) {
+  const Resolved r = resolve("name: d\ncount: 2\nshape: [4, true, 4]\nmem:\n  size: 1 MiB\n  bandwidth: 1 GB/s\n");
+  const Diagnostic* shape = find_diag(r.diags, "demo.shape");
+  ASSERT_NE(shape, nullptr) << r.diags.str();
+  EXPECT_EQ(shape->expected, "a list of integers; entry 1 is 'true'");
+}
+
 TEST(FieldTable, ASectionGivenAsAScalarIsAWrongType) {
   const Resolved r = resolve("name: d\ncount: 2\nshape: [1]\nmem: 5\n");
   const Diagnostic* mem = find_diag(r.diags, "demo.mem");
