@@ -2,20 +2,6 @@
 
 namespace tpusim::models {
 
-std::string_view stall_reason_name(StallReason r) {
-  switch (r) {
-    case StallReason::dep_mxu: return "dependency_mxu";
-    case StallReason::dep_vpu: return "dependency_vpu";
-    case StallReason::dep_dma: return "dependency_dma";
-    case StallReason::dep_ici: return "dependency_ici";
-    case StallReason::dep_host: return "dependency_host";
-    case StallReason::dep_sync: return "dependency_barrier";
-    case StallReason::dep_sparsecore: return "dependency_sparsecore";
-    case StallReason::vmem: return "vmem";
-  }
-  return "?";
-}
-
 std::string_view stat_unit_suffix(StatUnit u) {
   switch (u) {
     case StatUnit::count: return "";

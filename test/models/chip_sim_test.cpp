@@ -568,7 +568,7 @@ TEST(HostSimulation, CheckpointAndSyncsAddStorageWritePcieAndRoundTrips) {
 
 // ---- per-unit stall statistics ---------------------------------------------------------------------------------
 
-double stalled_on(const SimResult& r, HwUnit u, StallReason why) {
+double stalled_on(const SimResult& r, HwUnit u, int why) {
   return r.unit(u).stalled_by[static_cast<std::size_t>(why)].value();
 }
 
@@ -584,7 +584,7 @@ TEST(UnitStats, AMatmulWaitingForItsLoadIsStalledOnTheDmaThenBusy) {
   ASSERT_NEAR(r.step_time.value(), load + mm, 4 * kPicosecond);
   // MXU: core 0 waits for the load then computes; core 1 has nothing to do. Means over the two TensorCores.
   EXPECT_NEAR(r.unit(HwUnit::mxu).stalled.value(), load / 2, 4 * kPicosecond);
-  EXPECT_NEAR(stalled_on(r, HwUnit::mxu, StallReason::dep_dma), load / 2, 4 * kPicosecond);
+  EXPECT_NEAR(stalled_on(r, HwUnit::mxu, stall_on(ir::UnitKind::dma)), load / 2, 4 * kPicosecond);
   EXPECT_NEAR(r.unit(HwUnit::mxu).busy.value(), mm / 2, 4 * kPicosecond);
   EXPECT_NEAR(r.unit(HwUnit::mxu).idle.value(), (load + mm) - load / 2 - mm / 2, 8 * kPicosecond);
   // DMA: busy for the load, idle while the matmul runs, never stalled.
@@ -598,7 +598,7 @@ TEST(UnitStats, AMatmulWaitingForItsLoadIsStalledOnTheDmaThenBusy) {
   EXPECT_NEAR(r.unit(HwUnit::vpu).idle.value(), r.step_time.value() - pops / 2, 4 * kPicosecond);
   EXPECT_NEAR(r.unit(HwUnit::host).idle.value(), r.step_time.value(), kPicosecond);
   EXPECT_NEAR(r.unit(HwUnit::hbm).idle.value(), r.step_time.value() - r.unit(HwUnit::hbm).busy.value(), kPicosecond);
-  EXPECT_EQ(stalled_on(r, HwUnit::mxu, StallReason::vmem), 0.0);
+  EXPECT_EQ(stalled_on(r, HwUnit::mxu, kStallOnVmem), 0.0);
   EXPECT_EQ(r.unit(HwUnit::mxu).queue_slots.value(), 0.0);
 }
 
@@ -633,11 +633,11 @@ TEST(UnitStats, AStallIsChargedToTheUnitOfTheDirectDependency) {
   const double op = 1024 / chip.clock.value();  // 2^20 / (128 x 8) cycles
   EXPECT_NEAR(r.step_time.value(), 10e-6 + load + op, 4 * kPicosecond);
   EXPECT_NEAR(r.breakdown.host_stall.value(), 10e-6, kPicosecond);
-  EXPECT_NEAR(stalled_on(r, HwUnit::dma, StallReason::dep_host), 10e-6, kPicosecond);
+  EXPECT_NEAR(stalled_on(r, HwUnit::dma, stall_on(ir::UnitKind::host)), 10e-6, kPicosecond);
   // VPU of core 0: its own dependency is the load, which itself waits for the launch: the reason is the unit
   // of the direct dependency, so all of it is on the DMA. Averaged with core 1's idle VPU.
-  EXPECT_EQ(stalled_on(r, HwUnit::vpu, StallReason::dep_host), 0.0);
-  EXPECT_NEAR(stalled_on(r, HwUnit::vpu, StallReason::dep_dma), (10e-6 + load) / 2, 4 * kPicosecond);
+  EXPECT_EQ(stalled_on(r, HwUnit::vpu, stall_on(ir::UnitKind::host)), 0.0);
+  EXPECT_NEAR(stalled_on(r, HwUnit::vpu, stall_on(ir::UnitKind::dma)), (10e-6 + load) / 2, 4 * kPicosecond);
   EXPECT_NEAR(r.unit(HwUnit::host).busy.value(), 10e-6, kPicosecond);
 }
 

@@ -118,7 +118,7 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
     ur.stalled_s = usage.stalled.value();
     for (int k = 0; k < models::kStallReasons; ++k) {
       const double v = usage.stalled_by[static_cast<std::size_t>(k)].value();
-      if (v > 0) ur.stalled_by_s.emplace_back(models::stall_reason_name(static_cast<models::StallReason>(k)), v);
+      if (v > 0) ur.stalled_by_s.emplace_back(models::stall_reason_name(k), v);
     }
     ur.queue_slots_s = usage.queue_slots.value();
     ur.idle_s = usage.idle.value();

@@ -18,7 +18,7 @@ namespace tpusim::models {
 struct UnitTimes {
   Tick busy = 0;
   Tick queue_slots = 0;
-  std::array<Tick, kStallReasons> stalled{};  // indexed by StallReason
+  std::array<Tick, kStallReasons> stalled{};  // indexed by stall reason (sim_result.h: stall_on, kStallOnVmem)
 };
 
 // Where the chip's time went up to its finish (TimeBreakdown's parts, in ticks).

@@ -8,16 +8,6 @@
 
 namespace tpusim::models {
 
-static_assert(static_cast<int>(StallReason::dep_mxu) == static_cast<int>(ir::UnitKind::mxu) &&
-                  static_cast<int>(StallReason::dep_vpu) == static_cast<int>(ir::UnitKind::vpu) &&
-                  static_cast<int>(StallReason::dep_dma) == static_cast<int>(ir::UnitKind::dma) &&
-                  static_cast<int>(StallReason::dep_ici) == static_cast<int>(ir::UnitKind::ici) &&
-                  static_cast<int>(StallReason::dep_host) == static_cast<int>(ir::UnitKind::host) &&
-                  static_cast<int>(StallReason::dep_sync) == static_cast<int>(ir::UnitKind::sync) &&
-                  static_cast<int>(StallReason::dep_sparsecore) == static_cast<int>(ir::UnitKind::sparsecore) &&
-                  static_cast<int>(StallReason::vmem) == ir::kUnitKinds,
-              "StallReason::dep_<unit> is indexed like ir::UnitKind");
-
 Sequencer::Sequencer(const ChipContext& chip, const ProgramIndex& index)
     : chip_(chip),
       index_(index),
@@ -138,7 +128,7 @@ void Sequencer::classify(Tick now) {
       ph.slots = true;
     } else if (ph.reason < 0) {
       const int blocker = blocking_queue(program_[queue[state.cursor]], q);
-      if (blocker >= 0) ph.reason = static_cast<int>(layout.unit(blocker));  // StallReason::dep_<unit>
+      if (blocker >= 0) ph.reason = stall_on(layout.unit(blocker));
     }
   }
   for (auto& instances : phase_) {

@@ -58,7 +58,7 @@ class Sequencer final : public CompletionSink {
   struct UnitPhase {
     bool busy = false;
     bool slots = false;  // busy, next instruction waiting for a slot
-    int reason = -1;     // not busy, next instruction waiting: a StallReason; -1 = idle
+    int reason = -1;     // not busy, next instruction waiting: a stall reason (stall_on); -1 = idle
   };
 
   bool try_issue(int queue, Tick now);

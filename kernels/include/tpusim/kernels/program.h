@@ -46,21 +46,22 @@ inline constexpr int kUnitKinds = 7;
 // kind: models' QueueLayout); and its rank in the step's time breakdown, where an interval goes to the
 // instructions in flight of the lowest rank present: compute (1) before the ICI (2), the DMA (3) and the
 // host (4), so that only time no compute covers shows as exposed communication; 0 for a unit whose time is
-// never attributed (sync).
+// never attributed (sync); and the name of a stall on its instructions in the report (models' stall reasons).
 struct UnitKindInfo {
   std::string_view name;
   bool per_core = false;
   std::uint8_t time_rank = 0;
+  std::string_view stall_name;
 };
 inline constexpr std::uint8_t kTimeRanks = 5;  // 0 .. the highest time_rank
 inline constexpr std::array<UnitKindInfo, kUnitKinds> kUnitKindInfo{{
-    {"mxu", true, 1},
-    {"vpu", true, 1},
-    {"dma", true, 3},
-    {"ici", false, 2},
-    {"host", false, 4},
-    {"sync", false, 0},
-    {"sparsecore", false, 1},
+    {"mxu", true, 1, "dependency_mxu"},
+    {"vpu", true, 1, "dependency_vpu"},
+    {"dma", true, 3, "dependency_dma"},
+    {"ici", false, 2, "dependency_ici"},
+    {"host", false, 4, "dependency_host"},
+    {"sync", false, 0, "dependency_barrier"},
+    {"sparsecore", false, 1, "dependency_sparsecore"},
 }};
 [[nodiscard]] constexpr const UnitKindInfo& unit_info(UnitKind u) { return kUnitKindInfo[static_cast<std::size_t>(u)]; }
 [[nodiscard]] constexpr bool time_ranks_in_range() {

@@ -51,13 +51,16 @@ struct Spread {
   double mean = 0, min = 0, max = 0;
 };
 
-// What a unit with nothing in flight waited on before its next instruction could start: a dependency on an
-// instruction of another unit queue (indexed like ir::UnitKind: mxu, vpu, dma, ici, host, sync, sparsecore),
-// or VMEM space (0 today: an allocation that does not fit fails the run).
-enum class StallReason : std::uint8_t { dep_mxu, dep_vpu, dep_dma, dep_ici, dep_host, dep_sync, dep_sparsecore, vmem };
-inline constexpr int kStallReasons = 8;
-// "dependency_mxu", ..., "dependency_barrier", "dependency_sparsecore", "vmem".
-[[nodiscard]] std::string_view stall_reason_name(StallReason r);
+// What a unit with nothing in flight waited on before its next instruction could start, as an index: a
+// dependency on an instruction of another unit queue (the index of its ir::UnitKind: stall_on), or VMEM space
+// (kStallOnVmem; 0 today: an allocation that does not fit fails the run).
+inline constexpr int kStallReasons = ir::kUnitKinds + 1;
+inline constexpr int kStallOnVmem = ir::kUnitKinds;
+[[nodiscard]] constexpr int stall_on(ir::UnitKind u) { return static_cast<int>(u); }
+// The unit kind's stall_name ("dependency_mxu", ..., "dependency_barrier"), or "vmem".
+[[nodiscard]] constexpr std::string_view stall_reason_name(int reason) {
+  return reason < ir::kUnitKinds ? ir::kUnitKindInfo[static_cast<std::size_t>(reason)].stall_name : "vmem";
+}
 
 // How one unit kind was used, over all chips.
 //   busy: seconds the unit was busy, averaged over its instances on a chip (the TensorCores for MXU and VPU)
@@ -88,7 +91,7 @@ struct UnitUsage {
   Bytes bytes;
   Spread utilization;
   Seconds stalled;
-  std::array<Seconds, kStallReasons> stalled_by{};  // indexed by StallReason
+  std::array<Seconds, kStallReasons> stalled_by{};  // indexed by stall reason (stall_on, kStallOnVmem)
   Seconds queue_slots;
   Seconds idle;
 };
