@@ -276,17 +276,23 @@ SimResult Pod::collect(Tick end) const {
       busy_sum[static_cast<std::size_t>(u)] += busy.value();
       utilization[static_cast<std::size_t>(u)].push_back(util);
     };
-    const Seconds mxu_busy = to_seconds(c.busy.mxu) / cores;
-    const Seconds vpu_busy = to_seconds(c.busy.vpu) / cores;
-    set(HwUnit::mxu, mxu_busy,
-        ratio(c.rated_macs, static_cast<double>(spec.mxu.rows) * spec.mxu.cols * spec.mxu.per_core * cores *
-                                 step_cycles));
-    set(HwUnit::vpu, vpu_busy, ratio(vpu_busy.value(), step_s));
-    set(HwUnit::dma, to_seconds(c.busy.dma), ratio(to_seconds(c.busy.dma).value(), step_s));
-    set(HwUnit::hbm, to_seconds(c.busy.hbm),
-        ratio(static_cast<double>(c.traffic.hbm_read + c.traffic.hbm_written), spec.hbm.bandwidth.value() * step_s));
-    set(HwUnit::host, to_seconds(c.busy.host), ratio(to_seconds(c.busy.host).value(), step_s));
-    set(HwUnit::sparsecore, to_seconds(c.busy.sparsecore), ratio(to_seconds(c.busy.sparsecore).value(), step_s));
+    for (const HwUnitInfo& info : kHwUnitInfo) {
+      const Tick ticks = c.busy[static_cast<std::size_t>(info.unit)];
+      const Seconds busy = info.per_core ? to_seconds(ticks) / cores : to_seconds(ticks);
+      double utilization = 0;
+      switch (info.utilization) {
+        case HwUnitInfo::Utilization::rated_macs:
+          utilization = ratio(c.rated_macs, static_cast<double>(spec.mxu.rows) * spec.mxu.cols * spec.mxu.per_core *
+                                                cores * step_cycles);
+          break;
+        case HwUnitInfo::Utilization::busy_time: utilization = ratio(busy.value(), step_s); break;
+        case HwUnitInfo::Utilization::hbm_bytes:
+          utilization = ratio(static_cast<double>(c.traffic.hbm_read + c.traffic.hbm_written),
+                              spec.hbm.bandwidth.value() * step_s);
+          break;
+      }
+      set(info.unit, busy, utilization);
+    }
     cr.vmem_peak = Bytes(c.vmem.peak);
     r.chips.push_back(cr);
 

@@ -27,12 +27,6 @@ struct ChipTimes {
   Tick communication = 0;  // no compute; a collective in flight (counted before memory_stall)
 };
 
-// Busy time of each unit kind (HwUnit): MXU and VPU summed over TensorCores.
-struct UnitBusy {
-  Tick mxu = 0, vpu = 0;
-  Tick dma = 0, hbm = 0, host = 0, sparsecore = 0;
-};
-
 // Bytes the chip moved, by what moved them (MemoryTraffic's parts for one chip).
 struct ChipTraffic {
   std::uint64_t hbm_read = 0, hbm_written = 0, dma_bytes = 0, host_bytes = 0, sparsecore_bytes = 0;
@@ -56,7 +50,7 @@ struct DeclaredStat {
 struct ChipCounters {
   Tick finish = 0;
   ChipTimes time;  // up to `finish`
-  UnitBusy busy;
+  std::array<Tick, kHwUnits> busy{};  // by HwUnit; summed over the instances (TensorCores for MXU and VPU)
   // Useful MACs, each weighted by 1 / its dtype's MXU rate (mxu_dtype_rate): the bf16 MAC slots they fill, so
   // that MXU utilization is against the dtype's own peak (an int8 MAC at mxu.int8_rate 2 fills half a slot).
   double rated_macs = 0;
@@ -66,6 +60,8 @@ struct ChipCounters {
   std::array<std::uint64_t, ir::kUnitKinds> executed{};
   std::array<std::vector<UnitTimes>, kHwUnits> unit_times;  // by HwUnit, per instance; none for HBM
   std::vector<DeclaredStat> declared;  // in the order first declared
+
+  [[nodiscard]] Tick& busy_of(HwUnit u) { return busy[static_cast<std::size_t>(u)]; }
 
   // Adds `value` to the block's statistic `name` (the instances of a block in each TensorCore add up).
   void declare(const std::string& block, const std::string& name, StatUnit unit, double value) {

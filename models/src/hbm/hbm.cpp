@@ -21,7 +21,7 @@ class Hbm final : public MemoryBlock {
   }
 
   void collect(ChipCounters& c) const override {
-    c.busy.hbm += scheduler(0).busy_ticks();
+    c.busy_of(HwUnit::hbm) += scheduler(0).busy_ticks();
     c.traffic.hbm_read += read_ + charged_read();
     c.traffic.hbm_written += written_ + charged_written();
   }

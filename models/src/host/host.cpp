@@ -57,7 +57,7 @@ class Host final : public MemoryBlock, public InstructionUnit, private tlm::tlm_
     return engine_.busy() ? Activity::host : Activity::idle;
   }
   void collect(ChipCounters& c) const override {
-    c.busy.host += engine_.busy_ticks();
+    c.busy_of(HwUnit::host) += engine_.busy_ticks();
     c.traffic.host_bytes += bytes_;
   }
 

@@ -201,7 +201,7 @@ class Mxu final : public Block, public InstructionUnit {
     return stream_.was_busy() ? Activity::memory : Activity::idle;
   }
   void collect(ChipCounters& c) const override {
-    c.busy.mxu += pipeline_.busy_ticks();
+    c.busy_of(HwUnit::mxu) += pipeline_.busy_ticks();
     c.rated_macs += rated_macs_;
     c.vmem.mxu_bytes += vmem_bytes_;
     c.array_macs.insert(c.array_macs.end(), array_macs_.begin(), array_macs_.end());

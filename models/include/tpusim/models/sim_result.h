@@ -17,23 +17,28 @@ namespace tpusim::models {
 enum class HwUnit : std::uint8_t { mxu, vpu, dma, hbm, host, sparsecore };
 inline constexpr int kHwUnits = 6;
 
-// What the report shows of each unit kind, in HwUnit order: its name, the unit queue whose instructions it
-// counts (none for HBM, which runs no instructions), and whether the table lists it when nothing ran on it
-// (the SparseCores, which most chips lack, only when they ran something).
+// Each unit kind, in HwUnit order: its name; the unit queue whose instructions it counts (none for HBM, which
+// runs no instructions); whether the table lists it when nothing ran on it (the SparseCores, which most chips
+// lack, only when they ran something); whether its busy time is the mean over a chip's TensorCores; and what
+// its utilization is (UnitUsage below: the MXU's rated MACs, the bytes HBM moved, the others' busy time).
 struct HwUnitInfo {
+  enum class Utilization : std::uint8_t { rated_macs, busy_time, hbm_bytes };
   HwUnit unit;
   std::string_view name;
   bool runs_instructions;
   ir::UnitKind queue;  // when runs_instructions
   bool listed_when_unused;
+  bool per_core;
+  Utilization utilization;
 };
 inline constexpr std::array<HwUnitInfo, kHwUnits> kHwUnitInfo{{
-    {HwUnit::mxu, "mxu", true, ir::UnitKind::mxu, true},
-    {HwUnit::vpu, "vpu", true, ir::UnitKind::vpu, true},
-    {HwUnit::dma, "dma", true, ir::UnitKind::dma, true},
-    {HwUnit::hbm, "hbm", false, ir::UnitKind::mxu, true},
-    {HwUnit::host, "host", true, ir::UnitKind::host, true},
-    {HwUnit::sparsecore, "sparsecore", true, ir::UnitKind::sparsecore, false},
+    {HwUnit::mxu, "mxu", true, ir::UnitKind::mxu, true, true, HwUnitInfo::Utilization::rated_macs},
+    {HwUnit::vpu, "vpu", true, ir::UnitKind::vpu, true, true, HwUnitInfo::Utilization::busy_time},
+    {HwUnit::dma, "dma", true, ir::UnitKind::dma, true, false, HwUnitInfo::Utilization::busy_time},
+    {HwUnit::hbm, "hbm", false, ir::UnitKind::mxu, true, false, HwUnitInfo::Utilization::hbm_bytes},
+    {HwUnit::host, "host", true, ir::UnitKind::host, true, false, HwUnitInfo::Utilization::busy_time},
+    {HwUnit::sparsecore, "sparsecore", true, ir::UnitKind::sparsecore, false, false,
+     HwUnitInfo::Utilization::busy_time},
 }};
 static_assert(
     [] {
