@@ -210,6 +210,9 @@ std::vector<BlockKindInfo> make_catalogue() {
        {{"memory", "the memory holding the embedding tables", {K::hbm, K::cmem}, {}}}, &sparsecore,
        "{tiles} tiles x {lanes} lanes each"},
   };
+  kinds[static_cast<std::size_t>(K::tensorcore)].count_member = [](ChipSpec& s) -> int& { return s.tensorcores; };
+  kinds[static_cast<std::size_t>(K::mxu)].count_member = [](ChipSpec& s) -> int& { return s.mxu.per_core; };
+  kinds[static_cast<std::size_t>(K::sparsecore)].count_member = [](ChipSpec& s) -> int& { return s.sparsecore.count; };
   return kinds;
 }
 

@@ -17,14 +17,9 @@ std::string join_path(const std::string& path, const std::string& key) { return 
 const std::vector<std::pair<std::string, std::string>> kMovedKeys{{"tensorcores", "tensorcore.count"},
                                                                   {"mxu.per_core", "mxu.count"}};
 
-// The count a block's typed members carry (TensorCores, MXUs per TensorCore, SparseCores).
+// The count a block's typed members carry (BlockKindInfo::count_member).
 void set_count(ChipSpec& spec, BlockKind kind, int count) {
-  switch (kind) {
-    case BlockKind::tensorcore: spec.tensorcores = count; break;
-    case BlockKind::mxu: spec.mxu.per_core = count; break;
-    case BlockKind::sparsecore: spec.sparsecore.count = count; break;
-    default: break;
-  }
+  if (const auto member = block_kind(kind).count_member; member != nullptr) member(spec) = count;
 }
 
 // "from -> to" into its two names; false when the text has another form.

@@ -41,6 +41,9 @@ struct BlockKindInfo {
   // An observer: it runs no instructions and holds nothing a program names, so it is built whenever a block it
   // reaches through `paths` is (the others are built when the chip's program reaches them).
   bool observes = false;
+  // The typed member of ChipSpec that keeps the block's count too, for the lowering (TensorCores, MXUs per
+  // TensorCore, SparseCores), or none.
+  int& (*count_member)(ChipSpec&) = nullptr;
 };
 
 // Every kind, indexed by BlockKind: the built-in ones, then the added ones.
