@@ -71,35 +71,31 @@ void resolve_workload_defaults(Scenario& s, Diagnostics& diags) {
     }
   }
 
-  // Matmul operands of a type the MXU has no rate for: the chip cannot run them, it would only emulate them.
-  if (const DType d = w.numerics.dtype; d == DType::int8 || d == DType::fp8) {
+  // An int8 or fp8 type (`key`: the operands' or the weights') needs the chip's MXU rate for it: without one the
+  // chip cannot run it, it would only emulate it.
+  const auto refuse_without_rate = [&](const std::string& key, DType d, const std::string& what) {
     const bool int8 = d == DType::int8;
-    if ((int8 ? s.chip.mxu.int8_rate : s.chip.mxu.fp8_rate) <= 0) {
-      diags.error(at("dtype"), "workload.dtype",
-                  fmt::format("chip {} has no {} MXU rate (chip.mxu.{}_rate is 0)", s.chip.name, dtype_name(d),
-                              dtype_name(d)),
-                  "a matmul type the chip computes in", std::string(dtype_name(d)),
-                  int8 ? "use bf16, or a chip with an int8 rate (v3 and later)"
-                       : "no bundled chip publishes an fp8 rate; set chip.mxu.fp8_rate to model one");
-    }
-  }
+    if ((int8 ? s.chip.mxu.int8_rate : s.chip.mxu.fp8_rate) > 0) return;
+    diags.error(at(key), "workload." + key,
+                fmt::format("chip {} has no {} MXU rate (chip.mxu.{}_rate is 0)", s.chip.name, dtype_name(d),
+                            dtype_name(d)),
+                fmt::format("a {} type the chip computes in", what), std::string(dtype_name(d)),
+                int8 ? fmt::format("use bf16{}, or a chip with an int8 rate (v3 and later)",
+                                   what == "weight" ? " weights" : "")
+                     : "no bundled chip publishes an fp8 rate; set chip.mxu.fp8_rate to model one");
+  };
+  const auto quantized = [](DType d) { return d == DType::int8 || d == DType::fp8; };
+  if (quantized(w.numerics.dtype)) refuse_without_rate("dtype", w.numerics.dtype, "matmul");
 
   // Parameter storage: f32 master weights for training (mixed precision), the compute type otherwise.
   if (!w.numerics.weight_dtype) w.numerics.weight_dtype = w.weights();
   const DType wd = *w.numerics.weight_dtype;
-  if (wd == DType::int8 || wd == DType::fp8) {
-    const bool int8 = wd == DType::int8;
-    const double rate = int8 ? s.chip.mxu.int8_rate : s.chip.mxu.fp8_rate;
+  if (quantized(wd)) {
     if (w.step == StepKind::train) {
       diags.error(at("weight_dtype"), "workload.weight_dtype", "quantized weights are for inference",
                   "bf16 or f32 to train", std::string(dtype_name(wd)));
-    } else if (rate <= 0 && wd != w.numerics.dtype) {  // the same type as the operands: refused above
-      diags.error(at("weight_dtype"), "workload.weight_dtype",
-                  fmt::format("chip {} has no {} MXU rate (chip.mxu.{}_rate is 0)", s.chip.name, dtype_name(wd),
-                              dtype_name(wd)),
-                  "a weight type the chip computes in", std::string(dtype_name(wd)),
-                  int8 ? "use bf16 weights, or a chip with an int8 rate (v3 and later)"
-                       : "no bundled chip publishes an fp8 rate; set chip.mxu.fp8_rate to model one");
+    } else if (wd != w.numerics.dtype) {  // the same type as the operands: refused above
+      refuse_without_rate("weight_dtype", wd, "weight");
     }
   }
 
