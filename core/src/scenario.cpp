@@ -1,7 +1,5 @@
 #include "tpusim/core/scenario.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 
 #include "tpusim/core/chip_blocks.h"
@@ -258,12 +256,10 @@ void append_rendered(std::vector<std::pair<std::string, std::string>>& out, cons
   for (auto& [k, v] : table.render(spec)) out.emplace_back(prefix.empty() ? k : prefix + "." + k, v);
 }
 
-// A slice of more than one chip needs two ICI ports per axis of its shape on every chip (a torus or a line
-// reaches both neighbours along each axis): fewer, and no slice can be wired.
+// A chip with fewer ICI ports than a slice of the pod needs (PodSpec::ici_ports_needed) cannot form it.
 void check_ici_ports(const Scenario& s, Diagnostics& diags) {
-  const std::size_t needed = 2 * s.pod.shape.size();
-  const bool one_chip = std::all_of(s.pod.shape.begin(), s.pod.shape.end(), [](int n) { return n == 1; });
-  if (one_chip || static_cast<std::size_t>(s.chip.ici.links) >= needed) return;
+  const std::size_t needed = s.pod.ici_ports_needed();
+  if (static_cast<std::size_t>(s.chip.ici.links) >= needed) return;
   const ChipBlock* ici = find_block(s.chip, BlockKind::ici);
   const std::string key = (ici != nullptr ? ici->name : std::string("ici")) + ".links";
   const auto at = s.chip.origins.find(key);

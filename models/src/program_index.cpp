@@ -135,17 +135,10 @@ ProgramIndex::ProgramIndex(const ir::Program& program, const ChipSpec& chip, std
     uses_.set(static_cast<std::size_t>(BlockKind::tensorcore));
   }
   // An observer is built whenever a block it reaches is (BlockKindInfo::observes).
-  const auto present = [&chip](const std::string& name) -> const ChipBlock* {
-    for (const ChipBlock& b : chip.composition.blocks) {
-      if (b.name == name && b.count > 0) return &b;
-    }
-    return nullptr;
-  };
-  for (const ChipPath& p : chip.composition.paths) {
-    const ChipBlock* from = present(p.from);
-    const ChipBlock* to = present(p.to);
-    if (from != nullptr && to != nullptr && block_kind(from->kind).observes && uses(to->kind)) {
-      uses_.set(static_cast<std::size_t>(from->kind));
+  for (const BlockKindInfo& observer : block_kinds()) {
+    if (!observer.observes) continue;
+    for (const BlockKindInfo& to : block_kinds()) {
+      if (uses(to.kind) && has_path(chip, observer.kind, to.kind)) uses_.set(static_cast<std::size_t>(observer.kind));
     }
   }
 }

@@ -64,8 +64,7 @@ Topology build_topology(const PodSpec& pod, const ChipSpec& chip) {
     }
   }
   if (pod.pods < 1) reject(fmt::format("pods must be at least 1, is {}", pod.pods));
-  const bool one_chip = std::all_of(pod.shape.begin(), pod.shape.end(), [](int n) { return n == 1; });
-  if (!one_chip && static_cast<std::size_t>(chip.ici.links) < 2 * axes) {
+  if (static_cast<std::size_t>(chip.ici.links) < pod.ici_ports_needed()) {
     reject(fmt::format("chip {} has {} ICI links, a {}-axis shape needs {}", chip.name, chip.ici.links, axes, 2 * axes));
   }
   const long long total = pod.chip_count();

@@ -1,6 +1,7 @@
 #pragma once
 // The resolved description of a pod or slice: which chip, the torus/mesh shape, wraparound per axis, optional
 // twist, and the cube size joined through optical circuit switches (v4/v5p). Built from configs/pods/*.yaml.
+#include <cstddef>
 #include <map>
 #include <string>
 #include <vector>
@@ -30,6 +31,14 @@ struct PodSpec {
     long long n = 1;
     for (int d : shape) n = saturating_mul<long long>(n, d);
     return saturating_mul<long long>(n, pods);
+  }
+  // The ICI ports every chip needs to form one slice of this shape: two per axis (a torus or a line reaches
+  // both neighbours along each axis), none for a slice of one chip.
+  [[nodiscard]] std::size_t ici_ports_needed() const {
+    for (int d : shape) {
+      if (d != 1) return 2 * shape.size();
+    }
+    return 0;
   }
 };
 
