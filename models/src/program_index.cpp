@@ -5,12 +5,13 @@
 #include "block/unit_blocks.h"
 #include "tpusim/core/chip_blocks.h"
 #include "tpusim/models/errors.h"
+#include "tpusim/models/estimate.h"
 
 namespace tpusim::models {
 
 // The queues kind by kind in the catalogue's order (kernels/program.h): a per-core kind's queues by core.
 QueueLayout::QueueLayout(int cores) : cores_(cores) {
-  for (int k = 0; k < ir::kUnitKinds; ++k) {
+  for (int k = 0; k < ir::unit_kind_count(); ++k) {
     const auto unit = static_cast<ir::UnitKind>(k);
     base_[static_cast<std::size_t>(k)] = static_cast<int>(unit_.size());
     const int queues = ir::unit_info(unit).per_core ? cores : 1;
@@ -115,6 +116,17 @@ ProgramIndex::ProgramIndex(const ir::Program& program, const ChipSpec& chip, std
         }
       }
     }
+    if (ir::is_custom(ins.kind)) {
+      const UnitBlock* runs = static_cast<int>(unit) < ir::unit_kind_count() ? unit_block_for(unit) : nullptr;
+      if (runs == nullptr) {
+        fail(fmt::format("a custom instruction of op kind {}, whose unit kind no added block kind runs",
+                         static_cast<int>(ins.kind)));
+      }
+      if (find_block(chip, runs->block) == nullptr) {
+        fail(fmt::format("a custom instruction runs on unit {}, but chip {} has no {} block", ir::unit_name(unit),
+                         chip.name, block_kind_name(runs->block)));
+      }
+    }
     const bool per_core = unit == ir::UnitKind::mxu || unit == ir::UnitKind::vpu || unit == ir::UnitKind::dma;
     if (ir::unit_of(ins.kind) == ir::UnitKind::dma && ins.core >= chip.tensorcores) {
       fail(fmt::format("DMA on the descriptor queue of TensorCore {}, but the chip has {}", ins.core,
@@ -141,6 +153,10 @@ ProgramIndex::ProgramIndex(const ir::Program& program, const ChipSpec& chip, std
       if (uses(to.kind) && has_path(chip, observer.kind, to.kind)) uses_.set(static_cast<std::size_t>(observer.kind));
     }
   }
+}
+
+void check_program_fits(const ir::Program& program, const ChipSpec& chip, std::uint32_t first_chip) {
+  (void)ProgramIndex(program, chip, first_chip);
 }
 
 }  // namespace tpusim::models

@@ -32,7 +32,7 @@ class QueueLayout {
 
  private:
   int cores_;
-  std::array<int, ir::kUnitKinds> base_{};  // [unit kind]: its first queue
+  std::array<int, ir::kMaxUnitKinds> base_{};  // [unit kind]: its first queue
   std::vector<ir::UnitKind> unit_;          // [queue]
   std::vector<int> core_;                   // [queue]
 };

@@ -122,8 +122,9 @@ TEST(StepReport, MalformedMessagesAreRefusedSayingWhy) {
   bad[flags + 2 + 7] = 0x10;
   EXPECT_EQ(refused(bad), "the step report ends early, in the mirroring note");
   bad = good;
-  bad[flags + 2 + 8 + 58 + 8 + 4 + 1] = static_cast<char>(ir::kUnitKinds);
-  EXPECT_EQ(refused(bad), fmt::format("a span of unit {}, expected below {}", ir::kUnitKinds, ir::kUnitKinds));
+  bad[flags + 2 + 8 + 58 + 8 + 4 + 1] = static_cast<char>(ir::unit_kind_count());
+  EXPECT_EQ(refused(bad),
+            fmt::format("a span of unit {}, expected below {}", ir::unit_kind_count(), ir::unit_kind_count()));
 }
 
 // Answers every step with a step time of its own and remembers what it was asked.

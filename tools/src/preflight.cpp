@@ -20,6 +20,7 @@
 #include "tpusim/kernels/collectives.h"
 #include "tpusim/kernels/estimate.h"
 #include "tpusim/kernels/program_io.h"
+#include "tpusim/models/errors.h"
 #include "tpusim/models/estimate.h"
 #include "tpusim/models/failed_cables.h"
 #include "tpusim/models/job.h"
@@ -70,6 +71,15 @@ void refuse_memory(const std::string& what, double bytes, const Limits& limits, 
       "refused: {} needs about {} of memory, above the limit of {} ({}). {}, or raise the limit with "
       "--max-memory SIZE; nothing was run",
       what, bytes_text(bytes), bytes_text(limits.max_memory), limits.memory_source, way_out));
+}
+
+// The first chip that runs program `p` of the set, or none.
+std::optional<std::uint32_t> first_chip_running(const ir::ProgramSet& programs, std::size_t p) {
+  if (programs.role_of_chip.empty()) return p == 0 ? std::optional<std::uint32_t>(0) : std::nullopt;
+  for (std::size_t c = 0; c < programs.role_of_chip.size(); ++c) {
+    if (programs.role_of_chip[c] == p) return static_cast<std::uint32_t>(c);
+  }
+  return std::nullopt;
 }
 
 // Where an error about program `p`, instruction `i` (field `field`) belongs: the program file's line, or the
@@ -252,6 +262,17 @@ void check_programs(const Scenario& s, const ir::ProgramSet& programs, const Top
       } catch (const ConfigError& e) {
         for (const Diagnostic& d : e.diagnostics()) diags.add(relocate_plan_error(s, d, p, i, named));
       }
+    }
+    // What the simulation checks when it starts (a SparseCore, CMEM or a path the program needs; a block for an
+    // added unit kind's instructions): bad input at the instruction's line, before anything is simulated.
+    try {
+      if (const std::optional<std::uint32_t> chip = first_chip_running(programs, p)) {
+        models::check_program_fits(prog, s.chip, *chip);
+      }
+    } catch (const models::SimulationError& e) {
+      diags.error(program_location(s, p, e.instruction(), ""), program_key(s, p, e.instruction(), ""),
+                  "the program cannot run on this chip", fmt::format("an instruction chip {} can run", s.chip.name),
+                  e.reason());
     }
     // Every byte a core frees must have been allocated on it: more frees than allocations over the whole
     // program fail in any order the simulator could take.

@@ -85,6 +85,20 @@ void name_thread(json& events, std::uint32_t pid, int tid, const std::string& na
 
 namespace {
 
+// A timeline lane per TensorCore and unit kind: the built-in kinds core by core, the added kinds (one queue per
+// chip) after every core's.
+int lane_id(int core, ir::UnitKind unit) {
+  const int u = static_cast<int>(unit);
+  return u < ir::kBuiltInUnitKinds ? core * ir::kBuiltInUnitKinds + u : 256 * ir::kBuiltInUnitKinds + u;
+}
+
+const char* unit_color(ir::UnitKind unit) {
+  static constexpr const char* kBuiltIn[ir::kBuiltInUnitKinds] = {"#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd",
+                                                                  "#8c564b", "#7f7f7f", "#e377c2"};
+  const int u = static_cast<int>(unit);
+  return u < ir::kBuiltInUnitKinds ? kBuiltIn[u] : "#17becf";
+}
+
 // The HBM bytes an instruction moves: a fused op's streams, a DMA's read and write where an end is HBM.
 double hbm_bytes_of(const ir::Instruction& ins) {
   if (ins.streams_hbm()) return static_cast<double>(ins.stream.hbm_read + ins.stream.hbm_written);
@@ -212,7 +226,7 @@ void TraceRecorder::record(const models::TraceSpan& span) {
 
 void TraceRecorder::write(const ir::ProgramSet& programs, std::ostream& out, const std::vector<TraceMark>& marks,
                           const std::string& written_by) const {
-  auto tid_of = [](const models::TraceSpan& s) { return s.core * ir::kUnitKinds + static_cast<int>(s.unit); };
+  auto tid_of = [](const models::TraceSpan& s) { return lane_id(s.core, s.unit); };
   std::vector<models::TraceSpan> spans = spans_;
   std::stable_sort(spans.begin(), spans.end(), [&](const auto& a, const auto& b) {
     if (a.chip != b.chip) return a.chip < b.chip;
@@ -340,7 +354,7 @@ void TraceRecorder::write_timeline_svg(const std::string& title, std::ostream& o
   std::map<int, std::pair<int, ir::UnitKind>> lane_of;
   for (const auto& s : spans_) {
     if (s.chip != chip) continue;
-    const int tid = s.core * ir::kUnitKinds + static_cast<int>(s.unit);
+    const int tid = lane_id(s.core, s.unit);
     lanes[tid].emplace_back(s.start.value(), s.end.value());
     lane_of[tid] = {s.core, s.unit};
     t_end = std::max(t_end, s.end.value());
@@ -355,8 +369,6 @@ void TraceRecorder::write_timeline_svg(const std::string& title, std::ostream& o
     return;
   }
   const double scale = kPlotWidth / t_end;
-  static constexpr const char* kUnitColor[ir::kUnitKinds] = {"#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
-                                                             "#7f7f7f", "#e377c2"};
   // The time axis in round steps of the step's unit, its grid behind the lanes.
   const double axis_y = kTop + kLane * static_cast<double>(lanes.size()) + 14;
   for (double t : nice_ticks(0, t_end, Quantity::seconds, false, 8)) {
@@ -379,7 +391,7 @@ void TraceRecorder::write_timeline_svg(const std::string& title, std::ostream& o
       if (bar_start < 0) return;
       out << fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="{:.2f}" height="{:.0f}" fill="{}"/>)",
                          kLeft + bar_start * scale, y + 3, std::max(0.5, (bar_end - bar_start) * scale), kLane - 6,
-                         kUnitColor[static_cast<int>(unit)])
+                         unit_color(unit))
           << "\n";
     };
     for (const auto& [start, end] : spans) {
@@ -399,7 +411,7 @@ void TraceRecorder::write_timeline_svg(const std::string& title, std::ostream& o
   double lx = 10;
   for (ir::UnitKind u : units) {
     out << fmt::format(R"(<g class="legend-entry"><rect x="{:.0f}" y="{:.1f}" width="12" height="12" fill="{}"/><text x="{:.0f}" y="{:.1f}">{}</text></g>)",
-                       lx, axis_y + 12, kUnitColor[static_cast<int>(u)], lx + 16, axis_y + 22, ir::unit_name(u))
+                       lx, axis_y + 12, unit_color(u), lx + 16, axis_y + 22, ir::unit_name(u))
         << "\n";
     lx += 24 + 7.0 * static_cast<double>(std::string(ir::unit_name(u)).size());
   }

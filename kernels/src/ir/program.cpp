@@ -7,6 +7,9 @@
 namespace tpusim::ir {
 
 UnitKind unit_of(OpKind k) {
+  if (is_custom(k)) {
+    return static_cast<UnitKind>(kBuiltInUnitKinds + static_cast<int>(k) - static_cast<int>(OpKind::custom));
+  }
   switch (k) {
     case OpKind::matmul: return UnitKind::mxu;
     case OpKind::vector: return UnitKind::vpu;
@@ -18,11 +21,17 @@ UnitKind unit_of(OpKind k) {
     case OpKind::barrier: return UnitKind::sync;
     case OpKind::gather:
     case OpKind::scatter: return UnitKind::sparsecore;
+    case OpKind::custom: break;
   }
   return UnitKind::sync;
 }
 
+OpKind custom_op(UnitKind added) {
+  return static_cast<OpKind>(static_cast<int>(OpKind::custom) + static_cast<int>(added) - kBuiltInUnitKinds);
+}
+
 std::string_view op_name(OpKind k) {
+  if (is_custom(k)) return "custom";
   switch (k) {
     case OpKind::matmul: return "matmul";
     case OpKind::vector: return "vector";
@@ -34,11 +43,57 @@ std::string_view op_name(OpKind k) {
     case OpKind::barrier: return "barrier";
     case OpKind::gather: return "gather";
     case OpKind::scatter: return "scatter";
+    case OpKind::custom: return "custom";
   }
   return "?";
 }
 
 std::string_view unit_name(UnitKind u) { return unit_info(u).name; }
+
+namespace detail {
+std::array<UnitKindInfo, kMaxUnitKinds> unit_kind_table = [] {
+  std::array<UnitKindInfo, kMaxUnitKinds> t{};
+  for (std::size_t i = 0; i < kUnitKindInfo.size(); ++i) t[i] = kUnitKindInfo[i];
+  return t;
+}();
+int unit_kind_count = kBuiltInUnitKinds;
+}  // namespace detail
+
+UnitKind add_unit_kind(UnitKindInfo info) {
+  auto refuse = [&](const std::string& why) {
+    throw std::invalid_argument(fmt::format("unit kind '{}': {}", info.name, why));
+  };
+  if (info.name.empty()) refuse("it needs a name");
+  UnitKind taken{};
+  if (unit_kind_named(info.name, taken)) refuse("the name is taken");
+  if (info.stall_name.empty()) refuse("it needs a stall name (how the report names a wait on its instructions)");
+  if (info.per_core) refuse("an added kind runs one queue per chip (per_core: false)");
+  if (info.time_rank == 0 || info.time_rank >= kTimeRanks) {
+    refuse(fmt::format("its time_rank is {}, expected 1 to {}", info.time_rank, kTimeRanks - 1));
+  }
+  if (detail::unit_kind_count == kMaxUnitKinds) refuse(fmt::format("the catalogue is full ({} kinds)", kMaxUnitKinds));
+  detail::unit_kind_table[static_cast<std::size_t>(detail::unit_kind_count)] = info;
+  return static_cast<UnitKind>(detail::unit_kind_count++);
+}
+
+bool remove_unit_kind(std::string_view name) {
+  if (detail::unit_kind_count == kBuiltInUnitKinds) return false;
+  UnitKindInfo& last = detail::unit_kind_table[static_cast<std::size_t>(detail::unit_kind_count - 1)];
+  if (last.name != name) return false;
+  last = UnitKindInfo{};
+  --detail::unit_kind_count;
+  return true;
+}
+
+bool unit_kind_named(std::string_view name, UnitKind& out) {
+  for (int k = 0; k < detail::unit_kind_count; ++k) {
+    if (detail::unit_kind_table[static_cast<std::size_t>(k)].name == name) {
+      out = static_cast<UnitKind>(k);
+      return true;
+    }
+  }
+  return false;
+}
 
 std::string_view op_class_name(OpClass c) {
   switch (c) {

@@ -29,7 +29,8 @@ constexpr Named<OpKind> kOps[] = {{OpKind::matmul, "matmul"}, {OpKind::vector, "
                                   {OpKind::dma, "dma"},       {OpKind::collective, "collective"},
                                   {OpKind::send, "send"},     {OpKind::recv, "recv"},
                                   {OpKind::host, "host"},     {OpKind::barrier, "barrier"},
-                                  {OpKind::gather, "gather"}, {OpKind::scatter, "scatter"}};
+                                  {OpKind::gather, "gather"}, {OpKind::scatter, "scatter"},
+                                  {OpKind::custom, "custom"}};
 constexpr Named<VectorOp> kVectorOps[] = {{VectorOp::elementwise, "elementwise"},
                                           {VectorOp::transcendental, "transcendental"},
                                           {VectorOp::reduction, "reduction"},
@@ -78,7 +79,8 @@ inline const std::vector<std::string>& op_fields(OpKind k) {
   static const std::vector<std::string> matmul{"m", "k", "n", "dtype"}, vector{"vector_op", "elements", "dtype"},
       dma{"src", "dst", "pattern", "bytes"}, collective{"collective", "dtype", "bytes", "mesh_axes"},
       peer{"bytes", "mesh_axes", "peer"}, host{"host_op", "bytes"},
-      embedding{"rows", "width", "bags", "dtype", "src", "dst"}, none{};
+      embedding{"rows", "width", "bags", "dtype", "src", "dst"}, custom{"unit", "bytes"}, none{};
+  if (is_custom(k)) return custom;
   switch (k) {
     case OpKind::matmul: return matmul;
     case OpKind::vector: return vector;
@@ -90,6 +92,7 @@ inline const std::vector<std::string>& op_fields(OpKind k) {
     case OpKind::barrier: return none;
     case OpKind::gather:
     case OpKind::scatter: return embedding;
+    case OpKind::custom: return custom;
   }
   return none;
 }

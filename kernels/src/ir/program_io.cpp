@@ -114,6 +114,22 @@ class Reader {
   std::size_t omitted_ = 0;
 };
 
+// A custom op's unit, a kind added at run time (ir::add_unit_kind), which sets its op kind (custom_op); the
+// built-in unit kinds have op kinds of their own.
+void read_added_unit(Reader& r, const json& v, const std::string& ptr, OpKind& kind) {
+  std::vector<std::string> added;
+  for (int k = kBuiltInUnitKinds; k < unit_kind_count(); ++k) added.emplace_back(unit_name(static_cast<UnitKind>(k)));
+  UnitKind unit{};
+  if (v.is_string() && unit_kind_named(v.get<std::string>(), unit) && static_cast<int>(unit) >= kBuiltInUnitKinds) {
+    kind = custom_op(unit);
+    return;
+  }
+  const std::string expected = added.empty() ? std::string("a unit kind added to the simulator (none is)")
+                                             : fmt::format("one of the added unit kinds: {}", fmt::join(added, ", "));
+  r.error(ptr, "unknown unit kind", expected, Reader::describe(v),
+          v.is_string() ? suggestion(v.get<std::string>(), added) : std::string());
+}
+
 // Reads one instruction's fields into `ins` and its dependencies into `deps`; false if anything was wrong.
 bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::size_t index, int version,
                       std::size_t groups, Instruction& ins, std::vector<std::uint32_t>& deps, std::string& label) {
@@ -228,6 +244,7 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
     else if (f == "pattern") { if (const auto e = r.enumeration(*x, p, kPatterns)) ins.memory.pattern = *e; }
     else if (f == "collective") { if (const auto e = r.enumeration(*x, p, kCollectives)) ins.comm.collective = *e; }
     else if (f == "host_op") { if (const auto e = r.enumeration(*x, p, kHostOps)) ins.host.op = *e; }
+    else if (f == "unit") read_added_unit(r, *x, p, ins.kind);
     else if (f == "peer") {
       if (x->is_number_integer() && x->get<std::int64_t>() >= std::numeric_limits<std::int32_t>::min() &&
           x->get<std::int64_t>() <= std::numeric_limits<std::int32_t>::max()) {

@@ -43,6 +43,7 @@ ordered_json instruction_json(const Program& p, const Instruction& ins) {
     else if (f == "mesh_axes") j[f] = axes_json(ins.comm.mesh_axes);
     else if (f == "peer") j[f] = ins.comm.peer;
     else if (f == "host_op") j[f] = name_of(kHostOps, ins.host.op);
+    else if (f == "unit") j[f] = std::string(unit_name(unit_of(ins.kind)));
   }
   // Optional: the VMEM operand bytes of a vector op (0 = none declared: no VMEM bound).
   if (ins.kind == OpKind::vector && ins.bytes != 0) j["bytes"] = ins.bytes;

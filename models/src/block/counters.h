@@ -57,7 +57,7 @@ struct ChipCounters {
   ChipTraffic traffic;
   VmemCounters vmem;
   std::vector<double> array_macs;  // rated MACs per MXU array, TensorCore-major (core x mxu.per_core + array)
-  std::array<std::uint64_t, ir::kUnitKinds> executed{};
+  std::array<std::uint64_t, ir::kMaxUnitKinds> executed{};
   std::array<std::vector<UnitTimes>, kHwUnits> unit_times;  // by HwUnit, per instance; none for HBM
   std::vector<DeclaredStat> declared;  // in the order first declared
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "block/unit_blocks.h"
 #include "tpusim/core/chip_blocks.h"
 #include "tpusim/models/errors.h"
 
@@ -46,10 +47,28 @@ BlockKind add_block_kind(BlockKindInfo info, BlockFactory factory) {
   return kind;
 }
 
+BlockKind add_block_kind(BlockKindInfo info, BlockFactory factory, ir::UnitKindInfo runs) {
+  const std::string name(info.name);
+  const BlockKind kind = add_block_kind(std::move(info), factory);
+  try {
+    add_unit_block(kind, ir::add_unit_kind(runs));
+  } catch (...) {
+    remove_block_kind(name);
+    throw;
+  }
+  return kind;
+}
+
 bool remove_block_kind(std::string_view name) {
   const auto last = static_cast<std::size_t>(block_kinds().size() - 1);
-  if (!tpusim::remove_block_kind(name)) return false;
+  const UnitBlock* runs = unit_block_of(static_cast<BlockKind>(last));
+  if (block_kinds()[last].name != name || !tpusim::remove_block_kind(name)) return false;
   added_factories()[last] = nullptr;
+  if (runs != nullptr) {
+    const std::string_view unit = ir::unit_name(runs->unit);
+    remove_unit_block(static_cast<BlockKind>(last));
+    ir::remove_unit_kind(unit);
+  }
   return true;
 }
 

@@ -42,7 +42,13 @@ void register_chip_blocks(BlockRegistry& registry);
 // it) with the factory that builds its module, which register_chip_blocks registers from then on. Returns the
 // kind. models/README.md ("A block kind of your own") walks through one.
 BlockKind add_block_kind(BlockKindInfo info, BlockFactory factory);
-// Takes the last added kind out of the catalogue and the registry again; false when it is not the last added.
+// A block kind of your own that runs instructions: as above, and `runs` joins the IR's unit kinds
+// (ir::add_unit_kind). A program's `custom` instructions that name it go to the kind's block (one queue per chip,
+// in its instance 0), which must be an InstructionUnit (block/instruction_unit.h) and declares its own
+// statistics. A chip whose program names it and has no such block is refused before the run.
+BlockKind add_block_kind(BlockKindInfo info, BlockFactory factory, ir::UnitKindInfo runs);
+// Takes the last added kind out of the catalogue and the registry again, with its unit kind; false when it is not
+// the last added.
 bool remove_block_kind(std::string_view name);
 
 // The built-in factories, each defined in its kind's folder.

@@ -5,6 +5,7 @@
 // checks by it which blocks a program needs.
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "tpusim/core/chip_spec.h"
 #include "tpusim/kernels/program.h"
@@ -30,7 +31,10 @@ struct UnitBlock {
   HwUnit hw;
 };
 
-inline constexpr std::array<UnitBlock, 6> kUnitBlocks{{
+// The built-in kinds' entries; those of kinds added with a unit kind of their own (registry.h,
+// add_block_kind) follow them in unit_blocks().
+inline constexpr int kBuiltInUnitBlocks = 6;
+inline constexpr std::array<UnitBlock, kBuiltInUnitBlocks> kBuiltInUnitBlockInfo{{
     {BlockKind::mxu, ir::UnitKind::mxu, UnitBlock::Queues::block_per_core, 0, true, HwUnit::mxu},
     {BlockKind::vpu, ir::UnitKind::vpu, UnitBlock::Queues::block_per_core, 1, true, HwUnit::vpu},
     {BlockKind::dma, ir::UnitKind::dma, UnitBlock::Queues::lane_per_core, 1000, true, HwUnit::dma},
@@ -39,22 +43,23 @@ inline constexpr std::array<UnitBlock, 6> kUnitBlocks{{
     {BlockKind::sparsecore, ir::UnitKind::sparsecore, UnitBlock::Queues::one, 1003, true, HwUnit::sparsecore},
 }};
 
+namespace detail {
+// unit_blocks.cpp keeps them: the entries, and for each unit kind the entry whose blocks run it (or nullptr).
+extern std::vector<UnitBlock> unit_blocks;
+extern std::array<const UnitBlock*, ir::kMaxUnitKinds> unit_block_of_unit;
+}  // namespace detail
+
+[[nodiscard]] inline const std::vector<UnitBlock>& unit_blocks() { return detail::unit_blocks; }
 // The entry of block kind `kind`, or nullptr for a kind that runs no instructions.
-[[nodiscard]] constexpr const UnitBlock* unit_block_of(BlockKind kind) {
-  for (const UnitBlock& u : kUnitBlocks) {
-    if (u.block == kind) return &u;
-  }
-  return nullptr;
-}
+[[nodiscard]] const UnitBlock* unit_block_of(BlockKind kind);
 // The entry whose blocks run unit kind `unit`, or nullptr (sync: the sequencer's own); a table lookup (the
 // sequencer asks at every activation).
-inline constexpr std::array<const UnitBlock*, ir::kUnitKinds> kUnitBlockOfUnit = [] {
-  std::array<const UnitBlock*, ir::kUnitKinds> of{};
-  for (const UnitBlock& u : kUnitBlocks) of[static_cast<std::size_t>(u.unit)] = &u;
-  return of;
-}();
-[[nodiscard]] constexpr const UnitBlock* unit_block_for(ir::UnitKind unit) {
-  return kUnitBlockOfUnit[static_cast<std::size_t>(unit)];
+[[nodiscard]] inline const UnitBlock* unit_block_for(ir::UnitKind unit) {
+  return detail::unit_block_of_unit[static_cast<std::size_t>(unit)];
 }
+// Adds the entry of an added block kind that runs the added unit kind `unit`: one queue per chip, retired after
+// the built-in units, its busy and stall phases its own to declare (phased false). Removes it again.
+void add_unit_block(BlockKind block, ir::UnitKind unit);
+void remove_unit_block(BlockKind block);
 
 }  // namespace tpusim::models

@@ -20,7 +20,7 @@ Sequencer::Sequencer(const ChipContext& chip, const ProgramIndex& index)
     if (runs == nullptr || !runs->phased) outside_queues_.push_back(q);  // the ICI ports, barriers
   }
   const auto cores = static_cast<std::size_t>(chip.spec.tensorcores);
-  for (const UnitBlock& b : kUnitBlocks) {
+  for (const UnitBlock& b : unit_blocks()) {
     if (!b.phased) continue;
     const std::size_t instances = b.queues == UnitBlock::Queues::block_per_core ? cores : 1;
     phase_[static_cast<std::size_t>(b.hw)].resize(instances);

@@ -132,8 +132,8 @@ std::optional<StepReport> decode_step_report(std::string_view bytes, std::string
     double start = 0, end = 0;
     (void)(in.get(s.chip) && in.get(s.core) && in.get(unit) && in.get(s.instruction) && in.get(start) &&
            in.get(end));
-    if (unit >= ir::kUnitKinds) {
-      why = fmt::format("a span of unit {}, expected below {}", unit, ir::kUnitKinds);
+    if (unit >= ir::unit_kind_count()) {
+      why = fmt::format("a span of unit {}, expected below {}", unit, ir::unit_kind_count());
       return std::nullopt;
     }
     s.unit = static_cast<ir::UnitKind>(unit);

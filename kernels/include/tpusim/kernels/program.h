@@ -19,7 +19,13 @@
 
 namespace tpusim::ir {
 
-enum class OpKind : std::uint8_t { matmul, vector, dma, collective, send, recv, host, barrier, gather, scatter };
+// custom: an instruction for a unit kind added at run time (add_unit_kind), whose block says what it does with
+// the instruction's bytes and FLOPs. Each added unit kind has an op kind of its own, custom + its index among the
+// added kinds (custom_op, unit_of).
+enum class OpKind : std::uint8_t {
+  matmul, vector, dma, collective, send, recv, host, barrier, gather, scatter, custom
+};
+[[nodiscard]] constexpr bool is_custom(OpKind k) { return k >= OpKind::custom; }
 enum class VectorOp : std::uint8_t { elementwise, transcendental, reduction, transpose };
 enum class Memory : std::uint8_t { hbm, vmem, cmem, host, remote };
 enum class DmaPattern : std::uint8_t { contiguous, strided, gather };
@@ -38,9 +44,11 @@ enum class OpClass : std::uint8_t {
 inline constexpr int kOpClasses = 9;
 [[nodiscard]] std::string_view op_class_name(OpClass c);
 
-// The unit queue an instruction is issued to. Derived from the kind (see unit_of()).
+// The unit queue an instruction is issued to. Derived from the kind (see unit_of()); the built-in kinds, then
+// those added at run time (add_unit_kind), numbered on from kBuiltInUnitKinds.
 enum class UnitKind : std::uint8_t { mxu, vpu, dma, ici, host, sync, sparsecore };
-inline constexpr int kUnitKinds = 7;
+inline constexpr int kBuiltInUnitKinds = 7;
+inline constexpr int kMaxUnitKinds = 16;
 // The unit kinds' catalogue, in UnitKind's order: each kind's name; whether a chip has one queue of it per
 // TensorCore (the instruction's `core`) or one in all (a chip's queues are numbered in this order, kind by
 // kind: models' QueueLayout); and its rank in the step's time breakdown, where an interval goes to the
@@ -54,7 +62,7 @@ struct UnitKindInfo {
   std::string_view stall_name;
 };
 inline constexpr std::uint8_t kTimeRanks = 5;  // 0 .. the highest time_rank
-inline constexpr std::array<UnitKindInfo, kUnitKinds> kUnitKindInfo{{
+inline constexpr std::array<UnitKindInfo, kBuiltInUnitKinds> kUnitKindInfo{{
     {"mxu", true, 1, "dependency_mxu"},
     {"vpu", true, 1, "dependency_vpu"},
     {"dma", true, 3, "dependency_dma"},
@@ -63,7 +71,6 @@ inline constexpr std::array<UnitKindInfo, kUnitKinds> kUnitKindInfo{{
     {"sync", false, 0, "dependency_barrier"},
     {"sparsecore", false, 1, "dependency_sparsecore"},
 }};
-[[nodiscard]] constexpr const UnitKindInfo& unit_info(UnitKind u) { return kUnitKindInfo[static_cast<std::size_t>(u)]; }
 [[nodiscard]] constexpr bool time_ranks_in_range() {
   for (const UnitKindInfo& u : kUnitKindInfo) {
     if (u.time_rank >= kTimeRanks) return false;
@@ -71,6 +78,25 @@ inline constexpr std::array<UnitKindInfo, kUnitKinds> kUnitKindInfo{{
   return true;
 }
 static_assert(time_ranks_in_range(), "every unit kind's time_rank is below kTimeRanks");
+
+namespace detail {
+// Every kind's entry: kUnitKindInfo, then the added ones (program.cpp keeps it).
+extern std::array<UnitKindInfo, kMaxUnitKinds> unit_kind_table;
+extern int unit_kind_count;
+}  // namespace detail
+[[nodiscard]] inline const UnitKindInfo& unit_info(UnitKind u) {
+  return detail::unit_kind_table[static_cast<std::size_t>(u)];
+}
+// The kinds in the catalogue: kBuiltInUnitKinds plus those added.
+[[nodiscard]] inline int unit_kind_count() { return detail::unit_kind_count; }
+// Adds a chip-level unit kind (its blocks run one queue per chip) and returns it. Refused with
+// std::invalid_argument: an empty or taken name, no stall name, per_core, a time_rank outside 1..kTimeRanks - 1,
+// a full catalogue. Its texts are views: they must outlive the kind (string literals do).
+UnitKind add_unit_kind(UnitKindInfo info);
+// Takes the last added kind out again (tests); false when `name` is not the last added kind.
+bool remove_unit_kind(std::string_view name);
+// The kind named `name`, or false.
+[[nodiscard]] bool unit_kind_named(std::string_view name, UnitKind& out);
 
 // matmul: C[m,n] (+)= A[m,k] x B[k,n], `batch` times: independent products, each padded to the MXU array on its
 // own (attention heads; a convolution's taps), whose results are `batch` outputs of m x n, or, with sum_batch,
@@ -195,6 +221,8 @@ struct CollectiveGroup {
 };
 
 [[nodiscard]] UnitKind unit_of(OpKind k);
+// The op kind of an added unit kind's instructions.
+[[nodiscard]] OpKind custom_op(UnitKind added);
 [[nodiscard]] std::string_view op_name(OpKind k);
 [[nodiscard]] std::string_view unit_name(UnitKind u);
 

@@ -16,12 +16,15 @@ class SimulationError : public std::runtime_error {
   [[nodiscard]] int core() const { return core_; }
   [[nodiscard]] std::uint32_t instruction() const { return instruction_; }
   [[nodiscard]] const std::string& label() const { return label_; }
+  // What is wrong, without the chip and instruction that what() names.
+  [[nodiscard]] const std::string& reason() const { return reason_; }
 
  private:
   std::uint32_t chip_;
   int core_;
   std::uint32_t instruction_;
   std::string label_;
+  std::string reason_;
 };
 
 }  // namespace tpusim::models

@@ -35,6 +35,11 @@ struct SimEstimate {
 
 [[nodiscard]] SimEstimate estimate_simulation(const Scenario& scenario, const ir::ProgramSet& programs);
 
+// Checks, as a simulation does when it starts, that `program` can run on `chip`: the TensorCores its instructions
+// name, the units and memories they need (a SparseCore, CMEM, a DMA path), a block for each added unit kind it
+// names. Throws SimulationError naming `first_chip` and the first instruction that cannot run.
+void check_program_fits(const ir::Program& program, const ChipSpec& chip, std::uint32_t first_chip);
+
 // An upper bound on one instruction's time alone on `chip` (no contention), in seconds; for collectives and
 // sends a bound from the buffer size and one link's bandwidth.
 [[nodiscard]] double instruction_seconds_bound(const ChipSpec& chip, const PodSpec& pod, const ir::Instruction& ins);

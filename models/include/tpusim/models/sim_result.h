@@ -59,12 +59,12 @@ struct Spread {
 // What a unit with nothing in flight waited on before its next instruction could start, as an index: a
 // dependency on an instruction of another unit queue (the index of its ir::UnitKind: stall_on), or VMEM space
 // (kStallOnVmem; 0 today: an allocation that does not fit fails the run).
-inline constexpr int kStallReasons = ir::kUnitKinds + 1;
-inline constexpr int kStallOnVmem = ir::kUnitKinds;
+inline constexpr int kStallReasons = ir::kMaxUnitKinds + 1;
+inline constexpr int kStallOnVmem = ir::kMaxUnitKinds;
 [[nodiscard]] constexpr int stall_on(ir::UnitKind u) { return static_cast<int>(u); }
-// The unit kind's stall_name ("dependency_mxu", ..., "dependency_barrier"), or "vmem".
-[[nodiscard]] constexpr std::string_view stall_reason_name(int reason) {
-  return reason < ir::kUnitKinds ? ir::kUnitKindInfo[static_cast<std::size_t>(reason)].stall_name : "vmem";
+// The unit kind's stall_name ("dependency_mxu", ..., "dependency_barrier", an added kind's), or "vmem".
+[[nodiscard]] inline std::string_view stall_reason_name(int reason) {
+  return reason == kStallOnVmem ? "vmem" : ir::unit_info(static_cast<ir::UnitKind>(reason)).stall_name;
 }
 
 // How one unit kind was used, over all chips.
@@ -253,7 +253,7 @@ struct SimResult {
   // What running the simulation cost, and how much of the step it simulated (--perf, benchmarks).
   SimulationCost cost;
   // The step's instructions on every chip, mirrored ones included, indexed by ir::UnitKind.
-  std::array<std::uint64_t, ir::kUnitKinds> instructions_per_unit{};
+  std::array<std::uint64_t, ir::kMaxUnitKinds> instructions_per_unit{};
 
   std::array<UnitUsage, kHwUnits> units{};  // indexed by HwUnit
   // Utilization of each MXU array (useful MACs on that array / (rows x cols x clock cycles of the step)), over
