@@ -10,6 +10,7 @@
 #include "graph/collective_points.h"
 #include "graph/fused_ops.h"
 #include "zoo/model_lowering.h"
+#include "zoo/replicated_memory.h"
 #include "tiling/pipeline.h"
 #include "sharding/sharding_points.h"
 #include "tpusim/core/diagnostics.h"
@@ -43,18 +44,6 @@ ir::Instruction host_op(ir::HostOp op, std::uint64_t bytes, double host_seconds)
   ins.host.seconds = host_seconds;
   ins.op_class = ir::OpClass::host;
   return ins;
-}
-
-// Parameters plus optimizer state, as the checkpoint writes them: an MLP keeps its parameters in the compute
-// type; whole models in workload.weight_dtype, with two f32 moments for adam / adamw (adafactor's factored
-// moments are small next to the parameters and not counted).
-std::uint64_t state_bytes(const WorkloadSpec& workload) {
-  const bool mlp = workload.model.kind == ModelKind::mlp;
-  const auto params = static_cast<std::uint64_t>(parameter_count(workload.model));
-  const bool moments = workload.optimizer == Optimizer::adam || (!mlp && workload.optimizer == Optimizer::adamw);
-  const DType stored = mlp ? workload.numerics.dtype : workload.weights();
-  const std::uint64_t per_param = static_cast<std::uint64_t>(dtype_bytes(stored)) + (moments ? 2 * sizeof(float) : 0);
-  return params * per_param;
 }
 
 bool whole_model(const WorkloadSpec& w) { return step_builder(w.model.kind) != nullptr; }
@@ -437,10 +426,15 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
   if (whole_model(workload)) sharding = make_sharding(workload, pod);
   const ShardView shard = sharding ? shard_view(workload, *sharding) : full_shard(workload);
   out.work = step_work(workload, full_shard(workload));
+  if (!whole_model(workload)) {  // every chip runs the whole one-chip step: the pod does that many times its work
+    out.work.examples *= static_cast<double>(pod.chip_count());
+    out.work.tokens *= static_cast<double>(pod.chip_count());
+  }
   if (model.kind == ModelKind::collective) {
     out.programs = lower_collective(workload);  // collective_lowering.cpp
     return out;
   }
+  if (!whole_model(workload)) check_resident_bytes(workload, chip);
   out.closed_form_model_flops = closed_form_model_flops(workload, shard);
   if (model.kind == ModelKind::dlrm) {
     out.programs = lower_dlrm(workload, chip);  // dlrm.cpp

@@ -91,6 +91,44 @@ TEST(LowerWorkload, GemmModelIsOneLowerGemmInOneProgramForEveryChip) {
   EXPECT_EQ(set.programs[0].dma_bytes(), direct.dma_bytes());
 }
 
+// A GEMM, an MLP or a DLRM has no memory plan, but every chip holds what it computes on: a GEMM's A, B and C,
+// an MLP's state, gradients and widest activation. One byte over the chip's HBM is refused as a whole model's
+// plan is ("does not fit in HBM", which a study reports as a result); exactly the chip's HBM runs.
+TEST(LowerWorkload, AGemmOrMlpAboveTheChipsHbmDoesNotFit) {
+  WorkloadSpec gemm;
+  gemm.model.kind = ModelKind::gemm;
+  gemm.model.gemm = GemmModel{1024, 512, 256};
+  const std::uint64_t abc = (1024 * 512 + 512 * 256 + 1024 * 256) * 2;  // bf16
+  ChipSpec chip = v4_like();
+  chip.hbm.capacity = Bytes(abc);
+  EXPECT_NO_THROW((void)lower(gemm, chip));
+  chip.hbm.capacity = Bytes(abc - 1);
+  try {
+    (void)lower(gemm, chip);
+    ADD_FAILURE() << "A, B and C fit one byte less";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(e.diagnostics().at(0).message.find("does not fit in HBM: at least"), std::string::npos)
+        << e.diagnostics().at(0).message;
+  }
+  // An MLP trained with adam: bf16 parameters and gradients, two f32 moments, the widest activation.
+  const WorkloadSpec train = mlp({512, 1024, 256}, 64, StepKind::train);
+  const std::uint64_t params = 512 * 1024 + 1024 * 256;
+  const std::uint64_t need = params * (2 + 8) + params * 2 + 64 * 1024 * 2;
+  chip.hbm.capacity = Bytes(need);
+  EXPECT_NO_THROW((void)lower(train, chip));
+  chip.hbm.capacity = Bytes(need - 1);
+  EXPECT_THROW((void)lower(train, chip), ConfigError);
+}
+
+// Every chip runs an MLP's whole one-chip step: a pod of 4 does 4 x its examples, as it does 4 x its FLOPs.
+TEST(LowerWorkload, AnMlpOnAPodCountsEveryChipsExamples) {
+  PodSpec pod;
+  pod.shape = {2, 2};
+  const WorkloadSpec w = mlp({512, 1024, 256}, 64, StepKind::train);
+  EXPECT_EQ(lower(w, v4_like()).work.examples, 64);
+  EXPECT_EQ(lower(w, v4_like(), pod).work.examples, 4 * 64);
+}
+
 TEST(LowerWorkload, MlpForwardIsOneGemmPerLayerAndActivationsBetweenThem) {
   const ir::ProgramSet set = lower_workload(mlp({512, 1024, 256}, 64, StepKind::forward), v4_like());
   const ir::Program& p = set.programs[0];
