@@ -23,6 +23,7 @@ void resolve_workload_defaults(Scenario& s, Diagnostics& diags) {
   const ModelSpec& model = w.model;
   auto at = [&](const std::string& key) { return origin_of(w.origins, key); };
   const bool transformer = model.kind == ModelKind::transformer;
+  const bool weight_dtype_set = w.numerics.weight_dtype.has_value();  // not auto (resolved below)
 
   if (w.inference()) {
     if (!transformer) {
@@ -122,6 +123,36 @@ void resolve_workload_defaults(Scenario& s, Diagnostics& diags) {
   if (w.part == ModelPart::blocks && !transformer) {
     diags.error(at("part"), "workload.part", "only a transformer has blocks to run on their own",
                 "model for a model of kind " + std::string(model_kind_name(model.kind)), "blocks");
+  }
+  // Settings that only some kinds read: set for another kind they would change nothing, so they are refused.
+  const bool whole = transformer || model.kind == ModelKind::resnet;  // the kinds lowered from a graph
+  struct ReadBy {
+    const char* key;
+    bool read;    // by this model's kind
+    bool set;     // to other than its default
+    const char* who;
+  };
+  const char* graph = "a transformer or a resnet";
+  const ReadBy read_by[] = {
+      {"weight_dtype", whole, weight_dtype_set, graph},
+      {"microbatches", whole, w.memory.microbatches > 1, graph},
+      {"remat", whole, w.memory.remat != Remat::none, graph},
+      {"fusion", whole, !w.kernels.fusion, graph},
+      {"overlap", whole, !w.schedule.overlap, graph},
+      {"async_collectives", whole, w.schedule.async_collectives != all_collective_kinds(), graph},
+      {"attention", transformer, w.kernels.attention != AttentionImpl::flash, "a transformer"},
+      {"seq_len", transformer, w.tokens.seq_len != 0, "a transformer"},
+      {"context", transformer, w.tokens.context != 0, "a transformer"},
+  };
+  for (const ReadBy& r : read_by) {
+    if (r.read || !r.set) continue;
+    diags.error(at(r.key), std::string("workload.") + r.key,
+                fmt::format("a model of kind {} does not read {}: it would change nothing", model_kind_name(model.kind),
+                            r.key),
+                fmt::format("no {} (it applies to {})", r.key, r.who), "a value set",
+                model.kind == ModelKind::mlp && std::string_view(r.key) == "weight_dtype"
+                    ? "an mlp keeps its parameters in workload.dtype"
+                    : "");
   }
   if (!transformer) return;
   const TransformerModel& t = model.transformer;
