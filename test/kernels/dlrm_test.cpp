@@ -7,6 +7,7 @@
 
 #include "kernels_test_support.h"
 #include "tpusim/kernels/lowering.h"
+#include "tpusim/kernels/model_params.h"
 
 namespace tpusim::kernels {
 namespace {
@@ -65,6 +66,17 @@ TEST(Dlrm, ModelFlopsCountTheMlpsAndTheInteraction) {
                    2 * kBatch * macs);
   EXPECT_DOUBLE_EQ(dlrm_model_flops(dlrm(StepKind::train).model.dlrm, kBatch, StepKind::train),
                    6 * kBatch * macs - 2.0 * kBatch * 13 * 512);
+}
+
+// Its parameters: the tables, and the MLPs' weights and biases; the top MLP reads the bottom's 128 outputs and
+// the 27 x 26 / 2 = 351 pairwise products of the 26 tables' and the bottom MLP's vectors.
+TEST(Dlrm, ParametersAreTheTablesAndBothMlps) {
+  const ModelSpec m = dlrm(StepKind::train).model;
+  const double tables = 26.0 * 1000 * 128;
+  const double bottom = 13 * 512 + 512 + 512 * 256 + 256 + 256 * 128 + 128;
+  const double top = 479 * 1024 + 1024 + 1024 * 1024 + 1024 + 1024 * 512 + 512 + 512 * 256 + 256 + 256 + 1;
+  EXPECT_EQ(parameter_count(m), tables + bottom + top);
+  EXPECT_EQ(active_matmul_parameters(m), bottom + top);
 }
 
 TEST(Dlrm, TheProgramCarriesExactlyTheModelFlops) {

@@ -66,6 +66,25 @@ std::vector<ParamGroup> parameter_groups(const ModelSpec& model) {
     g.push_back({"classifier", c.fc, true});
     return g;
   }
+  if (model.kind == ModelKind::dlrm) {
+    // The tables, and each MLP's weights and biases; the top MLP reads the bottom MLP's output beside the
+    // interaction's F (F - 1) / 2 pairwise dot products of the F = tables + 1 feature vectors (dlrm.cpp).
+    const DlrmModel& d = model.dlrm;
+    const auto dense = [](double in, const std::vector<int>& widths) {
+      double n = 0;
+      for (int w : widths) {
+        n += in * w + w;
+        in = w;
+      }
+      return n;
+    };
+    const double f = d.tables + 1.0;
+    g.push_back({"embedding tables", static_cast<double>(d.tables) * static_cast<double>(d.rows_per_table) *
+                                         d.embedding_dim, false});
+    g.push_back({"bottom MLP", dense(d.dense_features, d.bottom_mlp), true});
+    g.push_back({"top MLP", dense(d.embedding_dim + f * (f - 1) / 2, d.top_mlp), true});
+    return g;
+  }
   if (model.kind != ModelKind::transformer) return g;
   const TransformerModel& t = model.transformer;
   const double d = static_cast<double>(t.d_model), hd = static_cast<double>(t.heads) * t.head_dim(),
