@@ -404,6 +404,13 @@ Scenario load_scenario_with_overrides(const std::string& name_or_path, const std
   const ConfigNode* fidelity = tree.find("fidelity");
   const ConfigNode empty = ConfigNode::make_map(tree.loc());
   fidelity_fields().resolve(fidelity ? *fidelity : empty, "fidelity", s.fidelity, diags);
+  if (diags.empty() && s.fidelity.mxu == MxuFidelity::cycle && s.chip.mxu.dataflow != MxuDataflow::weight_stationary) {
+    const ConfigNode* mxu = fidelity != nullptr ? fidelity->find("mxu") : nullptr;
+    diags.error(mxu != nullptr ? mxu->loc() : tree.loc(), "fidelity.mxu",
+                "the cycle-level MXU reference runs the weight_stationary dataflow only",
+                "fidelity.mxu: fast with chip.mxu.dataflow output_stationary",
+                "cycle", "fidelity.mxu: fast (the dataflow's closed form), or chip.mxu.dataflow: weight_stationary");
+  }
   if (pod != nullptr && diags.empty()) resolve_fault_plan(tree, s.pod, s.job, s.faults, diags);  // fault_plan.cpp
   diags.throw_if_any();
   s.tree = std::move(tree);
