@@ -154,7 +154,8 @@ const FieldTable<JobSpec>& job_fields() {
         {{"lose", InFlightPolicy::lose}, {"retransmit", InFlightPolicy::retransmit}},
         "lose",
         "reroute: the transfers in flight on a link that fails inside the step are lost and sent again in full "
-        "over the surviving route when the failure is detected (lose: the step stalls until the timeout), or "
+        "over the surviving route when the failure is detected, as is what is sent over the link until then (lose: "
+        "the routes are static until the timeout detects it, and the step stalls until then), or "
         "sent again at once from the first byte not delivered (retransmit: assumes the link layer notices the "
         "lost signal and the routes change at once)");
     return t;

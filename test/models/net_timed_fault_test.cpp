@@ -150,6 +150,33 @@ TEST(TimedLinkFault, FlowLoseStallsTheStepUntilDetectionAndResendsTheWholeTransf
   EXPECT_NEAR(t, expected, 1e-4 * expected);
 }
 
+// The cable fails at 0.25 us, before the collective starts (0.5 us), with nothing on it. Under lose the runtime
+// does not know until the detection, 20 ms later (past the whole step with the cable down): the collective is planned for the healthy graph and step 0's
+// two sends over the cable start on their static routes, so they are lost at their start (nothing delivered)
+// and sent again at the detection; the step ends after it. Under retransmit the routes go around the cable at
+// once: nothing is cut, the collective is planned for the surviving graph and runs as with the cable down from
+// the start (its closed form, within 0.01%).
+TEST(TimedLinkFault, UnderLoseTheRoutesKeepTheCableUntilDetectionSoASendStartedOverItIsLostToo) {
+  const Scenario s = torus(LinkFidelity::flow);
+  constexpr double kEarly = 0.25e-6, kDetected = kEarly + 20e-3;
+  const double retransmit =
+      in_child([&] { return run(s, kEarly, kDetected, InFlightPolicy::retransmit).step_time.value(); });
+  const double lasting = ring_kept_lasting(s);
+  EXPECT_NEAR(retransmit, lasting, 1e-4 * lasting);
+  EXPECT_LT(retransmit, kDetected);
+
+  const SimResult r = run(s, kEarly, kDetected, InFlightPolicy::lose);
+  ASSERT_EQ(r.network.in_step_faults.size(), 1u);
+  const InStepFault& f = r.network.in_step_faults[0];
+  EXPECT_EQ(f.transfers_cut, 2u);
+  EXPECT_EQ(f.in_flight.count(), step0_cable_bytes(s));
+  EXPECT_EQ(f.lost.count(), f.in_flight.count());
+  EXPECT_EQ(f.delivered.count(), 0u);
+  const double b = static_cast<double>(step0_cable_bytes(s)) / 2;
+  EXPECT_NEAR(f.resent_done.value(), kDetected + b / kLinkRate + 3 * kHop, 1e-9);
+  EXPECT_GT(r.step_time.value(), kDetected);
+}
+
 // A tick after the step's end changes nothing: the same step time and link bytes as the fault-free run, and no
 // transfer cut. The same inputs twice give the same bytes (run in two children).
 TEST(TimedLinkFault, AfterTheStepNothingChangesAndTheSameInputsGiveTheSameBytes) {

@@ -36,17 +36,41 @@ InStepCuts::InStepCuts(const Topology& topo, const std::vector<TimedLinkFault>& 
 
 Tick InStepCuts::next_action() const {
   const Tick fault = applied_ < timed_.size() ? timed_[applied_].at : kNever;
-  return std::min(fault, resends_.empty() ? kNever : resends_.front().at);
+  const Tick detection =
+      in_flight_ == InFlightPolicy::lose && detected_ < applied_ ? timed_[detected_].detected : kNever;
+  return std::min({fault, detection, resends_.empty() ? kNever : resends_.front().at});
 }
 
 std::size_t InStepCuts::apply_next() {
   const std::size_t k = applied_++;
   const Cut& f = timed_[k];
-  if (f.chip >= 0) {
-    dead_[static_cast<std::size_t>(f.chip)] = true;
-  } else {
-    ++cables_failed_;
+  if (f.chip >= 0) dead_[static_cast<std::size_t>(f.chip)] = true;
+  if (f.chip < 0 && in_flight_ != InFlightPolicy::lose) ++cables_failed_;
+  return k;
+}
+
+void InStepCuts::cut_unseen(std::size_t k, const std::vector<std::uint32_t>& channels) {
+  for (const std::uint32_t c : channels) unseen_.emplace_back(c, k);
+}
+
+std::optional<std::size_t> InStepCuts::unseen_on(const std::uint32_t* path, std::uint32_t hops) const {
+  for (std::uint32_t h = 0; h < hops; ++h) {
+    for (const auto& [channel, k] : unseen_) {
+      if (channel == path[h]) return k;
+    }
   }
+  return std::nullopt;
+}
+
+bool InStepCuts::detection_due(Tick at) const {
+  return in_flight_ == InFlightPolicy::lose && detected_ < applied_ && timed_[detected_].detected <= at;
+}
+
+std::size_t InStepCuts::detect_next() {
+  const std::size_t k = detected_++;
+  unseen_.erase(std::remove_if(unseen_.begin(), unseen_.end(), [&](const auto& u) { return u.second == k; }),
+                unseen_.end());
+  if (timed_[k].chip < 0) ++cables_failed_;
   return k;
 }
 

@@ -53,8 +53,19 @@ class InStepCuts {
 
   [[nodiscard]] InStepFault& stats(std::size_t k) { return stats_[k]; }
   [[nodiscard]] const std::vector<InStepFault>& stats() const { return stats_; }
-  // Cables of the timed faults failed so far (not chips).
+  // Cables of the timed faults the routes go around so far (not chips): under retransmit from each fault's
+  // tick, under lose from its detection (ICI routes are static until the runtime learns of the failure).
   [[nodiscard]] std::uint32_t cables_failed() const { return cables_failed_; }
+
+  // Under lose: fault k cut `channels` (both directions of its cables), which the routes still use until its
+  // detection; a transfer started over one of them in the meantime is lost (unseen_on), as the ones in flight.
+  void cut_unseen(std::size_t k, const std::vector<std::uint32_t>& channels);
+  // The fault whose unseen cut the path crosses, or none.
+  [[nodiscard]] std::optional<std::size_t> unseen_on(const std::uint32_t* path, std::uint32_t hops) const;
+  // Under lose: the next applied fault is detected at `at`. Takes it (its cut is seen: the routes go around it
+  // from now) and returns its index.
+  [[nodiscard]] bool detection_due(Tick at) const;
+  std::size_t detect_next();
 
  private:
   struct Resend {  // a lost transfer sent again in full at `at`
@@ -64,6 +75,8 @@ class InStepCuts {
 
   std::vector<Cut> timed_;               // by tick
   std::uint32_t applied_ = 0;            // timed_[0 .. applied_) have failed
+  std::uint32_t detected_ = 0;           // lose: timed_[0 .. detected_) are known to the routes
+  std::vector<std::pair<std::uint32_t, std::size_t>> unseen_;  // lose: (channel, fault) cut, not yet detected
   std::uint32_t cables_failed_ = 0;      // of which cable faults (not chips)
   std::vector<bool> dead_;               // [chip]: stopped (timed chip faults), empty without any
   std::vector<std::size_t> dead_fault_;  // [chip]: its timed_ entry, for the dropped counts

@@ -98,6 +98,7 @@ void Transport::advance(Tick now, std::vector<TransferId>& delivered) {
     model_->advance(a, delivered);
     settle(delivered, from, a);
     while (cuts_.fault_due(a)) fail_cable(cuts_.apply_next(), a);
+    while (cuts_.detection_due(a)) route_around(cuts_.detect_next());
     while (const std::optional<TransferId> resend = cuts_.take_resend(a)) {
       const TransferId id = *resend;
       if (dead(transfers_[id].src) || dead(transfers_[id].dst)) drop(id, transfers_[id].bytes);
@@ -126,27 +127,41 @@ void Transport::settle(std::vector<TransferId>& delivered, std::size_t from, Tic
   cuts_.note_resent(delivered, from, now);
 }
 
+void Transport::route_around(std::size_t k) {
+  const InStepCuts::Cut f = cuts_.cut(k);
+  if (f.chip >= 0) {
+    const ChipId chip(static_cast<std::uint32_t>(f.chip));
+    faults_.chips.push_back(chip);
+    for (const LinkId l : topo_.out_links(chip)) faults_.add_cable(topo_, l);
+  } else {
+    faults_.add_cable(topo_, f.link);
+  }
+  router_ = make_fault_aware_router(topo_, faults_);
+  // Transfers in flight keep pointing into the old routes; new ones take the surviving graph's.
+  routes_.retire();
+  cache_routes();
+}
+
+// Under retransmit the routes go around the cut at once; under lose they stay until its detection, and what is
+// started over it until then is lost too (launch).
 void Transport::fail_cable(std::size_t k, Tick now) {
   const InStepCuts::Cut f = cuts_.cut(k);
   std::vector<std::uint32_t> cut;
   if (f.chip >= 0) {
-    const ChipId chip(static_cast<std::uint32_t>(f.chip));
-    faults_.chips.push_back(chip);
-    for (const LinkId l : topo_.out_links(chip)) {
-      faults_.add_cable(topo_, l);
+    for (const LinkId l : topo_.out_links(ChipId(static_cast<std::uint32_t>(f.chip)))) {
       cut.push_back(l.value());
       cut.push_back(topo_.link(l).reverse.value());
     }
     std::sort(cut.begin(), cut.end());
     cut.erase(std::unique(cut.begin(), cut.end()), cut.end());
   } else {
-    faults_.add_cable(topo_, f.link);
     cut = {f.link.value(), topo_.link(f.link).reverse.value()};
   }
-  router_ = make_fault_aware_router(topo_, faults_);
-  // Transfers in flight keep pointing into the old routes; new ones take the surviving graph's.
-  routes_.retire();
-  cache_routes();
+  if (cuts_.in_flight() == InFlightPolicy::retransmit) {
+    route_around(k);
+  } else {
+    cuts_.cut_unseen(k, cut);
+  }
   InStepFault& st = cuts_.stats(k);
   for (const LinkModel::Cut& c : model_->cut(now, cut)) {
     Transfer& tr = transfers_[c.transfer];
@@ -276,8 +291,30 @@ TransferId Transport::start_aggregate(const std::vector<std::uint32_t>& path,
   tr.left = 1;
   tr.latency_done = 0;
   tr.longest = steps == 0 ? 0.0 : static_cast<double>(latency) / steps;
+  if (lost_at_start(id)) return id;
   model_->start_aggregate(now, id, path.data(), hop_bytes.data(), tr.agg_hops, bytes, latency);
   return id;
+}
+
+bool Transport::lost_at_start(TransferId id) {
+  const Transfer& tr = transfers_[id];
+  const std::optional<std::size_t> k = tr.parts != nullptr ? cuts_.unseen_on(tr.agg_path, tr.agg_hops)
+                                                           : std::nullopt;
+  if (!k) return false;
+  std::uint64_t on_cut = 0;  // an aggregate's bytes over the cut (the ones a cut in flight would count)
+  for (std::uint32_t h = 0; h < tr.agg_hops; ++h) {
+    if (cuts_.unseen_on(tr.agg_path + h, 1) == k) on_cut += tr.agg_hop_bytes[h];
+  }
+  lose(*k, id, on_cut);
+  return true;
+}
+
+void Transport::lose(std::size_t k, TransferId id, std::uint64_t bytes) {
+  InStepFault& st = cuts_.stats(k);
+  ++st.transfers_cut;
+  st.in_flight = Bytes(st.in_flight.count() + bytes);
+  st.lost = Bytes(st.lost.count() + bytes);
+  cuts_.resend_at_detection(k, id);
 }
 
 // The rest of every part (rounded up to a byte) over its current route; the steps left (the `left` share of
@@ -303,6 +340,7 @@ void Transport::relaunch_aggregate(TransferId id, Tick now) {
   tr.longest = static_cast<double>(longest);
   const auto latency =
       static_cast<Tick>(std::llround(tr.latency_done + tr.left * static_cast<double>(tr.steps) * tr.longest));
+  if (lost_at_start(id)) return;
   model_->start_aggregate(now, id, tr.agg_path, tr.agg_hop_bytes, tr.agg_hops, most, latency);
 }
 
@@ -336,6 +374,10 @@ void Transport::launch(TransferId id, std::uint64_t bytes, Tick now) {
     route(tr.src, t, tr.path);
     path = tr.path.data();
     hops = static_cast<std::uint32_t>(tr.path.size());
+  }
+  if (const std::optional<std::size_t> k = cuts_.unseen_on(path, hops)) {
+    lose(*k, id, bytes);
+    return;
   }
   model_->start(now, id, path, hops, bytes);
 }

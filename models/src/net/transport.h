@@ -62,7 +62,9 @@ class Transport {
   // `degraded` links run slower (LinkDegradation, tpusim/models/simulate.h).
   // `timed` cables fail at their tick (SimOptions::timed_links): advance() cuts them at that tick (the
   // transfers in flight on them retransmitted or lost by `in_flight`), switches the router to fault_aware
-  // around every cable failed so far and rebuilds the route cache; epoch() counts the cables failed so far.
+  // around every cable failed so far and rebuilds the route cache: under retransmit at the tick, under lose at
+  // the fault's detection (the routes are static until then, and a transfer started over the cut before it is
+  // lost too, sent again at the detection); epoch() counts the cables the routes go around.
   // `timed_chips` stop at their tick (SimOptions::timed_chips): their cables fail as a timed cable's do, the
   // transfers to or from them are dropped (cut ones and every later one: start() returns a transfer that is
   // never delivered), and routes avoid them; collectives keep their plans (epoch() counts cables only).
@@ -104,7 +106,7 @@ class Transport {
                                            std::uint32_t steps, Tick now);
   void advance(Tick now, std::vector<TransferId>& delivered);
   [[nodiscard]] Tick next_event() { return std::min(model_->next_event(), cuts_.next_action()); }
-  // Cables of the timed faults failed so far (0 before the first tick), and whether there are any.
+  // Cables of the timed faults the routes go around so far (0 before the first), and whether there are any.
   [[nodiscard]] std::uint32_t epoch() const { return cuts_.cables_failed(); }
   [[nodiscard]] bool has_timed_faults() const { return !cuts_.empty(); }
   // What each timed fault did by `end` (SimResult::network.in_step_faults).
@@ -163,6 +165,12 @@ class Transport {
   // Starts transfer `id` (its src, target and owner set) with `bytes` on its current route.
   void launch(TransferId id, std::uint64_t bytes, Tick now);
   void fail_cable(std::size_t k, Tick now);
+  // The router and the route cache go around timed fault k from now (collectives planned from now too).
+  void route_around(std::size_t k);
+  // Lost at its start over a cut the routes still use (lose, before the cut's detection): aggregate `id`
+  // counts as cut, its bytes over the cut lost, and is sent again at the detection. False when it is not.
+  bool lost_at_start(TransferId id);
+  void lose(std::size_t k, TransferId id, std::uint64_t bytes);
   // Removes from delivered[from ..) the transfers to a stopped chip (dropped), then notes the resent ones.
   void settle(std::vector<TransferId>& delivered, std::size_t from, Tick now);
   [[nodiscard]] bool dead(std::uint32_t chip) const { return cuts_.dead(chip); }
