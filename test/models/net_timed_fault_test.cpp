@@ -151,11 +151,11 @@ TEST(TimedLinkFault, FlowLoseStallsTheStepUntilDetectionAndResendsTheWholeTransf
 }
 
 // The cable fails at 0.25 us, before the collective starts (0.5 us), with nothing on it. Under lose the runtime
-// does not know until the detection, 20 ms later (past the whole step with the cable down): the collective is planned for the healthy graph and step 0's
-// two sends over the cable start on their static routes, so they are lost at their start (nothing delivered)
-// and sent again at the detection; the step ends after it. Under retransmit the routes go around the cable at
-// once: nothing is cut, the collective is planned for the surviving graph and runs as with the cable down from
-// the start (its closed form, within 0.01%).
+// does not know until the detection, 20 ms later (past the whole step with the cable down): the collective is
+// planned for the healthy graph and step 0's two sends over the cable start on their static routes, so they
+// are lost at their start (nothing delivered) and sent again at the detection; the step ends after it. Under
+// retransmit the routes go around the cable at once: nothing is cut, the collective is planned for the
+// surviving graph and runs as with the cable down from the start (its closed form, within 0.01%).
 TEST(TimedLinkFault, UnderLoseTheRoutesKeepTheCableUntilDetectionSoASendStartedOverItIsLostToo) {
   const Scenario s = torus(LinkFidelity::flow);
   constexpr double kEarly = 0.25e-6, kDetected = kEarly + 20e-3;
