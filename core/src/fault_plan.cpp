@@ -420,11 +420,22 @@ void resolve_fault_plan(const ConfigNode& tree, const PodSpec& pod, JobSpec& job
   fault_rate_fields().resolve(rates != nullptr ? *rates : empty, "fault_rates", plan.rates, diags);
   if (rates != nullptr && rates->is_map()) check_rate_components(plan.rates, *rates, pod, diags);
   if (job.timeout.value() > 0 && job.heartbeat.value() > job.timeout.value()) {
-    const auto it = job.origins.find("timeout");
-    diags.error(it != job.origins.end() ? it->second.loc : tree.loc(), "job.timeout",
-                "the timeout must cover at least one heartbeat", fmt::format(">= job.heartbeat ({})",
-                                                                              format_value(job.heartbeat)),
-                format_value(job.timeout));
+    // At the one the user wrote: the timeout, or the heartbeat set past the default timeout.
+    const auto written = [&](const char* key) {
+      const auto it = job.origins.find(key);
+      return it != job.origins.end() && !it->second.defaulted ? &it->second : nullptr;
+    };
+    const FieldOrigin* timeout = written("timeout");
+    const FieldOrigin* heartbeat = written("heartbeat");
+    if (timeout != nullptr || heartbeat == nullptr) {
+      diags.error(timeout != nullptr ? timeout->loc : tree.loc(), "job.timeout",
+                  "the timeout must cover at least one heartbeat",
+                  fmt::format(">= job.heartbeat ({})", format_value(job.heartbeat)), format_value(job.timeout));
+    } else {
+      diags.error(heartbeat->loc, "job.heartbeat", "the timeout must cover at least one heartbeat",
+                  fmt::format("<= job.timeout ({}, its default)", format_value(job.timeout)),
+                  format_value(job.heartbeat), "set job.timeout too");
+    }
   }
   if (job.recovery == RecoveryPolicyKind::spare_cube && pod.cube.empty()) {
     const auto it = job.origins.find("recovery");

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -127,7 +128,8 @@ bool parse_scalar(const ConfigNode& n, std::vector<int>& out, std::string& expec
     int v = 0;
     std::string ignored;
     if (!parse_scalar(item, v, ignored)) {
-      expected = fmt::format("a list of integers; entry {} is {}", out.size(), item.describe());
+      expected = fmt::format("a list of integers, each from {} to {}; entry {} is {}", std::numeric_limits<int>::min(),
+                             std::numeric_limits<int>::max(), out.size(), item.describe());
       return false;
     }
     out.push_back(v);
@@ -235,9 +237,9 @@ Constraint<std::string> one_of(std::vector<std::string> choices) {
 Constraint<std::vector<int>> positive_list(std::size_t min_len, std::size_t max_len) {
   return [min_len, max_len](const std::vector<int>& v) {
     const std::string want = fmt::format("a list of {} to {} integers, each >= 1", min_len, max_len);
-    if (v.size() < min_len || v.size() > max_len) return want;
-    for (int x : v) {
-      if (x < 1) return want;
+    if (v.size() < min_len || v.size() > max_len) return fmt::format("{}; it has {}", want, v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (v[i] < 1) return fmt::format("{}; entry {} is {}", want, i, v[i]);
     }
     return std::string{};
   };

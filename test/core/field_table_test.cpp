@@ -202,7 +202,7 @@ TEST(FieldTable, AListOfIntegersWithAnEntryOfAnotherTypeNamesTheEntry) {
   const Resolved r = resolve("name: d\ncount: 2\nshape: [4, true, 4]\nmem:\n  size: 1 MiB\n  bandwidth: 1 GB/s\n");
   const Diagnostic* shape = find_diag(r.diags, "demo.shape");
   ASSERT_NE(shape, nullptr) << r.diags.str();
-  EXPECT_EQ(shape->expected, "a list of integers; entry 1 is 'true'");
+  EXPECT_EQ(shape->expected, "a list of integers, each from -2147483648 to 2147483647; entry 1 is 'true'");
 }
 
 TEST(FieldTable, ASectionGivenAsAScalarIsAWrongType) {
@@ -268,9 +268,10 @@ TEST(FieldTable, FractionOutsideZeroToOneIsRejected) {
 TEST(FieldTable, ListOutsideItsLengthOrWithZeroIsRejected) {
   const Resolved too_long = resolve(std::string(kValid).replace(kValid.find("[4, 4, 4]"), 9, "[1, 2, 3, 4]"));
   ASSERT_EQ(too_long.diags.size(), 1u) << too_long.diags.str();
-  EXPECT_EQ(too_long.diags.items()[0].expected, "a list of 1 to 3 integers, each >= 1");
+  EXPECT_EQ(too_long.diags.items()[0].expected, "a list of 1 to 3 integers, each >= 1; it has 4");
   const Resolved zero = resolve(std::string(kValid).replace(kValid.find("[4, 4, 4]"), 9, "[4, 0]"));
   ASSERT_EQ(zero.diags.size(), 1u) << zero.diags.str();
+  EXPECT_EQ(zero.diags.items()[0].expected, "a list of 1 to 3 integers, each >= 1; entry 1 is 0");
 }
 
 TEST(FieldTable, BooleanAcceptsOnlyTrueOrFalse) {
