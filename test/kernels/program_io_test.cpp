@@ -279,5 +279,72 @@ TEST(ProgramJson, EmbeddingGathersAndScattersRoundTripWithTheirShape) {
   EXPECT_EQ(to_json(parse_program_json(out.str(), "again")), to_json(set));
 }
 
+TEST(ProgramJson, AMatmulOfNoRowsIsRefusedAtTheDimension) {
+  const auto e = errors_of(file_with(R"({"op":"matmul","m":16,"k":0,"n":16,"dtype":"bf16","deps":[]})"));
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].key_path, "/programs/0/instructions/0/k");
+  EXPECT_EQ(e[0].message, "a matmul dimension of 0");
+  EXPECT_EQ(e[0].loc.line, 1);
+}
+
+// An instruction with `flops` (a fragment of its JSON) parses, or names the field and the bound.
+std::string flops_error(const std::string& op, const std::string& flops, const std::string& version = "1") {
+  const std::string text = file_with("{" + op + flops + R"(,"deps":[]})", version);
+  try {
+    (void)parse_program_json(text, "f.json");
+    return "";
+  } catch (const ConfigError& e) {
+    const Diagnostic& d = e.diagnostics().at(0);
+    return d.key_path.substr(d.key_path.rfind('/') + 1) + ": " + d.expected;
+  }
+}
+
+TEST(ProgramJson, ModelFlopsAreAtMostTheHardwareFlops) {
+  const std::string mm = R"("op":"matmul","m":16,"k":16,"n":16,"dtype":"bf16",)";
+  EXPECT_EQ(flops_error(mm, R"("model_flops":8192,"hardware_flops":8192)"), "");
+  EXPECT_EQ(flops_error(mm, R"("model_flops":0,"hardware_flops":8192)"), "");  // recomputation
+  EXPECT_EQ(flops_error(mm, R"("model_flops":8192)"), "");                      // no hardware FLOPs given
+  EXPECT_EQ(flops_error(mm, R"("model_flops":4097,"hardware_flops":4096)"),
+            "model_flops: at most hardware_flops, 4096 (model FLOPs are the useful part of what the hardware "
+            "executes)");
+}
+
+TEST(ProgramJson, AMatmulCountsAtMostTwoFlopsPerMultiplyAdd) {
+  const std::string mm = R"("op":"matmul","m":16,"k":16,"n":16,"dtype":"bf16","batch":3,)";
+  EXPECT_EQ(flops_error(mm, R"("model_flops":24576,"hardware_flops":24576)", "2"), "");
+  EXPECT_EQ(flops_error(mm, R"("hardware_flops":24577)", "2"),
+            "hardware_flops: at most 2 x m x k x n x batch = 2 x 16 x 16 x 16 x 3 = 24576");
+  EXPECT_EQ(flops_error(mm, R"("model_flops":1e15)", "2"),
+            "model_flops: at most 2 x m x k x n x batch = 2 x 16 x 16 x 16 x 3 = 24576");
+}
+
+TEST(ProgramJson, EveryOtherOpKindHasAFlopsBound) {
+  const std::string vec = R"("op":"vector","vector_op":"elementwise","elements":1000,"dtype":"bf16",)";
+  EXPECT_EQ(flops_error(vec, R"("hardware_flops":2000)"), "");
+  EXPECT_EQ(flops_error(vec, R"("hardware_flops":2001)"), "hardware_flops: at most 2 x elements = 2 x 1000 = 2000");
+  const std::string gather =
+      R"("op":"gather","rows":10,"width":8,"bags":2,"dtype":"bf16","src":"hbm","dst":"hbm",)";
+  EXPECT_EQ(flops_error(gather, R"("model_flops":160)"), "");
+  EXPECT_EQ(flops_error(gather, R"("model_flops":161)"),
+            "model_flops: at most 2 x rows x width = 2 x 10 x 8 = 160");
+  const std::string reduce =
+      R"("op":"collective","collective":"all_reduce","dtype":"f32","bytes":4096,"mesh_axes":[],)";
+  EXPECT_EQ(flops_error(reduce, R"("hardware_flops":2048)"), "");
+  EXPECT_EQ(flops_error(reduce, R"("hardware_flops":2049)"),
+            "hardware_flops: at most 2 x the elements of its buffer = 2 x 1024 = 2048");
+  EXPECT_EQ(flops_error(R"("op":"dma","src":"hbm","dst":"vmem","pattern":"contiguous","bytes":64,)",
+                        R"("model_flops":1)"),
+            "model_flops: at most 0 (a dma computes nothing)");
+  EXPECT_EQ(flops_error(R"("op":"barrier",)", R"("hardware_flops":0)"), "");
+}
+
+// What the lowering writes meets the rules: a training step's program reads back.
+TEST(ProgramJson, ALoweredStepMeetsTheFlopsRules) {
+  const ProgramSet set = training_step();
+  const ProgramSet again = parse_program_json(to_json(set), "lowered");
+  EXPECT_EQ(again.programs[0].model_flops(), set.programs[0].model_flops());
+  EXPECT_GT(set.programs[0].model_flops(), 0);
+}
+
 }  // namespace
 }  // namespace tpusim::ir

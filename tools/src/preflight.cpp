@@ -17,6 +17,7 @@
 #include "tpusim/core/data_paths.h"
 #include "tpusim/core/diagnostics.h"
 #include "tpusim/core/units.h"
+#include "tpusim/kernels/collective_roles.h"
 #include "tpusim/kernels/collectives.h"
 #include "tpusim/kernels/estimate.h"
 #include "tpusim/kernels/program_io.h"
@@ -131,6 +132,53 @@ Diagnostic relocate_plan_error(const Scenario& s, Diagnostic d, std::size_t p, s
   d.loc = program_location(s, p, i, s.workload.program.empty() ? field : in_file);
   if (!s.workload.program.empty()) d.hint += fmt::format("{}(program {}, instruction {})", d.hint.empty() ? "" : "; ", p, i);
   return d;
+}
+
+std::string chip_str(const Topology& topo, ChipId chip) {
+  const ChipCoord c = topo.coord(chip);
+  return fmt::format("[{}]", fmt::join(c.pos.begin(), c.pos.begin() + topo.axes(), ", "));
+}
+
+// The chips of a group whose roles run different collectives over it (kernels::collective_role_mismatches):
+// bad input at the differing role's instruction (or, where its program has no such collective, at the one
+// the group's first member runs), describing both sides.
+void check_collective_roles(const Scenario& s, const ir::ProgramSet& programs, const Topology& topology,
+                            Diagnostics& diags) {
+  const auto side = [&](ChipId chip, std::uint16_t role, std::optional<std::uint32_t> i, std::size_t k) {
+    const ir::Program& prog = programs.programs[role];
+    if (!i) {
+      return fmt::format("chip {}, program {}: none (its program has {} collectives over the group)",
+                         chip_str(topology, chip), role, k);
+    }
+    const std::string& label = prog.label_of(prog[*i]);
+    return fmt::format("chip {}, program {}, instruction {}{}: {}", chip_str(topology, chip), role, *i,
+                       label.empty() ? "" : " '" + label + "'", kernels::describe_collective(prog[*i]));
+  };
+  for (const kernels::RoleMismatch& m : kernels::collective_role_mismatches(programs, topology)) {
+    if (diags.size() >= 20) break;
+    const bool at_other = m.other_instruction.has_value();
+    const std::uint16_t p = at_other ? m.other_role : m.first_role;
+    const std::uint32_t i = at_other ? *m.other_instruction : *m.first_instruction;
+    std::string field;  // the first of what the simulator plans a collective from that differs
+    if (m.first_instruction && m.other_instruction) {
+      const ir::Instruction& a = programs.programs[m.first_role][*m.first_instruction];
+      const ir::Instruction& b = programs.programs[m.other_role][*m.other_instruction];
+      field = a.comm.collective != b.comm.collective ? "collective"
+              : a.bytes != b.bytes                   ? "bytes"
+              : a.dtype != b.dtype                   ? "dtype"
+                                                     : "algorithm";
+    }
+    if (s.workload.program.empty()) field.clear();  // a lowered program: the model is where it came from
+    diags.error(program_location(s, p, i, field), program_key(s, p, i, field),
+                fmt::format("the chips of a collective group run different collectives over it (its collective {} "
+                            "in program order; group {})", m.position + 1, kernels::describe_group(m.group)),
+                fmt::format("what the group's first member runs there, {}",
+                            side(m.first, m.first_role, m.first_instruction, m.position)),
+                side(m.other, m.other_role, m.other_instruction, m.position),
+                "the simulator pairs each chip's k-th collective over a group with the k-th of the group's other "
+                "members: every program whose chips share a group runs the same collectives over it (kind, bytes, "
+                "dtype, algorithm) in the same order");
+  }
 }
 
 }  // namespace
@@ -287,6 +335,8 @@ void check_programs(const Scenario& s, const ir::ProgramSet& programs, const Top
     }
   }
   diags.throw_if_any();
+  check_collective_roles(s, programs, topology, diags);
+  diags.throw_if_any();
   // A step the simulator's 64-bit picosecond clock cannot count.
   const models::SimEstimate e = models::estimate_simulation(s, programs);
   if (e.serial_seconds > models::kMaxSimulatedSeconds) {
@@ -318,11 +368,6 @@ void guard_simulation(const Scenario& s, const ir::ProgramSet& programs, const L
 }
 
 namespace {
-
-std::string chip_str(const Topology& topo, ChipId chip) {
-  const ChipCoord c = topo.coord(chip);
-  return fmt::format("[{}]", fmt::join(c.pos.begin(), c.pos.begin() + topo.axes(), ", "));
-}
 
 // A fault the plan times on one cable (a link or an OCS port), whose cable the preflight can follow.
 bool timed_cable_fault(const FaultSpec& f) {

@@ -130,6 +130,70 @@ void read_added_unit(Reader& r, const json& v, const std::string& ptr, OpKind& k
           v.is_string() ? suggestion(v.get<std::string>(), added) : std::string());
 }
 
+// FLOPs above these bounds are refused (kernels/README.md, "Program file format"), within kFlopsSlack for the
+// rounding of a lowering that splits an op's FLOPs over its parts.
+constexpr double kFlopsSlack = 1e-9;
+// A vector, gather, scatter or collective does at most a fused multiply-add per element it computes on.
+constexpr double kFlopsPerElement = 2;
+
+// The most FLOPs `ins` can stand for, and how that bound is made, or nullopt where a file's FLOPs are not
+// bounded (a custom op: the block of its added unit kind says what they mean).
+std::optional<std::pair<double, std::string>> flops_bound(const Instruction& ins) {
+  const auto d = [](auto x) { return static_cast<double>(x); };
+  switch (ins.kind) {
+    case OpKind::matmul: {
+      const double b = 2 * d(ins.shape.m) * d(ins.shape.k) * d(ins.shape.n) * d(ins.shape.batch);
+      return std::pair{b, fmt::format("2 x m x k x n x batch = 2 x {} x {} x {} x {} = {}", ins.shape.m, ins.shape.k,
+                                      ins.shape.n, ins.shape.batch, b)};
+    }
+    case OpKind::vector: {
+      const double b = kFlopsPerElement * d(ins.vector.elements);
+      return std::pair{b, fmt::format("{0} x elements = {0} x {1} = {2}", kFlopsPerElement, ins.vector.elements, b)};
+    }
+    case OpKind::gather:
+    case OpKind::scatter: {
+      const double b = kFlopsPerElement * d(ins.shape.m) * d(ins.shape.n);
+      return std::pair{b, fmt::format("{0} x rows x width = {0} x {1} x {2} = {3}", kFlopsPerElement, ins.shape.m,
+                                      ins.shape.n, b)};
+    }
+    case OpKind::collective: {
+      const std::uint64_t elements = ins.bytes / static_cast<std::uint64_t>(dtype_bytes(ins.dtype));
+      const double b = kFlopsPerElement * d(elements);
+      return std::pair{b, fmt::format("{0} x the elements of its buffer = {0} x {1} = {2}", kFlopsPerElement,
+                                      elements, b)};
+    }
+    case OpKind::dma:
+    case OpKind::send:
+    case OpKind::recv:
+    case OpKind::host:
+    case OpKind::barrier:
+      return std::pair{0.0, fmt::format("0 (a {} computes nothing)", op_name(ins.kind))};
+    default:
+      return std::nullopt;
+  }
+}
+
+// The FLOPs of an instruction read without errors: model FLOPs are the useful part of what the hardware
+// executes, and neither is more than the op computes.
+void check_flops(Reader& r, const json& v, const std::string& ptr, const Instruction& ins) {
+  const auto above = [](double x, double bound) { return x > bound * (1 + kFlopsSlack); };
+  if (v.contains("model_flops") && v.contains("hardware_flops") && above(ins.flops.model, ins.flops.hardware)) {
+    r.error(ptr + "/model_flops", "more model FLOPs than hardware FLOPs",
+            fmt::format("at most hardware_flops, {} (model FLOPs are the useful part of what the hardware executes)",
+                        ins.flops.hardware),
+            fmt::format("{}", ins.flops.model));
+    return;
+  }
+  const auto bound = flops_bound(ins);
+  if (!bound) return;
+  for (const auto& [field, x] : {std::pair{"hardware_flops", ins.flops.hardware}, {"model_flops", ins.flops.model}}) {
+    if (!above(x, bound->first)) continue;
+    r.error(fmt::format("{}/{}", ptr, field), fmt::format("more FLOPs than the {} computes", op_name(ins.kind)),
+            fmt::format("at most {}", bound->second), fmt::format("{}", x));
+    return;
+  }
+}
+
 // Reads one instruction's fields into `ins` and its dependencies into `deps`; false if anything was wrong.
 bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::size_t index, int version,
                       std::size_t groups, Instruction& ins, std::vector<std::uint32_t>& deps, std::string& label) {
@@ -271,6 +335,12 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
               fmt::format("{} x {}", ins.shape.m, ins.shape.n));
     }
   }
+  if (ins.kind == OpKind::matmul) {
+    for (const auto& [f, x] : {std::pair{"m", ins.shape.m}, {"k", ins.shape.k}, {"n", ins.shape.n}}) {
+      if (x == 0 && v.contains(f)) r.error(at(f), "a matmul dimension of 0", "an integer >= 1", "0");
+    }
+  }
+  if (r.diagnostics().size() == errors) check_flops(r, v, ptr, ins);
   if (const auto it = v.find("algorithm"); ins.kind == OpKind::collective && it != v.end()) {
     const std::optional<kernels::CollectiveAlgorithm> a =
         it->is_string() ? kernels::algorithm_by_name(it->get<std::string>()) : std::nullopt;
