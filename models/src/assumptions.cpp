@@ -43,8 +43,8 @@ std::vector<Assumption> model_assumptions() {
        "the bandwidth a transfer takes from its faster end is not modelled (no contention there, not in its "
        "busy time). On the bundled chips that end is HBM only for host <-> HBM over PCIe (16-32 GB/s against "
        "700-2765 GB/s; the host's own infeed and checkpoint transfers likewise); a what-if HBM faster than VMEM "
-       "or CMEM makes it HBM for their loads too, whose rates may then add up to more than HBM's. Modelling it "
-       "needs a transfer served by both ends at once"},
+       "or CMEM makes it HBM for their loads too, whose rates may then add up to more than HBM's (the run notes "
+       "\"HBM over its rate\" when they did). Modelling it needs a transfer served by both ends at once"},
       {"host instructions in flight per chip", fmt::format("{}", kHostTransfersInFlight), "models/src/host/host.h",
        "the host serves a chip's host work in program order; prefetch is expressed by the lowering"},
       {"fused op: exposed first load and last store", "hbm.latency + 1/grid_steps of its reads; 1/grid_steps of "
