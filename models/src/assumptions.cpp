@@ -36,6 +36,15 @@ std::vector<Assumption> model_assumptions() {
        "typical PCIe Gen3 host DMA round trip, not published for TPU hosts"},
       {"on-chip copy latency", format_time(kOnChipCopyLatency), "models/include/tpusim/models/timing.h",
        "VMEM/CMEM copies cost tens of cycles, below what matters next to HBM latency"},
+      {"DMA's faster end keeps up",
+       "the slower memory (lower nominal bandwidth) times a DMA; the faster one counts its bytes, serves none",
+       "models/src/dma/dma.cpp",
+       "HBM read and written bytes, HBM utilization and PCIe bytes count every DMA that touches the memory, but "
+       "the bandwidth a transfer takes from its faster end is not modelled (no contention there, not in its "
+       "busy time). On the bundled chips that end is HBM only for host <-> HBM over PCIe (16-32 GB/s against "
+       "700-2765 GB/s; the host's own infeed and checkpoint transfers likewise); a what-if HBM faster than VMEM "
+       "or CMEM makes it HBM for their loads too, whose rates may then add up to more than HBM's (the run notes "
+       "\"HBM over its rate\" when they did). Modelling it needs a transfer served by both ends at once"},
       {"host instructions in flight per chip", fmt::format("{}", kHostTransfersInFlight), "models/src/host/host.h",
        "the host serves a chip's host work in program order; prefetch is expressed by the lowering"},
       {"fused op: exposed first load and last store", "hbm.latency + 1/grid_steps of its reads; 1/grid_steps of "

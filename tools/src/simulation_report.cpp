@@ -200,6 +200,17 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
                                       100 * mem_share));
     }
   }
+  // HBM serves its own transfers at most at bandwidth x efficiency, so more bytes than that can only be DMAs a
+  // slower memory timed, which take no HBM bandwidth in the model (dma/dma.cpp: the faster end keeps up).
+  const double hbm_util = r.unit(HwUnit::hbm).utilization.max;
+  const double hbm_achievable = scenario.chip.hbm.achievable_fraction();
+  if (hbm_util > hbm_achievable * (1 + 1e-9)) {
+    rep.notes.push_back(fmt::format(
+        "HBM over its rate: a chip moved {:.0f}% of HBM's peak in the step, above the {:.0f}% it can serve; "
+        "DMAs timed by a slower memory (VMEM, CMEM, PCIe) take no HBM bandwidth in the model (the faster end "
+        "keeps up: tpusim describe assumptions), so the step time is optimistic",
+        100 * hbm_util, 100 * hbm_achievable));
+  }
   return rep;
 }
 

@@ -99,9 +99,11 @@ const char* unit_color(ir::UnitKind unit) {
   return u < ir::kBuiltInUnitKinds ? kBuiltIn[u] : "#17becf";
 }
 
-// The HBM bytes an instruction moves: a fused op's streams, a DMA's read and write where an end is HBM.
+// The HBM bytes an instruction moves: a fused op's streams, a DMA's read and write where an end is HBM
+// (whichever end times it), a host transfer's (infeed writes HBM, outfeed and checkpoint read it).
 double hbm_bytes_of(const ir::Instruction& ins) {
   if (ins.streams_hbm()) return static_cast<double>(ins.stream.hbm_read + ins.stream.hbm_written);
+  if (ins.kind == ir::OpKind::host) return static_cast<double>(ins.bytes);
   if (ins.kind != ir::OpKind::dma) return 0;
   const int ends = (ins.memory.src == ir::Memory::hbm ? 1 : 0) + (ins.memory.dst == ir::Memory::hbm ? 1 : 0);
   return static_cast<double>(ins.bytes) * ends;

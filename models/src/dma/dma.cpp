@@ -2,12 +2,18 @@
 // transfers in flight and retiring them in its own issue order, and one TLM initiator socket bound to every
 // memory a path "dma -> <memory>" reaches (the VMEM of each TensorCore, CMEM, HBM, host memory).
 //
-// A transfer between two memories goes to the slower of them (the lower nominal bandwidth; the one further
-// from the TensorCore on a tie: vmem, cmem, hbm, host), which times it: HBM <-> VMEM and HBM <-> CMEM at HBM,
-// CMEM <-> VMEM at CMEM, anything <-> host over PCIe, VMEM <-> VMEM at that TensorCore's VMEM. Assumption: the
-// faster end keeps up (it is at least as fast on every bundled chip). The queue of a DMA is its
-// Instruction::core; a VMEM endpoint is that TensorCore's VMEM. Its pattern scales the memory time it
-// needs: bytes / dma.strided_efficiency (or gather_efficiency) (dma_pattern_efficiency in timing.h).
+// A transfer between two memories goes to the slower of them (the lower nominal bandwidth; the one further from the
+// TensorCore on a tie: vmem, cmem, hbm, host), which times it: HBM <-> VMEM and HBM <-> CMEM at HBM, CMEM <-> VMEM at
+// CMEM, anything <-> host over PCIe, VMEM <-> VMEM at that TensorCore's VMEM. The faster end counts the transfer's
+// bytes in its traffic (MemoryTarget::count_transfer: HBM read and written bytes, PCIe bytes), so a memory's traffic is
+// what the program moves through it whichever end is slower. Assumption: the faster end keeps up. Its bandwidth taken
+// by such transfers is not modelled: they do not contend with its other transfers, are not in its busy time, and a
+// transfer does not wait for it (host <-> HBM over PCIe takes at most 32 GB/s of >= 700 GB/s of HBM on the bundled
+// chips; a what-if HBM faster than VMEM or CMEM gets HBM <-> VMEM or CMEM loads at their rate, which may add up to more
+// than HBM's: the run notes "HBM over its rate" then). Modelling it needs a transfer served by both ends' schedulers at
+// once; `tpusim describe assumptions` lists it. The queue of a DMA is its Instruction::core; a VMEM endpoint is that
+// TensorCore's VMEM. Its pattern scales the memory time it needs: bytes / dma.strided_efficiency (or gather_efficiency)
+// (dma_pattern_efficiency in timing.h).
 #include <array>
 #include <vector>
 
@@ -69,7 +75,7 @@ class Dma final : public Block, public InstructionUnit {
       Block::connect(to);
       return;
     }
-    const Route route{static_cast<int>(socket.size()), memory->nominal_bandwidth().value()};
+    const Route route{static_cast<int>(socket.size()), memory->nominal_bandwidth().value(), memory};
     socket.bind(memory->target_socket());
     auto& by_core = routes_[static_cast<std::size_t>(memory->memory())];
     if (memory->memory() == ir::Memory::vmem) {
@@ -94,6 +100,8 @@ class Dma final : public Block, public InstructionUnit {
     t.bytes = ins.bytes;
     t.volume = static_cast<double>(ins.bytes) / dma_pattern_efficiency(chip_.spec.dma, ins.memory.pattern);
     bytes_ += ins.bytes;
+    const Route& other = to_src ? dst : src;
+    if (other.memory != target.memory) other.memory->count_transfer(t);  // the faster end keeps up: counted only
     queues_[ins.core].issue(now, instr, socket[target.socket], to_src ? ins.memory.src : ins.memory.dst, t);
   }
   bool retire(Tick now, CompletionSink& sink) override {
@@ -118,6 +126,7 @@ class Dma final : public Block, public InstructionUnit {
   struct Route {
     int socket = -1;
     double bandwidth = 0;  // the memory's nominal bandwidth
+    MemoryTarget* memory = nullptr;
   };
 
   [[nodiscard]] const TransferEngine& queue(int lane) const { return queues_[static_cast<std::size_t>(lane)]; }

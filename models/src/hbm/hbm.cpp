@@ -4,7 +4,10 @@
 // striped over
 // min(hbm.channels, ceil(bytes / kHbmStripe)) channels and moves at most at that share of the rate
 // (hbm_channel_share in timing.h). A collective's steps read and write it too (MemoryBlock::charge, from
-// Chip::charge_hbm); their bytes count in hbm_read / hbm_written.
+// Chip::charge_hbm); their bytes count in hbm_read / hbm_written. So does every DMA between HBM and a slower
+// memory (host memory over PCIe; VMEM or CMEM when a what-if makes HBM the faster end): the slower end times
+// it, and HBM only counts its bytes (count_transfer; dma/dma.cpp: the faster end keeps up). The host's own
+// transfers (infeed, outfeed, checkpoint) are counted by the host (host/host.cpp).
 #include "block/counters.h"
 #include "block/registry.h"
 #include "memory/memory_block.h"
@@ -20,6 +23,12 @@ class Hbm final : public MemoryBlock {
     add_scheduler(spec_.scheduler, spec_.achievable_bandwidth().value(), spec_.turnaround);
   }
 
+  // Every transfer that reads or writes HBM: those it serves and those a slower end times.
+  void count_transfer(const Transfer& t) override {
+    if (t.src == ir::Memory::hbm) read_ += t.bytes;
+    if (t.dst == ir::Memory::hbm) written_ += t.bytes;
+  }
+
   void collect(ChipCounters& c) const override {
     c.busy_of(HwUnit::hbm) += scheduler(0).busy_ticks();
     c.traffic.hbm_read += read_ + charged_read();
@@ -29,8 +38,6 @@ class Hbm final : public MemoryBlock {
  private:
   Admission admit(const tlm::tlm_generic_payload& gp, const Transfer& t) override {
     const bool reads = t.src == ir::Memory::hbm;
-    if (reads) read_ += t.bytes;
-    if (t.dst == ir::Memory::hbm) written_ += t.bytes;
     Admission a = plain(gp, t, reads ? to_ticks(spec_.latency) : 0);
     if (t.src == t.dst) {  // a copy reads and writes by itself: it pays hbm.turnaround alone
       a.volume *= 2;

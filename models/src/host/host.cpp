@@ -5,7 +5,9 @@
 // PCIe direction it uses (infeed: host -> chip; the others chip -> host). As a memory (the path "dma ->
 // host"), the link takes DMAs to and from host memory. Both directions are bandwidth schedulers at
 // host.pcie_bandwidth, and every transfer first waits kPcieLatency (timing.h). Assumption: a transfer into or
-// out of HBM is limited by PCIe alone (16 GB/s against ~1 TB/s), so it takes no share of HBM.
+// out of HBM is limited by PCIe alone (16-32 GB/s against 0.7-2.8 TB/s on the bundled chips), so it takes no
+// share of HBM's bandwidth; its bytes still count in HBM traffic: the host's own transfers here (infeed writes
+// HBM, outfeed and checkpoint read it), a DMA's through the HBM's count_transfer (dma/dma.cpp).
 #include "block/counters.h"
 #include "block/instruction_unit.h"
 #include "block/registry.h"
@@ -35,6 +37,7 @@ class Host final : public MemoryBlock, public InstructionUnit, private tlm::tlm_
     t.dst = infeed ? ir::Memory::hbm : ir::Memory::host;
     t.bytes = ins.bytes;
     t.volume = static_cast<double>(ins.bytes);
+    (infeed ? hbm_written_ : hbm_read_) += ins.bytes;
     engine_.issue(now, instr, ins.bytes > 0 ? &local_ : nullptr, ir::Memory::host, t,
                   to_ticks(Seconds(ins.host.seconds)));
   }
@@ -59,12 +62,16 @@ class Host final : public MemoryBlock, public InstructionUnit, private tlm::tlm_
   void collect(ChipCounters& c) const override {
     c.busy_of(HwUnit::host) += engine_.busy_ticks();
     c.traffic.host_bytes += bytes_;
+    c.traffic.hbm_read += hbm_read_;
+    c.traffic.hbm_written += hbm_written_;
   }
+  // Every transfer over the link: the host's own, a DMA's PCIe times, and one a slower end times (a what-if
+  // PCIe faster than HBM).
+  void count_transfer(const Transfer& t) override { bytes_ += t.bytes; }
 
  private:
   // The link: into the chip on one direction, out of it on the other.
   Admission admit(const tlm::tlm_generic_payload& gp, const Transfer& t) override {
-    bytes_ += t.bytes;
     Admission a = plain(gp, t, to_ticks(kPcieLatency));
     a.scheduler = t.src == ir::Memory::host ? in_ : out_;
     return a;
@@ -81,6 +88,7 @@ class Host final : public MemoryBlock, public InstructionUnit, private tlm::tlm_
   tlm::tlm_fw_transport_if<>& local_;
   std::size_t in_ = 0, out_ = 0;
   std::uint64_t bytes_ = 0;  // over PCIe: host instructions and DMAs to or from host memory
+  std::uint64_t hbm_read_ = 0, hbm_written_ = 0;  // HBM bytes of the host's own transfers
 };
 
 }  // namespace

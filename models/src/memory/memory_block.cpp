@@ -77,6 +77,7 @@ tlm::tlm_sync_enum MemoryBlock::nb_transport_fw(int socket_id, tlm::tlm_generic_
   const Transfer* t = gp.get_extension<Transfer>();
   if (t == nullptr) throw std::logic_error("memory: a transfer without its Transfer extension");
   const Tick now = chip_.now;
+  count_transfer(*t);
   const Admission a = admit(gp, *t);
   if (a.latency == 0 && a.volume <= 0) {  // nothing to wait for, nothing to move
     gp.set_response_status(tlm::TLM_OK_RESPONSE);

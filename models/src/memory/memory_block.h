@@ -24,7 +24,7 @@ class MemoryBlock : public Block, public MemoryTarget, private TagSink {
   Socket socket;  // every engine that reaches this memory binds here
 
   // `memory` is the IR's name for it; `nominal` its peak bandwidth (an engine sends a transfer between two
-  // memories to the slower one, see dma/dma.h).
+  // memories to the slower one, see dma/dma.cpp).
   MemoryBlock(const sc_core::sc_module_name& name, const ChipContext& chip, BlockKind kind, const std::string& block,
               int instance, ir::Memory memory, BytesPerSecond nominal);
 
@@ -32,6 +32,9 @@ class MemoryBlock : public Block, public MemoryTarget, private TagSink {
   [[nodiscard]] BytesPerSecond nominal_bandwidth() const override { return nominal_; }
   [[nodiscard]] int memory_instance() const override { return instance(); }
   [[nodiscard]] TargetSocket& target_socket() override { return socket; }
+  // Called for every transfer this memory serves (before admit()) and for those an engine sent to the other,
+  // slower end; a memory that reports traffic counts its bytes here. VMEM and CMEM report none.
+  void count_transfer(const Transfer& /*t*/) override {}
 
   // The forward path for requests from the block's own module (the host's own work), answered through `bw`.
   [[nodiscard]] tlm::tlm_fw_transport_if<>& local_port(tlm::tlm_bw_transport_if<>& bw);

@@ -49,8 +49,8 @@ void prepare_transfer(tlm::tlm_generic_payload& gp, const Transfer& t, ir::Memor
 
 // What an engine binds to for a path "engine -> memory": any module with a TLM target socket that answers the
 // protocol above, and says which memory of the IR it is and its nominal bandwidth (an engine sends a
-// transfer between two memories to the slower one). MemoryBlock is the usual implementation; another memory
-// model implements this and registers for the kind (the engines do not change).
+// transfer between two memories to the slower one, and has the faster one count it). MemoryBlock is the usual
+// implementation; another memory model implements this and registers for the kind (the engines do not change).
 class MemoryTarget {
  public:
   using TargetSocket =
@@ -61,6 +61,11 @@ class MemoryTarget {
   // The TensorCore a per-TensorCore memory (VMEM) belongs to; 0 for the others.
   [[nodiscard]] virtual int memory_instance() const = 0;
   [[nodiscard]] virtual TargetSocket& target_socket() = 0;
+  // Counts `t`, a transfer that reads or writes this memory, in the memory's traffic statistics (HBM read and
+  // written bytes, PCIe bytes). A memory counts every transfer sent to it; an engine calls this for a transfer
+  // it sent to the other, slower end (which times it): its bytes count here too, and this memory serves
+  // nothing for it (assumption: the faster end keeps up; dma/dma.cpp).
+  virtual void count_transfer(const Transfer& t) = 0;
 };
 
 }  // namespace tpusim::models
