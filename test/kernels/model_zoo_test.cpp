@@ -235,6 +235,34 @@ TEST(ModelZoo, LoweredModelFlopsEqualTheClosedFormForEveryFamilyAndStep) {
   }
 }
 
+// Under a capacity factor below 1 the experts drop the tokens routed past their buffers: model FLOPs count only
+// the rows that carry tokens, so no instruction's model FLOPs exceed its hardware FLOPs (the capacity), and the
+// experts' model FLOPs are half those at a capacity factor of 1 (Mixtral cut to 2 layers, top-2 of 8, 1024 tokens:
+// 256 rows per expert at 1.0, 128 at 0.5), while every other instruction's stay the same.
+TEST(ModelZoo, ExpertsDroppingTokensCountOnlyTheTokensTheyCompute) {
+  ModelSpec m = load_model("mixtral-8x7b");
+  m.transformer.layers = 2;
+  const auto expert_flops = [](const ir::Program& p, double& others) {
+    double experts = 0;
+    others = 0;
+    for (const ir::Instruction& ins : p.instructions()) {
+      EXPECT_LE(ins.flops.model, ins.flops.hardware * (1 + 1e-12)) << p.label_of(ins);
+      (p.label_of(ins).find("experts_") != std::string::npos ? experts : others) += ins.flops.model;
+    }
+    return experts;
+  };
+  m.transformer.moe.capacity_factor = 1.0;
+  double others_full = 0, others_half = 0;
+  const double full = expert_flops(lower(workload(m, StepKind::train, 1, 1024), roomy()).programs.programs[0],
+                                   others_full);
+  m.transformer.moe.capacity_factor = 0.5;
+  const double half = expert_flops(lower(workload(m, StepKind::train, 1, 1024), roomy()).programs.programs[0],
+                                   others_half);
+  ASSERT_GT(full, 0);
+  EXPECT_NEAR(half / full, 0.5, 1e-12);
+  EXPECT_NEAR(others_half, others_full, 1e-9 * others_full);
+}
+
 TEST(ModelZoo, ArchitectureVariantsKeepTheClosedFormAndTheirParameterCounts) {
   // Parallel blocks (GPT-J, PaLM), multi-query attention, rotary with GeGLU, each on a 2-layer GPT-3 XL.
   const std::vector<std::pair<std::string, std::function<void(TransformerModel&)>>> variants{

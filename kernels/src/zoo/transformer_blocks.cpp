@@ -252,7 +252,10 @@ TransformerStep::ExpertShape TransformerStep::expert_shape(double tokens) const 
   e.capacity = static_cast<std::int64_t>(
       std::ceil(m_.moe.capacity_factor * tokens * shard_.moe.group * e.top_k / static_cast<double>(e.experts) -
                 1e-9));
-  e.routed = tokens * shard_.moe.group * e.top_k * static_cast<double>(e.local) / e.experts;
+  // A buffer holds at most `capacity` tokens: under a capacity factor below 1 the tokens routed past it are
+  // dropped (they skip the experts), and only the rows that carry tokens count as model FLOPs.
+  e.routed = std::min(tokens * shard_.moe.group * e.top_k * static_cast<double>(e.local) / e.experts,
+                      static_cast<double>(e.local) * static_cast<double>(e.capacity));
   e.fe = shard_.moe.d_ff;
   e.fu = up_width(true);
   e.buffer = static_cast<double>(e.local) * static_cast<double>(e.capacity) * static_cast<double>(d_);

@@ -239,7 +239,8 @@ class TransformerStep {
   TensorId mlp_backward(const OpName& base, int layer, TensorId dout, TensorId h, double tokens,
                         const BlockParams& p, const BlockFwd& f);
   // Mixture of experts: each local expert's buffer of `capacity` token rows (capacity = ceil(capacity_factor x
-  // tokens x top_k / experts)), of which `routed` (tokens x top_k x local / experts) carry tokens.
+  // tokens x top_k / experts)), of which `routed` (tokens x top_k x local / experts, at most local x capacity:
+  // the rest are dropped) carry tokens.
   struct ExpertShape {
     int experts = 0, local = 0, top_k = 0;
     std::int64_t capacity = 0, fe = 0, fu = 0;
