@@ -92,6 +92,23 @@ TEST(Dlrm, TheProgramCarriesExactlyTheModelFlops) {
   }
 }
 
+// With more feature vectors than the MXU has columns (200 tables: F = 201 > 128), an example's Z^T takes two
+// weight tiles: the interaction's GEMM computes at least its useful MACs, so no instruction's FLOPs, scaled to
+// them, exceed what it computes (2 m k n batch) and the program still carries exactly the model FLOPs.
+TEST(Dlrm, AnInteractionWiderThanTheMxuTakesATileMorePerExample) {
+  WorkloadSpec w = dlrm(StepKind::forward);
+  w.model.dlrm.tables = 200;
+  const ir::Program p = lower_workload(w, v4_like()).programs[0];
+  for (const ir::Instruction& ins : p.instructions()) {
+    if (ins.kind != ir::OpKind::matmul) continue;
+    const double computes = 2.0 * static_cast<double>(ins.shape.m) * static_cast<double>(ins.shape.k) *
+                            static_cast<double>(ins.shape.n) * ins.shape.batch;
+    EXPECT_LE(ins.flops.hardware, computes * (1 + 1e-12)) << p.label_of(ins);
+  }
+  const double want = dlrm_model_flops(w.model.dlrm, kBatch, StepKind::forward);
+  EXPECT_NEAR(p.model_flops(), want, 1e-9 * want);
+}
+
 TEST(Dlrm, WithSparseCoresEachTableIsOneGatherAndOneScatter) {
   ASSERT_TRUE(dlrm_lookups_on_sparsecore(with_sparsecores()));
   const ir::Program p = lower_workload(dlrm(StepKind::train), with_sparsecores()).programs[0];

@@ -201,12 +201,14 @@ ir::ProgramSet lower_dlrm(const WorkloadSpec& workload, const ChipSpec& chip) {
 
   // The interaction Z Z^T of every example (Z: the F = tables + 1 feature vectors of embedding_dim) is a
   // batched product; the MXU runs it block-diagonally: g = floor(cols / F) examples share a weight tile (their
-  // Z^T side by side) and stream their F rows each through it. Lowered as one GEMM of m = g F rows, k =
-  // embedding_dim and n = ceil(batch / g) x cols, whose FLOPs are scaled to the useful 2 batch F^2 d.
+  // Z^T side by side) and stream their F rows each through it; with F above cols an example's Z^T takes
+  // t = ceil(F / cols) tiles of its own. Lowered as one GEMM of m = g F rows, k = embedding_dim and
+  // n = ceil(batch / g) x t x cols, whose FLOPs are scaled to the useful 2 batch F^2 d.
   const std::int64_t f = m.tables + 1;
-  const std::int64_t per_tile = std::max<std::int64_t>(1, chip.mxu.cols / f);
-  const std::int64_t im = per_tile * f, ik = m.embedding_dim,
-                     in = (batch + per_tile - 1) / per_tile * static_cast<std::int64_t>(chip.mxu.cols);
+  const auto cols = static_cast<std::int64_t>(chip.mxu.cols);
+  const std::int64_t per_tile = std::max<std::int64_t>(1, cols / f);
+  const std::int64_t tiles = (f + cols - 1) / cols;  // an example's Z^T
+  const std::int64_t im = per_tile * f, ik = m.embedding_dim, in = (batch + per_tile - 1) / per_tile * tiles * cols;
   const double useful = 2.0 * static_cast<double>(batch) * static_cast<double>(f * f) * static_cast<double>(ik);
   const auto interaction = [&](const std::vector<std::uint32_t>& reads, const std::string& label) {
     const std::size_t first = prog.size();
