@@ -25,6 +25,11 @@ TEST(Readable, BytesUseBinaryPrefixes) {
   EXPECT_EQ(readable(835648.0 * 1024, Quantity::bytes), "816.1 MiB");  // was "835648 KiB"
   EXPECT_EQ(readable(512, Quantity::bytes), "512 B");
   EXPECT_EQ(readable(34359738368.0, Quantity::bytes), "32 GiB");
+  // The mantissa of the bytes themselves: 100,777,984 B is 96.108 MiB (a decimally rounded 1.008e8 read
+  // 96.13); 1,048,575 B rounds up to the next prefix.
+  EXPECT_EQ(readable(100777984.0, Quantity::bytes), "96.11 MiB");
+  EXPECT_EQ(readable(104943616.0, Quantity::bytes), "100.1 MiB");
+  EXPECT_EQ(readable(1048575.0, Quantity::bytes), "1 MiB");
   EXPECT_EQ(readable(0, Quantity::bytes), "0 B");
 }
 

@@ -30,12 +30,17 @@ std::string mantissa(double m) {
 }
 
 template <std::size_t N>
-std::string with_prefix(double v, const std::array<Prefix, N>& prefixes, const std::string& unit, bool joined) {
-  v = std::stod(fmt::format("{:.4g}", v));  // round first, so 999.96 ms becomes 1 s and not "1000 ms"
+std::string with_prefix(double v, const std::array<Prefix, N>& prefixes, const std::string& unit, bool joined,
+                        bool binary = false) {
+  // Rounded to 4 digits first, so 999.96 ms becomes 1 s and not "1000 ms". A binary prefix's mantissa is the
+  // value's own (dividing a decimally rounded value by 2^20 would move the last digit: 100,777,984 B is
+  // 96.11 MiB, not 96.13).
+  const double rounded = std::stod(fmt::format("{:.4g}", v));
   const Prefix* chosen = &prefixes[0];
   for (const auto& p : prefixes) {
-    if (v == 0 ? p.scale == 1 : std::fabs(v) >= p.scale) chosen = &p;
+    if (rounded == 0 ? p.scale == 1 : std::fabs(rounded) >= p.scale) chosen = &p;
   }
+  if (!binary) v = rounded;
   const std::string symbol = joined ? std::string(chosen->symbol) + unit
                                     : std::string(chosen->symbol) + (unit.empty() ? "" : " " + unit);
   const std::string m = mantissa(v / chosen->scale);
@@ -47,7 +52,7 @@ std::string with_prefix(double v, const std::array<Prefix, N>& prefixes, const s
 std::string readable(double value, Quantity q) {
   switch (q) {
     case Quantity::seconds: return with_prefix(value, kTime, "", true);
-    case Quantity::bytes: return with_prefix(value, kBinary, "", true);
+    case Quantity::bytes: return with_prefix(value, kBinary, "", true, true);
     case Quantity::flops: return with_prefix(value, kDecimal, "FLOP", true);
     case Quantity::flops_per_s: return with_prefix(value, kDecimal, "FLOP/s", true);
     case Quantity::bytes_per_s: return with_prefix(value, kDecimal, "B/s", true);
