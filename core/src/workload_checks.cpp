@@ -124,6 +124,14 @@ void resolve_workload_defaults(Scenario& s, Diagnostics& diags) {
     diags.error(at("part"), "workload.part", "only a transformer has blocks to run on their own",
                 "model for a model of kind " + std::string(model_kind_name(model.kind)), "blocks");
   }
+  // A pipeline's stages are cut from the whole model, its first stage holding the embedding and its last the
+  // head: with part: blocks they would still be there (the lowering ran the whole model, silently).
+  for (const MeshAxisSpec& a : w.mesh.axes) {
+    if (w.part != ModelPart::blocks || a.name != "pipeline" || a.size <= 1) continue;
+    diags.error(at("part"), "workload.part", "a pipeline runs the whole model over its stages",
+                "part: model with a pipeline axis", fmt::format("blocks with pipeline: {}", a.size),
+                "drop the pipeline axis to time the blocks alone, or run part: model");
+  }
   // Settings that only some kinds read: set for another kind they would change nothing, so they are refused.
   const bool whole = transformer || model.kind == ModelKind::resnet;  // the kinds lowered from a graph
   struct ReadBy {
