@@ -18,9 +18,6 @@ using namespace testing;  // collective_test_support.h: Algo, Kind, kB, kHop, kS
 using test::make_chip;
 using test::make_pod;
 
-Topology torus8x8() { return build_topology(make_pod({8, 8}, {1, 1}, {1, 1}), make_chip("c", 4, 45)); }
-
-
 TEST(CollectiveGroup, MeshAxesNameTheWholeAxesAcrossEveryPod) {
   const Topology t = build_topology(make_pod({4, 2}, {1, 1}, {1, 1}, {}, 3), make_chip("c", 4, 45, 10));
   EXPECT_EQ(whole_axes_group(t, 0), group({4, 2, 1}, {1, 1, 1}, 3));

@@ -15,8 +15,6 @@ using namespace testing;  // collective_test_support.h: Kind, Algo
 using test::make_chip;
 using test::make_pod;
 
-Topology torus8x8() { return build_topology(make_pod({8, 8}, {1, 1}, {1, 1}), make_chip("c", 4, 45)); }
-
 ir::Instruction collective(Kind kind, std::uint64_t bytes, std::uint32_t mesh_axes) {
   ir::Instruction ins;
   ins.kind = ir::OpKind::collective;

@@ -17,5 +17,8 @@ inline constexpr double kS = 1024.0 * 1024 * 1024;    // the closed forms' S: 1 
 
 // A 16-chip ring with wraparound, 2 links per chip at 45 GB/s.
 inline Topology ring16() { return build_topology(test::make_pod({16}, {1}, {1}), test::make_chip("c", 2, 45)); }
+inline Topology torus8x8() {
+  return build_topology(test::make_pod({8, 8}, {1, 1}, {1, 1}), test::make_chip("c", 4, 45));
+}
 
 }  // namespace tpusim::kernels::testing
