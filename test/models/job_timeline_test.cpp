@@ -188,7 +188,8 @@ TEST(JobTimeline, ACableThatCutsAChipOffUnderRerouteFailsTheChipAndRestartsFromT
 // Both x cables of the 2x2x1 slice (under reroute) split it into its x = 0 and x = 1 columns, no chip alone:
 // the second, at 60.5 s, is met as the pod split (the columns cannot reach each other; a timed plan that does
 // this is refused before the run, tools/src/preflight.cpp, so here it stands for random draws): restart after
-// repair from the start (no checkpoint yet), the 30 steps since the first fault's rerun and 0.5 s lost.
+// repair from the start (no checkpoint yet, so no restore), the 30 steps since the first fault's rerun and 0.5 s
+// lost.
 TEST(JobTimeline, CablesThatSplitThePodUnderRerouteRestartAfterTheirRepair) {
   const Scenario s = ::tpusim::testing::scenario_from_yaml(
       "name: job-test\npod: v4-2x2x1\nworkload: {model: mlp-quickstart, batch: 64, checkpoint: {every_steps: 100}}\n"
@@ -202,9 +203,10 @@ TEST(JobTimeline, CablesThatSplitThePodUnderRerouteRestartAfterTheirRepair) {
   EXPECT_EQ(r.events[1].recovery,
             "checkpoint_restart (pod split by 2 cables down: 2 chips [1,0,0] to [1,1,0] cut off from the other 2)");
   EXPECT_DOUBLE_EQ(r.events[1].lost_work.value(), 30.5);
-  EXPECT_DOUBLE_EQ(r.events[1].resumed.value(), 90.0 + 3600 + 600 + 20);
+  EXPECT_DOUBLE_EQ(r.events[1].resumed.value(), 90.0 + 3600 + 600);
+  EXPECT_DOUBLE_EQ(r.losses.restore.value(), 0.0);
   EXPECT_DOUBLE_EQ(r.losses.detection.value(), 2 * 29.5);
-  EXPECT_DOUBLE_EQ(r.wall.value(), 4310.0 + 1000 + 90);
+  EXPECT_DOUBLE_EQ(r.wall.value(), 4290.0 + 1000 + 90);
   EXPECT_DOUBLE_EQ(sum_of_parts(r), r.wall.value());
 }
 
@@ -433,8 +435,8 @@ TEST(FailedCables, TheLastCableOfAChipCutsItOffAndAllCablesAlongAnAxisSplitThePo
 }
 
 // A fault landing in a checkpoint write (the first runs from 100 s to 110 s) loses that checkpoint: under
-// checkpoint_restart the job goes back to the start, the 100 steps and the 5.5 s written lost, and the
-// checkpoint is not counted; under reroute the write stalls until the detection and is written again from its
+// checkpoint_restart the job goes back to the start (no checkpoint to read: no restore), the 100 steps and the
+// 5.5 s written lost, and the checkpoint is not counted; under reroute the write stalls until the detection and is written again from its
 // start, the 5.5 s written lost.
 TEST(JobTimeline, AFaultInACheckpointWriteLosesThatCheckpoint) {
   const std::string chip = std::string(kCubeJob) + "faults: [{at: 105.5 s, kind: chip_down, target: [1, 2, 3]}]\n";
@@ -447,9 +449,10 @@ TEST(JobTimeline, AFaultInACheckpointWriteLosesThatCheckpoint) {
   EXPECT_EQ(r.events[0].step, 100);
   EXPECT_DOUBLE_EQ(r.events[0].step_started.value(), 100.0);
   EXPECT_DOUBLE_EQ(r.events[0].lost_work.value(), 105.5);
-  EXPECT_DOUBLE_EQ(r.events[0].resumed.value(), 135.0 + 3600 + 600 + 20);
+  EXPECT_DOUBLE_EQ(r.events[0].resumed.value(), 135.0 + 3600 + 600);
+  EXPECT_DOUBLE_EQ(r.losses.restore.value(), 0.0);
   EXPECT_EQ(r.checkpoints, 9);
-  EXPECT_DOUBLE_EQ(r.wall.value(), 4355.0 + 1090);
+  EXPECT_DOUBLE_EQ(r.wall.value(), 4335.0 + 1090);
   EXPECT_DOUBLE_EQ(sum_of_parts(r), r.wall.value());
 
   const Scenario link = ::tpusim::testing::scenario_from_yaml(

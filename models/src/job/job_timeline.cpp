@@ -323,6 +323,8 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     const double detected = std::max(at, std::floor(f / heartbeat) * heartbeat + timeout);
     std::vector<ChipId> cut_off;
     job::Recovery rec = recover(fault, cut_off);
+    // A job that has written no checkpoint yet starts again from its initial state: there is nothing to read.
+    if (rec.rollback && r.checkpoints == 0) rec.stages.restore = Seconds(0);
     e.detected = Seconds(detected);
     e.recovery = rec.how;
     if (!rec.ends_job && rec.rollback) {
