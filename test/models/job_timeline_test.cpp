@@ -786,6 +786,20 @@ TEST(JobTimeline, TheBestCheckpointIntervalIsNearYoungsSquareRootOfTwoTimesCostT
   EXPECT_NEAR(best_goodput, first_order, 0.005);
 }
 
+// A job given by its duration runs as many whole steps as fit, as the timeline runs them: with 1 s steps and a
+// 5 s write after every 10, 1000 s hold 66 intervals of 15 s (990 s) and then 10 more steps without a write
+// (1000 s exactly): 670 steps, where the amortized count, 1000 / 1.5, gave 666. At 999 s: 669.
+TEST(JobTimeline, ADurationHoldsTheWholeStepsAndWritesThatFitInIt) {
+  constexpr const char* kJob =
+      "name: job-test\npod: v4-2x2x1\nworkload: {model: mlp-quickstart, batch: 64, checkpoint: {every_steps: 10}}\n";
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(std::string(kJob) + "job: {duration: 1000 s}\n");
+  EXPECT_EQ(job_steps(s, Seconds(1), Seconds(5)), 670);
+  const Scenario less = ::tpusim::testing::scenario_from_yaml(std::string(kJob) + "job: {duration: 999 s}\n");
+  EXPECT_EQ(job_steps(less, Seconds(1), Seconds(5)), 669);
+  const Scenario one = ::tpusim::testing::scenario_from_yaml(std::string(kJob) + "job: {duration: 0.5 s}\n");
+  EXPECT_EQ(job_steps(one, Seconds(1), Seconds(5)), 1);  // at least one step
+}
+
 TEST(JobTimeline, ADurationOfMoreStepsThanAnInt64CountsIsBadInputAtItsLine) {
   constexpr const char* kLong = "name: job-test\npod: v4-2x2x1\nworkload: {model: mlp-quickstart, batch: 64}\n";
   // 2^62 s of 1 s steps still count exactly; 1e30 s would wrap (before: to a one-step job).

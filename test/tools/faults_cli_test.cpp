@@ -97,6 +97,32 @@ TEST_F(FaultsCli, SixCablesOfAChipFailingOneByOneRunUnderCheckpointRestartAndAre
 // timeout), back after the 1 h repair and 10 min restart, with no restore (no checkpoint was written: the job
 // starts again from its initial state). The report says where it landed: no step was in flight, so none was
 // simulated with it.
+// A fault planned before job.duration but after the job's last whole step is never met: it is listed as such
+// (stdout and faults.after_the_end), not dropped without a word. An MLP step of 13.53 ms fits 266,090 times in
+// the hour (the last ends 5.2 ms before it); the fault 0.5 ms before the hour falls after that.
+TEST_F(FaultsCli, AFaultAfterTheJobsLastStepIsListedAsNotMet) {
+  const auto file = write("e.yaml", R"(name: e
+pod: v4-1x1x1
+workload: {model: mlp-quickstart, batch: 2048}
+job: {duration: 1 h}
+faults:
+  - {at: 3599.9995 s, kind: chip_down, target: [0, 0, 0]}
+)");
+  const Outcome o = tpusim("run " + file.string() + " -o " + (dir_ / "e").string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto s = nlohmann::json::parse(slurp(dir_ / "e" / "summary.json"));
+  const double wall = s["job"]["wall_s"].get<double>();
+  const double step = s["metrics"]["step_time_s"].get<double>();
+  EXPECT_LE(wall, 3600.0);
+  EXPECT_GT(wall + step, 3600.0);  // no further step fits
+  EXPECT_LT(wall, 3599.9995);
+  EXPECT_TRUE(s["faults"]["timeline"].empty());
+  ASSERT_EQ(s["faults"]["after_the_end"].size(), 1u);
+  EXPECT_EQ(s["faults"]["after_the_end"][0]["index"], 0);
+  EXPECT_DOUBLE_EQ(s["faults"]["after_the_end"][0]["at_s"].get<double>(), 3599.9995);
+  EXPECT_NE(o.out.find("faults[0] at 3600 s falls after the job's end"), std::string::npos) << o.out;
+}
+
 TEST_F(FaultsCli, AFaultInACheckpointWriteIsReportedAsLandingThereAndLosesTheWrite) {
   const auto file = write("w.yaml", R"(name: w
 pod: v4-2x2x1

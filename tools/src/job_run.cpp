@@ -92,6 +92,12 @@ void add_job_json(json& j, const Scenario& s, const models::JobOutcome& job, con
                             {"step_time_hit_s", e.step_hit.value()}});
   }
   j["faults"] = json{{"timeline", timeline}};
+  // Planned faults the job never met: they fall at or after its end (the last step that fits in job.duration).
+  json after_end = json::array();
+  for (const FaultSpec& f : s.faults.faults) {
+    if (f.at.value() >= r.wall.value()) after_end.push_back(json{{"index", f.index}, {"at_s", f.at.value()}});
+  }
+  if (!after_end.empty()) j["faults"]["after_the_end"] = std::move(after_end);
   json simulated = json::array();
   simulated.push_back(json{{"what", "healthy step"}, {"step_time_s", job.costs.step.value()}});
   for (std::size_t i = 0; i < fault_steps.steps().size(); ++i) {
@@ -222,6 +228,11 @@ void print_job(const Scenario& s, const models::JobOutcome& job, const models::F
         // Lost transfers go again in full at detection; say when only if there were any.
         f.lost_bytes > 0 ? fmt::format(" (sent again at detection, {} into the step)", time(f.detected_s))
                          : std::string());
+  }
+  for (const FaultSpec& f : s.faults.faults) {
+    if (f.at.value() < r.wall.value()) continue;
+    out << fmt::format("  faults[{}] at {} falls after the job's end ({}): not met\n", f.index, time(f.at.value()),
+                       time(r.wall.value()));
   }
   if (r.events.empty()) return;
   out << fmt::format("  fault timeline ({} fault{}):\n", r.events.size(), r.events.size() == 1 ? "" : "s");

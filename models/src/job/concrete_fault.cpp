@@ -114,7 +114,15 @@ std::int64_t job_steps(const Scenario& s, Seconds step, Seconds checkpoint_write
   if (s.job.given_in_steps()) return s.job.steps;
   const int every = s.workload.host.checkpoint.every_steps;
   const double per_step = step.value() + (every > 0 ? checkpoint_write.value() / every : 0.0);
-  const double steps = per_step > 0 ? s.job.duration.value() / per_step : 1.0;
+  const double d = s.job.duration.value(), t = step.value();
+  double steps = per_step > 0 ? d / per_step : 1.0;
+  if (every > 0 && t > 0 && checkpoint_write.value() > 0) {
+    // As many steps as fit, as the timeline runs them: `every` steps then a write, no write after the last step.
+    // c whole intervals with their writes, then 1 .. every steps: c P + m T <= d.
+    const double period = every * t + checkpoint_write.value();
+    const double c = std::max(0.0, std::floor((d - t) / period));
+    steps = c * every + std::min<double>(every, std::floor((d - c * period) / t));
+  }
   if (steps >= 0x1p63) {  // an int64 step count cannot hold it (the cast would wrap)
     const auto it = s.job.origins.find("duration");
     throw ConfigError({Diagnostic{it != s.job.origins.end() ? it->second.loc : SourceLoc{s.name}, "job.duration",
