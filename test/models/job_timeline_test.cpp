@@ -436,8 +436,8 @@ TEST(FailedCables, TheLastCableOfAChipCutsItOffAndAllCablesAlongAnAxisSplitThePo
 
 // A fault landing in a checkpoint write (the first runs from 100 s to 110 s) loses that checkpoint: under
 // checkpoint_restart the job goes back to the start (no checkpoint to read: no restore), the 100 steps and the
-// 5.5 s written lost, and the checkpoint is not counted; under reroute the write stalls until the detection and is written again from its
-// start, the 5.5 s written lost.
+// 5.5 s written lost, and the checkpoint is not counted; under reroute the write stalls until the detection and
+// is written again from its start, the 5.5 s written lost.
 TEST(JobTimeline, AFaultInACheckpointWriteLosesThatCheckpoint) {
   const std::string chip = std::string(kCubeJob) + "faults: [{at: 105.5 s, kind: chip_down, target: [1, 2, 3]}]\n";
   const Scenario s = ::tpusim::testing::scenario_from_yaml(chip);
