@@ -76,6 +76,20 @@ std::string validate(const SweepPlan& plan, const Expansion& ex, const PointChec
   std::set<std::string> seen;
   ResolvedFingerprint base;
   for (const auto& c : ex.configs) {
+    // At the sweep's line of the value that makes the point wrong, or at the scenario's line, which every point
+    // shares: then the message names the point (the first such point, when several share the error). A step
+    // that does not fit in HBM is a result: the point runs, is refused, and its row says so.
+    const auto report = [&](const ConfigError& e, bool fit_is_a_result) {
+      for (Diagnostic d : at_sweep_lines(e, c.overrides, c.origins)) {
+        if ((fit_is_a_result && does_not_fit(d.message)) || !seen.insert(d.str()).second) continue;
+        const bool at_sweep_line =
+            std::any_of(c.origins.begin(), c.origins.end(), [&](const SourceLoc& o) { return o.file == d.loc.file; });
+        if (!at_sweep_line) {
+          d.hint += fmt::format("{}in the sweep's point {}", d.hint.empty() ? "" : "; ", fmt::join(c.overrides, ", "));
+        }
+        all.push_back(std::move(d));
+      }
+    };
     std::vector<std::string> overrides = c.overrides;
     if (!plan.seeds.empty()) overrides.push_back(fmt::format("seed={}", plan.seeds.front()));
     try {
@@ -85,24 +99,10 @@ std::string validate(const SweepPlan& plan, const Expansion& ex, const PointChec
       try {
         check_point(s);
       } catch (const ConfigError& e) {
-        // At the sweep's line of the value that makes the point wrong, or at the scenario's line, which every
-        // point shares: then the message names the point (the first such point, when several share the error).
-        // A step that does not fit in HBM is a result: the point runs, is refused, and its row says so.
-        for (Diagnostic d : at_sweep_lines(e, c.overrides, c.origins)) {
-          if (does_not_fit(d.message) || !seen.insert(d.str()).second) continue;
-          const bool at_sweep_line =
-              std::any_of(c.origins.begin(), c.origins.end(), [&](const SourceLoc& o) { return o.file == d.loc.file; });
-          if (!at_sweep_line) {
-            d.hint += fmt::format("{}in the sweep's point {}", d.hint.empty() ? "" : "; ",
-                                  fmt::join(c.overrides, ", "));
-          }
-          all.push_back(std::move(d));
-        }
+        report(e, true);
       }
     } catch (const ConfigError& e) {
-      for (const auto& d : at_sweep_lines(e, c.overrides, c.origins)) {
-        if (seen.insert(d.str()).second) all.push_back(d);
-      }
+      report(e, false);
     }
   }
   if (!all.empty()) throw ConfigError(std::move(all));
