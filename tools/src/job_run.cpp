@@ -72,6 +72,19 @@ std::vector<std::pair<std::string, const models::FaultStep*>> fault_traces(const
   return out;
 }
 
+namespace {
+
+// Planned faults the job never met: they fall at or after its end (the last step that fits in job.duration).
+std::vector<const FaultSpec*> after_the_end(const Scenario& s, const models::JobResult& r) {
+  std::vector<const FaultSpec*> out;
+  for (const FaultSpec& f : s.faults.faults) {
+    if (f.at.value() >= r.wall.value()) out.push_back(&f);
+  }
+  return out;
+}
+
+}  // namespace
+
 void add_job_json(json& j, const Scenario& s, const models::JobOutcome& job, const models::FaultSteps& fault_steps) {
   const models::JobResult& r = job.result;
   json timeline = json::array();
@@ -92,11 +105,8 @@ void add_job_json(json& j, const Scenario& s, const models::JobOutcome& job, con
                             {"step_time_hit_s", e.step_hit.value()}});
   }
   j["faults"] = json{{"timeline", timeline}};
-  // Planned faults the job never met: they fall at or after its end (the last step that fits in job.duration).
   json after_end = json::array();
-  for (const FaultSpec& f : s.faults.faults) {
-    if (f.at.value() >= r.wall.value()) after_end.push_back(json{{"index", f.index}, {"at_s", f.at.value()}});
-  }
+  for (const FaultSpec* f : after_the_end(s, r)) after_end.push_back(json{{"index", f->index}, {"at_s", f->at.value()}});
   if (!after_end.empty()) j["faults"]["after_the_end"] = std::move(after_end);
   json simulated = json::array();
   simulated.push_back(json{{"what", "healthy step"}, {"step_time_s", job.costs.step.value()}});
@@ -229,9 +239,8 @@ void print_job(const Scenario& s, const models::JobOutcome& job, const models::F
         f.lost_bytes > 0 ? fmt::format(" (sent again at detection, {} into the step)", time(f.detected_s))
                          : std::string());
   }
-  for (const FaultSpec& f : s.faults.faults) {
-    if (f.at.value() < r.wall.value()) continue;
-    out << fmt::format("  faults[{}] at {} falls after the job's end ({}): not met\n", f.index, time(f.at.value()),
+  for (const FaultSpec* f : after_the_end(s, r)) {
+    out << fmt::format("  faults[{}] at {} falls after the job's end ({}): not met\n", f->index, time(f->at.value()),
                        time(r.wall.value()));
   }
   if (r.events.empty()) return;

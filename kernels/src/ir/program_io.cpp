@@ -117,13 +117,13 @@ class Reader {
 // A custom op's unit, a kind added at run time (ir::add_unit_kind), which sets its op kind (custom_op); the
 // built-in unit kinds have op kinds of their own.
 void read_added_unit(Reader& r, const json& v, const std::string& ptr, OpKind& kind) {
-  std::vector<std::string> added;
-  for (int k = kBuiltInUnitKinds; k < unit_kind_count(); ++k) added.emplace_back(unit_name(static_cast<UnitKind>(k)));
   UnitKind unit{};
   if (v.is_string() && unit_kind_named(v.get<std::string>(), unit) && static_cast<int>(unit) >= kBuiltInUnitKinds) {
     kind = custom_op(unit);
     return;
   }
+  std::vector<std::string> added;
+  for (int k = kBuiltInUnitKinds; k < unit_kind_count(); ++k) added.emplace_back(unit_name(static_cast<UnitKind>(k)));
   const std::string expected = added.empty() ? std::string("a unit kind added to the simulator (none is)")
                                              : fmt::format("one of the added unit kinds: {}", fmt::join(added, ", "));
   r.error(ptr, "unknown unit kind", expected, Reader::describe(v),

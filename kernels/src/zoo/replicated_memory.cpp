@@ -1,7 +1,6 @@
 #include "zoo/replicated_memory.h"
 
 #include <algorithm>
-#include <array>
 
 #include <fmt/format.h>
 
@@ -33,9 +32,10 @@ double resident_bytes(const WorkloadSpec& w) {
   const ModelSpec& m = w.model;
   switch (m.kind) {
     case ModelKind::gemm: {
-      const auto [mm, k, n] = std::array<double, 3>{static_cast<double>(m.gemm.m), static_cast<double>(m.gemm.k),
-                                                    static_cast<double>(m.gemm.n)};
-      return (mm * k + k * n + mm * n) * e;
+      const double a = static_cast<double>(m.gemm.m) * static_cast<double>(m.gemm.k);
+      const double b = static_cast<double>(m.gemm.k) * static_cast<double>(m.gemm.n);
+      const double c = static_cast<double>(m.gemm.m) * static_cast<double>(m.gemm.n);
+      return (a + b + c) * e;
     }
     case ModelKind::mlp: {
       const double widest = *std::max_element(m.mlp.widths.begin(), m.mlp.widths.end());

@@ -54,6 +54,7 @@ void InStepCuts::cut_unseen(std::size_t k, const std::vector<std::uint32_t>& cha
 }
 
 std::optional<std::size_t> InStepCuts::unseen_on(const std::uint32_t* path, std::uint32_t hops) const {
+  if (unseen_.empty()) return std::nullopt;  // every transfer's start asks: nothing to walk without a cut
   for (std::uint32_t h = 0; h < hops; ++h) {
     for (const auto& [channel, k] : unseen_) {
       if (channel == path[h]) return k;
