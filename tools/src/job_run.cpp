@@ -106,7 +106,9 @@ void add_job_json(json& j, const Scenario& s, const models::JobOutcome& job, con
   }
   j["faults"] = json{{"timeline", timeline}};
   json after_end = json::array();
-  for (const FaultSpec* f : after_the_end(s, r)) after_end.push_back(json{{"index", f->index}, {"at_s", f->at.value()}});
+  for (const FaultSpec* f : after_the_end(s, r)) {
+    after_end.push_back(json{{"index", f->index}, {"at_s", f->at.value()}});
+  }
   if (!after_end.empty()) j["faults"]["after_the_end"] = std::move(after_end);
   json simulated = json::array();
   simulated.push_back(json{{"what", "healthy step"}, {"step_time_s", job.costs.step.value()}});
