@@ -146,20 +146,18 @@ double ratio(double num, double den) { return den > 0 ? num / den : 0.0; }
 // and the spread of per-array MXU utilization (SimResult::mxu_array_utilization).
 void add_unit_stall_stats(const std::vector<ChipCounters>& chips, const ChipSpec& spec, SimResult& r) {
   const double n = chips.empty() ? 1.0 : static_cast<double>(chips.size());
-  std::array<double, kHwUnits> busy{}, slots{};
-  std::array<std::array<double, kStallReasons>, kHwUnits> stalled{};
-  std::array<bool, kHwUnits> queued{};
-  std::uint64_t mxu_bytes = 0, vpu_bytes = 0;
+  const std::size_t kinds = hw_units().size();
+  std::array<double, kMaxHwUnits> busy{}, slots{};
+  std::array<std::array<double, kStallReasons>, kMaxHwUnits> stalled{};
+  std::array<bool, kMaxHwUnits> queued{};
   std::vector<double> array_utilization;
   for (const ChipCounters& c : chips) {
-    mxu_bytes += c.vmem.mxu_bytes;
-    vpu_bytes += c.vmem.vpu_bytes;
     // An array's utilization: its rated MACs / (rows x cols x clock cycles of the step): against its dtype's peak.
     const double capacity = static_cast<double>(spec.mxu.rows) * spec.mxu.cols * r.step_time.value() *
                             spec.clock.value();
     for (double macs : c.array_macs) array_utilization.push_back(capacity > 0 ? macs / capacity : 0.0);
-    for (std::size_t u = 0; u < kHwUnits; ++u) {
-      const auto& instances = c.unit_times[u];
+    for (std::size_t u = 0; u < kinds; ++u) {
+      const auto& instances = c.units[u].instances;
       if (instances.empty()) continue;
       queued[u] = true;
       const double share = 1.0 / (static_cast<double>(instances.size()) * n);  // mean over instances and chips
@@ -170,8 +168,6 @@ void add_unit_stall_stats(const std::vector<ChipCounters>& chips, const ChipSpec
       }
     }
   }
-  r.units[static_cast<std::size_t>(HwUnit::mxu)].bytes = Bytes(mxu_bytes);
-  r.units[static_cast<std::size_t>(HwUnit::vpu)].bytes = Bytes(vpu_bytes);
   if (!array_utilization.empty()) {
     Spread& s = r.mxu_array_utilization;
     s.min = *std::min_element(array_utilization.begin(), array_utilization.end());
@@ -181,7 +177,7 @@ void add_unit_stall_stats(const std::vector<ChipCounters>& chips, const ChipSpec
     s.mean = sum / static_cast<double>(array_utilization.size());
   }
   const double step = r.step_time.value();
-  for (std::size_t u = 0; u < kHwUnits; ++u) {
+  for (std::size_t u = 0; u < kinds; ++u) {
     UnitUsage& usage = r.units[u];
     double total = 0;
     for (std::size_t k = 0; k < kStallReasons; ++k) {
@@ -248,9 +244,11 @@ SimResult Pod::collect(Tick end) const {
 
   std::vector<double> program_model_flops(programs_.programs.size(), -1.0);
   std::vector<double> program_hardware_flops(programs_.programs.size(), -1.0);
-  std::array<std::vector<double>, kHwUnits> utilization;
-  std::array<double, kHwUnits> busy_sum{};
-  std::uint64_t hbm_read = 0, hbm_written = 0, dma_bytes = 0, host_bytes = 0, sparsecore_bytes = 0;
+  const std::size_t kinds = hw_units().size();
+  std::array<std::vector<double>, kMaxHwUnits> utilization;
+  std::array<double, kMaxHwUnits> busy_sum{};
+  std::array<std::uint64_t, kMaxHwUnits> bytes{};
+  std::uint64_t hbm_read = 0, hbm_written = 0;
 
   r.chips.reserve(chips_.size());
   for (std::size_t i = 0; i < chips_.size(); ++i) {
@@ -276,8 +274,8 @@ SimResult Pod::collect(Tick end) const {
       busy_sum[static_cast<std::size_t>(u)] += busy.value();
       utilization[static_cast<std::size_t>(u)].push_back(util);
     };
-    for (const HwUnitInfo& info : kHwUnitInfo) {
-      const Tick ticks = c.busy[static_cast<std::size_t>(info.unit)];
+    for (const HwUnitInfo& info : hw_units()) {
+      const Tick ticks = c.unit(info.unit).busy;
       const Seconds busy = info.per_core ? to_seconds(ticks) / cores : to_seconds(ticks);
       double utilization = 0;
       switch (info.utilization) {
@@ -293,7 +291,7 @@ SimResult Pod::collect(Tick end) const {
       }
       set(info.unit, busy, utilization);
     }
-    cr.vmem_peak = Bytes(c.vmem.peak);
+    cr.vmem_peak = Bytes(c.vmem_peak);
     r.chips.push_back(cr);
 
     r.breakdown.compute += cr.breakdown.compute;
@@ -308,9 +306,7 @@ SimResult Pod::collect(Tick end) const {
     }
     hbm_read += c.traffic.hbm_read;
     hbm_written += c.traffic.hbm_written;
-    dma_bytes += c.traffic.dma_bytes;
-    host_bytes += c.traffic.host_bytes;
-    sparsecore_bytes += c.traffic.sparsecore_bytes;
+    for (std::size_t u = 0; u < kinds; ++u) bytes[u] += c.units[u].bytes;
   }
   const double n = chips_.empty() ? 1.0 : static_cast<double>(chips_.size());
   r.breakdown.compute = r.breakdown.compute / n;
@@ -318,19 +314,17 @@ SimResult Pod::collect(Tick end) const {
   r.breakdown.memory_stall = r.breakdown.memory_stall / n;
   r.breakdown.host_stall = r.breakdown.host_stall / n;
   r.breakdown.idle = r.breakdown.idle / n;
-  for (std::size_t u = 0; u < kHwUnits; ++u) {
+  bytes[static_cast<std::size_t>(HwUnit::hbm)] = hbm_read + hbm_written;  // what HBM's utilization counts
+  for (std::size_t u = 0; u < kinds; ++u) {
     r.units[u].busy = Seconds(busy_sum[u] / n);
     r.units[u].utilization = spread_of(utilization[u]);
+    r.units[u].bytes = Bytes(bytes[u]);
   }
   r.traffic.hbm_read = Bytes(hbm_read);
   r.traffic.hbm_written = Bytes(hbm_written);
-  r.traffic.dma_bytes = Bytes(dma_bytes);
-  r.traffic.host_bytes = Bytes(host_bytes);
-  r.traffic.sparsecore_bytes = Bytes(sparsecore_bytes);
-  r.units[static_cast<std::size_t>(HwUnit::dma)].bytes = r.traffic.dma_bytes;
-  r.units[static_cast<std::size_t>(HwUnit::hbm)].bytes = Bytes(hbm_read + hbm_written);
-  r.units[static_cast<std::size_t>(HwUnit::host)].bytes = r.traffic.host_bytes;
-  r.units[static_cast<std::size_t>(HwUnit::sparsecore)].bytes = r.traffic.sparsecore_bytes;
+  r.traffic.dma_bytes = r.unit(HwUnit::dma).bytes;
+  r.traffic.host_bytes = r.unit(HwUnit::host).bytes;
+  r.traffic.sparsecore_bytes = r.unit(HwUnit::sparsecore).bytes;
   add_unit_stall_stats(counters, spec, r);
   r.block_stats = declared_stats(counters);
   if (interconnect_) interconnect_->collect(r.network, step);

@@ -2,6 +2,10 @@
 
 namespace tpusim::models {
 
+namespace detail {
+std::vector<HwUnitInfo> hw_units(kBuiltInHwUnitInfo.begin(), kBuiltInHwUnitInfo.end());
+}  // namespace detail
+
 std::string_view stat_unit_suffix(StatUnit u) {
   switch (u) {
     case StatUnit::count: return "";

@@ -18,6 +18,7 @@
 #include "block/counters.h"
 #include "block/instruction_unit.h"
 #include "block/registry.h"
+#include "block/unit_blocks.h"
 #include "support/scenario_yaml.h"
 #include "tools/src/report.h"
 #include "tools/src/simulation_report.h"
@@ -47,7 +48,8 @@ class Compressor final : public Block, public InstructionUnit {
     instr_ = instr;
     started_ = now;
     end_ = now + to_ticks(latency_ + Seconds(static_cast<double>(ins.bytes) / throughput_.value()));
-    bytes_ += static_cast<double>(ins.bytes);
+    bytes_ += ins.bytes;
+    ++started_count_;
   }
   bool retire(Tick now, CompletionSink& sink) override {
     if (!busy_ || end_ > now) return false;
@@ -61,9 +63,13 @@ class Compressor final : public Block, public InstructionUnit {
 
   [[nodiscard]] Tick next_event(Tick /*now*/) const override { return busy_ ? end_ : kNever; }
   [[nodiscard]] Activity activity(Tick /*now*/) const override { return busy_ ? Activity::compute : Activity::idle; }
+  // Its busy time and bytes go to its own row of the report's units (named after its unit kind, zip); a
+  // statistic the units do not have is declared.
   void collect(ChipCounters& c) const override {
-    c.declare(block_name(), "busy", StatUnit::seconds, to_seconds(busy_ticks_).value());
-    c.declare(block_name(), "compressed", StatUnit::bytes, bytes_);
+    UnitCounters& zip = c.unit(hw_unit_of(block_kind()));
+    zip.busy += busy_ticks_;
+    zip.bytes += bytes_;
+    c.declare(block_name(), "instructions_started", StatUnit::count, static_cast<double>(started_count_));
   }
 
  private:
@@ -72,7 +78,8 @@ class Compressor final : public Block, public InstructionUnit {
   bool busy_ = false;
   std::uint32_t instr_ = 0;
   Tick started_ = 0, end_ = 0, busy_ticks_ = 0;
-  double bytes_ = 0;
+  std::uint64_t bytes_ = 0;
+  int started_count_ = 0;
 };
 
 std::unique_ptr<Block> make_compressor(const BlockBuild& b) {
@@ -120,7 +127,8 @@ struct AddedKind {
 
 constexpr double kThroughput = 10e9, kLatency = 2e-6;
 
-// Two compressions one after the other, a 128^3 matmul that waits for the second, and a DMA beside them.
+// Two compressions one after the other, a 128^3 matmul that waits for the second, a third compression that waits
+// for the matmul, and a DMA beside them.
 constexpr const char* kProgram = R"({"format":"tpusim-program","version":2,"role_of_chip":[],"programs":[{"name":"p",
 "instructions":[
 {"op":"custom","label":"zip.a","unit":"zip","bytes":1000000,"deps":[]},
@@ -128,7 +136,8 @@ constexpr const char* kProgram = R"({"format":"tpusim-program","version":2,"role
 {"op":"matmul","label":"mm","m":128,"k":128,"n":128,"dtype":"bf16","model_flops":4194304.0,
  "hardware_flops":4194304.0,"deps":[1]},
 {"op":"dma","label":"load","src":"hbm","dst":"vmem","pattern":"contiguous","bytes":65536,"vmem_alloc":65536,
- "vmem_free":65536,"deps":[]}
+ "vmem_free":65536,"deps":[]},
+{"op":"custom","label":"zip.c","unit":"zip","bytes":1000000,"deps":[2]}
 ]}]})";
 
 class UnitKindTest : public ::testing::Test {
@@ -191,24 +200,41 @@ TEST_F(UnitKindTest, AnAddedKindRunsItsInstructionsInOrderWithDependenciesAndIsR
   EXPECT_DOUBLE_EQ(span_of(2).start.value(), b_end);
   EXPECT_LT(span_of(3).end.value(), a_end);  // the DMA ran beside the compressions
   EXPECT_GT(r.step_time.value(), b_end);
-  EXPECT_EQ(r.instructions_per_unit[static_cast<std::size_t>(zip)], 2u);
+  EXPECT_DOUBLE_EQ(span_of(4).start.value(), span_of(2).end.value());
+  const double matmul = span_of(2).end.value() - span_of(2).start.value(), c_end = span_of(4).end.value();
+  EXPECT_NEAR(c_end - span_of(4).start.value(), a_end, 1e-15);
+  EXPECT_NEAR(r.step_time.value(), c_end, 1e-12);
+  EXPECT_EQ(r.instructions_per_unit[static_cast<std::size_t>(zip)], 3u);
 
-  // What it declared, summed over the chip; what the MXU waited on it for.
-  ASSERT_EQ(r.block_stats.size(), 2u);
-  EXPECT_EQ(r.block_stats[0].block, "zip");
-  EXPECT_EQ(r.block_stats[0].name, "busy");
-  EXPECT_NEAR(r.block_stats[0].total, b_end, 1e-15);
-  EXPECT_EQ(r.block_stats[1].name, "compressed");
-  EXPECT_EQ(r.block_stats[1].total, 4e6);
-  const UnitUsage& mxu = r.units[static_cast<std::size_t>(HwUnit::mxu)];
+  // Its row of the units: busy while a compression runs, stalled on the MXU while zip.c waits for the matmul;
+  // what the MXU waited on it for.
+  const HwUnit zip_row = hw_unit_of(added.kind);
+  ASSERT_EQ(hw_units().size(), static_cast<std::size_t>(kBuiltInHwUnits) + 1);
+  EXPECT_EQ(hw_unit_name(zip_row), "zip");
+  const UnitUsage& usage = r.unit(zip_row);
+  EXPECT_NEAR(usage.busy.value(), b_end + a_end, 1e-15);
+  EXPECT_EQ(usage.bytes.count(), 5'000'000u);
+  EXPECT_NEAR(usage.utilization.mean, (b_end + a_end) / r.step_time.value(), 1e-12);
+  EXPECT_NEAR(usage.stalled.value(), matmul, 1e-12);
+  EXPECT_NEAR(usage.stalled_by[static_cast<std::size_t>(stall_on(ir::UnitKind::mxu))].value(), matmul, 1e-12);
+  EXPECT_NEAR(usage.idle.value(), r.step_time.value() - b_end - a_end - matmul, 1e-12);
+  const UnitUsage& mxu = r.unit(HwUnit::mxu);
   EXPECT_NEAR(mxu.stalled_by[static_cast<std::size_t>(stall_on(zip))].value(), b_end, 1e-12);
+  ASSERT_EQ(r.block_stats.size(), 1u);
+  EXPECT_EQ(r.block_stats[0].block, "zip");
+  EXPECT_EQ(r.block_stats[0].total, 3.0);
 
   const tools::RunReport report = tools::make_report(s, programs, r, nullptr, nullptr);
   const auto summary = tools::summary_json(s, report);
-  EXPECT_DOUBLE_EQ(summary["blocks"]["zip"]["compressed_bytes"]["total"].get<double>(), 4e6);
+  EXPECT_EQ(summary["units"]["zip"]["bytes"].get<std::uint64_t>(), 5'000'000u);
+  EXPECT_EQ(summary["units"]["zip"]["instructions"].get<std::uint64_t>(), 3u);
+  EXPECT_NEAR(summary["units"]["zip"]["busy_s"]["mean"].get<double>(), b_end + a_end, 1e-15);
+  EXPECT_NEAR(summary["units"]["zip"]["stalled_by_s"]["dependency_mxu"].get<double>(), matmul, 1e-12);
+  EXPECT_DOUBLE_EQ(summary["blocks"]["zip"]["instructions_started"]["total"].get<double>(), 3.0);
   std::ostringstream table;
   tools::print_table(s, report, table);
-  EXPECT_NE(table.str().find("zip.busy_s: "), std::string::npos) << table.str();
+  EXPECT_NE(table.str().find("\n  zip "), std::string::npos) << table.str();  // its row of the unit table
+  EXPECT_NE(table.str().find("zip.instructions_started: 3 over all chips"), std::string::npos) << table.str();
   EXPECT_NE(table.str().find("dependency_zip"), std::string::npos) << table.str();
 }
 
@@ -250,7 +276,8 @@ TEST_F(UnitKindTest, AnUnknownUnitAndAChipWithoutTheBlockAreRefusedBeforeTheRun)
         << no_block;
     EXPECT_EQ(refusal(scenario(kProgram, kZipBlock)), "");
   }
-  // Once the kind is removed, a program naming its unit is refused as naming none.
+  // Once the kind is removed, its unit row is gone, and a program naming its unit is refused as naming none.
+  EXPECT_EQ(hw_units().size(), static_cast<std::size_t>(kBuiltInHwUnits));
   try {
     (void)ir::parse_program_json(kProgram, "p.json");
     ADD_FAILURE() << "a removed unit was read";

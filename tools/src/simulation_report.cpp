@@ -104,7 +104,7 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
   rep.programs = programs.programs.size();
   for (const auto& p : programs.programs) rep.instructions += p.size();
 
-  for (const models::HwUnitInfo& info : models::kHwUnitInfo) {
+  for (const models::HwUnitInfo& info : models::hw_units()) {
     const auto u = static_cast<std::size_t>(info.unit);
     UnitReport ur;
     ur.name = std::string(info.name);
@@ -139,10 +139,10 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
     ChipRow row;
     row.chip = static_cast<std::uint32_t>(i);
     row.finish_s = c.finish.value();
-    for (int u = 0; u < models::kHwUnits; ++u) {
-      const std::string name(models::hw_unit_name(static_cast<HwUnit>(u)));
-      row.busy_s[name] = c.busy[static_cast<std::size_t>(u)].value();
-      row.utilization[name] = c.utilization[static_cast<std::size_t>(u)];
+    for (const models::HwUnitInfo& info : models::hw_units()) {
+      const std::string name(info.name);
+      row.busy_s[name] = c.busy[static_cast<std::size_t>(info.unit)].value();
+      row.utilization[name] = c.utilization[static_cast<std::size_t>(info.unit)];
     }
     row.breakdown_s = {{"compute", c.breakdown.compute.value()},
                        {"communication", c.breakdown.communication.value()},

@@ -27,16 +27,17 @@ struct ChipTimes {
   Tick communication = 0;  // no compute; a collective in flight (counted before memory_stall)
 };
 
-// Bytes the chip moved, by what moved them (MemoryTraffic's parts for one chip).
+// Bytes the chip's HBM read and wrote (MemoryTraffic's parts for one chip); its HBM row counts their sum.
 struct ChipTraffic {
-  std::uint64_t hbm_read = 0, hbm_written = 0, dma_bytes = 0, host_bytes = 0, sparsecore_bytes = 0;
+  std::uint64_t hbm_read = 0, hbm_written = 0;
 };
 
-// The chip's VMEM: its highest occupancy over the TensorCores, and the operand bytes the MXUs and VPUs read
-// from and wrote to it, summed over TensorCores.
-struct VmemCounters {
-  std::uint64_t peak = 0;
-  std::uint64_t mxu_bytes = 0, vpu_bytes = 0;
+// What one hardware unit kind (HwUnit) of the chip counted: the blocks of the kind add their busy time and
+// bytes (UnitUsage in sim_result.h says what each kind counts); the sequencer classifies each instance's time.
+struct UnitCounters {
+  Tick busy = 0;                     // summed over the instances (TensorCores for MXU and VPU)
+  std::uint64_t bytes = 0;           // summed over the instances
+  std::vector<UnitTimes> instances;  // for a kind whose queue the sequencer classifies; none for HBM
 };
 
 // A statistic one block declared of its own (Block::collect): the report lists it under the block's name.
@@ -50,18 +51,18 @@ struct DeclaredStat {
 struct ChipCounters {
   Tick finish = 0;
   ChipTimes time;  // up to `finish`
-  std::array<Tick, kHwUnits> busy{};  // by HwUnit; summed over the instances (TensorCores for MXU and VPU)
+  std::array<UnitCounters, kMaxHwUnits> units;  // by HwUnit
   // Useful MACs, each weighted by 1 / its dtype's MXU rate (mxu_dtype_rate): the bf16 MAC slots they fill, so
   // that MXU utilization is against the dtype's own peak (an int8 MAC at mxu.int8_rate 2 fills half a slot).
   double rated_macs = 0;
-  ChipTraffic traffic;
-  VmemCounters vmem;
   std::vector<double> array_macs;  // rated MACs per MXU array, TensorCore-major (core x mxu.per_core + array)
+  ChipTraffic traffic;
+  std::uint64_t vmem_peak = 0;  // the highest VMEM occupancy over the TensorCores
   std::array<std::uint64_t, ir::kMaxUnitKinds> executed{};
-  std::array<std::vector<UnitTimes>, kHwUnits> unit_times;  // by HwUnit, per instance; none for HBM
   std::vector<DeclaredStat> declared;  // in the order first declared
 
-  [[nodiscard]] Tick& busy_of(HwUnit u) { return busy[static_cast<std::size_t>(u)]; }
+  [[nodiscard]] UnitCounters& unit(HwUnit u) { return units[static_cast<std::size_t>(u)]; }
+  [[nodiscard]] const UnitCounters& unit(HwUnit u) const { return units[static_cast<std::size_t>(u)]; }
 
   // Adds `value` to the block's statistic `name` (the instances of a block in each TensorCore add up).
   void declare(const std::string& block, const std::string& name, StatUnit unit, double value) {

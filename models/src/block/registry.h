@@ -44,8 +44,9 @@ void register_chip_blocks(BlockRegistry& registry);
 BlockKind add_block_kind(BlockKindInfo info, BlockFactory factory);
 // A block kind of your own that runs instructions: as above, and `runs` joins the IR's unit kinds
 // (ir::add_unit_kind). A program's `custom` instructions that name it go to the kind's block (one queue per chip,
-// in its instance 0), which must be an InstructionUnit (block/instruction_unit.h) and declares its own
-// statistics. A chip whose program names it and has no such block is refused before the run.
+// in its instance 0), which must be an InstructionUnit (block/instruction_unit.h) and adds its busy time and
+// bytes to its own row of the units (block/unit_blocks.h, hw_unit_of). A chip whose program names it and has no
+// such block is refused before the run.
 BlockKind add_block_kind(BlockKindInfo info, BlockFactory factory, ir::UnitKindInfo runs);
 // Takes the last added kind out of the catalogue and the registry again, with its unit kind; false when it is not
 // the last added.

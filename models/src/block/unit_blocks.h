@@ -57,8 +57,11 @@ extern std::array<const UnitBlock*, ir::kMaxUnitKinds> unit_block_of_unit;
 [[nodiscard]] inline const UnitBlock* unit_block_for(ir::UnitKind unit) {
   return detail::unit_block_of_unit[static_cast<std::size_t>(unit)];
 }
+// The hardware unit kind whose counters the blocks of `kind` add to (ChipCounters::unit); `kind` runs instructions.
+[[nodiscard]] inline HwUnit hw_unit_of(BlockKind kind) { return unit_block_of(kind)->hw; }
 // Adds the entry of an added block kind that runs the added unit kind `unit`: one queue per chip, retired after
-// the built-in units, its busy and stall phases its own to declare (phased false). Removes it again.
+// the built-in units, with a hardware unit kind of its own (hw_units(), named after the unit kind) whose phases
+// the sequencer classifies and whose busy time and bytes the block reports (ChipCounters::unit). Removes both.
 void add_unit_block(BlockKind block, ir::UnitKind unit);
 void remove_unit_block(BlockKind block);
 

@@ -14,7 +14,8 @@ Sequencer::Sequencer(const ChipContext& chip, const ProgramIndex& index)
       program_(index.program()),
       queues_(static_cast<std::size_t>(index.layout().count())),
       vmem_(static_cast<std::size_t>(chip.spec.tensorcores), nullptr),
-      remaining_(program_.size()) {
+      remaining_(program_.size()),
+      phase_(hw_units().size()) {
   for (int q = 0; q < index.layout().count(); ++q) {
     const UnitBlock* runs = unit_block_for(index.layout().unit(q));
     if (runs == nullptr || !runs->phased) outside_queues_.push_back(q);  // the ICI ports, barriers
@@ -24,7 +25,7 @@ Sequencer::Sequencer(const ChipContext& chip, const ProgramIndex& index)
     if (!b.phased) continue;
     const std::size_t instances = b.queues == UnitBlock::Queues::block_per_core ? cores : 1;
     phase_[static_cast<std::size_t>(b.hw)].resize(instances);
-    counters_.unit_times[static_cast<std::size_t>(b.hw)].resize(instances);
+    counters_.units[static_cast<std::size_t>(b.hw)].instances.resize(instances);
   }
 }
 
@@ -62,7 +63,7 @@ void Sequencer::account(Tick now, Activity activity) {
   for (std::size_t u = 0; u < phase_.size(); ++u) {
     for (std::size_t i = 0; i < phase_[u].size(); ++i) {
       const UnitPhase& ph = phase_[u][i];
-      UnitTimes& t = counters_.unit_times[u][i];
+      UnitTimes& t = counters_.units[u].instances[i];
       // A VPU the last activation found idle may have run work started from outside the chip since (a
       // collective's reduction, reserved by the network: InstructionUnit::busy_between): busy, not stalled.
       Tick outside = 0;

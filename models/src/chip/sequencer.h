@@ -78,7 +78,7 @@ class Sequencer final : public CompletionSink {
   std::size_t remaining_;
   Tick last_account_ = 0;
   ChipCounters counters_;
-  std::array<std::vector<UnitPhase>, kHwUnits> phase_;  // by HwUnit, per instance, since the last activation
+  std::vector<std::vector<UnitPhase>> phase_;  // by HwUnit, per instance, since the last activation
 };
 
 }  // namespace tpusim::models

@@ -118,8 +118,8 @@ class Dma final : public Block, public InstructionUnit {
   void account(Tick now) override { busy_.advance(now, any_busy()); }
   [[nodiscard]] Activity activity(Tick /*now*/) const override { return any_busy() ? Activity::memory : Activity::idle; }
   void collect(ChipCounters& c) const override {
-    c.busy_of(HwUnit::dma) += busy_.total();
-    c.traffic.dma_bytes += bytes_;
+    c.unit(HwUnit::dma).busy += busy_.total();
+    c.unit(HwUnit::dma).bytes += bytes_;
   }
 
  private:

@@ -30,7 +30,7 @@ class Hbm final : public MemoryBlock {
   }
 
   void collect(ChipCounters& c) const override {
-    c.busy_of(HwUnit::hbm) += scheduler(0).busy_ticks();
+    c.unit(HwUnit::hbm).busy += scheduler(0).busy_ticks();
     c.traffic.hbm_read += read_ + charged_read();
     c.traffic.hbm_written += written_ + charged_written();
   }

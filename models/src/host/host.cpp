@@ -60,8 +60,8 @@ class Host final : public MemoryBlock, public InstructionUnit, private tlm::tlm_
     return engine_.busy() ? Activity::host : Activity::idle;
   }
   void collect(ChipCounters& c) const override {
-    c.busy_of(HwUnit::host) += engine_.busy_ticks();
-    c.traffic.host_bytes += bytes_;
+    c.unit(HwUnit::host).busy += engine_.busy_ticks();
+    c.unit(HwUnit::host).bytes += bytes_;
     c.traffic.hbm_read += hbm_read_;
     c.traffic.hbm_written += hbm_written_;
   }

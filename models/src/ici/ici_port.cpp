@@ -50,7 +50,7 @@ class Ici final : public Block, public InstructionUnit, public IciPort {
     return running() ? Activity::communication : Activity::idle;
   }
   void collect(ChipCounters& c) const override {
-    c.traffic.dma_bytes += put_bytes_;
+    c.unit(HwUnit::dma).bytes += put_bytes_;
   }
   [[nodiscard]] bool awaits_wake() const override { return running(); }
 

@@ -201,9 +201,10 @@ class Mxu final : public Block, public InstructionUnit {
     return stream_.was_busy() ? Activity::memory : Activity::idle;
   }
   void collect(ChipCounters& c) const override {
-    c.busy_of(HwUnit::mxu) += pipeline_.busy_ticks();
+    UnitCounters& mxu = c.unit(HwUnit::mxu);
+    mxu.busy += pipeline_.busy_ticks();
+    mxu.bytes += vmem_bytes_;
     c.rated_macs += rated_macs_;
-    c.vmem.mxu_bytes += vmem_bytes_;
     c.array_macs.insert(c.array_macs.end(), array_macs_.begin(), array_macs_.end());
   }
 

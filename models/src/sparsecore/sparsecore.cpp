@@ -83,8 +83,8 @@ class SparseCore final : public Block, public InstructionUnit {
   [[nodiscard]] Tick next_event(Tick now) const override { return busy_ && compute_end_ > now ? compute_end_ : kNever; }
   [[nodiscard]] Activity activity(Tick /*now*/) const override { return busy_ ? Activity::compute : Activity::idle; }
   void collect(ChipCounters& c) const override {
-    c.busy_of(HwUnit::sparsecore) += busy_time_.total();
-    c.traffic.sparsecore_bytes += bytes_;
+    c.unit(HwUnit::sparsecore).busy += busy_time_.total();
+    c.unit(HwUnit::sparsecore).bytes += bytes_;
   }
 
  private:

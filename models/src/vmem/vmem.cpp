@@ -38,7 +38,7 @@ class Vmem final : public MemoryBlock, public VmemSpace {
   [[nodiscard]] std::uint64_t used() const override { return used_; }
   [[nodiscard]] std::uint64_t capacity() const override { return capacity_; }
 
-  void collect(ChipCounters& c) const override { c.vmem.peak = std::max(c.vmem.peak, peak_); }
+  void collect(ChipCounters& c) const override { c.vmem_peak = std::max(c.vmem_peak, peak_); }
 
  private:
   Admission admit(const tlm::tlm_generic_payload& gp, const Transfer& t) override {

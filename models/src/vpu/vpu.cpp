@@ -131,8 +131,8 @@ class Vpu final : public Block, public InstructionUnit, public ResultDrain {
     return stream_.was_busy() ? Activity::memory : Activity::idle;
   }
   void collect(ChipCounters& c) const override {
-    c.busy_of(HwUnit::vpu) += busy_time_.total() + pops_.busy_ticks();  // vector instructions and pops are disjoint
-    c.vmem.vpu_bytes += vmem_bytes_;
+    c.unit(HwUnit::vpu).busy += busy_time_.total() + pops_.busy_ticks();  // vector instructions and pops are disjoint
+    c.unit(HwUnit::vpu).bytes += vmem_bytes_;
   }
 
  private:

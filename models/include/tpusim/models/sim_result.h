@@ -13,9 +13,11 @@
 
 namespace tpusim::models {
 
-// Hardware unit kinds that report busy time and utilization.
+// Hardware unit kinds that report busy time and utilization: the built-in kinds, then one for each block kind of
+// your own that runs instructions (block/registry.h, add_block_kind), named after the unit kind it runs.
 enum class HwUnit : std::uint8_t { mxu, vpu, dma, hbm, host, sparsecore };
-inline constexpr int kHwUnits = 6;
+inline constexpr int kBuiltInHwUnits = 6;
+inline constexpr int kMaxHwUnits = kBuiltInHwUnits + (ir::kMaxUnitKinds - ir::kBuiltInUnitKinds);
 
 // Each unit kind, in HwUnit order: its name; the unit queue whose instructions it counts (none for HBM, which
 // runs no instructions); whether the table lists it when nothing ran on it (the SparseCores, which most chips
@@ -31,7 +33,7 @@ struct HwUnitInfo {
   bool per_core;
   Utilization utilization;
 };
-inline constexpr std::array<HwUnitInfo, kHwUnits> kHwUnitInfo{{
+inline constexpr std::array<HwUnitInfo, kBuiltInHwUnits> kBuiltInHwUnitInfo{{
     {HwUnit::mxu, "mxu", true, ir::UnitKind::mxu, true, true, HwUnitInfo::Utilization::rated_macs},
     {HwUnit::vpu, "vpu", true, ir::UnitKind::vpu, true, true, HwUnitInfo::Utilization::busy_time},
     {HwUnit::dma, "dma", true, ir::UnitKind::dma, true, false, HwUnitInfo::Utilization::busy_time},
@@ -42,14 +44,20 @@ inline constexpr std::array<HwUnitInfo, kHwUnits> kHwUnitInfo{{
 }};
 static_assert(
     [] {
-      for (std::size_t i = 0; i < kHwUnitInfo.size(); ++i) {
-        if (static_cast<std::size_t>(kHwUnitInfo[i].unit) != i) return false;
+      for (std::size_t i = 0; i < kBuiltInHwUnitInfo.size(); ++i) {
+        if (static_cast<std::size_t>(kBuiltInHwUnitInfo[i].unit) != i) return false;
       }
       return true;
     }(),
-    "kHwUnitInfo in HwUnit order");
-[[nodiscard]] constexpr std::string_view hw_unit_name(HwUnit u) {
-  return kHwUnitInfo[static_cast<std::size_t>(u)].name;
+    "kBuiltInHwUnitInfo in HwUnit order");
+
+namespace detail {
+extern std::vector<HwUnitInfo> hw_units;  // sim_result.cpp; block/unit_blocks.cpp adds and removes the added ones
+}  // namespace detail
+// The catalogue, built-in kinds first, each at its HwUnit's index.
+[[nodiscard]] inline const std::vector<HwUnitInfo>& hw_units() { return detail::hw_units; }
+[[nodiscard]] inline std::string_view hw_unit_name(HwUnit u) {
+  return detail::hw_units[static_cast<std::size_t>(u)].name;
 }
 
 struct Spread {
@@ -75,11 +83,12 @@ inline constexpr int kStallOnVmem = ir::kMaxUnitKinds;
 //         (result_pop_cycles in timing.h) and collective reductions. SparseCore counts time with a gather or
 //         scatter in flight (all of a chip's SparseCores work on one instruction together). A fused instruction
 //         (kernels/program.h) keeps its MXU or VPU busy until its compute and exposed last store end, not while
-//         it then waits for the rest of its HBM stream (which counts in HBM's busy time, not the DMA's).
+//         it then waits for the rest of its HBM stream (which counts in HBM's busy time, not the DMA's). An
+//         added kind counts what its block reports (ChipCounters::unit).
 //   utilization, per chip over the step time, then spread over chips:
 //     mxu:  useful MACs / (rows x cols x MXUs x TensorCores x clock cycles of the step), each MAC counted at its
 //           dtype's rate (mxu.int8_rate, fp8_rate): utilization against the dtype's own peak, never above 1;
-//     vpu, dma, host, sparsecore: busy / step_time;
+//     vpu, dma, host, sparsecore, an added kind: busy / step_time;
 //     hbm:  bytes moved / (peak bandwidth x step_time), so efficiency < 1 caps it below 1.
 //   stalled, stalled_by, queue_slots, idle: the unit's queue, averaged like busy (per TensorCore for MXU and
 //     VPU; the DMA engine and the host interface as one unit each; HBM has no queue and is never stalled):
@@ -90,7 +99,8 @@ inline constexpr int kStallOnVmem = ir::kMaxUnitKinds;
 //     idle:        step_time - time with work in flight - stalled (nothing to do, incl. after the chip ended).
 //   bytes, summed over chips: mxu, vpu: operand bytes the unit read from and wrote to VMEM, summed over
 //     TensorCores (matmul_vmem_bytes, a vector op's declared Instruction::bytes); dma, host, sparsecore: their
-//     part of SimResult::traffic (dma_bytes, host_bytes, sparsecore_bytes); hbm: hbm_read + hbm_written.
+//     part of SimResult::traffic (dma_bytes, host_bytes, sparsecore_bytes); hbm: hbm_read + hbm_written; an
+//     added kind: what its block reports.
 struct UnitUsage {
   Seconds busy;
   Bytes bytes;
@@ -113,8 +123,8 @@ struct TimeBreakdown {
 struct ChipResult {
   Seconds finish;  // when the chip completed its last instruction
   TimeBreakdown breakdown;
-  std::array<Seconds, kHwUnits> busy{};
-  std::array<double, kHwUnits> utilization{};
+  std::array<Seconds, kMaxHwUnits> busy{};        // by HwUnit
+  std::array<double, kMaxHwUnits> utilization{};  // by HwUnit
   Bytes vmem_peak;  // highest VMEM occupancy over the chip's TensorCores
 };
 
@@ -255,7 +265,7 @@ struct SimResult {
   // The step's instructions on every chip, mirrored ones included, indexed by ir::UnitKind.
   std::array<std::uint64_t, ir::kMaxUnitKinds> instructions_per_unit{};
 
-  std::array<UnitUsage, kHwUnits> units{};  // indexed by HwUnit
+  std::array<UnitUsage, kMaxHwUnits> units{};  // indexed by HwUnit; as many as hw_units() has
   // Utilization of each MXU array (useful MACs on that array / (rows x cols x clock cycles of the step)), over
   // every array of every TensorCore of every chip: arrays dealt fewer tiles (a tile count that is not a
   // multiple of mxu.per_core) sit below the chip's MXU utilization. The mean equals units[mxu] utilization mean.
@@ -267,7 +277,7 @@ struct SimResult {
   TimeBreakdown breakdown;        // mean over chips
   std::vector<ChipResult> chips;  // indexed by chip id
   // The statistics the blocks declared, by block and name in the order first declared (none from the built-in
-  // kinds today: their statistics are the fields above).
+  // kinds: theirs are the units and the fields above).
   std::vector<BlockStat> block_stats;
 
   [[nodiscard]] const UnitUsage& unit(HwUnit u) const { return units[static_cast<std::size_t>(u)]; }
