@@ -35,18 +35,6 @@ void RunControl::fail(std::exception_ptr error) {
   if (!error_) error_ = std::move(error);
 }
 
-bool uses_ici(const ir::ProgramSet& programs) {
-  for (std::size_t p = 0; p < programs.programs.size(); ++p) {
-    bool used = programs.role_of_chip.empty() ? p == 0 : false;
-    for (std::size_t c = 0; !used && c < programs.role_of_chip.size(); ++c) used = programs.role_of_chip[c] == p;
-    if (!used) continue;
-    for (const ir::Instruction& ins : programs.programs[p].instructions()) {
-      if (queue_unit(ins) == ir::UnitKind::ici) return true;  // collectives, send/recv, remote DMAs
-    }
-  }
-  return false;
-}
-
 Pod::Pod(const sc_core::sc_module_name& name, const Scenario& scenario, const ir::ProgramSet& programs,
          RunControl& control, const net::InterconnectOptions& network, const BlockRegistry& registry,
          const std::vector<ChipDegradation>& degraded_chips, Mirroring* mirroring)

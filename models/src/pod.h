@@ -24,9 +24,6 @@
 
 namespace tpusim::models {
 
-// Some program a chip runs has an ICI instruction (collective, send/recv, remote DMA).
-[[nodiscard]] bool uses_ici(const ir::ProgramSet& programs);
-
 class Pod : public sc_core::sc_module {
  public:
   // `registry` (normally filled by register_chip_blocks) must outlive the elaboration.

@@ -159,4 +159,16 @@ void check_program_fits(const ir::Program& program, const ChipSpec& chip, std::u
   (void)ProgramIndex(program, chip, first_chip);
 }
 
+bool uses_ici(const ir::ProgramSet& programs) {
+  for (std::size_t p = 0; p < programs.programs.size(); ++p) {
+    bool used = programs.role_of_chip.empty() ? p == 0 : false;
+    for (std::size_t c = 0; !used && c < programs.role_of_chip.size(); ++c) used = programs.role_of_chip[c] == p;
+    if (!used) continue;
+    for (const ir::Instruction& ins : programs.programs[p].instructions()) {
+      if (queue_unit(ins) == ir::UnitKind::ici) return true;  // collectives, send/recv, remote DMAs
+    }
+  }
+  return false;
+}
+
 }  // namespace tpusim::models

@@ -72,4 +72,7 @@ class ProgramIndex {
   std::bitset<kMaxBlockKinds> uses_;
 };
 
+// Some program a chip runs has an ICI instruction (collective, send/recv, remote DMA).
+[[nodiscard]] bool uses_ici(const ir::ProgramSet& programs);
+
 }  // namespace tpusim::models

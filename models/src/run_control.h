@@ -7,7 +7,7 @@
 #include <functional>
 
 #include "ticks.h"
-#include "tpusim/models/simulate.h"
+#include "tpusim/models/sim_options.h"
 
 namespace tpusim::models {
 

@@ -3,7 +3,7 @@
 // implementation of a block behind the same interface (a different memory model, say). Same contract as
 // simulate(): once per process.
 #include "block/registry.h"
-#include "tpusim/models/simulate.h"
+#include "tpusim/models/sim_options.h"
 
 namespace tpusim::models {
 

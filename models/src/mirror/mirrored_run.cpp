@@ -5,7 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "pod.h"
+#include "program_index.h"
+#include "tpusim/topology/topology.h"
 
 namespace tpusim::models {
 namespace {

@@ -9,7 +9,7 @@
 #include "net/interconnect.h"
 #include "tpusim/core/scenario.h"
 #include "tpusim/kernels/program.h"
-#include "tpusim/models/simulate.h"
+#include "tpusim/models/sim_options.h"
 
 namespace tpusim::models {
 

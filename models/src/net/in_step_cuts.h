@@ -11,7 +11,7 @@
 
 #include "../ticks.h"
 #include "link_model.h"
-#include "tpusim/models/simulate.h"
+#include "tpusim/models/sim_options.h"
 #include "tpusim/topology/topology.h"
 
 namespace tpusim::models::net {

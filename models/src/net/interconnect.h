@@ -32,7 +32,7 @@
 #include "point_to_point.h"
 #include "statistics.h"
 #include "transport.h"
-#include "tpusim/models/simulate.h"
+#include "tpusim/models/sim_options.h"
 #include "tpusim/core/scenario.h"
 #include "tpusim/kernels/program.h"
 #include "tpusim/models/sim_result.h"
@@ -48,8 +48,8 @@ struct InterconnectOptions {
   // input exists: the faults hold for the whole run. Non-empty with fidelity.routing = dor is rejected
   // (std::invalid_argument), since DOR would send traffic over the failed links.
   FaultSet faults;
-  std::vector<LinkDegradation> degraded;  // links slower for the whole run (tpusim/models/simulate.h)
-  std::vector<TimedLinkFault> timed;      // cables failing inside the step (tpusim/models/simulate.h)
+  std::vector<LinkDegradation> degraded;  // links slower for the whole run (tpusim/models/sim_options.h)
+  std::vector<TimedLinkFault> timed;      // cables failing inside the step (tpusim/models/sim_options.h)
   std::vector<TimedChipFault> timed_chips;  // chips stopping inside the step (their cables fail, their sends drop)
   InFlightPolicy in_flight = InFlightPolicy::retransmit;
 };

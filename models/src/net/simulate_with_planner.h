@@ -3,7 +3,7 @@
 // links and chips before the scenario's `faults` input exists (the public simulate() uses the default
 // InterconnectOptions). Same contract as simulate(): once per process.
 #include "interconnect.h"
-#include "tpusim/models/simulate.h"
+#include "tpusim/models/sim_options.h"
 
 namespace tpusim::models::net {
 

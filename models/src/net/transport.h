@@ -29,7 +29,7 @@
 #include "send_targets.h"
 #include "tpusim/core/scenario.h"
 #include "tpusim/kernels/program.h"
-#include "tpusim/models/simulate.h"
+#include "tpusim/models/sim_options.h"
 #include "tpusim/topology/routing.h"
 #include "tpusim/topology/topology.h"
 
@@ -59,7 +59,7 @@ class Transport {
   // `topo` must outlive the transport. ICI channels move data at the link's rate x chip.ici.link_efficiency
   // (framing and flow control); a DCN NIC's rate is taken as achievable as given. Throws std::invalid_argument
   // for faults under DOR routing.
-  // `degraded` links run slower (LinkDegradation, tpusim/models/simulate.h).
+  // `degraded` links run slower (LinkDegradation, tpusim/models/sim_options.h).
   // `timed` cables fail at their tick (SimOptions::timed_links): advance() cuts them at that tick (the
   // transfers in flight on them retransmitted or lost by `in_flight`), switches the router to fault_aware
   // around every cable failed so far and rebuilds the route cache: under retransmit at the tick, under lose at
