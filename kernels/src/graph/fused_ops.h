@@ -14,7 +14,8 @@
 
 #include "graph/collective_points.h"
 #include "graph/fused_graph.h"
-#include "tpusim/kernels/lowering.h"
+#include "tpusim/core/scenario.h"
+#include "tpusim/kernels/gemm.h"
 
 namespace tpusim::kernels {
 

@@ -10,7 +10,7 @@
 #include "tpusim/core/checked.h"
 #include "tpusim/core/diagnostics.h"
 #include "tpusim/kernels/estimate.h"
-#include "tpusim/kernels/lowering.h"
+#include "tpusim/kernels/gemm.h"
 
 namespace tpusim::kernels {
 

@@ -14,8 +14,8 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "ir/json_locate.h"
-#include "ir/program_format.h"
+#include "program_file/json_locate.h"
+#include "program_file/program_format.h"
 #include "tpusim/core/diagnostics.h"
 #include "tpusim/core/fields.h"
 #include "tpusim/kernels/collectives.h"

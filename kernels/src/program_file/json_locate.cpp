@@ -1,5 +1,5 @@
 // Where in a program file's text a problem is (json_locate.h).
-#include "ir/json_locate.h"
+#include "program_file/json_locate.h"
 
 #include <cstdint>
 #include <optional>

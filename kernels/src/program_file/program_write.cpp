@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ir/program_format.h"
+#include "program_file/program_format.h"
 #include "tpusim/kernels/collectives.h"
 #include "tpusim/kernels/program_io.h"
 
