@@ -9,7 +9,6 @@
 #include "tiling/pipeline.h"
 #include "tpusim/core/checked.h"
 #include "tpusim/core/diagnostics.h"
-#include "tpusim/kernels/estimate.h"
 #include "tpusim/kernels/gemm.h"
 
 namespace tpusim::kernels {

@@ -35,9 +35,7 @@ struct LoweringEstimate {
 // too small for any tile), never more.
 [[nodiscard]] LoweringEstimate estimate_lowering(const WorkloadSpec& workload, const ChipSpec& chip);
 
-// Instructions lower_gemm and lower_vector_pass emit for one stage (see lowering.h).
-[[nodiscard]] double gemm_instruction_count(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::int64_t n,
-                                            DType dtype);
+// Instructions lower_vector_pass emits for one pass (see lowering.h; a GEMM's: gemm_instruction_count, gemm.h).
 struct VectorPass;
 [[nodiscard]] double vector_pass_instruction_count(const ChipSpec& chip, const VectorPass& pass);
 

@@ -72,5 +72,8 @@ inline constexpr double kGemmCmemFraction = 1.0;
 // tiling is chosen as without CMEM (tile_gemm does not model it).
 GemmLowering lower_gemm(ir::Program& prog, const ChipSpec& chip, std::int64_t m, std::int64_t k, std::int64_t n,
                         DType dtype, const std::vector<std::uint32_t>& after, const std::string& label);
+// The instructions lower_gemm emits, in closed form (estimate_lowering counts a workload by it).
+[[nodiscard]] double gemm_instruction_count(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::int64_t n,
+                                            DType dtype);
 
 }  // namespace tpusim::kernels
