@@ -1,4 +1,4 @@
-// Vector passes and whole-workload lowering (contracts in lowering.h).
+// Whole-workload lowering (contracts in lowering.h).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -21,12 +21,6 @@
 namespace tpusim::kernels {
 
 namespace {
-
-std::uint64_t bytes_per_element(const std::vector<DType>& tensors) {
-  std::uint64_t b = 0;
-  for (DType t : tensors) b += static_cast<std::uint64_t>(dtype_bytes(t));
-  return b;
-}
 
 // Sorted union: a stage waits for the data it reads and for the previous stage of its kind (VMEM budget).
 std::vector<std::uint32_t> join(std::vector<std::uint32_t> a, const std::vector<std::uint32_t>& b) {
@@ -316,78 +310,6 @@ HostStepCosts host_step_costs(const WorkloadSpec& workload, const ChipSpec& chip
     state = std::max(state, checkpoint_state(build_step(workload, chip, &sharding, nullptr, s).plan));
   }
   return host_costs(workload, chip, state, checkpoint_writers(&sharding, pod, chip.host.chips_per_host));
-}
-
-namespace {
-
-// The elements of one chunk of a vector pass (whole vregs that fit kVectorVmemFraction of VMEM, double-
-// buffered; small passes still spread over every core). Throws when not even one vreg fits.
-std::int64_t vector_chunk(const ChipSpec& chip, const VectorPass& pass, const std::string& label) {
-  const std::uint64_t in_b = bytes_per_element(pass.inputs), out_b = bytes_per_element(pass.outputs);
-  // Chunks are whole vregs (sublanes x lanes values), double-buffered on both sides.
-  const std::int64_t vreg = chip.vpu.lanes > 0 && chip.vpu.sublanes > 0
-                                ? static_cast<std::int64_t>(chip.vpu.lanes) * chip.vpu.sublanes
-                                : 1024;
-  const auto budget = static_cast<std::uint64_t>(chip.vmem.capacity.as_double() * kVectorVmemFraction);
-  const std::int64_t fit = static_cast<std::int64_t>(budget / (2 * (in_b + out_b))) / vreg * vreg;
-  if (fit == 0) {
-    throw ConfigError({Diagnostic{detail::vmem_capacity_origin(chip), "chip.vmem.capacity",
-                                  fmt::format("VMEM too small for one vreg chunk of vector pass {}", label),
-                                  fmt::format("at least {}", format_bytes(Bytes(static_cast<std::uint64_t>(
-                                                                 2 * (in_b + out_b) * vreg / kVectorVmemFraction)))),
-                                  format_bytes(chip.vmem.capacity), ""}});
-  }
-  const int cores = std::max(1, chip.tensorcores);
-  const std::int64_t per_core = (pass.elements + cores - 1) / cores;
-  return std::min(fit, (per_core + vreg - 1) / vreg * vreg);
-}
-
-}  // namespace
-
-double vector_pass_instruction_count(const ChipSpec& chip, const VectorPass& pass) {
-  if (pass.elements <= 0) return 0;
-  const double chunks =
-      std::ceil(static_cast<double>(pass.elements) / static_cast<double>(vector_chunk(chip, pass, "estimate")));
-  // Per chunk: a load per input, the vector op, a store per output.
-  return chunks * static_cast<double>(pass.inputs.size() + 1 + pass.outputs.size());
-}
-
-std::vector<std::uint32_t> lower_vector_pass(ir::Program& prog, const ChipSpec& chip, const VectorPass& pass,
-                                             const std::vector<std::uint32_t>& after, const std::string& label) {
-  if (pass.elements < 0 || pass.inputs.empty() || pass.outputs.empty() || pass.ops_per_element < 1) {
-    throw std::invalid_argument(fmt::format("vector pass {}: needs elements >= 0, inputs, outputs, ops >= 1", label));
-  }
-  if (pass.elements == 0) return after;
-  const std::uint64_t in_b = bytes_per_element(pass.inputs), out_b = bytes_per_element(pass.outputs);
-  const int cores = std::max(1, chip.tensorcores);
-  const std::int64_t chunk = vector_chunk(chip, pass, label);
-  const std::int64_t chunks = (pass.elements + chunk - 1) / chunk;
-
-  std::vector<std::int64_t> steps(cores);
-  for (int c = 0; c < cores; ++c) steps[c] = chunks > c ? (chunks - c + cores - 1) / cores : 0;
-  auto step_of = [&](int core, std::int64_t s) {
-    const std::int64_t index = core + s * cores;
-    const std::int64_t count = std::min(chunk, pass.elements - index * chunk);
-    detail::Step st;
-    for (DType t : pass.inputs) {
-      const auto b = static_cast<std::uint64_t>(count * dtype_bytes(t));
-      st.loads.push_back({"load", b, b, ir::DmaPattern::contiguous});
-    }
-    st.compute.kind = ir::OpKind::vector;
-    st.compute.vector.op = pass.op;
-    st.compute.dtype = pass.compute_dtype;
-    st.compute.vector.elements = count * pass.ops_per_element;
-    // VMEM operands: each input read and each output written once (the ops in between stay in vregs).
-    st.compute.bytes = static_cast<std::uint64_t>(count) * (in_b + out_b);
-    st.first_of_group = st.last_of_group = true;
-    st.group_vmem = static_cast<std::uint64_t>(count) * out_b;
-    for (DType t : pass.outputs) {
-      const auto b = static_cast<std::uint64_t>(count * dtype_bytes(t));
-      st.stores.push_back({"store", b, b, ir::DmaPattern::contiguous});
-    }
-    return st;
-  };
-  return detail::emit_pipeline(prog, steps, step_of, after, label, "op", 2, pass.op_class);
 }
 
 std::optional<MemoryPlan> plan_memory(const WorkloadSpec& workload, const ChipSpec& chip) {

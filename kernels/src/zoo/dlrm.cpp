@@ -6,7 +6,9 @@
 
 #include "tiling/pipeline.h"
 #include "tpusim/core/chip_blocks.h"
-#include "tpusim/kernels/lowering.h"
+#include "tpusim/kernels/dlrm.h"
+#include "tpusim/kernels/gemm.h"
+#include "tpusim/kernels/vector_pass.h"
 
 namespace tpusim::kernels {
 namespace {

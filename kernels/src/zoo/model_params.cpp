@@ -1,6 +1,6 @@
 #include "tpusim/kernels/model_params.h"
 
-#include "tpusim/kernels/lowering.h"
+#include "tpusim/kernels/dlrm.h"
 
 #include <algorithm>
 #include <cmath>

@@ -35,8 +35,6 @@ struct LoweringEstimate {
 // too small for any tile), never more.
 [[nodiscard]] LoweringEstimate estimate_lowering(const WorkloadSpec& workload, const ChipSpec& chip);
 
-// Instructions lower_vector_pass emits for one pass (see lowering.h; a GEMM's: gemm_instruction_count, gemm.h).
-struct VectorPass;
-[[nodiscard]] double vector_pass_instruction_count(const ChipSpec& chip, const VectorPass& pass);
+// The instructions of one stage: gemm_instruction_count (gemm.h), vector_pass_instruction_count (vector_pass.h).
 
 }  // namespace tpusim::kernels

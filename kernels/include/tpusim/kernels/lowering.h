@@ -1,6 +1,7 @@
 #pragma once
 // The lowering library's entry points: a model + batch + step on a chip becomes per-role programs, tiled to
-// the chip's MXU shape and VMEM size. The GEMM tiling and the VMEM budgets of a stage: tpusim/kernels/gemm.h.
+// the chip's MXU shape and VMEM size. The stages it is made of: tpusim/kernels/gemm.h (the GEMM tiling and the
+// VMEM budgets), vector_pass.h; DLRM's lowering: dlrm.h.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -8,33 +9,16 @@
 
 #include "tpusim/core/chip_spec.h"
 #include "tpusim/core/scenario.h"
+#include "tpusim/kernels/dlrm.h"
 #include "tpusim/kernels/gemm.h"
 #include "tpusim/kernels/memory_plan.h"
 #include "tpusim/kernels/model_params.h"
 #include "tpusim/kernels/program.h"
 #include "tpusim/kernels/shard.h"
 #include "tpusim/kernels/sharding.h"
+#include "tpusim/kernels/vector_pass.h"
 
 namespace tpusim::kernels {
-
-// A streaming vector pass: `elements` values of each input tensor are read from HBM, `ops_per_element`
-// vector operations of kind `op` are applied per value, and `elements` values of each output tensor are
-// written to HBM. Chunked to kVectorVmemFraction of VMEM (double-buffered, whole 8x128 vregs), chunks
-// round-robin over TensorCores, with the same buffer-reuse dependencies as lower_gemm. A vector instruction's
-// `elements` counts element-operations (chunk x ops_per_element); its `bytes` are the VMEM operand bytes,
-// chunk x (input + output bytes per element). Vector work carries no model or hardware
-// FLOPs (MFU and HFU count MXU work).
-struct VectorPass {
-  std::int64_t elements = 0;
-  std::vector<DType> inputs;   // one entry per input tensor
-  std::vector<DType> outputs;  // one entry per output tensor
-  ir::VectorOp op = ir::VectorOp::elementwise;
-  int ops_per_element = 1;
-  DType compute_dtype = DType::bf16;
-  ir::OpClass op_class = ir::OpClass::norm_activation;
-};
-std::vector<std::uint32_t> lower_vector_pass(ir::Program& prog, const ChipSpec& chip, const VectorPass& pass,
-                                             const std::vector<std::uint32_t>& after, const std::string& label);
 
 // A lowered workload: its programs, and for whole models (kinds transformer and resnet, lowered as one fused
 // instruction per op and TensorCore; see kernels/README.md) the per-chip memory plan and what a step does.
@@ -91,29 +75,6 @@ struct LoweredWorkload {
 //    the parameters and optimizer state over PCIe and 1/N of the host's storage write (amortised per step).
 //  - host_syncs = S: S chained "host.sync" instructions (chip.host.round_trip each, no bytes) at the very end.
 [[nodiscard]] ir::ProgramSet lower_workload(const WorkloadSpec& workload, const ChipSpec& chip);
-
-// A DLRM-style recommender (ModelKind::dlrm, core/scenario.h) on one chip, batch B, dtype of the workload:
-//  - embedding lookups of every table, sum-pooled per example: on the SparseCores when the chip has them
-//    (dlrm_lookups_on_sparsecore: one `gather` per table, m = B x lookups_per_table rows of embedding_dim,
-//    k = B bags), otherwise on the TensorCores (one streaming pass over the B x tables bags: per chunk a
-//    gather-pattern DMA of the rows into VMEM, a vector op adding them, a store of the pooled vectors). They
-//    depend on nothing, so they overlap the bottom MLP.
-//  - the bottom MLP over dense_features (ReLU after every layer), the interaction (the pairwise dot products of
-//    the F = tables + 1 feature vectors: a batched product run block-diagonally on the MXU, floor(cols / F)
-//    examples per weight tile, lowered as one GEMM whose FLOPs are scaled to the useful 2 B F^2 d; then a vector
-//    pass concatenating the bottom output and the F(F-1)/2 dot products), the top MLP (ReLU between layers, a
-//    sigmoid at the end).
-//  - train adds the MLPs' backward passes and optimizer updates (as for the MLP model), the interaction's
-//    backward (two products of its size), and a sparse SGD update of every looked-up row (`scatter` per
-//    table on the SparseCores; on the TensorCores gather DMAs of the gradients and rows, a vector add, and
-//    gather-pattern stores of the rows).
-// Not modelled: the loss, biases, Adagrad's accumulators, the input pipeline (host instructions).
-[[nodiscard]] ir::ProgramSet lower_dlrm(const WorkloadSpec& workload, const ChipSpec& chip);
-// Whether the chip runs DLRM's lookups on SparseCores (it has them, and they reach HBM).
-[[nodiscard]] bool dlrm_lookups_on_sparsecore(const ChipSpec& chip);
-// Model FLOPs of one step (MLP and interaction products; lookups cost none): forward 2 B (sum of the MLPs'
-// in x out + F^2 d); train 3x that, less the bottom MLP's first input gradient (2 B dense_features x width).
-[[nodiscard]] double dlrm_model_flops(const DlrmModel& model, std::int64_t batch, StepKind step);
 
 // Host-side costs of one step on one chip (a pure function of the specs, for tests and lower_workload):
 //   infeed_bytes       = batch x input.bytes_per_example
