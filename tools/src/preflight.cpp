@@ -21,6 +21,7 @@
 #include "tpusim/kernels/collectives.h"
 #include "tpusim/kernels/estimate.h"
 #include "tpusim/kernels/program_io.h"
+#include "tpusim/kernels/send_recv_pairs.h"
 #include "tpusim/models/errors.h"
 #include "tpusim/models/estimate.h"
 #include "tpusim/models/failed_cables.h"
@@ -181,6 +182,51 @@ void check_collective_roles(const Scenario& s, const ir::ProgramSet& programs, c
   }
 }
 
+// Sends and recvs the simulator cannot pair (kernels::send_recv_mismatches): bad input at the instruction, with
+// the other end's.
+void check_send_recv_pairs(const Scenario& s, const ir::ProgramSet& programs, const Topology& topology,
+                           Diagnostics& diags) {
+  using Kind = kernels::PeerMismatch::Kind;
+  const auto at = [&](std::uint16_t role, std::uint32_t i) {
+    const std::string& label = programs.programs[role].label_of(programs.programs[role][i]);
+    return fmt::format("program {}, instruction {}{}", role, i, label.empty() ? "" : " '" + label + "'");
+  };
+  const std::string pairing = "the simulator pairs chip A's k-th send to chip B with B's k-th recv from A, and the "
+                              "recv's chip writes the bytes the send carries";
+  for (const kernels::PeerMismatch& m : kernels::send_recv_mismatches(programs, topology)) {
+    if (diags.size() >= 20) break;
+    const ir::Instruction& ins = programs.programs[m.role][m.instruction];
+    const std::string what(ir::op_name(ins.kind)), chip = chip_str(topology, m.chip);
+    const std::string peer = m.kind == Kind::outside ? "" : chip_str(topology, m.peer);
+    std::string field = m.kind == Kind::bytes ? "bytes" : "";
+    if (m.kind == Kind::outside) field = !m.on_axis ? "peer" : programs.named_group(ins) ? "group" : "mesh_axes";
+    if (s.workload.program.empty()) field.clear();  // a lowered program: the model is where it came from
+    const SourceLoc loc = program_location(s, m.role, m.instruction, field);
+    const std::string key = program_key(s, m.role, m.instruction, field);
+    if (m.kind == Kind::outside) {
+      diags.error(loc, key, fmt::format("a {} whose peer names no other chip of the slice", what),
+                  "an offset to another chip of the axis (or group), not past its ends",
+                  fmt::format("peer {} on chip {} ({}): {}", ins.comm.peer, chip, at(m.role, m.instruction), m.why));
+    } else if (m.kind == Kind::bytes) {
+      const std::uint64_t sent = programs.programs[m.peer_role][*m.peer_instruction].bytes;
+      diags.error(loc, key, "a recv of other bytes than the send it pairs with",
+                  fmt::format("{} bytes, what chip {}'s send {} to chip {} carries ({})", sent, peer, m.position + 1,
+                              chip, at(m.peer_role, *m.peer_instruction)),
+                  fmt::format("{} bytes (chip {}'s recv {} from chip {}, {})", ins.bytes, chip, m.position + 1, peer,
+                              at(m.role, m.instruction)),
+                  pairing);
+    } else {
+      const bool send = m.kind == Kind::no_recv;
+      diags.error(loc, key, send ? "a send that no recv takes" : "a recv that no send feeds",
+                  fmt::format("a {} on chip {} {} chip {} for chip {}'s {} {}", send ? "recv" : "send", peer,
+                              send ? "from" : "to", chip, chip, what, m.position + 1),
+                  fmt::format("chip {} (program {}) has {} {} {} chip {}", peer, m.peer_role, m.peer_count,
+                              send ? "recvs" : "sends", send ? "from" : "to", chip),
+                  pairing);
+    }
+  }
+}
+
 }  // namespace
 
 Limits Limits::defaults() {
@@ -336,6 +382,7 @@ void check_programs(const Scenario& s, const ir::ProgramSet& programs, const Top
   }
   diags.throw_if_any();
   check_collective_roles(s, programs, topology, diags);
+  check_send_recv_pairs(s, programs, topology, diags);
   diags.throw_if_any();
   // A step the simulator's 64-bit picosecond clock cannot count.
   const models::SimEstimate e = models::estimate_simulation(s, programs);

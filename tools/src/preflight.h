@@ -6,7 +6,8 @@
 //   check_programs    a program that cannot run here is bad input (exit 2, at its file and line): a
 //                     collective its algorithm cannot run on these axes, a VMEM free no allocation covers,
 //                     a TensorCore the chip lacks, the chips of a group running different collectives over
-//                     it (roles that differ), a step longer than the simulator can count
+//                     it (roles that differ), a send and recv that do not pair (bytes, one missing, a peer
+//                     outside the slice), a step longer than the simulator can count
 //   guard_simulation  chips x programs in memory, and the cycle-level MXU reference's work, against limits
 //   guard_fault_rates the random faults a job's fault_rates expect over job.duration, against what a job can
 //                     meet and the memory limit
