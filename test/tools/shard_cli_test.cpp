@@ -2,6 +2,7 @@
 // on one chip and on a data-parallel slice, global metrics, sequence parallelism against plain tensor
 // parallelism, the layout search, pipelines, and bad meshes as bad input.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <sstream>
@@ -371,6 +372,27 @@ TEST_F(ShardCli, TheGPipeBubbleIsTheClosedFormFraction) {
     const double p = 4;
     EXPECT_NEAR(bubble, (p - 1) / (m + p - 1), 0.02) << "m = " << m;
   }
+}
+
+// A stage waiting for its neighbour's activations is the pipeline's bubble, not collective time: the run's notes
+// name it with its closed form, and call the step communication-bound only for collectives (there are none).
+TEST_F(ShardCli, APipelineRunNamesItsBubbleAndIsNotCalledCommunicationBound) {
+  write("pp.yaml", kPipeline);
+  const auto j = summary(fmt_args((dir_ / "pp.yaml").string(), 4), "bubble");
+  const double step = j["metrics"]["step_time_s"];
+  const double communication = j["breakdown"]["communication_s"].get<double>() / step;
+  ASSERT_GT(communication, 0.2);  // above the notes' threshold: the label it gets matters
+  EXPECT_FALSE(j.contains("exposed_communication"));  // no collective ran
+  std::vector<std::string> notes = j["notes"];
+  for (const std::string& n : notes) EXPECT_EQ(n.rfind("communication-bound", 0), std::string::npos) << n;
+  const auto bubble = std::find_if(notes.begin(), notes.end(),
+                                   [](const std::string& n) { return n.rfind("pipeline bubble: ", 0) == 0; });
+  ASSERT_NE(bubble, notes.end()) << j["notes"].dump();
+  // p = 4 stages, m = 4 microbatches: 3 / 7 = 43%; the waiting share is the breakdown's communication.
+  EXPECT_NE(bubble->find("with 4 stages and 4 microbatches (gpipe)"), std::string::npos) << *bubble;
+  EXPECT_NE(bubble->find("(p - 1) / (m + p - 1) = 43% of the step"), std::string::npos) << *bubble;
+  const std::string waiting = "here " + std::to_string(std::lround(100 * communication)) + "% of the step waits";
+  EXPECT_NE(bubble->find(waiting), std::string::npos) << *bubble;
 }
 
 TEST_F(ShardCli, OneForwardOneBackwardKeepsFewerActivationsThanGPipeWithTheSameBubble) {

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "tpusim/kernels/shard.h"
+
 namespace tpusim::tools {
 namespace {
 
@@ -65,6 +67,30 @@ std::string sharding_text(const kernels::ShardingPlan& plan) {
   std::vector<std::string> parts;
   for (const auto& [over, axes] : groups) parts.push_back(fmt::format("{} over {}", fmt::join(axes, ", "), over));
   return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+bool has_send_or_recv(const ir::ProgramSet& programs) {
+  for (const ir::Program& p : programs.programs) {
+    for (const ir::Instruction& ins : p.instructions()) {
+      if (ins.kind == ir::OpKind::send || ins.kind == ir::OpKind::recv) return true;
+    }
+  }
+  return false;
+}
+
+// A pipeline's bubble, named as such: the closed form for equal stages under GPipe and 1F1B (kernels/README.md,
+// "Pipeline"), and the shares of the step its stages spent waiting on a recv (counted as communication in the
+// breakdown) and idle.
+std::string bubble_note(const Scenario& s, int stages, double waiting, double idle) {
+  const int m = std::max(1, kernels::full_shard(s.workload).microbatches);
+  const double bubble = static_cast<double>(stages - 1) / (m + stages - 1);
+  return fmt::format("pipeline bubble: with {} stages and {} microbatch{} ({}) a stage waits for its neighbours "
+                     "(p - 1) / (m + p - 1) = {:.0f}% of the step; here {:.0f}% of the step waits on recvs from "
+                     "the neighbouring stages (the breakdown's communication, not collective time) and {:.0f}% "
+                     "is idle",
+                     stages, m, m == 1 ? "" : "es",
+                     s.workload.schedule.pipeline_schedule == PipelineSchedule::gpipe ? "gpipe" : "1f1b",
+                     100 * bubble, 100 * waiting, 100 * idle);
 }
 
 }  // namespace
@@ -184,10 +210,29 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
 
   const double step = rep.figures.step_time_s;
   if (step > 0) {
-    const double comm_share = r.breakdown.communication.value() / step;
-    if (comm_share > kFindingThreshold) {
+    // The breakdown's communication is ICI work in flight without compute: collectives, and sends and recvs (a
+    // pipeline stage waiting for its neighbour's activations). Where the program has sends or recvs, the
+    // collectives' part is their attributed exposed time (op_classes.h) and the rest is point to point.
+    const double communication = r.breakdown.communication.value();
+    double collectives = communication;
+    if (classes != nullptr && has_send_or_recv(programs)) {
+      collectives = 0;
+      for (const auto& kind : rep.time.exposed_collectives_s) collectives += kind.second;
+      collectives = std::min(collectives, communication);
+    }
+    if (collectives / step > kFindingThreshold) {
       rep.notes.push_back(fmt::format("communication-bound: {:.0f}% of the step is exposed collective time",
-                                      100 * comm_share));
+                                      100 * collectives / step));
+    }
+    const double point_to_point = (communication - collectives) / step;
+    const int stages =
+        lowered != nullptr && lowered->sharding ? lowered->sharding->shards(kernels::LogicalAxis::layers) : 1;
+    if (stages > 1) {
+      rep.notes.push_back(bubble_note(scenario, stages, point_to_point, r.breakdown.idle.value() / step));
+    } else if (point_to_point > kFindingThreshold) {
+      rep.notes.push_back(fmt::format("point-to-point-bound: {:.0f}% of the step waits on sends and recvs (no "
+                                      "compute and no collective in flight)",
+                                      100 * point_to_point));
     }
     const double host_share = r.breakdown.host_stall.value() / step;
     const double mem_share = r.breakdown.memory_stall.value() / step;
