@@ -247,6 +247,44 @@ seed: 5
   EXPECT_NE(a["faults"]["timeline"].dump(), other["faults"]["timeline"].dump());
 }
 
+// Under reroute each step with a failed cable is simulated with that cable alone: with two down at once the
+// job runs at the one-cable step, and the run says so (stderr, summary.json's job.notes, stdout); with one it
+// does not.
+TEST_F(FaultsCli, TwoCablesDownAtOnceUnderRerouteWarnThatTheStepModelsOneAndOneCableDoesNot) {
+  const std::string two = R"(name: two
+pod: v4-4x4x4
+workload:
+  model: {kind: collective, name: ar, op: all_reduce, bytes: 4 MiB, axes: [], algorithm: auto}
+job: {steps: 1000000, recovery: reroute}
+faults:
+  - {at: 1 s, kind: link_down, target: {chip: [0, 0, 0], dir: x+}}
+  - {at: 2 s, kind: link_down, target: {chip: [0, 1, 0], dir: x+}}
+)";
+  const Outcome o = tpusim("run " + write("two.yaml", two).string() + " -o " + (dir_ / "two").string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.err.find("tpusim: warning: up to 2 cables were down at once"), std::string::npos) << o.err;
+  EXPECT_NE(o.out.find("note: up to 2 cables were down at once"), std::string::npos) << o.out;
+  const auto j = nlohmann::json::parse(slurp(dir_ / "two" / "summary.json"));
+  EXPECT_EQ(j["job"]["cables_down_at_most"], 2);
+  ASSERT_EQ(j["job"]["notes"].size(), 1u);
+  EXPECT_NE(j["job"]["notes"][0].get<std::string>().find("models one failed cable per axis"), std::string::npos);
+  // What the note warns of: the second cable leaves the step where the first put it.
+  const auto& timeline = j["faults"]["timeline"];
+  ASSERT_EQ(timeline.size(), 2u);
+  EXPECT_GT(timeline[0]["step_time_after_s"].get<double>(), j["metrics"]["step_time_s"].get<double>());
+  EXPECT_EQ(timeline[1]["step_time_after_s"], timeline[0]["step_time_after_s"]);
+
+  const std::string one = two.substr(0, two.rfind("  - {at: 2 s"));
+  const Outcome single = tpusim("run " + write("one.yaml", one).string() + " -o " + (dir_ / "one").string());
+  ASSERT_EQ(single.exit_code, 0) << single.err;
+  EXPECT_EQ(single.err.find("warning"), std::string::npos) << single.err;
+  EXPECT_EQ(single.out.find("cables were down at once"), std::string::npos) << single.out;
+  const auto k = nlohmann::json::parse(slurp(dir_ / "one" / "summary.json"));
+  EXPECT_EQ(k["faults"]["timeline"].size(), 1u);
+  EXPECT_FALSE(k["job"].contains("cables_down_at_most"));
+  EXPECT_FALSE(k["job"].contains("notes"));
+}
+
 // stdout lists every step simulated in full, numbered as job.simulated_steps, with its time against the
 // healthy step's: a reader sees what the rerouted step and the step the fault lands in cost without opening
 // summary.json.

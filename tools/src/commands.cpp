@@ -233,6 +233,9 @@ int run_command(const RunArgs& args) {
       fault_steps_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - fault_start).count();
       job = models::run_job_timeline(scenario, *topology, result.step_time, *fault_steps,
                                      max_job_faults(args.limits));
+      if (const auto note = several_cables_note(scenario, job->result)) {
+        std::cerr << "tpusim: warning: " << *note << "\n";
+      }
     }
     output_start = std::chrono::steady_clock::now();
     report = make_report(scenario, programs, result, &*topology,

@@ -85,6 +85,16 @@ std::vector<const FaultSpec*> after_the_end(const Scenario& s, const models::Job
 
 }  // namespace
 
+std::optional<std::string> several_cables_note(const Scenario& s, const models::JobResult& r) {
+  if (s.job.recovery != RecoveryPolicyKind::reroute || r.cables_down_at_most < 2) return std::nullopt;
+  return fmt::format(
+      "up to {} cables were down at once, but each step with a failed cable is simulated with that one cable "
+      "alone (for a drawn link, chip 0's + link of its axis) and the job runs at the slowest of those steps: the "
+      "step cost models one failed cable per axis, so the step time with several down is optimistic "
+      "(docs/faults.md)",
+      r.cables_down_at_most);
+}
+
 void add_job_json(json& j, const Scenario& s, const models::JobOutcome& job, const models::FaultSteps& fault_steps) {
   const models::JobResult& r = job.result;
   json timeline = json::array();
@@ -166,6 +176,10 @@ void add_job_json(json& j, const Scenario& s, const models::JobOutcome& job, con
                   {"spare_cubes_left", r.spare_cubes_left},
                   {"ocs_remaps", r.ocs_remaps},
                   {"simulated_steps", simulated}};
+  if (const std::optional<std::string> note = several_cables_note(s, r)) {
+    j["job"]["cables_down_at_most"] = r.cables_down_at_most;
+    j["job"]["notes"] = json::array({*note});
+  }
 }
 
 namespace {
@@ -241,6 +255,7 @@ void print_job(const Scenario& s, const models::JobOutcome& job, const models::F
         f.lost_bytes > 0 ? fmt::format(" (sent again at detection, {} into the step)", time(f.detected_s))
                          : std::string());
   }
+  if (const std::optional<std::string> note = several_cables_note(s, r)) out << "    note: " << *note << "\n";
   for (const FaultSpec* f : after_the_end(s, r)) {
     out << fmt::format("  faults[{}] at {} falls after the job's end ({}): not met\n", f->index, time(f->at.value()),
                        time(r.wall.value()));

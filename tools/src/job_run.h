@@ -40,6 +40,10 @@ struct FaultTraceOptions {
 [[nodiscard]] std::vector<std::pair<std::string, const models::FaultStep*>> fault_traces(
     const models::FaultSteps& steps);
 
+// Under reroute, with more than one cable down at once (JobResult::cables_down_at_most), what the step time
+// after them leaves out: each step with a failed cable is simulated with that cable alone. Nullopt otherwise.
+// The run prints it as a warning on stderr, and the job's output carries it (job.notes, the printout).
+[[nodiscard]] std::optional<std::string> several_cables_note(const Scenario& s, const models::JobResult& r);
 // summary.json's `faults.timeline` and `job` (docs/summary-format.md).
 void add_job_json(nlohmann::ordered_json& summary, const Scenario& s, const models::JobOutcome& job,
                   const models::FaultSteps& fault_steps);

@@ -190,6 +190,8 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
         chip.cube = job::cube_of(topo, chip.chip);
         rec = policy->recover(ctx, chip);
         rec.how = fmt::format("{} ({})", rec.how.substr(0, rec.how.find(" (")), cut_description(topo, cables, cut_off));
+      } else {
+        r.cables_down_at_most = std::max(r.cables_down_at_most, cables.size());  // the job runs on with them
       }
     }
     return rec;

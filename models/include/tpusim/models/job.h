@@ -105,6 +105,10 @@ struct JobResult {
   std::vector<Seconds> checkpoint_writes;
   int spare_cubes_left = 0;
   std::uint64_t ocs_remaps = 0;  // circuits the spare-cube swaps remapped
+  // reroute: the most cables routed around at once while the job ran on. Each step with a failed cable is
+  // simulated with that one cable alone (a drawn one: its axis's, chip 0's + link) and the job runs at the
+  // slowest of them, so with more than one down the step time is optimistic.
+  std::size_t cables_down_at_most = 0;
 };
 
 // A job that meets this many faults is not making progress worth reporting: it stops with an error (and a
