@@ -158,6 +158,14 @@ const FieldTable<JobSpec>& job_fields() {
         "the routes are static until the timeout detects it, and the step stalls until then), or "
         "sent again at once from the first byte not delivered (retransmit: assumes the link layer notices the "
         "lost signal and the routes change at once)");
+    t.add_choice<StoppedStep>(
+        "stopped_step", [](S& s) -> StoppedStep& { return s.stopped_step; },
+        {{"to_stop", StoppedStep::to_stop}, {"to_detection", StoppedStep::to_detection}},
+        "to_stop",
+        "a chip stopping inside a step: simulate that step for the report up to the stop, where its work is lost "
+        "(to_stop: what completed by then and what the stop cut; the chips stay mirrored until then), or on to the "
+        "detection (to_detection: how the other chips run on and stall on what needs the chip; every chip "
+        "simulated past the stop, minutes on a full pod); the job's costs are the same either way");
     return t;
   }();
   return table;

@@ -35,6 +35,10 @@ class RunControl {
   // Chips may run ahead of the kernel (chip/chip.h, "Running ahead"; SimOptions::run_ahead).
   [[nodiscard]] bool run_ahead() const { return run_ahead_; }
   void set_run_ahead(bool on) { run_ahead_ = on; }
+  // The last tick the run simulates (a chip fault's stop or detection; kNever: until every chip finished): a
+  // chip runs ahead of the kernel to no activation after it, as the kernel, stopping there, would not run it.
+  [[nodiscard]] Tick horizon() const { return horizon_; }
+  void set_horizon(Tick last) { horizon_ = last; }
   void trace(const TraceSpan& span) const { trace_(span); }
 
  private:
@@ -45,6 +49,7 @@ class RunControl {
   std::uint64_t clock_check_interval_;
   std::uint32_t unfinished_;
   bool run_ahead_ = true;
+  Tick horizon_ = kNever;
   std::exception_ptr error_;
 };
 

@@ -41,11 +41,13 @@ SimResult run(const Scenario& scenario, const ir::ProgramSet& programs, const Si
   }
 
   const auto chips = static_cast<std::uint32_t>(scenario.pod.chip_count());
-  // A chip stopping inside the step (SimOptions::timed_chips): the run ends at the first detection, and the
-  // completions up to then measure how far the step got. A chip running ahead of the kernel may complete
-  // instructions past the end: they are not counted (nor traced).
+  // A chip stopping inside the step (SimOptions::timed_chips): the run ends at the first detection (or, with
+  // end_at_stop, the first stop), and the completions up to then measure how far the step got. A chip running
+  // ahead of the kernel may complete instructions past the end: they are not counted (nor traced).
   Tick end = kNever;
-  for (const TimedChipFault& f : network.timed_chips) end = std::min(end, std::max(to_ticks(f.at), to_ticks(f.detected)));
+  for (const TimedChipFault& f : network.timed_chips) {
+    end = std::min(end, options.end_at_stop ? to_ticks(f.at) : std::max(to_ticks(f.at), to_ticks(f.detected)));
+  }
   StepProgress progress;
   std::function<void(const TraceSpan&)> trace = options.trace;
   if (end != kNever) {
@@ -74,14 +76,17 @@ SimResult run(const Scenario& scenario, const ir::ProgramSet& programs, const Si
   RunControl control(options.progress, trace, classes ? classes->classes : chips,
                      scenario.fidelity.mxu == MxuFidelity::cycle ? 1 : 4096);
   control.set_run_ahead(options.run_ahead);
+  control.set_horizon(end);
   if (classes) {
     mirroring = std::make_unique<Mirroring>(std::move(*classes), control, options.mirror_mismatch);
   }
   auto pod = std::make_unique<Pod>("pod", scenario, programs, control, network, registry, options.degraded_chips,
                                    mirroring.get());
   const auto elaborated = std::chrono::steady_clock::now();
+  // The kernel runs the events of a tick before the one it stops at: at the stop, its tick's are run too (its
+  // cuts), and what completes after it is not counted (the trace above).
   if (end == kNever) sc_core::sc_start();
-  else sc_core::sc_start(sc_core::sc_time::from_value(end));
+  else sc_core::sc_start(sc_core::sc_time::from_value(options.end_at_stop ? end + 1 : end));
   if (mirroring) {
     mirroring->finish();
     if (!control.error() && control.unfinished() == 0) pod->interconnect()->check_mirrors_end();

@@ -83,6 +83,32 @@ TEST(TimedChipFault, TheStepRunsToTheDetectionAndTheRowsWithoutTheChipFinishAsWi
   EXPECT_NEAR(f.delivered.as_double(), 4 * kLinkRate * 50e-6, 4);
 }
 
+// Ended at the stop (SimOptions::end_at_stop, job.stopped_step: to_stop): the simulation covers the step up to
+// the tick, where each chip has completed its first vector op and nothing else, and the stop's cuts are counted
+// as when the run goes on to the detection.
+TEST(TimedChipFault, EndedAtTheStopTheStepCountsWhatCompletedByThenAndWhatTheStopCut) {
+  SimOptions o = chip_stopping(InFlightPolicy::lose);
+  o.end_at_stop = true;
+  std::vector<TraceSpan> spans;
+  o.trace = [&](const TraceSpan& span) { spans.push_back(span); };
+  const SimResult r = ::tpusim::testing::simulate_step(chip_fault_torus(), chip_fault_step(), o);
+  EXPECT_EQ(r.step_time.value(), to_seconds(to_ticks(Seconds(kChipStop))).value());
+  const StepProgress& p = r.progress;
+  EXPECT_TRUE(p.stopped);
+  EXPECT_EQ(p.instructions, 16u * 3);
+  EXPECT_EQ(p.completed, 16u);  // every chip's first vector op, 10 us < the tick
+  EXPECT_NEAR(p.last_completion.value(), 10e-6, 1e-12);
+  ASSERT_EQ(spans.size(), 16u);
+  for (const TraceSpan& span : spans) EXPECT_EQ(span.instruction, 0u) << "chip " << span.chip;
+  ASSERT_EQ(r.network.in_step_faults.size(), 1u);
+  const InStepFault& f = r.network.in_step_faults[0];
+  EXPECT_EQ(f.chip, static_cast<std::int64_t>(kStoppedChip));
+  EXPECT_EQ(f.transfers_cut, 4u);
+  EXPECT_EQ(f.transfers_dropped, 4u);
+  EXPECT_EQ(f.in_flight.count(), 4 * (kStoppedBytes / 8));
+  EXPECT_NEAR(f.delivered.as_double(), 4 * kLinkRate * 50e-6, 4);
+}
+
 // Without a chip fault nothing of this is set: no progress, the whole step.
 TEST(TimedChipFault, WithoutOneTheProgressIsUnset) {
   const SimResult r = simulate(chip_fault_torus(), chip_fault_step(), {});

@@ -125,9 +125,15 @@ const std::string kDegraded = "name: mirror-degraded\ndescription: a degraded li
                               "job: {steps: 4, recovery: reroute}\n"
                               "faults: [{at: 250 ms, kind: link_degraded, target: {chip: [2, 0, 1], dir: z-}, "
                               "bandwidth_fraction: 0.5}]\n";
+// A chip stopping mid-step, its step simulated on to the detection: the others run on and stall.
 const std::string kChipDown = "name: mirror-chip-down\ndescription: a chip fails mid-step\n" + kCubeStep +
-                              "job: {steps: 4, recovery: checkpoint_restart}\n"
+                              "job: {steps: 4, recovery: checkpoint_restart, stopped_step: to_detection}\n"
                               "faults: [{at: 250 ms, kind: chip_down, target: [1, 2, 3]}]\n";
+// The same simulated up to the stop (the default): mirrored as the healthy step, with the chip in a class of its
+// own, and verified without refining.
+const std::string kChipDownToStop = "name: mirror-chip-down-to-stop\ndescription: a chip fails mid-step\n" +
+                                    kCubeStep + "job: {steps: 4, recovery: checkpoint_restart}\n"
+                                    "faults: [{at: 250 ms, kind: chip_down, target: [1, 2, 3]}]\n";
 const std::string kMirroredAfterRefining = " mirrored; inputs verified after ";
 
 INSTANTIATE_TEST_SUITE_P(
@@ -162,6 +168,9 @@ INSTANTIATE_TEST_SUITE_P(
              "1 of 64 chips simulated, 63 mirrored; inputs verified", kDegraded, 1, kMirroredAfterRefining},
         Case{"chip_down_in_a_step", "{scenario} --trace-chips 0-63", "on",
              "1 of 64 chips simulated, 63 mirrored; inputs verified", kChipDown, 1, kMirroredAfterRefining},
+        Case{"chip_down_in_a_step_to_the_stop", "{scenario} --trace-chips 0-63", "on",
+             "1 of 64 chips simulated, 63 mirrored; inputs verified", kChipDownToStop, 1,
+             "2 of 64 chips simulated, 62 mirrored; inputs verified"},
         Case{"forced_mismatch_falls_back",
              k175bCut + "--set pod=v4-4x4x4 --set workload.mesh.fsdp=16 --set workload.batch=32 "
                         "--set workload.model.layers=1",

@@ -479,7 +479,7 @@ TEST_F(FaultsCli, AChipDownInsideAStepIsSimulatedToItsDetectionAndItsLostWorkIsT
   const auto file = write("cd.yaml", R"(name: cd
 pod: v5e-2x2
 workload: {model: mlp-small, batch: 64, step: train, checkpoint: {every_steps: 20000}}
-job: {steps: 100000, recovery: checkpoint_restart, restart: 2 s, repair: 0 s}
+job: {steps: 100000, recovery: checkpoint_restart, restart: 2 s, repair: 0 s, stopped_step: to_detection}
 faults:
   - {at: 1 s, kind: chip_down, target: [1, 0]}
 )");
@@ -537,6 +537,7 @@ faults:
               in_step["detected_s"].get<double>() * 1e6, 1e-6);
   EXPECT_EQ(marks["step stalled: nothing completes"]["ts"].get<double>(),
             progress["last_completion_s"].get<double>() * 1e6);
+  EXPECT_EQ(progress["simulated_to"], "detection");
   // A chip_down aimed at a chip the pod lacks is still bad input, nothing written.
   const auto bad = write("cd-bad.yaml", R"(name: cd
 pod: v5e-2x2
@@ -548,6 +549,39 @@ faults:
   const Outcome o = tpusim("run " + bad.string() + " -o " + (dir_ / "cd-bad").string());
   EXPECT_EQ(o.exit_code, 2) << o.err;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "cd-bad"));
+}
+
+// By default (job.stopped_step: to_stop) the step a chip stops in is simulated up to the stop: its figures
+// cover the step until the tick, what completed by then (nothing of chip 1 after it), and the stop's cuts; the
+// job's costs are those of a run to the detection.
+TEST_F(FaultsCli, AChipDownInsideAStepIsSimulatedUpToTheStopByDefaultAndCostsTheJobTheSame) {
+  const std::string job = R"(name: cd
+pod: v5e-2x2
+workload: {model: mlp-small, batch: 64, step: train, checkpoint: {every_steps: 20000}}
+faults:
+  - {at: 1 s, kind: chip_down, target: [1, 0]}
+job: {steps: 100000, recovery: checkpoint_restart, restart: 2 s, repair: 0 s)";
+  const auto to_stop = summary(write("stop.yaml", job + "}\n").string(), "stop");
+  const auto to_detection =
+      summary(write("detection.yaml", job + ", stopped_step: to_detection}\n").string(), "detection");
+  const auto& stopped = to_stop["job"]["simulated_steps"][1];
+  const auto& in_step = stopped["fault_in_step"];
+  const double offset = in_step["at_s"].get<double>();
+  EXPECT_NEAR(stopped["step_time_s"].get<double>(), offset, 1e-12);  // the tick, in whole picoseconds
+  const auto& progress = stopped["progress"];
+  EXPECT_EQ(progress["simulated_to"], "stop");
+  EXPECT_LE(progress["last_completion_s"].get<double>(), offset);
+  const auto& later = to_detection["job"]["simulated_steps"][1]["progress"];
+  EXPECT_EQ(progress["instructions"], later["instructions"]);
+  EXPECT_GT(progress["completed"].get<double>(), 0.0);
+  EXPECT_LT(progress["completed"].get<double>(), later["completed"].get<double>());  // the others ran on
+  // Those cut at the tick; a run to the detection also drops the later sends to or from the chip.
+  const auto& dropped_later = to_detection["job"]["simulated_steps"][1]["fault_in_step"]["transfers_dropped"];
+  EXPECT_LE(in_step["transfers_dropped"].get<double>(), dropped_later.get<double>());
+  for (const char* key : {"wall_s", "goodput", "useful_s", "steps_done"}) {
+    EXPECT_EQ(to_stop["job"][key], to_detection["job"][key]) << key;
+  }
+  EXPECT_EQ(to_stop["faults"]["timeline"], to_detection["faults"]["timeline"]);
 }
 
 }  // namespace

@@ -146,6 +146,7 @@ void add_job_json(json& j, const Scenario& s, const models::JobOutcome& job, con
       step["fault_in_step"]["dropped_bytes"] = f.dropped_bytes;
       step["progress"] =
           json{{"finished", false},
+               {"simulated_to", s.job.stopped_step == StoppedStep::to_stop ? "stop" : "detection"},
                {"instructions", f.progress.instructions},
                {"completed", f.progress.completed},
                {"fraction", f.progress.instructions > 0 ? f.progress.completed / f.progress.instructions : 1.0},
@@ -232,11 +233,13 @@ void print_job(const Scenario& s, const models::JobOutcome& job, const models::F
   }
   for (const models::FaultStep& f : job.hit_steps) {
     if (f.progress.stopped) {
+      const bool to_stop = s.job.stopped_step == StoppedStep::to_stop;
       out << fmt::format(
-          "    the step with {}: stopped; by the detection ({} into the step) the chips had completed {:.0f} of "
+          "    the step with {}: stopped; by the {} ({} into the step) the chips had completed {:.0f} of "
           "{:.0f} instructions ({:.2f}%{}); {:.0f} transfers to or from the chip dropped ({}); the step's "
           "work since its start is lost\n",
-          f.what, time(f.detected_s), f.progress.completed, f.progress.instructions,
+          f.what, to_stop ? "stop" : "detection", time(to_stop ? f.fault_at_s : f.detected_s),
+          f.progress.completed, f.progress.instructions,
           // Rounded down, so a step short of one instruction never reads as 100%.
           f.progress.instructions > 0 ? std::floor(10000 * f.progress.completed / f.progress.instructions) / 100
                                       : 100.0,

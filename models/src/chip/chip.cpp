@@ -94,7 +94,7 @@ void Chip::run() {
     context_.control.on_activation(kernel);
     if (kernel == timed_) timed_ran_ = kernel;
     Tick next = activate(kernel, false);
-    while (next != kNever && may_run_ahead()) {
+    while (next != kNever && next <= context_.control.horizon() && may_run_ahead()) {
       const Tick at = next;
       next = activate(at, true);
       if (held_) {

@@ -173,10 +173,12 @@ FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, Seconds healthy,
     steps_.push_back(std::move(step));
     return Seconds(steps_.back().step_time_s);
   };
-  // A chip stopping at its tick: simulated to the detection for the report; the timeline's cost is its own.
+  // A chip stopping at its tick: simulated to the stop or the detection (job.stopped_step) for the report; the
+  // timeline's cost is its own.
   costs.step_stopped = [&](const ConcreteFault& f, Seconds offset, Seconds detection) {
     SimOptions o;
     o.timed_chips.push_back(TimedChipFault{f.chip, offset, detection});
+    o.end_at_stop = s.job.stopped_step == StoppedStep::to_stop;
     FaultStep step = simulate_hit(f, offset, detection, std::move(o));
     if (!step.ok) {
       std::fprintf(stderr, "tpusim: the job's timeline does not need that step; it is left out of the report\n");

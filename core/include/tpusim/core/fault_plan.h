@@ -131,6 +131,12 @@ enum class RecoveryPolicyKind : std::uint8_t { fail, checkpoint_restart, reroute
 // lost signal and the routes change at once).
 enum class InFlightPolicy : std::uint8_t { retransmit, lose };
 
+// How far the step a chip stops in is simulated for the report (job.stopped_step); the job's costs are the same
+// either way. to_stop: up to the stop, where the step's work is lost (what completed by then, the transfers the
+// stop cuts; the chips stay mirrored until then). to_detection: on to the detection, the others running on and
+// stalling on what needs the chip (every chip simulated past the stop: minutes on a full pod).
+enum class StoppedStep : std::uint8_t { to_stop, to_detection };
+
 // The job: how long it runs, how failures are noticed and how it recovers. The checkpoint interval is
 // workload.checkpoint.every_steps; with a job, each checkpoint is written in full every that many steps
 // (instead of amortised into the simulated step).
@@ -145,6 +151,7 @@ struct JobSpec {
   Seconds repair;                // replace the failed chip, host or optics (checkpoint_restart after repair)
   int spare_cubes = 0;           // spare_cube: idle 4x4x4 cubes the OCS can switch in
   InFlightPolicy in_flight = InFlightPolicy::lose;  // reroute: transfers on a link failing mid-step
+  StoppedStep stopped_step = StoppedStep::to_stop;  // a chip stopping inside a step: how far it is simulated
   std::map<std::string, FieldOrigin> origins;
 
   // The job's length is job.steps, not a duration: its end is known only once its step is simulated.

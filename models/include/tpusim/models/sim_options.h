@@ -63,8 +63,9 @@ struct TimedLinkFault {
 // `at` the chip completes nothing more (its instructions in flight and later ones never complete); its cables
 // fail as a timed link fault's do (TimedLinkFault), except that transfers to or from the chip are dropped, not
 // sent again, and so is every later send to or from it; the others run on and stall on what needs it. The
-// runtime learns of it at `detected`: the simulation stops there (SimResult::progress says how far the step
-// got). Collectives keep the plans they were compiled with: before its detection the job does not know.
+// runtime learns of it at `detected`: the simulation stops there, or at `at` (SimOptions::end_at_stop), and
+// SimResult::progress says how far the step got. Collectives keep the plans they were compiled with: before its
+// detection the job does not know.
 struct TimedChipFault {
   ChipId chip;
   Seconds at;        // since the step's start
@@ -86,8 +87,10 @@ struct SimOptions {
   std::vector<ChipDegradation> degraded_chips;
   // Cables failing inside the step, and what happens to the transfers in flight on them.
   std::vector<TimedLinkFault> timed_links;
-  // Chips stopping inside the step; the simulation ends at the first detection.
+  // Chips stopping inside the step; the simulation ends at the first detection, or with end_at_stop at the first
+  // stop (its tick's events done: what the stop cuts is counted; nothing completes at or after it).
   std::vector<TimedChipFault> timed_chips;
+  bool end_at_stop = false;
   InFlightPolicy in_flight = InFlightPolicy::retransmit;
   // A chip with no ICI instruction in flight runs its next activations within one kernel event (models/README.md,
   // "Running ahead"): the outputs are the same either way, only faster. false runs every activation from the
