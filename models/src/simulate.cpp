@@ -145,6 +145,7 @@ net::InterconnectOptions network_of(const SimOptions& options) {
   network.timed = options.timed_links;
   network.in_flight = options.in_flight;
   network.timed_chips = options.timed_chips;
+  network.end_at_stop = options.end_at_stop;
   return network;
 }
 

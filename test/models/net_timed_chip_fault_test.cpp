@@ -109,6 +109,26 @@ TEST(TimedChipFault, EndedAtTheStopTheStepCountsWhatCompletedByThenAndWhatTheSto
   EXPECT_NEAR(f.delivered.as_double(), 4 * kLinkRate * 50e-6, 4);
 }
 
+// The same with aggregate collectives (the default fidelity), which a run ending at the stop keeps: up to the
+// tick row 1's ring runs as one aggregate flow, cut at the tick as one transfer and dropped whole.
+TEST(TimedChipFault, EndedAtTheStopAnAggregateCutAtTheTickIsDroppedWhole) {
+  Scenario s = chip_fault_torus();
+  s.fidelity.collectives = CollectiveFidelity::aggregate;
+  SimOptions o = chip_stopping(InFlightPolicy::lose);
+  o.end_at_stop = true;
+  const SimResult r = ::tpusim::testing::simulate_step(s, chip_fault_step(), o);
+  EXPECT_EQ(r.progress.completed, 16u);
+  ASSERT_EQ(r.network.in_step_faults.size(), 1u);
+  const InStepFault& f = r.network.in_step_faults[0];
+  EXPECT_EQ(f.transfers_cut, 1u);
+  EXPECT_EQ(f.transfers_dropped, 1u);
+  EXPECT_EQ(f.dropped.count(), f.in_flight.count());
+  // The run's six steps (three of the reduce-scatter, three of the all-gather), 8 MiB each way per step, over
+  // each of chip 5's four ring channels; 50 us of them moved at the link rate on each, as per step.
+  EXPECT_EQ(f.in_flight.count(), 4 * 6 * (kStoppedBytes / 8));
+  EXPECT_NEAR(f.delivered.as_double(), 4 * kLinkRate * 50e-6, 4);
+}
+
 // Without a chip fault nothing of this is set: no progress, the whole step.
 TEST(TimedChipFault, WithoutOneTheProgressIsUnset) {
   const SimResult r = simulate(chip_fault_torus(), chip_fault_step(), {});

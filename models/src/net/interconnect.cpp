@@ -33,7 +33,8 @@ Interconnect::Interconnect(const sc_core::sc_module_name& name, const Topology& 
     : sc_core::sc_module(name),
       programs_(programs),
       control_(control),
-      transport_(topo, scenario, options.faults, options.degraded, options.timed, options.in_flight, options.timed_chips),
+      transport_(topo, scenario, options.faults, options.degraded, options.timed, options.in_flight,
+                 options.timed_chips, options.end_at_stop),
       units_(topo.chip_count()),
       collectives_(transport_, scenario.chip, units_, stats_, options.planner, scenario.fidelity.collectives),
       p2p_(transport_, units_) {

@@ -51,6 +51,7 @@ struct InterconnectOptions {
   std::vector<LinkDegradation> degraded;  // links slower for the whole run (tpusim/models/sim_options.h)
   std::vector<TimedLinkFault> timed;      // cables failing inside the step (tpusim/models/sim_options.h)
   std::vector<TimedChipFault> timed_chips;  // chips stopping inside the step (their cables fail, their sends drop)
+  bool end_at_stop = false;                 // the run ends at the first stop (SimOptions::end_at_stop)
   InFlightPolicy in_flight = InFlightPolicy::retransmit;
 };
 

@@ -72,7 +72,7 @@ std::vector<Channel> degrade(std::vector<Channel> ch, const std::vector<LinkDegr
 
 Transport::Transport(const Topology& topo, const Scenario& scenario, const FaultSet& faults,
                      const std::vector<LinkDegradation>& degraded, const std::vector<TimedLinkFault>& timed,
-                     InFlightPolicy in_flight, const std::vector<TimedChipFault>& timed_chips)
+                     InFlightPolicy in_flight, const std::vector<TimedChipFault>& timed_chips, bool ends_at_stop)
     : topo_(topo),
       faults_(faults),
       router_(make_router(topo, scenario.fidelity.routing, faults_)),
@@ -86,8 +86,10 @@ Transport::Transport(const Topology& topo, const Scenario& scenario, const Fault
   model_ = make_link_model(scenario.fidelity, std::move(channels));
   // Failed and degraded links leave every route fixed (the fault-aware router's detours included) and every
   // channel at one rate, which is all an aggregate flow needs; timed cable faults cut aggregates in flight and
-  // start their rest again (relaunch_aggregate). Stopped chips drop transfers one by one: per step (README.md).
-  aggregates_ = scenario.fidelity.links == LinkFidelity::flow && faults_.chips.empty() && timed_chips.empty();
+  // start their rest again (relaunch_aggregate). Stopped chips drop transfers one by one: per step (README.md),
+  // unless the run ends at the stop: up to it every step is healthy, and at it a cut aggregate is dropped whole.
+  aggregates_ = scenario.fidelity.links == LinkFidelity::flow && faults_.chips.empty() &&
+                (timed_chips.empty() || ends_at_stop);
 }
 
 // The actions at a tick come after the link model's events up to and including it (a transfer delivered at the
@@ -175,6 +177,11 @@ void Transport::fail_cable(std::size_t k, Tick now) {
       ++st.transfers_cut;
       st.in_flight = Bytes(st.in_flight.count() + on_cut);
       st.delivered = Bytes(st.delivered.count() + moved);
+      if (f.chip >= 0) {  // a stopped chip's cables, in a run that ends at the stop: dropped, as one transfer
+        ++st.transfers_dropped;
+        st.dropped = Bytes(st.dropped.count() + on_cut);
+        continue;
+      }
       tr.latency_done += tr.left * done * static_cast<double>(tr.steps) * tr.longest;
       tr.left *= 1 - done;
       if (cuts_.in_flight() == InFlightPolicy::retransmit) {

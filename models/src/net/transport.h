@@ -68,10 +68,11 @@ class Transport {
   // `timed_chips` stop at their tick (SimOptions::timed_chips): their cables fail as a timed cable's do, the
   // transfers to or from them are dropped (cut ones and every later one: start() returns a transfer that is
   // never delivered), and routes avoid them; collectives keep their plans (epoch() counts cables only).
+  // `ends_at_stop`: the run ends at the first stop (SimOptions::end_at_stop), so aggregates run up to it.
   Transport(const Topology& topo, const Scenario& scenario, const FaultSet& faults,
             const std::vector<LinkDegradation>& degraded = {}, const std::vector<TimedLinkFault>& timed = {},
             InFlightPolicy in_flight = InFlightPolicy::retransmit,
-            const std::vector<TimedChipFault>& timed_chips = {});
+            const std::vector<TimedChipFault>& timed_chips = {}, bool ends_at_stop = false);
 
   // Interns a group shape (it must fit the topology: kernels::plan_collective checks).
   [[nodiscard]] GroupShapeId add_group(const ir::CollectiveGroup& group) { return targets_.add_group(group); }
