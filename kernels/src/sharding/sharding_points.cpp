@@ -7,11 +7,12 @@
 #include <fmt/format.h>
 
 #include "graph/fused_ops.h"
-#include "tpusim/kernels/collectives.h"
+#include "tpusim/kernels/program.h"
 
 namespace tpusim::kernels {
 
 using fused::Access;
+using ir::CollectiveAlgorithm;
 using fused::TensorId;
 using fused::TensorKind;
 
@@ -171,7 +172,8 @@ std::vector<TensorId> ShardingPoints::ring_steps(fused::Graph& g, const std::str
     collective(g, label, phase, CollectiveKind::permute, shards * t.bytes(), t.dtype, plan_.residual_axes(), reads,
                writes, first_step ? after : std::vector<std::size_t>{});
     first_step = false;
-    const CollectiveAlgorithm a = n == 2 ? CollectiveAlgorithm::ring_unidirectional : CollectiveAlgorithm::ring_bidirectional;
+    const CollectiveAlgorithm a =
+        n == 2 ? CollectiveAlgorithm::ring_unidirectional : CollectiveAlgorithm::ring_bidirectional;
     for (std::size_t i = first; i < g.ops().size(); ++i) g.ops()[i].ici.comm.algorithm = static_cast<std::uint8_t>(a);
   };
   std::vector<TensorId> chunks{shard};
@@ -286,7 +288,8 @@ TensorId ShardingPoints::ring_reduce_scatter(fused::Graph& g, int layer, fused::
                plan_.residual_axes(), reads, writes);
     // The last step of an even N sends one block: half its rows took the mirror image of the chains (the long
     // one from +1), so it goes half each way, as every other step loads both directions (a 2-chip group: +1).
-    const CollectiveAlgorithm a = n == 2 ? CollectiveAlgorithm::ring_unidirectional : CollectiveAlgorithm::ring_bidirectional;
+    const CollectiveAlgorithm a =
+        n == 2 ? CollectiveAlgorithm::ring_unidirectional : CollectiveAlgorithm::ring_bidirectional;
     for (std::size_t i = first; i < g.ops().size(); ++i) g.ops()[i].ici.comm.algorithm = static_cast<std::uint8_t>(a);
   }
   const TensorId out = g.tensor(name + ".reduced", block, dtype, TensorKind::activation);

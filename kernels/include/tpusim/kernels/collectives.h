@@ -28,16 +28,9 @@ namespace tpusim::kernels {
 
 static_assert(ir::kGroupAxes == kMaxAxes, "a collective group describes every torus axis");
 
-// The registry of algorithms. Index 0 is "auto" (the default for the operation and topology); the IR stores
-// the index (ir::Instruction::comm.algorithm).
-enum class CollectiveAlgorithm : std::uint8_t {
-  automatic = 0,
-  ring_bidirectional,    // per axis, data halved over both ring directions (bandwidth-optimal on a torus;
-                         // all_to_all: each block the shorter way round)
-  ring_unidirectional,   // per axis, one direction only (and the one permute plan)
-  halving_doubling,      // recursive halving / doubling (log2 steps at distances 1, 2, 4, ...; power-of-two axes)
-  direct,                // one step: every chip sends straight to every peer (latency-optimal; auto all-to-all)
-};
+// The registry of algorithms (their ids: ir::CollectiveAlgorithm, kernels/program.h, which an instruction
+// stores). Index 0 is "auto" (the default for the operation and topology).
+using CollectiveAlgorithm = ir::CollectiveAlgorithm;
 
 [[nodiscard]] std::string_view algorithm_name(CollectiveAlgorithm a);
 // Every registered name, index order ("auto", "ring_bidirectional", ...).

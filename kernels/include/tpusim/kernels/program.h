@@ -144,6 +144,17 @@ struct MemoryPath {
   DmaPattern pattern = DmaPattern::contiguous;
 };
 
+// The algorithms a collective instruction may ask for, by their index in the registry of kernels/collectives.h
+// (which plans them and names them); 0 ("auto") lets the planner choose for the operation and topology.
+enum class CollectiveAlgorithm : std::uint8_t {
+  automatic = 0,
+  ring_bidirectional,    // per axis, data halved over both ring directions (bandwidth-optimal on a torus;
+                         // all_to_all: each block the shorter way round)
+  ring_unidirectional,   // per axis, one direction only (and the one permute plan)
+  halving_doubling,      // recursive halving / doubling (log2 steps at distances 1, 2, 4, ...; power-of-two axes)
+  direct,                // one step: every chip sends straight to every peer (latency-optimal; auto all-to-all)
+};
+
 // collective / send / recv: who takes part, and how.
 struct Communication {
   CollectiveKind collective = CollectiveKind::all_reduce;
