@@ -57,8 +57,9 @@ std::vector<Assumption> model_assumptions() {
       {"a late recv's HBM write", "at the recv's start", "models/src/net/point_to_point.h",
        "a send's bytes are written into the receiver's HBM once its recv has started (at once when it already "
        "had): a recv posted after its eager send was delivered pays the write then, as a rendezvous would land "
-       "the bytes; the sender's read is charged when the send starts. A put's write into its destination is not "
-       "charged (nothing runs there)"},
+       "the bytes; the sender's read is charged when the send starts. A put's write into its destination's HBM is "
+       "counted there when delivered (hbm_written) but takes none of its bandwidth (nothing runs there to time "
+       "it)"},
       {"DCN latency", format_time(net::kDcnLatency), "models/src/net/transport.h",
        "one way between hosts of different pods (NIC, a few switch hops, host stack); not published"},
       {"DCN fabric oversubscription", pod_default("dcn_oversubscription") + " (default of pod.dcn_oversubscription)",

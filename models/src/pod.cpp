@@ -216,6 +216,13 @@ SimResult Pod::collect(Tick end) const {
     }
     step = std::max(step, counters.back().finish);
   }
+  // A remote put's write into its destination's HBM, which nothing on the destination runs (after the copies
+  // above: each chip, mirrors included, adds the puts the network delivered to it).
+  if (interconnect_) {
+    for (std::size_t c = 0; c < chips_.size(); ++c) {
+      counters[c].traffic.hbm_written += interconnect_->put_written(static_cast<std::uint32_t>(c));
+    }
+  }
   // A step whose chips communicate across hosts waits for the slowest host (host/step_jitter.h): every chip
   // idles that long after the last one finishes. Not for a step a chip fault stopped.
   if (end == 0 && interconnect_ && topology_) {

@@ -33,9 +33,34 @@ TEST(RemoteDma, APutTakesOneLinkTimeAndOneHopWithoutARecv) {
   EXPECT_EQ(r.network.ici_transfers, 16u);
   EXPECT_EQ(r.traffic.dma_bytes.count(), 16 * kBytes);
   EXPECT_EQ(r.instructions_per_unit[static_cast<std::size_t>(ir::UnitKind::dma)], 16u);
-  // Each put reads its source; the destination's write is not charged.
+  // Each put reads its source and writes its destination's HBM (counted there; 15 of the chips mirror one).
   EXPECT_EQ(r.traffic.hbm_read.count(), 16 * kBytes);
-  EXPECT_EQ(r.traffic.hbm_written.count(), 0u);
+  EXPECT_EQ(r.traffic.hbm_written.count(), 16 * kBytes);
+}
+
+// Two chips on a line, chip 0 puts 8 MiB into chip 1, which runs nothing: chip 0's HBM reads them and chip 1's
+// HBM writes them, each chip's HBM utilization is 8 MiB / (bandwidth x step), and the write takes no HBM time
+// on chip 1 (counted only), so the step is still one link time and one hop.
+TEST(RemoteDma, APutsWriteCountsInTheDestinationsHbm) {
+  ir::Program sender("sender");
+  sender.add(put(+1), {}, "put");
+  ir::Program idle("idle");
+  idle.add(ir::Instruction{}, {}, "idle.barrier");
+  ir::ProgramSet set;
+  set.programs = {std::move(sender), std::move(idle)};
+  set.role_of_chip = {0, 1};
+  const Scenario s = pod_scenario({2}, false);
+  const SimResult r = simulate(s, set, {});
+  EXPECT_NEAR(r.step_time.value(), kOneHop, 1e-4 * kOneHop);
+  EXPECT_EQ(r.traffic.hbm_read.count(), kBytes);
+  EXPECT_EQ(r.traffic.hbm_written.count(), kBytes);
+  EXPECT_EQ(r.unit(HwUnit::hbm).bytes.count(), 2 * kBytes);
+  const auto hbm = static_cast<std::size_t>(HwUnit::hbm);
+  const double expected = static_cast<double>(kBytes) / (s.chip.hbm.bandwidth.value() * r.step_time.value());
+  EXPECT_GT(expected, 0.01);
+  EXPECT_DOUBLE_EQ(r.chips.at(0).utilization[hbm], expected);
+  EXPECT_DOUBLE_EQ(r.chips.at(1).utilization[hbm], expected);
+  EXPECT_EQ(r.chips.at(1).busy[hbm].value(), 0.0);
 }
 
 // Along axis 1 of a 2 x 4 mesh (mesh_axes = 0b10) from chip (0,0) to (0,1) = chip 2; the others idle. A put

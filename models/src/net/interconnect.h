@@ -98,6 +98,8 @@ class Interconnect : public sc_core::sc_module, public NetworkPort {
 
   // Fills `n` (links, DCN, collectives, the link model name); `end` is the step's end.
   void collect(NetworkUsage& n, Tick end) const { stats_.write(n, end, transport_, collectives_); }
+  // Bytes the remote puts delivered to `chip` wrote into its HBM (PointToPoint::put_written), mirrors included.
+  [[nodiscard]] std::uint64_t put_written(std::uint32_t chip) const { return p2p_.put_written(chip); }
 
  private:
   static constexpr std::uint32_t kNone = 0xffffffffU;

@@ -20,7 +20,8 @@ PointToPoint::PointToPoint(Transport& transport, IciUnits& units)
       units_(units),
       peers_(transport.topology().chip_count()),
       ports_(transport.topology().chip_count(), nullptr),
-      slots_(static_cast<std::size_t>(transport.topology().chip_count()) * IciUnits::kSlots) {}
+      slots_(static_cast<std::size_t>(transport.topology().chip_count()) * IciUnits::kSlots),
+      put_written_(transport.topology().chip_count(), 0) {}
 
 PointToPoint::Peer& PointToPoint::peer(std::uint32_t chip, std::uint32_t other) {
   std::vector<Peer>& peers = peers_[chip];
@@ -87,7 +88,7 @@ void PointToPoint::start(std::uint32_t chip, Slot slot, std::uint32_t instr, con
     const std::uint32_t number = put ? 0 : peer(chip, other).sent++;
     const TransferId id = transport_.start(chip, target, ins.bytes, now, Owner::point_to_point);
     if (id >= sent_.size()) sent_.resize(static_cast<std::size_t>(id) + 1);
-    sent_[id] = Sent{slot, put, number};
+    sent_[id] = Sent{slot, put, number, ins.bytes};
     if (put) {  // its source is read by the DMA when it is HBM (a put from VMEM reads none)
       if (ins.memory.src == ir::Memory::hbm) charge(chip, slot, now, ins.bytes, 0);
       return;
@@ -147,7 +148,10 @@ void PointToPoint::on_delivered(TransferId id, Tick /*now*/) {
   transport_.release(id);
   state(src, sent.slot).moving = false;
   settle(src, sent.slot);  // the send (or put) is delivered
-  if (sent.put) return;    // one-sided: nothing for the destination to match
+  if (sent.put) {  // one-sided: nothing for the destination to match; its HBM write is counted only
+    put_written_[dst] += sent.bytes;
+    return;
+  }
   Peer& p = peer(dst, src);
   const auto w = std::find_if(p.waiting.begin(), p.waiting.end(),
                               [&](const std::pair<std::uint32_t, Slot>& x) { return x.first == sent.number; });

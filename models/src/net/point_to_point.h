@@ -15,8 +15,8 @@
 //   collective step's do (README.md). The send charges its read when it starts; the receiver's write is charged
 //   to its recv once both have started (the bytes are the send's), and both at the HBM's share (no spread). A
 //   send or put completes when delivered and read, a recv when its send is delivered and its write is done.
-//   A put reads its source's HBM (a put from VMEM charges nothing); its write into the destination is not
-//   charged: nothing runs there to stand for it (an exposure).
+//   A put reads its source's HBM (a put from VMEM charges nothing); its write into the destination's HBM is
+//   counted there when delivered (put_written) but takes none of its bandwidth: nothing runs there to time it.
 // - A remote DMA (a dma with dst: remote) is a one-sided put: it travels and completes like a send, but the
 //   destination runs nothing and nothing matches it.
 #include <cstdint>
@@ -58,6 +58,8 @@ class PointToPoint {
   // Completes the instructions due by `now`; false if none was.
   bool fire_timers(Tick now);
   [[nodiscard]] Tick next_timer() const { return timers_.empty() ? kNever : timers_.front().at; }
+  // Bytes the remote puts delivered to `chip` wrote into its HBM (counted only: no HBM time is taken there).
+  [[nodiscard]] std::uint64_t put_written(std::uint32_t chip) const { return put_written_[chip]; }
 
  private:
   // Chip D's exchanges with one peer chip: sends to it started, recvs from it started, sends from it delivered
@@ -86,6 +88,7 @@ class PointToPoint {
     Slot slot = 0;
     bool put = false;
     std::uint32_t number = 0;  // k: the sender's k-th send to this destination
+    std::uint64_t bytes = 0;
   };
 
   Peer& peer(std::uint32_t chip, std::uint32_t other);
@@ -107,6 +110,7 @@ class PointToPoint {
   std::vector<ChipPort*> ports_;          // [chip]
   std::vector<SlotState> slots_;          // [chip][slot]
   std::deque<Timer> timers_;              // due in time order: each is pushed at now + 1
+  std::vector<std::uint64_t> put_written_;  // [chip]: bytes of the puts delivered to it (put_written)
 };
 
 }  // namespace tpusim::models::net
