@@ -487,3 +487,43 @@ TEST_F(ReportCli, HbmCountsLoadsVmemTimesAndNotesWhenTheyExceedItsRate) {
             std::string::npos)
       << j["notes"];
 }
+
+// ops.csv's hbm_bytes counts every HBM byte an op moved on the chip, not only fused streams: a plain DMA load
+// from HBM its payload, a store into HBM its payload, an HBM -> HBM copy its payload twice (read and written), a
+// VMEM -> VMEM copy none. Each op's bytes here are one instruction's (v4-1x1x1, one chip).
+TEST_F(ReportCli, OpsCsvHbmBytesCountADmasHbmEnds) {
+  write("dma.json", R"({"format":"tpusim-program","version":2,"role_of_chip":[],"programs":[{"name":"p",
+"instructions":[
+{"op":"dma","label":"load","src":"hbm","dst":"vmem","pattern":"contiguous","bytes":1048576,"vmem_alloc":1048576,"deps":[]},
+{"op":"dma","label":"spill","src":"vmem","dst":"vmem","pattern":"contiguous","bytes":8192,"deps":[0]},
+{"op":"dma","label":"store","src":"vmem","dst":"hbm","pattern":"contiguous","bytes":4096,"vmem_free":1048576,"deps":[1]},
+{"op":"dma","label":"copy","src":"hbm","dst":"hbm","pattern":"contiguous","bytes":2048,"deps":[2]}
+]}]})");
+  const fs::path s = write("dma.yaml", "name: dma\npod: v4-1x1x1\nworkload:\n  program: dma.json\n");
+  const auto [out, j] = run(s.string(), "dma");
+  EXPECT_EQ(j["bytes"]["hbm_read"], 1048576 + 2048) << out;
+  EXPECT_EQ(j["bytes"]["hbm_written"], 4096 + 2048);
+  std::istringstream lines(slurp(dir_ / "dma" / "ops.csv"));
+  std::string line;
+  std::getline(lines, line);
+  ASSERT_EQ(line, "op,unit,instructions,time_s,share,active_s,flops,hbm_bytes,moved_bytes,flops_per_s,"
+                  "hbm_bytes_per_s,bound_by");
+  std::vector<std::pair<std::string, double>> hbm;
+  while (std::getline(lines, line)) {
+    std::vector<std::string> cells;
+    std::stringstream cs(line);
+    for (std::string c; std::getline(cs, c, ',');) cells.push_back(c);
+    ASSERT_EQ(cells.size(), 12u) << line;
+    hbm.emplace_back(cells[0], std::stod(cells[7]));
+    const double rate = std::stod(cells[7]) / std::stod(cells[5]);  // over its active time
+    EXPECT_NEAR(std::stod(cells[10]), rate, 1e-8 * rate) << line;
+  }
+  std::sort(hbm.begin(), hbm.end());
+  const std::vector<std::pair<std::string, double>> expected{
+      {"copy", 4096.0}, {"load", 1048576.0}, {"spill", 0.0}, {"store", 4096.0}};
+  EXPECT_EQ(hbm, expected);
+  // summary.json's top_ops carry the same numbers.
+  for (const auto& op : j["top_ops"]) {
+    if (op["op"] == "load") EXPECT_EQ(op["hbm_bytes"].get<double>(), 1048576.0);
+  }
+}

@@ -12,6 +12,26 @@ std::uint8_t tier_of(ir::UnitKind u) { return ir::unit_info(u).time_rank; }
 
 }  // namespace
 
+double hbm_bytes_of(const ir::Instruction& ins) {
+  if (ins.streams_hbm()) return static_cast<double>(ins.stream.hbm_read + ins.stream.hbm_written);
+  const auto in_hbm = [](ir::Memory m) { return m == ir::Memory::hbm ? 1.0 : 0.0; };
+  const auto bytes = static_cast<double>(ins.bytes);
+  switch (ins.kind) {
+    case ir::OpKind::host:
+    case ir::OpKind::send:
+    case ir::OpKind::recv: return bytes;
+    case ir::OpKind::dma: return bytes * (in_hbm(ins.memory.src) + in_hbm(ins.memory.dst));
+    case ir::OpKind::gather:
+    case ir::OpKind::scatter: {
+      const auto bags = static_cast<double>(static_cast<std::uint64_t>(
+          static_cast<double>(ins.shape.k) * static_cast<double>(ins.shape.n) * dtype_bytes(ins.dtype)));
+      if (ins.kind == ir::OpKind::gather) return bytes * in_hbm(ins.memory.src) + bags * in_hbm(ins.memory.dst);
+      return bags * in_hbm(ins.memory.src) + 2 * bytes * in_hbm(ins.memory.dst);
+    }
+    default: return 0;
+  }
+}
+
 std::string op_of_label(const std::string& label) {
   // Leading segments that are a name and an index ("layer12", "stage0", "block3", "top2") lose the index; the
   // first other segment ends that, so "layer0.fwd.norm1" keeps its norm1 apart from norm2.
@@ -75,7 +95,7 @@ void OpClassRecorder::record(const models::TraceSpan& span) {
   if (o.unit.empty()) o.unit = std::string(ir::unit_name(span.unit));
   o.instructions += 1;
   o.flops += ins.flops.hardware;
-  o.hbm_bytes += static_cast<double>(ins.stream.hbm_read + ins.stream.hbm_written);
+  o.hbm_bytes += hbm_bytes_of(ins);
   if (ins.kind == ir::OpKind::dma || ins.kind == ir::OpKind::collective || ins.kind == ir::OpKind::send ||
       ins.kind == ir::OpKind::recv) {
     o.moved_bytes += static_cast<double>(ins.bytes);

@@ -35,9 +35,16 @@ struct OpTime {
   double time_s = 0;               // attributed as the op classes' times are (they add up the same way)
   double active_s = 0;             // the union of its instructions' spans on the chip: when any of them ran
   double flops = 0;                // hardware FLOPs per chip
-  double hbm_bytes = 0;            // HBM bytes a fused instruction streams (read + written), per chip
+  double hbm_bytes = 0;            // HBM bytes its instructions read and write on the chip (hbm_bytes_of)
   double moved_bytes = 0;          // bytes a DMA or a collective moves, per chip
 };
+// The HBM bytes instruction `ins` reads and writes on its own chip, as the simulator counts them in
+// bytes.hbm_read / hbm_written: a fused op's streams; a DMA's bytes once per end in HBM (whichever end times
+// it; a remote put's source, its write being the destination chip's); a host transfer's (an infeed writes HBM,
+// an outfeed or checkpoint reads it); a send's read and a recv's write; a gather's rows and a scatter's rows
+// read and written back, and their pooled vectors, where they are in HBM (models/src/sparsecore/sparsecore.cpp).
+// Not a collective's: its steps' HBM traffic depends on the plan the network runs, so it is not attributed.
+[[nodiscard]] double hbm_bytes_of(const ir::Instruction& ins);
 // An op's name from an instruction label (see OpTime).
 [[nodiscard]] std::string op_of_label(const std::string& label);
 

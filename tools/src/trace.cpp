@@ -14,6 +14,7 @@
 
 #include "tools/src/charts/plot_axis.h"
 #include "tools/src/charts/svg.h"
+#include "tools/src/op_classes.h"
 
 namespace tpusim::tools {
 
@@ -97,16 +98,6 @@ const char* unit_color(ir::UnitKind unit) {
                                                                   "#8c564b", "#7f7f7f", "#e377c2"};
   const int u = static_cast<int>(unit);
   return u < ir::kBuiltInUnitKinds ? kBuiltIn[u] : "#17becf";
-}
-
-// The HBM bytes an instruction moves: a fused op's streams, a DMA's read and write where an end is HBM
-// (whichever end times it), a host transfer's (infeed writes HBM, outfeed and checkpoint read it).
-double hbm_bytes_of(const ir::Instruction& ins) {
-  if (ins.streams_hbm()) return static_cast<double>(ins.stream.hbm_read + ins.stream.hbm_written);
-  if (ins.kind == ir::OpKind::host) return static_cast<double>(ins.bytes);
-  if (ins.kind != ir::OpKind::dma) return 0;
-  const int ends = (ins.memory.src == ir::Memory::hbm ? 1 : 0) + (ins.memory.dst == ir::Memory::hbm ? 1 : 0);
-  return static_cast<double>(ins.bytes) * ends;
 }
 
 // The bytes an instruction sends over ICI: a collective's or a send's payload.
