@@ -552,6 +552,35 @@ TEST(JobTimeline, AChipFailingDuringAnothersRepairIsFoundAtTheRelaunchAndRepaire
   EXPECT_EQ(r.steps_done, 1000);
 }
 
+// A host's repair mends the host, not its chips: a straggler landing on one of its chips while the host is down
+// slows the job once it runs again, as one landing before the host failed does. Host 0 fails at 252.5 s (detected
+// at 280 s; repair, relaunch and restore to 4500 s, back at the checkpoint of step 200); chip [1, 1, 0], one of
+// its chips, straggles at 1000 s. The 800 steps left run at 1.25 s: wall 4500 + 1000 + 70 s of checkpoints. Before,
+// the straggler was "not in use (failed before: in repair)" and vanished: the chip ran at full speed (5370 s).
+TEST(JobTimeline, AStragglerOnAChipWhoseHostIsInRepairSlowsTheJobAfterTheRepair) {
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(
+      std::string(kCubeJob) +
+      "faults:\n  - {at: 252.5 s, kind: host_down, target: {host: 0}}\n"
+      "  - {at: 1000 s, kind: straggler, target: [1, 1, 0], clock_fraction: 0.8}\n");
+  const Topology topo = build_topology(s.pod, s.chip);
+  JobCosts costs = round_costs();
+  costs.step_with = [](const ConcreteFault&) { return Seconds(1.25); };
+  const JobResult r = run_job(s, topo, costs);
+  ASSERT_EQ(r.events.size(), 2u);
+  EXPECT_EQ(r.events[0].recovery, "checkpoint_restart");
+  EXPECT_DOUBLE_EQ(r.events[0].resumed.value(), 4500.0);
+  const FaultEvent& e = r.events[1];
+  EXPECT_EQ(topo.host_of(e.fault.chip), r.events[0].fault.host);  // the straggler is on the failed host
+  EXPECT_EQ(e.recovery, "slowdown");
+  EXPECT_EQ(e.landed, FaultLanded::recovery);
+  EXPECT_DOUBLE_EQ(e.resumed.value(), 4500.0);
+  EXPECT_DOUBLE_EQ(e.step_after.value(), 1.25);
+  EXPECT_DOUBLE_EQ(r.losses.slowdown.value(), 800 * 0.25);
+  EXPECT_DOUBLE_EQ(r.wall.value(), 4500.0 + 800 * 1.25 + 70);
+  EXPECT_DOUBLE_EQ(sum_of_parts(r), r.wall.value());
+  EXPECT_EQ(r.steps_done, 1000);
+}
+
 // Two chips found at one relaunch are repaired together. As above, chip [3,2,1] fails during the first repair;
 // chip [0,0,0] fails at 4470.5 s, in the relaunch, and is declared failed at 4500 s, after the relaunch ends
 // (4480 s). Both are found then: [3,2,1]'s repair would end at 8080 s, [0,0,0]'s, from 4500 s, at 8100 s, so the
