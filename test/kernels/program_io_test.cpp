@@ -279,6 +279,35 @@ TEST(ProgramJson, EmbeddingGathersAndScattersRoundTripWithTheirShape) {
   EXPECT_EQ(to_json(parse_program_json(out.str(), "again")), to_json(set));
 }
 
+// A remote put names its destination as a send does; a dma to anywhere else takes no peer.
+TEST(ProgramJson, ARemotePutNamesItsPeerAndRoundTrips) {
+  const std::string text = R"({"format": "tpusim-program", "version": 2, "role_of_chip": [],
+    "programs": [
+      {"name": "puts", "instructions": [
+        {"op": "dma", "src": "hbm", "dst": "remote", "pattern": "contiguous", "bytes": 4096, "peer": -1,
+         "mesh_axes": [1], "deps": []},
+        {"op": "dma", "src": "vmem", "dst": "remote", "pattern": "contiguous", "bytes": 512, "peer": 2,
+         "deps": []}]}]})";
+  const ProgramSet set = parse_program_json(text, "puts");
+  const Program& p = set.programs[0];
+  EXPECT_EQ(p[0].comm.peer, -1);
+  EXPECT_EQ(p[0].comm.mesh_axes, 1u << 1);
+  EXPECT_EQ(p[1].comm.peer, 2);
+  EXPECT_EQ(p[1].comm.mesh_axes, 0u);  // the pod's first axis of more than one chip
+  std::ostringstream out;
+  write_program_json(set, out);
+  EXPECT_NE(out.str().find(R"("bytes":4096,"peer":-1,"mesh_axes":[1])"), std::string::npos) << out.str();
+  EXPECT_EQ(to_json(parse_program_json(out.str(), "again")), to_json(set));
+  std::string local = text;
+  local.replace(local.find(R"("dst": "remote")"), 15, R"("dst": "vmem")");
+  try {
+    (void)parse_program_json(local, "local");
+    ADD_FAILURE() << "a peer on a dma into VMEM was read";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("/programs/0/instructions/0/peer"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ProgramJson, AMatmulOfNoRowsIsRefusedAtTheDimension) {
   const auto e = errors_of(file_with(R"({"op":"matmul","m":16,"k":0,"n":16,"dtype":"bf16","deps":[]})"));
   ASSERT_EQ(e.size(), 1u);

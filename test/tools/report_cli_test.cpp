@@ -527,3 +527,19 @@ TEST_F(ReportCli, OpsCsvHbmBytesCountADmasHbmEnds) {
     if (op["op"] == "load") EXPECT_EQ(op["hbm_bytes"].get<double>(), 1048576.0);
   }
 }
+
+// A remote put written in a program file (a dma to `remote` with its peer): every chip of a v4 cube (a torus)
+// puts 1 MiB into its +1 neighbour along axis 0. Each read leaves its chip's HBM, each write lands in the
+// neighbour's; the step is point to point, not collective.
+TEST_F(ReportCli, ARemotePutFromAProgramFileRunsAndCountsBothHbmEnds) {
+  write("put.json", R"({"format":"tpusim-program","version":2,"role_of_chip":[],"programs":[{"name":"p",
+"instructions":[
+{"op":"dma","label":"put","src":"hbm","dst":"remote","pattern":"contiguous","bytes":1048576,"peer":1,"deps":[]}
+]}]})");
+  const fs::path s = write("put.yaml", "name: put\npod: v4-4x4x4\nworkload:\n  program: put.json\n");
+  const auto [out, j] = run(s.string(), "put");
+  EXPECT_EQ(j["bytes"]["hbm_read"], 64 * 1048576) << out;
+  EXPECT_EQ(j["bytes"]["hbm_written"], 64 * 1048576);
+  EXPECT_NE(out.find("point-to-point-bound"), std::string::npos) << out;
+  EXPECT_EQ(out.find("communication-bound"), std::string::npos) << out;
+}

@@ -69,10 +69,12 @@ std::string sharding_text(const kernels::ShardingPlan& plan) {
   return fmt::format("{}", fmt::join(parts, "; "));
 }
 
+// Sends, recvs and remote puts (a dma to `remote`): the point-to-point ICI work.
 bool has_send_or_recv(const ir::ProgramSet& programs) {
   for (const ir::Program& p : programs.programs) {
     for (const ir::Instruction& ins : p.instructions()) {
       if (ins.kind == ir::OpKind::send || ins.kind == ir::OpKind::recv) return true;
+      if (ins.kind == ir::OpKind::dma && ins.memory.dst == ir::Memory::remote) return true;
     }
   }
   return false;
@@ -230,7 +232,7 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
     if (stages > 1) {
       rep.notes.push_back(bubble_note(scenario, stages, point_to_point, r.breakdown.idle.value() / step));
     } else if (point_to_point > kFindingThreshold) {
-      rep.notes.push_back(fmt::format("point-to-point-bound: {:.0f}% of the step waits on sends and recvs (no "
+      rep.notes.push_back(fmt::format("point-to-point-bound: {:.0f}% of the step waits on sends, recvs and puts (no "
                                       "compute and no collective in flight)",
                                       100 * point_to_point));
     }

@@ -31,6 +31,7 @@ struct Bucket {
 
 struct Ends {
   std::vector<Bucket> sends, recvs;
+  std::vector<Bucket> puts;  // remote puts: addressed as sends are, matched by nothing
 };
 
 // The instruction's target as the simulator resolves it (models/src/net/point_to_point.cpp), or, in `why`,
@@ -127,7 +128,8 @@ std::vector<PeerMismatch> send_recv_mismatches(const ir::ProgramSet& programs, c
     const ir::Program& prog = programs.programs[p];
     for (std::uint32_t i = 0; i < prog.size(); ++i) {
       const ir::Instruction& ins = prog[i];
-      if (ins.kind != ir::OpKind::send && ins.kind != ir::OpKind::recv) continue;
+      const bool put = ins.kind == ir::OpKind::dma && ins.memory.dst == ir::Memory::remote;
+      if (ins.kind != ir::OpKind::send && ins.kind != ir::OpKind::recv && !put) continue;
       any = true;
       std::string why;
       bool on_axis = false;
@@ -142,7 +144,7 @@ std::vector<PeerMismatch> send_recv_mismatches(const ir::ProgramSet& programs, c
         out.push_back(m);
         continue;
       }
-      std::vector<Bucket>& side = ins.kind == ir::OpKind::send ? ends[p].sends : ends[p].recvs;
+      std::vector<Bucket>& side = put ? ends[p].puts : ins.kind == ir::OpKind::send ? ends[p].sends : ends[p].recvs;
       auto b = std::find_if(side.begin(), side.end(), [&](const Bucket& x) { return x.target == *t; });
       if (b == side.end()) b = side.insert(side.end(), Bucket{*t, {}});
       b->instructions.push_back(i);
@@ -152,7 +154,7 @@ std::vector<PeerMismatch> send_recv_mismatches(const ir::ProgramSet& programs, c
   // On a line, the offset from some chip leaves it: once per program and target, at its first instruction.
   std::set<std::pair<std::size_t, std::uint32_t>> off_line;
   for (std::uint32_t c = 0; c < chips; ++c) {
-    for (const std::vector<Bucket>* side : {&ends[role(c)].sends, &ends[role(c)].recvs}) {
+    for (const std::vector<Bucket>* side : {&ends[role(c)].sends, &ends[role(c)].recvs, &ends[role(c)].puts}) {
       for (const Bucket& b : *side) {
         if (!b.target.line) continue;
         const auto a = static_cast<std::size_t>(b.target.axis);

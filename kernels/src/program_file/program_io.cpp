@@ -205,7 +205,13 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
   if (!kind) return false;
   ins.kind = *kind;
   std::vector<std::string> allowed = kCommonFields;
-  const auto& fields = op_fields(ins.kind);
+  std::vector<std::string> fields = op_fields(ins.kind);
+  // A remote put (a dma to `remote`) names its destination as a send does: `peer` along the first axis of
+  // `mesh_axes` (optional: the pod's first axis of more than one chip).
+  const auto dst = v.find("dst");
+  const bool put = ins.kind == OpKind::dma && dst != v.end() && dst->is_string() && dst->get<std::string>() == "remote";
+  if (put) fields.emplace_back("peer");
+  if (put) allowed.emplace_back("mesh_axes");
   allowed.insert(allowed.end(), fields.begin(), fields.end());
   if (ins.kind == OpKind::collective) allowed.emplace_back("algorithm");  // optional, default "auto"
   if (ins.kind == OpKind::host) allowed.emplace_back("host_seconds");   // optional, default 0
@@ -288,6 +294,7 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
     }
   }
 
+  if (put && v.contains("mesh_axes")) fields.emplace_back("mesh_axes");
   for (const std::string& f : fields) {
     if (f == "mesh_axes" && groupable && v.contains("group")) continue;  // the group replaces it
     const json* x = r.need(v, ptr, f);

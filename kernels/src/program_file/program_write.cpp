@@ -45,6 +45,10 @@ ordered_json instruction_json(const Program& p, const Instruction& ins) {
     else if (f == "host_op") j[f] = name_of(kHostOps, ins.host.op);
     else if (f == "unit") j[f] = std::string(unit_name(unit_of(ins.kind)));
   }
+  if (ins.kind == OpKind::dma && ins.memory.dst == Memory::remote) {  // a remote put's destination, as a send's
+    j["peer"] = ins.comm.peer;
+    if (ins.comm.mesh_axes != 0) j["mesh_axes"] = axes_json(ins.comm.mesh_axes);
+  }
   // Optional: the VMEM operand bytes of a vector op (0 = none declared: no VMEM bound).
   if (ins.kind == OpKind::vector && ins.bytes != 0) j["bytes"] = ins.bytes;
   // Version 2, each optional and written only when not its default.
