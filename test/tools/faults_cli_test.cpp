@@ -285,6 +285,38 @@ faults:
   EXPECT_FALSE(k["job"].contains("notes"));
 }
 
+// A second cable failing inside a step, while the job runs at the first cable's rerouted step: the hit step is
+// simulated with the new cable alone, on the healthy step, and what it adds to that step is added to the step
+// as it runs now. Before, the hit step was charged its simulated time, the healthy step's here, so the step a
+// fault hit came out faster than the steps around it.
+TEST_F(FaultsCli, AStepHitByALaterCableIsNeverFasterThanTheStepsAroundIt) {
+  const std::string yaml = R"(name: later
+pod: v4-4x4x4
+workload:
+  model: {kind: collective, name: ar, op: all_reduce, bytes: 4 MiB, axes: [], algorithm: auto}
+job: {steps: 10000000, recovery: reroute, in_flight: retransmit}
+faults:
+  - {at: 1 s, kind: link_down, target: {chip: [0, 0, 0], dir: x+}}
+  - {at: 100 s, kind: link_down, target: {chip: [0, 1, 0], dir: x+}}
+)";
+  const auto j = summary(write("later.yaml", yaml).string(), "later");
+  const double healthy = j["metrics"]["step_time_s"].get<double>();
+  const auto& timeline = j["faults"]["timeline"];
+  const auto& steps = j["job"]["simulated_steps"];
+  ASSERT_EQ(timeline.size(), 2u);
+  ASSERT_EQ(steps.size(), 5u);  // healthy, each cable down, each cable landing in its step
+  for (int k = 0; k < 2; ++k) {
+    const auto& e = timeline[k];
+    const double simulated = steps[3 + k]["step_time_s"].get<double>();
+    const double before = e["step_time_before_s"].get<double>();
+    EXPECT_EQ(e["landed_in"], "step");
+    EXPECT_GE(e["step_time_hit_s"].get<double>(), before) << k;
+    EXPECT_DOUBLE_EQ(e["step_time_hit_s"].get<double>(), simulated + (before - healthy)) << k;
+    EXPECT_DOUBLE_EQ(e["downtime_s"].get<double>(), std::max(0.0, simulated - healthy)) << k;
+  }
+  EXPECT_GT(timeline[1]["step_time_before_s"].get<double>(), healthy);  // the first cable's rerouted step
+}
+
 // stdout lists every step simulated in full, numbered as job.simulated_steps, with its time against the
 // healthy step's: a reader sees what the rerouted step and the step the fault lands in cost without opening
 // summary.json.

@@ -346,15 +346,19 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       hit = costs.step_hit(fault, Seconds(partial), Seconds(detected - t));
     }
     if (hit) {
-      const double excess = std::max(0.0, hit->value() - step);
+      // The hit step is simulated with this fault alone, on the healthy step: what it adds to that step, it adds
+      // to the step as it runs now (slowed by the lasting faults before it), so a later fault's step never
+      // comes out faster than the steps around it (an assumption: the slowdowns add; docs/faults.md).
+      const double excess = std::max(0.0, hit->value() - healthy);
       (s.job.in_flight == InFlightPolicy::lose ? detection : slowdown) += excess;
       done += 1;
       since += 1;
       since_time += step;
       since_slow += step - healthy;
-      t += hit->value();
+      const Seconds charged(hit->value() >= healthy ? hit->value() + (step - healthy) : step);
+      t += charged.value();
       if (costs.step_with) step = std::max(step, costs.step_with(fault).value());
-      e.step_hit = *hit;
+      e.step_hit = charged;
       e.downtime = Seconds(excess);
       e.resumed = Seconds(t);
       e.step_after = Seconds(step);
