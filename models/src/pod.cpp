@@ -201,6 +201,19 @@ std::vector<BlockStat> declared_stats(const std::vector<ChipCounters>& chips) {
 
 }  // namespace
 
+std::string Pod::stuck() const {
+  std::size_t unfinished = 0, simulated = 0;
+  std::string first;
+  for (std::size_t c = 0; c < chips_.size(); ++c) {
+    if (!chips_[c]) continue;
+    ++simulated;
+    if (chips_[c]->finished()) continue;
+    if (unfinished++ == 0) first = fmt::format("chip {}: {}", c, chips_[c]->stuck());
+  }
+  if (unfinished == 0) return "";
+  return fmt::format("{} of {} chips did not finish; {}", unfinished, simulated, first);
+}
+
 SimResult Pod::collect(Tick end) const {
   const ChipSpec& spec = scenario_.chip;
   SimResult r;

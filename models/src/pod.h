@@ -37,6 +37,8 @@ class Pod : public sc_core::sc_module {
   // Statistics of the finished run (wall time and kernel counters are the caller's).
   // `end`: the step is at least that long (a run stopped at a chip fault's detection, its chips unfinished).
   [[nodiscard]] SimResult collect(Tick end = 0) const;
+  // The simulated chips that did not finish and where the first of them stands (Chip::stuck); "" when none.
+  [[nodiscard]] std::string stuck() const;
 
  private:
   const Scenario& scenario_;

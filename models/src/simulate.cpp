@@ -113,7 +113,11 @@ SimResult run(const Scenario& scenario, const ir::ProgramSet& programs, const Si
   }
   if (control.error()) std::rethrow_exception(control.error());
   if (control.unfinished() > 0 && end == kNever) {
-    throw std::logic_error("the simulation ran out of events before every chip finished");
+    // Nothing more can happen and chips have work left: the programs wait on each other (a recv whose send
+    // waits on it, a collective some chip of its group never starts).
+    throw std::runtime_error(fmt::format("the simulation ran out of events before every chip finished: {} (the "
+                                         "programs wait on each other: a deadlock)",
+                                         pod->stuck()));
   }
 
   SimResult result = pod->collect(end == kNever ? 0 : end);

@@ -53,6 +53,8 @@ class Chip : public sc_core::sc_module, public ChipPort {
        const BlockRegistry& registry);
 
   [[nodiscard]] bool finished() const { return sequencer_.finished(); }
+  // Where the chip stands when nothing more can happen (Sequencer::stuck).
+  [[nodiscard]] std::string stuck() const { return sequencer_.stuck(); }
   // The chip's statistics, gathered from its sequencer and blocks (call after the run).
   [[nodiscard]] ChipCounters collect() const;
   [[nodiscard]] sc_core::sc_event& wake() { return wake_; }

@@ -143,6 +143,24 @@ void Sequencer::classify(Tick now) {
   }
 }
 
+std::string Sequencer::stuck() const {
+  std::uint32_t started = ~0U, waiting = ~0U;
+  for (std::size_t q = 0; q < queues_.size(); ++q) {
+    const auto& queue = index_.queue(static_cast<int>(q));
+    const QueueState& state = queues_[q];
+    for (std::uint32_t pos = state.completed.prefix(); pos < state.cursor; ++pos) {
+      if (!state.completed.done(pos)) started = std::min(started, queue[pos]);
+    }
+    if (state.cursor < queue.size()) waiting = std::min(waiting, queue[state.cursor]);
+  }
+  const auto name = [&](std::uint32_t i) {
+    return fmt::format("instruction {} '{}' ({})", i, program_.label_of(program_[i]), ir::op_name(program_[i].kind));
+  };
+  if (started != ~0U) return name(started) + " started and never completed";
+  if (waiting != ~0U) return name(waiting) + " never started: its dependencies never completed";
+  return "nothing left to run";
+}
+
 void Sequencer::deadlock() const {
   for (std::size_t q = 0; q < queues_.size(); ++q) {
     const auto& queue = index_.queue(static_cast<int>(q));

@@ -8,6 +8,7 @@
 // queue's busy / stalled / slot-bound time (UnitUsage in sim_result.h).
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "block/block.h"
@@ -43,6 +44,9 @@ class Sequencer final : public CompletionSink {
   void classify(Tick now);
   // Fails the run: nothing can progress (cannot happen for a program in topological order; kept as a guard).
   [[noreturn]] void deadlock() const;
+  // Where an unfinished chip stands once nothing more can happen: its oldest instruction started and never
+  // completed, or else the first that never started ("instruction 3 'x' (recv) started and never completed").
+  [[nodiscard]] std::string stuck() const;
 
   void complete(std::uint32_t instr, Tick started, Tick now) override;
   [[nodiscard]] ChipCounters& counters() { return counters_; }
