@@ -494,9 +494,11 @@ TEST_F(ReportCli, HbmCountsLoadsVmemTimesAndNotesWhenTheyExceedItsRate) {
 TEST_F(ReportCli, OpsCsvHbmBytesCountADmasHbmEnds) {
   write("dma.json", R"({"format":"tpusim-program","version":2,"role_of_chip":[],"programs":[{"name":"p",
 "instructions":[
-{"op":"dma","label":"load","src":"hbm","dst":"vmem","pattern":"contiguous","bytes":1048576,"vmem_alloc":1048576,"deps":[]},
+{"op":"dma","label":"load","src":"hbm","dst":"vmem","pattern":"contiguous","bytes":1048576,"vmem_alloc":1048576,
+ "deps":[]},
 {"op":"dma","label":"spill","src":"vmem","dst":"vmem","pattern":"contiguous","bytes":8192,"deps":[0]},
-{"op":"dma","label":"store","src":"vmem","dst":"hbm","pattern":"contiguous","bytes":4096,"vmem_free":1048576,"deps":[1]},
+{"op":"dma","label":"store","src":"vmem","dst":"hbm","pattern":"contiguous","bytes":4096,"vmem_free":1048576,
+ "deps":[1]},
 {"op":"dma","label":"copy","src":"hbm","dst":"hbm","pattern":"contiguous","bytes":2048,"deps":[2]}
 ]}]})");
   const fs::path s = write("dma.yaml", "name: dma\npod: v4-1x1x1\nworkload:\n  program: dma.json\n");
