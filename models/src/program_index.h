@@ -40,9 +40,7 @@ class QueueLayout {
 // The unit queue an instruction goes to: ir::unit_of(kind), except a DMA to a remote chip (dst: remote), a
 // one-sided put that the chip's ICI unit runs like a send (see net/interconnect.h).
 [[nodiscard]] ir::UnitKind queue_unit(const ir::Instruction& ins);
-[[nodiscard]] inline bool is_remote_put(const ir::Instruction& ins) {
-  return ins.kind == ir::OpKind::dma && ins.memory.dst == ir::Memory::remote;
-}
+using ir::is_remote_put;
 
 class ProgramIndex {
  public:

@@ -196,8 +196,7 @@ void check_send_recv_pairs(const Scenario& s, const ir::ProgramSet& programs, co
   for (const kernels::PeerMismatch& m : kernels::send_recv_mismatches(programs, topology)) {
     if (diags.size() >= 20) break;
     const ir::Instruction& ins = programs.programs[m.role][m.instruction];
-    const bool put = ins.kind == ir::OpKind::dma && ins.memory.dst == ir::Memory::remote;
-    const std::string what(put ? "remote put" : ir::op_name(ins.kind)), chip = chip_str(topology, m.chip);
+    const std::string what(ir::is_remote_put(ins) ? "remote put" : ir::op_name(ins.kind)), chip = chip_str(topology, m.chip);
     const std::string peer = m.kind == Kind::outside ? "" : chip_str(topology, m.peer);
     std::string field = m.kind == Kind::bytes ? "bytes" : "";
     if (m.kind == Kind::outside) field = !m.on_axis ? "peer" : programs.named_group(ins) ? "group" : "mesh_axes";

@@ -74,7 +74,7 @@ bool has_send_or_recv(const ir::ProgramSet& programs) {
   for (const ir::Program& p : programs.programs) {
     for (const ir::Instruction& ins : p.instructions()) {
       if (ins.kind == ir::OpKind::send || ins.kind == ir::OpKind::recv) return true;
-      if (ins.kind == ir::OpKind::dma && ins.memory.dst == ir::Memory::remote) return true;
+      if (ir::is_remote_put(ins)) return true;
     }
   }
   return false;

@@ -128,7 +128,7 @@ std::vector<PeerMismatch> send_recv_mismatches(const ir::ProgramSet& programs, c
     const ir::Program& prog = programs.programs[p];
     for (std::uint32_t i = 0; i < prog.size(); ++i) {
       const ir::Instruction& ins = prog[i];
-      const bool put = ins.kind == ir::OpKind::dma && ins.memory.dst == ir::Memory::remote;
+      const bool put = ir::is_remote_put(ins);
       if (ins.kind != ir::OpKind::send && ins.kind != ir::OpKind::recv && !put) continue;
       any = true;
       std::string why;

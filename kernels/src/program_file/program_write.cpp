@@ -45,7 +45,7 @@ ordered_json instruction_json(const Program& p, const Instruction& ins) {
     else if (f == "host_op") j[f] = name_of(kHostOps, ins.host.op);
     else if (f == "unit") j[f] = std::string(unit_name(unit_of(ins.kind)));
   }
-  if (ins.kind == OpKind::dma && ins.memory.dst == Memory::remote) {  // a remote put's destination, as a send's
+  if (is_remote_put(ins)) {  // a remote put's destination, as a send's
     j["peer"] = ins.comm.peer;
     if (ins.comm.mesh_axes != 0) j["mesh_axes"] = axes_json(ins.comm.mesh_axes);
   }

@@ -212,6 +212,12 @@ struct Instruction {
   std::uint32_t label = 0;  // index into Program::labels ("layer3.fwd.matmul")
 };
 
+// A one-sided put into another chip's HBM: a dma to `remote`, addressed by comm.peer and comm.mesh_axes as a
+// send is, and matched by nothing.
+[[nodiscard]] inline bool is_remote_put(const Instruction& ins) {
+  return ins.kind == OpKind::dma && ins.memory.dst == Memory::remote;
+}
+
 // Instruction::comm.group for "the whole torus axes named by mesh_axes, across every pod" (the default).
 inline constexpr std::uint16_t kAxesGroup = 0xffff;
 
