@@ -213,11 +213,12 @@ TEST(BundledChips, V6eLabelsItsMxuCountAndClockAsAssumptions) {
   EXPECT_EQ(chip->origins.at("clock").comment.rfind("assumption", 0), 0u);
 }
 
-TEST(BundledChips, V5pAndV6eVmemSizesAreLabelledAssumptions) {
-  for (const std::string name : {"v5p", "v6e"}) {
+TEST(BundledChips, V5pAndV6eVmemSizesCiteJaxsHardwareTable) {
+  for (const auto& [name, mib] : {std::pair<std::string, std::int64_t>{"v5p", 64}, {"v6e", 128}}) {
     const auto chip = load_chip_or_fail(name);
     ASSERT_TRUE(chip.has_value());
-    EXPECT_EQ(chip->origins.at("vmem.capacity").comment.rfind("assumption", 0), 0u) << name;
+    EXPECT_EQ(chip->vmem.capacity.count(), mib << 20) << name;
+    EXPECT_EQ(chip->origins.at("vmem.capacity").comment.rfind("hardware.md [P] jaxinfo", 0), 0u) << name;
   }
 }
 
