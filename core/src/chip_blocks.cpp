@@ -206,7 +206,7 @@ std::vector<BlockKindInfo> make_catalogue() {
       {K::ici, "ici", "the chip's ICI ports into the pod's interconnect", BlockScope::chip, true, 1, 1, {}, &ici,
        "{links} links x {link_bandwidth} one way, {hop_latency} per hop"},
       {K::sparsecore, "sparsecore", "SparseCores: embedding-table gathers and pooling beside the TensorCores "
-       "(v4, v5p); count = SparseCores per chip", BlockScope::chip, false, 0, 64,
+       "(v4, v5p, v6e); count = SparseCores per chip", BlockScope::chip, false, 0, 64,
        {{"memory", "the memory holding the embedding tables", {K::hbm, K::cmem}, {}}}, &sparsecore,
        "{tiles} tiles x {lanes} lanes each"},
   };

@@ -142,6 +142,19 @@ TEST_F(Cli, DlrmLookupsRunOnTheSparseCoresWhenTheChipHasThemAndTheStepIsShorter)
   EXPECT_LT(number_at(with, "metrics.step_time_s"), number_at(without, "metrics.step_time_s"));
 }
 
+// v6e has two SparseCores of 16 subcores x 8 lanes (docs/hardware.md, jaxinfo): the DLRM step's lookups run on
+// them there too (without them the TensorCores would gather, and the SparseCore row would count none).
+TEST_F(Cli, V6eRunsDlrmLookupsOnItsTwoSparseCores) {
+  const fs::path dir = dir_ / "dlrm-v6e";
+  const Outcome o = tpusim("run -q dlrm-v4 --set pod=v6e-1x1 -o " + dir.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto summary = nlohmann::json::parse(slurp(dir / "summary.json"));
+  EXPECT_EQ(summary["scenario"]["chip"]["name"], "v6e");
+  EXPECT_EQ(summary["scenario"]["chip"]["sparsecore"]["count"], 2);
+  EXPECT_EQ(number_at(summary, "units.sparsecore.instructions"), 52);
+  EXPECT_GT(number_at(summary, "units.sparsecore.busy_s.mean"), 0);
+}
+
 TEST_F(Cli, AWhatIfChipComposedInAScenarioRunsItsExtraBlock) {
   const fs::path dir = dir_ / "whatif";
   const Outcome o = tpusim("run -q whatif-v5e-sparsecore -o " + dir.string());
