@@ -581,6 +581,31 @@ TEST(JobTimeline, AStragglerOnAChipWhoseHostIsInRepairSlowsTheJobAfterTheRepair)
   EXPECT_EQ(r.steps_done, 1000);
 }
 
+// The same holds for a chip failing outright: the host's repair does not mend it, so the relaunch after the repair
+// finds it, as it finds a chip that failed during another's repair (above). Host 0 fails at 252.5 s; chip
+// [1, 1, 0], one of its chips, goes down at 1000 s. Before, the chip_down was "not in use (failed before: in
+// repair)", free, and the job ran on with a dead chip after the host came back (wall 5370 s).
+TEST(JobTimeline, AChipFailingOnAHostInRepairIsFoundAtTheRelaunchAndRepaired) {
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(
+      std::string(kCubeJob) +
+      "faults:\n  - {at: 252.5 s, kind: host_down, target: {host: 0}}\n"
+      "  - {at: 1000 s, kind: chip_down, target: [1, 1, 0]}\n");
+  const Topology topo = build_topology(s.pod, s.chip);
+  const JobResult r = run_job(s, topo, round_costs());
+  ASSERT_EQ(r.events.size(), 2u);
+  EXPECT_EQ(topo.host_of(r.events[1].fault.chip), r.events[0].fault.host);
+  EXPECT_EQ(r.events[0].recovery, "checkpoint_restart");
+  EXPECT_DOUBLE_EQ(r.events[0].resumed.value(), 4480.0);  // the relaunch's end: its restore is not read
+  EXPECT_EQ(r.events[1].recovery, "checkpoint_restart, found at the relaunch");
+  EXPECT_EQ(r.events[1].landed, FaultLanded::recovery);
+  EXPECT_DOUBLE_EQ(r.events[1].detected.value(), 4480.0);
+  EXPECT_DOUBLE_EQ(r.events[1].lost_work.value(), 0.0);
+  EXPECT_DOUBLE_EQ(r.events[1].resumed.value(), 4480.0 + 3600 + 600 + 20);
+  EXPECT_DOUBLE_EQ(r.wall.value(), 8700.0 + 800 + 70);
+  EXPECT_DOUBLE_EQ(sum_of_parts(r), r.wall.value());
+  EXPECT_EQ(r.steps_done, 1000);
+}
+
 // Two chips found at one relaunch are repaired together. As above, chip [3,2,1] fails during the first repair;
 // chip [0,0,0] fails at 4470.5 s, in the relaunch, and is declared failed at 4500 s, after the relaunch ends
 // (4480 s). Both are found then: [3,2,1]'s repair would end at 8080 s, [0,0,0]'s, from 4500 s, at 8100 s, so the

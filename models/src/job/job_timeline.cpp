@@ -89,17 +89,18 @@ class FaultStream {
 
 // Hardware the job does not use for a while: a failed chip, host or cable until its repair ends; a cube switched
 // out for a spare, from its fault to the swap (then its place in the slice is the spare's); a component whose
-// fault is to be found at the relaunch, until it is met. A fault on it costs nothing, except a degradation of a
+// fault is to be found at the relaunch, until it is met. A fault on it costs nothing, except a chip fault on a
 // chip whose host failed: the host's repair mends the host, not its chips, so a straggler or hbm_degraded that
 // lands on one of them while the host is down slows the job from when it runs again (as it would had it landed
-// before the host failed; a link_degraded is on a cable, which a host's failure never takes out of use).
+// before the host failed), and a chip_down on one is found at the relaunch after the host's repair (a
+// link_degraded is on a cable, which a host's failure never takes out of use).
 struct OutOfUse {
   std::vector<ChipId> chips;            // sorted; a chip fault, or a host's whose chips are all here, is on it
   bool links = false;                   // and a link fault whose source is here (a cube's cables and ports)
   std::optional<std::uint32_t> cable;   // a failed cable (the lower LinkId of its two directions)
   double until = kNoEnd;
   std::string why;
-  bool host = false;  // `chips` are a failed host's: only what stops a chip is on them, not its degradations
+  bool host = false;  // `chips` are a failed host's: a host fault is on them, no chip fault
 };
 
 std::uint32_t cable_of(const Topology& topo, LinkId link) {
@@ -138,7 +139,7 @@ bool on(const Topology& topo, const OutOfUse& o, const ConcreteFault& f) {
     const std::vector<ChipId> chips = topo.chips_of(f.host);
     return !chips.empty() && std::all_of(chips.begin(), chips.end(), holds);
   }
-  if (chip_kind(f.spec.kind)) return holds(f.chip) && (!o.host || fault_stops(f.spec.kind));
+  if (chip_kind(f.spec.kind)) return holds(f.chip) && !o.host;
   return (o.cable && *o.cable == cable_of(topo, f.link)) || (o.links && holds(f.chip));
 }
 
