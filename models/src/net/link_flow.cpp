@@ -285,30 +285,23 @@ class FlowLinkModel final : public LinkModel {
       visit_channel(c);
     }
     dirty_.clear();
+    // One walk finds the component and sets up the filling from scratch: a channel's scratch when it is first
+    // reached, a flow's weights added to its channels' demand when it is first reached (so each channel sums its
+    // flows in the order the walk finds them, hop by hop, as a separate pass over the flows would). A flow keeps
+    // its old rate in `previous` until the new one is known.
     for (std::size_t i = 0; i < comp_channels_.size(); ++i) {
       for (TransferId id : ports_[comp_channels_[i]].flows) {
         Flow& f = flows_[id];
         if (f.mark == epoch_) continue;
         f.mark = epoch_;
         comp_flows_.push_back(id);
-        for (std::uint32_t h = 0; h < f.hops; ++h) visit_channel(f.path[h]);
+        f.previous = f.rate;
+        f.rate = -1;  // unfrozen
+        for (std::uint32_t h = 0; h < f.hops; ++h) {
+          visit_channel(f.path[h]);
+          ports_[f.path[h]].demand += weight(f, h);
+        }
       }
-    }
-    // Refill from scratch; a flow keeps its old rate in `previous` until the new one is known.
-    for (TransferId id : comp_flows_) {
-      Flow& f = flows_[id];
-      f.previous = f.rate;
-      f.rate = -1;  // unfrozen
-    }
-    for (std::uint32_t c : comp_channels_) {
-      Port& p = ports_[c];
-      p.left = channels_[c].bytes_per_tick;
-      p.unfrozen = static_cast<std::uint32_t>(p.flows.size());
-      p.demand = 0;
-    }
-    for (TransferId id : comp_flows_) {
-      const Flow& f = flows_[id];
-      for (std::uint32_t h = 0; h < f.hops; ++h) ports_[f.path[h]].demand += weight(f, h);
     }
     std::size_t frozen = 0;
     while (frozen < comp_flows_.size()) {
@@ -356,8 +349,12 @@ class FlowLinkModel final : public LinkModel {
   }
 
   void visit_channel(std::uint32_t c) {
-    if (ports_[c].mark == epoch_) return;
-    ports_[c].mark = epoch_;
+    Port& p = ports_[c];
+    if (p.mark == epoch_) return;
+    p.mark = epoch_;
+    p.left = channels_[c].bytes_per_tick;
+    p.unfrozen = static_cast<std::uint32_t>(p.flows.size());
+    p.demand = 0;
     comp_channels_.push_back(c);
   }
 
