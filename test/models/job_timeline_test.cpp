@@ -552,6 +552,27 @@ TEST(JobTimeline, AChipFailingDuringAnothersRepairIsFoundAtTheRelaunchAndRepaire
   EXPECT_EQ(r.steps_done, 1000);
 }
 
+// A slowdown never stops the job: it is detected and the job goes on at the fault's own time, although its slower
+// steps count from the start of the step it hits (252 s here). Before, resumed_s was that step's start, before
+// the fault itself. Steps 233 to 1000 at 1.25 s and 7 checkpoints: wall 252 + 768 x 1.25 + 70 s.
+TEST(JobTimeline, AStragglerResumesAtItsOwnTimeAndSlowsTheStepItHits) {
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(
+      std::string(kCubeJob) + "faults: [{at: 252.5 s, kind: straggler, target: [1, 1, 0], clock_fraction: 0.8}]\n");
+  const Topology topo = build_topology(s.pod, s.chip);
+  JobCosts costs = round_costs();
+  costs.step_with = [](const ConcreteFault&) { return Seconds(1.25); };
+  const JobResult r = run_job(s, topo, costs);
+  ASSERT_EQ(r.events.size(), 1u);
+  const FaultEvent& e = r.events[0];
+  EXPECT_EQ(e.recovery, "slowdown");
+  EXPECT_DOUBLE_EQ(e.detected.value(), 252.5);
+  EXPECT_DOUBLE_EQ(e.resumed.value(), 252.5);
+  EXPECT_DOUBLE_EQ(e.downtime.value(), 0.0);
+  EXPECT_DOUBLE_EQ(r.losses.slowdown.value(), 768 * 0.25);
+  EXPECT_DOUBLE_EQ(r.wall.value(), 252.0 + 768 * 1.25 + 70);
+  EXPECT_DOUBLE_EQ(sum_of_parts(r), r.wall.value());
+}
+
 // A host's repair mends the host, not its chips: a straggler landing on one of its chips while the host is down
 // slows the job once it runs again, as one landing before the host failed does. Host 0 fails at 252.5 s (detected
 // at 280 s; repair, relaunch and restore to 4500 s, back at the checkpoint of step 200); chip [1, 1, 0], one of

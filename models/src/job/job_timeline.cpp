@@ -313,11 +313,13 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       continue;
     }
     if (!fault_stops(fault.spec.kind)) {
-      // A slowdown applies from the start of the step (or checkpoint write) it hits, at most one step early.
+      // A slowdown applies from the start of the step (or checkpoint write) it hits, at most one step early. The
+      // job never stops: it is detected and goes on at the fault's own time (not the step's start, which would
+      // have it resume before it was hit).
       const double after = costs.step_with ? costs.step_with(fault).value() : healthy;
       step = std::max(step, after);
       e.detected = Seconds(at);
-      e.resumed = Seconds(t);
+      e.resumed = Seconds(at);
       e.recovery = "slowdown";
       e.step_after = Seconds(step);
       r.events.push_back(std::move(e));
