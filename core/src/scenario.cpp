@@ -119,8 +119,9 @@ const FieldTable<WorkloadSpec>& workload_fields() {
                         in_range(std::int64_t{0}, kMaxDimension));
     t.add<double>("input.examples_per_s_per_host", [](S& s) -> double& { return s.host.input.examples_per_s_per_host; },
                   "0",
-                  "examples per second the host's input pipeline produces (shared by its chip.host.chips_per_host "
-                  "chips); 0 = no limit",
+                  "examples per second the host's input pipeline produces (shared by the chips of its "
+                  "pod.host_shape block; on a one-chip slice by a full host's chip.host.chips_per_host); 0 = no "
+                  "limit",
                   non_negative<double>());
     t.add<Bytes>("input.bytes_per_example", [](S& s) -> Bytes& { return s.host.input.bytes_per_example; }, "0 B",
                  "bytes of one example sent host -> chip over PCIe (MLP: an infeed of batch x this per step); "

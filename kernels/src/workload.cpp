@@ -227,12 +227,24 @@ ConfigError host_does_not_fit(const WorkloadSpec& w, const ChipSpec& chip, const
 
 namespace {
 
+// The chips one host's input pipeline feeds: the slice's own host blocks (pod.host_shape) when the slice has
+// more than one chip, so a 2x2 v5e slice's one host feeds its 4 chips, not the 8 of a full v5e host; a one-chip
+// slice stands for one chip of a fully populated host (chip.host.chips_per_host), as documented in lowering.h.
+int chips_fed_per_host(const ChipSpec& chip, const PodSpec* pod) {
+  if (pod == nullptr || pod->host_shape.empty() || pod->chip_count() <= 1) return std::max(1, chip.host.chips_per_host);
+  int fed = 1;
+  for (std::size_t a = 0; a < pod->host_shape.size() && a < pod->shape.size(); ++a) {
+    fed *= std::max(1, std::min(pod->host_shape[a], pod->shape[a]));
+  }
+  return fed;
+}
+
 // The host costs of one chip whose checkpoint state (parameters and optimizer state it holds) is `state`
-// bytes, on a host whose `writers` chips write theirs; no state: the chip holds no checkpoint (a forward step,
-// no checkpoint interval).
-HostStepCosts host_costs(const WorkloadSpec& workload, const ChipSpec& chip, double state, int writers) {
+// bytes, on a host whose `writers` chips write theirs and whose input pipeline feeds `fed` chips; no state: the
+// chip holds no checkpoint (a forward step, no checkpoint interval).
+HostStepCosts host_costs(const WorkloadSpec& workload, const ChipSpec& chip, double state, int writers, int fed) {
   HostStepCosts c;
-  const double chips_per_host = std::max(1, chip.host.chips_per_host);
+  const double chips_per_host = std::max(1, fed);
   const auto batch = static_cast<double>(std::max<std::int64_t>(workload.batch, 0));
   c.infeed_bytes = static_cast<std::uint64_t>(batch * workload.host.input.bytes_per_example.as_double());
   if (workload.host.input.examples_per_s_per_host > 0) {
@@ -296,20 +308,22 @@ int checkpoint_writers(const ShardingPlan* sharding, const PodSpec& pod, int chi
 HostStepCosts host_step_costs(const WorkloadSpec& workload, const ChipSpec& chip) {
   if (workload.model.kind != ModelKind::mlp && !whole_model(workload)) return {};
   // One chip holding the whole model: the host's other chips hold the same state, and this one writes it.
-  return host_costs(workload, chip, static_cast<double>(state_bytes(workload)), 1);
+  return host_costs(workload, chip, static_cast<double>(state_bytes(workload)), 1, chips_fed_per_host(chip, nullptr));
 }
 
 HostStepCosts host_step_costs(const WorkloadSpec& workload, const ChipSpec& chip, const PodSpec& pod) {
   if (!whole_model(workload)) {
     if (workload.model.kind != ModelKind::mlp) return {};
-    return host_costs(workload, chip, static_cast<double>(state_bytes(workload)), checkpoint_writers(nullptr, pod, chip.host.chips_per_host));
+    return host_costs(workload, chip, static_cast<double>(state_bytes(workload)),
+                      checkpoint_writers(nullptr, pod, chip.host.chips_per_host), chips_fed_per_host(chip, &pod));
   }
   const ShardingPlan sharding = make_sharding(workload, pod);
   double state = 0;
   for (int s = 0; s < std::max(1, sharding.shards(LogicalAxis::layers)); ++s) {
     state = std::max(state, checkpoint_state(build_step(workload, chip, &sharding, nullptr, s).plan));
   }
-  return host_costs(workload, chip, state, checkpoint_writers(&sharding, pod, chip.host.chips_per_host));
+  return host_costs(workload, chip, state, checkpoint_writers(&sharding, pod, chip.host.chips_per_host),
+                    chips_fed_per_host(chip, &pod));
 }
 
 std::optional<MemoryPlan> plan_memory(const WorkloadSpec& workload, const ChipSpec& chip) {
@@ -382,7 +396,8 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
   const DType dt = workload.numerics.dtype;
   // A sharded model's chips checkpoint their own shard (the fullest stage's bytes differ from the others').
   const int writers = built ? checkpoint_writers(&*sharding, pod, chip.host.chips_per_host) : 1;
-  const HostStepCosts host = built ? host_costs(workload, chip, checkpoint_state(built->plan), writers)
+  const HostStepCosts host = built ? host_costs(workload, chip, checkpoint_state(built->plan), writers,
+                                                chips_fed_per_host(chip, &pod))
                                   : host_step_costs(workload, chip, pod);
 
   // The step starts once the host has launched it; its work depends on the launch (and, without prefetch,
@@ -490,7 +505,8 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
                                                          collective_timing(workload), &op_instructions);
     out.memory_timelines.push_back(
         memory_timeline(later_stages[i].graph, later_stages[i].plan, std::move(op_instructions)));
-    const HostStepCosts stage_host = host_costs(workload, chip, checkpoint_state(later_stages[i].plan), writers);
+    const HostStepCosts stage_host =
+        host_costs(workload, chip, checkpoint_state(later_stages[i].plan), writers, chips_fed_per_host(chip, &pod));
     if (stage_host.checkpoint_bytes > 0) {
       stage_sinks = {stage_prog.add(host_op(ir::HostOp::checkpoint, stage_host.checkpoint_bytes,
                                             stage_host.checkpoint_seconds),

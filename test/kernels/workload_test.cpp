@@ -277,6 +277,25 @@ TEST(HostStepCosts, InputTimeIsTheHostsBatchOverItsPipelineRate) {
   EXPECT_EQ(c.checkpoint_bytes, 0u);
 }
 
+// A slice of several chips feeds each host's chips as its own host blocks say (pod.host_shape), whatever the
+// chip's chips_per_host (a full host's): a 2x2 slice taken as one host of 2x2 shares the pipeline 4 ways, even
+// with chips_per_host 8 (v5e's) or 16. Before, the 2x2 v5e slice divided its one host's rate by 8.
+TEST(HostStepCosts, ASlicesHostsFeedTheirOwnChipsWhateverAFullHostHolds) {
+  WorkloadSpec w = mlp({1024, 1024}, 512, StepKind::train);
+  w.host.input.examples_per_s_per_host = 1e5;
+  PodSpec pod;
+  pod.shape = {2, 2};
+  pod.wraparound = {0, 0};
+  pod.host_shape = {2, 2};
+  for (const int full_host : {1, 8, 16}) {
+    ChipSpec chip = v4_with_host();
+    chip.host.chips_per_host = full_host;
+    EXPECT_DOUBLE_EQ(host_step_costs(w, chip, pod).input_seconds, 512.0 * 4 / 1e5) << full_host;
+  }
+  pod.host_shape = {2, 1};  // two hosts of 2
+  EXPECT_DOUBLE_EQ(host_step_costs(w, v4_with_host(), pod).input_seconds, 512.0 * 2 / 1e5);
+}
+
 TEST(HostStepCosts, CheckpointIsTheStateOverStorageBandwidthAmortisedOverItsInterval) {
   WorkloadSpec w = mlp({1024, 2048}, 8, StepKind::train, Optimizer::adam);
   w.host.checkpoint.every_steps = 100;

@@ -78,10 +78,11 @@ struct LoweredWorkload {
 
 // Host-side costs of one step on one chip (a pure function of the specs, for tests and lower_workload):
 //   infeed_bytes       = batch x input.bytes_per_example
-//   input_seconds      = batch x chip.host.chips_per_host / input.examples_per_s_per_host (0 when no rate):
-//                        the host's pipeline prepares the batch of every chip it feeds (each chip's program runs
-//                        the whole batch; assumption: every host is fully populated, so a one-chip run stands
-//                        for one chip of a full host)
+//   input_seconds      = batch x F / input.examples_per_s_per_host (0 when no rate): the host's pipeline
+//                        prepares the batch of every chip it feeds (each chip's program runs the whole batch).
+//                        F = the chips of the slice's host block (pod.host_shape) on a slice of several chips;
+//                        on one chip (or the first form, no pod), chip.host.chips_per_host (assumption: a
+//                        one-chip run stands for one chip of a fully populated host)
 //   checkpoint_bytes   = ceil(state / N), state = what the chip holds: its shard of the parameters and of the
 //                        optimizer state (the memory plan's weights + optimizer_state) for a sharded model; for
 //                        one chip holding the whole model, parameters x dtype bytes (+ 2 f32 moments per
