@@ -422,9 +422,9 @@ TEST(ChunkTrains, ATransferAloneOnItsPathIsOneEventWhateverItsSize) {
   EXPECT_EQ(log, run(w, false));
 }
 
-// Where the tie rule the trains need gives other results than scheduling order
-// alone: counted, not asserted equal (see link_chunked.cpp, "Ties"), and kept
-// small.
+// Where the tie rule the trains need gives other results than scheduling order alone (link_chunked.cpp, "Ties"):
+// counted, not asserted equal. 10 of these 2,000 differ with libstdc++'s shuffle; the bound leaves room for
+// another standard library's.
 TEST(ChunkTrains, TheTieRuleRarelyDiffersFromSchedulingOrderOnRandomWorkloads) {
   int differ = 0;
   const int workloads = 2000;
@@ -434,7 +434,7 @@ TEST(ChunkTrains, TheTieRuleRarelyDiffersFromSchedulingOrderOnRandomWorkloads) {
     if (drive(old, w) != run(w, false)) ++differ;
   }
   std::cout << differ << " of " << workloads << " random workloads differ from scheduling order\n";
-  EXPECT_LT(differ, workloads);
+  EXPECT_LE(differ, 30);
 }
 
 }  // namespace

@@ -53,20 +53,17 @@ void walk(const std::vector<Channel>& channels, const Shape& shape, Visit visit)
 
 }  // namespace
 
-bool every_service_takes_time(const std::vector<Channel>& channels, const Shape& shape) {
-  bool ok = true;
-  walk(channels, shape, [&](std::uint32_t, const Hop& hop) { ok = ok && hop.service > 0 && hop.last_service > 0; });
-  return ok;
-}
-
-End end_of(const std::vector<Channel>& channels, const Shape& shape) {
+std::optional<End> end_of(const std::vector<Channel>& channels, const Shape& shape) {
   End end;
+  bool takes_time = true;
   walk(channels, shape, [&](std::uint32_t h, const Hop& hop) {
+    takes_time = takes_time && hop.service > 0 && hop.last_service > 0;
     if (h + 1 != shape.hops) return;
     end.service_start = hop.last_start;
     end.served = hop.last_start + hop.last_service;
     end.delivered = end.served + channels[shape.path[h]].latency;
   });
+  if (!takes_time) return std::nullopt;
   return end;
 }
 

@@ -13,6 +13,7 @@
 // shorter, is stepped through the recursion hop by hop. So a train costs
 // O(hops) to time and to count its statistics, whatever its number of chunks.
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "link_model.h"
@@ -35,12 +36,9 @@ struct End {
   Tick service_start = 0;
 };
 
-// Whether every chunk takes at least one tick on every channel of the path:
-// zero-tick services make events of one tick whose order the closed forms do
-// not follow, so such transfers run chunk by chunk.
-[[nodiscard]] bool every_service_takes_time(const std::vector<Channel> &channels, const Shape &shape);
-
-[[nodiscard]] End end_of(const std::vector<Channel> &channels, const Shape &shape);
+// The train's end, or nothing when a chunk takes no tick on some channel of the path: zero-tick services make events
+// of one tick whose order the closed forms do not follow, so such transfers run chunk by chunk.
+[[nodiscard]] std::optional<End> end_of(const std::vector<Channel>& channels, const Shape& shape);
 
 // Adds to `stats` what the chunk-by-chunk model has counted once every service
 // starting at or before `upto` has started: bytes, busy and chunks of those

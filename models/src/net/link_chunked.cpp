@@ -29,11 +29,12 @@
 // The key depends only on the chain of actions behind an event, which for a train is its own, so its events
 // expand with the keys they would have had chunk by chunk. Plain scheduling order (the rule before trains)
 // compares the whole chain back to where it parts; the two differ only where two transfers' chains tie on
-// both ticks and part further back (8 of 2,000 random workloads of net_link_chunk_train_test.cpp, none of the
+// both ticks and part further back (10 of 2,000 random workloads of net_link_chunk_train_test.cpp, none of the
 // bundled scenarios: bench/README.md).
 #include "link_chunked.h"
 
 #include <algorithm>
+#include <optional>
 #include <queue>
 #include <stdexcept>
 #include <tuple>
@@ -77,19 +78,19 @@ class ChunkedLinkModel final : public LinkModel {
       alone = alone && p.users == 0 && p.serving == kNoNode;
       ++p.users;
     }
-    if (alone) alone = chunk_train::every_service_takes_time(channels_, shape(t));
+    std::optional<chunk_train::End> end;
+    if (alone) end = chunk_train::end_of(channels_, shape(t));
     restart(id);
-    if (!alone) {
+    if (!end) {
       cur_ = Cause{now, now, t.start};
       inject(now, id);
       return;
     }
     t.train = true;
     for (std::uint32_t h = 0; h < hops; ++h) ports_[path[h]].train = id;
-    const chunk_train::End end = chunk_train::end_of(channels_, shape(t));
     // The key its last chunk's delivery would have: scheduled by its service's end, which its start scheduled.
-    events_.push(
-        Event{end.delivered, Cause{end.served, end.service_start, t.start}, t.start, counters_.seq++, Kind::train, id});
+    events_.push(Event{end->delivered, Cause{end->served, end->service_start, t.start}, t.start, counters_.seq++,
+                       Kind::train, id});
   }
 
   void advance(Tick now, std::vector<TransferId>& delivered) override {
