@@ -63,7 +63,7 @@ class LinkModel {
                                const std::uint64_t* hop_bytes, std::uint32_t hops, std::uint64_t bytes, Tick latency);
 
   // Processes every event up to and including `now`; appends the transfers delivered by then to `delivered`
-  // in delivery order (ties in start order).
+  // in delivery order (ties: each variant orders them deterministically, as its file says).
   virtual void advance(Tick now, std::vector<TransferId>& delivered) = 0;
 
   // Cuts channels `dead` at `now` (a link_down landing inside the step): every transfer still moving bytes over
