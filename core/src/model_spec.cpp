@@ -138,8 +138,11 @@ const ModelKindInfo& model_kind_info(ModelKind kind) {
 std::string_view model_kind_name(ModelKind kind) { return model_kind_info(kind).name; }
 
 SourceLoc origin_of(const std::map<std::string, FieldOrigin>& origins, const std::string& key) {
-  if (const auto it = origins.find(key); it != origins.end() && !it->second.defaulted) return it->second.loc;
-  if (const auto it = origins.find("kind"); it != origins.end()) return it->second.loc;
+  const auto it = origins.find(key);
+  if (it != origins.end() && !it->second.defaulted) return it->second.loc;
+  // A defaulted field: the map it would be written in (a workload's `workload:`, a model's own map).
+  if (it != origins.end() && it->second.loc.line > 0) return it->second.loc;
+  if (const auto kind = origins.find("kind"); kind != origins.end()) return kind->second.loc;
   return SourceLoc{"(model)", 0, 0};
 }
 

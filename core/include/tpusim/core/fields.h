@@ -240,7 +240,9 @@ class FieldTable {
         if (!f.parse(spec, def, expected)) {
           diags.error(def.loc(), full, "bad built-in default (a bug)", expected, def.describe());
         }
-        if (origins) (*origins)[f.info.key] = FieldOrigin{def.loc(), "", true};
+        // A defaulted field is placed at the map it would be written in, so that an error about its value
+        // points where the user can set it.
+        if (origins) (*origins)[f.info.key] = FieldOrigin{parent_loc(root, f.info.key), "", true};
         continue;
       }
       if (!f.parse(spec, *n, expected)) {

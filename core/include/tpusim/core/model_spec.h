@@ -183,7 +183,8 @@ struct ModelKindInfo {
 // Loads a bundled model (configs/models/NAME.yaml) or a model file by path (used by `tpusim describe model`).
 [[nodiscard]] ModelSpec load_model(const std::string& name_or_path);
 
-// Where a resolved field came from, for errors about it (its file:line, or the model's own location).
+// Where a resolved field came from, for errors about it: its file:line; for a defaulted field the map it would be
+// written in; else the model's own location.
 [[nodiscard]] SourceLoc origin_of(const std::map<std::string, FieldOrigin>& origins, const std::string& key);
 // Whether the user wrote the field: it is set, and not in a bundled file (is_bundled_file). A cross-field rule
 // names its usual field unless the user wrote only the other one (`from: llama2-7b, heads: 5` breaks "kv_heads
