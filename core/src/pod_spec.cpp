@@ -17,7 +17,7 @@ const FieldTable<PodSpec>& pod_fields() {
     t.add<std::vector<int>>("shape", [](S& s) -> std::vector<int>& { return s.shape; }, std::nullopt,
                             "chips per torus axis", positive_list(1, 3));
     t.add<std::vector<int>>("wraparound", [](S& s) -> std::vector<int>& { return s.wraparound; }, std::nullopt,
-                            "per axis, 1 if the axis closes into a ring (torus), 0 for a mesh edge");
+                            "per axis, 1 if the axis closes into a ring (torus; 3 chips or more), 0 for a mesh edge");
     t.add<bool>("twisted", [](S& s) -> bool& { return s.twisted; }, "false", "twisted 3D torus wiring");
     t.add<std::vector<int>>("cube", [](S& s) -> std::vector<int>& { return s.cube; }, "[]",
                             "block of chips with electrical links, joined to others by OCS; [] = no OCS");
@@ -64,6 +64,16 @@ PodSpec resolve_pod(const ConfigNode& root, const std::string& path, Diagnostics
   }
   for (int w : spec.wraparound) {
     if (w != 0 && w != 1) err("wraparound", "entries must be 0 or 1", "0 or 1", format_value(spec.wraparound));
+  }
+  // A ring needs three chips: on an axis of two the wraparound cable would run beside the one link between them
+  // (the routes and a bidirectional ring's reverse half took that link both ways, so the cable sat idle while the
+  // ideal time counted it), and on an axis of one it would join the chip to itself.
+  for (std::size_t a = 0; a < axes && a < spec.wraparound.size(); ++a) {
+    if (spec.wraparound[a] == 1 && spec.shape[a] <= 2) {
+      err("wraparound", fmt::format("axis {} has {} chip{}: a wraparound needs at least 3", a, spec.shape[a],
+                                    spec.shape[a] == 1 ? "" : "s"),
+          fmt::format("0 on axis {}", a), format_value(spec.wraparound));
+    }
   }
   if (spec.host_shape.size() != axes) {
     err("host_shape", "needs one entry per axis of shape", fmt::format("{} entries", axes),
