@@ -26,9 +26,8 @@ bool parse_quantity_node(const ConfigNode& n, Dimension want, double& out, std::
   if (!n.is_scalar()) return false;
   const auto q = parse_quantity(n.scalar());
   if (!q) {
-    char* end = nullptr;
-    (void)std::strtod(n.scalar().c_str(), &end);
-    if (end != n.scalar().c_str() && *end == '\0') expected += "; a bare number has no unit";
+    if (parse_decimal(n.scalar())) expected += "; a bare number has no unit";
+    if (looks_hexadecimal(n.scalar())) expected += "; numbers are decimal (hexadecimal is not read)";
     if (quantity_out_of_range(n.scalar())) {
       expected = fmt::format("a finite {}, e.g. '{}' (this value is out of range)", dimension_name(want),
                              dimension_example(want));
@@ -55,6 +54,7 @@ bool parse_quantity_as(const ConfigNode& n, Dimension want, Q& out, std::string&
 
 bool parse_scalar(const ConfigNode& n, std::int64_t& out, std::string& expected) {
   expected = "an integer";
+  if (n.is_scalar() && looks_hexadecimal(n.scalar())) expected += " (decimal: hexadecimal is not read)";
   return n.is_scalar() && parse_int_text(n.scalar(), out);
 }
 
@@ -71,10 +71,12 @@ bool parse_scalar(const ConfigNode& n, int& out, std::string& expected) {
 
 bool parse_scalar(const ConfigNode& n, double& out, std::string& expected) {
   expected = "a number";
-  if (!n.is_scalar() || n.scalar().empty()) return false;
-  char* end = nullptr;
-  out = std::strtod(n.scalar().c_str(), &end);
-  return *end == '\0' && std::isfinite(out);
+  if (!n.is_scalar()) return false;
+  if (looks_hexadecimal(n.scalar())) expected += " (decimal: hexadecimal is not read)";
+  const std::optional<double> v = parse_decimal(n.scalar());
+  if (!v || !std::isfinite(*v)) return false;
+  out = *v;
+  return true;
 }
 
 bool parse_scalar(const ConfigNode& n, bool& out, std::string& expected) {

@@ -152,16 +152,47 @@ std::string_view dimension_example(Dimension d) {
   return "";
 }
 
+std::size_t decimal_number_length(std::string_view text) {
+  std::size_t i = 0;
+  const auto digits = [&] {
+    const std::size_t from = i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) != 0) ++i;
+    return i - from;
+  };
+  if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+  std::size_t mantissa = digits();
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    mantissa += digits();
+  }
+  if (mantissa == 0) return 0;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    const std::size_t e = i++;
+    if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+    if (digits() == 0) i = e;  // "5e" or "5 eV": the number is the 5
+  }
+  return i;
+}
+
+std::optional<double> parse_decimal(std::string_view text) {
+  if (text.empty() || decimal_number_length(text) != text.size()) return std::nullopt;
+  return std::strtod(std::string(text).c_str(), nullptr);  // a decimal number: strtod reads all of it
+}
+
+bool looks_hexadecimal(std::string_view text) {
+  if (!text.empty() && (text.front() == '+' || text.front() == '-')) text.remove_prefix(1);
+  return text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+}
+
 namespace {
 
-// Splits "<number> <unit>" into the number and its unit; false when the text is not of that form.
+// Splits "<decimal number> <unit>" into the number and its unit; false when the text is not of that form.
 bool split_quantity(std::string_view text, double& number, const UnitDef*& unit) {
-  std::string s(text);
-  const char* begin = s.c_str();
-  char* end = nullptr;
-  number = std::strtod(begin, &end);
-  if (end == begin) return false;
-  std::string_view rest(end);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
+  const std::size_t length = decimal_number_length(text);
+  if (length == 0) return false;
+  number = std::strtod(std::string(text.substr(0, length)).c_str(), nullptr);
+  std::string_view rest = text.substr(length);
   while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.front()))) rest.remove_prefix(1);
   while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.back()))) rest.remove_suffix(1);
   for (const auto& u : kUnits) {

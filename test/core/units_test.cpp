@@ -133,6 +133,32 @@ TEST(ParseQuantity, RejectsInfinityAndNotANumber) {
   EXPECT_FALSE(parse_quantity("nan B/s").has_value());
 }
 
+// Numbers are decimal everywhere, as integers are: strtod would read hexadecimal ("0x10 GB/s" as 16 GB/s,
+// "0x1p-1" as 0.5).
+TEST(ParseQuantity, RejectsHexadecimalNumbers) {
+  EXPECT_FALSE(parse_quantity("0x10 GB/s").has_value());
+  EXPECT_FALSE(parse_quantity("0x1F4 ns").has_value());
+  EXPECT_FALSE(parse_decimal("0x1p-1").has_value());
+  EXPECT_FALSE(parse_decimal("-0X10").has_value());
+  EXPECT_TRUE(looks_hexadecimal("0x1p-1"));
+  EXPECT_TRUE(looks_hexadecimal("-0X10"));
+  EXPECT_FALSE(looks_hexadecimal("0.5"));
+}
+
+TEST(ParseDecimal, ReadsSignsPointsAndExponents) {
+  EXPECT_EQ(parse_decimal("0.5"), 0.5);
+  EXPECT_EQ(parse_decimal("-2.5e3"), -2500.0);
+  EXPECT_EQ(parse_decimal("+.5"), 0.5);
+  EXPECT_EQ(parse_decimal("5."), 5.0);
+  EXPECT_EQ(parse_decimal("1E-2"), 0.01);
+  for (const char* bad : {"", ".", "-", "e5", "5e", "1e+", "inf", "nan", "1_200", "1,200", " 5", "5 "}) {
+    EXPECT_FALSE(parse_decimal(bad).has_value()) << bad;
+  }
+  EXPECT_EQ(decimal_number_length("1.5e3 GB/s"), 5U);
+  EXPECT_EQ(decimal_number_length("5 eV"), 1U);  // an e with no digits after it is not an exponent
+  EXPECT_EQ(parse_quantity("1.5e3 GB/s")->si, 1.5e12);
+}
+
 TEST(UnitsFor, ListsEveryUnitOfADimension) {
   EXPECT_EQ(units_for(Dimension::seconds), "ps, ns, us, ms, s, min, h, d");
   EXPECT_EQ(units_for(Dimension::hertz), "Hz, kHz, MHz, GHz");

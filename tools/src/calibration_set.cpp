@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "tpusim/core/data_paths.h"
+#include "tpusim/core/units.h"
 
 namespace tpusim::tools {
 namespace fs = std::filesystem;
@@ -24,13 +25,10 @@ constexpr MetricInfo kMetrics[] = {
 
 // "56.0%" or "0.56" as a fraction; nullopt for anything else.
 std::optional<double> parse_fraction(const std::string& text) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || !std::isfinite(v)) return std::nullopt;
-  const std::string rest(end);
-  if (rest.empty()) return v;
-  if (rest == "%") return v / 100;
-  return std::nullopt;
+  const bool percent = !text.empty() && text.back() == '%';
+  const std::optional<double> v = parse_decimal(percent ? text.substr(0, text.size() - 1) : text);
+  if (!v || !std::isfinite(*v)) return std::nullopt;
+  return percent ? *v / 100 : *v;
 }
 
 }  // namespace

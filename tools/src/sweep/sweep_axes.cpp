@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "tpusim/core/units.h"
+
 
 namespace tpusim::tools {
 namespace fs = std::filesystem;
@@ -46,10 +48,9 @@ Bound parse_bound(const std::string& text, std::size_t column) {
   }
   Bound b{v, {}, 1};
   if (!v.dim.none()) {
-    const char* begin = text.c_str();
-    char* end = nullptr;
-    const double number = std::strtod(begin, &end);
-    b.unit = trim_spaces(end);
+    const std::size_t length = decimal_number_length(text);  // value_from_text read a decimal quantity
+    const double number = std::strtod(text.substr(0, length).c_str(), nullptr);
+    b.unit = trim_spaces(text.substr(length));
     b.scale = number != 0 ? v.si / number : parse_quantity("1 " + b.unit)->si;
   }
   return b;

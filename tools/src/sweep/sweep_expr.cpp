@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "tpusim/core/units.h"
+
 namespace tpusim::tools {
 
 namespace {
@@ -21,10 +23,7 @@ std::string number_text(double v) {
 Value value_from_text(const std::string& text) {
   if (text == "true") return Value::boolean(true);
   if (text == "false") return Value::boolean(false);
-  const char* begin = text.c_str();
-  char* end = nullptr;
-  const double d = std::strtod(begin, &end);
-  if (end != begin && *end == '\0' && std::isfinite(d)) return Value::number(d);
+  if (const auto d = parse_decimal(text); d && std::isfinite(*d)) return Value::number(*d);
   if (const auto q = parse_quantity(text)) return Value::number(q->si, unit_dim(q->dimension));
   return Value::of_text(text);
 }
@@ -240,10 +239,10 @@ class Parser {
     const char c = s_[pos_];
     if (std::isdigit(static_cast<unsigned char>(c)) || (c == '.' && pos_ + 1 < s_.size() &&
                                                         std::isdigit(static_cast<unsigned char>(s_[pos_ + 1])))) {
-      const std::string rest(s_.substr(pos_));
-      char* end = nullptr;
-      const double d = std::strtod(rest.c_str(), &end);
-      pos_ += static_cast<std::size_t>(end - rest.c_str());
+      const std::string_view rest = s_.substr(pos_);
+      const std::size_t length = decimal_number_length(rest);  // decimal only, as config values
+      const double d = std::strtod(std::string(rest.substr(0, length)).c_str(), nullptr);
+      pos_ += length;
       auto n = std::make_shared<ExprNode>();
       n->column = at;
       n->literal = unit_after_number(d).value_or(Value::number(d));

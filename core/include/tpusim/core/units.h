@@ -128,7 +128,17 @@ struct ParsedQuantity {
   Dimension dimension;
 };
 
-// Parses "<number> <unit>" (the space is optional). Returns nullopt for text that is not a number followed
+// The length of the decimal number `text` starts with: an optional sign, digits with an optional decimal point
+// (at least one digit), and an optional exponent (e or E, an optional sign, digits); 0 when it starts with none.
+// The one syntax of numbers in config values: no hexadecimal ("0x10", "0x1p-1"), no "inf" or "nan", which
+// strtod would read.
+[[nodiscard]] std::size_t decimal_number_length(std::string_view text);
+// `text` as a whole read as a decimal number (decimal_number_length), or nullopt.
+[[nodiscard]] std::optional<double> parse_decimal(std::string_view text);
+// True when `text` starts with a hexadecimal number ("0x10", "-0X1p-1"), for errors that say why it is refused.
+[[nodiscard]] bool looks_hexadecimal(std::string_view text);
+
+// Parses "<decimal number> <unit>" (the space is optional). Returns nullopt for text that is not a number followed
 // by a known unit, and for values that are not finite in SI units ("inf GB/s", "1e308 GHz"); the caller
 // reports the error with its location.
 [[nodiscard]] std::optional<ParsedQuantity> parse_quantity(std::string_view text);
