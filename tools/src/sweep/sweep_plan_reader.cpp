@@ -144,6 +144,20 @@ class PlanReader {
                  fmt::format("{:.0f} points", runs), "split the sweep into several files");
   }
 
+  // Two axes setting one path would each claim a value for every point while only the later one is run (and the
+  // table would show both). A zipped group cannot name a path twice: the YAML reader refuses the repeated key.
+  bool set_by_an_earlier_axis(const SweepPlan& plan, const std::string& path, const SourceLoc& at,
+                              const std::string& key) {
+    for (const Axis& a : plan.axes) {
+      if (std::find(a.paths.begin(), a.paths.end(), path) == a.paths.end()) continue;
+      const std::string by = a.name == path ? "an earlier axis" : fmt::format("the zipped group {}", a.name);
+      diags_.error(at, key, fmt::format("{} is already set by {}", path, by), "each field path on one axis only",
+                   fmt::format("{} again", path), "zip the values into one axis, or drop one of the two");
+      return true;
+    }
+    return false;
+  }
+
   void read_grid(const ConfigNode& root, SweepPlan& plan) {
     const ConfigNode* grid = root.find("grid");
     if (grid == nullptr || !grid->is_map() || grid->entries().empty()) {
@@ -167,6 +181,7 @@ class PlanReader {
                          fmt::format("{} values", vals.size()));
             continue;
           }
+          if (set_by_an_earlier_axis(plan, z.key, z.key_loc, key)) continue;
           count = vals.size();
           axis.paths.push_back(z.key);
           if (axis.values.empty()) {
@@ -187,6 +202,7 @@ class PlanReader {
         std::vector<std::string> vals;
         std::vector<SourceLoc> locs;
         if (!read_values(e.value, "grid." + e.key, vals, locs)) continue;
+        if (set_by_an_earlier_axis(plan, e.key, e.key_loc, "grid." + e.key)) continue;
         axis.paths.push_back(e.key);
         for (std::size_t i = 0; i < vals.size(); ++i) {
           axis.values.push_back({vals[i]});
