@@ -332,7 +332,11 @@ TEST(ProgramJson, ModelFlopsAreAtMostTheHardwareFlops) {
   const std::string mm = R"("op":"matmul","m":16,"k":16,"n":16,"dtype":"bf16",)";
   EXPECT_EQ(flops_error(mm, R"("model_flops":8192,"hardware_flops":8192)"), "");
   EXPECT_EQ(flops_error(mm, R"("model_flops":0,"hardware_flops":8192)"), "");  // recomputation
-  EXPECT_EQ(flops_error(mm, R"("model_flops":8192)"), "");                      // no hardware FLOPs given
+  // Without hardware_flops (0), model FLOPs would give MFU above HFU = 0 (before, the file was read so).
+  EXPECT_EQ(flops_error(mm, R"("model_flops":8192)"),
+            "model_flops: hardware_flops given too, at least model_flops (model FLOPs are the useful part of what "
+            "the hardware executes; an absent hardware_flops is 0)");
+  EXPECT_EQ(flops_error(mm, R"("model_flops":0)"), "");
   EXPECT_EQ(flops_error(mm, R"("model_flops":4097,"hardware_flops":4096)"),
             "model_flops: at most hardware_flops, 4096 (model FLOPs are the useful part of what the hardware "
             "executes)");
@@ -353,7 +357,7 @@ TEST(ProgramJson, EveryOtherOpKindHasAFlopsBound) {
   EXPECT_EQ(flops_error(vec, R"("hardware_flops":2001)"), "hardware_flops: at most 2 x elements = 2 x 1000 = 2000");
   const std::string gather =
       R"("op":"gather","rows":10,"width":8,"bags":2,"dtype":"bf16","src":"hbm","dst":"hbm",)";
-  EXPECT_EQ(flops_error(gather, R"("model_flops":160)"), "");
+  EXPECT_EQ(flops_error(gather, R"("model_flops":160,"hardware_flops":160)"), "");
   EXPECT_EQ(flops_error(gather, R"("model_flops":161)"),
             "model_flops: at most 2 x rows x width = 2 x 10 x 8 = 160");
   const std::string reduce =

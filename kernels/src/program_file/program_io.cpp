@@ -173,6 +173,17 @@ std::optional<std::pair<double, std::string>> flops_bound(const Instruction& ins
   }
 }
 
+// An absent hardware_flops is 0 (the writer omits it at 0), so model FLOPs without it would make MFU exceed
+// HFU = 0. It is refused rather than taken as the op's bound: what the hardware executes is the file's to say.
+void missing_hardware_flops(Reader& r, const json& v, const std::string& ptr, const Instruction& ins) {
+  if (ins.flops.model <= 0 || v.contains("hardware_flops")) return;
+  r.error(ptr + "/model_flops", "model FLOPs without hardware FLOPs",
+          "hardware_flops given too, at least model_flops (model FLOPs are the useful part of what the hardware "
+          "executes; an absent hardware_flops is 0)",
+          fmt::format("model_flops {} and no hardware_flops", ins.flops.model),
+          "add hardware_flops: the FLOPs the hardware executes for this instruction");
+}
+
 // The FLOPs of an instruction read without errors: model FLOPs are the useful part of what the hardware
 // executes, and neither is more than the op computes.
 void check_flops(Reader& r, const json& v, const std::string& ptr, const Instruction& ins) {
@@ -185,13 +196,13 @@ void check_flops(Reader& r, const json& v, const std::string& ptr, const Instruc
     return;
   }
   const auto bound = flops_bound(ins);
-  if (!bound) return;
   for (const auto& [field, x] : {std::pair{"hardware_flops", ins.flops.hardware}, {"model_flops", ins.flops.model}}) {
-    if (!above(x, bound->first)) continue;
+    if (!bound || !above(x, bound->first)) continue;
     r.error(fmt::format("{}/{}", ptr, field), fmt::format("more FLOPs than the {} computes", op_name(ins.kind)),
             fmt::format("at most {}", bound->second), fmt::format("{}", x));
     return;
   }
+  missing_hardware_flops(r, v, ptr, ins);
 }
 
 // Reads one instruction's fields into `ins` and its dependencies into `deps`; false if anything was wrong.
