@@ -118,9 +118,12 @@ const FieldTable<JobSpec>& job_fields() {
   static const FieldTable<JobSpec> table = [] {
     FieldTable<JobSpec> t;
     t.add<std::int64_t>("steps", [](S& s) -> std::int64_t& { return s.steps; }, "1",
-                        "training steps the job runs (when duration is 0)", positive<std::int64_t>());
+                        "training steps the job runs (when duration is 0; not with a duration)",
+                        positive<std::int64_t>());
     t.add<Seconds>("duration", [](S& s) -> Seconds& { return s.duration; }, "0 s",
-                   "or: the job runs this long (steps as many as fit); 0 = use steps", non_negative<Seconds>());
+                   "or: the job runs this long (steps as many as fit; not with steps; shorter than one step is "
+                   "refused once the step is simulated); 0 = use steps",
+                   non_negative<Seconds>());
     t.add<Seconds>("heartbeat", [](S& s) -> Seconds& { return s.heartbeat; }, "5 s",
                    "every chip, host and link reports alive this often (assumption: a watchdog period of "
                    "seconds; not published for TPU)",
@@ -444,6 +447,17 @@ void resolve_fault_plan(const ConfigNode& tree, const PodSpec& pod, JobSpec& job
                   fmt::format("<= job.timeout ({}, its default)", format_value(job.timeout)),
                   format_value(job.heartbeat), "set job.timeout too");
     }
+  }
+  // A job runs job.steps or lasts job.duration: with both, one would be dropped without a word. (duration: 0 s
+  // is the documented "use steps".)
+  const auto steps = job.origins.find("steps"), duration = job.origins.find("duration");
+  if (steps != job.origins.end() && !steps->second.defaulted && duration != job.origins.end() &&
+      !duration->second.defaulted && job.duration.value() > 0) {
+    diags.error(duration->second.loc, "job.duration", "a job given both in steps and by its duration",
+                "job.steps or job.duration, not both", fmt::format("job.steps {} (at {}) and job.duration {}",
+                                                                   job.steps, steps->second.loc.str(),
+                                                                   format_value(job.duration)),
+                "drop one: the job runs job.steps steps, or as many steps as fit in job.duration");
   }
   if (job.recovery == RecoveryPolicyKind::spare_cube && pod.cube.empty()) {
     const auto it = job.origins.find("recovery");

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "support/scenario_yaml.h"
+#include "tpusim/models/job.h"
 #include "tpusim/models/job_steps.h"
 
 namespace tpusim::models {
@@ -237,6 +238,25 @@ TEST(FaultSteps, ALastingStepThatFailsFailsTheJob) {
     FAIL() << "no error";
   } catch (const std::runtime_error& e) {
     EXPECT_STREQ(e.what(), "the step with [0,0,0] y- link_down could not be simulated");
+  }
+}
+
+// A duration shorter than the step holds no step: bad input at its line (before, the job ran one step anyway,
+// its wall time past the duration it was given).
+TEST(JobSteps, ADurationShorterThanOneStepIsBadInputAtItsLine) {
+  constexpr const char* kJob =
+      "name: job-test\npod: v4-2x2x1\nworkload: {model: mlp-quickstart, batch: 64, checkpoint: {every_steps: 10}}\n";
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(std::string(kJob) + "job: {duration: 0.5 s}\n");
+  for (const bool with_faults_check : {false, true}) {
+    try {
+      if (with_faults_check) check_fault_times_of_steps(s, Seconds(1));
+      else (void)job_steps(s, Seconds(1), Seconds(5));
+      ADD_FAILURE() << "no ConfigError";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.diagnostics().at(0).key_path, "job.duration");
+      EXPECT_EQ(e.diagnostics().at(0).loc.line, 4);
+      EXPECT_EQ(e.diagnostics().at(0).found, "500 ms");
+    }
   }
 }
 

@@ -871,8 +871,8 @@ TEST(JobTimeline, ADurationHoldsTheWholeStepsAndWritesThatFitInIt) {
   EXPECT_EQ(job_steps(s, Seconds(1), Seconds(5)), 670);
   const Scenario less = ::tpusim::testing::scenario_from_yaml(std::string(kJob) + "job: {duration: 999 s}\n");
   EXPECT_EQ(job_steps(less, Seconds(1), Seconds(5)), 669);
-  const Scenario one = ::tpusim::testing::scenario_from_yaml(std::string(kJob) + "job: {duration: 0.5 s}\n");
-  EXPECT_EQ(job_steps(one, Seconds(1), Seconds(5)), 1);  // at least one step
+  const Scenario one = ::tpusim::testing::scenario_from_yaml(std::string(kJob) + "job: {duration: 1 s}\n");
+  EXPECT_EQ(job_steps(one, Seconds(1), Seconds(5)), 1);  // no write after the last step
 }
 
 TEST(JobTimeline, ADurationOfMoreStepsThanAnInt64CountsIsBadInputAtItsLine) {

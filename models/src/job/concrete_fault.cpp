@@ -110,8 +110,18 @@ std::string_view fault_landed_name(FaultLanded where) {
   return "step";
 }
 
+void check_duration_holds_a_step(const Scenario& s, Seconds step) {
+  if (s.job.given_in_steps() || s.job.duration.value() >= step.value()) return;
+  const auto it = s.job.origins.find("duration");
+  throw ConfigError({Diagnostic{it != s.job.origins.end() ? it->second.loc : SourceLoc{s.name}, "job.duration",
+                                "the job is shorter than one step: no step fits in it",
+                                fmt::format("at least the simulated step, {}", format_value(step)),
+                                format_value(s.job.duration), "a longer job.duration, or job.steps"}});
+}
+
 std::int64_t job_steps(const Scenario& s, Seconds step, Seconds checkpoint_write) {
   if (s.job.given_in_steps()) return s.job.steps;
+  check_duration_holds_a_step(s, step);
   const int every = s.workload.host.checkpoint.every_steps;
   const double per_step = step.value() + (every > 0 ? checkpoint_write.value() / every : 0.0);
   const double d = s.job.duration.value(), t = step.value();
@@ -130,7 +140,7 @@ std::int64_t job_steps(const Scenario& s, Seconds step, Seconds checkpoint_write
                                   fmt::format("at most {:.3g} steps of {} each", 0x1p63, format_value(Seconds(per_step))),
                                   fmt::format("{} = {:.3g} steps", format_value(s.job.duration), steps), ""}});
   }
-  return std::max<std::int64_t>(1, static_cast<std::int64_t>(steps));
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(steps));  // 1 when the step takes 0 s
 }
 
 }  // namespace tpusim::models

@@ -249,6 +249,7 @@ Seconds healthy_job_length(const Scenario& s, Seconds step) {
 }
 
 void check_fault_times_of_steps(const Scenario& s, Seconds step) {
+  check_duration_holds_a_step(s, step);  // job.h
   if (!s.job.given_in_steps()) return;
   Diagnostics diags;
   const int every = s.workload.host.checkpoint.every_steps;

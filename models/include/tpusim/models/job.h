@@ -117,8 +117,10 @@ inline constexpr std::size_t kMaxJobFaults = 1'000'000;
 // JobResult::checkpoint_writes keeps this many (a year of short steps writes more than a trace can show).
 inline constexpr std::size_t kMaxRecordedCheckpoints = 100'000;
 
+// Throws ConfigError at job.duration for a job given by a duration shorter than its step: no step fits in it.
+void check_duration_holds_a_step(const Scenario& s, Seconds step);
 // The job's work in steps: job.steps, or with job.duration the steps a fault-free run fits in it (each with
-// its share of the checkpoint writes).
+// its share of the checkpoint writes; a duration shorter than one step throws as check_duration_holds_a_step).
 [[nodiscard]] std::int64_t job_steps(const Scenario& s, Seconds step, Seconds checkpoint_write);
 
 // The faults fault_rates draw on `topo` (models/src/job/random_faults.cpp), per kind that fails at random, in

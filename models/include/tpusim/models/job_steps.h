@@ -118,8 +118,9 @@ struct JobOutcome {
 // The length of a healthy job: job.duration, or for a job given in steps, steps x the step plus the
 // checkpoints written between them.
 [[nodiscard]] Seconds healthy_job_length(const Scenario& s, Seconds step);
-// Throws ConfigError for a timed fault at or after the end of a job given in steps (one given by duration was
-// checked when the scenario was read). Cheap: call it before any step with a fault is simulated.
+// Throws ConfigError for a job.duration shorter than the step (job.h, check_duration_holds_a_step), and for a
+// timed fault at or after the end of a job given in steps (one given by duration was checked when the scenario
+// was read). Cheap: call it before any step with a fault is simulated.
 void check_fault_times_of_steps(const Scenario& s, Seconds step);
 // Composes the job's timeline from the simulated step; throws ConfigError for a timed fault at or after the
 // job's end. `max_faults` as run_job's.
