@@ -135,6 +135,26 @@ Diagnostic relocate_plan_error(const Scenario& s, Diagnostic d, std::size_t p, s
   return d;
 }
 
+// A collective whose group is one chip moves nothing: the step it is part of would run without it (a collective
+// model's step would take 0 s), so it is bad input at the axes or group that make the group one chip.
+void refuse_group_of_one(const Scenario& s, const Topology& topo, std::size_t p, std::size_t i,
+                         const ir::Instruction& ins, bool named, Diagnostics& diags) {
+  const std::string field = s.workload.program.empty() ? "axes" : named ? "group" : "mesh_axes";
+  std::vector<std::string> axes;
+  for (int a = 0; a < topo.axes(); ++a) {
+    if (ins.comm.mesh_axes == 0 || (ins.comm.mesh_axes >> a & 1u) != 0) {
+      axes.push_back(fmt::format("{} (length {})", a, topo.shape()[static_cast<std::size_t>(a)]));
+    }
+  }
+  const std::string group = named ? fmt::format("group {}", ins.comm.group)
+                            : ins.comm.mesh_axes == 0 ? fmt::format("every axis: {}", fmt::join(axes, ", "))
+                                                      : fmt::format("axes {}", fmt::join(axes, ", "));
+  diags.error(program_location(s, p, i, field), program_key(s, p, i, field), "a collective over a group of one chip",
+              "a group of at least two chips (a collective over one chip moves nothing)",
+              fmt::format("{} of {} with {} pod(s): 1 chip", group, topo.name(), topo.pods()),
+              "name axes of length 2 or more, or a larger pod");
+}
+
 std::string chip_str(const Topology& topo, ChipId chip) {
   const ChipCoord c = topo.coord(chip);
   return fmt::format("[{}]", fmt::join(c.pos.begin(), c.pos.begin() + topo.axes(), ", "));
@@ -350,9 +370,11 @@ void check_programs(const Scenario& s, const ir::ProgramSet& programs, const Top
       if (!planned.emplace(key, true).second) continue;
       try {
         const auto algorithm = static_cast<kernels::CollectiveAlgorithm>(ins.comm.algorithm);
-        (void)(named ? kernels::plan_collective(topology, ins.comm.collective, ins.bytes, ins.dtype, *group, algorithm)
-                     : kernels::plan_collective(topology, ins.comm.collective, ins.bytes, ins.dtype, ins.comm.mesh_axes,
-                                                algorithm));
+        const kernels::CollectivePlan plan =
+            named ? kernels::plan_collective(topology, ins.comm.collective, ins.bytes, ins.dtype, *group, algorithm)
+                  : kernels::plan_collective(topology, ins.comm.collective, ins.bytes, ins.dtype, ins.comm.mesh_axes,
+                                             algorithm);
+        if (plan.participants == 1) refuse_group_of_one(s, topology, p, i, ins, named, diags);
       } catch (const ConfigError& e) {
         for (const Diagnostic& d : e.diagnostics()) diags.add(relocate_plan_error(s, d, p, i, named));
       }

@@ -512,6 +512,18 @@ ProgramSet parse_program_json(std::string_view text, const std::string& source) 
       }
     }
   }
+  // Chips with nothing to run would end the step at 0 s, and with it every rate of the summary. An empty
+  // program beside work (a role that idles) is fine.
+  if (r.diagnostics().empty()) {
+    std::set<std::size_t> run;  // the programs some chip runs: programs[0] for all without roles
+    if (set.role_of_chip.empty()) run.insert(0);
+    run.insert(set.role_of_chip.begin(), set.role_of_chip.end());
+    if (std::all_of(run.begin(), run.end(), [&](std::size_t p) { return set.programs[p].size() == 0; })) {
+      r.error(fmt::format("/programs/{}/instructions", *run.begin()), "no chip has an instruction to run",
+              "at least one instruction in a program that a chip runs",
+              run.size() == 1 ? "an empty array" : fmt::format("{} programs run, all empty", run.size()));
+    }
+  }
   throw_if_any();
   return set;
 }
