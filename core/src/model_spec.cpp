@@ -104,7 +104,8 @@ const FieldTable<ModelSpec>& collective_fields() {
     t.add_choice<CollectiveKind>("op", [](S& s) -> CollectiveKind& { return s.collective.op; },
                                  collective_choices(), std::nullopt, "the collective");
     t.add<Bytes>("bytes", [](S& s) -> Bytes& { return s.collective.bytes; }, std::nullopt,
-                 "buffer size per chip", in_range(Bytes(1), Bytes(std::uint64_t{1} << 48)));
+                 "buffer size per chip, a whole number of elements of workload.dtype",
+                 in_range(Bytes(1), Bytes(std::uint64_t{1} << 48)));
     t.add<std::vector<int>>("axes", [](S& s) -> std::vector<int>& { return s.collective.axes; }, "[]",
                             "torus axes taking part (0-based); [] = every axis; a group of at least two chips");
     t.add<std::string>("algorithm", [](S& s) -> std::string& { return s.collective.algorithm; }, "auto",

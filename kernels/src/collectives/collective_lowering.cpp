@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "tpusim/core/diagnostics.h"
+#include "tpusim/core/units.h"
 #include "tpusim/kernels/collectives.h"
 
 namespace tpusim::kernels {
@@ -35,6 +36,14 @@ ir::ProgramSet lower_collective(const WorkloadSpec& workload) {
     } else {
       mask |= 1u << axis;
     }
+  }
+  // Its plan counts in whole elements of the dtype: a part of one would be rounded up silently.
+  const auto element = static_cast<std::uint64_t>(dtype_bytes(workload.numerics.dtype));
+  if (c.bytes.count() % element != 0) {
+    diags.error(where("bytes"), "workload.model.bytes", "not a whole number of elements",
+                fmt::format("a multiple of {} bytes (one {} element, workload.dtype)", element,
+                            dtype_name(workload.numerics.dtype)),
+                format_bytes(c.bytes));
   }
   diags.throw_if_any();
 

@@ -358,6 +358,14 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
       if (x == 0 && v.contains(f)) r.error(at(f), "a matmul dimension of 0", "an integer >= 1", "0");
     }
   }
+  // A collective reduces, gathers or moves whole elements of its dtype (its plan counts in them).
+  if (ins.kind == OpKind::collective && r.diagnostics().size() == errors &&
+      ins.bytes % static_cast<std::uint64_t>(dtype_bytes(ins.dtype)) != 0) {
+    r.error(at("bytes"), "not a whole number of elements",
+            fmt::format("a multiple of {} (the bytes of one {} element)", dtype_bytes(ins.dtype),
+                        dtype_name(ins.dtype)),
+            fmt::format("{} bytes", ins.bytes));
+  }
   if (r.diagnostics().size() == errors) check_flops(r, v, ptr, ins);
   if (const auto it = v.find("algorithm"); ins.kind == OpKind::collective && it != v.end()) {
     const std::optional<kernels::CollectiveAlgorithm> a =
