@@ -466,19 +466,20 @@ TEST_F(ReportCli, AScheduleHoldingMoreHbmThanTheChipHasIsSaidAlthoughThePlanFits
 
 // A DMA between HBM and a slower memory is timed by that memory and counted by HBM too (models/src/dma/dma.cpp).
 // On a v4 whose HBM is made faster than VMEM (10 TB/s against 8602 GB/s per TensorCore), each TensorCore's VMEM
-// times its load of 86.02 MB (10 us): HBM reads both, 172.04 MB in the 10 us step, 17.2 TB/s of its 10 TB/s.
+// times its load of 8.602 MB (1 us; within its 16 MiB): HBM reads both, 17.204 MB in the 1 us step, 17.2 TB/s of
+// its 10 TB/s.
 // The faster end is assumed to keep up, so the step time is optimistic, and the run says so.
 TEST_F(ReportCli, HbmCountsLoadsVmemTimesAndNotesWhenTheyExceedItsRate) {
   write("p.json", R"({"format":"tpusim-program","version":2,"role_of_chip":[],"programs":[{"name":"p",
 "instructions":[
-{"op":"dma","label":"load0","src":"hbm","dst":"vmem","pattern":"contiguous","bytes":86020000,"deps":[]},
-{"op":"dma","label":"load1","core":1,"src":"hbm","dst":"vmem","pattern":"contiguous","bytes":86020000,"deps":[]}
+{"op":"dma","label":"load0","src":"hbm","dst":"vmem","pattern":"contiguous","bytes":8602000,"deps":[]},
+{"op":"dma","label":"load1","core":1,"src":"hbm","dst":"vmem","pattern":"contiguous","bytes":8602000,"deps":[]}
 ]}]})");
   const fs::path s = write("fast-hbm.yaml", "name: fast-hbm\npod: v4-1x1x1\nworkload:\n  program: p.json\n");
   const auto [out, j] = run(s.string() + " --set chip.hbm.bandwidth=10TB/s", "fast-hbm");
-  EXPECT_EQ(j["bytes"]["hbm_read"], 172'040'000) << out;
+  EXPECT_EQ(j["bytes"]["hbm_read"], 17'204'000) << out;
   EXPECT_EQ(j["bytes"]["hbm_written"], 0);
-  EXPECT_NEAR(j["metrics"]["step_time_s"].get<double>(), 10e-6, 1e-12);
+  EXPECT_NEAR(j["metrics"]["step_time_s"].get<double>(), 1e-6, 1e-12);
   EXPECT_NEAR(j["units"]["hbm"]["utilization"]["max"].get<double>(), 1.7204, 1e-9);
   ASSERT_EQ(j["notes"].size(), 2u) << j["notes"];
   EXPECT_EQ(j["notes"][0], "memory-bound: compute waited on HBM transfers 100% of the step");

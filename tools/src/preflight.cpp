@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "tools/src/program_capacity.h"
 #include "tpusim/core/data_paths.h"
 #include "tpusim/core/diagnostics.h"
 #include "tpusim/core/units.h"
@@ -82,26 +83,6 @@ std::optional<std::uint32_t> first_chip_running(const ir::ProgramSet& programs, 
     if (programs.role_of_chip[c] == p) return static_cast<std::uint32_t>(c);
   }
   return std::nullopt;
-}
-
-// Where an error about program `p`, instruction `i` (field `field`) belongs: the program file's line, or the
-// model's field in the scenario when the program was lowered from a model.
-SourceLoc program_location(const Scenario& s, std::size_t p, std::size_t i, const std::string& field) {
-  if (!s.workload.program.empty()) {
-    return ir::program_file_location(s.workload.program,
-                                     fmt::format("/programs/{}/instructions/{}{}", p, i,
-                                                 field.empty() ? "" : "/" + field));
-  }
-  const auto it = s.workload.model.origins.find(field);
-  if (it != s.workload.model.origins.end() && !it->second.defaulted) return it->second.loc;
-  const auto kind = s.workload.model.origins.find("kind");
-  return kind != s.workload.model.origins.end() ? kind->second.loc : SourceLoc{s.name};
-}
-
-// The key an error about program `p`, instruction `i` names: the JSON pointer in a program file.
-std::string program_key(const Scenario& s, std::size_t p, std::size_t i, const std::string& field) {
-  if (s.workload.program.empty()) return field.empty() ? "workload" : "workload.model." + field;
-  return fmt::format("/programs/{}/instructions/{}{}", p, i, field.empty() ? "" : "/" + field);
 }
 
 // Re-anchors a plan error (located "collective plan") where the user wrote what it is about.
@@ -347,15 +328,7 @@ void check_programs(const Scenario& s, const ir::ProgramSet& programs, const Top
                     fmt::format("a core below {} ({} has {})", s.chip.tensorcores, s.chip.name, s.chip.tensorcores),
                     std::to_string(ins.core));
       }
-      // One allocation larger than the whole VMEM can never be granted, whatever else runs: the simulator
-      // would stop at it. Bad input at its line, before anything is simulated.
-      if (ins.vmem.alloc > s.chip.vmem.capacity.count() && diags.size() < 20) {
-        diags.error(program_location(s, p, i, "vmem_alloc"), program_key(s, p, i, "vmem_alloc"),
-                    "allocates more VMEM than the TensorCore has",
-                    fmt::format("at most {} (chip.vmem.capacity of {})", format_bytes(s.chip.vmem.capacity),
-                                s.chip.name),
-                    fmt::format("{} bytes", ins.vmem.alloc));
-      }
+      check_instruction_capacities(s, p, i, ins, diags);  // sizes no memory of the chip holds
       auto& [alloc, freed] = vmem[ins.core];
       alloc += static_cast<double>(ins.vmem.alloc);
       freed += static_cast<double>(ins.vmem.free);
