@@ -207,7 +207,9 @@ std::vector<BlockKindInfo> make_catalogue() {
        "{links} links x {link_bandwidth} one way, {hop_latency} per hop"},
       {K::sparsecore, "sparsecore", "SparseCores: embedding-table gathers and pooling beside the TensorCores "
        "(v4, v5p, v6e); count = SparseCores per chip", BlockScope::chip, false, 0, 64,
-       {{"memory", "the memory holding the embedding tables", {K::hbm, K::cmem}, {}}}, &sparsecore,
+       {{"memory", "the memory holding the embedding tables: HBM, where the lowering places them", {K::hbm, K::cmem},
+         {K::hbm}}},
+       &sparsecore,
        "{tiles} tiles x {lanes} lanes each"},
   };
   kinds[static_cast<std::size_t>(K::tensorcore)].count_member = [](ChipSpec& s) -> int& { return s.tensorcores; };
