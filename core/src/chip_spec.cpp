@@ -180,7 +180,8 @@ ChipSpec resolve_chip(const ConfigNode& root, const std::string& path, Diagnosti
   const ConfigNode* paths = root.find("paths");
   SourceLoc paths_loc = root.loc();  // where `paths:` is written
   for (const auto& e : root.entries()) {
-    if (e.key == "paths") paths_loc = e.key_loc;
+    // The key, or the value where it came from elsewhere (a --set that replaced the list).
+    if (e.key == "paths") paths_loc = e.value.loc().file != e.key_loc.file ? e.value.loc() : e.key_loc;
   }
   const std::string paths_key = join_path(path, "paths");
   const auto find_named = [&](const std::string& name) -> const ChipBlock* {
