@@ -50,7 +50,7 @@ LoweringEstimate estimate_lowering(const WorkloadSpec& workload, const ChipSpec&
       const double bags = static_cast<double>(batch) * m.tables;
       const double row = static_cast<double>(m.lookups_per_table) * m.embedding_dim * dtype_bytes(dt);
       const double per_bag = 2 * row + static_cast<double>(m.embedding_dim) * dtype_bytes(dt);
-      const double fit = std::max(1.0, std::floor(chip.vmem.capacity.as_double() * kVectorVmemFraction / (2 * per_bag)));
+      const double fit = std::max(1.0, std::floor(vmem_budget(chip, kVectorVmemFraction) / (2 * per_bag)));
       const double chunk = std::min(fit, std::ceil(bags / cores));
       const double embeddings = chip.sparsecore.count > 0 ? 2.0 * m.tables : 2 * 4 * (std::ceil(bags / chunk) + cores);
       e.instructions = 2 * (layers + embeddings) + 8 + workload.host.host_syncs;

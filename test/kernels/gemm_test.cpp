@@ -199,6 +199,48 @@ TEST(LowerGemm, VmemTooSmallForOneTileIsAConfigErrorNamingTheCapacity) {
   }
 }
 
+// XLA's scoped VMEM limit (chip.vmem.scoped_limit) caps a GEMM's tiles below its 75% share of VMEM. On a
+// v5e-like core (128 MiB) an 8192^3 GEMM without the limit takes 16 MiB of tiles; under an 8 MiB limit its
+// tiling stays within 8 MiB, and its HBM traffic (the re-read closed form) grows, since smaller
+// C tiles re-read A and B more often.
+TEST(LowerGemm, TheScopedVmemLimitCapsTheTilesAndRaisesTheReReads) {
+  ChipSpec chip = v5e_like();
+  ir::Program free_p;
+  const GemmLowering free_g = lower_gemm(free_p, chip, 8192, 8192, 8192, DType::bf16, {}, "g");
+  EXPECT_EQ(free_g.tiling.vmem_peak, 16u << 20);
+  chip.vmem.scoped_limit = MiB(8);
+  ir::Program p;
+  const GemmLowering g = lower_gemm(p, chip, 8192, 8192, 8192, DType::bf16, {}, "g");
+  EXPECT_LE(g.tiling.vmem_peak, 8u << 20);
+  EXPECT_LE(worst_vmem_peak(p), 8u << 20);
+  const auto re_read = [](const GemmTiling& t) {
+    const std::uint64_t s = 8192ull * 8192;
+    return 2 * s * (ceil_div(8192, t.tn) + ceil_div(8192, t.tm) + 1);
+  };
+  EXPECT_EQ(p.dma_bytes(), re_read(g.tiling));
+  EXPECT_EQ(free_p.dma_bytes(), re_read(free_g.tiling));
+  EXPECT_GT(p.dma_bytes(), free_p.dma_bytes());
+  // A limit above the 75% share does not bind: the tiling is the unlimited one.
+  chip.vmem.scoped_limit = MiB(128);
+  EXPECT_EQ(tile_gemm(chip, 8192, 8192, 8192, DType::bf16).vmem_peak, free_g.tiling.vmem_peak);
+}
+
+TEST(LowerGemm, AScopedLimitTooSmallForOneTileIsAConfigErrorNamingTheLimit) {
+  ChipSpec chip = v4_like();
+  chip.vmem.scoped_limit = KiB(64);
+  try {
+    (void)tile_gemm(chip, 1024, 1024, 1024, DType::bf16);
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    ASSERT_EQ(e.diagnostics().size(), 1u);
+    EXPECT_EQ(e.diagnostics()[0].key_path, "chip.vmem.scoped_limit");
+    EXPECT_EQ(e.diagnostics()[0].found, "64 KiB");
+    // The smallest tiling: 128 x 128 bf16 A and B tiles double-buffered (8 k steps; 128 KiB) and two 128 x 128
+    // f32 accumulators (128 KiB).
+    EXPECT_EQ(e.diagnostics()[0].expected, "at least 256 KiB");
+  }
+}
+
 }  // namespace
 }  // namespace tpusim::kernels
 

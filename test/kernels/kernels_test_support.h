@@ -44,7 +44,7 @@ inline ChipSpec v4_like() {
   c.clock = Hertz(1.05e9);
   c.mxu = MxuSpec{4, 128, 128, MxuDataflow::weight_stationary, 1, 0, Seconds(0)};
   c.vpu = VpuSpec{128, 8, 1, 1};
-  c.vmem = MemorySpec{MiB(16), BytesPerSecond(0)};
+  c.vmem = VmemSpec{{MiB(16), BytesPerSecond(0)}};
   c.hbm.capacity = GiB(32);
   c.hbm.bandwidth = BytesPerSecond(1200e9);
   return c;
@@ -95,7 +95,7 @@ inline ChipSpec v5e_like() {
   c.name = "v5e-like";
   c.tensorcores = 1;
   c.clock = Hertz(1.5e9);
-  c.vmem = MemorySpec{MiB(128), BytesPerSecond(0)};
+  c.vmem = VmemSpec{{MiB(128), BytesPerSecond(0)}};
   c.hbm.capacity = GiB(16);
   c.hbm.bandwidth = BytesPerSecond(819e9);
   return c;

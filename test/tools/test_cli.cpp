@@ -377,7 +377,7 @@ TEST_F(Cli, RooflineSweepPutsTheRidgeWithinFivePercentOfPeakOverHbmBandwidth) {
   std::istringstream table(slurp(out / "table.csv"));
   bool found = false;
   while (std::getline(table, row)) {
-    if (row.find(",\"v2-2x2\",\"8\",ok,") == std::string::npos) continue;
+    if (row.find(",\"v2-2x2\",\"0 B\",\"8\",ok,") == std::string::npos) continue;
     found = true;
     const std::size_t at = row.find(",ok,") + 4;
     const double step = std::stod(row.substr(at, row.find(',', at) - at));

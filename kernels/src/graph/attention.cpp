@@ -35,7 +35,7 @@ fused::VpuWork flash_forward_work(const AttentionShape& s) {
 FlashBlocks flash_blocks(const ChipSpec& chip, const AttentionShape& s, DType dtype) {
   const double a = dtype_bytes(dtype), dh = s.d_head;
   const std::int64_t bk = std::min<std::int64_t>(s.s_k, kFlashKeyBlock);
-  const double budget = chip.vmem.capacity.as_double() * kGemmVmemFraction;
+  const double budget = vmem_budget(chip, kGemmVmemFraction);
   auto working_set = [&](double bq) {
     return bq * dh * a + bq * dh * 4 + 2 * bq * 4 + 2.0 * 2.0 * static_cast<double>(bk) * dh * a +
            bq * static_cast<double>(bk) * 4;

@@ -50,7 +50,7 @@ GemmTiling Builder::tiling(std::int64_t m, std::int64_t k, std::int64_t n, DType
 }
 
 double vector_grid_steps(const ChipSpec& chip, double elements, double bytes_per_element) {
-  const double budget = chip.vmem.capacity.as_double() * kVectorVmemFraction;
+  const double budget = vmem_budget(chip, kVectorVmemFraction);
   const double chunk = std::max(1024.0, budget / std::max(1.0, 2.0 * bytes_per_element));
   return std::max(1.0, std::ceil(elements / chunk));
 }

@@ -66,7 +66,7 @@ GemmTiling tile_gemm(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::
   if (m < 1 || k < 1 || n < 1) throw std::invalid_argument(fmt::format("gemm {}x{}x{}: empty", m, k, n));
   check_chip(chip);
   const auto eb = static_cast<std::uint64_t>(dtype_bytes(dtype));
-  const auto budget = static_cast<std::uint64_t>(chip.vmem.capacity.as_double() * kGemmVmemFraction);
+  const auto budget = static_cast<std::uint64_t>(vmem_budget(chip, kGemmVmemFraction));
   const double bw = chip.hbm.achievable_bandwidth().value();
   const double latency = chip.hbm.latency.value();
   const std::int64_t r = chip.mxu.rows, cols = chip.mxu.cols;
@@ -125,12 +125,8 @@ GemmTiling tile_gemm(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::
     }
   }
   if (best.tm == 0) {
-    const auto needed = static_cast<std::uint64_t>(std::min(smallest / kGemmVmemFraction + 1, 1.8e19));
-    throw ConfigError({Diagnostic{detail::vmem_capacity_origin(chip), "chip.vmem.capacity",
-                                  fmt::format("VMEM too small for the smallest tile of a {}x{}x{} GEMM", m, k, n),
-                                  fmt::format("at least {} (a GEMM may use {}% of VMEM)", format_bytes(Bytes(needed)),
-                                              kGemmVmemFraction * 100),
-                                  format_bytes(chip.vmem.capacity), ""}});
+    throw detail::vmem_too_small(chip, kGemmVmemFraction, smallest,
+                                 fmt::format("the smallest tile of a {}x{}x{} GEMM", m, k, n));
   }
   return best;
 }

@@ -2,14 +2,44 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <stdexcept>
 #include <unordered_map>
 
+#include <fmt/format.h>
+
+#include "tpusim/core/diagnostics.h"
+
 namespace tpusim::kernels::detail {
 
-SourceLoc vmem_capacity_origin(const ChipSpec& chip) {
-  const auto it = chip.origins.find("vmem.capacity");
+namespace {
+
+// Where the chip field `key` was written; the chip's name when it was defaulted or the spec has no origins.
+SourceLoc chip_field_origin(const ChipSpec& chip, const char* key) {
+  const auto it = chip.origins.find(key);
   return it != chip.origins.end() && !it->second.defaulted ? it->second.loc : SourceLoc{chip.name};
+}
+
+}  // namespace
+
+SourceLoc vmem_capacity_origin(const ChipSpec& chip) { return chip_field_origin(chip, "vmem.capacity"); }
+
+ConfigError vmem_too_small(const ChipSpec& chip, double share, double needed, const std::string& what) {
+  const double limit = chip.vmem.scoped_limit.as_double();
+  if (limit > 0 && limit < chip.vmem.capacity.as_double() * share) {
+    const auto at_least = static_cast<std::uint64_t>(std::min(std::ceil(needed), 1.8e19));
+    return ConfigError({Diagnostic{chip_field_origin(chip, "vmem.scoped_limit"), "chip.vmem.scoped_limit",
+                                   fmt::format("VMEM scoped limit too small for {}", what),
+                                   fmt::format("at least {}", format_bytes(Bytes(at_least))),
+                                   format_bytes(chip.vmem.scoped_limit),
+                                   "raise chip.vmem.scoped_limit (XLA's --xla_tpu_scoped_vmem_limit_kib)"}});
+  }
+  const auto capacity = static_cast<std::uint64_t>(std::min(needed / share + 1, 1.8e19));
+  return ConfigError({Diagnostic{vmem_capacity_origin(chip), "chip.vmem.capacity",
+                                 fmt::format("VMEM too small for {}", what),
+                                 fmt::format("at least {} (it may use {:.1f}% of VMEM)", format_bytes(Bytes(capacity)),
+                                             share * 100),
+                                 format_bytes(chip.vmem.capacity), ""}});
 }
 
 namespace {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tpusim/core/chip_spec.h"
+#include "tpusim/core/diagnostics.h"
 #include "tpusim/kernels/program.h"
 
 namespace tpusim::kernels::detail {
@@ -26,6 +27,10 @@ namespace tpusim::kernels::detail {
 // Where the chip's VMEM capacity was written (the chip file, a scenario override or a --set), for errors
 // about a VMEM too small for the work; the chip's name when the spec was built without origins.
 [[nodiscard]] SourceLoc vmem_capacity_origin(const ChipSpec& chip);
+
+// The error for work whose smallest tile, `needed` bytes, exceeds vmem_budget(chip, share): it names the
+// scoped limit when that is what binds, else the capacity (with the capacity the share would need).
+[[nodiscard]] ConfigError vmem_too_small(const ChipSpec& chip, double share, double needed, const std::string& what);
 
 inline constexpr int kMaxOperandBuffers = 3;
 

@@ -28,14 +28,11 @@ std::int64_t vector_chunk(const ChipSpec& chip, const VectorPass& pass, const st
   const std::int64_t vreg = chip.vpu.lanes > 0 && chip.vpu.sublanes > 0
                                 ? static_cast<std::int64_t>(chip.vpu.lanes) * chip.vpu.sublanes
                                 : 1024;
-  const auto budget = static_cast<std::uint64_t>(chip.vmem.capacity.as_double() * kVectorVmemFraction);
+  const auto budget = static_cast<std::uint64_t>(vmem_budget(chip, kVectorVmemFraction));
   const std::int64_t fit = static_cast<std::int64_t>(budget / (2 * (in_b + out_b))) / vreg * vreg;
   if (fit == 0) {
-    throw ConfigError({Diagnostic{detail::vmem_capacity_origin(chip), "chip.vmem.capacity",
-                                  fmt::format("VMEM too small for one vreg chunk of vector pass {}", label),
-                                  fmt::format("at least {}", format_bytes(Bytes(static_cast<std::uint64_t>(
-                                                                 2 * (in_b + out_b) * vreg / kVectorVmemFraction)))),
-                                  format_bytes(chip.vmem.capacity), ""}});
+    throw detail::vmem_too_small(chip, kVectorVmemFraction, static_cast<double>(2 * (in_b + out_b) * vreg),
+                                 fmt::format("one vreg chunk of vector pass {}", label));
   }
   const int cores = std::max(1, chip.tensorcores);
   const std::int64_t per_core = (pass.elements + cores - 1) / cores;

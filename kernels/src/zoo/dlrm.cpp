@@ -38,14 +38,11 @@ std::vector<std::uint32_t> embeddings_on_tensorcores(ir::Program& prog, const Ch
   const std::uint64_t bag_bytes = static_cast<std::uint64_t>(width) * eb;            // a pooled vector
   // Double-buffered operands and results within the vector share of VMEM (as lower_vector_pass).
   const std::uint64_t per_bag = update ? 2 * row_bytes + bag_bytes : row_bytes + bag_bytes;
-  const auto budget = static_cast<std::uint64_t>(chip.vmem.capacity.as_double() * kVectorVmemFraction);
+  const auto budget = static_cast<std::uint64_t>(vmem_budget(chip, kVectorVmemFraction));
   const auto fit = static_cast<std::int64_t>(budget / (2 * per_bag));
   if (fit == 0) {
-    throw ConfigError({Diagnostic{detail::vmem_capacity_origin(chip), "chip.vmem.capacity",
-                                  fmt::format("VMEM too small for one bag of {}", label),
-                                  fmt::format("at least {}", format_bytes(Bytes(static_cast<std::uint64_t>(
-                                                                 2 * per_bag / kVectorVmemFraction)))),
-                                  format_bytes(chip.vmem.capacity), ""}});
+    throw detail::vmem_too_small(chip, kVectorVmemFraction, static_cast<double>(2 * per_bag),
+                                 fmt::format("one bag of {}", label));
   }
   const int cores = std::max(1, chip.tensorcores);
   const std::int64_t chunk = std::min(fit, (bags + cores - 1) / cores);

@@ -51,6 +51,13 @@ struct MemorySpec {
   MemoryScheduler scheduler = MemoryScheduler::shared;
 };
 
+// VMEM adds the compiler's cap on one instruction's share of it.
+struct VmemSpec : MemorySpec {
+  // XLA's scoped VMEM limit (libtpu's --xla_tpu_scoped_vmem_limit_kib): the most VMEM one instruction's
+  // buffers and tiles may take, a compiler setting below the physical capacity; 0 = none.
+  Bytes scoped_limit{0};
+};
+
 struct HbmSpec {
   Bytes capacity;
   BytesPerSecond bandwidth;
@@ -165,7 +172,7 @@ struct ChipSpec {
   PublishedFigures published;
   MxuSpec mxu;
   VpuSpec vpu;
-  MemorySpec vmem;  // per TensorCore
+  VmemSpec vmem;    // per TensorCore
   MemorySpec cmem;  // per chip (v4); capacity 0 when absent
   HbmSpec hbm;
   DmaSpec dma;

@@ -7,8 +7,9 @@
 // it) carry that core in Instruction::core. Every stage of the lowering bounds its live bytes by dependencies
 // alone, so the bound holds for any execution order the DAG allows, however the hardware models time it:
 //   - a GEMM stage uses at most kGemmVmemFraction of a core's VMEM, a vector pass at most
-//     kVectorVmemFraction; lower_workload orders GEMMs after GEMMs and vector passes after vector passes, so
-//     at most one of each is live per core and the rest of VMEM stays free as headroom.
+//     kVectorVmemFraction, and neither more than the chip's scoped limit (vmem_budget); lower_workload
+//     orders GEMMs after GEMMs and vector passes after vector passes, so at most one of each is live per core
+//     and the rest of VMEM stays free as headroom.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -20,6 +21,14 @@ namespace tpusim::kernels {
 
 inline constexpr double kGemmVmemFraction = 0.75;
 inline constexpr double kVectorVmemFraction = 0.125;
+
+// The VMEM a stage of the lowering may take on one core: `share` of chip.vmem.capacity, and at most the
+// compiler's scoped limit (chip.vmem.scoped_limit) when the chip has one.
+[[nodiscard]] inline double vmem_budget(const ChipSpec& chip, double share) {
+  const double of_capacity = chip.vmem.capacity.as_double() * share;
+  const double limit = chip.vmem.scoped_limit.as_double();
+  return limit > 0 && limit < of_capacity ? limit : of_capacity;
+}
 
 // How a GEMM was tiled (for tests and `tpusim lower`).
 struct GemmTiling {
