@@ -20,6 +20,11 @@ bool parse_int_text(const std::string& s, std::int64_t& out) {
   return true;
 }
 
+// Numbers are decimal everywhere (units.cpp, decimal_number_length); a value written in hexadecimal says so.
+void note_hexadecimal(const ConfigNode& n, std::string& expected) {
+  if (n.is_scalar() && looks_hexadecimal(n.scalar())) expected += " (decimal: hexadecimal is not read)";
+}
+
 bool parse_quantity_node(const ConfigNode& n, Dimension want, double& out, std::string& expected) {
   expected = fmt::format("a {} with a unit, e.g. '{}' (units: {})", dimension_name(want), dimension_example(want),
                          units_for(want));
@@ -27,7 +32,7 @@ bool parse_quantity_node(const ConfigNode& n, Dimension want, double& out, std::
   const auto q = parse_quantity(n.scalar());
   if (!q) {
     if (parse_decimal(n.scalar())) expected += "; a bare number has no unit";
-    if (looks_hexadecimal(n.scalar())) expected += "; numbers are decimal (hexadecimal is not read)";
+    note_hexadecimal(n, expected);
     if (quantity_out_of_range(n.scalar())) {
       expected = fmt::format("a finite {}, e.g. '{}' (this value is out of range)", dimension_name(want),
                              dimension_example(want));
@@ -54,7 +59,7 @@ bool parse_quantity_as(const ConfigNode& n, Dimension want, Q& out, std::string&
 
 bool parse_scalar(const ConfigNode& n, std::int64_t& out, std::string& expected) {
   expected = "an integer";
-  if (n.is_scalar() && looks_hexadecimal(n.scalar())) expected += " (decimal: hexadecimal is not read)";
+  note_hexadecimal(n, expected);
   return n.is_scalar() && parse_int_text(n.scalar(), out);
 }
 
@@ -72,7 +77,7 @@ bool parse_scalar(const ConfigNode& n, int& out, std::string& expected) {
 bool parse_scalar(const ConfigNode& n, double& out, std::string& expected) {
   expected = "a number";
   if (!n.is_scalar()) return false;
-  if (looks_hexadecimal(n.scalar())) expected += " (decimal: hexadecimal is not read)";
+  note_hexadecimal(n, expected);
   const std::optional<double> v = parse_decimal(n.scalar());
   if (!v || !std::isfinite(*v)) return false;
   out = *v;
