@@ -502,10 +502,10 @@ TEST_F(FaultsCli, AStepHitByALinkFaultTracesTheFaultAtItsTickAndTheStallToTheDet
 }
 
 // A chip_down landing inside a step: the step in flight is simulated with the chip stopping at its tick, up to
-// the detection (trace-fault-1.json, job.simulated_steps[1]). On a v5e 2x2 the MLP's step is 17.02 us; the
-// fault at 1 s lands in step 58434, 9.7 us in, and chip [1,0] (chip 1) stops there. Checkpoints every 20000
+// the detection (trace-fault-1.json, job.simulated_steps[1]). On a v5e 2x2 the MLP's step is 22.09 us; the
+// fault at 1 s lands in step 45037, 5.3 us in, and chip [1,0] (chip 1) stops there. Checkpoints every 20000
 // steps (2.6 ms each: the 2.6 MB state, written by chip 0 alone at 1 GB/s): the timeline's lost work is the
-// 18434 steps since the checkpoint at step 40000 plus the tick's offset
+// 5037 steps since the checkpoint at step 40000 plus the tick's offset
 // into the step, exactly the offset the simulation ran with. Progress: what completed by the detection.
 TEST_F(FaultsCli, AChipDownInsideAStepIsSimulatedToItsDetectionAndItsLostWorkIsTheOffsetPlusTheCheckpointsSteps) {
   const auto file = write("cd.yaml", R"(name: cd
@@ -526,9 +526,9 @@ faults:
   EXPECT_EQ(event["recovery"], "checkpoint_restart");
   const auto hit_step = event["step"].get<std::int64_t>();
   const double offset = in_step["at_s"].get<double>();
-  // Where the fault lands: 1 s = 58434 steps, two checkpoint writes and the offset.
-  EXPECT_EQ(hit_step, 58434);
-  EXPECT_NEAR(1.0, 58434 * step + 2 * s["job"]["checkpoint_write_s"].get<double>() + offset, 1e-12);
+  // Where the fault lands: 1 s = 45037 steps, two checkpoint writes and the offset.
+  EXPECT_EQ(hit_step, 45037);
+  EXPECT_NEAR(1.0, 45037 * step + 2 * s["job"]["checkpoint_write_s"].get<double>() + offset, 1e-12);
   EXPECT_GT(offset, 0.0);
   EXPECT_LT(offset, step);
   // Lost work: the steps since the checkpoint after step 40000, plus the step in flight up to the tick.
