@@ -128,6 +128,16 @@ void check_transformer(const ModelSpec& spec, const std::string& path, Diagnosti
              m.architecture == Architecture::decoder ? "decoder" : "encoder");
     }
   }
+  // The other moe.* fields shape the experts: with none (dense MLPs) they would change nothing.
+  if (m.moe.experts == 0) {
+    for (const char* key : {"moe.top_k", "moe.capacity_factor", "moe.every", "moe.d_ff"}) {
+      const auto it = spec.origins.find(key);
+      if (it == spec.origins.end() || it->second.defaulted) continue;
+      report(key, fmt::format("{} shapes mixture-of-experts layers, and the model has none", key),
+             "no moe settings with moe.experts 0 (dense MLPs)", "a value set",
+             "set moe.experts to the experts per layer, or drop it");
+    }
+  }
   if (m.moe.experts > 0 && m.moe.top_k > m.moe.experts) {
     if (blames("moe.top_k", "moe.experts")) {
       report("moe.top_k", "a token cannot go to more experts than there are",

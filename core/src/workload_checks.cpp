@@ -56,6 +56,28 @@ void resolve_workload_defaults(Scenario& s, Diagnostics& diags) {
                 "no optimizer unless step: train", fmt::format("an optimizer with step {}", step_name(w.step)));
   }
 
+  // A checkpoint saves the state a training step updates; the KV cache of decode is context, it is not read.
+  if (w.step != StepKind::train && w.host.checkpoint.every_steps > 0) {
+    diags.error(at("checkpoint.every_steps"), "workload.checkpoint.every_steps",
+                "a checkpoint saves the parameters and optimizer state a training step updates",
+                "0 unless step: train", fmt::format("{} with step {}", w.host.checkpoint.every_steps, step_name(w.step)));
+  }
+  if (w.step != StepKind::decode && w.tokens.context != 0) {
+    diags.error(at("context"), "workload.context", "the tokens already in the KV cache are read by a decode step",
+                "no context unless step: decode (a prefill's prompt is seq_len)",
+                fmt::format("{} with step {}", w.tokens.context, step_name(w.step)));
+  }
+  // The order of a pipeline's microbatches: without a pipeline axis there are no stages to order.
+  if (const auto it = w.origins.find("pipeline_schedule"); it != w.origins.end() && !it->second.defaulted) {
+    bool pipelined = false;
+    for (const MeshAxisSpec& a : w.mesh.axes) pipelined = pipelined || (a.name == "pipeline" && a.size > 1);
+    if (!pipelined) {
+      diags.error(it->second.loc, "workload.pipeline_schedule", "orders the microbatches of a pipeline's stages",
+                  "no pipeline_schedule without a pipeline axis in workload.mesh", "a schedule set",
+                  "add a pipeline axis (mesh: {pipeline: N, ...}), or drop pipeline_schedule");
+    }
+  }
+
   // remat_custom.* places the tensors of remat: custom only; a block's input is what every recomputation of the
   // block starts from, so it stays on the device or goes to host memory.
   for (std::size_t i = 0; i < kRematTags; ++i) {
@@ -144,7 +166,8 @@ void resolve_workload_defaults(Scenario& s, Diagnostics& diags) {
   const ReadBy read_by[] = {
       {"weight_dtype", whole, weight_dtype_set, graph},
       {"microbatches", whole, w.memory.microbatches > 1, graph},
-      {"remat", whole, w.memory.remat != Remat::none, graph},
+      // A resnet's backward reads every activation its forward kept (kernels/src/zoo/resnet.cpp has no policy).
+      {"remat", transformer, w.memory.remat != Remat::none, "a transformer"},
       {"fusion", whole, !w.kernels.fusion, graph},
       {"overlap", whole, !w.schedule.overlap, graph},
       {"async_collectives", whole, w.schedule.async_collectives != all_collective_kinds(), graph},
@@ -173,8 +196,14 @@ void resolve_workload_defaults(Scenario& s, Diagnostics& diags) {
                 fmt::format("at most the model's context ({})", t.context), std::to_string(w.tokens.seq_len));
   }
   if (learned && w.step == StepKind::decode && w.tokens.context >= t.context) {
+    const auto it = w.origins.find("context");
+    const bool defaulted = it == w.origins.end() || it->second.defaulted;
     diags.error(at("context"), "workload.context", "the next token has no learned position",
-                fmt::format("below the model's context ({})", t.context), std::to_string(w.tokens.context));
+                fmt::format("below the model's context ({})", t.context), std::to_string(w.tokens.context),
+                defaulted ? fmt::format("context defaults to seq_len, which defaults to the model's context; set "
+                                        "workload.context below {}",
+                                        t.context)
+                          : "");
   }
   if (t.architecture != Architecture::encoder_decoder && w.origins.count("decoder_seq_len") &&
       !w.origins.at("decoder_seq_len").defaulted) {
