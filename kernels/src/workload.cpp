@@ -141,9 +141,14 @@ ConfigError does_not_fit(const WorkloadSpec& w, const ChipSpec& chip, const Memo
       // Each alternative builds its step's graph: stop where that would take longer than a moment (many
       // microbatches of a deep model), so that refusing a step never takes minutes.
       if (estimate_lowering(alt, chip).instructions > kHintSearchInstructions) return;
-      const MemoryPlan p = plan_with(alt);
-      if (!p.fits()) continue;
-      fits.push_back(fmt::format("{}: {} ({})", knob, v, format_bytes_approx(p.total())));
+      std::optional<MemoryPlan> p;
+      try {
+        p = plan_with(alt);
+      } catch (const ConfigError&) {  // an alternative the mesh cannot take is no suggestion, not the user's error
+        continue;
+      }
+      if (!p->fits()) continue;
+      fits.push_back(fmt::format("{}: {} ({})", knob, v, format_bytes_approx(p->total())));
       return;
     }
   };
@@ -164,8 +169,13 @@ ConfigError does_not_fit(const WorkloadSpec& w, const ChipSpec& chip, const Memo
                   [](WorkloadSpec& a, std::int64_t v) { a.memory.microbatches = static_cast<int>(v); });
   }
   if (w.inference()) {
+    // Smaller batches that still split over the batch's shards (data and fsdp chips).
+    const std::int64_t shards =
+        sharding != nullptr ? std::max<std::int64_t>(1, sharding->shards(LogicalAxis::batch)) : 1;
     std::vector<std::int64_t> batches;
-    for (std::int64_t b = w.batch / 2; b >= 1; b /= 2) batches.push_back(b);
+    for (std::int64_t b = w.batch / 2; b >= 1; b /= 2) {
+      if (b % shards == 0) batches.push_back(b);
+    }
     first_fitting("batch", batches, [](WorkloadSpec& a, std::int64_t v) { a.batch = v; });
   }
   // Sharding the persistent state over N more chips (FSDP / ZeRO-3) leaves the rest per chip; with full
