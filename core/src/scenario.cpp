@@ -33,7 +33,8 @@ const FieldTable<WorkloadSpec>& workload_fields() {
     t.add<std::string>("program", [](S& s) -> std::string& { return s.program; }, "",
                        "path to a program file (tpusim lower's format) to run instead of a model");
     t.add<std::int64_t>("batch", [](S& s) -> std::int64_t& { return s.batch; }, "1",
-                        "examples per step (global batch)", in_range(std::int64_t{1}, kMaxDimension));
+                        "examples per step: the global batch of a transformer or resnet (split over the mesh); an mlp, dlrm or "
+                        "gemm is not sharded, so each chip runs its own step on this batch", in_range(std::int64_t{1}, kMaxDimension));
     t.add_choice<StepKind>("step", [](S& s) -> StepKind& { return s.step; },
                            {{"forward", StepKind::forward},
                             {"train", StepKind::train},

@@ -489,6 +489,33 @@ TEST_F(ReportCli, HbmCountsLoadsVmemTimesAndNotesWhenTheyExceedItsRate) {
       << j["notes"];
 }
 
+// An mlp is not sharded: on 4 chips each runs its own step on the batch (4 x the examples of one chip), and a
+// training step synchronises no gradients. The run says so; on one chip, or for a transformer, it does not.
+TEST_F(ReportCli, AnUnshardedModelOnSeveralChipsSaysEachChipRunsItsOwnStep) {
+  const fs::path s =
+      write("m.yaml", "name: m\npod: v5e-2x2\nworkload: {model: mlp-quickstart, batch: 2048, step: train}\n");
+  const auto [out, j] = run(s.string(), "m");
+  const double step = j["metrics"]["step_time_s"].get<double>();
+  EXPECT_NEAR(j["metrics"]["examples_per_s"].get<double>() * step, 4 * 2048, 1e-6) << j["metrics"];
+  const auto notes = j["notes"].get<std::vector<std::string>>();
+  const std::string expect =
+      "not sharded: each of the 4 chips runs its own one-chip mlp step on workload.batch (2048) examples, so the pod "
+      "does 4 times one chip's work; no gradient all-reduce is modelled";
+  EXPECT_EQ(std::count_if(notes.begin(), notes.end(),
+                          [&](const std::string& n) { return n.rfind(expect, 0) == 0; }),
+            1)
+      << j["notes"];
+  EXPECT_NE(out.find("note: not sharded"), std::string::npos) << out;
+  for (const std::string& other : {std::string("pod: v5e-1x1\nworkload: {model: mlp-quickstart, batch: 2048}"),
+                                   std::string("pod: v5e-2x2\nworkload: {model: gpt3-1.3b, batch: 4, seq_len: 128, "
+                                               "mesh: {fsdp: 4}}")})
+  {
+    const fs::path o = write("o.yaml", "name: o\n" + other + "\n");
+    const auto [o_out, o_j] = run(o.string(), "o");
+    EXPECT_EQ(o_j["notes"].dump().find("not sharded"), std::string::npos) << other << o_j["notes"];
+  }
+}
+
 // ops.csv's hbm_bytes counts every HBM byte an op moved on the chip, not only fused streams: a plain DMA load
 // from HBM its payload, a store into HBM its payload, an HBM -> HBM copy its payload twice (read and written), a
 // VMEM -> VMEM copy none. Each op's bytes here are one instruction's (v4-1x1x1, one chip).

@@ -247,6 +247,20 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
                                       100 * mem_share));
     }
   }
+  // An mlp, dlrm or gemm is not sharded (kernels/README.md): on several chips each runs the one-chip step on its
+  // own batch, so the pod's throughput is the chips times one chip's and a training step synchronises nothing.
+  const ModelKind kind = scenario.workload.model.kind;
+  const long long chips = scenario.pod.chip_count();
+  if (scenario.workload.program.empty() && chips > 1 &&
+      (kind == ModelKind::mlp || kind == ModelKind::dlrm || kind == ModelKind::gemm)) {
+    rep.notes.push_back(fmt::format(
+        "not sharded: each of the {} chips runs its own one-chip {} step on workload.batch ({}) examples, so the "
+        "pod does {} times one chip's work{}",
+        chips, model_kind_name(kind), scenario.workload.batch, chips,
+        scenario.workload.step == StepKind::train
+            ? "; no gradient all-reduce is modelled (use a transformer or resnet for data-parallel training)"
+            : ""));
+  }
   // HBM serves its own transfers at most at bandwidth x efficiency, so more bytes than that can only be DMAs a
   // slower memory timed, which take no HBM bandwidth in the model (dma/dma.cpp: the faster end keeps up).
   const double hbm_util = r.unit(HwUnit::hbm).utilization.max;
