@@ -1,6 +1,7 @@
 #include "tpusim/core/fault_plan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 
@@ -420,8 +421,15 @@ bool pod_has_components(const PodSpec& pod, FaultComponent component) {
   return component == FaultComponent::chip || component == FaultComponent::host;
 }
 
+double retransmission_factor(double bit_error_rate, Bytes chunk) {
+  if (bit_error_rate <= 0) return 1.0;
+  // p = 1 - (1 - ber)^bits, computed without cancellation.
+  const double p = -std::expm1(chunk.as_double() * 8 * std::log1p(-bit_error_rate));
+  return 1.0 / std::max(1.0 - p, 1e-12);
+}
+
 void resolve_fault_plan(const ConfigNode& tree, const PodSpec& pod, JobSpec& job, FaultPlan& plan,
-                        Diagnostics& diags) {
+                        Bytes link_chunk, Diagnostics& diags) {
   const ConfigNode* job_node = tree.find("job");
   const ConfigNode* faults = tree.find("faults");
   const ConfigNode* rates = tree.find("fault_rates");
@@ -491,6 +499,18 @@ void resolve_fault_plan(const ConfigNode& tree, const PodSpec& pod, JobSpec& job
     if (diags.size() != before) continue;
     check_target(f, *target, path + ".target", pod, diags);
     check_parameters(f, origins, path, diags);
+    if (retransmission_factor(f.bit_error_rate, link_chunk) > kMaxRetransmission) {
+      const auto it = origins.find("bit_error_rate");
+      diags.error(it != origins.end() ? it->second.loc : f.loc, path + ".bit_error_rate",
+                  fmt::format("a {} chunk (fidelity.link_chunk) would be sent more than {:g} times on average: "
+                              "the link delivers nothing",
+                              format_bytes(link_chunk), kMaxRetransmission),
+                  fmt::format("a rate at which a chunk is sent at most {:g} times (about {:.3g} per bit or less)",
+                              kMaxRetransmission, std::log(kMaxRetransmission) / (8 * link_chunk.as_double())),
+                  fmt::format("{:g}", f.bit_error_rate),
+                  "a link that delivers nothing is link_down; or a smaller fidelity.link_chunk (real links resend "
+                  "packets, not MiB chunks)");
+    }
     if (!job.given_in_steps() && f.at.value() >= job.duration.value()) {
       diags.error(f.loc, path + ".at", "the fault comes after the job ends",
                   fmt::format("a time before job.duration ({})", format_value(job.duration)), format_value(f.at));

@@ -413,7 +413,7 @@ Scenario load_scenario_with_overrides(const std::string& name_or_path, const std
                 "fidelity.mxu: fast with chip.mxu.dataflow output_stationary",
                 "cycle", "fidelity.mxu: fast (the dataflow's closed form), or chip.mxu.dataflow: weight_stationary");
   }
-  if (pod != nullptr && diags.empty()) resolve_fault_plan(tree, s.pod, s.job, s.faults, diags);  // fault_plan.cpp
+  if (pod != nullptr && diags.empty()) resolve_fault_plan(tree, s.pod, s.job, s.faults, s.fidelity.link_chunk, diags);  // fault_plan.cpp
   diags.throw_if_any();
   s.tree = std::move(tree);
   return s;

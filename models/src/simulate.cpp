@@ -177,13 +177,6 @@ MirrorFallback::MirrorFallback(std::string why, std::vector<std::uint32_t> refin
       why_(std::move(why)),
       refined_(std::move(refined)) {}
 
-double retransmission_factor(double bit_error_rate, Bytes chunk) {
-  if (bit_error_rate <= 0) return 1.0;
-  // p = 1 - (1 - ber)^bits, computed without cancellation.
-  const double p = -std::expm1(chunk.as_double() * 8 * std::log1p(-bit_error_rate));
-  return 1.0 / std::max(1.0 - p, 1e-12);
-}
-
 SimResult net::simulate_with_network(const Scenario& scenario, const ir::ProgramSet& programs,
                                      const SimOptions& options, const net::InterconnectOptions& network) {
   return run(scenario, programs, options, network, builtin_blocks());

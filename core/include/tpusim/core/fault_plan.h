@@ -172,8 +172,16 @@ struct FaultPlan {
 // `pod` (coordinates in range, the link exists, an OCS port only between cubes, the host exists), a rate against
 // the pod's components of its kind (pod_has_components), parameters against their kind, and `at` against
 // job.duration when the job has one (a job of `steps` is checked once its step time is known: check_fault_times).
+// `link_chunk` (fidelity.link_chunk) is the unit a degraded link resends: a bit error rate at which a chunk
+// would almost never get through (kMaxRetransmission) is refused.
 void resolve_fault_plan(const ConfigNode& tree, const PodSpec& pod, JobSpec& job, FaultPlan& plan,
-                        Diagnostics& diags);
+                        Bytes link_chunk, Diagnostics& diags);
+
+// With a bit error rate each chunk is sent 1 / (1 - p) times on average, p = 1 - (1 - ber)^(chunk bits): the
+// factor a degraded link's rate is divided by (1 without errors).
+[[nodiscard]] double retransmission_factor(double bit_error_rate, Bytes chunk);
+// Above this many sends per chunk a link delivers under 0.1% of its rate: a dead link, not a degraded one.
+inline constexpr double kMaxRetransmission = 1e3;
 // A fault at or after the job's end is bad input: `end` is job.duration or steps x the simulated step time
 // (with the checkpoint writes), `how` says which for the message.
 void check_fault_times(const FaultPlan& plan, Seconds end, std::string_view how, Diagnostics& diags);

@@ -36,7 +36,6 @@ struct LinkDegradation {
   Seconds added_latency;
   double bit_error_rate = 0;
 };
-[[nodiscard]] double retransmission_factor(double bit_error_rate, Bytes chunk);
 
 // A chip that runs slower for the whole step: a straggler's clock (and with it its on-chip VMEM bandwidth,
 // which runs at the core clock) at clock_fraction; a degraded HBM at hbm_bandwidth_fraction of its rate.
