@@ -56,11 +56,12 @@ void resolve_workload_defaults(Scenario& s, Diagnostics& diags) {
                 "no optimizer unless step: train", fmt::format("an optimizer with step {}", step_name(w.step)));
   }
 
-  // A checkpoint saves the state a training step updates; the KV cache of decode is context, it is not read.
+  // A checkpoint saves the state a training step updates: an inference step updates none.
   if (w.step != StepKind::train && w.host.checkpoint.every_steps > 0) {
     diags.error(at("checkpoint.every_steps"), "workload.checkpoint.every_steps",
                 "a checkpoint saves the parameters and optimizer state a training step updates",
-                "0 unless step: train", fmt::format("{} with step {}", w.host.checkpoint.every_steps, step_name(w.step)));
+                "0 unless step: train",
+                fmt::format("{} with step {}", w.host.checkpoint.every_steps, step_name(w.step)));
   }
   if (w.step != StepKind::decode && w.tokens.context != 0) {
     diags.error(at("context"), "workload.context", "the tokens already in the KV cache are read by a decode step",

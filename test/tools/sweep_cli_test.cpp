@@ -307,6 +307,22 @@ TEST_F(SweepCli, AFailedPointRecordsItsErrorAndTheOthersGoOn) {
   EXPECT_EQ(o.exit_code, 1);
 }
 
+// A point whose simulation fails (exit 1: faults every hour on a 30-day job of 2.2 ms steps with no checkpoint,
+// so it never gets anywhere) records the failure's own line, not the closing "no output was written".
+TEST_F(SweepCli, AFailedSimulationRecordsWhyItFailed) {
+  write("s.yaml", "name: s\npod: v5e-2x2\nworkload: {model: mlp-quickstart, batch: 2048, step: train}\n"
+                  "job: {duration: 30 d}\nfault_rates: {chip_down: 1000 h}\n");
+  const fs::path sweep = write("w.yaml", "name: w\nscenario: s.yaml\ngrid:\n  fault_rates.chip_down: [1000 h, 1 h]\n");
+  const fs::path out = dir_ / "sw";
+  const Outcome o = tpusim("sweep " + sweep.string() + " -o " + out.string());
+  EXPECT_EQ(o.exit_code, 1) << o.err;
+  const auto table = lines(slurp(out / "table.csv"));
+  ASSERT_EQ(table.size(), 3u);
+  EXPECT_TRUE(starts_with(table[2], "1,\"1 h\",failed (exit 1),")) << table[2];
+  EXPECT_NE(table[2].find("tpusim: simulation failed: the job met 1000000 faults"), std::string::npos) << table[2];
+  EXPECT_EQ(table[2].find("no output was written"), std::string::npos) << table[2];
+}
+
 // A point whose step does not fit in HBM is a result of the sweep, not bad input: the others run, its row says
 // "does not fit" with the memory plan's numbers, and the sweep succeeds (GPT-3 1.3B on one v4 chip: 8 sequences
 // fit in its 32 GiB; 64 need 57.1 GiB per chip).

@@ -100,14 +100,16 @@ pid_t spawn(const std::vector<std::string>& argv, const fs::path& log) {
   _exit(127);
 }
 
-// The run's own message: the first line of its log that says "error", else its last non-empty line.
+// The run's own message: the first line of its log that says "error" or that the simulation failed, else its
+// last non-empty line but the closing "no output was written" (which says only that the point failed).
 std::string error_from_log(const fs::path& log) {
   std::ifstream in(log);
   std::string line, first_error, last;
   while (std::getline(in, line)) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    last = line;
-    if (first_error.empty() && line.find("error") != std::string::npos) first_error = line;
+    if (line.find("no output was written") == std::string::npos) last = line;
+    const bool says = line.find("error") != std::string::npos || line.find("simulation failed") != std::string::npos;
+    if (first_error.empty() && says) first_error = line;
   }
   std::string e = first_error.empty() ? last : first_error;
   if (e.size() > 400) e = e.substr(0, 397) + "...";
