@@ -382,6 +382,15 @@ void check_programs(const Scenario& s, const ir::ProgramSet& programs, const Top
   // A step the simulator's 64-bit picosecond clock cannot count.
   const models::SimEstimate e = models::estimate_simulation(s, programs);
   if (e.serial_seconds > models::kMaxSimulatedSeconds) {
+    // The chip values set outside the chip's own file (a scenario's chip: map, a --set) are the likeliest cause
+    // when the program itself is a bundled model's: name them.
+    std::vector<std::string> changed;
+    const auto clock = s.chip.origins.find("clock");
+    const std::string chip_file = clock != s.chip.origins.end() ? clock->second.loc.file : std::string();
+    for (const auto& [key, origin] : s.chip.origins) {
+      if (origin.defaulted || origin.loc.file == chip_file || changed.size() == 3) continue;
+      changed.push_back(fmt::format("chip.{} at {}", key, origin.loc.str()));
+    }
     const ir::Program& prog = programs.programs[e.program];
     const std::string& label = prog.label_of(prog[e.longest_instruction]);
     diags.error(program_location(s, e.program, e.longest_instruction, ""),
@@ -390,7 +399,10 @@ void check_programs(const Scenario& s, const ir::ProgramSet& programs, const Top
                 fmt::format("instructions that take at most {:.0e} s one after the other", models::kMaxSimulatedSeconds),
                 fmt::format("about {:.3g} s; instruction {}{} alone takes about {:.3g} s", e.serial_seconds,
                             e.longest_instruction, label.empty() ? "" : " '" + label + "'", e.longest_seconds),
-                "smaller shapes or byte counts, or faster chip parameters");
+                changed.empty() ? std::string("smaller shapes or byte counts, or faster chip parameters")
+                                : fmt::format("smaller shapes or byte counts, or faster chip parameters (this run "
+                                              "changed {})",
+                                              fmt::join(changed, ", ")));
   }
   diags.throw_if_any();
 }
