@@ -14,6 +14,7 @@
 
 #include "tpusim/core/interrupt.h"
 #include "tpusim/models/failed_cables.h"
+#include "out_of_use.h"
 #include "random_faults.h"
 #include "recovery_policy.h"
 #include "tpusim/models/job.h"
@@ -22,6 +23,9 @@ namespace tpusim::models {
 namespace {
 
 constexpr double kNoEnd = std::numeric_limits<double>::infinity();
+
+using job::OutOfUse;
+using job::out_of_use;
 
 std::string coord_str(const Topology& topo, ChipId chip) {
   const ChipCoord c = topo.coord(chip);
@@ -87,62 +91,6 @@ class FaultStream {
   std::deque<ConcreteFault> found_;
 };
 
-// Hardware the job does not use for a while: a failed chip, host or cable until its repair ends; a cube switched
-// out for a spare, from its fault to the swap (then its place in the slice is the spare's); a component whose
-// fault is to be found at the relaunch, until it is met. A fault on it costs nothing, except a chip fault on a
-// chip whose host failed: the host's repair mends the host, not its chips, so a straggler or hbm_degraded that
-// lands on one of them while the host is down slows the job from when it runs again (as it would had it landed
-// before the host failed), and a chip_down on one is found at the relaunch after the host's repair (a
-// link_degraded is on a cable, which a host's failure never takes out of use).
-struct OutOfUse {
-  std::vector<ChipId> chips;            // sorted; a chip fault, or a host's whose chips are all here, is on it
-  bool links = false;                   // and a link fault whose source is here (a cube's cables and ports)
-  std::optional<std::uint32_t> cable;   // a failed cable (the lower LinkId of its two directions)
-  double until = kNoEnd;
-  std::string why;
-  bool host = false;  // `chips` are a failed host's: a host fault is on them, no chip fault
-};
-
-std::uint32_t cable_of(const Topology& topo, LinkId link) {
-  return std::min(link.value(), topo.link(link).reverse.value());
-}
-
-bool chip_kind(FaultKind k) { return fault_info(k).component == FaultComponent::chip; }
-bool host_kind(FaultKind k) { return fault_info(k).component == FaultComponent::host; }
-
-// The component `fault` takes out of use (the cube, when its recovery switched the cube out).
-OutOfUse out_of_use(const Topology& topo, const ConcreteFault& fault, bool swapped, double until, std::string why) {
-  OutOfUse o;
-  o.until = until;
-  o.why = std::move(why);
-  if (swapped) {
-    const int pod = topo.coord(fault.chip).pod;
-    for (std::uint32_t i = 0; i < topo.chip_count(); ++i) {
-      if (topo.coord(ChipId(i)).pod == pod && job::cube_of(topo, ChipId(i)) == fault.cube) o.chips.emplace_back(i);
-    }
-    o.links = true;
-  } else if (host_kind(fault.spec.kind)) {
-    o.chips = topo.chips_of(fault.host);
-    std::sort(o.chips.begin(), o.chips.end());
-    o.host = true;
-  } else if (chip_kind(fault.spec.kind)) {
-    o.chips = {fault.chip};
-  } else {
-    o.cable = cable_of(topo, fault.link);
-  }
-  return o;
-}
-
-bool on(const Topology& topo, const OutOfUse& o, const ConcreteFault& f) {
-  auto holds = [&o](ChipId c) { return std::binary_search(o.chips.begin(), o.chips.end(), c); };
-  if (host_kind(f.spec.kind)) {
-    const std::vector<ChipId> chips = topo.chips_of(f.host);
-    return !chips.empty() && std::all_of(chips.begin(), chips.end(), holds);
-  }
-  if (chip_kind(f.spec.kind)) return holds(f.chip) && !o.host;
-  return (o.cable && *o.cable == cable_of(topo, f.link)) || (o.links && holds(f.chip));
-}
-
 }  // namespace
 
 JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs, std::size_t max_faults) {
@@ -167,7 +115,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       if (cables.down(f.link)) return &routed;
     }
     for (const OutOfUse& o : out) {
-      if (when < o.until && on(topo, o, f)) return &o;
+      if (when < o.until && job::on(topo, o, f)) return &o;
     }
     return nullptr;
   };
