@@ -192,6 +192,32 @@ TEST_F(FaultsCli, AStragglerSlowsTheSynchronousStepByItsOwnSlowdown) {
   EXPECT_NEAR(wall, 1000 * straggling + checkpoints, 1e-9 * wall);
 }
 
+// A straggler lasts until its chip is replaced: chip [1,1] of a v5e 2x2 straggles from 1 s (step 52) and fails at
+// 5 s (step 116), so the job rolls back to the checkpoint after step 100 and, the chip repaired, runs its other
+// steps at the healthy step. The slowdown kept is the straggler's excess over the healthy step for steps 52 to 99.
+// Before, every step after 1 s was charged the straggler's step: 3566 s of slowdown, goodput 29.25%.
+TEST_F(FaultsCli, AStragglerEndsWhenItsChipIsRepaired) {
+  const auto s = summary(write("s2.yaml", R"(name: s2
+pod: v5e-2x2
+workload: {model: mlp-quickstart, batch: 2048, step: train, checkpoint: {every_steps: 100}}
+job: {steps: 300000}
+faults:
+  - {at: 1 s, kind: straggler, target: [1, 1], clock_fraction: 0.5}
+  - {at: 5 s, kind: chip_down, target: [1, 1]}
+)").string(), "s2");
+  const auto& steps = s["job"]["simulated_steps"];
+  const double healthy = steps[0]["step_time_s"], straggling = steps[1]["step_time_s"];
+  EXPECT_GT(straggling, 1.5 * healthy);
+  const auto& timeline = s["faults"]["timeline"];
+  ASSERT_EQ(timeline.size(), 2u);
+  EXPECT_EQ(timeline[0]["step"], 52);
+  EXPECT_EQ(timeline[1]["step"], 116);
+  EXPECT_EQ(timeline[1]["recovery"], "checkpoint_restart");
+  EXPECT_EQ(timeline[1]["step_time_after_s"].get<double>(), healthy);
+  EXPECT_NEAR(s["job"]["losses_s"]["slowdown"].get<double>(), 48 * (straggling - healthy), 1e-12);
+  EXPECT_EQ(s["job"]["steps_done"], 300000);
+}
+
 TEST_F(FaultsCli, ARerouteWritesBothStepsAndTheTimelineAndTheSameSeedTheSameBytes) {
   // Per-step collectives: the counts below are the ring's sends (an aggregate flow cut at the tick counts one,
   // test/models/collective_aggregate_fault_test.cpp).

@@ -53,10 +53,15 @@ std::vector<LinkId> FailedCables::between(const std::vector<ChipId>& side) const
   return out;
 }
 
-void FailedCables::repair_around(const std::vector<ChipId>& chips) {
+std::vector<std::uint32_t> FailedCables::repair_around(const std::vector<ChipId>& chips) {
+  std::vector<std::uint32_t> repaired;
   for (ChipId c : chips) {
-    for (LinkId l : topo_.out_links(c)) down_.erase(cable_of(l));
+    for (LinkId l : topo_.out_links(c)) {
+      if (down_.erase(cable_of(l)) != 0) repaired.push_back(cable_of(l));
+    }
   }
+  std::sort(repaired.begin(), repaired.end());
+  return repaired;
 }
 
 }  // namespace tpusim::models::job

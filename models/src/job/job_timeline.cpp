@@ -14,6 +14,7 @@
 
 #include "tpusim/core/interrupt.h"
 #include "tpusim/models/failed_cables.h"
+#include "lasting_faults.h"
 #include "out_of_use.h"
 #include "random_faults.h"
 #include "recovery_policy.h"
@@ -121,7 +122,8 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
   };
 
   double t = 0;             // wall time at the current step boundary
-  double step = healthy;    // the step time now (lasting faults slow it)
+  double step = healthy;    // the step time now (lasting faults slow it): lasting.step()
+  job::LastingFaults lasting(healthy);
   std::int64_t done = 0;    // steps completed (since the start; rolled back on a restart)
   std::int64_t since = 0;   // of which after the last checkpoint
   double since_time = 0;    // their wall time (lost on a rollback)
@@ -149,6 +151,27 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       }
     }
     return rec;
+  };
+  // `fault` lasts (a slowdown, or a cable routed around) with the step simulated with it.
+  auto lasts = [&](const ConcreteFault& fault, double with) {
+    lasting.add(fault, with);
+    step = lasting.step();
+  };
+  // A recovery that rolls back replaces what failed (docs/faults.md "Over the job"): the chip or cable repaired
+  // (a host's repair mends no chip), the cube swapped for a spare (its chips and the links leaving them), or the
+  // failed cables around the chips a cut left unreachable. The lasting faults on what it replaced end.
+  auto replace = [&](const ConcreteFault& fault, const job::Recovery& rec, const std::vector<ChipId>& cut_off) {
+    if (cut_off.empty()) {
+      const OutOfUse part = out_of_use(topo, fault, rec.swapped, kNoEnd, "");
+      lasting.end_if([&](const ConcreteFault& f) { return job::on(topo, part, f); });
+    } else {
+      const std::vector<std::uint32_t> repaired = cables.repair_around(cut_off);
+      lasting.end_if([&](const ConcreteFault& f) {
+        return fault_on_link(f.spec.kind) &&
+               std::binary_search(repaired.begin(), repaired.end(), cables.cable_of(f.link));
+      });
+    }
+    step = lasting.step();
   };
   auto keep_since = [&] {
     slowdown += since_slow;
@@ -264,8 +287,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       // A slowdown applies from the start of the step (or checkpoint write) it hits, at most one step early. The
       // job never stops: it is detected and goes on at the fault's own time (not the step's start, which would
       // have it resume before it was hit).
-      const double after = costs.step_with ? costs.step_with(fault).value() : healthy;
-      step = std::max(step, after);
+      lasts(fault, costs.step_with ? costs.step_with(fault).value() : healthy);
       e.detected = Seconds(at);
       e.resumed = Seconds(at);
       e.recovery = "slowdown";
@@ -308,7 +330,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       since_slow += step - healthy;
       const Seconds charged(hit->value() >= healthy ? hit->value() + (step - healthy) : step);
       t += charged.value();
-      if (costs.step_with) step = std::max(step, costs.step_with(fault).value());
+      if (costs.step_with) lasts(fault, costs.step_with(fault).value());
       e.step_hit = charged;
       e.downtime = Seconds(excess);
       e.resumed = Seconds(t);
@@ -348,7 +370,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     restore += rec.stages.restore.value();
     if (rec.rollback) {
       roll_back();
-      cables.repair_around(cut_off);
+      replace(fault, rec, cut_off);
     } else {
       // In place: the step (or checkpoint write) in flight stalls from the fault to its detection (its transfers
       // on the failed link wait for the timeout and are sent again on the new routes), then runs again from its
@@ -365,7 +387,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
         lost += partial;
         e.lost_work = Seconds(partial);
       }
-      if (rec.lasting && costs.step_with) step = std::max(step, costs.step_with(fault).value());
+      if (rec.lasting && costs.step_with) lasts(fault, costs.step_with(fault).value());
     }
     if (found) {
       e.recovery += ", found at the relaunch";
@@ -435,9 +457,9 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
               out.push_back(out_of_use(topo, g, gr.swapped, own + gr.stages.repair.value(),
                                        gr.swapped ? "cube swapped out" : "failed before: in repair"));
             }
-            cables.repair_around(cut);
+            replace(g, gr, cut);
           } else if (gr.lasting && costs.step_with) {
-            step = std::max(step, costs.step_with(g).value());
+            lasts(g, costs.step_with(g).value());
           }
           const double extra = std::max(0.0, end - ready);
           const double late = std::clamp(own - ready, 0.0, extra);  // detected after this recovery's repair
@@ -481,7 +503,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
           d.detected = d.fault.spec.at;
           d.resumed = Seconds(resume);
           d.recovery = "slowdown";
-          if (costs.step_with) step = std::max(step, costs.step_with(d.fault).value());
+          if (costs.step_with) lasts(d.fault, costs.step_with(d.fault).value());
         }
         d.step_after = Seconds(step);
         r.events.push_back(std::move(d));

@@ -21,8 +21,9 @@ class FailedCables {
   // side of its pod once the cable's two ends no longer reach each other (a single chip when its last cable
   // went; of two equal sides the one without the link's source); nullopt while the pod stays connected.
   [[nodiscard]] std::optional<std::vector<ChipId>> fail(LinkId link);
-  // The recovery of a cut replaces what failed around `chips`: their cables are up again.
-  void repair_around(const std::vector<ChipId>& chips);
+  // The recovery of a cut replaces what failed around `chips`: their cables are up again. Returns the cables it
+  // repaired (each its lower LinkId), ascending.
+  std::vector<std::uint32_t> repair_around(const std::vector<ChipId>& chips);
   [[nodiscard]] std::size_t size() const { return down_.size(); }
   // The cable of `link` is routed around (failed, not yet repaired).
   [[nodiscard]] bool down(LinkId link) const { return down_.count(cable_of(link)) != 0; }

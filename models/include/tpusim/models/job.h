@@ -3,8 +3,9 @@
 // step, a checkpoint written every workload.checkpoint.every_steps steps, and the scenario's faults (timed,
 // and drawn from fault_rates with the seed). A fault that stops a component is noticed by the heartbeat
 // model and handled by the job's recovery policy (models/src/job/recovery_*.cpp); a fault that slows a
-// component changes the step time from the next step on. Steps no fault touches are composed from the
-// simulated step, not simulated again. Plain C++, no SystemC; same inputs and seed, same result.
+// component changes the step time from the step it hits on, until a recovery replaces that component. Steps no
+// fault touches are composed from the simulated step, not simulated again. Plain C++, no SystemC; same inputs
+// and seed, same result.
 #include <cstdint>
 #include <functional>
 #include <optional>
