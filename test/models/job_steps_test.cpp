@@ -241,6 +241,83 @@ TEST(FaultSteps, ALastingStepThatFailsFailsTheJob) {
   }
 }
 
+// Answers a step with a chip slowed (any ChipDegradation) 2 s, else 1 s; a chip stopping at a tick before the
+// step's end stops it (`slowed_stops: false` leaves the slowdowns out of a step a chip stops in, as that step was
+// simulated before).
+class StragglingRunner : public StepRunner {
+ public:
+  explicit StragglingRunner(bool slowed_stops = true) : slowed_stops_(slowed_stops) {}
+  std::optional<StepReport> run(const Scenario&, const SimOptions& options, const std::string& what) override {
+    calls.push_back(what);
+    asked.push_back(options);
+    StepReport r;
+    const bool slowed = !options.degraded_chips.empty() && (slowed_stops_ || options.timed_chips.empty());
+    r.step_time_s = slowed ? 2.0 : 1.0;
+    if (!options.timed_chips.empty()) {
+      r.progress.stopped = options.timed_chips[0].at.value() < r.step_time_s;
+      r.step_time_s = options.timed_chips[0].at.value();  // run to the stop
+    }
+    return r;
+  }
+  std::vector<std::string> calls;
+  std::vector<SimOptions> asked;
+
+ private:
+  bool slowed_stops_;
+};
+
+// Chip [1,1] straggles from 10.5 s (2 s steps from step 10 at 10 s); chip [0,0] fails at 31.5 s, 1.5 s into
+// step 20, which started at 30 s: past the healthy step's 1 s, inside the straggling step.
+constexpr const char* kStragglerThenChipDown = R"(
+name: job-steps-test
+pod: v5e-2x2
+workload: {model: mlp-quickstart, batch: 64, checkpoint: {every_steps: 0}}
+job: {steps: 100}
+faults:
+  - {at: 10.5 s, kind: straggler, target: [1, 1], clock_fraction: 0.5}
+  - {at: 31.5 s, kind: chip_down, target: [0, 0]}
+)";
+
+// The step a chip stops in is simulated as the job runs it, with the straggler, so the stop falls inside it.
+// Before, it was simulated on the healthy step, which had finished by the tick: the chip never stopped, and the
+// report showed a step of 1.5 s with nothing cut and no progress.
+TEST(FaultSteps, TheStepAChipStopsInRunsWithTheSlowdownsLastingThen) {
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(kStragglerThenChipDown);
+  const Topology topo = build_topology(s.pod, s.chip);
+  StragglingRunner runner;
+  const FaultSteps steps(s, topo, Seconds(1.0), runner);
+  ASSERT_EQ(runner.asked.size(), 2u);  // the straggler's step, then the step the chip stops in
+  const SimOptions& stopped = runner.asked[1];
+  ASSERT_EQ(stopped.timed_chips.size(), 1u);
+  EXPECT_EQ(stopped.timed_chips[0].chip, topo.chip_at(ChipCoord{0, {0, 0, 0}}));
+  EXPECT_EQ(stopped.timed_chips[0].at.value(), 1.5);
+  ASSERT_EQ(stopped.degraded_chips.size(), 1u);
+  EXPECT_EQ(stopped.degraded_chips[0].chip, topo.chip_at(ChipCoord{0, {1, 1, 0}}));
+  EXPECT_EQ(stopped.degraded_chips[0].clock_fraction, 0.5);
+  EXPECT_EQ(runner.calls[1], "[0,0] chip_down landing 1.5 s into its step, under [1,1] straggler");
+  ASSERT_EQ(steps.steps().size(), 2u);
+  EXPECT_TRUE(steps.steps()[1].hit);
+  EXPECT_TRUE(steps.steps()[1].progress.stopped);
+  EXPECT_EQ(steps.steps()[1].fault_at_s, 1.5);
+}
+
+// A step that still finishes before the tick is not the step the job ran: it is left out of the report, saying
+// that the stop could not be simulated (here the runner runs that step at the healthy 1 s despite the straggler).
+TEST(FaultSteps, AStepThatFinishesBeforeTheChipsStopIsLeftOutSayingSo) {
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(kStragglerThenChipDown);
+  const Topology topo = build_topology(s.pod, s.chip);
+  StragglingRunner runner(false);
+  ::testing::internal::CaptureStderr();
+  const FaultSteps steps(s, topo, Seconds(1.0), runner);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(runner.asked.size(), 2u);
+  EXPECT_EQ(steps.steps().size(), 1u);  // the straggler's step only
+  EXPECT_EQ(err,
+            "tpusim: the step with [0,0] chip_down landing 1.5 s into its step, under [1,1] straggler finished before "
+            "the chip's stop: the stop could not be simulated, and the step is left out of the report (the job's "
+            "costs do not depend on it)\n");
+}
+
 // A duration shorter than the step holds no step: bad input at its line (before, the job ran one step anyway,
 // its wall time past the duration it was given).
 TEST(JobSteps, ADurationShorterThanOneStepIsBadInputAtItsLine) {

@@ -609,6 +609,46 @@ faults:
   EXPECT_FALSE(std::filesystem::exists(dir_ / "cd-bad"));
 }
 
+// A chip that stops in a step a straggler lengthened, past the healthy step's length: chip [1,1] straggles from
+// 1 s (step 52 on), chip [0,0] fails at 1.326 s, in step 62, further into it than a healthy step lasts. The step is
+// simulated as the job runs it, with the straggler, so the chip stops inside it. Before, it was simulated on the
+// healthy step, which had finished by the tick: the chip never stopped, and stdout said "0 transfers in flight on
+// the cable" with no progress.
+TEST_F(FaultsCli, AChipStoppingInAStepAStragglerLengthenedStopsInsideIt) {
+  const auto file = write("s8.yaml", R"(name: s8
+pod: v5e-2x2
+workload: {model: mlp-quickstart, batch: 2048, step: train}
+job: {steps: 1000}
+faults:
+  - {at: 1 s, kind: straggler, target: [1, 1], clock_fraction: 0.5}
+  - {at: 1.326 s, kind: chip_down, target: [0, 0]}
+)");
+  const Outcome o = tpusim("run " + file.string() + " -o " + (dir_ / "s8").string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto s = nlohmann::json::parse(slurp(dir_ / "s8" / "summary.json"));
+  const auto& steps = s["job"]["simulated_steps"];
+  ASSERT_EQ(steps.size(), 3u);  // healthy, the straggler's, the step the chip stops in
+  const double healthy = steps[0]["step_time_s"], straggling = steps[1]["step_time_s"];
+  const auto& stopped = steps[2];
+  EXPECT_EQ(stopped["what"], "[0,0] chip_down landing 25.0177 ms into its step, under [1,1] straggler");
+  const double offset = stopped["fault_in_step"]["at_s"];
+  EXPECT_NEAR(offset, 1.326 - 52 * healthy - 10 * straggling, 1e-12);
+  EXPECT_GT(offset, healthy);
+  EXPECT_LT(offset, straggling);
+  ASSERT_TRUE(stopped.contains("progress"));
+  const auto& progress = stopped["progress"];
+  EXPECT_EQ(progress["simulated_to"], "stop");
+  EXPECT_GT(progress["completed"].get<double>(), 0.0);
+  EXPECT_LT(progress["completed"].get<double>(), progress["instructions"].get<double>());
+  EXPECT_LE(progress["last_completion_s"].get<double>(), offset);
+  EXPECT_EQ(s["faults"]["timeline"][1]["step"], 62);
+  EXPECT_NE(o.out.find("the step with [0,0] chip_down landing 25.0177 ms into its step, under [1,1] straggler: "
+                       "stopped; by the stop"),
+            std::string::npos)
+      << o.out;
+  EXPECT_EQ(o.out.find("transfers in flight on the cable"), std::string::npos) << o.out;
+}
+
 // By default (job.stopped_step: to_stop) the step a chip stops in is simulated up to the stop: its figures
 // cover the step until the tick, what completed by then (nothing of chip 1 after it), and the stop's cuts; the
 // job's costs are those of a run to the detection.

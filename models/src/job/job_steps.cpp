@@ -39,6 +39,18 @@ bool step_effect(const FaultSpec& spec, const ConcreteFault& f, const Topology& 
   return false;
 }
 
+// The faults a step the fault lands in runs with, for its name: ", under [1,1] straggler" (", under 3 lasting
+// faults" past two), or nothing.
+std::string lasting_note(const std::vector<ConcreteFault>& lasting) {
+  if (lasting.empty()) return "";
+  if (lasting.size() > 2) return fmt::format(", under {} lasting faults", lasting.size());
+  std::string names;
+  for (const ConcreteFault& l : lasting) {
+    names += fmt::format("{}{} {}", names.empty() ? "" : " and ", l.target(), fault_kind_name(l.spec.kind));
+  }
+  return ", under " + names;
+}
+
 // One step simulated by the runner; a step with failed links is routed around them.
 FaultStep simulate_step(StepRunner& runner, const Scenario& s, const SimOptions& options, std::string what) {
   FaultStep out;
@@ -147,13 +159,15 @@ FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, Seconds healthy,
                   [](const FaultSpec& f) { return fault_effect(f.kind) == FaultEffect::stops_chip; });
   if (!timed_links && !timed_chips) return;
   JobCosts costs = job_costs(s, healthy, *this);
-  // The step in flight simulated with fault `f` at its tick (the options say how), up to its end or detection.
-  const auto simulate_hit = [&](const ConcreteFault& f, Seconds offset, Seconds detection,
-                                SimOptions o) {
+  // The step in flight simulated with fault `f` at its tick (the options say how), up to its end or detection;
+  // `lasting` names the faults it runs with.
+  const auto simulate_hit = [&](const ConcreteFault& f, Seconds offset, Seconds detection, SimOptions o,
+                                const std::vector<ConcreteFault>& lasting) {
     o.in_flight = s.job.in_flight;
     FaultStep step = simulate_step(runner, s, o,
-                                   fmt::format("{} {} landing {} into its step", f.target(),
-                                               fault_kind_name(f.spec.kind), format_time(offset)));
+                                   fmt::format("{} {} landing {} into its step{}", f.target(),
+                                               fault_kind_name(f.spec.kind), format_time(offset),
+                                               lasting_note(lasting)));
     name_fault(step, f);
     step.hit = true;
     step.fault_at_s = offset.value();
@@ -164,7 +178,7 @@ FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, Seconds healthy,
     if (f.drawn || !fault_stops_cable(f.spec.kind)) return std::nullopt;
     SimOptions o;
     o.timed_links.push_back(TimedLinkFault{f.link, offset, detection});
-    FaultStep step = simulate_hit(f, offset, detection, std::move(o));
+    FaultStep step = simulate_hit(f, offset, detection, std::move(o), {});
     if (!step.ok) {
       std::fprintf(stderr, "tpusim: the job charges that step as a stall to the detection and a rerun instead\n");
       return std::nullopt;
@@ -174,14 +188,25 @@ FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, Seconds healthy,
     return Seconds(steps_.back().step_time_s);
   };
   // A chip stopping at its tick: simulated to the stop or the detection (job.stopped_step) for the report; the
-  // timeline's cost is its own.
-  costs.step_stopped = [&](const ConcreteFault& f, Seconds offset, Seconds detection) {
+  // timeline's cost is its own. The step runs as it does on the timeline, with the faults lasting then in place
+  // (together, where the timeline's step is the slowest of them alone): a stop past the healthy step's length in
+  // a step a straggler lengthened falls inside it.
+  costs.step_stopped = [&](const ConcreteFault& f, Seconds offset, Seconds detection,
+                           const std::vector<ConcreteFault>& lasting) {
     SimOptions o;
+    for (const ConcreteFault& l : lasting) (void)step_effect(l.spec, l, topo, reroute_, o);
     o.timed_chips.push_back(TimedChipFault{f.chip, offset, detection});
     o.end_at_stop = s.job.stopped_step == StoppedStep::to_stop;
-    FaultStep step = simulate_hit(f, offset, detection, std::move(o));
+    FaultStep step = simulate_hit(f, offset, detection, std::move(o), lasting);
     if (!step.ok) {
       std::fprintf(stderr, "tpusim: the job's timeline does not need that step; it is left out of the report\n");
+      return;
+    }
+    if (!step.progress.stopped) {  // every chip finished before the tick: the step is not the one the job ran
+      std::fprintf(stderr,
+                   "tpusim: the step with %s finished before the chip's stop: the stop could not be simulated, and "
+                   "the step is left out of the report (the job's costs do not depend on it)\n",
+                   step.what.c_str());
       return;
     }
     steps_.push_back(std::move(step));

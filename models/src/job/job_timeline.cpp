@@ -342,7 +342,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     const bool chip_stops = fault_effect(fault.spec.kind) == FaultEffect::stops_chip;
     if ((rec.rollback || rec.ends_job) && costs.step_stopped && chip_stops &&
         !fault.drawn && !restoring && partial < step && before < n) {
-      costs.step_stopped(fault, Seconds(partial), Seconds(detected - t));
+      costs.step_stopped(fault, Seconds(partial), Seconds(detected - t), lasting.faults());
     }
     // The steps since the last checkpoint and the step in flight are lost: the job goes back to the checkpoint.
     auto roll_back = [&] {

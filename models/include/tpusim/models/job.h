@@ -44,10 +44,13 @@ struct JobCosts {
   // from its start at the rerouted step time.
   std::function<std::optional<Seconds>(const ConcreteFault& fault, Seconds offset, Seconds detection)> step_hit;
   // A timed chip_down landing `offset` inside a step (not a checkpoint write) that the job rolls back or ends
-  // at: told, so the step in flight can be simulated with the chip stopping at its tick, up to `detection`
-  // (since the step's start), to report how far it got (models/src/job/job_steps.cpp). The timeline's cost is the
-  // same either way: the work since the checkpoint and `offset` of the step are lost.
-  std::function<void(const ConcreteFault& fault, Seconds offset, Seconds detection)> step_stopped;
+  // at: told, so the step in flight can be simulated as it runs, with the faults `lasting` then (the slowdowns
+  // and cables routed around that make the step longer than the healthy one) and the chip stopping at its tick,
+  // up to `detection` (since the step's start), to report how far it got (models/src/job/job_steps.cpp). The
+  // timeline's cost is the same either way: the work since the checkpoint and `offset` of the step are lost.
+  std::function<void(const ConcreteFault& fault, Seconds offset, Seconds detection,
+                     const std::vector<ConcreteFault>& lasting)>
+      step_stopped;
 };
 
 // What the job was doing when a fault landed (docs/faults.md, "Over the job").
