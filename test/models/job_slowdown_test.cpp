@@ -9,33 +9,22 @@
 
 #include <string>
 
+#include "job_test_support.h"
 #include "support/scenario_yaml.h"
 #include "tpusim/models/job.h"
 
 namespace tpusim::models {
 namespace {
 
+using jobtest::kCubeJob;
+using jobtest::sum_of_parts;
+
+// The round costs with every lasting fault's step `slow` seconds long.
 JobCosts slow_costs(double slow) {
-  JobCosts c;
-  c.step = Seconds(1);
-  c.checkpoint_write = Seconds(10);
-  c.checkpoint_restore = Seconds(20);
+  JobCosts c = jobtest::round_costs();
   c.step_with = [slow](const ConcreteFault&) { return Seconds(slow); };
   return c;
 }
-
-double sum_of_parts(const JobResult& r) {
-  const JobLosses& l = r.losses;
-  return r.useful.value() + l.checkpoint.value() + l.lost_work.value() + l.detection.value() + l.repair.value() +
-         l.restart.value() + l.reconfiguration.value() + l.restore.value() + l.slowdown.value();
-}
-
-constexpr const char* kCubeJob = R"(
-name: job-test
-pod: v4-4x4x4
-workload: {model: mlp-quickstart, batch: 64, checkpoint: {every_steps: 100}}
-job: {steps: 1000, heartbeat: 5 s, timeout: 30 s, restart: 600 s, repair: 3600 s}
-)";
 
 // The slowdown lands at 50.5 s, in step 50: steps 50 to 99 run at 1.5 s (to 125 s), the checkpoint is written (to
 // 135 s). The failure at 200 s lands 0.5 s into step 143, 43 slow steps after the checkpoint: detected at 230 s,

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "tpusim/models/failed_cables.h"
+#include "job_test_support.h"
 #include "net/ocs.h"
 #include "support/scenario_yaml.h"
 #include "tpusim/models/job.h"
@@ -16,33 +17,15 @@
 namespace tpusim::models {
 namespace {
 
-// A 1 s step, a 10 s checkpoint write and a 20 s restore.
-JobCosts round_costs() {
-  JobCosts c;
-  c.step = Seconds(1);
-  c.checkpoint_write = Seconds(10);
-  c.checkpoint_restore = Seconds(20);
-  return c;
-}
-
-double sum_of_parts(const JobResult& r) {
-  const JobLosses& l = r.losses;
-  return r.useful.value() + l.checkpoint.value() + l.lost_work.value() + l.detection.value() + l.repair.value() +
-         l.restart.value() + l.reconfiguration.value() + l.restore.value() + l.slowdown.value();
-}
+using jobtest::kCubeJob;
+using jobtest::round_costs;
+using jobtest::sum_of_parts;
 
 // A long random job: every step done, the wall time exactly its useful time and losses (to rounding).
 void expect_done_and_accounted(const JobResult& r, std::int64_t steps) {
   EXPECT_EQ(r.steps_done, steps);
   EXPECT_NEAR(sum_of_parts(r), r.wall.value(), 1e-9 * r.wall.value());
 }
-
-constexpr const char* kCubeJob = R"(
-name: job-test
-pod: v4-4x4x4
-workload: {model: mlp-quickstart, batch: 64, checkpoint: {every_steps: 100}}
-job: {steps: 1000, heartbeat: 5 s, timeout: 30 s, restart: 600 s, repair: 3600 s}
-)";
 
 TEST(JobTimeline, WithoutFaultsTheJobIsItsStepsAndCheckpoints) {
   const Scenario s = ::tpusim::testing::scenario_from_yaml(kCubeJob);
