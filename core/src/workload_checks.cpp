@@ -68,11 +68,14 @@ void resolve_workload_defaults(Scenario& s, Diagnostics& diags) {
                 "no context unless step: decode (a prefill's prompt is seq_len)",
                 fmt::format("{} with step {}", w.tokens.context, step_name(w.step)));
   }
+  // The pipeline's stages (workload.mesh's pipeline axis; 1 without one).
+  int stages = 1;
+  for (const MeshAxisSpec& a : w.mesh.axes) {
+    if (a.name == "pipeline") stages = a.size;
+  }
   // The order of a pipeline's microbatches: without a pipeline axis there are no stages to order.
   if (const auto it = w.origins.find("pipeline_schedule"); it != w.origins.end() && !it->second.defaulted) {
-    bool pipelined = false;
-    for (const MeshAxisSpec& a : w.mesh.axes) pipelined = pipelined || (a.name == "pipeline" && a.size > 1);
-    if (!pipelined) {
+    if (stages <= 1) {
       diags.error(it->second.loc, "workload.pipeline_schedule", "orders the microbatches of a pipeline's stages",
                   "no pipeline_schedule without a pipeline axis in workload.mesh", "a schedule set",
                   "add a pipeline axis (mesh: {pipeline: N, ...}), or drop pipeline_schedule");
@@ -149,10 +152,9 @@ void resolve_workload_defaults(Scenario& s, Diagnostics& diags) {
   }
   // A pipeline's stages are cut from the whole model, its first stage holding the embedding and its last the
   // head: with part: blocks they would still be there (the lowering ran the whole model, silently).
-  for (const MeshAxisSpec& a : w.mesh.axes) {
-    if (w.part != ModelPart::blocks || a.name != "pipeline" || a.size <= 1) continue;
+  if (w.part == ModelPart::blocks && stages > 1) {
     diags.error(at("part"), "workload.part", "a pipeline runs the whole model over its stages",
-                "part: model with a pipeline axis", fmt::format("blocks with pipeline: {}", a.size),
+                "part: model with a pipeline axis", fmt::format("blocks with pipeline: {}", stages),
                 "drop the pipeline axis to time the blocks alone, or run part: model");
   }
   // Settings that only some kinds read: set for another kind they would change nothing, so they are refused.
