@@ -11,11 +11,12 @@ namespace tpusim::kernels {
 
 std::vector<Assumption> lowering_assumptions() {
   std::vector<Assumption> out{
-      {"GEMM share of VMEM", fmt::format("{:.0f}%", 100 * kGemmVmemFraction), "kernels/include/tpusim/kernels/lowering.h",
-       "room left for the compiler's other buffers when tiling a GEMM"},
+      {"GEMM share of VMEM", fmt::format("{:.0f}%", 100 * kGemmVmemFraction), "kernels/include/tpusim/kernels/gemm.h",
+       "room left for the compiler's other buffers when tiling a GEMM; the tiles also keep within XLA's scoped VMEM "
+       "limit (chip.vmem.scoped_limit, sourced in docs/hardware.md), which binds first on v5e, v5p and v6e"},
       {"vector-pass share of VMEM", fmt::format("{:.1f}%", 100 * kVectorVmemFraction),
-       "kernels/include/tpusim/kernels/lowering.h", "chunk size of streaming vector passes"},
-      {"GEMM share of CMEM", fmt::format("{:.0f}%", 100 * kGemmCmemFraction), "kernels/include/tpusim/kernels/lowering.h",
+       "kernels/include/tpusim/kernels/gemm.h", "chunk size of streaming vector passes (within the scoped limit too)"},
+      {"GEMM share of CMEM", fmt::format("{:.0f}%", 100 * kGemmCmemFraction), "kernels/include/tpusim/kernels/gemm.h",
        "one GEMM stage's staged weights may fill CMEM (stages run one after another)"},
       {"auto all-to-all: direct up to", fmt::format("{} per chip", format_bytes(Bytes(kAutoDirectMaxBytes))),
        "kernels/include/tpusim/kernels/collectives.h",
