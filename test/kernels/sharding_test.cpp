@@ -1073,6 +1073,41 @@ TEST(FsdpGradients, EachMicrobatchReduceScattersItsWholeGradientIntoTheShard) {
             (std::pair<double, int>{4.0 * parameter_count(w.model), 3}));
 }
 
+TEST(FsdpGradients, ABlocksDataParallelAllReduceIsIssuedAfterTheNextBlocksGathers) {
+  // A chip issues its collectives in program order. The all-reduce of layer 1's shards waits for their
+  // reduce-scatter, so it comes after layer 0's backward gathers (which it would otherwise hold back) and
+  // before layer 0's scatter; layer 0's own all-reduce comes before the optimizer reads the gradients.
+  const LoweredWorkload l = lower(small(8, mesh({{"data", 2}, {"fsdp", 2}})), roomy(), pod({4}));
+  const ir::Program& p = l.programs.programs[0];
+  std::map<std::string, std::vector<std::uint32_t>> at;
+  for (std::uint32_t i = 0; i < p.size(); ++i) at[std::string(p.label_of(p[i]))].push_back(i);
+  auto first = [&](const std::string& label) {
+    EXPECT_FALSE(at[label].empty()) << label;
+    return at[label].empty() ? 0U : at[label].front();
+  };
+  auto last = [&](const std::string& label) { return at[label].empty() ? 0U : at[label].back(); };
+  const std::uint32_t all_reduce1 = first("layer1.bwd.dp_all_reduce");
+  EXPECT_LT(first("layer1.bwd.fsdp_reduce_scatter"), first("layer0.bwd.fsdp_all_gather"));
+  EXPECT_LT(last("layer0.bwd.fsdp_all_gather"), all_reduce1);
+  EXPECT_LT(all_reduce1, first("layer0.bwd.fsdp_reduce_scatter"));
+  EXPECT_LT(first("layer0.bwd.fsdp_reduce_scatter"), first("layer0.bwd.dp_all_reduce"));
+  std::uint32_t first_update = p.size();
+  for (std::uint32_t i = 0; i < p.size(); ++i) {
+    if (p.label_of(p[i]).find(".update.") != std::string::npos) first_update = std::min(first_update, i);
+  }
+  EXPECT_LT(first("layer0.bwd.dp_all_reduce"), first_update);
+  // Without FSDP nothing is scattered first: the all-reduce follows its block's backward at once.
+  const LoweredWorkload d = lower(small(8, mesh({{"data", 4}})), roomy(), pod({4}));
+  const ir::Program& q = d.programs.programs[0];
+  std::uint32_t dw0 = 0, all_reduce0 = 0;
+  for (std::uint32_t i = 0; i < q.size(); ++i) {
+    if (q.label_of(q[i]).rfind("layer0.bwd.", 0) == 0 && q.label_of(q[i]).find(".dw") != std::string::npos) dw0 = i;
+    if (q.label_of(q[i]) == "layer0.bwd.dp_all_reduce") all_reduce0 = i;
+  }
+  EXPECT_GT(all_reduce0, dw0);
+  for (std::uint32_t i = dw0; i < all_reduce0; ++i) EXPECT_EQ(q.label_of(q[i]).rfind("layer0.bwd.", 0), 0U) << i;
+}
+
 TEST(FsdpGradients, ABlocksWholeGradientLivesInTheMemoryPlanUntilItsReduceScatter) {
   // 1 sequence of 8 tokens per chip and SGD, so the whole gradients dominate the step's live memory: at the
   // last block's reduce-scatter its whole f32 gradients (norms 2 x 256, qkv 256 x 768, out 256 x 256, up and

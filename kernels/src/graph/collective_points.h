@@ -84,6 +84,9 @@ class CollectivePoints {
   // the data-parallel all-reduce of the stored gradients.
   virtual void after_weight_gradients(fused::Graph&, int /*layer*/, const std::vector<GradientBuffer>& /*gradients*/,
                                       bool /*first_microbatch*/, bool /*last_microbatch*/) {}
+  // Before the optimizer reads the gradients: the data-parallel all-reduces after_weight_gradients left for later
+  // (one behind an FSDP reduce-scatter waits for the next block's, see ShardingPoints) are added now.
+  virtual void flush_gradient_reductions(fused::Graph&) {}
   // Then, of those, the gradients of parameters applied to this chip's tokens under sequence parallelism (the
   // norm gains): partial sums over the tensor group, all-reduced over it.
   virtual void after_sequence_parallel_gradients(fused::Graph&, int /*layer*/,

@@ -359,6 +359,7 @@ TensorId ShardingPoints::vocab_reduction(fused::Graph& g, fused::Phase phase, co
 
 void ShardingPoints::after_weight_gradients(fused::Graph& g, int layer, const std::vector<GradientBuffer>& gradients,
                                             bool first, bool last) {
+  flush_gradient_reductions(g);
   const std::vector<int>& fsdp = plan_.axes(LogicalAxis::embed);
   const int shards = plan_.shards(LogicalAxis::embed);
   if (shards <= 1 && !last) return;
@@ -390,11 +391,25 @@ void ShardingPoints::after_weight_gradients(fused::Graph& g, int layer, const st
       collective(g, scope_name + ".fsdp_reduce_scatter", fused::Phase::backward, CollectiveKind::reduce_scatter,
                  bytes * shards, dtype, fsdp, reads, stored);
     }
-    if (last) {
+    if (!last) continue;
+    // Behind a reduce-scatter the all-reduce is added after the next block's collectives: a chip issues its
+    // collectives in program order, and one waiting here for the scatter would hold back the next block's
+    // weight gathers. XLA's scheduler places such a start after the gathers the next compute needs.
+    if (shards > 1) {
+      pending_all_reduces_.push_back({scope_name + ".dp_all_reduce", bytes, dtype, data, stored});
+    } else {
       collective(g, scope_name + ".dp_all_reduce", fused::Phase::backward, CollectiveKind::all_reduce, bytes, dtype,
                  data, stored, stored);
     }
   }
+}
+
+void ShardingPoints::flush_gradient_reductions(fused::Graph& g) {
+  for (const PendingAllReduce& p : pending_all_reduces_) {
+    collective(g, p.label, fused::Phase::backward, CollectiveKind::all_reduce, p.bytes, p.dtype, p.axes, p.stored,
+               p.stored);
+  }
+  pending_all_reduces_.clear();
 }
 
 TensorId ShardingPoints::expert_dispatch(fused::Graph& g, int layer, fused::Phase phase, TensorId tokens) {

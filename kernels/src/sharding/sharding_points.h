@@ -33,6 +33,7 @@ class ShardingPoints : public CollectivePoints {
                                                            const std::vector<fused::TensorId>& grads) override;
   void after_weight_gradients(fused::Graph& g, int layer, const std::vector<GradientBuffer>& gradients, bool first,
                               bool last) override;
+  void flush_gradient_reductions(fused::Graph& g) override;
   void after_sequence_parallel_gradients(fused::Graph& g, int layer,
                                          const std::vector<fused::TensorId>& gradients) override;
   fused::TensorId vocab_reduction(fused::Graph& g, fused::Phase phase, const std::string& what,
@@ -85,6 +86,15 @@ class ShardingPoints : public CollectivePoints {
   std::vector<std::size_t> statistics_before(const fused::Graph& g, fused::TensorId shard);
   std::map<fused::TensorId, std::vector<fused::TensorId>> ring_chunks_;  // gathered -> its ring steps' chunks
   bool have_previous_ = false;
+  // Data-parallel all-reduces of FSDP gradient shards not yet added (after_weight_gradients).
+  struct PendingAllReduce {
+    std::string label;
+    double bytes = 0;
+    DType dtype = DType::f32;
+    std::vector<int> axes;
+    std::vector<fused::Access> stored;
+  };
+  std::vector<PendingAllReduce> pending_all_reduces_;
 };
 
 }  // namespace tpusim::kernels

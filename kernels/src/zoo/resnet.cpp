@@ -336,6 +336,7 @@ fused::Graph ResnetStep::build() {
     }
     reduce(static_cast<int>(blocks.size()), {&convs[stem].weights, &convs[stem].norm});
   }
+  points_.flush_gradient_reductions(b_.graph());
   // ---- optimizer: one update per stage (and the stem, the head) ----
   std::vector<const Param*> group;
   group.push_back(&convs[stem].weights);

@@ -445,6 +445,7 @@ fused::Graph TransformerStep::build() {
     else backward(micro);
   }
   if (mode_.train) {
+    points_.flush_gradient_reductions(b_.graph());
     for (const Stack& st : stacks_) {
       for (std::size_t i = 0; i < st.params.size(); ++i) {
         b_.optimizer_update(fmt::format("{}{}", st.name, st.first + static_cast<int>(i)), st.params[i].all(),
@@ -454,6 +455,7 @@ fused::Graph TransformerStep::build() {
     const std::vector<const Param*> rest = embedding_and_head();
     points_.after_weight_gradients(b_.graph(), -1, b_.gradient_buffers(rest, microbatches - 1), microbatches == 1,
                                    true);
+    points_.flush_gradient_reductions(b_.graph());
     // Applied to this chip's tokens under sequence parallelism: the final norm and BERT's head transform.
     std::vector<TensorId> sequence_partial;
     for (const Param* p : {&outer_.final_norm, &outer_.lm_dense, &outer_.lm_bias, &outer_.lm_norm}) {
