@@ -1108,6 +1108,24 @@ TEST(FsdpGradients, ABlocksDataParallelAllReduceIsIssuedAfterTheNextBlocksGather
   for (std::uint32_t i = dw0; i < all_reduce0; ++i) EXPECT_EQ(q.label_of(q[i]).rfind("layer0.bwd.", 0), 0U) << i;
 }
 
+TEST(FsdpGradients, SequenceParallelNormGainsAreAllReducedAfterTheNextBlocksGathersToo) {
+  // Under FSDP the norm gains' gradient shards come out of the block's reduce-scatter; their all-reduce over the
+  // tensor group waits for it, so it too is issued after the next block's gathers.
+  const LoweredWorkload l = lower(small(4, mesh({{"fsdp", 2}, {"tensor_sequence", 2}})), roomy(), pod({4}));
+  const ir::Program& p = l.programs.programs[0];
+  std::uint32_t norm1 = 0, gather0 = 0, scatter0 = 0;
+  for (std::uint32_t i = 0; i < p.size(); ++i) {
+    const std::string label(p.label_of(p[i]));
+    if (label == "layer1.bwd.tp_norm_all_reduce") norm1 = i;
+    if (label == "layer0.bwd.fsdp_all_gather") gather0 = i;
+    if (label == "layer0.bwd.fsdp_reduce_scatter" && scatter0 == 0) scatter0 = i;
+  }
+  ASSERT_GT(norm1, 0U);
+  ASSERT_GT(gather0, 0U);
+  EXPECT_LT(gather0, norm1);
+  EXPECT_LT(norm1, scatter0);
+}
+
 TEST(FsdpGradients, ABlocksWholeGradientLivesInTheMemoryPlanUntilItsReduceScatter) {
   // 1 sequence of 8 tokens per chip and SGD, so the whole gradients dominate the step's live memory: at the
   // last block's reduce-scatter its whole f32 gradients (norms 2 x 256, qkv 256 x 768, out 256 x 256, up and

@@ -343,9 +343,16 @@ void ShardingPoints::after_sequence_parallel_gradients(fused::Graph& g, int laye
     grads.push_back({t, 1});
     bytes += g.tensor(t).bytes();
   }
-  collective(g, scope(layer, fused::Phase::backward) + ".tp_norm_all_reduce", fused::Phase::backward,
-             CollectiveKind::all_reduce, bytes, g.tensor(gradients.front()).dtype,
-             plan_.residual_axes(), grads, grads);
+  const std::string label = scope(layer, fused::Phase::backward) + ".tp_norm_all_reduce";
+  const DType dtype = g.tensor(gradients.front()).dtype;
+  // Under FSDP these are the shards the block's reduce-scatter writes: added later, as the data-parallel
+  // all-reduce (after_weight_gradients).
+  if (plan_.shards(LogicalAxis::embed) > 1) {
+    pending_all_reduces_.push_back({label, bytes, dtype, plan_.residual_axes(), grads});
+    return;
+  }
+  collective(g, label, fused::Phase::backward, CollectiveKind::all_reduce, bytes, dtype, plan_.residual_axes(), grads,
+             grads);
 }
 
 TensorId ShardingPoints::vocab_reduction(fused::Graph& g, fused::Phase phase, const std::string& what, TensorId stat) {

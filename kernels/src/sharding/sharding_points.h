@@ -86,7 +86,7 @@ class ShardingPoints : public CollectivePoints {
   std::vector<std::size_t> statistics_before(const fused::Graph& g, fused::TensorId shard);
   std::map<fused::TensorId, std::vector<fused::TensorId>> ring_chunks_;  // gathered -> its ring steps' chunks
   bool have_previous_ = false;
-  // Data-parallel all-reduces of FSDP gradient shards not yet added (after_weight_gradients).
+  // All-reduces of FSDP gradient shards not yet added (after_weight_gradients, after_sequence_parallel_gradients).
   struct PendingAllReduce {
     std::string label;
     double bytes = 0;

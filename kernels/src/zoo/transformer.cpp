@@ -455,13 +455,13 @@ fused::Graph TransformerStep::build() {
     const std::vector<const Param*> rest = embedding_and_head();
     points_.after_weight_gradients(b_.graph(), -1, b_.gradient_buffers(rest, microbatches - 1), microbatches == 1,
                                    true);
-    points_.flush_gradient_reductions(b_.graph());
     // Applied to this chip's tokens under sequence parallelism: the final norm and BERT's head transform.
     std::vector<TensorId> sequence_partial;
     for (const Param* p : {&outer_.final_norm, &outer_.lm_dense, &outer_.lm_bias, &outer_.lm_norm}) {
       if (p->elements > 0 && p->grad) sequence_partial.push_back(*p->grad);
     }
     points_.after_sequence_parallel_gradients(b_.graph(), -1, sequence_partial);
+    points_.flush_gradient_reductions(b_.graph());
     b_.optimizer_update("embedding_and_head", rest, w_.optimizer);
   }
   return std::move(b_.graph());
