@@ -242,20 +242,26 @@ TEST(FaultSteps, ALastingStepThatFailsFailsTheJob) {
 }
 
 // Answers a step with a chip slowed (any ChipDegradation) 2 s, else 1 s; a chip stopping at a tick before the
-// step's end stops it (`slowed_stops: false` leaves the slowdowns out of a step a chip stops in, as that step was
-// simulated before).
+// step's end stops it; a cable failing at a tick before the step's end cuts one transfer and adds a 0.5 s stall
+// (`slowed_hits: false` leaves the slowdowns out of a step a fault lands in, as those steps were simulated
+// before).
 class StragglingRunner : public StepRunner {
  public:
-  explicit StragglingRunner(bool slowed_stops = true) : slowed_stops_(slowed_stops) {}
+  explicit StragglingRunner(bool slowed_hits = true) : slowed_hits_(slowed_hits) {}
   std::optional<StepReport> run(const Scenario&, const SimOptions& options, const std::string& what) override {
     calls.push_back(what);
     asked.push_back(options);
     StepReport r;
-    const bool slowed = !options.degraded_chips.empty() && (slowed_stops_ || options.timed_chips.empty());
+    const bool hit = !options.timed_chips.empty() || !options.timed_links.empty();
+    const bool slowed = !options.degraded_chips.empty() && (slowed_hits_ || !hit);
     r.step_time_s = slowed ? 2.0 : 1.0;
     if (!options.timed_chips.empty()) {
       r.progress.stopped = options.timed_chips[0].at.value() < r.step_time_s;
       r.step_time_s = options.timed_chips[0].at.value();  // run to the stop
+    }
+    if (!options.timed_links.empty() && options.timed_links[0].at.value() < r.step_time_s) {
+      r.transfers_cut = 1;
+      r.step_time_s += 0.5;
     }
     return r;
   }
@@ -263,7 +269,7 @@ class StragglingRunner : public StepRunner {
   std::vector<SimOptions> asked;
 
  private:
-  bool slowed_stops_;
+  bool slowed_hits_;
 };
 
 // Chip [1,1] straggles from 10.5 s (2 s steps from step 10 at 10 s); chip [0,0] fails at 31.5 s, 1.5 s into
@@ -316,6 +322,83 @@ TEST(FaultSteps, AStepThatFinishesBeforeTheChipsStopIsLeftOutSayingSo) {
             "tpusim: the step with [0,0] chip_down landing 1.5 s into its step, under [1,1] straggler finished before "
             "the chip's stop: the stop could not be simulated, and the step is left out of the report (the job's "
             "costs do not depend on it)\n");
+}
+
+// The same under reroute with a cable failing at 31.5 s (detected at 60 s, 30 s after the start of step 20).
+constexpr const char* kStragglerThenCable = R"(
+name: job-steps-test
+pod: v5e-2x2
+workload: {model: mlp-quickstart, batch: 64, checkpoint: {every_steps: 0}}
+job: {steps: 100, heartbeat: 5 s, timeout: 30 s, recovery: reroute}
+faults:
+  - {at: 10.5 s, kind: straggler, target: [1, 1], clock_fraction: 0.5}
+  - {at: 31.5 s, kind: link_down, target: {chip: [0, 0], dir: x+}}
+)";
+
+// The step a cable fails in under reroute is simulated as the job runs it, with the straggler, so the tick falls
+// inside it: the cut catches a transfer and its 0.5 s stall is charged, to detection (job.in_flight: lose). The
+// steps around it run at 2 s (the straggler's; the cable's rerouted step is 1 s): 10 healthy, 90 straggling, and
+// the stall. Before, it was simulated on the healthy step, which had finished by the tick: nothing was cut and the
+// step was charged the straggling 2 s, no stall.
+TEST(FaultSteps, TheStepACableFailsInRunsWithTheSlowdownsLastingThen) {
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(kStragglerThenCable);
+  const Topology topo = build_topology(s.pod, s.chip);
+  StragglingRunner runner;
+  const FaultSteps steps(s, topo, Seconds(1.0), runner);
+  ASSERT_EQ(runner.asked.size(), 3u);  // the straggler's step, the cable's rerouted step, the step it fails in
+  const SimOptions& hit = runner.asked[2];
+  ASSERT_EQ(hit.timed_links.size(), 1u);
+  EXPECT_EQ(hit.timed_links[0].link, *topo.out_link(topo.chip_at(ChipCoord{0, {0, 0, 0}}), 0, +1));
+  EXPECT_EQ(hit.timed_links[0].at.value(), 1.5);
+  EXPECT_EQ(hit.timed_links[0].detected.value(), 30.0);
+  ASSERT_EQ(hit.degraded_chips.size(), 1u);
+  EXPECT_EQ(hit.degraded_chips[0].chip, topo.chip_at(ChipCoord{0, {1, 1, 0}}));
+  EXPECT_EQ(hit.degraded_chips[0].clock_fraction, 0.5);
+  EXPECT_TRUE(hit.failed.links.empty());
+  EXPECT_EQ(runner.calls[2], "[0,0] x+ link_down landing 1.5 s into its step, under [1,1] straggler");
+  ASSERT_EQ(steps.steps().size(), 3u);
+  EXPECT_TRUE(steps.steps()[2].hit);
+  EXPECT_EQ(steps.steps()[2].transfers_cut, 1.0);
+  EXPECT_EQ(steps.steps()[2].step_time_s, 2.5);
+  const JobOutcome job = run_job_timeline(s, topo, Seconds(1.0), steps);
+  ASSERT_EQ(job.result.events.size(), 2u);
+  const FaultEvent& e = job.result.events[1];
+  EXPECT_EQ(e.step, 20);
+  EXPECT_EQ(e.step_before.value(), 2.0);
+  EXPECT_EQ(e.step_hit.value(), 2.5);
+  EXPECT_EQ(e.downtime.value(), 0.5);
+  EXPECT_EQ(e.resumed.value(), 32.5);
+  EXPECT_EQ(e.step_after.value(), 2.0);
+  EXPECT_EQ(job.result.losses.detection.value(), 0.5);
+  EXPECT_EQ(job.result.losses.slowdown.value(), 90.0);
+  EXPECT_EQ(job.result.wall.value(), 10 + 90 * 2.0 + 0.5);
+}
+
+// A step that still finishes before the cable's tick is not the step the job ran: it is left out of the report,
+// saying so, and the timeline charges the step as a stall to the detection (28.5 s) and a rerun (its first 1.5 s
+// lost), as for a step that could not be simulated (here the runner runs it at the healthy 1 s despite the
+// straggler).
+TEST(FaultSteps, AStepThatFinishesBeforeTheCablesTickIsLeftOutSayingSoAndStallsInstead) {
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(kStragglerThenCable);
+  const Topology topo = build_topology(s.pod, s.chip);
+  StragglingRunner runner(false);
+  ::testing::internal::CaptureStderr();
+  const FaultSteps steps(s, topo, Seconds(1.0), runner);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(runner.asked.size(), 3u);
+  EXPECT_EQ(steps.steps().size(), 2u);  // the straggler's step and the cable's rerouted step
+  EXPECT_EQ(err,
+            "tpusim: the step with [0,0] x+ link_down landing 1.5 s into its step, under [1,1] straggler finished "
+            "before the cable failed: the cut could not be simulated, and the step is left out of the report; the "
+            "job charges it as a stall to the detection and a rerun instead\n");
+  const JobOutcome job = run_job_timeline(s, topo, Seconds(1.0), steps);
+  ASSERT_EQ(job.result.events.size(), 2u);
+  const FaultEvent& e = job.result.events[1];
+  EXPECT_EQ(e.step_hit.value(), 0.0);
+  EXPECT_EQ(e.downtime.value(), 28.5);
+  EXPECT_EQ(e.lost_work.value(), 1.5);
+  EXPECT_EQ(e.resumed.value(), 60.0);
+  EXPECT_EQ(job.result.wall.value(), 60 + 80 * 2.0);
 }
 
 // A duration shorter than the step holds no step: bad input at its line (before, the job ran one step anyway,

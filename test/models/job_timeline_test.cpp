@@ -107,7 +107,9 @@ TEST(JobTimeline, RerouteWithTheHitStepSimulatedChargesItsExcessAndKeepsIt) {
     JobCosts costs = round_costs();
     costs.step_with = [](const ConcreteFault&) { return Seconds(1.25); };
     double offset = -1, detection = -1;
-    costs.step_hit = [&](const ConcreteFault&, Seconds at, Seconds detected) -> std::optional<Seconds> {
+    costs.step_hit = [&](const ConcreteFault&, Seconds at, Seconds detected,
+                         const std::vector<ConcreteFault>& lasting) -> std::optional<Seconds> {
+      EXPECT_TRUE(lasting.empty());
       offset = at.value();
       detection = detected.value();
       return Seconds(29);

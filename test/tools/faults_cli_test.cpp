@@ -312,9 +312,10 @@ faults:
 }
 
 // A second cable failing inside a step, while the job runs at the first cable's rerouted step: the hit step is
-// simulated with the new cable alone, on the healthy step, and what it adds to that step is added to the step
-// as it runs now. Before, the hit step was charged its simulated time, the healthy step's here, so the step a
-// fault hit came out faster than the steps around it.
+// simulated as the job runs it, with the first cable routed around, and charged at least the step before. Before,
+// the hit step was charged its simulated time, the healthy step's here, so the step a fault hit came out faster
+// than the steps around it; then it was simulated with the new cable alone, on the healthy step, and what it added
+// to that step was added to the step as it ran.
 TEST_F(FaultsCli, AStepHitByALaterCableIsNeverFasterThanTheStepsAroundIt) {
   const std::string yaml = R"(name: later
 pod: v4-4x4x4
@@ -331,15 +332,17 @@ faults:
   const auto& steps = j["job"]["simulated_steps"];
   ASSERT_EQ(timeline.size(), 2u);
   ASSERT_EQ(steps.size(), 5u);  // healthy, each cable down, each cable landing in its step
+  EXPECT_EQ(steps[4]["what"], "[0,1,0] x+ link_down landing 49.313 us into its step, under [0,0,0] x+ link_down");
   for (int k = 0; k < 2; ++k) {
     const auto& e = timeline[k];
     const double simulated = steps[3 + k]["step_time_s"].get<double>();
     const double before = e["step_time_before_s"].get<double>();
     EXPECT_EQ(e["landed_in"], "step");
     EXPECT_GE(e["step_time_hit_s"].get<double>(), before) << k;
-    EXPECT_DOUBLE_EQ(e["step_time_hit_s"].get<double>(), simulated + (before - healthy)) << k;
-    EXPECT_DOUBLE_EQ(e["downtime_s"].get<double>(), std::max(0.0, simulated - healthy)) << k;
+    EXPECT_EQ(e["step_time_hit_s"].get<double>(), std::max(simulated, before)) << k;
+    EXPECT_EQ(e["downtime_s"].get<double>(), std::max(0.0, simulated - before)) << k;
   }
+  EXPECT_EQ(timeline[0]["step_time_before_s"].get<double>(), healthy);
   EXPECT_GT(timeline[1]["step_time_before_s"].get<double>(), healthy);  // the first cable's rerouted step
 }
 
@@ -647,6 +650,62 @@ faults:
             std::string::npos)
       << o.out;
   EXPECT_EQ(o.out.find("transfers in flight on the cable"), std::string::npos) << o.out;
+}
+
+// A cable failing under reroute in a step a straggler lengthened, past the healthy step's length (docs/faults.md's
+// case): GPT-3 1.3B under fsdp 4 on a v5e 2x2, a 343 ms step, 601.3 ms with chip [1,1] at half its clock from 1 s
+// (step 2 on); the cable fails at 7.1963 s, 497.5 ms into step 12. The step is simulated as the job runs it,
+// with the straggler, so the cut catches the transfers on the cable (job.in_flight lose: sent again at the
+// detection, 35 s) and the stall is charged: the step lasts its simulation, its excess over the straggling step
+// charged to detection. Before, it was simulated on the healthy step, which had finished by the tick: nothing was
+// cut and no stall charged (wall 600.76 s; now 628.57 s).
+TEST_F(FaultsCli, ACableFailingInAStepAStragglerLengthenedCutsItsTransfersAndIsChargedTheStall) {
+  const auto file = write("s9.yaml", R"(name: s9
+pod: v5e-2x2
+workload: {model: gpt3-1.3b, batch: 8, step: train, optimizer: adam, remat: full, mesh: {fsdp: 4}}
+job: {steps: 1000, recovery: reroute}
+faults:
+  - {at: 1 s, kind: straggler, target: [1, 1], clock_fraction: 0.5}
+  - {at: 7.1963 s, kind: link_down, target: {chip: [0, 0], dir: x+}}
+)");
+  const Outcome o = tpusim("run " + file.string() + " -o " + (dir_ / "s9").string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto s = nlohmann::json::parse(slurp(dir_ / "s9" / "summary.json"));
+  const auto& steps = s["job"]["simulated_steps"];
+  ASSERT_EQ(steps.size(), 4u);  // healthy, the straggler's, the cable's rerouted step, the step it fails in
+  const double healthy = steps[0]["step_time_s"], straggling = steps[1]["step_time_s"];
+  const auto& hit = steps[3];
+  EXPECT_EQ(hit["what"], "[0,0] x+ link_down landing 497.455 ms into its step, under [1,1] straggler");
+  const double started = 2 * healthy + 10 * straggling;  // step 12
+  const auto& in_step = hit["fault_in_step"];
+  const double offset = in_step["at_s"];
+  EXPECT_NEAR(offset, 7.1963 - started, 1e-12);
+  EXPECT_GT(offset, healthy);
+  EXPECT_LT(offset, straggling);
+  EXPECT_NEAR(in_step["detected_s"].get<double>(), 35.0 - started, 1e-12);
+  // The cut catches the five transfers on the cable (122.1 MiB, 24.43 MiB of it delivered), lost and sent again at
+  // the detection: the step ends after the last of them arrives.
+  EXPECT_EQ(in_step["transfers_cut"].get<double>(), 5.0);
+  EXPECT_EQ(in_step["in_flight_bytes"].get<double>(), 127979520.0);
+  EXPECT_EQ(in_step["delivered_bytes"].get<double>(), 25611680.0);
+  EXPECT_EQ(in_step["lost_bytes"], in_step["in_flight_bytes"]);
+  EXPECT_GT(in_step["resent_done_s"].get<double>(), in_step["detected_s"].get<double>());
+  EXPECT_LE(in_step["resent_done_s"].get<double>(), hit["step_time_s"].get<double>());
+  const double simulated = hit["step_time_s"];
+  const auto& e = s["faults"]["timeline"][1];
+  EXPECT_EQ(e["step"], 12);
+  EXPECT_EQ(e["step_time_before_s"].get<double>(), straggling);
+  EXPECT_EQ(e["step_time_hit_s"].get<double>(), simulated);
+  EXPECT_NEAR(e["downtime_s"].get<double>(), simulated - straggling, 1e-12);
+  EXPECT_NEAR(e["resumed_s"].get<double>(), started + simulated, 1e-12);
+  EXPECT_EQ(s["job"]["losses_s"]["detection"], e["downtime_s"]);
+  // 2 healthy steps, 997 straggling and the hit one.
+  EXPECT_NEAR(s["job"]["wall_s"].get<double>(), 2 * healthy + 997 * straggling + simulated, 1e-12);
+  EXPECT_NE(o.out.find("the step with [0,0] x+ link_down landing 497.455 ms into its step, under [1,1] straggler: "
+                       "28.41 s (healthy 343 ms); 5 transfers in flight on the cable"),
+            std::string::npos)
+      << o.out;
+  EXPECT_EQ(o.err.find("finished before the cable failed"), std::string::npos) << o.err;
 }
 
 // By default (job.stopped_step: to_stop) the step a chip stops in is simulated up to the stop: its figures

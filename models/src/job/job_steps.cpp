@@ -174,27 +174,42 @@ FaultSteps::FaultSteps(const Scenario& s, const Topology& topo, Seconds healthy,
     step.detected_s = detection.value();
     return step;
   };
-  costs.step_hit = [&](const ConcreteFault& f, Seconds offset, Seconds detection) -> std::optional<Seconds> {
-    if (f.drawn || !fault_stops_cable(f.spec.kind)) return std::nullopt;
+  // The faults lasting then, for a step a fault lands in: the step runs as it does on the timeline, with them in
+  // place (together, where the timeline's step is the slowest of them alone), so a tick past the healthy step's
+  // length in a step a straggler lengthened falls inside it.
+  const auto lasting_options = [&](const std::vector<ConcreteFault>& lasting) {
     SimOptions o;
+    for (const ConcreteFault& l : lasting) (void)step_effect(l.spec, l, topo, reroute_, o);
+    return o;
+  };
+  // A cable failing at its tick, under reroute: the timeline charges the step as simulated here.
+  costs.step_hit = [&](const ConcreteFault& f, Seconds offset, Seconds detection,
+                       const std::vector<ConcreteFault>& lasting) -> std::optional<Seconds> {
+    if (f.drawn || !fault_stops_cable(f.spec.kind)) return std::nullopt;
+    SimOptions o = lasting_options(lasting);
     o.timed_links.push_back(TimedLinkFault{f.link, offset, detection});
-    FaultStep step = simulate_hit(f, offset, detection, std::move(o), {});
+    FaultStep step = simulate_hit(f, offset, detection, std::move(o), lasting);
     if (!step.ok) {
       std::fprintf(stderr, "tpusim: the job charges that step as a stall to the detection and a rerun instead\n");
+      return std::nullopt;
+    }
+    if (step.step_time_s <= offset.value()) {  // it finished before the tick: not the step the job ran
+      std::fprintf(stderr,
+                   "tpusim: the step with %s finished before the cable failed: the cut could not be simulated, and "
+                   "the step is left out of the report; the job charges it as a stall to the detection and a rerun "
+                   "instead\n",
+                   step.what.c_str());
       return std::nullopt;
     }
     hit_by_fault_[f.spec.index] = steps_.size();
     steps_.push_back(std::move(step));
     return Seconds(steps_.back().step_time_s);
   };
-  // A chip stopping at its tick: simulated to the stop or the detection (job.stopped_step) for the report; the
-  // timeline's cost is its own. The step runs as it does on the timeline, with the faults lasting then in place
-  // (together, where the timeline's step is the slowest of them alone): a stop past the healthy step's length in
-  // a step a straggler lengthened falls inside it.
+  // A chip stopping at its tick, with the faults lasting then: simulated to the stop or the detection
+  // (job.stopped_step) for the report; the timeline's cost is its own.
   costs.step_stopped = [&](const ConcreteFault& f, Seconds offset, Seconds detection,
                            const std::vector<ConcreteFault>& lasting) {
-    SimOptions o;
-    for (const ConcreteFault& l : lasting) (void)step_effect(l.spec, l, topo, reroute_, o);
+    SimOptions o = lasting_options(lasting);
     o.timed_chips.push_back(TimedChipFault{f.chip, offset, detection});
     o.end_at_stop = s.job.stopped_step == StoppedStep::to_stop;
     FaultStep step = simulate_hit(f, offset, detection, std::move(o), lasting);
@@ -257,7 +272,8 @@ JobCosts job_costs(const Scenario& s, Seconds step, const FaultSteps& fault_step
   costs.checkpoint_restore = Seconds(host.checkpoint_seconds);
   costs.checkpoint_bytes = Bytes(host.checkpoint_bytes);
   costs.step_with = [&fault_steps, step](const ConcreteFault& f) { return fault_steps.step_with(f, step); };
-  costs.step_hit = [&fault_steps](const ConcreteFault& f, Seconds offset, Seconds /*detection*/) {
+  costs.step_hit = [&fault_steps](const ConcreteFault& f, Seconds offset, Seconds /*detection*/,
+                                  const std::vector<ConcreteFault>& /*lasting*/) {
     return fault_steps.step_hit(f, offset);
   };
   return costs;

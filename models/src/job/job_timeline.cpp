@@ -316,19 +316,20 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     std::optional<Seconds> hit;
     if (!restoring && !rec.rollback && !rec.ends_job && rec.lasting && costs.step_hit && partial < step &&
         before < n) {
-      hit = costs.step_hit(fault, Seconds(partial), Seconds(detected - t));
+      hit = costs.step_hit(fault, Seconds(partial), Seconds(detected - t), lasting.faults());
     }
     if (hit) {
-      // The hit step is simulated with this fault alone, on the healthy step: what it adds to that step, it adds
-      // to the step as it runs now (slowed by the lasting faults before it), so a later fault's step never
-      // comes out faster than the steps around it (an assumption: the slowdowns add; docs/faults.md).
-      const double excess = std::max(0.0, hit->value() - healthy);
+      // The hit step is simulated as the job runs it, with the faults lasting then: what it adds to the step
+      // before is charged as the cut's (with two or more lasting faults, simulated together there and not in the
+      // steps around it, also what they cost together beyond the slowest alone: docs/faults.md). It is charged at
+      // least the step before, so it never comes out faster than the steps around it.
+      const double excess = std::max(0.0, hit->value() - step);
       (s.job.in_flight == InFlightPolicy::lose ? detection : slowdown) += excess;
       done += 1;
       since += 1;
       since_time += step;
       since_slow += step - healthy;
-      const Seconds charged(hit->value() >= healthy ? hit->value() + (step - healthy) : step);
+      const Seconds charged(hit->value() >= step ? hit->value() : step);
       t += charged.value();
       if (costs.step_with) lasts(fault, costs.step_with(fault).value());
       e.step_hit = charged;

@@ -39,10 +39,13 @@ struct JobCosts {
   // simulated again with it (models/src/job/job_steps.cpp). Unset: the healthy step.
   std::function<Seconds(const ConcreteFault&)> step_with;
   // Under reroute, the wall time of the step in flight when `fault` (a failed link) lands inside it: the step
-  // simulated with the cable failing `offset` after the step's start and detected `detection` after it
-  // (models/src/job/job_steps.cpp). Unset or nullopt: the step stalls from the fault to its detection and runs again
-  // from its start at the rerouted step time.
-  std::function<std::optional<Seconds>(const ConcreteFault& fault, Seconds offset, Seconds detection)> step_hit;
+  // simulated as it runs, with the faults `lasting` then (as step_stopped's), and the cable failing `offset`
+  // after the step's start and detected `detection` after it (models/src/job/job_steps.cpp). Unset or nullopt
+  // (also when that step finishes before the tick): the step stalls from the fault to its detection and runs
+  // again from its start at the rerouted step time.
+  std::function<std::optional<Seconds>(const ConcreteFault& fault, Seconds offset, Seconds detection,
+                                       const std::vector<ConcreteFault>& lasting)>
+      step_hit;
   // A timed chip_down landing `offset` inside a step (not a checkpoint write) that the job rolls back or ends
   // at: told, so the step in flight can be simulated as it runs, with the faults `lasting` then (the slowdowns
   // and cables routed around that make the step longer than the healthy one) and the chip stopping at its tick,

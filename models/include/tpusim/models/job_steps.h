@@ -83,8 +83,8 @@ class FaultSteps {
  public:
   // With a timed link_down or ocs_port_down under reroute, or a timed chip_down, it composes the job's
   // timeline with the `healthy` step time, to learn where each such fault lands in its step, and simulates
-  // that step with the cable failing (the chip stopping, up to its detection) at its tick; `max_faults` as
-  // run_job's.
+  // that step with the faults lasting then and the cable failing (the chip stopping, up to its detection) at
+  // its tick; `max_faults` as run_job's.
   FaultSteps(const Scenario& s, const Topology& topo, Seconds healthy, StepRunner& runner,
              std::size_t max_faults = kMaxJobFaults);
   // The step time with `f` lasting; the healthy step when `f` needs no simulation of its own.
