@@ -329,6 +329,7 @@ void check_programs(const Scenario& s, const ir::ProgramSet& programs, const Top
                     std::to_string(ins.core));
       }
       check_instruction_capacities(s, p, i, ins, diags);  // sizes no memory of the chip holds
+      check_instruction_dtype(s, p, i, ins, diags);       // int8 / fp8 without the MXU's rate for it
       auto& [alloc, freed] = vmem[ins.core];
       alloc += static_cast<double>(ins.vmem.alloc);
       freed += static_cast<double>(ins.vmem.free);

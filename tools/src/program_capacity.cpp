@@ -107,4 +107,19 @@ void check_instruction_capacities(const Scenario& s, std::size_t p, std::size_t 
   }
 }
 
+void check_instruction_dtype(const Scenario& s, std::size_t p, std::size_t i, const ir::Instruction& ins,
+                             Diagnostics& diags) {
+  if (ins.kind != ir::OpKind::matmul || (ins.dtype != DType::int8 && ins.dtype != DType::fp8) || diags.size() >= 20) {
+    return;
+  }
+  const bool int8 = ins.dtype == DType::int8;
+  if ((int8 ? s.chip.mxu.int8_rate : s.chip.mxu.fp8_rate) > 0) return;
+  const std::string_view name = dtype_name(ins.dtype);
+  diags.error(program_location(s, p, i, "dtype"), program_key(s, p, i, "dtype"),
+              fmt::format("chip {} has no {} MXU rate (chip.mxu.{}_rate is 0)", s.chip.name, name, name),
+              "a matmul type the chip computes in", std::string(name),
+              int8 ? "bf16, or a chip with an int8 rate (v3 and later)"
+                   : "no bundled chip publishes an fp8 rate; set chip.mxu.fp8_rate to model one");
+}
+
 }  // namespace tpusim::tools

@@ -24,5 +24,10 @@ namespace tpusim::tools {
 // batch x (m x k + k x n) values of its dtype, exceed its TensorCore's VMEM, where the MXU reads them.
 void check_instruction_capacities(const Scenario& s, std::size_t p, std::size_t i, const ir::Instruction& ins,
                                   Diagnostics& diags);
+// A matmul in int8 or fp8 on a chip whose MXU has no rate for that type (chip.mxu.int8_rate or fp8_rate is 0): the
+// chip cannot run it, and timing it at the bf16 rate would be a wrong answer. Bad input at its dtype, as a model
+// scenario's workload.dtype is.
+void check_instruction_dtype(const Scenario& s, std::size_t p, std::size_t i, const ir::Instruction& ins,
+                             Diagnostics& diags);
 
 }  // namespace tpusim::tools
