@@ -1,5 +1,10 @@
 #include "workload_checks.h"
 
+#include <algorithm>
+#include <tuple>
+#include <utility>
+#include <vector>
+
 #include <fmt/format.h>
 
 namespace tpusim {
@@ -19,7 +24,24 @@ std::string_view step_name(StepKind k) {
 
 void resolve_workload_defaults(Scenario& s, Diagnostics& diags) {
   WorkloadSpec& w = s.workload;
-  if (!w.program.empty()) return;
+  if (!w.program.empty()) {
+    // A program file fixes the work: its instructions are the whole step (shapes, types, collectives, host
+    // work), and nothing else of workload: is read (a run reported them as if they had been).
+    std::vector<std::pair<SourceLoc, std::string>> set;  // in the order they are written
+    for (const auto& [key, origin] : w.origins) {
+      if (!origin.defaulted && key != "program") set.emplace_back(origin.loc, key);
+    }
+    std::stable_sort(set.begin(), set.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.first.file, a.first.line, a.first.column) < std::tie(b.first.file, b.first.line, b.first.column);
+    });
+    for (const auto& [loc, key] : set) {
+      diags.error(loc, "workload." + key,
+                  fmt::format("a program file fixes the work: workload.{} would change nothing", key),
+                  "no workload field but program with a program file (its instructions are the whole step)",
+                  "a value set", "set it in the model scenario the program is lowered from (tpusim lower), or drop it");
+    }
+    return;
+  }
   const ModelSpec& model = w.model;
   auto at = [&](const std::string& key) { return origin_of(w.origins, key); };
   const bool transformer = model.kind == ModelKind::transformer;
