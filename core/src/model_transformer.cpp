@@ -128,6 +128,19 @@ void check_transformer(const ModelSpec& spec, const std::string& path, Diagnosti
              m.architecture == Architecture::decoder ? "decoder" : "encoder");
     }
   }
+  // A parallel block runs attention and the MLP from one norm. An encoder-decoder's decoder block has a
+  // cross-attention between them, and the lowering has no parallel form of either stack (its decoder ran serial
+  // and its training step read parameters it never made).
+  if (m.style.block == TransformerBlock::parallel && m.architecture == Architecture::encoder_decoder) {
+    const std::string hint = "no published encoder-decoder model runs its blocks in parallel; use block: serial";
+    if (blames("block", "architecture")) {
+      report("block", "a parallel block is not modelled for an encoder_decoder model",
+             "serial for architecture encoder_decoder", "parallel", hint);
+    } else {
+      report("architecture", "an encoder_decoder model's blocks are not modelled in parallel",
+             "decoder or encoder with block: parallel", "encoder_decoder", hint);
+    }
+  }
   // The other moe.* fields shape the experts: with none (dense MLPs) they would change nothing.
   if (m.moe.experts == 0) {
     for (const char* key : {"moe.top_k", "moe.capacity_factor", "moe.every", "moe.d_ff"}) {
