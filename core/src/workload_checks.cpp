@@ -55,7 +55,13 @@ void resolve_workload_defaults(Scenario& s, Diagnostics& diags) {
     } else if (model.transformer.architecture == Architecture::encoder) {
       diags.error(at("step"), "workload.step", "an encoder-only model generates no tokens",
                   "forward or train (prefill and decode need a decoder)", std::string(step_name(w.step)));
+    } else if (model.transformer.architecture == Architecture::encoder_decoder && w.step == StepKind::prefill) {
+      // Its encoder's self-attention fills no KV cache, which the lowering's prefill assumes of every stack.
+      diags.error(at("step"), "workload.step", "the prefill of an encoder-decoder model is not modelled",
+                  "forward, train or decode for architecture encoder_decoder", "prefill",
+                  "step: forward runs the encoder and the decoder over the prompt; step: decode one new token");
     }
+  }
   }
   if (w.memory.microbatches > 1) {
     if (w.step != StepKind::train) {
