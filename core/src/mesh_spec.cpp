@@ -197,6 +197,12 @@ void parse_mesh(const ConfigNode& workload, MeshSpec& out, Diagnostics& diags) {
         std::vector<const ConfigNode*> items;
         if (e.value.is_seq()) {
           for (const ConfigNode& i : e.value.items()) items.push_back(&i);
+          // No torus axis at all: the default placement would replace it, and move the other axes' too.
+          if (items.empty()) {
+            diags.error(e.value.loc(), key, "an empty list of torus axes",
+                        "the torus axes this mesh axis takes, e.g. [z]", "[]",
+                        "list its torus axes, or drop the entry to let the default placement choose");
+          }
         } else {
           items.push_back(&e.value);
         }

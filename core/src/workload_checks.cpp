@@ -62,7 +62,6 @@ void resolve_workload_defaults(Scenario& s, Diagnostics& diags) {
                   "step: forward runs the encoder and the decoder over the prompt; step: decode one new token");
     }
   }
-  }
   if (w.memory.microbatches > 1) {
     if (w.step != StepKind::train) {
       diags.error(at("microbatches"), "workload.microbatches", "microbatches accumulate gradients",
@@ -90,6 +89,24 @@ void resolve_workload_defaults(Scenario& s, Diagnostics& diags) {
                 "a checkpoint saves the parameters and optimizer state a training step updates",
                 "0 unless step: train",
                 fmt::format("{} with step {}", w.host.checkpoint.every_steps, step_name(w.step)));
+  }
+  // A decode's new token attends to the context's cached tokens: seq_len (context's default) and decoder_seq_len
+  // would change nothing once context is set, except an encoder-decoder's encoder length (seq_len).
+  const auto written = [&](const char* key) {
+    const auto it = w.origins.find(key);
+    return it != w.origins.end() && !it->second.defaulted;
+  };
+  if (w.step == StepKind::decode && written("context") && written("seq_len") && transformer &&
+      model.transformer.architecture != Architecture::encoder_decoder) {
+    diags.error(at("seq_len"), "workload.seq_len", "a decode with workload.context set does not read seq_len",
+                "no seq_len with context on a decode (the KV cache holds context tokens, and one is new)",
+                std::to_string(w.tokens.seq_len), "drop seq_len: context is the sequence so far");
+  }
+  if (w.step == StepKind::decode && written("decoder_seq_len") && transformer &&
+      model.transformer.architecture == Architecture::encoder_decoder) {  // another architecture: refused below
+    diags.error(at("decoder_seq_len"), "workload.decoder_seq_len",
+                "a decode's decoder tokens are the context in its KV cache and one new token",
+                "no decoder_seq_len on a decode (set workload.context)", std::to_string(w.tokens.decoder_seq_len));
   }
   if (w.step != StepKind::decode && w.tokens.context != 0) {
     diags.error(at("context"), "workload.context", "the tokens already in the KV cache are read by a decode step",

@@ -57,7 +57,8 @@ int run_main(int argc, char** argv) {
   run_cmd->add_flag("--trace", run.trace,
                     "write trace.json, a timeline of every instruction (open in ui.perfetto.dev), and for a "
                     "job job-trace.json, its checkpoint writes, lost work, restarts, faults and detections");
-  run_cmd->add_option("--trace-chips", run.trace_chips, "chips to trace, e.g. 0-3,8")->capture_default_str();
+  auto* trace_chips = run_cmd->add_option("--trace-chips", run.trace_chips, "chips to trace (with --trace), e.g. 0-3,8")
+                          ->capture_default_str();
 
   std::string validate_scenario;
   std::vector<std::string> validate_overrides;
@@ -166,6 +167,11 @@ int run_main(int argc, char** argv) {
 
   tpusim::Diagnostics diags;
   tpusim::tools::check_command_line(app, diags);
+  // The chips --trace writes: without it nothing is traced, and the list would be ignored.
+  if (run_cmd->parsed() && trace_chips->count() > 0 && !run.trace) {
+    diags.error(tpusim::SourceLoc{"--trace-chips", 0, 0}, "--trace-chips", "chips to trace, but no trace is written",
+                "--trace-chips with --trace", "--trace-chips " + run.trace_chips, "add --trace, or drop --trace-chips");
+  }
   if (diags.empty()) tpusim::configure_logging(log_level, diags);
   if (!diags.empty()) {
     std::cerr << diags.str();

@@ -338,7 +338,13 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
       if (!x->is_array()) r.error(p, "wrong type", "an array of mesh axis indices", Reader::describe(*x));
       else {
         for (std::size_t a = 0; a < x->size(); ++a) {
-          if (const auto u = r.uint((*x)[a], fmt::format("{}/{}", p, a), 31)) ins.comm.mesh_axes |= 1u << *u;
+          const std::string pa = fmt::format("{}/{}", p, a);
+          const auto u = r.uint((*x)[a], pa, 31);
+          if (u && (ins.comm.mesh_axes >> *u & 1u) != 0) {
+            r.error(pa, "axis listed twice", "each mesh axis at most once", Reader::describe((*x)[a]));
+          } else if (u) {
+            ins.comm.mesh_axes |= 1u << *u;
+          }
         }
       }
     }

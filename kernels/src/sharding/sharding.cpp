@@ -445,6 +445,13 @@ ShardView shard_view(const WorkloadSpec& w, const ShardingPlan& plan, int stage)
       s.moe.experts = divide(s.moe.experts, plan.shards(LogicalAxis::expert), LogicalAxis::expert,
                              "the number of experts", "workload.mesh", model_at);
       s.moe.group = plan.shards(LogicalAxis::expert);
+    } else if (plan.shards(LogicalAxis::expert) > 1) {
+      // A dense model has no experts to split: the axis would shard only the batch, as data parallelism.
+      const auto [at, key] = loc_of_rule(w, plan, LogicalAxis::expert);
+      diags.error(at, key, "expert parallelism splits the experts, and the model has none (moe.experts is 0)",
+                  "no expert axis for a dense model", fmt::format("{} chips over the experts",
+                                                                  plan.shards(LogicalAxis::expert)),
+                  "name the axis data (or fsdp) to split the batch, or give the model moe.experts");
     }
   } else if (plan.shards(LogicalAxis::heads) > 1 || plan.shards(LogicalAxis::mlp) > 1 ||
              plan.shards(LogicalAxis::expert) > 1) {
