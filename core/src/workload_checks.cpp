@@ -32,7 +32,9 @@ void resolve_workload_defaults(Scenario& s, Diagnostics& diags) {
       if (!origin.defaulted && key != "program") set.emplace_back(origin.loc, key);
     }
     std::stable_sort(set.begin(), set.end(), [](const auto& a, const auto& b) {
-      return std::tie(a.first.file, a.first.line, a.first.column) < std::tie(b.first.file, b.first.line, b.first.column);
+      const SourceLoc& x = a.first;
+      const SourceLoc& y = b.first;
+      return std::tie(x.file, x.line, x.column) < std::tie(y.file, y.line, y.column);
     });
     for (const auto& [loc, key] : set) {
       diags.error(loc, "workload." + key,
