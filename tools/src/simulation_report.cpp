@@ -95,6 +95,43 @@ std::string bubble_note(const Scenario& s, int stages, double waiting, double id
                      100 * bubble, 100 * waiting, 100 * idle);
 }
 
+// What the host stall is made of: the host ops' attributed time (op_classes.h: a host op counts only where
+// nothing else is in flight, as the breakdown's host_stall does), by what the lowering names them
+// (kernels/lowering.h): the step's launch, its input (infeed), checkpoint writes and host syncs.
+std::string host_note(const std::vector<OpTime>& ops, double host_share, double step) {
+  struct Part {
+    const char* label;   // in the op's name
+    const char* what;    // in the note
+    double time_s = 0;
+  };
+  std::vector<Part> parts = {{"infeed", "the input pipeline (infeed)"}, {"checkpoint", "checkpoint writes"},
+                             {"launch", "step launch"}, {"sync", "host syncs"}, {"", "other host transfers"}};
+  for (const OpTime& op : ops) {
+    if (op.unit != "host") continue;
+    for (Part& p : parts) {
+      if (op.name.find(p.label) != std::string::npos) {  // the last part's "" takes any other host op
+        p.time_s += op.time_s;
+        break;
+      }
+    }
+  }
+  const auto largest = std::max_element(parts.begin(), parts.end(),
+                                        [](const Part& a, const Part& b) { return a.time_s < b.time_s; });
+  std::vector<std::string> shares;
+  std::vector<Part> sorted = parts;
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Part& a, const Part& b) { return a.time_s > b.time_s; });
+  for (const Part& p : sorted) {
+    if (p.time_s >= 0.005 * step) shares.push_back(fmt::format("{} {:.0f}%", p.what, 100 * p.time_s / step));
+  }
+  const std::string of = shares.empty() ? "" : fmt::format(" ({})", fmt::join(shares, ", "));
+  if (largest->time_s > 0 && largest == parts.begin()) {
+    return fmt::format("input-bound: the TPU waited for the host (PCIe / input pipeline) {:.0f}% of the step{}",
+                       100 * host_share, of);
+  }
+  return fmt::format("host-bound: the TPU waited for the host {:.0f}% of the step{}{}", 100 * host_share,
+                     largest->time_s > 0 ? fmt::format(", mostly {}", largest->what) : std::string(), of);
+}
+
 }  // namespace
 
 RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, const models::SimResult& r,
@@ -238,10 +275,7 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
     }
     const double host_share = r.breakdown.host_stall.value() / step;
     const double mem_share = r.breakdown.memory_stall.value() / step;
-    if (host_share > kFindingThreshold) {
-      rep.notes.push_back(fmt::format(
-          "input-bound: the TPU waited for the host (PCIe / input pipeline) {:.0f}% of the step", 100 * host_share));
-    }
+    if (host_share > kFindingThreshold) rep.notes.push_back(host_note(rep.time.ops, host_share, step));
     if (mem_share > kFindingThreshold) {
       rep.notes.push_back(fmt::format("memory-bound: compute waited on HBM transfers {:.0f}% of the step",
                                       100 * mem_share));
