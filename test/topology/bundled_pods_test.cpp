@@ -6,8 +6,8 @@
 //   neighbours       per axis: 0 for L = 1, 1 for L = 2, 2 on a ring of L >= 3, and on a line of L >= 3
 //                    1 at either end and 2 inside; out-links likewise, except 2 on a wrapped axis of L = 2
 //   diameter         sum_a (w_a ? floor(L_a / 2) : L_a - 1)
-//   bisection        the cut across the longest axis (first on a tie) halving it, directed links one way:
-//                    (w ? 2 : 1) x P / L for that axis (a torus is also cut at the wraparound), 0 for one chip
+//   bisection        the narrowest of the cuts halving an axis, directed links one way: the least over the
+//                    axes of L >= 2 of (w ? 2 : 1) x P / L (a torus is also cut at the wraparound), 0 for one chip
 //   optical links    cubed pods (cube C_a): 2 x M x sum_a (w_a ? L_a / C_a : L_a / C_a - 1) x P / L_a (every
 //                    cube-face crossing, wraparound included); 0 without a cube
 //   OCS              M x sum_a P_C / C_a switches (one per axis and face position, P_C = cube size), using
@@ -116,12 +116,13 @@ struct ClosedForm {
     return d;
   }
   [[nodiscard]] std::size_t bisection_links() const {
-    std::size_t axis = 0;
-    for (std::size_t a = 1; a < axes(); ++a) {
-      if (len(a) > len(axis)) axis = a;
+    std::size_t least = 0;
+    for (std::size_t a = 0; a < axes(); ++a) {
+      if (len(a) == 1) continue;
+      const std::size_t cut = (wraps(a) ? 2 : 1) * (per_pod() / len(a));
+      if (least == 0 || cut < least) least = cut;
     }
-    if (len(axis) == 1) return 0;
-    return (wraps(axis) ? 2 : 1) * (per_pod() / len(axis));
+    return least;
   }
   [[nodiscard]] std::size_t optical() const {
     if (pod.cube.empty()) return 0;

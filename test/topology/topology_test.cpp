@@ -241,8 +241,25 @@ TEST(Twist, ShortensTheDiameterAndWidensTheBisectionOf4x4x8) {
   EXPECT_EQ(diameter(twisted), 6);
   EXPECT_FALSE(diameter_closed_form(twisted).has_value());
   EXPECT_EQ(bisection(plain).links, 32U);
-  // Middle and wraparound cuts (2 x 16) plus the x and y wraparounds that jump z by 4 (2 axes x 2 dirs x 16).
-  EXPECT_EQ(bisection(twisted).links, 96U);
+  EXPECT_EQ(bisection(plain).axis, 2);
+  // Across z: the middle and wraparound cuts (2 x 16) plus the x and y wraparounds that jump z by 4 (2 axes x
+  // 2 dirs x 16) = 96; across x (or y) the twist moves no link over the cut: 2 x 32 = 64, the narrowest.
+  EXPECT_EQ(bisection(twisted).links, 64U);
+  EXPECT_EQ(bisection(twisted).axis, 0);
+}
+
+// The bisection is the narrowest of the axes' halving cuts, not the cut across the longest axis.
+TEST(Bisection, IsTheNarrowestCutOverTheAxes) {
+  // A plain 8x8x8 torus: every axis is cut 2 x 64 = 128 times; the tie goes to the first axis.
+  const Topology cube8 = build_topology(make_pod({8, 8, 8}, {1, 1, 1}, {2, 2, 1}, {4, 4, 4}), make_chip("v4", 6, 45));
+  EXPECT_EQ(bisection(cube8).links, 128U);
+  EXPECT_EQ(bisection(cube8).axis, 0);
+  EXPECT_DOUBLE_EQ(bisection(cube8).bandwidth.value(), 128 * 45e9);
+  // 16 x 12, wrapped on the 16-long axis only: across it 2 x 12 = 24 links, across the 12-long mesh axis 16.
+  const Topology mixed = build_topology(make_pod({16, 12}, {1, 0}, {4, 2}), make_chip("v5e", 4, 50));
+  EXPECT_EQ(bisection(mixed).links, 16U);
+  EXPECT_EQ(bisection(mixed).axis, 1);
+  EXPECT_DOUBLE_EQ(bisection(mixed).bandwidth.value(), 16 * 50e9);
 }
 
 TEST(Twist, FourByEightByEightTwistsBothLongAxes) {

@@ -1,5 +1,6 @@
 // Diameter and bisection of a Topology (definitions in topology.h).
 #include <algorithm>
+#include <vector>
 
 #include "ici_graph.h"
 #include "tpusim/topology/topology.h"
@@ -47,24 +48,31 @@ int diameter(const Topology& topo) {
 }
 
 Bisection bisection(const Topology& topo) {
-  Bisection b;
   const auto& shape = topo.shape();
-  for (int a = 1; a < topo.axes(); ++a) {
-    if (shape[static_cast<std::size_t>(a)] > shape[static_cast<std::size_t>(b.axis)]) b.axis = a;
+  std::vector<Bisection> cuts;  // per axis of two chips or more: the cut halving it
+  for (int a = 0; a < topo.axes(); ++a) {
+    if (shape[static_cast<std::size_t>(a)] >= 2) cuts.push_back(Bisection{a, 0, BytesPerSecond(0)});
   }
-  const int half = shape[static_cast<std::size_t>(b.axis)] / 2;
-  if (half == 0) return b;  // a single chip has nothing to cut
+  if (cuts.empty()) return Bisection{};  // a single chip has nothing to cut
   for (const Link& l : topo.links()) {
     const ChipCoord s = topo.coord(l.src);
     if (s.pod != 0) break;  // links are numbered pod by pod; pods are identical
     const ChipCoord d = topo.coord(l.dst);
-    const auto ax = static_cast<std::size_t>(b.axis);
-    if (s.pos[ax] < half && d.pos[ax] >= half) {
-      ++b.links;
-      b.bandwidth += l.bandwidth;
+    for (Bisection& b : cuts) {
+      const auto ax = static_cast<std::size_t>(b.axis);
+      const int half = shape[ax] / 2;
+      if (s.pos[ax] < half && d.pos[ax] >= half) {
+        ++b.links;
+        b.bandwidth += l.bandwidth;
+      }
     }
   }
-  return b;
+  // The narrowest: the least bandwidth, then the fewest links, then the longest axis, then the first.
+  return *std::min_element(cuts.begin(), cuts.end(), [&](const Bisection& x, const Bisection& y) {
+    if (x.bandwidth != y.bandwidth) return x.bandwidth < y.bandwidth;
+    if (x.links != y.links) return x.links < y.links;
+    return shape[static_cast<std::size_t>(x.axis)] > shape[static_cast<std::size_t>(y.axis)];
+  });
 }
 
 }  // namespace tpusim

@@ -192,11 +192,12 @@ inline constexpr std::size_t kDiameterBfsLimit = 1024;
 // which has no closed form here.
 [[nodiscard]] std::optional<int> diameter_closed_form(const Topology& topo);
 
-// Bisection, defined as the cut perpendicular to the longest axis (the first one on a tie) that halves it:
-// chips with coordinate < floor(L/2) on that axis form one half (the smaller one when L is odd). `links` counts directed links crossing from the
-// low half to the high half (one direction), in one pod; on a torus that is the middle cut plus the
-// wraparound cut (2 x cross-section), on a twisted torus it also includes the short-axis wraparound links
-// that the twist carries across. bandwidth = sum of those links' bandwidths (links x link bandwidth).
+// Bisection: the narrowest of the cuts that halve one axis. The cut across axis a puts the chips with
+// coordinate < floor(L_a/2) on one side (the smaller one when L_a is odd); `links` counts directed links
+// crossing from the low half to the high half (one direction), in one pod: on a torus axis the middle cut plus
+// the wraparound cut (2 x cross-section), on a twisted torus also the other axes' wraparound links that the
+// twist carries across. bandwidth = sum of those links' bandwidths. Over the axes of two chips or more the
+// least bandwidth wins, then the fewest links, then the longest axis, then the first; `axis` names it.
 struct Bisection {
   int axis = 0;
   std::size_t links = 0;
