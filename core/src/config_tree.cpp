@@ -76,8 +76,8 @@ std::string ConfigNode::describe() const {
   switch (kind_) {
     case Kind::null: return "nothing (an empty value)";
     case Kind::scalar: return fmt::format("'{}'", scalar_);
-    case Kind::map: return "a map";
-    case Kind::seq: return "a list";
+    case Kind::map: return entries_.empty() ? "an empty map" : "a map";
+    case Kind::seq: return items_.empty() ? "an empty list" : "a list";
   }
   return "?";
 }
@@ -509,6 +509,17 @@ void apply_override(ConfigNode& root, const Override& override, Diagnostics& dia
     }
     ConfigNode* child = node->find(key);
     if (last) {
+      // A chip's block (a map with a `kind`) set to one value would drop the block: the error was an unknown key
+      // at the block's line in the chip file, and every path through the block dangling.
+      if (child != nullptr && child->is_map() && child->find("kind") != nullptr && !parsed.is_map()) {
+        const ConfigNode* kind = child->find("kind");
+        diags.error(key_loc, walked, "a block of the chip, not a value",
+                    fmt::format("a map of the block's fields (kind: {}), or one field: {}.FIELD=VALUE",
+                                kind->is_scalar() ? kind->scalar() : std::string("?"), walked),
+                    parsed.describe(),
+                    "tpusim describe params lists each block's fields");
+        return;
+      }
       node->set(key, key_loc, std::move(parsed));
       return;
     }

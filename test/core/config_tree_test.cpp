@@ -93,10 +93,13 @@ TEST(ConfigTree, FlowListsBecomeSequencesWithLocatedItems) {
 }
 
 TEST(ConfigTree, DescribeNamesWhatANodeIsForErrors) {
-  const ConfigNode root = load_ok("a: 100 GB\nb:\n");
+  const ConfigNode root = load_ok("a: 100 GB\nb:\nc: []\nd: {}\n");
   EXPECT_EQ(at(root, "a")->describe(), "'100 GB'");
   EXPECT_EQ(root.describe(), "a map");
   EXPECT_TRUE(at(root, "b")->is_null());
+  // Empty ones say so: "expected a list of values, found a list" read as no error at all.
+  EXPECT_EQ(at(root, "c")->describe(), "an empty list");
+  EXPECT_EQ(at(root, "d")->describe(), "an empty map");
 }
 
 TEST(ConfigTree, DuplicateKeyIsAnErrorAtTheSecondKey) {

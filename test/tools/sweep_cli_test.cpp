@@ -338,6 +338,9 @@ TEST_F(SweepCli, APointWhoseStepDoesNotFitInHbmIsARowOfItsOwnNotAFailure) {
   EXPECT_TRUE(starts_with(table[2], "1,\"64\",does not fit,")) << table[2];
   EXPECT_NE(table[2].find("does not fit in HBM: 57.1 GiB per chip"), std::string::npos) << table[2];
   EXPECT_NE(o.out.find("2 points, 1 ok, 1 do not fit in HBM, 0 failed, 0 not run"), std::string::npos) << o.out;
+  // The progress line agrees with the final one (it said "2/2 points, 1 failed").
+  EXPECT_NE(o.err.find("2/2 points, 1 do not fit in HBM, "), std::string::npos) << o.err;
+  EXPECT_EQ(o.err.find("failed"), std::string::npos) << o.err;
 }
 
 TEST_F(SweepCli, AKilledSweepResumesWithOnlyTheMissingPointsAndTheSameTable) {

@@ -49,7 +49,8 @@ std::string bytes_text(double b) {
   if (b >= 0x1p40) return fmt::format("{:.3g} TiB", b / 0x1p40);
   if (b >= 0x1p30) return fmt::format("{:.3g} GiB", b / 0x1p30);
   if (b >= 0x1p20) return fmt::format("{:.3g} MiB", b / 0x1p20);
-  return fmt::format("{:.3g} KiB", b / 0x1p10);
+  if (b >= 0x1p10) return fmt::format("{:.3g} KiB", b / 0x1p10);
+  return fmt::format("{:.3g} B", b);  // not "0.000977 KiB" for a limit of 1 B
 }
 
 double topology_links(const PodSpec& pod) {
@@ -112,6 +113,8 @@ Diagnostic relocate_plan_error(const Scenario& s, Diagnostic d, std::size_t p, s
   // A program file names the axes in mesh_axes, or the group in group.
   const std::string in_file = field == "axes" ? (named_group ? "group" : "mesh_axes") : field;
   d.loc = program_location(s, p, i, s.workload.program.empty() ? field : in_file);
+  // In a program file the key is the file's own (/programs/P/instructions/I/mesh_axes), not the model's.
+  if (!s.workload.program.empty() && !field.empty()) d.key_path = program_key(s, p, i, in_file);
   if (!s.workload.program.empty()) d.hint += fmt::format("{}(program {}, instruction {})", d.hint.empty() ? "" : "; ", p, i);
   return d;
 }
@@ -257,9 +260,12 @@ Limits limits_from(const std::string& max_memory, double max_pe_cycles) {
   Limits l = Limits::defaults();
   if (!max_memory.empty()) {
     const auto q = parse_quantity(max_memory);
-    if (!q || q->dimension != Dimension::bytes || q->si <= 0) {
-      throw ConfigError({Diagnostic{SourceLoc{"--max-memory " + max_memory}, "", "invalid value",
-                                    "a size with a unit, e.g. 8 GiB", max_memory, ""}});
+    const bool size = q && q->dimension == Dimension::bytes;
+    if (!size || q->si <= 0) {
+      // "0 B" is a size with a unit: what is wrong with it is that nothing fits in it.
+      throw ConfigError({Diagnostic{SourceLoc{"--max-memory " + max_memory}, "",
+                                    size ? "the limit must be above 0" : "invalid value",
+                                    "a size with a unit above 0 B, e.g. 8 GiB", max_memory, ""}});
     }
     l.max_memory = q->si;
     l.memory_source = "--max-memory";
@@ -269,7 +275,9 @@ Limits limits_from(const std::string& max_memory, double max_pe_cycles) {
 }
 
 void guard_topology(const PodSpec& pod, const Limits& limits) {
-  refuse_memory(fmt::format("the pod {} ({} chips, {:.0f} links)", pod.name, pod.chip_count(), topology_links(pod)),
+  const double links = topology_links(pod);
+  refuse_memory(fmt::format("the pod {} ({} chip{}, {:.0f} link{})", pod.name, pod.chip_count(),
+                            pod.chip_count() == 1 ? "" : "s", links, links == 1 ? "" : "s"),
                 topology_bytes(pod), limits, "Use a smaller pod (pod.shape, pod.pods)");
 }
 
@@ -410,7 +418,8 @@ void check_programs(const Scenario& s, const ir::ProgramSet& programs, const Top
 
 void guard_simulation(const Scenario& s, const ir::ProgramSet& programs, const Limits& limits) {
   const models::SimEstimate e = models::estimate_simulation(s, programs);
-  refuse_memory(fmt::format("simulating {} chips running {:.3g} instructions", e.chips, e.instructions),
+  refuse_memory(fmt::format("simulating {} chip{} running {:.3g} instruction{}", e.chips, e.chips == 1 ? "" : "s",
+                            e.instructions, e.instructions == 1 ? "" : "s"),
                 topology_bytes(s.pod) + programs_bytes(programs) + e.bytes, limits, "Use a smaller pod or workload");
   if (e.pe_cycles > limits.max_pe_cycles) {
     throw ResourceRefused(fmt::format(

@@ -102,7 +102,10 @@ class Reader {
 
   static std::string describe(const json& v) {
     if (v.is_object()) return "an object";
-    if (v.is_array()) return "an array";
+    if (v.is_array()) {
+      if (v.empty()) return "an empty array";
+      return fmt::format("an array of {} item{}", v.size(), v.size() == 1 ? "" : "s");
+    }
     const std::string text = v.dump();
     return text.size() > 40 ? text.substr(0, 37) + "..." : text;
   }

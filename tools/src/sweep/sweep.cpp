@@ -102,9 +102,10 @@ int build_outputs(const SweepPlan& plan, const Expansion& ex, const fs::path& ou
   }
   // A point whose step does not fit in HBM is a result (its row says so, with the memory plan), not a failure.
   const std::size_t missing = table.rows.size() - ok - unfit - failed;
-  std::cout << fmt::format("sweep {}: {} points, {} ok, {}{} failed, {} not run; table: {}\n", plan.name,
-                           table.rows.size(), ok, unfit > 0 ? fmt::format("{} do not fit in HBM, ", unfit) : "",
-                           failed, missing, (out / "table.csv").string());
+  std::cout << fmt::format("sweep {}: {} point{}, {} ok, {}{} failed, {} not run; table: {}\n", plan.name,
+                           table.rows.size(), table.rows.size() == 1 ? "" : "s", ok,
+                           unfit > 0 ? fmt::format("{} do not fit in HBM, ", unfit) : "", failed, missing,
+                           (out / "table.csv").string());
   report_seeds(plan, table, std::cout);
   write_analyses(plan, table, out, std::cout);
   compact_manifest(out);

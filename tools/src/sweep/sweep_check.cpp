@@ -81,7 +81,9 @@ std::string validate(const SweepPlan& plan, const Expansion& ex, const PointChec
     // that does not fit in HBM is a result: the point runs, is refused, and its row says so.
     const auto report = [&](const ConfigError& e, bool fit_is_a_result) {
       for (Diagnostic d : at_sweep_lines(e, c.overrides, c.origins)) {
-        if ((fit_is_a_result && does_not_fit(d.message)) || !seen.insert(d.str()).second) continue;
+        // Once per error, wherever it is: an unknown key is the same error at every value of its axis.
+        const std::string what = fmt::format("{}\n{}\n{}\n{}\n{}", d.key_path, d.message, d.expected, d.found, d.hint);
+        if ((fit_is_a_result && does_not_fit(d.message)) || !seen.insert(what).second) continue;
         const bool at_sweep_line =
             std::any_of(c.origins.begin(), c.origins.end(), [&](const SourceLoc& o) { return o.file == d.loc.file; });
         if (!at_sweep_line) {

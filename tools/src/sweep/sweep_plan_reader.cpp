@@ -120,11 +120,13 @@ class PlanReader {
       values.push_back(flow_text(item));
       locs.push_back(item.loc());
     };
+    const std::size_t errors = diags_.size();
     if (n.is_seq()) {
       for (const auto& item : n.items()) add(item);
     } else if (n.is_scalar()) {
       add(n);
     }
+    if (diags_.size() != errors) return false;  // a bad range, said once
     if (values.empty()) {
       diags_.error(n.loc(), key, "wrong type", "a list of values, a value, or a range such as 1 TB/s .. 4 TB/s x 2",
                    n.describe());

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "tools/src/does_not_fit.h"
 #include "tools/src/output_folder.h"
 #include "tpusim/core/interrupt.h"
 
@@ -61,7 +62,7 @@ Progress::Progress(std::string name, std::size_t total, std::ostream& out, bool 
       start_(std::chrono::steady_clock::now()),
       last_print_(start_) {}
 
-void Progress::update(std::size_t finished, std::size_t failed) {
+void Progress::update(std::size_t finished, std::size_t failed, std::size_t unfit) {
   const auto now = std::chrono::steady_clock::now();
   const double elapsed = std::chrono::duration<double>(now - start_).count();
   const std::size_t decile = total_ > 0 ? finished * 10 / total_ : 10;
@@ -70,6 +71,7 @@ void Progress::update(std::size_t finished, std::size_t failed) {
   last_decile_ = decile;
   last_print_ = now;
   std::string line = fmt::format("tpusim sweep {}: {}/{} points", name_, finished, total_);
+  if (unfit > 0) line += fmt::format(", {} do not fit in HBM", unfit);  // results, as the final line says
   if (failed > 0) line += fmt::format(", {} failed", failed);
   line += fmt::format(", {} elapsed", format_duration(elapsed));
   // Points finish at the rate seen so far, with every worker busy.
@@ -116,11 +118,13 @@ std::string error_from_log(const fs::path& log) {
   return e;
 }
 
-void record_failure(const fs::path& points_dir, const PointTask& t, int exit_code, const fs::path& log) {
+// Returns the error recorded.
+std::string record_failure(const fs::path& points_dir, const PointTask& t, int exit_code, const fs::path& log) {
   std::string error = error_from_log(log);
   if (error.empty()) error = exit_code >= 128 ? fmt::format("killed by signal {}", exit_code - 128) : "no message";
   const nlohmann::ordered_json j{{"exit_code", exit_code}, {"error", error}};
   write_file_atomically(failure_file(points_dir, t.index), [&](std::ostream& o) { o << j.dump(2) << "\n"; });
+  return error;
 }
 
 // Staging folders a killed run left behind for this point (the run writes .NNNNN.partial-PID and renames it).
@@ -174,10 +178,12 @@ RunSummary run_points(const std::vector<PointTask>& tasks, int jobs, const fs::p
     }
     ++summary.finished;
     if (!complete) {
-      record_failure(points_dir, t, code == 0 ? 1 : code, points_dir / (point_dir_name(t.index) + ".log"));
-      ++summary.failed;
+      const std::string error =
+          record_failure(points_dir, t, code == 0 ? 1 : code, points_dir / (point_dir_name(t.index) + ".log"));
+      // A step that does not fit in HBM is the point's result (sweep_table.cpp), not a failure.
+      ++(does_not_fit(error) ? summary.unfit : summary.failed);
     }
-    progress.update(summary.finished, summary.failed);
+    progress.update(summary.finished, summary.failed, summary.unfit);
   }
   summary.interrupted = interrupt_signal();
   return summary;

@@ -38,7 +38,8 @@ struct PointFailure {
 class Progress {
  public:
   Progress(std::string name, std::size_t total, std::ostream& out, bool interactive);
-  void update(std::size_t finished, std::size_t failed);
+  // `failed`: points that failed; `unfit`: points whose step does not fit in HBM (a result, not a failure).
+  void update(std::size_t finished, std::size_t failed, std::size_t unfit = 0);
 
  private:
   std::string name_;
@@ -55,7 +56,8 @@ class Progress {
 
 struct RunSummary {
   std::size_t finished = 0;
-  std::size_t failed = 0;
+  std::size_t failed = 0;  // not counting unfit ones
+  std::size_t unfit = 0;   // the step does not fit in HBM: the point's result (does_not_fit.h)
   int interrupted = 0;  // the signal (SIGINT, SIGTERM) that stopped the run early; 0 when every task ran
 };
 

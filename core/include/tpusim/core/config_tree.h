@@ -42,7 +42,8 @@ class ConfigNode {
   // Inserts or replaces a map entry (the node must be a map).
   ConfigNode& set(const std::string& key, SourceLoc key_loc, ConfigNode value);
   void erase(std::string_view key);
-  // Describes the node for "found:" in errors: "a map", "a list", "'100 GB'", "nothing".
+  // Describes the node for "found:" in errors: "a map", "a list" ("an empty map", "an empty list"),
+  // "'100 GB'", "nothing".
   [[nodiscard]] std::string describe() const;
   // Gives this node and everything below it the location `loc` (a value that came from elsewhere).
   void relocate(const SourceLoc& loc);
