@@ -258,19 +258,6 @@ void append_rendered(std::vector<std::pair<std::string, std::string>>& out, cons
   for (auto& [k, v] : table.render(spec)) out.emplace_back(prefix.empty() ? k : prefix + "." + k, v);
 }
 
-// A chip with fewer ICI ports than a slice of the pod needs (PodSpec::ici_ports_needed) cannot form it.
-void check_ici_ports(const Scenario& s, Diagnostics& diags) {
-  const std::size_t needed = s.pod.ici_ports_needed();
-  if (static_cast<std::size_t>(s.chip.ici.links) >= needed) return;
-  const ChipBlock* ici = find_block(s.chip, BlockKind::ici);
-  const std::string key = (ici != nullptr ? ici->name : std::string("ici")) + ".links";
-  const auto at = s.chip.origins.find(key);
-  diags.error(at != s.chip.origins.end() ? at->second.loc : SourceLoc{"(chip)", 0, 0}, "chip." + key,
-              "too few ICI ports for the pod",
-              fmt::format("at least {}: two per axis of the pod's shape [{}]", needed, fmt::join(s.pod.shape, ", ")),
-              std::to_string(s.chip.ici.links), "a chip that forms this pod, or a pod of one chip");
-}
-
 ConfigNode load_root(const std::string& folder, const std::string& name_or_path, const std::string& what,
                      Diagnostics& diags, fs::path& file) {
   const auto path = resolve_data_file(folder, name_or_path, {}, SourceLoc{"(command line)", 0, 0}, what, diags);
@@ -402,7 +389,7 @@ Scenario load_scenario_with_overrides(const std::string& name_or_path, const std
   }
   if (diags.empty()) resolve_workload_defaults(s, diags);  // workload_checks.cpp
   if (!s.pod.shape.empty() && s.workload.program.empty()) check_mesh(s.workload.mesh, s.pod, diags);
-  if (!s.pod.shape.empty() && diags.empty()) check_ici_ports(s, diags);
+  if (!s.pod.shape.empty() && diags.empty()) check_pod_on_chip(s.pod, s.chip, "pod.", diags);  // slice_checks.cpp
   const ConfigNode* fidelity = tree.find("fidelity");
   const ConfigNode empty = ConfigNode::make_map(tree.loc());
   fidelity_fields().resolve(fidelity ? *fidelity : empty, "fidelity", s.fidelity, diags);

@@ -489,6 +489,7 @@ int describe_command(const std::string& what, const std::string& name, const std
       }
     } else if (what == "pod") {
       const PodSpec pod = load_pod(name);
+      (void)load_chip_of_pod(pod);  // refused as validate refuses it (too few ICI ports, wraparound, hosts)
       print_spec(fmt::format("pod {} ({} chips)", pod.name, pod.chip_count()), pod_fields(), pod, pod.origins);
     } else {
       const Scenario s = load_scenario(name, {});
@@ -529,7 +530,7 @@ int topo_command(const std::string& name, const std::string& dot_path, const std
   return with_exit_codes("tpusim topo", [&] {
     const PodSpec pod = load_pod(name);
     guard_topology(pod, limits);
-    const ChipSpec chip = load_chip(pod.chip);
+    const ChipSpec chip = load_chip_of_pod(pod);
     const Topology topo = build_topology(pod, chip);
     const bool drawing = !dot_path.empty() || !svg_path.empty();
     // Refused before any work when the paths are not tpusim's to write.

@@ -227,6 +227,15 @@ struct Scenario {
 [[nodiscard]] ChipSpec load_chip(const std::string& name_or_path);
 [[nodiscard]] PodSpec load_pod(const std::string& name_or_path);
 
+// The rules a pod keeps on its chip, each an error at the key to change (slice_checks.cpp): enough ICI ports for
+// its axes; wraparound only where the generation's sources (docs/hardware.md) allow it: v5e on axes of 16
+// chips, v4 on slices of whole 4x4x4 cubes through the OCS (so with a `cube`); host blocks of
+// chip.host.chips_per_host chips (or the whole slice, when smaller). `prefix`: "pod." in a scenario, "" alone.
+void check_pod_on_chip(const PodSpec& pod, const ChipSpec& chip, const std::string& prefix, Diagnostics& diags);
+// A pod's chip (load_chip of pod.chip), checked with the pod as a scenario's is (check_pod_on_chip): what `tpusim
+// topo` and `describe pod` build is refused where `validate` would refuse it.
+[[nodiscard]] ChipSpec load_chip_of_pod(const PodSpec& pod);
+
 }  // namespace tpusim
 
 namespace tpusim {

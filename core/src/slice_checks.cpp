@@ -1,0 +1,113 @@
+// The rules a pod keeps on its chip (scenario.h, check_pod_on_chip), from docs/hardware.md's sources.
+#include <algorithm>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "tpusim/core/scenario.h"
+
+namespace tpusim {
+namespace {
+
+// Where the pod's `key` was written: its origin, else the pod's name (a key nobody wrote, e.g. cube: []).
+SourceLoc pod_key_loc(const PodSpec& pod, const std::string& key) {
+  const auto it = pod.origins.find(key);
+  if (it != pod.origins.end() && !it->second.defaulted) return it->second.loc;
+  const auto name = pod.origins.find("name");
+  return name != pod.origins.end() ? name->second.loc : SourceLoc{"(pod)", 0, 0};
+}
+
+// A chip with fewer ICI ports than a slice of the pod needs (PodSpec::ici_ports_needed) cannot form it.
+void check_ici_ports(const PodSpec& pod, const ChipSpec& chip, Diagnostics& diags) {
+  const std::size_t needed = pod.ici_ports_needed();
+  if (static_cast<std::size_t>(chip.ici.links) >= needed) return;
+  const ChipBlock* ici = find_block(chip, BlockKind::ici);
+  const std::string key = (ici != nullptr ? ici->name : std::string("ici")) + ".links";
+  const auto at = chip.origins.find(key);
+  diags.error(at != chip.origins.end() ? at->second.loc : SourceLoc{"(chip)", 0, 0}, "chip." + key,
+              "too few ICI ports for the pod",
+              fmt::format("at least {}: two per axis of the pod's shape [{}]", needed, fmt::join(pod.shape, ", ")),
+              std::to_string(chip.ici.links), "a chip that forms this pod, or a pod of one chip");
+}
+
+// Wraparound the generation's ICI cannot close: v5e only on axes of 16 chips; v4 only on a slice of whole
+// 4 x 4 x 4 cubes, through the OCS (so with `cube`).
+void check_wraparound(const PodSpec& pod, const ChipSpec& chip, const std::string& prefix, Diagnostics& diags) {
+  const std::string& generation = chip.published.generation;
+  const auto wrapped = [&](std::size_t a) { return a < pod.wraparound.size() && pod.wraparound[a] != 0; };
+  std::vector<std::size_t> axes;
+  for (std::size_t a = 0; a < pod.shape.size(); ++a) {
+    if (wrapped(a)) axes.push_back(a);
+  }
+  if (axes.empty()) return;
+  const SourceLoc at = pod_key_loc(pod, "wraparound");
+  if (generation == "v5e") {
+    for (const std::size_t a : axes) {
+      if (pod.shape[a] == 16) continue;
+      diags.error(at, prefix + "wraparound",
+                  fmt::format("a v5e slice wraps around only on axes of 16 chips; axis {} has {}", a, pod.shape[a]),
+                  fmt::format("0 on axis {} (a mesh edge)", a), format_value(pod.wraparound),
+                  "docs/hardware.md, v5e [P] cloud-v5e: wraparound only on axes of length 16; shorter axes are "
+                  "meshes");
+      return;
+    }
+  }
+  if (generation != "v4") return;
+  const bool whole_cubes = pod.shape.size() == 3 && std::all_of(pod.shape.begin(), pod.shape.end(), [](int n) {
+                             return n % 4 == 0;
+                           });
+  if (!whole_cubes) {
+    diags.error(at, prefix + "wraparound",
+                fmt::format("a v4 slice wraps around only when it is whole 4x4x4 cubes; [{}] is not",
+                            fmt::join(pod.shape, ", ")),
+                fmt::format("wraparound [{}] (a mesh)", fmt::join(std::vector<int>(pod.shape.size(), 0), ", ")),
+                format_value(pod.wraparound),
+                "docs/hardware.md, v4 [P][S]: a slice of whole cubes gets wraparound through the OCS; a smaller "
+                "slice is a mesh");
+  } else if (pod.cube.empty()) {
+    diags.error(at, prefix + "cube", "a v4 slice's wraparound runs through the optical circuit switches",
+                "cube: [4, 4, 4] (the OCS between the 4x4x4 cubes)", "no cube (all links electrical, no OCS)",
+                "docs/hardware.md, v4 [P][S]: the links on a cube's faces are optical and pass through the OCS; "
+                "or wraparound [0, 0, 0] for a mesh");
+  }
+}
+
+// Hosts of another size than the chip's: a host block holds chip.host.chips_per_host chips, or the whole slice
+// when it is smaller than one host.
+void check_hosts(const PodSpec& pod, const ChipSpec& chip, const std::string& prefix, Diagnostics& diags) {
+  const int per_host = chip.host.chips_per_host;
+  if (per_host <= 0 || pod.host_shape.size() != pod.shape.size()) return;
+  const long long block = std::accumulate(pod.host_shape.begin(), pod.host_shape.end(), 1LL,
+                                          [](long long a, int b) { return a * b; });
+  if (block == per_host) return;
+  long long slice = 1;
+  for (int n : pod.shape) slice *= n;
+  if (pod.host_shape == pod.shape && slice < per_host) return;  // the slice is part of one host
+  diags.error(pod_key_loc(pod, "host_shape"), prefix + "host_shape",
+              fmt::format("a host of chip {} has {} chips", chip.name, per_host),
+              fmt::format("host blocks of {} chips (chip.host.chips_per_host), or the whole slice when it has "
+                          "fewer",
+                          per_host),
+              fmt::format("{} = {} chip{} per host", format_value(pod.host_shape), block, block == 1 ? "" : "s"),
+              "docs/hardware.md: the chips per host of each generation; for a host of another size, set "
+              "chip.host.chips_per_host too");
+}
+
+}  // namespace
+
+void check_pod_on_chip(const PodSpec& pod, const ChipSpec& chip, const std::string& prefix, Diagnostics& diags) {
+  if (pod.shape.empty()) return;
+  check_ici_ports(pod, chip, diags);
+  check_wraparound(pod, chip, prefix, diags);
+  check_hosts(pod, chip, prefix, diags);
+}
+
+ChipSpec load_chip_of_pod(const PodSpec& pod) {
+  ChipSpec chip = load_chip(pod.chip);
+  Diagnostics diags;
+  check_pod_on_chip(pod, chip, "", diags);
+  diags.throw_if_any();
+  return chip;
+}
+
+}  // namespace tpusim
