@@ -171,6 +171,40 @@ TEST_F(OutputFolderTest, AFolderOfAnotherKindOrWithoutAManifestIsRefused) {
   EXPECT_THROW((void)check_output_folder(dir_ / "old", "run"), OutputRefused);
 }
 
+// A run's folder is replaced whole: a comparison written inside it (`compare r1 r2 -o r1/cmp`) was deleted by
+// the next `run -o r1`, its own manifest making it look like part of the run. Now it cannot be written there,
+// and one already there (an older tpusim's) makes the run refuse instead of deleting it.
+TEST_F(OutputFolderTest, AnOutputInsideARunsFolderIsRefusedAndNeverDeletedWithIt) {
+  const fs::path run = dir_ / "r1";
+  {
+    OutputFolder folder(run, "run");
+    put(folder.file("summary.json"), "{}\n");
+    folder.commit();
+  }
+  EXPECT_THROW((void)check_output_folder(run / "cmp", "compare"), OutputRefused);
+  EXPECT_THROW((void)check_output_folder(run / "sub" / "r2", "run"), OutputRefused);
+  {
+    OutputFolder cmp(dir_ / "cmp", "compare");
+    put(cmp.file("compare.csv"), "metric\n");
+    cmp.commit();
+  }
+  fs::rename(dir_ / "cmp", run / "cmp");  // as an older tpusim let it be written
+  EXPECT_EQ(foreign_files(run), (std::vector<std::string>{"cmp/"}));
+  try {
+    (void)check_output_folder(run, "run");
+    FAIL() << "expected OutputRefused";
+  } catch (const OutputRefused& e) {
+    EXPECT_NE(std::string(e.what()).find("a comparison (tpusim compare) written inside it separately"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(OutputFolder(run, "run"), OutputRefused);
+  EXPECT_TRUE(fs::exists(run / "cmp" / "compare.csv"));
+  // A sweep's points are outputs of their own inside it, as before.
+  const fs::path sw = claim_output_folder(dir_ / "sw", "sweep");
+  EXPECT_EQ(check_output_folder(sw / "points" / "00000", "run"), fs::weakly_canonical(sw / "points" / "00000"));
+}
+
 TEST_F(OutputFolderTest, AManifestLineCutShortListsNothing) {
   const fs::path out = claim_output_folder(dir_ / "sw", "sweep");
   put(out / "plan.json", "{}\n");

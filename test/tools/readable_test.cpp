@@ -61,6 +61,10 @@ TEST(Readable, SummaryKeysNameTheirQuantity) {
   EXPECT_EQ(quantity_of_key("metrics.mfu"), Quantity::fraction);
   EXPECT_EQ(quantity_of_key("links.utilization.mean"), Quantity::fraction);
   EXPECT_EQ(quantity_of_key("metrics.chips"), Quantity::count);
+  // Indices under memory. are no sizes: compare showed the chip of memory.in_use as "0 B".
+  EXPECT_EQ(quantity_of_key("memory.in_use.chip"), Quantity::count);
+  EXPECT_EQ(quantity_of_key("memory.in_use.stage"), Quantity::count);
+  EXPECT_EQ(quantity_of_key("memory.in_use.peak_bytes"), Quantity::bytes);
 }
 
 }  // namespace

@@ -48,6 +48,11 @@ std::string marker_line(const fs::path& dir, const std::string& key) {
   return "";
 }
 
+bool holds_point_outputs(const fs::path& dir) {
+  const std::string kind = marker_line(dir, "kind");
+  return kind != "run" && kind != "compare";
+}
+
 }  // namespace output_parts
 
 namespace {
@@ -248,8 +253,27 @@ void check_writable(const fs::path& real, const fs::path& target, const std::str
   fs::remove(probe, ec);
 }
 
+namespace {
+
+// Refuses an output folder inside a run's or a comparison's output: the next write of that folder replaces it
+// whole, which would delete the output inside (`compare ... -o out/r1/cmp`, then `run -o out/r1`).
+void check_not_inside_a_replaced_folder(const fs::path& real, const fs::path& target) {
+  std::error_code ec;
+  for (fs::path p = real.parent_path(); p.has_relative_path(); p = p.parent_path()) {
+    if (!fs::is_directory(fs::symlink_status(p, ec)) || !has_marker(p)) continue;
+    if (holds_point_outputs(p)) return;  // a study's folder: its points are outputs of their own
+    throw OutputRefused(fmt::format("the output folder {} is inside {}, which holds {}: tpusim replaces that "
+                                    "folder whole when it writes it again, which would delete this one. Choose "
+                                    "a folder outside it",
+                                    target.string(), p.string(), describe_kind(marker_kind(p))));
+  }
+}
+
+}  // namespace
+
 fs::path check_output_folder(const fs::path& target, const std::string& kind) {
   const fs::path real = resolve_target(target, "the output folder");
+  check_not_inside_a_replaced_folder(real, target);
   check_writable(real, target, "the output folder");
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(real, ec);
@@ -271,6 +295,14 @@ fs::path check_output_folder(const fs::path& target, const std::string& kind) {
                                     target.string(), describe_kind(found_kind), describe_kind(kind)));
   }
   const std::vector<std::string> foreign = foreign_files(real);
+  for (const std::string& f : foreign) {
+    if (f.empty() || f.back() != '/') continue;
+    // A sub-folder with its own marker: another tpusim output, written there when nothing refused it.
+    throw OutputRefused(fmt::format("the output folder {} holds {}, {} written inside it separately; replacing "
+                                    "{} would delete it. Move {} out of the folder, or choose another -o",
+                                    target.string(), (target / f).string(),
+                                    describe_kind(marker_kind(real / f)), target.string(), f));
+  }
   if (!foreign.empty()) {
     std::string list;
     for (std::size_t i = 0; i < std::min<std::size_t>(foreign.size(), 5); ++i) list += "\n  " + foreign[i];

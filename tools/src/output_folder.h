@@ -5,7 +5,9 @@
 //   folder of the same kind holding the marker file `.tpusim-output` (which names the kind: run, sweep, ...)
 //   and nothing but the files listed in its manifest `.tpusim-manifest` (name, size and checksum of every
 //   file tpusim wrote there). A sub-folder with its own marker (a sweep's point) is judged by its own
-//   manifest. Refused (OutputRefused, exit 2): an existing file, a folder without the marker, a folder of
+//   manifest in a study's folder (sweep, layouts, calibrate); in a run's or a comparison's folder, which is
+//   replaced whole, it is not tpusim's to delete, and an output folder inside one is refused (it would be
+//   deleted with it). Refused (OutputRefused, exit 2): an existing file, a folder without the marker, a folder of
 //   another kind, a folder holding any file its manifest does not list at that size and content checksum (the
 //   user's, or edited by the user; an older tpusim kept no manifest, so all of its files count as the user's),
 //   a symbolic link, the current folder, any ancestor of it (so `.`, `..`, `some/dir/.` and `/`), and anything

@@ -14,6 +14,10 @@ namespace tpusim::tools::output_parts {
 [[nodiscard]] std::string read_text(const std::filesystem::path& path);
 // The value of the "KEY: " line of `dir`'s marker ("" when it has none).
 [[nodiscard]] std::string marker_line(const std::filesystem::path& dir, const std::string& key);
+// Whether the marked folder `dir` holds outputs of its own in marked sub-folders: a study written in place (a
+// sweep's, a layout search's or a calibration's points), or an older tpusim's folder, whose marker names no
+// kind. A run's or a comparison's folder does not: it is replaced whole, so nothing may be written inside it.
+[[nodiscard]] bool holds_point_outputs(const std::filesystem::path& dir);
 
 // The whole manifest of a folder tpusim just wrote (every regular file below it but the marker, the manifest
 // and the staging note), written atomically.

@@ -107,9 +107,11 @@ bool is_staging_name(const std::string& name) {
 }
 
 // Adds to `found` the files under `dir` (named `prefix`+relative path) that `listed` (the manifest of the
-// marked folder `dir` is in, relative to it with `rel`) does not list as they are.
+// marked folder `dir` is in, relative to it with `rel`) does not list as they are. A marked sub-folder is judged
+// by its own manifest where the folder holds outputs of its own (holds_point_outputs); elsewhere it is foreign
+// as a whole ("NAME/"): a run's or comparison's folder is replaced whole, and tpusim wrote no such sub-folder.
 void collect_foreign(const fs::path& dir, const std::string& prefix, const std::string& rel, const Manifest& listed,
-                     std::vector<std::string>& found) {
+                     bool nested_outputs, std::vector<std::string>& found) {
   std::error_code ec;
   std::vector<fs::path> entries;
   for (const auto& e : fs::directory_iterator(dir, ec)) entries.push_back(e.path());
@@ -123,10 +125,12 @@ void collect_foreign(const fs::path& dir, const std::string& prefix, const std::
     }
     if (is_staging_name(name)) continue;
     if (fs::is_directory(st)) {
-      if (has_marker(p)) {
-        collect_foreign(p, shown + "/", "", read_manifest(p), found);
+      if (has_marker(p) && !nested_outputs) {
+        found.push_back(shown + "/");
+      } else if (has_marker(p)) {
+        collect_foreign(p, shown + "/", "", read_manifest(p), holds_point_outputs(p), found);
       } else {
-        collect_foreign(p, shown + "/", rel + name + "/", listed, found);
+        collect_foreign(p, shown + "/", rel + name + "/", listed, nested_outputs, found);
       }
       continue;
     }
@@ -194,7 +198,7 @@ std::optional<SignatureSums> signature_sums(const std::string& text) {
 
 std::vector<std::string> foreign_files(const fs::path& dir) {
   std::vector<std::string> found;
-  collect_foreign(dir, "", "", read_manifest(dir), found);
+  collect_foreign(dir, "", "", read_manifest(dir), holds_point_outputs(dir), found);
   return found;
 }
 

@@ -80,6 +80,7 @@ Quantity quantity_of_key(std::string_view key) {
     return Quantity::per_s;
   }
   if (ends("_s") || has("_s.")) return Quantity::seconds;  // "job.losses_s.restore" too
+  if (ends(".chip") || ends(".stage")) return Quantity::count;  // an index: memory.in_use.chip is no size
   if (has("bytes") || key.substr(0, 7) == "memory.") return Quantity::bytes;
   if (has("flops")) return Quantity::flops;
   for (std::string_view f : {"mfu", "hfu", "goodput", "share", "utilization", "efficiency", "fraction"}) {
