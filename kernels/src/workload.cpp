@@ -351,6 +351,16 @@ ir::ProgramSet lower_workload(const WorkloadSpec& workload, const ChipSpec& chip
   return lower(workload, chip).programs;
 }
 
+double model_flops(const LoweredWorkload& lowered, std::uint32_t chips) {
+  std::vector<double> per_program;
+  for (const ir::Program& p : lowered.programs.programs) per_program.push_back(p.model_flops());
+  double f = 0;
+  for (std::uint32_t c = 0; c < chips; ++c) {
+    f += per_program[lowered.programs.role_of_chip.empty() ? 0 : lowered.programs.role_of_chip[c]];
+  }
+  return f;
+}
+
 LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip) {
   PodSpec one;
   one.shape = {1};
@@ -381,7 +391,10 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
     return out;
   }
   if (!whole_model(workload)) check_resident_bytes(workload, chip);
-  out.closed_form_model_flops = closed_form_model_flops(workload, shard);
+  // The job's: the model's for the global batch, whatever the mesh (each chip's programs count their share of
+  // it: ShardView::replicas); the other kinds' chips each run the whole one-chip step.
+  out.closed_form_model_flops = closed_form_model_flops(workload);
+  if (!whole_model(workload)) out.closed_form_model_flops *= static_cast<double>(pod.chip_count());
   if (model.kind == ModelKind::dlrm) {
     out.programs = lower_dlrm(workload, chip);  // dlrm.cpp
     return out;

@@ -137,6 +137,26 @@ TEST_F(ShardCli, CollectiveMatmulOverATwoAxisTensorGroupIsFasterAndNeverFasterTh
   EXPECT_GE(t_on, on["units"]["mxu"]["busy_s"]["max"].get<double>());
 }
 
+// `batch: []` on fsdp 4: every chip runs all 4 sequences (the weights still sharded), four times the hardware
+// FLOPs of the batch split over fsdp, for the same model: the model FLOPs stay the model's (a 2-block GPT-3 XL,
+// 4 x 2048 tokens), and the longer step lowers MFU while HFU counts the copies.
+TEST_F(ShardCli, ABatchReplicatedOverFsdpKeepsTheModelFlopsSoMfuFallsAsTheStepLengthens) {
+  const std::string base = "gpt3-1.3b-fsdp-tensor-v4-2x2x1 --set workload.model.layers=2 --set workload.batch=4 "
+                           "--set 'workload.mesh={fsdp: 4}'";
+  const auto plain = summary(base, "plain");
+  const auto replicated = summary(base + " --set 'workload.sharding={batch: []}'", "replicated");
+  const double layers = 2, d = 2048, tokens = 4 * 2048;
+  const double by_hand = (6 * (12 * layers * d * d + 50257 * d) + 12 * layers * d * 2048) * tokens;
+  EXPECT_NEAR(plain["metrics"]["model_flops"].get<double>() / by_hand, 1.0, 1e-12);
+  EXPECT_NEAR(replicated["metrics"]["model_flops"].get<double>() / by_hand, 1.0, 1e-12);
+  const double t_plain = plain["metrics"]["step_time_s"], t_replicated = replicated["metrics"]["step_time_s"];
+  EXPECT_GT(t_replicated, 2 * t_plain);
+  EXPECT_LT(replicated["metrics"]["mfu"].get<double>(), plain["metrics"]["mfu"].get<double>());
+  EXPECT_NEAR(replicated["metrics"]["mfu"].get<double>() / plain["metrics"]["mfu"].get<double>(),
+              t_plain / t_replicated, 1e-9);
+  EXPECT_GT(replicated["metrics"]["hfu"].get<double>(), 3 * replicated["metrics"]["mfu"].get<double>());
+}
+
 TEST_F(ShardCli, ADataParallelSliceRunsTheOneChipComputeOnEveryChip) {
   const std::string model = "gpt3-1.3b-train-v4 --set workload.model.layers=2";
   const auto one = summary(model + " --set workload.batch=2", "one");

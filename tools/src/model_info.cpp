@@ -18,15 +18,15 @@ std::string count_text(double n) {
 
 void print_lowering_summary(const Scenario& s, const kernels::LoweredWorkload& lowered, std::ostream& out) {
   std::size_t instructions = 0;
-  double model = 0, hardware = 0;
-  for (const auto& p : lowered.programs.programs) {
-    instructions += p.size();
-    model += p.model_flops();
-    hardware += p.hardware_flops();
-  }
+  for (const auto& p : lowered.programs.programs) instructions += p.size();
+  // Over the pod's chips: model FLOPs count replicated work once (and no padding), hardware FLOPs every copy.
+  const auto chips = static_cast<std::uint32_t>(s.pod.chip_count());
+  double hardware = 0;
+  for (std::uint32_t c = 0; c < chips; ++c) hardware += lowered.programs.program_for(c).hardware_flops();
   out << fmt::format("{}: {} program{} of {} instructions\n", s.name, lowered.programs.programs.size(),
                      lowered.programs.programs.size() == 1 ? "" : "s", instructions);
-  out << fmt::format("  model FLOPs     {:.6g} per chip (closed form {:.6g}); hardware FLOPs {:.6g}\n", model,
+  out << fmt::format("  model FLOPs     {:.6g} over {} chip{} (closed form {:.6g}); hardware FLOPs {:.6g}\n",
+                     kernels::model_flops(lowered, chips), chips, chips == 1 ? "" : "s",
                      lowered.closed_form_model_flops, hardware);
   if (lowered.work.tokens > 0) out << fmt::format("  tokens per step {:.6g}\n", lowered.work.tokens);
   if (lowered.memory) {

@@ -65,11 +65,13 @@ AttentionSaved attention_forward(Builder& b, const OpName& name, AttentionImpl i
     qk.a = {q}, qk.b = {k}, qk.outputs = {p};
     qk.a_times = 1.0, qk.b_times = nq * kv_times;
     qk.epilogue = flash_forward_work(s);
+    qk.flops.model_share = s.model_share;
     b.matmul(sub(name, "qk"), ir::OpClass::attention, qk);
     Builder::Matmul pv;
     pv.m = rows, pv.k = s.s_k, pv.n = s.d_head, pv.batch = bkv, pv.dtype = dt;
     pv.a = {p}, pv.b = {v}, pv.outputs = {saved.o, saved.stats};
     pv.a_times = 0.0, pv.b_times = nq * kv_times;
+    pv.flops.model_share = s.model_share;
     b.matmul(sub(name, "pv"), ir::OpClass::attention, pv);
     return saved;
   }
@@ -79,6 +81,7 @@ AttentionSaved attention_forward(Builder& b, const OpName& name, AttentionImpl i
   Builder::Matmul qk;
   qk.m = rows, qk.k = s.d_head, qk.n = s.s_k, qk.batch = bkv, qk.dtype = dt;
   qk.a = {q}, qk.b = {k}, qk.outputs = {sc};
+  qk.flops.model_share = s.model_share;
   if (kv_times < 1.0) {
     const GemmTiling t = b.tiling(rows, s.d_head, s.s_k, dt);
     qk.b_times = std::ceil(static_cast<double>(rows) / static_cast<double>(t.tm)) * kv_times;
@@ -100,6 +103,7 @@ AttentionSaved attention_forward(Builder& b, const OpName& name, AttentionImpl i
   Builder::Matmul pv;
   pv.m = rows, pv.k = s.s_k, pv.n = s.d_head, pv.batch = bkv, pv.dtype = dt;
   pv.a = {p}, pv.b = {v}, pv.outputs = {saved.o};
+  pv.flops.model_share = s.model_share;
   if (kv_times < 1.0) {
     const GemmTiling t = b.tiling(rows, s.s_k, s.d_head, dt);
     pv.b_times = std::ceil(static_cast<double>(rows) / static_cast<double>(t.tm)) * kv_times;
@@ -126,7 +130,8 @@ AttentionGrads attention_backward(Builder& b, const OpName& name, AttentionImpl 
     mm.m = m, mm.k = k, mm.n = n, mm.batch = bkv, mm.dtype = dt;
     mm.a = std::move(a), mm.b = std::move(bb), mm.outputs = std::move(out);
     mm.a_times = a_times, mm.b_times = b_times;
-    mm.flops = Builder::matmul_flops(m, k, n, bkv, recompute);
+    mm.flops.given = Builder::matmul_flops(m, k, n, bkv, recompute);
+    mm.flops.model_share = s.model_share;
     mm.epilogue = epilogue;
     b.matmul(sub(name, what), ir::OpClass::attention, mm);
   };
@@ -150,7 +155,7 @@ AttentionGrads attention_backward(Builder& b, const OpName& name, AttentionImpl 
       mm.a = {saved.q}, mm.b = {saved.k}, mm.outputs = {p};
       mm.a_times = nk, mm.b_times = 1.0;
       mm.extra_reads = {{saved.stats, nk}, {rows_d, nk}};
-      mm.flops = Builder::matmul_flops(rows, s.d_head, s.s_k, bkv, true);
+      mm.flops.given = Builder::matmul_flops(rows, s.d_head, s.s_k, bkv, true);
       mm.epilogue = recompute.times(scores(s));
       b.matmul(sub(name, "recompute"), ir::OpClass::attention, mm);
     }

@@ -30,6 +30,7 @@ struct AttentionShape {
   int heads = 0, kv_heads = 0, d_head = 0;
   bool causal = true;
   bool relative_bias = false;  // T5's per-head position bias added to the scores
+  double model_share = 1;      // of its FLOPs, model FLOPs on this chip (Builder::Matmul::flops.model_share)
 };
 
 // The flash kernel's blocks: bk = min(s_k, 512) (assumption: the key block of JAX's splash attention

@@ -79,13 +79,14 @@ std::size_t Builder::matmul(const OpName& name, ir::OpClass cls, const Matmul& m
 
 std::size_t Builder::ring_partial(const OpName& name, ir::OpClass cls, const Matmul& mm,
                                   const std::vector<fused::TensorId>& chunks, std::size_t i) {
-  const Flops whole = mm.flops.value_or(matmul_flops(mm.m, mm.k, mm.n, mm.batch, name.phase == fused::Phase::recompute));
+  const Flops whole =
+      mm.flops.given.value_or(matmul_flops(mm.m, mm.k, mm.n, mm.batch, name.phase == fused::Phase::recompute));
   const auto n = static_cast<std::int64_t>(chunks.size());
   const double share = 1.0 / static_cast<double>(n);
   Matmul part = mm;
   part.m = mm.m / n;
   part.a = {chunks[i]};
-  part.flops = Flops{whole.model * share, whole.hardware * share};
+  part.flops.given = Flops{whole.model * share, whole.hardware * share};
   part.epilogue = mm.epilogue.times(share);
   OpName pn = name;
   pn.name = fmt::format("{}.step{}", name.name, i);
@@ -105,7 +106,8 @@ void Builder::matmul_with_gradient(const OpName& fed_name, ir::OpClass fed_cls, 
     matmul(dw_name, dw_cls, dw);
     return;
   }
-  const Flops f = dw.flops.value_or(matmul_flops(dw.m, dw.k, dw.n, dw.batch, dw_name.phase == fused::Phase::recompute));
+  const Flops f =
+      dw.flops.given.value_or(matmul_flops(dw.m, dw.k, dw.n, dw.batch, dw_name.phase == fused::Phase::recompute));
   const double share = 1.0 / static_cast<double>(n);
   std::vector<fused::TensorId> accumulated = dw.outputs;  // every tensor the partials write, added into in place
   for (const fused::Access& w : dw.extra_writes) accumulated.push_back(w.tensor);
@@ -122,7 +124,7 @@ void Builder::matmul_with_gradient(const OpName& fed_name, ir::OpClass fed_cls, 
       part.a = {chunks[i]};
       part.b_times = dw.b_times.value_or(static_cast<double>((part.m + t.tm - 1) / t.tm)) * share;
     }
-    part.flops = Flops{f.model * share, f.hardware * share};
+    part.flops.given = Flops{f.model * share, f.hardware * share};
     part.epilogue = dw.epilogue.times(share);
     for (fused::Access& r : part.extra_reads) r.times *= share;
     if (i > 0) {
@@ -139,14 +141,15 @@ void Builder::matmul_with_gradient(const OpName& fed_name, ir::OpClass fed_cls, 
 
 std::size_t Builder::partial_rows(const OpName& name, ir::OpClass cls, const Matmul& mm, int blocks, int order,
                                   fused::TensorId out) {
-  const Flops whole = mm.flops.value_or(matmul_flops(mm.m, mm.k, mm.n, mm.batch, name.phase == fused::Phase::recompute));
+  const Flops whole =
+      mm.flops.given.value_or(matmul_flops(mm.m, mm.k, mm.n, mm.batch, name.phase == fused::Phase::recompute));
   const double share = 1.0 / static_cast<double>(blocks);
   Matmul part = mm;
   part.m = mm.m / blocks;
   const GemmTiling t = tiling(part.m, part.k, part.n, part.dtype);
   // This block's rows of `a`, each re-read once per column tile of the part's own tiling.
   part.a_times = mm.a_times.value_or(static_cast<double>((part.n + t.tn - 1) / t.tn)) * share;
-  part.flops = Flops{whole.model * share, whole.hardware * share};
+  part.flops.given = Flops{whole.model * share, whole.hardware * share};
   part.epilogue = mm.epilogue.times(share);
   part.outputs = {out};
   OpName pn = name;
@@ -173,8 +176,9 @@ std::size_t Builder::one_matmul(const OpName& name, ir::OpClass cls, const Matmu
   op.reads.insert(op.reads.end(), mm.extra_reads.begin(), mm.extra_reads.end());
   for (fused::TensorId c : mm.outputs) op.writes.push_back({c, 1});
   op.writes.insert(op.writes.end(), mm.extra_writes.begin(), mm.extra_writes.end());
-  const Flops f = mm.flops.value_or(matmul_flops(mm.m, mm.k, mm.n, mm.batch, name.phase == fused::Phase::recompute));
-  op.flops.model = f.model;
+  const Flops f =
+      mm.flops.given.value_or(matmul_flops(mm.m, mm.k, mm.n, mm.batch, name.phase == fused::Phase::recompute));
+  op.flops.model = f.model * mm.flops.model_share;
   op.flops.hardware = f.hardware;
   op.vpu = mm.epilogue;
   if (quantize_int8_ && mm.dtype == DType::int8) {

@@ -107,6 +107,9 @@ struct Param {
   std::vector<fused::TensorId> state;
   double elements = 0;  // on this chip
   int shards = 1;       // FSDP: chips the parameter is stored over
+  // The share of the products with this weight (forward, input and weight gradients) that are model FLOPs on
+  // this chip: Builder::Matmul::flops.model_share of the matmuls that use it.
+  double model_share = 1;
 };
 
 // Where a backward op puts a parameter's gradient (Builder::gradient): `tensor`, accumulating into what it
@@ -162,7 +165,14 @@ class Builder {
     std::vector<fused::Access> extra_reads;   // read once more (a bias, the accumulator of a gradient)
     std::vector<fused::Access> extra_writes;  // written besides the outputs (a bias gradient)
     std::optional<double> a_times, b_times;
-    std::optional<Flops> flops;
+    // Its FLOPs: `given`, else 2 m k n per product (model FLOPs unless recompute). This chip counts
+    // `model_share` of the model FLOPs: below 1 when other chips compute the same products (a repeated kv head,
+    // a mesh axis none of its dimensions is sharded over: ShardView::replicas) or some of its rows are padding.
+    // Hardware FLOPs count it whole.
+    struct Count {
+      std::optional<Flops> given;
+      double model_share = 1;
+    } flops;
     fused::VpuWork epilogue;  // VPU work inside the kernel
     // Collective matmul: `a`'s tokens run along the contraction (a weight gradient, A^T dY), so a ring-gathered
     // `a` is read whole rather than split by rows (ring_gathered). Its gather happened in an earlier phase

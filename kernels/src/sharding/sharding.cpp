@@ -2,6 +2,8 @@
 #include "tpusim/kernels/sharding.h"
 
 #include <algorithm>
+#include <initializer_list>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -296,6 +298,42 @@ void check_rules(const WorkloadSpec& w, const ShardingPlan& plan) {
   diags.throw_if_any();
 }
 
+// ShardView::replicas: a stage's chips (every mesh axis but the pipeline's) over the chips that split a
+// matmul's products, its tokens (batch, length) and its other dimension, each mesh axis counted once; kv heads
+// fewer than their shards repeat each head on kv_shards / kv_heads of them.
+Replicas replicas_of(const ShardingPlan& plan, int kv_heads) {
+  using L = LogicalAxis;
+  const auto& axes = plan.mesh.axes();
+  const auto in = [](const std::vector<int>& v, int i) { return std::find(v.begin(), v.end(), i) != v.end(); };
+  int chips = 1;
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    if (!in(plan.axes(L::layers), static_cast<int>(i))) chips *= axes[i].size;
+  }
+  const auto replicas = [&](std::initializer_list<L> dims) {
+    std::vector<int> used;
+    for (const std::vector<L>& group : {std::vector<L>{L::batch, L::length}, std::vector<L>(dims)}) {
+      for (const L d : group) {
+        for (const int i : plan.axes(d)) {
+          if (!in(used, i)) used.push_back(i);
+        }
+      }
+    }
+    int split = 1;
+    for (const int i : used) split *= axes[static_cast<std::size_t>(i)].size;
+    return std::max(1, chips / split);
+  };
+  const int kv_shards = plan.shards(L::kv_heads);
+  const int kv_copies = kv_heads > 0 && kv_shards > kv_heads && kv_shards % kv_heads == 0 ? kv_shards / kv_heads : 1;
+  Replicas r;
+  r.tokens = replicas({});
+  r.heads = replicas({L::heads});
+  r.kv_heads = replicas({L::kv_heads}) * kv_copies;
+  r.mlp = replicas({L::mlp});
+  r.vocab = replicas({L::vocab});
+  r.experts = replicas({L::expert, L::mlp});
+  return r;
+}
+
 }  // namespace
 
 int ShardingPlan::shards(LogicalAxis a) const {
@@ -421,8 +459,8 @@ ShardView shard_view(const WorkloadSpec& w, const ShardingPlan& plan, int stage)
     s.moe.d_ff = divide(s.moe.d_ff, mlp, LogicalAxis::mlp, "the expert d_ff", "workload.mesh", model_at);
     // The vocabulary is padded up to a multiple of its shards (Megatron pads it likewise).
     const int v = plan.shards(LogicalAxis::vocab);
-    s.vocab = (s.vocab + v - 1) / v;
-    s.vocab_shards = v;
+    s.vocab.rows = (s.vocab.rows + v - 1) / v;
+    s.vocab.shards = v;
     // Context parallelism: each chip holds 1 / c of every sequence's tokens (attention gathers the keys).
     const int c = plan.shards(LogicalAxis::length);
     if (c > 1) {
@@ -459,6 +497,7 @@ ShardView shard_view(const WorkloadSpec& w, const ShardingPlan& plan, int stage)
                 "data and fsdp axes only for this model", std::string(model_kind_name(w.model.kind)));
   }
   diags.throw_if_any();
+  s.replicas = replicas_of(plan, w.model.kind == ModelKind::transformer ? w.model.transformer.kv() : 1);
   return s;
 }
 

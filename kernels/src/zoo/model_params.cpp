@@ -176,7 +176,8 @@ StepWork step_work(const WorkloadSpec& w, const ShardView& shard) {
   return s;
 }
 
-double closed_form_model_flops(const WorkloadSpec& w, const ShardView& shard) {
+double closed_form_model_flops(const WorkloadSpec& w) {
+  const ShardView shard = full_shard(w);
   const double batch = static_cast<double>(shard.batch);
   if (w.model.kind == ModelKind::resnet) {
     // Forward 2 x MACs; training 3 x that less the stem's input gradient (the images need none).
@@ -199,13 +200,13 @@ double closed_form_model_flops(const WorkloadSpec& w, const ShardView& shard) {
   }
   if (w.model.kind != ModelKind::transformer) return 0;
   const TransformerModel& t = w.model.transformer;
-  // Per-token matmul parameters of each part (the shard's share when sharded: heads, d_ff, experts, vocab).
+  // Per-token matmul parameters of each part.
   const double d = static_cast<double>(t.d_model), q = t.head_dim();
   const double hd = shard.heads * q, kvd = shard.kv_heads * q;
   const double up = t.gated() ? 2 : 1;
   const double f = static_cast<double>(shard.d_ff), fe = static_cast<double>(shard.moe.d_ff);
   const double attn = d * (hd + 2 * kvd) + hd * d;
-  const double vocab = d * static_cast<double>(shard.vocab) + (t.ends.lm_head_transform ? d * d : 0);
+  const double vocab = d * static_cast<double>(shard.vocab.rows) + (t.ends.lm_head_transform ? d * d : 0);
   auto block = [&](int layer) {
     if (!t.moe.is_moe_layer(layer)) return attn + d * up * f + f * d;
     const double active_experts = static_cast<double>(t.moe.top_k) * shard.moe.experts / t.moe.experts;
@@ -228,8 +229,7 @@ double closed_form_model_flops(const WorkloadSpec& w, const ShardView& shard) {
   const double head = shard.pipeline.head ? vocab : 0;
   const double l_dec = shard.pipeline.layers, l_enc = shard.pipeline.encoder_layers;
   const double xattn = enc_dec ? s : 0;  // cross-attention keys per decoder query
-  // Self-attention keys per query: the whole sequence (context parallelism: every chip's part of it).
-  const double keys_dec = s_dec * shard.context_shards;
+  const double keys_dec = s_dec;  // self-attention keys per query: the whole sequence
   switch (w.step) {
     case StepKind::train:
     case StepKind::forward: {

@@ -63,6 +63,13 @@ class ResnetStep {
   TensorId conv_forward(Conv& c, TensorId x);
   // Gradient at z -> gradient at x (through the ReLU when the caller has not done it).
   TensorId conv_backward(const Conv& c, TensorId dz);
+  // A matmul with every product's model FLOPs counted once over the chips that compute the same images
+  // (ShardView::replicas: a batch rule that leaves out a mesh axis).
+  [[nodiscard]] Builder::Matmul matmul() const {
+    Builder::Matmul mm;
+    mm.flops.model_share = 1.0 / std::max(1, shard_.replicas.tokens);
+    return mm;
+  }
 
   const WorkloadSpec& w_;
   const ResnetModel& r_;
@@ -89,7 +96,7 @@ TensorId ResnetStep::conv_forward(Conv& c, TensorId x) {
   {
     // Re-reads from the tiling of the equivalent im2col product m x (taps Cin) x Cout.
     const GemmTiling t = b_.tiling(m, static_cast<std::int64_t>(taps) * c.cin, c.cout, w_.numerics.dtype);
-    Builder::Matmul mm;
+    Builder::Matmul mm = matmul();
     mm.m = m, mm.k = c.cin, mm.n = c.cout, mm.batch = taps, mm.dtype = w_.numerics.dtype;
     mm.a = {x}, mm.b = {c.weights.w}, mm.outputs = {c.y};
     mm.a_times = std::ceil(static_cast<double>(c.cout) / static_cast<double>(t.tn));
@@ -131,7 +138,7 @@ TensorId ResnetStep::conv_backward(const Conv& c, TensorId dz) {
   // Weight gradient: one product per tap, Cin x (positions) x Cout.
   {
     const auto m = static_cast<std::int64_t>(out);
-    Builder::Matmul mm;
+    Builder::Matmul mm = matmul();
     mm.m = c.cin, mm.k = m, mm.n = c.cout, mm.batch = taps, mm.dtype = w_.numerics.dtype;
     const GradientWrite dw = b_.gradient(c.weights, micro_);
     mm.a = {c.x}, mm.b = {dy}, mm.outputs = {dw.tensor};
@@ -147,7 +154,7 @@ TensorId ResnetStep::conv_backward(const Conv& c, TensorId dz) {
   const TensorId dx = b_.activation(mbp_ + c.name + ".bwd.dx", in * c.cin);
   const auto m = static_cast<std::int64_t>(out);
   const GemmTiling t = b_.tiling(m, static_cast<std::int64_t>(taps) * c.cout, c.cin, w_.numerics.dtype);
-  Builder::Matmul mm;
+  Builder::Matmul mm = matmul();
   mm.m = m, mm.k = c.cout, mm.n = c.cin, mm.batch = taps, mm.dtype = w_.numerics.dtype;
   mm.a = {dy}, mm.b = {c.weights.w}, mm.outputs = {dx};
   mm.a_times = std::ceil(static_cast<double>(c.cin) / static_cast<double>(t.tn));
@@ -236,7 +243,7 @@ fused::Graph ResnetStep::build() {
               positions(last) * in, kAveragePool, {{x, 1}}, {{features, 1}});
     const TensorId logits = b_.activation(mbp_ + "head.fwd.logits", b * r_.classes);
     {
-      Builder::Matmul mm;
+      Builder::Matmul mm = matmul();
       mm.m = shard_.microbatch(), mm.k = in, mm.n = r_.classes, mm.dtype = w_.numerics.dtype;
       mm.a = {features}, mm.b = {fc.w}, mm.outputs = {logits}, mm.extra_reads = {{fc_bias.w, 1}};
       mm.epilogue = kAdd.per_element.times(b * r_.classes);
@@ -255,11 +262,11 @@ fused::Graph ResnetStep::build() {
     // ---- backward ----
     const TensorId dfeatures = b_.activation(mbp_ + "head.bwd.dfeatures", b * in);
     {
-      Builder::Matmul mm;
+      Builder::Matmul mm = matmul();
       mm.m = shard_.microbatch(), mm.k = r_.classes, mm.n = in, mm.dtype = w_.numerics.dtype;
       mm.a = {dlogits}, mm.b = {fc.w}, mm.outputs = {dfeatures};
       b_.matmul(OpName{Phase::backward, mbp_ + "head", "fc.dx"}, ir::OpClass::loss, mm);
-      Builder::Matmul dw;
+      Builder::Matmul dw = matmul();
       dw.m = in, dw.k = shard_.microbatch(), dw.n = r_.classes, dw.dtype = w_.numerics.dtype;
       const GradientWrite dfc = b_.gradient(fc, micro), dbias = b_.gradient(fc_bias, micro);
       dw.a = {features}, dw.b = {dlogits}, dw.outputs = {dfc.tensor}, dw.extra_writes = {{dbias.tensor, 1}};
@@ -306,7 +313,7 @@ fused::Graph ResnetStep::build() {
       if (dnorm.accumulate) reads.push_back({dnorm.tensor, 1});
       b_.vector(OpName{ph, mbp_ + "stem", "norm"}, ir::OpClass::norm_activation, ir::VectorOp::reduction, elements,
                 kBatchNormBackward, reads, {{dy, 1}, {dnorm.tensor, 1}});
-      Builder::Matmul mm;
+      Builder::Matmul mm = matmul();
       mm.m = stem_conv.cin, mm.k = static_cast<std::int64_t>(positions(stem_conv.out_size)), mm.n = stem_conv.cout;
       mm.batch = stem_conv.k * stem_conv.k, mm.dtype = w_.numerics.dtype;
       const GradientWrite dw = b_.gradient(stem_conv.weights, micro);

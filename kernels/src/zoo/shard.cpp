@@ -18,7 +18,7 @@ ShardView full_shard(const WorkloadSpec& w) {
     s.d_ff = t.d_ff;
     s.moe.d_ff = t.moe.d_ff > 0 ? t.moe.d_ff : t.d_ff;
     s.moe.experts = t.moe.experts;
-    s.vocab = t.vocab;
+    s.vocab.rows = t.vocab;
     s.pipeline.layers = t.architecture == Architecture::encoder ? t.encoder_depth() : t.decoder_depth();
     s.pipeline.encoder_layers = t.architecture == Architecture::encoder_decoder ? t.encoder_depth() : 0;
     // workload.part: blocks runs the stack alone, as a middle pipeline stage does: its input activations come in

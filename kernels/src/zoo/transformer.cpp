@@ -25,16 +25,20 @@
 namespace tpusim::kernels {
 namespace transformer {
 
-Param TransformerStep::param(const std::string& name, std::int64_t rows, std::int64_t cols) {
-  return b_.parameter(name, rows, cols, ParamStorage{dtypes_.weights, mode_.train, w_.optimizer, shard_.weight_shards});
+Param TransformerStep::param(const std::string& name, std::int64_t rows, std::int64_t cols, double model_share) {
+  Param p =
+      b_.parameter(name, rows, cols, ParamStorage{dtypes_.weights, mode_.train, w_.optimizer, shard_.weight_shards});
+  p.model_share = model_share;
+  return p;
 }
 
 BlockParams TransformerStep::block_params(const std::string& scope, bool cross, bool moe) {
   BlockParams p;
   const std::int64_t hd = static_cast<std::int64_t>(heads_.query) * heads_.dim;
   p.norm1 = param(scope + ".norm1", 1, norm_params());
-  p.qkv = param(scope + ".qkv", d_, qkv_width());
-  p.out = param(scope + ".out", hd, d_);
+  const Replicas& r = shard_.replicas;
+  p.qkv = param(scope + ".qkv", d_, qkv_width(), qkv_share());
+  p.out = param(scope + ".out", hd, d_, share(r.heads));
   if (m_.style.block == TransformerBlock::serial) p.norm2 = param(scope + ".norm2", 1, norm_params());
   if (m_.style.bias) {
     p.qkv_bias = param(scope + ".qkv_bias", 1, qkv_width());
@@ -42,19 +46,19 @@ BlockParams TransformerStep::block_params(const std::string& scope, bool cross, 
   }
   if (cross) {
     p.cross.norm = param(scope + ".norm_x", 1, norm_params());
-    p.cross.q = param(scope + ".q_x", d_, hd);
-    p.cross.kv = param(scope + ".kv_x", d_, 2 * static_cast<std::int64_t>(heads_.kv) * heads_.dim);
-    p.cross.out = param(scope + ".out_x", hd, d_);
+    p.cross.q = param(scope + ".q_x", d_, hd, share(r.heads));
+    p.cross.kv = param(scope + ".kv_x", d_, 2 * static_cast<std::int64_t>(heads_.kv) * heads_.dim, share(r.kv_heads));
+    p.cross.out = param(scope + ".out_x", hd, d_, share(r.heads));
   }
   p.moe = moe;
   if (moe) {
-    p.experts.router = param(scope + ".router", d_, m_.moe.experts);
+    p.experts.router = param(scope + ".router", d_, m_.moe.experts, share(r.tokens));
     p.experts.up = param(scope + ".experts_up", static_cast<std::int64_t>(shard_.moe.experts) * d_, up_width(true));
     p.experts.down =
         param(scope + ".experts_down", static_cast<std::int64_t>(shard_.moe.experts) * shard_.moe.d_ff, d_);
   } else {
-    p.up = param(scope + ".up", d_, up_width(false));
-    p.down = param(scope + ".down", shard_.d_ff, d_);
+    p.up = param(scope + ".up", d_, up_width(false), share(r.mlp));
+    p.down = param(scope + ".down", shard_.d_ff, d_, share(r.mlp));
     if (m_.style.bias) {
       p.up_bias = param(scope + ".up_bias", 1, up_width(false));
       p.down_bias = param(scope + ".down_bias", 1, d_);
@@ -80,7 +84,7 @@ TensorId TransformerStep::embed(const std::string& mbp, std::int64_t tokens, std
   // from the tables all-gathered first, like any weight.
   const double rows = static_cast<double>(tokens);
   std::vector<Access> reads{
-      {weights(-1, phase, outer_.table), std::min(1.0, rows / static_cast<double>(shard_.vocab))}};
+      {weights(-1, phase, outer_.table), std::min(1.0, rows / static_cast<double>(shard_.vocab.rows))}};
   VpuCost cost{"embedding", {0, 0}, ""};
   if (outer_.positions.elements > 0) {
     reads.push_back({weights(-1, phase, outer_.positions),
@@ -117,6 +121,7 @@ TransformerStep::HeadFwd TransformerStep::head_forward(const std::string& mbp, T
     Builder::Matmul mm;
     mm.m = static_cast<std::int64_t>(nt), mm.k = d_, mm.n = d_, mm.dtype = dtypes_.matmul, mm.a = {h.hf};
     mm.b = {outer_.lm_dense.w}, mm.outputs = {h.ht0};
+    mm.flops.model_share = outer_.lm_dense.model_share;
     b_.matmul(OpName{phase, scope, "transform"}, ir::OpClass::matmul, mm);
     h.ht1 = b_.activation(sc + ".transform_act", nt * static_cast<double>(d_));
     b_.vector(OpName{phase, scope, "transform_act"}, ir::OpClass::norm_activation, ir::VectorOp::elementwise,
@@ -125,7 +130,7 @@ TransformerStep::HeadFwd TransformerStep::head_forward(const std::string& mbp, T
     h.ht = norm(OpName{phase, scope, "transform_norm"}, h.ht1, nt, outer_.lm_norm, &h.statst);
     in = h.ht;
   }
-  const std::int64_t vocab = shard_.vocab;
+  const std::int64_t vocab = shard_.vocab.rows;
   h.logits = b_.activation(sc + ".logits", tokens * static_cast<double>(vocab));
   {
     Builder::Matmul mm;
@@ -133,6 +138,7 @@ TransformerStep::HeadFwd TransformerStep::head_forward(const std::string& mbp, T
     const TensorId weight = m_.ends.tied_embeddings ? outer_.table.w : outer_.out_proj.w;
     mm.b = {points_.weights_before_use(b_.graph(), -1, phase, weight)};
     mm.outputs = {h.logits};
+    mm.flops.model_share = vocab_share();
     b_.matmul(OpName{phase, scope, "logits"}, ir::OpClass::loss, mm);
   }
   cross_entropy(scope, h, tokens * static_cast<double>(vocab), phase);
@@ -144,7 +150,7 @@ void TransformerStep::cross_entropy(const std::string& scope, HeadFwd& h, double
   const double tokens = h.tokens;
   if (mode_.inference) {
     // Greedy sampling; over a vocabulary-parallel head, each chip's best (logit, index) pair is all-reduced.
-    const TensorId next = b_.activation(sc + ".next_token", tokens * (shard_.vocab_shards > 1 ? 2 : 1), DType::f32);
+    const TensorId next = b_.activation(sc + ".next_token", tokens * (shard_.vocab.shards > 1 ? 2 : 1), DType::f32);
     b_.vector(OpName{phase, scope, "sample"}, ir::OpClass::loss, ir::VectorOp::reduction, logits, kSampling,
               {{h.logits, 1}}, {{next, 1}});
     (void)points_.vocab_reduction(b_.graph(), phase, "argmax", next);
@@ -152,7 +158,7 @@ void TransformerStep::cross_entropy(const std::string& scope, HeadFwd& h, double
   }
   if (mode_.train) h.dlogits = b_.activation(sc + ".dlogits", logits);
   const TensorId loss = b_.activation(sc + ".loss", tokens, DType::f32);
-  if (shard_.vocab_shards <= 1) {
+  if (shard_.vocab.shards <= 1) {
     // One fused pass over the logits: the row max, the sums, the loss (and its gradient).
     if (mode_.train) {
       b_.vector(OpName{phase, scope, "cross_entropy"}, ir::OpClass::loss, ir::VectorOp::reduction, logits,
@@ -190,7 +196,7 @@ TensorId TransformerStep::head_backward(const std::string& mbp, const HeadFwd& h
   const Phase ph = Phase::backward;
   const auto t = static_cast<std::int64_t>(h.tokens);
   const double nt = norm_tokens(h.tokens);
-  const std::int64_t vocab = shard_.vocab;
+  const std::int64_t vocab = shard_.vocab.rows;
   const Param& proj = m_.ends.tied_embeddings ? outer_.table : outer_.out_proj;
   const TensorId in = outer_.lm_dense.elements > 0 ? h.ht : h.hf;
   TensorId dh = b_.activation(sc + ".dh", h.tokens * static_cast<double>(d_));
@@ -198,6 +204,7 @@ TensorId TransformerStep::head_backward(const std::string& mbp, const HeadFwd& h
     Builder::Matmul mm;
     mm.m = t, mm.k = vocab, mm.n = d_, mm.dtype = dtypes_.matmul, mm.a = {h.dlogits};
     mm.b = {points_.weights_before_use(b_.graph(), -1, ph, proj.w)}, mm.outputs = {dh};
+    mm.flops.model_share = vocab_share();
     b_.matmul(OpName{ph, scope, "logits.dx"}, ir::OpClass::loss, mm);
   }
   // Vocabulary-parallel: partial sums over the vocab (reduce-scattered into this chip's tokens under sequence
@@ -215,6 +222,7 @@ TensorId TransformerStep::head_backward(const std::string& mbp, const HeadFwd& h
     Builder::Matmul mm;
     mm.m = tn, mm.k = d_, mm.n = d_, mm.dtype = dtypes_.matmul, mm.a = {da}, mm.b = {outer_.lm_dense.w},
     mm.outputs = {dhf};
+    mm.flops.model_share = outer_.lm_dense.model_share;
     b_.matmul(OpName{ph, scope, "transform.dx"}, ir::OpClass::matmul, mm);
     weight_gradient(OpName{ph, scope, "transform.dw"}, ir::OpClass::matmul, d_, tn, d_, 1, {h.hf}, {da},
                     outer_.lm_dense, &outer_.lm_bias);
@@ -250,7 +258,7 @@ fused::Graph TransformerStep::build() {
 
   // Parameters (the encoder of an encoder-decoder keeps its parameters even when decoding: they are stored).
   if (shard_.pipeline.embedding || (shard_.pipeline.head && m_.ends.tied_embeddings))
-    outer_.table = param("embedding.table", shard_.vocab, d_);
+    outer_.table = param("embedding.table", shard_.vocab.rows, d_, vocab_share());
   if (shard_.pipeline.embedding && m_.style.position == PositionKind::learned)
     outer_.positions = param("embedding.positions", m_.context, d_);
   if (shard_.pipeline.embedding && m_.ends.token_types > 0) {
@@ -271,9 +279,10 @@ fused::Graph TransformerStep::build() {
   }
   if (shard_.pipeline.head) {
     outer_.final_norm = param("head.norm", 1, norm_params());
-    if (!m_.ends.tied_embeddings) outer_.out_proj = param("head.out", d_, shard_.vocab);
+    if (!m_.ends.tied_embeddings) outer_.out_proj = param("head.out", d_, shard_.vocab.rows, vocab_share());
     if (m_.ends.lm_head_transform) {
-      outer_.lm_dense = param("head.transform", d_, d_);
+      // On this chip's tokens (norm_tokens): split under sequence parallelism, else repeated over the tensor group.
+      outer_.lm_dense = param("head.transform", d_, d_, share(shard_.replicas.tokens, shard_.sequence_shards));
       outer_.lm_bias = param("head.transform_bias", 1, d_);
       outer_.lm_norm = param("head.transform_norm", 1, norm_params());
     }
@@ -424,7 +433,7 @@ fused::Graph TransformerStep::build() {
           reads.push_back({gw.tensor, fraction});
           writes.push_back({gw.tensor, fraction});
         };
-        scatter_add(outer_.table, std::min(1.0, tokens / static_cast<double>(shard_.vocab)));
+        scatter_add(outer_.table, std::min(1.0, tokens / static_cast<double>(shard_.vocab.rows)));
         if (outer_.positions.elements > 0) {
           scatter_add(outer_.positions, std::min(1.0, static_cast<double>(st.s) / static_cast<double>(m_.context)));
         }

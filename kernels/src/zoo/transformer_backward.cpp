@@ -35,6 +35,7 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
       Builder::Matmul mm;
       mm.m = t, mm.k = d_, mm.n = fd, mm.dtype = dtypes_.matmul, mm.a = {dout}, mm.b = {weights(layer, ph, p.down)};
       mm.outputs = {dg};
+      mm.flops.model_share = p.down.model_share;
       const OpName dw{ph, base.scope, "down.dw"};
       together = input_and_weight_gradient(OpName{ph, base.scope, "down.dx"}, mm, dw, fd, t, d_, {f.mlp.g}, {dout},
                                            p.down, &p.down_bias);
@@ -53,6 +54,7 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
       Builder::Matmul mm;
       mm.m = t, mm.k = fu, mm.n = d_, mm.dtype = dtypes_.matmul, mm.a = {du}, mm.b = {weights(layer, ph, p.up)};
       mm.outputs = {dh};
+      mm.flops.model_share = p.up.model_share;
       if (ring_blocks(layer, mm) > 0) ring = ring_row_parallel(OpName{ph, base.scope, "up.dx"}, layer, mm, nullptr);
       else b_.matmul(OpName{ph, base.scope, "up.dx"}, ir::OpClass::matmul, mm);
     }
@@ -101,6 +103,7 @@ TensorId TransformerStep::mlp_backward(const OpName& base, int layer, TensorId d
     mm.m = static_cast<std::int64_t>(norm_tokens(tokens)), mm.k = experts, mm.n = d_, mm.dtype = dtypes_.matmul;
     mm.a = {drl}, mm.b = {weights(layer, ph, p.experts.router)};
     mm.outputs = {dh_router};
+    mm.flops.model_share = share(shard_.replicas.tokens, shard_.sequence_shards);  // this chip's tokens only
     b_.matmul(OpName{ph, base.scope, "router.dx"}, ir::OpClass::matmul, mm);
   }
   weight_gradient(OpName{ph, base.scope, "router.dw"}, ir::OpClass::matmul, d_, t, experts, 1, {h}, {drl},
@@ -236,6 +239,7 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
       Builder::Matmul mm;
       mm.m = t, mm.k = d_, mm.n = hd, mm.dtype = dtypes_.matmul, mm.a = {dy}, mm.b = {weights(l, ph, out_w)};
       mm.outputs = {d_o};
+      mm.flops.model_share = out_w.model_share;
       const OpName dx{ph, scope, std::string(tag) + "out.dx"}, dw{ph, scope, std::string(tag) + "out.dw"};
       if (!input_and_weight_gradient(dx, mm, dw, hd, t, d_, {saved.o}, {dy}, out_w, cross ? nullptr : &p.out_bias)) {
         b_.matmul(dx, ir::OpClass::matmul, mm);
@@ -244,7 +248,8 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
     }
     const std::int64_t s_k = cross ? stacks_.front().s : st.s_k;
     AttentionShape shape{mb(), st.s, s_k, heads_.query, heads_.kv, heads_.dim, cross ? false : st.causal,
-                         !cross && m_.style.position == PositionKind::relative && st.relative_table.has_value()};
+                         !cross && m_.style.position == PositionKind::relative && st.relative_table.has_value(),
+                         share(shard_.replicas.heads)};
     AttentionSaved use = saved;
     if (!cross && shard_.context_shards > 1 && w_.memory.remat != Remat::full) {
       // Context parallelism: only this chip's keys and values were kept; gathered again, started once this
@@ -271,6 +276,7 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
       Builder::Matmul mm;
       mm.m = t, mm.k = hd, mm.n = d_, mm.dtype = dtypes_.matmul, mm.a = {g.dq}, mm.b = {weights(l, ph, p.cross.q)};
       mm.outputs = {dh_q};
+      mm.flops.model_share = p.cross.q.model_share;
       b_.matmul(OpName{ph, scope, "xq.dx"}, ir::OpClass::matmul, mm);
       weight_gradient(OpName{ph, scope, "xq.dw"}, ir::OpClass::matmul, d_, t, hd, 1, {h}, {g.dq}, p.cross.q, nullptr);
       const double enc_tokens = static_cast<double>(mb()) * static_cast<double>(stacks_.front().s);
@@ -281,6 +287,7 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
       kvm.m = te, kvm.k = kvw, kvm.n = d_, kvm.dtype = dtypes_.matmul, kvm.a = {g.dk, g.dv},
       kvm.b = {weights(l, ph, p.cross.kv)};
       kvm.outputs = {de};
+      kvm.flops.model_share = p.cross.kv.model_share;
       b_.matmul(OpName{ph, scope, "xkv.dx"}, ir::OpClass::matmul, kvm);
       weight_gradient(OpName{ph, scope, "xkv.dw"}, ir::OpClass::matmul, d_, te, kvw, 1, {*enc_out}, {g.dk, g.dv},
                       p.cross.kv, nullptr);
@@ -314,6 +321,7 @@ TensorId TransformerStep::backward_block(const Stack& st, int l, const BlockFwd&
       Builder::Matmul mm;
       mm.m = t, mm.k = qkv_width(), mm.n = d_, mm.dtype = dtypes_.matmul, mm.a = {dq, dk, dv};
       mm.b = {weights(l, ph, p.qkv)}, mm.outputs = {dh1};
+      mm.flops.model_share = p.qkv.model_share;
       if (ring_blocks(l, mm) > 0) ring = ring_row_parallel(OpName{ph, scope, "qkv.dx"}, l, mm, nullptr);
       else b_.matmul(OpName{ph, scope, "qkv.dx"}, ir::OpClass::matmul, mm);
     }

@@ -16,6 +16,7 @@ TensorId TransformerStep::attention_sub(const OpName& base, const Stack& st, int
     Builder::Matmul mm;
     mm.m = static_cast<std::int64_t>(tokens), mm.k = d_, mm.n = qkv_width(), mm.dtype = dtypes_.matmul;
     mm.a = {h}, mm.b = {weights(layer, ph, p.qkv)}, mm.outputs = {q, k, v};
+    mm.flops.model_share = p.qkv.model_share;
     b_.matmul(OpName{ph, base.scope, "qkv"}, ir::OpClass::matmul, mm);
   }
   if (p.qkv_bias.elements > 0) {
@@ -33,9 +34,9 @@ TensorId TransformerStep::attention_sub(const OpName& base, const Stack& st, int
               q_elems + kv_elems, kRotary, {{q, 1}, {k, 1}}, {{q2, 1}, {k2, 1}}, q);
     q = q2, k = k2;
   }
-  AttentionShape shape{
-      mb(),      st.s,       st.s_k,    heads_.query,
-      heads_.kv, heads_.dim, st.causal, m_.style.position == PositionKind::relative && st.relative_table.has_value()};
+  AttentionShape shape{mb(), st.s, st.s_k, heads_.query, heads_.kv, heads_.dim, st.causal,
+                       m_.style.position == PositionKind::relative && st.relative_table.has_value(),
+                       share(shard_.replicas.heads)};
   TensorId keys = k, values = v;
   double kv_times = 1.0;
   f.attn.k_local = k, f.attn.v_local = v;
@@ -62,6 +63,7 @@ TensorId TransformerStep::attention_sub(const OpName& base, const Stack& st, int
     mm.m = static_cast<std::int64_t>(tokens), mm.k = static_cast<std::int64_t>(heads_.query) * heads_.dim, mm.n = d_;
     mm.dtype = dtypes_.matmul;
     mm.a = {f.attn.core.o}, mm.b = {weights(layer, ph, p.out)}, mm.outputs = {a};
+    mm.flops.model_share = p.out.model_share;
     if (ring_blocks(layer, mm) > 0) {
       f.attn.out = ring_row_parallel(OpName{ph, base.scope, "out"}, layer, mm, &p.out_bias);
       return f.attn.out;
@@ -95,6 +97,7 @@ TensorId TransformerStep::mlp_forward(const OpName& base, int layer, TensorId h,
     Builder::Matmul up;
     up.m = static_cast<std::int64_t>(tokens), up.k = d_, up.n = up_width(false), up.dtype = dtypes_.matmul;
     up.a = {h}, up.b = {weights(layer, ph, p.up)}, up.outputs = {u};
+    up.flops.model_share = p.up.model_share;
     b_.matmul(OpName{ph, base.scope, "up"}, ir::OpClass::matmul, up);
     if (p.up_bias.elements > 0) {
       const TensorId u1 = b_.activation(sc + ".up_biased", tokens * static_cast<double>(up_width(false)));
@@ -110,6 +113,7 @@ TensorId TransformerStep::mlp_forward(const OpName& base, int layer, TensorId h,
     Builder::Matmul down;
     down.m = static_cast<std::int64_t>(tokens), down.k = shard_.d_ff, down.n = d_, down.dtype = dtypes_.matmul;
     down.a = {f.mlp.g}, down.b = {weights(layer, ph, p.down)}, down.outputs = {o};
+    down.flops.model_share = p.down.model_share;
     if (ring_blocks(layer, down) > 0) {
       f.mlp.out = ring_row_parallel(OpName{ph, base.scope, "down"}, layer, down, &p.down_bias);
       return f.mlp.out;
@@ -136,6 +140,7 @@ TensorId TransformerStep::mlp_forward(const OpName& base, int layer, TensorId h,
     Builder::Matmul r;
     r.m = static_cast<std::int64_t>(tokens), r.k = d_, r.n = experts, r.dtype = dtypes_.matmul;
     r.a = {h}, r.b = {weights(layer, ph, p.experts.router)}, r.outputs = {f.experts.router_logits};
+    r.flops.model_share = p.experts.router.model_share;
     b_.matmul(OpName{ph, base.scope, "router"}, ir::OpClass::matmul, r);
   }
   f.experts.gates = b_.activation(sc + ".gates", tokens * k * 2, DType::f32);  // weights and expert indices
@@ -199,6 +204,7 @@ BlockFwd TransformerStep::forward_block(const Stack& st, int l, TensorId x, Phas
       Builder::Matmul mm;
       mm.m = static_cast<std::int64_t>(tokens), mm.k = d_, mm.n = static_cast<std::int64_t>(heads_.query) * heads_.dim;
       mm.dtype = dtypes_.matmul, mm.a = {f.cross.norm}, mm.b = {weights(l, phase, p.cross.q)}, mm.outputs = {q};
+      mm.flops.model_share = p.cross.q.model_share;
       b_.matmul(OpName{phase, scope, "xq"}, ir::OpClass::matmul, mm);
     }
     TensorId kx = 0, vx = 0;
@@ -217,15 +223,18 @@ BlockFwd TransformerStep::forward_block(const Stack& st, int l, TensorId x, Phas
       mm.m = static_cast<std::int64_t>(enc_tokens), mm.k = d_,
       mm.n = 2 * static_cast<std::int64_t>(heads_.kv) * heads_.dim;
       mm.dtype = dtypes_.matmul, mm.a = {*enc_out}, mm.b = {weights(l, phase, p.cross.kv)}, mm.outputs = outs;
+      mm.flops.model_share = p.cross.kv.model_share;
       b_.matmul(OpName{phase, scope, "xkv"}, ir::OpClass::matmul, mm);
     }
-    const AttentionShape shape{mb(), st.s, stacks_.front().s, heads_.query, heads_.kv, heads_.dim, false, false};
+    const AttentionShape shape{mb(),  st.s,  stacks_.front().s,           heads_.query, heads_.kv, heads_.dim,
+                               false, false, share(shard_.replicas.heads)};
     f.cross.core = attention_forward(b_, OpName{phase, scope, "xattn"}, w_.kernels.attention, shape, q, kx, vx);
     const TensorId ax = b_.activation(sc + ".xattn_out", tokens * static_cast<double>(d_));
     {
       Builder::Matmul mm;
       mm.m = static_cast<std::int64_t>(tokens), mm.k = static_cast<std::int64_t>(heads_.query) * heads_.dim, mm.n = d_;
       mm.dtype = dtypes_.matmul, mm.a = {f.cross.core.o}, mm.b = {weights(l, phase, p.cross.out)}, mm.outputs = {ax};
+      mm.flops.model_share = p.cross.out.model_share;
       b_.matmul(OpName{phase, scope, "xout"}, ir::OpClass::matmul, mm);
     }
     const TensorId axr = points_.after_row_parallel(b_.graph(), l, phase, ax);
@@ -269,8 +278,9 @@ void TransformerStep::expert_matmul(const OpName& name, std::int64_t m, std::int
   const GradientWrite gw = grad != nullptr ? b_.gradient(*grad, backward_.micro) : GradientWrite{out, false};
   mm.a = {a}, mm.b = {b}, mm.outputs = {gw.tensor};
   const bool recompute = name.phase == Phase::recompute;
-  mm.flops = Builder::Flops{recompute ? 0.0 : 2.0 * useful_macs,
+  mm.flops.given = Builder::Flops{recompute ? 0.0 : 2.0 * useful_macs,
                             Builder::matmul_flops(m, k, n, shard_.moe.experts, recompute).hardware};
+  mm.flops.model_share = share(shard_.replicas.experts);
   if (gw.accumulate) mm.extra_reads.push_back({gw.tensor, 1});
   b_.matmul(name, ir::OpClass::matmul, mm);
 }
@@ -282,6 +292,7 @@ Builder::Matmul TransformerStep::weight_gradient_matmul(std::int64_t m, std::int
   Builder::Matmul mm;
   mm.m = m, mm.k = k, mm.n = n, mm.batch = batch, mm.dtype = dtypes_.weight_grad;
   mm.gathered_along_k = true;  // A^T's contraction runs over the tokens
+  mm.flops.model_share = weight.model_share;
   // The whole gradient (under FSDP a full-size buffer, Builder::gradient), or the stored one accumulated into.
   const GradientWrite gw = b_.gradient(weight, backward_.micro);
   mm.a = std::move(a), mm.b = std::move(dy), mm.outputs = {gw.tensor};

@@ -207,7 +207,8 @@ class TransformerStep {
 
  private:
   // ---- parameters ----
-  Param param(const std::string& name, std::int64_t rows, std::int64_t cols);
+  // A parameter whose products count `model_share` of their FLOPs as model FLOPs (Param::model_share).
+  Param param(const std::string& name, std::int64_t rows, std::int64_t cols, double model_share = 1);
   BlockParams block_params(const std::string& scope, bool cross, bool moe);
   // ---- forward ----
   TensorId embed(const std::string& mbp, std::int64_t tokens, std::int64_t s, Phase phase);
@@ -346,6 +347,21 @@ class TransformerStep {
   }
   [[nodiscard]] std::int64_t norm_params() const {
     return m_.style.norm == NormKind::layernorm && m_.style.bias ? 2 * d_ : d_;
+  }
+  // The share of a matmul's FLOPs that are model FLOPs on this chip (Builder::Matmul::flops.model_share): `split` (the
+  // ways sequence parallelism splits its tokens, where it does) over the chips computing the same products.
+  [[nodiscard]] static double share(int replicas, double split = 1) { return split / std::max(1, replicas); }
+  // The fused QKV projection's: its query part repeats over replicas.heads chips, its key/value part over
+  // replicas.kv_heads (more when kv heads fewer than the tensor axis are repeated).
+  [[nodiscard]] double qkv_share() const {
+    const double q = heads_.query, kv = 2.0 * heads_.kv;
+    return (q * share(shard_.replicas.heads) + kv * share(shard_.replicas.kv_heads)) / (q + kv);
+  }
+  // The vocabulary projection's: the real rows among this chip's (the vocabulary padded to its shards), over its
+  // replicas.
+  [[nodiscard]] double vocab_share() const {
+    const double rows = static_cast<double>(shard_.vocab.rows) * shard_.vocab.shards;
+    return static_cast<double>(m_.vocab) / rows * share(shard_.replicas.vocab);
   }
   [[nodiscard]] std::int64_t qkv_width() const {
     return static_cast<std::int64_t>(heads_.query + 2 * heads_.kv) * heads_.dim;

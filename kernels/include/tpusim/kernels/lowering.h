@@ -26,11 +26,16 @@ struct LoweredWorkload {
   ir::ProgramSet programs;
   std::optional<MemoryPlan> memory;    // per chip, after sharding
   StepWork work;                       // examples and tokens per step of the whole job (the global batch)
-  double closed_form_model_flops = 0;  // per chip (model_params.h, of the chip's shard); 0 for a collective
+  // model_params.h's closed form for the whole job (the global batch, whatever the mesh; the other kinds: one
+  // chip's times the chips); 0 for a collective. Equal to model_flops(lowered, chips).
+  double closed_form_model_flops = 0;
   std::optional<ShardingPlan> sharding;  // whole models: the mesh and rules the programs were lowered for
   // Whole models: the HBM each program (pipeline stage, in program order) holds over its step; empty otherwise.
   std::vector<MemoryTimeline> memory_timelines;
 };
+
+// The model FLOPs of a step summed over the `chips` chips of the pod (each runs programs.program_for(chip)).
+[[nodiscard]] double model_flops(const LoweredWorkload& lowered, std::uint32_t chips);
 
 // The dispatcher: lowers any workload kind. For a whole model that does not fit chip.hbm.capacity it throws a
 // ConfigError naming the largest categories, the capacity and what would fit (remat: full, more microbatches,

@@ -24,13 +24,14 @@ struct ParamGroup {
 // experts), the N of PaLM's 6 N + 12 L H Q T; 0 for kinds without tokens.
 [[nodiscard]] double active_matmul_parameters(const ModelSpec& model);
 
-// Model FLOPs of one step on the chip whose shard is `shard` (kernels/README.md, "FLOPs"): for a decoder
+// Model FLOPs of one step of the whole job, its global batch on one model, whatever the mesh (kernels/README.md,
+// "FLOPs"; a sharded step's chips count their shares of it, replicated work once): for a decoder
 // training step 6 N T + 12 L H Q S T over its T tokens of sequence length S (PaLM, Chowdhery et al. 2022,
 // appendix B); forward 2 N T + 4 L H Q S T; prefill likewise with the vocabulary projection for the last
 // position only; decode 2 N + 4 L H Q C per sequence against C cached keys (incl. its own); encoder-decoder
 // models sum both stacks, the cross-attention over the encoder's keys; ResNet 2 x multiply-adds (x 3 to
 // train). Not in the count: the pooler of an encoder (its next-sentence head is not modelled).
-[[nodiscard]] double closed_form_model_flops(const WorkloadSpec& workload, const ShardView& shard);
+[[nodiscard]] double closed_form_model_flops(const WorkloadSpec& workload);
 
 // Examples and tokens one step processes on the chip (tokens: the positions whose loss or next token the step
 // computes; decode: one per sequence; 0 for a raw GEMM).

@@ -34,6 +34,25 @@ struct ExpertPart {
   int group = 1;           // expert parallelism: chips whose tokens this chip's experts serve
 };
 
+// A chip's rows of the vocabulary (the embedding table and the output projection).
+struct VocabPart {
+  std::int64_t rows = 0;  // rows on this chip: the vocabulary over `shards`, padded up to a multiple of them
+  int shards = 1;         // chips the vocabulary is split over (a vocabulary-parallel cross-entropy)
+};
+
+// How many chips compute the same products, by the dimension a matmul is split along besides its tokens: a
+// mesh axis that shards none of a matmul's dimensions (batch, length and the one below) repeats it on each of
+// its chips, as kv heads fewer than their shards do. Model FLOPs count such a matmul once over them (each chip
+// 1 / replicas of its FLOPs); hardware FLOPs count it on every chip (kernels/README.md, "FLOPs").
+struct Replicas {
+  int tokens = 1;    // no other dimension: the router of a mixture of experts, BERT's head transform, ResNet
+  int heads = 1;     // query heads: the query and output projections, the attention
+  int kv_heads = 1;  // key / value heads: their projections
+  int mlp = 1;       // the MLP's width
+  int vocab = 1;     // the vocabulary projection
+  int experts = 1;   // the experts' matmuls (experts and their width)
+};
+
 struct ShardView {
   std::int64_t batch = 0;        // examples (sequences, images) per step on this chip, all microbatches
   int microbatches = 1;          // gradient accumulation slices of `batch`
@@ -46,14 +65,14 @@ struct ShardView {
   int kv_heads = 0;              // key/value heads on this chip
   std::int64_t d_ff = 0;         // MLP width on this chip (each branch of a gated MLP)
   ExpertPart moe;                // the experts this chip holds (none for a dense model)
-  std::int64_t vocab = 0;        // vocabulary rows of the embedding and the output projection on this chip
-  int vocab_shards = 1;          // chips the vocabulary is split over (a vocabulary-parallel cross-entropy)
+  VocabPart vocab;               // vocabulary rows of the embedding and the output projection on this chip
   int sequence_shards = 1;       // Megatron sequence parallelism: the tokens outside the attention and MLP
                                  // blocks (norms, residual adds, block inputs) are split this many ways over
                                  // the tensor group (1: each chip of the group holds every token)
   int weight_shards = 1;         // FSDP: parameters, gradients and optimizer state stored 1 / weight_shards
                                  // per chip, gathered before use
   PipelinePart pipeline;         // the stage and the blocks this chip runs (the whole model without a pipeline)
+  Replicas replicas;             // chips computing the same products (all 1 on one chip)
 
   [[nodiscard]] std::int64_t microbatch() const { return batch / (microbatches > 0 ? microbatches : 1); }
 };
