@@ -15,14 +15,15 @@
 namespace tpusim::kernels {
 namespace {
 
-PodSpec ring(int chips) {
+PodSpec pod_ring(int chips) {
   PodSpec p;
   p.name = "test-pod";
   p.shape = {chips};
   return p;
 }
 
-MeshSpec mesh(const std::vector<std::pair<std::string, int>>& axes, const std::vector<std::string>& replicated = {}) {
+MeshSpec mesh_of(const std::vector<std::pair<std::string, int>>& axes,
+                 const std::vector<std::string>& replicated = {}) {
   MeshSpec m;
   for (const auto& [name, size] : axes) m.axes.push_back(MeshAxisSpec{name, size, {}});
   for (const std::string& logical : replicated) m.rules.push_back(ShardingRuleSpec{logical, {}, {}});
@@ -31,7 +32,7 @@ MeshSpec mesh(const std::vector<std::pair<std::string, int>>& axes, const std::v
 
 // Two blocks: d 256, 4 heads of 64 sharing 2 kv heads, d_ff 1024 (ReLU), tied vocabulary `vocab`, no biases;
 // a training step of 8 sequences of 128 tokens.
-WorkloadSpec gqa(const MeshSpec& m, std::int64_t vocab = 2048) {
+WorkloadSpec gqa_step(const MeshSpec& m, std::int64_t vocab = 2048) {
   ModelSpec model = testing::small_decoder("gqa", 2, 256, 4, 1024, vocab, 128);
   model.transformer.kv_heads = 2;
   WorkloadSpec w = testing::training_step(model, 8, 128);
@@ -39,7 +40,7 @@ WorkloadSpec gqa(const MeshSpec& m, std::int64_t vocab = 2048) {
   return w;
 }
 
-double hardware_flops(const LoweredWorkload& l, std::uint32_t chips) {
+double pod_hardware_flops(const LoweredWorkload& l, std::uint32_t chips) {
   double f = 0;
   for (std::uint32_t c = 0; c < chips; ++c) f += l.programs.program_for(c).hardware_flops();
   return f;
@@ -55,8 +56,8 @@ double gqa_by_hand(double vocab) {
 TEST(ModelFlops, KvHeadsRepeatedOverTheTensorAxisCountOnceAndTheirCopiesAsHardwareFlops) {
   // fsdp 2 x tensor 2: one kv head per chip, none repeated. tensor 4: each of the 2 kv heads on 2 chips, whose
   // key/value projections (forward, input and weight gradients) run twice.
-  const LoweredWorkload split = lower(gqa(mesh({{"fsdp", 2}, {"tensor", 2}})), testing::roomy(), ring(4));
-  const LoweredWorkload repeated = lower(gqa(mesh({{"tensor", 4}})), testing::roomy(), ring(4));
+  const LoweredWorkload split = lower(gqa_step(mesh_of({{"fsdp", 2}, {"tensor", 2}})), testing::roomy(), pod_ring(4));
+  const LoweredWorkload repeated = lower(gqa_step(mesh_of({{"tensor", 4}})), testing::roomy(), pod_ring(4));
   const double by_hand = gqa_by_hand(2048);
   EXPECT_DOUBLE_EQ(by_hand, 12'884'901'888.0);
   EXPECT_DOUBLE_EQ(model_flops(split, 4), by_hand);
@@ -65,7 +66,7 @@ TEST(ModelFlops, KvHeadsRepeatedOverTheTensorAxisCountOnceAndTheirCopiesAsHardwa
   EXPECT_DOUBLE_EQ(repeated.closed_form_model_flops, by_hand);
   // The second copy of the key/value projections: 6 x d x 2 KV Q x T x 2 blocks.
   const double kv_copy = 6.0 * 256 * (2 * 128) * 1024 * 2;
-  EXPECT_DOUBLE_EQ(hardware_flops(repeated, 4) - hardware_flops(split, 4), kv_copy);
+  EXPECT_DOUBLE_EQ(pod_hardware_flops(repeated, 4) - pod_hardware_flops(split, 4), kv_copy);
   for (const ir::Instruction& ins : repeated.programs.programs[0].instructions()) {
     EXPECT_LE(ins.flops.model, ins.flops.hardware) << repeated.programs.programs[0].label_of(ins);
   }
@@ -74,26 +75,26 @@ TEST(ModelFlops, KvHeadsRepeatedOverTheTensorAxisCountOnceAndTheirCopiesAsHardwa
 TEST(ModelFlops, AStepReplicatedOverAMeshAxisCountsItsModelFlopsOnce) {
   // fsdp 4 with `batch: []`: every chip runs all 8 sequences (the weights still sharded over fsdp), four times
   // the hardware FLOPs of the batch split four ways, the same model FLOPs.
-  const LoweredWorkload plain = lower(gqa(mesh({{"fsdp", 4}})), testing::roomy(), ring(4));
-  const LoweredWorkload replicated = lower(gqa(mesh({{"fsdp", 4}}, {"batch"})), testing::roomy(), ring(4));
+  const LoweredWorkload plain = lower(gqa_step(mesh_of({{"fsdp", 4}})), testing::roomy(), pod_ring(4));
+  const LoweredWorkload replicated = lower(gqa_step(mesh_of({{"fsdp", 4}}, {"batch"})), testing::roomy(), pod_ring(4));
   EXPECT_DOUBLE_EQ(model_flops(plain, 4), gqa_by_hand(2048));
   EXPECT_DOUBLE_EQ(model_flops(replicated, 4), gqa_by_hand(2048));
   EXPECT_DOUBLE_EQ(replicated.closed_form_model_flops, gqa_by_hand(2048));
-  EXPECT_DOUBLE_EQ(hardware_flops(replicated, 4), 4 * hardware_flops(plain, 4));
+  EXPECT_DOUBLE_EQ(pod_hardware_flops(replicated, 4), 4 * pod_hardware_flops(plain, 4));
   // The same with the heads left whole on a tensor axis: each chip runs every head of its 4 sequences.
-  const LoweredWorkload heads = lower(gqa(mesh({{"fsdp", 2}, {"tensor", 2}}, {"heads", "kv_heads"})),
-                                      testing::roomy(), ring(4));
+  const LoweredWorkload heads = lower(gqa_step(mesh_of({{"fsdp", 2}, {"tensor", 2}}, {"heads", "kv_heads"})),
+                                      testing::roomy(), pod_ring(4));
   EXPECT_DOUBLE_EQ(model_flops(heads, 4), gqa_by_hand(2048));
 }
 
 TEST(ModelFlops, VocabularyPaddingRowsAreHardwareFlopsOnly) {
   // 2049 rows over tensor 4: 513 a chip, 3 of the 2052 padding. Model FLOPs count the 2049 real rows; hardware
   // FLOPs the padding too, 6 x d x 3 rows x T more than a vocabulary of 2052 would add to the model's.
-  const LoweredWorkload padded = lower(gqa(mesh({{"tensor", 4}}), 2049), testing::roomy(), ring(4));
-  const LoweredWorkload whole = lower(gqa(mesh({{"tensor", 4}}), 2052), testing::roomy(), ring(4));
+  const LoweredWorkload padded = lower(gqa_step(mesh_of({{"tensor", 4}}), 2049), testing::roomy(), pod_ring(4));
+  const LoweredWorkload whole = lower(gqa_step(mesh_of({{"tensor", 4}}), 2052), testing::roomy(), pod_ring(4));
   EXPECT_DOUBLE_EQ(model_flops(padded, 4), gqa_by_hand(2049));
   EXPECT_DOUBLE_EQ(padded.closed_form_model_flops, gqa_by_hand(2049));
-  EXPECT_DOUBLE_EQ(hardware_flops(padded, 4), hardware_flops(whole, 4));
+  EXPECT_DOUBLE_EQ(pod_hardware_flops(padded, 4), pod_hardware_flops(whole, 4));
   EXPECT_DOUBLE_EQ(model_flops(whole, 4) - model_flops(padded, 4), 6.0 * 256 * 3 * 1024);
 }
 
@@ -127,13 +128,13 @@ TEST(ModelFlops, LoweredProgramsOverThePodEqualTheClosedFormOfTheGlobalBatch) {
   t5.transformer.encoder_layers = 2;
   t5.transformer.kv_heads = 1;
   const std::vector<Case> cases{
-      {"gqa tensor 4", cut(small, 2, 2), mesh({{"tensor", 4}}), 4},
-      {"moe tensor 2 x expert 2", moe, mesh({{"expert", 2}, {"tensor", 2}}), 4},
-      {"encoder, sequence parallel", encoder, mesh({{"data", 2}, {"tensor_sequence", 2}}), 4},
-      {"encoder, tensor parallel", encoder, mesh({{"tensor", 4}}), 4},
-      {"encoder-decoder, one kv head", t5, mesh({{"tensor", 2}}), 2},
-      {"pipeline", small, mesh({{"pipeline", 2}, {"tensor", 2}}), 4},
-      {"context", small, mesh({{"sequence", 2}, {"tensor", 2}}), 4},
+      {"gqa tensor 4", cut(small, 2, 2), mesh_of({{"tensor", 4}}), 4},
+      {"moe tensor 2 x expert 2", moe, mesh_of({{"expert", 2}, {"tensor", 2}}), 4},
+      {"encoder, sequence parallel", encoder, mesh_of({{"data", 2}, {"tensor_sequence", 2}}), 4},
+      {"encoder, tensor parallel", encoder, mesh_of({{"tensor", 4}}), 4},
+      {"encoder-decoder, one kv head", t5, mesh_of({{"tensor", 2}}), 2},
+      {"pipeline", small, mesh_of({{"pipeline", 2}, {"tensor", 2}}), 4},
+      {"context", small, mesh_of({{"sequence", 2}, {"tensor", 2}}), 4},
   };
   for (const Case& c : cases) {
     WorkloadSpec w = testing::training_step(c.model, 4, 128);
@@ -141,7 +142,7 @@ TEST(ModelFlops, LoweredProgramsOverThePodEqualTheClosedFormOfTheGlobalBatch) {
     if (c.what == "pipeline") w.memory.microbatches = 2;
     for (const StepKind step : {StepKind::train, StepKind::forward}) {
       w.step = step;
-      const LoweredWorkload l = lower(w, testing::roomy(), ring(c.chips));
+      const LoweredWorkload l = lower(w, testing::roomy(), pod_ring(c.chips));
       EXPECT_NEAR(model_flops(l, static_cast<std::uint32_t>(c.chips)) / l.closed_form_model_flops, 1.0, 1e-12)
           << c.what << " step " << static_cast<int>(step);
     }
@@ -150,9 +151,9 @@ TEST(ModelFlops, LoweredProgramsOverThePodEqualTheClosedFormOfTheGlobalBatch) {
   ModelSpec resnet50 = load_model("resnet-50");
   resnet50.resnet.image_size = 64;
   WorkloadSpec resnet = testing::training_step(resnet50, 8, 0);
-  resnet.mesh = mesh({{"data", 2}, {"fsdp", 2}});
+  resnet.mesh = mesh_of({{"data", 2}, {"fsdp", 2}});
   resnet.mesh.rules.push_back(ShardingRuleSpec{"batch", {"data"}, {}});
-  const LoweredWorkload r = lower(resnet, testing::roomy(), ring(4));
+  const LoweredWorkload r = lower(resnet, testing::roomy(), pod_ring(4));
   EXPECT_NEAR(model_flops(r, 4) / r.closed_form_model_flops, 1.0, 1e-12);
 }
 
