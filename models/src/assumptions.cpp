@@ -144,6 +144,12 @@ std::vector<Assumption> model_assumptions() {
       {"slowdown onset, reroute stall", "from the start of the step a fault hits", "models/src/job/job_timeline.cpp",
        "a slowdown or a rerouted link takes effect at the start of the step it lands in (at most one step "
        "pessimistic); faults inside a step at their tick are not simulated yet"},
+      {"inference job after a fault", "every step done kept; weights loaded by job.restart",
+       "models/src/job/job_timeline.cpp",
+       "a decode, prefill or forward step updates no state: what it served is delivered, so a fault loses only the "
+       "step in flight and no checkpoint is read; the relaunch (job.restart) is taken to load the weights, as it "
+       "initialises a training job that has written no checkpoint; the KV cache of the sequences being decoded "
+       "is lost with the job and rebuilt at no cost (prefilling their prompts again is not charged); not published"},
       {"faults while the job is down", "found at the relaunch's end, repaired together",
        "models/src/job/job_timeline.cpp",
        "a component that fails while the job is down for a recovery is found when the job starts again (the "

@@ -101,6 +101,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
   const int every = s.workload.host.checkpoint.every_steps;
   const double heartbeat = s.job.heartbeat.value();
   const double timeout = s.job.timeout.value();
+  const bool keeps = keeps_every_step(s);  // a step that trains nothing is kept as it completes
   r.steps = job_steps(s, costs.step, costs.checkpoint_write);
 
   auto policy = job::make_recovery_policy(s, topo);
@@ -214,8 +215,8 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     }
     throw std::runtime_error(fmt::format(
         "the job met {} faults and has done {} of {} steps: failures come faster than it makes progress "
-        "(lower the fault rates, or checkpoint more often)",
-        met, done, r.steps));
+        "(lower the fault rates{})",
+        met, done, r.steps, keeps ? "" : ", or checkpoint more often"));
   };
   while (done < r.steps) {
     throw_if_interrupted();  // Ctrl-C and SIGTERM stop a job of many faults
@@ -303,8 +304,9 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
     const double detected = std::max(at, std::floor(f / heartbeat) * heartbeat + timeout);
     std::vector<ChipId> cut_off;
     job::Recovery rec = recover(fault, cut_off);
-    // A job that has written no checkpoint yet starts again from its initial state: there is nothing to read.
-    if (rec.rollback && r.checkpoints == 0) rec.stages.restore = Seconds(0);
+    // A job that has written no checkpoint yet starts again from its initial state: there is nothing to read. A
+    // job that trains nothing has no state to read back either (the relaunch loads its weights: job.restart).
+    if (rec.rollback && (r.checkpoints == 0 || keeps)) rec.stages.restore = Seconds(0);
     e.detected = Seconds(detected);
     e.recovery = rec.how;
     if (!rec.ends_job && rec.rollback) {
@@ -346,7 +348,10 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       costs.step_stopped(fault, Seconds(partial), Seconds(detected - t), lasting.faults());
     }
     // The steps since the last checkpoint and the step in flight are lost: the job goes back to the checkpoint.
+    // A job that trains nothing keeps every step it completed, as if each were a checkpoint written at no cost
+    // (what it served was delivered): only the step in flight is lost, and its slow steps stay `slowdown`.
     auto roll_back = [&] {
+      if (keeps) keep_since();
       lost += since_time + partial;
       e.lost_work = Seconds(since_time + partial);
       done -= since;
@@ -381,9 +386,10 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       if (restoring && faults.next_found()) {
         in_restore = true;  // another fault found at the same relaunch is met first: the restore waits for it
       } else if (restoring) {
-        resume += costs.checkpoint_restore.value();
-        restore += costs.checkpoint_restore.value();
-        e.stages.restore = costs.checkpoint_restore;
+        const Seconds read = keeps ? Seconds(0) : costs.checkpoint_restore;
+        resume += read.value();
+        restore += read.value();
+        e.stages.restore = read;
       } else {
         lost += partial;
         e.lost_work = Seconds(partial);

@@ -82,7 +82,8 @@ struct FaultEvent {
   std::string recovery;   // "reroute", "spare_cube", "checkpoint_restart", "failed", "slowdown", "not in use (...)";
                           // ", found at the relaunch" or ", in the restore: read again" appended when met after
                           // landing in another's recovery
-  Seconds lost_work;      // steps since the last checkpoint plus the step in flight, re-run
+  Seconds lost_work;      // steps since the last checkpoint plus the step in flight, re-run (the step in flight
+                          // only when the job keeps every step: keeps_every_step)
   Seconds downtime;       // detection + repair + restart + reconfiguration + restore (or the stall of a reroute)
   Seconds step_before, step_after;
   Seconds step_hit;       // the step in flight simulated with the fault at its tick (JobCosts::step_hit), or 0
@@ -126,6 +127,11 @@ inline constexpr std::size_t kMaxRecordedCheckpoints = 100'000;
 
 // Throws ConfigError at job.duration for a job given by a duration shorter than its step: no step fits in it.
 void check_duration_holds_a_step(const Scenario& s, Seconds step);
+// Whether the job keeps every step it completes (docs/faults.md "Over the job"): a step that does not train
+// (decode, prefill, forward) updates no state, so what it served is delivered and a fault never rolls it back: it
+// loses only the step in flight, and a restart reads no checkpoint. A training step is kept by a checkpoint only.
+[[nodiscard]] inline bool keeps_every_step(const Scenario& s) { return s.workload.step != StepKind::train; }
+
 // The job's work in steps: job.steps, or with job.duration the steps a fault-free run fits in it (each with
 // its share of the checkpoint writes; a duration shorter than one step throws as check_duration_holds_a_step).
 [[nodiscard]] std::int64_t job_steps(const Scenario& s, Seconds step, Seconds checkpoint_write);
