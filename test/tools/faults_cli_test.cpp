@@ -741,4 +741,50 @@ job: {steps: 100000, recovery: checkpoint_restart, restart: 2 s, repair: 0 s)";
   EXPECT_EQ(to_stop["faults"]["timeline"], to_detection["faults"]["timeline"]);
 }
 
+// A decode job (a step that trains nothing) keeps every step it served: chip [1,1] stopping at 10 min, in step
+// 94756, loses only that step's work since its start, then the detection (30 s), the repair (1 h) and the restart
+// (10 min), no restore; the job goes on from step 94756. Before, it was charged as a training job with no
+// checkpoint: 600 s of lost work (the 94756 steps served and the offset), 100000 steps run again from the
+// restart on, wall 5463 s, goodput 11.59% (now 4863 s, 13.02%); stdout said "a restart begins again from step 0".
+TEST_F(FaultsCli, AnInferenceJobKeepsTheStepsItServedAndLosesOnlyTheStepInFlight) {
+  const auto file = write("jdec.yaml", R"(name: jdec
+pod: v5e-2x2
+workload: {model: llama2-7b, batch: 4, step: decode, context: 1024, mesh: {tensor: 4}}
+job: {steps: 100000, recovery: checkpoint_restart}
+faults:
+  - {at: 10 min, kind: chip_down, target: [1, 1]}
+)");
+  const Outcome o = tpusim("run " + file.string() + " -o " + (dir_ / "jdec").string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("no checkpoints (the step trains nothing): every step done is kept; a fault loses only the "
+                       "step in flight (a restart runs it again)"),
+            std::string::npos)
+      << o.out;
+  EXPECT_EQ(o.out.find("begins again from step 0"), std::string::npos) << o.out;
+  const auto s = nlohmann::json::parse(slurp(dir_ / "jdec" / "summary.json"));
+  const double step = s["metrics"]["step_time_s"].get<double>();
+  const auto& e = s["faults"]["timeline"][0];
+  EXPECT_EQ(e["step"], 94756);
+  const double offset = 600.0 - 94756 * step;  // the step in flight, up to the stop
+  EXPECT_GT(offset, 0.0);
+  EXPECT_LT(offset, step);
+  EXPECT_NEAR(e["lost_work_s"].get<double>(), offset, 1e-12);
+  EXPECT_NEAR(e["downtime_s"].get<double>(), 30.0 + 3600 + 600, 1e-9);  // last heard at 600 s; no restore
+  const auto& job = s["job"];
+  const auto& l = job["losses_s"];
+  EXPECT_NEAR(l["lost_work"].get<double>(), offset, 1e-12);
+  EXPECT_EQ(l["detection"].get<double>(), 30.0);
+  EXPECT_EQ(l["repair"].get<double>(), 3600.0);
+  EXPECT_EQ(l["restart"].get<double>(), 600.0);
+  EXPECT_EQ(l["restore"].get<double>(), 0.0);
+  EXPECT_EQ(job["steps_done"], 100000);
+  const double useful = 100000 * step, wall = useful + offset + 30 + 3600 + 600;
+  EXPECT_NEAR(job["useful_s"].get<double>(), useful, 1e-12 * useful);
+  EXPECT_NEAR(job["wall_s"].get<double>(), wall, 1e-12 * wall);
+  EXPECT_NEAR(job["goodput"].get<double>(), useful / wall, 1e-12);
+  double parts = job["useful_s"].get<double>();
+  for (const auto& [cause, seconds] : l.items()) parts += seconds.get<double>();
+  EXPECT_NEAR(parts, job["wall_s"].get<double>(), 1e-12 * wall);
+}
+
 }  // namespace

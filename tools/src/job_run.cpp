@@ -214,7 +214,10 @@ void print_job(const Scenario& s, const models::JobOutcome& job, const models::F
                            ? std::string()
                            : fmt::format("{} / {}", readable(mean, Quantity::fraction), readable(max, Quantity::fraction)));
   }
-  if (s.workload.host.checkpoint.every_steps == 0) {
+  if (models::keeps_every_step(s)) {
+    out << "    no checkpoints (the step trains nothing): every step done is kept; a fault loses only the step in "
+           "flight (a restart runs it again)\n";
+  } else if (s.workload.host.checkpoint.every_steps == 0) {
     out << "    no checkpoints (workload.checkpoint.every_steps is 0): a restart begins again from step 0\n";
   } else {
     out << fmt::format("    checkpoint every {} steps: write {}, restore {} ({} written)\n",
