@@ -141,9 +141,16 @@ std::vector<Assumption> model_assumptions() {
        "exp, tanh, rsqrt and reciprocal run on one transcendental unit beside the ALUs; on v6e only one of the "
        "four vector-ALU slots issues them (tpuasm), so at most one vreg per cycle; taken as one vreg per "
        "cycle on every generation (0.5 on v2-v4, 0.25 on v5e-v6e), not published"},
-      {"slowdown onset, reroute stall", "from the start of the step a fault hits", "models/src/job/job_timeline.cpp",
-       "a slowdown or a rerouted link takes effect at the start of the step it lands in (at most one step "
-       "pessimistic); faults inside a step at their tick are not simulated yet"},
+      {"slowdown onset, faults in a step", "a slowdown from its step's start; a cable or chip at its tick",
+       "models/src/job/job_timeline.cpp",
+       "a slowdown (straggler, degraded HBM or link) takes effect at the start of the step it lands in (at most one "
+       "step pessimistic; its tick inside the step is not simulated); a timed cable failing inside a step under "
+       "reroute, or a timed chip stopping, is simulated at its tick in that step with the faults lasting then "
+       "(docs/faults.md): the cable's step is charged its simulated time, at least the step before; the chip's is "
+       "simulated for the report only (the job loses the step's work since its start, however far it got); a cable "
+       "drawn from fault_rates, or landing in a checkpoint write, stalls its step (or write) to the detection and "
+       "runs it again from its start at the rerouted step time; a chip drawn from fault_rates, or landing in a "
+       "checkpoint write or a restore, is charged on the timeline without a simulation of its tick"},
       {"inference job after a fault", "every step done kept; weights loaded by job.restart",
        "models/src/job/job_timeline.cpp",
        "a decode, prefill or forward step updates no state: what it served is delivered, so a fault loses only the "
