@@ -875,5 +875,27 @@ TEST(JobTimeline, ADurationOfMoreStepsThanAnInt64CountsIsBadInputAtItsLine) {
   }
 }
 
+TEST(JobTimeline, ACableFoundAtARelaunchBeforeAnyCheckpointReadsNoRestore) {
+  // Chip [1,1,1] stops at 52.5 s, before the first checkpoint (step 100), so its restart reads nothing. A cable
+  // fails at 1000.5 s while the job is down for that repair; it is found at the relaunch and routed around, and
+  // there is still no checkpoint to read (the 20 s restore was charged for it).
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(
+      std::string(kCubeJob) +
+          "faults:\n  - {at: 52.5 s, kind: chip_down, target: [1, 1, 1]}\n"
+          "  - {at: 1000.5 s, kind: link_down, target: {chip: [0, 0, 0], dir: x+}}\n",
+      {"job.recovery=reroute"});
+  const JobResult r = run_job(s, build_topology(s.pod, s.chip), round_costs());
+  ASSERT_EQ(r.events.size(), 2u);
+  EXPECT_EQ(r.events[0].recovery.rfind("checkpoint_restart", 0), 0u) << r.events[0].recovery;
+  EXPECT_NE(r.events[1].recovery.find(", found at the relaunch"), std::string::npos) << r.events[1].recovery;
+  EXPECT_DOUBLE_EQ(r.events[0].stages.restore.value(), 0.0);
+  EXPECT_DOUBLE_EQ(r.events[1].stages.restore.value(), 0.0);
+  EXPECT_DOUBLE_EQ(r.losses.restore.value(), 0.0);
+  // Detected at 80 s (last heard at 50 s), repaired and relaunched by 80 + 3600 + 600 s, where the job resumes
+  // from step 0 with the cable routed around.
+  EXPECT_DOUBLE_EQ(r.events[1].resumed.value(), 80.0 + 3600 + 600);
+  EXPECT_DOUBLE_EQ(sum_of_parts(r), r.wall.value());
+}
+
 }  // namespace
 }  // namespace tpusim::models

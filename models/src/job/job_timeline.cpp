@@ -386,7 +386,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       if (restoring && faults.next_found()) {
         in_restore = true;  // another fault found at the same relaunch is met first: the restore waits for it
       } else if (restoring) {
-        const Seconds read = keeps ? Seconds(0) : costs.checkpoint_restore;
+        const Seconds read = keeps || r.checkpoints == 0 ? Seconds(0) : costs.checkpoint_restore;  // nothing to read
         resume += read.value();
         restore += read.value();
         e.stages.restore = read;
