@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -343,16 +344,11 @@ void ShardingPoints::after_sequence_parallel_gradients(fused::Graph& g, int laye
     grads.push_back({t, 1});
     bytes += g.tensor(t).bytes();
   }
-  const std::string label = scope(layer, fused::Phase::backward) + ".tp_norm_all_reduce";
-  const DType dtype = g.tensor(gradients.front()).dtype;
-  // Under FSDP these are the shards the block's reduce-scatter writes: added later, as the data-parallel
-  // all-reduce (after_weight_gradients).
-  if (plan_.shards(LogicalAxis::embed) > 1) {
-    pending_all_reduces_.push_back({label, bytes, dtype, plan_.residual_axes(), grads});
-    return;
-  }
-  collective(g, label, fused::Phase::backward, CollectiveKind::all_reduce, bytes, dtype, plan_.residual_axes(), grads,
-             grads);
+  // Under FSDP these are the shards the block's reduce-scatter writes.
+  gradient_all_reduce(g,
+                      {scope(layer, fused::Phase::backward) + ".tp_norm_all_reduce", bytes,
+                       g.tensor(gradients.front()).dtype, plan_.residual_axes(), grads},
+                      plan_.shards(LogicalAxis::embed) > 1);
 }
 
 TensorId ShardingPoints::vocab_reduction(fused::Graph& g, fused::Phase phase, const std::string& what, TensorId stat) {
@@ -399,23 +395,24 @@ void ShardingPoints::after_weight_gradients(fused::Graph& g, int layer, const st
                  bytes * shards, dtype, fsdp, reads, stored);
     }
     if (!last) continue;
-    // Behind a reduce-scatter the all-reduce is added after the next block's collectives: a chip issues its
-    // collectives in program order, and one waiting here for the scatter would hold back the next block's
-    // weight gathers. XLA's scheduler places such a start after the gathers the next compute needs.
-    if (shards > 1) {
-      pending_all_reduces_.push_back({scope_name + ".dp_all_reduce", bytes, dtype, data, stored});
-    } else {
-      collective(g, scope_name + ".dp_all_reduce", fused::Phase::backward, CollectiveKind::all_reduce, bytes, dtype,
-                 data, stored, stored);
-    }
+    gradient_all_reduce(g, {scope_name + ".dp_all_reduce", bytes, dtype, data, stored}, shards > 1);
   }
 }
 
-void ShardingPoints::flush_gradient_reductions(fused::Graph& g) {
-  for (const PendingAllReduce& p : pending_all_reduces_) {
-    collective(g, p.label, fused::Phase::backward, CollectiveKind::all_reduce, p.bytes, p.dtype, p.axes, p.stored,
-               p.stored);
+void ShardingPoints::gradient_all_reduce(fused::Graph& g, PendingAllReduce reduce, bool behind_scatter) {
+  // Behind a reduce-scatter the all-reduce is added after the next block's collectives: a chip issues its
+  // collectives in program order, and one waiting here for the scatter would hold back the next block's
+  // weight gathers. XLA's scheduler places such a start after the gathers the next compute needs.
+  if (behind_scatter) {
+    pending_all_reduces_.push_back(std::move(reduce));
+    return;
   }
+  collective(g, reduce.label, fused::Phase::backward, CollectiveKind::all_reduce, reduce.bytes, reduce.dtype,
+             reduce.axes, reduce.stored, reduce.stored);
+}
+
+void ShardingPoints::flush_gradient_reductions(fused::Graph& g) {
+  for (PendingAllReduce& p : pending_all_reduces_) gradient_all_reduce(g, std::move(p), false);
   pending_all_reduces_.clear();
 }
 

@@ -95,6 +95,9 @@ class ShardingPoints : public CollectivePoints {
     std::vector<fused::Access> stored;
   };
   std::vector<PendingAllReduce> pending_all_reduces_;
+  // A gradient all-reduce: added now, or, behind an FSDP reduce-scatter, at the next flush_gradient_reductions
+  // (after_weight_gradients calls it first).
+  void gradient_all_reduce(fused::Graph& g, PendingAllReduce reduce, bool behind_scatter);
 };
 
 }  // namespace tpusim::kernels
