@@ -141,11 +141,7 @@ TEST(JobSlowdown, AChipFoundAtTheRelaunchWithAnotherNoLongerStragglesOnceRepaire
 // restart after their repair brings both cables back, so the job, again from step 0 (no checkpoint yet), runs its
 // 1000 steps and 9 checkpoints at the healthy step from 4290 s.
 TEST(JobSlowdown, CablesRepairedAfterASplitAreNoLongerRoutedAround) {
-  const Scenario s = ::tpusim::testing::scenario_from_yaml(
-      "name: job-test\npod: v4-2x2x1\nworkload: {model: mlp-quickstart, batch: 64, checkpoint: {every_steps: 100}}\n"
-      "job: {steps: 1000, heartbeat: 5 s, timeout: 30 s, restart: 600 s, repair: 3600 s, recovery: reroute}\n"
-      "faults:\n  - {at: 10.5 s, kind: link_down, target: {chip: [0, 0, 0], dir: x+}}\n"
-      "  - {at: 60.5 s, kind: link_down, target: {chip: [0, 1, 0], dir: x+}}\n");
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(jobtest::kSplitPodJob);
   const Topology topo = build_topology(s.pod, s.chip);
   const JobResult r = run_job(s, topo, slow_costs(1.25));
   ASSERT_EQ(r.events.size(), 2u);

@@ -30,4 +30,12 @@ workload: {model: mlp-quickstart, batch: 64, checkpoint: {every_steps: 100}}
 job: {steps: 1000, heartbeat: 5 s, timeout: 30 s, restart: 600 s, repair: 3600 s}
 )";
 
+// Two cables of a v4 2x2x1 under reroute, at 10.5 s and 60.5 s, that together split the pod (1000 steps, a
+// checkpoint every 100; the timeline and slowdown tests both run it).
+inline constexpr const char* kSplitPodJob =
+    "name: job-test\npod: v4-2x2x1\nworkload: {model: mlp-quickstart, batch: 64, checkpoint: {every_steps: 100}}\n"
+    "job: {steps: 1000, heartbeat: 5 s, timeout: 30 s, restart: 600 s, repair: 3600 s, recovery: reroute}\n"
+    "faults:\n  - {at: 10.5 s, kind: link_down, target: {chip: [0, 0, 0], dir: x+}}\n"
+    "  - {at: 60.5 s, kind: link_down, target: {chip: [0, 1, 0], dir: x+}}\n";
+
 }  // namespace tpusim::models::jobtest

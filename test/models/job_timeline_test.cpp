@@ -176,11 +176,7 @@ TEST(JobTimeline, ACableThatCutsAChipOffUnderRerouteFailsTheChipAndRestartsFromT
 // repair from the start (no checkpoint yet, so no restore), the 30 steps since the first fault's rerun and 0.5 s
 // lost.
 TEST(JobTimeline, CablesThatSplitThePodUnderRerouteRestartAfterTheirRepair) {
-  const Scenario s = ::tpusim::testing::scenario_from_yaml(
-      "name: job-test\npod: v4-2x2x1\nworkload: {model: mlp-quickstart, batch: 64, checkpoint: {every_steps: 100}}\n"
-      "job: {steps: 1000, heartbeat: 5 s, timeout: 30 s, restart: 600 s, repair: 3600 s, recovery: reroute}\n"
-      "faults:\n  - {at: 10.5 s, kind: link_down, target: {chip: [0, 0, 0], dir: x+}}\n"
-      "  - {at: 60.5 s, kind: link_down, target: {chip: [0, 1, 0], dir: x+}}\n");
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(jobtest::kSplitPodJob);
   const Topology topo = build_topology(s.pod, s.chip);
   const JobResult r = run_job(s, topo, round_costs());
   ASSERT_EQ(r.events.size(), 2u);
