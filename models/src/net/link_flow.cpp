@@ -28,7 +28,7 @@ constexpr double kMinRate = 1e-12;
 class FlowLinkModel final : public LinkModel {
  public:
   explicit FlowLinkModel(std::vector<Channel> channels)
-      : channels_(std::move(channels)), ports_(channels_.size()), stats_(channels_.size()) {}
+      : channels_(std::move(channels)), ports_(channels_.size()), fill_(channels_.size()) {}
 
   const char* name() const override { return "flow"; }
 
@@ -94,7 +94,7 @@ class FlowLinkModel final : public LinkModel {
       // same share of its hop_bytes[h].
       for (std::uint32_t h = 0; h < f.hops; ++h) {
         const std::uint64_t hop = f.hop_bytes == nullptr ? bytes : f.hop_bytes[h];
-        stats_[f.path[h]].bytes -= hop - delivered_share(hop, delivered, bytes);
+        ports_[f.path[h]].bytes -= hop - delivered_share(hop, delivered, bytes);
       }
       events_.erase(id);
       out.push_back(Cut{id, bytes, delivered});
@@ -108,9 +108,11 @@ class FlowLinkModel final : public LinkModel {
   }
 
   std::vector<ChannelStats> stats(Tick now) const override {
-    std::vector<ChannelStats> s = stats_;
+    std::vector<ChannelStats> s(ports_.size());
     for (std::size_t c = 0; c < s.size(); ++c) {
-      if (!ports_[c].flows.empty()) s[c].busy += now - ports_[c].busy_since;
+      const Port& p = ports_[c];
+      s[c].bytes = p.bytes;
+      s[c].busy = p.busy + (p.flows.empty() ? 0 : now - p.busy_since);
     }
     return s;
   }
@@ -191,21 +193,32 @@ class FlowLinkModel final : public LinkModel {
     const std::uint64_t* hop_bytes = nullptr;  // aggregates: bytes per hop (weight hop_bytes[h] / bytes)
     double bytes = 0;
     bool active = false;     // draining (holds bandwidth on its channels)
-    std::uint32_t mark = 0;  // epoch of the last settle that visited it
     double remaining = 0;    // bytes at `last`
     double rate = 0;         // bytes per tick (0 until the first settle)
     double previous = 0;     // settle scratch: the rate before this settle
     Tick last = 0;
     Tick latency = 0;        // sum over the path (an aggregate's: the latency its owner gave)
   };
+  // Epochs of the last settle that found a flow in its component and that froze its rate (compact: the walk and
+  // the filling test them once per hop of a component).
+  struct FlowMarks {
+    std::uint32_t found = 0;
+    std::uint32_t frozen = 0;
+  };
+  // A channel as starts and drains see it (its statistics beside its flows: one cache line per hop), and its
+  // progressive filling scratch in a separate, compact array (a settle walks tens of thousands of channels).
   struct Port {
     std::vector<TransferId> flows;  // active flows through the channel
     Tick busy_since = 0;
-    std::uint32_t mark = 0;         // epoch of the last settle that visited it
+    Tick busy = 0;                  // closed busy intervals
+    std::uint64_t bytes = 0;        // carried (counted at the start; a cut takes back what was not delivered)
     bool dirty = false;
-    std::uint32_t unfrozen = 0;     // progressive filling scratch: unfrozen flows through the channel,
-    double demand = 0;              // their summed weights
-    double left = 0;
+  };
+  struct Fill {
+    double left = 0;                // capacity not yet handed out
+    double demand = 0;              // the unfrozen flows' summed weights
+    std::uint32_t mark = 0;         // epoch of the last settle that visited it
+    std::uint32_t unfrozen = 0;     // unfrozen flows through the channel
   };
 
   void begin(Tick now, TransferId id, const std::uint32_t* path, std::uint32_t hops, std::uint64_t bytes,
@@ -214,7 +227,10 @@ class FlowLinkModel final : public LinkModel {
       settle();
       now_ = now;
     }
-    if (id >= flows_.size()) flows_.resize(static_cast<std::size_t>(id) + 1);
+    if (id >= flows_.size()) {
+      flows_.resize(static_cast<std::size_t>(id) + 1);
+      marks_.resize(flows_.size());
+    }
     Flow& f = flows_[id];
     f = Flow{};  // ids are reused; a delivered transfer has no event left in the queue
     f.path = path;
@@ -234,7 +250,7 @@ class FlowLinkModel final : public LinkModel {
       Port& p = ports_[c];
       if (p.flows.empty()) p.busy_since = now;
       p.flows.push_back(id);
-      stats_[c].bytes += hop_bytes == nullptr ? bytes : hop_bytes[h];
+      p.bytes += hop_bytes == nullptr ? bytes : hop_bytes[h];
       mark_dirty(c);
     }
   }
@@ -269,7 +285,7 @@ class FlowLinkModel final : public LinkModel {
       const auto it = std::find(p.flows.begin(), p.flows.end(), id);
       *it = p.flows.back();
       p.flows.pop_back();
-      if (p.flows.empty()) stats_[c].busy += now - p.busy_since;
+      if (p.flows.empty()) p.busy += now - p.busy_since;
       mark_dirty(c);
     }
   }
@@ -291,15 +307,14 @@ class FlowLinkModel final : public LinkModel {
     // its old rate in `previous` until the new one is known.
     for (std::size_t i = 0; i < comp_channels_.size(); ++i) {
       for (TransferId id : ports_[comp_channels_[i]].flows) {
-        Flow& f = flows_[id];
-        if (f.mark == epoch_) continue;
-        f.mark = epoch_;
+        if (marks_[id].found == epoch_) continue;
+        marks_[id].found = epoch_;
         comp_flows_.push_back(id);
+        Flow& f = flows_[id];
         f.previous = f.rate;
-        f.rate = -1;  // unfrozen
         for (std::uint32_t h = 0; h < f.hops; ++h) {
           visit_channel(f.path[h]);
-          ports_[f.path[h]].demand += weight(f, h);
+          fill_[f.path[h]].demand += weight(f, h);
         }
       }
     }
@@ -310,7 +325,7 @@ class FlowLinkModel final : public LinkModel {
       double share = std::numeric_limits<double>::infinity();
       std::size_t kept = 0;
       for (std::uint32_t c : comp_channels_) {
-        const Port& p = ports_[c];
+        const Fill& p = fill_[c];
         if (p.unfrozen == 0) continue;
         comp_channels_[kept++] = c;
         share = std::min(share, p.left / p.demand);
@@ -319,15 +334,16 @@ class FlowLinkModel final : public LinkModel {
       // Freeze the flows of every channel at the bottleneck share (relative slack for rounding).
       const double limit = share * (1 + 1e-12);
       for (std::uint32_t c : comp_channels_) {
-        const Port& p = ports_[c];
+        const Fill& p = fill_[c];
         if (p.unfrozen == 0 || p.left / p.demand > limit) continue;
-        for (TransferId id : p.flows) {
+        for (TransferId id : ports_[c].flows) {
+          if (marks_[id].frozen == epoch_) continue;
+          marks_[id].frozen = epoch_;
           Flow& f = flows_[id];
-          if (f.rate >= 0) continue;
           f.rate = std::max(share, kMinRate);
           ++frozen;
           for (std::uint32_t h = 0; h < f.hops; ++h) {
-            Port& q = ports_[f.path[h]];
+            Fill& q = fill_[f.path[h]];
             const double w = weight(f, h);
             q.left = std::max(0.0, q.left - w * share);
             q.demand -= w;
@@ -349,19 +365,20 @@ class FlowLinkModel final : public LinkModel {
   }
 
   void visit_channel(std::uint32_t c) {
-    Port& p = ports_[c];
+    Fill& p = fill_[c];
     if (p.mark == epoch_) return;
     p.mark = epoch_;
     p.left = channels_[c].bytes_per_tick;
-    p.unfrozen = static_cast<std::uint32_t>(p.flows.size());
+    p.unfrozen = static_cast<std::uint32_t>(ports_[c].flows.size());
     p.demand = 0;
     comp_channels_.push_back(c);
   }
 
   std::vector<Channel> channels_;
   std::vector<Port> ports_;
-  std::vector<ChannelStats> stats_;
+  std::vector<Fill> fill_;
   std::vector<Flow> flows_;
+  std::vector<FlowMarks> marks_;  // per flow, beside flows_: what a settle's walk and filling test for every hop
   std::vector<std::uint32_t> dirty_;
   std::vector<std::uint32_t> comp_channels_;
   std::vector<TransferId> comp_flows_;
