@@ -1,5 +1,6 @@
 // The rules a pod keeps on its chip (scenario.h, check_pod_on_chip), from docs/hardware.md's sources.
 #include <algorithm>
+#include <climits>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -30,8 +31,43 @@ void check_ici_ports(const PodSpec& pod, const ChipSpec& chip, Diagnostics& diag
               std::to_string(chip.ici.links), "a chip that forms this pod, or a pod of one chip");
 }
 
-// Wraparound the generation's ICI cannot close: v5e only on axes of 16 chips; v4 only on a slice of whole
-// 4 x 4 x 4 cubes, through the OCS (so with `cube`).
+// A v5p slice is one of the shapes below a cube Cloud TPU offers (2x2x1, 2x2x2, 2x2x4, 2x4x4, any axis order),
+// or whole 4x4x4 cubes; one chip alone is accepted too (a chip simulated by itself). Fewer than three axes read
+// as axes of one chip. False when the shape is refused.
+bool check_v5p_shape(const PodSpec& pod, const std::string& prefix, Diagnostics& diags) {
+  std::vector<int> dims = pod.shape;
+  if (dims.size() > 3) return true;  // resolve_pod refuses it
+  dims.resize(3, 1);
+  std::vector<int> sorted = dims;
+  std::sort(sorted.begin(), sorted.end());
+  const std::vector<std::vector<int>> below_cube = {{1, 2, 2}, {2, 2, 2}, {2, 2, 4}, {2, 4, 4}};
+  const bool one_chip = sorted == std::vector<int>{1, 1, 1};
+  const bool whole_cubes = std::all_of(dims.begin(), dims.end(), [](int n) { return n % 4 == 0; });
+  if (one_chip || whole_cubes || std::find(below_cube.begin(), below_cube.end(), sorted) != below_cube.end()) {
+    return true;
+  }
+  const std::string source = "docs/hardware.md, v5p [P] cloud-v5p, xpk: the slice shapes Cloud TPU offers";
+  std::string hint = source;
+  if (1LL * sorted[0] * sorted[1] * sorted[2] > 32) {  // more chips than a slice below a cube: the cubes around it
+    std::vector<int> down = dims;
+    std::vector<int> up = dims;
+    for (std::size_t a = 0; a < dims.size(); ++a) {
+      down[a] = std::max(4, dims[a] / 4 * 4);
+      up[a] = dims[a] % 4 == 0 || dims[a] > INT_MAX - 4 ? down[a] : dims[a] / 4 * 4 + 4;
+    }
+    hint = down == up ? fmt::format("did you mean {}? {}", format_value(down), source)
+                      : fmt::format("did you mean {} or {}? {}", format_value(down), format_value(up), source);
+  }
+  diags.error(pod_key_loc(pod, "shape"), prefix + "shape",
+              "not a v5p slice: below a cube a slice is 2x2x1, 2x2x2, 2x2x4 or 2x4x4, from a cube up whole 4x4x4 "
+              "cubes",
+              "2x2x1, 2x2x2, 2x2x4 or 2x4x4 in any axis order, or every axis a multiple of 4 (whole cubes)",
+              format_value(pod.shape), hint);
+  return false;
+}
+
+// Wraparound the generation's ICI cannot close: v5e and v6e only on axes of 16 chips (the pod's side); v4 and
+// v5p only on a slice of whole 4 x 4 x 4 cubes, through the OCS (so with `cube`).
 void check_wraparound(const PodSpec& pod, const ChipSpec& chip, const std::string& prefix, Diagnostics& diags) {
   const std::string& generation = chip.published.generation;
   const auto wrapped = [&](std::size_t a) { return a < pod.wraparound.size() && pod.wraparound[a] != 0; };
@@ -41,34 +77,40 @@ void check_wraparound(const PodSpec& pod, const ChipSpec& chip, const std::strin
   }
   if (axes.empty()) return;
   const SourceLoc at = pod_key_loc(pod, "wraparound");
-  if (generation == "v5e") {
+  if (generation == "v5e" || generation == "v6e") {
     for (const std::size_t a : axes) {
       if (pod.shape[a] == 16) continue;
       diags.error(at, prefix + "wraparound",
-                  fmt::format("a v5e slice wraps around only on axes of 16 chips; axis {} has {}", a, pod.shape[a]),
+                  fmt::format("a {} slice wraps around only on axes of 16 chips; axis {} has {}", generation, a,
+                              pod.shape[a]),
                   fmt::format("0 on axis {} (a mesh edge)", a), format_value(pod.wraparound),
-                  "docs/hardware.md, v5e [P] cloud-v5e: wraparound only on axes of length 16; shorter axes are "
-                  "meshes");
+                  generation == "v5e"
+                      ? "docs/hardware.md, v5e [P] cloud-v5e: wraparound only on axes of length 16; shorter axes are "
+                        "meshes"
+                      : "docs/hardware.md, v6e [P] book: as on v5e, wraparound only on axes of length 16 (the pod's "
+                        "16 x 16 torus); shorter axes are meshes");
       return;
     }
   }
-  if (generation != "v4") return;
+  if (generation != "v4" && generation != "v5p") return;
+  const std::string source = generation == "v4" ? "docs/hardware.md, v4 [P][S]" : "docs/hardware.md, v5p [P] "
+                                                                                    "cloud-v5p, book";
   const bool whole_cubes = pod.shape.size() == 3 && std::all_of(pod.shape.begin(), pod.shape.end(), [](int n) {
                              return n % 4 == 0;
                            });
   if (!whole_cubes) {
     diags.error(at, prefix + "wraparound",
-                fmt::format("a v4 slice wraps around only when it is whole 4x4x4 cubes; [{}] is not",
+                fmt::format("a {} slice wraps around only when it is whole 4x4x4 cubes; [{}] is not", generation,
                             fmt::join(pod.shape, ", ")),
                 fmt::format("wraparound [{}] (a mesh)", fmt::join(std::vector<int>(pod.shape.size(), 0), ", ")),
                 format_value(pod.wraparound),
-                "docs/hardware.md, v4 [P][S]: a slice of whole cubes gets wraparound through the OCS; a smaller "
-                "slice is a mesh");
+                source + ": a slice of whole cubes gets wraparound through the OCS; a smaller slice is a mesh");
   } else if (pod.cube.empty()) {
-    diags.error(at, prefix + "cube", "a v4 slice's wraparound runs through the optical circuit switches",
+    diags.error(at, prefix + "cube",
+                fmt::format("a {} slice's wraparound runs through the optical circuit switches", generation),
                 "cube: [4, 4, 4] (the OCS between the 4x4x4 cubes)", "no cube (all links electrical, no OCS)",
-                "docs/hardware.md, v4 [P][S]: the links on a cube's faces are optical and pass through the OCS; "
-                "or wraparound [0, 0, 0] for a mesh");
+                source + ": the links on a cube's faces are optical and pass through the OCS; or wraparound "
+                         "[0, 0, 0] for a mesh");
   }
 }
 
@@ -98,7 +140,8 @@ void check_hosts(const PodSpec& pod, const ChipSpec& chip, const std::string& pr
 void check_pod_on_chip(const PodSpec& pod, const ChipSpec& chip, const std::string& prefix, Diagnostics& diags) {
   if (pod.shape.empty()) return;
   check_ici_ports(pod, chip, diags);
-  check_wraparound(pod, chip, prefix, diags);
+  const bool shape_ok = chip.published.generation != "v5p" || check_v5p_shape(pod, prefix, diags);
+  if (shape_ok) check_wraparound(pod, chip, prefix, diags);
   check_hosts(pod, chip, prefix, diags);
 }
 

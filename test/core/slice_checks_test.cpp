@@ -1,0 +1,94 @@
+// The rules a pod keeps on its chip (check_pod_on_chip, core/src/slice_checks.cpp): wraparound by generation and
+// the v5p slice shapes, each from a source in docs/hardware.md.
+#include <string>
+#include <vector>
+
+#include "tpusim/core/diagnostics.h"
+#include "tpusim/core/pod_spec.h"
+#include "tpusim/core/scenario.h"
+
+#include <gtest/gtest.h>
+
+namespace tpusim {
+namespace {
+
+PodSpec slice(const std::string& chip, std::vector<int> shape, std::vector<int> wraparound,
+              std::vector<int> cube = {}) {
+  PodSpec pod;
+  pod.name = "p";
+  pod.chip = chip;
+  pod.shape = std::move(shape);
+  pod.wraparound = std::move(wraparound);
+  pod.cube = std::move(cube);
+  return pod;
+}
+
+Diagnostics check(const PodSpec& pod) {
+  Diagnostics diags;
+  check_pod_on_chip(pod, load_chip(pod.chip), "pod.", diags);
+  return diags;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(SliceChecks, AV6eSliceWrapsAroundOnlyOnAxesOfSixteenChips) {
+  EXPECT_TRUE(check(slice("v6e", {16, 16}, {1, 1})).empty());
+  EXPECT_TRUE(check(slice("v6e", {8, 16}, {0, 1})).empty());
+  const Diagnostics diags = check(slice("v6e", {8, 16}, {1, 1}));
+  ASSERT_EQ(diags.size(), 1U) << diags.str();
+  EXPECT_EQ(diags.items()[0].key_path, "pod.wraparound");
+  EXPECT_EQ(diags.items()[0].message, "a v6e slice wraps around only on axes of 16 chips; axis 0 has 8");
+  EXPECT_EQ(diags.items()[0].expected, "0 on axis 0 (a mesh edge)");
+  EXPECT_TRUE(contains(diags.items()[0].hint, "docs/hardware.md, v6e [P] book")) << diags.items()[0].hint;
+}
+
+TEST(SliceChecks, AV5pSliceBelowACubeHasNoWraparound) {
+  const Diagnostics diags = check(slice("v5p", {2, 4, 4}, {0, 0, 1}));
+  ASSERT_EQ(diags.size(), 1U) << diags.str();
+  EXPECT_EQ(diags.items()[0].key_path, "pod.wraparound");
+  EXPECT_EQ(diags.items()[0].message, "a v5p slice wraps around only when it is whole 4x4x4 cubes; [2, 4, 4] is not");
+  EXPECT_TRUE(contains(diags.items()[0].hint, "docs/hardware.md, v5p [P] cloud-v5p, book")) << diags.items()[0].hint;
+}
+
+TEST(SliceChecks, AV5pSliceOfWholeCubesWrapsAroundThroughItsOcs) {
+  EXPECT_TRUE(check(slice("v5p", {8, 8, 8}, {1, 1, 1}, {4, 4, 4})).empty());
+  const Diagnostics diags = check(slice("v5p", {8, 8, 8}, {1, 1, 1}));
+  ASSERT_EQ(diags.size(), 1U) << diags.str();
+  EXPECT_EQ(diags.items()[0].key_path, "pod.cube");
+  EXPECT_EQ(diags.items()[0].message, "a v5p slice's wraparound runs through the optical circuit switches");
+}
+
+TEST(SliceChecks, V5pTakesTheShapesBelowACubeInAnyAxisOrderWholeCubesAndOneChip) {
+  const std::vector<std::vector<int>> shapes = {{2, 2, 1}, {1, 2, 2}, {2, 2}, {2, 2, 2}, {4, 2, 2}, {2, 4, 4},
+                                                {4, 4, 2}, {4, 4, 4}, {4, 4, 8}, {12, 8, 4}, {16, 20, 28},
+                                                {1, 1, 1}, {1}};
+  for (const auto& shape : shapes) {
+    const Diagnostics diags = check(slice("v5p", shape, std::vector<int>(shape.size(), 0)));
+    EXPECT_TRUE(diags.empty()) << format_value(shape) << ":\n" << diags.str();
+  }
+}
+
+TEST(SliceChecks, AV5pShapeNeitherBelowACubeNorWholeCubesIsRefusedWithTheCubesAroundIt) {
+  const Diagnostics diags = check(slice("v5p", {4, 4, 6}, {1, 1, 1}, {4, 4, 2}));
+  ASSERT_EQ(diags.size(), 1U) << diags.str();  // the shape alone: no wraparound error on top
+  const Diagnostic& d = diags.items()[0];
+  EXPECT_EQ(d.key_path, "pod.shape");
+  EXPECT_EQ(d.expected, "2x2x1, 2x2x2, 2x2x4 or 2x4x4 in any axis order, or every axis a multiple of 4 (whole cubes)");
+  EXPECT_EQ(d.found, "[4, 4, 6]");
+  EXPECT_TRUE(contains(d.hint, "did you mean [4, 4, 4] or [4, 4, 8]?")) << d.hint;
+  EXPECT_TRUE(contains(d.hint, "docs/hardware.md, v5p [P] cloud-v5p, xpk")) << d.hint;
+
+  const Diagnostics flat = check(slice("v5p", {8, 8}, {0, 0}));
+  ASSERT_EQ(flat.size(), 1U) << flat.str();
+  EXPECT_TRUE(contains(flat.items()[0].hint, "did you mean [8, 8, 4]?")) << flat.items()[0].hint;
+
+  for (const std::vector<int>& shape : {std::vector<int>{3, 3, 3}, {2, 2, 3}, {1, 1, 2}, {2, 1, 1}}) {
+    const Diagnostics small = check(slice("v5p", shape, std::vector<int>(shape.size(), 0)));
+    ASSERT_EQ(small.size(), 1U) << format_value(shape) << ":\n" << small.str();
+    EXPECT_EQ(small.items()[0].key_path, "pod.shape");
+    EXPECT_FALSE(contains(small.items()[0].hint, "did you mean")) << small.items()[0].hint;
+  }
+}
+
+}  // namespace
+}  // namespace tpusim
