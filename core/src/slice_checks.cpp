@@ -18,17 +18,39 @@ SourceLoc pod_key_loc(const PodSpec& pod, const std::string& key) {
   return name != pod.origins.end() ? name->second.loc : SourceLoc{"(pod)", 0, 0};
 }
 
-// A chip with fewer ICI ports than a slice of the pod needs (PodSpec::ici_ports_needed) cannot form it.
-void check_ici_ports(const PodSpec& pod, const ChipSpec& chip, Diagnostics& diags) {
+// A chip with fewer ICI ports than a slice of the pod needs (PodSpec::ici_ports_needed) cannot form it. When the
+// port count is the chip file's own, the mistake is the shape (a 3-D shape on a 2-D generation): the error is at
+// the pod's shape and names the chip's ports and where they were written. When a scenario or --set overrode the
+// ports, the error stays at that override.
+void check_ici_ports(const PodSpec& pod, const ChipSpec& chip, const std::string& prefix, Diagnostics& diags) {
   const std::size_t needed = pod.ici_ports_needed();
   if (static_cast<std::size_t>(chip.ici.links) >= needed) return;
   const ChipBlock* ici = find_block(chip, BlockKind::ici);
-  const std::string key = (ici != nullptr ? ici->name : std::string("ici")) + ".links";
-  const auto at = chip.origins.find(key);
-  diags.error(at != chip.origins.end() ? at->second.loc : SourceLoc{"(chip)", 0, 0}, "chip." + key,
-              "too few ICI ports for the pod",
-              fmt::format("at least {}: two per axis of the pod's shape [{}]", needed, fmt::join(pod.shape, ", ")),
-              std::to_string(chip.ici.links), "a chip that forms this pod, or a pod of one chip");
+  const std::string field = (ici != nullptr ? ici->name : std::string("ici")) + ".links";
+  const auto at = chip.origins.find(field);
+  const auto name = chip.origins.find("name");
+  const bool written = at != chip.origins.end() && !at->second.defaulted;
+  const SourceLoc links_loc = written ? at->second.loc : SourceLoc{"(chip)", 0, 0};
+  const bool overridden = written && name != chip.origins.end() && name->second.loc.file != links_loc.file;
+  if (overridden) {
+    diags.error(links_loc, "chip." + field, "too few ICI ports for the pod",
+                fmt::format("at least {}: two per axis of the pod's shape [{}]", needed, fmt::join(pod.shape, ", ")),
+                std::to_string(chip.ici.links), "a chip that forms this pod, or a pod of one chip");
+    return;
+  }
+  const int pairs = std::max(chip.ici.links, 0) / 2;
+  const std::size_t axes = pod.shape.size();
+  const std::string forms = pairs == 0 ? "so it cannot form a slice of more than one chip"
+                                       : fmt::format("so a {}-D generation cannot form a {}-D shape", pairs, axes);
+  diags.error(pod_key_loc(pod, "shape"), prefix + "shape",
+              fmt::format("a {}-axis shape needs {} ICI ports per chip; chip {} has {} (chip.{} at {})", axes,
+                          needed, chip.name, chip.ici.links, field, links_loc.str()),
+              fmt::format("a shape of at most {} ax{} (two ICI ports per axis), or one chip", pairs,
+                          pairs == 1 ? "is" : "es"),
+              format_value(pod.shape),
+              fmt::format("chip {} has {} ICI ports ({}), {}; give the shape fewer axes, or choose a chip with {} "
+                          "ports",
+                          chip.name, chip.ici.links, links_loc.str(), forms, needed));
 }
 
 // A v5p slice is one of the shapes below a cube Cloud TPU offers (2x2x1, 2x2x2, 2x2x4, 2x4x4, any axis order),
@@ -139,7 +161,7 @@ void check_hosts(const PodSpec& pod, const ChipSpec& chip, const std::string& pr
 
 void check_pod_on_chip(const PodSpec& pod, const ChipSpec& chip, const std::string& prefix, Diagnostics& diags) {
   if (pod.shape.empty()) return;
-  check_ici_ports(pod, chip, diags);
+  check_ici_ports(pod, chip, prefix, diags);
   const bool shape_ok = chip.published.generation != "v5p" || check_v5p_shape(pod, prefix, diags);
   if (shape_ok) check_wraparound(pod, chip, prefix, diags);
   check_hosts(pod, chip, prefix, diags);

@@ -1,9 +1,11 @@
-// The rules a pod keeps on its chip (check_pod_on_chip, core/src/slice_checks.cpp): wraparound by generation and
-// the v5p slice shapes, each from a source in docs/hardware.md.
+// The rules a pod keeps on its chip (check_pod_on_chip, core/src/slice_checks.cpp): ICI ports against the shape,
+// wraparound by generation and the v5p slice shapes, each from a source in docs/hardware.md.
 #include <string>
 #include <vector>
 
+#include "tpusim/core/chip_spec.h"
 #include "tpusim/core/diagnostics.h"
+#include "tpusim/core/fields.h"
 #include "tpusim/core/pod_spec.h"
 #include "tpusim/core/scenario.h"
 
@@ -30,6 +32,32 @@ Diagnostics check(const PodSpec& pod) {
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(SliceChecks, AThreeAxisShapeOnATwoDimensionalChipIsRefusedAtTheShape) {
+  const Diagnostics diags = check(slice("v5e", {2, 2, 2}, {0, 0, 0}));
+  ASSERT_EQ(diags.size(), 1U) << diags.str();
+  const Diagnostic& d = diags.items()[0];
+  EXPECT_EQ(d.key_path, "pod.shape");
+  EXPECT_TRUE(contains(d.message, "a 3-axis shape needs 6 ICI ports per chip; chip v5e has 4 (chip.ici.links at "))
+      << d.message;
+  EXPECT_TRUE(contains(d.message, "configs/chips/v5e.yaml:")) << d.message;
+  EXPECT_EQ(d.expected, "a shape of at most 2 axes (two ICI ports per axis), or one chip");
+  EXPECT_EQ(d.found, "[2, 2, 2]");
+  EXPECT_TRUE(contains(d.hint, "chip v5e has 4 ICI ports")) << d.hint;
+  EXPECT_TRUE(contains(d.hint, "so a 2-D generation cannot form a 3-D shape")) << d.hint;
+}
+
+TEST(SliceChecks, PortsAnOverrideTookAwayAreRefusedAtThatOverride) {
+  ChipSpec chip = load_chip("v4");
+  chip.ici.links = 4;
+  chip.origins["ici.links"] = FieldOrigin{SourceLoc{"--set chip.ici.links=4", 0, 0}, "", false};
+  Diagnostics diags;
+  check_pod_on_chip(slice("v4", {2, 2, 2}, {0, 0, 0}), chip, "pod.", diags);
+  ASSERT_EQ(diags.size(), 1U) << diags.str();
+  EXPECT_EQ(diags.items()[0].loc.file, "--set chip.ici.links=4");
+  EXPECT_EQ(diags.items()[0].key_path, "chip.ici.links");
+  EXPECT_EQ(diags.items()[0].message, "too few ICI ports for the pod");
+}
 
 TEST(SliceChecks, AV6eSliceWrapsAroundOnlyOnAxesOfSixteenChips) {
   EXPECT_TRUE(check(slice("v6e", {16, 16}, {1, 1})).empty());
