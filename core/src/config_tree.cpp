@@ -413,6 +413,29 @@ std::string flow_text(const ConfigNode& n, bool in_flow) {
   return in_flow ? "null" : "";
 }
 
+// A map set over a chip block (`block`, at key path `path`) with no `kind`: it would replace the block and drop
+// the keys it does not name. Refused naming those keys, with the one-field overrides that keep them.
+void refuse_block_without_kind(const SourceLoc& at, const std::string& path, const ConfigNode& block,
+                               const ConfigNode& map, Diagnostics& diags) {
+  std::vector<std::string> dropped;
+  for (const ConfigNode::Entry& e : block.entries()) {
+    if (map.find(e.key) == nullptr) dropped.push_back(e.key);
+  }
+  std::vector<std::string> fields;
+  for (const ConfigNode::Entry& e : map.entries()) {
+    fields.push_back(fmt::format("--set '{}.{}={}'", path, e.key, flow_text(e.value, false)));
+  }
+  const ConfigNode* kind = block.find("kind");
+  diags.error(at, path, "a map replaces the whole block, and this one drops the block's kind",
+              fmt::format("one field at a time ({}.FIELD=VALUE), or the whole block: {{kind: {}, ...}}", path,
+                          kind->is_scalar() ? kind->scalar() : std::string("?")),
+              fmt::format("{}, which would leave the block without {}", flow_text(map, false),
+                          fmt::join(dropped, ", ")),
+              fields.empty() ? std::string("set each field on its own to keep the others")
+                             : fmt::format("did you mean {}? a map given to --set replaces the field it names",
+                                           fmt::join(fields, " ")));
+}
+
 }  // namespace
 
 std::string flow_text(const ConfigNode& n) { return flow_text(n, false); }
@@ -518,6 +541,13 @@ void apply_override(ConfigNode& root, const Override& override, Diagnostics& dia
                                 kind->is_scalar() ? kind->scalar() : std::string("?"), walked),
                     parsed.describe(),
                     "tpusim describe params lists each block's fields");
+        return;
+      }
+      // A map replaces the block whole: one without `kind` dropped the block's kind and every field it left
+      // out, and the chip then failed in several places at once.
+      if (child != nullptr && child->is_map() && child->find("kind") != nullptr && parsed.is_map() &&
+          parsed.find("kind") == nullptr) {
+        refuse_block_without_kind(key_loc, walked, *child, parsed, diags);
         return;
       }
       node->set(key, key_loc, std::move(parsed));

@@ -292,6 +292,26 @@ TEST(ApplyOverride, TurnsAScalarOnThePathIntoAMap) {
   EXPECT_EQ(at(root, "a.b")->scalar(), "2");
 }
 
+TEST(ApplyOverride, OfAMapWithoutKindOverAChipBlockIsRefusedNamingTheKeysItWouldDrop) {
+  const std::string text = "chip:\n  hbm: {kind: hbm, capacity: 32 GiB, bandwidth: 1200 GB/s}\n";
+  ConfigNode root = load_ok(text);
+  Diagnostics diags;
+  apply_override(root, "chip.hbm={bandwidth: 1 TB/s}", diags);
+  ASSERT_EQ(diags.size(), 1u) << diags.str();
+  const Diagnostic& d = diags.items()[0];
+  EXPECT_EQ(d.loc.file, "--set chip.hbm={bandwidth: 1 TB/s}");
+  EXPECT_EQ(d.key_path, "chip.hbm");
+  EXPECT_EQ(d.message, "a map replaces the whole block, and this one drops the block's kind");
+  EXPECT_EQ(d.found, "{bandwidth: 1 TB/s}, which would leave the block without kind, capacity");
+  EXPECT_EQ(d.hint, "did you mean --set 'chip.hbm.bandwidth=1 TB/s'? a map given to --set replaces the field it names");
+  EXPECT_EQ(flow_text(*at(root, "chip.hbm")), "{kind: hbm, capacity: 32 GiB, bandwidth: 1200 GB/s}");  // kept
+  // With its kind the map is the whole block, as documented: it replaces the old one.
+  Diagnostics whole;
+  apply_override(root, "chip.hbm={kind: hbm, bandwidth: 1 TB/s}", whole);
+  ASSERT_TRUE(whole.empty()) << whole.str();
+  EXPECT_EQ(flow_text(*at(root, "chip.hbm")), "{kind: hbm, bandwidth: 1 TB/s}");
+}
+
 TEST(ApplyOverride, OfAMapReadFromAFileReplacesTheNodeAndKeepsEachValuesPlace) {
   ConfigNode root = load_ok("workload:\n  mesh: {data: 4, fsdp: 2}\n");
   Diagnostics diags;
