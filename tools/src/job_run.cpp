@@ -201,12 +201,16 @@ void print_job(const Scenario& s, const models::JobOutcome& job, const models::F
   const double healthy = job.costs.step.value();
   out << fmt::format("    steps simulated in full ({}; the others are composed from them):\n",
                      fault_steps.steps().empty() ? "the healthy step only" : "job.simulated_steps in summary.json");
-  out << fmt::format("      {:<2}  {:<54} {:>10} {:>10}  {}\n", "#", "step", "time", "vs healthy", "links (mean / max)");
-  out << fmt::format("      {:<2}  {:<54} {:>10} {:>10}\n", 0, "healthy step", time(healthy), "");
+  // The step column is 54 wide, or as wide as the longest step's name, so that every row keeps its columns.
+  std::size_t width = 54;
+  for (const models::FaultStep& f : fault_steps.steps()) width = std::max(width, f.what.size());
+  out << fmt::format("      {:<2}  {:<{}} {:>10} {:>10}  {}\n", "#", "step", width, "time", "vs healthy",
+                     "links (mean / max)");
+  out << fmt::format("      {:<2}  {:<{}} {:>10} {:>10}\n", 0, "healthy step", width, time(healthy), "");
   for (std::size_t i = 0; i < fault_steps.steps().size(); ++i) {
     const models::FaultStep& f = fault_steps.steps()[i];
     const auto [mean, max] = link_load(f);
-    out << fmt::format("      {:<2}  {:<54} {:>10} {:>10}  {}\n", i + 1, f.what,
+    out << fmt::format("      {:<2}  {:<{}} {:>10} {:>10}  {}\n", i + 1, f.what, width,
                        f.ok ? time(f.step_time_s) : std::string("not run"),
                        f.ok && healthy > 0 ? vs_healthy(f.step_time_s / healthy)
                                            : std::string(),
