@@ -427,7 +427,7 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
   // on the infeed).
   std::vector<std::uint32_t> start;
   if (workload.host.step_launch_overhead.value() > 0) {
-    start.push_back(prog.add(host_op(ir::HostOp::infeed, 0, workload.host.step_launch_overhead.value()), {},
+    start.push_back(prog.add(host_op(ir::HostOp::launch, 0, workload.host.step_launch_overhead.value()), {},
                              "host.launch"));
   }
   if (host.infeed_bytes > 0 || host.input_seconds > 0) {
@@ -511,7 +511,7 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
     }
   }
   for (int s = 0; s < workload.host.host_syncs; ++s) {
-    sinks = {prog.add(host_op(ir::HostOp::outfeed, 0, chip.host.round_trip.value()), sinks, "host.sync")};
+    sinks = {prog.add(host_op(ir::HostOp::sync, 0, chip.host.round_trip.value()), sinks, "host.sync")};
   }
   out.programs.programs.push_back(std::move(prog));
   // Pipeline stages after the first: their own programs (launch and input as the first stage's), and which
@@ -520,7 +520,7 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
     ir::Program stage_prog(fmt::format("{}.stage{}", model.name.empty() ? "main" : model.name, i + 1));
     std::vector<std::uint32_t> stage_start;
     if (workload.host.step_launch_overhead.value() > 0) {
-      stage_start.push_back(stage_prog.add(host_op(ir::HostOp::infeed, 0, workload.host.step_launch_overhead.value()),
+      stage_start.push_back(stage_prog.add(host_op(ir::HostOp::launch, 0, workload.host.step_launch_overhead.value()),
                                            {}, "host.launch"));
     }
     std::vector<std::vector<std::uint32_t>> op_instructions;
@@ -536,7 +536,7 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
                                     stage_sinks, "host.checkpoint")};
     }
     for (int h = 0; h < workload.host.host_syncs; ++h) {
-      stage_sinks = {stage_prog.add(host_op(ir::HostOp::outfeed, 0, chip.host.round_trip.value()), stage_sinks,
+      stage_sinks = {stage_prog.add(host_op(ir::HostOp::sync, 0, chip.host.round_trip.value()), stage_sinks,
                                     "host.sync")};
     }
     out.programs.programs.push_back(std::move(stage_prog));

@@ -371,6 +371,23 @@ TEST(ProgramJson, EveryOtherOpKindHasAFlopsBound) {
   EXPECT_EQ(flops_error(R"("op":"barrier",)", R"("hardware_flops":0)"), "");
 }
 
+// Host instructions keep the kind the lowering gave them (a launch and a sync are not an infeed and an outfeed).
+TEST(ProgramJson, HostOpKindsRoundTrip) {
+  const std::string text = file_with(R"({"op":"host","host_op":"launch","bytes":0,"deps":[]},
+    {"op":"host","host_op":"infeed","bytes":64,"deps":[0]},
+    {"op":"host","host_op":"checkpoint","bytes":64,"deps":[1]},
+    {"op":"host","host_op":"outfeed","bytes":64,"deps":[2]},
+    {"op":"host","host_op":"sync","bytes":0,"deps":[3]})");
+  const ProgramSet set = parse_program_json(text, "host");
+  const Program& a = set.programs[0];
+  EXPECT_EQ(a[0].host.op, HostOp::launch);
+  EXPECT_EQ(a[1].host.op, HostOp::infeed);
+  EXPECT_EQ(a[2].host.op, HostOp::checkpoint);
+  EXPECT_EQ(a[3].host.op, HostOp::outfeed);
+  EXPECT_EQ(a[4].host.op, HostOp::sync);
+  EXPECT_EQ(to_json(parse_program_json(to_json(set), "again")), to_json(set));
+}
+
 // What the lowering writes meets the rules: a training step's program reads back.
 TEST(ProgramJson, ALoweredStepMeetsTheFlopsRules) {
   const ProgramSet set = training_step();

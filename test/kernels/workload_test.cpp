@@ -330,6 +330,8 @@ TEST(HostLowering, WithoutPrefetchTheFirstLayerWaitsForTheInfeedBehindTheLaunch)
   ASSERT_EQ(infeed.size(), 1u);
   EXPECT_EQ(p.label_of(p[infeed[0]]), "host.infeed");
   EXPECT_DOUBLE_EQ(p[launch[0]].host.seconds, 50e-6);
+  EXPECT_EQ(p[launch[0]].host.op, ir::HostOp::launch);  // its kind, which the run's host-stall note reads
+  EXPECT_EQ(p[infeed[0]].host.op, ir::HostOp::infeed);
   EXPECT_EQ(p[launch[0]].bytes, 0u);
   EXPECT_EQ(p[infeed[0]].bytes, 64u * 512);
   EXPECT_DOUBLE_EQ(p[infeed[0]].host.seconds, 64.0 * 4 / 1e4);
@@ -360,6 +362,7 @@ TEST(HostLowering, CheckpointFollowsTheUpdatesAndSyncsEndTheStep) {
   ASSERT_EQ(ckpt.size(), 1u);
   ASSERT_EQ(syncs.size(), 2u);
   EXPECT_EQ(p[ckpt[0]].host.op, ir::HostOp::checkpoint);
+  EXPECT_EQ(p[syncs[0]].host.op, ir::HostOp::sync);
   EXPECT_EQ(p[ckpt[0]].bytes, (2u * 256 * 256 * 2 + 9) / 10);  // 2 layers of bf16 weights, sgd: no moments
   for (const std::uint32_t u : with_prefix(p, "layer")) EXPECT_TRUE(depends_on(p, ckpt[0], u)) << u;
   EXPECT_TRUE(depends_on(p, syncs[1], syncs[0]));

@@ -53,3 +53,24 @@ TEST_F(FindingsCli, AHostStallOfInputIsInputBound) {
   EXPECT_NE(input.find("the input pipeline (infeed)"), std::string::npos) << nlohmann::json(n).dump();
   EXPECT_TRUE(starting(n, "host-bound").empty()) << nlohmann::json(n).dump();
 }
+
+// The host stall's parts come from each host instruction's kind (host_op), not from words in its label: a
+// program file whose infeed is labelled "fetch.batch" and whose checkpoint is "save.state" (3/4 and 1/4 of the
+// host's PCIe time, one after the other) is input-bound with both parts named. Sorted by label, both were
+// "other host transfers" and the step was called "host-bound ..., mostly other host transfers (... 100%)".
+TEST_F(FindingsCli, HostStallPartsFollowTheHostOpKindNotTheLabel) {
+  write("p.json", R"({"format":"tpusim-program","version":2,"role_of_chip":[],"programs":[{"name":"p",
+"instructions":[
+{"op":"host","label":"go","host_op":"launch","bytes":0,"deps":[]},
+{"op":"host","label":"fetch.batch","host_op":"infeed","bytes":805306368,"deps":[0]},
+{"op":"matmul","label":"mm","m":128,"k":128,"n":128,"dtype":"bf16","deps":[1]},
+{"op":"host","label":"save.state","host_op":"checkpoint","bytes":268435456,"deps":[2]},
+{"op":"host","label":"wait","host_op":"sync","bytes":0,"deps":[3]}]}]})");
+  write("s.yaml", "name: renamed-host-ops\npod: v4-1x1x1\nworkload:\n  program: p.json\n");
+  std::string out;
+  const auto n = notes((dir_ / "s.yaml").string() + " -q", out);
+  const std::string input = starting(n, "input-bound: the TPU waited for the host (PCIe / input pipeline) ");
+  EXPECT_NE(input.find("% of the step (the input pipeline (infeed) 75%, checkpoint writes 25%)"), std::string::npos)
+      << nlohmann::json(n).dump();
+  EXPECT_EQ(nlohmann::json(n).dump().find("other host transfers"), std::string::npos) << nlohmann::json(n).dump();
+}

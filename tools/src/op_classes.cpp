@@ -93,6 +93,7 @@ void OpClassRecorder::record(const models::TraceSpan& span) {
   const std::uint32_t op = op_of_label_[role][ins.label];
   OpTime& o = ops_[role][op];
   if (o.unit.empty()) o.unit = std::string(ir::unit_name(span.unit));
+  if (ins.kind == ir::OpKind::host && !o.host_op) o.host_op = ins.host.op;
   o.instructions += 1;
   o.flops += ins.flops.hardware;
   o.hbm_bytes += hbm_bytes_of(ins);
@@ -180,6 +181,7 @@ std::vector<OpClassTime> OpClassRecorder::finish(double step_time, double* idle_
       const OpTime& o = ops_[role][op];
       if (o.instructions == 0) continue;
       OpTime& merged = by_name.try_emplace(o.name, OpTime{o.name, o.unit}).first->second;
+      if (!merged.host_op) merged.host_op = o.host_op;
       merged.instructions += o.instructions * weight;
       merged.time_s += op_time[op] * weight;
       merged.active_s += op_active[op] * weight;

@@ -11,6 +11,7 @@
 // The chips recorded are the first chip of each program (role); their times are averaged weighted by the
 // number of chips running each role.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,10 @@ struct OpTime {
   double flops = 0;                // hardware FLOPs per chip
   double hbm_bytes = 0;            // HBM bytes its instructions read and write on the chip (hbm_bytes_of)
   double moved_bytes = 0;          // bytes a DMA or a collective moves, per chip
+  // A host op's kind as the lowering declares it (ir::HostWork::op): the run's notes sort host time by it. An op
+  // is one label, so its host instructions share a kind in every lowering; in a program file that gives one
+  // label to several kinds, the first instruction recorded names it.
+  std::optional<ir::HostOp> host_op;
 };
 // The HBM bytes instruction `ins` reads and writes on its own chip, as the simulator counts them in
 // bytes.hbm_read / hbm_written: a fused op's streams; a DMA's bytes once per end in HBM (whichever end times

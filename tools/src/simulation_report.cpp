@@ -96,23 +96,24 @@ std::string bubble_note(const Scenario& s, int stages, double waiting, double id
 }
 
 // What the host stall is made of: the host ops' attributed time (op_classes.h: a host op counts only where
-// nothing else is in flight, as the breakdown's host_stall does), by what the lowering names them
-// (kernels/lowering.h): the step's launch, its input (infeed), checkpoint writes and host syncs.
+// nothing else is in flight, as the breakdown's host_stall does), by the kind the lowering declares for them
+// (ir::HostOp): the step's launch, its input (infeed), checkpoint writes, host syncs and other transfers (outfeed).
+// Their labels are not read, so a renamed op keeps its part.
 std::string host_note(const std::vector<OpTime>& ops, double host_share, double step) {
   struct Part {
-    const char* label;   // in the op's name
-    const char* what;    // in the note
+    ir::HostOp op;     // the kind the lowering declares (ir::HostWork::op), not a word in the op's name
+    const char* what;  // in the note
     double time_s = 0;
   };
-  std::vector<Part> parts = {{"infeed", "the input pipeline (infeed)"}, {"checkpoint", "checkpoint writes"},
-                             {"launch", "step launch"}, {"sync", "host syncs"}, {"", "other host transfers"}};
+  std::vector<Part> parts = {{ir::HostOp::infeed, "the input pipeline (infeed)"},
+                             {ir::HostOp::checkpoint, "checkpoint writes"},
+                             {ir::HostOp::launch, "step launch"},
+                             {ir::HostOp::sync, "host syncs"},
+                             {ir::HostOp::outfeed, "other host transfers"}};
   for (const OpTime& op : ops) {
-    if (op.unit != "host") continue;
+    if (op.unit != "host" || !op.host_op) continue;
     for (Part& p : parts) {
-      if (op.name.find(p.label) != std::string::npos) {  // the last part's "" takes any other host op
-        p.time_s += op.time_s;
-        break;
-      }
+      if (p.op == *op.host_op) p.time_s += op.time_s;
     }
   }
   const auto largest = std::max_element(parts.begin(), parts.end(),

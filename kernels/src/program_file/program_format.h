@@ -45,7 +45,8 @@ constexpr Named<CollectiveKind> kCollectives[] = {{CollectiveKind::all_reduce, "
                                                   {CollectiveKind::all_to_all, "all_to_all"},
                                                   {CollectiveKind::permute, "permute"}};
 constexpr Named<HostOp> kHostOps[] = {
-    {HostOp::infeed, "infeed"}, {HostOp::outfeed, "outfeed"}, {HostOp::checkpoint, "checkpoint"}};
+    {HostOp::infeed, "infeed"}, {HostOp::outfeed, "outfeed"}, {HostOp::checkpoint, "checkpoint"},
+    {HostOp::launch, "launch"}, {HostOp::sync, "sync"}};
 constexpr Named<OpClass> kOpClassNames[] = {{OpClass::other, "other"},
                                          {OpClass::matmul, "matmul"},
                                          {OpClass::attention, "attention"},

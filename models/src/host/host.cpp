@@ -2,7 +2,7 @@
 //
 // Host instructions (launch, infeed, outfeed, checkpoint, sync) run one at a time in program order
 // (kHostTransfersInFlight): host.seconds of host-side work, then, when there are bytes, the transfer over the
-// PCIe direction it uses (infeed: host -> chip; the others chip -> host). As a memory (the path "dma ->
+// PCIe direction it uses (infeed and launch: host -> chip; the others chip -> host). As a memory (the path "dma ->
 // host"), the link takes DMAs to and from host memory. Both directions are bandwidth schedulers at
 // host.pcie_bandwidth, and every transfer first waits kPcieLatency (timing.h). Assumption: a transfer into or
 // out of HBM is limited by PCIe alone (16-32 GB/s against 0.7-2.8 TB/s on the bundled chips), so it takes no
@@ -32,7 +32,7 @@ class Host final : public MemoryBlock, public InstructionUnit, private tlm::tlm_
   [[nodiscard]] bool can_start(int /*lane*/, Tick /*now*/) const override { return !engine_.full(); }
   void start(std::uint32_t instr, const ir::Instruction& ins, Tick now) override {
     Transfer t;
-    const bool infeed = ins.host.op == ir::HostOp::infeed;
+    const bool infeed = ins.host.op == ir::HostOp::infeed || ins.host.op == ir::HostOp::launch;
     t.src = infeed ? ir::Memory::host : ir::Memory::hbm;
     t.dst = infeed ? ir::Memory::hbm : ir::Memory::host;
     t.bytes = ins.bytes;

@@ -66,8 +66,8 @@ struct LoweredWorkload {
 //
 // Host work (gemm and mlp; host instructions carry their host-side time in Instruction::host.seconds, then
 // move their bytes over PCIe; see host_step_costs for the numbers):
-//  - workload.step_launch_overhead > 0: a "host.launch" instruction (no bytes) that all other work of the
-//    step depends on.
+//  - workload.step_launch_overhead > 0: a "host.launch" instruction (ir::HostOp::launch, no bytes) that all
+//    other work of the step depends on.
 //  - an input pipeline (input.bytes_per_example or input.examples_per_s_per_host set, mlp only): one infeed
 //    of batch x bytes_per_example into HBM whose host side takes input_seconds. With input.prefetch = 0 it is
 //    "host.infeed" and the first layer depends on it (the step waits for the host to produce and send its
@@ -78,7 +78,8 @@ struct LoweredWorkload {
 //    absorbs jitter, which is not modelled, so every prefetch > 0 behaves alike.
 //  - checkpoint.every_steps = N > 0 (train): a "host.checkpoint" after the optimizer updates, carrying 1/N of
 //    the parameters and optimizer state over PCIe and 1/N of the host's storage write (amortised per step).
-//  - host_syncs = S: S chained "host.sync" instructions (chip.host.round_trip each, no bytes) at the very end.
+//  - host_syncs = S: S chained "host.sync" instructions (ir::HostOp::sync, chip.host.round_trip each, no bytes)
+//    at the very end.
 [[nodiscard]] ir::ProgramSet lower_workload(const WorkloadSpec& workload, const ChipSpec& chip);
 
 // Host-side costs of one step on one chip (a pure function of the specs, for tests and lower_workload):

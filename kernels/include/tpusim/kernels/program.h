@@ -30,7 +30,10 @@ enum class VectorOp : std::uint8_t { elementwise, transcendental, reduction, tra
 enum class Memory : std::uint8_t { hbm, vmem, cmem, host, remote };
 enum class DmaPattern : std::uint8_t { contiguous, strided, gather };
 using CollectiveKind = tpusim::CollectiveKind;  // declared with the scenario specs (core)
-enum class HostOp : std::uint8_t { infeed, outfeed, checkpoint };
+// What a host instruction does, as the lowering declares it (the run's notes sort host time by it): infeed
+// feeds the input batch (host -> HBM); outfeed sends results back (HBM -> host); checkpoint writes the state to
+// storage (HBM -> host); launch starts the step (host -> chip); sync is a host round trip (chip -> host).
+enum class HostOp : std::uint8_t { infeed, outfeed, checkpoint, launch, sync };
 
 // What an instruction computes, for the per-op-class time breakdown (tools/ aggregates by it; it changes no
 // timing). matmul: dense projections (and a GEMM); attention: the attention core (scores, softmax, values)
