@@ -371,6 +371,27 @@ TEST(ProgramJson, EveryOtherOpKindHasAFlopsBound) {
   EXPECT_EQ(flops_error(R"("op":"barrier",)", R"("hardware_flops":0)"), "");
 }
 
+// Model FLOPs may be a fraction: a chip's share of products r chips compute alike is 1/r of them
+// (kernels/README.md, "FLOPs"), 8192 / 3 here. The reader keeps the double as written, neither refused nor
+// rounded: rounding each instruction would move the chips' sum off the job's closed form (3 x 2731 = 8193).
+TEST(ProgramJson, AFractionalShareOfModelFlopsReadsBackAsTheSameDouble) {
+  Program p("share");
+  Instruction mm;
+  mm.kind = OpKind::matmul;
+  mm.shape.m = mm.shape.k = mm.shape.n = 16;
+  mm.flops.hardware = 8192;
+  mm.flops.model = 8192.0 / 3;
+  p.add(mm, {}, "mm");
+  ProgramSet set;
+  set.programs.push_back(p);
+  const std::string text = to_json(set);
+  EXPECT_NE(text.find(R"("model_flops":2730.6666666666665,"hardware_flops":8192.0)"), std::string::npos) << text;
+  const ProgramSet back = parse_program_json(text, "share");
+  EXPECT_EQ(back.programs[0][0].flops.model, 8192.0 / 3);
+  EXPECT_EQ(3 * back.programs[0][0].flops.model, 8192.0);
+  EXPECT_EQ(to_json(back), text);
+}
+
 // Host instructions keep the kind the lowering gave them (a launch and a sync are not an infeed and an outfeed).
 TEST(ProgramJson, HostOpKindsRoundTrip) {
   const std::string text = file_with(R"({"op":"host","host_op":"launch","bytes":0,"deps":[]},
