@@ -409,6 +409,30 @@ TEST(ProgramJson, HostOpKindsRoundTrip) {
   EXPECT_EQ(to_json(parse_program_json(to_json(set), "again")), to_json(set));
 }
 
+// A step sharded over an axis of 3 (fsdp 3; d_model 256 does not split evenly) gathers and scatters shards padded
+// up to whole elements, so what the lowering writes reads back. Before, a shard of a 256 x 256 bf16 weight was
+// rounded to the byte (43,691 bytes: 21,845.33 elements), and its program file was refused at every such
+// collective as "not a whole number of elements" while the same scenario ran.
+TEST(ProgramJson, AStepShardedUnevenlyGathersWholeElementsAndReadsBack) {
+  WorkloadSpec w = kernels::testing::training_step(kernels::testing::small_decoder("odd", 1, 256, 4, 1024, 2048, 128),
+                                                   3, 128);
+  w.mesh.axes.push_back(MeshAxisSpec{"fsdp", 3, {}});
+  PodSpec pod;
+  pod.name = "ring-3";
+  pod.shape = {3};
+  const kernels::LoweredWorkload l = kernels::lower(w, kernels::testing::roomy(), pod);
+  const Program& p = l.programs.programs[0];
+  int gathers = 0;
+  for (const Instruction& ins : p.instructions()) {
+    if (ins.kind != OpKind::collective) continue;
+    EXPECT_EQ(ins.bytes % static_cast<std::uint64_t>(dtype_bytes(ins.dtype)), 0u) << p.label_of(ins);
+    if (ins.comm.collective == CollectiveKind::all_gather && ins.bytes == 43'692) ++gathers;  // 21,846 elements
+  }
+  EXPECT_GT(gathers, 0);
+  const std::string text = to_json(l.programs);
+  EXPECT_EQ(to_json(parse_program_json(text, "odd")), text);
+}
+
 // What the lowering writes meets the rules: a training step's program reads back.
 TEST(ProgramJson, ALoweredStepMeetsTheFlopsRules) {
   const ProgramSet set = training_step();
