@@ -611,6 +611,7 @@ TEST(CollectiveLowering, OneCollectiveInstruction) {
   const ir::Program& p = set.programs[0];
   ASSERT_EQ(p.size(), 1u);
   EXPECT_EQ(p[0].kind, ir::OpKind::collective);
+  EXPECT_EQ(p[0].op_class, ir::OpClass::communication);  // was other: op_classes did not count it as communication
   EXPECT_EQ(p[0].comm.collective, Kind::reduce_scatter);
   EXPECT_EQ(p[0].bytes, 64u << 20);
   EXPECT_EQ(p[0].dtype, DType::f32);
@@ -644,7 +645,8 @@ TEST(CollectiveProgramFile, TheAlgorithmIsWrittenByNameUnlessAuto) {
   ir::ProgramSet set = lower_workload(collective("direct"), testing_chip());
   std::ostringstream out;
   ir::write_program_json(set, out);
-  EXPECT_NE(out.str().find(R"("mesh_axes":[],"algorithm":"direct")"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find(R"("mesh_axes":[],"class":"communication","algorithm":"direct")"), std::string::npos)
+      << out.str();
   const ir::ProgramSet back = ir::parse_program_json(out.str(), "x.json");
   EXPECT_EQ(back.programs[0][0].comm.algorithm, static_cast<std::uint8_t>(Algo::direct));
   std::ostringstream again;

@@ -573,3 +573,20 @@ TEST_F(ReportCli, ARemotePutFromAProgramFileRunsAndCountsBothHbmEnds) {
   EXPECT_NE(out.find("point-to-point-bound"), std::string::npos) << out;
   EXPECT_EQ(out.find("communication-bound"), std::string::npos) << out;
 }
+
+// A collective workload's one instruction is communication in op_classes, as exposed_communication and the
+// breakdown count it: a 4 MiB all-reduce on a v4 2x2x1 was 100% "other", its exposed all_reduce_s beside an
+// op_classes.communication that did not exist.
+TEST_F(ReportCli, ACollectiveWorkloadsTimeIsCommunicationInTheOpClasses) {
+  const fs::path s = write("ar.yaml", R"(name: ar
+pod: v4-2x2x1
+workload:
+  model: {kind: collective, name: ar, op: all_reduce, bytes: 4 MiB, axes: [], algorithm: auto}
+)");
+  const auto [out, j] = run(s.string(), "ar");
+  const double step = j["metrics"]["step_time_s"].get<double>();
+  EXPECT_FALSE(j["op_classes"].contains("other")) << j["op_classes"].dump();
+  EXPECT_EQ(j["op_classes"]["communication"]["time_s"].get<double>(), step);
+  EXPECT_EQ(j["op_classes"]["communication"]["time_s"], j["exposed_communication"]["all_reduce_s"]);
+  EXPECT_DOUBLE_EQ(j["breakdown"]["communication_s"].get<double>(), step);
+}

@@ -49,6 +49,7 @@ ir::ProgramSet lower_collective(const WorkloadSpec& workload) {
 
   ir::Instruction ins;
   ins.kind = ir::OpKind::collective;
+  ins.op_class = ir::OpClass::communication;  // so op_classes counts it where exposed_communication does
   ins.comm.collective = c.op;
   ins.dtype = workload.numerics.dtype;
   ins.bytes = c.bytes.count();
