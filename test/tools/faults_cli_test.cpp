@@ -652,6 +652,27 @@ faults:
   EXPECT_EQ(o.out.find("transfers in flight on the cable"), std::string::npos) << o.out;
 }
 
+// The table of steps simulated in full says that the step a chip stopped in stopped, instead of setting how far it
+// was simulated against the healthy step: chip [1,1] of a v5e 2x2 stopping 8.554 ms into a 19.07 ms MLP step
+// read "8.554 ms  -55.1%", as if the fault had made the step faster.
+TEST_F(FaultsCli, TheStepAChipStoppedInReadsStoppedNotFasterThanTheHealthyStep) {
+  const auto file = write("stop.yaml", R"(name: stop
+pod: v5e-2x2
+workload: {model: mlp-quickstart, batch: 2048, step: train}
+job: {steps: 1000}
+faults:
+  - {at: 1 s, kind: chip_down, target: [1, 1]}
+)");
+  const Outcome o = tpusim("run " + file.string() + " -o " + (dir_ / "stop").string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const std::string row = "      1   [1,1] chip_down landing 8.55415 ms into its step";
+  const std::size_t at = o.out.find(row);
+  ASSERT_NE(at, std::string::npos) << o.out;
+  const std::string line = o.out.substr(at, o.out.find('\n', at) - at);
+  EXPECT_NE(line.find("8.554 ms    stopped"), std::string::npos) << line;
+  EXPECT_EQ(line.find('%'), std::string::npos) << line;
+}
+
 // A cable failing under reroute in a step a straggler lengthened, past the healthy step's length (docs/faults.md's
 // case): GPT-3 1.3B under fsdp 4 on a v5e 2x2, a 343 ms step, 601.3 ms with chip [1,1] at half its clock from 1 s
 // (step 2 on); the cable fails at 7.1963 s, 497.5 ms into step 12. The step is simulated as the job runs it,

@@ -210,10 +210,16 @@ void print_job(const Scenario& s, const models::JobOutcome& job, const models::F
   for (std::size_t i = 0; i < fault_steps.steps().size(); ++i) {
     const models::FaultStep& f = fault_steps.steps()[i];
     const auto [mean, max] = link_load(f);
+    // A step a chip stopped in never finished: its time is how far it was simulated (to the stop or the
+    // detection), not a step time to set against the healthy one.
+    std::string against;
+    if (f.ok && f.progress.stopped) {
+      against = "stopped";
+    } else if (f.ok && healthy > 0) {
+      against = vs_healthy(f.step_time_s / healthy);
+    }
     out << fmt::format("      {:<2}  {:<{}} {:>10} {:>10}  {}\n", i + 1, f.what, width,
-                       f.ok ? time(f.step_time_s) : std::string("not run"),
-                       f.ok && healthy > 0 ? vs_healthy(f.step_time_s / healthy)
-                                           : std::string(),
+                       f.ok ? time(f.step_time_s) : std::string("not run"), against,
                        f.link_utilization.empty()
                            ? std::string()
                            : fmt::format("{} / {}", readable(mean, Quantity::fraction), readable(max, Quantity::fraction)));
