@@ -35,3 +35,21 @@ TEST(SweepMetrics, MemoryMetricsAreThePlanAndTheScheduledPeakAndEmptyWithoutAPla
 }
 
 }  // namespace
+
+// A job that failed (job.recovery fail) has no goodput or wall time in the table: its useful / wall time covers
+// the part it ran, so a sweep over job.recovery ranked the job that stopped halfway first (goodput 0.829 beside
+// 0.0825 for the one that restarted and finished; wall 230 s beside 4625 s).
+TEST(SweepMetrics, AFailedJobHasNoGoodputOrWallTimeToRankAgainstFinishedOnes) {
+  const auto failed = nlohmann::ordered_json::parse(
+      R"({"metrics": {"step_time_s": 0.019}, "job": {"steps": 20000, "steps_done": 10000, "failed": true,
+          "wall_s": 230.0, "useful_s": 190.66, "goodput": 0.829}})");
+  const auto finished = nlohmann::ordered_json::parse(
+      R"({"metrics": {"step_time_s": 0.019}, "job": {"steps": 20000, "steps_done": 20000, "failed": false,
+          "wall_s": 4624.7, "useful_s": 381.3, "goodput": 0.0825}})");
+  ASSERT_NE(find_metric("goodput"), nullptr);
+  ASSERT_NE(find_metric("job_wall_s"), nullptr);
+  EXPECT_FALSE(find_metric("goodput")->extract(failed).has_value());
+  EXPECT_FALSE(find_metric("job_wall_s")->extract(failed).has_value());
+  EXPECT_EQ(find_metric("goodput")->extract(finished), 0.0825);
+  EXPECT_EQ(find_metric("job_wall_s")->extract(finished), 4624.7);
+}

@@ -16,6 +16,18 @@ std::optional<double> at(const json& j, std::initializer_list<const char*> path)
 }
 
 std::optional<double> step(const json& s) { return at(s, {"metrics", "step_time_s"}); }
+// A job's figure, empty for a job that failed (job.recovery fail: it stopped at a fault with steps_done short of
+// its steps). Its useful / wall time covers only the part it ran, so it would rank a job that never finished
+// above the jobs that did (a fail-policy job stopped halfway read goodput 82.9% beside 8.2% for one that
+// restarted and finished).
+std::optional<double> finished_job(const json& s, const char* key) {
+  const auto job = s.find("job");
+  if (job != s.end() && job->is_object()) {
+    const auto failed = job->find("failed");
+    if (failed != job->end() && failed->is_boolean() && failed->get<bool>()) return std::nullopt;
+  }
+  return at(s, {"job", key});
+}
 std::optional<double> hbm_bytes(const json& s) {
   const auto r = at(s, {"bytes", "hbm_read"});
   const auto w = at(s, {"bytes", "hbm_written"});
@@ -60,9 +72,9 @@ const std::vector<MetricDef>& sweep_metrics() {
        [](const json& s) -> std::optional<double> { return at(s, {"links", "utilization", "mean"}).value_or(0.0); }},
       // Jobs (docs/faults.md): absent from runs without a job.
       {"goodput", dim::none, Better::higher, "{:.6f}", "job goodput (useful / wall time)",
-       [](const json& s) { return at(s, {"job", "goodput"}); }},
+       [](const json& s) { return finished_job(s, "goodput"); }},
       {"job_wall_s", dim::seconds, Better::lower, "{:.9g}", "job wall time",
-       [](const json& s) { return at(s, {"job", "wall_s"}); }},
+       [](const json& s) { return finished_job(s, "wall_s"); }},
       // Transformers (docs/summary-format.md): tokens/s for every step kind, the latencies of prefill and decode
       // steps only; empty where the run does not report them.
       {"tokens_per_s", dim::per_second, Better::higher, "{:.6g}", "tokens per second",
