@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -184,6 +186,19 @@ void add_job_json(json& j, const Scenario& s, const models::JobOutcome& job, con
 }
 
 namespace {
+// A fault's time and the job's end as stdout prints them: with units at four digits, or, where those read alike
+// (a fault in the job's last hundredth of a second), in seconds, the fault's time as written and the end to as
+// many digits, at least as many as tell them apart.
+std::pair<std::string, std::string> told_apart(double at_s, double end_s) {
+  const auto time = [](double seconds) { return readable(seconds, Quantity::seconds); };
+  if (time(at_s) != time(end_s)) return {time(at_s), time(end_s)};
+  for (int digits = 5; digits <= 17; ++digits) {
+    const std::string at = fmt::format("{:.{}g}", at_s, digits), end = fmt::format("{:.{}g}", end_s, digits);
+    if (at != end && (std::stod(at) == at_s || digits == 17)) return {at + " s", end + " s"};
+  }
+  return {time(at_s), time(end_s)};
+}
+
 // A step's time against the healthy one: a change in percent, or a factor once it is twice as long or more.
 std::string vs_healthy(double ratio) {
   return ratio >= 2 ? fmt::format("x{}", readable(ratio, Quantity::count)) : fmt::format("{:+.1f}%", 100 * (ratio - 1));
@@ -273,8 +288,8 @@ void print_job(const Scenario& s, const models::JobOutcome& job, const models::F
   }
   if (const std::optional<std::string> note = several_cables_note(s, r)) out << "    note: " << *note << "\n";
   for (const FaultSpec* f : after_the_end(s, r)) {
-    out << fmt::format("  faults[{}] at {} falls after the job's end ({}): not met\n", f->index, time(f->at.value()),
-                       time(r.wall.value()));
+    const auto [at, end] = told_apart(f->at.value(), r.wall.value());
+    out << fmt::format("  faults[{}] at {} falls after the job's end ({}): not met\n", f->index, at, end);
   }
   if (r.events.empty()) return;
   out << fmt::format("  fault timeline ({} fault{}):\n", r.events.size(), r.events.size() == 1 ? "" : "s");
