@@ -251,6 +251,26 @@ grid:
   }
 }
 
+// A line asked for over an axis of words (job.recovery) cannot be drawn: the sweep says so instead of naming a
+// line_goodput.svg it never wrote.
+TEST_F(SweepCli, ALineOverAnAxisOfWordsSaysItWasNotDrawnInsteadOfNamingAFile) {
+  const fs::path sweep = write("r.yaml", R"(name: r
+scenario: straggler-v5e-2x2
+grid:
+  job.recovery: [fail, checkpoint_restart]
+analysis:
+  - line: {metric: goodput}
+)");
+  const fs::path out = dir_ / "r";
+  const Outcome o = tpusim("sweep " + sweep.string() + " -j 2 -o " + out.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_FALSE(fs::exists(out / "line_goodput.svg"));
+  EXPECT_NE(o.out.find("line: line_goodput.svg not drawn: its innermost axis, job.recovery, is not numeric (fail)"),
+            std::string::npos)
+      << o.out;
+  EXPECT_EQ(o.out.find((out / "line_goodput.svg").string()), std::string::npos) << o.out;
+}
+
 // A fault's field is an axis by its index in the list: the straggler moves through the job, and the job's
 // slowdown shrinks by the steps the later fault leaves healthy, each slower by the two step times' difference.
 TEST_F(SweepCli, AFaultsTimeIsAnAxisAndTheJobsSlowdownFollowsIt) {

@@ -144,15 +144,19 @@ void roofline(const SweepPlan& plan, const SweepTable& table, const fs::path& di
 
 // When the innermost axis is a single numeric path: a metric (or column) against it, one line per combination of
 // the other axes; with seeds the mean with bars of one standard deviation. step_time.svg is this for step_time_s.
-void plot_against_inner_axis(const SweepPlan& plan, const SweepTable& table, const std::string& metric,
-                             const fs::path& path) {
-  if (plan.axes.empty() || plan.axes.back().paths.size() != 1) return;
+// Returns why nothing was drawn, or nothing once the chart is written.
+std::optional<std::string> plot_against_inner_axis(const SweepPlan& plan, const SweepTable& table,
+                                                   const std::string& metric, const fs::path& path) {
+  if (plan.axes.empty()) return std::string("the sweep has no axis");
   const Axis& inner = plan.axes.back();
+  if (inner.paths.size() != 1) {
+    return fmt::format("its innermost axis, {}, zips {} paths", inner.name, inner.paths.size());
+  }
   std::map<std::string, Series> groups;
   std::vector<double> xs;  // the axis's values as numbers
   for (const auto& v : inner.values) {
     const std::optional<double> x = numeric(v[0]);
-    if (!x) return;
+    if (!x) return fmt::format("its innermost axis, {}, is not numeric ({})", inner.name, v[0]);
     xs.push_back(*x);
   }
   const std::size_t col = *table.column(metric);
@@ -189,6 +193,7 @@ void plot_against_inner_axis(const SweepPlan& plan, const SweepTable& table, con
     write_line_chart_svg(series, title, x_axis, column_axis(c, y_title, log && metric == "step_time_s"),
                          group_axes(plan), out);
   });
+  return std::nullopt;
 }
 
 std::size_t axis_index(const SweepPlan& plan, const std::string& name) {
@@ -314,15 +319,19 @@ std::vector<const TableRow*> pareto_front(const SweepTable& table, std::size_t x
 }
 
 void write_analyses(const SweepPlan& plan, const SweepTable& table, const fs::path& out_dir, std::ostream& report) {
-  plot_against_inner_axis(plan, table, "step_time_s", out_dir / "step_time.svg");
+  (void)plot_against_inner_axis(plan, table, "step_time_s", out_dir / "step_time.svg");  // drawn where it can be
   for (const auto& a : plan.analyses) {
     switch (a.kind) {
       case AnalysisKind::roofline: roofline(plan, table, out_dir, report); break;
       case AnalysisKind::heatmap: heatmap(plan, table, a, out_dir, report); break;
       case AnalysisKind::pareto: pareto(plan, table, a, out_dir, report); break;
       case AnalysisKind::line:
-        plot_against_inner_axis(plan, table, a.metric, out_dir / (a.file + ".svg"));
-        report << "  line: " << (out_dir / (a.file + ".svg")).string() << "\n";
+        // A chart asked for and not drawn says why, rather than naming a file that was not written.
+        if (const auto why = plot_against_inner_axis(plan, table, a.metric, out_dir / (a.file + ".svg"))) {
+          report << "  line: " << a.file << ".svg not drawn: " << *why << "\n";
+        } else {
+          report << "  line: " << (out_dir / (a.file + ".svg")).string() << "\n";
+        }
         break;
     }
   }
