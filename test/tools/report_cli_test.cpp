@@ -590,3 +590,27 @@ workload:
   EXPECT_EQ(j["op_classes"]["communication"]["time_s"], j["exposed_communication"]["all_reduce_s"]);
   EXPECT_DOUBLE_EQ(j["breakdown"]["communication_s"].get<double>(), step);
 }
+
+// compare says which run's job failed before setting its goodput and wall time against a finished job's: a
+// v5e 2x2 MLP job under job.recovery fail stops at the chip fault with 200 of its 1000 steps done (goodput 0.015%
+// of a 30 s wall) beside the same job restarting and finishing; the table alone showed two goodputs and walls.
+TEST_F(ReportCli, CompareSaysWhichRunsJobFailed) {
+  const fs::path s = write("f.yaml", R"(name: f
+pod: v5e-2x2
+workload: {model: mlp-small, batch: 64, step: train, checkpoint: {every_steps: 100}}
+job: {steps: 1000, recovery: fail}
+faults:
+  - {at: 10 ms, kind: chip_down, target: [1, 1]}
+)");
+  const auto failed = summary(s.string(), "failed");
+  const auto finished = summary(s.string() + " --set job.recovery=checkpoint_restart", "finished");
+  ASSERT_EQ(failed["job"]["failed"], true);
+  ASSERT_EQ(finished["job"]["failed"], false);
+  const Outcome o = tpusim("compare " + (dir_ / "finished").string() + " " + (dir_ / "failed").string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("  run 2's job failed with 200 of 1000 steps done: its goodput and wall time are of the part "
+                       "it ran\n"),
+            std::string::npos)
+      << o.out;
+  EXPECT_EQ(o.out.find("run 1's job failed"), std::string::npos) << o.out;
+}
