@@ -613,4 +613,9 @@ faults:
             std::string::npos)
       << o.out;
   EXPECT_EQ(o.out.find("run 1's job failed"), std::string::npos) << o.out;
+  // The other way round the wall time grows 141-fold, a change written out, not in e-notation (+1.4e+04%).
+  const Outcome back = tpusim("compare " + (dir_ / "failed").string() + " " + (dir_ / "finished").string());
+  ASSERT_EQ(back.exit_code, 0) << back.err;
+  EXPECT_NE(back.out.find("+4200 s  +14000%\n"), std::string::npos) << back.out;
+  EXPECT_EQ(back.out.find("e+0"), std::string::npos) << back.out;
 }

@@ -237,7 +237,8 @@ const char* unit_name(Quantity q) {
 
 std::string pct_text(std::optional<double> p) {
   if (!p) return "-";
-  return fmt::format("{:+.3g}%", *p);
+  // Three significant digits, written out above 1000% as the values are (+14000%, not +1.4e+04%).
+  return std::fabs(*p) >= 1000 ? fmt::format("{:+.0f}%", *p) : fmt::format("{:+.3g}%", *p);
 }
 
 void print_aligned(const std::vector<std::vector<std::string>>& lines, std::ostream& out) {
