@@ -162,7 +162,9 @@ std::vector<Assumption> model_assumptions() {
        "a component that fails while the job is down for a recovery is found when the job starts again (the "
        "relaunch initialises every chip and cable), at no extra detection unless its own heartbeat timeout is "
        "later, and must be recovered before the restore; several found at one relaunch are repaired (or "
-       "swapped) in parallel, the relaunch and restore paid once; not published"},
+       "swapped) in parallel, the relaunch and restore paid once. One that stops a component after a fault that "
+       "rolls back but before that fault is detected (the job still up, hung on it) is found by its own heartbeat "
+       "and recovered with it in the same way; not published"},
   };
 }
 

@@ -427,6 +427,51 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       double restore_from = resume - rec.stages.restore.value();
       std::vector<ConcreteFault> found_now;
       std::vector<std::size_t> group{met};  // this fault and the others found at the same relaunch
+      // Recovers fault g with this one, in parallel (its repair, swap or detection overlaps this one's; the relaunch
+      // and restore are paid once): what it adds is the time its own recovery ends after this one's, before the
+      // relaunch. `how` says why it joined.
+      const auto recover_with_this = [&](ConcreteFault g, const char* how) {
+        FaultEvent d;
+        d.fault = g;
+        d.landed = FaultLanded::recovery;
+        d.step = done;
+        d.step_before = Seconds(step);
+        d.step_started = Seconds(t);
+        if (const OutOfUse* u = unused(g, g.spec.at.value())) {  // its cube went with this fault's swap
+          d.detected = d.resumed = g.spec.at;
+          d.recovery = fmt::format("not in use ({})", u->why);
+          d.step_after = Seconds(step);
+          r.events.push_back(std::move(d));
+          return;
+        }
+        const double ready = restore_from - rec.stages.restart.value();  // this recovery's repair or swap ends
+        const double own = std::max(t, std::floor(g.spec.at.value() / heartbeat) * heartbeat + timeout);
+        std::vector<ChipId> cut;
+        const job::Recovery gr = recover(g, cut);
+        double end = own;
+        if (gr.rollback) {
+          end += gr.stages.repair.value() + gr.stages.reconfiguration.value();
+          if (cut.empty()) {
+            out.push_back(out_of_use(topo, g, gr.swapped, own + gr.stages.repair.value(),
+                                     gr.swapped ? "cube swapped out" : "failed before: in repair"));
+          }
+          replace(g, gr, cut);
+        } else if (gr.lasting && costs.step_with) {
+          lasts(g, costs.step_with(g).value());
+        }
+        const double extra = std::max(0.0, end - ready);
+        const double late = std::clamp(own - ready, 0.0, extra);  // detected after this recovery's repair
+        detection += late;
+        (gr.swapped ? reconf : repair) += extra - late;
+        resume += extra;
+        restore_from += extra;
+        d.detected = Seconds(own);
+        d.recovery = gr.how + how;
+        d.downtime = Seconds(extra);
+        d.step_after = Seconds(step);
+        group.push_back(r.events.size());
+        r.events.push_back(std::move(d));
+      };
       while (faults.peek() < resume) {
         // Faults a minute apart meet a recovery of an hour by the dozen: the cap and Ctrl-C hold here too.
         throw_if_interrupted();
@@ -434,55 +479,19 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
         const double next = faults.peek();
         if (!found_now.empty() && next >= restore_from) break;  // the restore is not read: met after them
         if (faults.next_found()) {
-          // Found at the same relaunch as this fault: recovered with it, in parallel (its repair, swap or
-          // detection overlaps this one's; the relaunch and restore are paid once). What it adds is the time
-          // its own recovery ends after this one's, before the relaunch.
-          ConcreteFault g = faults.pop();
+          // Found at the same relaunch as this fault: no longer "not yet found", and recovered with it.
           const auto o = std::find_if(out.begin(), out.end(), [](const OutOfUse& u) { return u.until == kNoEnd; });
           if (o != out.end()) out.erase(o);
-          FaultEvent d;
-          d.fault = g;
-          d.landed = FaultLanded::recovery;
-          d.step = done;
-          d.step_before = Seconds(step);
-          d.step_started = Seconds(t);
-          if (const OutOfUse* u = unused(g, g.spec.at.value())) {  // its cube went with this fault's swap
-            d.detected = d.resumed = g.spec.at;
-            d.recovery = fmt::format("not in use ({})", u->why);
-            d.step_after = Seconds(step);
-            r.events.push_back(std::move(d));
-            continue;
-          }
-          const double ready = restore_from - rec.stages.restart.value();  // this recovery's repair or swap ends
-          const double own = std::max(t, std::floor(g.spec.at.value() / heartbeat) * heartbeat + timeout);
-          std::vector<ChipId> cut;
-          const job::Recovery gr = recover(g, cut);
-          double end = own;
-          if (gr.rollback) {
-            end += gr.stages.repair.value() + gr.stages.reconfiguration.value();
-            if (cut.empty()) {
-              out.push_back(out_of_use(topo, g, gr.swapped, own + gr.stages.repair.value(),
-                                       gr.swapped ? "cube swapped out" : "failed before: in repair"));
-            }
-            replace(g, gr, cut);
-          } else if (gr.lasting && costs.step_with) {
-            lasts(g, costs.step_with(g).value());
-          }
-          const double extra = std::max(0.0, end - ready);
-          const double late = std::clamp(own - ready, 0.0, extra);  // detected after this recovery's repair
-          detection += late;
-          (gr.swapped ? reconf : repair) += extra - late;
-          resume += extra;
-          restore_from += extra;
-          d.detected = Seconds(own);
-          d.recovery = gr.how + ", found at the relaunch";
-          d.downtime = Seconds(extra);
-          d.step_after = Seconds(step);
-          group.push_back(r.events.size());
-          r.events.push_back(std::move(d));
+          recover_with_this(faults.pop(), ", found at the relaunch");
           continue;
         }
         const OutOfUse* o = unused(faults.peek_fault(), next);
+        if (o == nullptr && fault_stops(faults.peek_fault().spec.kind) && next < detected) {
+          // It stops a component the job uses before this fault is detected: the job is still up, hung on this
+          // fault, so its own heartbeat finds it, and it is recovered with this one.
+          recover_with_this(faults.pop(), ", detected with the fault before it");
+          continue;
+        }
         if (o == nullptr && fault_stops(faults.peek_fault().spec.kind)) {
           if (next >= restore_from) {
             restore -= resume - next;

@@ -80,8 +80,8 @@ struct FaultEvent {
   Seconds detected;       // = at for faults that only slow a component
   Seconds resumed;        // the job runs again (or, for a slowdown, the step it takes effect)
   std::string recovery;   // "reroute", "spare_cube", "checkpoint_restart", "failed", "slowdown", "not in use (...)";
-                          // ", found at the relaunch" or ", in the restore: read again" appended when met after
-                          // landing in another's recovery
+                          // ", found at the relaunch", ", detected with the fault before it" or ", in the
+                          // restore: read again" appended when met after landing in another's recovery
   Seconds lost_work;      // steps since the last checkpoint plus the step in flight, re-run (the step in flight
                           // only when the job keeps every step: keeps_every_step)
   Seconds downtime;       // detection + repair + restart + reconfiguration + restore (or the stall of a reroute)
