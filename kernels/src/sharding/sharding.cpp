@@ -298,6 +298,37 @@ void check_rules(const WorkloadSpec& w, const ShardingPlan& plan) {
   diags.throw_if_any();
 }
 
+// The expert group's all-to-all sends each chip's tokens to the chips of their experts, so the lowering takes
+// the group's tokens to be its chips' distinct ones (ShardView::moe.group). An expert axis that splits neither
+// the batch nor the sequences leaves every chip of the group holding the same tokens: each expert would run
+// each token once per chip of the group (4 x the expert FLOPs, counted as model FLOPs, on expert 4 with
+// sharding.batch: []). Refused until such a step is lowered as a local dispatch.
+void check_expert_tokens(const WorkloadSpec& w, const ShardingPlan& plan, Diagnostics& diags) {
+  std::vector<std::string> replicated;
+  for (const int i : plan.axes(LogicalAxis::expert)) {
+    const auto& axis = plan.mesh.axes()[static_cast<std::size_t>(i)];
+    const auto& batch = plan.axes(LogicalAxis::batch);
+    const auto& length = plan.axes(LogicalAxis::length);
+    const bool splits_tokens = std::find(batch.begin(), batch.end(), i) != batch.end() ||
+                               std::find(length.begin(), length.end(), i) != length.end();
+    if (axis.size > 1 && !splits_tokens) replicated.push_back(axis.name);
+  }
+  if (replicated.empty()) return;
+  // At the batch rule when it is written, else at the expert axis (the default batch rule names no axis given).
+  const bool batch_written = std::any_of(w.mesh.rules.begin(), w.mesh.rules.end(),
+                                         [](const ShardingRuleSpec& r) { return r.logical == "batch"; });
+  const auto [at, key] = loc_of_rule(w, plan, batch_written ? LogicalAxis::batch : LogicalAxis::expert);
+  diags.error(at, key,
+              fmt::format("the expert axis {} does not split the batch: every chip of the expert group would "
+                          "dispatch the same tokens, and each expert would run them once per chip",
+                          fmt::join(replicated, ", ")),
+              fmt::format("sharding.batch over the expert axes ({})", fmt::join(replicated, ", ")),
+              fmt::format("batch over {}", axis_names(plan, plan.axes(LogicalAxis::batch))),
+              fmt::format("add {} to workload.sharding.batch (its default holds the expert axis), or shard the "
+                          "experts' d_ff over it instead (sharding.mlp: [{}], sharding.expert: [])",
+                          fmt::join(replicated, ", "), fmt::join(replicated, ", ")));
+}
+
 // ShardView::replicas: a stage's chips (every mesh axis but the pipeline's) over the chips that split a
 // matmul's products, its tokens (batch, length) and its other dimension, each mesh axis counted once; kv heads
 // fewer than their shards repeat each head on kv_shards / kv_heads of them.
@@ -483,6 +514,7 @@ ShardView shard_view(const WorkloadSpec& w, const ShardingPlan& plan, int stage)
       s.moe.experts = divide(s.moe.experts, plan.shards(LogicalAxis::expert), LogicalAxis::expert,
                              "the number of experts", "workload.mesh", model_at);
       s.moe.group = plan.shards(LogicalAxis::expert);
+      check_expert_tokens(w, plan, diags);
     } else if (plan.shards(LogicalAxis::expert) > 1) {
       // A dense model has no experts to split: the axis would shard only the batch, as data parallelism.
       const auto [at, key] = loc_of_rule(w, plan, LogicalAxis::expert);
