@@ -207,9 +207,20 @@ double closed_form_model_flops(const WorkloadSpec& w) {
   const double f = static_cast<double>(shard.d_ff), fe = static_cast<double>(shard.moe.d_ff);
   const double attn = d * (hd + 2 * kvd) + hd * d;
   const double vocab = d * static_cast<double>(shard.vocab.rows) + (t.ends.lm_head_transform ? d * d : 0);
+  // Under a capacity factor below 1 an expert's buffer holds ceil(cf x T k / E) of the T k / E tokens routed to it,
+  // T a microbatch's tokens; the rest are dropped and compute nothing (TransformerStep::expert_shape). The programs
+  // round each expert group's capacity up on its own: the sum equals this where those are whole numbers of tokens.
+  const std::int64_t moe_seq =
+      t.architecture == Architecture::encoder_decoder ? shard.decoder_seq_len : shard.seq_len;  // experts' stack
+  const double routed = static_cast<double>(shard.microbatch()) *
+                        (w.step == StepKind::decode ? 1.0 : static_cast<double>(moe_seq)) * t.moe.top_k /
+                        std::max(1, t.moe.experts);
+  const double kept = t.moe.experts > 0 && routed > 0
+                          ? std::min(1.0, std::ceil(t.moe.capacity_factor * routed - 1e-9) / routed)
+                          : 1.0;
   auto block = [&](int layer) {
     if (!t.moe.is_moe_layer(layer)) return attn + d * up * f + f * d;
-    const double active_experts = static_cast<double>(t.moe.top_k) * shard.moe.experts / t.moe.experts;
+    const double active_experts = kept * t.moe.top_k * shard.moe.experts / t.moe.experts;
     return attn + d * t.moe.experts + active_experts * (d * up * fe + fe * d);
   };
   const bool enc_dec = t.architecture == Architecture::encoder_decoder;
