@@ -125,6 +125,9 @@ TEST(JobTimeline, RerouteWithTheHitStepSimulatedChargesItsExcessAndKeepsIt) {
     EXPECT_DOUBLE_EQ(e.downtime.value(), 28.0);
     EXPECT_DOUBLE_EQ(e.lost_work.value(), 0.0);
     const bool lose = std::string(policy) == "lose";
+    // Under retransmit the routes change at the tick: detected then, before the job resumes (it read 280 s).
+    EXPECT_DOUBLE_EQ(e.detected.value(), lose ? 280.0 : 252.5);
+    EXPECT_LE(e.detected.value(), e.resumed.value());
     EXPECT_DOUBLE_EQ(r.losses.detection.value(), lose ? 28.0 : 0.0);
     EXPECT_DOUBLE_EQ(r.losses.slowdown.value(), 767 * 0.25 + (lose ? 0.0 : 28.0));
     EXPECT_DOUBLE_EQ(r.wall.value(), 1090.0 + 28.0 + 767 * 0.25);

@@ -327,6 +327,9 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       // least the step before, so it never comes out faster than the steps around it.
       const double excess = std::max(0.0, hit->value() - step);
       (s.job.in_flight == InFlightPolicy::lose ? detection : slowdown) += excess;
+      // Under retransmit the link layer notices the lost signal and the routes change at the tick: the cable is
+      // detected then, not at its heartbeat's timeout (which would read after the job resumed).
+      if (s.job.in_flight == InFlightPolicy::retransmit) e.detected = Seconds(at);
       done += 1;
       since += 1;
       since_time += step;
