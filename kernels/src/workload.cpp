@@ -188,7 +188,13 @@ ConfigError does_not_fit(const WorkloadSpec& w, const ChipSpec& chip, const Memo
   const auto more_fsdp = static_cast<long long>(std::ceil(state / room));
   if (room > 0 && more_fsdp > 1) {
     const long long fsdp = sharding != nullptr ? sharding->shards(LogicalAxis::embed) : 1;
-    fits.push_back(fmt::format("a mesh with fsdp: {} (the weights{} sharded{}; workload.mesh)", fsdp * more_fsdp,
+    const long long want = fsdp * more_fsdp;
+    const long long chips = sharding != nullptr ? sharding->mesh.chips() : 1;
+    // More FSDP chips than the pod has call for a bigger pod, not a mesh this one cannot take.
+    const std::string where =
+        want > chips ? fmt::format("a pod of at least {} chips (this one has {}) with fsdp: {}", want, chips, want)
+                     : fmt::format("a mesh with fsdp: {}", want);
+    fits.push_back(fmt::format("{} (the weights{} sharded{}; workload.mesh)", where,
                                w.step == StepKind::train ? ", gradients and optimizer state" : "",
                                use_remat ? ", with remat: full" : ""));
   } else if (room > 0) {
