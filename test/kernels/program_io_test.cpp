@@ -409,6 +409,27 @@ TEST(ProgramJson, HostOpKindsRoundTrip) {
   EXPECT_EQ(to_json(parse_program_json(to_json(set), "again")), to_json(set));
 }
 
+// An instruction without `class` takes its kind's default: host work is `host` (it was `other`, so a program
+// file's host time and collectives were counted as "other" in op_classes). A class other than the default is
+// written out, `other` included, and reads back.
+TEST(ProgramJson, AnInstructionWithoutAClassTakesItsKindsDefault) {
+  const ProgramSet set = parse_program_json(file_with(R"({"op":"host","host_op":"infeed","bytes":64,"deps":[]},
+    {"op":"host","host_op":"sync","bytes":0,"deps":[0]})"), "host");
+  EXPECT_EQ(set.programs[0][0].op_class, OpClass::host);
+  EXPECT_EQ(default_op_class(OpKind::collective), OpClass::communication);
+  EXPECT_EQ(default_op_class(OpKind::send), OpClass::communication);
+  EXPECT_EQ(default_op_class(OpKind::recv), OpClass::communication);
+  EXPECT_EQ(default_op_class(OpKind::matmul), OpClass::other);
+  const ProgramSet other = parse_program_json(file_with(R"({"op":"host","host_op":"infeed","bytes":64,"deps":[]},
+    {"op":"host","host_op":"sync","bytes":0,"class":"other","deps":[0]})", "2"), "other");
+  const std::string text = to_json(other);
+  EXPECT_NE(text.find(R"("class":"other")"), std::string::npos) << text;
+  EXPECT_EQ(text.find(R"("class":"host")"), std::string::npos) << text;
+  const ProgramSet back = parse_program_json(text, "again");
+  EXPECT_EQ(back.programs[0][0].op_class, OpClass::host);
+  EXPECT_EQ(back.programs[0][1].op_class, OpClass::other);
+}
+
 // A step sharded over an axis of 3 (fsdp 3; d_model 256 does not split evenly) gathers and scatters shards padded
 // up to whole elements, so what the lowering writes reads back. Before, a shard of a 256 x 256 bf16 weight was
 // rounded to the byte (43,691 bytes: 21,845.33 elements), and its program file was refused at every such

@@ -95,6 +95,16 @@ bool unit_kind_named(std::string_view name, UnitKind& out) {
   return false;
 }
 
+OpClass default_op_class(OpKind k) {
+  switch (k) {
+    case OpKind::collective:
+    case OpKind::send:
+    case OpKind::recv: return OpClass::communication;
+    case OpKind::host: return OpClass::host;
+    default: return OpClass::other;
+  }
+}
+
 std::string_view op_class_name(OpClass c) {
   switch (c) {
     case OpClass::other: return "other";

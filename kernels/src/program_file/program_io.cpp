@@ -218,6 +218,7 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
   const auto kind = r.enumeration(*op, ptr + "/op", kOps);
   if (!kind) return false;
   ins.kind = *kind;
+  ins.op_class = default_op_class(ins.kind);  // a `class` below (version 2) replaces it
   std::vector<std::string> allowed = kCommonFields;
   std::vector<std::string> fields = op_fields(ins.kind);
   // A remote put (a dma to `remote`) names its destination as a send does: `peer` along the first axis of

@@ -52,7 +52,7 @@ ordered_json instruction_json(const Program& p, const Instruction& ins) {
   // Optional: the VMEM operand bytes of a vector op (0 = none declared: no VMEM bound).
   if (ins.kind == OpKind::vector && ins.bytes != 0) j["bytes"] = ins.bytes;
   // Version 2, each optional and written only when not its default.
-  if (ins.op_class != OpClass::other) j["class"] = name_of(kOpClassNames, ins.op_class);
+  if (ins.op_class != default_op_class(ins.kind)) j["class"] = name_of(kOpClassNames, ins.op_class);
   if (ins.kind == OpKind::matmul) {
     if (ins.shape.batch != 1) j["batch"] = ins.shape.batch;
     if (ins.shape.sum_batch) j["sum_batch"] = true;

@@ -46,6 +46,9 @@ enum class OpClass : std::uint8_t {
 };
 inline constexpr int kOpClasses = 9;
 [[nodiscard]] std::string_view op_class_name(OpClass c);
+// The class an instruction of kind `k` has when a program file does not say: communication for collectives,
+// sends and receives, host for host work, other for the rest (the writer leaves out a class equal to it).
+[[nodiscard]] OpClass default_op_class(OpKind k);
 
 // The unit queue an instruction is issued to. Derived from the kind (see unit_of()); the built-in kinds, then
 // those added at run time (add_unit_kind), numbered on from kBuiltInUnitKinds.
