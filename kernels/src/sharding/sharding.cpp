@@ -130,6 +130,12 @@ const ShardingRuleSpec* written_rule(const WorkloadSpec& w, LogicalAxis axis) {
   return nullptr;
 }
 
+// Whether logical axis `a` is sharded over mesh axis `i`.
+bool plan_uses(const ShardingPlan& plan, LogicalAxis a, int i) {
+  const std::vector<int>& v = plan.axes(a);
+  return std::find(v.begin(), v.end(), i) != v.end();
+}
+
 // The tensors of a step by their logical dimensions: a mesh axis may shard at most one dimension of each
 // (two would give each chip a part of the tensor that no chip's work covers, as one axis dividing both the
 // batch and the heads of an activation leaves half the heads of every example unprocessed).
@@ -164,10 +170,7 @@ void check_rules(const WorkloadSpec& w, const ShardingPlan& plan) {
   const auto& mesh_axes = plan.mesh.axes();
   auto name_of = [&](LogicalAxis a) { return names[static_cast<std::size_t>(a)]; };
   auto big = [&](int i) { return mesh_axes[static_cast<std::size_t>(i)].size > 1; };
-  auto uses = [&](LogicalAxis a, int i) {
-    const auto& v = plan.axes(a);
-    return std::find(v.begin(), v.end(), i) != v.end();
-  };
+  auto uses = [&](LogicalAxis a, int i) { return plan_uses(plan, a, i); };
   // Where an error about logical axis l and mesh axis `axis` belongs: l's written rule, else the mesh axis.
   auto place = [&](LogicalAxis l, int axis) -> std::pair<SourceLoc, std::string> {
     if (const ShardingRuleSpec* r = written_rule(w, l)) return {r->loc, "workload.sharding." + r->logical};
@@ -307,16 +310,12 @@ void check_expert_tokens(const WorkloadSpec& w, const ShardingPlan& plan, Diagno
   std::vector<std::string> replicated;
   for (const int i : plan.axes(LogicalAxis::expert)) {
     const auto& axis = plan.mesh.axes()[static_cast<std::size_t>(i)];
-    const auto& batch = plan.axes(LogicalAxis::batch);
-    const auto& length = plan.axes(LogicalAxis::length);
-    const bool splits_tokens = std::find(batch.begin(), batch.end(), i) != batch.end() ||
-                               std::find(length.begin(), length.end(), i) != length.end();
+    const bool splits_tokens = plan_uses(plan, LogicalAxis::batch, i) || plan_uses(plan, LogicalAxis::length, i);
     if (axis.size > 1 && !splits_tokens) replicated.push_back(axis.name);
   }
   if (replicated.empty()) return;
   // At the batch rule when it is written, else at the expert axis (the default batch rule names no axis given).
-  const bool batch_written = std::any_of(w.mesh.rules.begin(), w.mesh.rules.end(),
-                                         [](const ShardingRuleSpec& r) { return r.logical == "batch"; });
+  const bool batch_written = written_rule(w, LogicalAxis::batch) != nullptr;
   const auto [at, key] = loc_of_rule(w, plan, batch_written ? LogicalAxis::batch : LogicalAxis::expert);
   diags.error(at, key,
               fmt::format("the expert axis {} does not split the batch: every chip of the expert group would "
@@ -384,10 +383,7 @@ int ShardingPlan::residual_shards() const {
 std::vector<int> ShardingPlan::gradient_axes(bool expert_param) const {
   std::vector<int> out;
   for (int i : axes(LogicalAxis::batch)) {
-    if (expert_param && std::find(axes(LogicalAxis::expert).begin(), axes(LogicalAxis::expert).end(), i) !=
-                            axes(LogicalAxis::expert).end()) {
-      continue;
-    }
+    if (expert_param && plan_uses(*this, LogicalAxis::expert, i)) continue;
     out.push_back(i);
   }
   // Context parallelism: each chip's gradients are sums over its part of every sequence.

@@ -101,6 +101,9 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
   const int every = s.workload.host.checkpoint.every_steps;
   const double heartbeat = s.job.heartbeat.value();
   const double timeout = s.job.timeout.value();
+  // A component failing at `at` is declared failed `timeout` after its last heartbeat, at the last multiple of
+  // `heartbeat` before it.
+  const auto heartbeat_timeout = [&](double at) { return std::floor(at / heartbeat) * heartbeat + timeout; };
   const bool keeps = keeps_every_step(s);  // a step that trains nothing is kept as it completes
   r.steps = job_steps(s, costs.step, costs.checkpoint_write);
 
@@ -297,11 +300,9 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
       in_restore = restoring;
       continue;
     }
-    // Detection: the component's last heartbeat was at the last multiple of `heartbeat` before it failed; it
-    // is declared failed `timeout` later.
-    // A fault left over from a reroute's stall, or found at a relaunch (f < t), is detected from its own time once
+    // Detection at the heartbeat's timeout. A fault left over from a reroute's stall, or found at a relaunch (f < t), is detected from its own time once
     // the job runs (at = t).
-    const double detected = std::max(at, std::floor(f / heartbeat) * heartbeat + timeout);
+    const double detected = std::max(at, heartbeat_timeout(f));
     std::vector<ChipId> cut_off;
     job::Recovery rec = recover(fault, cut_off);
     // A job that has written no checkpoint yet starts again from its initial state: there is nothing to read. A
@@ -448,7 +449,7 @@ JobResult run_job(const Scenario& s, const Topology& topo, const JobCosts& costs
           return;
         }
         const double ready = restore_from - rec.stages.restart.value();  // this recovery's repair or swap ends
-        const double own = std::max(t, std::floor(g.spec.at.value() / heartbeat) * heartbeat + timeout);
+        const double own = std::max(t, heartbeat_timeout(g.spec.at.value()));
         std::vector<ChipId> cut;
         const job::Recovery gr = recover(g, cut);
         double end = own;
