@@ -134,6 +134,26 @@ TEST(LinkModels, FlowRatesAreMaxMinFairAndRecomputedWhenAFlowEnds) {
   EXPECT_EQ(at[2], kLatency + 3 * kBytesTicks);
 }
 
+// Progressive filling over two rounds: B, C and D share channel 1 (R/3 each, the bottleneck), and A, alone on
+// channel 0 beside B, takes what B leaves of it, 2R/3. Its B bytes drain in 1.5 B/R; the others, whose rates do
+// not change when A leaves, in 3 B/R. A settle that froze every flow in the first round would give A R/3 too.
+TEST(LinkModels, TheFlowsTheFirstFillingRoundLeavesShareWhatIsLeft) {
+  auto m = make_flow_link_model(channels(2));
+  const std::uint32_t a[] = {0};
+  const std::uint32_t b[] = {0, 1};
+  const std::uint32_t cd[] = {1};
+  m->start(0, 0, a, 1, kBytes);
+  m->start(0, 1, b, 2, kBytes);
+  m->start(0, 2, cd, 1, kBytes);
+  m->start(0, 3, cd, 1, kBytes);
+  const auto at = run(*m, 4);
+  EXPECT_EQ(at[0], kLatency + kBytesTicks * 3 / 2);
+  const auto near = [](Tick got, Tick want) { return got + 1 >= want && got <= want + 1; };
+  EXPECT_PRED2(near, at[1], 2 * kLatency + 3 * kBytesTicks);
+  EXPECT_PRED2(near, at[2], kLatency + 3 * kBytesTicks);
+  EXPECT_PRED2(near, at[3], kLatency + 3 * kBytesTicks);
+}
+
 // A drained flow leaves each channel's list and the list's last flow takes its place: four flows share
 // channel 0 (each with a channel of its own after it) and drain smallest first, from different places in the
 // list. Max-min fair with B = kBytes, R = kRate: all at R/4 until the B flow drains at 4B/R; three at R/3

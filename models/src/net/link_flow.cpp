@@ -319,6 +319,7 @@ class FlowLinkModel final : public LinkModel {
       }
     }
     std::size_t frozen = 0;
+    bool first_round = true;
     while (frozen < comp_flows_.size()) {
       // Channels whose flows are all frozen drop out of the rounds (the order of the rest kept, so the
       // subtractions below run in the same order and the rates come out bit for bit the same).
@@ -333,6 +334,11 @@ class FlowLinkModel final : public LinkModel {
       comp_channels_.resize(kept);
       // Freeze the flows of every channel at the bottleneck share (relative slack for rounding).
       const double limit = share * (1 + 1e-12);
+      if (first_round && one_round(limit)) {
+        for (TransferId id : comp_flows_) flows_[id].rate = std::max(share, kMinRate);
+        break;
+      }
+      first_round = false;
       for (std::uint32_t c : comp_channels_) {
         const Fill& p = fill_[c];
         if (p.unfrozen == 0 || p.left / p.demand > limit) continue;
@@ -362,6 +368,24 @@ class FlowLinkModel final : public LinkModel {
       f.last = now_;
       schedule(now_ + ceil_ticks(f.remaining / f.rate), Kind::drained, id);
     }
+  }
+
+  // Whether the first filling round freezes every flow of the component: each passes a channel at the bottleneck
+  // share. Then the round's subtractions along every flow's path decide nothing and are skipped (most settles of
+  // a pod-wide component end in one round). Otherwise the marks are taken back and the round runs in full.
+  bool one_round(double limit) {
+    std::size_t frozen = 0;
+    for (std::uint32_t c : comp_channels_) {
+      const Fill& p = fill_[c];
+      if (p.left / p.demand > limit) continue;
+      for (TransferId id : ports_[c].flows) {
+        if (marks_[id].frozen == epoch_) continue;
+        marks_[id].frozen = epoch_;
+        if (++frozen == comp_flows_.size()) return true;
+      }
+    }
+    for (TransferId id : comp_flows_) marks_[id].frozen = 0;
+    return false;
   }
 
   void visit_channel(std::uint32_t c) {
