@@ -106,11 +106,11 @@ bool remove_fault_kind(std::string_view name) {
   return true;
 }
 
-std::string FaultTarget::str() const {
+std::string FaultTarget::str(bool name_pod) const {
   if (random) return "random";
-  if (host >= 0) return fmt::format("host {}", host);
-  std::string s = fmt::format("[{}]", fmt::join(chip, ","));
-  if (axis >= 0) s += fmt::format(" {}{}", "xyz"[axis], sign > 0 ? '+' : '-');
+  std::string s = host >= 0 ? fmt::format("host {}", host) : fmt::format("[{}]", fmt::join(chip, ","));
+  if (host < 0 && axis >= 0) s += fmt::format(" {}{}", "xyz"[axis], sign > 0 ? '+' : '-');
+  if (name_pod) s += fmt::format(" of pod {}", pod_index());
   return s;
 }
 
@@ -225,7 +225,7 @@ const FieldTable<FaultRates>& fault_rate_fields() {
 
 namespace {
 
-// Reads `target` (random, a coordinate list, or a map of chip / dir / host) into `out`.
+// Reads `target` (random, a coordinate list, or a map of chip / dir / host and the pod) into `out`.
 void read_target(const ConfigNode& n, const std::string& path, FaultTarget& out, Diagnostics& diags) {
   auto coords = [&](const ConfigNode& c, const std::string& key_path) {
     std::string expected;
@@ -270,9 +270,24 @@ void read_target(const ConfigNode& n, const std::string& path, FaultTarget& out,
       if (!parse_scalar(e.value, out.host, expected) || out.host < 0) {
         diags.error(e.value.loc(), key_path, "invalid host", "a host index >= 0", e.value.describe());
       }
+    } else if (e.key == "pod") {
+      std::string expected;
+      if (!parse_scalar(e.value, out.pod, expected) || out.pod < 0) {
+        out.pod = -1;
+        diags.error(e.value.loc(), key_path, "invalid pod", "a pod index >= 0 (below pod.pods)", e.value.describe());
+      }
+    } else if (e.key == "random") {
+      // A drawn target is the word alone, and draws among every pod's components: a pod beside it would be
+      // dropped without a word.
+      const ConfigNode* pod = n.find("pod");
+      diags.error(e.key_loc, key_path,
+                  pod != nullptr ? "a random target takes no pod: it is drawn among every pod's components"
+                                 : "a random target is the word random, not a map",
+                  "target: random, or a chip, link or host with its pod ({chip: [x, y], pod: 1})",
+                  pod != nullptr ? fmt::format("random with pod {}", pod->describe()) : n.describe());
     } else {
       diags.error(e.key_loc, key_path, "unknown key '" + e.key + "'", "a known key", e.key,
-                  suggestion(e.key, {"chip", "dir", "host"}));
+                  suggestion(e.key, {"chip", "dir", "host", "pod"}));
     }
   }
 }
@@ -294,8 +309,18 @@ void check_target(const FaultSpec& f, const ConfigNode& n, const std::string& pa
   const FaultTarget& t = f.target;
   const std::string kind(fault_kind_name(f.kind));
   auto bad = [&](const std::string& msg, const std::string& expected) {
-    diags.error(n.loc(), path, msg, expected, t.str());
+    diags.error(n.loc(), path, msg, expected, t.str(pod.pods > 1));
   };
+  if (t.pod >= std::max(1, pod.pods)) {  // coordinates and host indices are those within a pod: checked below
+    const ConfigNode* at = n.find("pod");
+    diags.error(at != nullptr ? at->loc() : n.loc(), path + ".pod",
+                pod.pods > 1 ? fmt::format("no such pod: the scenario joins {} pods", pod.pods)
+                             : "no such pod: the scenario has one pod",
+                pod.pods > 1 ? fmt::format("a pod index below {} (pod.pods)", pod.pods)
+                             : "pod 0, or pod.pods above the index",
+                std::to_string(t.pod));
+    return;
+  }
   if (t.random) {
     // A draw among no components would strike one that does not exist.
     const FaultComponent component = fault_info(f.kind).component;
@@ -308,7 +333,10 @@ void check_target(const FaultSpec& f, const ConfigNode& n, const std::string& pa
   long long hosts = pod.chip_count() / std::max(1, pod.pods);
   for (int h : pod.host_shape) hosts /= std::max(1, h);
   if (fault_info(f.kind).component == FaultComponent::host && t.host >= 0) {
-    if (t.host >= hosts) bad("the pod has no such host", fmt::format("a host index below {}", hosts));
+    if (t.host >= hosts) {
+      bad("the pod has no such host", fmt::format("a host index below {}{}", hosts,
+                                                  pod.pods > 1 ? " (the hosts of one pod; pod names which)" : ""));
+    }
     return;
   }
   if (t.host >= 0) {

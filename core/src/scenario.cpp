@@ -423,7 +423,7 @@ std::vector<std::pair<std::string, std::string>> render_scenario(const Scenario&
     for (const FaultSpec& f : s.faults.faults) {
       const std::string prefix = fmt::format("faults[{}]", f.index);
       append_rendered(out, prefix, fault_fields(), f);
-      out.emplace_back(prefix + ".target", f.target.str());
+      out.emplace_back(prefix + ".target", f.target.str(s.pod.pods > 1));
     }
   }
   return out;
@@ -489,7 +489,8 @@ std::vector<std::pair<std::string, std::vector<FieldInfo>>> all_field_tables() {
   auto faults = fault_fields().infos();
   faults.insert(faults.begin() + 2, FieldInfo{"target", "target", std::nullopt,
                                               "random, chip coordinates [x, y, z], {chip: [x, y, z], dir: x+} "
-                                              "(link kinds), or {host: N} (host_down)"});
+                                              "(link kinds), or {host: N} (host_down); a map's pod: P names the "
+                                              "pod of a multislice (default 0)"});
   out.emplace_back("faults[] (a list)", std::move(faults));
   out.emplace_back("fault_rates", fault_rate_fields().infos());
   return out;

@@ -1,5 +1,6 @@
 // The fault plan and job input (core/fault_plan.h): every bad plan is reported with its location and key,
 // all at once; good plans resolve to typed faults. Pure C++.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -149,6 +150,80 @@ TEST(FaultPlan, LateFaultsOfAJobOfStepsAreCheckedOnceTheStepIsKnown) {
   EXPECT_EQ(late.items()[0].loc.line, 5);
   EXPECT_EQ(late.items()[0].key_path, "faults[0].at");
   EXPECT_EQ(late.items()[0].expected, "a time before the job's end (1 s: 10 steps of 100 ms)");
+}
+
+// Two v5e 4x4 pods, each of two hosts of 4x2 chips.
+constexpr const char* kTwoPods =
+    "{name: v5e-4x4x2, chip: v5e, shape: [4, 4], wraparound: [0, 0], host_shape: [4, 2], pods: 2}";
+
+TEST(FaultPlan, AMapTargetNamesItsPodAndAListIsPodZero) {
+  Scenario s;
+  const auto p = problems(kTwoPods, R"(job: {steps: 100}
+faults:
+  - {at: 1 s, kind: chip_down, target: {chip: [1, 0], pod: 1}}
+  - {at: 2 s, kind: link_down, target: {chip: [1, 0], dir: y+, pod: 1}}
+  - {at: 3 s, kind: host_down, target: {host: 1, pod: 1}}
+  - {at: 4 s, kind: straggler, target: [1, 1], clock_fraction: 0.5}
+  - {at: 5 s, kind: chip_down, target: {chip: [0, 1]}}
+)", &s);
+  ASSERT_TRUE(p.empty()) << p.front().str();
+  ASSERT_EQ(s.faults.faults.size(), 5u);
+  const auto& f = s.faults.faults;
+  EXPECT_EQ(f[0].target.pod, 1);
+  EXPECT_EQ(f[0].target.chip, (std::vector<int>{1, 0}));
+  EXPECT_EQ(f[1].target.pod, 1);
+  EXPECT_EQ(f[2].target.pod, 1);
+  EXPECT_EQ(f[2].target.host, 1);
+  EXPECT_EQ(f[3].target.pod, -1);  // the list form: pod 0
+  EXPECT_EQ(f[3].target.pod_index(), 0);
+  EXPECT_EQ(f[0].target.str(true), "[1,0] of pod 1");
+  EXPECT_EQ(f[1].target.str(true), "[1,0] y+ of pod 1");
+  EXPECT_EQ(f[2].target.str(true), "host 1 of pod 1");
+  EXPECT_EQ(f[3].target.str(true), "[1,1] of pod 0");
+  EXPECT_EQ(f[4].target.str(true), "[0,1] of pod 0");
+  EXPECT_EQ(f[3].target.str(), "[1,1]");  // a scenario of one pod prints no pod
+  // The scenario as rendered (describe, summary.json's scenario) names the pods too.
+  const auto rendered = render_scenario(s);
+  const auto it = std::find_if(rendered.begin(), rendered.end(),
+                               [](const auto& kv) { return kv.first == "faults[1].target"; });
+  ASSERT_NE(it, rendered.end());
+  EXPECT_EQ(it->second, "[1,0] y+ of pod 1");
+}
+
+TEST(FaultPlan, APodTheScenarioLacksIsBadInputAtThePod) {
+  const auto p = problems(kTwoPods, R"(job: {steps: 100}
+faults:
+  - {at: 1 s, kind: chip_down, target: {chip: [1, 0], pod: 2}}
+  - {at: 1 s, kind: chip_down, target: {chip: [1, 0], pod: -1}}
+  - {at: 1 s, kind: link_down, target: {chip: [1, 0], dir: y+, pod: 0.5}}
+  - {at: 1 s, kind: chip_down, target: {random, pod: 1}}
+  - {at: 1 s, kind: host_down, target: {host: 2, pod: 1}}
+  - {at: 1 s, kind: chip_down, target: {chip: [4, 0], pod: 1}}
+)");
+  ASSERT_EQ(p.size(), 6u);
+  EXPECT_EQ(p[0].key_path, "faults[0].target.pod");
+  EXPECT_EQ(p[0].loc.line, 6);
+  EXPECT_EQ(p[0].loc.column, 60);
+  EXPECT_EQ(p[0].message, "no such pod: the scenario joins 2 pods");
+  EXPECT_EQ(p[0].expected, "a pod index below 2 (pod.pods)");
+  EXPECT_EQ(p[0].found, "2");
+  EXPECT_EQ(p[1].key_path, "faults[1].target.pod");
+  EXPECT_EQ(p[1].message, "invalid pod");
+  EXPECT_EQ(p[2].key_path, "faults[2].target.pod");
+  EXPECT_EQ(p[2].message, "invalid pod");
+  EXPECT_EQ(p[2].loc.line, 8);
+  EXPECT_EQ(p[3].key_path, "faults[3].target.random");
+  EXPECT_EQ(p[3].message, "a random target takes no pod: it is drawn among every pod's components");
+  EXPECT_EQ(p[4].key_path, "faults[4].target");
+  EXPECT_EQ(p[4].message, "the pod has no such host");
+  EXPECT_EQ(p[4].found, "host 2 of pod 1");
+  EXPECT_EQ(p[5].message, "the pod has no chip there");
+  EXPECT_EQ(p[5].found, "[4,0] of pod 1");
+  // A scenario of one pod has pod 0 only.
+  const auto one = problems("v5e-2x2", "faults: [{at: 1 s, kind: chip_down, target: {chip: [1, 0], pod: 1}}]\n");
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].message, "no such pod: the scenario has one pod");
+  EXPECT_TRUE(problems("v5e-2x2", "faults: [{at: 1 s, kind: chip_down, target: {chip: [1, 0], pod: 0}}]\n").empty());
 }
 
 }  // namespace

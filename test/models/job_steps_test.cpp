@@ -179,6 +179,38 @@ TEST(FaultSteps, OneTimedLinkFaultUnderRerouteAsksForItsLastingStepAndTheStepItL
   EXPECT_EQ(job.result.events[0].step_after.value(), 1.25);
 }
 
+// Two v4 2x2x2 pods; under reroute, a straggler and a cable fail in pod 1: the steps simulated with them hold pod
+// 1's chip and cable (before, a target named pod 0's components only).
+TEST(FaultSteps, FaultsOnPodOneAreSimulatedOnPodOnesChipAndCable) {
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(R"(
+name: job-steps-test
+pod: {name: v4-2x2x2x2, chip: v4, shape: [2, 2, 2], wraparound: [0, 0, 0], host_shape: [2, 2, 1], pods: 2}
+workload: {model: mlp-quickstart, batch: 64, checkpoint: {every_steps: 0}}
+job: {steps: 1000, heartbeat: 5 s, timeout: 30 s, restart: 600 s, repair: 3600 s, recovery: reroute}
+faults:
+  - {at: 100 s, kind: straggler, target: {chip: [1, 1, 0], pod: 1}, clock_fraction: 0.5}
+  - {at: 252.5 s, kind: link_down, target: {chip: [0, 0, 1], dir: y+, pod: 1}}
+)");
+  const Topology topo = build_topology(s.pod, s.chip);
+  CountingRunner runner;
+  const FaultSteps steps(s, topo, Seconds(1.0), runner);
+  ASSERT_GE(runner.asked.size(), 3u);  // the straggler's step, the rerouted step, the step the cable fails in
+  ASSERT_EQ(runner.asked[0].degraded_chips.size(), 1u);
+  EXPECT_EQ(runner.asked[0].degraded_chips[0].chip, topo.chip_at(ChipCoord{1, {1, 1, 0}}));
+  EXPECT_EQ(runner.calls[0], "[1,1,0] of pod 1 straggler");
+  const std::vector<LinkId>& failed = runner.asked[1].failed.links;
+  ASSERT_EQ(failed.size(), 2u);  // the cable: both directions, between pod 1's [0,0,1] and [0,1,1]
+  const ChipId from = topo.chip_at(ChipCoord{1, {0, 0, 1}}), to = topo.chip_at(ChipCoord{1, {0, 1, 1}});
+  EXPECT_EQ(from.value(), 12u);
+  for (LinkId l : failed) {
+    const Link& link = topo.link(l);
+    EXPECT_TRUE((link.src == from && link.dst == to) || (link.src == to && link.dst == from)) << l.value();
+  }
+  EXPECT_EQ(runner.calls[1], "[0,0,1] y+ of pod 1 link_down");
+  ASSERT_EQ(runner.asked[2].timed_links.size(), 1u);
+  EXPECT_EQ(topo.link(runner.asked[2].timed_links[0].link).src, from);
+}
+
 // A step with no network (the mlp kind runs one chip's program on every chip, without collectives) reports no
 // link utilization; a degraded link's step then sends nothing again. (It threw std::out_of_range, which `tpusim
 // run` reported as a failed simulation.)

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -251,6 +253,118 @@ TEST(ConcreteFault, ARandomTargetNamesTheComponentItsKindStrikes) {
   const ConcreteFault h = drawn(FaultKind::host_down);
   EXPECT_EQ(h.target(), fmt::format("random: host {}", h.host.value()));
   EXPECT_EQ(topo.host_of(h.chip), h.host);
+}
+
+// Two v4 2x2x2 pods of two hosts each (2x2x1 chips a host), a job of 1000 steps as kCubeJob's.
+constexpr const char* kTwoPodJob = R"(
+name: job-test
+pod: {name: v4-2x2x2x2, chip: v4, shape: [2, 2, 2], wraparound: [0, 0, 0], host_shape: [2, 2, 1], pods: 2}
+workload: {model: mlp-quickstart, batch: 64, checkpoint: {every_steps: 100}}
+job: {steps: 1000, heartbeat: 5 s, timeout: 30 s, restart: 600 s, repair: 3600 s}
+)";
+
+// A target's coordinates and host index are those within its pod: pod 1's chip, link and host are struck (before,
+// every timed fault struck pod 0's), and the target names its pod. The list form is pod 0.
+TEST(ConcreteFault, ATargetOnPodOneStrikesPodOnesChipLinkAndHost) {
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(std::string(kTwoPodJob) + R"(faults:
+  - {at: 1 s, kind: chip_down, target: {chip: [1, 0, 0], pod: 1}}
+  - {at: 2 s, kind: link_down, target: {chip: [1, 0, 0], dir: y+, pod: 1}}
+  - {at: 3 s, kind: host_down, target: {host: 1, pod: 1}}
+  - {at: 4 s, kind: chip_down, target: [1, 0, 0]}
+)");
+  const Topology topo = build_topology(s.pod, s.chip);
+  ASSERT_EQ(topo.chips_per_pod(), 8u);
+  ASSERT_EQ(topo.host_count(), 4u);
+  const auto& plan = s.faults.faults;
+  const ConcreteFault chip = concrete_fault(plan[0], topo, s.seed);
+  EXPECT_EQ(chip.chip.value(), 9u);  // pod 1's chip x = 1: 8 + 1
+  EXPECT_EQ(topo.coord(chip.chip).pod, 1);
+  EXPECT_EQ(chip.host.value(), 2u);  // pod 1's first host
+  EXPECT_EQ(chip.pod, 1);
+  EXPECT_EQ(chip.target(), "[1,0,0] of pod 1");
+  const ConcreteFault link = concrete_fault(plan[1], topo, s.seed);
+  EXPECT_EQ(topo.link(link.link).src.value(), 9u);
+  EXPECT_EQ(topo.link(link.link).dst.value(), 11u);  // [1,1,0] of pod 1
+  EXPECT_EQ(topo.link(link.link).axis, 1);
+  EXPECT_EQ(link.target(), "[1,0,0] y+ of pod 1");
+  const ConcreteFault host = concrete_fault(plan[2], topo, s.seed);
+  EXPECT_EQ(host.host.value(), 3u);
+  EXPECT_EQ(topo.chips_of(host.host), (std::vector<ChipId>{ChipId(12), ChipId(13), ChipId(14), ChipId(15)}));
+  EXPECT_EQ(host.target(), "host 1 of pod 1");
+  const ConcreteFault list = concrete_fault(plan[3], topo, s.seed);
+  EXPECT_EQ(list.chip.value(), 1u);
+  EXPECT_EQ(list.target(), "[1,0,0] of pod 0");
+  // The same fault in a scenario of one pod reads as before.
+  const Scenario one = ::tpusim::testing::scenario_from_yaml(
+      std::string(kCubeJob) + "faults: [{at: 1 s, kind: chip_down, target: [1, 0, 0]}]\n");
+  const Topology cube = build_topology(one.pod, one.chip);
+  const ConcreteFault alone = concrete_fault(one.faults.faults[0], cube, one.seed);
+  EXPECT_EQ(alone.pod, -1);
+  EXPECT_EQ(alone.target(), "[1,0,0]");
+}
+
+// The job's recovery on pod 1's chip costs what it costs on pod 0's: the pods are identical.
+TEST(JobTimeline, AChipDownOnPodOneCostsTheJobWhatTheSameChipOfPodZeroDoes) {
+  auto run = [](const std::string& target) {
+    const Scenario s = ::tpusim::testing::scenario_from_yaml(std::string(kTwoPodJob) +
+                                                             "faults: [{at: 252.5 s, kind: chip_down, target: " +
+                                                             target + "}]\n");
+    const Topology topo = build_topology(s.pod, s.chip);
+    return run_job(s, topo, round_costs());
+  };
+  const JobResult zero = run("{chip: [1, 0, 0], pod: 0}"), one = run("{chip: [1, 0, 0], pod: 1}");
+  ASSERT_EQ(zero.events.size(), 1u);
+  ASSERT_EQ(one.events.size(), 1u);
+  EXPECT_EQ(zero.events[0].fault.chip.value(), 1u);
+  EXPECT_EQ(one.events[0].fault.chip.value(), 9u);
+  EXPECT_EQ(one.events[0].fault.target(), "[1,0,0] of pod 1");
+  EXPECT_EQ(one.events[0].recovery, "checkpoint_restart");
+  EXPECT_DOUBLE_EQ(one.wall.value(), 1090.0 + 32.5 + 27.5 + 3600 + 600 + 20);  // as on one cube, above
+  EXPECT_DOUBLE_EQ(one.wall.value(), zero.wall.value());
+  EXPECT_DOUBLE_EQ(one.events[0].lost_work.value(), zero.events[0].lost_work.value());
+}
+
+// Random targets and fault rates draw among every pod's components, and a drawn target names its pod; the ids
+// are the multislice's.
+TEST(ConcreteFault, RandomTargetsAndRatesDrawAmongEveryPodsComponents) {
+  const Scenario s = ::tpusim::testing::scenario_from_yaml(std::string(kTwoPodJob) +
+                                                           "fault_rates: {chip_down: 16000 s, host_down: 4000 s}\n",
+                                                           {"job.steps=1000000", "job.restart=0 s", "job.repair=0 s"});
+  const Topology topo = build_topology(s.pod, s.chip);
+  const std::vector<RandomFaultSource> sources = random_fault_sources(s, topo);
+  EXPECT_EQ(sources[0].components, 16u);  // both pods' chips
+  EXPECT_EQ(sources[3].components, 4u);   // and hosts
+  EXPECT_DOUBLE_EQ(sources[0].per_second, 16.0 / 16000);
+  std::set<int> pods_hit;
+  for (std::int64_t seed = 0; seed < 16; ++seed) {
+    FaultSpec spec;
+    spec.kind = FaultKind::chip_down;
+    spec.target.random = true;
+    const ConcreteFault f = concrete_fault(spec, topo, seed);
+    EXPECT_EQ(f.pod, topo.coord(f.chip).pod);
+    EXPECT_EQ(f.target(), fmt::format("random: chip {} in pod {}", f.chip.value(), f.pod));
+    pods_hit.insert(f.pod);
+  }
+  EXPECT_EQ(pods_hit, (std::set<int>{0, 1}));
+  const JobResult r = run_job(s, topo, round_costs());
+  std::array<int, 2> chips{}, hosts{};
+  for (const FaultEvent& e : r.events) {
+    const int pod = topo.coord(e.fault.chip).pod;
+    EXPECT_EQ(e.fault.pod, pod);
+    (e.fault.spec.kind == FaultKind::host_down ? hosts : chips)[static_cast<std::size_t>(pod)]++;
+    if (e.fault.spec.kind == FaultKind::host_down) {
+      EXPECT_EQ(e.fault.target(), fmt::format("random: host {} in pod {}", e.fault.host.value(), pod));
+    }
+  }
+  // About 1,000 chip faults and as many host faults over the job, half on each pod: each pod's share within 15%
+  // of half (more than 4 standard deviations).
+  const double half_chips = (chips[0] + chips[1]) / 2.0, half_hosts = (hosts[0] + hosts[1]) / 2.0;
+  for (std::size_t pod = 0; pod < 2; ++pod) {
+    EXPECT_NEAR(chips[pod], half_chips, 0.15 * half_chips);
+    EXPECT_NEAR(hosts[pod], half_hosts, 0.15 * half_hosts);
+  }
+  EXPECT_GT(half_chips, 300);
+  EXPECT_GT(half_hosts, 300);
 }
 
 TEST(JobTimeline, RandomLinkFailuresThatCutAChipOffRestartTheJobNeverReroute) {

@@ -810,4 +810,67 @@ faults:
   EXPECT_NEAR(parts, job["wall_s"].get<double>(), 1e-12 * wall);
 }
 
+
+// A one-layer GPT-3 XL, data parallel over two v5e 2x2 pods (fsdp 4 in each), with chip [1,0] of pod P stopping
+// at 1 s. The target's pod is struck: its chip stops in the step simulated (the fault on chip 5's track, pod 1's
+// [1,0], not chip 1's), and the pods being alike, the job costs the same either way. The target names its pod on
+// stdout, in summary.json and in the job trace. (Before, a target had no pod: every fault struck pod 0.)
+TEST_F(FaultsCli, AChipDownOnPodOneOfTwoStopsThatPodsChipAndCostsTheJobWhatPodZerosDoes) {
+  const auto yaml = [](int pod) {
+    return std::string(R"(name: dp
+pod: {name: v5e-2x2x2, chip: v5e, shape: [2, 2], wraparound: [0, 0], host_shape: [2, 2], pods: 2}
+workload:
+  model: {from: gpt3-1.3b, layers: 1}
+  batch: 8
+  seq_len: 256
+  step: train
+  mesh: {data: 2, fsdp: 4}
+  checkpoint: {every_steps: 1000}
+job: {steps: 100000, recovery: checkpoint_restart, restart: 2 s, repair: 0 s}
+faults:
+  - {at: 1 s, kind: chip_down, target: {chip: [1, 0], pod: )") + std::to_string(pod) + "}}\n";
+  };
+  const auto zero = summary(write("zero.yaml", yaml(0)).string() + " --trace --trace-chips 0-7", "zero");
+  const Outcome o = tpusim("run " + write("one.yaml", yaml(1)).string() + " --trace --trace-chips 0-7 -o " +
+                           (dir_ / "one").string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto one = nlohmann::json::parse(slurp(dir_ / "one" / "summary.json"));
+  const auto& e0 = zero["faults"]["timeline"][0];
+  const auto& e1 = one["faults"]["timeline"][0];
+  EXPECT_EQ(e0["target"], "[1,0] of pod 0");
+  EXPECT_EQ(e1["target"], "[1,0] of pod 1");
+  EXPECT_EQ(one["scenario"]["faults[0]"]["target"], "[1,0] of pod 1");
+  EXPECT_NE(o.out.find("chip_down      [1,0] of pod 1"), std::string::npos) << o.out;
+  // The same costs: the job, the fault's recovery, and the step it stops in, how far it got.
+  for (const char* key : {"wall_s", "goodput", "useful_s", "steps_done", "checkpoints"}) {
+    EXPECT_EQ(zero["job"][key], one["job"][key]) << key;
+  }
+  for (const char* key : {"step", "detected_s", "resumed_s", "lost_work_s", "downtime_s", "recovery"}) {
+    EXPECT_EQ(e0[key], e1[key]) << key;
+  }
+  EXPECT_GT(e1["lost_work_s"].get<double>(), 0.0);
+  const auto& stopped0 = zero["job"]["simulated_steps"][1];
+  const auto& stopped1 = one["job"]["simulated_steps"][1];
+  EXPECT_EQ(stopped1["what"].get<std::string>().rfind("[1,0] of pod 1 chip_down landing", 0), 0u) << stopped1;
+  EXPECT_EQ(stopped0["step_time_s"], stopped1["step_time_s"]);
+  EXPECT_EQ(stopped0["progress"], stopped1["progress"]);
+  EXPECT_LT(stopped1["progress"]["completed"].get<double>(), stopped1["progress"]["instructions"].get<double>());
+  // The chip that stops: the fault's marks are on chip 1's track for pod 0, chip 5's (4 + 1) for pod 1.
+  const auto marks = [&](const std::string& run, const nlohmann::json& step) {
+    std::map<std::string, int> pids;
+    const auto trace = nlohmann::json::parse(slurp(dir_ / run / step["trace"].get<std::string>()));
+    for (const auto& e : trace["traceEvents"]) {
+      if (e["ph"] != "M" && e["cat"] == "fault") pids[e["name"]] = e["pid"].get<int>();
+    }
+    return pids;
+  };
+  EXPECT_EQ(marks("zero", stopped0), (std::map<std::string, int>{{"chip_down [1,0] of pod 0", 1}, {"detection", 1},
+                                                                 {"step stalled: nothing completes", 1}}));
+  EXPECT_EQ(marks("one", stopped1), (std::map<std::string, int>{{"chip_down [1,0] of pod 1", 5}, {"detection", 5},
+                                                                {"step stalled: nothing completes", 5}}));
+  // The job trace names the fault with its pod too.
+  const std::string job_trace = slurp(dir_ / "one" / "job-trace.json");
+  EXPECT_NE(job_trace.find("\"chip_down [1,0] of pod 1\""), std::string::npos);
+}
+
 }  // namespace

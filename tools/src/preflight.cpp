@@ -477,9 +477,10 @@ void check_fault_splits(const Scenario& s, const Topology& topology) {
                     between.size() > shown ? fmt::format(" and {} more", between.size() - shown) : "");
     Diagnostics diags;
     diags.error(f.loc, fmt::format("faults[{}]", f.index),
-                fmt::format("with the link faults before it, this fault splits the pod into two parts that no "
+                fmt::format("with the link faults before it, this fault splits {} into two parts that no "
                             "rerouting connects: {} chips {} to {}, and {} chips {} to {}",
-                            cut->size(), chip_str(topology, cut->front()), chip_str(topology, cut->back()),
+                            topology.pods() > 1 ? fmt::format("pod {}", pod) : std::string("the pod"), cut->size(),
+                            chip_str(topology, cut->front()), chip_str(topology, cut->back()),
                             rest.size(), chip_str(topology, rest.front()), chip_str(topology, rest.back())),
                 "link faults that leave the pod's chips one connected torus (job.recovery: reroute keeps each "
                 "failed cable down)",
@@ -527,13 +528,20 @@ void check_fault_cuts(const Scenario& s, const Topology& topology) {
       if (!alone) continue;
       const ChipCoord at = topology.coord(chip);
       std::vector<int> pos(at.pos.begin(), at.pos.begin() + topology.axes());
+      // In a multislice the chip's pod is named, and the chip_down the hint writes carries it.
+      const bool multislice = topology.pods() > 1;
+      const std::string name = fmt::format("chip [{}]{}", fmt::join(pos, ", "),
+                                           multislice ? fmt::format(" of pod {}", at.pod) : std::string());
+      const std::string target = multislice
+                                     ? fmt::format("{{chip: [{}], pod: {}}}", fmt::join(pos, ", "), at.pod)
+                                     : fmt::format("[{}]", fmt::join(pos, ", "));
       diags.error(f.loc, fmt::format("faults[{}]", f.index),
-                  fmt::format("this fault stops the last cable of chip [{}]: it is cut off from the torus, which "
-                              "no rerouting can reach", fmt::join(pos, ", ")),
+                  fmt::format("this fault stops the last cable of {}: it is cut off from the torus, which "
+                              "no rerouting can reach", name),
                   "link faults that leave every chip at least one cable, or a chip_down fault for a chip that "
-                  "fails", fmt::format("all {} cables of chip [{}] down", out.size(), fmt::join(pos, ", ")),
-                  fmt::format("write {{at: {}, kind: chip_down, target: [{}]}}: job.recovery then applies",
-                              format_value(f.at), fmt::join(pos, ", ")));
+                  "fails", fmt::format("all {} cables of {} down", out.size(), name),
+                  fmt::format("write {{at: {}, kind: chip_down, target: {}}}: job.recovery then applies",
+                              format_value(f.at), target));
     }
   }
   diags.throw_if_any();

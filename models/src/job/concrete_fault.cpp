@@ -16,11 +16,12 @@ std::string ConcreteFault::target() const {
   if (spec.target.random) {
     // The component drawn: a host, or a chip and (a link kind, degraded links too) the link leaving it.
     const FaultComponent component = fault_info(spec.kind).component;
-    if (component == FaultComponent::host) return fmt::format("random: host {}", host.value());
-    return fmt::format("random: chip {}{}", chip.value(),
-                       fault_on_link(spec.kind) ? fmt::format(" link {}", link.value()) : std::string());
+    const std::string in_pod = pod >= 0 ? fmt::format(" in pod {}", pod) : std::string();
+    if (component == FaultComponent::host) return fmt::format("random: host {}{}", host.value(), in_pod);
+    return fmt::format("random: chip {}{}{}", chip.value(),
+                       fault_on_link(spec.kind) ? fmt::format(" link {}", link.value()) : std::string(), in_pod);
   }
-  return spec.target.str();
+  return spec.target.str(pod >= 0);  // a multislice's targets name their pod
 }
 
 namespace job {
@@ -36,6 +37,8 @@ int cube_of(const Topology& topo, ChipId chip) {
   }
   return cube;
 }
+
+int pod_of(const Topology& topo, ChipId chip) { return topo.pods() > 1 ? topo.coord(chip).pod : -1; }
 
 }  // namespace job
 
@@ -69,6 +72,7 @@ ConcreteFault draw_target(const FaultSpec& spec, std::int64_t seed, const Topolo
   }
   if (component != FaultComponent::host) f.host = topo.host_of(f.chip);
   f.cube = job::cube_of(topo, f.chip);
+  f.pod = job::pod_of(topo, f.chip);
   return f;
 }
 
@@ -79,11 +83,15 @@ ConcreteFault concrete_fault(const FaultSpec& spec, const Topology& topo, std::i
   ConcreteFault f;
   f.spec = spec;
   const FaultTarget& t = spec.target;
+  // Coordinates and host indices are those within the target's pod (resolve_fault_plan checked it exists).
   if (fault_info(spec.kind).component == FaultComponent::host && t.host >= 0) {
-    f.host = HostId(static_cast<std::uint32_t>(t.host));
+    const std::size_t hosts_per_pod = topo.host_count() / static_cast<std::size_t>(std::max(1, topo.pods()));
+    f.host = HostId(static_cast<std::uint32_t>(static_cast<std::size_t>(t.pod_index()) * hosts_per_pod +
+                                               static_cast<std::size_t>(t.host)));
     f.chip = topo.chips_of(f.host).front();
   } else {
     ChipCoord c;
+    c.pod = t.pod_index();
     for (std::size_t i = 0; i < t.chip.size() && i < c.pos.size(); ++i) c.pos[i] = t.chip[i];
     f.chip = topo.chip_at(c);
     f.host = topo.host_of(f.chip);
@@ -93,6 +101,7 @@ ConcreteFault concrete_fault(const FaultSpec& spec, const Topology& topo, std::i
     }
   }
   f.cube = job::cube_of(topo, f.chip);
+  f.pod = job::pod_of(topo, f.chip);
   return f;
 }
 

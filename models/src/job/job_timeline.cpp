@@ -28,9 +28,11 @@ constexpr double kNoEnd = std::numeric_limits<double>::infinity();
 using job::OutOfUse;
 using job::out_of_use;
 
+// "[1,0,0]", and " of pod 1" after it in a multislice.
 std::string coord_str(const Topology& topo, ChipId chip) {
   const ChipCoord c = topo.coord(chip);
-  return fmt::format("[{}]", fmt::join(c.pos.begin(), c.pos.begin() + topo.axes(), ","));
+  return fmt::format("[{}]{}", fmt::join(c.pos.begin(), c.pos.begin() + topo.axes(), ","),
+                     topo.pods() > 1 ? fmt::format(" of pod {}", c.pod) : std::string());
 }
 
 // "chip [1,0,0] cut off: every cable down"; a split: "pod split by 8 cables down: 4 chips [2,0,0] to [3,1,0]

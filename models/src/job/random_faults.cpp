@@ -80,6 +80,7 @@ std::optional<ConcreteFault> RandomFaults::next() {
   }
   f.spec = spec;
   f.cube = cube_of(topo_, f.chip);
+  f.pod = pod_of(topo_, f.chip);
   return f;
 }
 

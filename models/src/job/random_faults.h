@@ -14,6 +14,8 @@ namespace tpusim::models::job {
 
 // The linear index (axis 0 fastest) of the OCS cube holding `chip` in its pod; -1 when the pod has no cube.
 [[nodiscard]] int cube_of(const Topology& topo, ChipId chip);
+// The pod of a multislice holding `chip` (ConcreteFault::pod); -1 when the scenario has one pod.
+[[nodiscard]] int pod_of(const Topology& topo, ChipId chip);
 
 class RandomFaults {
  public:

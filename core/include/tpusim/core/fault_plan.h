@@ -85,16 +85,21 @@ bool remove_fault_kind(std::string_view name);
   return fault_info(k).component == FaultComponent::link || fault_info(k).component == FaultComponent::ocs_link;
 }
 
-// A fault's target. `random` targets are drawn from the scenario's seed among the pod's components of the
-// fault's kind (models/job.h). Otherwise: chip coordinates (every kind but host_down by index), plus the
-// direction of the link leaving that chip (link and OCS port kinds), or a host index (host_down).
+// A fault's target. `random` targets are drawn from the scenario's seed among the components of the fault's
+// kind of every pod (models/job.h). Otherwise: chip coordinates (every kind but host_down by index), plus the
+// direction of the link leaving that chip (link and OCS port kinds), or a host index (host_down), in the pod
+// `pod` of a multislice (pod.pods; coordinates and host indices are those within one pod).
 struct FaultTarget {
   bool random = false;
   std::vector<int> chip;  // coordinates in the slice, one per axis of pod.shape
   int axis = -1;          // link kinds: 0, 1, 2 for x, y, z
   int sign = 0;           // link kinds: +1 or -1
   int host = -1;          // host_down given as {host: N}
-  [[nodiscard]] std::string str() const;  // "random", "[1,2,3]", "[1,2,3] x+", "host 4"
+  int pod = -1;           // {..., pod: P}: the pod of a multislice; -1 when not written (pod 0)
+  [[nodiscard]] int pod_index() const { return pod < 0 ? 0 : pod; }
+  // "random", "[1,2,3]", "[1,2,3] x+", "host 4"; with `name_pod` (a scenario of several pods) " of pod P"
+  // after it, so a single-pod target reads as before.
+  [[nodiscard]] std::string str(bool name_pod = false) const;
 };
 
 struct FaultSpec {

@@ -26,7 +26,10 @@ struct ConcreteFault {
   LinkId link{};       // link kinds: the failed direction (the cable's reverse fails too for *_down)
   HostId host{};       // host_down
   int cube = -1;       // the pod cube of `chip` (pods with OCS), else -1
-  [[nodiscard]] std::string target() const;  // "[1,2,3]", "[0,0,0] x+", "host 4"
+  int pod = -1;        // the pod of `chip` in a multislice (pod.pods above 1), else -1
+  // "[1,2,3]", "[0,0,0] x+", "host 4", "random: chip 5 link 12"; in a multislice " of pod 1" after a target
+  // written (coordinates and hosts within the pod), " in pod 1" after a drawn one (the multislice's ids).
+  [[nodiscard]] std::string target() const;
 };
 
 // The costs the timeline composes, from the simulated step and the specs (models/src/job/job_steps.cpp).
