@@ -1,5 +1,6 @@
-// The job's table of steps simulated in full on stdout (tools/src/job_run.cpp, print_job) keeps its columns
-// when a step's name is longer than the column's usual 54 characters.
+// The job's tables on stdout (tools/src/job_run.cpp, print_job) keep their columns when a cell is longer than
+// its column's usual width: the steps simulated in full (54 characters for a step's name), and the fault timeline
+// (28 for a target, 22 for a recovery).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -52,6 +53,46 @@ TEST_F(JobTableCli, AStepNameLongerThanTheColumnWidensItAndEveryRowKeepsItsTimeU
     ASSERT_GE(row.size(), time_end) << row;
     EXPECT_NE(row[time_end - 1], ' ') << row;
     EXPECT_TRUE(row.size() == time_end || row[time_end] == ' ') << row;
+  }
+}
+
+
+// A host failing while a chip's repair is under way is found at the relaunch: its recovery reads
+// "checkpoint_restart, found at the relaunch" (41 characters), which the timeline printed cut to its first 22
+// ("checkpoint_restart, fo"). The column now widens: the cell is whole and each row's downtime ends under its
+// header.
+TEST_F(JobTableCli, ARecoveryLongerThanItsColumnIsPrintedWholeAndTheColumnsAfterItStayInLine) {
+  const Outcome o = tpusim("run " + write("relaunch.yaml", R"(name: relaunch
+pod: v5e-2x2
+workload: {model: mlp-small, batch: 64, step: train, checkpoint: {every_steps: 100}}
+job: {steps: 100000000}
+faults:
+  - {at: 1 s, kind: chip_down, target: [1, 1]}
+  - {at: 100 s, kind: host_down, target: {host: 0}}
+)").string() + " -o " + (dir_ / "relaunch").string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto j = nlohmann::json::parse(slurp(dir_ / "relaunch" / "summary.json"));
+  const auto& timeline = j["faults"]["timeline"];
+  ASSERT_EQ(timeline.size(), 2U);
+  const std::string relaunch = timeline[1]["recovery"];
+  ASSERT_EQ(relaunch, "checkpoint_restart, found at the relaunch");  // the case this test is about
+  const auto kind_at = o.out.find("at  kind");
+  ASSERT_NE(kind_at, std::string::npos) << o.out;
+  const auto header_at = o.out.rfind('\n', kind_at) + 1;
+  const std::string header = o.out.substr(header_at, o.out.find('\n', header_at) - header_at);
+  const std::size_t recovery_column = header.find("recovery");
+  const std::size_t downtime_end = header.find("downtime") + 8;  // right-aligned: every row's downtime ends here
+  ASSERT_LT(recovery_column + relaunch.size(), downtime_end - 8) << header;  // wide enough for the whole cell
+  for (const std::string kind : {"chip_down", "host_down"}) {
+    const auto row_at = o.out.find(kind, header_at + header.size());
+    ASSERT_NE(row_at, std::string::npos) << o.out;
+    const auto start = o.out.rfind('\n', row_at) + 1;
+    const std::string row = o.out.substr(start, o.out.find('\n', start) - start);
+    const nlohmann::json& e = timeline[kind == "chip_down" ? 0 : 1];
+    EXPECT_EQ(row.find(e["recovery"].get<std::string>()), recovery_column) << row;
+    ASSERT_GT(row.size(), downtime_end) << row;
+    EXPECT_NE(row[downtime_end - 1], ' ') << row;
+    EXPECT_EQ(row[downtime_end], ' ') << row;
   }
 }
 

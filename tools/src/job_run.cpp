@@ -294,15 +294,24 @@ void print_job(const Scenario& s, const models::JobOutcome& job, const models::F
   if (r.events.empty()) return;
   out << fmt::format("  fault timeline ({} fault{}):\n", r.events.size(), r.events.size() == 1 ? "" : "s");
   // `landed in`: what the job was doing (a step, a checkpoint write, a restore, another fault's recovery).
-  constexpr const char* kRow = "    {:>12}  {:<14} {:<28} {:>8}  {:<16}  {:>12}  {:<22} {:>12} {:>12}\n";
-  out << fmt::format(kRow, "at", "kind", "target", "step", "landed in", "detected", "recovery", "downtime",
-                     "lost work");
+  // The target and recovery columns widen to their longest cell among the rows shown (a multislice's drawn
+  // target, "checkpoint_restart, found at the relaunch"), so no cell is cut and the columns after stay in line.
   constexpr std::size_t kShown = 20;
-  for (std::size_t i = 0; i < r.events.size() && i < kShown; ++i) {
+  const std::size_t shown = std::min(r.events.size(), kShown);
+  std::size_t target_width = 28;
+  std::size_t recovery_width = 22;
+  for (std::size_t i = 0; i < shown; ++i) {
+    target_width = std::max(target_width, r.events[i].fault.target().size());
+    recovery_width = std::max(recovery_width, r.events[i].recovery.size());
+  }
+  constexpr const char* kRow = "    {:>12}  {:<14} {:<{}} {:>8}  {:<16}  {:>12}  {:<{}} {:>12} {:>12}\n";
+  out << fmt::format(kRow, "at", "kind", "target", target_width, "step", "landed in", "detected", "recovery",
+                     recovery_width, "downtime", "lost work");
+  for (std::size_t i = 0; i < shown; ++i) {
     const models::FaultEvent& e = r.events[i];
     out << fmt::format(kRow, time(e.fault.spec.at.value()), fault_kind_name(e.fault.spec.kind), e.fault.target(),
-                       e.step, models::fault_landed_name(e.landed), time(e.detected.value()),
-                       e.recovery.substr(0, 22), time(e.downtime.value()), time(e.lost_work.value()));
+                       target_width, e.step, models::fault_landed_name(e.landed), time(e.detected.value()),
+                       e.recovery, recovery_width, time(e.downtime.value()), time(e.lost_work.value()));
   }
   if (r.events.size() > kShown) out << fmt::format("    ... {} more in summary.json\n", r.events.size() - kShown);
   // A fault that stops hardware in use while a checkpoint is written costs that checkpoint (docs/faults.md).
