@@ -48,7 +48,8 @@ std::vector<Assumption> lowering_assumptions() {
        "not wait for it (the scheduler converts ahead of a gather it starts one layer early)"},
       {"FSDP prefetch depth", "one layer", "kernels/src/sharding/sharding_points.cpp",
        "a layer's all-gathers start when the previous layer's first gathered weight is consumed, as XLA's "
-       "latency-hiding scheduler overlaps them with one layer of compute"},
+       "latency-hiding scheduler overlaps them with one layer of compute; where the memory plan (which counts them "
+       "from there) does not fit HBM, each waits for the op before its first reader instead"},
       {"context parallelism", "all-gather of K and V, load-balanced causal chunks", "kernels/src/sharding/sharding_points.cpp",
        "MaxText's all-gather context parallelism (not ring attention): a chip's keys and values are gathered over the "
        "sequence group before the attention, gathered again for its backward (only the chip's part is kept), their "

@@ -3,6 +3,7 @@
 #include <array>
 #include <cmath>
 #include <stdexcept>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -70,16 +71,16 @@ struct BuiltStep {
 };
 
 // `plan` null: one chip holding everything (no collectives); else the chip's shard of the plan, its collectives
-// naming groups added to `groups`.
+// naming groups added to `groups`. `run_ahead`: ShardingPoints' FSDP gathers start with the previous layer.
 BuiltStep build_step(const WorkloadSpec& w, const ChipSpec& chip, const ShardingPlan* plan = nullptr,
-                     std::vector<ir::CollectiveGroup>* groups = nullptr, int stage = 0) {
+                     std::vector<ir::CollectiveGroup>* groups = nullptr, int stage = 0, bool run_ahead = true) {
   const ShardView shard = plan != nullptr ? shard_view(w, *plan, stage) : full_shard(w);
   CollectivePoints single_chip;  // inserts nothing
   std::vector<ir::CollectiveGroup> scratch;
   std::optional<ShardingPoints> sharded;
   if (plan != nullptr) {
     sharded.emplace(*plan, chip, w.numerics.dtype, groups != nullptr ? *groups : scratch,
-                    decomposes_collective_matmul(w, *plan, shard));
+                    decomposes_collective_matmul(w, *plan, shard), run_ahead);
   }
   CollectivePoints& points = sharded ? static_cast<CollectivePoints&>(*sharded) : single_chip;
   BuiltStep b{step_builder(w.model.kind)(w, chip, shard, points), {}};
@@ -97,6 +98,33 @@ BuiltStep build_step(const WorkloadSpec& w, const ChipSpec& chip, const Sharding
   b.plan.host_offload = bytes(live.host_offload);
   b.plan.host_capacity = chip.host.memory_per_chip;
   return b;
+}
+
+// The steps of every pipeline stage (stage 0 first), with the FSDP gathers run ahead of their layer where that
+// fits and held back where it does not (memory the run-ahead buffers would take: the plan counts a gather's
+// output from where it may start). `held_back` says which; the plans are checked by the caller.
+std::vector<BuiltStep> build_stages(const WorkloadSpec& w, const ChipSpec& chip, const ShardingPlan& plan,
+                                    std::vector<ir::CollectiveGroup>* groups, bool& held_back) {
+  const int stages = shard_view(w, plan).pipeline.stages;
+  auto build = [&](bool run_ahead) {
+    std::vector<ir::CollectiveGroup> tried = groups != nullptr ? *groups : std::vector<ir::CollectiveGroup>{};
+    std::vector<BuiltStep> out;
+    for (int s = 0; s < stages; ++s) out.push_back(build_step(w, chip, &plan, &tried, s, run_ahead));
+    return std::make_pair(std::move(out), std::move(tried));
+  };
+  auto fit = [](const std::vector<BuiltStep>& steps) {
+    return std::all_of(steps.begin(), steps.end(), [](const BuiltStep& b) { return b.plan.fits(); });
+  };
+  auto [steps, tried] = build(true);
+  held_back = false;
+  if (!fit(steps) && plan.shards(LogicalAxis::embed) > 1) {
+    // Held back, the step holds no more than run ahead: if it does not fit either, its plan is the least the
+    // step needs (what a does-not-fit error and the layout search report).
+    std::tie(steps, tried) = build(false);
+    held_back = true;
+  }
+  if (groups != nullptr) *groups = std::move(tried);
+  return steps;
 }
 
 // The memory a step's graph holds over its step (MemoryTimeline), given the instructions emit() made of each op.
@@ -125,7 +153,11 @@ ConfigError does_not_fit(const WorkloadSpec& w, const ChipSpec& chip, const Memo
     if (b.count() > 0) found.push_back(fmt::format("{} {}", name, format_bytes_approx(b)));
   }
   std::vector<std::string> fits;
-  auto plan_with = [&](WorkloadSpec alt) { return build_step(alt, chip, sharding).plan; };
+  auto plan_with = [&](WorkloadSpec alt) {
+    bool held_back = false;
+    return sharding != nullptr ? build_stages(alt, chip, *sharding, nullptr, held_back).front().plan
+                               : build_step(alt, chip).plan;
+  };
   std::optional<MemoryPlan> full_remat;
   if (w.step == StepKind::train && w.memory.remat != Remat::full) {
     WorkloadSpec alt = w;
@@ -350,7 +382,8 @@ std::optional<MemoryPlan> plan_memory(const WorkloadSpec& workload, const ChipSp
 std::optional<MemoryPlan> plan_memory(const WorkloadSpec& workload, const ChipSpec& chip, const PodSpec& pod) {
   if (!whole_model(workload)) return std::nullopt;
   const ShardingPlan sharding = make_sharding(workload, pod);
-  return build_step(workload, chip, &sharding).plan;
+  bool held_back = false;
+  return build_stages(workload, chip, sharding, nullptr, held_back).front().plan;
 }
 
 ir::ProgramSet lower_workload(const WorkloadSpec& workload, const ChipSpec& chip) {
@@ -408,13 +441,15 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
   std::optional<BuiltStep> built;
   std::vector<BuiltStep> later_stages;  // pipeline stages 1 .. p - 1 (stage 0 is `built`)
   if (whole_model(workload)) {
-    built = build_step(workload, chip, &*sharding, &out.programs.groups);
+    std::vector<BuiltStep> stages =
+        build_stages(workload, chip, *sharding, &out.programs.groups, out.fsdp_gathers_held_back);
+    built = std::move(stages.front());
     if (!built->plan.fits()) throw does_not_fit(workload, chip, built->plan, &*sharding);
     if (!built->plan.host_fits()) throw host_does_not_fit(workload, chip, built->plan);
     out.memory = built->plan;
     out.sharding = sharding;
-    for (int s = 1; s < shard.pipeline.stages; ++s) {
-      later_stages.push_back(build_step(workload, chip, &*sharding, &out.programs.groups, s));
+    for (std::size_t s = 1; s < stages.size(); ++s) {
+      later_stages.push_back(std::move(stages[s]));
       const MemoryPlan& p = later_stages.back().plan;
       if (!p.fits()) throw does_not_fit(workload, chip, p, &*sharding);
       if (!p.host_fits()) throw host_does_not_fit(workload, chip, p);

@@ -282,6 +282,13 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
                                       100 * mem_share));
     }
   }
+  if (lowered != nullptr && lowered->fsdp_gathers_held_back) {
+    rep.notes.push_back(
+        "FSDP all-gathers held back: with each layer's weights gathered during the layer before, the step would not "
+        "fit in HBM, so each gather waits for the op before its first reader, as a compiler short of memory "
+        "schedules it (kernels/README.md \"Sharding points\"); their time is exposed where the layer before "
+        "would have hidden it");
+  }
   // An mlp, dlrm or gemm is not sharded (kernels/README.md): on several chips each runs the one-chip step on its
   // own batch, so the pod's throughput is the chips times one chip's and a training step synchronises nothing.
   const ModelKind kind = scenario.workload.model.kind;

@@ -121,13 +121,17 @@ void fuse(Graph& g) {
 namespace {
 
 // Each tensor's extent over the ops that touch it (first write, last access: `n` and 0 for a tensor no kept op
-// touches), and whether the forward phase wrote it for the backward (or a recomputed block) to read.
+// touches), and whether the forward phase wrote it for the backward (or a recomputed block) to read. With
+// `from_placement` an op placed to start once an earlier one is done (`after`: an FSDP all-gather once the
+// previous layer's first matmul is) holds its outputs from the op after that one, where the schedule may start it:
+// the memory plan counts what the run can hold at once. Without, from the op itself: where the program allocates
+// them (the in-use record).
 struct TensorExtents {
   std::vector<std::size_t> first, last;
   std::vector<bool> kept;
 };
 
-TensorExtents tensor_extents(const Graph& g) {
+TensorExtents tensor_extents(const Graph& g, bool from_placement) {
   const std::vector<Op>& ops = g.ops();
   const std::size_t n = ops.size();
   TensorExtents e{std::vector<std::size_t>(g.tensors().size(), n), std::vector<std::size_t>(g.tensors().size(), 0),
@@ -135,8 +139,11 @@ TensorExtents tensor_extents(const Graph& g) {
   std::vector<bool> forward_written(g.tensors().size(), false), backward_read(g.tensors().size(), false);
   for (std::size_t i = 0; i < n; ++i) {
     if (ops[i].passes.merged || ops[i].passes.dropped) continue;
+    const std::vector<std::size_t>& after = ops[i].after;
+    const std::size_t from =
+        from_placement && !after.empty() ? std::min(i, *std::max_element(after.begin(), after.end()) + 1) : i;
     for (const Access& w : ops[i].writes) {
-      e.first[w.tensor] = std::min(e.first[w.tensor], i);
+      e.first[w.tensor] = std::min(e.first[w.tensor], from);
       e.last[w.tensor] = std::max(e.last[w.tensor], i);
       if (ops[i].phase == Phase::forward) forward_written[w.tensor] = true;
     }
@@ -155,7 +162,7 @@ TensorExtents tensor_extents(const Graph& g) {
 
 Liveness activation_liveness(const Graph& g) {
   const std::size_t n = g.ops().size();
-  const TensorExtents e = tensor_extents(g);
+  const TensorExtents e = tensor_extents(g, true);
   // Sweep: +bytes at the first write, -bytes after the last access; kept tensors also on their own sweep.
   std::vector<double> delta(n + 1, 0.0), kept_delta(n + 1, 0.0), host_delta(n + 1, 0.0);
   for (TensorId t = 0; t < g.tensors().size(); ++t) {
@@ -189,7 +196,7 @@ Liveness activation_liveness(const Graph& g) {
 
 ActivationSpans activation_spans(const Graph& g) {
   const std::size_t n = g.ops().size();
-  const TensorExtents e = tensor_extents(g);
+  const TensorExtents e = tensor_extents(g, false);
   ActivationSpans spans{std::vector<double>(n, 0.0), std::vector<double>(n, 0.0)};
   for (TensorId t = 0; t < g.tensors().size(); ++t) {
     if (e.first[t] == n || g.tensor(t).kind != TensorKind::activation) continue;

@@ -18,8 +18,13 @@ using fused::TensorId;
 using fused::TensorKind;
 
 ShardingPoints::ShardingPoints(const ShardingPlan& plan, const ChipSpec& chip, DType activation_dtype,
-                               std::vector<ir::CollectiveGroup>& groups, bool collective_matmul)
-    : plan_(plan), chip_(chip), act_(activation_dtype), groups_(groups), collective_matmul_(collective_matmul) {}
+                               std::vector<ir::CollectiveGroup>& groups, bool collective_matmul, bool run_ahead)
+    : plan_(plan),
+      chip_(chip),
+      act_(activation_dtype),
+      groups_(groups),
+      collective_matmul_(collective_matmul),
+      run_ahead_(run_ahead) {}
 
 std::uint16_t ShardingPoints::group_index(const ir::CollectiveGroup& group) {
   const auto it = std::find(groups_.begin(), groups_.end(), group);
@@ -76,7 +81,9 @@ TensorId ShardingPoints::weights_before_use(fused::Graph& g, int layer, fused::P
     current_ = LayerGathers{layer, phase, gathered, g.ops().size()};
   }
   std::vector<std::size_t> after;
-  if (have_previous_) {
+  if (!run_ahead_) {
+    if (!g.ops().empty()) after.push_back(g.ops().size() - 1);
+  } else if (have_previous_) {
     const auto& ops = g.ops();
     for (std::size_t i = previous_.first_op + 1; i < ops.size(); ++i) {
       const bool reads = std::any_of(ops[i].reads.begin(), ops[i].reads.end(),

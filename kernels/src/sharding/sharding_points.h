@@ -14,8 +14,11 @@ class ShardingPoints : public CollectivePoints {
   // `groups` collects the groups the collectives name (ProgramSet::groups).
   // `chip` times the weight casts before the FSDP gathers (weights_before_use).
   // `collective_matmul` (workload.collective_matmul): gather_sequence runs as ring steps (ring_chunks).
+  // `run_ahead`: a layer's FSDP all-gathers start with the previous layer's compute (XLA's latency-hiding
+  // scheduler); without, each waits for the op before its first reader, as a scheduler short of memory would
+  // hold it back (build_stages' fallback when the step with them run ahead does not fit).
   ShardingPoints(const ShardingPlan& plan, const ChipSpec& chip, DType activation_dtype,
-                 std::vector<ir::CollectiveGroup>& groups, bool collective_matmul = false);
+                 std::vector<ir::CollectiveGroup>& groups, bool collective_matmul = false, bool run_ahead = true);
 
   fused::TensorId weights_before_use(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId weight) override;
   fused::TensorId after_row_parallel(fused::Graph& g, int layer, fused::Phase phase, fused::TensorId partial) override;
@@ -80,6 +83,7 @@ class ShardingPoints : public CollectivePoints {
   };
   LayerGathers current_, previous_;
   bool collective_matmul_ = false;
+  bool run_ahead_ = true;
   // norm_statistics: the all-reduce (op index) completing each norm output or input gradient, until a gather
   // waits for it (statistics_before).
   std::map<fused::TensorId, std::size_t> pending_statistics_;

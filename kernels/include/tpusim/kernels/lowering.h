@@ -32,6 +32,9 @@ struct LoweredWorkload {
   std::optional<ShardingPlan> sharding;  // whole models: the mesh and rules the programs were lowered for
   // Whole models: the HBM each program (pipeline stage, in program order) holds over its step; empty otherwise.
   std::vector<MemoryTimeline> memory_timelines;
+  // Whole models with FSDP: the step with each layer's all-gathers run ahead during the layer before did not fit
+  // the chip's HBM, so each gather waits for the op before its first reader (kernels/README.md).
+  bool fsdp_gathers_held_back = false;
 };
 
 // The model FLOPs of a step summed over the `chips` chips of the pod (each runs programs.program_for(chip)).

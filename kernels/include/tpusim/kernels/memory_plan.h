@@ -40,7 +40,7 @@ struct MemoryPlan {
 // KV cache: held all step) and, per op of the step's graph that allocates or frees activations (the transients and
 // FSDP-gathered weights included), its instructions and the bytes it allocates from the first one's start and
 // frees at the last one's end. The plan's activations and workspace come from the same spans swept in program
-// order; in time, ops that overlap (a prefetched gather beside a matmul) hold theirs together.
+// order, with an op placed to start early (a run-ahead FSDP gather) counted from where it may start.
 struct ActivationUse {
   std::vector<std::uint32_t> instructions;
   double allocated = 0, freed = 0;  // bytes
