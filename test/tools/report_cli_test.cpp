@@ -443,6 +443,26 @@ TEST_F(ReportCli, HbmInUseOnOneChipPeaksAtThePlansTotalWithNothingOverlapping) {
   EXPECT_NE(table_value(out, "HBM in use").find("on chip 0"), std::string::npos) << out;
 }
 
+TEST_F(ReportCli, AScheduleHoldingMoreHbmThanTheChipHasIsSaidAlthoughThePlanFits) {
+  // C4's step (MaxText 52B, FSDP 192 on v4) cut to 2 layers: the plan is 13.24 GiB per chip, and as the step runs
+  // chip 0 holds 16.7 GiB 822 ms in, in the backward pass, while collectives hold buffers past their place in
+  // program order. With 15 GiB of HBM the plan fits and the step runs, and the report says the schedule does not.
+  const auto [out, j] = run(std::string(TPUSIM_SOURCE_DIR) +
+                                "/calibration/scenarios/c4-maxtext-52b-v4-384.yaml --set workload.model.layers=2 "
+                                "--set chip.hbm.capacity=15GiB",
+                            "over");
+  const double capacity = j["memory"]["capacity_bytes"], total = j["memory"]["total_bytes"];
+  const double peak = j["memory"]["in_use"]["peak_bytes"];
+  ASSERT_LT(total, capacity);
+  ASSERT_GT(peak, capacity);
+  const auto notes = j["notes"].get<std::vector<std::string>>();
+  const auto note = std::find_if(notes.begin(), notes.end(),
+                                 [](const std::string& n) { return n.rfind("HBM over capacity as scheduled", 0) == 0; });
+  ASSERT_NE(note, notes.end()) << j["notes"].dump();
+  EXPECT_NE(note->find("chip 0 holds 16.7 GiB"), std::string::npos) << *note;
+  EXPECT_NE(out.find("note: HBM over capacity as scheduled"), std::string::npos) << out;
+}
+
 TEST_F(ReportCli, AStepWhoseRunAheadGathersWouldNotFitHoldsThemBackAndSaysSo) {
   // The 2-layer FSDP x tensor step holds 1.778 GiB per chip with each layer's weight all-gathers run during the
   // layer before (trace_cli_test.cpp), which the plan counts from where they may start. With 1850 MB (1.723 GiB)

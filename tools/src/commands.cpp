@@ -259,8 +259,9 @@ int run_command(const RunArgs& args) {
         // The plan fits (lowering refuses a step whose plan does not); the schedule holds more at once.
         report.notes.push_back(fmt::format(
             "HBM over capacity as scheduled: chip {} holds {} at {} into the step, above its {} (the plan's "
-            "program-order count, {}, fits; ops the schedule overlaps, such as all-gathers run ahead of the "
-            "matmuls they feed, hold their buffers together, where a compiler would hold them back)",
+            "count, {}, fits; ops the schedule overlaps hold their buffers together beyond what the plan counts, "
+            "which is a gather run ahead from where it may start but not a collective finishing after the ops that "
+            "follow it, where a compiler short of memory would hold work back)",
             report.memory.in_use->chip, readable(report.memory.in_use->peak_bytes, Quantity::bytes),
             readable(report.memory.in_use->peak_at_s, Quantity::seconds),
             readable(report.memory.plan->capacity.as_double(), Quantity::bytes),
