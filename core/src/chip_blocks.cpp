@@ -67,7 +67,8 @@ FieldTable<ChipSpec> vmem_fields() {
   t.add<Bytes>("scoped_limit", [](S& s) -> Bytes& { return s.vmem.scoped_limit; }, "0 B",
                "XLA's scoped VMEM limit (--xla_tpu_scoped_vmem_limit_kib): the most VMEM one instruction's "
                "double-buffered tiles may take, so it caps the GEMM, attention and vector-pass tiles (a limit above "
-               "their shares of capacity does not bind); 0 = no compiler limit",
+               "their shares of capacity does not bind; one written above the capacity is refused); 0 = no "
+               "compiler limit",
                non_negative<Bytes>());
   add_scheduler(t, [](S& s) -> MemoryScheduler& { return s.vmem.scheduler; });
   return t;

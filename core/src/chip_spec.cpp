@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "tpusim/core/chip_blocks.h"
+#include "tpusim/core/data_paths.h"
 
 namespace tpusim {
 namespace {
@@ -65,6 +66,23 @@ const FieldTable<BlockHeader>& header_fields() {
     generation = block_catalogue_generation();
   }
   return table;
+}
+
+// Cross-field rule: XLA's scoped VMEM limit is a share of the TensorCore's VMEM, so a limit the user wrote above
+// the capacity contradicts it: the lowering takes the capacity's share and would ignore the limit without a word.
+// A bundled chip's limit (XLA's default) above a what-if's smaller VMEM is left alone: it does not bind, which is
+// what shrinking the VMEM means.
+void check_scoped_limit(const ChipSpec& spec, const std::string& path, Diagnostics& diags) {
+  const Bytes capacity = spec.vmem.capacity;
+  const Bytes limit = spec.vmem.scoped_limit;
+  if (limit.count() <= capacity.count()) return;
+  const auto it = spec.origins.find("vmem.scoped_limit");
+  if (it == spec.origins.end() || it->second.defaulted || is_bundled_file(it->second.loc.file)) return;
+  diags.error(it->second.loc, join_path(path, "vmem.scoped_limit"), "scoped VMEM limit above the VMEM capacity",
+              fmt::format("at most {} (chip.vmem.capacity: one instruction's tiles cannot take more VMEM than the "
+                          "TensorCore has), or 0 B for no compiler limit",
+                          format_bytes(capacity)),
+              format_bytes(limit));
 }
 
 }  // namespace
@@ -285,6 +303,7 @@ ChipSpec resolve_chip(const ConfigNode& root, const std::string& path, Diagnosti
                             "is a typo",
                             format_flops(spec.derived_peak_bf16())));
   }
+  check_scoped_limit(spec, path, diags);
   return spec;
 }
 

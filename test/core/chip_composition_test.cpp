@@ -220,6 +220,25 @@ TEST(ChipComposition, ThePublishedPeakIsCheckedAgainstTheBlockCounts) {
   EXPECT_EQ(d.loc.line, 4);
 }
 
+// A scoped VMEM limit above the VMEM contradicts it: the lowering would take the capacity's share and ignore the
+// limit without a word. Equal to the capacity, or 0 (no limit), is fine.
+TEST(ChipComposition, AScopedVmemLimitAboveTheCapacityIsRefusedAtTheLimit) {
+  const std::string vmem = "vmem: {kind: vmem, capacity: 16 MiB, bandwidth: 8 TB/s}";
+  const auto with_limit = [&](const std::string& limit) {
+    return resolve_chip_yaml(replaced(kChip, vmem, vmem.substr(0, vmem.size() - 1) + ", scoped_limit: " + limit + "}"));
+  };
+  const ResolvedChip r = with_limit("32 MiB");
+  const Diagnostic& d = only(r);
+  EXPECT_EQ(d.key_path, "chip.vmem.scoped_limit");
+  EXPECT_EQ(d.loc.line, 14);
+  EXPECT_EQ(d.found, "32 MiB");
+  EXPECT_EQ(d.expected.rfind("at most 16 MiB (chip.vmem.capacity", 0), 0u) << d.expected;
+  for (const char* ok : {"16 MiB", "0 B", "1 MiB"}) {
+    const ResolvedChip fine = with_limit(ok);
+    EXPECT_TRUE(fine.diags.empty()) << ok << ": " << fine.diags.str();
+  }
+}
+
 TEST(ChipComposition, ACodeBuiltSpecStandsForTheStandardComposition) {
   ChipSpec spec;
   spec.tensorcores = 2;
