@@ -184,7 +184,7 @@ std::vector<BlockKindInfo> make_catalogue() {
   std::vector<BlockKindInfo> kinds{
       {K::tensorcore, "tensorcore",
        "a TensorCore: runs its MXU, VPU and DMA queues of the program; count = TensorCores per chip",
-       BlockScope::chip, true, 1, 255, {}, &none, "runs its MXU, VPU and DMA queues"},
+       BlockScope::chip, true, 1, kMaxTensorCores, {}, &none, "runs its MXU, VPU and DMA queues"},
       {K::mxu, "mxu", "the systolic arrays of a TensorCore (a matmul's tiles go round-robin over them); count = "
        "MXUs per TensorCore", BlockScope::tensorcore, true, 1, 64,
        {{"results", "the unit that pops the matmul results (occupying it for result_pop_cycles)", {K::vpu}, {}},

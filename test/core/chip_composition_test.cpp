@@ -193,6 +193,23 @@ TEST(ChipComposition, ACountOutsideTheKindsRangeIsRejected) {
   EXPECT_EQ(d.found, "2");
 }
 
+// The simulator tells each TensorCore's DMA queue and HBM streams apart by 8-bit engine ids: 63 TensorCores
+// resolve (and run), 64 are refused here rather than failing inside the run ("fused stream: bad core").
+TEST(ChipComposition, MoreTensorCoresThanTheEngineIdsCoverAreRejected) {
+  const std::string cores = "  kind: tensorcore\n  count: 2\n";
+  const ResolvedChip most = resolve_chip_yaml(replaced(replaced(kChip, cores, "  kind: tensorcore\n  count: 63\n"),
+                                                       "65.536 TFLOP/s", "2064.384 TFLOP/s"));
+  EXPECT_TRUE(most.diags.empty()) << most.diags.str();
+  EXPECT_EQ(most.spec.tensorcores, kMaxTensorCores);
+  const ResolvedChip r = resolve_chip_yaml(replaced(replaced(kChip, cores, "  kind: tensorcore\n  count: 64\n"),
+                                                    "65.536 TFLOP/s", "2097.152 TFLOP/s"));
+  const Diagnostic& d = only(r);
+  EXPECT_EQ(d.key_path, "chip.tensorcore.count");
+  EXPECT_EQ(d.loc.line, 7);
+  EXPECT_EQ(d.expected, "1 to 63");
+  EXPECT_EQ(d.found, "64");
+}
+
 TEST(ChipComposition, KeysOfTheFlatFormatSayWhereTheyMoved) {
   const ResolvedChip r = resolve_chip_yaml(replaced(kChip, "clock: 1 GHz\n", "clock: 1 GHz\ntensorcores: 2\n"));
   const Diagnostic& d = only(r);

@@ -18,6 +18,7 @@
 
 #include "memory/transfer_engine.h"
 #include "ticks.h"
+#include "tpusim/core/chip_blocks.h"
 #include "tpusim/core/chip_spec.h"
 #include "tpusim/kernels/program.h"
 
@@ -26,6 +27,8 @@ namespace tpusim::models {
 // Engine ids of the streams: the DMA descriptor queues take 0, 1, ... (one per TensorCore), the SparseCores
 // 254 and the host 255.
 inline constexpr std::uint8_t kFirstStreamEngine = 128;
+static_assert(kFirstStreamEngine + 2 * kMaxTensorCores - 1 < kSparseCoreEngine && kMaxTensorCores <= kFirstIciEngine,
+              "every TensorCore's DMA queue and streams need engine ids of their own (core/chip_blocks.h)");
 
 class FusedStream {
  public:

@@ -14,6 +14,11 @@
 
 namespace tpusim {
 
+// The most TensorCores a chip may have: the simulator tells the HBM's users apart by an 8-bit engine id, and
+// each TensorCore takes one for its DMA queue (0, 1, ...) and two for the HBM streams of its MXUs and VPU
+// (128 + 2 x core + unit, below the SparseCores' 254; models/src/memory/fused_stream.h checks it).
+inline constexpr int kMaxTensorCores = 63;
+
 // Where a kind's instances live: once per chip, or inside each TensorCore (count is then per TensorCore).
 enum class BlockScope { chip, tensorcore };
 
