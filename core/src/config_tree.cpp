@@ -144,6 +144,18 @@ class ConfigLoader {
             diags_.error(key_loc, child_path, "duplicate key", "each key once", fmt::format("'{}' again", key));
             continue;
           }
+          // In a flow map YAML reads `{fsdp:8}` as the key 'fsdp:8' with no value, as a ':' ends a key only before
+          // a space: the errors were about a field named 'fsdp:8' (unknown key, a value of nothing, or a chip block
+          // hint to set 'chip.hbm.bandwidth:2TB/s=').
+          if (const auto colon = key.find(':'); y.Style() == YAML::EmitterStyle::Flow && kv.second.IsNull() &&
+                                                colon != std::string::npos && colon > 0 && colon + 1 < key.size()) {
+            const std::string name = key.substr(0, colon), spaced = name + ": " + key.substr(colon + 1);
+            diags_.error(key_loc, path.empty() ? name : path + "." + name, "no space after ':' in a flow map",
+                         fmt::format("'{}' (without the space, one key '{}' with no value)", spaced, key),
+                         fmt::format("'{}'", key),
+                         fmt::format("YAML needs a space after ':' in a flow map: write '{}', not '{}'", spaced, key));
+            continue;
+          }
           ConfigNode value = convert(kv.second, child_path, depth + 1);
           // yaml-cpp marks an empty value (`key:` at the end of its line) where the next token starts, often
           // on a later line: an error about it belongs on the key's line.
@@ -469,8 +481,11 @@ void apply_override(ConfigNode& root, const Override& override, Diagnostics& dia
     parsed = load_yaml_string(value, origin, parse_diags);
     for (Diagnostic d : parse_diags.items()) {
       d.loc = value_loc;
+      if (!d.key_path.empty()) d.key_path = path + "." + d.key_path;  // a key inside the value: its full path
       diags.add(std::move(d));
     }
+    // A flow map's key without its value was refused above: the map it leaves would only add errors about it.
+    if (!parse_diags.empty() && parsed.is_map()) return;
     parsed.relocate(value_loc);
   }
   std::vector<std::string> parts;

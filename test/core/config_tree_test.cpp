@@ -116,6 +116,24 @@ TEST(ConfigTree, DuplicateKeyIsAnErrorAtTheSecondKey) {
   EXPECT_EQ(at(root, "hbm.capacity")->scalar(), "1 GiB");
 }
 
+// YAML ends a key at ':' only before a space, so `{fsdp:8}` is the key 'fsdp:8' with no value: refused at the
+// key with the spaced form, and the map's other entries are still read. A quoted key or a value holding a colon
+// is no such thing.
+TEST(ConfigTree, AFlowMapKeyWithoutASpaceAfterItsColonIsAnErrorWithTheSpacedForm) {
+  Diagnostics diags;
+  const ConfigNode root = load_yaml_string("mesh: {fsdp:8, tensor: 2}\n", "m.yaml", diags);
+  ASSERT_EQ(diags.size(), 1u) << diags.str();
+  const Diagnostic& d = diags.items()[0];
+  EXPECT_EQ(d.key_path, "mesh.fsdp");
+  EXPECT_EQ(d.message, "no space after ':' in a flow map");
+  EXPECT_EQ(d.loc.line, 1);
+  EXPECT_EQ(d.loc.column, 8);
+  EXPECT_EQ(d.found, "'fsdp:8'");
+  EXPECT_EQ(d.hint, "YAML needs a space after ':' in a flow map: write 'fsdp: 8', not 'fsdp:8'");
+  EXPECT_EQ(flow_text(*at(root, "mesh")), "{tensor: 2}");
+  (void)load_ok("a: {'b:c': 1, d: \"e:f\", g: h:i}\nj:\n  k:l\n");
+}
+
 // The one error a text that cannot be read gives, which leaves nothing read (a null tree).
 Diagnostic only_error(std::string_view text, const std::string& origin) {
   Diagnostics diags;
@@ -310,6 +328,21 @@ TEST(ApplyOverride, OfAMapWithoutKindOverAChipBlockIsRefusedNamingTheKeysItWould
   apply_override(root, "chip.hbm={kind: hbm, bandwidth: 1 TB/s}", whole);
   ASSERT_TRUE(whole.empty()) << whole.str();
   EXPECT_EQ(flow_text(*at(root, "chip.hbm")), "{kind: hbm, bandwidth: 1 TB/s}");
+}
+
+// `--set chip.hbm={bandwidth:2TB/s}` was refused as a map dropping the block's kind, with the hint "did you mean
+// --set 'chip.hbm.bandwidth:2TB/s='?". Now one error, at the key's full path, and the block is left as it was.
+TEST(ApplyOverride, AFlowMapKeyWithoutASpaceIsOneErrorAtItsFullKeyPath) {
+  const std::string text = "chip:\n  hbm: {kind: hbm, capacity: 32 GiB, bandwidth: 1200 GB/s}\n";
+  ConfigNode root = load_ok(text);
+  Diagnostics diags;
+  apply_override(root, "chip.hbm={bandwidth:2TB/s}", diags);
+  ASSERT_EQ(diags.size(), 1u) << diags.str();
+  const Diagnostic& d = diags.items()[0];
+  EXPECT_EQ(d.loc.file, "--set chip.hbm={bandwidth:2TB/s}");
+  EXPECT_EQ(d.key_path, "chip.hbm.bandwidth");
+  EXPECT_EQ(d.hint, "YAML needs a space after ':' in a flow map: write 'bandwidth: 2TB/s', not 'bandwidth:2TB/s'");
+  EXPECT_EQ(flow_text(*at(root, "chip.hbm")), "{kind: hbm, capacity: 32 GiB, bandwidth: 1200 GB/s}");
 }
 
 TEST(ApplyOverride, OfAMapReadFromAFileReplacesTheNodeAndKeepsEachValuesPlace) {
