@@ -68,6 +68,34 @@ const FieldTable<BlockHeader>& header_fields() {
   return table;
 }
 
+// Where the user wrote a chip field (a scenario, a chip file of their own, --set, a sweep point), or null when it
+// comes from a bundled chip or its default.
+const FieldOrigin* user_written(const ChipSpec& spec, const char* key) {
+  const auto it = spec.origins.find(key);
+  if (it == spec.origins.end() || it->second.defaulted || is_bundled_file(it->second.loc.file)) return nullptr;
+  return &it->second;
+}
+
+// Cross-field rule: the published int8 peak is informational (int8 matmuls run at chip.mxu.int8_rate, MFU is
+// counted against peak_bf16), so one the user wrote that disagrees with int8_rate x the bf16 arithmetic would
+// change nothing without a word. Same tolerance as peak_bf16; a bundled chip's figure is not checked (a what-if
+// of the arrays or the clock leaves it behind, as it does nothing).
+void check_peak_int8(const ChipSpec& spec, const std::string& path, Diagnostics& diags) {
+  const FieldOrigin* written = user_written(spec, "peak_int8");
+  if (written == nullptr) return;
+  const double derived = spec.mxu.int8_rate * spec.derived_peak_bf16().value();
+  const double published = spec.published.peak_int8.value();
+  if (derived - published <= 0.005 * published && published - derived <= 0.03 * published) return;
+  diags.error(written->loc, join_path(path, "peak_int8"),
+              "published int8 peak disagrees with mxu.int8_rate x the bf16 arithmetic",
+              derived == 0 ? std::string("0 TOP/s (chip.mxu.int8_rate is 0: no int8 path)")
+                           : fmt::format("{} TOP/s (int8_rate {} x {}) within -0.5% / +3%", derived / 1e12,
+                                         spec.mxu.int8_rate, format_flops(spec.derived_peak_bf16())),
+              fmt::format("{} TOP/s", published / 1e12),
+              "int8 matmuls run at chip.mxu.int8_rate x the bf16 rate: a what-if of the int8 peak sets "
+              "chip.mxu.int8_rate, and peak_int8 to match it or not at all");
+}
+
 // Cross-field rule: XLA's scoped VMEM limit is a share of the TensorCore's VMEM, so a limit the user wrote above
 // the capacity contradicts it: the lowering takes the capacity's share and would ignore the limit without a word.
 // A bundled chip's limit (XLA's default) above a what-if's smaller VMEM is left alone: it does not bind, which is
@@ -76,9 +104,9 @@ void check_scoped_limit(const ChipSpec& spec, const std::string& path, Diagnosti
   const Bytes capacity = spec.vmem.capacity;
   const Bytes limit = spec.vmem.scoped_limit;
   if (limit.count() <= capacity.count()) return;
-  const auto it = spec.origins.find("vmem.scoped_limit");
-  if (it == spec.origins.end() || it->second.defaulted || is_bundled_file(it->second.loc.file)) return;
-  diags.error(it->second.loc, join_path(path, "vmem.scoped_limit"), "scoped VMEM limit above the VMEM capacity",
+  const FieldOrigin* written = user_written(spec, "vmem.scoped_limit");
+  if (written == nullptr) return;
+  diags.error(written->loc, join_path(path, "vmem.scoped_limit"), "scoped VMEM limit above the VMEM capacity",
               fmt::format("at most {} (chip.vmem.capacity: one instruction's tiles cannot take more VMEM than the "
                           "TensorCore has), or 0 B for no compiler limit",
                           format_bytes(capacity)),
@@ -100,7 +128,9 @@ const FieldTable<ChipSpec>& chip_fields() {
                           "tensorcores x MXUs x 2 x rows x cols x clock",
                           positive<FlopsPerSecond>());
     t.add<FlopsPerSecond>("peak_int8", [](S& s) -> FlopsPerSecond& { return s.published.peak_int8; }, "0 TOP/s",
-                          "published peak int8 rate per chip; 0 = no int8 path");
+                          "published peak int8 rate per chip, for the record: int8 matmuls run at mxu.int8_rate x "
+                          "the bf16 rate, so one written (not a bundled chip's) must lie from 0.5% below to 3% above "
+                          "mxu.int8_rate x tensorcores x MXUs x 2 x rows x cols x clock; 0 = no int8 path");
     return t;
   }();
   return table;
@@ -304,6 +334,7 @@ ChipSpec resolve_chip(const ConfigNode& root, const std::string& path, Diagnosti
                             format_flops(spec.derived_peak_bf16())));
   }
   check_scoped_limit(spec, path, diags);
+  check_peak_int8(spec, path, diags);
   return spec;
 }
 

@@ -193,6 +193,28 @@ TEST(ChipComposition, ACountOutsideTheKindsRangeIsRejected) {
   EXPECT_EQ(d.found, "2");
 }
 
+// int8 matmuls run at mxu.int8_rate x the bf16 rate; the published int8 peak changes nothing, so one written that
+// disagrees with them is refused (a `--set chip.peak_int8=...` what-if ran unchanged, exit 0).
+TEST(ChipComposition, AWrittenInt8PeakIsCheckedAgainstTheInt8Rate) {
+  const auto with = [](const std::string& rate, const std::string& peak) {
+    return resolve_chip_yaml(replaced(replaced(kChip, "  cols: 128\n", "  cols: 128\n  int8_rate: " + rate + "\n"),
+                                      "peak_bf16: 65.536 TFLOP/s\n",
+                                      "peak_bf16: 65.536 TFLOP/s\npeak_int8: " + peak + "\n"));
+  };
+  using P = std::pair<const char*, const char*>;
+  for (const auto& [rate, peak] : {P{"2", "131.072 TOP/s"}, P{"1", "66 TOP/s"}, P{"0", "0 TOP/s"}}) {
+    const ResolvedChip fine = with(rate, peak);
+    EXPECT_TRUE(fine.diags.empty()) << rate << " " << peak << ": " << fine.diags.str();
+  }
+  const ResolvedChip r = with("1", "131.072 TOP/s");
+  const Diagnostic& d = only(r);
+  EXPECT_EQ(d.key_path, "chip.peak_int8");
+  EXPECT_EQ(d.loc.line, 5);
+  EXPECT_EQ(d.expected, "65.536 TOP/s (int8_rate 1 x 65.536 TFLOP/s) within -0.5% / +3%");
+  EXPECT_EQ(d.found, "131.072 TOP/s");
+  EXPECT_EQ(only(with("0", "65.536 TOP/s")).expected, "0 TOP/s (chip.mxu.int8_rate is 0: no int8 path)");
+}
+
 // The simulator tells each TensorCore's DMA queue and HBM streams apart by 8-bit engine ids: 63 TensorCores
 // resolve (and run), 64 are refused here rather than failing inside the run ("fused stream: bad core").
 TEST(ChipComposition, MoreTensorCoresThanTheEngineIdsCoverAreRejected) {
