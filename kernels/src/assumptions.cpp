@@ -20,7 +20,8 @@ std::vector<Assumption> lowering_assumptions() {
        "one GEMM stage's staged weights may fill CMEM (stages run one after another)"},
       {"auto all-to-all: direct up to", fmt::format("{} per chip", format_bytes(Bytes(kAutoDirectMaxBytes))),
        "kernels/include/tpusim/kernels/collectives.h",
-       "below this, one latency-bound step beats ring steps (sweeps/alltoall-algorithms-v4-4x4x4.yaml); all-reduce, "
+       "below this, one latency-bound step beats ring steps (sweeps/alltoall-algorithms-v4-4x4x4.yaml); over a short "
+       "axis of a twisted torus direct at every size (the rings close over the twist); all-reduce, "
        "reduce-scatter and all-gather take the ring at every size, as measurement C1 shows the runtime does"},
       {"collective matmul threshold (auto)",
        fmt::format("{} gathered per chip", format_bytes(Bytes(kWindowedEinsumThreshold))),

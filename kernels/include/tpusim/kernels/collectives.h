@@ -180,10 +180,13 @@ struct CollectivePlan {
 
 // The algorithm `automatic` resolves to by a rule of its own (all_to_all, permute; the other kinds choose by
 // closed form in plan_collective, which this does not do: it answers ring_bidirectional for them); any other
-// value is returned as is.
+// value is returned as is. `twisted_short_axis`: the group spans a short axis of a twisted torus, whose
+// wraparound lands on another ring, so an all_to_all goes direct at every size (its DOR routes take the twisted
+// links; the rings' closing steps would cross them several hops at a time).
 inline constexpr std::uint64_t kAutoDirectMaxBytes = 64 * 1024;  // all_to_all only
 [[nodiscard]] CollectiveAlgorithm resolve_algorithm(CollectiveAlgorithm requested, CollectiveKind kind,
-                                                    std::uint64_t bytes_per_chip, int pod_group_size);
+                                                    std::uint64_t bytes_per_chip, int pod_group_size,
+                                                    bool twisted_short_axis = false);
 
 // The time of the bandwidth-optimal schedule (CollectivePlan::ideal_time; independent of the algorithm): the
 // link-rate bound plus the hop latencies of the bandwidth-optimal ring schedule (one per ring step). Latency
