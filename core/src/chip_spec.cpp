@@ -68,6 +68,15 @@ const FieldTable<BlockHeader>& header_fields() {
   return table;
 }
 
+// A published peak agrees with the array arithmetic when it lies up to kPeakAbove above it (a rounded or marketing
+// figure the chip cannot quite reach: MFU stays below 1) and the arithmetic exceeds it by no more than the rounding
+// of a three-digit figure (kPeakRoundingAbove; v3's 940 MHz gives 0.17% above 123 TFLOP/s).
+constexpr double kPeakRoundingAbove = 0.005;
+constexpr double kPeakAbove = 0.03;
+bool peak_agrees(double derived, double published) {
+  return derived - published <= kPeakRoundingAbove * published && published - derived <= kPeakAbove * published;
+}
+
 // Where the user wrote a chip field (a scenario, a chip file of their own, --set, a sweep point), or null when it
 // comes from a bundled chip or its default.
 const FieldOrigin* user_written(const ChipSpec& spec, const char* key) {
@@ -85,7 +94,7 @@ void check_peak_int8(const ChipSpec& spec, const std::string& path, Diagnostics&
   if (written == nullptr) return;
   const double derived = spec.mxu.int8_rate * spec.derived_peak_bf16().value();
   const double published = spec.published.peak_int8.value();
-  if (derived - published <= 0.005 * published && published - derived <= 0.03 * published) return;
+  if (peak_agrees(derived, published)) return;
   diags.error(written->loc, join_path(path, "peak_int8"),
               "published int8 peak disagrees with mxu.int8_rate x the bf16 arithmetic",
               derived == 0 ? std::string("0 TOP/s (chip.mxu.int8_rate is 0: no int8 path)")
@@ -311,22 +320,19 @@ ChipSpec resolve_chip(const ConfigNode& root, const std::string& path, Diagnosti
     spec.sparsecore = SparseCoreSpec{};
   }
 
-  // Cross-field rule: the published peak must agree with the array arithmetic, or one of them is a typo. It may
-  // lie up to 3% above it (a rounded or marketing figure the chip cannot quite reach: MFU stays below 1), but the
-  // arithmetic may exceed it only by the rounding of a three-digit figure (kPeakRoundingAbove; v3's 940 MHz gives
-  // 0.17% above 123 TFLOP/s): MFU is counted against the published peak, so a chip running faster than it would
-  // report an MFU above 100% (a what-if clock raised 3% without the peak did).
-  constexpr double kPeakRoundingAbove = 0.005;
+  // Cross-field rule: the published peak must agree with the array arithmetic (peak_agrees), or one of them is a
+  // typo: MFU is counted against the published peak, so a chip running faster than it would report an MFU above
+  // 100% (a what-if clock raised 3% without the peak did).
   const double derived = spec.derived_peak_bf16().value();
   const double published = spec.published.peak_bf16.value();
-  if (derived - published > kPeakRoundingAbove * published || published - derived > 0.03 * published) {
+  if (!peak_agrees(derived, published)) {
     const auto it = spec.origins.find("peak_bf16");
     diags.error(it != spec.origins.end() ? it->second.loc : root.loc(), join_path(path, "peak_bf16"),
                 "published peak disagrees with tensorcore count x mxu count x 2 x rows x cols x clock",
                 fmt::format("{} (the arithmetic) within -0.5% / +3%: between {} and {}",
                             format_flops(spec.derived_peak_bf16()),
                             format_flops(FlopsPerSecond(derived / (1 + kPeakRoundingAbove))),
-                            format_flops(FlopsPerSecond(derived / 0.97))),
+                            format_flops(FlopsPerSecond(derived / (1 - kPeakAbove)))),
                 format_flops(spec.published.peak_bf16),
                 fmt::format("a what-if that changes the clock or the MXUs sets the peak too (--set "
                             "chip.peak_bf16='{}', or a sweep's derived value, docs/sweeps.md); else one of them "

@@ -103,8 +103,12 @@ BuiltStep build_step(const WorkloadSpec& w, const ChipSpec& chip, const Sharding
 // The steps of every pipeline stage (stage 0 first), with the FSDP gathers run ahead of their layer where that
 // fits and held back where it does not (memory the run-ahead buffers would take: the plan counts a gather's
 // output from where it may start). `held_back` says which; the plans are checked by the caller.
-std::vector<BuiltStep> build_stages(const WorkloadSpec& w, const ChipSpec& chip, const ShardingPlan& plan,
-                                    std::vector<ir::CollectiveGroup>* groups, bool& held_back) {
+struct BuiltStages {
+  std::vector<BuiltStep> steps;
+  bool held_back = false;
+};
+BuiltStages build_stages(const WorkloadSpec& w, const ChipSpec& chip, const ShardingPlan& plan,
+                         std::vector<ir::CollectiveGroup>* groups = nullptr) {
   const int stages = shard_view(w, plan).pipeline.stages;
   auto build = [&](bool run_ahead) {
     std::vector<ir::CollectiveGroup> tried = groups != nullptr ? *groups : std::vector<ir::CollectiveGroup>{};
@@ -115,16 +119,17 @@ std::vector<BuiltStep> build_stages(const WorkloadSpec& w, const ChipSpec& chip,
   auto fit = [](const std::vector<BuiltStep>& steps) {
     return std::all_of(steps.begin(), steps.end(), [](const BuiltStep& b) { return b.plan.fits(); });
   };
+  BuiltStages out;
   auto [steps, tried] = build(true);
-  held_back = false;
   if (!fit(steps) && plan.shards(LogicalAxis::embed) > 1) {
     // Held back, the step holds no more than run ahead: if it does not fit either, its plan is the least the
     // step needs (what a does-not-fit error and the layout search report).
     std::tie(steps, tried) = build(false);
-    held_back = true;
+    out.held_back = true;
   }
   if (groups != nullptr) *groups = std::move(tried);
-  return steps;
+  out.steps = std::move(steps);
+  return out;
 }
 
 // The memory a step's graph holds over its step (MemoryTimeline), given the instructions emit() made of each op.
@@ -154,9 +159,7 @@ ConfigError does_not_fit(const WorkloadSpec& w, const ChipSpec& chip, const Memo
   }
   std::vector<std::string> fits;
   auto plan_with = [&](WorkloadSpec alt) {
-    bool held_back = false;
-    return sharding != nullptr ? build_stages(alt, chip, *sharding, nullptr, held_back).front().plan
-                               : build_step(alt, chip).plan;
+    return sharding != nullptr ? build_stages(alt, chip, *sharding).steps.front().plan : build_step(alt, chip).plan;
   };
   std::optional<MemoryPlan> full_remat;
   if (w.step == StepKind::train && w.memory.remat != Remat::full) {
@@ -382,8 +385,7 @@ std::optional<MemoryPlan> plan_memory(const WorkloadSpec& workload, const ChipSp
 std::optional<MemoryPlan> plan_memory(const WorkloadSpec& workload, const ChipSpec& chip, const PodSpec& pod) {
   if (!whole_model(workload)) return std::nullopt;
   const ShardingPlan sharding = make_sharding(workload, pod);
-  bool held_back = false;
-  return build_stages(workload, chip, sharding, nullptr, held_back).front().plan;
+  return build_stages(workload, chip, sharding).steps.front().plan;
 }
 
 ir::ProgramSet lower_workload(const WorkloadSpec& workload, const ChipSpec& chip) {
@@ -419,7 +421,8 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
                                   "set workload.collective_matmul: off"}});
   }
   if (whole_model(workload)) sharding = make_sharding(workload, pod);
-  const ShardView shard = sharding ? shard_view(workload, *sharding) : full_shard(workload);
+  // A sharding the model cannot take is refused before anything else is worked out (build_stages reads it again).
+  if (sharding) (void)shard_view(workload, *sharding);
   out.work = step_work(workload, full_shard(workload));
   if (!whole_model(workload)) {  // every chip runs the whole one-chip step: the pod does that many times its work
     out.work.examples *= static_cast<double>(pod.chip_count());
@@ -441,8 +444,9 @@ LoweredWorkload lower(const WorkloadSpec& workload, const ChipSpec& chip, const 
   std::optional<BuiltStep> built;
   std::vector<BuiltStep> later_stages;  // pipeline stages 1 .. p - 1 (stage 0 is `built`)
   if (whole_model(workload)) {
-    std::vector<BuiltStep> stages =
-        build_stages(workload, chip, *sharding, &out.programs.groups, out.fsdp_gathers_held_back);
+    BuiltStages built_stages = build_stages(workload, chip, *sharding, &out.programs.groups);
+    out.fsdp_gathers_held_back = built_stages.held_back;
+    std::vector<BuiltStep>& stages = built_stages.steps;
     built = std::move(stages.front());
     if (!built->plan.fits()) throw does_not_fit(workload, chip, built->plan, &*sharding);
     if (!built->plan.host_fits()) throw host_does_not_fit(workload, chip, built->plan);
