@@ -14,6 +14,11 @@ std::vector<Assumption> lowering_assumptions() {
       {"GEMM share of VMEM", fmt::format("{:.0f}%", 100 * kGemmVmemFraction), "kernels/include/tpusim/kernels/gemm.h",
        "room left for the compiler's other buffers when tiling a GEMM; the tiles also keep within XLA's scoped VMEM "
        "limit (chip.vmem.scoped_limit, sourced in docs/hardware.md), which binds first on v5e, v5p and v6e"},
+      {"batched matmul: no pipeline bound", "batch > 1",
+       "kernels/src/graph/fused_ops.cpp",
+       "a batch of products (attention's heads, a convolution's taps) runs its grid over the products too, and "
+       "the GEMM tiler does not choose how many products share a step; a kernel blocks several small ones "
+       "together, enough to hide the HBM latency, so the simulation charges such a matmul no pipeline bound"},
       {"vector-pass share of VMEM", fmt::format("{:.1f}%", 100 * kVectorVmemFraction),
        "kernels/include/tpusim/kernels/gemm.h", "chunk size of streaming vector passes (within the scoped limit too)"},
       {"GEMM share of CMEM", fmt::format("{:.0f}%", 100 * kGemmCmemFraction), "kernels/include/tpusim/kernels/gemm.h",

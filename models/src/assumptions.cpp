@@ -51,6 +51,11 @@ std::vector<Assumption> model_assumptions() {
        "its writes, at the full HBM rate", "models/src/memory/fused_stream.h",
        "a fused kernel's first operand tiles arrive before its units start and its last results leave after "
        "them; the rest of its stream overlaps its compute (one fused op per TensorCore unit at a time)"},
+      {"fused matmul: pipeline bound", "every `buffers` grid steps last at least the MXU's drain + hbm.latency + one "
+       "step's loads of every TensorCore + one step's matmul", "models/src/memory/fused_stream.h",
+       "the bound the GEMM tiler ranks tilings by (kernels/src/tiling/gemm.cpp), so the tiling it picks is charged "
+       "what it assumed: a step's loads are issued when the matmul `buffers` steps before has drained; every "
+       "TensorCore loads its own step's tiles at once. Programs that name no buffers have no bound"},
       {"ICI operations in flight per chip", fmt::format("{}", net::kIciOperationsInFlight), "models/src/net/ici_unit.h",
        "collectives, sends and recvs a chip's ICI unit runs at once, started in order; not published, enough for "
        "a layer's overlapped all-gather, reduce-scatter, pipeline transfers and gradient buckets"},

@@ -131,6 +131,30 @@ TEST(LowerGemm, HbmBytesFollowTheReReadClosedForm) {
   }
 }
 
+TEST(LowerGemm, F32WeightsCastAsTheyLoadAreTiledForTheirOwnBytes) {
+  // A bf16 matmul of 2048 tokens against 2048 x 6144 weights kept in f32 (master weights a fused matmul casts
+  // as it loads them): each re-read of B costs twice the bytes a bf16 B would, so the tiling re-reads B fewer
+  // times than the all-bf16 one (512 -> 1024 rows per C tile), and its VMEM bound counts B's tiles at 4 B.
+  const ChipSpec chip = v4_like();
+  const std::int64_t m = 2048, k = 2048, n = 6144;
+  const GemmTiling bf16 = tile_gemm(chip, m, k, n, DType::bf16);
+  const GemmTiling f32_b = tile_gemm(chip, m, k, n, DType::bf16, OperandBytes{0, 4});
+  auto hbm = [&](const GemmTiling& t) {  // with B at 4 B per element
+    return 2.0 * m * k * ceil_div(n, t.tn) + 4.0 * k * n * ceil_div(m, t.tm) + 2.0 * m * n;
+  };
+  EXPECT_LT(hbm(f32_b), hbm(bf16));
+  EXPECT_GT(f32_b.tm, bf16.tm);
+  const std::int64_t steps = ceil_div(ceil_div(m, f32_b.tm) * ceil_div(n, f32_b.tn), chip.tensorcores) *
+                             ceil_div(k, f32_b.tk);
+  const std::int64_t tiles = ceil_div(ceil_div(m, f32_b.tm) * ceil_div(n, f32_b.tn), chip.tensorcores);
+  EXPECT_EQ(f32_b.vmem_peak, static_cast<std::uint64_t>(std::min<std::int64_t>(f32_b.buffers, steps) *
+                                                            (f32_b.tm * f32_b.tk * 2 + f32_b.tk * f32_b.tn * 4) +
+                                                        std::min<std::int64_t>(2, tiles) * f32_b.tm * f32_b.tn * 4));
+  // Operands given at their dtype's bytes choose exactly the dtype's tiling.
+  const GemmTiling same = tile_gemm(chip, m, k, n, DType::bf16, OperandBytes{2, 2});
+  EXPECT_EQ(std::tie(same.tm, same.tk, same.tn, same.buffers), std::tie(bf16.tm, bf16.tk, bf16.tn, bf16.buffers));
+}
+
 TEST(LowerGemm, VmemStaysWithinItsBoundAndCapacityOnEveryChip) {
   for (const ChipSpec& chip : {v4_like(), v5e_like()}) {
     for (auto [m, k, n] : {std::tuple{4096, 4096, 4096}, {129, 129, 129}, {8192, 512, 8192}, {64, 65536, 64}}) {

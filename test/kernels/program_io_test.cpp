@@ -154,7 +154,7 @@ TEST(ProgramJson, FusedOpFieldsRoundTripInVersion2) {
       {"name": "p", "instructions": [
         {"op": "matmul", "core": 1, "m": 2048, "k": 128, "n": 2048, "dtype": "bf16", "class": "attention",
          "batch": 16, "vector_op": "transcendental", "elements": 4096, "hbm_read": 1000, "hbm_written": 500,
-         "grid_steps": 4, "deps": []},
+         "grid_steps": 4, "buffers": 3, "deps": []},
         {"op": "matmul", "m": 8, "k": 3, "n": 64, "dtype": "bf16", "batch": 49, "sum_batch": true, "deps": []},
         {"op": "vector", "vector_op": "reduction", "elements": 64, "dtype": "f32", "class": "norm_activation",
          "hbm_read": 256, "grid_steps": 1, "deps": [0]}]}]})";
@@ -168,6 +168,8 @@ TEST(ProgramJson, FusedOpFieldsRoundTripInVersion2) {
   EXPECT_EQ(p[0].stream.hbm_read, 1000u);
   EXPECT_EQ(p[0].stream.hbm_written, 500u);
   EXPECT_EQ(p[0].stream.grid_steps, 4u);
+  EXPECT_EQ(p[0].stream.buffers, 3u);
+  EXPECT_EQ(p[1].stream.buffers, 0u);  // absent: no pipeline bound
   EXPECT_TRUE(p[0].streams_hbm());
   EXPECT_TRUE(p[1].shape.sum_batch);
   EXPECT_EQ(p[1].shape.batch, 49);

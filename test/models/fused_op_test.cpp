@@ -50,6 +50,35 @@ TEST(FusedOp, ComputeBoundMatmulTakesItsFirstLoadItsMxuTimeAndItsLastStore) {
   EXPECT_EQ(r.traffic.dma_bytes.count(), 0u);  // streams are not DMA instructions
 }
 
+// 1024 x 1024 x 1024 on one core in 64 grid steps with `buffers` operand buffers, each step loading 1/64 of
+// 4 MiB behind 20 us of HBM latency: far longer than a step's 0.24 us of matmul. Without buffers (a program that
+// names none) the instruction takes its first load, the arrays' time and its last store (the test above); with D
+// buffers every D steps last at least the MXU's drain (2 x 128 + 128 cycles), the latency, one step's loads of
+// both TensorCores and one step's matmul, the bound kernels' tile_gemm ranks tilings by.
+void expect_pipeline_bound(std::uint8_t buffers) {
+  ChipSpec chip = v4_like();
+  chip.hbm.latency = Seconds(20e-6);
+  const std::uint64_t read = 2ull * 1024 * 1024 * 2, written = 1024ull * 1024 * 2;
+  ir::Instruction ins = fused(matmul(0, 1024, 1024, 1024), read, written, 64);
+  ins.stream.buffers = buffers;
+  ir::Program p;
+  p.add(ins, {}, "mm");
+  const SimResult r = simulate(scenario_for(chip), single(std::move(p)), {});
+
+  const double bw = chip.hbm.bandwidth.value(), clock = chip.clock.value();
+  const double head = chip.hbm.latency.value() + read / 64.0 / bw, tail = written / 64.0 / bw;
+  const auto df = make_mxu_dataflow(chip.mxu.dataflow);
+  const double mxu = cycles_s(chip, df->bf16_cycles(chip.mxu, MatmulShape{1024, 1024, 1024}));
+  const double drain = (2.0 * chip.mxu.rows + chip.mxu.cols) / clock;
+  const double floor = (64 * (drain + chip.hbm.latency.value() + chip.tensorcores * read / 64.0 / bw) + mxu) / buffers;
+  ASSERT_GT(floor, 10 * mxu);
+  EXPECT_NEAR(r.step_time.value(), head + floor + tail, 2.0 / clock);
+}
+
+TEST(FusedOp, AMatmulWhoseDoubleBufferCannotHideTheHbmLatencyTakesItsPipelineBound) { expect_pipeline_bound(2); }
+
+TEST(FusedOp, ThreeBuffersHideAThirdMoreOfTheLatencyThanTwo) { expect_pipeline_bound(3); }
+
 TEST(FusedOp, MemoryBoundVectorOpTakesTheLatencyAndItsBytesAtTheHbmRate) {
   const ChipSpec chip = v4_like();
   const std::uint64_t read = 96ull << 20, written = 48ull << 20;

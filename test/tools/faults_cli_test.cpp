@@ -765,10 +765,10 @@ job: {steps: 100000, recovery: checkpoint_restart, restart: 2 s, repair: 0 s)";
 }
 
 // A decode job (a step that trains nothing) keeps every step it served: chip [1,1] stopping at 10 min, in step
-// 94756, loses only that step's work since its start, then the detection (30 s), the repair (1 h) and the restart
-// (10 min), no restore; the job goes on from step 94756. Before, it was charged as a training job with no
-// checkpoint: 600 s of lost work (the 94756 steps served and the offset), 100000 steps run again from the
-// restart on, wall 5463 s, goodput 11.59% (now 4863 s, 13.02%); stdout said "a restart begins again from step 0".
+// 94646, loses only that step's work since its start, then the detection (30 s), the repair (1 h) and the restart
+// (10 min), no restore; the job goes on from step 94646. Before, it was charged as a training job with no
+// checkpoint: 600 s of lost work (the 94756 steps then served and the offset), 100000 steps run again from the
+// restart on, wall 5463 s, goodput 11.59% (now 4864 s, 13.03%); stdout said "a restart begins again from step 0".
 TEST_F(FaultsCli, AnInferenceJobKeepsTheStepsItServedAndLosesOnlyTheStepInFlight) {
   const auto file = write("jdec.yaml", R"(name: jdec
 pod: v5e-2x2
@@ -787,8 +787,8 @@ faults:
   const auto s = nlohmann::json::parse(slurp(dir_ / "jdec" / "summary.json"));
   const double step = s["metrics"]["step_time_s"].get<double>();
   const auto& e = s["faults"]["timeline"][0];
-  EXPECT_EQ(e["step"], 94756);
-  const double offset = 600.0 - 94756 * step;  // the step in flight, up to the stop
+  EXPECT_EQ(e["step"], 94646);
+  const double offset = 600.0 - 94646 * step;  // the step in flight, up to the stop
   EXPECT_GT(offset, 0.0);
   EXPECT_LT(offset, step);
   EXPECT_NEAR(e["lost_work_s"].get<double>(), offset, 1e-12);

@@ -83,7 +83,7 @@ AttentionSaved attention_forward(Builder& b, const OpName& name, AttentionImpl i
   qk.a = {q}, qk.b = {k}, qk.outputs = {sc};
   qk.flops.model_share = s.model_share;
   if (kv_times < 1.0) {
-    const GemmTiling t = b.tiling(rows, s.d_head, s.s_k, dt);
+    const GemmTiling t = b.tiling(qk);
     qk.b_times = std::ceil(static_cast<double>(rows) / static_cast<double>(t.tm)) * kv_times;
   }
   b.matmul(sub(name, "scores"), ir::OpClass::attention, qk);
@@ -105,7 +105,7 @@ AttentionSaved attention_forward(Builder& b, const OpName& name, AttentionImpl i
   pv.a = {p}, pv.b = {v}, pv.outputs = {saved.o};
   pv.flops.model_share = s.model_share;
   if (kv_times < 1.0) {
-    const GemmTiling t = b.tiling(rows, s.s_k, s.d_head, dt);
+    const GemmTiling t = b.tiling(pv);
     pv.b_times = std::ceil(static_cast<double>(rows) / static_cast<double>(t.tm)) * kv_times;
   }
   b.matmul(sub(name, "pv"), ir::OpClass::attention, pv);

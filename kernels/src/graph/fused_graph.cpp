@@ -312,7 +312,8 @@ std::vector<std::uint32_t> emit(const Graph& g, const ChipSpec& chip, ir::Progra
         ins.stream.hbm_written = static_cast<std::uint64_t>(std::llround(written * share));
         // A fused op always streams something.
         if (ins.stream.hbm_read + ins.stream.hbm_written == 0) ins.stream.hbm_read = 1;
-        ins.stream.grid_steps = static_cast<std::uint32_t>(std::max(1.0, std::ceil(op.grid_steps * share - 1e-9)));
+        ins.stream.grid_steps = static_cast<std::uint32_t>(std::max(1.0, std::ceil(op.grid.steps * share - 1e-9)));
+        ins.stream.buffers = static_cast<std::uint8_t>(op.grid.buffers);
         ins.flops.model = op.flops.model * share;
         ins.flops.hardware = op.flops.hardware * share;
         if (op.unit == Unit::mxu) {

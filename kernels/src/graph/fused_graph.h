@@ -108,7 +108,12 @@ struct Op {
   std::vector<Access> reads;
   std::vector<Access> writes;
   ir::Flops flops;
-  double grid_steps = 1;  // grid steps of the kernel over all TensorCores
+  // The kernel's grid: its steps over all TensorCores and, for a matmul, the operand buffers per core its
+  // tiling pipelines (GemmTiling::buffers; 0: no pipeline bound, as a vector op).
+  struct Grid {
+    double steps = 1;
+    int buffers = 0;
+  } grid;
   IciWork ici;            // unit ici
   // Ops (earlier indices) this one also waits for besides its tensors: the placement of an async collective
   // (an FSDP all-gather waits for the previous layer's compute to start, as XLA's scheduler places it).

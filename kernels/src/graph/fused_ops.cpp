@@ -42,11 +42,21 @@ Builder::Flops Builder::matmul_flops(std::int64_t m, std::int64_t k, std::int64_
   return Flops{recompute ? 0.0 : f, f};
 }
 
-GemmTiling Builder::tiling(std::int64_t m, std::int64_t k, std::int64_t n, DType dtype) {
-  const auto key = std::make_tuple(m, k, n, dtype);
+GemmTiling Builder::tiling(std::int64_t m, std::int64_t k, std::int64_t n, DType dtype, OperandBytes operands) {
+  const auto key = std::make_tuple(m, k, n, dtype, operands.a, operands.b);
   const auto it = tilings_.find(key);
   if (it != tilings_.end()) return it->second;
-  return tilings_[key] = tile_gemm(chip_, m, k, n, dtype);
+  return tilings_[key] = tile_gemm(chip_, m, k, n, dtype, operands);
+}
+
+GemmTiling Builder::tiling(const Matmul& mm) {
+  // Bytes per element of the operand tensors in HBM; 0 (the dtype's) for operands that never reach HBM.
+  auto per_element = [&](const std::vector<fused::TensorId>& ts) {
+    double bytes = 0, elements = 0;
+    for (fused::TensorId t : ts) bytes += graph_.tensor(t).bytes(), elements += graph_.tensor(t).elements;
+    return bytes > 0 && elements > 0 ? bytes / elements : 0.0;
+  };
+  return tiling(mm.m, mm.k, mm.n, mm.dtype, OperandBytes{per_element(mm.a), per_element(mm.b)});
 }
 
 double vector_grid_steps(const ChipSpec& chip, double elements, double bytes_per_element) {
@@ -115,7 +125,7 @@ void Builder::matmul_with_gradient(const OpName& fed_name, ir::OpClass fed_cls, 
     ring_partial(fed_name, fed_cls, fed, chunks, i);
     Matmul part = dw;
     part.k = dw.k / n;
-    const GemmTiling t = tiling(part.m, part.k, part.n, part.dtype);
+    const GemmTiling t = tiling(part);
     // The chunk's tokens of the other operand, re-read once per tile of the part's own tiling.
     if (in_b) {
       part.b = {chunks[i]};
@@ -146,7 +156,7 @@ std::size_t Builder::partial_rows(const OpName& name, ir::OpClass cls, const Mat
   const double share = 1.0 / static_cast<double>(blocks);
   Matmul part = mm;
   part.m = mm.m / blocks;
-  const GemmTiling t = tiling(part.m, part.k, part.n, part.dtype);
+  const GemmTiling t = tiling(part);
   // This block's rows of `a`, each re-read once per column tile of the part's own tiling.
   part.a_times = mm.a_times.value_or(static_cast<double>((part.n + t.tn - 1) / t.tn)) * share;
   part.flops.given = Flops{whole.model * share, whole.hardware * share};
@@ -158,7 +168,7 @@ std::size_t Builder::partial_rows(const OpName& name, ir::OpClass cls, const Mat
 }
 
 std::size_t Builder::one_matmul(const OpName& name, ir::OpClass cls, const Matmul& mm) {
-  const GemmTiling t = tiling(mm.m, mm.k, mm.n, mm.dtype);
+  const GemmTiling t = tiling(mm);
   const auto ceil_div = [](std::int64_t x, std::int64_t y) { return (x + y - 1) / y; };
   const std::int64_t nm = ceil_div(mm.m, t.tm), nn = ceil_div(mm.n, t.tn), nk = ceil_div(mm.k, t.tk);
   fused::Op op;
@@ -186,7 +196,12 @@ std::size_t Builder::one_matmul(const OpName& name, ir::OpClass cls, const Matmu
                                                               static_cast<double>(mm.k) * static_cast<double>(mm.n));
     op.vpu += kAqtQuantize.per_element.times(operands);
   }
-  op.grid_steps = static_cast<double>(nm * nn * nk * mm.batch);
+  op.grid.steps = static_cast<double>(nm * nn * nk * mm.batch);
+  // The pipeline bound of tile_gemm's tiling (the simulation charges it: kernels/program.h HbmStream). A
+  // batch of products runs its grid over the products too, and tile_gemm does not choose how many products
+  // share a step (a kernel blocks several small ones together, enough to hide the HBM latency): assumption,
+  // no bound for batch > 1.
+  op.grid.buffers = mm.batch == 1 ? t.buffers : 0;
   return graph_.add(std::move(op));
 }
 
@@ -207,7 +222,7 @@ std::size_t Builder::vector(const OpName& name, ir::OpClass cls, ir::VectorOp ki
   double bytes = 0;
   for (const auto& r : reads) bytes += graph_.tensor(r.tensor).bytes() * r.times;
   for (const auto& w : writes) bytes += graph_.tensor(w.tensor).bytes() * w.times;
-  op.grid_steps = vector_grid_steps(chip_, elements, elements > 0 ? bytes / elements : 0.0);
+  op.grid.steps = vector_grid_steps(chip_, elements, elements > 0 ? bytes / elements : 0.0);
   return graph_.add(std::move(op));
 }
 

@@ -205,8 +205,11 @@ class Builder {
                      const std::vector<fused::Access>& reads, const std::vector<fused::Access>& writes,
                      std::optional<fused::TensorId> fuse_into = std::nullopt);
 
-  // The GEMM tiling of one product (tile_gemm, memoized).
-  [[nodiscard]] GemmTiling tiling(std::int64_t m, std::int64_t k, std::int64_t n, DType dtype);
+  // The GEMM tiling of one product (tile_gemm, memoized), with operands in `dtype` or, for `mm`, as its
+  // operand tensors sit in HBM (f32 weights cast as they load).
+  [[nodiscard]] GemmTiling tiling(std::int64_t m, std::int64_t k, std::int64_t n, DType dtype,
+                                  OperandBytes operands = {});
+  [[nodiscard]] GemmTiling tiling(const Matmul& mm);
 
   // A parameter of rows x cols (stored 1/shards per chip), its gradient and its optimizer state: adam and adamw
   // two f32 moments; adafactor the f32 row and column sums of a matrix's second moment (Shazeer & Stern
@@ -237,7 +240,7 @@ class Builder {
   DType act_;
   bool quantize_int8_ = false;
   fused::Graph graph_;
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, DType>, GemmTiling> tilings_;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, DType, double, double>, GemmTiling> tilings_;
   std::map<std::pair<fused::TensorId, int>, fused::TensorId> whole_gradients_;  // (stored, microbatch) -> buffer
   std::map<fused::TensorId, std::vector<fused::TensorId>> ring_chunks_;  // ring_gathered
   std::size_t one_matmul(const OpName& name, ir::OpClass cls, const Matmul& mm);

@@ -236,7 +236,7 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
   if (version >= 2) {                                                   // optional, see kernels/README.md
     allowed.emplace_back("class");
     if (ins.kind == OpKind::matmul) {
-      for (const char* f : {"batch", "sum_batch", "vector_op", "elements"}) allowed.emplace_back(f);
+      for (const char* f : {"batch", "sum_batch", "vector_op", "elements", "buffers"}) allowed.emplace_back(f);
     }
     if (ins.kind == OpKind::matmul || ins.kind == OpKind::vector) {
       for (const char* f : {"hbm_read", "hbm_written", "grid_steps"}) allowed.emplace_back(f);
@@ -272,6 +272,7 @@ bool read_instruction(Reader& r, const json& v, const std::string& ptr, std::siz
     opt_uint("hbm_written", kMaxCount, ins.stream.hbm_written);
     opt_uint("grid_steps", std::numeric_limits<std::uint32_t>::max(), ins.stream.grid_steps);
     if (ins.kind == OpKind::matmul) {
+      opt_uint("buffers", std::numeric_limits<std::uint8_t>::max(), ins.stream.buffers);
       if (const auto it = v.find("batch"); it != v.end()) {
         if (const auto u = r.uint(*it, at("batch"), std::numeric_limits<std::int32_t>::max())) {
           if (*u == 0) r.error(at("batch"), "bad value", "an integer >= 1", "0");

@@ -65,6 +65,7 @@ ordered_json instruction_json(const Program& p, const Instruction& ins) {
     if (ins.stream.hbm_read != 0) j["hbm_read"] = ins.stream.hbm_read;
     if (ins.stream.hbm_written != 0) j["hbm_written"] = ins.stream.hbm_written;
     if (ins.stream.grid_steps != 0) j["grid_steps"] = ins.stream.grid_steps;
+    if (ins.kind == OpKind::matmul && ins.stream.buffers != 0) j["buffers"] = ins.stream.buffers;
   }
   // Optional (version 1 files without it mean "auto"), so written only when not auto.
   if (ins.kind == OpKind::collective && ins.comm.algorithm != 0) {

@@ -119,7 +119,7 @@ void ShardingPoints::cast_before_gather(fused::Graph& g, int layer, fused::Phase
   op.reads = {{weight, 1}};
   op.writes = {{cast, 1}};
   const double bytes_per_element = static_cast<double>(dtype_bytes(w.dtype) + dtype_bytes(act_));
-  op.grid_steps = vector_grid_steps(chip_, w.elements, bytes_per_element);
+  op.grid.steps = vector_grid_steps(chip_, w.elements, bytes_per_element);
   g.add(std::move(op));
 }
 

@@ -62,10 +62,13 @@ Counts counts(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::int64_t
 
 }  // namespace
 
-GemmTiling tile_gemm(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::int64_t n, DType dtype) {
+GemmTiling tile_gemm(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::int64_t n, DType dtype,
+                     OperandBytes operands) {
   if (m < 1 || k < 1 || n < 1) throw std::invalid_argument(fmt::format("gemm {}x{}x{}: empty", m, k, n));
   check_chip(chip);
   const auto eb = static_cast<std::uint64_t>(dtype_bytes(dtype));
+  const double a_bytes = operands.a > 0 ? operands.a : static_cast<double>(eb);
+  const double b_bytes = operands.b > 0 ? operands.b : static_cast<double>(eb);
   const auto budget = static_cast<std::uint64_t>(vmem_budget(chip, kGemmVmemFraction));
   const double bw = chip.hbm.achievable_bandwidth().value();
   const double latency = chip.hbm.latency.value();
@@ -80,18 +83,18 @@ GemmTiling tile_gemm(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::
        for (int buffers = 2; buffers <= detail::kMaxOperandBuffers; ++buffers) {
         const Counts c = counts(chip, m, k, n, tm, tk, tn);
         // In double until it is known to fit (shapes up to kMaxDimension would overflow 64-bit integers).
-        const double tile_elements = static_cast<double>(tm) * static_cast<double>(tk) +
-                                     static_cast<double>(tk) * static_cast<double>(tn);
+        const double tile_bytes = static_cast<double>(tm) * static_cast<double>(tk) * a_bytes +
+                                  static_cast<double>(tk) * static_cast<double>(tn) * b_bytes;
         const double vmem_bytes =
-            static_cast<double>(std::min<std::int64_t>(buffers, c.steps_per_core)) * tile_elements *
-                static_cast<double>(eb) +
+            static_cast<double>(std::min<std::int64_t>(buffers, c.steps_per_core)) * tile_bytes +
             static_cast<double>(std::min<std::int64_t>(2, c.tiles_per_core)) * static_cast<double>(tm) *
                 static_cast<double>(tn) * kAccumulatorBytes;
         if (smallest == 0 || vmem_bytes < smallest) smallest = vmem_bytes;
         if (vmem_bytes > static_cast<double>(budget)) continue;
         const auto vmem = static_cast<std::uint64_t>(vmem_bytes);
-        const double hbm = static_cast<double>(eb) * (static_cast<double>(m) * k * c.nn +
-                                                      static_cast<double>(k) * n * c.nm + static_cast<double>(m) * n);
+        const double hbm = a_bytes * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(c.nn) +
+                           b_bytes * static_cast<double>(k) * static_cast<double>(n) * static_cast<double>(c.nm) +
+                           static_cast<double>(eb) * static_cast<double>(m) * static_cast<double>(n);
         // Weight-stationary MXU time of one full step: its R x C weight tiles dealt over the core's arrays,
         // max(rows, R) cycles each (rows padded to the 8-row granule); back-to-back steps pipeline, so the
         // busiest core pays that per step plus one fill and drain (2R + C) at the end.
@@ -104,13 +107,13 @@ GemmTiling tile_gemm(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::
         // must land before step s+D streams; they overlap the loads already in flight, so D steps last at
         // least drain + HBM latency + one step's loads of every core + one step's matmul.
         const double step_mxu_s = step_cycles / chip.clock.value() + chip.mxu.step_overhead.value();
-        const double step_hbm_s = active * tile_elements * static_cast<double>(eb) / bw;
+        const double step_hbm_s = active * tile_bytes / bw;
         const double step_s =
             std::max({step_mxu_s, step_hbm_s, (drain_s + latency + step_hbm_s + step_mxu_s) / buffers});
         const double mxu_s = static_cast<double>(c.steps_per_core) * step_s;
         // Exposed: the first step's loads of every core (nothing to hide them behind) and, at the end, the
         // last step's matmul and the last C tiles' stores.
-        const double head_s = latency + active * tile_elements * static_cast<double>(eb) / bw;
+        const double head_s = latency + active * tile_bytes / bw;
         const double tail_s = step_cycles / chip.clock.value() + drain_s + latency +
                               active * static_cast<double>(tm) * static_cast<double>(tn) * static_cast<double>(eb) / bw;
         const double time = std::max(mxu_s, hbm / bw) + head_s + tail_s +

@@ -28,6 +28,21 @@ Tick FusedStream::tail_ticks(const HbmSpec& hbm, const ir::Instruction& ins) {
   return to_ticks(Seconds(per_step(ins.stream.hbm_written, ins) / hbm.achievable_bandwidth().value()));
 }
 
+std::int64_t FusedStream::pipeline_floor_cycles(const ChipSpec& chip, const ir::Instruction& ins,
+                                                std::int64_t compute_cycles) {
+  if (ins.stream.buffers == 0 || ins.stream.grid_steps <= 1) return 0;
+  const double clock = chip.clock.value();
+  const double steps = ins.stream.grid_steps;
+  const double drain = static_cast<double>(2 * chip.mxu.rows + chip.mxu.cols);
+  const double latency = chip.hbm.latency.value() * clock;
+  // The TensorCores run their shares of the fusion side by side, each loading its own step's tiles.
+  const double loads = per_step(ins.stream.hbm_read, ins) * std::max(1, chip.tensorcores) /
+                       chip.hbm.achievable_bandwidth().value() * clock;
+  const double cycles = (steps * (drain + latency + loads) + static_cast<double>(compute_cycles)) /
+                        static_cast<double>(ins.stream.buffers);
+  return static_cast<std::int64_t>(std::ceil(cycles - 1e-9));
+}
+
 void FusedStream::start(Tick now, std::uint32_t instr, const ir::Instruction& ins, tlm::tlm_fw_transport_if<>* hbm) {
   if (busy()) throw std::logic_error("fused stream: a unit started a fused instruction before its last ended");
   instr_ = instr;

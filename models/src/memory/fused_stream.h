@@ -39,6 +39,13 @@ class FusedStream {
   [[nodiscard]] static Tick head_ticks(const HbmSpec& hbm, const ir::Instruction& ins);
   // The exposed last store: (hbm_written / grid_steps) / (bandwidth x efficiency).
   [[nodiscard]] static Tick tail_ticks(const HbmSpec& hbm, const ir::Instruction& ins);
+  // The least time in cycles a fused matmul of `compute_cycles` (its arrays' time with the grid steps'
+  // overheads) takes when its tiling pipelines `ins.stream.buffers` operand buffers per core (0: no bound).
+  // Each step's loads are issued when the matmul `buffers` steps before has drained, so every `buffers` steps
+  // last at least the MXU's drain (2 rows + columns cycles) + hbm.latency + one step's loads of every
+  // TensorCore + one step's matmul: the bound kernels' tile_gemm ranks tilings by.
+  [[nodiscard]] static std::int64_t pipeline_floor_cycles(const ChipSpec& chip, const ir::Instruction& ins,
+                                                          std::int64_t compute_cycles);
 
   // Sends the reads and the writes of `instr` to `hbm` (the unit's forward path to it).
   void start(Tick now, std::uint32_t instr, const ir::Instruction& ins, tlm::tlm_fw_transport_if<>* hbm);

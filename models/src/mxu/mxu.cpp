@@ -161,6 +161,9 @@ class Mxu final : public Block, public InstructionUnit {
     if (ins.streams_hbm() && ins.stream.grid_steps > 1) {
       compute_end += (static_cast<std::int64_t>(ins.stream.grid_steps) - 1) * gap_cycles_;
     }
+    if (ins.streams_hbm() && ins.stream.buffers > 0 && ins.stream.grid_steps > 1) {
+      compute_end = std::max(compute_end, issue + FusedStream::pipeline_floor_cycles(spec, ins, compute_end - issue));
+    }
     const std::int64_t vmem_end = pipeline_.stream_vmem(
         issue, vmem_bound_cycles(static_cast<double>(vmem_bytes), spec.vmem.bandwidth, spec.clock));
     // The draining unit pops the results (result_pop_cycles) from the first results on, after what it already

@@ -37,6 +37,13 @@ struct GemmTiling {
   int buffers = 2;                      // operand buffers per core: 2 (double) or 3 (deeper prefetch)
 };
 
+// The bytes per element of a GEMM's operands as they sit in HBM, where they differ from its dtype's (f32 master
+// weights a bf16 matmul casts as it loads them): they set the HBM traffic and the VMEM tiles tile_gemm ranks
+// tilings by. 0: the dtype's.
+struct OperandBytes {
+  double a = 0, b = 0;
+};
+
 // Chooses the tiling lower_gemm uses. tm and tk are multiples of the MXU rows, tn of the MXU columns, each a
 // power-of-two multiple or else the whole dimension (so a problem no larger than a tile is one tile). Among
 // the tilings whose VMEM bound fits kGemmVmemFraction of a core's VMEM it takes the lowest estimated time
@@ -45,11 +52,11 @@ struct GemmTiling {
 // every core, and the last step's matmul, drain and stores; plus a ranking-only 50 ns per step), then the
 // fewest HBM bytes, then the fewest steps, then the fewest buffers. It also picks D = 2 or 3 operand buffers
 // (3 prefetches one step deeper, hiding HBM latency behind short steps). The VMEM bound is
-//   min(D, k-steps on a core) x (tm*tk + tk*tn) * dtype_bytes  +  min(2, C tiles on a core) x tm*tn*4
+//   min(D, k-steps on a core) x (tm*tk*a_bytes + tk*tn*b_bytes)  +  min(2, C tiles on a core) x tm*tn*4
 // (D-buffered A/B tiles and double-buffered f32 accumulators). Throws std::invalid_argument for a
 // non-positive dimension, ConfigError when even the smallest tile does not fit the chip's VMEM.
 [[nodiscard]] GemmTiling tile_gemm(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::int64_t n,
-                                   DType dtype);
+                                   DType dtype, OperandBytes operands = {});
 
 // A stage's final instructions: later work that consumes the stage's output depends on all of them.
 struct GemmLowering {

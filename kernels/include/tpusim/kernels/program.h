@@ -137,11 +137,16 @@ struct VectorWork {
 // (grid_steps - 1) x chip.mxu.step_overhead (the per-step bookkeeping the tiled lowering's back-to-back matmuls
 // pay), and the instruction completes at the later of its compute end plus the exposed last store,
 // (hbm_written / grid_steps) / (bandwidth x efficiency), and the end of its streams. Its VMEM tiles are the
-// compiler's business (no vmem.alloc / vmem.free). grid_steps 0 counts as 1.
+// compiler's business (no vmem.alloc / vmem.free). grid_steps 0 counts as 1. A matmul with `buffers` D > 0 (its
+// tiling's operand buffers per core) computes for at least D-th of grid_steps x (the MXU's drain, 2 rows +
+// columns cycles, + hbm.latency + one step's reads, hbm_read / grid_steps, of every TensorCore at that rate) plus
+// its compute: each step's loads are issued once the matmul D steps before has drained (kernels' tile_gemm
+// ranks tilings by the same bound). 0: no bound.
 struct HbmStream {
   std::uint64_t hbm_read = 0;
   std::uint64_t hbm_written = 0;
   std::uint32_t grid_steps = 0;
+  std::uint8_t buffers = 0;  // matmul only
 };
 
 // dma, gather, scatter: the memories the bytes move between, and how a dma reads them.
