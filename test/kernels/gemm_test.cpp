@@ -155,6 +155,25 @@ TEST(LowerGemm, F32WeightsCastAsTheyLoadAreTiledForTheirOwnBytes) {
   EXPECT_EQ(std::tie(same.tm, same.tk, same.tn, same.buffers), std::tie(bf16.tm, bf16.tk, bf16.tn, bf16.buffers));
 }
 
+TEST(LowerGemm, ABatchOfProductsIsRankedAsOneKernelAndTakesWholeProductsPerStep) {
+  // BERT-Large's attention scores: 512 products (16 heads x 32 sequences) of 512 x 64 x 512. Alone, one product
+  // is short enough that its exposed first loads and last store dominate, so smaller tiles win (128 x 64 x 256: 8
+  // steps). Ranked as the batch the simulation runs as one kernel, those are exposed once and every step of every
+  // product pays the step overhead: one whole product per step.
+  const ChipSpec chip = v4_like();
+  const GemmTiling alone = tile_gemm(chip, 512, 64, 512, DType::bf16);
+  const GemmTiling batch = tile_gemm(chip, 512, 64, 512, DType::bf16, {}, 512);
+  EXPECT_EQ(alone.tm, 128);
+  EXPECT_EQ(alone.tk, 64);
+  EXPECT_EQ(alone.tn, 256);
+  EXPECT_EQ(batch.tm, 512);
+  EXPECT_EQ(batch.tk, 64);
+  EXPECT_EQ(batch.tn, 512);
+  // No pipeline bound for a batch: the fewest buffers win the tie.
+  EXPECT_EQ(batch.buffers, 2);
+  EXPECT_THROW((void)tile_gemm(chip, 512, 64, 512, DType::bf16, {}, 0), std::invalid_argument);
+}
+
 TEST(LowerGemm, VmemStaysWithinItsBoundAndCapacityOnEveryChip) {
   for (const ChipSpec& chip : {v4_like(), v5e_like()}) {
     for (auto [m, k, n] : {std::tuple{4096, 4096, 4096}, {129, 129, 129}, {8192, 512, 8192}, {64, 65536, 64}}) {

@@ -527,11 +527,11 @@ TEST(ModelZoo, UnfusedAttentionWritesItsScoresAndProbabilitiesToHbm) {
   const double flash = hbm_bytes(flash_program), unfused = hbm_bytes(unfused_program);
   // Unfused (scale and mask fused into the scores): the scores [16 heads, 2048, 2048] written and read by the
   // softmax, the probabilities written and read by P V; the two products re-read their operands as their
-  // GEMM tiling does (per head), where flash reads Q, K and V once (one 2048-query block fits VMEM) and
-  // writes the f32 log-sum-exp.
+  // GEMM tiling does (per head, the tiling ranked over the batch of 16 heads), where flash reads Q, K and V once
+  // (one 2048-query block fits VMEM) and writes the f32 log-sum-exp.
   const double s2 = 16.0 * 2048 * 2048 * 2, qkv = 2048.0 * 2048 * 2, lse = 16.0 * 2048 * 4;
-  const GemmTiling scores = tile_gemm(chip, 2048, 128, 2048, DType::bf16);
-  const GemmTiling pv = tile_gemm(chip, 2048, 2048, 128, DType::bf16);
+  const GemmTiling scores = tile_gemm(chip, 2048, 128, 2048, DType::bf16, {}, 16);
+  const GemmTiling pv = tile_gemm(chip, 2048, 2048, 128, DType::bf16, {}, 16);
   const auto re = [](std::int64_t dim, std::int64_t tile) { return static_cast<double>((dim + tile - 1) / tile); };
   const double rereads = qkv * (re(2048, scores.tn) - 1) + qkv * (re(2048, scores.tm) - 1) +
                          qkv * (re(2048, pv.tm) - 1) + 2 * s2 * (re(128, pv.tn) - 1);

@@ -42,11 +42,12 @@ Builder::Flops Builder::matmul_flops(std::int64_t m, std::int64_t k, std::int64_
   return Flops{recompute ? 0.0 : f, f};
 }
 
-GemmTiling Builder::tiling(std::int64_t m, std::int64_t k, std::int64_t n, DType dtype, OperandBytes operands) {
-  const auto key = std::make_tuple(m, k, n, dtype, operands.a, operands.b);
+GemmTiling Builder::tiling(std::int64_t m, std::int64_t k, std::int64_t n, DType dtype, OperandBytes operands,
+                           std::int64_t batch) {
+  const auto key = std::make_tuple(m, k, n, dtype, operands.a, operands.b, batch);
   const auto it = tilings_.find(key);
   if (it != tilings_.end()) return it->second;
-  return tilings_[key] = tile_gemm(chip_, m, k, n, dtype, operands);
+  return tilings_[key] = tile_gemm(chip_, m, k, n, dtype, operands, batch);
 }
 
 GemmTiling Builder::tiling(const Matmul& mm) {
@@ -56,7 +57,7 @@ GemmTiling Builder::tiling(const Matmul& mm) {
     for (fused::TensorId t : ts) bytes += graph_.tensor(t).bytes(), elements += graph_.tensor(t).elements;
     return bytes > 0 && elements > 0 ? bytes / elements : 0.0;
   };
-  return tiling(mm.m, mm.k, mm.n, mm.dtype, OperandBytes{per_element(mm.a), per_element(mm.b)});
+  return tiling(mm.m, mm.k, mm.n, mm.dtype, OperandBytes{per_element(mm.a), per_element(mm.b)}, mm.batch);
 }
 
 double vector_grid_steps(const ChipSpec& chip, double elements, double bytes_per_element) {

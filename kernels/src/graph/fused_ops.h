@@ -208,7 +208,7 @@ class Builder {
   // The GEMM tiling of one product (tile_gemm, memoized), with operands in `dtype` or, for `mm`, as its
   // operand tensors sit in HBM (f32 weights cast as they load).
   [[nodiscard]] GemmTiling tiling(std::int64_t m, std::int64_t k, std::int64_t n, DType dtype,
-                                  OperandBytes operands = {});
+                                  OperandBytes operands = {}, std::int64_t batch = 1);
   [[nodiscard]] GemmTiling tiling(const Matmul& mm);
 
   // A parameter of rows x cols (stored 1/shards per chip), its gradient and its optimizer state: adam and adamw
@@ -240,7 +240,8 @@ class Builder {
   DType act_;
   bool quantize_int8_ = false;
   fused::Graph graph_;
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, DType, double, double>, GemmTiling> tilings_;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, DType, double, double, std::int64_t>, GemmTiling>
+      tilings_;
   std::map<std::pair<fused::TensorId, int>, fused::TensorId> whole_gradients_;  // (stored, microbatch) -> buffer
   std::map<fused::TensorId, std::vector<fused::TensorId>> ring_chunks_;  // ring_gathered
   std::size_t one_matmul(const OpName& name, ir::OpClass cls, const Matmul& mm);

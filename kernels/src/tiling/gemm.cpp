@@ -51,11 +51,13 @@ struct Counts {
   std::int64_t nm, nn, nk, tiles_per_core, steps_per_core;
 };
 
+// A batch of products is dealt over the TensorCores product by product, each product's tiles on one core.
 Counts counts(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t tm,
-              std::int64_t tk, std::int64_t tn) {
+              std::int64_t tk, std::int64_t tn, std::int64_t batch = 1) {
   Counts c{ceil_div(m, tm), ceil_div(n, tn), ceil_div(k, tk), 0, 0};
   // Saturating: a tiling of absurdly many steps ranks last (and the resource estimate refuses it).
-  c.tiles_per_core = ceil_div(saturating_mul(c.nm, c.nn), chip.tensorcores);
+  c.tiles_per_core = batch > 1 ? saturating_mul(ceil_div(batch, chip.tensorcores), saturating_mul(c.nm, c.nn))
+                               : ceil_div(saturating_mul(c.nm, c.nn), chip.tensorcores);
   c.steps_per_core = saturating_mul(c.tiles_per_core, c.nk);
   return c;
 }
@@ -63,8 +65,8 @@ Counts counts(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::int64_t
 }  // namespace
 
 GemmTiling tile_gemm(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::int64_t n, DType dtype,
-                     OperandBytes operands) {
-  if (m < 1 || k < 1 || n < 1) throw std::invalid_argument(fmt::format("gemm {}x{}x{}: empty", m, k, n));
+                     OperandBytes operands, std::int64_t batch) {
+  if (m < 1 || k < 1 || n < 1 || batch < 1) throw std::invalid_argument(fmt::format("gemm {}x{}x{}: empty", m, k, n));
   check_chip(chip);
   const auto eb = static_cast<std::uint64_t>(dtype_bytes(dtype));
   const double a_bytes = operands.a > 0 ? operands.a : static_cast<double>(eb);
@@ -81,7 +83,7 @@ GemmTiling tile_gemm(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::
     for (std::int64_t tn : candidates(n, chip.mxu.cols)) {
       for (std::int64_t tk : candidates(k, chip.mxu.rows)) {
        for (int buffers = 2; buffers <= detail::kMaxOperandBuffers; ++buffers) {
-        const Counts c = counts(chip, m, k, n, tm, tk, tn);
+        const Counts c = counts(chip, m, k, n, tm, tk, tn, batch);
         // In double until it is known to fit (shapes up to kMaxDimension would overflow 64-bit integers).
         const double tile_bytes = static_cast<double>(tm) * static_cast<double>(tk) * a_bytes +
                                   static_cast<double>(tk) * static_cast<double>(tn) * b_bytes;
@@ -92,9 +94,10 @@ GemmTiling tile_gemm(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::
         if (smallest == 0 || vmem_bytes < smallest) smallest = vmem_bytes;
         if (vmem_bytes > static_cast<double>(budget)) continue;
         const auto vmem = static_cast<std::uint64_t>(vmem_bytes);
-        const double hbm = a_bytes * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(c.nn) +
-                           b_bytes * static_cast<double>(k) * static_cast<double>(n) * static_cast<double>(c.nm) +
-                           static_cast<double>(eb) * static_cast<double>(m) * static_cast<double>(n);
+        const double hbm = static_cast<double>(batch) *
+                           (a_bytes * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(c.nn) +
+                            b_bytes * static_cast<double>(k) * static_cast<double>(n) * static_cast<double>(c.nm) +
+                            static_cast<double>(eb) * static_cast<double>(m) * static_cast<double>(n));
         // Weight-stationary MXU time of one full step: its R x C weight tiles dealt over the core's arrays,
         // max(rows, R) cycles each (rows padded to the 8-row granule); back-to-back steps pipeline, so the
         // busiest core pays that per step plus one fill and drain (2R + C) at the end.
@@ -102,14 +105,16 @@ GemmTiling tile_gemm(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::
         const double step_cycles =
             static_cast<double>(step_tiles) * static_cast<double>(std::max(round_up(tm, kRowGranule), r));
         const double drain_s = static_cast<double>(2 * r + cols) / chip.clock.value();
-        const double active = static_cast<double>(std::min<std::int64_t>(cores_of(chip), c.nm * c.nn));
+        const double active =
+            static_cast<double>(std::min<std::int64_t>(cores_of(chip), saturating_mul(batch, c.nm * c.nn)));
         // With D operand buffers, the loads of step s+D start when the matmul of step s has drained, and
         // must land before step s+D streams; they overlap the loads already in flight, so D steps last at
-        // least drain + HBM latency + one step's loads of every core + one step's matmul.
+        // least drain + HBM latency + one step's loads of every core + one step's matmul. A batch of products
+        // is not bound so (kernels/src/graph/fused_ops.cpp, one_matmul: the simulation charges it no bound).
         const double step_mxu_s = step_cycles / chip.clock.value() + chip.mxu.step_overhead.value();
         const double step_hbm_s = active * tile_bytes / bw;
-        const double step_s =
-            std::max({step_mxu_s, step_hbm_s, (drain_s + latency + step_hbm_s + step_mxu_s) / buffers});
+        const double pipeline_s = batch > 1 ? 0.0 : (drain_s + latency + step_hbm_s + step_mxu_s) / buffers;
+        const double step_s = std::max({step_mxu_s, step_hbm_s, pipeline_s});
         const double mxu_s = static_cast<double>(c.steps_per_core) * step_s;
         // Exposed: the first step's loads of every core (nothing to hide them behind) and, at the end, the
         // last step's matmul and the last C tiles' stores.

@@ -55,8 +55,10 @@ struct OperandBytes {
 //   min(D, k-steps on a core) x (tm*tk*a_bytes + tk*tn*b_bytes)  +  min(2, C tiles on a core) x tm*tn*4
 // (D-buffered A/B tiles and double-buffered f32 accumulators). Throws std::invalid_argument for a
 // non-positive dimension, ConfigError when even the smallest tile does not fit the chip's VMEM.
+// A `batch` of products (attention's heads) is ranked as one kernel: the products dealt over the TensorCores,
+// each running every step of its tiling, the first loads and the last stores exposed once.
 [[nodiscard]] GemmTiling tile_gemm(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::int64_t n,
-                                   DType dtype, OperandBytes operands = {});
+                                   DType dtype, OperandBytes operands = {}, std::int64_t batch = 1);
 
 // A stage's final instructions: later work that consumes the stage's output depends on all of them.
 struct GemmLowering {
