@@ -76,7 +76,11 @@ OpClassRecorder::OpClassRecorder(const ir::ProgramSet& programs, std::uint32_t c
     std::map<std::string, std::uint32_t> index;
     for (const std::string& label : p.labels()) {
       const auto [it, added] = index.emplace(op_of_label(label), static_cast<std::uint32_t>(ops_[role].size()));
-      if (added) ops_[role].push_back(OpTime{it->first, {}});
+      if (added) {
+        OpTime op;
+        op.name = it->first;
+        ops_[role].push_back(std::move(op));
+      }
       op_of_label_[role].push_back(it->second);
     }
   }
@@ -180,7 +184,10 @@ std::vector<OpClassTime> OpClassRecorder::finish(double step_time, double* idle_
     for (std::size_t op = 0; op < ops_[role].size(); ++op) {
       const OpTime& o = ops_[role][op];
       if (o.instructions == 0) continue;
-      OpTime& merged = by_name.try_emplace(o.name, OpTime{o.name, o.unit}).first->second;
+      OpTime fresh;
+      fresh.name = o.name;
+      fresh.unit = o.unit;
+      OpTime& merged = by_name.try_emplace(o.name, std::move(fresh)).first->second;
       if (!merged.host_op) merged.host_op = o.host_op;
       merged.instructions += o.instructions * weight;
       merged.time_s += op_time[op] * weight;
