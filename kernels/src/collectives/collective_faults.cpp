@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "collectives/collective_algorithm.h"
+#include "tpusim/kernels/twisted_rings.h"
 
 namespace tpusim::kernels {
 
@@ -155,6 +156,7 @@ std::optional<Seconds> network_time(const Topology& topo, const CollectivePlan& 
   const std::size_t steps = plan.steps.size();
   std::vector<std::vector<double>> bytes(steps, std::vector<double>(topo.link_count(), 0.0));
   std::vector<double> latency(steps, 0.0);
+  const std::uint32_t follow = twisted_ring_axes(topo, plan, group);
   for (std::uint32_t c = 0; c < topo.chip_count(); ++c) {
     const ChipId chip(c);
     for (std::size_t s = 0; s < steps; ++s) {
@@ -165,7 +167,7 @@ std::optional<Seconds> network_time(const Topology& topo, const CollectivePlan& 
           const int n = static_cast<int>(group.size[a]);
           if (!chain_sends(send.chain, line_position(topo, plan, group, chip, send), n)) continue;
         }
-        const ChipId dst = group_destination(topo, group, chip, send.offset, 0);
+        const ChipId dst = group_destination(topo, group, chip, send.offset, 0, follow);
         if (dst == chip) continue;
         const std::optional<Path>& path = routes.route(chip, dst);
         if (!path) return std::nullopt;

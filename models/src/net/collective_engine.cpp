@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "tpusim/kernels/twisted_rings.h"
 #include "tpusim/models/errors.h"
 #include "tpusim/models/timing.h"
 
@@ -73,11 +74,12 @@ CollectiveEngine::PlanInfo CollectiveEngine::make_plan(const Origin& origin, con
   info.element_bytes = static_cast<std::uint64_t>(dtype_bytes(ins.dtype));
   if (transport_.has_timed_faults()) info.source = std::make_unique<PlanSource>(PlanSource{origin, ins, group});
   plans_.note_shape(shape);
+  const std::uint32_t follow = kernels::twisted_ring_axes(topo, info.plan, group);
   for (const kernels::CollectiveStep& step : info.plan.steps) {
     std::vector<TargetId> targets;
     std::uint32_t receives = 0;
     for (const kernels::CollectiveSend& send : step.sends) {
-      const Target t{shape, send.offset, send.pod_offset};
+      const Target t{shape, send.offset, send.pod_offset, follow};
       if (t.pod_offset != 0 && topo.dcn_bandwidth_per_host().value() <= 0) {
         throw SimulationError(0, origin.core, origin.instr, origin.label,
                               "the collective crosses pods but the chip has no DCN bandwidth (chip.host.dcn_bandwidth)");

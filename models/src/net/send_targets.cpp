@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "tpusim/kernels/collectives.h"
+#include "tpusim/kernels/twisted_rings.h"
 
 namespace tpusim::models::net {
 
@@ -25,7 +26,7 @@ TargetId SendTargets::add_target(const Target& t, const Origin& origin) {
 
 ChipId SendTargets::destination(std::uint32_t chip, TargetId target) const {
   const Target& t = targets_[target];
-  return kernels::group_destination(topo_, groups_[t.group], ChipId(chip), t.offset, t.pod_offset);
+  return kernels::group_destination(topo_, groups_[t.group], ChipId(chip), t.offset, t.pod_offset, t.follow);
 }
 
 }  // namespace tpusim::models::net

@@ -20,13 +20,15 @@ using GroupShapeId = std::uint32_t;
 
 // Where a send goes, relative to the sender, in the space of group shape `group` (add_group): `offset`
 // members per axis (modulo the group's size there) in the same pod, or, when pod_offset != 0, the chip with
-// the same coordinates pod_offset pods on (modulo the group's pods, over the DCN).
+// the same coordinates pod_offset pods on (modulo the group's pods, over the DCN). Along the axes of `follow`
+// the move follows a twisted torus's links (kernels/twisted_rings.h).
 struct Target {
   GroupShapeId group = 0;
   std::array<int, kMaxAxes> offset{};
   int pod_offset = 0;
+  std::uint32_t follow = 0;
   bool operator<(const Target& o) const {
-    return std::tie(group, offset, pod_offset) < std::tie(o.group, o.offset, o.pod_offset);
+    return std::tie(group, offset, pod_offset, follow) < std::tie(o.group, o.offset, o.pod_offset, o.follow);
   }
 };
 
