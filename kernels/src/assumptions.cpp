@@ -27,7 +27,9 @@ std::vector<Assumption> lowering_assumptions() {
        "kernels/include/tpusim/kernels/collectives.h",
        "below this, one latency-bound step beats ring steps (sweeps/alltoall-algorithms-v4-4x4x4.yaml); over a short "
        "axis of a twisted torus direct at every size (the rings close over the twist); all-reduce, "
-       "reduce-scatter and all-gather take the ring at every size, as measurement C1 shows the runtime does"},
+       "reduce-scatter and all-gather take the ring at every size, as measurement C1 shows the runtime does (on a "
+       "twisted torus following its links where the group holds the shifted rings, else as a line: "
+       "kernels/README.md, \"Twisted tori\")"},
       {"collective matmul threshold (auto)",
        fmt::format("{} gathered per chip", format_bytes(Bytes(kWindowedEinsumThreshold))),
        "core/include/tpusim/core/scenario.h",

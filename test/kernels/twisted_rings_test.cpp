@@ -48,9 +48,8 @@ TEST(TwistedRings, ARingOverAGroupHoldingTheShiftedRingsFollowsTheShortAxesLinks
   EXPECT_EQ(twisted_ring_axes(twisted, p, seg), 0u);
   // An untwisted torus has nothing to follow.
   const Topology plain = torus4x4x8(false);
-  EXPECT_EQ(twisted_ring_axes(plain, plan_collective(plain, Kind::all_reduce, kBig, DType::bf16, 0b111, Algo::automatic),
-                              whole_axes_group(plain, 0b111)),
-            0u);
+  const CollectivePlan untwisted = plan_collective(plain, Kind::all_reduce, kBig, DType::bf16, 0b111, Algo::automatic);
+  EXPECT_EQ(twisted_ring_axes(plain, untwisted, whole_axes_group(plain, 0b111)), 0u);
 }
 
 // Every send of the automatic all-reduce over every chip (ring_bidirectional: +-1 along x, y and z) is one DOR hop
@@ -119,6 +118,28 @@ TEST(TwistedRings, ThePlusAndMinusMovesAreInverse) {
   // From x = 3 the + neighbour along x is (0, y, z + 4), over the twisted wraparound.
   const ChipId from = topo.chip_at(ChipCoord{0, {3, 1, 6}});
   EXPECT_EQ(group_destination(topo, group, from, {1, 0, 0}, 0, 0b011u), topo.chip_at(ChipCoord{0, {0, 1, 2}}));
+}
+
+// A group without the long axis does not hold the shifted rings, so its short axes are lines: the ideal is the
+// line's closed form (rate B, not 2B: x alone, S = 1 GiB, 2 x 3/4 x S/B + 6 hops), and the automatic choice plans
+// them as lines at 64 KiB (one hop per step, where the ring's closing send goes 3 hops back).
+TEST(TwistedRings, AShortAxisWithoutTheLongAxesIsALine) {
+  const Topology twisted = torus4x4x8(true), plain = torus4x4x8(false);
+  const auto ideal = [](const Topology& t, std::uint32_t mask) {
+    return ideal_collective_time(t, Kind::all_reduce, static_cast<std::uint64_t>(kS), mask).value();
+  };
+  EXPECT_NEAR(ideal(twisted, 0b001), 2 * 0.75 * kS / kB + 6 * kHop, 1e-12);
+  EXPECT_NEAR(ideal(plain, 0b001), 2 * 0.75 * kS / (2 * kB) + 6 * kHop, 1e-12);
+  EXPECT_NEAR(ideal(twisted, 0b111), ideal(plain, 0b111), 1e-12);  // the group holds the shifted rings
+  const std::uint64_t small = 64 << 10;
+  EXPECT_EQ(plan_collective(twisted, Kind::all_reduce, small, DType::bf16, 0b001, Algo::automatic).cut,
+            (std::array<int, kMaxAxes>{3, -1, -1}));
+  EXPECT_EQ(plan_collective(twisted, Kind::all_gather, small, DType::bf16, 0b011, Algo::automatic).cut,
+            (std::array<int, kMaxAxes>{3, 3, -1}));
+  EXPECT_EQ(plan_collective(plain, Kind::all_reduce, small, DType::bf16, 0b001, Algo::automatic).cut,
+            (std::array<int, kMaxAxes>{-1, -1, -1}));
+  EXPECT_EQ(plan_collective(twisted, Kind::all_reduce, small, DType::bf16, 0b111, Algo::automatic).cut,
+            (std::array<int, kMaxAxes>{-1, -1, -1}));
 }
 
 }  // namespace

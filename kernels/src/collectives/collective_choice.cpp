@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "collectives/collective_algorithm.h"
+#include "tpusim/kernels/twisted_rings.h"
 
 namespace tpusim::kernels {
 
@@ -25,7 +26,7 @@ std::vector<EstimateAxis> estimate_axes(const Topology& topo, const ir::Collecti
     const auto u = static_cast<std::size_t>(a);
     const auto size = static_cast<int>(group.size[u]), stride = static_cast<int>(group.stride[u]);
     if (size <= 1) continue;
-    axes.push_back({a, size, stride, size * stride == topo.shape()[u] && topo.wraps(a)});
+    axes.push_back({a, size, stride, size * stride == topo.shape()[u] && closes_ring(topo, group, a)});
   }
   return axes;
 }

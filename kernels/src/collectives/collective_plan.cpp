@@ -9,6 +9,7 @@
 
 #include "collectives/collective_algorithm.h"
 #include "tpusim/core/diagnostics.h"
+#include "tpusim/kernels/twisted_rings.h"
 
 namespace tpusim::kernels {
 
@@ -140,8 +141,9 @@ std::vector<GroupAxis> group_axes(const Topology& topo, const ir::CollectiveGrou
           "size x stride dividing the axis length");
     }
     // Members close a ring over the wraparound only when they span the whole axis (the last member's next is
-    // the first, stride chips on); otherwise the group is a line inside its block.
-    axes.push_back({i, static_cast<int>(size), block == length && topo.wraps(i), static_cast<int>(stride)});
+    // the first, stride chips on) and, on a twisted torus's short axis, the group holds the rings the wraparound
+    // shifts onto; otherwise the group is a line inside its block.
+    axes.push_back({i, static_cast<int>(size), block == length && closes_ring(topo, g, i), static_cast<int>(stride)});
   }
   if (g.pods == 0 || topo.pods() % static_cast<int>(g.pods) != 0) {
     bad(fmt::format("group over {} pods of {}", g.pods, topo.pods()), "a pod count dividing the pods of the slice");
