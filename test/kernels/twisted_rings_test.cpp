@@ -102,6 +102,39 @@ TEST(TwistedRings, TheOffsetBoxOverTheLinksReachesEveryMemberOnce) {
   }
 }
 
+// The same on a twisted 4x8x8 (x's wraparound moves 4 along y and z) and for a group of every other chip along x
+// (size 2, stride 2): the box over the links reaches exactly the chips the box on the coordinates reaches, the
+// chip's group.
+TEST(TwistedRings, TheBoxOverTheLinksIsTheGroupOn4x8x8AndOnAStridedGroup) {
+  PodSpec spec = make_pod({4, 8, 8}, {1, 1, 1}, {2, 2, 1}, {4, 4, 4});
+  spec.twisted = true;
+  const Topology wide = build_topology(spec, make_chip("c", 6, 45));
+  ir::CollectiveGroup strided = whole_axes_group(torus4x4x8(true), 0b111);
+  strided.size[0] = 2;
+  strided.stride[0] = 2;
+  const Topology tall = torus4x4x8(true);
+  for (const auto& [topo, group] : {std::pair<const Topology*, ir::CollectiveGroup>{&wide, whole_axes_group(wide, 0)},
+                                    std::pair<const Topology*, ir::CollectiveGroup>{&tall, strided}}) {
+    const CollectivePlan plan =
+        plan_collective(*topo, Kind::all_reduce, kBig, DType::bf16, group, Algo::ring_bidirectional);
+    const std::uint32_t follow = twisted_ring_axes(*topo, plan, group);
+    EXPECT_EQ(follow, topo == &wide ? 0b001u : 0b011u);
+    for (std::uint32_t c = 0; c < topo->chip_count(); ++c) {
+      std::set<std::uint32_t> over_links, on_coordinates;
+      for (int i = 0; i < static_cast<int>(group.size[0]); ++i) {
+        for (int j = 0; j < static_cast<int>(group.size[1]); ++j) {
+          for (int k = 0; k < static_cast<int>(group.size[2]); ++k) {
+            over_links.insert(group_destination(*topo, group, ChipId(c), {-i, -j, -k}, 0, follow).value());
+            on_coordinates.insert(group_destination(*topo, group, ChipId(c), {-i, -j, -k}, 0).value());
+          }
+        }
+      }
+      ASSERT_EQ(over_links.size(), static_cast<std::size_t>(group.size[0] * group.size[1] * group.size[2]));
+      ASSERT_EQ(over_links, on_coordinates) << "chip " << c;
+    }
+  }
+}
+
 // The + and - moves are each other's inverse, so every chip receives exactly the sends its peers make to it.
 TEST(TwistedRings, ThePlusAndMinusMovesAreInverse) {
   const Topology topo = torus4x4x8(true);
