@@ -96,7 +96,9 @@ TEST(TwistedRings, TheOffsetBoxOverTheLinksReachesEveryMemberOnce) {
       }
       ASSERT_EQ(static_cast<int>(reached.size()), count) << "chip " << c;
       for (const std::uint32_t r : reached) {
-        if (mask == 0b101u) ASSERT_EQ(topo.coord(ChipId(r)).pos[1], topo.coord(ChipId(c)).pos[1]);
+        if (mask == 0b101u) {
+          ASSERT_EQ(topo.coord(ChipId(r)).pos[1], topo.coord(ChipId(c)).pos[1]);
+        }
       }
     }
   }

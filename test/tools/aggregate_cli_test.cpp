@@ -120,7 +120,9 @@ TEST_F(AggregateCli, TheRingCollectivesOnATwistedTorusTakeTheUntwistedTime) {
       EXPECT_EQ(j["collectives"][0]["algorithm"], "ring_bidirectional") << name;
       const double step = j["metrics"]["step_time_s"].get<double>();
       EXPECT_NEAR(step, c.ms * 1e-3, 0.0001e-3) << name;
-      if (twisted) EXPECT_DOUBLE_EQ(step, plain) << name;
+      if (twisted) {
+        EXPECT_DOUBLE_EQ(step, plain) << name;
+      }
       plain = step;
     }
   }
