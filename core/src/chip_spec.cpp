@@ -77,14 +77,6 @@ bool peak_agrees(double derived, double published) {
   return derived - published <= kPeakRoundingAbove * published && published - derived <= kPeakAbove * published;
 }
 
-// Where the user wrote a chip field (a scenario, a chip file of their own, --set, a sweep point), or null when it
-// comes from a bundled chip or its default.
-const FieldOrigin* user_written(const ChipSpec& spec, const char* key) {
-  const auto it = spec.origins.find(key);
-  if (it == spec.origins.end() || it->second.defaulted || is_bundled_file(it->second.loc.file)) return nullptr;
-  return &it->second;
-}
-
 // Cross-field rule: the published int8 peak is informational (int8 matmuls run at chip.mxu.int8_rate, MFU is
 // counted against peak_bf16), so one the user wrote that disagrees with int8_rate x the bf16 arithmetic would
 // change nothing without a word. Same tolerance as peak_bf16; a bundled chip's figure is not checked (a what-if
@@ -342,6 +334,21 @@ ChipSpec resolve_chip(const ConfigNode& root, const std::string& path, Diagnosti
   check_scoped_limit(spec, path, diags);
   check_peak_int8(spec, path, diags);
   return spec;
+}
+
+const FieldOrigin* user_written(const ChipSpec& spec, const std::string& key) {
+  const auto it = spec.origins.find(key);
+  if (it == spec.origins.end() || it->second.defaulted || is_bundled_file(it->second.loc.file)) return nullptr;
+  return &it->second;
+}
+
+std::string written_by_user(const ChipSpec& spec, BlockKind kind, const std::string& field) {
+  const ChipBlock* block = find_block(spec, kind);
+  const std::string key = (block != nullptr ? block->name : std::string(block_kind_name(kind))) + "." + field;
+  const FieldOrigin* written = user_written(spec, key);
+  if (written == nullptr) return "";
+  if (written->loc.file.rfind("--set ", 0) == 0) return fmt::format(" ({})", written->loc.file);
+  return fmt::format(" (chip.{} at {})", key, written->loc.str());
 }
 
 std::vector<std::pair<std::string, std::vector<FieldInfo>>> chip_field_sections() {

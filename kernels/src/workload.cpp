@@ -243,15 +243,15 @@ ConfigError does_not_fit(const WorkloadSpec& w, const ChipSpec& chip, const Memo
   }
   SourceLoc at{"(workload)", 0, 0};
   for (const char* key : {"batch", "step"}) {
-    const auto it = w.origins.find(key);
-    if (it != w.origins.end() && !it->second.defaulted) {
+    if (const auto it = w.origins.find(key); it != w.origins.end() && !it->second.defaulted) {
       at = it->second.loc;
       break;
     }
   }
+  const std::string has = format_bytes_approx(plan.capacity) + written_by_user(chip, BlockKind::hbm, "capacity");
   return ConfigError({Diagnostic{at, "workload",
                                  fmt::format("the step does not fit in HBM: {} per chip, chip {} has {}",
-                                             format_bytes_approx(plan.total()), chip.name, format_bytes_approx(plan.capacity)),
+                                             format_bytes_approx(plan.total()), chip.name, has),
                                  fmt::format("at most {} (chip.hbm.capacity)", format_bytes_approx(plan.capacity)),
                                  fmt::format("{}", fmt::join(found, ", ")),
                                  fmt::format("would fit: {}", fmt::join(fits, "; "))}});

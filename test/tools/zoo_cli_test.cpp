@@ -35,6 +35,26 @@ TEST_F(ZooCli, AModelThatDoesNotFitExitsTwoWithTheMemoryBreakdownAndWritesNothin
   EXPECT_FALSE(std::filesystem::exists(dir_ / "x"));
 }
 
+// A capacity the user set is named with where it was set: the error read "chip v4 has 8 GiB" at the workload's
+// line, as if v4 had 8 GiB of HBM. The message of a bundled capacity is the one above.
+TEST_F(ZooCli, AStepThatDoesNotFitAWrittenHbmCapacitySaysWhereTheCapacityWasSet) {
+  const Outcome set = tpusim("run gpt3-1.3b-train-v4 --set chip.hbm.capacity=8GiB -o " + (dir_ / "x").string());
+  EXPECT_EQ(set.exit_code, 2);
+  EXPECT_NE(set.err.find("gpt3-1.3b-train-v4.yaml:"), std::string::npos) << set.err;  // the workload's line
+  EXPECT_NE(set.err.find("error: workload: the step does not fit in HBM: "), std::string::npos) << set.err;
+  EXPECT_NE(set.err.find(" per chip, chip v4 has 8 GiB (--set chip.hbm.capacity=8GiB)\n"), std::string::npos)
+      << set.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "x"));
+
+  const std::filesystem::path s = write("s.yaml", "name: s\npod: v4-1x1x1\nchip:\n  hbm: {capacity: 64 KiB}\n"
+                                                  "workload: {model: mlp-small, batch: 8, step: forward}\n");
+  const Outcome file = tpusim("run " + s.string() + " -o " + (dir_ / "y").string());
+  EXPECT_EQ(file.exit_code, 2);
+  EXPECT_NE(file.err.find("chip v4 has 64 KiB (chip.hbm.capacity at " + s.string() + ":4:19)\n"), std::string::npos)
+      << file.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "y"));
+}
+
 TEST_F(ZooCli, FusedAndTiledLoweringsOfAGemmAgreeWithinTwoPercent) {
   const auto tiled = summary("gemm-v4 --set workload.model.lowering=tiled", "tiled");
   const auto fused = summary("gemm-v4 --set workload.model.lowering=fused", "fused");

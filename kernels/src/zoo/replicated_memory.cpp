@@ -64,9 +64,10 @@ void check_resident_bytes(const WorkloadSpec& workload, const ChipSpec& chip) {
   const bool gemm = workload.model.kind == ModelKind::gemm;
   throw ConfigError({Diagnostic{gemm ? origin_of(workload.model.origins, "m") : origin_of(workload.origins, "batch"),
                                 "workload",
-                                fmt::format("the step does not fit in HBM: at least {} per chip ({}), chip {} has {}",
+                                fmt::format("the step does not fit in HBM: at least {} per chip ({}), chip {} has {}{}",
                                             format_bytes_approx(bytes(need)), what, chip.name,
-                                            format_bytes_approx(chip.hbm.capacity)),
+                                            format_bytes_approx(chip.hbm.capacity),
+                                            written_by_user(chip, BlockKind::hbm, "capacity")),
                                 fmt::format("at most {} (chip.hbm.capacity)", format_bytes_approx(chip.hbm.capacity)),
                                 format_bytes_approx(bytes(need)),
                                 "smaller shapes, a smaller batch, or a chip with more HBM (every chip runs the whole "

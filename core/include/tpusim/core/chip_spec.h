@@ -245,6 +245,13 @@ inline constexpr double kHbmTurnaround = 0.07;
 // published peak within 3% of the one the blocks give.
 [[nodiscard]] ChipSpec resolve_chip(const ConfigNode& root, const std::string& path, Diagnostics& diags);
 
+// Where the user wrote the chip field `key` ("peak_int8", "<block name>.<field>": "hbm.capacity"): a scenario, a
+// chip file of their own, a --set, a sweep point; null when it comes from a bundled chip file or its default.
+[[nodiscard]] const FieldOrigin* user_written(const ChipSpec& spec, const std::string& key);
+// For an error or a note about the field `field` of the chip's block of `kind`: " (--set chip.hbm.capacity=8GiB)"
+// or " (chip.hbm.capacity at my.yaml:5:15)" when the user wrote it (user_written), else "".
+[[nodiscard]] std::string written_by_user(const ChipSpec& spec, BlockKind kind, const std::string& field);
+
 // The resolved chip as (dotted key, value with unit) pairs: chip fields, then each block's kind, count and
 // fields under its name, then "paths".
 [[nodiscard]] std::vector<std::pair<std::string, std::string>> render_chip(const ChipSpec& chip);
