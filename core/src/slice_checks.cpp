@@ -167,6 +167,17 @@ void check_pod_on_chip(const PodSpec& pod, const ChipSpec& chip, const std::stri
   check_hosts(pod, chip, prefix, diags);
 }
 
+std::optional<std::string> idle_ici_ports_note(const PodSpec& pod, const ChipSpec& chip) {
+  const std::size_t wired = pod.ici_ports_needed();
+  if (wired == 0 || static_cast<std::size_t>(chip.ici.links) <= wired) return std::nullopt;
+  const std::string written = written_by_user(chip, BlockKind::ici, "links");
+  if (written.empty()) return std::nullopt;
+  return fmt::format("idle ICI ports: chip {} has {} ICI ports{}, but a slice of shape [{}] wires {} per chip (two "
+                     "per axis); the other {} connect nothing and add no bandwidth",
+                     chip.name, chip.ici.links, written, fmt::join(pod.shape, ", "), wired,
+                     static_cast<std::size_t>(chip.ici.links) - wired);
+}
+
 ChipSpec load_chip_of_pod(const PodSpec& pod) {
   ChipSpec chip = load_chip(pod.chip);
   Diagnostics diags;

@@ -166,3 +166,28 @@ TEST_F(Cli, AWhatIfChipComposedInAScenarioRunsItsExtraBlock) {
 }
 
 }  // namespace
+
+namespace {
+
+// What-ifs of the chip's ICI ports, as a user reads them back.
+TEST_F(Cli, IciPortsASetAddsBeyondWhatTheTorusWiresAreNotedAsIdle) {
+  // A v4 cube's 3-D torus wires 6 ports per chip; --set chip.ici.links=8 ran the same step with no word.
+  const std::string small = "allreduce-v4-4x4x4 --set workload.model.bytes=1MiB";
+  const fs::path dir = dir_ / "eight";
+  const Outcome o = tpusim("run " + small + " --set chip.ici.links=8 -o " + dir.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const std::string note = "idle ICI ports: chip v4 has 8 ICI ports (--set chip.ici.links=8), but a slice of shape "
+                           "[4, 4, 4] wires 6 per chip (two per axis); the other 2 connect nothing and add no "
+                           "bandwidth";
+  EXPECT_NE(o.out.find("  note: " + note + "\n"), std::string::npos) << o.out;
+  auto eight = nlohmann::json::parse(slurp(dir / "summary.json"));
+  const auto six = summary(small, "six");  // the bundled ports: the same step and notes, without this one
+  EXPECT_EQ(eight["metrics"]["step_time_s"], six["metrics"]["step_time_s"]);
+  auto& notes = eight["notes"];
+  const auto at = std::find(notes.begin(), notes.end(), nlohmann::json(note));
+  ASSERT_NE(at, notes.end()) << notes.dump();
+  notes.erase(at);
+  EXPECT_EQ(notes, six["notes"]);
+}
+
+}  // namespace

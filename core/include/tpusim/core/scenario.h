@@ -232,6 +232,11 @@ struct Scenario {
 // chips, v4 on slices of whole 4x4x4 cubes through the OCS (so with a `cube`); host blocks of
 // chip.host.chips_per_host chips (or the whole slice, when smaller). `prefix`: "pod." in a scenario, "" alone.
 void check_pod_on_chip(const PodSpec& pod, const ChipSpec& chip, const std::string& prefix, Diagnostics& diags);
+// ICI ports the user gave the chip (chip.ici.links written in a scenario, a chip file of theirs or a --set) beyond
+// the ports one slice of the pod wires (PodSpec::ici_ports_needed: two per axis) are accepted and idle: the note
+// that says so, for the run's notes. None for a bundled chip's ports (a small slice of a 3-D generation leaves
+// some unconnected by design) or a slice of one chip (no ICI at all).
+[[nodiscard]] std::optional<std::string> idle_ici_ports_note(const PodSpec& pod, const ChipSpec& chip);
 // A pod's chip (load_chip of pod.chip), checked with the pod as a scenario's is (check_pod_on_chip): what `tpusim
 // topo` and `describe pod` build is refused where `validate` would refuse it.
 [[nodiscard]] ChipSpec load_chip_of_pod(const PodSpec& pod);
