@@ -97,6 +97,29 @@ void check_peak_int8(const ChipSpec& spec, const std::string& path, Diagnostics&
               "chip.mxu.int8_rate, and peak_int8 to match it or not at all");
 }
 
+// The int8 peak shown with the chip (describe, summary.json's scenario) is the rate int8 matmuls run at:
+// int8_rate x the bf16 arithmetic. A bundled chip's published figure stays while it agrees (peak_agrees); one a
+// what-if left behind (a written int8_rate, clock or MXU shape; a chip file of the user's without peak_int8) is
+// replaced by the product, its source saying so. A peak the user wrote is checked instead (check_peak_int8).
+void follow_int8_rate(ChipSpec& spec) {
+  if (user_written(spec, "peak_int8") != nullptr) return;
+  const double derived = spec.mxu.int8_rate * spec.derived_peak_bf16().value();
+  const FlopsPerSecond was = spec.published.peak_int8;
+  if (peak_agrees(derived, was.value())) return;
+  spec.published.peak_int8 = FlopsPerSecond(derived);
+  const auto it = spec.origins.find("peak_int8");
+  const bool from_file = it != spec.origins.end() && !it->second.defaulted;
+  FieldOrigin& origin = spec.origins["peak_int8"];
+  origin = FieldOrigin{SourceLoc{"(derived from mxu.int8_rate)", 0, 0},
+                       fmt::format("derived: mxu.int8_rate {} x {} (the bf16 arithmetic), the rate int8 matmuls run "
+                                   "at{}",
+                                   spec.mxu.int8_rate, format_flops(spec.derived_peak_bf16()),
+                                   from_file ? fmt::format(" (the chip file's {} is for other values)",
+                                                           format_flops(was))
+                                             : std::string()),
+                       false};
+}
+
 // Cross-field rule: XLA's scoped VMEM limit is a share of the TensorCore's VMEM, so a limit the user wrote above
 // the capacity contradicts it: the lowering takes the capacity's share and would ignore the limit without a word.
 // A bundled chip's limit (XLA's default) above a what-if's smaller VMEM is left alone: it does not bind, which is
@@ -131,7 +154,8 @@ const FieldTable<ChipSpec>& chip_fields() {
     t.add<FlopsPerSecond>("peak_int8", [](S& s) -> FlopsPerSecond& { return s.published.peak_int8; }, "0 TOP/s",
                           "published peak int8 rate per chip, for the record: int8 matmuls run at mxu.int8_rate x "
                           "the bf16 rate, so one written (not a bundled chip's) must lie from 0.5% below to 3% above "
-                          "mxu.int8_rate x tensorcores x MXUs x 2 x rows x cols x clock; 0 = no int8 path");
+                          "mxu.int8_rate x tensorcores x MXUs x 2 x rows x cols x clock; one not written follows "
+                          "that product once a what-if moves it off the chip file's figure; 0 = no int8 path");
     return t;
   }();
   return table;
@@ -333,6 +357,7 @@ ChipSpec resolve_chip(const ConfigNode& root, const std::string& path, Diagnosti
   }
   check_scoped_limit(spec, path, diags);
   check_peak_int8(spec, path, diags);
+  follow_int8_rate(spec);
   return spec;
 }
 

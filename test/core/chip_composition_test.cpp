@@ -6,6 +6,7 @@
 
 #include "tpusim/core/chip_blocks.h"
 #include "tpusim/core/chip_spec.h"
+#include "tpusim/core/scenario.h"
 
 namespace tpusim {
 namespace {
@@ -213,6 +214,36 @@ TEST(ChipComposition, AWrittenInt8PeakIsCheckedAgainstTheInt8Rate) {
   EXPECT_EQ(d.expected, "65.536 TOP/s (int8_rate 1 x 65.536 TFLOP/s) within -0.5% / +3%");
   EXPECT_EQ(d.found, "131.072 TOP/s");
   EXPECT_EQ(only(with("0", "65.536 TOP/s")).expected, "0 TOP/s (chip.mxu.int8_rate is 0: no int8 path)");
+}
+
+// The int8 peak shown with the chip (describe, summary.json's scenario) is the rate int8 matmuls run at: where
+// nobody wrote it, it follows mxu.int8_rate x the bf16 arithmetic once a what-if moves that off the chip file's
+// figure (`--set chip.mxu.int8_rate=2` on v4 echoed the bundled 275 TOP/s while int8 ran at 550).
+TEST(ChipComposition, AnInt8PeakNobodyWroteFollowsTheInt8Rate) {
+  const ResolvedChip r = resolve_chip_yaml(replaced(kChip, "  cols: 128\n", "  cols: 128\n  int8_rate: 2\n"));
+  ASSERT_TRUE(r.diags.empty()) << r.diags.str();
+  EXPECT_DOUBLE_EQ(r.spec.published.peak_int8.value(), 131.072e12);  // was 0, the default: "no int8 path"
+  EXPECT_EQ(r.spec.origins.at("peak_int8").comment,
+            "derived: mxu.int8_rate 2 x 65.536 TFLOP/s (the bf16 arithmetic), the rate int8 matmuls run at");
+
+  const auto peak_int8 = [](const Scenario& s) {
+    for (const auto& [key, value] : render_scenario(s)) {
+      if (key == "chip.peak_int8") return value;
+    }
+    return std::string("none");
+  };
+  const Scenario bundled = load_scenario("gemm-v4", {});
+  EXPECT_EQ(peak_int8(bundled), "275 TFLOP/s");  // the published figure, while it agrees with int8_rate 1
+  const Scenario doubled = load_scenario("gemm-v4", {"chip.mxu.int8_rate=2"});
+  EXPECT_DOUBLE_EQ(doubled.chip.published.peak_int8.value(), 2 * 275.2512e12);
+  EXPECT_EQ(peak_int8(doubled), "550.502 TFLOP/s");
+  EXPECT_EQ(doubled.chip.origins.at("peak_int8").comment,
+            "derived: mxu.int8_rate 2 x 275.251 TFLOP/s (the bf16 arithmetic), the rate int8 matmuls run at (the "
+            "chip file's 275 TFLOP/s is for other values)");
+  EXPECT_EQ(peak_int8(load_scenario("gemm-v4", {"chip.mxu.int8_rate=0"})), "0 FLOP/s");
+  // A clock what-if moves both peaks: the bf16 one is written (checked), the int8 one follows.
+  const Scenario faster = load_scenario("gemm-v4", {"chip.clock=2.1GHz", "chip.peak_bf16=550TFLOP/s"});
+  EXPECT_DOUBLE_EQ(faster.chip.published.peak_int8.value(), 550.5024e12);
 }
 
 // The simulator tells each TensorCore's DMA queue and HBM streams apart by 8-bit engine ids: 63 TensorCores

@@ -169,7 +169,22 @@ TEST_F(Cli, AWhatIfChipComposedInAScenarioRunsItsExtraBlock) {
 
 namespace {
 
-// What-ifs of the chip's ICI ports, as a user reads them back.
+// What-ifs of the chip's int8 rate and ICI ports, as a user reads them back.
+TEST_F(Cli, TheEchoedInt8PeakFollowsAnInt8RateWhatIf) {
+  // v4 runs int8 at the bf16 rate (275 TOP/s published); at int8_rate 2 the echo said 275 while int8 matmuls
+  // ran at 2 x 275.251 TFLOP/s.
+  const fs::path s = write("s.yaml", "name: t\npod: v4-1x1x1\nchip:\n  mxu:\n    int8_rate: 2\n"
+                                     "workload: {model: mlp-small, batch: 8, step: forward, dtype: int8}\n");
+  const Outcome d = tpusim("describe scenario " + s.string());
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_NE(d.out.find("chip.peak_int8                   550.502 TFLOP/s\n"), std::string::npos) << d.out;
+  const auto j = summary(s.string(), "int8");
+  EXPECT_EQ(j["scenario"]["chip"]["peak_int8"], "550.502 TFLOP/s");
+  EXPECT_EQ(j["scenario"]["chip"]["mxu"]["int8_rate"], 2);
+  const auto set = summary("gemm-v4 --set chip.mxu.int8_rate=2", "set");
+  EXPECT_EQ(set["scenario"]["chip"]["peak_int8"], "550.502 TFLOP/s");
+}
+
 TEST_F(Cli, IciPortsASetAddsBeyondWhatTheTorusWiresAreNotedAsIdle) {
   // A v4 cube's 3-D torus wires 6 ports per chip; --set chip.ici.links=8 ran the same step with no word.
   const std::string small = "allreduce-v4-4x4x4 --set workload.model.bytes=1MiB";

@@ -242,7 +242,8 @@ inline constexpr double kHbmTurnaround = 0.07;
 // Resolves a chip tree (already merged with overrides). `path` prefixes key paths in errors ("chip").
 // Besides every field's own check: one block per kind, the required kinds present, counts within each kind's
 // range, every path between two blocks that may connect and listed once, the required paths present, and the
-// published peak within 3% of the one the blocks give.
+// published peak within 3% of the one the blocks give. A peak_int8 nobody wrote follows the int8 rate: it is
+// replaced by mxu.int8_rate x the bf16 arithmetic when a what-if moved that away from it.
 [[nodiscard]] ChipSpec resolve_chip(const ConfigNode& root, const std::string& path, Diagnostics& diags);
 
 // Where the user wrote the chip field `key` ("peak_int8", "<block name>.<field>": "hbm.capacity"): a scenario, a
