@@ -126,8 +126,8 @@ FieldTable<ChipSpec> dma_fields() {
 FieldTable<ChipSpec> ici_fields() {
   FieldTable<ChipSpec> t;
   t.add<int>("links", [](S& s) -> int& { return s.ici.links; }, std::nullopt,
-             "ICI ports per chip; a slice wires two per axis of its shape: fewer is refused, more are idle (a run "
-             "notes ports the user wrote beyond them)",
+             "ICI ports per chip; a slice cables at most two per axis of its shape: fewer is refused, more are idle "
+             "(a run notes ports the user wrote beyond them)",
              at_least(0));
   t.add<BytesPerSecond>("link_bandwidth", [](S& s) -> BytesPerSecond& { return s.ici.link_bandwidth; },
                         std::nullopt, "ICI bandwidth per link, one direction", positive<BytesPerSecond>());

@@ -168,14 +168,14 @@ void check_pod_on_chip(const PodSpec& pod, const ChipSpec& chip, const std::stri
 }
 
 std::optional<std::string> idle_ici_ports_note(const PodSpec& pod, const ChipSpec& chip) {
-  const std::size_t wired = pod.ici_ports_needed();
-  if (wired == 0 || static_cast<std::size_t>(chip.ici.links) <= wired) return std::nullopt;
+  const std::size_t most = pod.ici_ports_needed();  // a 2x2x1 cables fewer, but refuses a chip with fewer
+  if (most == 0 || static_cast<std::size_t>(chip.ici.links) <= most) return std::nullopt;
   const std::string written = written_by_user(chip, BlockKind::ici, "links");
   if (written.empty()) return std::nullopt;
-  return fmt::format("idle ICI ports: chip {} has {} ICI ports{}, but a slice of shape [{}] wires {} per chip (two "
-                     "per axis); the other {} connect nothing and add no bandwidth",
-                     chip.name, chip.ici.links, written, fmt::join(pod.shape, ", "), wired,
-                     static_cast<std::size_t>(chip.ici.links) - wired);
+  return fmt::format("idle ICI ports: chip {} has {} ICI ports{}, but a slice of shape [{}] cables at most {} per "
+                     "chip (two per axis); the other {} are idle and add no bandwidth",
+                     chip.name, chip.ici.links, written, fmt::join(pod.shape, ", "), most,
+                     static_cast<std::size_t>(chip.ici.links) - most);
 }
 
 ChipSpec load_chip_of_pod(const PodSpec& pod) {

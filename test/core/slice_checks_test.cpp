@@ -60,24 +60,28 @@ TEST(SliceChecks, PortsAnOverrideTookAwayAreRefusedAtThatOverride) {
   EXPECT_EQ(diags.items()[0].message, "too few ICI ports for the pod");
 }
 
-// More ports than the slice wires are accepted (a bundled v4 on a 2-D slice leaves two unconnected by design), but
+// More ports than the slice cables are accepted (a bundled v4 on a 2-D slice leaves two unconnected by design), but
 // ports the user wrote beyond them are named in a note: `--set chip.ici.links=8` on a v4 cube ran exactly as 6.
-TEST(SliceChecks, PortsTheUserWroteBeyondWhatTheSliceWiresAreNotedAsIdle) {
+TEST(SliceChecks, PortsTheUserWroteBeyondWhatTheSliceCablesAreNotedAsIdle) {
   ChipSpec chip = load_chip("v4");
   const PodSpec cube = slice("v4", {4, 4, 4}, {1, 1, 1}, {4, 4, 4});
-  EXPECT_EQ(idle_ici_ports_note(cube, chip), std::nullopt);             // the bundled 6: all wired
+  EXPECT_EQ(idle_ici_ports_note(cube, chip), std::nullopt);             // the bundled 6: all cabled
   EXPECT_EQ(idle_ici_ports_note(slice("v4", {4, 4}, {0, 0}), chip), std::nullopt);  // the bundled 6 on a 2-D slice
   chip.ici.links = 8;
   chip.origins["ici.links"] = FieldOrigin{SourceLoc{"--set chip.ici.links=8", 0, 0}, "", false};
   EXPECT_EQ(idle_ici_ports_note(cube, chip),
-            "idle ICI ports: chip v4 has 8 ICI ports (--set chip.ici.links=8), but a slice of shape [4, 4, 4] wires "
-            "6 per chip (two per axis); the other 2 connect nothing and add no bandwidth");
+            "idle ICI ports: chip v4 has 8 ICI ports (--set chip.ici.links=8), but a slice of shape [4, 4, 4] cables "
+            "at most 6 per chip (two per axis); the other 2 are idle and add no bandwidth");
+  // A 2x2x1 cables 2 per chip but refuses fewer than 6 (a 3-axis shape: check_ici_ports): "at most" 6.
+  EXPECT_EQ(idle_ici_ports_note(slice("v4", {2, 2, 1}, {0, 0, 0}), chip),
+            "idle ICI ports: chip v4 has 8 ICI ports (--set chip.ici.links=8), but a slice of shape [2, 2, 1] cables "
+            "at most 6 per chip (two per axis); the other 2 are idle and add no bandwidth");
   chip.ici.links = 6;
   chip.origins["ici.links"] = FieldOrigin{SourceLoc{"mine.yaml", 40, 3}, "", false};
   EXPECT_EQ(idle_ici_ports_note(slice("v4", {2, 4}, {0, 0}), chip),
             "idle ICI ports: chip v4 has 6 ICI ports (chip.ici.links at mine.yaml:40:3), but a slice of shape [2, 4] "
-            "wires 4 per chip (two per axis); the other 2 connect nothing and add no bandwidth");
-  EXPECT_EQ(idle_ici_ports_note(cube, chip), std::nullopt);                          // written, and all wired
+            "cables at most 4 per chip (two per axis); the other 2 are idle and add no bandwidth");
+  EXPECT_EQ(idle_ici_ports_note(cube, chip), std::nullopt);                          // written, none beyond
   EXPECT_EQ(idle_ici_ports_note(slice("v4", {1, 1, 1}, {0, 0, 0}), chip), std::nullopt);  // one chip: no ICI
 }
 

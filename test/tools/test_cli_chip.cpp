@@ -185,14 +185,14 @@ TEST_F(Cli, TheEchoedInt8PeakFollowsAnInt8RateWhatIf) {
   EXPECT_EQ(set["scenario"]["chip"]["peak_int8"], "550.502 TFLOP/s");
 }
 
-TEST_F(Cli, IciPortsASetAddsBeyondWhatTheTorusWiresAreNotedAsIdle) {
-  // A v4 cube's 3-D torus wires 6 ports per chip; --set chip.ici.links=8 ran the same step with no word.
+TEST_F(Cli, IciPortsASetAddsBeyondWhatTheTorusCablesAreNotedAsIdle) {
+  // A v4 cube's 3-D torus cables 6 ports per chip; --set chip.ici.links=8 ran the same step with no word.
   const std::string small = "allreduce-v4-4x4x4 --set workload.model.bytes=1MiB";
   const fs::path dir = dir_ / "eight";
   const Outcome o = tpusim("run " + small + " --set chip.ici.links=8 -o " + dir.string());
   ASSERT_EQ(o.exit_code, 0) << o.err;
   const std::string note = "idle ICI ports: chip v4 has 8 ICI ports (--set chip.ici.links=8), but a slice of shape "
-                           "[4, 4, 4] wires 6 per chip (two per axis); the other 2 connect nothing and add no "
+                           "[4, 4, 4] cables at most 6 per chip (two per axis); the other 2 are idle and add no "
                            "bandwidth";
   EXPECT_NE(o.out.find("  note: " + note + "\n"), std::string::npos) << o.out;
   auto eight = nlohmann::json::parse(slurp(dir / "summary.json"));

@@ -303,7 +303,7 @@ RunReport make_report(const Scenario& scenario, const ir::ProgramSet& programs, 
             ? "; no gradient all-reduce is modelled (use a transformer or resnet for data-parallel training)"
             : ""));
   }
-  // ICI ports the user gave the chip beyond what the slice wires: accepted, and idle (slice_checks.cpp).
+  // ICI ports the user gave the chip beyond what the slice cables: accepted, and idle (slice_checks.cpp).
   if (const auto idle = idle_ici_ports_note(scenario.pod, scenario.chip)) rep.notes.push_back(*idle);
   // HBM serves its own transfers at most at bandwidth x efficiency, so more bytes than that can only be DMAs a
   // slower memory timed, which take no HBM bandwidth in the model (dma/dma.cpp: the faster end keeps up).

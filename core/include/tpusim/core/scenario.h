@@ -233,7 +233,7 @@ struct Scenario {
 // chip.host.chips_per_host chips (or the whole slice, when smaller). `prefix`: "pod." in a scenario, "" alone.
 void check_pod_on_chip(const PodSpec& pod, const ChipSpec& chip, const std::string& prefix, Diagnostics& diags);
 // ICI ports the user gave the chip (chip.ici.links written in a scenario, a chip file of theirs or a --set) beyond
-// the ports one slice of the pod wires (PodSpec::ici_ports_needed: two per axis) are accepted and idle: the note
+// the most one slice of the pod cables (PodSpec::ici_ports_needed: two per axis) are accepted and idle: the note
 // that says so, for the run's notes. None for a bundled chip's ports (a small slice of a 3-D generation leaves
 // some unconnected by design) or a slice of one chip (no ICI at all).
 [[nodiscard]] std::optional<std::string> idle_ici_ports_note(const PodSpec& pod, const ChipSpec& chip);
