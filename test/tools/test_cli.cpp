@@ -183,6 +183,24 @@ TEST_F(Cli, DescribeChipShowsUnitsAndSources) {
   EXPECT_NE(o.out.find("assumption"), std::string::npos) << o.out;
 }
 
+TEST_F(Cli, DescribeScenarioShowsAWhatIfResolvedAsRunResolvesIt) {
+  const Outcome o =
+      tpusim("describe scenario gpt3-1.3b-train-v4 --set chip.hbm.latency=3us --set chip.mxu.int8_rate=2");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("scenario gpt3-1.3b-train-v4 (resolved, with --set)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("  chip.hbm.latency                 3 us\n"), std::string::npos) << o.out;
+  // The int8 peak follows the rate the what-if gave (2 x the v4's bf16 arithmetic, 275.251 TFLOP/s).
+  EXPECT_NE(o.out.find("  chip.peak_int8                   550.502 TFLOP/s\n"), std::string::npos) << o.out;
+  // A key the resolver does not know is refused as run refuses it; --set on anything but a scenario too.
+  const Outcome typo = tpusim("describe scenario gpt3-1.3b-train-v4 --set chip.hbm.latncy=3us");
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.err.find("did you mean 'latency'?"), std::string::npos) << typo.err;
+  const Outcome chip = tpusim("describe chip v4 --set chip.hbm.latency=3us");
+  EXPECT_EQ(chip.exit_code, 2);
+  EXPECT_NE(chip.err.find("--set applies to 'describe scenario NAME' only"), std::string::npos) << chip.err;
+  EXPECT_TRUE(chip.out.empty()) << chip.out;
+}
+
 TEST_F(Cli, RunWritesASummaryThatIsByteIdenticalAcrossRuns) {
   const fs::path s = write("s.yaml", kGood);
   const Outcome a = tpusim("run -q " + s.string() + " -o " + (dir_ / "a").string());

@@ -435,8 +435,15 @@ void print_spec(const std::string& title, const FieldTable<Spec>& table, const S
 
 }  // namespace
 
-int describe_command(const std::string& what, const std::string& name, const std::string& svg_path) {
+int describe_command(const std::string& what, const std::string& name, const std::string& svg_path,
+                     const std::vector<std::string>& overrides) {
   return with_exit_codes("tpusim describe", [&] {
+    if (!overrides.empty() && what != "scenario") {
+      std::cerr << fmt::format("tpusim describe: --set applies to 'describe scenario NAME' only (a what-if resolved "
+                               "as run resolves it), not to 'describe {}'\n",
+                               what);
+      return 2;
+    }
     if (what == "assumptions") {
       std::cout << "Modelling numbers that no source gives: model and lowering constants, and the calibrated\n"
                    "defaults of spec fields (`tpusim calibrate` checks them; other spec fields that are\n"
@@ -493,8 +500,8 @@ int describe_command(const std::string& what, const std::string& name, const std
       (void)load_chip_of_pod(pod);  // refused as validate refuses it (too few ICI ports, wraparound, hosts)
       print_spec(fmt::format("pod {} ({} chips)", pod.name, pod.chip_count()), pod_fields(), pod, pod.origins);
     } else {
-      const Scenario s = load_scenario(name, {});
-      std::cout << "scenario " << s.name << " (resolved)\n";
+      const Scenario s = load_scenario(name, overrides);
+      std::cout << "scenario " << s.name << (overrides.empty() ? " (resolved)\n" : " (resolved, with --set)\n");
       for (const auto& [k, v] : render_scenario(s)) std::cout << fmt::format("  {:<32} {}\n", k, v);
     }
     return 0;

@@ -21,7 +21,9 @@ struct RunArgs {
 int run_command(const RunArgs& args);
 int validate_command(const std::string& scenario, const std::vector<std::string>& overrides, const Limits& limits);
 // `svg_path` (describe chip only): also draw the composed chip there.
-int describe_command(const std::string& what, const std::string& name, const std::string& svg_path = {});
+// `overrides` (--set) apply to `describe scenario` only, as `run` applies them; elsewhere they are refused (exit 2).
+int describe_command(const std::string& what, const std::string& name, const std::string& svg_path = {},
+                     const std::vector<std::string>& overrides = {});
 int lower_command(const std::string& scenario, const std::vector<std::string>& overrides, const std::string& out,
                   const Limits& limits);
 int topo_command(const std::string& name, const std::string& dot_path, const std::string& svg_path,

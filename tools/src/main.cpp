@@ -78,6 +78,11 @@ int run_main(int argc, char** argv) {
   describe_cmd->add_option("name", describe_name, "bundled name or path (not needed for params)");
   std::string describe_svg;
   describe_cmd->add_option("--svg", describe_svg, "describe chip: also draw the composed chip (blocks, paths) as SVG");
+  std::vector<std::string> describe_overrides;
+  describe_cmd
+      ->add_option("--set", describe_overrides,
+                   "describe scenario: override a field by dotted path, as run does, and show the what-if resolved")
+      ->allow_extra_args(false);
 
   std::string lower_scenario, lower_out;
   std::vector<std::string> lower_overrides;
@@ -195,7 +200,7 @@ int run_main(int argc, char** argv) {
   layouts.limits = study;
   if (run_cmd->parsed()) return run_command(run);
   if (validate_cmd->parsed()) return validate_command(validate_scenario, validate_overrides, limits);
-  if (describe_cmd->parsed()) return describe_command(describe_what, describe_name, describe_svg);
+  if (describe_cmd->parsed()) return describe_command(describe_what, describe_name, describe_svg, describe_overrides);
   if (lower_cmd->parsed()) return lower_command(lower_scenario, lower_overrides, lower_out, limits);
   if (topo_cmd->parsed()) return topo_command(topo_name, topo_dot, topo_svg, limits);
   if (sweep_cmd->parsed()) return sweep_command(sweep);
