@@ -66,7 +66,9 @@ Counts counts(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::int64_t
 
 GemmTiling tile_gemm(const ChipSpec& chip, std::int64_t m, std::int64_t k, std::int64_t n, DType dtype,
                      OperandBytes operands, std::int64_t batch) {
-  if (m < 1 || k < 1 || n < 1 || batch < 1) throw std::invalid_argument(fmt::format("gemm {}x{}x{}: empty", m, k, n));
+  if (m < 1 || k < 1 || n < 1 || batch < 1) {
+    throw std::invalid_argument(fmt::format("gemm {} x {}x{}x{}: empty", batch, m, k, n));
+  }
   check_chip(chip);
   const auto eb = static_cast<std::uint64_t>(dtype_bytes(dtype));
   const double a_bytes = operands.a > 0 ? operands.a : static_cast<double>(eb);

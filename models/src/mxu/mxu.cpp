@@ -161,7 +161,8 @@ class Mxu final : public Block, public InstructionUnit {
     if (ins.streams_hbm() && ins.stream.grid_steps > 1) {
       compute_end += (static_cast<std::int64_t>(ins.stream.grid_steps) - 1) * gap_cycles_;
     }
-    if (ins.streams_hbm() && ins.stream.buffers > 0 && ins.stream.grid_steps > 1) {
+    // fused: at least the pipeline bound of its tiling (0 for a program that names no buffers).
+    if (ins.streams_hbm()) {
       compute_end = std::max(compute_end, issue + FusedStream::pipeline_floor_cycles(spec, ins, compute_end - issue));
     }
     const std::int64_t vmem_end = pipeline_.stream_vmem(
